@@ -1,0 +1,68 @@
+"""One exception hierarchy for everything privgate rejects or cannot compute.
+
+Every message names its culprit (the column, the row count, the parameter, the config key) and
+never contains a value of a real record.
+"""
+
+from __future__ import annotations
+
+
+class PrivgateError(Exception):
+    """Base class of every error privgate raises on purpose."""
+
+
+class InputError(PrivgateError):
+    """An input frame or file cannot be used."""
+
+
+class InputLoadError(InputError):
+    """A path does not exist, has an unsupported suffix, or cannot be parsed."""
+
+
+class EmptyInputError(InputError):
+    """A frame has no rows or no columns."""
+
+
+class SchemaMismatchError(InputError):
+    """Real, synthetic and holdout frames do not have the same column names."""
+
+
+class IncompatibleDtypeError(InputError):
+    """A column is numeric in one frame and categorical in another (e.g. string vs number)."""
+
+
+class UnsupportedDtypeError(InputError):
+    """A column has a dtype privgate cannot compare (list, struct, binary, object...)."""
+
+
+class AllNullColumnError(InputError):
+    """A column of the real data has no non-null value."""
+
+
+class TooFewRowsError(InputError):
+    """A frame has fewer rows than a metric needs."""
+
+
+class ParameterError(PrivgateError):
+    """A metric parameter (keys, sensitive, targets, k, options...) is invalid."""
+
+
+class UnknownMetricError(ParameterError):
+    """A metric name is not in the registry."""
+
+
+class NotApplicableError(PrivgateError):
+    """A metric cannot be computed for these inputs by its definition (e.g. hidden_rate without a
+    pairing, a membership metric without a holdout)."""
+
+
+class MetricComputationError(PrivgateError):
+    """A metric failed while computing; wraps the underlying exception."""
+
+
+class ConfigError(PrivgateError):
+    """A gate configuration is invalid; the message names the offending key."""
+
+
+class HistoryError(PrivgateError):
+    """The score history store cannot be opened, migrated or written."""

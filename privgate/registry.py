@@ -1,0 +1,174 @@
+"""The metric registry: every metric privgate knows, with what it models and needs.
+
+A metric is a plain function ``fn(ctx: EvaluationContext, **params) -> MetricResult`` registered
+with :func:`register_metric`. The decorator returns a public callable that accepts either an
+:class:`~privgate.context.EvaluationContext` or raw inputs::
+
+    privgate.metrics.common_rows(real, synthetic)                  # builds a context
+    privgate.metrics.common_rows(ctx)                               # reuses a shared context
+
+so a metric's registry name, its function name and its docs entry are the same word.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import MetricComputationError, PrivgateError, UnknownMetricError
+from .results import MetricResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import EvaluationContext
+
+FAMILIES = ("reconstruction", "re-identification", "tracing", "statistical", "disclosure")
+# what a metric may need beyond real + synthetic
+NEEDS = ("sensitive", "keys", "holdout", "pairing", "targets")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Registry entry of one metric."""
+
+    name: str
+    func: Callable[..., MetricResult]
+    family: str
+    attack: str
+    reference: str
+    orientation: str
+    needs: tuple[str, ...] = ()
+    summary: str = ""
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "attack": self.attack,
+            "needs": list(self.needs),
+            "orientation": self.orientation,
+            "reference": self.reference,
+            "summary": self.summary,
+        }
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register_metric(
+    *,
+    family: str,
+    attack: str,
+    reference: str,
+    orientation: str,
+    needs: tuple[str, ...] = (),
+    summary: str = "",
+    name: str | None = None,
+) -> Callable[[Callable[..., MetricResult]], Callable[..., MetricResult]]:
+    """Register ``fn(ctx, **params) -> MetricResult`` under its function name.
+
+    The returned callable is the public metric: it accepts a context or ``(real, synthetic,
+    *, holdout=None, schema=None, keys=None, sensitive=None, seed=0, **params)``, times the
+    computation, and fills row counts and the decided schema into the result.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    for need in needs:
+        if need not in NEEDS:
+            raise ValueError(f"unknown need {need!r}; expected one of {NEEDS}")
+
+    def decorate(fn: Callable[..., MetricResult]) -> Callable[..., MetricResult]:
+        metric_name = name or fn.__name__
+
+        @functools.wraps(fn)
+        def public(real: Any, synthetic: Any = None, /, **kwargs: Any) -> MetricResult:
+            from .context import EvaluationContext
+
+            if isinstance(real, EvaluationContext):
+                if synthetic is not None:
+                    raise TypeError(f"{metric_name}(ctx, ...) takes parameters by keyword only")
+                ctx = real
+                params = kwargs
+            else:
+                ctx_keys = ("holdout", "schema", "keys", "sensitive", "seed", "pairing")
+                ctx_kwargs = {k: kwargs.pop(k) for k in ctx_keys if k in kwargs}
+                ctx = EvaluationContext(real, synthetic, **ctx_kwargs)
+                params = kwargs
+            return run_spec(_REGISTRY[metric_name], ctx, params)
+
+        spec = MetricSpec(
+            name=metric_name,
+            func=fn,
+            family=family,
+            attack=attack,
+            reference=reference,
+            orientation=orientation,
+            needs=tuple(needs),
+            summary=summary or (fn.__doc__ or "").strip().split("\n")[0],
+        )
+        if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
+            raise ValueError(f"metric {metric_name!r} registered twice")
+        _REGISTRY[metric_name] = spec
+        public.spec = spec  # type: ignore[attr-defined]
+        return public
+
+    return decorate
+
+
+def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any]) -> MetricResult:
+    """Run one registered metric on a context; privgate errors pass through, anything else is
+    wrapped in :class:`MetricComputationError` naming the metric."""
+    start = time.perf_counter()
+    try:
+        result = spec.func(ctx, **params)
+    except PrivgateError:
+        raise
+    except TypeError as exc:
+        if "unexpected keyword argument" in str(exc):
+            from .errors import ParameterError
+
+            raise ParameterError(f"metric {spec.name!r}: {exc}") from exc
+        raise MetricComputationError(f"metric {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - wrapped with the metric's name
+        raise MetricComputationError(f"metric {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+    result.seconds = time.perf_counter() - start
+    result.name = spec.name
+    if not result.n_real:
+        result.n_real = ctx.n_real
+    if not result.n_synthetic:
+        result.n_synthetic = ctx.n_synthetic
+    if result.n_holdout is None and ctx.holdout is not None:
+        result.n_holdout = ctx.n_holdout
+    if not result.schema:
+        result.schema = ctx.schema.as_dict()
+    return result
+
+
+def get_metric(name: str) -> MetricSpec:
+    """The registry entry for ``name``; raises :class:`UnknownMetricError` listing known names."""
+    _load_builtin_metrics()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownMetricError(
+            f"unknown metric {name!r}; known metrics: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def metric_names(family: str | None = None) -> list[str]:
+    """Registered metric names (registration order), optionally of one family."""
+    _load_builtin_metrics()
+    return [n for n, s in _REGISTRY.items() if family is None or s.family == family]
+
+
+def list_metrics() -> list[dict[str, Any]]:
+    """Every registered metric with family, attack, needs, orientation and reference."""
+    _load_builtin_metrics()
+    return [s.describe() for s in _REGISTRY.values()]
+
+
+def _load_builtin_metrics() -> None:
+    # importing the package registers every built-in metric module
+    from . import metrics  # noqa: F401

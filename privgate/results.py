@@ -1,0 +1,149 @@
+"""The result every metric returns (METRICS.md §1 "Result").
+
+A `MetricResult` carries the risk `value` in [0, 1] (1 = no privacy), the `raw` value of the
+original definition, the parameters used, row counts, breakdowns and timing. It never carries a
+value of a real record: per-record breakdowns are arrays indexed by real row position.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class MetricResult:
+    """Outcome of one metric on one (real, synthetic) pair.
+
+    Attributes:
+        name: registry name of the metric.
+        value: risk in [0, 1]; 1 means no privacy (a copy of the real data scores 1).
+        raw: the value of the original published definition, in its own orientation and scale.
+        raw_description: what `raw` is, in words ("mean real→synthetic distance", ...).
+        params: the parameters the metric used (after defaults were applied).
+        n_real / n_synthetic / n_holdout: row counts of the inputs used.
+        details: JSON-serialisable aggregates a person needs to understand the score.
+        per_attribute: per-column (or per-sensitive-attribute) values, when the metric has them.
+        per_record: per-real-record risk (float, 0..1 or boolean as 0/1), indexed by real row
+            position; never values of the records.
+        per_record_description: what one entry of `per_record` means.
+        seconds: wall time of the metric computation (shared neighbour searches are charged to the
+            first metric that needed them).
+        schema: the decided column kinds ({column: "numeric" | "categorical"}).
+        baseline / excess: the same metric on a holdout sample and value - baseline (gates).
+        ci: an uncertainty interval of `value`, when computed.
+    """
+
+    name: str
+    value: float
+    raw: float
+    raw_description: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    n_real: int = 0
+    n_synthetic: int = 0
+    n_holdout: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    per_attribute: dict[str, float] | None = None
+    per_record: np.ndarray | None = None
+    per_record_description: str = ""
+    seconds: float = 0.0
+    schema: dict[str, str] = field(default_factory=dict)
+    baseline: float | None = None
+    excess: float | None = None
+    ci: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        v = float(self.value)
+        if math.isnan(v) or v < -1e-12 or v > 1 + 1e-12:
+            raise ValueError(f"metric {self.name!r} produced value {v!r} outside [0, 1]")
+        self.value = min(1.0, max(0.0, v))
+        self.raw = float(self.raw)
+
+    def with_baseline(self, baseline: float) -> "MetricResult":
+        """Attach a holdout baseline value and the excess of this value over it."""
+        self.baseline = float(baseline)
+        self.excess = self.value - self.baseline
+        return self
+
+    def per_record_summary(self) -> dict[str, Any] | None:
+        """Aggregates of the per-record breakdown (safe to publish: no record values)."""
+        if self.per_record is None:
+            return None
+        arr = np.asarray(self.per_record, dtype=np.float64)
+        if arr.size == 0:
+            return {"count": 0}
+        qs = np.quantile(arr, [0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0])
+        return {
+            "count": int(arr.size),
+            "mean": float(arr.mean()),
+            "quantiles": dict(zip(["min", "p25", "p50", "p75", "p90", "p99", "max"],
+                                  [float(q) for q in qs])),
+            "n_at_risk": int(np.count_nonzero(arr >= 0.5)),
+        }
+
+    def at_risk_rows(self, threshold: float = 0.5) -> np.ndarray:
+        """Row positions of the real records whose per-record risk is ≥ threshold."""
+        if self.per_record is None:
+            return np.empty(0, dtype=np.int64)
+        return np.flatnonzero(np.asarray(self.per_record, dtype=np.float64) >= threshold)
+
+    def to_dict(self, include_per_record: bool = False) -> dict[str, Any]:
+        """JSON-serialisable form. Per-record arrays are summarised unless asked for (row
+        positions and risks only, never record values)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "value": self.value,
+            "raw": _json_float(self.raw),
+            "raw_description": self.raw_description,
+            "params": _jsonable(self.params),
+            "n_real": self.n_real,
+            "n_synthetic": self.n_synthetic,
+            "n_holdout": self.n_holdout,
+            "details": _jsonable(self.details),
+            "per_attribute": _jsonable(self.per_attribute),
+            "per_record_summary": self.per_record_summary(),
+            "per_record_description": self.per_record_description,
+            "seconds": self.seconds,
+            "schema": dict(self.schema),
+            "baseline": self.baseline,
+            "excess": self.excess,
+            "ci": list(self.ci) if self.ci is not None else None,
+        }
+        if include_per_record and self.per_record is not None:
+            out["per_record"] = [float(x) for x in np.asarray(self.per_record, dtype=np.float64)]
+        return out
+
+
+def _json_float(x: float) -> float | str | None:
+    if x is None:
+        return None
+    x = float(x)
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays and tuples into plain JSON types, recursively."""
+    if obj is None or isinstance(obj, (str, bool, int)):
+        return obj
+    if isinstance(obj, float):
+        return _json_float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return _json_float(float(obj))
+    if isinstance(obj, np.ndarray):
+        return [_jsonable(x) for x in obj.tolist()]
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [_jsonable(x) for x in obj]
+    return str(obj)
