@@ -180,8 +180,8 @@ def normalise_frame(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
                 e = e.cast(pl.String).cast(pl.Float64, strict=False)
             else:
                 e = e.cast(pl.Float64)
-            # NaN is treated as missing
-            e = pl.when(e.is_nan()).then(None).otherwise(e)
+            # NaN is treated as missing; + 0.0 folds -0.0 into 0.0 so exact matches compare by value
+            e = pl.when(e.is_nan()).then(None).otherwise(e + 0.0)
         else:
             if isinstance(dtype, pl.Boolean):
                 e = e.cast(pl.String)

@@ -1,0 +1,254 @@
+"""EvaluationContext: validated inputs plus every encoding and neighbour search, built lazily
+and computed at most once per evaluation, shared by all metrics."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from .errors import NotApplicableError, ParameterError, TooFewRowsError
+from .io import load_frame
+from .neighbours import Neighbours, knn
+from .schema import Schema, check_not_empty, check_same_columns, infer_schema, normalise_frame
+from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
+
+ROLES = ("real", "synthetic", "holdout")
+
+
+class EvaluationContext:
+    """The real, synthetic and optional holdout frames of one evaluation, validated and
+    normalised (numerics Float64, categoricals String, the real frame's column order), with
+    cached encoded spaces and neighbour searches.
+
+    Args:
+        real: the records the generator was trained on (any input `load_frame` accepts).
+        synthetic: the release to evaluate.
+        holdout: real records not used for training (optional).
+        schema: column → "numeric" | "categorical"; overrides inference.
+        keys / sensitive: default quasi-identifier and sensitive columns for the
+            reconstruction and disclosure families.
+        seed: seed of every random step.
+        pairing: for hidden_rate: True (synthetic row i was generated from real row i) or an
+            integer array giving, per synthetic row, the real row it was generated from.
+    """
+
+    def __init__(
+        self,
+        real: Any,
+        synthetic: Any,
+        *,
+        holdout: Any = None,
+        schema: Mapping[str, str] | Schema | None = None,
+        keys: Sequence[str] | None = None,
+        sensitive: Sequence[str] | str | None = None,
+        seed: int = 0,
+        pairing: Any = None,
+        _shared: dict | None = None,
+    ) -> None:
+        frames = {"real": load_frame(real, role="real"), "synthetic": load_frame(synthetic, role="synthetic")}
+        if holdout is not None:
+            frames["holdout"] = load_frame(holdout, role="holdout")
+        for role, f in frames.items():
+            check_not_empty(f, role)
+        check_same_columns(frames)
+        # order every frame like the real one
+        order = frames["real"].columns
+        frames = {r: f.select(order) for r, f in frames.items()}
+        if isinstance(schema, Schema):
+            schema = schema.as_dict()
+        self.schema: Schema = infer_schema(frames, schema)
+        self._frames = {r: normalise_frame(f, self.schema) for r, f in frames.items()}
+        self.seed = int(seed)
+        self.keys = _as_list(keys, "keys")
+        self.sensitive = _as_list(sensitive, "sensitive")
+        for name, cols in (("keys", self.keys), ("sensitive", self.sensitive)):
+            if cols:
+                missing = [c for c in cols if c not in self.schema.kinds]
+                if missing:
+                    raise ParameterError(f"{name} names columns not in the data: {missing}; "
+                                         f"columns are {self.schema.columns}")
+        self.pairing = pairing
+        self._spaces: dict[Any, EncodedSpace] = {}
+        self._nn: dict[Any, Neighbours] = {}
+        # real-only searches are shared with contexts made by with_synthetic()
+        self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
+
+    # ------------------------------------------------------------------ frames
+    @property
+    def real(self) -> pl.DataFrame:
+        return self._frames["real"]
+
+    @property
+    def synthetic(self) -> pl.DataFrame:
+        return self._frames["synthetic"]
+
+    @property
+    def holdout(self) -> pl.DataFrame | None:
+        return self._frames.get("holdout")
+
+    @property
+    def frames(self) -> dict[str, pl.DataFrame]:
+        return dict(self._frames)
+
+    @property
+    def n_real(self) -> int:
+        return self.real.height
+
+    @property
+    def n_synthetic(self) -> int:
+        return self.synthetic.height
+
+    @property
+    def n_holdout(self) -> int | None:
+        return None if self.holdout is None else self.holdout.height
+
+    def frame(self, role: str) -> pl.DataFrame:
+        if role not in self._frames:
+            raise NotApplicableError(f"this evaluation has no {role} data")
+        return self._frames[role]
+
+    def require_rows(self, role: str, minimum: int, metric: str) -> None:
+        """Raise TooFewRowsError naming the metric when a frame has fewer than ``minimum`` rows."""
+        n = self.frame(role).height
+        if n < minimum:
+            raise TooFewRowsError(f"{metric} needs at least {minimum} {role} rows; got {n}")
+
+    def with_synthetic(self, synthetic: Any) -> "EvaluationContext":
+        """A context with the same real data (and its cached real-only searches) and another
+        synthetic set — used to score a holdout sample as a baseline."""
+        return EvaluationContext(
+            self.real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
+            sensitive=self.sensitive, seed=self.seed, _shared=self._shared,
+        )
+
+    # ------------------------------------------------------------- parameters
+    def key_sensitive(self, keys: Sequence[str] | None = None,
+                      sensitive: Sequence[str] | str | None = None) -> tuple[list[str], list[str]]:
+        """Validated (keys, sensitive) for the reconstruction family: explicit arguments win
+        over the context's; default keys = every non-sensitive column."""
+        sens = _as_list(sensitive, "sensitive") or self.sensitive
+        if not sens:
+            raise ParameterError("this metric needs sensitive=[...] (the attribute(s) an attacker infers)")
+        k = _as_list(keys, "keys") or self.keys
+        cols = self.schema.columns
+        missing = [c for c in sens if c not in cols]
+        if missing:
+            raise ParameterError(f"sensitive columns not in the data: {missing}; columns are {cols}")
+        if k is None:
+            k = [c for c in cols if c not in sens]
+        missing = [c for c in k if c not in cols]
+        if missing:
+            raise ParameterError(f"key columns not in the data: {missing}; columns are {cols}")
+        both = [c for c in sens if c in k]
+        if both:
+            raise ParameterError(f"columns are both keys and sensitive: {both}")
+        if not k:
+            raise ParameterError("at least one key column is needed (all columns are sensitive)")
+        return list(k), list(sens)
+
+    # ----------------------------------------------------------------- spaces
+    def _roles(self) -> dict[str, pl.DataFrame]:
+        return self._frames
+
+    def mixed(self, columns: Sequence[str] | None = None) -> EncodedSpace:
+        """The mixed space over ``columns`` (default: all), for every frame."""
+        key = ("mixed", tuple(columns) if columns is not None else None)
+        if key not in self._spaces:
+            self._spaces[key] = mixed_space(self._frames, self.schema, list(columns) if columns else None,
+                                            name=_space_name(key))
+        return self._spaces[key]
+
+    def entropies(self) -> dict[str, float]:
+        """Natural-log entropy of every real column (rule 8)."""
+        ent = self._shared["entropy"]
+        if not ent:
+            for col in self.schema.columns:
+                ent[col] = column_entropy(self.real[col], self.schema.kind(col))
+        return dict(ent)
+
+    def identifiability_space(self) -> EncodedSpace:
+        """The mixed space with every column's features multiplied by 1/H (H = 0 → weight 0)."""
+        key = ("identifiability", None)
+        if key not in self._spaces:
+            ent = self.entropies()
+            weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
+            self._spaces[key] = mixed_space(self._frames, self.schema, weights=weights, name="identifiability")
+        return self._spaces[key]
+
+    def famd(self, n_components: int = 2) -> EncodedSpace:
+        """The FAMD projection fitted on the real data (rule 5)."""
+        key = ("famd", n_components)
+        if key not in self._spaces:
+            self._spaces[key] = famd_space(self._frames, self.schema, n_components, name=_space_name(key))
+        return self._spaces[key]
+
+    def space(self, key: tuple) -> EncodedSpace:
+        kind, arg = key
+        if kind == "mixed":
+            return self.mixed(arg)
+        if kind == "famd":
+            return self.famd(arg)
+        if kind == "identifiability":
+            return self.identifiability_space()
+        raise ValueError(f"unknown space {key!r}")
+
+    # ------------------------------------------------------------- neighbours
+    def neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
+                   k: int = 1) -> Neighbours:
+        """k nearest ``target`` records of every ``query`` record in ``space`` ("mixed",
+        "identifiability", ("famd", 2), ("mixed", (col, ...))). Computed once and cached; when
+        query == target the record itself is excluded by index."""
+        key = _space_key(space)
+        cache_key = (key, query, target)
+        shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
+        hit = shared.get(cache_key)
+        if hit is not None and hit.k >= k:
+            return hit.first(k)
+        sp = self.space(key)
+        q = sp[query] if query in sp.matrices else self._missing(query)
+        t = sp[target] if target in sp.matrices else self._missing(target)
+        same = query == target
+        available = t.shape[0] - (1 if same else 0)
+        if available < k:
+            raise TooFewRowsError(
+                f"a {k}-nearest-neighbour search among {target} records needs at least "
+                f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
+        nb = knn(q, t, k, exclude_self=same)
+        shared[cache_key] = nb
+        return nb
+
+    def _missing(self, role: str):
+        raise NotApplicableError(f"this evaluation has no {role} data")
+
+
+def _space_key(space: tuple | str) -> tuple:
+    if isinstance(space, str):
+        if space == "famd":
+            return ("famd", 2)
+        return (space, None)
+    kind, arg = space
+    if kind == "mixed" and arg is not None:
+        arg = tuple(arg)
+    return (kind, arg)
+
+
+def _space_name(key: tuple) -> str:
+    kind, arg = key
+    return kind if arg is None else f"{kind}{list(arg) if isinstance(arg, tuple) else arg}"
+
+
+def _as_list(value: Sequence[str] | str | None, name: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    out = list(value)
+    if not all(isinstance(v, str) for v in out):
+        raise ParameterError(f"{name} must be column names (strings); got {out!r}")
+    return out
+
+
+def as_float_array(series: pl.Series) -> np.ndarray:
+    return series.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)

@@ -1,0 +1,376 @@
+"""Gate configuration: which metrics run, with which parameters, and the rules that decide.
+
+A configuration is a YAML (``.yaml`` / ``.yml``) or TOML (``.toml``) file, or the equivalent
+dict, validated here; every error is a :class:`~privgate.errors.ConfigError` whose message
+starts with the dotted path of the offending key (``metrics.common_rows.threshold.block``)::
+
+    version: 1
+    dataset: adult-census
+    seed: 0
+    keys: [age, sex, race]          # optional, passed to every metric that uses keys
+    sensitive: [income]             # optional
+    require_holdout: false          # true: a missing holdout blocks the release
+    metrics:
+      common_rows:
+        threshold: {warn: 0.0, block: 0.01}       # value > limit fires
+      authenticity:
+        baseline: {warn: 0.05, block: 0.10}       # value − holdout baseline > limit fires
+        trend: {warn: 0.05}                        # value − last accepted release's value > limit
+      disclosure_identity:
+        optional: true                             # an error here does not block
+        params: {keys: [age, sex]}
+        threshold: {max: 0.2, severity: warn, when: no_holdout}
+
+Rule kinds (each a mapping of severity → limit, or ``{max, severity, when}``, or a bare number
+meaning a ``block`` limit):
+
+- ``threshold``: the metric's ``value`` (risk in [0, 1]) must not exceed the limit.
+- ``baseline``: ``excess`` = value − the same metric computed with a holdout sample of the
+  release's size in place of the synthetic set must not exceed the limit (needs a holdout; skipped
+  without one unless ``require_holdout`` is true).
+- ``trend``: value − the value of the last accepted release of the same dataset must not exceed
+  the limit (needs a history store; skipped for the first release).
+
+``when`` restricts a rule to runs ``with_holdout`` or ``no_holdout`` (default ``always``), so a
+configuration can use raw thresholds when no holdout exists and holdout-relative rules when one
+is given (see ``docs/gates.md`` and ``VALIDITY.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ..errors import ConfigError
+
+CONFIG_VERSION = 1
+SEVERITIES = ("warn", "block")
+RULE_KINDS = ("threshold", "baseline", "trend")
+WHEN = ("always", "with_holdout", "no_holdout")
+TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
+            "require_holdout", "metrics")
+METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
+# parameters every metric accepts through the evaluation context
+CONTEXT_PARAMS = ("keys", "sensitive")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One limit of one metric: ``kind`` compares a quantity with ``limit`` at ``severity``."""
+
+    kind: str          # "threshold" | "baseline" | "trend"
+    limit: float
+    severity: str      # "warn" | "block"
+    when: str = "always"
+
+    def applies(self, has_holdout: bool) -> bool:
+        if self.when == "with_holdout":
+            return has_holdout
+        if self.when == "no_holdout":
+            return not has_holdout
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when}
+
+
+@dataclass(frozen=True)
+class MetricGate:
+    """A metric the gate runs: its parameters, whether it is optional, and its rules."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    optional: bool = False
+    rules: tuple[Rule, ...] = ()
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": self.params, "optional": self.optional,
+                "rules": [r.to_dict() for r in self.rules], "description": self.description}
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """A validated gate configuration (see the module docstring for the file format)."""
+
+    dataset: str
+    metrics: dict[str, MetricGate]
+    version: int = CONFIG_VERSION
+    seed: int = 0
+    keys: list[str] | None = None
+    sensitive: list[str] | None = None
+    schema: dict[str, str] | None = None
+    require_holdout: bool = False
+    description: str = ""
+    source: str | None = None
+
+    @property
+    def metric_names(self) -> list[str]:
+        return list(self.metrics)
+
+    def rules(self, kind: str | None = None) -> list[tuple[MetricGate, Rule]]:
+        return [(m, r) for m in self.metrics.values() for r in m.rules if kind is None or r.kind == kind]
+
+    @property
+    def needs_baseline(self) -> bool:
+        return bool(self.rules("baseline"))
+
+    @property
+    def needs_history(self) -> bool:
+        return bool(self.rules("trend"))
+
+    def params(self) -> dict[str, dict[str, Any]]:
+        """Per-metric parameters in the form ``privgate.evaluate(params=...)`` takes."""
+        return {n: dict(m.params) for n, m in self.metrics.items() if m.params}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical form (what the config hash is computed on; no source path)."""
+        return {
+            "version": self.version,
+            "dataset": self.dataset,
+            "description": self.description,
+            "seed": self.seed,
+            "keys": self.keys,
+            "sensitive": self.sensitive,
+            "schema": self.schema,
+            "require_holdout": self.require_holdout,
+            "metrics": {n: m.to_dict() for n, m in self.metrics.items()},
+        }
+
+    @property
+    def hash(self) -> str:
+        """sha256 of the canonical JSON form: two configs that decide alike hash alike."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def with_dataset(self, dataset: str) -> "GateConfig":
+        _check_name("dataset", dataset)
+        return GateConfig(**{**self.__dict__, "dataset": dataset})
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateConfig:
+    """Read and validate a YAML or TOML gate configuration file.
+
+    Raises :class:`ConfigError` when the file is missing, cannot be parsed, or any key is invalid
+    (the message names the key).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config: file not found: {p}")
+    if p.is_dir():
+        raise ConfigError(f"config: {p} is a directory, not a configuration file")
+    suffix = p.suffix.lower()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config: cannot read {p}: {type(exc).__name__}") from None
+    if suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
+    elif suffix in (".yaml", ".yml", ""):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise ConfigError(f"config: {p} is not valid YAML{where}: {problem}") from None
+    else:
+        raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
+    cfg = parse_gate_config(data, check_metrics=check_metrics)
+    return GateConfig(**{**cfg.__dict__, "source": str(p)})
+
+
+def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
+    """Validate a configuration given as a dict (the parsed YAML/TOML document).
+
+    ``check_metrics`` checks metric names against the registry and parameter names against each
+    metric's signature.
+    """
+    if data is None:
+        raise ConfigError("config: the configuration is empty")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config: the top level must be a mapping, got {_tname(data)}")
+    unknown = [k for k in data if k not in TOP_KEYS]
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown key; allowed top-level keys: {', '.join(TOP_KEYS)}")
+
+    version = data.get("version", CONFIG_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version != CONFIG_VERSION:
+        raise ConfigError(f"version: unsupported configuration version {version!r}; this privgate reads version {CONFIG_VERSION}")
+    dataset = data.get("dataset", "default")
+    _check_name("dataset", dataset)
+    description = data.get("description", "") or ""
+    if not isinstance(description, str):
+        raise ConfigError(f"description: must be a string, got {_tname(description)}")
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"seed: must be a non-negative integer, got {seed!r}")
+    keys = _column_list("keys", data.get("keys"))
+    sensitive = _column_list("sensitive", data.get("sensitive"))
+    if keys and sensitive:
+        both = sorted(set(keys) & set(sensitive))
+        if both:
+            raise ConfigError(f"sensitive: columns {both} are also listed in keys")
+    schema = data.get("schema")
+    if schema is not None:
+        if not isinstance(schema, Mapping):
+            raise ConfigError(f"schema: must be a mapping column → 'numeric' | 'categorical', got {_tname(schema)}")
+        for col, kind in schema.items():
+            if kind not in ("numeric", "categorical"):
+                raise ConfigError(f"schema.{col}: must be 'numeric' or 'categorical', got {kind!r}")
+        schema = {str(c): str(k) for c, k in schema.items()}
+    require_holdout = data.get("require_holdout", False)
+    if not isinstance(require_holdout, bool):
+        raise ConfigError(f"require_holdout: must be true or false, got {require_holdout!r}")
+
+    raw_metrics = data.get("metrics")
+    if raw_metrics is None:
+        raise ConfigError("metrics: missing; the configuration must list at least one metric")
+    if not isinstance(raw_metrics, Mapping) or not raw_metrics:
+        raise ConfigError("metrics: must be a non-empty mapping metric name → rules")
+    known = _known_metrics() if check_metrics else None
+    metrics: dict[str, MetricGate] = {}
+    for name, body in raw_metrics.items():
+        metrics[str(name)] = _parse_metric(str(name), body, known)
+
+    return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
+                      sensitive=sensitive, schema=schema, require_holdout=require_holdout,
+                      description=description)
+
+
+def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:
+    where = f"metrics.{name}"
+    if known is not None and name not in known:
+        raise ConfigError(f"{where}: unknown metric {name!r}; known metrics: {', '.join(sorted(known))}")
+    if body is None:
+        body = {}
+    if not isinstance(body, Mapping):
+        raise ConfigError(f"{where}: must be a mapping with params/optional/threshold/baseline/trend, got {_tname(body)}")
+    unknown = [k for k in body if k not in METRIC_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(METRIC_KEYS)}")
+    optional = body.get("optional", False)
+    if not isinstance(optional, bool):
+        raise ConfigError(f"{where}.optional: must be true or false, got {optional!r}")
+    description = body.get("description", "") or ""
+    if not isinstance(description, str):
+        raise ConfigError(f"{where}.description: must be a string, got {_tname(description)}")
+    params = body.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"{where}.params: must be a mapping parameter → value, got {_tname(params)}")
+    params = dict(params)
+    if known is not None:
+        _check_params(where, known[name], params)
+    for col_param in CONTEXT_PARAMS:
+        if col_param in params:
+            params[col_param] = _column_list(f"{where}.params.{col_param}", params[col_param])
+    rules: list[Rule] = []
+    for kind in RULE_KINDS:
+        if kind in body:
+            rules.extend(_parse_rules(f"{where}.{kind}", kind, body[kind]))
+    if not rules:
+        raise ConfigError(f"{where}: no rule; give at least one of threshold, baseline, trend")
+    return MetricGate(name=name, params=params, optional=optional, rules=tuple(rules), description=description)
+
+
+def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
+    lo, hi = (-1.0, 1.0) if kind in ("baseline", "trend") else (0.0, 1.0)
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return [Rule(kind, _limit(where, spec, lo, hi), "block")]
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: must be a number (a block limit) or a mapping "
+                          f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}")
+    when = spec.get("when", "always")
+    if when not in WHEN:
+        raise ConfigError(f"{where}.when: must be one of {', '.join(WHEN)}, got {when!r}")
+    if "max" in spec or "severity" in spec:
+        unknown = [k for k in spec if k not in ("max", "severity", "when")]
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; with 'max' use only max, severity, when")
+        if "max" not in spec:
+            raise ConfigError(f"{where}.max: missing; give the limit the {kind} must not exceed")
+        sev = spec.get("severity", "block")
+        if sev not in SEVERITIES:
+            raise ConfigError(f"{where}.severity: must be 'warn' or 'block', got {sev!r}")
+        return [Rule(kind, _limit(f"{where}.max", spec["max"], lo, hi), sev, when)]
+    unknown = [k for k in spec if k not in SEVERITIES + ("when",)]
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: warn, block, when (or max, severity, when)")
+    rules = [Rule(kind, _limit(f"{where}.{sev}", spec[sev], lo, hi), sev, when)
+             for sev in SEVERITIES if sev in spec]
+    if not rules:
+        raise ConfigError(f"{where}: give a warn and/or block limit")
+    if len(rules) == 2 and rules[0].limit > rules[1].limit:
+        raise ConfigError(f"{where}.warn: the warn limit {rules[0].limit} is above the block limit "
+                          f"{rules[1].limit}; warn must be ≤ block")
+    return rules
+
+
+def _limit(where: str, x: Any, lo: float, hi: float) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ConfigError(f"{where}: the limit must be a number, got {_tname(x)} {x!r}")
+    v = float(x)
+    if not math.isfinite(v) or v < lo or v > hi:
+        raise ConfigError(f"{where}: the limit must be a finite number in [{lo:g}, {hi:g}], got {x!r}")
+    return v
+
+
+def _column_list(where: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: must be a list of column names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{where}: column names repeat in {value!r}")
+    return list(value)
+
+
+def _check_name(where: str, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise ConfigError(f"{where}: must be a non-empty string of at most 200 characters, got {value!r}")
+
+
+def _tname(x: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)
+
+
+def _known_metrics() -> dict[str, Any]:
+    from ..registry import get_metric, metric_names
+
+    return {n: get_metric(n) for n in metric_names()}
+
+
+def _check_params(where: str, spec: Any, params: dict[str, Any]) -> None:
+    """Parameter names must be ones the metric function takes."""
+    try:
+        sig = inspect.signature(spec.func)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return
+    accepted: set[str] = set()
+    for i, (pname, p) in enumerate(sig.parameters.items()):
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return
+        if i == 0:  # the context
+            continue
+        accepted.add(pname)
+    for pname in params:
+        if pname not in accepted:
+            raise ConfigError(f"{where}.params.{pname}: metric {spec.name!r} has no parameter "
+                              f"{pname!r}; it takes: {', '.join(sorted(accepted)) or 'none'}")

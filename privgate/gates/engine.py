@@ -1,0 +1,420 @@
+"""Running a gate: evaluate the configured metrics on a release and decide pass / warn / block.
+
+The gate **fails closed**: an input that cannot be loaded, an invalid configuration, a metric
+that errors (unless the configuration marks it ``optional``), a baseline that cannot be computed
+while a holdout is given, or a history store that cannot be read or written all block the
+release. Exit codes (``EXIT_CODES``):
+
+====  =======  ==============================================================================
+code  meaning  when
+====  =======  ==============================================================================
+0     pass     every rule passed
+1     warn     a ``warn`` rule fired, no ``block`` rule fired
+2     block    a ``block`` rule fired: the release is too risky
+3     error    the gate could not decide completely (invalid configuration, missing or corrupt
+               input, a non-optional metric failed, history unavailable); decision is ``block``
+====  =======  ==============================================================================
+
+The gate never computes a distance itself: it calls :func:`privgate.evaluate` and compares the
+results with the rules.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import polars as pl
+
+from ..errors import ConfigError, PrivgateError
+from ..results import MetricResult, _jsonable
+from .config import GateConfig, Rule, load_gate_config, parse_gate_config
+from .fingerprint import inputs_fingerprint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..history.store import HistoryStore
+
+
+class Decision(str, Enum):
+    """The gate's decision; compares equal to its string value."""
+
+    PASS = "pass"
+    WARN = "warn"
+    BLOCK = "block"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+EXIT_CODES: dict[str, int] = {"pass": 0, "warn": 1, "block": 2, "error": 3}
+_RANK = {"pass": 0, "warn": 1, "block": 2}
+_EPS = 1e-12
+
+
+@dataclass
+class GateCheck:
+    """One rule evaluated on one metric (or one failure that blocks).
+
+    ``value`` is the metric's risk value, ``compared`` the quantity the rule compares with
+    ``threshold`` (the value for threshold rules, the excess over the holdout baseline for baseline
+    rules, the increase over the last accepted release for trend rules).
+    """
+
+    metric: str
+    rule: str                      # "threshold" | "baseline" | "trend" | "error"
+    value: float | None
+    raw: float | None
+    threshold: float | None
+    severity: str                  # "warn" | "block"
+    verdict: str                   # "pass" | "warn" | "block"
+    message: str = ""
+    seconds: float = 0.0
+    optional: bool = False
+    compared: float | None = None
+    baseline: float | None = None
+    previous: float | None = None
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
+
+
+@dataclass
+class GateOutcome:
+    """Everything one gate run decided; ``to_dict()`` is the JSON report's core."""
+
+    run_id: str
+    dataset: str
+    release_id: str
+    decision: Decision
+    checks: list[GateCheck]
+    exit_code: int
+    report: Any = None                       # privgate Report, None when evaluation did not run
+    config: GateConfig | None = None
+    config_hash: str | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    seconds: float = 0.0
+    privgate_version: str = ""
+    has_holdout: bool = False
+    previous_release_id: str | None = None
+    recorded: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        """A release is accepted (may be published) when the decision is pass or warn."""
+        return self.decision != Decision.BLOCK
+
+    @property
+    def results(self) -> dict[str, MetricResult]:
+        return dict(getattr(self.report, "results", {}) or {})
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {c.metric: c.message for c in self.checks if c.rule == "error"}
+
+    def to_dict(self) -> dict[str, Any]:
+        results = {n: r.to_dict() for n, r in self.results.items()}
+        return _jsonable({
+            "run_id": self.run_id,
+            "dataset": self.dataset,
+            "release_id": self.release_id,
+            "decision": str(self.decision),
+            "exit_code": self.exit_code,
+            "accepted": self.accepted,
+            "created_at": self.created_at.isoformat(),
+            "seconds": self.seconds,
+            "privgate_version": self.privgate_version,
+            "config_hash": self.config_hash,
+            "config": self.config.to_dict() if self.config else None,
+            "has_holdout": self.has_holdout,
+            "previous_release_id": self.previous_release_id,
+            "fingerprint": self.fingerprint,
+            "checks": [c.to_dict() for c in self.checks],
+            "results": results,
+        })
+
+    def table(self) -> str:
+        """The decision table as plain text (what ``privgate gate`` prints)."""
+        return format_checks(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# deciding
+
+
+def decide(
+    cfg: GateConfig,
+    results: Mapping[str, MetricResult],
+    errors: Mapping[str, str],
+    *,
+    has_holdout: bool,
+    previous: Mapping[str, float] | None = None,
+    previous_note: str = "",
+) -> list[GateCheck]:
+    """Compare metric results with the configuration's rules; pure (no I/O).
+
+    ``previous`` maps metric → value of the last accepted release (``None``: no trend
+    comparison possible, ``previous_note`` says why).
+    """
+    checks: list[GateCheck] = []
+    for name, mg in cfg.metrics.items():
+        res = results.get(name)
+        if res is None or name in errors:
+            msg = safe_message(errors.get(name, "no result was produced"))
+            checks.append(_error_check(name, f"metric failed: {msg}", optional=mg.optional))
+            continue
+        for rule in mg.rules:
+            if not rule.applies(has_holdout):
+                continue
+            checks.append(_rule_check(name, res, rule, mg.optional, has_holdout, previous, previous_note))
+    return checks
+
+
+def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
+                previous: Mapping[str, float] | None, previous_note: str) -> GateCheck:
+    base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
+                severity=rule.severity, seconds=res.seconds, optional=optional, baseline=res.baseline)
+    if rule.kind == "threshold":
+        compared = res.value
+        what = f"value {res.value:.4f}"
+    elif rule.kind == "baseline":
+        if not has_holdout:
+            return GateCheck(**base, verdict="pass", skipped=True,
+                             message="no holdout given; baseline rule not evaluated")
+        if res.excess is None or res.baseline is None:
+            if optional:
+                return GateCheck(**{**base, "rule": "error"}, verdict="pass", skipped=True,
+                                 message="holdout baseline missing; optional metric, ignored")
+            return GateCheck(**{**base, "rule": "error", "severity": "block"}, verdict="block",
+                             message="holdout baseline could not be computed (fails closed)")
+        compared = float(res.excess)
+        what = f"excess {compared:+.4f} over holdout baseline {res.baseline:.4f}"
+    else:  # trend
+        if previous is None:
+            return GateCheck(**base, verdict="pass", skipped=True,
+                             message=previous_note or "no accepted release to compare with")
+        if name not in previous or previous[name] is None:
+            return GateCheck(**base, verdict="pass", skipped=True,
+                             message="metric absent from the last accepted release")
+        prev = float(previous[name])
+        compared = res.value - prev
+        base["previous"] = prev
+        what = f"increase {compared:+.4f} over last accepted {prev:.4f}"
+    fired = compared > rule.limit + _EPS
+    verdict = rule.severity if fired else "pass"
+    msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
+    return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def _error_check(metric: str, message: str, *, optional: bool = False) -> GateCheck:
+    if optional:
+        return GateCheck(metric=metric, rule="error", value=None, raw=None, threshold=None,
+                         severity="warn", verdict="pass", optional=True, skipped=True,
+                         message=f"{message}; optional metric, ignored")
+    return GateCheck(metric=metric, rule="error", value=None, raw=None, threshold=None,
+                     severity="block", verdict="block", message=f"{message} (fails closed)")
+
+
+def decision_of(checks: list[GateCheck]) -> tuple[Decision, int]:
+    """The worst verdict and the exit code (3 when a blocking error check exists)."""
+    worst = max((c.verdict for c in checks), key=_RANK.__getitem__, default="pass")
+    decision = Decision(worst)
+    if any(c.rule == "error" and c.verdict == "block" for c in checks):
+        return Decision.BLOCK, EXIT_CODES["error"]
+    return decision, EXIT_CODES[decision.value]
+
+
+_WRAPPED = re.compile(r"^(?P<head>.*?failed: )(?P<type>[A-Za-z_][\w.]*)(?::.*)?$", re.S)
+
+
+def safe_message(message: str, limit: int = 400) -> str:
+    """An error message safe to store: a wrapped foreign exception keeps only its type name
+    (its text may quote data values); privgate's own messages never contain record values and
+    are kept, truncated to ``limit`` characters."""
+    text = str(message).strip().splitlines()[0] if str(message).strip() else "unknown error"
+    m = _WRAPPED.match(text)
+    if m:
+        text = f"{m.group('head')}{m.group('type')}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _privgate_error_text(exc: BaseException) -> str:
+    if isinstance(exc, PrivgateError):
+        return safe_message(f"{type(exc).__name__}: {exc}")
+    return f"{type(exc).__name__} (details withheld: they may quote data values)"
+
+
+# ---------------------------------------------------------------------------------------------
+# running
+
+
+def _evaluate(*args: Any, **kwargs: Any) -> Any:
+    """Indirection to :func:`privgate.evaluate` (lets tests substitute a failing metric run)."""
+    from ..report import evaluate
+
+    return evaluate(*args, **kwargs)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("privgate")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def run_gate(
+    cfg: GateConfig | Mapping[str, Any] | str | Path,
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    release_id: str = "r1",
+    history: "HistoryStore | None" = None,
+    *,
+    dataset: str | None = None,
+    progress: Callable[..., Any] | None = None,
+) -> GateOutcome:
+    """Gate one synthetic release and, when ``history`` is given, record the run in it.
+
+    ``cfg`` is a :class:`GateConfig`, a dict or a path to a YAML/TOML file. ``real``,
+    ``synthetic`` and ``holdout`` are anything :func:`privgate.io.load_frame` accepts. Never raises
+    for bad inputs or configurations: they produce a blocked outcome with exit code 3.
+    """
+    from ..io import load_frame
+
+    start = time.perf_counter()
+    created = datetime.now(timezone.utc)
+    run_id = uuid.uuid4().hex
+    release_id = str(release_id)
+    checks: list[GateCheck] = []
+    report = None
+    fingerprint: dict[str, Any] = {}
+    previous_release = None
+    has_holdout = holdout is not None
+
+    config: GateConfig | None = None
+    try:
+        if isinstance(cfg, GateConfig):
+            config = cfg
+        elif isinstance(cfg, (str, Path)):
+            config = load_gate_config(cfg)
+        else:
+            config = parse_gate_config(cfg)
+    except ConfigError as exc:
+        checks.append(_error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
+    except Exception as exc:  # noqa: BLE001
+        checks.append(_error_check("(config)", f"invalid configuration: {_privgate_error_text(exc)}"))
+    ds = dataset or (config.dataset if config else "unknown")
+    if config is not None and dataset:
+        config = config.with_dataset(dataset)
+
+    frames: dict[str, pl.DataFrame | None] = {}
+    for role, data in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
+        if data is None:
+            if role != "holdout":
+                checks.append(_error_check(f"({role})", f"{role} input missing"))
+            continue
+        try:
+            frames[role] = load_frame(data, role=role)
+        except Exception as exc:  # noqa: BLE001
+            checks.append(_error_check(f"({role})", f"cannot load {role}: {_privgate_error_text(exc)}"))
+    sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
+    try:
+        fingerprint = inputs_fingerprint(frames, sources)
+    except Exception as exc:  # noqa: BLE001
+        checks.append(_error_check("(input)", f"cannot fingerprint inputs: {_privgate_error_text(exc)}"))
+
+    if config is not None and config.require_holdout and not has_holdout:
+        checks.append(_error_check("(holdout)", "the configuration requires a holdout and none was given"))
+
+    if config is not None and not checks:
+        previous, note = None, ""
+        if config.needs_history:
+            if history is None:
+                note = "no history store given; trend rule not evaluated"
+            else:
+                try:
+                    last = history.last_accepted(ds)
+                except Exception as exc:  # noqa: BLE001
+                    checks.append(_error_check("(history)", f"cannot read history: {_privgate_error_text(exc)}"))
+                    last = None
+                    note = "history unavailable"
+                else:
+                    if last is None:
+                        note = f"first accepted release of dataset {ds!r}; nothing to compare with"
+                    else:
+                        previous = last.metrics
+                        previous_release = last.release_id
+        try:
+            report = _evaluate(
+                frames["real"], frames["synthetic"], metrics=config.metric_names,
+                holdout=frames.get("holdout"), keys=config.keys, sensitive=config.sensitive,
+                schema=config.schema, seed=config.seed, params=config.params(),
+                baseline=bool(has_holdout and config.needs_baseline), on_error="record",
+                progress=progress,
+            )
+        except Exception as exc:  # noqa: BLE001 - inputs the context rejects, anything else
+            checks.append(_error_check("(input)", f"evaluation could not start: {_privgate_error_text(exc)}"))
+        else:
+            checks.extend(decide(config, report.results, getattr(report, "errors", {}) or {},
+                                 has_holdout=has_holdout, previous=previous, previous_note=note))
+
+    decision, code = decision_of(checks)
+    outcome = GateOutcome(
+        run_id=run_id, dataset=ds, release_id=release_id, decision=decision, checks=checks,
+        exit_code=code, report=report, config=config,
+        config_hash=config.hash if config else None, fingerprint=fingerprint, created_at=created,
+        privgate_version=_version(), has_holdout=has_holdout, previous_release_id=previous_release,
+    )
+    outcome.seconds = time.perf_counter() - start
+    if history is not None:
+        try:
+            history.record(outcome)
+            outcome.recorded = True
+        except Exception as exc:  # noqa: BLE001 - a run that cannot be recorded is not accepted
+            outcome.checks.append(_error_check("(history)", f"cannot record the run: {_privgate_error_text(exc)}"))
+            outcome.decision, outcome.exit_code = decision_of(outcome.checks)
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# printing
+
+
+def _fmt(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def format_checks(outcome: GateOutcome) -> str:
+    """A fixed-width decision table followed by the decision line."""
+    header = ("metric", "rule", "value", "compared", "limit", "severity", "verdict", "note")
+    rows = [header]
+    for c in outcome.checks:
+        rows.append((c.metric, c.rule, _fmt(c.value),
+                     _fmt(c.compared, signed=c.rule in ("baseline", "trend")),
+                     "-" if c.threshold is None else f"{c.threshold:g}",
+                     c.severity, c.verdict.upper() if c.verdict != "pass" else "pass",
+                     c.message))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header) - 1)]
+    lines = []
+    for i, r in enumerate(rows):
+        cells = [str(v).ljust(w) for v, w in zip(r[:-1], widths)]
+        lines.append("  ".join(cells) + "  " + str(r[-1]))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
+    lines.append("")
+    lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
+                 f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
+                 f"exit code {outcome.exit_code})")
+    return "\n".join(lines)

@@ -1,0 +1,370 @@
+"""Re-identification and tracing metrics built on distances between records (METRICS.md §2).
+
+Every metric here is oriented as risk: ``value`` 1 means no privacy (a copy of the real data
+scores 1), about 0 for data drawn uniformly at random. ``raw`` is the original definition's value
+in its own orientation. Distances are Euclidean in the mixed space unless stated; nearest
+neighbours come from the shared engine of the context (each search computed once per evaluation).
+Paper references are sections of the PrivEval metrics review (`shared/papers/priveval-metrics-review.md`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..errors import NotApplicableError, ParameterError, TooFewRowsError
+from ..neighbours import any_within_box, knn, pair_distances
+from ..registry import register_metric
+from ..schema import NUMERIC
+from ..spaces import category_codes
+from ..ties import ge, gt, le, lt
+from ._common import minmax_normalise, quantile_summary, result, sigmoid
+
+PRIVEVAL = "Privacy metrics review (PrivEval), §"
+
+
+# --------------------------------------------------------------------------- exact copies
+@register_metric(family="re-identification", attack="exact copies of real records in the release",
+                 reference=PRIVEVAL + "2.1.4 Common Rows Proportion",
+                 orientation="value = share of real records copied; 1 = every real record is in the release")
+def common_rows(ctx) -> "MetricResult":
+    """Common Rows Proportion: share of real records (with multiplicity) that have an identical
+    synthetic record. Numbers compare by value (1 == 1.0); a null matches only a null.
+
+    Orientation: risk; raw = value.
+    """
+    cols = ctx.schema.columns
+    real = ctx.real.with_row_index("__row")
+    hits = real.join(ctx.synthetic.unique(), on=cols, how="semi", nulls_equal=True)["__row"].to_numpy()
+    per = np.zeros(ctx.n_real)
+    per[hits] = 1.0
+    share = float(per.mean())
+    return result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
+                  details={"n_real_copied": int(per.sum()),
+                           "n_distinct_real_copied": int(ctx.real[hits].n_unique()) if hits.size else 0},
+                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
+
+
+# ------------------------------------------------------------- real → synthetic distances
+def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
+    d = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+    dn, degenerate = minmax_normalise(d)
+    return d, dn, degenerate
+
+
+@register_metric(family="re-identification", attack="real records with a very close synthetic record",
+                 reference=PRIVEVAL + "2.2.1 Close Values Probability",
+                 orientation="value = share of real records whose normalised distance to the release is ≤ 0.2")
+def close_values(ctx, *, threshold: float = 0.2) -> "MetricResult":
+    """Close Values Probability: d = distance of each real record to its nearest synthetic record,
+    min–max normalised over the n distances (as synthcity and PrivEval do); value = share with
+    normalised d ≤ threshold (0.2). All distances equal → every normalised d is 0 → value 1.
+
+    Orientation: risk; raw = value.
+    """
+    if not 0 <= threshold <= 1:
+        raise ParameterError(f"close_values threshold must be in [0, 1]; got {threshold}")
+    d, dn, degenerate = _normalised_dcr(ctx)
+    close_ = le(dn, threshold)
+    share = float(close_.mean())
+    return result(ctx, "close_values", share, share, f"share of real records with normalised DCR ≤ {threshold}",
+                  params={"threshold": threshold},
+                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                  per_record=close_.astype(float),
+                  per_record_description="1 if the real record's normalised distance to the release is ≤ threshold")
+
+
+@register_metric(family="re-identification", attack="real records without a distant synthetic record",
+                 reference=PRIVEVAL + "2.2.2 Distant Values Probability",
+                 orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8")
+def distant_values(ctx, *, threshold: float = 0.8) -> "MetricResult":
+    """Distant Values Probability: same normalised distances as close_values; raw = share with
+    normalised d ≥ threshold (0.8), the original 'to be maximised' probability; value = 1 − raw.
+
+    Orientation: risk (value); raw is a privacy score (higher = more private).
+    """
+    if not 0 <= threshold <= 1:
+        raise ParameterError(f"distant_values threshold must be in [0, 1]; got {threshold}")
+    d, dn, degenerate = _normalised_dcr(ctx)
+    far = ge(dn, threshold)
+    raw = float(far.mean())
+    return result(ctx, "distant_values", 1.0 - raw, raw, f"share of real records with normalised DCR ≥ {threshold}",
+                  params={"threshold": threshold},
+                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                  per_record=(~far).astype(float),
+                  per_record_description="1 if the real record's normalised distance to the release is < threshold")
+
+
+@register_metric(family="re-identification", attack="synthetic records near real records on average",
+                 reference=PRIVEVAL + "2.2.6 Nearest Synthetic Neighbour Distance",
+                 orientation="value = 1 − mean normalised distance of real records to the release")
+def nsnd(ctx) -> "MetricResult":
+    """Nearest Synthetic Neighbour Distance: raw = mean of the min–max normalised real→nearest
+    synthetic distances; value = 1 − raw (a copy has all distances 0 → value 1).
+
+    Orientation: risk (value); raw is a distance (higher = more private).
+    """
+    d, dn, degenerate = _normalised_dcr(ctx)
+    raw = float(dn.mean())
+    return result(ctx, "nsnd", 1.0 - raw, raw, "mean normalised distance of real records to their nearest synthetic record",
+                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                  per_record=1.0 - dn, per_record_description="1 − normalised distance to the release")
+
+
+# ------------------------------------------------------------ real → real comparisons
+def _rs_rr(ctx, space: str) -> tuple[np.ndarray, np.ndarray]:
+    ctx.require_rows("real", 2, "this metric (nearest other real record)")
+    d_rs = ctx.neighbours(space, "real", "synthetic", 1).dist[:, 0]
+    d_rr = ctx.neighbours(space, "real", "real", 1).dist[:, 0]
+    return d_rs, d_rr
+
+
+@register_metric(family="re-identification", attack="synthetic records closer to a real record than its real neighbours",
+                 reference=PRIVEVAL + "2.2.4 Authenticity (Alaa et al., 2022)",
+                 orientation="value = 1 − authenticity = share of real records whose nearest synthetic record is not farther than their nearest other real record")
+def authenticity(ctx) -> "MetricResult":
+    """Authenticity: raw = share of real records whose nearest other real record is strictly
+    closer than their nearest synthetic record (authentic); value = 1 − raw. Computed per real
+    record in the mixed space, as METRICS.md defines it.
+
+    Orientation: risk (value); raw is a privacy score.
+    """
+    d_rs, d_rr = _rs_rr(ctx, "mixed")
+    authentic = lt(d_rr, d_rs)
+    raw = float(authentic.mean())
+    return result(ctx, "authenticity", 1.0 - raw, raw,
+                  "share of real records whose nearest other real record is strictly closer than the release",
+                  details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
+                  per_record=(~authentic).astype(float),
+                  per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
+
+
+@register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
+                 reference=PRIVEVAL + "2.2.5 Identifiability score (Yoon et al., ADS-GAN 2020)",
+                 orientation="value = share of identifiable real records")
+def identifiability(ctx) -> "MetricResult":
+    """Identifiability score (ADS-GAN): the authenticity test in the mixed space with every
+    column's features multiplied by 1/H (H = the real column's entropy, natural log; numerics over
+    10 quantile bins; H = 0 → weight 0). A real record is identifiable unless its nearest other
+    real record is strictly closer than its nearest synthetic record. The paper's eq. 19 inverts
+    the weight its own text asks for; METRICS.md follows the text (1/H). On exact ties (duplicate
+    real records) the record counts as identifiable, so that a copy scores 1.
+
+    Orientation: risk; raw = value.
+    """
+    d_rs, d_rr = _rs_rr(ctx, "identifiability")
+    ident = le(d_rs, d_rr)
+    share = float(ident.mean())
+    ent = ctx.entropies()
+    return result(ctx, "identifiability", share, share, "share of identifiable real records",
+                  details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
+                  per_record=ident.astype(float),
+                  per_record_description="1 if the real record is identifiable (weighted space)")
+
+
+@register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
+                 reference=PRIVEVAL + "2.2.9 Median Distance to Closest Record",
+                 orientation="value = 2·(1 − σ(r)), r = median DCR(real→synthetic) / median DCR(real→real)")
+def median_dcr(ctx) -> "MetricResult":
+    """Median DCR: r = median(real→nearest synthetic) / median(real→nearest other real), mixed
+    space (medians of even counts = mean of the two middle values). value = 2·(1 − σ(r)):
+    r = 0 (copy) → 1, r → ∞ → 0. Both medians 0 → value 1 (r undefined); only the real–real
+    median 0 → r = ∞ → value 0.
+
+    Orientation: risk (value); raw = r (higher = more private).
+    """
+    d_rs, d_rr = _rs_rr(ctx, "mixed")
+    m_rs, m_rr = float(np.median(d_rs)), float(np.median(d_rr))
+    if m_rr == 0.0 and m_rs == 0.0:
+        r, value = float("nan"), 1.0
+    elif m_rr == 0.0:
+        r, value = float("inf"), 0.0
+    else:
+        r = m_rs / m_rr
+        value = 2.0 * (1.0 - sigmoid(r))
+    return result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
+                  details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
+
+
+# ---------------------------------------------------------------------------- NNAA
+def _aa(d_rs, d_rr, d_sr, d_ss) -> float:
+    return 0.5 * (float(gt(d_rs, d_rr).mean()) + float(gt(d_sr, d_ss).mean()))
+
+
+@register_metric(family="tracing", attack="a nearest-neighbour classifier telling real from synthetic records",
+                 reference=PRIVEVAL + "2.2.10 Nearest Neighbour Adversarial Accuracy (Yale et al., 2020)",
+                 orientation="value = 1 − AA; a copy gives AA = 0 → 1, perfectly separable data AA = 1 → 0")
+def nnaa(ctx, *, repetitions: int = 10) -> "MetricResult":
+    """NN Adversarial Accuracy: AA = ½[P(d_RS > d_RR) + P(d_SR > d_SS)] (strict >) in the mixed
+    space. When the sizes differ, the larger set is subsampled without replacement to the smaller
+    size with a generator seeded by the context's seed, ``repetitions`` times (10), mean AA; the
+    mixed space is fitted once on all real records.
+
+    Orientation: risk (value = 1 − AA); raw = AA (0.5 = ideal, 0 = copy).
+    """
+    ctx.require_rows("real", 2, "nnaa")
+    ctx.require_rows("synthetic", 2, "nnaa")
+    if ctx.n_real == ctx.n_synthetic:
+        d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+        d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
+        d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
+        d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
+        aa = _aa(d_rs, d_rr, d_sr, d_ss)
+        per = (~gt(d_rs, d_rr)).astype(float)
+        reps: list[float] = [aa]
+        subsampled = None
+    else:
+        if repetitions < 1:
+            raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
+        space = ctx.mixed()
+        r, s = space.real, space.synthetic
+        rng = np.random.default_rng(ctx.seed)
+        size = min(len(r), len(s))
+        subsampled = "real" if len(r) > len(s) else "synthetic"
+        reps = []
+        for _ in range(repetitions):
+            if subsampled == "real":
+                rr = r[np.sort(rng.choice(len(r), size, replace=False))]
+                ss = s
+            else:
+                rr = r
+                ss = s[np.sort(rng.choice(len(s), size, replace=False))]
+            reps.append(_aa(knn(rr, ss, 1).dist[:, 0], knn(rr, rr, 1, exclude_self=True).dist[:, 0],
+                            knn(ss, rr, 1).dist[:, 0], knn(ss, ss, 1, exclude_self=True).dist[:, 0]))
+        aa = float(np.mean(reps))
+        per = None
+    return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
+                  params={"repetitions": repetitions if subsampled else 1},
+                  details={"subsampled": subsampled, "aa_per_repetition": reps},
+                  per_record=per,
+                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+
+
+# ------------------------------------------------------------ projected-space metrics
+@register_metric(family="re-identification", attack="synthetic records that single out one real record",
+                 reference=PRIVEVAL + "2.2.7 Nearest Neighbour Distance Ratio",
+                 orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)")
+def nndr(ctx, *, n_components: int = 2) -> "MetricResult":
+    """NN Distance Ratio: in the FAMD projection (fitted on the real data, ``n_components``
+    components), per synthetic record d1/d2 = distances to its two nearest real records
+    (0/0 counts 1); raw = mean ratio; value = 1 − raw.
+
+    Orientation: risk (value); raw = mean ratio (1 = private).
+    """
+    ctx.require_rows("real", 2, "nndr")
+    nb = ctx.neighbours(("famd", n_components), "synthetic", "real", 2)
+    d1, d2 = nb.dist[:, 0], nb.dist[:, 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(d2 == 0.0, 1.0, d1 / np.where(d2 == 0.0, 1.0, d2))
+    raw = float(ratio.mean())
+    return result(ctx, "nndr", 1.0 - raw, raw, "mean ratio of the nearest to the second-nearest real record, per synthetic record",
+                  params={"n_components": n_components},
+                  details={"ratio": quantile_summary(ratio), "famd": ctx.famd(n_components).details})
+
+
+@register_metric(family="re-identification", attack="synthetic records near real records in the projected space",
+                 reference=PRIVEVAL + "2.2.8 Distance to Closest Record (avatar paper)",
+                 orientation="value = 1 − σ(ln m̄) = 1/(1 + m̄), m̄ = mean real→synthetic distance (FAMD 2-D space)")
+def dcr(ctx, *, n_components: int = 2) -> "MetricResult":
+    """Distance to Closest Record: m̄ = mean distance of each real record to its nearest
+    synthetic record in the FAMD projection; value = 1/(1 + m̄) (copy → 1).
+
+    Orientation: risk (value); raw = m̄ (higher = more private).
+    """
+    d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1).dist[:, 0]
+    m = float(d.mean())
+    return result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",
+                  params={"n_components": n_components},
+                  details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
+                  per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
+
+
+@register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
+                 reference=PRIVEVAL + "2.2.12 Hidden Rate (avatar paper)",
+                 orientation="value = share of real records whose nearest synthetic record is their own",
+                 needs=("pairing",))
+def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: int = 2) -> "MetricResult":
+    """Hidden Rate: needs a pairing — which real record each synthetic record was generated from
+    (``paired=True``: synthetic row i ↔ real row i, or ``pairing``: per synthetic row the real row
+    index). In the FAMD projection, a real record is hit when its nearest synthetic record is one
+    of its own (a tie with its own counts as a hit). value = share of real records hit.
+
+    Orientation: risk; raw = value. Not applicable without a pairing.
+    """
+    pairing = pairing if pairing is not None else ctx.pairing
+    if paired or pairing is True:
+        if ctx.n_real != ctx.n_synthetic:
+            raise ParameterError(f"hidden_rate with paired=True needs as many synthetic rows as real rows; "
+                                 f"got {ctx.n_synthetic} synthetic and {ctx.n_real} real")
+        pair = np.arange(ctx.n_synthetic)
+    elif pairing is None or pairing is False:
+        raise NotApplicableError("hidden_rate needs a pairing of synthetic to real records "
+                                 "(paired=True or pairing=[real row per synthetic row])")
+    else:
+        pair = np.asarray(pairing)
+        if pair.shape != (ctx.n_synthetic,) or not np.issubdtype(pair.dtype, np.integer):
+            raise ParameterError(f"hidden_rate pairing must be {ctx.n_synthetic} integer real-row indices, "
+                                 f"one per synthetic row; got shape {pair.shape} dtype {pair.dtype}")
+        if pair.size and (pair.min() < 0 or pair.max() >= ctx.n_real):
+            raise ParameterError(f"hidden_rate pairing indices must be in [0, {ctx.n_real}); "
+                                 f"got range [{pair.min()}, {pair.max()}]")
+    space = ctx.famd(n_components)
+    d_nn = ctx.neighbours(("famd", n_components), "real", "synthetic", 1).dist[:, 0]
+    d_pair = pair_distances(space.real[pair], space.synthetic)
+    own = np.full(ctx.n_real, np.inf)
+    np.minimum.at(own, pair, d_pair)
+    hit = np.isfinite(own) & le(own, d_nn)
+    share = float(hit.mean())
+    return result(ctx, "hidden_rate", share, share, "share of real records whose nearest synthetic record is their own",
+                  params={"n_components": n_components, "paired": pairing is None or pairing is True},
+                  details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
+                  per_record=hit.astype(float), per_record_description="1 if the real record's nearest synthetic record is its own")
+
+
+# ---------------------------------------------------------------------- hitting rate
+@register_metric(family="re-identification", attack="synthetic records matching a real record on every attribute up to a small tolerance",
+                 reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
+                 orientation="value = share of real records hit by some synthetic record")
+def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> "MetricResult":
+    """Hitting Rate: a real record is hit when some synthetic record has all categorical values
+    equal and every numeric value within h = (max − min of the real column)/30, inclusive (the
+    paper's eq. 30 has a typo); a numeric null matches only a null; a constant column needs
+    equality. value = share of real records hit.
+
+    Orientation: risk; raw = value.
+    """
+    if tolerance_divisor <= 0:
+        raise ParameterError(f"hitting_rate tolerance_divisor must be > 0; got {tolerance_divisor}")
+    frames = {"real": ctx.real, "synthetic": ctx.synthetic}
+    coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
+    widths = {}
+    # exact-equality columns become integer codes spaced 3 apart, so any mismatch exceeds the box
+    for col in ctx.schema.columns:
+        if ctx.schema.kind(col) == NUMERIC:
+            rv = ctx.real[col].to_numpy().astype(np.float64, copy=False)
+            ok = ~np.isnan(rv)
+            h = float((rv[ok].max() - rv[ok].min()) / tolerance_divisor)
+            widths[col] = h
+            for role, f in frames.items():
+                v = f[col].to_numpy().astype(np.float64, copy=True)
+                miss = np.isnan(v)
+                coords[role].append(miss * 3.0)
+                if h > 0:
+                    v = np.where(miss, 0.0, v / h)
+                    coords[role].append(v)
+            if h == 0:
+                codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
+                for role in frames:
+                    coords[role].append(codes[role] * 3.0)
+        else:
+            codes, _ = category_codes(frames, col)
+            for role in frames:
+                coords[role].append(codes[role] * 3.0)
+    q = np.column_stack(coords["real"])
+    t = np.column_stack(coords["synthetic"])
+    hit = any_within_box(q, t, 1.0)
+    share = float(hit.mean())
+    return result(ctx, "hitting_rate", share, share, "share of real records hit by a synthetic record",
+                  params={"tolerance_divisor": tolerance_divisor},
+                  details={"n_hit": int(hit.sum())},
+                  per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")

@@ -1,0 +1,188 @@
+"""Encodings of records as points: the mixed space and the FAMD projected space (METRICS.md §1).
+
+* **Mixed space**: numeric columns standardised with the real column's mean and population
+  standard deviation (a constant column contributes nothing; nulls imputed with the real mean,
+  i.e. 0 after standardising); categorical columns one-hot over the union of all frames' levels
+  (null is a level), each indicator multiplied by 1/√2 so that a category mismatch adds exactly 1
+  to the squared Euclidean distance. Optional per-column weights multiply a column's features
+  (identifiability uses 1/H).
+* **FAMD projection** (as the paper's Φ^k): PCA, by exact LAPACK SVD, of the standardised
+  numerics and the real-level indicators (1{level} − p)/√p; synthetic records are projected with
+  the real fit; a level unseen in the real data gives an all-zero indicator row. Component signs
+  are fixed (largest absolute loading positive) so the projection is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import polars as pl
+
+from .schema import CATEGORICAL, NUMERIC, Schema
+
+NULL_LEVEL = "\x00<null>"
+INV_SQRT2 = 1.0 / np.sqrt(2.0)
+
+
+@dataclass
+class EncodedSpace:
+    """One encoding of every input frame: role ("real", "synthetic", "holdout") → float64 matrix."""
+
+    name: str
+    matrices: dict[str, np.ndarray]
+    details: dict = field(default_factory=dict)
+
+    def __getitem__(self, role: str) -> np.ndarray:
+        return self.matrices[role]
+
+    @property
+    def real(self) -> np.ndarray:
+        return self.matrices["real"]
+
+    @property
+    def synthetic(self) -> np.ndarray:
+        return self.matrices["synthetic"]
+
+    @property
+    def holdout(self) -> np.ndarray | None:
+        return self.matrices.get("holdout")
+
+    @property
+    def dim(self) -> int:
+        return int(self.real.shape[1])
+
+
+def numeric_block(frames: Mapping[str, pl.DataFrame], column: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Standardised values of a numeric column in every frame (real mean, population std; nulls
+    → the real mean; a constant real column → all zeros)."""
+    real = frames["real"][column].to_numpy().astype(np.float64, copy=False)
+    ok = ~np.isnan(real)
+    mean = float(real[ok].mean()) if ok.any() else 0.0
+    std = float(real[ok].std()) if ok.any() else 0.0
+    out = {}
+    nulls = {}
+    for role, frame in frames.items():
+        v = frame[column].to_numpy().astype(np.float64, copy=True)
+        miss = np.isnan(v)
+        nulls[role] = int(miss.sum())
+        v[miss] = mean
+        out[role] = (v - mean) / std if std > 0 else np.zeros_like(v)
+    info = {"mean_imputed": {r: c for r, c in nulls.items() if c}, "constant": std == 0}
+    return out, info
+
+
+def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
+                   levels: list[str] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Integer codes of a categorical column over ``levels`` (default: sorted union of all frames'
+    levels with null as its own level). Values outside ``levels`` get code -1."""
+    series = {r: f[column].fill_null(NULL_LEVEL) for r, f in frames.items()}
+    if levels is None:
+        levels = sorted(set().union(*(s.unique().to_list() for s in series.values())))
+    lookup = pl.DataFrame({"__v": levels, "__code": np.arange(len(levels), dtype=np.int64)})
+    codes = {}
+    for role, s in series.items():
+        joined = s.to_frame("__v").join(lookup, on="__v", how="left", maintain_order="left")
+        codes[role] = joined["__code"].fill_null(-1).to_numpy()
+    return codes, levels
+
+
+def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
+                weights: Mapping[str, float] | None = None, name: str = "mixed") -> EncodedSpace:
+    """Encode ``columns`` (default: all) of every frame in the mixed space."""
+    columns = list(columns) if columns is not None else schema.columns
+    weights = dict(weights or {})
+    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    imputed: dict[str, dict[str, int]] = {}
+    constant: list[str] = []
+    n_features = 0
+    for col in columns:
+        w = float(weights.get(col, 1.0))
+        if schema.kind(col) == NUMERIC:
+            vals, info = numeric_block(frames, col)
+            if info["mean_imputed"]:
+                imputed[col] = info["mean_imputed"]
+            if info["constant"]:
+                constant.append(col)
+                continue
+            if w == 0.0:
+                continue
+            for r in frames:
+                blocks[r].append((vals[r] * w)[:, None])
+            n_features += 1
+        else:
+            if w == 0.0:
+                continue
+            codes, levels = category_codes(frames, col)
+            scale = INV_SQRT2 * w
+            for r in frames:
+                mat = np.zeros((codes[r].size, len(levels)))
+                mat[np.arange(codes[r].size), codes[r]] = scale
+                blocks[r].append(mat)
+            n_features += len(levels)
+    mats = {r: (np.hstack(b) if b else np.zeros((frames[r].height, 0))) for r, b in blocks.items()}
+    details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
+               "constant_columns": constant}
+    if weights:
+        details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
+    return EncodedSpace(name, mats, details)
+
+
+def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
+               name: str = "famd") -> EncodedSpace:
+    """FAMD fitted on the real frame, every frame projected with that fit."""
+    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    for col in schema.columns:
+        if schema.kind(col) == NUMERIC:
+            vals, _ = numeric_block(frames, col)
+            for r in frames:
+                blocks[r].append(vals[r][:, None])
+        else:
+            real_codes, levels = category_codes({"real": frames["real"]}, col)
+            p = np.bincount(real_codes["real"], minlength=len(levels)) / frames["real"].height
+            codes, _ = category_codes(frames, col, levels)
+            sq = np.sqrt(p)
+            for r in frames:
+                c = codes[r]
+                mat = np.broadcast_to(-p / sq, (c.size, len(levels))).copy()
+                seen = c >= 0
+                mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
+                mat[~seen] = 0.0  # unseen level: all-zero indicator row
+                blocks[r].append(mat)
+    z = {r: np.hstack(b) for r, b in blocks.items()}
+    zr = z["real"]
+    nc = int(min(n_components, zr.shape[1], zr.shape[0]))
+    _, s, vt = np.linalg.svd(zr, full_matrices=False)
+    v = vt[:nc].T
+    # deterministic signs: the largest absolute loading of each component is positive
+    pivot = np.abs(v).argmax(axis=0)
+    signs = np.sign(v[pivot, np.arange(nc)])
+    signs[signs == 0] = 1.0
+    v = v * signs
+    mats = {r: z[r] @ v for r in frames}
+    total = float((s ** 2).sum())
+    explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
+    return EncodedSpace(name, mats, {"n_components": nc, "explained_variance_ratio": explained,
+                                     "n_input_features": int(zr.shape[1])})
+
+
+def column_entropy(real: pl.Series, kind: str) -> float:
+    """Natural-log entropy of a real column (numerics over the 10 quantile bins of rule 10, null a
+    bin; categoricals over their levels, null a level)."""
+    from .binning import assign_bins, quantile_edges
+
+    if kind == NUMERIC:
+        v = real.to_numpy().astype(np.float64, copy=False)
+        codes = assign_bins(v, quantile_edges(v))
+    else:
+        codes = real.fill_null(NULL_LEVEL).to_physical().to_numpy() if isinstance(real.dtype, pl.Categorical) \
+            else real.fill_null(NULL_LEVEL).rank("dense").to_numpy()
+    _, counts = np.unique(codes, return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def categorical_and_numeric(schema: Schema, columns: list[str]) -> tuple[list[str], list[str]]:
+    return ([c for c in columns if schema.kind(c) == CATEGORICAL],
+            [c for c in columns if schema.kind(c) == NUMERIC])
