@@ -1,0 +1,192 @@
+"""Compute one privgate metric on a batch — the part of the expectations that knows privgate.
+
+:func:`compute_risk` takes the synthetic batch (pandas, as GX hands it over, or Polars), the
+real-data reference string and the metric's parameters, runs the registered metric and returns
+a JSON-safe payload: the risk ``value`` (observed value), ``raw``, per-attribute breakdown and
+the metric's aggregate details. Nothing in the payload is a value of a real record; per-record
+risks are reduced to their summary.
+
+Errors: every failure is raised as :class:`~privgate.errors.MetricComputationError` whose
+message names the metric and the privgate error; messages of non-privgate exceptions are
+withheld (they may quote data values) and the exception chain is cut, so GX's
+``exception_info`` traceback cannot carry real values either.
+
+This module does not import Great Expectations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from privgate.errors import MetricComputationError, ParameterError, PrivgateError
+from privgate.io import load_frame
+
+from .references import resolve_reference
+
+MAX_DETAILS_CHARS = 20_000
+_CONTEXT_CACHE_SIZE = 2
+_ctx_cache: "OrderedDict[tuple, Any]" = OrderedDict()
+_ctx_lock = threading.Lock()
+
+
+def frame_fingerprint(frame: pl.DataFrame) -> str:
+    """A content hash of a frame (column names, dtypes and every row), computed vectorised."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr(list(frame.schema.items())).encode())
+    h.update(str(frame.height).encode())
+    if frame.height and frame.width:
+        h.update(frame.hash_rows(seed=0).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _context_for(
+    real_ref: str,
+    synthetic: pl.DataFrame,
+    *,
+    holdout_ref: str | None,
+    schema: Mapping[str, str] | None,
+    keys: Sequence[str] | None,
+    sensitive: Sequence[str] | None,
+    seed: int,
+) -> Any:
+    """An EvaluationContext for (real, synthetic, ...), reused across the expectations of one
+    suite run on the same batch so shared neighbour searches are computed once."""
+    from privgate.context import EvaluationContext
+
+    real, real_key = resolve_reference(real_ref, role="real")
+    holdout, holdout_key = (None, None)
+    if holdout_ref:
+        holdout, holdout_key = resolve_reference(holdout_ref, role="holdout")
+    cache_key = (
+        real_key,
+        holdout_key,
+        frame_fingerprint(synthetic),
+        json.dumps(dict(schema or {}), sort_keys=True),
+        tuple(keys) if keys is not None else None,
+        tuple(sensitive) if sensitive is not None else None,
+        int(seed),
+    )
+    with _ctx_lock:
+        ctx = _ctx_cache.get(cache_key)
+        if ctx is not None:
+            _ctx_cache.move_to_end(cache_key)
+            return ctx
+    ctx = EvaluationContext(
+        real,
+        synthetic,
+        holdout=holdout,
+        schema=dict(schema) if schema else None,
+        keys=list(keys) if keys is not None else None,
+        sensitive=list(sensitive) if sensitive is not None else None,
+        seed=int(seed),
+    )
+    with _ctx_lock:
+        _ctx_cache[cache_key] = ctx
+        while len(_ctx_cache) > _CONTEXT_CACHE_SIZE:
+            _ctx_cache.popitem(last=False)
+    return ctx
+
+
+def clear_context_cache() -> None:
+    """Drop the cached evaluation contexts (frees their neighbour searches)."""
+    with _ctx_lock:
+        _ctx_cache.clear()
+
+
+def compute_risk(
+    synthetic: Any,
+    *,
+    metric: str,
+    real: str,
+    holdout: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    keys: Sequence[str] | None = None,
+    sensitive: Sequence[str] | None = None,
+    seed: int = 0,
+    schema: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run the registered metric ``metric`` with the synthetic batch against the real data.
+
+    Returns the JSON-safe payload described in the module docstring. Raises
+    :class:`MetricComputationError` (message names the metric) on any failure.
+    """
+    try:
+        return _compute(synthetic, metric=metric, real=real, holdout=holdout, params=params,
+                        keys=keys, sensitive=sensitive, seed=seed, schema=schema)
+    except PrivgateError as exc:
+        raise MetricComputationError(
+            f"privgate metric {metric!r} could not be computed: {type(exc).__name__}: {exc}"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - message withheld: it may quote data values
+        raise MetricComputationError(
+            f"privgate metric {metric!r} could not be computed: {type(exc).__name__} "
+            "(message withheld: it may quote data values)"
+        ) from None
+
+
+def _compute(
+    synthetic: Any,
+    *,
+    metric: str,
+    real: str,
+    holdout: str | None,
+    params: Mapping[str, Any] | None,
+    keys: Sequence[str] | None,
+    sensitive: Sequence[str] | None,
+    seed: int,
+    schema: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    from privgate.registry import get_metric, run_spec
+
+    spec = get_metric(metric)
+    params = dict(params or {})
+    reserved = sorted(set(params) & {"holdout", "schema", "keys", "sensitive", "seed", "pairing"})
+    if reserved:
+        raise ParameterError(
+            f"params of {metric!r} must not contain {reserved}; use the expectation's own "
+            "fields (holdout, keys, sensitive, seed, schema)"
+        )
+    synth = load_frame(synthetic, role="synthetic batch")
+    ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
+                       sensitive=sensitive, seed=seed)
+    result = run_spec(spec, ctx, params)
+    return payload_from_result(result, spec)
+
+
+def payload_from_result(result: Any, spec: Any) -> dict[str, Any]:
+    """The JSON-safe, record-free summary of a MetricResult that the expectations publish."""
+    d = result.to_dict(include_per_record=False)
+    details = d.get("details") or {}
+    text = json.dumps(details, default=str)
+    if len(text) > MAX_DETAILS_CHARS:
+        details = {
+            "omitted": f"metric details too large for a GX result ({len(text)} characters); "
+            "run privgate.evaluate for the full report",
+            "keys": sorted(str(k) for k in details)[:50],
+        }
+    return {
+        "metric": spec.name,
+        "family": spec.family,
+        "attack": spec.attack,
+        "reference": spec.reference,
+        "orientation": spec.orientation,
+        "value": float(d["value"]),
+        "raw": d.get("raw"),
+        "raw_description": d.get("raw_description", ""),
+        "params": d.get("params") or {},
+        "n_real": d.get("n_real"),
+        "n_synthetic": d.get("n_synthetic"),
+        "n_holdout": d.get("n_holdout"),
+        "per_attribute": d.get("per_attribute"),
+        "per_record_summary": d.get("per_record_summary"),
+        "details": details,
+        "baseline": d.get("baseline"),
+        "excess": d.get("excess"),
+        "seconds": d.get("seconds"),
+    }

@@ -1,0 +1,356 @@
+"""Great Expectations (GX Core 1.x) custom expectations over privgate's privacy metrics.
+
+Importing this module imports GX (~8 s) and registers, with GX's registries:
+
+* the table metric ``table.privgate.privacy_risk`` (pandas execution engine), which runs one
+  registered privgate metric with the batch as the synthetic release;
+* :class:`ExpectSyntheticPrivacyRiskToBeBelow` — any registered metric by name;
+* named expectations for the main attacks, each fixed to one metric (see :data:`NAMED`).
+
+Every expectation passes when the metric's risk ``value`` (0 = no risk, 1 = no privacy; see
+METRICS.md §1) is **at most** ``threshold``. ``observed_value`` is that risk; ``details`` carry
+the raw value of the original definition, the threshold, the per-attribute breakdown and the
+metric's aggregate details — never a value of a real record. A metric that cannot be computed
+makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True`` and
+``success: False``), never a pass and never an ordinary fail; :func:`expectations.results.is_errored`
+tells the two apart.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Union
+
+from great_expectations.compatibility import pydantic
+from great_expectations.core.metric_domain_types import MetricDomainTypes
+from great_expectations.core.suite_parameters import SuiteParameterDict
+from great_expectations.execution_engine import PandasExecutionEngine
+from great_expectations.expectations.expectation import (
+    BatchExpectation,
+    render_suite_parameter_string,
+)
+from great_expectations.expectations.metrics.metric_provider import metric_value
+from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
+from great_expectations.render import LegacyRendererType, RenderedStringTemplateContent
+from great_expectations.render.renderer.renderer import renderer
+from great_expectations.validator.metric_configuration import MetricConfiguration
+
+from privgate.errors import ParameterError
+
+from .compute import compute_risk
+from .references import describe_reference
+
+RISK_METRIC = "table.privgate.privacy_risk"
+VALUE_KEYS = ("metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds")
+
+
+class TablePrivgatePrivacyRisk(TableMetricProvider):
+    """GX table metric: one privgate metric with the batch as the synthetic release."""
+
+    metric_name = RISK_METRIC
+    value_keys = VALUE_KEYS
+
+    @metric_value(engine=PandasExecutionEngine)
+    def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
+                runtime_configuration):
+        df, _, _ = execution_engine.get_compute_domain(
+            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+        )
+        kw = {k: metric_value_kwargs.get(k) for k in VALUE_KEYS}
+        return compute_risk(
+            df,
+            metric=kw["metric"],
+            real=kw["real"],
+            holdout=kw["holdout"],
+            params=kw["params"],
+            keys=kw["keys"],
+            sensitive=kw["sensitive"],
+            seed=kw["seed"] if kw["seed"] is not None else 0,
+            schema=kw["column_kinds"],
+        )
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "n/a"
+        return f"{x:.4g}"
+    return str(x)
+
+
+class PrivacyRiskExpectation(BatchExpectation):
+    """Shared fields and behaviour of the privgate expectations (not registered itself).
+
+    Fields:
+        real: the real data the generator was trained on — a file path (Parquet; ``~`` and
+            ``$VARS`` expanded) or ``"registry:<name>"`` for a frame registered in this process
+            with :func:`expectations.register_real`.
+        threshold: the highest acceptable risk in [0, 1] (pass when risk ≤ threshold); may be a
+            suite parameter ``{"$PARAMETER": "name"}``.
+        holdout: optional reference to real records *not* used for training (metrics that
+            need one).
+        keys / sensitive: quasi-identifier and sensitive column lists (attribute inference and
+            disclosure families).
+        params: the metric's own parameters (see ``privgate metrics`` / docs/metrics.md).
+        seed: seed of every random step.
+        column_kinds: optional schema ``{column: "numeric" | "categorical"}`` overriding inference.
+    """
+
+    real: str
+    threshold: Union[float, SuiteParameterDict]
+    holdout: Optional[str] = None
+    keys: Optional[List[str]] = None
+    sensitive: Optional[List[str]] = None
+    params: Optional[Dict[str, Any]] = None
+    seed: int = 0
+    column_kinds: Optional[Dict[str, str]] = None
+
+    # the registered privgate metric a named expectation is fixed to
+    privgate_metric: ClassVar[Optional[str]] = None
+    # what the Data Docs sentence calls the risk
+    risk_label: ClassVar[str] = "Privacy risk"
+
+    metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
+    success_keys: ClassVar[Tuple[str, ...]] = (
+        "real", "threshold", "holdout", "keys", "sensitive", "params", "seed", "column_kinds",
+    )
+    args_keys: ClassVar[Tuple[str, ...]] = ("real", "threshold")
+
+    library_metadata: ClassVar[Dict[str, Any]] = {
+        "maturity": "experimental",
+        "tags": ["privacy", "synthetic data", "privgate"],
+        "contributors": ["privgate"],
+        "requirements": ["privgate"],
+    }
+
+    @classmethod
+    def is_abstract(cls) -> bool:
+        return cls.__name__ == "PrivacyRiskExpectation" or super().is_abstract()
+
+    @pydantic.validator("real")
+    def _real_not_empty(cls, v: str) -> str:  # noqa: N805 - pydantic v1 validator
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("real must be a file path or 'registry:<name>'")
+        return v
+
+    # ----------------------------------------------------------------- metric plumbing
+    def _metric_name(self) -> str:
+        return self.privgate_metric or ""
+
+    def _metric_value_kwargs(self) -> Dict[str, Any]:
+        kw = self._get_success_kwargs()
+        return {
+            "metric": self._metric_name(),
+            "real": kw.get("real"),
+            "holdout": kw.get("holdout"),
+            "params": kw.get("params") or None,
+            "keys": kw.get("keys"),
+            "sensitive": kw.get("sensitive"),
+            "seed": kw.get("seed") if kw.get("seed") is not None else 0,
+            "column_kinds": kw.get("column_kinds"),
+        }
+
+    def get_validation_dependencies(self, execution_engine=None, runtime_configuration=None):
+        deps = super().get_validation_dependencies(
+            execution_engine=execution_engine, runtime_configuration=runtime_configuration
+        )
+        base = deps.get_metric_configuration(RISK_METRIC)
+        deps.set_metric_configuration(
+            metric_name=RISK_METRIC,
+            metric_configuration=MetricConfiguration(
+                metric_name=RISK_METRIC,
+                metric_domain_kwargs=base.metric_domain_kwargs,
+                metric_value_kwargs=self._metric_value_kwargs(),
+            ),
+        )
+        return deps
+
+    def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
+                  execution_engine=None) -> Dict[str, Any]:
+        payload = metrics[RISK_METRIC]
+        threshold = self._get_success_kwargs().get("threshold")
+        try:
+            thr = float(threshold)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"{self.expectation_type}: threshold must be a number in [0, 1], got "
+                f"{threshold!r} (is the suite parameter supplied?)"
+            ) from None
+        if math.isnan(thr) or thr < 0.0 or thr > 1.0:
+            raise ParameterError(f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}")
+        risk = float(payload["value"])
+        details = {
+            "metric": payload["metric"],
+            "family": payload["family"],
+            "attack": payload["attack"],
+            "risk": risk,
+            "threshold": thr,
+            "raw": payload["raw"],
+            "raw_description": payload["raw_description"],
+            "per_attribute": payload["per_attribute"],
+            "n_real": payload["n_real"],
+            "n_synthetic": payload["n_synthetic"],
+            "n_holdout": payload["n_holdout"],
+            "params": payload["params"],
+            "metric_details": payload["details"],
+            "per_record_summary": payload["per_record_summary"],
+            "real": describe_reference(self._get_success_kwargs().get("real") or ""),
+            "reference": payload["reference"],
+            "seconds": payload["seconds"],
+        }
+        if payload.get("baseline") is not None:
+            details["baseline"] = payload["baseline"]
+            details["excess"] = payload["excess"]
+        return {"success": bool(risk <= thr), "result": {"observed_value": risk, "details": details}}
+
+    # ----------------------------------------------------------------------- rendering
+    @classmethod
+    def _sentence(cls, kwargs: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+        """Data Docs template and parameters: one readable sentence."""
+        metric = cls.privgate_metric or kwargs.get("metric") or "?"
+        params: Dict[str, Any] = {
+            "metric": metric,
+            "threshold": kwargs.get("threshold"),
+            "real": describe_reference(kwargs.get("real") or "?"),
+        }
+        template = (
+            f"{cls.risk_label} ($metric) of the synthetic release must be at most $threshold "
+            "(0 = no risk, 1 = no privacy), measured against $real."
+        )
+        if kwargs.get("sensitive"):
+            params["sensitive"] = ", ".join(kwargs["sensitive"])
+            template += " Sensitive: $sensitive."
+        if kwargs.get("keys"):
+            params["keys"] = ", ".join(kwargs["keys"])
+            template += " Keys: $keys."
+        if kwargs.get("holdout"):
+            params["holdout"] = describe_reference(kwargs["holdout"]).replace("real data", "holdout")
+            template += " Holdout: $holdout."
+        if kwargs.get("params"):
+            params["params"] = ", ".join(f"{k}={v}" for k, v in sorted(kwargs["params"].items()))
+            template += " Parameters: $params."
+        return template, params
+
+    @classmethod
+    def sentence(cls, kwargs: Dict[str, Any]) -> str:
+        """The Data Docs sentence as plain text (for logs and tests)."""
+        template, params = cls._sentence(kwargs)
+        for name in sorted(params, key=len, reverse=True):
+            value = params[name]
+            if isinstance(value, dict) and "$PARAMETER" in value:
+                value = f"$PARAMETER {value['$PARAMETER']}"
+            template = template.replace(f"${name}", str(value))
+        return template
+
+    @classmethod
+    @renderer(renderer_type=LegacyRendererType.PRESCRIPTIVE)
+    @render_suite_parameter_string
+    def _prescriptive_renderer(cls, configuration=None, result=None, runtime_configuration=None):
+        if configuration is None and result is not None:
+            configuration = result.expectation_config
+        kwargs = dict(configuration.kwargs) if configuration is not None else {}
+        template, params = cls._sentence(kwargs)
+        styling = runtime_configuration.get("styling", {}) if runtime_configuration else {}
+        return [
+            RenderedStringTemplateContent(
+                content_block_type="string_template",
+                string_template={"template": template, "params": params, "styling": styling},
+            )
+        ]
+
+    @classmethod
+    @renderer(renderer_type="renderer.diagnostic.observed_value")
+    def _diagnostic_observed_value_renderer(cls, configuration=None, result=None,
+                                            runtime_configuration=None) -> str:
+        if result is None or not result.result:
+            return "--"
+        risk = result.result.get("observed_value")
+        details = result.result.get("details") or {}
+        text = f"risk {_fmt(risk)}"
+        if details.get("raw") is not None:
+            text += f" (raw {_fmt(details['raw'])})"
+        return text
+
+
+class ExpectSyntheticPrivacyRiskToBeBelow(PrivacyRiskExpectation):
+    """Expect the privacy risk of any registered privgate metric to be at most ``threshold``.
+
+    ``metric`` is a registry name (``privgate metrics`` lists them); ``params`` its parameters.
+    An unknown name or invalid parameter makes the expectation errored, not failed.
+    """
+
+    metric: str
+    success_keys: ClassVar[Tuple[str, ...]] = ("metric",) + PrivacyRiskExpectation.success_keys
+    args_keys: ClassVar[Tuple[str, ...]] = ("metric", "real", "threshold")
+
+    def _metric_name(self) -> str:
+        return str(self._get_success_kwargs().get("metric") or "")
+
+
+class ExpectSyntheticExactCopyRateToBeBelow(PrivacyRiskExpectation):
+    """Exact copies: share of real records (with multiplicity) that appear unchanged in the
+    synthetic release (``common_rows``, METRICS.md §2) is at most ``threshold``."""
+
+    privgate_metric: ClassVar[Optional[str]] = "common_rows"
+    risk_label: ClassVar[str] = "Exact-copy rate: the share of real records copied unchanged"
+
+
+class ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(PrivacyRiskExpectation):
+    """Distance to closest record: risk 1/(1 + mean real→nearest-synthetic distance) in the
+    FAMD projection (``dcr``) is at most ``threshold``."""
+
+    privgate_metric: ClassVar[Optional[str]] = "dcr"
+    risk_label: ClassVar[str] = "Distance-to-closest-record risk"
+
+
+class ExpectSyntheticAttributeInferenceRiskToBeBelow(PrivacyRiskExpectation):
+    """Attribute inference (Yan et al.): weighted accuracy of guessing each ``sensitive`` column
+    from the nearest synthetic record on the keys (``attribute_inference``) is at most
+    ``threshold``; with several sensitive columns the worst is gated."""
+
+    privgate_metric: ClassVar[Optional[str]] = "attribute_inference"
+    risk_label: ClassVar[str] = "Attribute-inference risk"
+
+
+class ExpectSyntheticMembershipInferenceRiskToBeBelow(PrivacyRiskExpectation):
+    """Membership inference: clip(2·(1 − recall)) of a LightGBM real-vs-synthetic classifier
+    (``membership_inference``) is at most ``threshold``."""
+
+    privgate_metric: ClassVar[Optional[str]] = "membership_inference"
+    risk_label: ClassVar[str] = "Membership-inference risk"
+
+
+class ExpectSyntheticIdentityDisclosureRiskToBeBelow(PrivacyRiskExpectation):
+    """Identity disclosure (synthpop): repU/100, the share of real records unique on the keys
+    whose key combination is also unique in the synthetic release (``disclosure_identity``),
+    is at most ``threshold``."""
+
+    privgate_metric: ClassVar[Optional[str]] = "disclosure_identity"
+    risk_label: ClassVar[str] = "Identity-disclosure risk (repU)"
+
+
+class ExpectSyntheticAttributeDisclosureRiskToBeBelow(PrivacyRiskExpectation):
+    """Attribute disclosure (synthpop): the largest DiSCO/100 over the targets, the share of
+    real records whose target is disclosed correctly from the synthetic release
+    (``disclosure_attribute``), is at most ``threshold``."""
+
+    privgate_metric: ClassVar[Optional[str]] = "disclosure_attribute"
+    risk_label: ClassVar[str] = "Attribute-disclosure risk (DiSCO)"
+
+
+#: named expectation class → the privgate metric it is fixed to
+NAMED: Dict[str, type] = {
+    cls.privgate_metric: cls  # type: ignore[misc]
+    for cls in (
+        ExpectSyntheticExactCopyRateToBeBelow,
+        ExpectSyntheticDistanceToClosestRecordRiskToBeBelow,
+        ExpectSyntheticAttributeInferenceRiskToBeBelow,
+        ExpectSyntheticMembershipInferenceRiskToBeBelow,
+        ExpectSyntheticIdentityDisclosureRiskToBeBelow,
+        ExpectSyntheticAttributeDisclosureRiskToBeBelow,
+    )
+}
+
+ALL_EXPECTATIONS: Tuple[type, ...] = (ExpectSyntheticPrivacyRiskToBeBelow, *NAMED.values())
