@@ -1,6 +1,6 @@
 """Fingerprints of gate inputs: schema, row count and a content hash — never the data.
 
-The content hash is sha256 over Polars' per-row hashes (``DataFrame.hash_rows`` with fixed
+The content hash is sha256 over Polars' per-row hashes (``DataFrame.hash_rows`` with two fixed
 seeds) of the frame with its columns in sorted name order, prefixed by the column names and
 dtypes. It identifies "the same data in the same row order" between runs made with the same
 Polars version (recorded alongside); it cannot be inverted into records. A one-way hash of a
@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-HASH_ALGORITHM = "sha256(polars.hash_rows(seeds=0,1,2,3), columns sorted)"
+HASH_ALGORITHM = "sha256(schema, polars.hash_rows(seed=0), polars.hash_rows(seed=1); columns sorted)"
 
 
 def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, Any]:
@@ -26,8 +26,8 @@ def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, A
     for c in cols:
         h.update(f"{c}\x1f{frame.schema[c]}\x1e".encode("utf-8"))
     if frame.height and frame.width:
-        row_hashes = ordered.hash_rows(seed=0, seed_1=1, seed_2=2, seed_3=3)
-        h.update(row_hashes.to_numpy().tobytes())
+        for seed in (0, 1):  # two independent 64-bit row hashes
+            h.update(ordered.hash_rows(seed=seed).to_numpy().tobytes())
     out: dict[str, Any] = {
         "rows": int(frame.height),
         "columns": int(frame.width),

@@ -1,0 +1,405 @@
+"""The score history store: every gate run and every metric score, in SQLite or PostgreSQL.
+
+``HistoryStore(url)`` opens (and creates or migrates) the tables of :mod:`.schema`:
+
+- ``url=None``: ``$PRIVGATE_HISTORY_URL`` when set, else the SQLite file
+  ``./privgate-history.sqlite``;
+- a path without ``://``: that SQLite file (parent folders are created);
+- any SQLAlchemy URL, e.g. ``postgresql+psycopg2://user@host:5432/db``.
+
+Concurrency: a run is written in one transaction. On SQLite the store uses WAL journaling, a
+busy timeout and ``BEGIN IMMEDIATE`` transactions (writers queue instead of deadlocking) and
+retries a write that still finds the file locked; on PostgreSQL schema creation is serialised
+with an advisory lock and rows are plain inserts. Several processes writing at the same time
+lose no row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from ..errors import HistoryError
+from . import schema as S
+
+DEFAULT_SQLITE_FILE = "privgate-history.sqlite"
+ENV_URL = "PRIVGATE_HISTORY_URL"
+_PG_LOCK_KEY = 0x70726976  # "priv"
+_T = TypeVar("_T")
+
+_RANK = {"pass": 0, "warn": 1, "block": 2}
+
+SCORE_COLUMNS = {
+    "seq": pl.Int64, "run_id": pl.String, "release_id": pl.String,
+    "created_at": pl.Datetime("us", "UTC"), "decision": pl.String, "accepted": pl.Boolean,
+    "metric": pl.String, "value": pl.Float64, "raw": pl.Float64, "baseline": pl.Float64,
+    "excess": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
+    "seconds": pl.Float64, "optional": pl.Boolean, "error": pl.String,
+}
+RUN_COLUMNS = {
+    "seq": pl.Int64, "run_id": pl.String, "dataset": pl.String, "release_id": pl.String,
+    "created_at": pl.Datetime("us", "UTC"), "decision": pl.String, "exit_code": pl.Int64,
+    "accepted": pl.Boolean, "config_hash": pl.String, "privgate_version": pl.String,
+    "has_holdout": pl.Boolean, "n_real": pl.Int64, "n_synthetic": pl.Int64,
+    "n_holdout": pl.Int64, "seconds": pl.Float64, "fingerprint_json": pl.String,
+}
+CHECK_COLUMNS = {
+    "run_id": pl.String, "metric": pl.String, "rule": pl.String, "value": pl.Float64,
+    "compared": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
+    "skipped": pl.Boolean, "message": pl.String,
+}
+REGRESSION_COLUMNS = {
+    "run_id": pl.String, "release_id": pl.String, "created_at": pl.Datetime("us", "UTC"),
+    "decision": pl.String, "metric": pl.String, "value": pl.Float64,
+    "previous_run_id": pl.String, "previous_release_id": pl.String,
+    "previous_value": pl.Float64, "increase": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One stored run with its metric values (``metrics``: metric → value, errors omitted)."""
+
+    run_id: str
+    dataset: str
+    release_id: str
+    created_at: datetime
+    decision: str
+    exit_code: int
+    accepted: bool
+    config_hash: str | None
+    privgate_version: str | None
+    fingerprint: dict[str, Any]
+    metrics: dict[str, float]
+
+
+def resolve_url(url: str | os.PathLike[str] | None) -> str:
+    """The SQLAlchemy URL a store opens for ``url`` (see the module docstring)."""
+    if url is None:
+        url = os.environ.get(ENV_URL) or DEFAULT_SQLITE_FILE
+    url = str(url)
+    if "://" not in url:
+        path = Path(url).expanduser().resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
+    return url
+
+
+def _redacted(url: str) -> str:
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001
+        return "<unparseable URL>"
+
+
+class HistoryStore:
+    """Score history in SQLite (default) or PostgreSQL; see the module docstring."""
+
+    def __init__(self, url: str | os.PathLike[str] | None = None, *, retries: int = 50) -> None:
+        self.url = resolve_url(url)
+        self._retries = retries
+        try:
+            self.engine = sa.create_engine(self.url, **self._engine_args())
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(f"history: cannot open {_redacted(self.url)}: {type(exc).__name__}: {exc}") from exc
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        if self.is_sqlite:
+            self._install_sqlite_hooks()
+        try:
+            self._retry(self._ensure_schema)
+        except HistoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(
+                f"history: cannot open or create the tables at {_redacted(self.url)}: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from exc
+
+    # -- connection setup -----------------------------------------------------------------
+    def _engine_args(self) -> dict[str, Any]:
+        if self.url.startswith("sqlite"):
+            return {"connect_args": {"timeout": 60}}
+        return {"pool_pre_ping": True}
+
+    def _install_sqlite_hooks(self) -> None:
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # let SQLAlchemy's "begin" hook emit BEGIN
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA busy_timeout = 60000")
+            try:
+                cur.execute("PRAGMA journal_mode = WAL")
+            except Exception:  # noqa: BLE001 - e.g. in-memory databases; rollback journal works too
+                pass
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(conn: sa.Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def _retry(self, fn: Callable[[], _T]) -> _T:
+        """Run ``fn``; retry when SQLite reports a locked database (or PostgreSQL a serialisation
+        failure), with jittered backoff."""
+        for attempt in range(self._retries):
+            try:
+                return fn()
+            except sa.exc.OperationalError as exc:
+                text = str(exc).lower()
+                transient = "locked" in text or "busy" in text or "could not serialize" in text or "deadlock" in text
+                if not transient or attempt == self._retries - 1:
+                    raise
+                time.sleep(min(1.0, 0.02 * (attempt + 1)) * (0.5 + random.random()))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _ensure_schema(self) -> None:
+        with self.engine.begin() as conn:
+            if not self.is_sqlite and self.engine.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            S.metadata.create_all(conn, checkfirst=True)
+            row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
+            if row is None:
+                conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+                return
+            version = int(row[0])
+            if version > S.SCHEMA_VERSION:
+                raise HistoryError(
+                    f"history: the database at {_redacted(self.url)} has schema version {version}, "
+                    f"newer than this privgate supports ({S.SCHEMA_VERSION}); upgrade privgate"
+                )
+            for v in range(version + 1, S.SCHEMA_VERSION + 1):
+                S.MIGRATIONS[v](conn)
+            if version != S.SCHEMA_VERSION:
+                conn.execute(sa.update(S.meta).where(S.meta.c.key == "schema_version")
+                             .values(value=str(S.SCHEMA_VERSION)))
+
+    @property
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar_one())
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "HistoryStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"HistoryStore({_redacted(self.url)!r})"
+
+    # -- writing ---------------------------------------------------------------------------
+    def record(self, outcome: Any, *, dataset: str | None = None) -> str:
+        """Store one gate outcome (one run row, one score row per configured metric, one row per
+        check) in a single transaction; returns the run id."""
+        run_row, score_rows, check_rows = _rows_of(outcome, dataset)
+
+        def write() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(S.runs), [run_row])
+                if score_rows:
+                    conn.execute(sa.insert(S.scores), score_rows)
+                if check_rows:
+                    conn.execute(sa.insert(S.checks), check_rows)
+
+        try:
+            self._retry(write)
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(
+                f"history: cannot record run {run_row['run_id']} of dataset {run_row['dataset']!r} "
+                f"at {_redacted(self.url)}: {type(exc).__name__}"
+            ) from exc
+        return run_row["run_id"]
+
+    # -- reading ---------------------------------------------------------------------------
+    def _frame(self, stmt: sa.Select, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+        try:
+            with self.engine.connect() as conn:
+                rows = [dict(r) for r in conn.execute(stmt).mappings().all()]
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        for r in rows:
+            if "created_at" in r:
+                r["created_at"] = _utc(r["created_at"])
+        return pl.DataFrame(rows, schema=columns, orient="row") if rows else pl.DataFrame(schema=columns)
+
+    def datasets(self) -> list[str]:
+        """Dataset names with at least one run, sorted."""
+        stmt = sa.select(S.runs.c.dataset).distinct().order_by(S.runs.c.dataset)
+        return self._frame(stmt, {"dataset": pl.String})["dataset"].to_list()
+
+    def runs(self, dataset: str | None = None) -> pl.DataFrame:
+        """Runs (oldest first), of one dataset or all."""
+        cols = [S.runs.c[c] for c in RUN_COLUMNS]
+        stmt = sa.select(*cols).order_by(S.runs.c.seq)
+        if dataset is not None:
+            stmt = stmt.where(S.runs.c.dataset == dataset)
+        return self._frame(stmt, RUN_COLUMNS)
+
+    def metric_history(self, dataset: str, metric: str | None = None) -> pl.DataFrame:
+        """Every stored score of ``dataset`` (optionally one metric), oldest run first."""
+        r, s = S.runs, S.scores
+        cols = [r.c.seq, r.c.run_id, r.c.release_id, r.c.created_at, r.c.decision, r.c.accepted,
+                s.c.metric, s.c.value, s.c.raw, s.c.baseline, s.c.excess, s.c.threshold,
+                s.c.severity, s.c.verdict, s.c.seconds, s.c.optional, s.c.error]
+        stmt = (sa.select(*cols).select_from(r.join(s, r.c.run_id == s.c.run_id))
+                .where(r.c.dataset == dataset).order_by(r.c.seq, s.c.id))
+        if metric is not None:
+            stmt = stmt.where(s.c.metric == metric)
+        return self._frame(stmt, SCORE_COLUMNS)
+
+    def checks(self, run_id: str) -> pl.DataFrame:
+        """The evaluated rules of one run."""
+        c = S.checks
+        stmt = sa.select(*[c.c[k] for k in CHECK_COLUMNS]).where(c.c.run_id == run_id).order_by(c.c.id)
+        return self._frame(stmt, CHECK_COLUMNS)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        stmt = sa.select(S.runs).where(S.runs.c.run_id == run_id)
+        return self._one_run(stmt)
+
+    def last_accepted(self, dataset: str, *, before_run: str | None = None) -> RunRecord | None:
+        """The most recent run of ``dataset`` whose decision was pass or warn (optionally the last
+        one recorded before ``before_run``), or None."""
+        stmt = sa.select(S.runs).where(S.runs.c.dataset == dataset, S.runs.c.accepted.is_(True))
+        if before_run is not None:
+            seq = sa.select(S.runs.c.seq).where(S.runs.c.run_id == before_run).scalar_subquery()
+            stmt = stmt.where(S.runs.c.seq < seq)
+        return self._one_run(stmt.order_by(S.runs.c.seq.desc()).limit(1))
+
+    def _one_run(self, stmt: sa.Select) -> RunRecord | None:
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(stmt).mappings().first()
+                if row is None:
+                    return None
+                vals = conn.execute(
+                    sa.select(S.scores.c.metric, S.scores.c.value)
+                    .where(S.scores.c.run_id == row["run_id"], S.scores.c.value.is_not(None))
+                ).all()
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        return RunRecord(
+            run_id=row["run_id"], dataset=row["dataset"], release_id=row["release_id"],
+            created_at=_utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
+            accepted=bool(row["accepted"]), config_hash=row["config_hash"],
+            privgate_version=row["privgate_version"],
+            fingerprint=json.loads(row["fingerprint_json"] or "{}"),
+            metrics={m: float(v) for m, v in vals},
+        )
+
+    def regressions(self, dataset: str, metric: str | None = None, *, min_increase: float = 0.0) -> pl.DataFrame:
+        """Scores that rose by more than ``min_increase`` against the last accepted run before
+        their own run (the comparison a trend rule makes), oldest first."""
+        runs = self.runs(dataset).select("seq", "run_id", "release_id", "created_at", "decision", "accepted")
+        if runs.is_empty():
+            return pl.DataFrame(schema=REGRESSION_COLUMNS)
+        runs = runs.sort("seq").with_columns(
+            pl.when(pl.col("accepted")).then(pl.col("run_id")).otherwise(None)
+            .shift(1).forward_fill().alias("previous_run_id")
+        )
+        scores = self.metric_history(dataset, metric).select("run_id", "metric", "value").drop_nulls("value")
+        prev = scores.rename({"run_id": "previous_run_id", "value": "previous_value"})
+        prev_rel = runs.select(pl.col("run_id").alias("previous_run_id"),
+                               pl.col("release_id").alias("previous_release_id"))
+        out = (
+            runs.join(scores, on="run_id")
+            .join(prev, on=["previous_run_id", "metric"])
+            .join(prev_rel, on="previous_run_id", how="left")
+            .with_columns((pl.col("value") - pl.col("previous_value")).alias("increase"))
+            .filter(pl.col("increase") > min_increase)
+            .sort("seq", "metric")
+        )
+        return out.select(list(REGRESSION_COLUMNS)).cast(REGRESSION_COLUMNS)
+
+
+def _utc(x: Any) -> Any:
+    if isinstance(x, datetime):
+        return x.replace(tzinfo=timezone.utc) if x.tzinfo is None else x.astimezone(timezone.utc)
+    if isinstance(x, str):
+        return _utc(datetime.fromisoformat(x))
+    return x
+
+
+def _f(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v and v not in (float("inf"), float("-inf")) else None
+
+
+def _rows_of(outcome: Any, dataset: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Flatten a GateOutcome into the three tables' rows (scores, aggregates and messages only)."""
+    run_id = outcome.run_id
+    fp = outcome.fingerprint or {}
+    cfg = outcome.config
+    created = outcome.created_at
+    if created.tzinfo is not None:
+        created = created.astimezone(timezone.utc)
+    run_row = {
+        "run_id": run_id,
+        "dataset": dataset or outcome.dataset,
+        "release_id": outcome.release_id,
+        "created_at": created,
+        "decision": str(outcome.decision),
+        "exit_code": int(outcome.exit_code),
+        "accepted": str(outcome.decision) != "block",
+        "config_hash": outcome.config_hash,
+        "config_json": json.dumps(cfg.to_dict(), sort_keys=True, default=str) if cfg is not None else None,
+        "fingerprint_json": json.dumps(fp, sort_keys=True, default=str),
+        "privgate_version": outcome.privgate_version,
+        "has_holdout": bool(outcome.has_holdout),
+        "n_real": (fp.get("real") or {}).get("rows"),
+        "n_synthetic": (fp.get("synthetic") or {}).get("rows"),
+        "n_holdout": (fp.get("holdout") or {}).get("rows"),
+        "seconds": float(outcome.seconds or 0.0),
+    }
+    results = outcome.results
+    by_metric: dict[str, list[Any]] = {}
+    for c in outcome.checks:
+        by_metric.setdefault(c.metric, []).append(c)
+    metric_names = list(cfg.metrics) if cfg is not None else []
+    metric_names += [m for m in results if m not in metric_names]
+    score_rows = []
+    for name in metric_names:
+        res = results.get(name)
+        cs = by_metric.get(name, [])
+        live = [c for c in cs if not c.skipped] or cs
+        deciding = max(live, key=lambda c: _RANK[c.verdict], default=None)
+        if deciding is not None and deciding.verdict == "pass":
+            deciding = next((c for c in live if c.threshold is not None), deciding)
+        err = next((c.message for c in cs if c.rule == "error"), None)
+        score_rows.append({
+            "run_id": run_id, "metric": name,
+            "value": _f(res.value) if res is not None else None,
+            "raw": _f(res.raw) if res is not None else None,
+            "baseline": _f(res.baseline) if res is not None else None,
+            "excess": _f(res.excess) if res is not None else None,
+            "threshold": _f(deciding.threshold) if deciding is not None else None,
+            "severity": deciding.severity if deciding is not None else None,
+            "verdict": deciding.verdict if deciding is not None else "pass",
+            "seconds": _f(res.seconds) if res is not None else None,
+            "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
+            "error": err,
+        })
+    check_rows = [{
+        "run_id": run_id, "metric": c.metric, "rule": c.rule, "value": _f(c.value),
+        "compared": _f(c.compared), "threshold": _f(c.threshold), "severity": c.severity,
+        "verdict": c.verdict, "skipped": bool(c.skipped), "message": c.message,
+    } for c in outcome.checks]
+    return run_row, score_rows, check_rows

@@ -1,0 +1,203 @@
+"""Gate decisions on hand-made metric results: each exit code, each rule kind, failing closed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+import pytest
+
+from privgate.gates import EXIT_CODES, Decision, decide, decision_of, parse_gate_config, run_gate, safe_message
+from privgate.gates import engine
+from privgate.results import MetricResult
+
+
+def R(name, value, raw=None, baseline=None, seconds=0.01):
+    r = MetricResult(name=name, value=value, raw=value if raw is None else raw, seconds=seconds)
+    if baseline is not None:
+        r.with_baseline(baseline)
+    return r
+
+
+CFG = parse_gate_config({
+    "dataset": "d",
+    "metrics": {
+        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+        "authenticity": {"baseline": {"when": "with_holdout", "warn": 0.05, "block": 0.15},
+                         "trend": {"warn": 0.05}},
+        "hitting_rate": {"threshold": {"max": 0.2, "severity": "warn", "when": "no_holdout"}},
+    },
+})
+
+
+def verdicts(checks):
+    return {(c.metric, c.rule, c.severity): c.verdict for c in checks}
+
+
+def test_threshold_rules_and_boundaries():
+    # value equal to a limit passes (rules fire strictly above); 0.005 > 0.0 warns only
+    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.4),
+           "hitting_rate": R("hitting_rate", 0.2)}
+    checks = decide(CFG, res, {}, has_holdout=False)
+    assert decision_of(checks) == (Decision.PASS, 0)
+    v = verdicts(checks)
+    assert v[("common_rows", "threshold", "warn")] == "pass"
+    assert v[("hitting_rate", "threshold", "warn")] == "pass"
+    # no holdout: the baseline rule (when: with_holdout) is not applied at all
+    assert not any(c.rule == "baseline" for c in checks)
+
+    res["common_rows"] = R("common_rows", 0.005)
+    checks = decide(CFG, res, {}, has_holdout=False)
+    assert decision_of(checks) == (Decision.WARN, 1)
+    res["common_rows"] = R("common_rows", 0.0101)
+    checks = decide(CFG, res, {}, has_holdout=False)
+    assert decision_of(checks) == (Decision.BLOCK, 2)
+    blocked = [c for c in checks if c.verdict == "block"]
+    assert len(blocked) == 1 and blocked[0].threshold == 0.01 and blocked[0].compared == pytest.approx(0.0101)
+
+
+def test_baseline_rules_compare_the_excess():
+    # authenticity 0.60 against a holdout baseline 0.50: excess 0.10 > warn 0.05, ≤ block 0.15
+    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.6, baseline=0.5),
+           "hitting_rate": R("hitting_rate", 0.9)}
+    checks = decide(CFG, res, {}, has_holdout=True)
+    v = verdicts(checks)
+    assert v[("authenticity", "baseline", "warn")] == "warn"
+    assert v[("authenticity", "baseline", "block")] == "pass"
+    # hitting_rate's rule is no_holdout only: 0.9 does not count with a holdout
+    assert not any(c.metric == "hitting_rate" for c in checks)
+    assert decision_of(checks) == (Decision.WARN, 1)
+    base = next(c for c in checks if c.rule == "baseline" and c.severity == "warn")
+    assert base.compared == pytest.approx(0.1) and base.baseline == 0.5
+
+    # a holdout was given but the baseline is missing → fails closed
+    res["authenticity"] = R("authenticity", 0.6)
+    checks = decide(CFG, res, {}, has_holdout=True)
+    assert decision_of(checks) == (Decision.BLOCK, 3)
+
+
+def test_trend_rules_use_the_previous_accepted_value():
+    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.30),
+           "hitting_rate": R("hitting_rate", 0.0)}
+    checks = decide(CFG, res, {}, has_holdout=False, previous={"authenticity": 0.24})
+    trend = next(c for c in checks if c.rule == "trend")
+    # 0.30 - 0.24 = 0.06 > 0.05
+    assert trend.verdict == "warn" and trend.compared == pytest.approx(0.06) and trend.previous == 0.24
+    checks = decide(CFG, res, {}, has_holdout=False, previous={"authenticity": 0.26})
+    assert next(c for c in checks if c.rule == "trend").verdict == "pass"
+    checks = decide(CFG, res, {}, has_holdout=False, previous=None, previous_note="first release")
+    trend = next(c for c in checks if c.rule == "trend")
+    assert trend.skipped and trend.verdict == "pass" and trend.message == "first release"
+
+
+def test_metric_error_blocks_unless_optional():
+    res = {"common_rows": R("common_rows", 0.0), "hitting_rate": R("hitting_rate", 0.0)}
+    errors = {"authenticity": "metric 'authenticity' failed: ValueError: could not parse 'Jane Doe 1961'"}
+    checks = decide(CFG, res, errors, has_holdout=False)
+    assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
+    err = next(c for c in checks if c.rule == "error")
+    assert err.metric == "authenticity" and "Jane" not in err.message and "ValueError" in err.message
+
+    opt = parse_gate_config({"dataset": "d", "metrics": {
+        "common_rows": {"threshold": 0.01},
+        "authenticity": {"optional": True, "trend": 0.05}}})
+    checks = decide(opt, res, errors, has_holdout=False)
+    assert decision_of(checks) == (Decision.PASS, 0)
+    assert next(c for c in checks if c.rule == "error").skipped
+
+
+def test_safe_message_keeps_privgate_text_and_drops_foreign_text():
+    assert safe_message("metric 'x' failed: KeyError: 'secret-value'") == "metric 'x' failed: KeyError"
+    assert safe_message("column 'age' of real has only nulls (3 rows)") == "column 'age' of real has only nulls (3 rows)"
+    assert len(safe_message("x" * 1000)) == 400
+
+
+# ------------------------------------------------------------------ run_gate with a stub evaluate
+
+
+@dataclass
+class FakeReport:
+    results: dict
+    errors: dict = field(default_factory=dict)
+
+
+@pytest.fixture
+def frames():
+    real = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
+    return real, real.clone()
+
+
+def _stub(monkeypatch, values, errors=None, calls=None):
+    def fake(real, synthetic, **kw):
+        if calls is not None:
+            calls.append(kw)
+        res = {n: R(n, v, baseline=(v - 0.01 if kw.get("baseline") else None)) for n, v in values.items()}
+        return FakeReport(res, dict(errors or {}))
+    monkeypatch.setattr(engine, "_evaluate", fake)
+
+
+@pytest.mark.parametrize("values, code, decision", [
+    ({"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0}, 0, "pass"),
+    ({"common_rows": 0.004, "authenticity": 0.1, "hitting_rate": 0.0}, 1, "warn"),
+    ({"common_rows": 0.5, "authenticity": 0.1, "hitting_rate": 0.0}, 2, "block"),
+])
+def test_run_gate_exit_codes(monkeypatch, frames, values, code, decision):
+    calls = []
+    _stub(monkeypatch, values, calls=calls)
+    out = run_gate(CFG, *frames, release_id="r1")
+    assert out.exit_code == code and out.decision == decision and str(out.decision) == decision
+    assert out.accepted is (decision != "block")
+    assert calls[0]["on_error"] == "record" and calls[0]["baseline"] is False
+    assert calls[0]["metrics"] == ["common_rows", "authenticity", "hitting_rate"]
+    assert out.fingerprint["real"]["rows"] == 3 and len(out.fingerprint["real"]["content_sha256"]) == 64
+    d = out.to_dict()
+    assert d["decision"] == decision and d["exit_code"] == code and len(d["checks"]) == len(out.checks)
+    assert "decision:" in out.table()
+
+
+def test_run_gate_asks_for_baselines_only_with_a_holdout(monkeypatch, frames):
+    calls = []
+    _stub(monkeypatch, {"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0}, calls=calls)
+    out = run_gate(CFG, *frames, holdout=frames[0])
+    assert calls[0]["baseline"] is True and out.has_holdout
+    assert any(c.rule == "baseline" and not c.skipped for c in out.checks)
+
+
+def test_run_gate_fails_closed_on_metric_error(monkeypatch, frames):
+    _stub(monkeypatch, {"common_rows": 0.0, "hitting_rate": 0.0},
+          errors={"authenticity": "metric 'authenticity' failed: RuntimeError: boom"})
+    out = run_gate(CFG, *frames)
+    assert out.decision == Decision.BLOCK and out.exit_code == 3
+
+
+def test_run_gate_fails_closed_on_missing_and_corrupt_inputs(tmp_path, frames):
+    missing = run_gate(CFG, tmp_path / "nope.parquet", frames[1])
+    assert missing.exit_code == 3 and missing.decision == "block"
+    assert "file not found" in missing.checks[0].message
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    corrupt = run_gate(CFG, frames[0], bad)
+    assert corrupt.exit_code == 3 and corrupt.checks[0].metric == "(synthetic)"
+    none = run_gate(CFG, frames[0], None)
+    assert none.exit_code == 3
+
+
+def test_run_gate_fails_closed_on_invalid_config(frames):
+    out = run_gate({"metrics": {"common_rows": {"threshold": 7}}}, *frames)
+    assert out.exit_code == 3 and out.checks[0].metric == "(config)"
+    assert "metrics.common_rows.threshold" in out.checks[0].message
+
+
+def test_run_gate_requires_holdout_when_configured(monkeypatch, frames):
+    _stub(monkeypatch, {"common_rows": 0.0})
+    cfg = parse_gate_config({"require_holdout": True, "metrics": {"common_rows": {"threshold": 0.01}}})
+    out = run_gate(cfg, *frames)
+    assert out.exit_code == 3 and out.checks[0].metric == "(holdout)"
+
+
+def test_run_gate_unexpected_evaluation_failure_withholds_details(monkeypatch, frames):
+    def boom(*a, **k):
+        raise ValueError("row 2 has value 'Jane Doe'")
+    monkeypatch.setattr(engine, "_evaluate", boom)
+    out = run_gate(CFG, *frames)
+    assert out.exit_code == 3 and "Jane" not in out.checks[0].message
