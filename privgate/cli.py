@@ -1,0 +1,46 @@
+"""The ``privgate`` command line. Each command lives in ``privgate/commands/<name>.py`` and
+exposes ``add_parser(subparsers)`` and ``run(args) -> int``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import PrivgateError
+
+# command modules, in the order `privgate --help` lists them
+COMMANDS = [
+    "privgate.commands.evaluate",
+    "privgate.commands.metrics",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="privgate", description="Privacy gate for synthetic data releases.")
+    parser.add_argument("--version", action="version", version=f"privgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod_name in COMMANDS:
+        mod = importlib.import_module(mod_name)
+        p = mod.add_parser(sub)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except PrivgateError as exc:
+        print(f"privgate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return getattr(args, "_error_exit_code", 3)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
