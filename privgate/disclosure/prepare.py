@@ -79,8 +79,10 @@ def label_column(name: str, orig: pl.Series, syns: list[pl.Series], ngroups: int
     dtypes = [orig.dtype] + [s.dtype for s in syns]
     non_null = [d for d in dtypes if not isinstance(d, pl.Null)]
     numeric = bool(non_null) and all(_is_numeric(d) for d in non_null)
-    syn_all = pl.concat([s.rename(name) for s in syns], how="vertical_relaxed") if len(syns) > 1 \
-        else syns[0].rename(name)
+    if numeric:
+        syn_all = pl.concat([s.cast(pl.Float64).rename(name) for s in syns])
+    else:
+        syn_all = pl.concat([_as_text_any(s).rename(name) for s in syns])
     declared: list[str] = []
     if numeric:
         if ngroups > 0:
@@ -103,16 +105,18 @@ def label_column(name: str, orig: pl.Series, syns: list[pl.Series], ngroups: int
                               "numeric")
     if ngroups > 0:
         warn(f"{role} {name!r} is not numeric; ngroups = {ngroups} ignored (as synthpop does)")
-    parts = []
-    for s in [orig, syn_all]:
-        if _is_numeric(s.dtype):
-            parts.append(_numeric_labels(s, s.dtype.is_integer()).rename(name))
-        else:
-            if isinstance(s.dtype, pl.Enum):
-                declared.extend(s.dtype.categories.to_list())
-            parts.append(_to_text(s).rename(name))
-    return LabelledColumn(name, parts[0].fill_null(MISSING), parts[1].fill_null(MISSING),
-                          sorted(set(declared)), None, "categorical")
+    for s in [orig, *syns]:
+        if isinstance(s.dtype, pl.Enum):
+            declared.extend(s.dtype.categories.to_list())
+    return LabelledColumn(name, _as_text_any(orig).rename(name).fill_null(MISSING),
+                          syn_all.fill_null(MISSING), sorted(set(declared)), None, "categorical")
+
+
+def _as_text_any(s: pl.Series) -> pl.Series:
+    """Text labels of a column compared as categorical (numbers written as R writes them)."""
+    if _is_numeric(s.dtype):
+        return _numeric_labels(s, s.dtype.is_integer())
+    return _to_text(s)
 
 
 def _is_number(x: Any) -> bool:
