@@ -1,0 +1,178 @@
+"""Assemble privgate's Dagster ``Definitions`` (assets, checks, jobs, sensor, schedule, resources,
+IO manager, executor) from arguments or environment variables.
+
+Environment variables (all optional; arguments of :func:`build_definitions` win):
+
+=================================  ==========================================================
+``PRIVGATE_DAGSTER_DATA_DIR``      root of the data folders below (default ``./privgate-dagster``)
+``PRIVGATE_REAL_PATH``             the real data file (default ``<root>/real.parquet``)
+``PRIVGATE_HOLDOUT_PATH``          an optional holdout file (real records not used for training)
+``PRIVGATE_RELEASES_DIR``          the watched directory of releases (default ``<root>/releases``)
+``PRIVGATE_PUBLISH_DIR``           where passing releases are copied (default ``<root>/published``)
+``PRIVGATE_REPORTS_DIR``           HTML/JSON reports (default ``<root>/reports``)
+``PRIVGATE_STORAGE_DIR``           the Parquet IO manager's folder (default ``<root>/storage``)
+``PRIVGATE_GATE_CONFIG``           gate configuration file (default: privgate's shipped default)
+``PRIVGATE_DATASET``               overrides the configuration's dataset name
+``PRIVGATE_HISTORY_URL``           score history URL (read by ``privgate.history``; default SQLite)
+``PRIVGATE_EXECUTOR``              ``multiprocess`` (default), ``in_process`` or ``k8s``
+``PRIVGATE_MAX_CONCURRENT``        steps at a time for the multiprocess executor (default 2)
+``PRIVGATE_K8S_EXECUTOR_CONFIG``   JSON config of ``dagster_k8s.k8s_job_executor``
+``PRIVGATE_SENSOR_INTERVAL``       seconds between sensor ticks (default 30)
+``PRIVGATE_SENSOR_SETTLE``         seconds a release file must be unmodified (default 5)
+``PRIVGATE_SENSOR_STATUS``         ``running`` (default) or ``stopped`` when first loaded
+``PRIVGATE_REEVALUATION_CRON``     schedule of re-evaluations (default ``0 3 * * *``)
+``PRIVGATE_REEVALUATE_LATEST``     how many of the latest releases to re-evaluate (default 5)
+=================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import dagster as dg
+
+from privgate.errors import ConfigError
+
+from .assets import published_release, real_data, synthetic_release, build_privacy_evaluation
+from .gate_checks import EVALUATION_ASSET
+from .io_manager import PolarsParquetIOManager
+from .resources import DataLocations, GateConfigResource, HistoryResource
+from .schedules import build_reevaluation_schedule
+from .sensors import build_releases_sensor
+
+EVALUATE_JOB = "evaluate_release"
+REEVALUATE_JOB = "reevaluate_release"
+EXECUTORS = ("multiprocess", "in_process", "k8s")
+
+
+def _env(name: str, env: Mapping[str, str]) -> str | None:
+    value = env.get(name)
+    return value if value not in (None, "") else None
+
+
+def default_gate_config_path() -> Path:
+    from privgate.gates import DEFAULT_CONFIG_PATH
+
+    return Path(DEFAULT_CONFIG_PATH)
+
+
+def build_executor(kind: str | None = None, *, max_concurrent: int | None = None,
+                   k8s_config: Mapping[str, Any] | None = None,
+                   env: Mapping[str, str] | None = None) -> dg.ExecutorDefinition:
+    """The executor: ``multiprocess`` (a process per step, ``max_concurrent`` at a time),
+    ``in_process``, or ``k8s`` (``dagster_k8s.k8s_job_executor``: a Kubernetes Job per step)."""
+    env = os.environ if env is None else env
+    kind = (kind or _env("PRIVGATE_EXECUTOR", env) or "multiprocess").lower()
+    if kind not in EXECUTORS:
+        raise ConfigError(f"PRIVGATE_EXECUTOR: must be one of {', '.join(EXECUTORS)}, got {kind!r}")
+    if kind == "in_process":
+        return dg.in_process_executor
+    if kind == "k8s":
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ImportError as exc:  # pragma: no cover - depends on the image
+            raise ConfigError("PRIVGATE_EXECUTOR=k8s needs dagster-k8s (pip install 'privgate[k8s]')") from exc
+        if k8s_config is None:
+            text = _env("PRIVGATE_K8S_EXECUTOR_CONFIG", env)
+            try:
+                k8s_config = json.loads(text) if text else {}
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"PRIVGATE_K8S_EXECUTOR_CONFIG: not valid JSON ({exc.msg} at "
+                                  f"position {exc.pos})") from None
+        if not isinstance(k8s_config, Mapping):
+            raise ConfigError("PRIVGATE_K8S_EXECUTOR_CONFIG: must be a JSON object")
+        return k8s_job_executor.configured(dict(k8s_config), name="privgate_k8s_job_executor") \
+            if k8s_config else k8s_job_executor
+    if max_concurrent is None:
+        max_concurrent = int(_env("PRIVGATE_MAX_CONCURRENT", env) or 2)
+    return dg.multiprocess_executor.configured({"max_concurrent": max_concurrent},
+                                               name="privgate_multiprocess_executor")
+
+
+def build_definitions(
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    real_path: str | os.PathLike[str] | None = None,
+    holdout_path: str | os.PathLike[str] | None = None,
+    releases_dir: str | os.PathLike[str] | None = None,
+    publish_dir: str | os.PathLike[str] | None = None,
+    reports_dir: str | os.PathLike[str] | None = None,
+    storage_dir: str | os.PathLike[str] | None = None,
+    gate_config: str | os.PathLike[str] | None = None,
+    dataset: str | None = None,
+    history_url: str | None = None,
+    executor: str | dg.ExecutorDefinition | None = None,
+    sensor_interval: int | None = None,
+    sensor_settle_seconds: float | None = None,
+    sensor_running: bool | None = None,
+    reevaluation_cron: str | None = None,
+    reevaluate_latest: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dg.Definitions:
+    """privgate's Definitions; see the module docstring for the environment variables."""
+    env = os.environ if env is None else env
+    root = Path(data_dir or _env("PRIVGATE_DAGSTER_DATA_DIR", env) or "privgate-dagster").absolute()
+
+    def pick(arg: Any, var: str, default: Any) -> Any:
+        value = arg if arg is not None else _env(var, env)
+        return default if value is None else value
+
+    locations = DataLocations(
+        real_path=str(pick(real_path, "PRIVGATE_REAL_PATH", root / "real.parquet")),
+        holdout_path=(str(h) if (h := pick(holdout_path, "PRIVGATE_HOLDOUT_PATH", None)) else None),
+        releases_dir=str(pick(releases_dir, "PRIVGATE_RELEASES_DIR", root / "releases")),
+        publish_dir=str(pick(publish_dir, "PRIVGATE_PUBLISH_DIR", root / "published")),
+        reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", root / "reports")),
+    )
+    storage = str(pick(storage_dir, "PRIVGATE_STORAGE_DIR", root / "storage"))
+    gate = GateConfigResource(path=str(pick(gate_config, "PRIVGATE_GATE_CONFIG", default_gate_config_path())),
+                              dataset=pick(dataset, "PRIVGATE_DATASET", None))
+    history = HistoryResource(url=history_url)  # None: PRIVGATE_HISTORY_URL or the CLI's SQLite file
+
+    cfg = gate.load()  # the checks are declared from it; an invalid configuration fails the load
+    evaluation = build_privacy_evaluation(cfg)
+
+    evaluate_job = dg.define_asset_job(
+        EVALUATE_JOB,
+        selection=dg.AssetSelection.assets(real_data, synthetic_release, evaluation, published_release),
+        description="Load the release, run the privgate gate, publish it if no blocking check failed.",
+    )
+    reevaluate_job = dg.define_asset_job(
+        REEVALUATE_JOB,
+        selection=dg.AssetSelection.assets(evaluation),
+        description="Re-run the privacy evaluation of a stored release (no publication).",
+    )
+    status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
+                  "PRIVGATE_SENSOR_STATUS", "running").lower()
+    sensor = build_releases_sensor(
+        evaluate_job,
+        minimum_interval_seconds=int(pick(sensor_interval, "PRIVGATE_SENSOR_INTERVAL", 30)),
+        settle_seconds=float(pick(sensor_settle_seconds, "PRIVGATE_SENSOR_SETTLE", 5.0)),
+        default_status=(dg.DefaultSensorStatus.STOPPED if status == "stopped"
+                        else dg.DefaultSensorStatus.RUNNING),
+    )
+    schedule = build_reevaluation_schedule(
+        reevaluate_job,
+        cron_schedule=str(pick(reevaluation_cron, "PRIVGATE_REEVALUATION_CRON", "0 3 * * *")),
+        latest=int(pick(reevaluate_latest, "PRIVGATE_REEVALUATE_LATEST", 5)),
+    )
+    exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
+    return dg.Definitions(
+        assets=[real_data, synthetic_release, evaluation, published_release],
+        jobs=[evaluate_job, reevaluate_job],
+        sensors=[sensor],
+        schedules=[schedule],
+        resources={
+            "locations": locations,
+            "gate": gate,
+            "history": history,
+            "io_manager": PolarsParquetIOManager(base_dir=storage),
+        },
+        executor=exec_def,
+    )
+
+
+__all__ = ["EVALUATE_JOB", "REEVALUATE_JOB", "EVALUATION_ASSET", "build_definitions", "build_executor"]

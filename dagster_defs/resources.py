@@ -1,0 +1,123 @@
+"""Configurable resources: where the data lives, which gate configuration decides, where scores go.
+
+All three are plain :class:`dagster.ConfigurableResource` s, so a deployment sets them in the
+Definitions (see :func:`dagster_defs.definitions.build_definitions`), from environment variables
+(``dg.EnvVar``), or per run in the launchpad.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import dagster as dg
+
+from privgate.errors import InputLoadError
+from privgate.io import SUFFIXES
+
+from .partitions import is_valid_release_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from privgate.gates import GateConfig
+    from privgate.history import HistoryStore
+
+#: suffixes a release file in the watched directory may have (what ``privgate.io`` reads)
+RELEASE_SUFFIXES = tuple(sorted(SUFFIXES))
+
+
+class DataLocations(dg.ConfigurableResource):
+    """Where the reference data, the releases, the published copies and the reports live.
+
+    ``releases_dir`` is the directory the sensor watches: a file ``<release id>.<suffix>`` there is
+    one synthetic release. Published releases are written to ``publish_dir/<release id>.parquet``,
+    reports to ``reports_dir/<dataset>/<release id>/``.
+    """
+
+    real_path: str
+    releases_dir: str
+    publish_dir: str
+    reports_dir: str
+    holdout_path: Optional[str] = None
+
+    def release_files(self) -> tuple[dict[str, Path], list[str]]:
+        """Release id → file for every usable release file, and the names that were skipped
+        (hidden or temporary files, unsupported suffixes, unusable ids, one id with two files)."""
+        folder = Path(self.releases_dir)
+        found: dict[str, list[Path]] = {}
+        skipped: list[str] = []
+        if not folder.is_dir():
+            return {}, skipped
+        for p in sorted(folder.iterdir()):
+            if not p.is_file() or p.name.startswith(".") or p.name.endswith((".tmp", ".part")):
+                continue
+            if p.suffix.lower() not in SUFFIXES:
+                skipped.append(p.name)
+                continue
+            if not is_valid_release_id(p.stem):
+                skipped.append(p.name)
+                continue
+            found.setdefault(p.stem, []).append(p)
+        files: dict[str, Path] = {}
+        for rid, paths in found.items():
+            if len(paths) == 1:
+                files[rid] = paths[0]
+            else:
+                skipped.extend(q.name for q in paths)
+        return files, skipped
+
+    def release_file(self, release_id: str) -> Path:
+        """The file of release ``release_id``; :class:`InputLoadError` when none or several."""
+        folder = Path(self.releases_dir)
+        matches = [folder / f"{release_id}{s}" for s in RELEASE_SUFFIXES
+                   if (folder / f"{release_id}{s}").is_file()]
+        if not matches:
+            raise InputLoadError(
+                f"synthetic: no file for release {release_id!r} in {folder} "
+                f"(looked for {release_id}.{{{','.join(s.lstrip('.') for s in RELEASE_SUFFIXES)}}})"
+            )
+        if len(matches) > 1:
+            raise InputLoadError(
+                f"synthetic: release {release_id!r} has {len(matches)} files in {folder} "
+                f"({', '.join(m.name for m in matches)}); keep exactly one"
+            )
+        return matches[0]
+
+    def publish_path(self, release_id: str) -> Path:
+        return Path(self.publish_dir) / f"{release_id}.parquet"
+
+    def report_dir(self, dataset: str, release_id: str) -> Path:
+        return Path(self.reports_dir) / _safe(dataset) / release_id
+
+
+class GateConfigResource(dg.ConfigurableResource):
+    """The gate configuration file (YAML or TOML, format of ``privgate.gates``).
+
+    ``dataset`` overrides the configuration's dataset name (the key of the score history).
+    """
+
+    path: str
+    dataset: Optional[str] = None
+
+    def load(self) -> "GateConfig":
+        from privgate.gates import load_gate_config
+
+        cfg = load_gate_config(self.path)
+        return cfg.with_dataset(self.dataset) if self.dataset else cfg
+
+
+class HistoryResource(dg.ConfigurableResource):
+    """The score history store: ``url`` is a SQLAlchemy URL (``sqlite:///...`` or
+    ``postgresql+psycopg2://...``); unset means the same default store the CLI writes to."""
+
+    url: Optional[str] = None
+
+    def open(self) -> "HistoryStore":
+        from privgate.history import HistoryStore
+
+        return HistoryStore(url=self.url) if self.url else HistoryStore()
+
+
+def _safe(name: str) -> str:
+    """A dataset name as one path component (no separators, no leading dots)."""
+    out = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")
+    return out or "dataset"
