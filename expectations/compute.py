@@ -54,6 +54,7 @@ def _context_for(
     keys: Sequence[str] | None,
     sensitive: Sequence[str] | None,
     seed: int,
+    paired: bool = False,
 ) -> Any:
     """An EvaluationContext for (real, synthetic, ...), reused across the expectations of one
     suite run on the same batch so shared neighbour searches are computed once."""
@@ -71,6 +72,7 @@ def _context_for(
         tuple(keys) if keys is not None else None,
         tuple(sensitive) if sensitive is not None else None,
         int(seed),
+        bool(paired),
     )
     with _ctx_lock:
         ctx = _ctx_cache.get(cache_key)
@@ -85,6 +87,7 @@ def _context_for(
         keys=list(keys) if keys is not None else None,
         sensitive=list(sensitive) if sensitive is not None else None,
         seed=int(seed),
+        pairing=True if paired else None,
     )
     with _ctx_lock:
         _ctx_cache[cache_key] = ctx
@@ -110,6 +113,7 @@ def compute_risk(
     sensitive: Sequence[str] | None = None,
     seed: int = 0,
     schema: Mapping[str, str] | None = None,
+    paired: bool = False,
 ) -> dict[str, Any]:
     """Run the registered metric ``metric`` with the synthetic batch against the real data.
 
@@ -118,10 +122,18 @@ def compute_risk(
     """
     try:
         return _compute(synthetic, metric=metric, real=real, holdout=holdout, params=params,
-                        keys=keys, sensitive=sensitive, seed=seed, schema=schema)
+                        keys=keys, sensitive=sensitive, seed=seed, schema=schema, paired=paired)
     except PrivgateError as exc:
+        cause = exc.__cause__
+        if isinstance(exc, MetricComputationError) and cause is not None and not isinstance(
+            cause, PrivgateError
+        ):
+            # run_spec wrapped an unexpected exception with its text: withhold that text
+            detail = f"{type(cause).__name__} inside the metric (message withheld: it may quote data values)"
+        else:
+            detail = f"{type(exc).__name__}: {exc}"
         raise MetricComputationError(
-            f"privgate metric {metric!r} could not be computed: {type(exc).__name__}: {exc}"
+            f"privgate metric {metric!r} could not be computed: {detail}"
         ) from None
     except Exception as exc:  # noqa: BLE001 - message withheld: it may quote data values
         raise MetricComputationError(
@@ -141,6 +153,7 @@ def _compute(
     sensitive: Sequence[str] | None,
     seed: int,
     schema: Mapping[str, str] | None,
+    paired: bool,
 ) -> dict[str, Any]:
     from privgate.registry import get_metric, run_spec
 
@@ -154,7 +167,7 @@ def _compute(
         )
     synth = load_frame(synthetic, role="synthetic batch")
     ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
-                       sensitive=sensitive, seed=seed)
+                       sensitive=sensitive, seed=seed, paired=paired)
     result = run_spec(spec, ctx, params)
     return payload_from_result(result, spec)
 

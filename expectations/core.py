@@ -41,7 +41,9 @@ from .compute import compute_risk
 from .references import describe_reference
 
 RISK_METRIC = "table.privgate.privacy_risk"
-VALUE_KEYS = ("metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds")
+VALUE_KEYS = (
+    "metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds", "paired",
+)
 
 
 class TablePrivgatePrivacyRisk(TableMetricProvider):
@@ -67,6 +69,7 @@ class TablePrivgatePrivacyRisk(TableMetricProvider):
             sensitive=kw["sensitive"],
             seed=kw["seed"] if kw["seed"] is not None else 0,
             schema=kw["column_kinds"],
+            paired=bool(kw["paired"]),
         )
 
 
@@ -96,6 +99,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         params: the metric's own parameters (see ``privgate metrics`` / docs/metrics.md).
         seed: seed of every random step.
         column_kinds: optional schema ``{column: "numeric" | "categorical"}`` overriding inference.
+        paired: synthetic row i was generated from real row i (``hidden_rate`` needs it).
     """
 
     real: str
@@ -106,15 +110,19 @@ class PrivacyRiskExpectation(BatchExpectation):
     params: Optional[Dict[str, Any]] = None
     seed: int = 0
     column_kinds: Optional[Dict[str, str]] = None
+    paired: bool = False
 
     # the registered privgate metric a named expectation is fixed to
     privgate_metric: ClassVar[Optional[str]] = None
-    # what the Data Docs sentence calls the risk
+    # what the Data Docs sentence calls the risk, and what it measures (default: the
+    # metric's registry summary)
     risk_label: ClassVar[str] = "Privacy risk"
+    risk_explanation: ClassVar[str] = ""
 
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
     success_keys: ClassVar[Tuple[str, ...]] = (
         "real", "threshold", "holdout", "keys", "sensitive", "params", "seed", "column_kinds",
+        "paired",
     )
     args_keys: ClassVar[Tuple[str, ...]] = ("real", "threshold")
 
@@ -150,6 +158,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             "sensitive": kw.get("sensitive"),
             "seed": kw.get("seed") if kw.get("seed") is not None else 0,
             "column_kinds": kw.get("column_kinds"),
+            "paired": bool(kw.get("paired")),
         }
 
     def get_validation_dependencies(self, execution_engine=None, runtime_configuration=None):
@@ -207,6 +216,17 @@ class PrivacyRiskExpectation(BatchExpectation):
 
     # ----------------------------------------------------------------------- rendering
     @classmethod
+    def _explanation(cls, metric: str) -> str:
+        if cls.risk_explanation:
+            return cls.risk_explanation
+        try:
+            from privgate.registry import get_metric
+
+            return get_metric(metric).summary.rstrip(".")
+        except Exception:  # noqa: BLE001 - unknown metric: the validation shows the error
+            return ""
+
+    @classmethod
     def _sentence(cls, kwargs: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
         """Data Docs template and parameters: one readable sentence."""
         metric = cls.privgate_metric or kwargs.get("metric") or "?"
@@ -215,8 +235,14 @@ class PrivacyRiskExpectation(BatchExpectation):
             "threshold": kwargs.get("threshold"),
             "real": describe_reference(kwargs.get("real") or "?"),
         }
+        explanation = cls._explanation(metric).replace("$", "")
+        if explanation:
+            params["explanation"] = explanation
+            subject = f"{cls.risk_label} ($metric: $explanation)"
+        else:
+            subject = f"{cls.risk_label} ($metric)"
         template = (
-            f"{cls.risk_label} ($metric) of the synthetic release must be at most $threshold "
+            f"{subject} of the synthetic release must be at most $threshold "
             "(0 = no risk, 1 = no privacy), measured against $real."
         )
         if kwargs.get("sensitive"):
@@ -294,7 +320,10 @@ class ExpectSyntheticExactCopyRateToBeBelow(PrivacyRiskExpectation):
     synthetic release (``common_rows``, METRICS.md §2) is at most ``threshold``."""
 
     privgate_metric: ClassVar[Optional[str]] = "common_rows"
-    risk_label: ClassVar[str] = "Exact-copy rate: the share of real records copied unchanged"
+    risk_label: ClassVar[str] = "Exact-copy rate"
+    risk_explanation: ClassVar[str] = (
+        "the share of real records that appear unchanged in the release"
+    )
 
 
 class ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(PrivacyRiskExpectation):
@@ -303,6 +332,9 @@ class ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(PrivacyRiskExpectation
 
     privgate_metric: ClassVar[Optional[str]] = "dcr"
     risk_label: ClassVar[str] = "Distance-to-closest-record risk"
+    risk_explanation: ClassVar[str] = (
+        "1/(1 + mean distance from a real record to its closest synthetic record)"
+    )
 
 
 class ExpectSyntheticAttributeInferenceRiskToBeBelow(PrivacyRiskExpectation):
@@ -312,6 +344,9 @@ class ExpectSyntheticAttributeInferenceRiskToBeBelow(PrivacyRiskExpectation):
 
     privgate_metric: ClassVar[Optional[str]] = "attribute_inference"
     risk_label: ClassVar[str] = "Attribute-inference risk"
+    risk_explanation: ClassVar[str] = (
+        "how often the closest synthetic record on the keys reveals the sensitive value"
+    )
 
 
 class ExpectSyntheticMembershipInferenceRiskToBeBelow(PrivacyRiskExpectation):
@@ -320,6 +355,7 @@ class ExpectSyntheticMembershipInferenceRiskToBeBelow(PrivacyRiskExpectation):
 
     privgate_metric: ClassVar[Optional[str]] = "membership_inference"
     risk_label: ClassVar[str] = "Membership-inference risk"
+    risk_explanation: ClassVar[str] = "how poorly a classifier tells real from synthetic records"
 
 
 class ExpectSyntheticIdentityDisclosureRiskToBeBelow(PrivacyRiskExpectation):
@@ -328,7 +364,11 @@ class ExpectSyntheticIdentityDisclosureRiskToBeBelow(PrivacyRiskExpectation):
     is at most ``threshold``."""
 
     privgate_metric: ClassVar[Optional[str]] = "disclosure_identity"
-    risk_label: ClassVar[str] = "Identity-disclosure risk (repU)"
+    risk_label: ClassVar[str] = "Identity-disclosure risk"
+    risk_explanation: ClassVar[str] = (
+        "repU/100, real records unique on the keys and re-identified by a unique synthetic "
+        "match"
+    )
 
 
 class ExpectSyntheticAttributeDisclosureRiskToBeBelow(PrivacyRiskExpectation):
@@ -337,7 +377,10 @@ class ExpectSyntheticAttributeDisclosureRiskToBeBelow(PrivacyRiskExpectation):
     (``disclosure_attribute``), is at most ``threshold``."""
 
     privgate_metric: ClassVar[Optional[str]] = "disclosure_attribute"
-    risk_label: ClassVar[str] = "Attribute-disclosure risk (DiSCO)"
+    risk_label: ClassVar[str] = "Attribute-disclosure risk"
+    risk_explanation: ClassVar[str] = (
+        "largest DiSCO/100, real records whose target is disclosed correctly"
+    )
 
 
 #: named expectation class → the privgate metric it is fixed to

@@ -1,0 +1,288 @@
+"""The privgate GX expectations on an ephemeral context: values, pass / fail / errored,
+details, batches from Polars and pandas, real data by path and by registry."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+import polars as pl
+import pytest
+
+gx = pytest.importorskip("great_expectations")
+
+import expectations as pe  # noqa: E402
+from privgate import registry  # noqa: E402
+
+
+def _metric_or_skip(name: str) -> None:
+    if name not in registry.metric_names():
+        pytest.skip(f"privgate metric {name!r} is not registered in this tree yet")
+
+
+def _validate(ctx, synthetic, expectation, **kw):
+    return pe.validate_release(synthetic, expectation, context=ctx, **kw)
+
+
+# ------------------------------------------------------------------ hand-computed value
+def test_common_rows_value_matches_hand_computation(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    # 1 of 4 real records has an identical synthetic record (see the fixture) → 0.25
+    at = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.25))
+    below = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.2))
+    assert at.result["observed_value"] == pytest.approx(0.25)
+    assert at.success is True  # "at most": risk == threshold passes
+    assert below.success is False and not pe.is_errored(below)
+    d = below.result["details"]
+    assert d["metric"] == "common_rows"
+    assert d["threshold"] == 0.2
+    assert d["raw"] == pytest.approx(0.25)
+    assert d["n_real"] == 4 and d["n_synthetic"] == 3
+    assert pe.summarise(below)["status"] == "failed"
+
+
+def test_observed_value_equals_library_metric(gx_context, adult, adult_path, adult_random):
+    """The expectation reports exactly what privgate.metrics.<name> returns."""
+    from privgate import metrics
+
+    release = adult_random.head(300)
+    for name, cls in (("common_rows", pe.ExpectSyntheticExactCopyRateToBeBelow),
+                      ("dcr", pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow)):
+        _metric_or_skip(name)
+        lib = getattr(metrics, name)(adult, release)
+        r = _validate(gx_context, release, cls(real=adult_path, threshold=1.0))
+        assert r.success
+        assert r.result["observed_value"] == pytest.approx(lib.value, abs=1e-12)
+        assert r.result["details"]["raw"] == pytest.approx(lib.raw, abs=1e-12)
+
+
+# ------------------------------------------------------- passing and failing release per metric
+NAMED_CASES = [
+    # (metric, expectation kwargs beyond real/threshold, threshold)
+    ("common_rows", {}, 0.01),
+    # the 2-component FAMD projection of adult keeps ~8 % of the variance, so even uniform
+    # noise lands near real records (random ≈ 0.77 here, copy = 1): gate close to 1
+    ("dcr", {}, 0.9),
+    ("attribute_inference", {"sensitive": ["occupation"]}, 0.5),
+    ("membership_inference", {}, 0.5),
+    ("disclosure_identity", {"keys": ["age", "sex", "race", "marital_status"]}, 0.5),
+    ("disclosure_attribute", {"keys": ["age", "sex", "race", "marital_status"],
+                              "sensitive": ["occupation"]}, 0.5),
+]
+
+
+@pytest.mark.parametrize("metric,extra,threshold", NAMED_CASES, ids=[c[0] for c in NAMED_CASES])
+def test_named_expectation_copy_fails_random_passes(gx_context, adult, adult_path, adult_random,
+                                                     metric, extra, threshold):
+    _metric_or_skip(metric)
+    cls = pe.NAMED[metric]
+    exp = cls(real=adult_path, threshold=threshold, **extra)
+    copy = _validate(gx_context, adult, exp)
+    rand = _validate(gx_context, adult_random, exp)
+    for r in (copy, rand):
+        assert not pe.is_errored(r), pe.error_message(r)
+        assert r.result["details"]["metric"] == metric
+    assert copy.success is False, f"{metric}: a copy of the real data must fail (risk {copy.result})"
+    assert rand.success is True, f"{metric}: a uniform random release must pass ({rand.result})"
+    assert copy.result["observed_value"] > rand.result["observed_value"]
+
+
+def test_general_expectation_any_registered_metric(gx_context, adult_path, adult):
+    _metric_or_skip("hitting_rate")
+    exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path, threshold=0.5)
+    r = _validate(gx_context, adult, exp)
+    assert r.success is False  # a copy hits every real record
+    assert r.result["observed_value"] == pytest.approx(1.0)
+    assert r.result["details"]["metric"] == "hitting_rate"
+
+
+def test_general_expectation_passes_metric_params(gx_context, adult, adult_path, adult_random):
+    """params reach the metric: nndr's result records the n_components it used."""
+    _metric_or_skip("nndr")
+    a = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 3}))
+    b = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 2}))
+    assert not pe.is_errored(a), pe.error_message(a)
+    assert a.result["details"]["params"].get("n_components") == 3
+    assert b.result["details"]["params"].get("n_components") == 2
+
+
+def test_suite_parameter_threshold(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold={"$PARAMETER": "max_copies"})
+    ok = _validate(gx_context, synth, exp, expectation_parameters={"max_copies": 0.3})
+    bad = _validate(gx_context, synth, exp, expectation_parameters={"max_copies": 0.1})
+    assert ok.success is True and bad.success is False
+    assert bad.result["details"]["threshold"] == 0.1
+
+
+# ------------------------------------------------------------------------------ errors
+def test_unknown_metric_is_errored_not_failed(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    r = _validate(gx_context, synth, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="no_such_metric", real=ref, threshold=1.0))
+    assert r.success is False
+    assert pe.is_errored(r)
+    assert "UnknownMetricError" in pe.error_message(r)
+    assert pe.summarise(r)["status"] == "errored"
+
+
+def test_metric_raising_is_errored_and_message_withheld(gx_context, tiny, monkeypatch):
+    """A metric that crashes (non-privgate exception) → errored, never a pass even with
+    threshold 1, and the exception's own text (which could quote data) is not shown."""
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    spec = registry.get_metric("common_rows")
+
+    def boom(ctx, **params):
+        raise RuntimeError("secret-value-42 leaked in a message")
+
+    monkeypatch.setitem(registry._REGISTRY, "common_rows", dataclasses.replace(spec, func=boom))
+    pe.compute.clear_context_cache()
+    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0))
+    assert r.success is False and pe.is_errored(r)
+    text = json.dumps(r.to_json_dict())
+    assert "MetricComputationError" in text and "RuntimeError" in pe.error_message(r)
+    assert "secret-value-42" not in text
+    assert "raise RuntimeError" not in text  # the exception chain (with source lines) is cut
+
+
+def test_missing_real_file_is_errored(gx_context, tiny, tmp_path):
+    _, synth = tiny
+    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+        real=str(tmp_path / "missing.parquet"), threshold=1.0))
+    assert pe.is_errored(r) and "file not found" in pe.error_message(r)
+
+
+def test_unregistered_reference_is_errored(gx_context, tiny):
+    _, synth = tiny
+    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+        real="registry:never_registered", threshold=1.0))
+    assert pe.is_errored(r) and "never_registered" in pe.error_message(r)
+
+
+def test_bad_parameters_are_errored(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    unknown_param = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+        real=ref, threshold=1.0, params={"no_such_option": 1}))
+    reserved = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+        real=ref, threshold=1.0, params={"seed": 3}))
+    bad_threshold = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+        real=ref, threshold=1.5))
+    for r in (unknown_param, reserved, bad_threshold):
+        assert r.success is False and pe.is_errored(r), r
+    assert "ParameterError" in pe.error_message(unknown_param)
+    assert "seed" in pe.error_message(reserved)
+    assert "threshold" in pe.error_message(bad_threshold)
+
+
+def test_missing_suite_parameter_raises(gx_context, tiny):
+    """GX itself refuses to validate when a threshold's $PARAMETER has no value (loud)."""
+    from great_expectations.exceptions import SuiteParameterError
+
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    with pytest.raises(SuiteParameterError):
+        _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
+            real=ref, threshold={"$PARAMETER": "not_supplied"}))
+
+
+def test_schema_mismatch_is_errored(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    r = _validate(gx_context, synth.rename({"b": "c"}),
+                  pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0))
+    assert pe.is_errored(r) and "SchemaMismatchError" in pe.error_message(r)
+
+
+# --------------------------------------------------------------------- batches, references
+def test_polars_and_pandas_batches_agree(gx_context, adult, adult_path, adult_random):
+    """Polars (via Arrow), plain pandas and Arrow-backed pandas batches give the same risk,
+    with nulls (workclass has missing values) surviving the round trip."""
+    release = pl.concat([adult.head(100), adult_random.head(200)])
+    assert release["workclass"].null_count() > 0
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=1.0)
+    values = []
+    for batch in (release, release.to_pandas(), release.to_pandas(use_pyarrow_extension_array=True),
+                  release.to_arrow(), release.lazy()):
+        r = _validate(gx_context, batch, exp)
+        assert not pe.is_errored(r), pe.error_message(r)
+        values.append(r.result["observed_value"])
+    # 100 of the 600 real records are copied (adult has no duplicate rows among them)
+    n_dup = adult.height - adult.unique().height
+    assert n_dup == 0
+    assert values == [pytest.approx(100 / adult.height)] * len(values)
+
+
+def test_to_pandas_batch_is_lossless(adult):
+    pdf = pe.to_pandas_batch(adult)
+    assert isinstance(pdf, pd.DataFrame)
+    back = pl.from_pandas(pdf)
+    assert back.equals(adult)
+
+
+def test_registry_and_path_references_agree(gx_context, adult, adult_path, adult_random):
+    ref = pe.register_real("adult_test", adult)
+    assert ref == "registry:adult_test"
+    assert "adult_test" in pe.registered_names()
+    by_path = _validate(gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(
+        real=adult_path, threshold=1.0))
+    by_name = _validate(gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(
+        real=ref, threshold=1.0))
+    assert by_path.result["observed_value"] == pytest.approx(by_name.result["observed_value"], abs=1e-12)
+    pe.unregister_real("adult_test")
+    assert "adult_test" not in pe.registered_names()
+
+
+def test_path_reference_expands_environment(monkeypatch, adult_path):
+    from pathlib import Path
+
+    monkeypatch.setenv("PRIVGATE_TEST_DATA", str(Path(adult_path).parent))
+    frame, key = pe.resolve_reference(f"$PRIVGATE_TEST_DATA/{Path(adult_path).name}")
+    assert frame.height > 0 and key.startswith("file:")
+
+
+def test_results_never_contain_real_record_values(gx_context):
+    """A real record with unique marker values: no score, detail or message carries them."""
+    real = pl.DataFrame({
+        "name": ["Zebulon-Marker-Xq", "b", "c", "d", "e", "f"],
+        "city": ["Secretville-77", "p", "q", "p", "q", "p"],
+        "age": [913.25, 30.0, 40.0, 50.0, 60.0, 70.0],
+    })
+    synth = pl.DataFrame({"name": ["b", "c", "zz"], "city": ["p", "q", "p"], "age": [30.0, 41.0, 55.0]})
+    ref = pe.register_real("marker", real)
+    exps = [pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.0),
+            pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=ref, threshold=0.0),
+            pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=ref, threshold=0.0)]
+    res = pe.validate_release(synth, exps, context=gx_context, result_format="COMPLETE")
+    text = json.dumps(res.to_json_dict(), default=str)
+    for marker in ("Zebulon-Marker-Xq", "Secretville-77", "913.25"):
+        assert marker not in text
+    assert all(r.result.get("observed_value") is not None for r in res.results)
+
+
+def test_import_privgate_does_not_import_gx():
+    import subprocess
+    import sys
+
+    code = ("import sys, privgate, privgate.registry, privgate.metrics; "
+            "print('great_expectations' in sys.modules, 'dagster' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_named_classes_are_registered_with_gx():
+    from great_expectations.expectations.registry import get_expectation_impl
+
+    for cls in pe.ALL_EXPECTATIONS:
+        assert get_expectation_impl(cls.expectation_type) is cls
+    assert pe.ExpectSyntheticExactCopyRateToBeBelow.expectation_type == \
+        "expect_synthetic_exact_copy_rate_to_be_below"
+    assert set(pe.NAMED) == {"common_rows", "dcr", "attribute_inference", "membership_inference",
+                             "disclosure_identity", "disclosure_attribute"}
