@@ -67,7 +67,7 @@ def _read_path(path: Path, role: str) -> pl.DataFrame:
         if kind == "parquet":
             return pl.read_parquet(path)
         if kind == "ipc":
-            return pl.read_ipc(path, memory_map=False)
+            return pl.read_ipc(path)
         return pl.read_csv(path, infer_schema_length=10000, null_values=[""], try_parse_dates=False)
     except Exception as exc:  # noqa: BLE001 - parser errors carry file content; keep only the type
         raise InputLoadError(

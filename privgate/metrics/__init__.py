@@ -17,3 +17,4 @@ from .distance import (  # noqa: F401
     nndr,
     nsnd,
 )
+from .reconstruction import attribute_inference, generalized_cap, zero_cap  # noqa: F401

@@ -1,0 +1,156 @@
+"""Classifier metrics: an attacker trains a model to tell real records from synthetic ones
+(METRICS.md §2 "Re-identification and tracing").
+
+* ``detection_mlp`` — DetectionMLP (Qian et al., 2023; PrivEval review §2.2.3): scikit-learn
+  MLP, 5-fold stratified cross-validation, mean ROC AUC;
+* ``membership_inference`` — Membership Inference Risk (Lautrup et al., 2024; review §2.2.11):
+  LightGBM on stratified 70/30 splits, recall of the real class, 5 repetitions.
+
+Features are the mixed space of the context (numerics standardised with the real statistics,
+nulls imputed with the real mean, categoricals one-hot × 1/√2). Labels: real = 1, synthetic = 0.
+Every random step (folds, splits, model initialisation) is seeded by the context's seed; both use
+at most the cores this process may run on (``n_jobs``).
+
+Orientation: risk. A classifier that cannot separate the sets (AUC ≈ 0.5, recall ≲ 0.5, as for a
+copy) gives value 1; a perfect separator (AUC = 1, recall = 1) gives 0.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..registry import register_metric
+from ..results import MetricResult
+from ._common import result
+
+REVIEW = "Privacy metrics review (PrivEval), §"
+
+
+def available_cores() -> int:
+    """Cores this process may use (CPU affinity where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _n_jobs(n_jobs: int | None) -> int:
+    cores = available_cores()
+    if n_jobs is None:
+        return cores
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ParameterError(f"n_jobs must be a non-zero integer or None; got {n_jobs!r}")
+    return min(cores, int(n_jobs)) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
+
+
+def _labelled(ctx) -> tuple[np.ndarray, np.ndarray, dict]:
+    space = ctx.mixed()
+    x = np.vstack([space.real, space.synthetic])
+    y = np.concatenate([np.ones(ctx.n_real, dtype=np.int64), np.zeros(ctx.n_synthetic, dtype=np.int64)])
+    return x, y, space.details
+
+
+def _check_class_sizes(ctx, name: str, minimum: int) -> None:
+    ctx.require_rows("real", minimum, name)
+    ctx.require_rows("synthetic", minimum, name)
+
+
+# ----------------------------------------------------------------------------- detection MLP
+@register_metric(family="re-identification",
+                 attack="a neural network trained to tell real from synthetic records",
+                 reference=REVIEW + "2.2.3 DetectionMLP (Qian et al., 2023)",
+                 orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0")
+def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = (100, 50), max_iter: int = 300,
+                  n_jobs: int | None = None) -> MetricResult:
+    """DetectionMLP: an MLP (hidden layers (100, 50), Adam, early stopping on 10 % of the training
+    part, at most 300 epochs) is trained to tell real (1) from synthetic (0) records in the mixed
+    space; ``folds``-fold stratified cross-validation (shuffled, seeded); raw = mean ROC AUC of the
+    held-out folds. value = clip(2·(1 − AUC), 0, 1).
+
+    Orientation: risk (value); raw = AUC (0.5 = indistinguishable = no privacy signal left).
+    """
+    from joblib import Parallel, delayed
+    from sklearn.model_selection import StratifiedKFold
+
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
+        raise ParameterError(f"detection_mlp folds must be an integer ≥ 2; got {folds!r}")
+    _check_class_sizes(ctx, "detection_mlp", folds)
+    x, y, space_details = _labelled(ctx)
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=ctx.seed)
+    jobs = _n_jobs(n_jobs)
+    seed = ctx.seed
+    aucs = Parallel(n_jobs=min(jobs, folds), prefer="threads")(
+        delayed(_mlp_fold)(x, y, tr, te, tuple(hidden_layer_sizes), max_iter, seed)
+        for tr, te in splitter.split(x, y))
+    auc = float(np.mean(aucs))
+    value = min(1.0, max(0.0, 2.0 * (1.0 - auc)))
+    return result(ctx, "detection_mlp", value, auc, "mean ROC AUC of an MLP telling real from synthetic records",
+                  params={"folds": folds, "hidden_layer_sizes": list(hidden_layer_sizes), "max_iter": max_iter,
+                          "seed": ctx.seed},
+                  details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
+                           "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
+
+
+def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> float:
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import roc_auc_score
+    from sklearn.neural_network import MLPClassifier
+
+    model = MLPClassifier(hidden_layer_sizes=hidden, max_iter=max_iter, random_state=seed, early_stopping=True,
+                          validation_fraction=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(x[train], y[train])
+    proba = model.predict_proba(x[test])[:, list(model.classes_).index(1)]
+    return float(roc_auc_score(y[test], proba))
+
+
+# ---------------------------------------------------------------------- membership inference
+@register_metric(family="tracing",
+                 attack="a gradient-boosted classifier recognising real records among synthetic ones",
+                 reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
+                 orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0")
+def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
+                         n_jobs: int | None = None) -> MetricResult:
+    """Membership Inference Risk: LightGBM (default hyper-parameters) trained to tell real (1)
+    from synthetic (0) records in the mixed space, on a stratified 70/30 split (seeded, a new
+    split per repetition); raw = mean recall of the real class on the test part (threshold 0.5)
+    over ``repetitions`` (5). value = clip(2·(1 − recall), 0, 1).
+
+    This is a real-vs-synthetic classifier, as in the review and PrivEval, not a holdout-based
+    membership attack.
+
+    Orientation: risk (value); raw = recall (higher = real records are recognisable).
+    """
+    import lightgbm as lgb
+    from sklearn.model_selection import train_test_split
+
+    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+        raise ParameterError(f"membership_inference repetitions must be an integer ≥ 1; got {repetitions!r}")
+    if not 0 < test_size < 1:
+        raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
+    _check_class_sizes(ctx, "membership_inference", 2)
+    x, y, space_details = _labelled(ctx)
+    jobs = _n_jobs(n_jobs)
+    recalls = []
+    rng = np.random.default_rng(ctx.seed)
+    split_seeds = rng.integers(0, 2**31 - 1, repetitions)
+    for rep in range(repetitions):  # a handful of model fits, not a loop over records
+        tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
+                                  random_state=int(split_seeds[rep]))
+        model = lgb.LGBMClassifier(verbosity=-1, random_state=ctx.seed, n_jobs=jobs)
+        model.fit(x[tr], y[tr])
+        pred = model.predict(x[te])
+        real_test = y[te] == 1
+        recalls.append(float((pred[real_test] == 1).mean()))
+    recall = float(np.mean(recalls))
+    value = min(1.0, max(0.0, 2.0 * (1.0 - recall)))
+    return result(ctx, "membership_inference", value, recall,
+                  "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
+                  params={"repetitions": repetitions, "test_size": test_size, "seed": ctx.seed},
+                  details={"recall_per_repetition": recalls, "n_jobs": jobs, "n_features": int(x.shape[1]),
+                           "mean_imputed": space_details.get("mean_imputed", {})})

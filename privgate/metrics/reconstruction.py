@@ -1,0 +1,314 @@
+"""Reconstruction (attribute inference) metrics: an attacker who knows a real person's key
+attributes (quasi-identifiers) reads the release to guess their sensitive attribute(s)
+(METRICS.md §2 "Reconstruction", §3 rule 11).
+
+* ``zero_cap`` — Categorical Zero CAP (Hittmeir et al., 2020; PrivEval review §2.1.1);
+* ``generalized_cap`` — Categorical Generalized CAP (Hittmeir et al., 2020; review §2.1.2), with
+  *all* synthetic records tied at the minimum Hamming distance;
+* ``attribute_inference`` — Attribute Inference Risk (Yan et al., 2022; review §2.1.3).
+
+Orientation: risk, ``value`` 1 = every sensitive value is reconstructed (a copy of the real data
+with distinct key combinations scores 1). When several sensitive columns are given each is
+reported in ``per_attribute`` and ``value`` is the worst (the maximum).
+
+The CAP metrics work on distinct key combinations with their counts (Polars group-bys and joins;
+the Hamming scan of generalized_cap compares distinct real key combinations without an exact
+synthetic match against the distinct synthetic combinations, block by block), never looping over
+records. Keys match exactly by value (a null matches only a null); ``key_bins=k`` first puts
+numeric keys into k quantile bins of the real data (METRICS.md §3 rule 10 with k bins).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from ..binning import assign_bins, quantile_edges
+from ..errors import ParameterError
+from ..registry import register_metric
+from ..results import MetricResult
+from ..schema import NUMERIC
+from ..spaces import category_codes
+from ..ties import le
+from ._common import result
+
+REVIEW = "Privacy metrics review (PrivEval), §"
+# cells of the block × distinct-synthetic-combination Hamming matrix held at once
+_HAMMING_BLOCK_CELLS = 4_000_000
+
+
+# ------------------------------------------------------------------------------ encoding
+def _value_codes(ctx, column: str, key_bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of ``column`` in the real and synthetic frames such that two values get the
+    same code exactly when they are equal (null = null only, numbers by value); numeric columns
+    are binned into ``key_bins`` real quantile bins first when asked."""
+    if ctx.schema.kind(column) == NUMERIC:
+        r = ctx.real[column].to_numpy().astype(np.float64, copy=False)
+        s = ctx.synthetic[column].to_numpy().astype(np.float64, copy=False)
+        if key_bins is not None:
+            edges = quantile_edges(r, key_bins)
+            return assign_bins(r, edges), assign_bins(s, edges)
+        both = np.concatenate([r, s])
+        # np.unique sorts NaN (null) last and keeps one NaN: null is its own code
+        _, inv = np.unique(both, return_inverse=True)
+        inv = inv.astype(np.int64, copy=False).ravel()
+        return inv[: r.size], inv[r.size:]
+    codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, column)
+    return codes["real"].astype(np.int64), codes["synthetic"].astype(np.int64)
+
+
+def _check_key_bins(key_bins: int | None) -> None:
+    if key_bins is not None and (isinstance(key_bins, bool) or not isinstance(key_bins, (int, np.integer))
+                                 or key_bins < 1):
+        raise ParameterError(f"key_bins must be a positive integer (number of quantile bins) or None; got {key_bins!r}")
+
+
+def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | None
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, str]]:
+    """Real and synthetic frames of integer codes: one column per key (k0, k1, ...) and per
+    sensitive column (s0, s1, ...). Returns (real, synthetic, key code names, sensitive code
+    name → column)."""
+    real_cols: dict[str, np.ndarray] = {}
+    syn_cols: dict[str, np.ndarray] = {}
+    kc = []
+    for i, col in enumerate(keys):
+        r, s = _value_codes(ctx, col, key_bins)
+        real_cols[f"k{i}"], syn_cols[f"k{i}"] = r, s
+        kc.append(f"k{i}")
+    sc = {}
+    for i, col in enumerate(sensitive):
+        r, s = _value_codes(ctx, col, None)
+        real_cols[f"s{i}"], syn_cols[f"s{i}"] = r, s
+        sc[f"s{i}"] = col
+    return pl.DataFrame(real_cols), pl.DataFrame(syn_cols), kc, sc
+
+
+def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
+             extra: dict[str, dict], raw_description: str, per_record_description: str,
+             params: dict) -> MetricResult:
+    """One result from per-sensitive-column per-record scores: value = the worst mean."""
+    means = {c: float(v.mean()) for c, v in per_attr.items()}
+    worst = max(means, key=lambda c: means[c])
+    value = means[worst]
+    details = {"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra}
+    return result(ctx, name, value, value, raw_description, params=params, details=details,
+                  per_attribute=means, per_record=per_attr[worst],
+                  per_record_description=per_record_description + f" (sensitive column {worst!r})")
+
+
+# ------------------------------------------------------------------------------ zero CAP
+@register_metric(family="reconstruction",
+                 attack="infer a sensitive attribute from synthetic records with exactly the same key attributes",
+                 reference=REVIEW + "2.1.1 Categorical Zero CAP (Hittmeir et al., 2020)",
+                 orientation="value = mean over real records of the share of key-matching synthetic records with the "
+                             "same sensitive value (0 when none match); worst sensitive column",
+                 needs=("sensitive",))
+def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
+             key_bins: int | None = None) -> MetricResult:
+    """Categorical Zero CAP (Hittmeir et al., 2020): for each real record, the synthetic records
+    equal to it on every key; its score is the share of them with the same sensitive value, 0 when
+    there is none. value = mean over real records; several sensitive columns → the maximum.
+
+    Orientation: risk; raw = value (the paper's ZCAP in the review's orientation).
+    """
+    _check_key_bins(key_bins)
+    keys, sensitive = ctx.key_sensitive(keys, sensitive)
+    real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
+    real = real.with_row_index("__row")
+    n_k = syn.group_by(kc).agg(pl.len().alias("__m"))
+    matched = real.join(n_k, on=kc, how="left", maintain_order="left")["__m"].fill_null(0).to_numpy()
+    per_attr, extra = {}, {}
+    for s, col in sc.items():
+        n_ks = syn.group_by(kc + [s]).agg(pl.len().alias("__ms"))
+        ms = real.join(n_ks, on=kc + [s], how="left", maintain_order="left")["__ms"].fill_null(0).to_numpy()
+        per = np.where(matched > 0, ms / np.maximum(matched, 1), 0.0)
+        per_attr[col] = per
+        extra[col] = {"share_correct_given_match": float(per[matched > 0].mean()) if (matched > 0).any() else None}
+    details_common = {"share_real_with_key_match": float((matched > 0).mean()),
+                      "n_distinct_real_key_combinations": int(real.select(kc).n_unique()),
+                      "n_distinct_synthetic_key_combinations": int(n_k.height)}
+    res = _combine(ctx, "zero_cap", keys, sensitive, per_attr, extra,
+                   "Zero CAP: mean share of key-matching synthetic records with the real sensitive value",
+                   "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
+                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
+    res.details.update(details_common)
+    return res
+
+
+# ------------------------------------------------------------------------- generalized CAP
+def _nearest_combos(real_keys: np.ndarray, syn_keys: np.ndarray, block_cells: int = _HAMMING_BLOCK_CELLS):
+    """For each row of ``real_keys`` (distinct real key combinations, integer codes), the
+    minimum Hamming distance to the rows of ``syn_keys`` (distinct synthetic combinations) and a
+    boolean mask of all synthetic combinations at that minimum, yielded block by block as
+    (row slice, min distance, mask)."""
+    u, nk = real_keys.shape
+    j = syn_keys.shape[0]
+    dtype = np.uint8 if nk < 255 else np.uint16
+    block = max(1, block_cells // max(1, j))
+    for start in range(0, u, block):
+        rows = slice(start, min(u, start + block))
+        d = np.zeros((rows.stop - rows.start, j), dtype=dtype)
+        for c in range(nk):
+            d += real_keys[rows, c][:, None] != syn_keys[None, :, c]
+        dmin = d.min(axis=1)
+        yield rows, dmin, d == dmin[:, None]
+
+
+@register_metric(family="reconstruction",
+                 attack="infer a sensitive attribute from the synthetic records closest on the key attributes (Hamming)",
+                 reference=REVIEW + "2.1.2 Categorical Generalized CAP (Hittmeir et al., 2020)",
+                 orientation="value = mean over real records of the share of the synthetic records at the minimum Hamming "
+                             "distance on the keys with the same sensitive value; worst sensitive column",
+                 needs=("sensitive",))
+def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
+                    key_bins: int | None = None) -> MetricResult:
+    """Categorical Generalized CAP (Hittmeir et al., 2020): for each real record, **all** synthetic
+    records at the minimum Hamming distance on the keys (the number of keys that differ; 0 when
+    an exact key match exists); its score is the share of them with the same sensitive value.
+    value = mean over real records; several sensitive columns → the maximum. (PrivEval uses one
+    arbitrary nearest record and reports only the last sensitive column; we don't.)
+
+    Computed over distinct key combinations with counts: exact matches by a join, the rest by a
+    blocked Hamming scan of distinct real combinations against distinct synthetic combinations.
+
+    Orientation: risk; raw = value.
+    """
+    _check_key_bins(key_bins)
+    keys, sensitive = ctx.key_sensitive(keys, sensitive)
+    real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
+    real = real.with_row_index("__row")
+    # distinct synthetic key combinations with their counts, numbered j = 0..J-1
+    syn_k = syn.group_by(kc).agg(pl.len().alias("__m")).with_row_index("__j")
+    syn = syn.join(syn_k.select(kc + ["__j"]), on=kc, how="left")
+    # distinct real key combinations, numbered i, with the exact synthetic match j when there is one
+    real_k = real.select(kc).unique().with_row_index("__i").join(syn_k.select(kc + ["__j"]), on=kc, how="left")
+    real = real.join(real_k, on=kc, how="left", maintain_order="left")
+    m_j = syn_k["__m"].to_numpy().astype(np.float64)
+    exact = real_k.filter(pl.col("__j").is_not_null())
+    unmatched = real_k.filter(pl.col("__j").is_null())
+    n_i = real_k.height
+    # Hamming scan: per unmatched distinct real combination, the tied synthetic combinations
+    syn_key_mat = syn_k.select(kc).to_numpy().astype(np.int64)
+    un_key_mat = unmatched.select(kc).to_numpy().astype(np.int64)
+    un_i = unmatched["__i"].to_numpy()
+    dmin_i = np.zeros(n_i)
+    total_i = np.zeros(n_i)
+    total_i[exact["__i"].to_numpy()] = m_j[exact["__j"].to_numpy()]
+    masks: list[tuple[np.ndarray, sparse.csr_matrix]] = []
+    for rows, dmin, mask in _nearest_combos(un_key_mat, syn_key_mat):
+        ii = un_i[rows]
+        dmin_i[ii] = dmin
+        total_i[ii] = mask.astype(np.float64) @ m_j
+        masks.append((ii, sparse.csr_matrix(mask, dtype=np.float64)))
+    per_attr, extra = {}, {}
+    for s, col in sc.items():
+        # synthetic counts per (combination j, sensitive code)
+        js = syn.group_by(["__j", s]).agg(pl.len().alias("__ms"))
+        # exact-match combinations: join counts directly
+        correct = real.join(js.rename({s: "__s"}), left_on=["__j", s], right_on=["__j", "__s"], how="left",
+                            maintain_order="left")["__ms"].fill_null(0).to_numpy().astype(np.float64)
+        # tied combinations: (mask of tied j) @ (counts j × code), read at each real record's code
+        if masks:
+            n_codes = int(max(js[s].max(), real[s].max())) + 1
+            mat = sparse.csr_matrix((js["__ms"].to_numpy().astype(np.float64),
+                                     (js["__j"].to_numpy(), js[s].to_numpy())), shape=(syn_k.height, n_codes))
+            pos = np.full(n_i, -1, dtype=np.int64)  # unmatched i → row in the stacked products
+            stacked = []
+            offset = 0
+            for ii, msk in masks:
+                stacked.append(msk @ mat)
+                pos[ii] = offset + np.arange(ii.size)
+                offset += ii.size
+            prod = sparse.vstack(stacked).tocsr()
+            real_i = real["__i"].to_numpy()
+            need = np.flatnonzero(pos[real_i] >= 0)
+            if need.size:
+                correct[need] = np.asarray(prod[pos[real_i[need]], real[s].to_numpy()[need]]).ravel()
+        total = total_i[real["__i"].to_numpy()]
+        per = correct / total
+        per_attr[col] = per
+        extra[col] = {}
+    real_i = real["__i"].to_numpy()
+    dmin_r = dmin_i[real_i]
+    res = _combine(ctx, "generalized_cap", keys, sensitive, per_attr, extra,
+                   "Generalized CAP: mean share of the nearest (Hamming) synthetic records with the real sensitive value",
+                   "share of the synthetic records at the minimum Hamming distance on the keys that share the sensitive value",
+                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
+    res.details.update({
+        "share_real_with_key_match": float((dmin_r == 0).mean()) if exact.height else 0.0,
+        "mean_min_hamming_distance": float(dmin_r.mean()),
+        "mean_tied_synthetic_records": float(total_i[real_i].mean()),
+        "n_distinct_real_key_combinations": int(n_i),
+        "n_distinct_synthetic_key_combinations": int(syn_k.height),
+    })
+    return res
+
+
+# ---------------------------------------------------------------------- attribute inference
+def _record_weights(ctx) -> tuple[np.ndarray, float]:
+    """Per real record weight ω_r = w(u)/c_u, with w(u) = −P(u)·log P(u)/H(Y) over the distinct
+    real records u (all columns, P(u) = c_u/n, natural log) so that Σ_u w(u)·acc(u) = Σ_r ω_r·correct_r.
+    H = 0 (a single distinct record) gives that record weight 1 (METRICS.md §3 rule 11)."""
+    n = ctx.n_real
+    counts = ctx.real.select(pl.len().over(ctx.schema.columns).alias("__c"))["__c"].to_numpy().astype(np.float64)
+    p = counts / n
+    # H = Σ_u −p_u log p_u = Σ_r −(1/n) log p_r
+    h = float(-(np.log(p)).sum() / n)
+    if h <= 0:
+        return np.full(n, 1.0 / n), 0.0
+    return -np.log(p) / (n * h), h
+
+
+@register_metric(family="reconstruction",
+                 attack="infer a sensitive attribute from the nearest synthetic record on the key attributes (mixed space)",
+                 reference=REVIEW + "2.1.3 Attribute Inference Risk (Yan et al., 2022)",
+                 orientation="value = entropy-weighted share of real records whose sensitive value the nearest synthetic "
+                             "record on the keys reveals (equal, or within 10 % for numerics); worst sensitive column",
+                 needs=("sensitive",))
+def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
+                        sensitive: Sequence[str] | str | None = None) -> MetricResult:
+    """Attribute Inference Risk (Yan et al., 2022): each real record's nearest synthetic record on
+    the keys, in the keys' own mixed space (standardised with the real key statistics; ties → the
+    lowest synthetic row index), predicts its sensitive value. Correct when equal (categorical, a
+    null only against a null) or |real − synthetic| ≤ 0.1·|synthetic| (numeric). value =
+    Σ_u w(u)·accuracy(u) over the distinct real records u (all columns), w(u) =
+    −P(u)log P(u)/H(Y): rare records weigh more. Several sensitive columns → the maximum.
+
+    Not copied from PrivEval: its F1 reduces to 2·acc/(1+acc), drops the first float column from
+    the keys, leaves numerics unscaled and leaks a float sensitive column into the matching.
+
+    Orientation: risk; raw = value (the weighted accuracy); details give the unweighted accuracy.
+    """
+    keys, sensitive = ctx.key_sensitive(keys, sensitive)
+    nb = ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", 1)
+    idx = nb.idx[:, 0]
+    weights, h = _record_weights(ctx)
+    per_attr, extra = {}, {}
+    for col in sensitive:
+        if ctx.schema.kind(col) == NUMERIC:
+            r = ctx.real[col].to_numpy().astype(np.float64, copy=False)
+            s = ctx.synthetic[col].to_numpy().astype(np.float64, copy=False)[idx]
+            rn, sn = np.isnan(r), np.isnan(s)
+            with np.errstate(invalid="ignore"):
+                within = le(np.abs(r - s), 0.1 * np.abs(s))
+            correct = np.where(rn | sn, rn & sn, within)
+        else:
+            codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, col)
+            correct = codes["real"] == codes["synthetic"][idx]
+        correct = correct.astype(np.float64)
+        per_attr[col] = correct
+        extra[col] = {"accuracy": float(correct.mean()), "weighted_accuracy": float((weights * correct).sum())}
+    means = {c: extra[c]["weighted_accuracy"] for c in sensitive}
+    worst = max(means, key=lambda c: means[c])
+    value = min(1.0, max(0.0, means[worst]))
+    return result(ctx, "attribute_inference", value, value,
+                  "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
+                  params={"keys": keys, "sensitive": sensitive},
+                  details={"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra,
+                           "entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details},
+                  per_attribute=means, per_record=per_attr[worst],
+                  per_record_description=f"1 if the nearest synthetic record on the keys reveals the sensitive value "
+                                         f"(sensitive column {worst!r})")

@@ -1,0 +1,158 @@
+"""Inputs: every accepted form loads identically; every bad input raises a specific error that
+names its culprit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import privgate
+from privgate.context import EvaluationContext
+from privgate.errors import (
+    AllNullColumnError,
+    EmptyInputError,
+    IncompatibleDtypeError,
+    InputLoadError,
+    ParameterError,
+    PrivgateError,
+    SchemaMismatchError,
+    TooFewRowsError,
+    UnknownMetricError,
+    UnsupportedDtypeError,
+)
+
+REAL = pl.DataFrame({"age": [30, 40, 50, 60], "sex": ["F", "M", "F", None], "w": [1.5, 2.5, None, 4.0]})
+SYN = pl.DataFrame({"age": [30, 41, 55, 61], "sex": ["F", "M", "M", "F"], "w": [1.5, 2.0, 3.0, 4.0]})
+
+
+def _forms(tmp_path, frame: pl.DataFrame):
+    frame.write_parquet(tmp_path / "x.parquet")
+    frame.write_csv(tmp_path / "x.csv")
+    frame.write_ipc(tmp_path / "x.arrow")
+    frame.write_ipc(tmp_path / "x.feather")
+    return {
+        "polars": frame,
+        "lazy": frame.lazy(),
+        "arrow": frame.to_arrow(),
+        "pandas": frame.to_pandas(),
+        "parquet": tmp_path / "x.parquet",
+        "csv": str(tmp_path / "x.csv"),
+        "arrow_file": tmp_path / "x.arrow",
+        "feather": tmp_path / "x.feather",
+    }
+
+
+def test_every_input_form_gives_the_same_scores(tmp_path):
+    expected = privgate.evaluate(REAL, SYN, ["common_rows", "dcr", "hitting_rate"]).values()
+    for name, form in _forms(tmp_path, REAL).items():
+        got = privgate.evaluate(form, SYN, ["common_rows", "dcr", "hitting_rate"]).values()
+        assert got == pytest.approx(expected), name
+
+
+def test_schema_is_inferred_reported_and_overridable():
+    ctx = EvaluationContext(REAL, SYN)
+    assert ctx.schema.as_dict() == {"age": "numeric", "sex": "categorical", "w": "numeric"}
+    ctx = EvaluationContext(REAL, SYN, schema={"age": "categorical"})
+    assert ctx.schema.kind("age") == "categorical" and ctx.schema.inferred["age"] is False
+    res = privgate.metrics.common_rows(REAL, SYN, schema={"age": "categorical"})
+    assert res.schema["age"] == "categorical"
+
+
+def test_dates_are_numeric_epoch_seconds_and_int_matches_float():
+    import datetime as dt
+
+    r = pl.DataFrame({"d": [dt.date(1970, 1, 2), dt.date(2000, 1, 1)], "x": [1, 2]})
+    s = pl.DataFrame({"d": [dt.date(1970, 1, 2), dt.date(2000, 1, 2)], "x": [1.0, 2.0]})
+    ctx = EvaluationContext(r, s)
+    assert ctx.schema.kind("d") == "numeric"
+    assert ctx.real["d"][0] == 86400.0
+    # row 0 equal by value (1 == 1.0), row 1 differs by a day
+    assert privgate.metrics.common_rows(r, s).value == 0.5
+
+
+def test_column_sets_differ_names_the_columns():
+    with pytest.raises(SchemaMismatchError) as e:
+        EvaluationContext(REAL, SYN.rename({"w": "weight"}))
+    assert "'w'" in str(e.value) and "'weight'" in str(e.value)
+
+
+def test_incompatible_dtypes_name_the_column():
+    with pytest.raises(IncompatibleDtypeError, match="'age'"):
+        EvaluationContext(REAL, SYN.with_columns(pl.col("age").cast(pl.String)))
+
+
+def test_empty_frames():
+    with pytest.raises(EmptyInputError, match="synthetic.*0 rows"):
+        EvaluationContext(REAL, SYN.head(0))
+    with pytest.raises(EmptyInputError, match="real.*no columns"):
+        EvaluationContext(pl.DataFrame(), SYN)
+
+
+def test_all_null_column_is_named():
+    with pytest.raises(AllNullColumnError, match="'w'.*4 rows"):
+        EvaluationContext(REAL.with_columns(pl.lit(None, dtype=pl.Float64).alias("w")), SYN)
+
+
+@pytest.mark.parametrize("col", [pl.Series("bad", [[1], [2], [3], [4]]),
+                                 pl.Series("bad", [{"a": 1}] * 4),
+                                 pl.Series("bad", [b"x"] * 4)])
+def test_unsupported_dtypes_are_named(col):
+    with pytest.raises(UnsupportedDtypeError, match="'bad'"):
+        EvaluationContext(REAL.with_columns(col), SYN.with_columns(col))
+
+
+def test_too_few_rows_for_a_metric():
+    with pytest.raises(TooFewRowsError, match="at least 2 real rows; got 1"):
+        privgate.metrics.authenticity(REAL.head(1), SYN)
+    with pytest.raises(TooFewRowsError, match="nndr.*got 1"):
+        privgate.metrics.nndr(REAL.head(1), SYN)
+
+
+def test_bad_paths_and_types(tmp_path):
+    with pytest.raises(InputLoadError, match="not found"):
+        EvaluationContext(tmp_path / "missing.parquet", SYN)
+    (tmp_path / "x.txt").write_text("a")
+    with pytest.raises(InputLoadError, match=r"suffix '\.txt'"):
+        EvaluationContext(tmp_path / "x.txt", SYN)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(InputLoadError, match="synthetic: cannot read parquet"):
+        EvaluationContext(REAL, tmp_path / "bad.parquet")
+    with pytest.raises(InputLoadError, match="unsupported input type list"):
+        EvaluationContext([1, 2], SYN)
+
+
+def test_parameter_errors():
+    with pytest.raises(ParameterError, match="not in the data: \\['nope'\\]"):
+        EvaluationContext(REAL, SYN, sensitive=["nope"])
+    with pytest.raises(ParameterError, match="schema names columns not in the data"):
+        EvaluationContext(REAL, SYN, schema={"zzz": "numeric"})
+    with pytest.raises(UnknownMetricError, match="'nope'"):
+        privgate.evaluate(REAL, SYN, ["nope"])
+    with pytest.raises(ParameterError, match="close_values threshold"):
+        privgate.metrics.close_values(REAL, SYN, threshold=2)
+    with pytest.raises(ParameterError, match="unexpected keyword"):
+        privgate.metrics.dcr(REAL, SYN, bogus=1)
+
+
+def test_every_error_is_a_privgate_error():
+    for exc in (SchemaMismatchError, EmptyInputError, IncompatibleDtypeError, UnsupportedDtypeError,
+                AllNullColumnError, TooFewRowsError, InputLoadError, ParameterError):
+        assert issubclass(exc, PrivgateError)
+
+
+def test_error_messages_carry_no_record_values(tmp_path):
+    secret = "SECRET-VALUE-123"
+    r = pl.DataFrame({"a": [secret, "x"], "b": [1, 2]})
+    s = pl.DataFrame({"a": ["y", "z"], "b": ["text", "more"]})
+    with pytest.raises(IncompatibleDtypeError) as e:
+        EvaluationContext(r, s)
+    assert secret not in str(e.value)
+    p = tmp_path / "r.csv"
+    p.write_text("a,b\n" + secret + ",1\n\"unterminated,2\n")
+    try:
+        EvaluationContext(p, s)
+    except PrivgateError as exc:
+        assert secret not in str(exc)

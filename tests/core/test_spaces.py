@@ -1,0 +1,70 @@
+"""The mixed space and the FAMD projection (METRICS.md §1, §3 rules 2 and 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from privgate.context import EvaluationContext
+
+
+def test_mixed_space_standardises_with_real_stats_and_a_category_mismatch_adds_one():
+    # real a: mean 2, population std sqrt(2); synthetic a = 4 → (4 - 2)/sqrt(2) = sqrt(2)
+    r = pl.DataFrame({"a": [0.0, 1, 2, 3, 4], "c": ["x", "y", "x", "y", None], "k": [7.0] * 5})
+    s = pl.DataFrame({"a": [4.0, None], "c": ["z", "x"], "k": [1.0, 7.0]})
+    sp = EvaluationContext(r, s).mixed()
+    assert sp.details["constant_columns"] == ["k"]  # a constant column contributes nothing
+    assert sp.details["mean_imputed"] == {"a": {"synthetic": 1}}
+    # features: a, then c's levels over the union {x, y, z, null} → 1 + 4 columns
+    assert sp.real.shape == (5, 5) and sp.synthetic.shape == (2, 5)
+    np.testing.assert_allclose(sp.synthetic[0, 0], np.sqrt(2))
+    assert sp.synthetic[1, 0] == 0.0  # null imputed with the real mean
+    # real row 0 (0, x) vs real row 2 (2, x): only a differs → d² = (2/sqrt 2)² = 2
+    assert np.sum((sp.real[0] - sp.real[2]) ** 2) == pytest.approx(2.0)
+    # real row 0 (0, x) vs real row 1 (1, y): 1/2 + 1 (category mismatch)
+    assert np.sum((sp.real[0] - sp.real[1]) ** 2) == pytest.approx(0.5 + 1.0)
+    # null is its own level: real row 4 vs real row 2 → (2/sqrt2)² + 1
+    assert np.sum((sp.real[4] - sp.real[2]) ** 2) == pytest.approx(2.0 + 1.0)
+
+
+def test_famd_matches_an_independent_pca_of_the_famd_matrix():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    n = 200
+    r = pl.DataFrame({"a": rng.normal(size=n), "b": rng.exponential(size=n),
+                      "c": rng.choice(["u", "v", "w"], n, p=[0.6, 0.3, 0.1])})
+    s = r.with_columns(pl.Series("c", rng.choice(["u", "v", "NEW"], n)))
+    sp = EvaluationContext(r, s).famd(2)
+    # build the FAMD matrix by hand: standardised numerics, (1{level} - p)/sqrt(p)
+    cols = []
+    for c in ("a", "b"):
+        v = r[c].to_numpy()
+        cols.append((v - v.mean()) / v.std())
+    for lev in ("u", "v", "w"):
+        ind = (r["c"] == lev).to_numpy().astype(float)
+        p = ind.mean()
+        cols.append((ind - p) / np.sqrt(p))
+    z = np.column_stack(cols)
+    ref = PCA(n_components=2, svd_solver="full").fit(z)
+    scores = z @ ref.components_.T
+    for j in range(2):  # equal up to the sign convention
+        assert np.allclose(sp.real[:, j], scores[:, j]) or np.allclose(sp.real[:, j], -scores[:, j])
+    # a synthetic level unseen in the real data gives an all-zero indicator row
+    new = (s["c"] == "NEW").to_numpy()
+    zs_a = (s["a"].to_numpy() - r["a"].mean()) / r["a"].std(ddof=0)
+    zs_b = (s["b"].to_numpy() - r["b"].mean()) / r["b"].std(ddof=0)
+    v = np.linalg.svd(z, full_matrices=False)[2][:2].T
+    v = v * np.sign(v[np.abs(v).argmax(axis=0), [0, 1]])
+    expected_new = np.column_stack([zs_a, zs_b])[new] @ v[:2]
+    np.testing.assert_allclose(sp.synthetic[new], expected_new, atol=1e-10)
+
+
+def test_famd_signs_are_deterministic_under_row_order():
+    rng = np.random.default_rng(5)
+    r = pl.DataFrame({"a": rng.normal(size=50), "c": rng.choice(["x", "y"], 50)})
+    perm = rng.permutation(50)
+    a = EvaluationContext(r, r).famd(2).real
+    b = EvaluationContext(r[perm], r).famd(2).real
+    np.testing.assert_allclose(a[perm], b, atol=1e-10)
