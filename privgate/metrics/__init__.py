@@ -18,3 +18,7 @@ from .distance import (  # noqa: F401
     nsnd,
 )
 from .reconstruction import attribute_inference, generalized_cap, zero_cap  # noqa: F401
+from .classifier import detection_mlp, membership_inference  # noqa: F401
+from .statistical import chi_squared, inverse_kl, jensen_shannon, kolmogorov_smirnov  # noqa: F401
+from .proximity import proximity_score  # noqa: F401
+from ..disclosure.metrics import disclosure_attribute, disclosure_identity  # noqa: F401
