@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import polars as pl
 
 from privgate.errors import MetricComputationError, ParameterError, PrivgateError
@@ -114,22 +115,30 @@ def compute_risk(
     seed: int = 0,
     schema: Mapping[str, str] | None = None,
     paired: bool = False,
+    baseline: bool = False,
 ) -> dict[str, Any]:
     """Run the registered metric ``metric`` with the synthetic batch against the real data.
+
+    With ``baseline=True`` (needs ``holdout``) the metric is also computed with a holdout
+    sample of the release's size in place of the release — the same sample
+    :func:`privgate.evaluate` draws with ``baseline=True`` — and the payload carries
+    ``baseline`` and ``excess`` = value − baseline (VALIDITY.md §3).
 
     Returns the JSON-safe payload described in the module docstring. Raises
     :class:`MetricComputationError` (message names the metric) on any failure.
     """
     try:
         return _compute(synthetic, metric=metric, real=real, holdout=holdout, params=params,
-                        keys=keys, sensitive=sensitive, seed=seed, schema=schema, paired=paired)
+                        keys=keys, sensitive=sensitive, seed=seed, schema=schema, paired=paired,
+                        baseline=baseline)
     except PrivgateError as exc:
         cause = exc.__cause__
         if isinstance(exc, MetricComputationError) and cause is not None and not isinstance(
             cause, PrivgateError
         ):
             # run_spec wrapped an unexpected exception with its text: withhold that text
-            detail = f"{type(cause).__name__} inside the metric (message withheld: it may quote data values)"
+            detail = (f"{type(cause).__name__} inside the metric "
+                      "(message withheld: it may quote data values)")
         else:
             detail = f"{type(exc).__name__}: {exc}"
         raise MetricComputationError(
@@ -154,6 +163,7 @@ def _compute(
     seed: int,
     schema: Mapping[str, str] | None,
     paired: bool,
+    baseline: bool,
 ) -> dict[str, Any]:
     from privgate.registry import get_metric, run_spec
 
@@ -165,10 +175,20 @@ def _compute(
             f"params of {metric!r} must not contain {reserved}; use the expectation's own "
             "fields (holdout, keys, sensitive, seed, schema)"
         )
+    if baseline and not holdout:
+        raise ParameterError(
+            f"{metric!r}: comparing against the holdout baseline needs a holdout reference"
+        )
     synth = load_frame(synthetic, role="synthetic batch")
     ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
                        sensitive=sensitive, seed=seed, paired=paired)
     result = run_spec(spec, ctx, params)
+    if baseline:
+        # the holdout sample privgate.evaluate(baseline=True) uses
+        size = min(ctx.n_holdout, ctx.n_synthetic)
+        rows = np.sort(np.random.default_rng(seed).choice(ctx.n_holdout, size, replace=False))
+        base = run_spec(spec, ctx.with_synthetic(ctx.holdout[rows]), params)
+        result.with_baseline(base.value)
     return payload_from_result(result, spec)
 
 

@@ -19,7 +19,7 @@ tells the two apart.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Dict, List, Optional, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, Union
 
 from great_expectations.compatibility import pydantic
 from great_expectations.core.metric_domain_types import MetricDomainTypes
@@ -43,6 +43,7 @@ from .references import describe_reference
 RISK_METRIC = "table.privgate.privacy_risk"
 VALUE_KEYS = (
     "metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds", "paired",
+    "compare_to",
 )
 
 
@@ -70,6 +71,7 @@ class TablePrivgatePrivacyRisk(TableMetricProvider):
             seed=kw["seed"] if kw["seed"] is not None else 0,
             schema=kw["column_kinds"],
             paired=bool(kw["paired"]),
+            baseline=kw["compare_to"] == "excess",
         )
 
 
@@ -100,6 +102,11 @@ class PrivacyRiskExpectation(BatchExpectation):
         seed: seed of every random step.
         column_kinds: optional schema ``{column: "numeric" | "categorical"}`` overriding inference.
         paired: synthetic row i was generated from real row i (``hidden_rate`` needs it).
+        compare_to: ``"value"`` (default) gates the metric's risk value; ``"excess"`` (needs
+            ``holdout``) gates value − baseline, the baseline being the same metric with a
+            holdout sample of the release's size in place of the release (VALIDITY.md §3:
+            "resembles the population" vs "memorised individuals"). ``observed_value`` is then
+            the excess, which can be negative.
     """
 
     real: str
@@ -111,6 +118,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     seed: int = 0
     column_kinds: Optional[Dict[str, str]] = None
     paired: bool = False
+    compare_to: Literal["value", "excess"] = "value"
 
     # the registered privgate metric a named expectation is fixed to
     privgate_metric: ClassVar[Optional[str]] = None
@@ -122,7 +130,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
     success_keys: ClassVar[Tuple[str, ...]] = (
         "real", "threshold", "holdout", "keys", "sensitive", "params", "seed", "column_kinds",
-        "paired",
+        "paired", "compare_to",
     )
     args_keys: ClassVar[Tuple[str, ...]] = ("real", "threshold")
 
@@ -159,6 +167,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             "seed": kw.get("seed") if kw.get("seed") is not None else 0,
             "column_kinds": kw.get("column_kinds"),
             "paired": bool(kw.get("paired")),
+            "compare_to": kw.get("compare_to") or "value",
         }
 
     def get_validation_dependencies(self, execution_engine=None, runtime_configuration=None):
@@ -189,12 +198,15 @@ class PrivacyRiskExpectation(BatchExpectation):
             ) from None
         if math.isnan(thr) or thr < 0.0 or thr > 1.0:
             raise ParameterError(f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}")
-        risk = float(payload["value"])
+        compare_to = self._get_success_kwargs().get("compare_to") or "value"
+        risk = float(payload["excess"] if compare_to == "excess" else payload["value"])
         details = {
             "metric": payload["metric"],
             "family": payload["family"],
             "attack": payload["attack"],
             "risk": risk,
+            "compared": compare_to,
+            "value": float(payload["value"]),
             "threshold": thr,
             "raw": payload["raw"],
             "raw_description": payload["raw_description"],
@@ -241,10 +253,17 @@ class PrivacyRiskExpectation(BatchExpectation):
             subject = f"{cls.risk_label} ($metric: $explanation)"
         else:
             subject = f"{cls.risk_label} ($metric)"
-        template = (
-            f"{subject} of the synthetic release must be at most $threshold "
-            "(0 = no risk, 1 = no privacy), measured against $real."
-        )
+        if kwargs.get("compare_to") == "excess":
+            template = (
+                f"{subject} of the synthetic release must exceed the same risk of an equally "
+                "large holdout sample (real people not in the training data) by at most "
+                "$threshold, measured against $real."
+            )
+        else:
+            template = (
+                f"{subject} of the synthetic release must be at most $threshold "
+                "(0 = no risk, 1 = no privacy), measured against $real."
+            )
         if kwargs.get("sensitive"):
             params["sensitive"] = ", ".join(kwargs["sensitive"])
             template += " Sensitive: $sensitive."

@@ -27,7 +27,7 @@ def uniform_random(real: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
     try:
         from privgate.baselines import uniform_random as pg_uniform  # type: ignore
 
-        return pg_uniform(real, n=n, seed=seed)
+        return pg_uniform(real, seed=seed, n=n)
     except ImportError:
         pass
     rng = np.random.default_rng(seed)
@@ -67,6 +67,15 @@ def adult() -> pl.DataFrame:
 def adult_path(adult, tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("real") / "adult_real.parquet"
     adult.write_parquet(path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def adult_holdout_path(tmp_path_factory) -> str:
+    if not ADULT_HOLDOUT.exists():
+        pytest.skip(f"bundled example holdout missing: {ADULT_HOLDOUT}")
+    path = tmp_path_factory.mktemp("holdout") / "adult_holdout.parquet"
+    pl.read_parquet(ADULT_HOLDOUT).head(N_ROWS).write_parquet(path)
     return str(path)
 
 

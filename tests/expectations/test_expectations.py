@@ -66,10 +66,13 @@ NAMED_CASES = [
     # noise lands near real records (random ≈ 0.77 here, copy = 1): gate close to 1
     ("dcr", {}, 0.9),
     ("attribute_inference", {"sensitive": ["occupation"]}, 0.5),
-    ("membership_inference", {}, 0.5),
-    ("disclosure_identity", {"keys": ["age", "sex", "race", "marital_status"]}, 0.5),
+    # one repetition, one thread: keeps the LightGBM fits to about a second
+    ("membership_inference", {"params": {"repetitions": 1, "n_jobs": 1}}, 0.5),
+    # 4 keys: a copy has 28 % replicated uniques / 30 % DiSCO, uniform noise 4 % / 1.3 %
+    ("disclosure_identity", {"keys": ["age", "sex", "race", "marital_status"],
+                             "sensitive": ["occupation"]}, 0.1),
     ("disclosure_attribute", {"keys": ["age", "sex", "race", "marital_status"],
-                              "sensitive": ["occupation"]}, 0.5),
+                              "sensitive": ["occupation"]}, 0.1),
 ]
 
 
@@ -118,6 +121,31 @@ def test_suite_parameter_threshold(gx_context, tiny):
     bad = _validate(gx_context, synth, exp, expectation_parameters={"max_copies": 0.1})
     assert ok.success is True and bad.success is False
     assert bad.result["details"]["threshold"] == 0.1
+
+
+def test_excess_over_holdout_baseline(gx_context, adult, adult_path, adult_holdout_path):
+    """compare_to="excess": observed value = value − baseline, the baseline being the metric
+    on the holdout sample privgate.evaluate(baseline=True) draws — checked against it."""
+    import privgate
+
+    release = pl.concat([adult.head(60), pl.read_parquet(adult_holdout_path).tail(240)])
+    exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="hitting_rate", real=adult_path, holdout=adult_holdout_path, compare_to="excess",
+        threshold=0.05)
+    r = _validate(gx_context, release, exp)
+    assert not pe.is_errored(r), pe.error_message(r)
+    lib = privgate.evaluate(adult, release, ["hitting_rate"], holdout=adult_holdout_path,
+                            baseline=True).results["hitting_rate"]
+    d = r.result["details"]
+    assert d["baseline"] == pytest.approx(lib.baseline)
+    assert r.result["observed_value"] == pytest.approx(lib.excess)
+    assert d["value"] == pytest.approx(lib.value)
+    assert d["compared"] == "excess"
+    # 60 of 600 real records copied: the excess is ≈ 0.1, over the 0.05 allowed
+    assert r.result["observed_value"] > 0.05 and r.success is False
+    no_holdout = _validate(gx_context, release, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="hitting_rate", real=adult_path, compare_to="excess", threshold=0.05))
+    assert pe.is_errored(no_holdout) and "holdout" in pe.error_message(no_holdout)
 
 
 # ------------------------------------------------------------------------------ errors
