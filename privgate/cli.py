@@ -13,6 +13,9 @@ from .errors import PrivgateError
 COMMANDS = [
     "privgate.commands.evaluate",
     "privgate.commands.metrics",
+    "privgate.commands.gate",
+    "privgate.commands.history",
+    "privgate.commands.demo",
 ]
 
 
@@ -31,7 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # a command may set its own usage-error exit code (gate: 3 = error, never 2 = block)
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+        return getattr(args, "_usage_exit_code", 2)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -257,7 +257,7 @@ def _privgate_error_text(exc: BaseException) -> str:
 
 def _evaluate(*args: Any, **kwargs: Any) -> Any:
     """Indirection to :func:`privgate.evaluate` (lets tests substitute a failing metric run)."""
-    from ..report import evaluate
+    from ..evaluate import evaluate
 
     return evaluate(*args, **kwargs)
 
@@ -395,21 +395,46 @@ def _fmt(x: float | None, signed: bool = False) -> str:
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 
 
+def _merged(checks: list[GateCheck]) -> list[tuple[GateCheck, str, str]]:
+    """Consecutive checks of one metric and rule on the same quantity (a warn and a block limit)
+    become one row: (the deciding check, limits text, verdict)."""
+    rows: list[tuple[GateCheck, str, str]] = []
+    group: list[GateCheck] = []
+
+    def flush() -> None:
+        if not group:
+            return
+        worst = max(group, key=lambda c: _RANK[c.verdict])
+        limits = " / ".join(f"{c.severity} {c.threshold:g}" for c in group if c.threshold is not None) or "-"
+        rows.append((worst if worst.verdict != "pass" else group[0], limits, worst.verdict))
+        group.clear()
+
+    for c in checks:
+        if group and (c.metric, c.rule, c.compared, c.skipped) != (group[0].metric, group[0].rule,
+                                                                   group[0].compared, group[0].skipped):
+            flush()
+        group.append(c)
+        if c.rule == "error":
+            flush()
+    flush()
+    return rows
+
+
 def format_checks(outcome: GateOutcome) -> str:
-    """A fixed-width decision table followed by the decision line."""
-    header = ("metric", "rule", "value", "compared", "limit", "severity", "verdict", "note")
+    """A fixed-width decision table (warn and block limits of one rule on one row) followed by
+    the decision line."""
+    header = ("metric", "rule", "value", "compared", "limits", "verdict", "note")
     rows = [header]
-    for c in outcome.checks:
-        rows.append((c.metric, c.rule, _fmt(c.value),
-                     _fmt(c.compared, signed=c.rule in ("baseline", "trend")),
-                     "-" if c.threshold is None else f"{c.threshold:g}",
-                     c.severity, c.verdict.upper() if c.verdict != "pass" else "pass",
-                     c.message))
+    for c, limits, verdict in _merged(outcome.checks):
+        rows.append((c.metric + (" (optional)" if c.optional else ""), c.rule, _fmt(c.value),
+                     _fmt(c.compared, signed=c.rule in ("baseline", "trend")), limits,
+                     verdict.upper() if verdict != "pass" else "pass",
+                     c.message if verdict != "pass" or c.skipped or c.rule == "error" else ""))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(header) - 1)]
     lines = []
     for i, r in enumerate(rows):
         cells = [str(v).ljust(w) for v, w in zip(r[:-1], widths)]
-        lines.append("  ".join(cells) + "  " + str(r[-1]))
+        lines.append(("  ".join(cells) + "  " + str(r[-1])).rstrip())
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}

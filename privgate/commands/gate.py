@@ -1,0 +1,95 @@
+"""``privgate gate``: decide whether a synthetic release may be published.
+
+Prints the decision table and exits 0 (pass), 1 (warn), 2 (block) or 3 (error: the gate could
+not decide — invalid configuration, missing or corrupt input, a failing metric, history
+unavailable; the release is blocked). Every run is recorded in the score history unless
+``--no-history`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_ERROR = 3
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "gate", help="gate a synthetic release: pass / warn / block (exit 0 / 1 / 2; 3 = error)",
+        description="Evaluate a synthetic release against the real data with the metrics and rules of "
+                    "a gate configuration, print the decision table, record the run in the score "
+                    "history and exit 0 (pass), 1 (warn), 2 (block) or 3 (error: the gate could not "
+                    "decide and blocks the release).")
+    p.add_argument("--config", help="gate configuration, YAML or TOML (default: the shipped "
+                                    "privgate/configs/default_gate.yaml)")
+    p.add_argument("--real", help="real (training) data: .parquet, .csv, .arrow/.feather")
+    p.add_argument("--synthetic", help="the synthetic release to gate")
+    p.add_argument("--holdout", help="real records not used for training (enables baseline rules)")
+    p.add_argument("--release-id", dest="release_id", help="identifier of this release (recorded in the history)")
+    p.add_argument("--dataset", help="dataset name (overrides the configuration's)")
+    p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
+                                     "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
+    p.add_argument("--no-history", action="store_true", help="do not read or record the score history")
+    p.add_argument("--html", help="write the HTML report to this path")
+    p.add_argument("--json", dest="json_out", help="write the JSON report to this path")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
+
+    def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
+        p.print_usage(sys.stderr)
+        print(f"{p.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+    p.error = usage_error  # type: ignore[method-assign]
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..gates import DEFAULT_CONFIG_PATH, run_gate
+    from ..history import HistoryStore
+    from ..render import write_html_report, write_json_report
+
+    missing = [flag for flag, v in (("--real", args.real), ("--synthetic", args.synthetic),
+                                    ("--release-id", args.release_id)) if not v]
+    if missing:
+        print(f"privgate gate: error: missing {', '.join(missing)}; the release is blocked (exit {EXIT_ERROR})",
+              file=sys.stderr)
+        return EXIT_ERROR
+    config = args.config or DEFAULT_CONFIG_PATH
+    if not args.config and not args.quiet:
+        print(f"Using the default gate configuration {DEFAULT_CONFIG_PATH}", file=sys.stderr)
+
+    history = None
+    if not args.no_history:
+        try:
+            history = HistoryStore(args.history)
+        except Exception as exc:  # noqa: BLE001 - fails closed
+            print(f"privgate gate: error: {exc}; the release is blocked (exit {EXIT_ERROR})", file=sys.stderr)
+            return EXIT_ERROR
+
+    outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
+                       release_id=args.release_id, history=history, dataset=args.dataset,
+                       progress=None if args.quiet else True)
+    if args.format == "json":
+        print(json.dumps(outcome.to_dict(), indent=2, allow_nan=False, default=str))
+    else:
+        print(outcome.table())
+    code = outcome.exit_code
+    for path, writer in ((args.html, write_html_report), (args.json_out, write_json_report)):
+        if not path:
+            continue
+        try:
+            writer(outcome, path, history=history)
+            if not args.quiet:
+                print(f"report: {path}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - a report that cannot be written is an error
+            print(f"privgate gate: error: cannot write report {path}: {type(exc).__name__}", file=sys.stderr)
+            code = EXIT_ERROR
+    if history is not None:
+        if outcome.recorded and not args.quiet:
+            print(f"history: run {outcome.run_id} recorded in {history!r}", file=sys.stderr)
+        history.close()
+    return code

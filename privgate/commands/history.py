@@ -1,0 +1,76 @@
+"""``privgate history``: show the score history of a dataset (or list the datasets)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import polars as pl
+
+from ._table import format_table
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "history", help="show the recorded gate runs and scores of a dataset",
+        description="Show a dataset's score history: every metric score per gate run (default), the "
+                    "runs (--runs), or the scores that rose against the last accepted release "
+                    "(--regressions). Without --dataset, lists the datasets.")
+    p.add_argument("--dataset", help="dataset name")
+    p.add_argument("--metric", help="only this metric")
+    p.add_argument("--runs", action="store_true", help="one row per run instead of per score")
+    p.add_argument("--regressions", action="store_true",
+                   help="scores that rose against the last accepted release before their run")
+    p.add_argument("--min-increase", type=float, default=0.0, help="with --regressions: smallest increase shown")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
+                                     "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
+    return p
+
+
+SCORE_VIEW = ["release_id", "created_at", "decision", "metric", "value", "baseline", "excess",
+              "threshold", "severity", "verdict", "error"]
+RUN_VIEW = ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
+            "n_holdout", "config_hash", "privgate_version", "run_id"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..history import HistoryStore, resolve_url
+
+    url = resolve_url(args.history)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+        print(f"privgate history: no history database at {url[len('sqlite:///'):]}", file=sys.stderr)
+        return 1
+    store = HistoryStore(url)
+    try:
+        if not args.dataset:
+            names = store.datasets()
+            frame = pl.DataFrame({"dataset": names}, schema={"dataset": pl.String})
+            frame = frame.join(store.runs().group_by("dataset").agg(
+                pl.len().alias("runs"), pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
+        elif args.regressions:
+            frame = store.regressions(args.dataset, args.metric, min_increase=args.min_increase)
+        elif args.runs:
+            frame = store.runs(args.dataset).select(RUN_VIEW)
+        else:
+            frame = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW)
+    finally:
+        store.close()
+    _print(frame, args.format)
+    if args.dataset and frame.is_empty() and args.format == "table":
+        print(f"(no rows for dataset {args.dataset!r})", file=sys.stderr)
+    return 0
+
+
+def _print(frame: pl.DataFrame, fmt: str) -> None:
+    if "created_at" in frame.columns:
+        frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    if fmt == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif fmt == "json":
+        print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
+    else:
+        print(format_table(frame.columns, frame.rows()))

@@ -1,0 +1,127 @@
+"""HTML and JSON reports of one gate run.
+
+``write_html_report(outcome, path, history=None)`` writes one self-contained HTML file (inline
+CSS, plots as base64 PNG, no external resource): the decision, the decision table, values
+against limits, per-record risk distributions, the dataset's score history when a
+:class:`~privgate.history.HistoryStore` is given, and the input fingerprint.
+``write_json_report`` writes the same content as JSON (``outcome.to_dict()`` plus the history).
+
+Neither contains a value of a real record: only scores, aggregates, column names, dtypes, row
+counts and hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..results import _jsonable
+from . import plots
+
+REPORT_FORMAT = 1
+_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error)"}
+_TEXT = {
+    0: "Every rule passed: the release may be published.",
+    1: "A warn rule fired and no block rule: the release may be published; review the warnings.",
+    2: "A block rule fired: the release must not be published.",
+    3: "The gate could not decide completely (invalid configuration, missing or corrupt input, a "
+       "metric that failed, or an unavailable history): it fails closed and blocks the release.",
+}
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("privgate.render", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _fmt(x: Any, signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return f"{v:+.4f}" if signed else f"{v:.4f}"
+
+
+def _history_frames(outcome: Any, history: Any) -> tuple[Any, list[dict[str, Any]]]:
+    if history is None:
+        return None, []
+    scores = history.metric_history(outcome.dataset)
+    runs = history.runs(outcome.dataset)
+    rows = runs.drop("fingerprint_json").with_columns(
+        runs["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")).to_dicts()
+    return scores, rows[-50:]
+
+
+def render_html(outcome: Any, history: Any = None) -> str:
+    """The HTML report as a string."""
+    scores, history_rows = _history_frames(outcome, history)
+    metrics = list(outcome.config.metrics) if outcome.config is not None else None
+    cfg_source = "inline configuration"
+    if outcome.config is not None and outcome.config.source:
+        cfg_source = Path(outcome.config.source).name
+    return _env().get_template("report.html.j2").render(
+        o=outcome,
+        decision=str(outcome.decision),
+        decision_label=_LABEL.get(outcome.exit_code, str(outcome.decision).upper()),
+        decision_text=_TEXT.get(outcome.exit_code, ""),
+        created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        config_source=cfg_source,
+        results=outcome.results,
+        fmt=_fmt,
+        plot_values=plots.plot_values(outcome),
+        plot_per_record=plots.plot_per_record(outcome),
+        plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
+        history_rows=history_rows,
+    )
+
+
+def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:
+    """The JSON report's content."""
+    out = {"report_format": REPORT_FORMAT, **outcome.to_dict()}
+    if history is not None:
+        runs = history.runs(outcome.dataset).drop("fingerprint_json")
+        out["history"] = {
+            "runs": _jsonable([{**r, "created_at": r["created_at"].isoformat()} for r in runs.to_dicts()]),
+            "scores": _jsonable([{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
+                                 for r in history.metric_history(outcome.dataset).to_dicts()]),
+        }
+    return out
+
+
+def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
+    """Write via a temporary file in the same folder: a report is complete or absent."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+def write_html_report(outcome: Any, path: str | os.PathLike[str], history: Any = None) -> Path:
+    """Write the self-contained HTML report of ``outcome`` to ``path``; returns the path."""
+    return _atomic_write(path, render_html(outcome, history))
+
+
+def write_json_report(outcome: Any, path: str | os.PathLike[str], history: Any = None) -> Path:
+    """Write the JSON report of ``outcome`` to ``path``; returns the path."""
+    text = json.dumps(report_dict(outcome, history), indent=2, allow_nan=False, default=str)
+    return _atomic_write(path, text + "\n")
