@@ -62,6 +62,8 @@ def check_2way(cells: pl.DataFrame, orig_records: pl.DataFrame, keys: list[str],
     """Per synthetic set the reported pairs (or None) and ``check2`` ("<n> pairs need checks"
     of the last set with pairs; "" if none)."""
     big = cells.filter(pl.col("DiSCO") > thresh[0])
+    if big.height == 0:
+        return [None] * m, ""
     stacked = []
     for i, (key, kc) in enumerate(zip(keys, key_cols)):
         totals = orig_records.group_by(kc).agg(pl.len().cast(pl.Int64).alias("key_total"))

@@ -107,6 +107,10 @@ def _check_exclusion_levels(opts: DisclosureOptions, pk: PreparedKeys, target: L
                                  f"{opts.target!r} ({len(t_levels)} levels)")
 
 
+def _is_false(expr: pl.Expr) -> bool:
+    return expr.meta.eq(pl.lit(False))
+
+
 def _exclusion_masks(opts: DisclosureOptions, pk: PreparedKeys, kc: list[str],
                      usekeys_data_order: list[bool], orig_missing_target: bool) -> list[pl.Expr]:
     t = pl.col(TARGET_COL)
@@ -124,9 +128,22 @@ def _exclusion_masks(opts: DisclosureOptions, pk: PreparedKeys, kc: list[str],
     return [m1, m2, m3, m4]
 
 
+def _no_exclusions(cells: pl.DataFrame) -> pl.DataFrame:
+    """The Nexclusions table when no exclusion is active: all steps 0."""
+    sums = cells.group_by(SYN_COL).agg([pl.col(tab).sum().alias(tab) for tab in TABLES]
+                                       ).sort(SYN_COL)
+    zero = pl.lit(0, dtype=pl.Int64)
+    frames = [sums.select(pl.col(SYN_COL).alias("synthesis"), pl.lit(row).alias("table"),
+                          *[zero.alias(step) for step in STEPS], pl.col(tab).alias("remaining"))
+              for tab, row in zip(TABLES, TABLE_ROWS)]
+    return pl.concat(frames).sort("synthesis", maintain_order=True)
+
+
 def _apply_exclusions(cells: pl.DataFrame, masks: list[pl.Expr], opts: DisclosureOptions
                       ) -> tuple[pl.DataFrame, pl.DataFrame]:
     m1, m2, m3, m4 = masks
+    if not opts.exclude_ov_denom_lim and all(_is_false(mask) for mask in masks):
+        return cells, _no_exclusions(cells)
     cells = cells.with_columns(
         m1.alias("__x1"),
         (m2 & ~m1).alias("__x2"),
