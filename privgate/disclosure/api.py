@@ -230,7 +230,28 @@ _DISCLOSURE_OPTIONS = ("denom_lim", "exclude_ov_denom_lim", "not_targetlev", "us
                        "ngroups_keys", "ngroups_target", "cont_na", "thresh_1way", "thresh_2way")
 
 
+# synthpop's own argument names are accepted as aliases
+R_ALIASES = {
+    "not.targetlev": "not_targetlev", "usekeysNA": "usekeys_na", "usetargetNA": "usetarget_na",
+    "exclude.keys": "exclude_keys", "exclude.keylevs": "exclude_keylevs",
+    "exclude.targetlevs": "exclude_targetlevs", "cont.na": "cont_na",
+    "not.targetslev": "not_targetslev", "usetargetsNA": "usetargets_na",
+    "ident.meas": "ident_meas", "attrib.meas": "attrib_meas",
+}
+
+
+def _dealias(options: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        dest = R_ALIASES.get(name, name)
+        if dest in out:
+            raise ParameterError(f"option {dest!r} given twice (as {name!r})")
+        out[dest] = value
+    return out
+
+
 def _build(keys: Any, target: str, options: Mapping[str, Any]) -> DisclosureOptions:
+    options = _dealias(options)
     unknown = sorted(set(options) - set(_DISCLOSURE_OPTIONS))
     if unknown:
         raise ParameterError(f"unknown disclosure option(s) {unknown}; known: "
@@ -288,6 +309,9 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
             ``exclude_keylevs``, ``exclude_targetlevs`` (for the exclude_* options a list of
             lists or a dict of lists).
     """
+    options = _dealias(options)
+    ident_meas = options.pop("ident_meas", ident_meas)
+    attrib_meas = options.pop("attrib_meas", attrib_meas)
     if ident_meas not in ("repU", "UiOiS", "UiSiO"):
         raise ParameterError(f"ident_meas must be 'repU' or 'UiOiS', got {ident_meas!r}")
     if ident_meas == "UiSiO":

@@ -117,3 +117,13 @@ def test_multi_option_errors():
         multi_disclosure(REAL, SYN, ["A"], ["T"], ngroups_target_typo=3)
     with pytest.raises(ParameterError, match="not targets"):
         multi_disclosure(REAL, SYN, ["A"], ["T"], ngroups_targets={"B": 3})
+
+
+def test_r_style_option_names_are_aliases():
+    a = disclosure(REAL, SYN, ["A"], "T", **{"not.targetlev": "y", "usekeysNA": False})
+    b = disclosure(REAL, SYN, ["A"], "T", not_targetlev="y", usekeys_na=False)
+    assert a.ident.equals(b.ident) and a.n_exclusions.equals(b.n_exclusions)
+    with pytest.raises(ParameterError, match="given twice"):
+        disclosure(REAL, SYN, ["A"], "T", **{"not.targetlev": "y", "not_targetlev": "y"})
+    m = multi_disclosure(REAL, SYN, ["A"], ["T"], **{"attrib.meas": "DCAP"})
+    assert m.attrib_meas == "DCAP"
