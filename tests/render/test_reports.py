@@ -1,0 +1,182 @@
+"""HTML and JSON reports, and the no-leak guarantee: no raw real record in any output.
+
+The real data carries distinctive tokens (unique person ids, made-up city names, numbers with
+many digits) that cannot arise by chance; every output of a gate run — stdout, stderr, the HTML
+and JSON reports, every row of the history database — is scanned for them.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import json
+import re
+import sqlite3
+
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib import image as mpimg
+
+from privgate import baselines, registry
+from privgate.cli import main
+from privgate.gates import parse_gate_config, run_gate
+from privgate.history import HistoryStore
+from privgate.render import render_html, write_html_report, write_json_report
+
+N = 120
+
+
+def _real(seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "person": [f"RealPerson-{i:04d}-Qz" for i in range(N)],
+        "city": [f"Secretville-{k:02d}" for k in rng.integers(0, 30, N)],
+        "age": rng.integers(18, 90, N),
+        "income": 31415.926535 + np.arange(N) * 7.123456789,
+        "group": rng.choice(["a", "b", "c"], N),
+    })
+
+
+def tokens(real: pl.DataFrame) -> list[str]:
+    """Values only the real rows contain, in the forms a leak would print them."""
+    out = list(real["person"]) + sorted(set(real["city"]))
+    for x in real["income"].to_list():
+        out += [repr(x), f"{x:.4f}", f"{x:.2f}"]
+    return out
+
+
+def assert_no_leak(text: str, toks: list[str], where: str) -> None:
+    found = [t for t in toks if t in text]
+    assert not found, f"{where} contains real values: {found[:5]}"
+
+
+CFG = {
+    "dataset": "leaktest",
+    "metrics": {
+        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+        "hitting_rate": {"baseline": {"warn": 0.03, "block": 0.1}, "trend": {"warn": 0.03}},
+        "authenticity": {"baseline": {"block": 0.15}, "trend": {"warn": 0.05}},
+        "nnaa": {"threshold": {"when": "no_holdout", "block": 0.75}, "trend": {"warn": 0.05}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    real = _real(0)
+    holdout = _real(1).with_columns(
+        pl.Series("person", [f"HoldoutPerson-{i:04d}-Qh" for i in range(N)]),
+        (pl.col("income") + 0.5),
+    )
+    return real, holdout
+
+
+def test_html_report_has_plots_and_no_real_record(tmp_path, data):
+    real, holdout = data
+    store = HistoryStore(tmp_path / "h.sqlite")
+    cfg = parse_gate_config(CFG)
+    run_gate(cfg, real, baselines.independent_marginals(real, seed=1), holdout=holdout,
+             release_id="v1", history=store)
+    out = run_gate(cfg, real, baselines.noisy_copy(real, seed=2), holdout=holdout,
+                   release_id="v2", history=store)
+    assert out.recorded and out.previous_release_id == "v1"
+    path = write_html_report(out, tmp_path / "r.html", history=store)
+    html = path.read_text()
+    # three plots: values vs limits, per-record distributions, history trend
+    pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(pngs) == 3
+    for b in pngs:
+        img = mpimg.imread(io.BytesIO(base64.b64decode(b)), format="png")
+        assert img.shape[0] > 100 and img.shape[1] > 100
+    # self-contained: nothing fetched from elsewhere
+    assert not re.search(r'(src|href)="(https?:)?//', html) and "<script" not in html
+    assert "v1" in html and "v2" in html and out.run_id in html
+    for c in out.checks:
+        assert c.metric in html
+    assert_no_leak(html, tokens(real), "HTML report")
+    assert_no_leak(html, tokens(holdout), "HTML report (holdout)")
+
+
+def test_html_without_history_and_escaping(tmp_path, data):
+    real, _ = data
+    cfg = parse_gate_config({**CFG, "dataset": "<script>alert(1)</script>"})
+    out = run_gate(cfg, real, baselines.independent_marginals(real, seed=1), release_id="<b>x</b>")
+    html = render_html(out)
+    assert "<script>alert" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert "No history store" in html
+    assert html.count("data:image/png;base64,") == 2  # no history plot
+
+
+def test_json_report_content(tmp_path, data):
+    real, holdout = data
+    store = HistoryStore(tmp_path / "h.sqlite")
+    out = run_gate(parse_gate_config(CFG), real, baselines.copy(real), holdout=holdout,
+                   release_id="c1", history=store)
+    assert out.decision == "block" and out.exit_code == 2
+    doc = json.loads(write_json_report(out, tmp_path / "r.json", history=store).read_text())
+    assert doc["report_format"] == 1 and doc["decision"] == "block" and doc["exit_code"] == 2
+    assert doc["results"]["common_rows"]["value"] == 1.0
+    assert doc["fingerprint"]["real"]["rows"] == N and "content_sha256" in doc["fingerprint"]["real"]
+    assert [r["release_id"] for r in doc["history"]["runs"]] == ["c1"]
+    assert {s["metric"] for s in doc["history"]["scores"]} == set(CFG["metrics"])
+    assert_no_leak(json.dumps(doc), tokens(real), "JSON report")
+
+
+def _leaky_metric(ctx, **_):
+    # a metric that fails with a message quoting a real record (what a careless library does)
+    value = ctx.real["income"][3]
+    raise ValueError(f"cannot handle income={value!r} of person {ctx.real['person'][3]}")
+
+
+def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
+    """End to end through the CLI: a passing-then-blocked release, a metric that fails quoting a
+    real record, a corrupt input; scan stdout, stderr, HTML, JSON and every database row."""
+    real, holdout = data
+    toks = tokens(real) + tokens(holdout)
+    paths = {n: tmp_path / f"{n}.parquet" for n in ("real", "holdout", "s1", "s2")}
+    real.write_parquet(paths["real"])
+    holdout.write_parquet(paths["holdout"])
+    baselines.independent_marginals(real, seed=3).write_parquet(paths["s1"])
+    baselines.noisy_copy(real, seed=4).write_parquet(paths["s2"])
+    cfg_path = tmp_path / "gate.yaml"
+    cfg_path.write_text(json.dumps({**CFG, "metrics": {**CFG["metrics"],
+                                                       "close_values": {"optional": True, "threshold": 1.0}}}))
+    db = tmp_path / "h.sqlite"
+    common = ["gate", "--config", str(cfg_path), "--real", str(paths["real"]), "--history", str(db), "--quiet"]
+
+    codes = []
+    codes.append(main(common + ["--synthetic", str(paths["s1"]), "--holdout", str(paths["holdout"]),
+                                "--release-id", "r1", "--html", str(tmp_path / "r1.html"),
+                                "--json", str(tmp_path / "r1.json")]))
+    codes.append(main(common + ["--synthetic", str(paths["s2"]), "--release-id", "r2",
+                                "--html", str(tmp_path / "r2.html"), "--json", str(tmp_path / "r2.json"),
+                                "--format", "json"]))
+    spec = registry._REGISTRY["authenticity"]
+    monkeypatch.setitem(registry._REGISTRY, "authenticity", dataclasses.replace(spec, func=_leaky_metric))
+    spec_cv = registry._REGISTRY["close_values"]
+    monkeypatch.setitem(registry._REGISTRY, "close_values", dataclasses.replace(spec_cv, func=_leaky_metric))
+    codes.append(main(common + ["--synthetic", str(paths["s1"]), "--release-id", "r3",
+                                "--html", str(tmp_path / "r3.html"), "--json", str(tmp_path / "r3.json")]))
+    monkeypatch.undo()
+    bad = tmp_path / "bad.csv"
+    bad.write_text('person,city\n"RealPerson-0001-Qz,"unterminated\n')
+    codes.append(main(common + ["--synthetic", str(bad), "--release-id", "r4"]))
+    codes.append(main(["history", "--history", str(db), "--dataset", "leaktest"]))
+    codes.append(main(["history", "--history", str(db), "--dataset", "leaktest", "--format", "json"]))
+    codes.append(main(["history", "--history", str(db), "--dataset", "leaktest", "--format", "csv", "--runs"]))
+    assert codes == [0, 2, 3, 3, 0, 0, 0]
+
+    captured = capsys.readouterr()
+    assert "metric failed" in captured.out and "ValueError" in captured.out  # the error is reported...
+    assert_no_leak(captured.out, toks, "stdout")                            # ...without the value
+    assert_no_leak(captured.err, toks, "stderr")
+    for name in ("r1", "r2", "r3"):
+        for ext in ("html", "json"):
+            assert_no_leak((tmp_path / f"{name}.{ext}").read_text(), toks, f"{name}.{ext}")
+    con = sqlite3.connect(db)
+    dump = "\n".join(con.iterdump())
+    con.close()
+    assert "r4" in dump and "RealPerson" not in dump
+    assert_no_leak(dump, toks, "history database")
