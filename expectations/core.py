@@ -122,8 +122,8 @@ class PrivacyRiskExpectation(BatchExpectation):
 
     # the registered privgate metric a named expectation is fixed to
     privgate_metric: ClassVar[Optional[str]] = None
-    # what the Data Docs sentence calls the risk, and what it measures (default: the
-    # metric's registry summary)
+    # what the Data Docs sentence calls the risk, and what it measures (default: the attack
+    # the metric's registry entry models)
     risk_label: ClassVar[str] = "Privacy risk"
     risk_explanation: ClassVar[str] = ""
 
@@ -234,7 +234,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         try:
             from privgate.registry import get_metric
 
-            return get_metric(metric).summary.rstrip(".")
+            return "attack: " + get_metric(metric).attack.rstrip(".")
         except Exception:  # noqa: BLE001 - unknown metric: the validation shows the error
             return ""
 
@@ -311,9 +311,12 @@ class PrivacyRiskExpectation(BatchExpectation):
                                             runtime_configuration=None) -> str:
         if result is None or not result.result:
             return "--"
-        risk = result.result.get("observed_value")
+        observed = result.result.get("observed_value")
         details = result.result.get("details") or {}
-        text = f"risk {_fmt(risk)}"
+        if details.get("compared") == "excess":
+            return (f"excess {_fmt(observed)} (risk {_fmt(details.get('value'))} − holdout "
+                    f"baseline {_fmt(details.get('baseline'))})")
+        text = f"risk {_fmt(observed)}"
         if details.get("raw") is not None:
             text += f" (raw {_fmt(details['raw'])})"
         return text

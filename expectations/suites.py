@@ -24,11 +24,11 @@ def _build_strict(suite_dict: dict[str, Any], *, source: str):
         ExpectationConfiguration,
     )
 
-    built = []
+    stored = list(suite_dict.get("expectations") or [])
     problems = []
-    for i, exp in enumerate(suite_dict.get("expectations") or []):
+    for i, exp in enumerate(stored):
         try:
-            built.append(ExpectationConfiguration(**exp).to_domain_obj())
+            ExpectationConfiguration(**exp).to_domain_obj()
         except Exception as exc:  # noqa: BLE001 - reported below with the type name
             problems.append(f"#{i} {exp.get('type')!r}: {type(exc).__name__}: {exc}")
     if problems:
@@ -36,14 +36,18 @@ def _build_strict(suite_dict: dict[str, Any], *, source: str):
             f"suite {suite_dict.get('name')!r} from {source}: {len(problems)} expectation(s) "
             "cannot be loaded (was `import expectations` done first?): " + "; ".join(problems)
         )
-    return gx.ExpectationSuite(
+    suite = gx.ExpectationSuite(
         name=suite_dict.get("name"),
-        expectations=built,
+        expectations=stored,
         suite_parameters=suite_dict.get("suite_parameters"),
         meta=suite_dict.get("meta"),
         notes=suite_dict.get("notes"),
         id=suite_dict.get("id"),
     )
+    if len(suite.expectations) != len(stored):  # pragma: no cover - checked above
+        raise ConfigError(f"suite {suite_dict.get('name')!r} from {source}: GX dropped "
+                          f"{len(stored) - len(suite.expectations)} expectation(s)")
+    return suite
 
 
 def save_suite_json(suite: Any, path: str | Path) -> Path:
