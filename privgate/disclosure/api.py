@@ -26,7 +26,6 @@ exclusions, ``ngroups_keys[i]`` applies to the i-th key in the real data's colum
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -393,6 +392,3 @@ def _summarise(keys: list[str], targets: list[str], results: dict[str, Disclosur
                                  attrib_table=table, ident_orig=ident_orig, ident_syn=ident_syn,
                                  ident_meas=ident_meas, attrib_meas=attrib_meas)
 
-
-def _isnan(x: float) -> bool:
-    return isinstance(x, float) and math.isnan(x)

@@ -25,7 +25,7 @@ def plot_multi(res: "MultiDisclosureResult", path: Any = None):
 
     table = res.attrib_table
     n = table.height
-    fig = Figure(figsize=(7.5, 1.2 + 0.45 * n))
+    fig = Figure(figsize=(9.0, 1.6 + 0.45 * n))
     ax = fig.add_subplot(1, 1, 1)
     y = list(range(n))
     orig = table["attrib.orig"].to_list()
@@ -47,7 +47,7 @@ def plot_multi(res: "MultiDisclosureResult", path: Any = None):
     ax.set_xlim(0, max([100.0] + [v for v in orig + syn if v == v]))
     ax.set_title("Disclosure risk from keys: " + ", ".join(res.keys), fontsize=10)
     ax.grid(axis="x", color="0.9")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     if path is not None:
         fig.savefig(Path(path))
