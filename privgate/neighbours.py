@@ -16,8 +16,8 @@
 * ``exclude_self`` removes the query's own row *by index* (query and target are the same set),
   so duplicate records are each other's nearest neighbour at distance 0.
 
-Low-dimensional spaces (d ≤ 3, e.g. the 2-D FAMD projection) use the same exact path: the
-float32 screen is cheap there and the float64 decision is identical.
+Low-dimensional spaces (d ≤ 3, e.g. the 2-D FAMD projection) are screened by scipy's cKDTree
+instead (exact float64, no n×m work), with the same float64 decision and tie rule.
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ def knn(
     c = np.float32(4.0 * (d + 8) * EPS32)
     ctn = c * tn
     todo = np.arange(n)
-    if use_faiss and _faiss() is not None:
+    if d <= LOW_DIM:
+        todo = _knn_kdtree(q, t, k, exclude_self, out_d, out_i)
+    elif use_faiss and _faiss() is not None:
         todo = _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, out_d, out_i)
     if todo.size:
         block = max(1, min(todo.size, block_bytes // max(1, 4 * m)))
@@ -117,6 +119,45 @@ def knn(
 
 
 EXTRA_CANDIDATES = 16
+LOW_DIM = 3
+
+
+def _knn_kdtree(q, t, k, exclude_self, out_d, out_i) -> np.ndarray:
+    """Low-dimensional spaces (the 2-D FAMD projection): scipy's cKDTree gives the exact k + 16
+    nearest in float64; rows whose last candidate is not strictly beyond the k-th (a run of ties)
+    go to the NumPy path."""
+    from scipy.spatial import cKDTree
+
+    n, m = q.shape[0], t.shape[0]
+    available = m - 1 if exclude_self else m
+    kk = min(available, k + EXTRA_CANDIDATES)
+    search_k = min(m, kk + (1 if exclude_self else 0))
+    dist, idx = cKDTree(t).query(q, k=search_k, workers=-1)
+    dist = dist.reshape(n, search_k)
+    idx = idx.reshape(n, search_k).astype(np.int64)
+    rows = np.arange(n)
+    if exclude_self:
+        is_self = idx == rows[:, None]
+        drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
+        keep = np.ones_like(is_self)
+        keep[rows, drop] = False
+        idx = idx[keep].reshape(n, search_k - 1)
+    idx = idx[:, :kk]
+    cr = np.repeat(rows, kk)
+    d64 = _pair_distances(q, t, cr, idx.ravel()).reshape(n, kk)
+    kth = np.sort(d64, axis=1)[:, k - 1]
+    if kk < available:
+        tol = REL_TOL * (1.0 + np.abs(kth))
+        complete = d64.max(axis=1) > kth + 2 * tol
+    else:
+        complete = np.ones(n, dtype=bool)
+    sel = np.flatnonzero(complete)
+    if sel.size:
+        key = _snap_ties(d64[sel], d64[sel].min(axis=1)[:, None])
+        order = np.lexsort((idx[sel], key), axis=-1)[:, :k]
+        out_i[sel] = np.take_along_axis(idx[sel], order, axis=1)
+        out_d[sel] = np.take_along_axis(d64[sel], order, axis=1)
+    return np.flatnonzero(~complete)
 
 
 def _faiss():
@@ -129,49 +170,66 @@ def _faiss():
 
 def _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, out_d, out_i) -> np.ndarray:
     """Screen with faiss' exact flat index; fill the rows whose candidates provably contain the
-    exact k nearest; return the row indices that need the NumPy path."""
+    exact k nearest; return the row indices that still need the NumPy path. Rows with long runs
+    of tied candidates are retried once with 256 extra candidates before giving up."""
     faiss = _faiss()
-    n, m = q32.shape[0], t32.shape[0]
-    available = m - 1 if exclude_self else m
-    kk = min(available, k + EXTRA_CANDIDATES)
-    search_k = min(m, kk + (1 if exclude_self else 0))
     index = faiss.IndexFlatL2(t32.shape[1])
     index.add(t32)
+    todo = np.arange(q32.shape[0])
+    for extra in (EXTRA_CANDIDATES, 256):
+        if todo.size == 0:
+            break
+        done = _faiss_pass(index, q, t, q32[todo], qn[todo], tn, c, k, exclude_self, todo, extra,
+                           out_d, out_i)
+        todo = todo[~done]
+    return todo
+
+
+def _faiss_pass(index, q, t, q32, qn, tn, c, k, exclude_self, rows, extra, out_d, out_i) -> np.ndarray:
+    n, m = q32.shape[0], index.ntotal
+    available = m - 1 if exclude_self else m
+    kk = min(available, k + extra)
+    search_k = min(m, kk + (1 if exclude_self else 0))
     d32, i32 = index.search(q32, search_k)
     idx = i32.astype(np.int64)
     if exclude_self:
-        is_self = idx == np.arange(n)[:, None]
-        # drop the self entry (or the last one when self was not returned), keep order
+        is_self = idx == rows[:, None]
+        # drop the self entry (or the last one when self was not returned), keep the order
         drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
         keep = np.ones_like(is_self)
         keep[np.arange(n), drop] = False
         idx = idx[keep].reshape(n, search_k - 1)
         d32 = d32[keep].reshape(n, search_k - 1)
     idx = idx[:, :kk]
-    d32 = d32[:, :kk]
+    d32 = d32[:, :kk].astype(np.float64)
     bad = (idx < 0).any(axis=1)
     idx = np.where(idx < 0, 0, idx)
-    # exact k-th is at most the largest upper bound among the first k float32 candidates
-    cq = (c * qn)[:, None]
-    upper = (d32[:, :k] + cq + c * tn[idx[:, :k]]).max(axis=1)
+    qn64 = qn.astype(np.float64)
+    tn64 = tn.astype(np.float64)
+    # upper bound of the exact k-th smallest d² (max over the first k candidates' upper bounds)
+    upper = (d32[:, :k] + c * (qn64[:, None] + tn64[idx[:, :k]])).max(axis=1)
+    upper = upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
     if kk < available:
-        # every non-candidate has float32 d² ≥ the last candidate's, so exact d² ≥ that − bound
-        lower_rest = d32[:, -1] - (c * qn + c * tn.max())
-        complete = lower_rest > upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
+        # A target j outside the candidates has float32 d² ≥ the last candidate's. If its norm
+        # is at most cap, its exact d² ≥ d32_last − c(‖q‖² + cap); if larger, the triangle
+        # inequality gives d ≥ √cap − ‖q‖. cap is chosen so the second bound exceeds `upper`.
+        cap = 1.25 * (np.sqrt(qn64) + np.sqrt(np.maximum(upper, 0)) + 1e-6) ** 2
+        lower_rest = d32[:, -1] - c * (qn64 + cap)
+        complete = lower_rest > upper
     else:
         complete = np.ones(n, dtype=bool)
     complete &= ~bad
-    rows = np.flatnonzero(complete)
-    if rows.size:
-        cr = np.repeat(rows, kk)
-        cc = idx[rows].ravel()
-        d64 = _pair_distances(q, t, cr, cc).reshape(rows.size, kk)
+    sel = np.flatnonzero(complete)
+    if sel.size:
+        cr = np.repeat(rows[sel], kk)
+        cc = idx[sel].ravel()
+        d64 = _pair_distances(q, t, cr, cc).reshape(sel.size, kk)
         rowmin = d64.min(axis=1)
         key = _snap_ties(d64, rowmin[:, None])
-        order = np.lexsort((idx[rows], key), axis=-1)[:, :k]
-        out_i[rows] = np.take_along_axis(idx[rows], order, axis=1)
-        out_d[rows] = np.take_along_axis(d64, order, axis=1)
-    return np.flatnonzero(~complete)
+        order = np.lexsort((idx[sel], key), axis=-1)[:, :k]
+        out_i[rows[sel]] = np.take_along_axis(idx[sel], order, axis=1)
+        out_d[rows[sel]] = np.take_along_axis(d64, order, axis=1)
+    return complete
 
 
 def _knn_block(q, t, qb32, t32, qbn, tn, ctn, c, k, qrows, exclude_self, out_d, out_i) -> None:

@@ -110,3 +110,18 @@ def test_context_computes_each_search_once_and_shares_it(monkeypatch):
     base = ctx.with_synthetic(s.reverse())
     m.authenticity(base)
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_low_dimensional_kdtree_path_matches_brute_force_with_ties(exclude_self):
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 4, size=(400, 2)).astype(float)  # many exact ties in 2-D
+    t = x if exclude_self else rng.integers(0, 4, size=(300, 2)).astype(float)
+    nb = knn(x, t, 2, exclude_self=exclude_self)
+    d, i = brute(x, t, 2, exclude_self=exclude_self)
+    np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d)
+    y = rng.normal(size=(300, 2))
+    nb = knn(y, y, 3, exclude_self=True)
+    d, i = brute(y, y, 3, exclude_self=True)
+    np.testing.assert_array_equal(nb.idx, i)
