@@ -130,3 +130,15 @@ def test_numeric_vs_text_column_compared_as_text():
     syn = pl.DataFrame({"K": ["1", "2"], "T": ["x", "y"]})
     r = disclosure(real, syn, ["K"], "T")
     assert float(r.ident["repU"][0]) == 100.0
+
+
+def test_grouped_key_with_cont_na_level():
+    # pooled non-missing 1..6 twice (12 values; -8 left out): p = 1/3 -> index 4.67 ->
+    # 2 + (2/3)(3 - 2) = 2.6666667; p = 2/3 -> index 8.33 -> 4 + (1/3)(5 - 4) = 4.3333333
+    real = pl.DataFrame({"K": [-8.0, 1, 2, 3, 4, 5, 6], "T": list("xyxyxyx")})
+    r = disclosure(real, real, ["K"], "T", ngroups_keys=[3], cont_na={"K": -8})
+    keys = r.records.filter(pl.col("source") == "orig")["keys"].to_list()
+    assert keys == ["-8", "[1,2.6666667)", "[1,2.6666667)", "[2.6666667,4.3333333)",
+                    "[2.6666667,4.3333333)", "[4.3333333,6]", "[4.3333333,6]"]
+    # the -8 record is alone on its key level: unique in the original
+    assert float(r.ident["UiO"][0]) == pytest.approx(100 / 7)
