@@ -39,6 +39,10 @@ class AllNullColumnError(InputError):
     """A column of the real data has no non-null value."""
 
 
+class HighCardinalityError(InputError):
+    """A categorical column has too many levels to one-hot encode (an identifier-like column)."""
+
+
 class TooFewRowsError(InputError):
     """A frame has fewer rows than a metric needs."""
 

@@ -23,6 +23,7 @@ import polars as pl
 from .schema import CATEGORICAL, NUMERIC, Schema
 
 NULL_LEVEL = "\x00<null>"
+MAX_LEVELS = 2000  # per categorical column in the one-hot spaces
 INV_SQRT2 = 1.0 / np.sqrt(2.0)
 
 
@@ -115,6 +116,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
             if w == 0.0:
                 continue
             codes, levels = category_codes(frames, col)
+            _check_levels(col, len(levels))
             scale = INV_SQRT2 * w
             for r in frames:
                 mat = np.zeros((codes[r].size, len(levels)))
@@ -129,6 +131,17 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     return EncodedSpace(name, mats, details)
 
 
+def _check_levels(column: str, n_levels: int) -> None:
+    if n_levels > MAX_LEVELS:
+        from .errors import HighCardinalityError
+
+        raise HighCardinalityError(
+            f"categorical column {column!r} has {n_levels} levels (more than {MAX_LEVELS}); one-hot "
+            "distances over an identifier-like column are meaningless and would not fit in memory. "
+            "Drop the column, or declare it numeric with schema={...} if its values are numbers"
+        )
+
+
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
                name: str = "famd") -> EncodedSpace:
     """FAMD fitted on the real frame, every frame projected with that fit."""
@@ -140,6 +153,7 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
                 blocks[r].append(vals[r][:, None])
         else:
             real_codes, levels = category_codes({"real": frames["real"]}, col)
+            _check_levels(col, len(levels))
             p = np.bincount(real_codes["real"], minlength=len(levels)) / frames["real"].height
             codes, _ = category_codes(frames, col, levels)
             sq = np.sqrt(p)

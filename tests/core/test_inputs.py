@@ -156,3 +156,26 @@ def test_error_messages_carry_no_record_values(tmp_path):
         EvaluationContext(p, s)
     except PrivgateError as exc:
         assert secret not in str(exc)
+
+
+def test_huge_cardinality_categorical_is_named_for_distance_metrics():
+    from privgate.errors import HighCardinalityError
+
+    n = 2500
+    r = pl.DataFrame({"id": [f"p{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
+    s = pl.DataFrame({"id": [f"q{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
+    with pytest.raises(HighCardinalityError, match=r"'id' has 2500 levels"):
+        privgate.metrics.dcr(r, s)
+    # exact-match metrics do not encode, so they still work
+    assert privgate.metrics.common_rows(r, s).value == 0.0
+
+
+def test_nan_is_missing_and_unseen_categories_are_fine():
+    r = pl.DataFrame({"a": [1.0, float("nan"), 3.0], "c": ["x", "y", "x"]})
+    s = pl.DataFrame({"a": [1.0, None, 3.0], "c": ["x", "NEW", "x"]})
+    ctx = EvaluationContext(r, s)
+    assert ctx.real["a"].null_count() == 1
+    res = privgate.evaluate(r, s, ["common_rows", "dcr", "hitting_rate", "authenticity"])
+    assert res.results["common_rows"].value == pytest.approx(2 / 3)
+    with pytest.raises(HighCardinalityError, match=r"'id' has 5000 levels"):  # union in the mixed space
+        privgate.metrics.authenticity(r, s)
