@@ -8,6 +8,7 @@ history, for people to act on.
 """
 
 
+from datetime import datetime, timezone
 from typing import Any
 
 import dagster as dg
@@ -33,7 +34,11 @@ def build_reevaluation_schedule(
         keys = list(context.instance.get_dynamic_partitions(RELEASES_PARTITIONS_NAME))
         if not keys:
             return dg.SkipReason("no release partitions yet")
-        stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
+        try:
+            when = context.scheduled_execution_time
+        except Exception:  # noqa: BLE001 - a manual test tick has no scheduled time
+            when = None
+        stamp = (when or datetime.now(timezone.utc)).isoformat()
         return [dg.RunRequest(partition_key=rid, run_key=f"reevaluate:{rid}:{stamp}",
                               tags={"privgate/release": rid, "privgate/trigger": "reevaluation"})
                 for rid in keys[-latest:]]

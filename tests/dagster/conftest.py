@@ -13,6 +13,7 @@ The test gate configuration keeps the runs fast: three distance metrics on 600 Ã
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import polars as pl
@@ -59,8 +60,7 @@ def real_frame() -> pl.DataFrame:
     return pl.read_parquet(SAMPLE).head(600)
 
 
-@pytest.fixture
-def example(tmp_path: Path, real_frame: pl.DataFrame) -> dict[str, Path]:
+def make_example(tmp_path: Path, real_frame: pl.DataFrame) -> dict[str, Path]:
     """A data root with real.parquet, releases/{r-pass,r-warn,r-block}.parquet, a gate config
     and a SQLite history URL; returns the paths."""
     root = tmp_path / "data"
@@ -74,7 +74,11 @@ def example(tmp_path: Path, real_frame: pl.DataFrame) -> dict[str, Path]:
 
 
 @pytest.fixture
-def defs(example):
+def example(tmp_path: Path, real_frame: pl.DataFrame) -> dict[str, Path]:
+    return make_example(tmp_path, real_frame)
+
+
+def make_defs(example: dict[str, Path]):
     from dagster_defs.definitions import build_definitions
 
     return build_definitions(
@@ -82,3 +86,50 @@ def defs(example):
         history_url=f"sqlite:///{example['history']}", executor="in_process",
         sensor_settle_seconds=0, env={},
     )
+
+
+@pytest.fixture
+def defs(example):
+    return make_defs(example)
+
+
+@contextlib.contextmanager
+def fast_instance():
+    """A Dagster test instance; its SQLite storage lives in /dev/shm when there is one (the
+    event log does many small synced writes, which are slow on a busy disk)."""
+    import shutil
+    import tempfile
+
+    import dagster as dg
+
+    shm = Path("/dev/shm")
+    temp_dir = tempfile.mkdtemp(prefix="privgate-dagster-", dir=shm if shm.is_dir() else None)
+    try:
+        with dg.instance_for_test(temp_dir=temp_dir) as inst:
+            yield inst
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def instance():
+    with fast_instance() as inst:
+        yield inst
+
+
+def run_release(defs, instance, release_id: str, job: str = "evaluate_release"):
+    """Add the partition and run ``job`` for it in process; returns the result (not raising)."""
+    instance.add_dynamic_partitions("releases", [release_id])
+    return defs.resolve_job_def(job).execute_in_process(
+        instance=instance, partition_key=release_id, raise_on_error=False)
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory, real_frame):
+    """The three example releases run once through the release job on one instance; the
+    tests read the results (keeps the pipeline tests to a handful of gate runs)."""
+    example = make_example(tmp_path_factory.mktemp("three"), real_frame)
+    defs = make_defs(example)
+    with fast_instance() as inst:
+        results = {rid: run_release(defs, inst, rid) for rid in RELEASES}
+        yield {"example": example, "defs": defs, "instance": inst, "results": results}

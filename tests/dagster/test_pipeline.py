@@ -1,0 +1,204 @@
+"""End-to-end runs of the release job on an instance_for_test: pass, warn and block releases."""
+
+from __future__ import annotations
+
+import re
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
+from dagster_defs.gate_checks import DECISION_CHECK
+
+RELEASES = ("r-pass", "r-warn", "r-block")
+
+EVAL = dg.AssetKey("privacy_evaluation")
+PUBLISHED = dg.AssetKey("published_release")
+
+
+def _run(defs, instance, release_id, job=EVALUATE_JOB):  # noqa: D103
+    instance.add_dynamic_partitions("releases", [release_id])
+    return defs.resolve_job_def(job).execute_in_process(
+        instance=instance, partition_key=release_id, raise_on_error=False)
+
+
+def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _materialized(result) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+def _partition_events(instance, key, partition):
+    return list(instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10).records)
+
+
+def _md(event_metadata) -> dict:
+    return {k: v.value for k, v in event_metadata.items()}
+
+
+def test_passing_release_is_published(three):
+    example, result = three["example"], three["results"]["r-pass"]
+    assert result.success
+    assert _materialized(result) == {"real_data", "synthetic_release", "privacy_evaluation",
+                                     "published_release"}
+    checks = _checks(result)
+    assert set(checks) == {DECISION_CHECK, "common_rows__threshold_warn",
+                           "common_rows__threshold_block", "hitting_rate__threshold_block",
+                           "authenticity__trend_warn"}
+    assert all(c.passed for c in checks.values())
+    # check metadata: the metric value as a float under the metric's name, and the limit
+    block = _md(checks["common_rows__threshold_block"].metadata)
+    assert block["common_rows"] == 0.0 and block["value"] == 0.0
+    assert block["threshold"] == 0.3 and block["verdict"] == "pass"
+    assert block["status"] == "passed"
+    # the first release has nothing to compare with: the trend rule is skipped, not failed
+    assert _md(checks["authenticity__trend_warn"].metadata)["status"] == "skipped"
+    published = example["root"] / "published" / "r-pass.parquet"
+    assert published.exists()
+    original = pl.read_parquet(example["root"] / "releases" / "r-pass.parquet")
+    assert pl.read_parquet(published).equals(original)
+
+
+def test_blocked_release_fails_error_check_and_is_not_published(three):
+    example, instance, result = three["example"], three["instance"], three["results"]["r-block"]
+    assert not result.success
+    mats = _materialized(result)
+    assert "privacy_evaluation" in mats  # the evaluation itself is recorded ...
+    assert "published_release" not in mats  # ... but nothing downstream of a failed ERROR check
+    checks = _checks(result)
+    blk = checks["common_rows__threshold_block"]
+    assert not blk.passed and blk.severity == dg.AssetCheckSeverity.ERROR
+    md = _md(blk.metadata)
+    # common_rows = 300 copied real records / 600 real records = 0.5 > 0.3
+    assert md["common_rows"] == pytest.approx(0.5) and md["threshold"] == 0.3
+    assert md["verdict"] == "block" and md["status"] == "fired"
+    warn = checks["common_rows__threshold_warn"]
+    assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
+    decision = checks[DECISION_CHECK]
+    assert not decision.passed and decision.severity == dg.AssetCheckSeverity.ERROR
+    assert _md(decision.metadata)["decision"] == "block"
+    assert not (example["root"] / "published" / "r-block.parquet").exists()
+    assert _partition_events(instance, PUBLISHED, "r-block") == []
+    (ev,) = _partition_events(instance, EVAL, "r-block")
+    assert _md(ev.asset_materialization.metadata)["verdict"] == "block"
+
+
+def test_warn_only_release_is_published_with_warn_check(three):
+    example, instance, result = three["example"], three["instance"], three["results"]["r-warn"]
+    assert result.success
+    assert "published_release" in _materialized(result)
+    checks = _checks(result)
+    warn = checks["common_rows__threshold_warn"]
+    assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
+    # 30 copied rows / 600 real rows = 0.05: over 0.02 (warn), under 0.3 (block)
+    assert _md(warn.metadata)["common_rows"] == pytest.approx(0.05)
+    assert checks["common_rows__threshold_block"].passed
+    assert checks[DECISION_CHECK].passed
+    assert _md(checks[DECISION_CHECK].metadata)["decision"] == "warn"
+    assert (example["root"] / "published" / "r-warn.parquet").exists()
+    (pub,) = _partition_events(instance, PUBLISHED, "r-warn")
+    assert _md(pub.asset_materialization.metadata)["verdict"] == "warn"
+
+
+def test_evaluation_metadata_floats_summary_and_history(three):
+    from privgate.history import HistoryStore
+
+    example, instance = three["example"], three["instance"]
+    events = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=EVAL), limit=10).records
+    assert len(events) == 3
+    by_release = {e.partition_key: _md(e.asset_materialization.metadata) for e in events}
+    # stable float keys per metric (what the UI plots across releases), present on both
+    for md in by_release.values():
+        for key in ("common_rows", "common_rows.raw", "hitting_rate", "authenticity",
+                    "authenticity.raw", "common_rows.threshold.block",
+                    "common_rows.threshold.warn", "hitting_rate.threshold.block"):
+            assert isinstance(md[key], float), key
+        assert md["n_real"] == 600 and md["n_synthetic"] == 300
+        assert "| metric | rule |" in md["summary"]
+    assert by_release["r-pass"]["verdict"] == "pass" and by_release["r-pass"]["common_rows"] == 0.0
+    assert by_release["r-warn"]["verdict"] == "warn"
+    assert by_release["r-warn"]["common_rows"] == pytest.approx(0.05)
+    # authenticity is 1 - raw (METRICS.md orientation)
+    md = by_release["r-warn"]
+    assert md["authenticity"] == pytest.approx(1.0 - md["authenticity.raw"])
+    # the second release compares its trend with the first accepted one
+    assert md["previous_accepted_release"] == "r-pass"
+    # reports written where the metadata says (when the renderer is available)
+    for key in ("html_report", "json_report"):
+        if key in md:
+            from pathlib import Path
+            assert Path(md[key]).exists()
+    # the run wrote to the same score history store as the CLI would (SQLite URL given)
+    store = HistoryStore(f"sqlite:///{example['history']}")
+    try:
+        runs = store.runs("dagster-test")
+        assert runs.height == 3
+        assert set(runs.get_column("release_id").to_list()) == set(RELEASES)
+        hist = store.metric_history("dagster-test", "common_rows")
+        assert sorted(hist.get_column("value").to_list()) == pytest.approx([0.0, 0.05, 0.5])
+    finally:
+        store.close()
+
+
+def test_no_real_record_in_any_metadata(three, real_frame):
+    """Every metadata value of every event of the three runs, as text, contains no real value:
+    no categorical value of the real data and no numeric value with five or more digits."""
+    instance = three["instance"]
+    texts: list[str] = []
+    for run in instance.get_runs():
+        for entry in instance.all_logs(run.run_id):
+            event = entry.dagster_event
+            if event is None:
+                continue
+            data = event.event_specific_data
+            md = getattr(data, "materialization", None) or getattr(data, "asset_check_evaluation", None) or data
+            metadata = getattr(md, "metadata", None) or {}
+            for value in metadata.values():
+                texts.append(str(getattr(value, "value", value)))
+    text = "\n".join(texts)
+    # the scan covers the materialisations, the summary table and the check results
+    assert "| metric | rule |" in text and "fired" in text
+    categorical = [c for c, t in real_frame.schema.items() if t == pl.String]
+    values = set()
+    for c in categorical:
+        values |= {v for v in real_frame[c].drop_nulls().unique().to_list() if len(v) >= 4}
+    leaked = sorted(v for v in values if v in text)
+    assert not leaked, f"real categorical values in metadata: {leaked[:5]}"
+    tokens = set(re.split(r"[^0-9]+", text))
+    numeric = [c for c, t in real_frame.schema.items() if t.is_numeric()]
+    big = {str(int(v)) for c in numeric for v in real_frame[c].drop_nulls().to_list() if abs(v) >= 10000}
+    assert not (tokens & big), f"real numeric values in metadata: {sorted(tokens & big)[:5]}"
+
+
+def test_reevaluation_job_reuses_stored_release(defs, example, instance):
+    assert _run(defs, instance, "r-pass").success
+    again = _run(defs, instance, "r-pass", job=REEVALUATE_JOB)
+    assert again.success
+    assert _materialized(again) == {"privacy_evaluation"}
+    assert all(c.passed for c in _checks(again).values())
+
+
+def test_publish_refuses_blocked_or_modified_release(defs, example, instance):
+    """published_release materialised alone re-checks the stored decision and content digest."""
+    assert not _run(defs, instance, "r-block").success
+    only_publish = dg.AssetSelection.assets(PUBLISHED)
+    job = dg.define_asset_job("publish_only", selection=only_publish)
+    d2 = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
+    res = d2.resolve_job_def("publish_only").execute_in_process(
+        instance=instance, partition_key="r-block", raise_on_error=False)
+    assert not res.success
+    assert not (example["root"] / "published" / "r-block.parquet").exists()
+    # a passing release whose stored content changed after the evaluation is refused too
+    assert _run(defs, instance, "r-pass").success
+    (example["root"] / "published" / "r-pass.parquet").unlink()
+    changed = pl.read_parquet(example["root"] / "releases" / "r-warn.parquet")
+    changed.write_parquet(example["root"] / "storage" / "synthetic_release" / "r-pass.parquet")
+    res = d2.resolve_job_def("publish_only").execute_in_process(
+        instance=instance, partition_key="r-pass", raise_on_error=False)
+    assert not res.success
+    assert not (example["root"] / "published" / "r-pass.parquet").exists()
