@@ -59,6 +59,12 @@ CFG = {
         "hitting_rate": {"baseline": {"warn": 0.03, "block": 0.1}, "trend": {"warn": 0.03}},
         "authenticity": {"baseline": {"block": 0.15}, "trend": {"warn": 0.05}},
         "nnaa": {"threshold": {"when": "no_holdout", "block": 0.75}, "trend": {"warn": 0.05}},
+        # families whose details carry tables (per column / per key level): scanned too
+        "disclosure_attribute": {"params": {"keys": ["city", "age"], "targets": ["group"]},
+                                 "threshold": {"max": 1.0, "severity": "warn"}},
+        "zero_cap": {"params": {"keys": ["city", "age"], "sensitive": ["group"]},
+                     "threshold": {"max": 1.0, "severity": "warn"}},
+        "kolmogorov_smirnov": {"threshold": {"max": 1.0, "severity": "warn"}},
     },
 }
 
@@ -121,6 +127,7 @@ def test_json_report_content(tmp_path, data):
     assert doc["fingerprint"]["real"]["rows"] == N and "content_sha256" in doc["fingerprint"]["real"]
     assert [r["release_id"] for r in doc["history"]["runs"]] == ["c1"]
     assert {s["metric"] for s in doc["history"]["scores"]} == set(CFG["metrics"])
+    assert not any(c["rule"] == "error" for c in doc["checks"])
     assert_no_leak(json.dumps(doc), tokens(real), "JSON report")
 
 
