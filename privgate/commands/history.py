@@ -73,4 +73,6 @@ def _print(frame: pl.DataFrame, fmt: str) -> None:
     elif fmt == "json":
         print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
     else:
+        if "config_hash" in frame.columns:
+            frame = frame.with_columns(pl.col("config_hash").str.slice(0, 12))
         print(format_table(frame.columns, frame.rows()))
