@@ -124,11 +124,12 @@ def test_urls(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------------- concurrency
 
-N_PROCS, N_RUNS = 4, 12
+N_PROCS, N_RUNS = 4, 25
 
 
-def _writer(url: str, worker: int) -> None:
-    store = HistoryStore(url)  # each process opens its own engine, as real gate runs do
+def _writer(url: str, worker: int, barrier) -> None:
+    barrier.wait(60)  # all processes are imported and start together: real contention
+    store = HistoryStore(url)  # each process opens its own engine (racing to create the tables)
     for i in range(N_RUNS):
         store.record(make_outcome({"common_rows": 0.0, "authenticity": i / 100, "nnaa": 0.1},
                                   release_id=f"w{worker}-{i}"))
@@ -136,9 +137,9 @@ def _writer(url: str, worker: int) -> None:
 
 
 def test_concurrent_writers_lose_no_row(store_url):
-    # the processes also race to create the tables: the store must be opened first by them
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(store_url, w)) for w in range(N_PROCS)]
+    barrier = ctx.Barrier(N_PROCS)
+    procs = [ctx.Process(target=_writer, args=(store_url, w, barrier)) for w in range(N_PROCS)]
     for p in procs:
         p.start()
     for p in procs:
@@ -152,3 +153,7 @@ def test_concurrent_writers_lose_no_row(store_url):
     with store.engine.connect() as conn:
         n_checks = conn.execute(sa.select(sa.func.count()).select_from(S.checks)).scalar_one()
     assert n_checks == N_PROCS * N_RUNS * 4  # 2 common_rows + 1 trend + 1 nnaa per run
+    # the writers interleaved (otherwise this test would prove nothing about concurrency)
+    workers = [r.split("-")[0] for r in runs["release_id"].to_list()]
+    switches = sum(a != b for a, b in zip(workers, workers[1:]))
+    assert switches > N_PROCS
