@@ -157,11 +157,13 @@ def decide(
     has_holdout: bool,
     previous: Mapping[str, float] | None = None,
     previous_note: str = "",
+    trend_note: str = "",
 ) -> list[GateCheck]:
     """Compare metric results with the configuration's rules; pure (no I/O).
 
     ``previous`` maps metric → value of the last accepted release (``None``: no trend
-    comparison possible, ``previous_note`` says why).
+    comparison possible, ``previous_note`` says why); ``trend_note`` is appended to evaluated
+    trend checks' messages (e.g. that the real data changed since that release).
     """
     checks: list[GateCheck] = []
     for name, mg in cfg.metrics.items():
@@ -173,7 +175,10 @@ def decide(
         for rule in mg.rules:
             if not rule.applies(has_holdout):
                 continue
-            checks.append(_rule_check(name, res, rule, mg.optional, has_holdout, previous, previous_note))
+            check = _rule_check(name, res, rule, mg.optional, has_holdout, previous, previous_note)
+            if trend_note and check.rule == "trend" and not check.skipped:
+                check.message = f"{check.message} ({trend_note})"
+            checks.append(check)
     return checks
 
 
@@ -336,7 +341,7 @@ def run_gate(
         checks.append(_error_check("(holdout)", "the configuration requires a holdout and none was given"))
 
     if config is not None and not checks:
-        previous, note = None, ""
+        previous, note, trend_note = None, "", ""
         if config.needs_history:
             if history is None:
                 note = "no history store given; trend rule not evaluated"
@@ -353,6 +358,11 @@ def run_gate(
                     else:
                         previous = last.metrics
                         previous_release = last.release_id
+                        # values depend on the real data: say when it changed since then
+                        if ((last.fingerprint.get("real") or {}).get("content_sha256")
+                                != (fingerprint.get("real") or {}).get("content_sha256")):
+                            trend_note = (f"the real data differ from release {last.release_id!r}'s: "
+                                          "compare with care")
         try:
             report = _evaluate(
                 frames["real"], frames["synthetic"], metrics=config.metric_names,
@@ -365,7 +375,8 @@ def run_gate(
             checks.append(_error_check("(input)", f"evaluation could not start: {_privgate_error_text(exc)}"))
         else:
             checks.extend(decide(config, report.results, getattr(report, "errors", {}) or {},
-                                 has_holdout=has_holdout, previous=previous, previous_note=note))
+                                 has_holdout=has_holdout, previous=previous, previous_note=note,
+                                 trend_note=trend_note))
 
     decision, code = decision_of(checks)
     outcome = GateOutcome(

@@ -201,3 +201,19 @@ def test_run_gate_unexpected_evaluation_failure_withholds_details(monkeypatch, f
     monkeypatch.setattr(engine, "_evaluate", boom)
     out = run_gate(CFG, *frames)
     assert out.exit_code == 3 and "Jane" not in out.checks[0].message
+
+
+def test_trend_notes_a_changed_real_dataset(monkeypatch, frames, tmp_path):
+    from privgate.history import HistoryStore
+
+    _stub(monkeypatch, {"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0})
+    store = HistoryStore(tmp_path / "h.sqlite")
+    real, syn = frames
+    first = run_gate(CFG, real, syn, release_id="a", history=store)
+    assert first.previous_release_id is None
+    same = run_gate(CFG, real, syn, release_id="b", history=store)
+    trend = next(c for c in same.checks if c.rule == "trend")
+    assert same.previous_release_id == "a" and not trend.skipped and "differ" not in trend.message
+    changed = run_gate(CFG, real.with_columns(pl.col("a") + 1), syn, release_id="c", history=store)
+    trend = next(c for c in changed.checks if c.rule == "trend")
+    assert changed.previous_release_id == "b" and "real data differ from release 'b'" in trend.message
