@@ -40,8 +40,6 @@ def batch_definition(context: Any, *, data_source: str = DEFAULT_SOURCE,
     when missing (pandas data source, dataframe asset)."""
     try:
         source = context.data_sources.get(data_source)
-    except (KeyError, ValueError, LookupError):
-        source = context.data_sources.add_pandas(data_source)
     except Exception:  # noqa: BLE001 - GX raises its own not-found errors
         source = context.data_sources.add_pandas(data_source)
     try:

@@ -12,8 +12,8 @@ METRICS.md §1) is **at most** ``threshold``. ``observed_value`` is that risk; `
 the raw value of the original definition, the threshold, the per-attribute breakdown and the
 metric's aggregate details — never a value of a real record. A metric that cannot be computed
 makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True`` and
-``success: False``), never a pass and never an ordinary fail; :func:`expectations.results.is_errored`
-tells the two apart.
+``success: False``), never a pass and never an ordinary fail;
+:func:`expectations.results.is_errored` tells the two apart.
 """
 
 from __future__ import annotations
@@ -197,7 +197,9 @@ class PrivacyRiskExpectation(BatchExpectation):
                 f"{threshold!r} (is the suite parameter supplied?)"
             ) from None
         if math.isnan(thr) or thr < 0.0 or thr > 1.0:
-            raise ParameterError(f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}")
+            raise ParameterError(
+                f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}"
+            )
         compare_to = self._get_success_kwargs().get("compare_to") or "value"
         risk = float(payload["excess"] if compare_to == "excess" else payload["value"])
         details = {
@@ -224,7 +226,10 @@ class PrivacyRiskExpectation(BatchExpectation):
         if payload.get("baseline") is not None:
             details["baseline"] = payload["baseline"]
             details["excess"] = payload["excess"]
-        return {"success": bool(risk <= thr), "result": {"observed_value": risk, "details": details}}
+        return {
+            "success": bool(risk <= thr),
+            "result": {"observed_value": risk, "details": details},
+        }
 
     # ----------------------------------------------------------------------- rendering
     @classmethod
@@ -271,7 +276,8 @@ class PrivacyRiskExpectation(BatchExpectation):
             params["keys"] = ", ".join(kwargs["keys"])
             template += " Keys: $keys."
         if kwargs.get("holdout"):
-            params["holdout"] = describe_reference(kwargs["holdout"]).replace("real data", "holdout")
+            label = describe_reference(kwargs["holdout"])
+            params["holdout"] = label.replace("real data", "holdout")
             template += " Holdout: $holdout."
         if kwargs.get("params"):
             params["params"] = ", ".join(f"{k}={v}" for k, v in sorted(kwargs["params"].items()))

@@ -23,7 +23,8 @@ N_ROWS = 600  # enough for every metric, small enough to keep the suite fast
 
 def uniform_random(real: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
     """A release drawn uniformly within each real column's range / levels (METRICS.md §1's
-    "scores about 0" reference), seeded. Used when privgate.baselines is not available."""
+    "scores about 0" reference), seeded: privgate.baselines.uniform_random, with a local
+    equivalent only for trees where the baselines module is absent."""
     try:
         from privgate.baselines import uniform_random as pg_uniform  # type: ignore
 

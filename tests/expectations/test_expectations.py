@@ -82,8 +82,10 @@ def test_named_expectation_copy_fails_random_passes(gx_context, adult, adult_pat
     _metric_or_skip(metric)
     cls = pe.NAMED[metric]
     exp = cls(real=adult_path, threshold=threshold, **extra)
-    copy = _validate(gx_context, adult, exp)
-    rand = _validate(gx_context, adult_random, exp)
+    from privgate import baselines
+
+    copy = _validate(gx_context, baselines.copy(adult), exp)
+    rand = _validate(gx_context, adult_random, exp)  # baselines.uniform_random(adult, seed=7)
     for r in (copy, rand):
         assert not pe.is_errored(r), pe.error_message(r)
         assert r.result["details"]["metric"] == metric
@@ -246,6 +248,39 @@ def test_polars_and_pandas_batches_agree(gx_context, adult, adult_path, adult_ra
     n_dup = adult.height - adult.unique().height
     assert n_dup == 0
     assert values == [pytest.approx(100 / adult.height)] * len(values)
+
+
+def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
+    """Date, Datetime, Categorical, Enum, Boolean and Int columns with nulls survive Polars →
+    Arrow-backed pandas → Polars: a copy of the real data is recognised as a copy."""
+    import datetime as dt
+
+    real = pl.DataFrame({
+        "day": [dt.date(2020, 1, d) for d in range(1, 7)],
+        "ts": [dt.datetime(2021, 5, 1, h) for h in range(6)],
+        "cat": pl.Series(["a", "b", None, "a", "c", "b"], dtype=pl.Categorical),
+        "enum": pl.Series(["x", "y", "x", None, "y", "x"], dtype=pl.Enum(["x", "y"])),
+        "flag": [True, None, False, True, False, True],
+        "n": pl.Series([1, None, 3, 4, 5, 6], dtype=pl.Int32),
+    })
+    path = tmp_path / "typed.parquet"
+    real.write_parquet(path)
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=str(path), threshold=0.0)
+    for batch in (real, real.to_pandas()):
+        r = _validate(gx_context, batch, exp)
+        assert not pe.is_errored(r), pe.error_message(r)
+        assert r.result["observed_value"] == pytest.approx(1.0)
+
+
+def test_paired_field_reaches_hidden_rate(gx_context, adult, adult_path):
+    _metric_or_skip("hidden_rate")
+    paired = _validate(gx_context, adult, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="hidden_rate", real=adult_path, threshold=0.5, paired=True))
+    unpaired = _validate(gx_context, adult, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+        metric="hidden_rate", real=adult_path, threshold=0.5))
+    assert not pe.is_errored(paired), pe.error_message(paired)
+    assert paired.result["observed_value"] == pytest.approx(1.0) and paired.success is False
+    assert pe.is_errored(unpaired) and "NotApplicableError" in pe.error_message(unpaired)
 
 
 def test_to_pandas_batch_is_lossless(adult):
