@@ -406,7 +406,7 @@ def _fmt(x: float | None, signed: bool = False) -> str:
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 
 
-def _merged(checks: list[GateCheck]) -> list[tuple[GateCheck, str, str]]:
+def merged_checks(checks: list[GateCheck]) -> list[tuple[GateCheck, str, str]]:
     """Consecutive checks of one metric and rule on the same quantity (a warn and a block limit)
     become one row: (the deciding check, limits text, verdict)."""
     rows: list[tuple[GateCheck, str, str]] = []
@@ -436,7 +436,7 @@ def format_checks(outcome: GateOutcome) -> str:
     the decision line."""
     header = ("metric", "rule", "value", "compared", "limits", "verdict", "note")
     rows = [header]
-    for c, limits, verdict in _merged(outcome.checks):
+    for c, limits, verdict in merged_checks(outcome.checks):
         rows.append((c.metric + (" (optional)" if c.optional else ""), c.rule, _fmt(c.value),
                      _fmt(c.compared, signed=c.rule in ("baseline", "trend")), limits,
                      verdict.upper() if verdict != "pass" else "pass",

@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from ..gates.engine import merged_checks
 from ..results import _jsonable
 from . import plots
 
@@ -77,6 +78,7 @@ def render_html(outcome: Any, history: Any = None) -> str:
         created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         config_source=cfg_source,
         results=outcome.results,
+        check_rows=merged_checks(outcome.checks),
         fmt=_fmt,
         plot_values=plots.plot_values(outcome),
         plot_per_record=plots.plot_per_record(outcome),
