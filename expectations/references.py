@@ -15,6 +15,7 @@ does not import Great Expectations.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -29,7 +30,8 @@ from privgate.io import load_frame
 REGISTRY_PREFIX = "registry:"
 _FILE_CACHE_SIZE = 4
 
-_registry: dict[str, pl.DataFrame] = {}
+_registry: dict[str, tuple[pl.DataFrame, int]] = {}
+_versions = itertools.count(1)  # a new version per registration: cache keys never collide
 _file_cache: "OrderedDict[tuple[str, int, int], pl.DataFrame]" = OrderedDict()
 _lock = threading.Lock()
 
@@ -44,7 +46,7 @@ def register_real(name: str, data: Any) -> str:
         raise InputLoadError(f"real-data registry: invalid name {name!r} (non-empty, no ':')")
     frame = load_frame(data, role=f"real data {name!r}")
     with _lock:
-        _registry[name] = frame
+        _registry[name] = (frame, next(_versions))
     return REGISTRY_PREFIX + name
 
 
@@ -71,7 +73,7 @@ def resolve_reference(ref: str, *, role: str = "real") -> tuple[pl.DataFrame, st
     """Load the frame a reference string names.
 
     Returns ``(frame, cache_key)``; the key identifies the content version (registry name and
-    object id, or resolved path + size + mtime) so callers can cache work done on it.
+    registration number, or resolved path + size + mtime) so callers can cache work done on it.
     Raises :class:`~privgate.errors.InputLoadError` naming the reference when it cannot be found.
     """
     if not isinstance(ref, str) or not ref.strip():
@@ -79,15 +81,16 @@ def resolve_reference(ref: str, *, role: str = "real") -> tuple[pl.DataFrame, st
     if ref.startswith(REGISTRY_PREFIX):
         name = ref[len(REGISTRY_PREFIX):]
         with _lock:
-            frame = _registry.get(name)
+            entry = _registry.get(name)
             known = sorted(_registry)
-        if frame is None:
+        if entry is None:
             raise InputLoadError(
                 f"{role}: no real data registered as {name!r} in this process "
                 f"(registered: {', '.join(known) or 'none'}); call "
                 "expectations.register_real(name, frame) before validating"
             )
-        return frame, f"registry:{name}:{id(frame)}"
+        frame, version = entry
+        return frame, f"registry:{name}:v{version}"
     path = Path(os.path.expandvars(os.path.expanduser(ref)))
     try:
         stat = path.stat()

@@ -303,6 +303,16 @@ def test_registry_and_path_references_agree(gx_context, adult, adult_path, adult
     assert "adult_test" not in pe.registered_names()
 
 
+def test_re_registering_a_name_is_not_served_from_cache(gx_context, tiny):
+    real, synth = tiny
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real="registry:swap", threshold=1.0)
+    pe.register_real("swap", real)
+    first = _validate(gx_context, synth, exp).result["observed_value"]
+    pe.register_real("swap", synth)  # now the release is a full copy of "real"
+    second = _validate(gx_context, synth, exp).result["observed_value"]
+    assert (first, second) == (pytest.approx(0.25), pytest.approx(1.0))
+
+
 def test_path_reference_expands_environment(monkeypatch, adult_path):
     from pathlib import Path
 
