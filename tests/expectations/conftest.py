@@ -58,16 +58,16 @@ def gx_context():
 
 
 @pytest.fixture(scope="session")
-def adult() -> pl.DataFrame:
+def adult_small() -> pl.DataFrame:
     if not ADULT.exists():
         pytest.skip(f"bundled example data missing: {ADULT}")
     return pl.read_parquet(ADULT).head(N_ROWS)
 
 
 @pytest.fixture(scope="session")
-def adult_path(adult, tmp_path_factory) -> str:
+def adult_path(adult_small, tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("real") / "adult_real.parquet"
-    adult.write_parquet(path)
+    adult_small.write_parquet(path)
     return str(path)
 
 
@@ -81,8 +81,8 @@ def adult_holdout_path(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def adult_random(adult) -> pl.DataFrame:
-    return uniform_random(adult, adult.height, seed=7)
+def adult_random(adult_small) -> pl.DataFrame:
+    return uniform_random(adult_small, adult_small.height, seed=7)
 
 
 @pytest.fixture(scope="session")

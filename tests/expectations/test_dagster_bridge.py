@@ -28,10 +28,10 @@ def suite(adult_path):
 
 
 @pytest.fixture(scope="module")
-def leaky(adult, adult_random) -> pl.DataFrame:
+def leaky(adult_small, adult_random) -> pl.DataFrame:
     # 30 of 600 real records copied: common_rows = 0.05 (at the threshold → passes),
     # hitting_rate ≥ 0.05 (< 0.9 → passes), dcr high (> 0.5 → fails, warning severity)
-    return pl.concat([adult.head(30), adult_random.tail(adult.height - 30)])
+    return pl.concat([adult_small.head(30), adult_random.tail(adult_small.height - 30)])
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_duplicate_names_get_stable_suffixes(adult_path):
     assert bridge.check_names(reordered) == list(reversed(names))
 
 
-def test_blocking_gate_in_a_dagster_run(gx_context, adult, adult_path, adult_random):
+def test_blocking_gate_in_a_dagster_run(gx_context, adult_small, adult_path, adult_random):
     """In-asset check specs from the suite: a leaky release fails the blocking check and the
     downstream publish step does not run; a clean release publishes."""
     suite = gx.ExpectationSuite(name="gate")
@@ -121,12 +121,12 @@ def test_blocking_gate_in_a_dagster_run(gx_context, adult, adult_path, adult_ran
         assert [e.passed for e in ok.get_asset_check_evaluations()] == [True]
         assert len(ok.get_asset_materialization_events()) == 2
 
-        release["data"] = pl.concat([adult.head(5), adult_random.tail(100)])
+        release["data"] = pl.concat([adult_small.head(5), adult_random.tail(100)])
         bad = dg.materialize([synthetic_release, published_release], instance=instance,
                              raise_on_error=False)
         assert not bad.success
         evals = bad.get_asset_check_evaluations()
         assert [(e.check_name, e.passed) for e in evals] == [("privacy_common_rows", False)]
-        assert evals[0].metadata["risk"].value == pytest.approx(5 / adult.height)
+        assert evals[0].metadata["risk"].value == pytest.approx(5 / adult_small.height)
         materialized = {e.asset_key for e in bad.get_asset_materialization_events()}
         assert dg.AssetKey("published_release") not in materialized

@@ -43,7 +43,7 @@ def test_common_rows_value_matches_hand_computation(gx_context, tiny):
     assert pe.summarise(below)["status"] == "failed"
 
 
-def test_observed_value_equals_library_metric(gx_context, adult, adult_path, adult_random):
+def test_observed_value_equals_library_metric(gx_context, adult_small, adult_path, adult_random):
     """The expectation reports exactly what privgate.metrics.<name> returns."""
     from privgate import metrics
 
@@ -51,7 +51,7 @@ def test_observed_value_equals_library_metric(gx_context, adult, adult_path, adu
     for name, cls in (("common_rows", pe.ExpectSyntheticExactCopyRateToBeBelow),
                       ("dcr", pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow)):
         _metric_or_skip(name)
-        lib = getattr(metrics, name)(adult, release)
+        lib = getattr(metrics, name)(adult_small, release)
         r = _validate(gx_context, release, cls(real=adult_path, threshold=1.0))
         assert r.success
         assert r.result["observed_value"] == pytest.approx(lib.value, abs=1e-12)
@@ -62,7 +62,7 @@ def test_observed_value_equals_library_metric(gx_context, adult, adult_path, adu
 NAMED_CASES = [
     # (metric, expectation kwargs beyond real/threshold, threshold)
     ("common_rows", {}, 0.01),
-    # the 2-component FAMD projection of adult keeps ~8 % of the variance, so even uniform
+    # the 2-component FAMD projection of adult_small keeps ~8 % of the variance, so even uniform
     # noise lands near real records (random ≈ 0.77 here, copy = 1): gate close to 1
     ("dcr", {}, 0.9),
     ("attribute_inference", {"sensitive": ["occupation"]}, 0.5),
@@ -77,15 +77,15 @@ NAMED_CASES = [
 
 
 @pytest.mark.parametrize("metric,extra,threshold", NAMED_CASES, ids=[c[0] for c in NAMED_CASES])
-def test_named_expectation_copy_fails_random_passes(gx_context, adult, adult_path, adult_random,
+def test_named_expectation_copy_fails_random_passes(gx_context, adult_small, adult_path, adult_random,
                                                      metric, extra, threshold):
     _metric_or_skip(metric)
     cls = pe.NAMED[metric]
     exp = cls(real=adult_path, threshold=threshold, **extra)
     from privgate import baselines
 
-    copy = _validate(gx_context, baselines.copy(adult), exp)
-    rand = _validate(gx_context, adult_random, exp)  # baselines.uniform_random(adult, seed=7)
+    copy = _validate(gx_context, baselines.copy(adult_small), exp)
+    rand = _validate(gx_context, adult_random, exp)  # baselines.uniform_random(adult_small, seed=7)
     for r in (copy, rand):
         assert not pe.is_errored(r), pe.error_message(r)
         assert r.result["details"]["metric"] == metric
@@ -94,16 +94,16 @@ def test_named_expectation_copy_fails_random_passes(gx_context, adult, adult_pat
     assert copy.result["observed_value"] > rand.result["observed_value"]
 
 
-def test_general_expectation_any_registered_metric(gx_context, adult_path, adult):
+def test_general_expectation_any_registered_metric(gx_context, adult_path, adult_small):
     _metric_or_skip("hitting_rate")
     exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path, threshold=0.5)
-    r = _validate(gx_context, adult, exp)
+    r = _validate(gx_context, adult_small, exp)
     assert r.success is False  # a copy hits every real record
     assert r.result["observed_value"] == pytest.approx(1.0)
     assert r.result["details"]["metric"] == "hitting_rate"
 
 
-def test_general_expectation_passes_metric_params(gx_context, adult, adult_path, adult_random):
+def test_general_expectation_passes_metric_params(gx_context, adult_small, adult_path, adult_random):
     """params reach the metric: nndr's result records the n_components it used."""
     _metric_or_skip("nndr")
     a = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
@@ -125,18 +125,18 @@ def test_suite_parameter_threshold(gx_context, tiny):
     assert bad.result["details"]["threshold"] == 0.1
 
 
-def test_excess_over_holdout_baseline(gx_context, adult, adult_path, adult_holdout_path):
+def test_excess_over_holdout_baseline(gx_context, adult_small, adult_path, adult_holdout_path):
     """compare_to="excess": observed value = value − baseline, the baseline being the metric
     on the holdout sample privgate.evaluate(baseline=True) draws — checked against it."""
     import privgate
 
-    release = pl.concat([adult.head(60), pl.read_parquet(adult_holdout_path).tail(240)])
+    release = pl.concat([adult_small.head(60), pl.read_parquet(adult_holdout_path).tail(240)])
     exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(
         metric="hitting_rate", real=adult_path, holdout=adult_holdout_path, compare_to="excess",
         threshold=0.05)
     r = _validate(gx_context, release, exp)
     assert not pe.is_errored(r), pe.error_message(r)
-    lib = privgate.evaluate(adult, release, ["hitting_rate"], holdout=adult_holdout_path,
+    lib = privgate.evaluate(adult_small, release, ["hitting_rate"], holdout=adult_holdout_path,
                             baseline=True).results["hitting_rate"]
     d = r.result["details"]
     assert d["baseline"] == pytest.approx(lib.baseline)
@@ -232,10 +232,10 @@ def test_schema_mismatch_is_errored(gx_context, tiny):
 
 
 # --------------------------------------------------------------------- batches, references
-def test_polars_and_pandas_batches_agree(gx_context, adult, adult_path, adult_random):
+def test_polars_and_pandas_batches_agree(gx_context, adult_small, adult_path, adult_random):
     """Polars (via Arrow), plain pandas and Arrow-backed pandas batches give the same risk,
     with nulls (workclass has missing values) surviving the round trip."""
-    release = pl.concat([adult.head(100), adult_random.head(200)])
+    release = pl.concat([adult_small.head(100), adult_random.head(200)])
     assert release["workclass"].null_count() > 0
     exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=1.0)
     values = []
@@ -244,10 +244,10 @@ def test_polars_and_pandas_batches_agree(gx_context, adult, adult_path, adult_ra
         r = _validate(gx_context, batch, exp)
         assert not pe.is_errored(r), pe.error_message(r)
         values.append(r.result["observed_value"])
-    # 100 of the 600 real records are copied (adult has no duplicate rows among them)
-    n_dup = adult.height - adult.unique().height
+    # 100 of the 600 real records are copied (adult_small has no duplicate rows among them)
+    n_dup = adult_small.height - adult_small.unique().height
     assert n_dup == 0
-    assert values == [pytest.approx(100 / adult.height)] * len(values)
+    assert values == [pytest.approx(100 / adult_small.height)] * len(values)
 
 
 def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
@@ -272,26 +272,26 @@ def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
         assert r.result["observed_value"] == pytest.approx(1.0)
 
 
-def test_paired_field_reaches_hidden_rate(gx_context, adult, adult_path):
+def test_paired_field_reaches_hidden_rate(gx_context, adult_small, adult_path):
     _metric_or_skip("hidden_rate")
-    paired = _validate(gx_context, adult, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+    paired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
         metric="hidden_rate", real=adult_path, threshold=0.5, paired=True))
-    unpaired = _validate(gx_context, adult, pe.ExpectSyntheticPrivacyRiskToBeBelow(
+    unpaired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
         metric="hidden_rate", real=adult_path, threshold=0.5))
     assert not pe.is_errored(paired), pe.error_message(paired)
     assert paired.result["observed_value"] == pytest.approx(1.0) and paired.success is False
     assert pe.is_errored(unpaired) and "NotApplicableError" in pe.error_message(unpaired)
 
 
-def test_to_pandas_batch_is_lossless(adult):
-    pdf = pe.to_pandas_batch(adult)
+def test_to_pandas_batch_is_lossless(adult_small):
+    pdf = pe.to_pandas_batch(adult_small)
     assert isinstance(pdf, pd.DataFrame)
     back = pl.from_pandas(pdf)
-    assert back.equals(adult)
+    assert back.equals(adult_small)
 
 
-def test_registry_and_path_references_agree(gx_context, adult, adult_path, adult_random):
-    ref = pe.register_real("adult_test", adult)
+def test_registry_and_path_references_agree(gx_context, adult_small, adult_path, adult_random):
+    ref = pe.register_real("adult_test", adult_small)
     assert ref == "registry:adult_test"
     assert "adult_test" in pe.registered_names()
     by_path = _validate(gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(

@@ -45,7 +45,7 @@ def _statuses(result) -> dict[str, tuple[str, float | None]]:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, adult, adult_path, adult_holdout_path, adult_random):
+def project(tmp_path_factory, adult_small, adult_path, adult_holdout_path, adult_random):
     """A file context in a temp dir with the suite, a validation definition and a checkpoint
     that updates Data Docs; the checkpoint has been run once on a leaky release."""
     import polars as pl
@@ -63,7 +63,7 @@ def project(tmp_path_factory, adult, adult_path, adult_holdout_path, adult_rando
         actions=[gx.checkpoint.UpdateDataDocsAction(name="docs")],
         result_format={"result_format": "SUMMARY"}))
     # a leaky release: 10 % of the real records copied into uniform noise
-    release = pl.concat([adult.head(60), adult_random.tail(adult.height - 60)])
+    release = pl.concat([adult_small.head(60), adult_random.tail(adult_small.height - 60)])
     run = cp.run(batch_parameters={"dataframe": pe.to_pandas_batch(release)},
                  expectation_parameters={"max_dcr": 0.99})
     return {"root": root, "ctx": ctx, "release": release, "run": run}
