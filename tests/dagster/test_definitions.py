@@ -1,0 +1,133 @@
+"""The Definitions: validation by the dagster CLI, the check specs, executors, configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from dagster_defs.definitions import build_definitions, build_executor
+from dagster_defs.gate_checks import DECISION_CHECK
+from privgate.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env_for_cli(example, tmp_path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIVGATE_", "DAGSTER_"))}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env.update(DAGSTER_HOME=str(tmp_path / "home"), PRIVGATE_DAGSTER_DATA_DIR=str(example["root"]),
+               PRIVGATE_GATE_CONFIG=str(example["gate"]), DAGSTER_DISABLE_TELEMETRY="1",
+               PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
+    return env
+
+
+def _specs(defs) -> dict:
+    return {s.key.name: s for s in defs.resolve_assets_def("privacy_evaluation").check_specs}
+
+
+def test_dagster_definitions_validate_cli(example, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "dagster_defs"],
+        cwd=tmp_path, env=_env_for_cli(example, tmp_path), capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "passed validation" in (proc.stdout + proc.stderr)
+
+
+def test_default_configuration_builds_and_validates(example):
+    """The shipped default gate configuration (no PRIVGATE_GATE_CONFIG) loads as Definitions."""
+    defs = build_definitions(data_dir=example["root"], env={})
+    dg.Definitions.validate_loadable(defs)
+    from privgate.gates import default_gate_config
+
+    cfg = default_gate_config()
+    names = set(_specs(defs))
+    n_rules = sum(len(m.rules) for m in cfg.metrics.values())
+    assert len(names) == n_rules + 1 and DECISION_CHECK in names
+
+
+def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
+    specs = _specs(defs)
+    assert set(specs) == {DECISION_CHECK, "common_rows__threshold_warn",
+                          "common_rows__threshold_block", "hitting_rate__threshold_block",
+                          "authenticity__trend_warn"}
+    for name, spec in specs.items():
+        assert spec.asset_key == dg.AssetKey("privacy_evaluation")
+        assert spec.blocking == (name == DECISION_CHECK or name.endswith("_block")), name
+        assert spec.description
+
+
+def test_assets_partitions_jobs_and_resources(defs):
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {"real_data", "synthetic_release", "privacy_evaluation", "published_release"}
+    for key in ("synthetic_release", "privacy_evaluation", "published_release"):
+        pdef = graph.get(dg.AssetKey(key)).partitions_def
+        assert isinstance(pdef, dg.DynamicPartitionsDefinition) and pdef.name == "releases"
+    assert graph.get(dg.AssetKey("real_data")).partitions_def is None
+    assert graph.get(dg.AssetKey("published_release")).parent_keys == {
+        dg.AssetKey("synthetic_release"), dg.AssetKey("privacy_evaluation")}
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"evaluate_release", "reevaluate_release"}
+    assert set(defs.resources) == {"locations", "gate", "history", "io_manager"}
+
+
+def test_invalid_gate_configuration_fails_the_load_naming_the_key(example, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 7}\n")
+    with pytest.raises(ConfigError, match=r"metrics\.common_rows\.threshold\.block"):
+        build_definitions(data_dir=example["root"], gate_config=bad, env={})
+
+
+def test_environment_variables_configure_locations(example, tmp_path):
+    env = {"PRIVGATE_DAGSTER_DATA_DIR": str(tmp_path / "root"),
+           "PRIVGATE_RELEASES_DIR": str(tmp_path / "drop"),
+           "PRIVGATE_GATE_CONFIG": str(example["gate"]), "PRIVGATE_DATASET": "other",
+           "PRIVGATE_SENSOR_STATUS": "stopped", "PRIVGATE_REEVALUATE_LATEST": "2",
+           "PRIVGATE_EXECUTOR": "in_process"}
+    defs = build_definitions(env=env)
+    loc = defs.resources["locations"]
+    assert loc.releases_dir == str(tmp_path / "drop")
+    assert loc.real_path == str(tmp_path / "root" / "real.parquet")
+    assert defs.resources["gate"].load().dataset == "other"
+    assert defs.resolve_sensor_def("new_release_sensor").default_status == dg.DefaultSensorStatus.STOPPED
+    assert defs.executor is dg.in_process_executor
+
+
+def test_executors(tmp_path):
+    multi = build_executor("multiprocess", max_concurrent=3, env={})
+    assert multi.name == "privgate_multiprocess_executor"
+    assert build_executor(env={"PRIVGATE_EXECUTOR": "in_process"}) is dg.in_process_executor
+    with pytest.raises(ConfigError, match="PRIVGATE_EXECUTOR"):
+        build_executor("celery", env={})
+    with pytest.raises(ConfigError, match="PRIVGATE_K8S_EXECUTOR_CONFIG"):
+        pytest.importorskip("dagster_k8s")
+        build_executor("k8s", env={"PRIVGATE_K8S_EXECUTOR_CONFIG": "{not json"})
+
+
+def test_k8s_executor_from_the_helm_values(example):
+    """The executor configuration the Helm values give the user code is accepted by
+    dagster_k8s.k8s_job_executor's config schema, and the Definitions load with it."""
+    pytest.importorskip("dagster_k8s", reason="dagster-k8s (extra 'k8s') not installed")
+    from dagster._config import process_config
+    from dagster_k8s import k8s_job_executor
+
+    values = yaml.safe_load((REPO / "deploy" / "helm" / "values.yaml").read_text())
+    (dep,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e["value"] for e in dep["env"]}
+    assert env["PRIVGATE_EXECUTOR"] == "k8s"
+    config = json.loads(env["PRIVGATE_K8S_EXECUTOR_CONFIG"])
+    evr = process_config(k8s_job_executor.config_schema.config_type, config)
+    assert evr.success, [e.message for e in evr.errors]
+    ex = build_executor(env=env)
+    assert ex.name == "privgate_k8s_job_executor"
+    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], env=env)
+    dg.Definitions.validate_loadable(defs)
+    assert defs.executor.name == "privgate_k8s_job_executor"
