@@ -1,6 +1,8 @@
 """Release gates: a configuration of metrics and rules, and the run that decides
 pass / warn / block for one synthetic release (fails closed). See ``docs/gates.md``."""
 
+from pathlib import Path
+
 from .config import GateConfig, MetricGate, Rule, load_gate_config, parse_gate_config
 from .engine import (
     EXIT_CODES,
@@ -10,12 +12,13 @@ from .engine import (
     decide,
     decision_of,
     format_checks,
+    merged_checks,
     run_gate,
     safe_message,
 )
 from .fingerprint import frame_fingerprint, inputs_fingerprint
 
-DEFAULT_CONFIG_PATH = __import__("pathlib").Path(__file__).resolve().parent.parent / "configs" / "default_gate.yaml"
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "default_gate.yaml"
 
 
 def default_gate_config(dataset: str | None = None) -> GateConfig:
@@ -27,6 +30,6 @@ def default_gate_config(dataset: str | None = None) -> GateConfig:
 __all__ = [
     "DEFAULT_CONFIG_PATH", "EXIT_CODES", "Decision", "GateCheck", "GateConfig", "GateOutcome",
     "MetricGate", "Rule", "decide", "decision_of", "default_gate_config", "format_checks",
-    "frame_fingerprint", "inputs_fingerprint", "load_gate_config", "parse_gate_config",
-    "run_gate", "safe_message",
+    "frame_fingerprint", "inputs_fingerprint", "load_gate_config", "merged_checks",
+    "parse_gate_config", "run_gate", "safe_message",
 ]
