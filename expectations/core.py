@@ -91,7 +91,8 @@ class PrivacyRiskExpectation(BatchExpectation):
     Fields:
         real: the real data the generator was trained on — a file path (Parquet; ``~`` and
             ``$VARS`` expanded) or ``"registry:<name>"`` for a frame registered in this process
-            with :func:`expectations.register_real`.
+            with :func:`expectations.register_real`; may be a suite parameter
+            ``{"$PARAMETER": "real_path"}`` supplied at run time.
         threshold: the highest acceptable risk in [0, 1] (pass when risk ≤ threshold); may be a
             suite parameter ``{"$PARAMETER": "name"}``.
         holdout: optional reference to real records *not* used for training (metrics that
@@ -109,9 +110,9 @@ class PrivacyRiskExpectation(BatchExpectation):
             the excess, which can be negative.
     """
 
-    real: str
+    real: Union[str, SuiteParameterDict]
     threshold: Union[float, SuiteParameterDict]
-    holdout: Optional[str] = None
+    holdout: Union[str, SuiteParameterDict, None] = None
     keys: Optional[List[str]] = None
     sensitive: Optional[List[str]] = None
     params: Optional[Dict[str, Any]] = None
@@ -146,9 +147,11 @@ class PrivacyRiskExpectation(BatchExpectation):
         return cls.__name__ == "PrivacyRiskExpectation" or super().is_abstract()
 
     @pydantic.validator("real")
-    def _real_not_empty(cls, v: str) -> str:  # noqa: N805 - pydantic v1 validator
+    def _real_not_empty(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
+        if isinstance(v, dict):  # a suite parameter, resolved at validation time
+            return v
         if not isinstance(v, str) or not v.strip():
-            raise ValueError("real must be a file path or 'registry:<name>'")
+            raise ValueError("real must be a file path, 'registry:<name>' or a $PARAMETER")
         return v
 
     # ----------------------------------------------------------------- metric plumbing

@@ -62,8 +62,11 @@ def registered_names() -> list[str]:
         return sorted(_registry)
 
 
-def describe_reference(ref: str) -> str:
+def describe_reference(ref: Any) -> str:
     """A short human label of a reference string (for Data Docs and metadata)."""
+    if isinstance(ref, dict) and "$PARAMETER" in ref:
+        return f"the real data at $PARAMETER {ref['$PARAMETER']}"
+    ref = str(ref)
     if ref.startswith(REGISTRY_PREFIX):
         return f"in-process real data {ref[len(REGISTRY_PREFIX):]!r}"
     return f"real data at {ref}"

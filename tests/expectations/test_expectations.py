@@ -150,6 +150,19 @@ def test_excess_over_holdout_baseline(gx_context, adult_small, adult_path, adult
     assert pe.is_errored(no_holdout) and "holdout" in pe.error_message(no_holdout)
 
 
+def test_real_and_holdout_as_suite_parameters(gx_context, tiny, tmp_path):
+    """A saved suite can leave the data paths to run time: real={"$PARAMETER": ...}."""
+    real, synth = tiny
+    path = tmp_path / "tiny_real.parquet"
+    real.write_parquet(path)
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real={"$PARAMETER": "real_path"}, threshold=0.3)
+    r = _validate(gx_context, synth, exp, expectation_parameters={"real_path": str(path)})
+    assert not pe.is_errored(r), pe.error_message(r)
+    assert r.result["observed_value"] == pytest.approx(0.25) and r.success
+    assert "$PARAMETER real_path" in pe.ExpectSyntheticExactCopyRateToBeBelow.sentence(
+        exp.configuration.kwargs)
+
+
 # ------------------------------------------------------------------------------ errors
 def test_unknown_metric_is_errored_not_failed(gx_context, tiny):
     real, synth = tiny
