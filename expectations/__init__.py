@@ -41,6 +41,7 @@ from .references import (
     resolve_reference,
     unregister_real,
 )
+from .gate_config import suite_from_gate_config
 from .results import error_message, expectation_results, is_errored, summarise
 from .suites import get_suite, load_suite_json, save_suite_json
 
@@ -69,6 +70,7 @@ __all__ = [
     "registered_names",
     "resolve_reference",
     "save_suite_json",
+    "suite_from_gate_config",
     "summarise",
     "to_pandas_batch",
     "unregister_real",

@@ -78,10 +78,7 @@ def validate_release(
     if context is None:
         context = gx.get_context(mode="ephemeral")
     if isinstance(expectations, (list, tuple)):
-        suite = gx.ExpectationSuite(name="privgate_release")
-        for e in expectations:
-            suite.add_expectation(e)
-        expectations = suite
+        expectations = gx.ExpectationSuite(name="privgate_release", expectations=list(expectations))
     batch = get_batch(context, synthetic, **names)
     return batch.validate(
         expectations,

@@ -9,7 +9,9 @@ The official dagster-ge integration is pinned to GX < 1 (it is built on the remo
   ``AssetCheckSpec``s can be declared up front with :func:`asset_check_specs`);
 * ``passed`` is True only for a result that succeeded and did not error;
 * an *errored* expectation (the metric raised) is a failed check with severity ERROR and
-  ``errored: True`` in its metadata — never a pass, never a warning;
+  ``errored: True`` in its metadata — never a pass, and a warning only for a metric a privgate
+  gate configuration marks ``optional`` (``meta["privgate_optional"]``, see
+  :mod:`expectations.gate_config`);
 * a failed expectation gets severity ERROR when its GX ``severity`` is ``critical`` (the
   default) and WARN for ``warning`` / ``info``;
 * metadata: risk (observed value), threshold, raw value, metric, status, the per-attribute
@@ -114,9 +116,10 @@ def _describe(cfg: dict[str, Any]) -> str:
     return cfg["type"]
 
 
-def _severity(dg: Any, status: str, gx_severity: str, default: str) -> Any:
+def _severity(dg: Any, status: str, gx_severity: str, default: str, optional: bool) -> Any:
     if status == "errored":
-        return dg.AssetCheckSeverity.ERROR
+        # an optional metric of a privgate gate config does not block when it errors
+        return dg.AssetCheckSeverity.WARN if optional else dg.AssetCheckSeverity.ERROR
     if str(gx_severity).lower() in ("warning", "info"):
         return dg.AssetCheckSeverity.WARN
     return dg.AssetCheckSeverity[default.upper()]
@@ -168,7 +171,8 @@ def to_asset_check_results(
         kwargs: dict[str, Any] = {
             "check_name": name,
             "passed": row["status"] == "passed",
-            "severity": _severity(dg, row["status"], row["severity"], default_severity),
+            "severity": _severity(dg, row["status"], row["severity"], default_severity,
+                                  bool(row["meta"].get("privgate_optional"))),
             "metadata": _metadata(dg, row),
             "description": _describe(expectation_config(evr)),
         }

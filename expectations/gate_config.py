@@ -1,0 +1,113 @@
+"""A GX suite equivalent to a privgate gate configuration (docs/gates.md).
+
+For teams that run GX checkpoints instead of ``privgate gate``: every ``threshold`` and
+``baseline`` rule of the configuration that applies to the run (``when: with_holdout`` /
+``no_holdout``) becomes one expectation:
+
+* ``threshold`` → the risk value, ``baseline`` → ``compare_to="excess"`` over the holdout;
+* the rule's limit is the expectation's ``threshold`` — the gate fires when the quantity is
+  strictly above its limit, the expectation passes when it is at most the limit: the same rule;
+* ``block`` → GX severity ``critical`` (a blocking ERROR check through the Dagster bridge),
+  ``warn`` → ``warning`` (a WARN check);
+* the configuration's ``keys`` / ``sensitive`` / ``seed`` / ``schema`` and the metric's
+  ``params`` (its own ``keys`` / ``sensitive`` win) are carried over;
+* ``optional: true`` is kept in ``meta["privgate_optional"]``; the bridge then reports an
+  errored optional metric as a WARN check instead of a blocking one, as the gate does.
+
+``trend`` rules need the score history and have no GX equivalent: they are listed in the
+suite's ``meta["privgate_skipped_rules"]``. ``require_holdout: true`` without a holdout raises
+:class:`~privgate.errors.ConfigError` (the gate would block such a run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privgate.errors import ConfigError
+
+from .core import NAMED, ExpectSyntheticPrivacyRiskToBeBelow
+
+_CONTEXT_PARAMS = ("keys", "sensitive")
+
+
+def suite_from_gate_config(
+    config: Any,
+    *,
+    real: Any,
+    holdout: Any = None,
+    name: str | None = None,
+):
+    """Build an (unsaved) GX ``ExpectationSuite`` from a gate configuration.
+
+    Args:
+        config: a :class:`privgate.gates.config.GateConfig`, a path to a YAML/TOML gate file,
+            or the parsed dict.
+        real: reference of the real data (path, ``"registry:<name>"`` or a ``$PARAMETER``).
+        holdout: reference of the holdout, or None; decides which rules apply, as in the gate.
+        name: suite name (default ``privgate_<dataset>``).
+    """
+    import great_expectations as gx
+
+    from privgate.gates.config import GateConfig, load_gate_config, parse_gate_config
+
+    if isinstance(config, GateConfig):
+        cfg = config
+    elif isinstance(config, dict):
+        cfg = parse_gate_config(config)
+    else:
+        cfg = load_gate_config(config)
+    has_holdout = holdout is not None
+    skipped: list[dict[str, Any]] = []
+    if cfg.require_holdout and not has_holdout:
+        raise ConfigError(
+            f"gate config {cfg.source or cfg.dataset!r} has require_holdout: true; pass holdout="
+        )
+    expectations: list[Any] = []
+    for gate in cfg.metrics.values():
+        params = {k: v for k, v in gate.params.items() if k not in _CONTEXT_PARAMS}
+        keys = gate.params.get("keys", cfg.keys)
+        sensitive = gate.params.get("sensitive", cfg.sensitive)
+        if isinstance(sensitive, str):
+            sensitive = [sensitive]
+        cls = NAMED.get(gate.name)
+        for rule in gate.rules:
+            if rule.kind == "trend" or not rule.applies(has_holdout):
+                if rule.kind == "trend":
+                    skipped.append({"metric": gate.name, **rule.to_dict(),
+                                    "why": "trend rules need the privgate history store"})
+                continue
+            kwargs: dict[str, Any] = {
+                "real": real,
+                "threshold": float(rule.limit),
+                "seed": cfg.seed,
+                "compare_to": "excess" if rule.kind == "baseline" else "value",
+                "severity": "critical" if rule.severity == "block" else "warning",
+                "meta": {
+                    "check_name": f"{gate.name}_{rule.kind}_{rule.severity}",
+                    "privgate_rule": rule.to_dict(),
+                    "privgate_optional": bool(gate.optional),
+                },
+            }
+            if gate.description:
+                kwargs["notes"] = gate.description
+            if has_holdout:
+                kwargs["holdout"] = holdout
+            if params:
+                kwargs["params"] = params
+            if keys:
+                kwargs["keys"] = list(keys)
+            if sensitive:
+                kwargs["sensitive"] = list(sensitive)
+            if cfg.schema:
+                kwargs["column_kinds"] = dict(cfg.schema)
+            if cls is None:
+                expectations.append(ExpectSyntheticPrivacyRiskToBeBelow(metric=gate.name, **kwargs))
+            else:
+                expectations.append(cls(**kwargs))
+    # built with the constructor: add_expectation would need an active data context
+    return gx.ExpectationSuite(
+        name=name or f"privgate_{cfg.dataset}",
+        expectations=expectations,
+        meta={"privgate_gate_dataset": cfg.dataset, "privgate_gate_source": cfg.source,
+              "privgate_skipped_rules": skipped},
+    )

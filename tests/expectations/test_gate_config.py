@@ -1,0 +1,90 @@
+"""A GX suite built from a privgate gate configuration decides like `privgate gate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+gx = pytest.importorskip("great_expectations")
+
+import expectations as pe  # noqa: E402
+import privgate  # noqa: E402
+from privgate.errors import ConfigError  # noqa: E402
+
+DEFAULT_CONFIG = Path(privgate.__file__).parent / "configs" / "default_gate.yaml"
+N = 300
+
+
+@pytest.fixture(scope="module")
+def frames(tmp_path_factory, adult_small, adult_holdout_path):
+    d = tmp_path_factory.mktemp("gatecfg")
+    real = adult_small.head(N)
+    holdout = pl.read_parquet(adult_holdout_path).head(N)
+    real.write_parquet(d / "real.parquet")
+    holdout.write_parquet(d / "holdout.parquet")
+    # 10 % copied training records + a noisy copy of non-members
+    release = pl.concat([real.head(30), privgate.baselines.noisy_copy(holdout, seed=1).head(N - 30)])
+    return {"real": str(d / "real.parquet"), "holdout": str(d / "holdout.parquet"),
+            "release": release}
+
+
+def _gate_verdicts(outcome) -> dict[str, str]:
+    return {f"{c.metric}_{c.rule}_{c.severity}": c.verdict for c in outcome.checks
+            if c.rule in ("threshold", "baseline") and not c.skipped}
+
+
+@pytest.mark.parametrize("with_holdout", [True, False], ids=["holdout", "no_holdout"])
+def test_suite_decides_like_the_gate(gx_context, frames, with_holdout):
+    from privgate.gates.engine import run_gate
+
+    holdout = frames["holdout"] if with_holdout else None
+    outcome = run_gate(DEFAULT_CONFIG, frames["real"], frames["release"], holdout)
+    gate = _gate_verdicts(outcome)
+
+    suite = pe.suite_from_gate_config(DEFAULT_CONFIG, real=frames["real"], holdout=holdout)
+    result = pe.validate_release(frames["release"], suite, context=gx_context)
+    gx_status = {pe.summarise(r)["meta"]["check_name"]: pe.summarise(r) for r in result.results}
+
+    assert set(gx_status) == set(gate), "one expectation per applicable threshold/baseline rule"
+    assert gate, "the default config has rules for this run"
+    for name, verdict in gate.items():
+        row = gx_status[name]
+        assert row["status"] != "errored", (name, row["error"])
+        assert (row["status"] == "failed") == (verdict != "pass"), (name, verdict, row["risk"])
+    # the leaky release: copies fire the common_rows block rule either way
+    blocked = "common_rows_baseline_block" if with_holdout else "common_rows_threshold_block"
+    assert gate[blocked] == "block" and gx_status[blocked]["status"] == "failed"
+    assert gx_status[blocked]["severity"] == "critical"
+    skipped = suite.meta["privgate_skipped_rules"]
+    assert skipped and all(r["kind"] == "trend" for r in skipped)
+
+
+def test_warn_rules_map_to_warning_severity_and_optional_errors_do_not_block(frames):
+    import dagster as dg
+
+    from expectations import dagster_bridge as bridge
+
+    cfg = {"version": 1, "dataset": "t", "metrics": {
+        "common_rows": {"threshold": {"warn": 0.0, "block": 0.5}},
+        "hidden_rate": {"optional": True, "threshold": {"block": 0.5}},  # no pairing → errors
+    }}
+    suite = pe.suite_from_gate_config(cfg, real=frames["real"])
+    assert [e.meta["check_name"] for e in suite.expectations] == [
+        "common_rows_threshold_warn", "common_rows_threshold_block", "hidden_rate_threshold_block"]
+    result = pe.validate_release(frames["release"], suite)
+    checks = {c.check_name: c for c in bridge.to_asset_check_results(result, asset_key="r")}
+    assert checks["common_rows_threshold_warn"].passed is False
+    assert checks["common_rows_threshold_warn"].severity == dg.AssetCheckSeverity.WARN
+    assert checks["common_rows_threshold_block"].passed is True
+    optional = checks["hidden_rate_threshold_block"]
+    assert optional.passed is False and optional.metadata["errored"].value is True
+    assert optional.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_require_holdout_without_holdout_refuses(frames):
+    cfg = {"version": 1, "dataset": "t", "require_holdout": True,
+           "metrics": {"common_rows": {"threshold": {"block": 0.0}}}}
+    with pytest.raises(ConfigError, match="require_holdout"):
+        pe.suite_from_gate_config(cfg, real=frames["real"])
