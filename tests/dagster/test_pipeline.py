@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import dagster as dg
@@ -128,11 +129,15 @@ def test_evaluation_metadata_floats_summary_and_history(three):
     assert md["authenticity"] == pytest.approx(1.0 - md["authenticity.raw"])
     # the second release compares its trend with the first accepted one
     assert md["previous_accepted_release"] == "r-pass"
-    # reports written where the metadata says (when the renderer is available)
+    # the HTML and JSON reports are written where the metadata says
+    from pathlib import Path
+
     for key in ("html_report", "json_report"):
-        if key in md:
-            from pathlib import Path
-            assert Path(md[key]).exists()
+        path = Path(md[key])
+        assert path.exists() and path.stat().st_size > 0
+        assert path.parent == example["root"] / "reports" / "dagster-test" / "r-warn"
+    assert "<html" in Path(md["html_report"]).read_text(encoding="utf-8").lower()
+    assert json.loads(Path(md["json_report"]).read_text())["decision"] == "warn"
     # the run wrote to the same score history store as the CLI would (SQLite URL given)
     store = HistoryStore(f"sqlite:///{example['history']}")
     try:
