@@ -7,6 +7,7 @@ turns the batch back into Polars. pandas frames are used as they are.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
 DEFAULT_SOURCE = "privgate"
@@ -78,7 +79,10 @@ def validate_release(
     if context is None:
         context = gx.get_context(mode="ephemeral")
     if isinstance(expectations, (list, tuple)):
-        expectations = gx.ExpectationSuite(name="privgate_release", expectations=list(expectations))
+        # copies: GX refuses expectations that already belong to a suite
+        expectations = gx.ExpectationSuite(
+            name="privgate_release", expectations=[copy.copy(e) for e in expectations]
+        )
     batch = get_batch(context, synthetic, **names)
     return batch.validate(
         expectations,

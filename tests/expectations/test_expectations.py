@@ -363,6 +363,16 @@ def test_import_privgate_does_not_import_gx():
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_validate_release_takes_expectations_of_a_saved_suite(gx_context, tiny):
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+    suite = gx_context.suites.add(gx.ExpectationSuite(name="owned"))
+    suite.add_expectation(pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.3))
+    assert suite.expectations[0].id  # belongs to the suite
+    r = pe.validate_release(synth, suite.expectations, context=gx_context)
+    assert r.success and r.results[0].result["observed_value"] == pytest.approx(0.25)
+
+
 def test_named_classes_are_registered_with_gx():
     from great_expectations.expectations.registry import get_expectation_impl
 
