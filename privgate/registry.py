@@ -106,7 +106,7 @@ def register_metric(
             reference=reference,
             orientation=orientation,
             needs=tuple(needs),
-            summary=summary or (fn.__doc__ or "").strip().split("\n")[0],
+            summary=summary or _first_paragraph(fn.__doc__),
         )
         if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
             raise ValueError(f"metric {metric_name!r} registered twice")
@@ -130,9 +130,9 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
             from .errors import ParameterError
 
             raise ParameterError(f"metric {spec.name!r}: {exc}") from exc
-        raise MetricComputationError(f"metric {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise _wrapped(spec.name, exc) from exc
     except Exception as exc:  # noqa: BLE001 - wrapped with the metric's name
-        raise MetricComputationError(f"metric {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise _wrapped(spec.name, exc) from exc
     result.seconds = time.perf_counter() - start
     result.name = spec.name
     if not result.n_real:
@@ -144,6 +144,22 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
     if not result.schema:
         result.schema = ctx.schema.as_dict()
     return result
+
+
+def _wrapped(name: str, exc: BaseException) -> MetricComputationError:
+    """An unexpected exception inside a metric, named by type only: library messages can quote
+    data values (a parser's offending cell, a key), so the text stays on the chained exception
+    for in-process debugging and never reaches reports, logs or history rows."""
+    return MetricComputationError(
+        f"metric {name!r} failed: {type(exc).__name__} (message withheld: it may quote data values; "
+        "the original exception is chained for debugging)")
+
+
+def _first_paragraph(doc: str | None) -> str:
+    import inspect
+
+    text = inspect.cleandoc(doc or "")
+    return " ".join(text.split("\n\n")[0].split())
 
 
 def get_metric(name: str) -> MetricSpec:

@@ -52,16 +52,16 @@ def test_unexpected_exceptions_are_wrapped_with_the_metric_name(monkeypatch):
     spec = get_metric("dcr")
 
     def boom(ctx, **kw):
-        raise RuntimeError("kaboom")
+        raise RuntimeError("kaboom: could not parse 'SECRET-ROW-VALUE'")
 
-    monkeypatch.setattr(spec, "func", boom, raising=False) if False else None
     import dataclasses
 
     from privgate import registry
 
     monkeypatch.setitem(registry._REGISTRY, "dcr", dataclasses.replace(spec, func=boom))
     rep = privgate.evaluate(R, S, ["dcr"], on_error="record")
-    assert rep.errors["dcr"] == "MetricComputationError: metric 'dcr' failed: RuntimeError: kaboom"
+    assert rep.errors["dcr"].startswith("MetricComputationError: metric 'dcr' failed: RuntimeError")
+    assert "SECRET-ROW-VALUE" not in rep.errors["dcr"]  # library messages may quote data: withheld
 
 
 def test_params_per_metric_and_validation():
