@@ -131,3 +131,22 @@ def test_k8s_executor_from_the_helm_values(example):
     defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], env=env)
     dg.Definitions.validate_loadable(defs)
     assert defs.executor.name == "privgate_k8s_job_executor"
+
+
+def test_example_prepares_a_loadable_workspace(tmp_path):
+    """python -m dagster_defs.example --prepare-only: the three demo releases in the watched
+    folder, an instance with telemetry off, and Definitions that load from that environment."""
+    from dagster_defs.example import main, prepare
+
+    env = prepare(tmp_path / "ex")
+    releases = sorted(p.name for p in (tmp_path / "ex" / "releases").iterdir())
+    assert releases == ["release-1-marginals.parquet", "release-2-leaky.parquet",
+                        "release-3-noisy-copy.parquet"]
+    home = yaml.safe_load((Path(env["DAGSTER_HOME"]) / "dagster.yaml").read_text())
+    assert home["telemetry"] == {"enabled": False}
+    defs = build_definitions(env=env)
+    dg.Definitions.validate_loadable(defs)
+    files, skipped = defs.resources["locations"].release_files()
+    assert sorted(files) == ["release-1-marginals", "release-2-leaky", "release-3-noisy-copy"]
+    assert not skipped
+    assert main(["--dir", str(tmp_path / "ex"), "--prepare-only"]) == 0

@@ -207,3 +207,49 @@ def test_publish_refuses_blocked_or_modified_release(defs, example, instance):
         instance=instance, partition_key="r-pass", raise_on_error=False)
     assert not res.success
     assert not (example["root"] / "published" / "r-pass.parquet").exists()
+
+
+def test_corrupt_release_fails_closed(defs, example, instance):
+    """A release file that cannot be read stops the run before the gate: nothing is published,
+    and the error names the file, not its content."""
+    (example["root"] / "releases" / "r-bad.parquet").write_bytes(b"PAR1 not really parquet")
+    result = _run(defs, instance, "r-bad")
+    assert not result.success
+    assert not (example["root"] / "published" / "r-bad.parquet").exists()
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert [e.step_key for e in failures] == ["synthetic_release"]
+    err, text = failures[0].event_specific_data.error, ""
+    while err is not None:
+        text += err.message
+        err = err.cause
+    assert "r-bad.parquet" in text and "cannot read" in text
+
+
+def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_path):
+    """With a holdout, baseline rules compare the excess over the holdout baseline; the baseline
+    and the excess are float metadata too."""
+    from dagster_defs.definitions import build_definitions
+
+    holdout = tmp_path / "holdout.parquet"
+    from privgate.data import load_example
+
+    load_example("adult_holdout").head(600).write_parquet(holdout)
+    gate = tmp_path / "gate_holdout.yaml"
+    gate.write_text("version: 1\ndataset: dagster-holdout\nmetrics:\n"
+                    "  common_rows:\n    baseline: {when: with_holdout, block: 0.1}\n")
+    defs = build_definitions(data_dir=example["root"], gate_config=gate, holdout_path=holdout,
+                             history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
+                             executor="in_process", env={})
+    result = _run(defs, instance, "r-block")
+    assert not result.success
+    check = _checks(result)["common_rows__baseline_block"]
+    md = _md(check.metadata)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    # 300 of the 600 real records are copied (0.5); a holdout sample of 300 other people shares
+    # (almost) no exact record with them, so the excess is about 0.5 > 0.1
+    assert md["baseline"] < 0.05 and md["compared"] == pytest.approx(0.5 - md["baseline"])
+    (ev,) = _partition_events(instance, EVAL, "r-block")
+    emd = _md(ev.asset_materialization.metadata)
+    assert emd["has_holdout"] is True and emd["n_holdout"] == 600
+    assert emd["common_rows.excess"] == pytest.approx(md["compared"])
+    assert isinstance(emd["common_rows.baseline"], float)
