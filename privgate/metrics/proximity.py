@@ -1,0 +1,143 @@
+"""Proximity score (TTPR/TSPR): are synthetic records closer to the training records than
+other real records from the same population are? (`shared/papers/privacy-score-ttpr.md`;
+METRICS.md §2 "Proximity score", §3 rule 13.)
+
+The real data is split in two random halves R1, R2. For r in R1, with d₁(r) the distance to its
+nearest other record of R1:
+
+* TTPR(r) = d(r, R2) / d₁(r) — the "ideal" ratio of a fresh sample of the population;
+* TSPR(r) = d(r, S) / d₁(r) — the same with the release S.
+
+t = the α-quantile of TTPR; score = 100·min(1, share(TTPR < t) / share(TSPR < t)), 100 when no
+TSPR is below t. Before comparing, S and R2 are size-matched (the larger subsampled without
+replacement to the smaller's size; 10 seeded repetitions, mean score), otherwise a larger release
+looks riskier by size alone. Distances are Euclidean in the mixed space fitted on all real
+records; nearest neighbours come from the exact engine (:func:`privgate.neighbours.knn`).
+
+Orientation: raw = score (0..100, 100 = no significant risk); value = 1 − score/100. A copy does
+*not* reach 1: with S = R size-matched to R2, about half of R1 is in the subsample (TSPR = 0)
+and share(TSPR < t) ≈ ½ + ½α, so the score is ≈ 100·α/(½ + ½α) ≈ 18 and the value ≈ 0.82.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..neighbours import Neighbours, knn
+from ..registry import register_metric
+from ..results import MetricResult
+from ..ties import lt
+from ._common import quantile_summary, result
+
+PAPER = "Privacy score (TTPR/TSPR), shared/papers/privacy-score-ttpr.md"
+
+
+def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num/den with 0/0 → 1 and x/0 → ∞ (METRICS.md §3 rule 13)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.empty_like(num)
+    zero = den == 0.0
+    out[~zero] = num[~zero] / den[~zero]
+    out[zero & (num == 0.0)] = 1.0
+    out[zero & (num != 0.0)] = np.inf
+    return out
+
+
+SUBSET_CANDIDATES = 16
+
+
+def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, candidates: Neighbours) -> np.ndarray:
+    """Distance from each query row to its nearest row among ``target[pick]``, given the exact
+    sorted k nearest ``candidates`` of every query row in the whole ``target``: the first
+    candidate inside the subset is the subset's nearest (every row outside the k candidates is at
+    least as far as the k-th); rows with no candidate in the subset are searched again exactly on
+    the subset. Equals ``knn(query, target[pick], 1).dist[:, 0]``."""
+    inside = np.zeros(target.shape[0], dtype=bool)
+    inside[pick] = True
+    hit = inside[candidates.idx]
+    found = hit.any(axis=1)
+    first = hit.argmax(axis=1)
+    out = candidates.dist[np.arange(query.shape[0]), first]
+    rest = np.flatnonzero(~found)
+    if rest.size:
+        out[rest] = knn(query[rest], target[pick], 1).dist[:, 0]
+    return out
+
+
+def proximity_from_ratios(ttpr: np.ndarray, tspr: np.ndarray, alpha: float) -> tuple[float, dict]:
+    """The score (0..100) from the two ratio distributions of the same R1 records."""
+    t = float(np.quantile(ttpr, alpha, method="linear"))
+    if np.isnan(t):  # interpolation between two infinite ratios
+        t = np.inf
+    share_tt = float(lt(ttpr, t).mean())
+    share_ts = float(lt(tspr, t).mean())
+    score = 100.0 if share_ts == 0.0 else 100.0 * min(1.0, share_tt / share_ts)
+    return score, {"threshold": t, "share_ttpr_below": share_tt, "share_tspr_below": share_ts}
+
+
+@register_metric(family="re-identification",
+                 attack="synthetic records closer to training records than fresh real records would be",
+                 reference=PAPER,
+                 orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
+                             "a copy scores about 0.82, not 1")
+def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None) -> MetricResult:
+    """Proximity (privacy) score: TTPR = d(r, R2)/d(r, nearest other in R1) and TSPR = d(r, S)/d(r,
+    nearest other in R1) for r in R1, the halves R1 (first ⌊n/2⌋ of a permutation seeded by
+    ``seed``, default the context's) and R2; S and R2 size-matched by subsampling the larger
+    without replacement (``repetitions`` seeded draws, mean score; one draw when the sizes are
+    equal); t = linear α-quantile of TTPR; score = 100·min(1, share(TTPR < t)/share(TSPR < t)),
+    100 when no TSPR is below t; ratios 0/0 → 1, x/0 → ∞; comparisons with t tolerant (rule 1).
+
+    Orientation: risk (value = 1 − score/100); raw = score (100 = no significant risk).
+    By definition a copy scores below 1 (≈ 0.82): see the module docstring.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ParameterError(f"proximity_score alpha must be in (0, 1); got {alpha!r}")
+    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+        raise ParameterError(f"proximity_score repetitions must be an integer ≥ 1; got {repetitions!r}")
+    seed = ctx.seed if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")
+    ctx.require_rows("real", 4, "proximity_score (two halves of at least 2 records)")
+    space = ctx.mixed()
+    real, syn = space.real, space.synthetic
+    n, m = real.shape[0], syn.shape[0]
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    h = n // 2
+    r1, r2 = real[perm[:h]], real[perm[h:]]
+    d_own = knn(r1, r1, 1, exclude_self=True).dist[:, 0]
+    size = min(r2.shape[0], m)
+    if r2.shape[0] == m:
+        subsampled, reps = None, 1
+    else:
+        subsampled, reps = ("real_half" if r2.shape[0] > m else "synthetic"), repetitions
+    full_tt = None if subsampled == "real_half" else proximity_ratio(knn(r1, r2, 1).dist[:, 0], d_own)
+    full_ts = None if subsampled == "synthetic" else proximity_ratio(knn(r1, syn, 1).dist[:, 0], d_own)
+    big = r2 if subsampled == "real_half" else syn
+    candidates = knn(r1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
+    scores, per_rep = [], []
+    ttpr = tspr = None
+    for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
+        if subsampled:
+            pick = np.sort(rng.choice(big.shape[0], size, replace=False))
+            d_sub = nearest_in_subset(r1, big, pick, candidates)
+            if subsampled == "real_half":
+                ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
+            else:
+                ttpr, tspr = full_tt, proximity_ratio(d_sub, d_own)
+        else:
+            ttpr, tspr = full_tt, full_ts
+        score, info = proximity_from_ratios(ttpr, tspr, alpha)
+        scores.append(score)
+        per_rep.append(info)
+    score = float(np.mean(scores))
+    return result(ctx, "proximity_score", 1.0 - score / 100.0, score,
+                  "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
+                  params={"alpha": alpha, "repetitions": reps, "seed": int(seed)},
+                  details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
+                           "subsampled": subsampled, "score_per_repetition": scores, "per_repetition": per_rep,
+                           "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
+                           "mean_imputed": space.details.get("mean_imputed", {})})
