@@ -88,17 +88,25 @@ def build_privacy_evaluation(cfg: "GateConfig") -> dg.AssetsDefinition:
         history: HistoryResource,
         locations: DataLocations,
     ) -> Iterator[dg.Output | dg.AssetCheckResult]:
+        from privgate.errors import PrivgateError
         from privgate.gates import run_gate
 
         release_id = context.partition_key
-        run_cfg = gate.load()
-        holdout = (load_frame(locations.holdout_path, role="holdout")
-                   if locations.holdout_path else None)
+        try:
+            run_cfg = gate.load()
+        except PrivgateError as exc:
+            # fail closed like the CLI: the gate records a blocked run naming the bad key
+            context.log.error(f"gate configuration {gate.path} is invalid: {exc}")
+            run_cfg = None
         fingerprint = frame_digest(synthetic_release)
         store = history.open()
         try:
-            outcome = run_gate(run_cfg, real_data, synthetic_release, holdout=holdout,
-                               release_id=release_id, history=store)
+            # the holdout goes in as a path: a missing or corrupt file blocks (recorded), it
+            # does not crash the step
+            outcome = run_gate(run_cfg if run_cfg is not None else gate.path, real_data,
+                               synthetic_release, holdout=locations.holdout_path,
+                               release_id=release_id, history=store,
+                               dataset=gate.dataset or (run_cfg or cfg).dataset)
             html_path, json_path = _write_reports(context, outcome, store, locations)
         finally:
             store.close()
@@ -109,7 +117,7 @@ def build_privacy_evaluation(cfg: "GateConfig") -> dg.AssetsDefinition:
         )
         yield dg.Output(
             outcome_frame(outcome, fingerprint),
-            metadata=evaluation_metadata(run_cfg, outcome, html_report=html_path,
+            metadata=evaluation_metadata(run_cfg or cfg, outcome, html_report=html_path,
                                          json_report=json_path, release_fingerprint=fingerprint),
         )
         yield from check_results(cfg, outcome)

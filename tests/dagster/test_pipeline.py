@@ -253,3 +253,40 @@ def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_p
     assert emd["has_holdout"] is True and emd["n_holdout"] == 600
     assert emd["common_rows.excess"] == pytest.approx(md["compared"])
     assert isinstance(emd["common_rows.baseline"], float)
+
+
+def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example, instance, tmp_path):
+    """The gate configuration made invalid after the code location loaded, or a holdout file
+    that does not exist: the gate fails closed -- a blocked run in the history, every blocking
+    check failed, nothing published."""
+    from dagster_defs.definitions import build_definitions
+    from privgate.history import HistoryStore
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
+                             history_url=url, executor="in_process", env={})
+    example["gate"].write_text("version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 7}\n")
+    result = _run(defs, instance, "r-pass")
+    assert not result.success
+    checks = _checks(result)
+    assert not checks[DECISION_CHECK].passed
+    assert all(not c.passed for c in checks.values())
+    assert "invalid configuration" in _md(checks[DECISION_CHECK].metadata)["error_messages"]
+    assert not (example["root"] / "published" / "r-pass.parquet").exists()
+
+    gate2 = tmp_path / "ok.yaml"
+    gate2.write_text("version: 1\ndataset: dagster-test\nmetrics:\n  common_rows:\n"
+                     "    threshold: {block: 0.3}\n")
+    defs2 = build_definitions(data_dir=example["root"], gate_config=gate2, history_url=url,
+                              holdout_path=tmp_path / "missing.parquet", executor="in_process",
+                              env={})
+    result2 = _run(defs2, instance, "r-warn")
+    assert not result2.success
+    assert "holdout" in _md(_checks(result2)[DECISION_CHECK].metadata)["error_messages"]
+    store = HistoryStore(url)
+    try:
+        runs = store.runs("dagster-test")
+        assert sorted(runs.get_column("release_id").to_list()) == ["r-pass", "r-warn"]
+        assert set(runs.get_column("decision").to_list()) == {"block"}
+    finally:
+        store.close()
