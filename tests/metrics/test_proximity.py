@@ -1,0 +1,138 @@
+"""proximity_score (TTPR/TSPR): hand-computed pieces, a brute-force reference of the whole
+protocol (METRICS.md §3 rule 13), the subset search, copy ≈ 0.82 (documented), parameters, the
+baseline order on the bundled Adult sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from privgate import baselines
+from privgate.context import EvaluationContext
+from privgate.errors import ParameterError, TooFewRowsError
+from privgate.metrics import proximity_score
+from privgate.metrics.proximity import nearest_in_subset, proximity_from_ratios, proximity_ratio
+from privgate.neighbours import knn
+
+
+def test_ratio_rules():
+    # 0/0 → 1, x/0 → ∞, otherwise the quotient
+    out = proximity_ratio(np.array([0.0, 2.0, 3.0, 0.0]), np.array([0.0, 0.0, 2.0, 4.0]))
+    assert out.tolist() == [1.0, np.inf, 1.5, 0.0]
+
+
+def test_score_from_ratios_hand_computed():
+    # TTPR = 1..10; α = 0.1 → linear quantile at position 0.9 → t = 1 + 0.9·(2 − 1) = 1.9
+    # share(TTPR < 1.9) = 1/10; TSPR has 3 of 10 below 1.9 → score = 100 · (0.1 / 0.3) = 33.3
+    ttpr = np.arange(1.0, 11.0)
+    tspr = np.array([0.5, 1.0, 1.5, 5, 5, 5, 5, 5, 5, 5])
+    score, info = proximity_from_ratios(ttpr, tspr, 0.1)
+    assert info["threshold"] == pytest.approx(1.9)
+    assert info["share_ttpr_below"] == pytest.approx(0.1)
+    assert info["share_tspr_below"] == pytest.approx(0.3)
+    assert score == pytest.approx(100 / 3)
+    # no TSPR below t → 100; fewer TSPR than TTPR below t → capped at 100
+    assert proximity_from_ratios(ttpr, np.full(10, 2.0), 0.1)[0] == 100.0
+    assert proximity_from_ratios(ttpr, np.r_[1.5, np.full(9, 9.0)], 0.1)[0] == 100.0
+    # a value equal to t (within 1e-9 relative) is not below it
+    assert proximity_from_ratios(ttpr, np.r_[1.9 * (1 - 1e-12), np.full(9, 9.0)], 0.1)[1]["share_tspr_below"] == 0.0
+
+
+def _reference(real: np.ndarray, syn: np.ndarray, alpha: float, seed: int, reps: int = 10) -> float:
+    """The protocol of METRICS.md §3 rule 13 with full distance matrices (test only)."""
+    def dmat(a, b):
+        return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+
+    def ratio(num, den):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den == 0, np.where(num == 0, 1.0, np.inf), num / np.where(den == 0, 1, den))
+
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(real))
+    h = len(real) // 2
+    r1, r2 = real[perm[:h]], real[perm[h:]]
+    own = dmat(r1, r1)
+    np.fill_diagonal(own, np.inf)
+    d_own = own.min(1)
+    size = min(len(r2), len(syn))
+    scores = []
+    for _ in range(reps if len(r2) != len(syn) else 1):
+        a, b = r2, syn
+        if len(r2) > len(syn):
+            a = r2[np.sort(rng.choice(len(r2), size, replace=False))]
+        elif len(syn) > len(r2):
+            b = syn[np.sort(rng.choice(len(syn), size, replace=False))]
+        tt = ratio(dmat(r1, a).min(1), d_own)
+        ts = ratio(dmat(r1, b).min(1), d_own)
+        t = np.quantile(tt, alpha)
+        s_tt, s_ts = (tt < t).mean(), (ts < t).mean()
+        scores.append(100.0 if s_ts == 0 else 100 * min(1.0, s_tt / s_ts))
+    return float(np.mean(scores))
+
+
+@pytest.mark.parametrize("m", [20, 30, 12])
+def test_matches_brute_force_protocol(m):
+    # one numeric column: the mixed space is (x − mean)/std of the real data; the synthetic set
+    # is the same size as R2 (20), larger (30: synthetic subsampled) or smaller (12: R2 subsampled)
+    rng = np.random.default_rng(7)
+    x_real = rng.normal(size=40)
+    x_syn = np.r_[x_real[:m // 2] + rng.normal(scale=0.01, size=m // 2), rng.normal(size=m - m // 2)]
+    mean, std = x_real.mean(), x_real.std()
+    expected = _reference(((x_real - mean) / std)[:, None], ((x_syn - mean) / std)[:, None], 0.1, seed=3)
+    res = proximity_score(pl.DataFrame({"x": x_real}), pl.DataFrame({"x": x_syn}), seed=3)
+    assert res.raw == pytest.approx(expected)
+    assert res.value == pytest.approx(1 - expected / 100)
+    assert res.details["subsampled"] == {20: None, 30: "synthetic", 12: "real_half"}[m]
+    assert res.params["repetitions"] == (1 if m == 20 else 10)
+
+
+def test_nearest_in_subset_equals_search_on_subset():
+    # categorical-like coordinates with many exact ties, and a subset rarely containing the
+    # candidates (forces the fallback search)
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 3, (200, 4)).astype(float)
+    t = rng.integers(0, 3, (300, 4)).astype(float)
+    for k, size in ((16, 150), (1, 10)):
+        cand = knn(q, t, k)
+        pick = np.sort(rng.choice(300, size, replace=False))
+        np.testing.assert_array_equal(nearest_in_subset(q, t, pick, cand), knn(q, t[pick], 1).dist[:, 0])
+
+
+def test_parameters_and_determinism():
+    rng = np.random.default_rng(1)
+    real = pl.DataFrame({"x": rng.normal(size=60), "c": rng.choice(["a", "b"], 60)})
+    syn = pl.DataFrame({"x": rng.normal(size=50), "c": rng.choice(["a", "b"], 50)})
+    a = proximity_score(real, syn, seed=5)
+    assert proximity_score(real, syn, seed=5).raw == a.raw
+    ctx = EvaluationContext(real, syn, seed=5)
+    assert proximity_score(ctx).raw == a.raw  # the context's seed is the default
+    assert proximity_score(ctx, alpha=0.3).params["alpha"] == 0.3
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ParameterError, match="alpha"):
+            proximity_score(ctx, alpha=bad)
+    with pytest.raises(ParameterError, match="repetitions"):
+        proximity_score(ctx, repetitions=0)
+    with pytest.raises(ParameterError, match="seed"):
+        proximity_score(ctx, seed="x")
+    with pytest.raises(TooFewRowsError, match="at least 4 real rows"):
+        proximity_score(real.head(3), syn)
+
+
+@pytest.fixture(scope="module")
+def adult_values():
+    from privgate.data import load_example
+
+    real = load_example("adult_sample")
+    return {name: proximity_score(real, fn(real, seed=0), seed=0) for name, fn in baselines.BASELINES.items()}
+
+
+def test_copy_scores_about_point_eight(adult_values):
+    # documented maximum: a copy size-matched to R2 contains about half of R1 (TSPR = 0), so
+    # share(TSPR < t) ≈ ½ + ½α and the value ≈ 1 − α/(½ + ½α) = 1 − 0.1/0.55 ≈ 0.82
+    assert 0.75 < adult_values["copy"].value < 0.88
+
+
+def test_adult_baseline_order(adult_values):
+    v = {name: r.value for name, r in adult_values.items()}
+    assert v["uniform_random"] <= v["independent_marginals"] <= v["noisy_copy"] <= v["copy"], v
