@@ -130,7 +130,8 @@ def build_definitions(
     storage = str(pick(storage_dir, "PRIVGATE_STORAGE_DIR", root / "storage"))
     gate = GateConfigResource(path=str(pick(gate_config, "PRIVGATE_GATE_CONFIG", default_gate_config_path())),
                               dataset=pick(dataset, "PRIVGATE_DATASET", None))
-    history = HistoryResource(url=history_url)  # None: PRIVGATE_HISTORY_URL or the CLI's SQLite file
+    # unset: the CLI's default store (privgate.history: $PRIVGATE_HISTORY_URL, else a SQLite file)
+    history = HistoryResource(url=pick(history_url, "PRIVGATE_HISTORY_URL", None))
 
     cfg = gate.load()  # the checks are declared from it; an invalid configuration fails the load
     evaluation = build_privacy_evaluation(cfg)

@@ -97,6 +97,9 @@ def test_environment_variables_configure_locations(example, tmp_path):
     assert loc.releases_dir == str(tmp_path / "drop")
     assert loc.real_path == str(tmp_path / "root" / "real.parquet")
     assert defs.resources["gate"].load().dataset == "other"
+    assert defs.resources["history"].url is None  # the CLI's default store
+    with_url = build_definitions(env={**env, "PRIVGATE_HISTORY_URL": "sqlite:///h.sqlite"})
+    assert with_url.resources["history"].url == "sqlite:///h.sqlite"
     assert defs.resolve_sensor_def("new_release_sensor").default_status == dg.DefaultSensorStatus.STOPPED
     assert defs.executor is dg.in_process_executor
 
@@ -146,6 +149,7 @@ def test_example_prepares_a_loadable_workspace(tmp_path):
     assert home["telemetry"] == {"enabled": False}
     defs = build_definitions(env=env)
     dg.Definitions.validate_loadable(defs)
+    assert defs.resources["history"].url == f"sqlite:///{tmp_path / 'ex' / 'history.sqlite'}"
     files, skipped = defs.resources["locations"].release_files()
     assert sorted(files) == ["release-1-marginals", "release-2-leaky", "release-3-noisy-copy"]
     assert not skipped
