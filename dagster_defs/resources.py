@@ -15,7 +15,7 @@ import dagster as dg
 from privgate.errors import InputLoadError
 from privgate.io import SUFFIXES
 
-from .partitions import is_valid_release_id
+from .partitions import check_release_id, is_valid_release_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig
@@ -66,7 +66,9 @@ class DataLocations(dg.ConfigurableResource):
         return files, skipped
 
     def release_file(self, release_id: str) -> Path:
-        """The file of release ``release_id``; :class:`InputLoadError` when none or several."""
+        """The file of release ``release_id``; :class:`InputLoadError` when none or several,
+        :class:`InputError` when the id cannot be a file name (e.g. ``../x``)."""
+        check_release_id(release_id)
         folder = Path(self.releases_dir)
         matches = [folder / f"{release_id}{s}" for s in RELEASE_SUFFIXES
                    if (folder / f"{release_id}{s}").is_file()]
@@ -83,10 +85,10 @@ class DataLocations(dg.ConfigurableResource):
         return matches[0]
 
     def publish_path(self, release_id: str) -> Path:
-        return Path(self.publish_dir) / f"{release_id}.parquet"
+        return Path(self.publish_dir) / f"{check_release_id(release_id)}.parquet"
 
     def report_dir(self, dataset: str, release_id: str) -> Path:
-        return Path(self.reports_dir) / _safe(dataset) / release_id
+        return Path(self.reports_dir) / _safe(dataset) / check_release_id(release_id)
 
 
 class GateConfigResource(dg.ConfigurableResource):

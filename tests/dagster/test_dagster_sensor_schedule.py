@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timezone
 
 import dagster as dg
+import pytest
 import polars as pl
 
 from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
@@ -102,3 +103,15 @@ def test_reevaluation_schedule_requests_the_latest_releases(defs, instance):
     assert [r.partition_key for r in data.run_requests] == keys[-5:]
     assert all(r.tags["privgate/trigger"] == "reevaluation" for r in data.run_requests)
     assert data.run_requests[0].run_key == f"reevaluate:r2:{when.isoformat()}"
+
+
+def test_release_ids_that_are_not_file_names_are_refused(example):
+    from privgate.errors import InputError
+
+    loc = _locations(example)
+    assert loc.release_file("r-pass").name == "r-pass.parquet"
+    for bad in ("../real", "a/b", "", ".hidden", "x" * 200):
+        with pytest.raises(InputError, match="not usable as a partition key"):
+            loc.release_file(bad)
+        with pytest.raises(InputError):
+            loc.publish_path(bad)
