@@ -33,9 +33,12 @@ def _specs(defs) -> dict:
     return {s.key.name: s for s in defs.resolve_assets_def("privacy_evaluation").check_specs}
 
 
-def test_dagster_definitions_validate_cli(example, tmp_path):
+@pytest.mark.parametrize("target", [["-m", "dagster_defs"],
+                                    ["-w", str(REPO / "deploy" / "workspace.yaml")]],
+                         ids=["module", "workspace"])
+def test_dagster_definitions_validate_cli(example, tmp_path, target):
     proc = subprocess.run(
-        [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "dagster_defs"],
+        [sys.executable, "-m", "dagster", "definitions", "validate", *target],
         cwd=tmp_path, env=_env_for_cli(example, tmp_path), capture_output=True, text=True,
         timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
