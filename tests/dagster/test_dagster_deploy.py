@@ -191,8 +191,7 @@ RUN_LAUNCHER_TYPES = {"K8sRunLauncher": "k8sRunLauncher",
                       "CustomRunLauncher": "customRunLauncher"}
 K8S_RUN_LAUNCHER = {"image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig",
                     "kubeconfigFile", "envConfigMaps", "envSecrets", "envVars", "volumeMounts",
-                    "volumes", "labels", "failPodOnRunFailure", "resources", "schedulerName",
-                    "securityContext", "runK8sConfig", "podSecurityContext"}
+                    "volumes", "labels", "failPodOnRunFailure"}
 USER_DEPLOYMENT = {"name", "image", "port", "dagsterApiGrpcArgs", "codeServerArgs",
                    "includeConfigInLaunchedRuns", "env", "envConfigMaps", "envSecrets",
                    "annotations", "nodeSelector", "affinity", "tolerations", "podSecurityContext",
