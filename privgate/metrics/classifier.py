@@ -131,7 +131,11 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
     over ``repetitions`` (5). value = clip(2·(1 − recall), 0, 1).
 
     This is a real-vs-synthetic classifier, as in the review and PrivEval, not a holdout-based
-    membership attack.
+    membership attack: it measures how recognisable real records are, not how close the release
+    is. A copy scores 1 (recall ≤ ½ on duplicated records); any detectable artefact scores low —
+    e.g. the ``noisy_copy`` baseline's noise turns the exact zeros of Adult's zero-inflated
+    capital_gain / capital_loss into small non-zero values, so it scores below
+    ``independent_marginals`` there (without those columns the baseline order holds).
 
     Orientation: risk (value); raw = recall (higher = real records are recognisable).
     """

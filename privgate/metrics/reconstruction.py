@@ -113,6 +113,11 @@ def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str]
     equal to it on every key; its score is the share of them with the same sensitive value, 0 when
     there is none. value = mean over real records; several sensitive columns → the maximum.
 
+    A copy scores the mean in-class share of each record's sensitive value: 1 exactly when every
+    key combination determines the sensitive value (the documented maximum; on the bundled Adult
+    sample with its 5 example keys and income, 0.89). Exact matching on continuous keys rarely
+    matches anything; ``key_bins=k`` bins numeric keys into k real quantile bins first.
+
     Orientation: risk; raw = value (the paper's ZCAP in the review's orientation).
     """
     _check_key_bins(key_bins)
@@ -174,6 +179,9 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
 
     Computed over distinct key combinations with counts: exact matches by a join, the rest by a
     blocked Hamming scan of distinct real combinations against distinct synthetic combinations.
+    A copy scores as zero_cap does (1 when every key combination determines the sensitive
+    value). Every real record always has nearest records, so a release that knows nothing still
+    scores about the chance agreement Σ p_v·q_v of the sensitive values (≈ 0.5 for Adult's income).
 
     Orientation: risk; raw = value.
     """
@@ -306,6 +314,10 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
 
     Not copied from PrivEval: its F1 reduces to 2·acc/(1+acc), drops the first float column from
     the keys, leaves numerics unscaled and leaks a float sensitive column into the matching.
+
+    A copy scores 1 when every key combination determines the sensitive value (otherwise the
+    lowest-index record of each key class decides); a release that knows nothing scores about the
+    chance agreement of the sensitive values (≈ 0.45–0.65 for Adult's income, majority class 76 %).
 
     Orientation: risk; raw = value (the weighted accuracy); details give the unweighted accuracy.
     """
