@@ -177,8 +177,13 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     mats = {r: z[r] @ v for r in frames}
     total = float((s ** 2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
+    # A tie between the last kept and the first dropped singular value leaves the projection
+    # undefined (any rotation within the tied subspace is an equally valid PCA): reported, since
+    # metrics in this space then depend on LAPACK's arbitrary choice (row/column order).
+    degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
     return EncodedSpace(name, mats, {"n_components": nc, "explained_variance_ratio": explained,
-                                     "n_input_features": int(zr.shape[1])})
+                                     "n_input_features": int(zr.shape[1]),
+                                     "degenerate_projection": degenerate})
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:

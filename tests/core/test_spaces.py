@@ -68,3 +68,14 @@ def test_famd_signs_are_deterministic_under_row_order():
     a = EvaluationContext(r, r).famd(2).real
     b = EvaluationContext(r[perm], r).famd(2).real
     np.testing.assert_allclose(a[perm], b, atol=1e-10)
+
+
+def test_famd_reports_a_degenerate_projection():
+    # three equally frequent levels of one column: the indicator block has two equal singular
+    # values, so with one numeric column the 2nd and 3rd components tie
+    r = pl.DataFrame({"c": ["a", "b", "c"] * 4})
+    sp = EvaluationContext(r, r).famd(1)
+    assert sp.details["degenerate_projection"] is True
+    rng = np.random.default_rng(0)
+    r = pl.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)})
+    assert EvaluationContext(r, r).famd(1).details["degenerate_projection"] is False

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import privgate
@@ -263,8 +263,12 @@ METRICS_NO_PAIRING = [a for a in ALL if a != "hidden_rate"]
 @given(frames())
 def test_values_in_unit_interval_and_invariant_to_row_and_column_order(data):
     r, s, seed = data
-    base = privgate.evaluate(r, s, METRICS_NO_PAIRING, seed=seed).values()
+    rep = privgate.evaluate(r, s, METRICS_NO_PAIRING, seed=seed)
+    base = rep.values()
     assert all(0.0 <= v <= 1.0 for v in base.values())
+    # tied singular values at the FAMD cut make the 2-D projection undefined (reported in the
+    # details); only then may dcr/nndr depend on order, so such draws are skipped
+    assume(not rep.results["nndr"].details["famd"]["degenerate_projection"])
     rng = np.random.default_rng(seed)
     r2 = r[rng.permutation(r.height)].select(["c", "y", "x"])
     s2 = s[rng.permutation(s.height)].select(["y", "x", "c"])
