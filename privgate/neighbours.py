@@ -59,6 +59,7 @@ def knn(
     exclude_self: bool = False,
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     use_faiss: bool = True,
+    dedupe: bool = True,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
@@ -92,6 +93,10 @@ def knn(
         out_d[:] = 0.0
         return Neighbours(out_d, out_i)
 
+    if k == 1 and dedupe and n * m >= DEDUP_MIN_PAIRS:
+        hit = _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss)
+        if hit is not None:
+            return hit
     centre = t.mean(axis=0)
     q32 = np.ascontiguousarray((q - centre).astype(np.float32))
     t32 = np.ascontiguousarray((t - centre).astype(np.float32))
@@ -119,6 +124,57 @@ def knn(
 
 
 EXTRA_CANDIDATES = 16
+DEDUP_MIN_PAIRS = 10**6
+DEDUP_MAX_SHARE = 0.8
+
+
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``x`` ordered by their first occurrence: (rows, first index, inverse)."""
+    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return x[first[order]], first[order], rank[inv.ravel()]
+
+
+def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss) -> Neighbours | None:
+    """k = 1 on data with many exact duplicates (categorical data): search distinct points only.
+
+    Distinct target points are ordered by their first row, so the lowest-index tie rule carries
+    over; a query with an exact duplicate elsewhere in its own set (exclude_self) gets the lowest
+    other row of its group at distance 0. Returns None when duplicates are too few to pay off.
+    """
+    tu, tfirst, tinv = _distinct_rows(t)
+    if tu.shape[0] > DEDUP_MAX_SHARE * t.shape[0]:
+        return None
+    n = q.shape[0]
+    if not exclude_self:
+        qu, _, qinv = _distinct_rows(q)
+        nb = knn(qu, tu, 1, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False)
+        return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]])
+    # query set == target set
+    counts = np.bincount(tinv, minlength=tu.shape[0])
+    out_d = np.empty((n, 1))
+    out_i = np.empty((n, 1), dtype=np.int64)
+    # rows of a group with ≥ 2 members: the lowest other member, at distance 0
+    order = np.lexsort((np.arange(n), tinv))          # rows grouped, ascending within group
+    start = np.searchsorted(tinv[order], np.arange(tu.shape[0]))
+    first_of = order[start]
+    second_of = order[np.minimum(start + 1, n - 1)]
+    dup = counts[tinv] >= 2
+    rows = np.arange(n)
+    other = np.where(first_of[tinv] == rows, second_of[tinv], first_of[tinv])
+    out_i[dup, 0] = other[dup]
+    out_d[dup, 0] = 0.0
+    single = ~dup
+    if single.any():
+        if tu.shape[0] < 2:
+            return None
+        nb = knn(tu, tu, 1, exclude_self=True, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False)
+        g = tinv[single]
+        out_i[single, 0] = tfirst[nb.idx[g, 0]]
+        out_d[single, 0] = nb.dist[g, 0]
+    return Neighbours(out_d, out_i)
 LOW_DIM = 3
 
 
@@ -242,7 +298,11 @@ def _knn_block(q, t, qb32, t32, qbn, tn, ctn, c, k, qrows, exclude_self, out_d, 
     if exclude_self:
         dist[rows, qrows] = np.inf
     # upper bound of the exact k-th smallest d² per row
-    part = np.argpartition(dist, k - 1, axis=1)[:, :k]
+    if k == 1:
+        # any target's upper bound bounds the exact minimum; argmin is ~40× cheaper than argpartition
+        part = dist.argmin(axis=1)[:, None]
+    else:
+        part = np.argpartition(dist, k - 1, axis=1)[:, :k]
     upper = (dist[rows[:, None], part] + c * qbn[:, None] + ctn[part]).max(axis=1)
     # candidates: lower bound of exact d² ≤ upper bound of the k-th
     dist -= ctn[None, :]

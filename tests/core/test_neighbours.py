@@ -125,3 +125,22 @@ def test_low_dimensional_kdtree_path_matches_brute_force_with_ties(exclude_self)
     nb = knn(y, y, 3, exclude_self=True)
     d, i = brute(y, y, 3, exclude_self=True)
     np.testing.assert_array_equal(nb.idx, i)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_deduplicated_k1_path_matches_brute_force(exclude_self):
+    rng = np.random.default_rng(7)
+    # 5 categorical-like columns: 1500 rows over at most 3^5 = 243 distinct points
+    x = rng.integers(0, 3, size=(1500, 5)).astype(float)
+    t = x if exclude_self else rng.integers(0, 3, size=(1200, 5)).astype(float)
+    fast = knn(x, t, 1, exclude_self=exclude_self)
+    slow = knn(x, t, 1, exclude_self=exclude_self, dedupe=False)
+    d, i = brute(x, t, 1, exclude_self=exclude_self)
+    np.testing.assert_array_equal(fast.idx, i)
+    np.testing.assert_array_equal(slow.idx, i)
+    np.testing.assert_allclose(fast.dist, d)
+    # a record without duplicates in its own set still finds its nearest other record
+    y = np.vstack([x, [[9.0] * 5]])
+    nb = knn(y, y, 1, exclude_self=True)
+    d, i = brute(y, y, 1, exclude_self=True)
+    np.testing.assert_array_equal(nb.idx, i)
