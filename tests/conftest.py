@@ -16,6 +16,14 @@ SHARED = REPO.parent / "shared"
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+# Property tests draw from a fixed seed so CI is reproducible; run with
+# HYPOTHESIS_PROFILE=explore locally to search new examples.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("default", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 
 @pytest.fixture(scope="session")
 def adult() -> pl.DataFrame:
