@@ -131,6 +131,10 @@ def _writer(url: str, worker: int, barrier) -> None:
     barrier.wait(60)  # all processes are imported and start together: real contention
     store = HistoryStore(url)  # each process opens its own engine (racing to create the tables)
     for i in range(N_RUNS):
+        if i == N_RUNS // 2:
+            # every writer has written its first half before any writes its second: the rows
+            # interleave whatever the scheduler does (each half still races for the database)
+            barrier.wait(60)
         store.record(make_outcome({"common_rows": 0.0, "authenticity": i / 100, "nnaa": 0.1},
                                   release_id=f"w{worker}-{i}"))
     store.close()
@@ -153,7 +157,8 @@ def test_concurrent_writers_lose_no_row(store_url):
     with store.engine.connect() as conn:
         n_checks = conn.execute(sa.select(sa.func.count()).select_from(S.checks)).scalar_one()
     assert n_checks == N_PROCS * N_RUNS * 4  # 2 common_rows + 1 trend + 1 nnaa per run
-    # the writers interleaved (otherwise this test would prove nothing about concurrency)
+    # the writers interleaved (otherwise this test would prove nothing about concurrency);
+    # with the mid-way barrier each half holds all N_PROCS writers → ≥ 2(N_PROCS − 1) switches
     workers = [r.split("-")[0] for r in runs["release_id"].to_list()]
     switches = sum(a != b for a, b in zip(workers, workers[1:]))
     assert switches > N_PROCS
