@@ -23,7 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 import polars as pl
 
-from ..errors import EmptyInputError, ParameterError
+from ..errors import ParameterError, UnsupportedDtypeError
+from ..schema import check_not_empty, dtype_kind
 from .grouping import Grouping, grouped_labels, make_grouping
 from .labels import MISSING, r_double_labels, r_integer_labels
 from .options import warn
@@ -124,12 +125,11 @@ def _is_number(x: Any) -> bool:
 
 
 def check_columns(real: pl.DataFrame, syns: list[pl.DataFrame], columns: Sequence[str]) -> None:
-    """Every key/target must exist in the real data and in every synthetic set."""
-    if real.height == 0:
-        raise EmptyInputError("real: the frame has 0 rows; disclosure needs at least 1")
+    """Every key/target must exist in the real data and in every synthetic set, with a dtype
+    privgate can tabulate (nested, binary and object columns are refused)."""
+    check_not_empty(real, "real")
     for j, s in enumerate(syns, start=1):
-        if s.height == 0:
-            raise EmptyInputError(f"synthetic set {j}: the frame has 0 rows")
+        check_not_empty(s, f"synthetic set {j} of {len(syns)}")
     missing_real = [c for c in columns if c not in real.columns]
     if missing_real:
         raise ParameterError(f"column(s) {missing_real} not in the real data "
@@ -139,6 +139,12 @@ def check_columns(real: pl.DataFrame, syns: list[pl.DataFrame], columns: Sequenc
         if miss:
             raise ParameterError(f"column(s) {miss} not in synthetic set {j} of {len(syns)} "
                                  f"({s.width} columns)")
+    for role, frame in [("real", real), *[(f"synthetic set {j}", s) for j, s in
+                                          enumerate(syns, start=1)]]:
+        bad = {c: str(frame[c].dtype) for c in columns if dtype_kind(frame[c].dtype) is None}
+        if bad:
+            raise UnsupportedDtypeError(f"{role}: column(s) {sorted(bad)} have dtypes the "
+                                        f"disclosure tables cannot use: {bad}")
 
 
 def check_cont_na(real: pl.DataFrame, cont_na: dict[str, tuple[Any, ...]],

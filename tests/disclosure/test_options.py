@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from privgate.disclosure import disclosure, multi_disclosure
-from privgate.errors import EmptyInputError, InputLoadError, ParameterError
+from privgate.errors import (EmptyInputError, InputLoadError, ParameterError,
+                             UnsupportedDtypeError)
 
 REAL = pl.DataFrame({"A": list("aabb"), "B": ["u", "v", "u", "v"], "N": [1.0, 2.0, 3.0, -8.0],
                      "T": list("xyxy")})
@@ -83,12 +84,22 @@ def test_grouping_a_constant_column():
 
 
 def test_empty_inputs():
-    with pytest.raises(EmptyInputError):
+    with pytest.raises(EmptyInputError, match="real: the frame has 0 rows"):
         disclosure(REAL.head(0), SYN, ["A"], "T")
+    with pytest.raises(EmptyInputError, match="synthetic set 2 of 2: the frame has 0 rows"):
+        disclosure(REAL, [SYN, SYN.head(0)], ["A"], "T")
     with pytest.raises(ParameterError, match="empty list"):
         disclosure(REAL, [], ["A"], "T")
     with pytest.raises(InputLoadError):
         disclosure(REAL, 42, ["A"], "T")
+
+
+def test_unsupported_dtype_names_the_column_and_frame():
+    # a nested column cannot be tabulated: a privgate error naming it, not a Polars cast error
+    syn = SYN.with_columns(pl.Series("B", [[1], [2], [1], [2]]))
+    with pytest.raises(UnsupportedDtypeError, match=r"synthetic set 1: column\(s\) \['B'\]"):
+        disclosure(REAL, syn, ["A", "B"], "T")
+    disclosure(REAL, syn, ["A"], "T")  # an unused nested column is fine
 
 
 def test_error_messages_carry_no_record_values():
