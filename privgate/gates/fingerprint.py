@@ -18,6 +18,16 @@ import polars as pl
 HASH_ALGORITHM = "sha256(schema, polars.hash_rows(seed=0), polars.hash_rows(seed=1); columns sorted)"
 
 
+def dtype_name(dtype: pl.DataType) -> str:
+    """A dtype as stored in fingerprints. ``str(pl.Enum(...))`` lists every category label —
+    level labels of the real data, rare ones included — so an Enum is named with its category
+    count only (a nested dtype holding an Enum by its outer type name only)."""
+    if isinstance(dtype, pl.Enum):
+        return f"Enum({dtype.categories.len()} categories)"
+    text = str(dtype)
+    return str(dtype.base_type()) if "Enum(" in text else text
+
+
 def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, Any]:
     """Schema (column → dtype), row and column counts, and the content hash of ``frame``."""
     cols = sorted(frame.columns)
@@ -31,7 +41,7 @@ def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, A
     out: dict[str, Any] = {
         "rows": int(frame.height),
         "columns": int(frame.width),
-        "schema": {c: str(frame.schema[c]) for c in frame.columns},
+        "schema": {c: dtype_name(frame.schema[c]) for c in frame.columns},
         "content_sha256": h.hexdigest(),
     }
     if isinstance(source, (str, Path)):
