@@ -106,12 +106,38 @@ def test_registered_metrics():
     assert attr2.value == pytest.approx(0.5)
 
 
+def test_metric_results_carry_no_levels_or_break_points():
+    # distinctive level labels and break points; both checks fire (their messages name levels)
+    # and the numeric target is grouped, so a leak through check1/check2, the attribute table's
+    # row labels, the cells/records or the grouping breaks would show up in the JSON
+    from privgate.metrics import disclosure_attribute, disclosure_identity
+
+    real = pl.DataFrame({"A": ["keyzeta"] * 3 + ["keyomega"] * 3,
+                         "T": ["diagalpha"] * 3 + ["diagbeta"] * 3,
+                         "N": [9871.25, 9872.75, 9873.5, 9874.125, 9875.625, 9876.875]})
+    opts = dict(keys=["A"], targets=["T", "N"], thresh_1way=(0, 0), thresh_2way=(0, 0),
+                ngroups_targets=[0, 3])
+    raw = multi_disclosure(real, real, ["A"], ["T", "N"], thresh_1way=(0, 0),
+                           thresh_2way=(0, 0), ngroups_targets=[0, 3])
+    assert raw.per_target["T"].check1 == "Check  T  level  diagalpha"  # the checks do fire
+    assert raw.per_target["T"].check2 == "2 pairs need checks"
+    for metric in (disclosure_attribute, disclosure_identity):
+        res = metric(real, real, **opts)
+        text = json.dumps(res.to_dict())
+        # (the measures here are multiples of 100/6 and 100/12, so "987" can only be a value)
+        for secret in ("keyzeta", "keyomega", "diagalpha", "diagbeta", "987", "Check",
+                       "pairs need"):
+            assert secret not in text, (metric.__name__, secret)
+        assert res.details["per_target"]["T"]["check_1way_flagged"] is True
+        assert res.details["per_target"]["T"]["check_2way_pairs"] == [2]
+
+
 def test_metrics_need_targets():
     from privgate.metrics import disclosure_identity
 
     with pytest.raises(ParameterError, match="sensitive"):
         disclosure_identity(REAL, SYN, keys=["A"])
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError, match=r"unknown multi_disclosure option\(s\) \['bogus'\]"):
         disclosure_identity(REAL, SYN, keys=["A"], targets=["T"], bogus=1)
 
 

@@ -102,11 +102,29 @@ def test_unsupported_dtype_names_the_column_and_frame():
     disclosure(REAL, syn, ["A"], "T")  # an unused nested column is fine
 
 
-def test_error_messages_carry_no_record_values():
-    real = pl.DataFrame({"A": ["secret-name"], "T": ["secret-diagnosis"]})
-    with pytest.raises(ParameterError) as exc:
-        disclosure(real, real, ["A"], "Q")
-    assert "secret" not in str(exc.value)
+def test_error_messages_and_warnings_carry_no_record_values():
+    real = pl.DataFrame({"A": ["secret-name", "secret-other", "secret-name"],
+                         "T": ["secret-diagnosis"] * 3, "N": [987654.25] * 3,
+                         "M": [-8.0, 4567.5, 4568.5]})
+    failing = [
+        dict(keys=["A"], target="Q"),                                   # missing column
+        dict(keys=["A"], target="N", ngroups_target=3),                 # constant grouped column
+        dict(keys=["A"], target="T", exclude_keys=["A"], exclude_keylevs=["zz"],
+             exclude_targetlevs=["secret-diagnosis"]),                  # unknown key level
+        dict(keys=["A"], target="M", cont_na={"M": -9}),                # absent cont_na code
+    ]
+    for kw in failing:
+        with pytest.raises(ParameterError) as exc:
+            disclosure(real, real, **kw)
+        assert "secret" not in str(exc.value) and "98765" not in str(exc.value), kw
+        assert "4567" not in str(exc.value), kw
+    # warnings (rare cont_na code, ngroups on a text column) name columns and counts only
+    with pytest.warns(UserWarning) as record:
+        disclosure(real, real, ["A"], "M", cont_na={"M": -8}, ngroups_target=2)
+        disclosure(real, real, ["A"], "T", ngroups_keys=3)
+    messages = " ".join(str(w.message) for w in record)
+    assert "occurs only 1 times" in messages and "ngroups = 3 ignored" in messages
+    assert "secret" not in messages and "98765" not in messages and "4567" not in messages
 
 
 def test_inputs_through_load_frame(tmp_path):
