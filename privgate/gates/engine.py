@@ -313,13 +313,13 @@ def run_gate(
             config = load_gate_config(cfg)
         else:
             config = parse_gate_config(cfg)
+        if dataset:
+            config = config.with_dataset(dataset)  # an invalid name is a configuration error
     except ConfigError as exc:
         checks.append(_error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
     except Exception as exc:  # noqa: BLE001
         checks.append(_error_check("(config)", f"invalid configuration: {_privgate_error_text(exc)}"))
     ds = dataset or (config.dataset if config else "unknown")
-    if config is not None and dataset:
-        config = config.with_dataset(dataset)
 
     frames: dict[str, pl.DataFrame | None] = {}
     for role, data in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):

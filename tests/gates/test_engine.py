@@ -188,6 +188,12 @@ def test_run_gate_fails_closed_on_invalid_config(frames):
     assert "metrics.common_rows.threshold" in out.checks[0].message
 
 
+def test_run_gate_invalid_dataset_override_blocks_instead_of_raising(frames):
+    out = run_gate(CFG, *frames, dataset="   ")
+    assert out.exit_code == 3 and out.checks[0].metric == "(config)"
+    assert "dataset: must be a non-empty string" in out.checks[0].message
+
+
 def test_run_gate_requires_holdout_when_configured(monkeypatch, frames):
     _stub(monkeypatch, {"common_rows": 0.0})
     cfg = parse_gate_config({"require_holdout": True, "metrics": {"common_rows": {"threshold": 0.01}}})
