@@ -48,6 +48,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Gate one release; any unexpected failure exits 3 (an uncaught exception would exit 1,
+    which a pipeline reads as "warn": accepted)."""
+    from ..errors import PrivgateError
+
+    try:
+        return _run(args)
+    except PrivgateError:
+        raise  # the CLI prints it and exits with this command's error code, 3
+    except Exception as exc:  # noqa: BLE001 - fails closed; the type only (its text may quote data)
+        print(f"privgate gate: error: unexpected {type(exc).__name__}; the release is blocked "
+              f"(exit {EXIT_ERROR})", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..gates import DEFAULT_CONFIG_PATH, run_gate
     from ..history import HistoryStore
     from ..render import write_html_report, write_json_report

@@ -100,6 +100,19 @@ def test_unusable_history_fails_closed(files, tmp_path, capsys):
     assert code == 3
 
 
+def test_unexpected_failure_exits_3_not_1(files, tmp_path, capsys, monkeypatch):
+    # an uncaught exception would exit 1, which reads as "warn" (accepted)
+    from privgate.gates import engine
+
+    def broken(*a, **k):
+        raise RuntimeError("row of RealPerson-0001")
+    monkeypatch.setattr(engine, "decide", broken)
+    code = _gate(files, files["pass"], "x", tmp_path / "h.sqlite")
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "unexpected RuntimeError" in err and "RealPerson" not in err
+
+
 def test_no_history_and_json_output(files, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code = main(["gate", "--config", str(files["config"]), "--real", str(files["real"]),
