@@ -41,8 +41,8 @@ def noisy_copy(real: Any, seed: int = 0, *, noise: float = 0.1, flip: float = 0.
             v = v + rng.normal(0.0, noise * sd if sd > 0 else 0.0, n)
             out = pl.Series(col, v)
             if s.dtype.is_integer():
-                out = out.round(0).cast(s.dtype, strict=False)
-            cols.append(out.cast(s.dtype, strict=False) if not s.dtype.is_integer() else out)
+                out = out.round(0)
+            cols.append(out.cast(s.dtype, strict=False))
         else:
             replace = rng.random(n) < flip
             donors = rng.integers(0, n, n)

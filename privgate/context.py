@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import polars as pl
 
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
@@ -13,8 +12,6 @@ from .io import load_frame
 from .neighbours import Neighbours, knn
 from .schema import Schema, check_not_empty, check_same_columns, infer_schema, normalise_frame
 from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
-
-ROLES = ("real", "synthetic", "holdout")
 
 
 class EvaluationContext:
@@ -63,12 +60,8 @@ class EvaluationContext:
         self.seed = int(seed)
         self.keys = _as_list(keys, "keys")
         self.sensitive = _as_list(sensitive, "sensitive")
-        for name, cols in (("keys", self.keys), ("sensitive", self.sensitive)):
-            if cols:
-                missing = [c for c in cols if c not in self.schema.kinds]
-                if missing:
-                    raise ParameterError(f"{name} names columns not in the data: {missing}; "
-                                         f"columns are {self.schema.columns}")
+        self._require_columns("key columns", self.keys)
+        self._require_columns("sensitive columns", self.sensitive)
         self.pairing = pairing
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
@@ -132,15 +125,10 @@ class EvaluationContext:
         if not sens:
             raise ParameterError("this metric needs sensitive=[...] (the attribute(s) an attacker infers)")
         k = _as_list(keys, "keys") or self.keys
-        cols = self.schema.columns
-        missing = [c for c in sens if c not in cols]
-        if missing:
-            raise ParameterError(f"sensitive columns not in the data: {missing}; columns are {cols}")
+        self._require_columns("sensitive columns", sens)
         if k is None:
-            k = [c for c in cols if c not in sens]
-        missing = [c for c in k if c not in cols]
-        if missing:
-            raise ParameterError(f"key columns not in the data: {missing}; columns are {cols}")
+            k = [c for c in self.schema.columns if c not in sens]
+        self._require_columns("key columns", k)
         both = [c for c in sens if c in k]
         if both:
             raise ParameterError(f"columns are both keys and sensitive: {both}")
@@ -148,10 +136,12 @@ class EvaluationContext:
             raise ParameterError("at least one key column is needed (all columns are sensitive)")
         return list(k), list(sens)
 
-    # ----------------------------------------------------------------- spaces
-    def _roles(self) -> dict[str, pl.DataFrame]:
-        return self._frames
+    def _require_columns(self, label: str, cols: Sequence[str] | None) -> None:
+        missing = [c for c in cols or [] if c not in self.schema.kinds]
+        if missing:
+            raise ParameterError(f"{label} not in the data: {missing}; columns are {self.schema.columns}")
 
+    # ----------------------------------------------------------------- spaces
     def mixed(self, columns: Sequence[str] | None = None) -> EncodedSpace:
         """The mixed space over ``columns`` (default: all), for every frame."""
         key = ("mixed", tuple(columns) if columns is not None else None)
@@ -249,6 +239,3 @@ def _as_list(value: Sequence[str] | str | None, name: str) -> list[str] | None:
         raise ParameterError(f"{name} must be column names (strings); got {out!r}")
     return out
 
-
-def as_float_array(series: pl.Series) -> np.ndarray:
-    return series.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .context import EvaluationContext
-from .errors import NotApplicableError, ParameterError, PrivgateError
+from .errors import ParameterError, PrivgateError
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 
@@ -119,4 +119,4 @@ def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
     return None
 
 
-__all__ = ["evaluate", "default_metrics", "NotApplicableError"]
+__all__ = ["evaluate", "default_metrics"]

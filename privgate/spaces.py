@@ -20,7 +20,7 @@ from typing import Mapping
 import numpy as np
 import polars as pl
 
-from .schema import CATEGORICAL, NUMERIC, Schema
+from .schema import NUMERIC, Schema
 
 NULL_LEVEL = "\x00<null>"
 MAX_LEVELS = 2000  # per categorical column in the one-hot spaces
@@ -201,7 +201,3 @@ def column_entropy(real: pl.Series, kind: str) -> float:
     p = counts / counts.sum()
     return float(-(p * np.log(p)).sum())
 
-
-def categorical_and_numeric(schema: Schema, columns: list[str]) -> tuple[list[str], list[str]]:
-    return ([c for c in columns if schema.kind(c) == CATEGORICAL],
-            [c for c in columns if schema.kind(c) == NUMERIC])

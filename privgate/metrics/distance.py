@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..errors import NotApplicableError, ParameterError, TooFewRowsError
+from ..errors import NotApplicableError, ParameterError
 from ..neighbours import any_within_box, knn, pair_distances
 from ..registry import register_metric
+from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import ge, gt, le, lt
@@ -27,7 +28,7 @@ PRIVEVAL = "Privacy metrics review (PrivEval), §"
 @register_metric(family="re-identification", attack="exact copies of real records in the release",
                  reference=PRIVEVAL + "2.1.4 Common Rows Proportion",
                  orientation="value = share of real records copied; 1 = every real record is in the release")
-def common_rows(ctx) -> "MetricResult":
+def common_rows(ctx) -> MetricResult:
     """Common Rows Proportion: share of real records (with multiplicity) that have an identical
     synthetic record. Numbers compare by value (1 == 1.0); a null matches only a null.
 
@@ -46,6 +47,11 @@ def common_rows(ctx) -> "MetricResult":
 
 
 # ------------------------------------------------------------- real → synthetic distances
+def _check_unit_threshold(metric: str, threshold: float) -> None:
+    if not 0 <= threshold <= 1:
+        raise ParameterError(f"{metric} threshold must be in [0, 1]; got {threshold}")
+
+
 def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
     d = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
     dn, degenerate = minmax_normalise(d)
@@ -55,15 +61,14 @@ def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
 @register_metric(family="re-identification", attack="real records with a very close synthetic record",
                  reference=PRIVEVAL + "2.2.1 Close Values Probability",
                  orientation="value = share of real records whose normalised distance to the release is ≤ 0.2")
-def close_values(ctx, *, threshold: float = 0.2) -> "MetricResult":
+def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
     """Close Values Probability: d = distance of each real record to its nearest synthetic record,
     min–max normalised over the n distances (as synthcity and PrivEval do); value = share with
     normalised d ≤ threshold (0.2). All distances equal → every normalised d is 0 → value 1.
 
     Orientation: risk; raw = value.
     """
-    if not 0 <= threshold <= 1:
-        raise ParameterError(f"close_values threshold must be in [0, 1]; got {threshold}")
+    _check_unit_threshold("close_values", threshold)
     d, dn, degenerate = _normalised_dcr(ctx)
     close_ = le(dn, threshold)
     share = float(close_.mean())
@@ -77,14 +82,13 @@ def close_values(ctx, *, threshold: float = 0.2) -> "MetricResult":
 @register_metric(family="re-identification", attack="real records without a distant synthetic record",
                  reference=PRIVEVAL + "2.2.2 Distant Values Probability",
                  orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8")
-def distant_values(ctx, *, threshold: float = 0.8) -> "MetricResult":
+def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
     """Distant Values Probability: same normalised distances as close_values; raw = share with
     normalised d ≥ threshold (0.8), the original 'to be maximised' probability; value = 1 − raw.
 
     Orientation: risk (value); raw is a privacy score (higher = more private).
     """
-    if not 0 <= threshold <= 1:
-        raise ParameterError(f"distant_values threshold must be in [0, 1]; got {threshold}")
+    _check_unit_threshold("distant_values", threshold)
     d, dn, degenerate = _normalised_dcr(ctx)
     far = ge(dn, threshold)
     raw = float(far.mean())
@@ -98,7 +102,7 @@ def distant_values(ctx, *, threshold: float = 0.8) -> "MetricResult":
 @register_metric(family="re-identification", attack="synthetic records near real records on average",
                  reference=PRIVEVAL + "2.2.6 Nearest Synthetic Neighbour Distance",
                  orientation="value = 1 − mean normalised distance of real records to the release")
-def nsnd(ctx) -> "MetricResult":
+def nsnd(ctx) -> MetricResult:
     """Nearest Synthetic Neighbour Distance: raw = mean of the min–max normalised real→nearest
     synthetic distances; value = 1 − raw (a copy has all distances 0 → value 1).
 
@@ -122,7 +126,7 @@ def _rs_rr(ctx, space: str) -> tuple[np.ndarray, np.ndarray]:
 @register_metric(family="re-identification", attack="synthetic records closer to a real record than its real neighbours",
                  reference=PRIVEVAL + "2.2.4 Authenticity (Alaa et al., 2022)",
                  orientation="value = 1 − authenticity = share of real records whose nearest synthetic record is not farther than their nearest other real record")
-def authenticity(ctx) -> "MetricResult":
+def authenticity(ctx) -> MetricResult:
     """Authenticity: raw = share of real records whose nearest other real record is strictly
     closer than their nearest synthetic record (authentic); value = 1 − raw. Computed per real
     record in the mixed space, as METRICS.md defines it.
@@ -142,7 +146,7 @@ def authenticity(ctx) -> "MetricResult":
 @register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
                  reference=PRIVEVAL + "2.2.5 Identifiability score (Yoon et al., ADS-GAN 2020)",
                  orientation="value = share of identifiable real records")
-def identifiability(ctx) -> "MetricResult":
+def identifiability(ctx) -> MetricResult:
     """Identifiability score (ADS-GAN): the authenticity test in the mixed space with every
     column's features multiplied by 1/H (H = the real column's entropy, natural log; numerics over
     10 quantile bins; H = 0 → weight 0). A real record is identifiable unless its nearest other
@@ -165,7 +169,7 @@ def identifiability(ctx) -> "MetricResult":
 @register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
                  reference=PRIVEVAL + "2.2.9 Median Distance to Closest Record",
                  orientation="value = 2·(1 − σ(r)), r = median DCR(real→synthetic) / median DCR(real→real)")
-def median_dcr(ctx) -> "MetricResult":
+def median_dcr(ctx) -> MetricResult:
     """Median DCR: r = median(real→nearest synthetic) / median(real→nearest other real), mixed
     space (medians of even counts = mean of the two middle values). value = 2·(1 − σ(r)):
     r = 0 (copy) → 1, r → ∞ → 0. Both medians 0 → value 1 (r undefined); only the real–real
@@ -194,7 +198,7 @@ def _aa(d_rs, d_rr, d_sr, d_ss) -> float:
 @register_metric(family="tracing", attack="a nearest-neighbour classifier telling real from synthetic records",
                  reference=PRIVEVAL + "2.2.10 Nearest Neighbour Adversarial Accuracy (Yale et al., 2020)",
                  orientation="value = 1 − AA; a copy gives AA = 0 → 1, perfectly separable data AA = 1 → 0")
-def nnaa(ctx, *, repetitions: int = 10) -> "MetricResult":
+def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     """NN Adversarial Accuracy: AA = ½[P(d_RS > d_RR) + P(d_SR > d_SS)] (strict >) in the mixed
     space. When the sizes differ, the larger set is subsampled without replacement to the smaller
     size with a generator seeded by the context's seed, ``repetitions`` times (10), mean AA; the
@@ -244,7 +248,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> "MetricResult":
 @register_metric(family="re-identification", attack="synthetic records that single out one real record",
                  reference=PRIVEVAL + "2.2.7 Nearest Neighbour Distance Ratio",
                  orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)")
-def nndr(ctx, *, n_components: int = 2) -> "MetricResult":
+def nndr(ctx, *, n_components: int = 2) -> MetricResult:
     """NN Distance Ratio: in the FAMD projection (fitted on the real data, ``n_components``
     components), per synthetic record d1/d2 = distances to its two nearest real records
     (0/0 counts 1); raw = mean ratio; value = 1 − raw.
@@ -265,7 +269,7 @@ def nndr(ctx, *, n_components: int = 2) -> "MetricResult":
 @register_metric(family="re-identification", attack="synthetic records near real records in the projected space",
                  reference=PRIVEVAL + "2.2.8 Distance to Closest Record (avatar paper)",
                  orientation="value = 1 − σ(ln m̄) = 1/(1 + m̄), m̄ = mean real→synthetic distance (FAMD 2-D space)")
-def dcr(ctx, *, n_components: int = 2) -> "MetricResult":
+def dcr(ctx, *, n_components: int = 2) -> MetricResult:
     """Distance to Closest Record: m̄ = mean distance of each real record to its nearest
     synthetic record in the FAMD projection; value = 1/(1 + m̄) (copy → 1).
 
@@ -283,7 +287,7 @@ def dcr(ctx, *, n_components: int = 2) -> "MetricResult":
                  reference=PRIVEVAL + "2.2.12 Hidden Rate (avatar paper)",
                  orientation="value = share of real records whose nearest synthetic record is their own",
                  needs=("pairing",))
-def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: int = 2) -> "MetricResult":
+def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: int = 2) -> MetricResult:
     """Hidden Rate: needs a pairing — which real record each synthetic record was generated from
     (``paired=True``: synthetic row i ↔ real row i, or ``pairing``: per synthetic row the real row
     index). In the FAMD projection, a real record is hit when its nearest synthetic record is one
@@ -325,7 +329,7 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
 @register_metric(family="re-identification", attack="synthetic records matching a real record on every attribute up to a small tolerance",
                  reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
                  orientation="value = share of real records hit by some synthetic record")
-def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> "MetricResult":
+def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
     """Hitting Rate: a real record is hit when some synthetic record has all categorical values
     equal and every numeric value within h = (max − min of the real column)/30, inclusive (the
     paper's eq. 30 has a typo); a numeric null matches only a null; a constant column needs

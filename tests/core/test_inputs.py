@@ -4,9 +4,7 @@ names its culprit."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import polars as pl
-import pyarrow as pa
 import pytest
 
 import privgate
