@@ -18,9 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def plot_multi(res: "MultiDisclosureResult", path: Any = None):
     """Draw (and save to ``path`` when given: .png, .pdf, .svg) the summary; returns the
     matplotlib Figure."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    # a bare Figure (no pyplot) needs no backend switch, so the caller's backend is left alone
     from matplotlib.figure import Figure
 
     table = res.attrib_table
