@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import polars as pl
 
+from ..commands._table import format_table
 from ..errors import ConfigError, PrivgateError
 from ..results import MetricResult, _jsonable
 from .config import GateConfig, Rule, load_gate_config, parse_gate_config
@@ -435,19 +436,13 @@ def format_checks(outcome: GateOutcome) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row) followed by
     the decision line."""
     header = ("metric", "rule", "value", "compared", "limits", "verdict", "note")
-    rows = [header]
+    rows = []
     for c, limits, verdict in merged_checks(outcome.checks):
         rows.append((c.metric + (" (optional)" if c.optional else ""), c.rule, _fmt(c.value),
                      _fmt(c.compared, signed=c.rule in ("baseline", "trend")), limits,
                      verdict.upper() if verdict != "pass" else "pass",
                      c.message if verdict != "pass" or c.skipped or c.rule == "error" else ""))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header) - 1)]
-    lines = []
-    for i, r in enumerate(rows):
-        cells = [str(v).ljust(w) for v, w in zip(r[:-1], widths)]
-        lines.append(("  ".join(cells) + "  " + str(r[-1])).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
     lines.append("")
     lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "

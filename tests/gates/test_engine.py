@@ -112,6 +112,26 @@ def test_safe_message_keeps_privgate_text_and_drops_foreign_text():
     assert len(safe_message("x" * 1000)) == 400
 
 
+def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
+    res = {"common_rows": R("common_rows", 0.005), "authenticity": R("authenticity", 0.6, baseline=0.5)}
+    checks = decide(CFG, res, {"hitting_rate": "x"}, has_holdout=True, previous={"authenticity": 0.5})
+    decision, code = decision_of(checks)
+    text = engine.format_checks(engine.GateOutcome("rid", "ds", "r1", decision, checks, code))
+    lines = text.splitlines()
+    assert lines[0].split() == ["metric", "rule", "value", "compared", "limits", "verdict", "note"]
+    rows = [ln.split() for ln in lines[2:]]
+    # two limits of common_rows' threshold rule → one row, the warn limit decides (0.005 > 0, ≤ 0.01)
+    assert rows[0][:9] == ["common_rows", "threshold", "0.0050", "0.0050", "warn", "0", "/", "block", "0.01"]
+    assert rows[0][9] == "WARN"
+    # baseline: excess 0.6 − 0.5 = +0.1 > warn 0.05, ≤ block 0.15
+    assert rows[1][:10] == ["authenticity", "baseline", "0.6000", "+0.1000", "warn", "0.05", "/", "block", "0.15", "WARN"]
+    assert rows[2][:7] == ["authenticity", "trend", "0.6000", "+0.1000", "warn", "0.05", "WARN"]
+    assert rows[3][:6] == ["hitting_rate", "error", "-", "-", "-", "BLOCK"]
+    assert len(rows) == 6 and rows[4] == []  # 4 rows, a blank line, the decision
+    assert lines[-1].startswith("decision: BLOCK (error") and "exit code 3" in lines[-1]
+    assert all(ln == ln.rstrip() for ln in lines)
+
+
 # ------------------------------------------------------------------ run_gate with a stub evaluate
 
 
