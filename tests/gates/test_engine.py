@@ -229,6 +229,38 @@ def test_run_gate_unexpected_evaluation_failure_withholds_details(monkeypatch, f
     assert out.exit_code == 3 and "Jane" not in out.checks[0].message
 
 
+class BrokenStore:
+    """A history store that fails on reading (``read``) or writing (``write``)."""
+
+    def __init__(self, fail):
+        self.fail = fail
+
+    def last_accepted(self, dataset):
+        if self.fail == "read":
+            raise OSError("disk gone")
+        return None
+
+    def record(self, outcome):
+        from privgate.errors import HistoryError
+
+        raise HistoryError("history: cannot record run x: OperationalError")
+
+
+@pytest.mark.parametrize("fail", ["read", "write"])
+def test_run_gate_fails_closed_when_history_fails(monkeypatch, frames, fail):
+    # every metric passes: only the history failure can block
+    _stub(monkeypatch, {"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0})
+    out = run_gate(CFG, *frames, history=BrokenStore(fail))
+    assert out.decision == Decision.BLOCK and out.exit_code == 3 and not out.accepted
+    assert not out.recorded
+    hist = [c for c in out.checks if c.metric == "(history)"]
+    assert hist and all(c.verdict == "block" for c in hist)
+    if fail == "read":
+        assert "cannot read history: OSError" in hist[0].message and "disk gone" not in hist[0].message
+    else:
+        assert "cannot record the run: HistoryError" in hist[-1].message
+
+
 def test_trend_notes_a_changed_real_dataset(monkeypatch, frames, tmp_path):
     from privgate.history import HistoryStore
 
