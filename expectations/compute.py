@@ -7,16 +7,17 @@ the metric's aggregate details. Nothing in the payload is a value of a real reco
 risks are reduced to their summary.
 
 Errors: every failure is raised as :class:`~privgate.errors.MetricComputationError` whose
-message names the metric and the privgate error; messages of non-privgate exceptions are
-withheld (they may quote data values) and the exception chain is cut, so GX's
-``exception_info`` traceback cannot carry real values either.
+message names the metric and the privgate error. An exception inside the metric already
+arrives with its message withheld (``privgate.registry.run_spec``); what is withheld here is
+the message of a non-privgate exception raised *around* the metric (building the context,
+converting the batch), and the exception chain is cut in every case: GX puts the formatted
+traceback, chained exceptions included, in ``exception_info``.
 
 This module does not import Great Expectations.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -36,16 +37,6 @@ _ctx_cache: "OrderedDict[tuple, Any]" = OrderedDict()
 _ctx_lock = threading.Lock()
 
 
-def frame_fingerprint(frame: pl.DataFrame) -> str:
-    """A content hash of a frame (column names, dtypes and every row), computed vectorised."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr(list(frame.schema.items())).encode())
-    h.update(str(frame.height).encode())
-    if frame.height and frame.width:
-        h.update(frame.hash_rows(seed=0).to_numpy().tobytes())
-    return h.hexdigest()
-
-
 def _context_for(
     real_ref: str,
     synthetic: pl.DataFrame,
@@ -60,6 +51,7 @@ def _context_for(
     """An EvaluationContext for (real, synthetic, ...), reused across the expectations of one
     suite run on the same batch so shared neighbour searches are computed once."""
     from privgate.context import EvaluationContext
+    from privgate.gates import frame_fingerprint
 
     real, real_key = resolve_reference(real_ref, role="real")
     holdout, holdout_key = (None, None)
@@ -68,7 +60,7 @@ def _context_for(
     cache_key = (
         real_key,
         holdout_key,
-        frame_fingerprint(synthetic),
+        frame_fingerprint(synthetic)["content_sha256"],  # the gate's content hash
         json.dumps(dict(schema or {}), sort_keys=True),
         tuple(keys) if keys is not None else None,
         tuple(sensitive) if sensitive is not None else None,
@@ -132,17 +124,10 @@ def compute_risk(
                         keys=keys, sensitive=sensitive, seed=seed, schema=schema, paired=paired,
                         baseline=baseline)
     except PrivgateError as exc:
-        cause = exc.__cause__
-        if isinstance(exc, MetricComputationError) and cause is not None and not isinstance(
-            cause, PrivgateError
-        ):
-            # run_spec wrapped an unexpected exception with its text: withhold that text
-            detail = (f"{type(cause).__name__} inside the metric "
-                      "(message withheld: it may quote data values)")
-        else:
-            detail = f"{type(exc).__name__}: {exc}"
+        # privgate's own messages carry no record values (run_spec already withheld the text
+        # of an exception inside the metric); the chain is cut all the same
         raise MetricComputationError(
-            f"privgate metric {metric!r} could not be computed: {detail}"
+            f"privgate metric {metric!r} could not be computed: {type(exc).__name__}: {exc}"
         ) from None
     except Exception as exc:  # noqa: BLE001 - message withheld: it may quote data values
         raise MetricComputationError(

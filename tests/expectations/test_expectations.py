@@ -195,6 +195,27 @@ def test_metric_raising_is_errored_and_message_withheld(gx_context, tiny, monkey
     assert "raise RuntimeError" not in text  # the exception chain (with source lines) is cut
 
 
+def test_exception_around_the_metric_is_errored_and_message_withheld(gx_context, tiny, monkeypatch):
+    """A non-privgate exception outside the metric (here: building the evaluation context) is
+    not covered by run_spec's withholding: compute_risk withholds its text and cuts the chain."""
+    import privgate.context
+
+    real, synth = tiny
+    ref = pe.register_real("tiny", real)
+
+    def broken_init(self, *args, **kwargs):
+        raise ValueError("secret-cell-913 quoted by a library")
+
+    monkeypatch.setattr(privgate.context.EvaluationContext, "__init__", broken_init)
+    pe.compute.clear_context_cache()
+    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0))
+    assert r.success is False and pe.is_errored(r)
+    text = json.dumps(r.to_json_dict())
+    assert "ValueError (message withheld" in pe.error_message(r)
+    assert "secret-cell-913" not in text
+    pe.compute.clear_context_cache()
+
+
 def test_missing_real_file_is_errored(gx_context, tiny, tmp_path):
     _, synth = tiny
     r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
