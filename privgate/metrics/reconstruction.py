@@ -28,7 +28,6 @@ from scipy import sparse
 
 from ..binning import assign_bins, quantile_edges
 from ..errors import ParameterError
-from ..neighbours import knn
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
@@ -273,28 +272,13 @@ def _record_weights(ctx) -> tuple[np.ndarray, float]:
 
 def nearest_on_keys(ctx, keys: list[str]) -> np.ndarray:
     """Per real record, the row index of its nearest synthetic record in the keys' mixed space,
-    ties → the lowest synthetic row index.
+    ties → the lowest synthetic row index: the context's cached search
+    ``ctx.neighbours(("mixed", keys), "real", "synthetic", 1)``.
 
-    Keys repeat a lot (a handful of categorical keys has few distinct combinations), and the
-    exact engine pays for every tie, so the search runs on the distinct points: distinct real
-    points query the distinct synthetic points ordered by their first row, so the engine's
-    lowest-position tie-break is the lowest synthetic row index. The result is the search of
-    ``ctx.neighbours(("mixed", keys), "real", "synthetic", 1)``; when that search is already
-    cached it is reused.
+    Keys repeat a lot (a handful of categorical keys has few distinct combinations); the engine's
+    k = 1 path then searches the distinct points only, keeping the lowest-index tie rule.
     """
-    cache_key = (("mixed", tuple(keys)), "real", "synthetic")
-    cached = ctx._nn.get(cache_key) if hasattr(ctx, "_nn") else None
-    if cached is not None:
-        return cached.idx[:, 0]
-    space = ctx.mixed(tuple(keys))
-    q, t = space.real, space.synthetic
-    if q.shape[1] == 0:  # keys carry no information (constant numerics): everyone gets row 0
-        return np.zeros(q.shape[0], dtype=np.int64)
-    _, q_first, q_inv = np.unique(q, axis=0, return_index=True, return_inverse=True)
-    _, t_first = np.unique(t, axis=0, return_index=True)
-    t_first = np.sort(t_first)
-    nb = knn(q[q_first], t[t_first], 1)
-    return t_first[nb.idx[:, 0]][np.asarray(q_inv).ravel()]
+    return ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", 1).idx[:, 0]
 
 
 @register_metric(family="reconstruction",
