@@ -62,6 +62,20 @@ class MetricResult:
         self.value = min(1.0, max(0.0, v))
         self.raw = float(self.raw)
 
+    @classmethod
+    def from_context(cls, ctx: Any, name: str, value: float, raw: float, raw_description: str, *,
+                     params: dict[str, Any] | None = None, details: dict[str, Any] | None = None,
+                     per_record: np.ndarray | None = None, per_record_description: str = "",
+                     per_attribute: dict[str, float] | None = None) -> "MetricResult":
+        """A result with the evaluation context's row counts and decided schema filled in."""
+        return cls(
+            name=name, value=float(value), raw=float(raw), raw_description=raw_description,
+            params=dict(params or {}), n_real=ctx.n_real, n_synthetic=ctx.n_synthetic,
+            n_holdout=ctx.n_holdout, details=dict(details or {}), per_attribute=per_attribute,
+            per_record=per_record, per_record_description=per_record_description,
+            schema=ctx.schema.as_dict(),
+        )
+
     def with_baseline(self, baseline: float) -> "MetricResult":
         """Attach a holdout baseline value and the excess of this value over it."""
         self.baseline = float(baseline)

@@ -50,15 +50,6 @@ def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
     return out
 
 
-def _result(ctx, value: float, raw: float, description: str, params: dict[str, Any],
-            details: dict[str, Any], per_attribute: dict[str, float]) -> MetricResult:
-    return MetricResult(
-        name="", value=value, raw=raw, raw_description=description, params=params,
-        n_real=ctx.n_real, n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout,
-        details=details, per_attribute=per_attribute, schema=ctx.schema.as_dict(),
-    )
-
-
 @register_metric(family="disclosure",
                  attack="identity disclosure: single out a real person unique on the keys through a "
                         "synthetic record that is unique on the same keys (replicated unique)",
@@ -79,8 +70,10 @@ def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
         "note": "percentages; repU depends on the target only through target-specific exclusions",
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    return _result(ctx, worst / 100.0, worst, "repU (% of real records that are replicated uniques)",
-                   params, details, {t: v / 100.0 for t, v in rep_u.items()})
+    return MetricResult.from_context(ctx, "disclosure_identity", worst / 100.0, worst,
+                                     "repU (% of real records that are replicated uniques)",
+                                     params=params, details=details,
+                                     per_attribute={t: v / 100.0 for t, v in rep_u.items()})
 
 
 @register_metric(family="disclosure",
@@ -108,6 +101,7 @@ def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
         "per_target": _per_target_details(res),
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    return _result(ctx, worst / 100.0, worst,
-                   "largest DiSCO over the targets (% of real records disclosed correctly)",
-                   params, details, {t: v / 100.0 for t, v in disco.items()})
+    return MetricResult.from_context(ctx, "disclosure_attribute", worst / 100.0, worst,
+                                     "largest DiSCO over the targets (% of real records disclosed correctly)",
+                                     params=params, details=details,
+                                     per_attribute={t: v / 100.0 for t, v in disco.items()})

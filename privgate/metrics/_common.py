@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
@@ -10,18 +9,8 @@ from ..results import MetricResult
 from ..ties import close
 
 
-def result(ctx, name: str, value: float, raw: float, raw_description: str, *,
-           params: dict[str, Any] | None = None, details: dict[str, Any] | None = None,
-           per_record: np.ndarray | None = None, per_record_description: str = "",
-           per_attribute: dict[str, float] | None = None) -> MetricResult:
-    """Build a MetricResult with the context's row counts and decided schema."""
-    return MetricResult(
-        name=name, value=float(value), raw=float(raw), raw_description=raw_description,
-        params=dict(params or {}), n_real=ctx.n_real, n_synthetic=ctx.n_synthetic,
-        n_holdout=ctx.n_holdout, details=dict(details or {}), per_attribute=per_attribute,
-        per_record=per_record, per_record_description=per_record_description,
-        schema=ctx.schema.as_dict(),
-    )
+# the metric modules' short name for MetricResult.from_context
+result = MetricResult.from_context
 
 
 def minmax_normalise(d: np.ndarray) -> tuple[np.ndarray, bool]:
