@@ -88,11 +88,13 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
 
 def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
              extra: dict[str, dict], raw_description: str, per_record_description: str,
-             params: dict) -> MetricResult:
-    """One result from per-sensitive-column per-record scores: value = the worst mean."""
-    means = {c: float(v.mean()) for c, v in per_attr.items()}
+             params: dict, means: dict[str, float] | None = None) -> MetricResult:
+    """One result from per-sensitive-column per-record scores: value = the worst of ``means``
+    (default: each column's mean per-record score)."""
+    if means is None:
+        means = {c: float(v.mean()) for c, v in per_attr.items()}
     worst = max(means, key=lambda c: means[c])
-    value = means[worst]
+    value = min(1.0, max(0.0, means[worst]))
     details = {"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra}
     return result(ctx, name, value, value, raw_description, params=params, details=details,
                   per_attribute=means, per_record=per_attr[worst],
@@ -323,14 +325,10 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
         correct = correct.astype(np.float64)
         per_attr[col] = correct
         extra[col] = {"accuracy": float(correct.mean()), "weighted_accuracy": float((weights * correct).sum())}
-    means = {c: extra[c]["weighted_accuracy"] for c in sensitive}
-    worst = max(means, key=lambda c: means[c])
-    value = min(1.0, max(0.0, means[worst]))
-    return result(ctx, "attribute_inference", value, value,
-                  "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
-                  params={"keys": keys, "sensitive": sensitive},
-                  details={"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra,
-                           "entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details},
-                  per_attribute=means, per_record=per_attr[worst],
-                  per_record_description=f"1 if the nearest synthetic record on the keys reveals the sensitive value "
-                                         f"(sensitive column {worst!r})")
+    res = _combine(ctx, "attribute_inference", keys, sensitive, per_attr, extra,
+                   "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
+                   "1 if the nearest synthetic record on the keys reveals the sensitive value",
+                   {"keys": keys, "sensitive": sensitive},
+                   means={c: extra[c]["weighted_accuracy"] for c in sensitive})
+    res.details.update({"entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details})
+    return res
