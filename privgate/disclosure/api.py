@@ -343,7 +343,8 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
             if isinstance(value, Mapping):
                 per[dest] = _per_target(name, value, targets, ())
             else:
-                items = list(value)
+                # a bare string is one level, never a sequence of characters
+                items = [value] if isinstance(value, str) else list(value)
                 if items and all(isinstance(x, str) for x in items) and len(targets) == 1:
                     items = [items]
                 per[dest] = _per_target(name, items, targets, ())

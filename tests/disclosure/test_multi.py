@@ -149,3 +149,16 @@ def test_a_copy_scores_the_real_data_maximum():
     attr = disclosure_attribute(REAL, REAL, keys=["A"], targets=["T"])
     assert ident.raw == pytest.approx(12.5)   # UiO
     assert attr.raw == pytest.approx(37.5)    # Dorig
+
+
+def test_a_bare_string_exclusion_is_one_level():
+    # with one target, exclude_*="b" means the one level "b", not the characters of a string
+    bare = multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b",
+                            exclude_targetlevs="q")
+    listed = multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys=["A"], exclude_keylevs=["b"],
+                              exclude_targetlevs=["q"])
+    assert bare.per_target["U"].attrib.equals(listed.per_target["U"].attrib)
+    # "pq" is one level that does not exist (an error), not the two levels "p" and "q"
+    with pytest.raises(ParameterError, match="pq"):
+        multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b",
+                         exclude_targetlevs="pq")
