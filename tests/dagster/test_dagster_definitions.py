@@ -157,3 +157,13 @@ def test_example_prepares_a_loadable_workspace(tmp_path):
     assert sorted(files) == ["release-1-marginals", "release-2-leaky", "release-3-noisy-copy"]
     assert not skipped
     assert main(["--dir", str(tmp_path / "ex"), "--prepare-only"]) == 0
+
+
+def test_dagster_defs_does_not_import_great_expectations():
+    """The Dagster adapter stands without the GX one: importing dagster_defs (its module
+    entry point, the Definitions builder, the example) imports neither GX nor expectations."""
+    code = ("import sys, dagster_defs, dagster_defs.definitions, dagster_defs.example; "
+            "print('great_expectations' in sys.modules, 'expectations' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO, timeout=120)
+    assert out.stdout.split() == ["False", "False"]
