@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from ..gates.engine import merged_checks
+from ..gates.engine import _fmt, merged_checks  # the decision table's number format
 from ..results import _jsonable
 from . import plots
 
@@ -41,16 +41,6 @@ def _env() -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
         undefined=jinja2.StrictUndefined,
     )
-
-
-def _fmt(x: Any, signed: bool = False) -> str:
-    if x is None:
-        return "-"
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    return f"{v:+.4f}" if signed else f"{v:.4f}"
 
 
 def _history_frames(outcome: Any, history: Any) -> tuple[Any, list[dict[str, Any]]]:
