@@ -17,12 +17,13 @@ copy) gives value 1; a perfect separator (AUC = 1, recall = 1) gives 0.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
 from ._common import result
@@ -85,6 +86,7 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     seed = ctx.seed
     x = x.astype(np.float32)  # the MLP trains in float32: half the time, same decisions
     splits = list(splitter.split(x, y))
+    _check_training_parts(ctx, splits, y, folds)
     hidden = tuple(int(h) for h in hidden_layer_sizes)
     workers = min(jobs, folds)
     if workers == 1:
@@ -99,6 +101,22 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
                           "seed": ctx.seed},
                   details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
                            "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
+
+
+# early stopping holds out ⌈10 %⌉ of a training part, stratified: ≥ 2 records and both classes
+_MIN_TRAIN = 11
+
+
+def _check_training_parts(ctx, splits, y: np.ndarray, folds: int) -> None:
+    """TooFewRowsError (naming the row counts) when a fold's training part is too small for the
+    MLP's stratified early-stopping split, instead of scikit-learn's error from inside a fold."""
+    smallest = min(tr.size for tr, _ in splits)
+    fewest = min(int(np.bincount(y[tr], minlength=2).min()) for tr, _ in splits)
+    if smallest < _MIN_TRAIN or fewest < 2:
+        raise TooFewRowsError(
+            f"detection_mlp needs each of the {folds} training parts to hold at least {_MIN_TRAIN} records, 2 of "
+            f"each class (10 % is held out for early stopping); {ctx.n_real} real and {ctx.n_synthetic} "
+            f"synthetic rows give {smallest} records, {fewest} of the smaller class")
 
 
 def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> float:
@@ -147,6 +165,12 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
     if not 0 < test_size < 1:
         raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
     _check_class_sizes(ctx, "membership_inference", 2)
+    n = ctx.n_real + ctx.n_synthetic
+    n_test = math.ceil(test_size * n)
+    if n_test < 2 or n - n_test < 2:  # a stratified split needs both classes on both sides
+        raise TooFewRowsError(
+            f"membership_inference with test_size={test_size} splits {ctx.n_real} real + {ctx.n_synthetic} "
+            f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
     x, y, space_details = _labelled(ctx)
     jobs = _n_jobs(n_jobs)
     recalls = []

@@ -83,6 +83,15 @@ def test_invalid_parameters_and_too_few_rows():
         detection_mlp(real.head(3), syn)
     with pytest.raises(TooFewRowsError, match="membership_inference needs at least 2 synthetic rows; got 1"):
         membership_inference(real, syn.head(1))
+    # 6 + 6 rows, 5 folds: training parts of 9–10 records; early stopping's 10 % (⌈0.9⌉ = 1 record)
+    # cannot hold both classes → a named error, not scikit-learn's from inside a fold
+    with pytest.raises(TooFewRowsError, match="6 real and 6 synthetic rows give 9 records"):
+        detection_mlp(real.head(6), syn.head(6))
+    # 7 + 7: parts of 11–12 records (⌈1.1⌉ = 2 held out) → computes; 20 std apart → AUC 1
+    assert detection_mlp(real.head(7), syn.head(7)).raw == pytest.approx(1.0)
+    # 3 + 3 rows with test_size 0.1: ⌈0.6⌉ = 1 test record cannot hold both classes
+    with pytest.raises(TooFewRowsError, match="into 5 training and 1 test records"):
+        membership_inference(real.head(3), syn.head(3), test_size=0.1)
 
 
 # ----------------------------------------------------------------- Adult sample baselines
