@@ -36,8 +36,10 @@ def load_frame(data: Any, *, role: str = "input") -> pl.DataFrame:
     if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
         try:
             return pl.from_pandas(data)
-        except Exception as exc:  # noqa: BLE001
-            raise InputLoadError(f"{role}: cannot convert pandas DataFrame: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - conversion errors quote cell values: type only
+            raise InputLoadError(
+                f"{role}: cannot convert pandas DataFrame: {type(exc).__name__} (a column mixes "
+                "types or holds Python objects; cast it to one dtype)") from None
     raise InputLoadError(
         f"{role}: unsupported input type {type(data).__name__}; expected a Polars DataFrame or "
         "LazyFrame, a pyarrow Table, a pandas DataFrame, or a path to .parquet/.csv/.arrow/.feather"
@@ -47,8 +49,8 @@ def load_frame(data: Any, *, role: str = "input") -> pl.DataFrame:
 def _from_arrow(table: pa.Table, role: str) -> pl.DataFrame:
     try:
         out = pl.from_arrow(table)
-    except Exception as exc:  # noqa: BLE001
-        raise InputLoadError(f"{role}: cannot convert Arrow table: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - conversion errors can quote values: type only
+        raise InputLoadError(f"{role}: cannot convert Arrow table: {type(exc).__name__}") from None
     if isinstance(out, pl.Series):  # pragma: no cover - single column edge
         out = out.to_frame()
     return out

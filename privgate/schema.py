@@ -26,6 +26,16 @@ CATEGORICAL = "categorical"
 KINDS = (NUMERIC, CATEGORICAL)
 
 
+def dtype_name(dtype: pl.DataType) -> str:
+    """A dtype as it may appear in messages, fingerprints and reports. ``str(pl.Enum(...))``
+    lists every category label — level labels of the real data, rare ones included — so an Enum
+    is named with its category count only (a nested dtype holding an Enum by its outer type)."""
+    if isinstance(dtype, pl.Enum):
+        return f"Enum({dtype.categories.len()} categories)"
+    text = str(dtype)
+    return str(dtype.base_type()) if "Enum(" in text else text
+
+
 def dtype_kind(dtype: pl.DataType) -> str | None:
     """The kind a Polars dtype maps to, or None when privgate cannot use it."""
     if dtype.is_numeric():
@@ -123,7 +133,7 @@ def infer_schema(
             kind = dtype_kind(dtype)
             if kind is None:
                 raise UnsupportedDtypeError(
-                    f"column {col!r} in {role} has unsupported dtype {dtype}; privgate compares "
+                    f"column {col!r} in {role} has unsupported dtype {dtype_name(dtype)}; privgate compares "
                     "numeric (int, float, date, datetime) and categorical (string, categorical, "
                     "enum, boolean) columns only"
                 )
@@ -135,14 +145,14 @@ def infer_schema(
             if user_schema[col] == NUMERIC:
                 for role, kind in per_role.items():
                     if kind != NUMERIC:
-                        dt = frames[role].schema[col]
+                        dt = dtype_name(frames[role].schema[col])
                         raise IncompatibleDtypeError(
                             f"column {col!r} is declared numeric but is {dt} in {role}"
                         )
             continue
         distinct = set(per_role.values())
         if len(distinct) > 1:
-            desc = ", ".join(f"{r}: {frames[r].schema[col]}" for r in frames)
+            desc = ", ".join(f"{r}: {dtype_name(frames[r].schema[col])}" for r in frames)
             raise IncompatibleDtypeError(
                 f"column {col!r} has incompatible dtypes ({desc}); numeric and text columns cannot "
                 "be compared — cast one side or pass schema={...}"

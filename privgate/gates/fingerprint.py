@@ -15,17 +15,9 @@ from typing import Any
 
 import polars as pl
 
+from ..schema import dtype_name
+
 HASH_ALGORITHM = "sha256(schema, polars.hash_rows(seed=0), polars.hash_rows(seed=1); columns sorted)"
-
-
-def dtype_name(dtype: pl.DataType) -> str:
-    """A dtype as stored in fingerprints. ``str(pl.Enum(...))`` lists every category label —
-    level labels of the real data, rare ones included — so an Enum is named with its category
-    count only (a nested dtype holding an Enum by its outer type name only)."""
-    if isinstance(dtype, pl.Enum):
-        return f"Enum({dtype.categories.len()} categories)"
-    text = str(dtype)
-    return str(dtype.base_type()) if "Enum(" in text else text
 
 
 def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, Any]:

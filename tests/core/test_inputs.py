@@ -4,6 +4,7 @@ names its culprit."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import polars as pl
 import pytest
 
@@ -179,3 +180,21 @@ def test_nan_is_missing_and_unseen_categories_are_fine():
     assert ctx.real["a"].null_count() == 1
     res = privgate.evaluate(r, s, ["common_rows", "dcr", "hitting_rate", "authenticity"])
     assert res.results["common_rows"].value == pytest.approx(2 / 3)
+
+
+def test_dtype_errors_never_list_enum_levels_and_conversions_never_quote_cells():
+    rare = "RareLevel-Jane"
+    enum = pl.Enum(["a", "b", rare])
+    r = pl.DataFrame({"x": pl.Series(["a", "b"], dtype=enum)})
+    s = pl.DataFrame({"x": [1.0, 2.0]})
+    with pytest.raises(IncompatibleDtypeError, match=r"Enum\(3 categories\)") as e:
+        EvaluationContext(r, s)
+    assert rare not in str(e.value)
+    with pytest.raises(IncompatibleDtypeError) as e:
+        EvaluationContext(r, r, schema={"x": "numeric"})
+    assert rare not in str(e.value)
+    secret = "Jane Doe 1970-01-01"
+    bad = pd.DataFrame({"x": [1.5, secret]}, dtype=object)
+    with pytest.raises(InputLoadError, match="real: cannot convert pandas DataFrame") as e:
+        EvaluationContext(bad, s)
+    assert secret not in str(e.value)
