@@ -12,7 +12,8 @@ t = the α-quantile of TTPR; score = 100·min(1, share(TTPR < t) / share(TSPR < 
 TSPR is below t. Before comparing, S and R2 are size-matched (the larger subsampled without
 replacement to the smaller's size; 10 seeded repetitions, mean score), otherwise a larger release
 looks riskier by size alone. Distances are Euclidean in the mixed space fitted on all real
-records; nearest neighbours come from the exact engine (:func:`privgate.neighbours.knn`).
+records; nearest neighbours come from the exact engine (:func:`privgate.neighbours.knn`; the
+real → synthetic search from the context's shared cache).
 
 Orientation: raw = score (0..100, 100 = no significant risk); value = 1 − score/100. A copy does
 *not* reach 1: with S = R size-matched to R2, about half of R1 is in the subsample (TSPR = 0)
@@ -115,7 +116,9 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     else:
         subsampled, reps = ("real_half" if r2.shape[0] > m else "synthetic"), repetitions
     full_tt = None if subsampled == "real_half" else proximity_ratio(knn(r1, r2, 1).dist[:, 0], d_own)
-    full_ts = None if subsampled == "synthetic" else proximity_ratio(knn(r1, syn, 1).dist[:, 0], d_own)
+    # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
+    full_ts = None if subsampled == "synthetic" else proximity_ratio(
+        ctx.neighbours("mixed", "real", "synthetic", 1).dist[perm[:h], 0], d_own)
     big = r2 if subsampled == "real_half" else syn
     candidates = knn(r1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
     scores, per_rep = [], []
