@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -19,30 +18,6 @@ import privgate  # noqa: E402
 ADULT = Path(privgate.__file__).parent / "data" / "adult_sample.parquet"
 ADULT_HOLDOUT = Path(privgate.__file__).parent / "data" / "adult_holdout.parquet"
 N_ROWS = 600  # enough for every metric, small enough to keep the suite fast
-
-
-def uniform_random(real: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
-    """A release drawn uniformly within each real column's range / levels (METRICS.md §1's
-    "scores about 0" reference), seeded: privgate.baselines.uniform_random, with a local
-    equivalent only for trees where the baselines module is absent."""
-    try:
-        from privgate.baselines import uniform_random as pg_uniform  # type: ignore
-
-        return pg_uniform(real, seed=seed, n=n)
-    except ImportError:
-        pass
-    rng = np.random.default_rng(seed)
-    cols = {}
-    for name, dtype in real.schema.items():
-        s = real[name].drop_nulls()
-        if dtype.is_numeric():
-            lo, hi = float(s.min()), float(s.max())
-            x = rng.uniform(lo, hi, n)
-            cols[name] = pl.Series(name, np.round(x) if dtype.is_integer() else x).cast(dtype)
-        else:
-            levels = s.unique().sort().to_list()
-            cols[name] = pl.Series(name, [levels[i] for i in rng.integers(0, len(levels), n)])
-    return pl.DataFrame(cols)
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +57,9 @@ def adult_holdout_path(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def adult_random(adult_small) -> pl.DataFrame:
-    return uniform_random(adult_small, adult_small.height, seed=7)
+    from privgate.baselines import uniform_random
+
+    return uniform_random(adult_small, seed=7, n=adult_small.height)
 
 
 @pytest.fixture(scope="session")
