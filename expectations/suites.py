@@ -75,8 +75,13 @@ def get_suite(context: Any, name: str):
     try:
         store = context.suites._store  # GX keeps the raw dicts here (semi-internal)
         raw = store.get(key=store.get_key(name=name, id=None))
-    except Exception:  # noqa: BLE001 - cannot compare: return what GX loaded
-        return suite
+    except Exception as exc:  # noqa: BLE001 - cannot compare: fail closed, not open
+        # returning GX's suite unchecked could hand back one silently missing expectations
+        raise ConfigError(
+            f"suite {name!r}: cannot check that GX loaded every stored expectation "
+            f"({type(exc).__name__} reading the suite store); save it with save_suite_json and "
+            "load it with load_suite_json instead"
+        ) from None
     stored = raw.get("expectations") or []
     if len(stored) != len(suite.expectations):
         loaded_types = [e.expectation_type for e in suite.expectations]

@@ -148,6 +148,17 @@ def test_get_suite_detects_silent_drop(tmp_path, adult_path):
         pe.get_suite(ctx, "drop")
 
 
+def test_get_suite_fails_closed_when_it_cannot_compare():
+    """A context whose raw suite store cannot be read (another GX version, another store type):
+    get_suite cannot rule out a silent drop, so it refuses instead of returning the suite."""
+    from types import SimpleNamespace
+
+    suite = gx.ExpectationSuite(name="unchecked")
+    ctx = SimpleNamespace(suites=SimpleNamespace(get=lambda name: suite))  # no _store
+    with pytest.raises(ConfigError, match="'unchecked': cannot check that GX loaded"):
+        pe.get_suite(ctx, "unchecked")
+
+
 def _visible_text(path: Path) -> str:
     """The page's text as a reader sees it (tags dropped, spaces GX puts around parameters
     removed before punctuation)."""
