@@ -84,6 +84,7 @@ def test_sensor_on_missing_directory_skips(defs, example, instance, tmp_path):
     result = sensor(dg.build_sensor_context(instance=instance, resources={"locations": loc},
                                             definitions=defs))
     assert isinstance(result, dg.SkipReason)
+    assert result.skip_message == f"no new release in {tmp_path / 'nope'} (0 known release file(s))"
 
 
 def test_reevaluation_schedule_requests_the_latest_releases(defs, instance):
@@ -93,7 +94,7 @@ def test_reevaluation_schedule_requests_the_latest_releases(defs, instance):
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
     repo = defs.get_repository_def()
     ctx = dg.build_schedule_context(instance=instance, repository_def=repo)
-    assert isinstance(schedule.evaluate_tick(ctx).skip_message, str)  # no releases yet
+    assert schedule.evaluate_tick(ctx).skip_message == "no release partitions yet"
     keys = [f"r{i}" for i in range(7)]
     instance.add_dynamic_partitions("releases", keys)
     when = datetime(2026, 11, 21, 3, 0, tzinfo=timezone.utc)
