@@ -23,7 +23,6 @@ import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import polars as pl
 
 from privgate.errors import MetricComputationError, ParameterError, PrivgateError
@@ -169,10 +168,8 @@ def _compute(
                        sensitive=sensitive, seed=seed, paired=paired)
     result = run_spec(spec, ctx, params)
     if baseline:
-        # the holdout sample privgate.evaluate(baseline=True) uses
-        size = min(ctx.n_holdout, ctx.n_synthetic)
-        rows = np.sort(np.random.default_rng(seed).choice(ctx.n_holdout, size, replace=False))
-        base = run_spec(spec, ctx.with_synthetic(ctx.holdout[rows]), params)
+        # the same holdout sample privgate.evaluate(baseline=True) uses
+        base = run_spec(spec, ctx.holdout_baseline(), params)
         result.with_baseline(base.value)
     return payload_from_result(result, spec)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import polars as pl
 
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
@@ -65,6 +66,7 @@ class EvaluationContext:
         self.pairing = pairing
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
+        self._baseline_ctx: EvaluationContext | None = None
         # real-only searches are shared with contexts made by with_synthetic()
         self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
 
@@ -115,6 +117,18 @@ class EvaluationContext:
             self.real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
             sensitive=self.sensitive, seed=self.seed, _shared=self._shared,
         )
+
+    def holdout_baseline(self) -> "EvaluationContext":
+        """The context a holdout baseline is scored on: a sample (without replacement, seeded by
+        ``seed``) of min(n_holdout, n_synthetic) holdout records in place of the synthetic set,
+        sharing this context's real-side searches. Built once per context."""
+        if self.holdout is None:
+            raise NotApplicableError("a holdout baseline needs holdout data")
+        if self._baseline_ctx is None:
+            size = min(self.n_holdout, self.n_synthetic)
+            rows = np.sort(np.random.default_rng(self.seed).choice(self.n_holdout, size, replace=False))
+            self._baseline_ctx = self.with_synthetic(self.holdout[rows])
+        return self._baseline_ctx
 
     # ------------------------------------------------------------- parameters
     def key_sensitive(self, keys: Sequence[str] | None = None,

@@ -6,7 +6,6 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
@@ -81,12 +80,7 @@ def evaluate(
     specs = [get_metric(n) for n in names]  # unknown names fail before any work
     if baseline and ctx.holdout is None:
         raise ParameterError("baseline=True needs a holdout")
-    base_ctx = None
-    if baseline:
-        size = min(ctx.n_holdout, ctx.n_synthetic)
-        rng = np.random.default_rng(seed)
-        rows = np.sort(rng.choice(ctx.n_holdout, size, replace=False))
-        base_ctx = ctx.with_synthetic(ctx.holdout[rows])
+    base_ctx = ctx.holdout_baseline() if baseline else None
     report_fn = _progress_fn(progress)
     results, errors = {}, {}
     for i, spec in enumerate(specs, 1):
