@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from privgate.gates.config import check_name as gate_check_name
+
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateCheck, GateConfig, GateOutcome
 
@@ -64,8 +66,9 @@ class RuleCheck:
 
 
 def check_name(metric: str, kind: str, severity: str) -> str:
-    """The stable asset-check name of one rule."""
-    return f"{_ident(metric)}__{kind}_{severity}"
+    """The stable asset-check name of one rule (the name GX suites built from the same gate
+    configuration use too)."""
+    return gate_check_name(metric, kind, severity)
 
 
 def rule_checks(cfg: "GateConfig") -> list[RuleCheck]:
@@ -192,10 +195,6 @@ def finite(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-def _ident(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
 def _md_escape(text: str) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from privgate.errors import ConfigError
+from privgate.gates.config import check_name
 
 from .core import NAMED, ExpectSyntheticPrivacyRiskToBeBelow
 
@@ -83,7 +84,7 @@ def suite_from_gate_config(
                 "compare_to": "excess" if rule.kind == "baseline" else "value",
                 "severity": "critical" if rule.severity == "block" else "warning",
                 "meta": {
-                    "check_name": f"{gate.name}_{rule.kind}_{rule.severity}",
+                    "check_name": check_name(gate.name, rule.kind, rule.severity),
                     "privgate_rule": rule.to_dict(),
                     "privgate_optional": bool(gate.optional),
                 },

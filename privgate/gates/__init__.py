@@ -3,7 +3,7 @@ pass / warn / block for one synthetic release (fails closed). See ``docs/gates.m
 
 from pathlib import Path
 
-from .config import GateConfig, MetricGate, Rule, load_gate_config, parse_gate_config
+from .config import GateConfig, MetricGate, Rule, check_name, load_gate_config, parse_gate_config
 from .engine import (
     EXIT_CODES,
     Decision,
@@ -28,7 +28,7 @@ def default_gate_config(dataset: str | None = None) -> GateConfig:
 
 
 __all__ = [
-    "DEFAULT_CONFIG_PATH", "EXIT_CODES", "Decision", "GateCheck", "GateConfig", "GateOutcome",
+    "DEFAULT_CONFIG_PATH", "EXIT_CODES", "check_name", "Decision", "GateCheck", "GateConfig", "GateOutcome",
     "MetricGate", "Rule", "decide", "decision_of", "default_gate_config", "format_checks",
     "frame_fingerprint", "inputs_fingerprint", "load_gate_config", "merged_checks",
     "parse_gate_config", "run_gate", "safe_message",

@@ -374,3 +374,11 @@ def _check_params(where: str, spec: Any, params: dict[str, Any]) -> None:
         if pname not in accepted:
             raise ConfigError(f"{where}.params.{pname}: metric {spec.name!r} has no parameter "
                               f"{pname!r}; it takes: {', '.join(sorted(accepted)) or 'none'}")
+
+
+def check_name(metric: str, kind: str, severity: str) -> str:
+    """The stable name of one gate rule as a check, shared by every adapter (Dagster asset checks,
+    GX expectations built from a gate config): ``<metric>__<kind>_<severity>``, e.g.
+    ``common_rows__threshold_block``; the double underscore separates the metric's own name."""
+    metric_id = "".join(c if c.isalnum() or c == "_" else "_" for c in metric)
+    return f"{metric_id}__{kind}_{severity}"

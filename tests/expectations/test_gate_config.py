@@ -31,7 +31,9 @@ def frames(tmp_path_factory, adult_small, adult_holdout_path):
 
 
 def _gate_verdicts(outcome) -> dict[str, str]:
-    return {f"{c.metric}_{c.rule}_{c.severity}": c.verdict for c in outcome.checks
+    from privgate.gates import check_name
+
+    return {check_name(c.metric, c.rule, c.severity): c.verdict for c in outcome.checks
             if c.rule in ("threshold", "baseline") and not c.skipped}
 
 
@@ -54,7 +56,7 @@ def test_suite_decides_like_the_gate(gx_context, frames, with_holdout):
         assert row["status"] != "errored", (name, row["error"])
         assert (row["status"] == "failed") == (verdict != "pass"), (name, verdict, row["risk"])
     # the leaky release: copies fire the common_rows block rule either way
-    blocked = "common_rows_baseline_block" if with_holdout else "common_rows_threshold_block"
+    blocked = "common_rows__baseline_block" if with_holdout else "common_rows__threshold_block"
     assert gate[blocked] == "block" and gx_status[blocked]["status"] == "failed"
     assert gx_status[blocked]["severity"] == "critical"
     skipped = suite.meta["privgate_skipped_rules"]
@@ -72,13 +74,13 @@ def test_warn_rules_map_to_warning_severity_and_optional_errors_do_not_block(fra
     }}
     suite = pe.suite_from_gate_config(cfg, real=frames["real"])
     assert [e.meta["check_name"] for e in suite.expectations] == [
-        "common_rows_threshold_warn", "common_rows_threshold_block", "hidden_rate_threshold_block"]
+        "common_rows__threshold_warn", "common_rows__threshold_block", "hidden_rate__threshold_block"]
     result = pe.validate_release(frames["release"], suite)
     checks = {c.check_name: c for c in bridge.to_asset_check_results(result, asset_key="r")}
-    assert checks["common_rows_threshold_warn"].passed is False
-    assert checks["common_rows_threshold_warn"].severity == dg.AssetCheckSeverity.WARN
-    assert checks["common_rows_threshold_block"].passed is True
-    optional = checks["hidden_rate_threshold_block"]
+    assert checks["common_rows__threshold_warn"].passed is False
+    assert checks["common_rows__threshold_warn"].severity == dg.AssetCheckSeverity.WARN
+    assert checks["common_rows__threshold_block"].passed is True
+    optional = checks["hidden_rate__threshold_block"]
     assert optional.passed is False and optional.metadata["errored"].value is True
     assert optional.severity == dg.AssetCheckSeverity.WARN
 
