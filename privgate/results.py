@@ -34,7 +34,11 @@ class MetricResult:
             first metric that needed them).
         schema: the decided column kinds ({column: "numeric" | "categorical"}).
         baseline / excess: the same metric on a holdout sample and value - baseline (gates).
-        ci: an uncertainty interval of `value`, when computed.
+        ci: the 95 % interval of `value` (lower, upper), when one can be computed; how it was
+            computed is ``details["ci_method"]`` (or why there is none: "none: <reason>").
+        baseline_ci / excess_ci: the intervals of the holdout baseline and of the excess.
+        p_value: the p-value of the metric's own hypothesis test, for metrics that are tests
+            (e.g. memorisation: "no more memorised than holdout records"); None otherwise.
     """
 
     name: str
@@ -54,6 +58,9 @@ class MetricResult:
     baseline: float | None = None
     excess: float | None = None
     ci: tuple[float, float] | None = None
+    baseline_ci: tuple[float, float] | None = None
+    excess_ci: tuple[float, float] | None = None
+    p_value: float | None = None
 
     def __post_init__(self) -> None:
         v = float(self.value)
@@ -76,10 +83,22 @@ class MetricResult:
             schema=ctx.schema.as_dict(),
         )
 
-    def with_baseline(self, baseline: float) -> "MetricResult":
-        """Attach a holdout baseline value and the excess of this value over it."""
+    def with_baseline(self, baseline: float, baseline_ci: tuple[float, float] | None = None,
+                      excess_ci: tuple[float, float] | None = None) -> "MetricResult":
+        """Attach a holdout baseline value (with its interval) and the excess of this value over
+        it (with the excess's interval, computed by :mod:`privgate.stats`)."""
         self.baseline = float(baseline)
         self.excess = self.value - self.baseline
+        self.baseline_ci = _interval(baseline_ci)
+        self.excess_ci = _interval(excess_ci)
+        return self
+
+    def set_ci(self, ci: tuple[float, float] | None, method: str) -> "MetricResult":
+        """Attach the interval of ``value`` and say how it was computed (``method``), or, with
+        ``ci=None``, why there is none (``method`` then starts with "none: ")."""
+        self.ci = _interval(ci)
+        self.details["ci_method"] = method if self.ci is not None or method.startswith("none") \
+            else f"none: {method}"
         return self
 
     def per_record_summary(self) -> dict[str, Any] | None:
@@ -125,10 +144,24 @@ class MetricResult:
             "baseline": self.baseline,
             "excess": self.excess,
             "ci": list(self.ci) if self.ci is not None else None,
+            "ci_method": self.details.get("ci_method"),
+            "baseline_ci": list(self.baseline_ci) if self.baseline_ci is not None else None,
+            "excess_ci": list(self.excess_ci) if self.excess_ci is not None else None,
+            "p_value": _json_float(self.p_value) if self.p_value is not None else None,
         }
         if include_per_record and self.per_record is not None:
             out["per_record"] = [float(x) for x in np.asarray(self.per_record, dtype=np.float64)]
         return out
+
+
+def _interval(ci: Any) -> tuple[float, float] | None:
+    """A (lower, upper) pair of finite floats with lower ≤ upper, or None."""
+    if ci is None:
+        return None
+    lo, hi = (float(ci[0]), float(ci[1]))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi + 1e-12:
+        raise ValueError(f"an interval must be two finite numbers lower ≤ upper; got {ci!r}")
+    return (lo, max(lo, hi))
 
 
 def _json_float(x: float) -> float | str | None:
