@@ -58,7 +58,8 @@ def evaluate(
         params: metric name → keyword parameters for that metric.
         pairing: hidden_rate's pairing (True = row i ↔ row i, or per-synthetic real row indices).
         baseline: with a holdout, also score a holdout sample of the release's size in place of
-            the synthetic set and attach ``baseline`` / ``excess`` to each result.
+            the synthetic set and attach ``baseline`` / ``excess`` to each result (not to
+            self-controlled metrics, which compare with the holdout themselves).
         on_error: "raise" (default) or "record": a metric that fails is recorded in
             ``Report.errors`` and the others still run (gates use this to fail closed).
         progress: True prints one line per metric to stderr, or a callable(name, i, total).
@@ -89,7 +90,7 @@ def evaluate(
         p = params.get(spec.name, {})
         try:
             res = run_spec(spec, ctx, p)
-            if base_ctx is not None:
+            if base_ctx is not None and not spec.self_controlled:
                 res.with_baseline(run_spec(spec, base_ctx, p).value)
             results[spec.name] = res
         except PrivgateError as exc:

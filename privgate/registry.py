@@ -41,6 +41,10 @@ class MetricSpec:
     needs: tuple[str, ...] = ()
     summary: str = ""
     defaults: dict[str, Any] = field(default_factory=dict)
+    # True for metrics that already compare the release with the holdout themselves (the
+    # memorisation test, the attacks with a control set): scoring a holdout sample in place of
+    # the release as a "baseline" would be meaningless, so evaluate(baseline=True) skips them.
+    self_controlled: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -51,6 +55,7 @@ class MetricSpec:
             "orientation": self.orientation,
             "reference": self.reference,
             "summary": self.summary,
+            "self_controlled": self.self_controlled,
         }
 
 
@@ -66,6 +71,7 @@ def register_metric(
     needs: tuple[str, ...] = (),
     summary: str = "",
     name: str | None = None,
+    self_controlled: bool = False,
 ) -> Callable[[Callable[..., MetricResult]], Callable[..., MetricResult]]:
     """Register ``fn(ctx, **params) -> MetricResult`` under its function name.
 
@@ -107,6 +113,7 @@ def register_metric(
             orientation=orientation,
             needs=tuple(needs),
             summary=summary or _first_paragraph(fn.__doc__),
+            self_controlled=self_controlled,
         )
         if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
             raise ValueError(f"metric {metric_name!r} registered twice")
