@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except PrivgateError:
         raise  # the CLI prints it and exits with this command's error code, 3
-    except Exception as exc:  # noqa: BLE001 - fails closed; the type only (its text may quote data)
+    except BaseException as exc:  # noqa: BLE001 - fails closed; the type only (its text may quote data)
         print(f"privgate gate: error: unexpected {type(exc).__name__}; the release is blocked "
               f"(exit {EXIT_ERROR})", file=sys.stderr)
         return EXIT_ERROR
@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..gates import DEFAULT_CONFIG_PATH, run_gate
     from ..history import HistoryStore
-    from ..render import write_html_report, write_json_report
 
     missing = [flag for flag, v in (("--real", args.real), ("--synthetic", args.synthetic),
                                     ("--release-id", args.release_id)) if not v]
@@ -84,27 +83,63 @@ def _run(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - fails closed
             print(f"privgate gate: error: {exc}; the release is blocked (exit {EXIT_ERROR})", file=sys.stderr)
             return EXIT_ERROR
-
-    outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
-                       release_id=args.release_id, history=history, dataset=args.dataset,
-                       progress=None if args.quiet else True)
-    if args.format == "json":
-        print(json.dumps(outcome.to_dict(), indent=2, allow_nan=False, default=str))
-    else:
-        print(outcome.table())
-    code = outcome.exit_code
-    for path, writer in ((args.html, write_html_report), (args.json_out, write_json_report)):
-        if not path:
-            continue
-        try:
-            writer(outcome, path, history=history)
-            if not args.quiet:
+    try:
+        outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
+                           release_id=args.release_id, history=history, dataset=args.dataset,
+                           progress=None if args.quiet else True, record=False)
+        written = finish(outcome, history, html=args.html, json_path=args.json_out)
+    finally:
+        if history is not None:
+            history.close()
+    try:
+        if args.format == "json":
+            print(json.dumps(outcome.to_dict(), indent=2, allow_nan=False, default=str))
+        else:
+            print(outcome.table())
+        if not args.quiet:
+            for path in written:
                 print(f"report: {path}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001 - a report that cannot be written is an error
-            print(f"privgate gate: error: cannot write report {path}: {type(exc).__name__}", file=sys.stderr)
-            code = EXIT_ERROR
+            if outcome.recorded:
+                print(f"history: run {outcome.run_id} recorded in {history!r}", file=sys.stderr)
+    except BrokenPipeError:
+        from ..cli import _silence_stdout
+
+        _silence_stdout()  # a reader that stopped early does not change the decision
+    return outcome.exit_code
+
+
+def finish(outcome, history, *, html: str | None = None, json_path: str | None = None):
+    """Write the reports, then record the run's FINAL decision once: a report that cannot be
+    written blocks (exit 3) before anything is recorded, and a run that cannot be recorded
+    blocks too — then the reports already written are rewritten to say so (best effort)."""
+    from ..gates.engine import record_outcome
+
+    targets = [(p, kind) for p, kind in ((html, "html"), (json_path, "json")) if p]
+    written = _write_reports(outcome, targets, history)
+    if len(written) < len(targets):
+        _write_reports(outcome, written, history)  # the decision changed: they must say block
     if history is not None:
-        if outcome.recorded and not args.quiet:
-            print(f"history: run {outcome.run_id} recorded in {history!r}", file=sys.stderr)
-        history.close()
-    return code
+        before = outcome.exit_code
+        record_outcome(outcome, history)
+        if outcome.exit_code != before:
+            _write_reports(outcome, written, history)
+    return [p for p, _ in written]
+
+
+def _write_reports(outcome, targets, history) -> list:
+    from ..gates.engine import add_error
+    from ..render import write_html_report, write_json_report
+
+    writers = {"html": write_html_report, "json": write_json_report}
+    ok = []
+    for path, kind in targets:
+        try:
+            writers[kind](outcome, path, history=history)
+            ok.append((path, kind))
+        except Exception as exc:  # noqa: BLE001 - a report that cannot be written blocks the release
+            reason = f"{type(exc).__name__}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror \
+                else type(exc).__name__
+            add_error(outcome, "(report)", f"cannot write the {kind.upper()} report {path}: {reason}")
+            print(f"privgate gate: error: cannot write report {path}: {reason}; the release is blocked "
+                  f"(exit {EXIT_ERROR})", file=sys.stderr)
+    return ok

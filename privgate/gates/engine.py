@@ -21,6 +21,7 @@ results with the rules.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 import uuid
@@ -30,6 +31,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+import numpy as np
 import polars as pl
 
 from ..commands._table import format_table
@@ -287,19 +289,102 @@ def run_gate(
     *,
     dataset: str | None = None,
     progress: Callable[..., Any] | None = None,
+    record: bool = True,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
     ``cfg`` is a :class:`GateConfig`, a dict or a path to a YAML/TOML file. ``real``,
     ``synthetic`` and ``holdout`` are anything :func:`privgate.io.load_frame` accepts. Never raises
-    for bad inputs or configurations: they produce a blocked outcome with exit code 3.
-    """
-    from ..io import load_frame
+    (not even for ``SystemExit`` or ``KeyboardInterrupt`` from a metric): anything that stops the
+    gate from deciding produces a blocked outcome with exit code 3.
 
+    ``history`` is read for trend rules; the run is recorded in it once, at the end, unless
+    ``record=False`` — a caller with more steps that can fail (the CLI writes reports) records
+    the final decision itself with :func:`record_outcome`.
+    """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
+    try:
+        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
+                       progress=progress, run_id=run_id, created=created)
+    except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
+        check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
+        outcome = _outcome([check], run_id=run_id, dataset=dataset or "unknown",
+                           release_id=release_id, created=created, has_holdout=holdout is not None)
+    outcome.seconds = time.perf_counter() - start
+    if history is not None and record:
+        record_outcome(outcome, history)
+    return outcome
+
+
+def record_outcome(outcome: GateOutcome, history: "HistoryStore") -> GateOutcome:
+    """Record ``outcome`` (its final decision) in ``history`` in one transaction. A run that
+    cannot be recorded is not accepted: its decision becomes block, exit code 3."""
+    try:
+        history.record(outcome)
+        outcome.recorded = True
+    except BaseException as exc:  # noqa: BLE001 - a run that cannot be recorded is not accepted
+        add_error(outcome, "(history)", f"cannot record the run: {_privgate_error_text(exc)}")
+    return outcome
+
+
+def add_error(outcome: GateOutcome, where: str, message: str) -> GateOutcome:
+    """Add a blocking error check to ``outcome`` (a step after the decision failed, e.g. a report
+    that cannot be written) and re-decide: block, exit code 3."""
+    outcome.checks.append(_error_check(where, message))
+    outcome.decision, outcome.exit_code = decision_of(outcome.checks)
+    return outcome
+
+
+def _outcome(checks: list[GateCheck], *, run_id: str, dataset: str, release_id: str,
+             created: datetime, has_holdout: bool, **kw: Any) -> GateOutcome:
+    decision, code = decision_of(checks)
+    config = kw.get("config")
+    return GateOutcome(run_id=run_id, dataset=dataset, release_id=release_id, decision=decision,
+                       checks=checks, exit_code=code, created_at=created,
+                       config_hash=config.hash if config else None, privgate_version=_version(),
+                       has_holdout=has_holdout, **kw)
+
+
+def result_problem(res: Any) -> str | None:
+    """Why a metric result cannot be gated (None when it can): the value must be a finite number
+    in [0, 1]; a baseline, excess, interval or p-value, when present, must be finite and in
+    range. Junk from a custom metric, or a result changed after it was built, fails closed
+    instead of passing every rule (NaN compares false with every limit). Only types and metric
+    values are named, never a value of any other kind (it could be a record's)."""
+    if not isinstance(res, MetricResult):
+        return f"returned {type(res).__name__}, not a MetricResult"
+    checks = [("value", res.value, 0.0, 1.0), ("baseline", res.baseline, 0.0, 1.0),
+              ("excess", res.excess, -1.0, 1.0), ("p_value", res.p_value, 0.0, 1.0)]
+    for field_name, lo, hi in (("ci", 0.0, 1.0), ("baseline_ci", 0.0, 1.0), ("excess_ci", -1.0, 1.0)):
+        ci = getattr(res, field_name, None)
+        if ci is None:
+            continue
+        if not isinstance(ci, (tuple, list)) or len(ci) != 2:
+            return f"has {field_name} of type {type(ci).__name__}; expected (lower, upper)"
+        checks += [(f"{field_name} lower", ci[0], lo, hi), (f"{field_name} upper", ci[1], lo, hi)]
+    for what, x, lo, hi in checks:
+        if x is None and what != "value":
+            continue
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            return f"has {what} of type {type(x).__name__}; expected a finite number in [{lo:g}, {hi:g}]"
+        v = float(x)
+        if not math.isfinite(v) or v < lo - _EPS or v > hi + _EPS:
+            return f"has {what} {v!r}; expected a finite number in [{lo:g}, {hi:g}]"
+    if res.ci is not None and res.ci[0] > res.ci[1] + _EPS:
+        return "has an interval whose lower end is above its upper end"
+    if not isinstance(res.raw, (int, float, np.integer, np.floating)) or isinstance(res.raw, bool):
+        return f"has raw of type {type(res.raw).__name__}; expected a number"
+    return None
+
+
+def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
+         history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
+         created: datetime) -> GateOutcome:
+    from ..io import load_frame
+
     checks: list[GateCheck] = []
     report = None
     fingerprint: dict[str, Any] = {}
@@ -372,29 +457,26 @@ def run_gate(
                 baseline=bool(has_holdout and config.needs_baseline), on_error="record",
                 progress=progress,
             )
-        except Exception as exc:  # noqa: BLE001 - inputs the context rejects, anything else
-            checks.append(_error_check("(input)", f"evaluation could not start: {_privgate_error_text(exc)}"))
+        except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
+            what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
+            checks.append(_error_check("(input)" if isinstance(exc, PrivgateError) else "(evaluation)",
+                                       f"evaluation {what}: {_privgate_error_text(exc)}"))
         else:
-            checks.extend(decide(config, report.results, getattr(report, "errors", {}) or {},
-                                 has_holdout=has_holdout, previous=previous, previous_note=note,
-                                 trend_note=trend_note))
+            errors = dict(getattr(report, "errors", {}) or {})
+            results = dict(getattr(report, "results", {}) or {})
+            for name, res in list(results.items()):
+                problem = result_problem(res)
+                if problem is not None:
+                    errors[name] = f"metric {name!r} {problem}"
+                    del results[name]  # never rendered, stored or compared
+            report.results = results
+            report.errors = errors
+            checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
+                                 previous_note=note, trend_note=trend_note))
 
-    decision, code = decision_of(checks)
-    outcome = GateOutcome(
-        run_id=run_id, dataset=ds, release_id=release_id, decision=decision, checks=checks,
-        exit_code=code, report=report, config=config,
-        config_hash=config.hash if config else None, fingerprint=fingerprint, created_at=created,
-        privgate_version=_version(), has_holdout=has_holdout, previous_release_id=previous_release,
-    )
-    outcome.seconds = time.perf_counter() - start
-    if history is not None:
-        try:
-            history.record(outcome)
-            outcome.recorded = True
-        except Exception as exc:  # noqa: BLE001 - a run that cannot be recorded is not accepted
-            outcome.checks.append(_error_check("(history)", f"cannot record the run: {_privgate_error_text(exc)}"))
-            outcome.decision, outcome.exit_code = decision_of(outcome.checks)
-    return outcome
+    return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
+                    has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
+                    previous_release_id=previous_release)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,15 +1,20 @@
 """The score history's tables (SQLAlchemy Core) and its schema version.
 
-Schema version 1:
+Schema version 2 (version 1 plus the intervals of issue 10; :data:`MIGRATIONS` upgrades a
+version-1 database in place):
 
 - ``privgate_meta``: key/value pairs; ``schema_version`` is the version of these tables.
 - ``privgate_runs``: one row per gate run — dataset, release id, time (UTC), config hash, input
   fingerprint (JSON: schemas, row counts, content hashes; never data), privgate version,
   decision, exit code, accepted flag.
 - ``privgate_scores``: one row per configured metric per run — value, raw, holdout baseline and
-  excess, the deciding rule's threshold and severity, the metric's verdict, seconds, error text.
+  excess, the deciding rule's threshold and severity, the metric's verdict, seconds, error text;
+  since version 2 the 95 % intervals of the value, the baseline and the excess (``ci_low`` /
+  ``ci_high``, ``baseline_ci_low`` / ``baseline_ci_high``, ``excess_ci_low`` / ``excess_ci_high``)
+  and the metric's p-value.
 - ``privgate_checks``: one row per evaluated rule (and per failure) — what was compared with
-  which limit and the verdict.
+  which limit and the verdict; since version 2 also which end of the interval the rule decided
+  on (``decided_on``: estimate / lower / upper), that interval and the rule's p-value.
 
 A newer privgate adds its migration to ``MIGRATIONS`` (version → function applied inside the
 schema lock) and bumps ``SCHEMA_VERSION``; an older privgate refuses a newer database.
@@ -21,7 +26,7 @@ from typing import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -67,6 +72,14 @@ scores = sa.Table(
     sa.Column("seconds", sa.Float),
     sa.Column("optional", sa.Boolean, nullable=False, default=False),
     sa.Column("error", sa.Text),
+    # version 2
+    sa.Column("ci_low", sa.Float),
+    sa.Column("ci_high", sa.Float),
+    sa.Column("baseline_ci_low", sa.Float),
+    sa.Column("baseline_ci_high", sa.Float),
+    sa.Column("excess_ci_low", sa.Float),
+    sa.Column("excess_ci_high", sa.Float),
+    sa.Column("p_value", sa.Float),
 )
 
 checks = sa.Table(
@@ -82,7 +95,42 @@ checks = sa.Table(
     sa.Column("verdict", sa.String(10), nullable=False),
     sa.Column("skipped", sa.Boolean, nullable=False, default=False),
     sa.Column("message", sa.Text),
+    # version 2
+    sa.Column("decided_on", sa.String(10)),
+    sa.Column("interval_low", sa.Float),
+    sa.Column("interval_high", sa.Float),
+    sa.Column("p_value", sa.Float),
 )
 
+# columns each version added, per table (nullable: old rows read as NULL)
+ADDED_COLUMNS: dict[int, dict[str, list[str]]] = {
+    2: {
+        "privgate_scores": ["ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high",
+                            "excess_ci_low", "excess_ci_high", "p_value"],
+        "privgate_checks": ["decided_on", "interval_low", "interval_high", "p_value"],
+    },
+}
+
+
+def _add_columns(version: int) -> Callable[[sa.Connection], None]:
+    """A migration adding ``ADDED_COLUMNS[version]`` with ALTER TABLE (SQLite and PostgreSQL
+    both add a nullable column without rewriting the table)."""
+
+    def migrate(conn: sa.Connection) -> None:
+        prep = conn.dialect.identifier_preparer
+        for table_name, names in ADDED_COLUMNS[version].items():
+            table = metadata.tables[table_name]
+            present = {c["name"] for c in sa.inspect(conn).get_columns(table_name)}
+            for name in names:
+                if name in present:
+                    continue
+                col = table.c[name]
+                conn.execute(sa.text(
+                    f"ALTER TABLE {prep.quote(table_name)} ADD COLUMN {prep.quote(name)} "
+                    f"{col.type.compile(dialect=conn.dialect)}"))
+
+    return migrate
+
+
 # version → migration applied to a database at version - 1 (inside the schema lock)
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2)}

@@ -45,6 +45,9 @@ SCORE_COLUMNS = {
     "metric": pl.String, "value": pl.Float64, "raw": pl.Float64, "baseline": pl.Float64,
     "excess": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
     "seconds": pl.Float64, "optional": pl.Boolean, "error": pl.String,
+    "ci_low": pl.Float64, "ci_high": pl.Float64, "baseline_ci_low": pl.Float64,
+    "baseline_ci_high": pl.Float64, "excess_ci_low": pl.Float64, "excess_ci_high": pl.Float64,
+    "p_value": pl.Float64,
 }
 RUN_COLUMNS = {
     "seq": pl.Int64, "run_id": pl.String, "dataset": pl.String, "release_id": pl.String,
@@ -56,7 +59,8 @@ RUN_COLUMNS = {
 CHECK_COLUMNS = {
     "run_id": pl.String, "metric": pl.String, "rule": pl.String, "value": pl.Float64,
     "compared": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
-    "skipped": pl.Boolean, "message": pl.String,
+    "skipped": pl.Boolean, "message": pl.String, "decided_on": pl.String,
+    "interval_low": pl.Float64, "interval_high": pl.Float64, "p_value": pl.Float64,
 }
 REGRESSION_COLUMNS = {
     "run_id": pl.String, "release_id": pl.String, "created_at": pl.Datetime("us", "UTC"),
@@ -90,7 +94,18 @@ def resolve_url(url: str | os.PathLike[str] | None) -> str:
     url = str(url)
     if "://" not in url:
         path = Path(url).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+            why = (f"{blocker} is a file, not a folder" if blocker is not None
+                   else f"{type(exc).__name__}: {exc.strerror or exc}")
+            raise HistoryError(f"history: cannot create the folder of the history database {path}: "
+                               f"{why}; expected a writable folder (or pass --history / "
+                               f"${ENV_URL})") from None
+        if path.is_dir():
+            raise HistoryError(f"history: the history database path {path} is a folder; expected a "
+                               "SQLite file path or a SQLAlchemy URL")
         return f"sqlite:///{path}"
     return url
 
@@ -251,9 +266,7 @@ class HistoryStore:
     def metric_history(self, dataset: str, metric: str | None = None) -> pl.DataFrame:
         """Every stored score of ``dataset`` (optionally one metric), oldest run first."""
         r, s = S.runs, S.scores
-        cols = [r.c.seq, r.c.run_id, r.c.release_id, r.c.created_at, r.c.decision, r.c.accepted,
-                s.c.metric, s.c.value, s.c.raw, s.c.baseline, s.c.excess, s.c.threshold,
-                s.c.severity, s.c.verdict, s.c.seconds, s.c.optional, s.c.error]
+        cols = [(r.c[k] if k in r.c and k not in s.c else s.c[k]) for k in SCORE_COLUMNS]
         stmt = (sa.select(*cols).select_from(r.join(s, r.c.run_id == s.c.run_id))
                 .where(r.c.dataset == dataset).order_by(r.c.seq, s.c.id))
         if metric is not None:
@@ -265,6 +278,19 @@ class HistoryStore:
         c = S.checks
         stmt = sa.select(*[c.c[k] for k in CHECK_COLUMNS]).where(c.c.run_id == run_id).order_by(c.c.id)
         return self._frame(stmt, CHECK_COLUMNS)
+
+    def pending_frames(self, outcome: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The rows ``record(outcome)`` would add, as ``runs()`` and ``metric_history()`` frames
+        (the run numbered after the last stored one): a report written before its run is
+        recorded shows the run in the history it reports."""
+        run_row, score_rows, _ = _rows_of(outcome, None)
+        last = self.runs(run_row["dataset"])["seq"].max()
+        run = {**run_row, "seq": int(last or 0) + 1}
+        runs = pl.DataFrame([{k: run.get(k) for k in RUN_COLUMNS}], schema=RUN_COLUMNS, orient="row")
+        scores = [{**{k: run.get(k) for k in SCORE_COLUMNS}, **sr} for sr in score_rows]
+        frame = (pl.DataFrame([{k: r.get(k) for k in SCORE_COLUMNS} for r in scores], schema=SCORE_COLUMNS,
+                              orient="row") if scores else pl.DataFrame(schema=SCORE_COLUMNS))
+        return runs, frame
 
     def get_run(self, run_id: str) -> RunRecord | None:
         stmt = sa.select(S.runs).where(S.runs.c.run_id == run_id)
@@ -343,6 +369,19 @@ def _f(x: Any) -> float | None:
     return v if v == v and v not in (float("inf"), float("-inf")) else None
 
 
+def _interval_cols(prefix: str, ci: Any) -> dict[str, float | None]:
+    """``{prefix}_low`` / ``{prefix}_high`` of an interval (None when absent or not two numbers)."""
+    try:
+        lo, hi = (None, None) if ci is None else (_f(ci[0]), _f(ci[1]))
+    except (TypeError, IndexError, KeyError):
+        lo, hi = None, None
+    return {f"{prefix}_low": lo, f"{prefix}_high": hi}
+
+
+def _on(value: Any) -> str | None:
+    return None if value is None else str(value)[:10]
+
+
 def _rows_of(outcome: Any, dataset: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Flatten a GateOutcome into the three tables' rows (scores, aggregates and messages only)."""
     run_id = outcome.run_id
@@ -396,10 +435,17 @@ def _rows_of(outcome: Any, dataset: str | None) -> tuple[dict[str, Any], list[di
             "seconds": _f(res.seconds) if res is not None else None,
             "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
             "error": err,
+            **_interval_cols("ci", getattr(res, "ci", None)),
+            **_interval_cols("baseline_ci", getattr(res, "baseline_ci", None)),
+            **_interval_cols("excess_ci", getattr(res, "excess_ci", None)),
+            "p_value": _f(getattr(res, "p_value", None)),
         })
     check_rows = [{
         "run_id": run_id, "metric": c.metric, "rule": c.rule, "value": _f(c.value),
         "compared": _f(c.compared), "threshold": _f(c.threshold), "severity": c.severity,
         "verdict": c.verdict, "skipped": bool(c.skipped), "message": c.message,
+        "decided_on": _on(getattr(c, "on", None)),
+        **_interval_cols("interval", getattr(c, "interval", None)),
+        "p_value": _f(getattr(c, "p_value", None)),
     } for c in outcome.checks]
     return run_row, score_rows, check_rows

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import polars as pl
 
 from ..gates.engine import _fmt, merged_checks  # the decision table's number format
 from ..results import _jsonable
@@ -43,11 +44,22 @@ def _env() -> jinja2.Environment:
     )
 
 
+def history_of(outcome: Any, history: Any) -> tuple[Any, Any]:
+    """The dataset's stored runs and scores, with ``outcome``'s own rows appended when it is not
+    recorded yet (the CLI writes reports before it records the final decision)."""
+    scores = history.metric_history(outcome.dataset)
+    runs = history.runs(outcome.dataset)
+    if not outcome.recorded and outcome.run_id not in set(runs["run_id"].to_list()):
+        pending_runs, pending_scores = history.pending_frames(outcome)
+        runs = pl.concat([runs, pending_runs], how="vertical_relaxed")
+        scores = pl.concat([scores, pending_scores], how="vertical_relaxed")
+    return runs, scores
+
+
 def _history_frames(outcome: Any, history: Any) -> tuple[Any, list[dict[str, Any]]]:
     if history is None:
         return None, []
-    scores = history.metric_history(outcome.dataset)
-    runs = history.runs(outcome.dataset)
+    runs, scores = history_of(outcome, history)
     rows = runs.drop("fingerprint_json").with_columns(
         runs["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")).to_dicts()
     return scores, rows[-50:]
@@ -81,11 +93,12 @@ def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:
     """The JSON report's content."""
     out = {"report_format": REPORT_FORMAT, **outcome.to_dict()}
     if history is not None:
-        runs = history.runs(outcome.dataset).drop("fingerprint_json")
+        runs, scores = history_of(outcome, history)
+        runs = runs.drop("fingerprint_json")
         out["history"] = {
             "runs": _jsonable([{**r, "created_at": r["created_at"].isoformat()} for r in runs.to_dicts()]),
             "scores": _jsonable([{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
-                                 for r in history.metric_history(outcome.dataset).to_dicts()]),
+                                 for r in scores.to_dicts()]),
         }
     return out
 

@@ -109,8 +109,11 @@ def test_unexpected_failure_exits_3_not_1(files, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(engine, "decide", broken)
     code = _gate(files, files["pass"], "x", tmp_path / "h.sqlite")
     assert code == 3
-    err = capsys.readouterr().err
-    assert "unexpected RuntimeError" in err and "RealPerson" not in err
+    out = capsys.readouterr()
+    assert "RuntimeError" in out.out and "RealPerson" not in out.out + out.err
+    # the gate caught it itself, so the run is recorded, as blocked
+    runs = HistoryStore(tmp_path / "h.sqlite").runs()
+    assert runs["decision"].to_list() == ["block"] and runs["exit_code"].to_list() == [3]
 
 
 def test_no_history_and_json_output(files, tmp_path, capsys, monkeypatch):
