@@ -31,6 +31,10 @@ class IncompatibleDtypeError(InputError):
     """A column is numeric in one frame and categorical in another (e.g. string vs number)."""
 
 
+class NonFiniteValueError(InputError):
+    """A numeric column holds +inf or -inf (NaN is read as missing; infinity has no reading)."""
+
+
 class UnsupportedDtypeError(InputError):
     """A column has a dtype privgate cannot compare (list, struct, binary, object...)."""
 

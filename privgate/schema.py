@@ -3,6 +3,12 @@
 Every column is ``numeric`` (integer, float, date/datetime/duration as epoch seconds) or
 ``categorical`` (string, categorical, enum, boolean). A user schema always wins; inference
 reports what it decided in :attr:`Schema.inferred`.
+
+Which dtypes may meet in one column across the real, synthetic and holdout frames is defined
+once, here: :func:`dtype_family` names a dtype's family and :data:`COMPATIBLE_FAMILIES` lists the
+pairs of different families that compare (docs/inputs.md shows the table). Anything else is
+refused before any work — a Boolean column against "1"/"0" strings would otherwise compare as
+"true" vs "1" and an exact copy would go unseen.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from .errors import (
     AllNullColumnError,
     EmptyInputError,
     IncompatibleDtypeError,
+    NonFiniteValueError,
     ParameterError,
     SchemaMismatchError,
     UnsupportedDtypeError,
@@ -37,16 +44,96 @@ def dtype_name(dtype: pl.DataType) -> str:
 
 
 def dtype_kind(dtype: pl.DataType) -> str | None:
-    """The kind a Polars dtype maps to, or None when privgate cannot use it."""
+    """The kind a Polars dtype maps to, or None when privgate cannot use it (an all-null column
+    is categorical here and rejected later with a clearer error)."""
+    family = dtype_family(dtype)
+    return None if family is None else _FAMILY_KIND[family]
+
+
+# dtype families: what a column holds, finer than its kind
+NUMBER, DECIMAL, BOOLEAN, STRING, CATEGORY, DATETIME, DURATION, TIME, NULL = (
+    "number", "decimal", "boolean", "string", "categorical", "datetime", "duration", "time", "null")
+FAMILIES = (NUMBER, DECIMAL, BOOLEAN, STRING, CATEGORY, DATETIME, DURATION, TIME)
+# pairs of different families whose values compare (same family always does; NULL — an all-null
+# column — meets anything): integers/floats with decimals as numbers, strings with
+# categoricals/enums as text. Everything else is refused.
+COMPATIBLE_FAMILIES: frozenset[frozenset[str]] = frozenset({
+    frozenset({NUMBER, DECIMAL}),
+    frozenset({STRING, CATEGORY}),
+})
+_FAMILY_KIND = {NUMBER: NUMERIC, DECIMAL: NUMERIC, DATETIME: NUMERIC, DURATION: NUMERIC, TIME: NUMERIC,
+                BOOLEAN: CATEGORICAL, STRING: CATEGORICAL, CATEGORY: CATEGORICAL, NULL: CATEGORICAL}
+# families a column declared numeric may have (a user schema cannot make text numeric)
+_DECLARABLE_NUMERIC = {NUMBER, DECIMAL, DATETIME, DURATION, TIME, NULL}
+
+
+def dtype_family(dtype: pl.DataType) -> str | None:
+    """The family of a Polars dtype (see :data:`FAMILIES`), or None when privgate cannot use it."""
+    if isinstance(dtype, pl.Decimal):
+        return DECIMAL
+    if isinstance(dtype, pl.Boolean):
+        return BOOLEAN
     if dtype.is_numeric():
-        return NUMERIC
-    if isinstance(dtype, (pl.Date, pl.Datetime, pl.Duration, pl.Time)):
-        return NUMERIC
-    if isinstance(dtype, (pl.String, pl.Categorical, pl.Enum, pl.Boolean)):
-        return CATEGORICAL
+        return NUMBER
+    if isinstance(dtype, (pl.Date, pl.Datetime)):
+        return DATETIME
+    if isinstance(dtype, pl.Duration):
+        return DURATION
+    if isinstance(dtype, pl.Time):
+        return TIME
+    if isinstance(dtype, pl.String):
+        return STRING
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return CATEGORY
     if isinstance(dtype, pl.Null):
-        return CATEGORICAL  # an all-null column is rejected later with a clearer error
+        return NULL
     return None
+
+
+def families_compatible(a: str, b: str) -> bool:
+    """Whether a column of family ``a`` in one frame compares with family ``b`` in another."""
+    return a == b or NULL in (a, b) or frozenset({a, b}) in COMPATIBLE_FAMILIES
+
+
+def _time_zone(dtype: pl.DataType) -> str | None:
+    return getattr(dtype, "time_zone", None) if isinstance(dtype, pl.Datetime) else None
+
+
+def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
+    """Refuse a column whose dtypes in the frames do not compare (see :data:`COMPATIBLE_FAMILIES`),
+    naming the column, every frame's dtype and what was expected."""
+    fams = {role: dtype_family(f.schema[col]) for role, f in frames.items()}
+    roles = list(fams)
+    desc = ", ".join(f"{r}: {dtype_name(frames[r].schema[col])}" for r in roles)
+    for i, a in enumerate(roles):
+        for b in roles[i + 1:]:
+            fa, fb = fams[a], fams[b]
+            if not families_compatible(fa, fb):
+                raise IncompatibleDtypeError(
+                    f"column {col!r} has incompatible dtypes ({desc}): a {fa} column in {a} cannot be "
+                    f"compared with a {fb} column in {b} (values would never match); expected the "
+                    f"same kind of column in every frame — cast {b} to {dtype_name(frames[a].schema[col])}")
+            if fa == fb == DATETIME:
+                za, zb = _time_zone(frames[a].schema[col]), _time_zone(frames[b].schema[col])
+                if (za is None) != (zb is None):
+                    raise IncompatibleDtypeError(
+                        f"column {col!r} has incompatible dtypes ({desc}): a datetime with a time zone "
+                        f"cannot be compared with one without (expected both time-zone aware or both "
+                        f"naive)")
+
+
+def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
+    """Refuse ±inf in a numeric column: distances and ranges would be infinite or NaN. NaN is
+    read as missing; infinity has no such reading, so the input is refused, naming the column,
+    the frame and how many cells (never which values)."""
+    for role, frame in frames.items():
+        s = frame.get_column(col)
+        if s.dtype.is_float():
+            n = int(s.is_infinite().sum())
+            if n:
+                raise NonFiniteValueError(
+                    f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
+                    "finite numbers: replace them with null (missing) or a finite value")
 
 
 @dataclass(frozen=True)
@@ -130,35 +217,32 @@ def infer_schema(
         per_role: dict[str, str] = {}
         for role, frame in frames.items():
             dtype = frame.schema[col]
-            kind = dtype_kind(dtype)
-            if kind is None:
+            family = dtype_family(dtype)
+            if family is None:
                 raise UnsupportedDtypeError(
                     f"column {col!r} in {role} has unsupported dtype {dtype_name(dtype)}; privgate compares "
-                    "numeric (int, float, date, datetime) and categorical (string, categorical, "
-                    "enum, boolean) columns only"
+                    "numeric (int, float, decimal, date, datetime, duration, time) and categorical "
+                    "(string, categorical, enum, boolean) columns only"
                 )
-            if not isinstance(dtype, pl.Null):
-                per_role[role] = kind
+            if family != NULL:
+                per_role[role] = family
+        check_compatible_dtypes(col, frames)
         if col in user_schema:
             kinds[col] = user_schema[col]
             inferred[col] = False
             if user_schema[col] == NUMERIC:
-                for role, kind in per_role.items():
-                    if kind != NUMERIC:
+                for role, family in per_role.items():
+                    if family not in _DECLARABLE_NUMERIC:
                         dt = dtype_name(frames[role].schema[col])
                         raise IncompatibleDtypeError(
-                            f"column {col!r} is declared numeric but is {dt} in {role}"
+                            f"column {col!r} is declared numeric but is {dt} in {role}; expected a "
+                            "number, decimal or temporal column"
                         )
-            continue
-        distinct = set(per_role.values())
-        if len(distinct) > 1:
-            desc = ", ".join(f"{r}: {dtype_name(frames[r].schema[col])}" for r in frames)
-            raise IncompatibleDtypeError(
-                f"column {col!r} has incompatible dtypes ({desc}); numeric and text columns cannot "
-                "be compared — cast one side or pass schema={...}"
-            )
-        kinds[col] = distinct.pop() if distinct else CATEGORICAL
-        inferred[col] = True
+        else:
+            kinds[col] = _FAMILY_KIND[next(iter(per_role.values()))] if per_role else CATEGORICAL
+            inferred[col] = True
+        if kinds[col] == NUMERIC:
+            check_finite(col, frames)
 
     for col in real.columns:
         if real[col].null_count() == real.height:
