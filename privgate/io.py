@@ -59,6 +59,8 @@ def _from_arrow(table: pa.Table, role: str) -> pl.DataFrame:
 def _read_path(path: Path, role: str) -> pl.DataFrame:
     if not path.exists():
         raise InputLoadError(f"{role}: file not found: {path}")
+    if path.is_dir():
+        raise InputLoadError(f"{role}: {path} is a folder; expected a .parquet, .csv or .arrow file")
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise InputLoadError(
@@ -70,8 +72,61 @@ def _read_path(path: Path, role: str) -> pl.DataFrame:
             return pl.read_parquet(path)
         if kind == "ipc":
             return pl.read_ipc(path)
+        _check_csv_header(path, role)
         return pl.read_csv(path, infer_schema_length=10000, null_values=[""], try_parse_dates=False)
+    except InputLoadError:
+        raise
     except Exception as exc:  # noqa: BLE001 - parser errors carry file content; keep only the type
+        raise _read_error(path, role, kind, exc) from None
+
+
+_KIND_NAMES = {"parquet": "Parquet", "ipc": "Arrow IPC (Feather)", "csv": "CSV"}
+
+
+def _read_error(path: Path, role: str, kind: str, exc: Exception) -> InputLoadError:
+    """A message naming the file and what is wrong with it, never its content: a CSV that is not
+    UTF-8 says so (with the byte offset of the first invalid sequence); a Parquet or Arrow file
+    that cannot be parsed is called not readable."""
+    if kind == "csv":
+        offset = _first_invalid_utf8(path)
+        if offset is not None:
+            return InputLoadError(
+                f"{role}: {path} is not UTF-8 encoded text (first invalid byte at offset {offset}); "
+                "privgate reads CSV files as UTF-8: re-save the file as UTF-8 (for example "
+                "`iconv -f latin1 -t utf-8`) or convert it to Parquet")
+        return InputLoadError(f"{role}: cannot parse the CSV file {path}: {type(exc).__name__} "
+                              "(details withheld: they may quote the file's content)")
+    return InputLoadError(
+        f"{role}: {path} is not a readable {_KIND_NAMES[kind]} file ({type(exc).__name__}); "
+        f"expected a complete {_KIND_NAMES[kind]} file for the suffix {path.suffix!r}")
+
+
+def _first_invalid_utf8(path: Path, chunk: int = 1 << 20) -> int | None:
+    """Byte offset of the first invalid UTF-8 sequence of ``path`` (None when it decodes)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as err:
+                return offset + max(0, err.start - len(decoder.getstate()[0]))
+            if not block:
+                return None
+            offset += len(block)
+
+
+def _check_csv_header(path: Path, role: str) -> None:
+    """Refuse a CSV header that repeats a column name (Polars would rename the second
+    ``age_duplicated_0`` and gate it as a column of its own)."""
+    header = pl.read_csv(path, has_header=False, n_rows=1, infer_schema=False)
+    names = [str(v) for v in header.row(0)] if header.height else []
+    seen: set[str] = set()
+    repeated = [n for n in names if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
+    if repeated:
         raise InputLoadError(
-            f"{role}: cannot read {kind} file {path}: {type(exc).__name__}"
-        ) from None
+            f"{role}: the header of {path} repeats the column name(s) {sorted(set(repeated))}; "
+            "expected every column name once — rename or drop the repeated column(s)")
