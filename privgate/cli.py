@@ -48,6 +48,24 @@ def main(argv: list[str] | None = None) -> int:
     except PrivgateError as exc:
         print(f"privgate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return getattr(args, "_error_exit_code", 3)
+    except BrokenPipeError:
+        # the reader stopped early (`privgate metrics | head`): no traceback, and none at exit
+        # when Python flushes stdout; 141 = 128 + SIGPIPE, what a shell reports for such a writer
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,12 +57,28 @@ def run(args: argparse.Namespace) -> int:
             frame = store.runs(args.dataset).select(RUN_VIEW)
         else:
             frame = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW)
+        if args.metric and frame.is_empty():
+            _check_metric(store, args.dataset, args.metric)
     finally:
         store.close()
     _print(frame, args.format)
     if args.dataset and frame.is_empty() and args.format == "table":
         print(f"(no rows for dataset {args.dataset!r})", file=sys.stderr)
     return 0
+
+
+def _check_metric(store, dataset: str | None, metric: str) -> None:
+    """An unknown ``--metric`` is an error naming it (not an empty table): known means
+    registered, or stored in this history (a custom metric of another installation)."""
+    from ..errors import UnknownMetricError
+    from ..registry import metric_names
+
+    stored = set(store.metric_history(dataset)["metric"].to_list()) if dataset else set()
+    known = set(metric_names()) | stored
+    if metric not in known:
+        raise UnknownMetricError(
+            f"unknown metric {metric!r} for --metric; expected a registered metric or one in the "
+            f"history: {', '.join(sorted(known))}")
 
 
 def _print(frame: pl.DataFrame, fmt: str) -> None:

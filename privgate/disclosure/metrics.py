@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
 from .api import MultiDisclosureResult, multi_disclosure
@@ -30,7 +31,13 @@ REFERENCE = ("Raab, Nowok & Dibben, Practical privacy metrics for synthetic data
 
 
 def _run(ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None,
-         options: dict[str, Any]) -> tuple[MultiDisclosureResult, list[str], list[str]]:
+         options: dict[str, Any], metric: str) -> tuple[MultiDisclosureResult, list[str], list[str]]:
+    if not targets and not ctx.sensitive:
+        raise ParameterError(
+            f"{metric} needs the attacker's key columns and at least one target column: pass "
+            f"keys=[...] (the quasi-identifiers an attacker knows, default: every other column) and "
+            f"targets=[...] (or sensitive=[...] to evaluate / `sensitive:` in a gate configuration); "
+            f"columns are {ctx.schema.columns}")
     key_list, target_list = ctx.key_sensitive(keys, targets)
     res = multi_disclosure(ctx.real, ctx.synthetic, key_list, target_list, **options)
     return res, key_list, target_list
@@ -60,7 +67,7 @@ def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
 def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
                         targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
     """Replicated uniques, repU (Raab, Nowok & Dibben; synthpop 1.9-2), as a risk in [0, 1]."""
-    res, key_list, target_list = _run(ctx, keys, targets, options)
+    res, key_list, target_list = _run(ctx, keys, targets, options, "disclosure_identity")
     rep_u = {t: res.per_target[t].mean("repU") for t in target_list}
     worst = max(rep_u.values())
     details = {
@@ -87,7 +94,7 @@ def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
                          targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
     """DiSCO (Disclosive in Synthetic, Correct Original; Raab, Nowok & Dibben; synthpop 1.9-2),
     the largest over the targets, as a risk in [0, 1]."""
-    res, key_list, target_list = _run(ctx, keys, targets, options)
+    res, key_list, target_list = _run(ctx, keys, targets, options, "disclosure_attribute")
     disco = {t: res.per_target[t].mean("DiSCO") for t in target_list}
     worst_target = max(target_list, key=lambda t: disco[t])
     worst = disco[worst_target]
