@@ -94,7 +94,7 @@ def _read_error(path: Path, role: str, kind: str, exc: Exception) -> InputLoadEr
                 f"{role}: {path} is not UTF-8 encoded text (first invalid byte at offset {offset}); "
                 "privgate reads CSV files as UTF-8: re-save the file as UTF-8 (for example "
                 "`iconv -f latin1 -t utf-8`) or convert it to Parquet")
-        return InputLoadError(f"{role}: cannot parse the CSV file {path}: {type(exc).__name__} "
+        return InputLoadError(f"{role}: cannot read csv file {path}: {type(exc).__name__} "
                               "(details withheld: they may quote the file's content)")
     return InputLoadError(
         f"{role}: {path} is not a readable {_KIND_NAMES[kind]} file ({type(exc).__name__}); "

@@ -117,7 +117,7 @@ def test_bad_paths_and_types(tmp_path):
     with pytest.raises(InputLoadError, match=r"suffix '\.txt'"):
         EvaluationContext(tmp_path / "x.txt", SYN)
     (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(InputLoadError, match="synthetic: cannot read parquet"):
+    with pytest.raises(InputLoadError, match="synthetic: .*bad.parquet is not a readable Parquet file"):
         EvaluationContext(REAL, tmp_path / "bad.parquet")
     with pytest.raises(InputLoadError, match="unsupported input type list"):
         EvaluationContext([1, 2], SYN)
@@ -198,3 +198,60 @@ def test_dtype_errors_never_list_enum_levels_and_conversions_never_quote_cells()
     with pytest.raises(InputLoadError, match="real: cannot convert pandas DataFrame") as e:
         EvaluationContext(bad, s)
     assert secret not in str(e.value)
+
+
+# --- dtype compatibility, column kind × column kind (docs/inputs.md "Which dtypes compare") ----
+from datetime import date, datetime, time, timedelta  # noqa: E402
+
+from privgate.schema import infer_schema, normalise_frame  # noqa: E402
+
+_DT = [datetime(2020, 1, d) for d in (1, 2, 3)]
+DTYPE_SAMPLES = {  # the same three values 1, 2, 3 (or their temporal analogue) in every dtype
+    "int": pl.Series([1, 2, 3], dtype=pl.Int32),
+    "float": pl.Series([1.0, 2.0, 3.0]),
+    "decimal": pl.Series([1, 2, 3], dtype=pl.Decimal(10, 2)),
+    "boolean": pl.Series([True, False, True]),
+    "string": pl.Series(["1", "2", "3"]),
+    "categorical": pl.Series(["1", "2", "3"], dtype=pl.Categorical),
+    "enum": pl.Series(["1", "2", "3"], dtype=pl.Enum(["1", "2", "3"])),
+    "date": pl.Series([d.date() for d in _DT]),
+    "datetime": pl.Series(_DT),
+    "datetime_utc": pl.Series(_DT).dt.replace_time_zone("UTC"),
+    "duration": pl.Series([timedelta(seconds=s) for s in (1, 2, 3)]),
+    "time": pl.Series([time(0, 0, s) for s in (1, 2, 3)]),
+}
+# written out by hand (not derived from privgate.schema): the groups whose members compare
+COMPARABLE_GROUPS = [{"int", "float", "decimal"}, {"string", "categorical", "enum"},
+                     {"date", "datetime"}, {"datetime_utc"}, {"boolean"}, {"duration"}, {"time"}]
+
+
+def _comparable(a: str, b: str) -> bool:
+    return any(a in g and b in g for g in COMPARABLE_GROUPS)
+
+
+@pytest.mark.parametrize("real_kind", list(DTYPE_SAMPLES))
+@pytest.mark.parametrize("other_kind", list(DTYPE_SAMPLES))
+@pytest.mark.parametrize("role", ["synthetic", "holdout"])
+def test_dtype_compatibility_table(real_kind, other_kind, role):
+    real = DTYPE_SAMPLES[real_kind].alias("col").to_frame()
+    other = DTYPE_SAMPLES[other_kind].alias("col").to_frame()
+    frames = {"real": real, "synthetic": real, role: other}
+    if not _comparable(real_kind, other_kind):
+        with pytest.raises(IncompatibleDtypeError, match=r"column 'col' has incompatible dtypes.*expected"):
+            infer_schema(frames)
+        return
+    schema = infer_schema(frames)
+    # comparable columns normalise to the same values: an exact copy is seen as one
+    left, right = normalise_frame(real, schema), normalise_frame(other, schema)
+    assert left.equals(right), (real_kind, other_kind, left, right)
+
+
+def test_infinite_numbers_are_refused_naming_column_and_frame():
+    from privgate.errors import NonFiniteValueError
+
+    real = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
+    syn = real.with_columns(pl.Series("a", [1.0, float("-inf"), float("inf")]))
+    with pytest.raises(NonFiniteValueError, match=r"column 'a' of synthetic has 2 infinite value"):
+        infer_schema({"real": real, "synthetic": syn})
+    # declared categorical, an infinite float is a label like any other
+    infer_schema({"real": real, "synthetic": syn}, {"a": "categorical"})
