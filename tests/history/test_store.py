@@ -162,3 +162,53 @@ def test_concurrent_writers_lose_no_row(store_url):
     workers = [r.split("-")[0] for r in runs["release_id"].to_list()]
     switches = sum(a != b for a, b in zip(workers, workers[1:]))
     assert switches > N_PROCS
+
+
+# columns schema version 2 added (written out here, not read from privgate.history.schema)
+V2_ADDED = {"privgate_scores": {"ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high",
+                                "excess_ci_low", "excess_ci_high", "p_value"},
+            "privgate_checks": {"decided_on", "interval_low", "interval_high", "p_value"}}
+
+
+def _make_v1_database(url: str) -> None:
+    """A database as privgate with schema version 1 created it, holding one accepted run."""
+    md = sa.MetaData()
+    for t in S.metadata.sorted_tables:
+        sa.Table(t.name, md, *[c._copy() for c in t.columns if c.name not in V2_ADDED.get(t.name, ())])
+    outcome = make_outcome({"common_rows": 0.0, "authenticity": 0.2, "nnaa": 0.1}, release_id="old")
+    from privgate.history.store import _rows_of
+
+    run_row, score_rows, check_rows = _rows_of(outcome, None)
+    engine = sa.create_engine(url if "://" in url else f"sqlite:///{url}")
+    with engine.begin() as conn:
+        md.create_all(conn)
+        conn.execute(sa.insert(md.tables["privgate_meta"]).values(key="schema_version", value="1"))
+        conn.execute(sa.insert(md.tables["privgate_runs"]), [run_row])
+        strip = lambda rows, t: [{k: v for k, v in r.items() if k not in V2_ADDED[t]} for r in rows]  # noqa: E731
+        conn.execute(sa.insert(md.tables["privgate_scores"]), strip(score_rows, "privgate_scores"))
+        conn.execute(sa.insert(md.tables["privgate_checks"]), strip(check_rows, "privgate_checks"))
+    engine.dispose()
+
+
+def test_version_1_database_is_migrated_and_keeps_its_rows(store_url):
+    _make_v1_database(store_url)
+    store = HistoryStore(store_url)
+    assert store.schema_version == SCHEMA_VERSION == 2
+    old = store.metric_history("adult", "authenticity")
+    assert old["value"].to_list() == [0.2] and old["ci_low"].to_list() == [None]
+    assert store.last_accepted("adult").release_id == "old"
+    # a run with intervals and p-values is stored and read back
+    new = make_outcome({"common_rows": 0.0, "authenticity": 0.3, "nnaa": 0.1}, release_id="new")
+    res = new.report.results["authenticity"]
+    res.set_ci((0.25, 0.35), "wilson")
+    res.p_value = 0.004
+    for c in new.checks:  # the GateCheck fields of issue 10 (set dynamically: any branch order)
+        c.on, c.interval, c.p_value = "lower", (0.25, 0.35), 0.004
+    store.record(new)
+    row = store.metric_history("adult", "authenticity").filter(pl.col("release_id") == "new").row(0, named=True)
+    assert (row["ci_low"], row["ci_high"], row["p_value"]) == (0.25, 0.35, 0.004)
+    chk = store.checks(new.run_id).row(0, named=True)
+    assert (chk["decided_on"], chk["interval_low"], chk["interval_high"], chk["p_value"]) == ("lower", 0.25, 0.35, 0.004)
+    store.close()
+    # reopening a migrated database changes nothing
+    assert HistoryStore(store_url).metric_history("adult").height == 6
