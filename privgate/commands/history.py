@@ -29,8 +29,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-SCORE_VIEW = ["release_id", "created_at", "decision", "metric", "value", "baseline", "excess",
-              "threshold", "severity", "verdict", "error"]
+SCORE_VIEW = ["release_id", "created_at", "decision", "metric", "value", "ci_low", "ci_high",
+              "baseline", "excess", "excess_ci_low", "excess_ci_high", "p_value", "threshold",
+              "severity", "verdict", "error"]
 RUN_VIEW = ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
             "n_holdout", "config_hash", "privgate_version", "run_id"]
 
@@ -81,6 +82,23 @@ def _check_metric(store, dataset: str | None, metric: str) -> None:
             f"history: {', '.join(sorted(known))}")
 
 
+def _intervals_as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """For the table: ``{x}_low`` / ``{x}_high`` pairs as one ``[low, high]`` column named ``x``
+    ("-" without an interval), so the table stays readable."""
+    for prefix in ("ci", "baseline_ci", "excess_ci"):
+        lo, hi = f"{prefix}_low", f"{prefix}_high"
+        if lo not in frame.columns:
+            continue
+        signed = prefix == "excess_ci"
+        fmt = (lambda c: pl.when(pl.col(c) >= 0).then(pl.lit("+")).otherwise(pl.lit(""))
+               + pl.col(c).round(4).cast(pl.String)) if signed else (lambda c: pl.col(c).round(4).cast(pl.String))
+        text = pl.when(pl.col(lo).is_null()).then(pl.lit("-")).otherwise(
+            pl.concat_str([pl.lit("["), fmt(lo), pl.lit(", "), fmt(hi), pl.lit("]")]))
+        frame = frame.with_columns(text.alias(prefix)).select(
+            [prefix if c == lo else c for c in frame.columns if c != hi])
+    return frame
+
+
 def _print(frame: pl.DataFrame, fmt: str) -> None:
     if "created_at" in frame.columns:
         frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
@@ -89,6 +107,7 @@ def _print(frame: pl.DataFrame, fmt: str) -> None:
     elif fmt == "json":
         print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
     else:
+        frame = _intervals_as_text(frame)
         if "config_hash" in frame.columns:
             frame = frame.with_columns(pl.col("config_hash").str.slice(0, 12))
         print(format_table(frame.columns, frame.rows()))

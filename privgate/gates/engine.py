@@ -139,13 +139,21 @@ class GateOutcome:
             "has_holdout": self.has_holdout,
             "previous_release_id": self.previous_release_id,
             "fingerprint": self.fingerprint,
-            "checks": [c.to_dict() for c in self.checks],
+            "checks": [_check_dict(c) for c in self.checks],
             "results": results,
         })
 
     def table(self) -> str:
         """The decision table as plain text (what ``privgate gate`` prints)."""
         return format_checks(self)
+
+
+def _check_dict(c: "GateCheck") -> dict[str, Any]:
+    """A check as JSON, always with the interval fields of issue 10 (None when absent)."""
+    out = c.to_dict()
+    for k in ("on", "interval", "p_value"):
+        out.setdefault(k, _jsonable(getattr(c, k, None)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,16 +522,71 @@ def merged_checks(checks: list[GateCheck]) -> list[tuple[GateCheck, str, str]]:
     return rows
 
 
+def fmt_interval(ci: Any, signed: bool = False) -> str:
+    """``[lower, upper]`` of an interval in the decision table's number format, "" without one."""
+    if ci is None:
+        return ""
+    try:
+        return f"[{_fmt(float(ci[0]), signed)}, {_fmt(float(ci[1]), signed)}]"
+    except (TypeError, ValueError, IndexError, KeyError):
+        return ""
+
+
+def fmt_p(p: Any) -> str:
+    """A p-value: 4 decimals, small ones as "<0.0001"; "-" without one."""
+    if p is None:
+        return "-"
+    p = float(p)
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def with_interval(x: float | None, ci: Any, signed: bool = False) -> str:
+    """A value followed by its interval: ``0.0120 [0.0040, 0.0310]``."""
+    text = _fmt(x, signed)
+    iv = fmt_interval(ci, signed) if x is not None else ""
+    return f"{text} {iv}" if iv else text
+
+
+def check_row(outcome: "GateOutcome", c: GateCheck, limits: str, verdict: str) -> dict[str, str]:
+    """One decision-table row as text: the value with the metric's interval, the compared
+    quantity with the rule's interval (the check's own, else the result's: ``ci`` for threshold
+    rules, ``excess_ci`` for baseline rules), the interval end the rule decided on and the
+    p-value (the check's, else the metric's). The GateCheck fields ``on``, ``interval`` and
+    ``p_value`` are read when present."""
+    res = outcome.results.get(c.metric)
+    on = getattr(c, "on", None)
+    interval = getattr(c, "interval", None)
+    if interval is None and res is not None and c.rule in ("threshold", "baseline"):
+        interval = res.ci if c.rule == "threshold" else res.excess_ci
+    p = getattr(c, "p_value", None)
+    if p is None and res is not None and c.rule != "error":
+        p = res.p_value
+    signed = c.rule in ("baseline", "trend")
+    return {
+        "metric": c.metric + (" (optional)" if c.optional else ""),
+        "rule": c.rule + (f" ({on})" if on not in (None, "estimate") else ""),
+        "value": with_interval(c.value, res.ci if res is not None else None),
+        "compared": with_interval(c.compared, interval, signed),
+        "limits": limits,
+        "p": fmt_p(p),
+        "verdict": verdict.upper() if verdict != "pass" else "pass",
+        "note": c.message if verdict != "pass" or c.skipped or c.rule == "error" else "",
+    }
+
+
+def decision_rows(outcome: "GateOutcome") -> list[tuple[GateCheck, str, dict[str, str]]]:
+    """The decision table (warn and block limits of one rule on one row): (the deciding check,
+    its verdict, its row as text)."""
+    return [(c, verdict, check_row(outcome, c, limits, verdict))
+            for c, limits, verdict in merged_checks(outcome.checks)]
+
+
 def format_checks(outcome: GateOutcome) -> str:
-    """A fixed-width decision table (warn and block limits of one rule on one row) followed by
-    the decision line."""
-    header = ("metric", "rule", "value", "compared", "limits", "verdict", "note")
-    rows = []
-    for c, limits, verdict in merged_checks(outcome.checks):
-        rows.append((c.metric + (" (optional)" if c.optional else ""), c.rule, _fmt(c.value),
-                     _fmt(c.compared, signed=c.rule in ("baseline", "trend")), limits,
-                     verdict.upper() if verdict != "pass" else "pass",
-                     c.message if verdict != "pass" or c.skipped or c.rule == "error" else ""))
+    """A fixed-width decision table (warn and block limits of one rule on one row; values with
+    their 95 % intervals; p-values) followed by the decision line."""
+    header = ("metric", "rule", "value [95% CI]", "compared [95% CI]", "limits", "p", "verdict", "note")
+    keys = ("metric", "rule", "value", "compared", "limits", "p", "verdict", "note")
+    rows = [tuple(r[k] for k in keys) for _, _, r in decision_rows(outcome)]
     lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
     lines.append("")

@@ -38,8 +38,9 @@ def metric_verdicts(outcome: Any) -> dict[str, str]:
 
 
 def plot_values(outcome: Any) -> str | None:
-    """Horizontal bars: each metric's risk value, its holdout baseline (hollow diamond) and the
-    limits of its threshold rules (ticks; amber = warn, red = block)."""
+    """Horizontal bars: each metric's risk value with its 95 % interval (black whisker), its
+    holdout baseline (hollow diamond) and the limits of its threshold rules (ticks; amber = warn,
+    red = block)."""
     results = outcome.results
     if not results:
         return None
@@ -62,12 +63,16 @@ def plot_values(outcome: Any) -> str | None:
         for c in outcome.checks:
             if c.metric == n and c.rule == "threshold" and c.threshold is not None:
                 ax.plot([c.threshold] * 2, [yi - 0.35, yi + 0.35], color=COLOURS[c.severity], lw=2.5)
-        ax.text(min(r.value + 0.01, 0.93), yi, f"{r.value:.3f}", va="center", fontsize=8)
+        right = r.value
+        if r.ci is not None:
+            ax.plot([r.ci[0], r.ci[1]], [yi, yi], color="black", lw=1.2, marker="|", ms=8)
+            right = max(right, r.ci[1])
+        ax.text(min(right + 0.01, 0.93), yi, f"{r.value:.3f}", va="center", fontsize=8)
     ax.set_yticks(y, names)
     ax.set_xlim(0, 1)
     ax.set_xlabel("risk value (0 = private, 1 = no privacy)")
-    ax.set_title("Metric values against limits  (solid tick: threshold; ◇ holdout baseline, "
-                 "dotted: baseline + allowed excess)", fontsize=9)
+    ax.set_title("Metric values against limits  (whisker: 95 % interval; solid tick: threshold; "
+                 "◇ holdout baseline, dotted: baseline + allowed excess)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return figure_to_data_uri(fig)
 

@@ -21,7 +21,9 @@ from typing import Any
 import jinja2
 import polars as pl
 
-from ..gates.engine import _fmt, merged_checks  # the decision table's number format
+from markupsafe import Markup, escape
+
+from ..gates.engine import _fmt, decision_rows, fmt_p, with_interval  # the decision table's formats
 from ..results import _jsonable
 from . import plots
 
@@ -80,13 +82,24 @@ def render_html(outcome: Any, history: Any = None) -> str:
         created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         config_source=cfg_source,
         results=outcome.results,
-        check_rows=merged_checks(outcome.checks),
+        check_rows=decision_rows(outcome),
         fmt=_fmt,
+        fmt_p=fmt_p,
+        with_ci=with_interval,
+        num=_num,
         plot_values=plots.plot_values(outcome),
         plot_per_record=plots.plot_per_record(outcome),
         plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
         history_rows=history_rows,
     )
+
+
+def _num(text: str) -> Markup:
+    """A value with its interval, the interval muted: ``0.0120 <span class=ci>[0.0040, 0.0310]</span>``."""
+    value, _, interval = str(text).partition(" [")
+    if not interval:
+        return escape(value)
+    return Markup(f'{escape(value)} <span class="ci">[{escape(interval)}</span>')
 
 
 def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:

@@ -118,18 +118,39 @@ def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
     decision, code = decision_of(checks)
     text = engine.format_checks(engine.GateOutcome("rid", "ds", "r1", decision, checks, code))
     lines = text.splitlines()
-    assert lines[0].split() == ["metric", "rule", "value", "compared", "limits", "verdict", "note"]
+    assert lines[0].split() == ["metric", "rule", "value", "[95%", "CI]", "compared", "[95%", "CI]",
+                                "limits", "p", "verdict", "note"]
     rows = [ln.split() for ln in lines[2:]]
     # two limits of common_rows' threshold rule → one row, the warn limit decides (0.005 > 0, ≤ 0.01)
-    assert rows[0][:9] == ["common_rows", "threshold", "0.0050", "0.0050", "warn", "0", "/", "block", "0.01"]
-    assert rows[0][9] == "WARN"
+    assert rows[0][:11] == ["common_rows", "threshold", "0.0050", "0.0050", "warn", "0", "/", "block", "0.01", "-", "WARN"]
     # baseline: excess 0.6 − 0.5 = +0.1 > warn 0.05, ≤ block 0.15
-    assert rows[1][:10] == ["authenticity", "baseline", "0.6000", "+0.1000", "warn", "0.05", "/", "block", "0.15", "WARN"]
-    assert rows[2][:7] == ["authenticity", "trend", "0.6000", "+0.1000", "warn", "0.05", "WARN"]
-    assert rows[3][:6] == ["hitting_rate", "error", "-", "-", "-", "BLOCK"]
+    assert rows[1][:11] == ["authenticity", "baseline", "0.6000", "+0.1000", "warn", "0.05", "/", "block", "0.15", "-", "WARN"]
+    assert rows[2][:8] == ["authenticity", "trend", "0.6000", "+0.1000", "warn", "0.05", "-", "WARN"]
+    assert rows[3][:7] == ["hitting_rate", "error", "-", "-", "-", "-", "BLOCK"]
     assert len(rows) == 6 and rows[4] == []  # 4 rows, a blank line, the decision
     assert lines[-1].startswith("decision: BLOCK (error") and "exit code 3" in lines[-1]
     assert all(ln == ln.rstrip() for ln in lines)
+
+
+def test_table_shows_intervals_and_p_values():
+    common = R("common_rows", 0.012).set_ci((0.004, 0.031), "wilson")
+    auth = R("authenticity", 0.6)
+    auth.with_baseline(0.5, (0.45, 0.55), (0.02, 0.18))
+    auth.p_value = 0.00002
+    checks = decide(CFG, {"common_rows": common, "authenticity": auth, "hitting_rate": R("hitting_rate", 0.1)},
+                    {}, has_holdout=True, previous=None)
+    for c in checks:  # what issue 10's rules add to a check (read with getattr: any merge order)
+        if c.rule == "baseline":
+            c.on, c.interval = "lower", (0.02, 0.18)
+    outcome = engine.GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],
+                                 report=FakeReport({"common_rows": common, "authenticity": auth}))
+    text = outcome.table()
+    assert "0.0120 [0.0040, 0.0310]" in text
+    assert "+0.1000 [+0.0200, +0.1800]" in text and "baseline (lower)" in text and "<0.0001" in text
+    doc = outcome.to_dict()
+    base = next(c for c in doc["checks"] if c["rule"] == "baseline")
+    assert base["on"] == "lower" and base["interval"] == [0.02, 0.18]
+    assert doc["results"]["authenticity"]["excess_ci"] == [0.02, 0.18] and doc["results"]["authenticity"]["p_value"] == 0.00002
 
 
 # ------------------------------------------------------------------ run_gate with a stub evaluate

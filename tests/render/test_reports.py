@@ -187,3 +187,34 @@ def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
     con.close()
     assert "r4" in dump and "RealPerson" not in dump
     assert_no_leak(dump, toks, "history database")
+
+
+def test_intervals_and_p_values_in_html_json_and_history(tmp_path, data, capsys):
+    """Each metric's interval, the excess interval and the p-value reach every output (issue 10)."""
+    cfg = parse_gate_config({"dataset": "ci", "metrics": {
+        "common_rows": {"threshold": {"block": 0.5}}, "dcr": {"threshold": {"block": 0.99}}}})
+    db = tmp_path / "h.sqlite"
+    with HistoryStore(db) as store:
+        real, _ = data
+        syn = baselines.uniform_random(real, seed=1)
+        outcome = run_gate(cfg, real, syn, release_id="r1", history=store, record=False)
+        res = outcome.results["common_rows"]
+        res.set_ci((0.004, 0.031), "wilson")
+        res.p_value = 0.0123
+        outcome.results["dcr"].with_baseline(0.2, (0.15, 0.25), (-0.05, 0.125))
+        html = render_html(outcome, store)
+        assert '<span class="ci">[0.0040, 0.0310]</span>' in html and "wilson" in html and "0.0123" in html
+        assert '<span class="ci">[-0.0500, +0.1250]</span>' in html
+        doc = json.loads(write_json_report(outcome, tmp_path / "r.json", history=store).read_text())
+        assert doc["results"]["common_rows"]["ci"] == [0.004, 0.031]
+        assert doc["results"]["dcr"]["excess_ci"] == [-0.05, 0.125]
+        assert all({"interval", "p_value", "on"} <= set(c) for c in doc["checks"])
+        assert doc["history"]["scores"][0]["ci_low"] == 0.004  # the pending run, before recording
+        store.record(outcome)
+    capsys.readouterr()
+    assert main(["history", "--dataset", "ci", "--history", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "[0.004, 0.031]" in out and "[-0.05, +0.125]" in out and "p_value" in out
+    assert main(["history", "--dataset", "ci", "--history", str(db), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["ci_low"] == 0.004 and rows[0]["p_value"] == 0.0123
