@@ -128,7 +128,9 @@ def compute_risk(
         raise MetricComputationError(
             f"privgate metric {metric!r} could not be computed: {type(exc).__name__}: {exc}"
         ) from None
-    except Exception as exc:  # noqa: BLE001 - message withheld: it may quote data values
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - message withheld: it may quote data values
+        # SystemExit too: a metric calling sys.exit(0) must not end a validation run with
+        # status 0 (KeyboardInterrupt still interrupts it: nothing passes)
         raise MetricComputationError(
             f"privgate metric {metric!r} could not be computed: {type(exc).__name__} "
             "(message withheld: it may quote data values)"
@@ -166,12 +168,23 @@ def _compute(
     synth = load_frame(synthetic, role="synthetic batch")
     ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
                        sensitive=sensitive, seed=seed, paired=paired)
-    result = run_spec(spec, ctx, params)
+    result = _valid(run_spec(spec, ctx, params), metric)
     if baseline:
         # the same holdout sample privgate.evaluate(baseline=True) uses
-        base = run_spec(spec, ctx.holdout_baseline(), params)
+        base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
         result.with_baseline(base.value)
-    return payload_from_result(result, spec)
+    return payload_from_result(_valid(result, metric), spec)
+
+
+def _valid(result: Any, metric: str) -> Any:
+    """The gate's check of a metric result (value finite in [0, 1], intervals and p-value in
+    range): junk from a custom metric is errored, not compared (a value below 0 passed)."""
+    from privgate.gates.engine import result_problem
+
+    problem = result_problem(result)
+    if problem is not None:
+        raise MetricComputationError(f"metric {metric!r} {problem}")
+    return result
 
 
 def payload_from_result(result: Any, spec: Any) -> dict[str, Any]:

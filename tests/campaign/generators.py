@@ -127,7 +127,7 @@ class Case:
     severity: dict[str, str] = field(default_factory=dict)
     optional: set[str] = field(default_factory=set)
     html: bool = False
-    sensitive: bool = False
+    registry_names: dict[str, str] = field(default_factory=dict)
 
 
 SAFE_NAMES = ["x", "age", "income", "Flag", "a b", "ünï", "col.1"]
@@ -146,7 +146,7 @@ def cases(draw: Any, max_metrics: int = 3) -> Case:
                           min_size=ncols, max_size=ncols, unique=True))
     kinds = [draw(st.sampled_from(KINDS if adversarial else SAFE_KINDS)) for _ in names]
     metrics = draw(st.lists(st.sampled_from(CHEAP_METRICS + ["fault:ok"]), min_size=1,
-                            max_size=max_metrics - faulty, unique=True))
+                            max_size=max(1, max_metrics - faulty), unique=True))
     if faulty:
         metrics.append(f"fault:{draw(st.sampled_from(FAULTS[1:]))}")
     sizes = [12, 30, 0, 1, 2, 3] if adversarial else [12, 20, 30]
