@@ -97,7 +97,7 @@ def _read_error(path: Path, role: str, kind: str, exc: Exception) -> InputLoadEr
         return InputLoadError(f"{role}: cannot read csv file {path}: {type(exc).__name__} "
                               "(details withheld: they may quote the file's content)")
     return InputLoadError(
-        f"{role}: {path} is not a readable {_KIND_NAMES[kind]} file ({type(exc).__name__}); "
+        f"{role}: cannot read {path}: it is not a readable {_KIND_NAMES[kind]} file ({type(exc).__name__}); "
         f"expected a complete {_KIND_NAMES[kind]} file for the suffix {path.suffix!r}")
 
 

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data import example_path, load_example
     from ..gates import DEFAULT_CONFIG_PATH, default_gate_config, run_gate
     from ..history import HistoryStore
-    from ..render import write_html_report, write_json_report
+    from .gate import finish
 
     out = Path(args.out)
     reports = out / "reports"
@@ -87,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
         frame.write_parquet(rel_path)
         say(f"\n=== {release_id} ===")
         outcome = run_gate(cfg, real_path, rel_path, holdout=holdout_path, release_id=release_id,
-                           history=history)
+                           history=history, record=False)
+        html, js = reports / f"{release_id}.html", reports / f"{release_id}.json"
+        finish(outcome, history, html=str(html), json_path=str(js))  # as `privgate gate` does
         if not args.quiet:
             print(outcome.table(), file=sys.stderr)
-        html = write_html_report(outcome, reports / f"{release_id}.html", history=history)
-        js = write_json_report(outcome, reports / f"{release_id}.json", history=history)
         summary.append((release_id, str(outcome.decision), outcome.exit_code, html, js))
     history.close()
 

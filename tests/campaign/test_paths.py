@@ -158,7 +158,7 @@ def test_messages_name_their_culprit(tmp_path, real, capsys):
     cases["inf"] = (_write(inf, tmp_path / "inf.parquet"), "column 'x' of synthetic has 1 infinite value")
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"PAR1 not really")
-    cases["parquet"] = (bad, f"{bad} is not a readable Parquet file")
+    cases["parquet"] = (bad, f"cannot read {bad}: it is not a readable Parquet file")
     latin = tmp_path / "latin.csv"
     latin.write_bytes("x,flag,c\n0.5,true,Jos\xe9\n".encode("latin-1"))
     cases["latin1"] = (latin, "is not UTF-8 encoded text")

@@ -117,7 +117,7 @@ def test_bad_paths_and_types(tmp_path):
     with pytest.raises(InputLoadError, match=r"suffix '\.txt'"):
         EvaluationContext(tmp_path / "x.txt", SYN)
     (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(InputLoadError, match="synthetic: .*bad.parquet is not a readable Parquet file"):
+    with pytest.raises(InputLoadError, match="synthetic: cannot read .*bad.parquet: it is not a readable Parquet file"):
         EvaluationContext(REAL, tmp_path / "bad.parquet")
     with pytest.raises(InputLoadError, match="unsupported input type list"):
         EvaluationContext([1, 2], SYN)
