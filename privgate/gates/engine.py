@@ -379,7 +379,8 @@ def result_problem(res: Any) -> str | None:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
             return f"has {what} of type {type(x).__name__}; expected a finite number in [{lo:g}, {hi:g}]"
         v = float(x)
-        if not math.isfinite(v) or v < lo - _EPS or v > hi + _EPS:
+        tol = _EPS if what == "value" else 1e-9  # rounding in an interval's end is not junk
+        if not math.isfinite(v) or v < lo - tol or v > hi + tol:
             return f"has {what} {v!r}; expected a finite number in [{lo:g}, {hi:g}]"
     if res.ci is not None and res.ci[0] > res.ci[1] + _EPS:
         return "has an interval whose lower end is above its upper end"
