@@ -247,7 +247,8 @@ class EvaluationContext:
         if t.shape[0] < k:
             raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
                                   f"{k} {target} rows; got {t.shape[0]}")
-        nb = knn(q[rows], t, k)
+        # no duplicate folding: finding the distinct target rows costs more than a few hundred queries
+        nb = knn(q[rows], t, k, dedupe=False)
         self._nn[cache_key] = nb
         return nb
 
