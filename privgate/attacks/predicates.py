@@ -115,21 +115,23 @@ def match_counts(x: np.ndarray, preds: Predicates) -> tuple[np.ndarray, np.ndarr
     if p_total == 0 or n == 0:
         return counts, first
     xt = np.ascontiguousarray(x.T)
-    block = max(1, _BLOCK_BYTES // (8 * n))
+    block = max(1, _BLOCK_BYTES // n)
     with np.errstate(invalid="ignore"):
         for s in range(0, p_total, block):
             sl = slice(s, min(p_total, s + block))
             cols, ops, vals = preds.cols[sl], preds.ops[sl], preds.vals[sl]
             mask = np.ones((cols.shape[0], n), dtype=bool)
+            cond = np.empty_like(mask)
             for j in range(cols.shape[1]):
-                values = xt[cols[:, j]]
-                for op in np.unique(ops[:, j]):
-                    rows = np.flatnonzero(ops[:, j] == op)
-                    mask[rows] &= _condition(values[rows], int(op), vals[rows, j][:, None])
+                # one broadcast comparison per (column, operator) group of this condition slot
+                key = cols[:, j].astype(np.int64) * 8 + ops[:, j]
+                for k in np.unique(key):
+                    rows = np.flatnonzero(key == k)
+                    cond[rows] = _condition(xt[k // 8][None, :], int(k % 8), vals[rows, j][:, None])
+                mask &= cond
             counts[sl] = mask.sum(axis=1)
             first[sl] = mask.argmax(axis=1)
     return counts, first
-
 
 
 # ----------------------------------------------------------------------------- bitset counter
@@ -141,13 +143,13 @@ def _popcount_rows(words: np.ndarray) -> np.ndarray:
     return table[words.view(np.uint8)].sum(axis=1)
 
 
-def _bitsets(members: np.ndarray, n_words: int) -> np.ndarray:
-    """(K, n) bool membership → (K, n_words) uint64 bitsets (bit i of word i // 64 = record i)."""
-    k, n = members.shape
-    padded = np.zeros((k, n_words * 64), dtype=bool)
-    padded[:, :n] = members
-    packed = np.ascontiguousarray(np.packbits(padded, axis=1, bitorder="little"))
-    return packed.view("<u8").astype(np.uint64, copy=False)
+def _group_bitsets(group: np.ndarray, n_groups: int, n_words: int) -> np.ndarray:
+    """(n_groups, n_words) uint64 bitsets: bit i (word i // 64, bit i % 64) of row g is set when
+    record i belongs to group g (``group`` < 0: in no group)."""
+    out = np.zeros((n_groups, n_words), dtype=np.uint64)
+    i = np.flatnonzero(group >= 0)
+    np.bitwise_or.at(out, (group[i], i >> 6), np.left_shift(np.uint64(1), (i & 63).astype(np.uint64)))
+    return out
 
 
 class ConjunctionCounter:
@@ -181,10 +183,8 @@ class ConjunctionCounter:
             if not numeric[j]:
                 codes = v.astype(np.int64)
                 n_levels = int(codes.max()) + 1 if n else 0
-                members = np.zeros((n_levels, n), dtype=bool)
-                members[codes, np.arange(n)] = True
                 self.level_base[j], self.n_levels[j] = offset, n_levels
-                parts.append(_bitsets(members, self.n_words))
+                parts.append(_group_bitsets(codes, n_levels, self.n_words))
                 offset += n_levels
                 continue
             order = np.argsort(v, kind="stable")  # NaN (null) sorts last
@@ -192,14 +192,20 @@ class ConjunctionCounter:
             nulls = np.isnan(v)
             pos = np.empty(n, dtype=np.int64)
             pos[order] = np.arange(n)
-            cuts = np.arange(0, n + self.step, self.step)[:, None]
+            n_cuts = len(range(0, n + self.step, self.step))      # cut q at sorted position q·step
             self.null_at[j] = offset
-            parts.append(_bitsets(np.vstack([nulls, ~nulls]), self.n_words))
+            parts.append(_group_bitsets((~nulls).astype(np.int64), 2, self.n_words))  # nulls, not-nulls
+            # block q = records at sorted positions [q·step, (q+1)·step); suffix[q] = OR of blocks ≥ q,
+            # prefix[q] = OR of blocks < q
+            blocks = _group_bitsets(pos // self.step, n_cuts, self.n_words)
+            suffix = np.bitwise_or.accumulate(blocks[::-1], axis=0)[::-1]
+            prefix = np.vstack([np.zeros((1, self.n_words), np.uint64),
+                                np.bitwise_or.accumulate(blocks, axis=0)[:-1]])
             self.suffix_at[j] = offset + 2
-            parts.append(_bitsets(pos[None, :] >= cuts, self.n_words))
-            self.prefix_at[j] = offset + 2 + cuts.shape[0]
-            parts.append(_bitsets(pos[None, :] < cuts, self.n_words))
-            offset += 2 + 2 * cuts.shape[0]
+            parts.append(suffix)
+            self.prefix_at[j] = offset + 2 + n_cuts
+            parts.append(prefix)
+            offset += 2 + 2 * n_cuts
         self.bits = np.vstack(parts) if parts else np.zeros((0, self.n_words), np.uint64)
 
     def counts(self, preds: Predicates) -> np.ndarray:
