@@ -90,3 +90,21 @@ def test_unknown_parameter_in_config_is_named():
 
     with pytest.raises(ConfigError, match="n_attack"):
         parse_gate_config({"version": 1, "metrics": {"singling_out": {"params": {"n_attack": 5}, "threshold": 0.5}}})
+
+
+def test_attack_results_go_into_history_and_reports(frames, tmp_path):
+    from privgate.history import HistoryStore
+    from privgate.render import write_html_report, write_json_report
+
+    real, syn, hold = frames
+    history = HistoryStore(tmp_path / "h.sqlite")
+    try:
+        out = run_gate(CONFIG, real, syn, holdout=hold, release_id="r1", history=history)
+        html = write_html_report(out, tmp_path / "r.html", history=history)
+        write_json_report(out, tmp_path / "r.json", history=history)
+        scores = history.metric_history("adult-attacks", "inference")
+    finally:
+        history.close()
+    assert not out.errors and html is not None
+    assert scores.height == 1
+    assert "singling_out" in (tmp_path / "r.json").read_text() and "linkability" in (tmp_path / "r.html").read_text()
