@@ -23,7 +23,9 @@ from .results import MetricResult
 if TYPE_CHECKING:  # pragma: no cover
     from .context import EvaluationContext
 
-FAMILIES = ("reconstruction", "re-identification", "tracing", "statistical", "disclosure")
+# "gdpr-attack": the WP29 risks singling out, linkability and inference, each an attack scored
+# against a control set of holdout records (privgate/attacks/)
+FAMILIES = ("reconstruction", "re-identification", "tracing", "statistical", "disclosure", "gdpr-attack")
 # what a metric may need beyond real + synthetic
 NEEDS = ("sensitive", "keys", "holdout", "pairing", "targets")
 
