@@ -96,7 +96,7 @@ def attack_result(ctx: Any, name: str, *, n_success: float, n_attacks: int, n_co
     out.update(details)
     if warnings:
         out["warnings"] = warnings
-    lo, hi = (min(1.0, max(0.0, x)) for x in cr.ci)
+    lo, hi = cr.ci
     res = MetricResult.from_context(
         ctx, name, min(1.0, max(0.0, cr.risk)), cr.risk, RAW_DESCRIPTION, params=params, details=out,
         per_record=per_record, per_record_description=per_record_description, per_attribute=per_attribute)

@@ -63,5 +63,6 @@ def control_risk(attack_successes: float, n_attacks: int, control_successes: flo
     d_a = 1.0 / (1.0 - c)
     d_c = (a - 1.0) / (1.0 - c) ** 2
     err = math.sqrt((da * d_a) ** 2 + (dc * d_c) ** 2)
-    lo, hi = max(0.0, risk - err), min(1.0, risk + err)
-    return ControlRisk(a, da, c, dc, float(risk), (float(min(lo, hi)), float(max(lo, hi))))
+    lo = min(1.0, max(0.0, risk - err))
+    hi = min(1.0, max(0.0, risk + err))
+    return ControlRisk(a, da, c, dc, float(risk), (float(lo), float(hi)))

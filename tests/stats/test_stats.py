@@ -45,6 +45,9 @@ def test_control_risk_formula_and_propagated_error():
     # an attack no better than its control: risk ≤ 0, clipped interval touches 0
     r0 = stats.control_risk(20, 500, 30, 500)
     assert r0.risk < 0 and r0.ci[0] == 0.0
+    # far below its control: the whole interval is below 0, clipped to (0, 0), never (negative, 0)
+    r1 = stats.control_risk(0, 500, 250, 500)
+    assert r1.risk < 0 and r1.ci == (0.0, 0.0)
 
 
 def test_difference_interval_reduces_to_root_sum_of_squares_for_symmetric_intervals():
