@@ -12,8 +12,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from dagster_defs.definitions import build_definitions, build_executor
-from dagster_defs.gate_checks import DECISION_CHECK
+from privgate.dagster.definitions import build_definitions, build_executor
+from privgate.dagster.gate_checks import DECISION_CHECK
 from privgate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def test_k8s_executor_from_the_helm_values(example):
 def test_example_prepares_a_loadable_workspace(tmp_path):
     """python -m dagster_defs.example --prepare-only: the three demo releases in the watched
     folder, an instance with telemetry off, and Definitions that load from that environment."""
-    from dagster_defs.example import main, prepare
+    from privgate.dagster.example import main, prepare
 
     env = prepare(tmp_path / "ex")
     releases = sorted(p.name for p in (tmp_path / "ex" / "releases").iterdir())

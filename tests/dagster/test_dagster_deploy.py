@@ -95,7 +95,7 @@ def pg_database():
 def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp_path, monkeypatch):
     """deploy/postgres/dagster.yaml as is: the instance lives in PostgreSQL, and a blocked and a
     passing release run against it with their check results stored there."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     for var, value in pg_database.items():
         monkeypatch.setenv(var, value)

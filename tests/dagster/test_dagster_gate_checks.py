@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from dagster_defs.gate_checks import DECISION_CHECK, check_name, check_results, check_specs
-from dagster_defs.metadata import outcome_frame, summary_markdown
+from privgate.dagster.gate_checks import DECISION_CHECK, check_name, check_results, check_specs
+from privgate.dagster.metadata import outcome_frame, summary_markdown
 from privgate.gates import Decision, GateCheck, GateOutcome, decision_of, parse_gate_config
 
 CFG = parse_gate_config({

@@ -9,8 +9,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from dagster_defs.gate_checks import DECISION_CHECK
+from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
+from privgate.dagster.gate_checks import DECISION_CHECK
 
 RELEASES = ("r-pass", "r-warn", "r-block")
 
@@ -228,7 +228,7 @@ def test_corrupt_release_fails_closed(defs, example, instance):
 def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_path):
     """With a holdout, baseline rules compare the excess over the holdout baseline; the baseline
     and the excess are float metadata too."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     holdout = tmp_path / "holdout.parquet"
     from privgate.data import load_example
@@ -259,7 +259,7 @@ def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example,
     """The gate configuration made invalid after the code location loaded, or a holdout file
     that does not exist: the gate fails closed -- a blocked run in the history, every blocking
     check failed, nothing published."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
     from privgate.history import HistoryStore
 
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 import polars as pl
 
-from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from dagster_defs.resources import DataLocations
+from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
+from privgate.dagster.resources import DataLocations
 
 
 def _locations(example) -> DataLocations:
@@ -65,7 +65,7 @@ def test_sensor_ignores_temporary_unusable_and_ambiguous_files(defs, example, in
 
 
 def test_sensor_waits_until_a_file_has_settled(example, instance):
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
                              executor="in_process", sensor_settle_seconds=60, env={})

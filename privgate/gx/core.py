@@ -13,7 +13,7 @@ the raw value of the original definition, the threshold, the per-attribute break
 metric's aggregate details — never a value of a real record. A metric that cannot be computed
 makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True`` and
 ``success: False``), never a pass and never an ordinary fail;
-:func:`expectations.results.is_errored` tells the two apart.
+:func:`privgate.gx.results.is_errored` tells the two apart.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     Fields:
         real: the real data the generator was trained on — a file path (Parquet; ``~`` and
             ``$VARS`` expanded) or ``"registry:<name>"`` for a frame registered in this process
-            with :func:`expectations.register_real`; may be a suite parameter
+            with :func:`privgate.gx.register_real`; may be a suite parameter
             ``{"$PARAMETER": "real_path"}`` supplied at run time.
         threshold: the highest acceptable risk in [0, 1] (pass when risk ≤ threshold); may be a
             suite parameter ``{"$PARAMETER": "name"}``.

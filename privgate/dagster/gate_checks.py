@@ -1,18 +1,19 @@
 """Gate rules as Dagster asset checks.
 
 Every rule of the gate configuration -- one metric, one rule kind (``threshold``, ``baseline``,
-``trend``), one severity -- becomes one asset check on the evaluation asset, named
+``trend``), one severity -- becomes one asset check on the release asset, named
 ``<metric>__<kind>_<severity>`` (e.g. ``common_rows__threshold_block``):
 
 - a ``block`` rule is a **blocking** check whose failure has severity ERROR, so Dagster does not
-  materialise anything downstream of the evaluation (``published_release``) in that run;
+  materialise anything downstream of the release (e.g. ``published_release``) in that run;
 - a ``warn`` rule is a non-blocking check whose failure has severity WARN.
 
 One more blocking ERROR check, ``gate_decision``, carries the gate's overall decision. It catches
 what no single rule names: an input that cannot be loaded, a non-optional metric that failed with
 only ``warn`` rules, a history store that cannot be written. The gate fails closed, and so does
 this mapping: a rule whose metric failed, or that could not be evaluated because the run failed
-as a whole, is a failed check.
+as a whole, is a failed check. A rule that does not apply to a release yields no result (Dagster
+shows it as skipped / not evaluated, not as a success).
 """
 
 from __future__ import annotations
@@ -80,104 +81,150 @@ def rule_checks(cfg: "GateConfig") -> list[RuleCheck]:
     return out
 
 
-def check_specs(cfg: "GateConfig", asset: str = EVALUATION_ASSET) -> list[dg.AssetCheckSpec]:
-    """The asset-check specs of the evaluation asset for configuration ``cfg``."""
-    specs = [dg.AssetCheckSpec(
-        DECISION_CHECK, asset=asset, blocking=True,
-        description=("privgate gate decision: fails (ERROR, blocking) when the release is blocked "
-                     "for any reason, including metrics or inputs that could not be evaluated."),
-    )]
+def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
+                partitions_def: "dg.PartitionsDefinition | None" = None) -> list[dg.AssetCheckSpec]:
+    """The asset-check specs of one release asset for configuration ``cfg``: ``gate_decision``
+    and one per rule; tied to ``partitions_def`` (a check result per release partition)."""
+    import warnings
+
+    def spec(name: str, blocking: bool, description: str) -> dg.AssetCheckSpec:
+        with warnings.catch_warnings():
+            # partitioned check specs are a Dagster "preview" API (1.13): results carry the partition
+            warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
+            warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
+            return dg.AssetCheckSpec(name, asset=asset, blocking=blocking, description=description,
+                                     partitions_def=partitions_def)
+
+    specs = [spec(DECISION_CHECK, True,
+                  "privgate gate decision: fails (ERROR, blocking) when the release is blocked "
+                  "for any reason, including metrics or inputs that could not be evaluated.")]
     seen = {DECISION_CHECK}
     for rc in rule_checks(cfg):
         if rc.name in seen:  # cannot happen for a valid config; guard against name clashes
             raise ValueError(f"two gate rules map to the asset check name {rc.name!r}")
         seen.add(rc.name)
-        specs.append(dg.AssetCheckSpec(rc.name, asset=asset, blocking=rc.blocking,
-                                       description=rc.description()))
+        specs.append(spec(rc.name, rc.blocking, rc.description()))
     return specs
 
 
 def check_results(
-    cfg: "GateConfig", outcome: "GateOutcome", asset: str = EVALUATION_ASSET
+    cfg: "GateConfig", outcome: "GateOutcome", asset: Any = EVALUATION_ASSET, *,
+    decision_metadata: dict[str, Any] | None = None,
 ) -> list[dg.AssetCheckResult]:
-    """One :class:`dagster.AssetCheckResult` per spec of :func:`check_specs`, from ``outcome``."""
-    results = [_decision_result(outcome, asset)]
+    """The check results of ``outcome``: ``gate_decision`` and every rule the run evaluated.
+
+    A rule the run did not apply (``when: with_holdout`` without a holdout, a trend rule with no
+    earlier accepted release) yields **no** result, so Dagster shows the check as skipped /
+    not evaluated for this release instead of a green success.
+    """
+    results = [_decision_result(outcome, asset, decision_metadata or {})]
     checks = list(outcome.checks)
     global_errors = [c for c in checks if c.rule == "error" and c.metric.startswith("(")
                      and c.verdict == "block"]
     for rc in rule_checks(cfg):
-        results.append(_rule_result(rc, checks, global_errors, outcome, asset))
+        r = _rule_result(rc, checks, global_errors, outcome, asset)
+        if r is not None:
+            results.append(r)
     return results
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-def _decision_result(outcome: "GateOutcome", asset: str) -> dg.AssetCheckResult:
+def _decision_result(outcome: "GateOutcome", asset: Any,
+                     extra: dict[str, Any]) -> dg.AssetCheckResult:
+    from .metadata import summary_markdown
+
     decision = str(outcome.decision)
     fired = [c for c in outcome.checks if c.verdict != "pass"]
     errors = [c for c in outcome.checks if c.rule == "error" and c.verdict == "block"]
-    md = {
+    md: dict[str, Any] = {
+        "release": dg.MetadataValue.text(str(outcome.release_id)),
         "decision": dg.MetadataValue.text(decision),
         "decision_code": dg.MetadataValue.int(DECISION_CODES.get(decision, 2)),
-        "exit_code": dg.MetadataValue.int(int(outcome.exit_code)),
         "rules_fired": dg.MetadataValue.int(len(fired)),
-        "errors": dg.MetadataValue.int(len(errors)),
         "privgate_run_id": dg.MetadataValue.text(str(outcome.run_id)),
     }
+    if outcome.previous_release_id:
+        md["compared_with_release"] = dg.MetadataValue.text(str(outcome.previous_release_id))
     if errors:
         md["error_messages"] = dg.MetadataValue.md(
             "\n".join(f"- `{c.metric}`: {_md_escape(c.message)}" for c in errors))
+    md["summary"] = dg.MetadataValue.md(summary_markdown(outcome))
+    md.update(extra)
+    n_fired = len(fired)
     return dg.AssetCheckResult(
         check_name=DECISION_CHECK, asset_key=asset, passed=decision != "block",
         severity=dg.AssetCheckSeverity.ERROR, metadata=md,
-        description=f"gate decision: {decision}",
+        description=(f"release {outcome.release_id}: gate decision {decision.upper()} "
+                     f"({n_fired} rule{'s' if n_fired != 1 else ''} fired)"),
     )
 
 
 def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["GateCheck"],
-                 outcome: "GateOutcome", asset: str) -> dg.AssetCheckResult:
+                 outcome: "GateOutcome", asset: Any) -> dg.AssetCheckResult | None:
     match = next((c for c in checks if c.metric == rc.metric and c.rule == rc.kind
                   and c.severity == rc.severity), None)
     metric_errors = [c for c in checks if c.metric == rc.metric and c.rule == "error"]
-    md: dict[str, Any] = {
-        "metric": dg.MetadataValue.text(rc.metric),
-        "rule": dg.MetadataValue.text(rc.kind),
-        "severity": dg.MetadataValue.text(rc.severity),
-        "threshold": dg.MetadataValue.float(rc.limit),
-    }
+    release = str(outcome.release_id)
+    severity = rc.dagster_severity
+    if match is not None and match.skipped:
+        return None  # the rule did not apply to this release (e.g. first release: no trend)
+    md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
     result = outcome.results.get(rc.metric) if hasattr(outcome, "results") else None
-    _put_float(md, rc.metric, getattr(result, "value", None))
-    _put_float(md, "value", getattr(result, "value", None))
-    _put_float(md, "raw", getattr(result, "raw", None))
     if match is not None:
         passed = match.verdict == "pass"
-        status = "skipped" if match.skipped else ("fired" if not passed else "passed")
-        _put_float(md, "compared", match.compared)
-        _put_float(md, "baseline", match.baseline)
-        _put_float(md, "previous", match.previous)
+        _rule_numbers(md, rc, match, result)
         message = match.message
     elif metric_errors:
         err = metric_errors[0]
-        passed = err.verdict == "pass"  # an optional metric's failure is ignored by the gate
-        status = "metric_failed_optional" if passed else "metric_failed"
-        message = err.message
+        passed = False
+        if err.verdict == "pass":  # an optional metric's failure: shown, but it does not block
+            severity = dg.AssetCheckSeverity.WARN
+        message = f"metric could not be computed: {err.message}"
     elif global_errors:
         passed = False
-        status = "not_evaluated"
         message = "not evaluated: " + "; ".join(f"{c.metric} {c.message}" for c in global_errors)
     else:
-        passed = True
-        status = "not_applicable"
-        message = (f"rule not applied in this run (when: {rc.when}; has holdout: "
-                   f"{bool(getattr(outcome, 'has_holdout', False))})")
-    md["verdict"] = dg.MetadataValue.text("pass" if passed else rc.severity)
-    md["status"] = dg.MetadataValue.text(status)
-    md["message"] = dg.MetadataValue.text(message)
+        return None  # not applied in this run (when: with_holdout / no_holdout)
+    _put_float(md, "limit", rc.limit)
     return dg.AssetCheckResult(
-        check_name=rc.name, asset_key=asset, passed=passed, severity=rc.dagster_severity,
-        metadata=md, description=message,
+        check_name=rc.name, asset_key=asset, passed=passed, severity=severity,
+        metadata=md, description=f"release {release}: {message}",
     )
+
+
+def _rule_numbers(md: dict[str, Any], rc: RuleCheck, match: "GateCheck", result: Any) -> None:
+    """The numbers a person plots for one rule: the metric's value and interval, the holdout
+    baseline and the excess with its interval (baseline rules), the previous accepted value
+    (trend rules), the quantity compared with the limit (and its interval when the rule decided
+    on a bound), the p-value -- never more."""
+    value = match.value if match.value is not None else getattr(result, "value", None)
+    _put_float(md, "value", value)
+    _put_interval(md, "value", getattr(result, "ci", None))
+    if rc.kind == "baseline":
+        _put_float(md, "baseline", match.baseline if match.baseline is not None
+                   else getattr(result, "baseline", None))
+        _put_float(md, "excess", getattr(result, "excess", None))
+        _put_interval(md, "excess", getattr(result, "excess_ci", None))
+    if rc.kind == "trend":
+        _put_float(md, "previous", match.previous)
+    _put_float(md, "compared", match.compared)
+    _put_interval(md, "compared", getattr(match, "interval", None))
+    p = getattr(match, "p_value", None)
+    _put_float(md, "p_value", p if p is not None else getattr(result, "p_value", None))
+    on = getattr(match, "on", None)
+    if on:
+        md["decided_on"] = dg.MetadataValue.text(str(on))
+
+
+def _put_interval(md: dict[str, Any], key: str, ci: Any) -> None:
+    try:
+        lo, hi = ci
+    except (TypeError, ValueError):
+        return
+    _put_float(md, f"{key}_lower", lo)
+    _put_float(md, f"{key}_upper", hi)
 
 
 def _put_float(md: dict[str, Any], key: str, x: Any) -> None:

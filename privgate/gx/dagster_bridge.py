@@ -11,7 +11,7 @@ The official dagster-ge integration is pinned to GX < 1 (it is built on the remo
 * an *errored* expectation (the metric raised) is a failed check with severity ERROR and
   ``errored: True`` in its metadata — never a pass, and a warning only for a metric a privgate
   gate configuration marks ``optional`` (``meta["privgate_optional"]``, see
-  :mod:`expectations.gate_config`);
+  :mod:`privgate.gx.gate_config`);
 * a failed expectation gets severity ERROR when its GX ``severity`` is ``critical`` (the
   default) and WARN for ``warning`` / ``info``;
 * metadata: risk (observed value), threshold, raw value, metric, status, the per-attribute
