@@ -150,8 +150,8 @@ def build_definitions(
     )
     reevaluate_job = dg.define_asset_job(
         REEVALUATE_JOB,
-        selection=dg.AssetSelection.checks_for_assets(synthetic_release),
-        description="Re-run the privgate checks of a stored release (no publication).",
+        selection=dg.AssetSelection.assets(synthetic_release),
+        description="Re-read a release and re-run its privgate checks (no publication).",
     )
     status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
                   "PRIVGATE_SENSOR_STATUS", "running").lower()

@@ -170,6 +170,9 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
     severity = rc.dagster_severity
     if match is not None and match.skipped:
         return None  # the rule did not apply to this release (e.g. first release: no trend)
+    has_holdout = bool(getattr(outcome, "has_holdout", False))
+    if match is None and rc.when != "always" and (rc.when == "with_holdout") != has_holdout:
+        return None  # not applied in this run (when: with_holdout / no_holdout)
     md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
     result = outcome.results.get(rc.metric) if hasattr(outcome, "results") else None
     if match is not None:

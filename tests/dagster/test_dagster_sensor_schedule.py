@@ -16,8 +16,7 @@ from privgate.dagster.resources import DataLocations
 
 def _locations(example) -> DataLocations:
     root = example["root"]
-    return DataLocations(real_path=str(root / "real.parquet"), releases_dir=str(root / "releases"),
-                         publish_dir=str(root / "published"), reports_dir=str(root / "reports"))
+    return DataLocations(releases_dir=str(root / "releases"), publish_dir=str(root / "published"))
 
 
 def _tick(defs, instance, example, cursor=None):
@@ -79,8 +78,7 @@ def test_sensor_waits_until_a_file_has_settled(example, instance):
 
 def test_sensor_on_missing_directory_skips(defs, example, instance, tmp_path):
     sensor = defs.resolve_sensor_def("new_release_sensor")
-    loc = DataLocations(real_path="x", releases_dir=str(tmp_path / "nope"), publish_dir="p",
-                        reports_dir="r")
+    loc = DataLocations(releases_dir=str(tmp_path / "nope"), publish_dir="p")
     result = sensor(dg.build_sensor_context(instance=instance, resources={"locations": loc},
                                             definitions=defs))
     assert isinstance(result, dg.SkipReason)
