@@ -19,6 +19,11 @@ See docs/great_expectations.md.
 
 from __future__ import annotations
 
+try:
+    import great_expectations  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError("privgate.gx needs Great Expectations: pip install 'privgate[gx]'") from exc
+
 from .batches import batch_definition, get_batch, to_pandas_batch, validate_release
 from .core import (
     ALL_EXPECTATIONS,

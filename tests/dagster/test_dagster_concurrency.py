@@ -5,6 +5,7 @@ The trend rule compares a release with the last accepted release before it. Befo
 concurrent runs both read the history before either recorded its run, so release 2 found no
 earlier release and its trend warning silently disappeared (the CLI demo fires it). The gate's
 metric computation is slowed down here (1 s) so the two evaluations overlap on every machine.
+On the code before the fix both tests fail with ``{'r1': 'pass', 'r2': 'pass'}``.
 """
 
 from __future__ import annotations
@@ -145,12 +146,14 @@ def test_reference_verdicts(race, tmp_path):
     assert _sequential_decisions(race, tmp_path) == {"r1": "pass", "r2": "warn"}
 
 
+@pytest.mark.slow
 def test_two_overlapping_releases_get_the_sequential_verdicts(race, tmp_path):
     """Release 2 reaches the gate while release 1 is being evaluated."""
     decisions = _run_concurrently(race, slow_r1_load=0.0, r2_delay=0.5)
     assert decisions == _sequential_decisions(race, tmp_path) == {"r1": "pass", "r2": "warn"}
 
 
+@pytest.mark.slow
 def test_later_release_reaching_the_gate_first_waits_for_the_earlier(race, tmp_path):
     """Release 1's run is in progress but reaches the gate after release 2: release 2 still
     compares with release 1 (partition order), not with whatever was recorded first."""
