@@ -24,7 +24,14 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("privgate.gx needs Great Expectations: pip install 'privgate[gx]'") from exc
 
-from .batches import batch_definition, get_batch, to_pandas_batch, validate_release
+from .batches import (
+    batch_definition,
+    get_batch,
+    sql_batch_definition,
+    to_pandas_batch,
+    validate_release,
+    validate_table,
+)
 from .core import (
     ALL_EXPECTATIONS,
     NAMED,
@@ -75,9 +82,11 @@ __all__ = [
     "registered_names",
     "resolve_reference",
     "save_suite_json",
+    "sql_batch_definition",
     "suite_from_gate_config",
     "summarise",
     "to_pandas_batch",
     "unregister_real",
     "validate_release",
+    "validate_table",
 ]
