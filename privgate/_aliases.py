@@ -57,4 +57,5 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 def alias_package(old: str, new: str) -> None:
     """Make every ``old.<sub>`` import return ``new.<sub>`` (idempotent)."""
     if not any(isinstance(f, _AliasFinder) and f.old == old for f in sys.meta_path):
-        sys.meta_path.append(_AliasFinder(old, new))
+        # first: an older installation (or an editable one) of the old package must not win
+        sys.meta_path.insert(0, _AliasFinder(old, new))
