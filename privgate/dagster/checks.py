@@ -152,6 +152,19 @@ def _active_runs_of(context: dg.AssetCheckExecutionContext, partitions: set[str]
     return active
 
 
+def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool) -> list[dg.AssetCheckKey]:
+    """The check keys of ``asset`` whose rules apply to a run with (or without) a holdout:
+    ``gate_decision`` and every rule except the ``when: with_holdout`` / ``no_holdout`` ones
+    that do not. A run request that selects only these leaves the others out of the run, so
+    Dagster does not show them as executed (or as failed executions of a blocked run)."""
+    from .gate_checks import rule_checks
+
+    key, _ = _asset_key_and_partitions(asset)
+    names = [DECISION_CHECK] + [rc.name for rc in rule_checks(cfg)
+                                if rc.when == "always" or (rc.when == "with_holdout") == has_holdout]
+    return [dg.AssetCheckKey(key, n) for n in names]
+
+
 def decision_check_key(asset: Any) -> dg.AssetCheckKey:
     """The key of the ``gate_decision`` check of ``asset``."""
     key, _ = _asset_key_and_partitions(asset)

@@ -38,7 +38,7 @@ import dagster as dg
 from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
-from .checks import build_privgate_checks
+from .checks import applicable_check_keys, build_privgate_checks
 from .io_manager import PolarsParquetIOManager
 from .resource import PrivgateResource
 from .resources import DataLocations
@@ -155,8 +155,13 @@ def build_definitions(
     )
     status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
                   "PRIVGATE_SENSOR_STATUS", "running").lower()
+    # runs started by the sensor and the schedule leave out the rules that cannot apply to them
+    # (with / without the configured holdout): not shown as executed for those releases
+    planned = applicable_check_keys(synthetic_release, cfg, has_holdout=bool(privgate.holdout_path))
     sensor = build_releases_sensor(
         evaluate_job,
+        asset_selection=[real_data.key, synthetic_release.key, published_release.key],
+        asset_check_keys=planned,
         minimum_interval_seconds=int(pick(sensor_interval, "PRIVGATE_SENSOR_INTERVAL", 30)),
         settle_seconds=float(pick(sensor_settle_seconds, "PRIVGATE_SENSOR_SETTLE", 5.0)),
         default_status=(dg.DefaultSensorStatus.STOPPED if status == "stopped"
@@ -164,6 +169,8 @@ def build_definitions(
     )
     schedule = build_reevaluation_schedule(
         reevaluate_job,
+        asset_selection=[synthetic_release.key],
+        asset_check_keys=planned,
         cron_schedule=str(pick(reevaluation_cron, "PRIVGATE_REEVALUATION_CRON", "0 3 * * *")),
         latest=int(pick(reevaluate_latest, "PRIVGATE_REEVALUATE_LATEST", 5)),
     )

@@ -46,7 +46,8 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
         f"storage:\n  sqlite:\n    base_dir: {home}\n"
         "concurrency:\n  runs:\n    max_concurrent_runs: 2\n"
         "  pools:\n    granularity: run\n    default_limit: 1\n"
-        "telemetry:\n  enabled: false\n", encoding="utf-8")
+        "telemetry:\n  enabled: false\n"
+        "nux:\n  enabled: false\n", encoding="utf-8")
     return {
         "DAGSTER_HOME": str(home),
         "DAGSTER_DISABLE_TELEMETRY": "1",

@@ -229,3 +229,29 @@ def test_postgres_advisory_lock(tmp_path):
     for t in threads:
         t.join()
     assert [e for e, _ in order] == ["in", "out", "in", "out"]
+
+
+def test_sensor_runs_plan_only_the_rules_that_apply(tmp_path):
+    """With a holdout, `when: no_holdout` rules are left out of the runs the sensor requests
+    (Dagster then shows them as not evaluated for those releases, not as executed)."""
+    from privgate.dagster.checks import applicable_check_keys
+    from privgate.dagster.definitions import build_definitions
+    from privgate.gates import default_gate_config
+
+    cfg = default_gate_config()
+    with_h = {k.name for k in applicable_check_keys("r", cfg, has_holdout=True)}
+    without = {k.name for k in applicable_check_keys("r", cfg, has_holdout=False)}
+    whens = {f"{m.name}__{r.kind}_{r.severity}": r.when for m in cfg.metrics.values() for r in m.rules}
+    assert with_h == {DECISION_CHECK} | {n for n, w in whens.items() if w != "no_holdout"}
+    assert without == {DECISION_CHECK} | {n for n, w in whens.items() if w != "with_holdout"}
+    root = tmp_path / "root"
+    (root / "releases").mkdir(parents=True)
+    (root / "releases" / "r1.parquet").write_bytes(b"")
+    defs = build_definitions(data_dir=root, holdout_path=tmp_path / "h.parquet", env={},
+                             sensor_settle_seconds=0)
+    with dg.instance_for_test() as inst:
+        sensor = defs.resolve_sensor_def("new_release_sensor")
+        result = sensor(dg.build_sensor_context(instance=inst, definitions=defs,
+                                                resources={"locations": defs.resources["locations"]}))
+    (request,) = result.run_requests
+    assert {k.name for k in request.asset_check_keys} == with_h
