@@ -46,5 +46,5 @@ shot() {  # name url
 shot asset-checks "/assets/synthetic_release?view=checks"
 shot gate-decision "/assets/synthetic_release?view=checks&checkDetail=gate_decision"
 shot rule-check "/assets/synthetic_release?view=checks&checkDetail=common_rows__threshold_warn"
-shot partitions "/assets/synthetic_release?view=partitions"
+
 ls -l "$OUT"/*.png
