@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateCheck, GateConfig, GateOutcome
 
 DECISION_CHECK = "gate_decision"
-EVALUATION_ASSET = "privacy_evaluation"
+EVALUATION_ASSET = "synthetic_release"  # the bundled release asset (default target of the specs)
 DECISION_CODES = {"pass": 0, "warn": 1, "block": 2}
 
 
