@@ -36,8 +36,8 @@ def _step_seconds(instance, run_id: str) -> dict[str, float]:
 def main() -> int:
     import dagster as dg
 
-    from dagster_defs.definitions import build_definitions
-    from dagster_defs.example import prepare
+    from privgate.dagster.definitions import build_definitions
+    from privgate.dagster.example import prepare
     from privgate.history import HistoryStore
 
     with tempfile.TemporaryDirectory(prefix="privgate-bench-") as tmp:
@@ -69,11 +69,11 @@ def main() -> int:
           "other steps (s)")
     for rid, ok, secs, steps in rows:
         gate = float(runs[rid]["seconds"])
-        others = ", ".join(f"{k} {v:.2f}" for k, v in steps.items() if k != "privacy_evaluation")
+        others = ", ".join(f"{k} {v:.2f}" for k, v in steps.items() if k != "privgate_synthetic_release")
         print(f"{rid:24s} {runs[rid]['decision']:8s} {secs:7.2f} {gate:7.2f} "
-              f"{steps.get('privacy_evaluation', float('nan')):11.2f} {others}"
+              f"{steps.get('privgate_synthetic_release', float('nan')):11.2f} {others}"
               f"{'' if ok else '  (run failed: blocked)'}")
-    print("eval step = gate + history write + HTML/JSON reports + metadata; run = all steps + "
+    print("eval step = the privgate check step: gate + history write + HTML/JSON reports; run = all steps + "
           "Dagster's event log (SQLite)")
     print(f"peak RSS: {peak:.0f} MiB")
     return 0

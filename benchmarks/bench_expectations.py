@@ -36,7 +36,7 @@ def main() -> None:
     args = ap.parse_args()
 
     print(f"import privgate      {_import_seconds('privgate'):6.2f} s")
-    print(f"import expectations  {_import_seconds('expectations'):6.2f} s  (imports GX)")
+    print(f"import privgate.gx   {_import_seconds('privgate.gx'):6.2f} s  (imports GX)")
 
     import polars as pl
 
@@ -68,7 +68,7 @@ def main() -> None:
 
     import great_expectations as gx
 
-    import expectations as pe
+    import privgate.gx as pe
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     with tempfile.TemporaryDirectory() as tmp:

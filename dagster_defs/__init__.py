@@ -1,18 +1,13 @@
-"""privgate on Dagster: synthetic releases as dynamically partitioned assets, gate rules as
-(blocking) asset checks, scores as metadata plotted across releases.
+"""Deprecated: the Dagster adapter is now :mod:`privgate.dagster` (``pip install 'privgate[dagster]'``).
 
-Load with ``dagster dev -m dagster_defs`` (configuration through environment variables, see
-:mod:`dagster_defs.definitions`), or build your own with
-:func:`dagster_defs.definitions.build_definitions`. Importing this package is cheap: the
-Definitions are built when Dagster loads them.
+``import dagster_defs``, ``dagster_defs.<module>`` and ``dagster dev -m dagster_defs`` keep working
+for one release (same module objects as ``privgate.dagster``) with a :class:`DeprecationWarning`.
 """
 
-import dagster as dg
+from privgate._aliases import alias_package, deprecation
 
+deprecation("dagster_defs", "privgate.dagster", "dagster")
+alias_package("dagster_defs", "privgate.dagster")
 
-@dg.definitions
-def defs() -> dg.Definitions:
-    """privgate's Definitions, configured from the environment."""
-    from .definitions import build_definitions
-
-    return build_definitions()
+from privgate.dagster import *  # noqa: E402,F401,F403
+from privgate.dagster import __all__, defs  # noqa: E402,F401

@@ -83,7 +83,7 @@ def main() -> None:
 Every metric returns `value` ∈ [0, 1] oriented as **risk**: 1 means no privacy (a copy of the real
 data scores 1), about 0 means a release that knows nothing about the real records. `raw` is the
 value of the original published definition in its own orientation and scale. Definitions follow
-`shared/specs/METRICS.md` (the contract); each section below is the metric's docstring.
+privgate's metric contract (orientation above; ties, bins and nulls in each metric's section); each section below is the metric's docstring.
 
 Call one metric alone with `privgate.metrics.<name>(real, synthetic, **params)`, or several with
 `privgate.evaluate(real, synthetic, [names], params={{name: {{...}}}})`.
@@ -97,7 +97,7 @@ would score. Regenerate with `python docs/make_metrics_doc.py` ({seconds:.0f} s 
 
 {table}
 
-How to read it (see also `shared/specs/VALIDITY.md`):
+How to read it:
 - A raw value close to the **holdout (control)** column means the release resembles the population,
   not that it memorised individuals; several metrics (authenticity, identifiability, nnaa ≈ 0.5,
   dcr, close_values) are high on the control by construction. Gate those on the **excess over a

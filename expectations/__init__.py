@@ -1,78 +1,14 @@
-"""Great Expectations (GX Core 1.x) custom expectations over privgate's privacy metrics.
+"""Deprecated: the Great Expectations adapter is now :mod:`privgate.gx` (``pip install 'privgate[gx]'``).
 
-``import expectations`` imports GX (several seconds) and registers the expectation classes with
-GX — do it **before** loading a saved suite, or GX silently drops the privgate expectations
-from it (:func:`get_suite` checks for that). ``import privgate`` never imports GX.
-
-Quick use::
-
-    import great_expectations as gx
-    import expectations as pe
-
-    ctx = gx.get_context(mode="ephemeral")
-    check = pe.ExpectSyntheticExactCopyRateToBeBelow(real="data/real.parquet", threshold=0.0)
-    result = pe.validate_release(synthetic_polars_frame, [check], context=ctx)
-    pe.summarise(result.results[0])   # status passed / failed / errored, risk, threshold, ...
-
-See docs/great_expectations.md.
+``import expectations`` and ``expectations.<module>`` keep working for one release (same module
+objects as ``privgate.gx``, so the GX expectation classes are registered once) with a
+:class:`DeprecationWarning`.
 """
 
-from __future__ import annotations
+from privgate._aliases import alias_package, deprecation
 
-from .batches import batch_definition, get_batch, to_pandas_batch, validate_release
-from .core import (
-    ALL_EXPECTATIONS,
-    NAMED,
-    RISK_METRIC,
-    ExpectSyntheticAttributeDisclosureRiskToBeBelow,
-    ExpectSyntheticAttributeInferenceRiskToBeBelow,
-    ExpectSyntheticDistanceToClosestRecordRiskToBeBelow,
-    ExpectSyntheticExactCopyRateToBeBelow,
-    ExpectSyntheticIdentityDisclosureRiskToBeBelow,
-    ExpectSyntheticMembershipInferenceRiskToBeBelow,
-    ExpectSyntheticPrivacyRiskToBeBelow,
-    PrivacyRiskExpectation,
-)
-from .references import (
-    clear_cache,
-    describe_reference,
-    register_real,
-    registered_names,
-    resolve_reference,
-    unregister_real,
-)
-from .gate_config import suite_from_gate_config
-from .results import error_message, expectation_results, is_errored, summarise
-from .suites import get_suite, load_suite_json, save_suite_json
+deprecation("expectations", "privgate.gx", "gx")
+alias_package("expectations", "privgate.gx")
 
-__all__ = [
-    "ALL_EXPECTATIONS",
-    "NAMED",
-    "RISK_METRIC",
-    "ExpectSyntheticAttributeDisclosureRiskToBeBelow",
-    "ExpectSyntheticAttributeInferenceRiskToBeBelow",
-    "ExpectSyntheticDistanceToClosestRecordRiskToBeBelow",
-    "ExpectSyntheticExactCopyRateToBeBelow",
-    "ExpectSyntheticIdentityDisclosureRiskToBeBelow",
-    "ExpectSyntheticMembershipInferenceRiskToBeBelow",
-    "ExpectSyntheticPrivacyRiskToBeBelow",
-    "PrivacyRiskExpectation",
-    "batch_definition",
-    "clear_cache",
-    "describe_reference",
-    "error_message",
-    "expectation_results",
-    "get_batch",
-    "get_suite",
-    "is_errored",
-    "load_suite_json",
-    "register_real",
-    "registered_names",
-    "resolve_reference",
-    "save_suite_json",
-    "suite_from_gate_config",
-    "summarise",
-    "to_pandas_batch",
-    "unregister_real",
-    "validate_release",
-]
+from privgate.gx import *  # noqa: E402,F401,F403
+from privgate.gx import __all__  # noqa: E402,F401

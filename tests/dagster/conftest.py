@@ -79,7 +79,7 @@ def example(tmp_path: Path, real_frame: pl.DataFrame) -> dict[str, Path]:
 
 
 def make_defs(example: dict[str, Path]):
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     return build_definitions(
         data_dir=example["root"], gate_config=example["gate"],

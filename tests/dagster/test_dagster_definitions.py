@@ -12,8 +12,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from dagster_defs.definitions import build_definitions, build_executor
-from dagster_defs.gate_checks import DECISION_CHECK
+from privgate.dagster.definitions import build_definitions, build_executor
+from privgate.dagster.gate_checks import DECISION_CHECK
 from privgate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,12 +30,13 @@ def _env_for_cli(example, tmp_path) -> dict[str, str]:
 
 
 def _specs(defs) -> dict:
-    return {s.key.name: s for s in defs.resolve_assets_def("privacy_evaluation").check_specs}
+    graph = defs.resolve_asset_graph()
+    return {k.name: graph.get_check_spec(k) for k in graph.asset_check_keys}
 
 
-@pytest.mark.parametrize("target", [["-m", "dagster_defs"],
+@pytest.mark.parametrize("target", [["-m", "privgate.dagster"], ["-m", "dagster_defs"],
                                     ["-w", str(REPO / "deploy" / "workspace.yaml")]],
-                         ids=["module", "workspace"])
+                         ids=["module", "deprecated-module", "workspace"])
 def test_dagster_definitions_validate_cli(example, tmp_path, target):
     proc = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", *target],
@@ -63,7 +64,8 @@ def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
                           "common_rows__threshold_block", "hitting_rate__threshold_block",
                           "authenticity__trend_warn"}
     for name, spec in specs.items():
-        assert spec.asset_key == dg.AssetKey("privacy_evaluation")
+        assert spec.asset_key == dg.AssetKey("synthetic_release")
+        assert spec.partitions_def is not None and spec.partitions_def.name == "releases"
         assert spec.blocking == (name == DECISION_CHECK or name.endswith("_block")), name
         assert spec.description
 
@@ -71,15 +73,15 @@ def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
 def test_assets_partitions_jobs_and_resources(defs):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"real_data", "synthetic_release", "privacy_evaluation", "published_release"}
-    for key in ("synthetic_release", "privacy_evaluation", "published_release"):
+    assert keys == {"real_data", "synthetic_release", "published_release"}
+    for key in ("synthetic_release", "published_release"):
         pdef = graph.get(dg.AssetKey(key)).partitions_def
         assert isinstance(pdef, dg.DynamicPartitionsDefinition) and pdef.name == "releases"
     assert graph.get(dg.AssetKey("real_data")).partitions_def is None
     assert graph.get(dg.AssetKey("published_release")).parent_keys == {
-        dg.AssetKey("synthetic_release"), dg.AssetKey("privacy_evaluation")}
+        dg.AssetKey("synthetic_release")}
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"evaluate_release", "reevaluate_release"}
-    assert set(defs.resources) == {"locations", "gate", "history", "io_manager"}
+    assert set(defs.resources) == {"locations", "privgate", "io_manager"}
 
 
 def test_invalid_gate_configuration_fails_the_load_naming_the_key(example, tmp_path):
@@ -96,13 +98,13 @@ def test_environment_variables_configure_locations(example, tmp_path):
            "PRIVGATE_SENSOR_STATUS": "stopped", "PRIVGATE_REEVALUATE_LATEST": "2",
            "PRIVGATE_EXECUTOR": "in_process"}
     defs = build_definitions(env=env)
-    loc = defs.resources["locations"]
+    loc, pg = defs.resources["locations"], defs.resources["privgate"]
     assert loc.releases_dir == str(tmp_path / "drop")
-    assert loc.real_path == str(tmp_path / "root" / "real.parquet")
-    assert defs.resources["gate"].load().dataset == "other"
-    assert defs.resources["history"].url is None  # the CLI's default store
+    assert pg.real_path == str(tmp_path / "root" / "real.parquet")
+    assert pg.load_config().dataset == "other"
+    assert pg.history_url is None  # the CLI's default store
     with_url = build_definitions(env={**env, "PRIVGATE_HISTORY_URL": "sqlite:///h.sqlite"})
-    assert with_url.resources["history"].url == "sqlite:///h.sqlite"
+    assert with_url.resources["privgate"].history_url == "sqlite:///h.sqlite"
     assert defs.resolve_sensor_def("new_release_sensor").default_status == dg.DefaultSensorStatus.STOPPED
     assert defs.executor is dg.in_process_executor
 
@@ -140,9 +142,9 @@ def test_k8s_executor_from_the_helm_values(example):
 
 
 def test_example_prepares_a_loadable_workspace(tmp_path):
-    """python -m dagster_defs.example --prepare-only: the three demo releases in the watched
+    """python -m privgate.dagster.example --prepare-only: the three demo releases in the watched
     folder, an instance with telemetry off, and Definitions that load from that environment."""
-    from dagster_defs.example import main, prepare
+    from privgate.dagster.example import main, prepare
 
     env = prepare(tmp_path / "ex")
     releases = sorted(p.name for p in (tmp_path / "ex" / "releases").iterdir())
@@ -152,18 +154,18 @@ def test_example_prepares_a_loadable_workspace(tmp_path):
     assert home["telemetry"] == {"enabled": False}
     defs = build_definitions(env=env)
     dg.Definitions.validate_loadable(defs)
-    assert defs.resources["history"].url == f"sqlite:///{tmp_path / 'ex' / 'history.sqlite'}"
+    assert defs.resources["privgate"].history_url == f"sqlite:///{tmp_path / 'ex' / 'history.sqlite'}"
     files, skipped = defs.resources["locations"].release_files()
     assert sorted(files) == ["release-1-marginals", "release-2-leaky", "release-3-noisy-copy"]
     assert not skipped
     assert main(["--dir", str(tmp_path / "ex"), "--prepare-only"]) == 0
 
 
-def test_dagster_defs_does_not_import_great_expectations():
-    """The Dagster adapter stands without the GX one: importing dagster_defs (its module
-    entry point, the Definitions builder, the example) imports neither GX nor expectations."""
-    code = ("import sys, dagster_defs, dagster_defs.definitions, dagster_defs.example; "
-            "print('great_expectations' in sys.modules, 'expectations' in sys.modules)")
+def test_dagster_adapter_does_not_import_great_expectations():
+    """The Dagster adapter stands without the GX one: importing privgate.dagster (its module
+    entry point, the Definitions builder, the example) imports neither GX nor privgate.gx."""
+    code = ("import sys, privgate.dagster, privgate.dagster.definitions, privgate.dagster.example; "
+            "print('great_expectations' in sys.modules, 'privgate.gx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO, timeout=120)
     assert out.stdout.split() == ["False", "False"]

@@ -95,7 +95,7 @@ def pg_database():
 def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp_path, monkeypatch):
     """deploy/postgres/dagster.yaml as is: the instance lives in PostgreSQL, and a blocked and a
     passing release run against it with their check results stored there."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     for var, value in pg_database.items():
         monkeypatch.setenv(var, value)
@@ -115,7 +115,7 @@ def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp
         blocked = job.execute_in_process(instance=instance, partition_key="r-block",
                                          raise_on_error=False)
         assert ok.success and not blocked.success
-        key = dg.AssetCheckKey(dg.AssetKey("privacy_evaluation"), "common_rows__threshold_block")
+        key = dg.AssetCheckKey(dg.AssetKey("synthetic_release"), "common_rows__threshold_block")
         history = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
         assert len(history) == 2
         by_run = {r.run_id: r for r in history}
@@ -128,14 +128,14 @@ def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp
 
 def test_workspaces_point_at_the_code():
     local = _yaml("workspace.yaml")["load_from"]
-    assert local == [{"python_module": {"module_name": "dagster_defs", "location_name": "privgate"}}]
+    assert local == [{"python_module": {"module_name": "privgate.dagster", "location_name": "privgate"}}]
     grpc = _yaml("docker/workspace.yaml")["load_from"][0]["grpc_server"]
     compose = _yaml("docker-compose.yml")
     assert grpc["host"] in compose["services"]
     user_cmd = compose["services"][grpc["host"]]["command"]
     assert user_cmd[:3] == ["dagster", "code-server", "start"]
     assert user_cmd[user_cmd.index("-p") + 1] == str(grpc["port"])
-    assert user_cmd[user_cmd.index("-m") + 1] == "dagster_defs"
+    assert user_cmd[user_cmd.index("-m") + 1] == "privgate.dagster"
 
 
 def test_compose_services_and_environment():
@@ -218,7 +218,7 @@ def test_helm_values_use_chart_keys_and_the_k8s_executor():
     (dep,) = deps["deployments"]
     assert set(dep) <= USER_DEPLOYMENT, set(dep) - USER_DEPLOYMENT
     assert {"repository", "tag", "pullPolicy"} <= set(dep["image"])
-    assert dep["codeServerArgs"] == ["-m", "dagster_defs"]
+    assert dep["codeServerArgs"] == ["-m", "privgate.dagster"]
     env = {e["name"]: e["value"] for e in dep["env"]}
     assert env["PRIVGATE_EXECUTOR"] == "k8s"
     # the run pods, the step pods and the code server all mount the shared data volume

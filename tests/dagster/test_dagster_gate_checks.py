@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from dagster_defs.gate_checks import DECISION_CHECK, check_name, check_results, check_specs
-from dagster_defs.metadata import outcome_frame, summary_markdown
+from privgate.dagster.gate_checks import DECISION_CHECK, check_name, check_results, check_specs
+from privgate.dagster.metadata import summary_markdown
 from privgate.gates import Decision, GateCheck, GateOutcome, decision_of, parse_gate_config
 
 CFG = parse_gate_config({
@@ -45,6 +45,13 @@ def test_specs_names_and_blocking():
     assert check_name("a-b", "threshold", "warn") == "a_b__threshold_warn"
 
 
+def test_specs_tied_to_partitions():
+    parts = dg.StaticPartitionsDefinition(["r1", "r2"])
+    specs = check_specs(CFG, "release", partitions_def=parts)
+    assert all(s.partitions_def == parts for s in specs)
+    assert {s.asset_key for s in specs} == {dg.AssetKey("release")}
+
+
 def test_fired_block_rule_is_failed_error_and_warn_rule_failed_warn():
     checks = [_check("common_rows", "threshold", "warn", "warn", 0.02, 0.0),
               _check("common_rows", "threshold", "block", "block", 0.02, 0.01),
@@ -52,21 +59,54 @@ def test_fired_block_rule_is_failed_error_and_warn_rule_failed_warn():
               _check("dcr", "trend", "warn", "pass", 0.9, 0.05, skipped=True,
                      message="first accepted release")]
     res = _by_name(check_results(CFG, _outcome(checks)))
-    assert len(res) == 6
+    # the skipped trend rule and the baseline rule (no holdout) yield no result: Dagster shows
+    # them as skipped / not evaluated for this release, not as green successes
+    assert set(res) == {DECISION_CHECK, "common_rows__threshold_warn", "common_rows__threshold_block",
+                        "hitting_rate__threshold_block"}
     cb = res["common_rows__threshold_block"]
     assert (cb.passed, cb.severity) == (False, dg.AssetCheckSeverity.ERROR)
-    assert cb.metadata["threshold"].value == 0.01 and cb.metadata["verdict"].value == "block"
-    assert cb.metadata["compared"].value == 0.02
+    assert cb.metadata["limit"].value == 0.01 and cb.metadata["compared"].value == 0.02
+    assert cb.metadata["release"].value == "r1" and cb.description.startswith("release r1: ")
     cw = res["common_rows__threshold_warn"]
     assert (cw.passed, cw.severity) == (False, dg.AssetCheckSeverity.WARN)
     assert res["hitting_rate__threshold_block"].passed
-    assert res["dcr__trend_warn"].passed and res["dcr__trend_warn"].metadata["status"].value == "skipped"
-    # the baseline rule applies only with a holdout: reported as passed, not applicable
-    hb = res["hitting_rate__baseline_warn"]
-    assert hb.passed and hb.metadata["status"].value == "not_applicable"
     d = res[DECISION_CHECK]
     assert (d.passed, d.severity) == (False, dg.AssetCheckSeverity.ERROR)
     assert d.metadata["decision"].value == "block" and d.metadata["decision_code"].value == 2
+    assert d.metadata["release"].value == "r1" and "release r1" in d.description
+
+
+def test_metadata_is_what_a_person_plots_with_intervals_and_p_value():
+    """value, its interval, baseline, excess and its interval, p-value and the limit; the
+    interval and p-value of the rule itself (GateCheck.interval / .p_value, when the gate sets
+    them) win over the metric's."""
+    from types import SimpleNamespace
+
+    from privgate.results import MetricResult
+
+    res_hr = MetricResult(name="hitting_rate", value=0.12, raw=0.12)
+    res_hr.ci = (0.10, 0.14)
+    res_hr.with_baseline(0.08, (0.06, 0.10), (0.01, 0.07))
+    res_hr.p_value = 0.003
+    checks = [_check("common_rows", "threshold", "warn", "pass"),
+              _check("common_rows", "threshold", "block", "pass"),
+              _check("hitting_rate", "threshold", "block", "pass", 0.12, 0.5),
+              _check("hitting_rate", "baseline", "warn", "warn", 0.12, 0.03, compared=0.04,
+                     baseline=0.08)]
+    checks[-1].interval = (0.01, 0.07)
+    checks[-1].on = "lower"
+    outcome = _outcome(checks, has_holdout=True)
+    outcome.report = SimpleNamespace(results={"hitting_rate": res_hr})
+    md = _by_name(check_results(CFG, outcome))["hitting_rate__baseline_warn"].metadata
+    numbers = {k: v.value for k, v in md.items() if isinstance(v.value, float)}
+    assert numbers == pytest.approx({
+        "value": 0.12, "value_lower": 0.10, "value_upper": 0.14, "baseline": 0.08,
+        "excess": 0.04, "excess_lower": 0.01, "excess_upper": 0.07, "compared": 0.04,
+        "compared_lower": 0.01, "compared_upper": 0.07, "p_value": 0.003, "limit": 0.03})
+    assert md["decided_on"].value == "lower"
+    assert set(md) - set(numbers) == {"release", "decided_on"}
+    thr = _by_name(check_results(CFG, outcome))["hitting_rate__threshold_block"].metadata
+    assert "baseline" not in thr and thr["value_lower"].value == 0.10
 
 
 def test_failed_metric_fails_its_rules_closed():
@@ -77,14 +117,14 @@ def test_failed_metric_fails_its_rules_closed():
     res = _by_name(check_results(CFG, _outcome(checks)))
     for name in ("common_rows__threshold_block", "common_rows__threshold_warn"):
         assert not res[name].passed
-        assert res[name].metadata["status"].value == "metric_failed"
+        assert "could not be computed" in res[name].description
         assert "value" not in res[name].metadata  # no number where the metric produced none
     assert res["common_rows__threshold_block"].severity == dg.AssetCheckSeverity.ERROR
     assert not res[DECISION_CHECK].passed
     assert "MetricComputationError" in res[DECISION_CHECK].metadata["error_messages"].value
 
 
-def test_optional_metric_failure_is_ignored():
+def test_optional_metric_failure_is_shown_but_does_not_block():
     checks = [_check("common_rows", "threshold", "warn", "pass"),
               _check("common_rows", "threshold", "block", "pass"),
               _check("hitting_rate", "threshold", "block", "pass"),
@@ -94,9 +134,9 @@ def test_optional_metric_failure_is_ignored():
     outcome = _outcome(checks)
     assert outcome.decision == Decision.PASS
     res = _by_name(check_results(CFG, outcome))
-    assert res["dcr__trend_warn"].passed
-    assert res["dcr__trend_warn"].metadata["status"].value == "metric_failed_optional"
-    assert all(r.passed for r in res.values())
+    dcr = res["dcr__trend_warn"]
+    assert (dcr.passed, dcr.severity) == (False, dg.AssetCheckSeverity.WARN)  # not green, not blocking
+    assert res[DECISION_CHECK].passed
 
 
 def test_run_level_error_fails_every_rule_and_the_decision():
@@ -106,24 +146,20 @@ def test_run_level_error_fails_every_rule_and_the_decision():
     outcome = _outcome(checks)
     assert outcome.exit_code == 3
     res = _by_name(check_results(CFG, outcome))
+    # the baseline rule does not apply without a holdout; every other rule fails: not evaluated
+    assert "hitting_rate__baseline_warn" not in res
     assert not any(r.passed for r in res.values())
     for name, r in res.items():
         if name != DECISION_CHECK:
-            assert r.metadata["status"].value == "not_evaluated"
+            assert "not evaluated" in r.description
     assert res["dcr__trend_warn"].severity == dg.AssetCheckSeverity.WARN
-    assert res[DECISION_CHECK].metadata["exit_code"].value == 3
 
 
-def test_outcome_frame_and_summary():
+def test_summary():
     checks = [_check("common_rows", "threshold", "block", "block", 0.5, 0.01,
                      message="value 0.5000 > 0.01"),
               _check("hitting_rate", "threshold", "block", "pass", float("nan"), 0.5)]
-    outcome = _outcome(checks)
-    frame = outcome_frame(outcome, "abc")
-    assert frame.height == 2 and frame["decision"].unique().to_list() == ["block"]
-    assert frame["release_fingerprint"].to_list() == ["abc", "abc"]
-    assert frame["value"].to_list() == [0.5, None]  # non-finite numbers are stored as null
-    md = summary_markdown(outcome)
+    md = summary_markdown(_outcome(checks))
     assert "**Decision: BLOCK**" in md and "| common_rows | threshold | 0.5000 |" in md
     assert md.count("\n|") == 4  # header, separator, two rows
 

@@ -7,8 +7,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from dagster_defs.io_manager import PolarsParquetIOManager
-from dagster_defs.partitions import releases_partitions
+from privgate.dagster.io_manager import PolarsParquetIOManager
+from privgate.dagster.partitions import releases_partitions
 
 
 @pytest.fixture

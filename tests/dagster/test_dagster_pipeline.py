@@ -9,12 +9,12 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from dagster_defs.gate_checks import DECISION_CHECK
+from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
+from privgate.dagster.gate_checks import DECISION_CHECK
 
 RELEASES = ("r-pass", "r-warn", "r-block")
 
-EVAL = dg.AssetKey("privacy_evaluation")
+RELEASE = dg.AssetKey("synthetic_release")
 PUBLISHED = dg.AssetKey("published_release")
 
 
@@ -44,20 +44,18 @@ def _md(event_metadata) -> dict:
 def test_passing_release_is_published(three):
     example, result = three["example"], three["results"]["r-pass"]
     assert result.success
-    assert _materialized(result) == {"real_data", "synthetic_release", "privacy_evaluation",
-                                     "published_release"}
+    assert _materialized(result) == {"real_data", "synthetic_release", "published_release"}
     checks = _checks(result)
+    # the first release has nothing to compare with: its trend rule yields no result (Dagster
+    # shows it as skipped for this release), not a green success
     assert set(checks) == {DECISION_CHECK, "common_rows__threshold_warn",
-                           "common_rows__threshold_block", "hitting_rate__threshold_block",
-                           "authenticity__trend_warn"}
+                           "common_rows__threshold_block", "hitting_rate__threshold_block"}
     assert all(c.passed for c in checks.values())
-    # check metadata: the metric value as a float under the metric's name, and the limit
+    # every result is tied to the release's partition and names the release
+    assert {c.partition for c in checks.values()} == {"r-pass"}
     block = _md(checks["common_rows__threshold_block"].metadata)
-    assert block["common_rows"] == 0.0 and block["value"] == 0.0
-    assert block["threshold"] == 0.3 and block["verdict"] == "pass"
-    assert block["status"] == "passed"
-    # the first release has nothing to compare with: the trend rule is skipped, not failed
-    assert _md(checks["authenticity__trend_warn"].metadata)["status"] == "skipped"
+    assert block["value"] == 0.0 and block["limit"] == 0.3 and block["release"] == "r-pass"
+    assert checks["common_rows__threshold_block"].description.startswith("release r-pass: ")
     published = example["root"] / "published" / "r-pass.parquet"
     assert published.exists()
     original = pl.read_parquet(example["root"] / "releases" / "r-pass.parquet")
@@ -68,24 +66,28 @@ def test_blocked_release_fails_error_check_and_is_not_published(three):
     example, instance, result = three["example"], three["instance"], three["results"]["r-block"]
     assert not result.success
     mats = _materialized(result)
-    assert "privacy_evaluation" in mats  # the evaluation itself is recorded ...
+    assert "synthetic_release" in mats  # the release itself is stored ...
     assert "published_release" not in mats  # ... but nothing downstream of a failed ERROR check
     checks = _checks(result)
     blk = checks["common_rows__threshold_block"]
     assert not blk.passed and blk.severity == dg.AssetCheckSeverity.ERROR
+    assert blk.partition == "r-block"
     md = _md(blk.metadata)
     # common_rows = 300 copied real records / 600 real records = 0.5 > 0.3
-    assert md["common_rows"] == pytest.approx(0.5) and md["threshold"] == 0.3
-    assert md["verdict"] == "block" and md["status"] == "fired"
+    assert md["value"] == pytest.approx(0.5) and md["limit"] == 0.3
     warn = checks["common_rows__threshold_warn"]
     assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
     decision = checks[DECISION_CHECK]
     assert not decision.passed and decision.severity == dg.AssetCheckSeverity.ERROR
     assert _md(decision.metadata)["decision"] == "block"
+    assert "release r-block" in decision.description
     assert not (example["root"] / "published" / "r-block.parquet").exists()
     assert _partition_events(instance, PUBLISHED, "r-block") == []
-    (ev,) = _partition_events(instance, EVAL, "r-block")
-    assert _md(ev.asset_materialization.metadata)["verdict"] == "block"
+    # the check page's history says which release failed: results per partition
+    key = dg.AssetCheckKey(RELEASE, DECISION_CHECK)
+    records = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
+    assert {r.partition: r.evaluation.passed for r in records} == {
+        "r-pass": True, "r-warn": True, "r-block": False}
 
 
 def test_warn_only_release_is_published_with_warn_check(three):
@@ -96,42 +98,28 @@ def test_warn_only_release_is_published_with_warn_check(three):
     warn = checks["common_rows__threshold_warn"]
     assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
     # 30 copied rows / 600 real rows = 0.05: over 0.02 (warn), under 0.3 (block)
-    assert _md(warn.metadata)["common_rows"] == pytest.approx(0.05)
+    assert _md(warn.metadata)["value"] == pytest.approx(0.05)
     assert checks["common_rows__threshold_block"].passed
     assert checks[DECISION_CHECK].passed
     assert _md(checks[DECISION_CHECK].metadata)["decision"] == "warn"
+    # the second release compares its trend with the first accepted one
+    trend = _md(checks["authenticity__trend_warn"].metadata)
+    assert _md(checks[DECISION_CHECK].metadata)["compared_with_release"] == "r-pass"
+    assert trend["compared"] == pytest.approx(trend["value"] - trend["previous"])
     assert (example["root"] / "published" / "r-warn.parquet").exists()
     (pub,) = _partition_events(instance, PUBLISHED, "r-warn")
     assert _md(pub.asset_materialization.metadata)["verdict"] == "warn"
 
 
-def test_evaluation_metadata_floats_summary_and_history(three):
-    from privgate.history import HistoryStore
-
-    example, instance = three["example"], three["instance"]
-    events = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=EVAL), limit=10).records
-    assert len(events) == 3
-    by_release = {e.partition_key: _md(e.asset_materialization.metadata) for e in events}
-    # stable float keys per metric (what the UI plots across releases), present on both
-    for md in by_release.values():
-        for key in ("common_rows", "common_rows.raw", "hitting_rate", "authenticity",
-                    "authenticity.raw", "common_rows.threshold.block",
-                    "common_rows.threshold.warn", "hitting_rate.threshold.block"):
-            assert isinstance(md[key], float), key
-        assert md["n_real"] == 600 and md["n_synthetic"] == 300
-        assert "| metric | rule |" in md["summary"]
-    assert by_release["r-pass"]["verdict"] == "pass" and by_release["r-pass"]["common_rows"] == 0.0
-    assert by_release["r-warn"]["verdict"] == "warn"
-    assert by_release["r-warn"]["common_rows"] == pytest.approx(0.05)
-    # authenticity is 1 - raw (METRICS.md orientation)
-    md = by_release["r-warn"]
-    assert md["authenticity"] == pytest.approx(1.0 - md["authenticity.raw"])
-    # the second release compares its trend with the first accepted one
-    assert md["previous_accepted_release"] == "r-pass"
-    # the HTML and JSON reports are written where the metadata says
+def test_decision_metadata_reports_and_history(three):
     from pathlib import Path
 
+    from privgate.history import HistoryStore
+
+    example, results = three["example"], three["results"]
+    md = _md(_checks(results["r-warn"])[DECISION_CHECK].metadata)
+    assert "| metric | rule |" in md["summary"] and md["release"] == "r-warn"
+    # the HTML and JSON reports are written where the metadata says
     for key in ("html_report", "json_report"):
         path = Path(md[key])
         assert path.exists() and path.stat().st_size > 0
@@ -167,7 +155,7 @@ def test_no_real_record_in_any_metadata(three, real_frame):
                 texts.append(str(getattr(value, "value", value)))
     text = "\n".join(texts)
     # the scan covers the materialisations, the summary table and the check results
-    assert "| metric | rule |" in text and "fired" in text
+    assert "| metric | rule |" in text and "BLOCK" in text
     categorical = [c for c, t in real_frame.schema.items() if t == pl.String]
     values = set()
     for c in categorical:
@@ -184,8 +172,8 @@ def test_reevaluation_job_reuses_stored_release(defs, example, instance):
     assert _run(defs, instance, "r-pass").success
     again = _run(defs, instance, "r-pass", job=REEVALUATE_JOB)
     assert again.success
-    assert _materialized(again) == {"privacy_evaluation"}
-    assert all(c.passed for c in _checks(again).values())
+    assert _materialized(again) == {"synthetic_release"}  # re-read and re-checked, not published
+    assert _checks(again) and all(c.passed for c in _checks(again).values())
 
 
 def test_publish_refuses_blocked_or_modified_release(defs, example, instance):
@@ -228,7 +216,7 @@ def test_corrupt_release_fails_closed(defs, example, instance):
 def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_path):
     """With a holdout, baseline rules compare the excess over the holdout baseline; the baseline
     and the excess are float metadata too."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     holdout = tmp_path / "holdout.parquet"
     from privgate.data import load_example
@@ -248,18 +236,14 @@ def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_p
     # 300 of the 600 real records are copied (0.5); a holdout sample of 300 other people shares
     # (almost) no exact record with them, so the excess is about 0.5 > 0.1
     assert md["baseline"] < 0.05 and md["compared"] == pytest.approx(0.5 - md["baseline"])
-    (ev,) = _partition_events(instance, EVAL, "r-block")
-    emd = _md(ev.asset_materialization.metadata)
-    assert emd["has_holdout"] is True and emd["n_holdout"] == 600
-    assert emd["common_rows.excess"] == pytest.approx(md["compared"])
-    assert isinstance(emd["common_rows.baseline"], float)
+    assert md["excess"] == pytest.approx(md["compared"])
 
 
 def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example, instance, tmp_path):
     """The gate configuration made invalid after the code location loaded, or a holdout file
     that does not exist: the gate fails closed -- a blocked run in the history, every blocking
     check failed, nothing published."""
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
     from privgate.history import HistoryStore
 
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"

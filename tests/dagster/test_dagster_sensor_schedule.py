@@ -10,14 +10,13 @@ import dagster as dg
 import pytest
 import polars as pl
 
-from dagster_defs.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from dagster_defs.resources import DataLocations
+from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
+from privgate.dagster.resources import DataLocations
 
 
 def _locations(example) -> DataLocations:
     root = example["root"]
-    return DataLocations(real_path=str(root / "real.parquet"), releases_dir=str(root / "releases"),
-                         publish_dir=str(root / "published"), reports_dir=str(root / "reports"))
+    return DataLocations(releases_dir=str(root / "releases"), publish_dir=str(root / "published"))
 
 
 def _tick(defs, instance, example, cursor=None):
@@ -65,7 +64,7 @@ def test_sensor_ignores_temporary_unusable_and_ambiguous_files(defs, example, in
 
 
 def test_sensor_waits_until_a_file_has_settled(example, instance):
-    from dagster_defs.definitions import build_definitions
+    from privgate.dagster.definitions import build_definitions
 
     defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
                              executor="in_process", sensor_settle_seconds=60, env={})
@@ -79,8 +78,7 @@ def test_sensor_waits_until_a_file_has_settled(example, instance):
 
 def test_sensor_on_missing_directory_skips(defs, example, instance, tmp_path):
     sensor = defs.resolve_sensor_def("new_release_sensor")
-    loc = DataLocations(real_path="x", releases_dir=str(tmp_path / "nope"), publish_dir="p",
-                        reports_dir="r")
+    loc = DataLocations(releases_dir=str(tmp_path / "nope"), publish_dir="p")
     result = sensor(dg.build_sensor_context(instance=instance, resources={"locations": loc},
                                             definitions=defs))
     assert isinstance(result, dg.SkipReason)

@@ -9,8 +9,8 @@ import pytest
 gx = pytest.importorskip("great_expectations")
 dg = pytest.importorskip("dagster")
 
-import expectations as pe  # noqa: E402
-from expectations import dagster_bridge as bridge  # noqa: E402
+import privgate.gx as pe  # noqa: E402
+from privgate.gx import dagster_bridge as bridge  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 gx = pytest.importorskip("great_expectations")
 
-import expectations as pe  # noqa: E402
+import privgate.gx as pe  # noqa: E402
 from privgate import registry  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 
 gx = pytest.importorskip("great_expectations")
 
-import expectations as pe  # noqa: E402
+import privgate.gx as pe  # noqa: E402
 import privgate  # noqa: E402
 from privgate.errors import ConfigError  # noqa: E402
 
@@ -66,7 +66,7 @@ def test_suite_decides_like_the_gate(gx_context, frames, with_holdout):
 def test_warn_rules_map_to_warning_severity_and_optional_errors_do_not_block(frames):
     import dagster as dg
 
-    from expectations import dagster_bridge as bridge
+    from privgate.gx import dagster_bridge as bridge
 
     cfg = {"version": 1, "dataset": "t", "metrics": {
         "common_rows": {"threshold": {"warn": 0.0, "block": 0.5}},

@@ -14,7 +14,7 @@ import pytest
 
 gx = pytest.importorskip("great_expectations")
 
-import expectations as pe  # noqa: E402
+import privgate.gx as pe  # noqa: E402
 from privgate.errors import ConfigError  # noqa: E402
 
 SUITE = "synthetic_release_privacy"

@@ -14,6 +14,7 @@ Environment variables (all optional; arguments of :func:`build_definitions` win)
 ``PRIVGATE_GATE_CONFIG``           gate configuration file (default: privgate's shipped default)
 ``PRIVGATE_DATASET``               overrides the configuration's dataset name
 ``PRIVGATE_HISTORY_URL``           score history URL (read by ``privgate.history``; default SQLite)
+``PRIVGATE_THREADS``               BLAS/OpenMP/faiss threads of an evaluation (default 1)
 ``PRIVGATE_EXECUTOR``              ``multiprocess`` (default), ``in_process`` or ``k8s``
 ``PRIVGATE_MAX_CONCURRENT``        steps at a time for the multiprocess executor (default 2)
 ``PRIVGATE_K8S_EXECUTOR_CONFIG``   JSON config of ``dagster_k8s.k8s_job_executor``
@@ -36,10 +37,11 @@ import dagster as dg
 
 from privgate.errors import ConfigError
 
-from .assets import published_release, real_data, synthetic_release, build_privacy_evaluation
-from .gate_checks import EVALUATION_ASSET
+from .assets import build_published_release, real_data, synthetic_release
+from .checks import applicable_check_keys, build_privgate_checks
 from .io_manager import PolarsParquetIOManager
-from .resources import DataLocations, GateConfigResource, HistoryResource
+from .resource import PrivgateResource
+from .resources import DataLocations
 from .schedules import build_reevaluation_schedule
 from .sensors import build_releases_sensor
 
@@ -121,35 +123,45 @@ def build_definitions(
         return default if value is None else value
 
     locations = DataLocations(
-        real_path=str(pick(real_path, "PRIVGATE_REAL_PATH", root / "real.parquet")),
-        holdout_path=(str(h) if (h := pick(holdout_path, "PRIVGATE_HOLDOUT_PATH", None)) else None),
         releases_dir=str(pick(releases_dir, "PRIVGATE_RELEASES_DIR", root / "releases")),
         publish_dir=str(pick(publish_dir, "PRIVGATE_PUBLISH_DIR", root / "published")),
-        reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", root / "reports")),
     )
     storage = str(pick(storage_dir, "PRIVGATE_STORAGE_DIR", root / "storage"))
-    gate = GateConfigResource(path=str(pick(gate_config, "PRIVGATE_GATE_CONFIG", default_gate_config_path())),
-                              dataset=pick(dataset, "PRIVGATE_DATASET", None))
-    # unset: the CLI's default store (privgate.history: $PRIVGATE_HISTORY_URL, else a SQLite file)
-    history = HistoryResource(url=pick(history_url, "PRIVGATE_HISTORY_URL", None))
+    privgate = PrivgateResource(
+        real_path=str(pick(real_path, "PRIVGATE_REAL_PATH", root / "real.parquet")),
+        holdout_path=(str(h) if (h := pick(holdout_path, "PRIVGATE_HOLDOUT_PATH", None)) else None),
+        gate_config=str(pick(gate_config, "PRIVGATE_GATE_CONFIG", default_gate_config_path())),
+        dataset=pick(dataset, "PRIVGATE_DATASET", None),
+        # unset: the CLI's default store (privgate.history: $PRIVGATE_HISTORY_URL, else SQLite)
+        history_url=pick(history_url, "PRIVGATE_HISTORY_URL", None),
+        reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", root / "reports")),
+        threads=int(pick(None, "PRIVGATE_THREADS", 1)),
+    )
 
-    cfg = gate.load()  # the checks are declared from it; an invalid configuration fails the load
-    evaluation = build_privacy_evaluation(cfg)
+    cfg = privgate.load_config()  # the checks are declared from it; an invalid configuration fails the load
+    # the bundled pipeline is one use of the factory users call on their own assets
+    release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
+    published_release = build_published_release(cfg)
 
     evaluate_job = dg.define_asset_job(
         EVALUATE_JOB,
-        selection=dg.AssetSelection.assets(real_data, synthetic_release, evaluation, published_release),
-        description="Load the release, run the privgate gate, publish it if no blocking check failed.",
+        selection=dg.AssetSelection.assets(real_data, synthetic_release, published_release),
+        description="Load the release, run the privgate checks, publish it if no blocking check failed.",
     )
     reevaluate_job = dg.define_asset_job(
         REEVALUATE_JOB,
-        selection=dg.AssetSelection.assets(evaluation),
-        description="Re-run the privacy evaluation of a stored release (no publication).",
+        selection=dg.AssetSelection.assets(synthetic_release),
+        description="Re-read a release and re-run its privgate checks (no publication).",
     )
     status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
                   "PRIVGATE_SENSOR_STATUS", "running").lower()
+    # runs started by the sensor and the schedule leave out the rules that cannot apply to them
+    # (with / without the configured holdout): not shown as executed for those releases
+    planned = applicable_check_keys(synthetic_release, cfg, has_holdout=bool(privgate.holdout_path))
     sensor = build_releases_sensor(
         evaluate_job,
+        asset_selection=[real_data.key, synthetic_release.key, published_release.key],
+        asset_check_keys=planned,
         minimum_interval_seconds=int(pick(sensor_interval, "PRIVGATE_SENSOR_INTERVAL", 30)),
         settle_seconds=float(pick(sensor_settle_seconds, "PRIVGATE_SENSOR_SETTLE", 5.0)),
         default_status=(dg.DefaultSensorStatus.STOPPED if status == "stopped"
@@ -157,23 +169,25 @@ def build_definitions(
     )
     schedule = build_reevaluation_schedule(
         reevaluate_job,
+        asset_selection=[synthetic_release.key],
+        asset_check_keys=planned,
         cron_schedule=str(pick(reevaluation_cron, "PRIVGATE_REEVALUATION_CRON", "0 3 * * *")),
         latest=int(pick(reevaluate_latest, "PRIVGATE_REEVALUATE_LATEST", 5)),
     )
     exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
     return dg.Definitions(
-        assets=[real_data, synthetic_release, evaluation, published_release],
+        assets=[real_data, synthetic_release, published_release],
+        asset_checks=release_checks,
         jobs=[evaluate_job, reevaluate_job],
         sensors=[sensor],
         schedules=[schedule],
         resources={
             "locations": locations,
-            "gate": gate,
-            "history": history,
+            "privgate": privgate,
             "io_manager": PolarsParquetIOManager(base_dir=storage),
         },
         executor=exec_def,
     )
 
 
-__all__ = ["EVALUATE_JOB", "REEVALUATE_JOB", "EVALUATION_ASSET", "build_definitions", "build_executor"]
+__all__ = ["EVALUATE_JOB", "REEVALUATE_JOB", "build_definitions", "build_executor"]

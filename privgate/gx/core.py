@@ -13,7 +13,7 @@ the raw value of the original definition, the threshold, the per-attribute break
 metric's aggregate details — never a value of a real record. A metric that cannot be computed
 makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True`` and
 ``success: False``), never a pass and never an ordinary fail;
-:func:`expectations.results.is_errored` tells the two apart.
+:func:`privgate.gx.results.is_errored` tells the two apart.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, Union
 from great_expectations.compatibility import pydantic
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.suite_parameters import SuiteParameterDict
-from great_expectations.execution_engine import PandasExecutionEngine
+from great_expectations.execution_engine import PandasExecutionEngine, SqlAlchemyExecutionEngine
 from great_expectations.expectations.expectation import (
     BatchExpectation,
     render_suite_parameter_string,
@@ -59,20 +59,49 @@ class TablePrivgatePrivacyRisk(TableMetricProvider):
         df, _, _ = execution_engine.get_compute_domain(
             metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
         )
-        kw = {k: metric_value_kwargs.get(k) for k in VALUE_KEYS}
-        return compute_risk(
-            df,
-            metric=kw["metric"],
-            real=kw["real"],
-            holdout=kw["holdout"],
-            params=kw["params"],
-            keys=kw["keys"],
-            sensitive=kw["sensitive"],
-            seed=kw["seed"] if kw["seed"] is not None else 0,
-            schema=kw["column_kinds"],
-            paired=bool(kw["paired"]),
-            baseline=kw["compare_to"] == "excess",
+        return _risk(df, metric_value_kwargs)
+
+    @metric_value(engine=SqlAlchemyExecutionEngine)
+    def _sqlalchemy(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
+                    runtime_configuration):
+        # a SQL table or query asset: the whole batch is read once into Polars (the metrics
+        # compare every synthetic record with the real data; nothing is computed in SQL)
+        selectable, _, _ = execution_engine.get_compute_domain(
+            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
         )
+        return _risk(sql_batch_frame(execution_engine.engine, selectable), metric_value_kwargs)
+
+
+def sql_batch_frame(engine: Any, selectable: Any):
+    """Every row of a GX SQL batch (a table or a query) as a Polars DataFrame."""
+    import polars as pl
+    import sqlalchemy as sa
+
+    if isinstance(selectable, sa.sql.expression.TextClause):
+        stmt: Any = selectable
+    else:
+        if not isinstance(selectable, sa.sql.expression.FromClause):
+            selectable = selectable.subquery()
+        stmt = sa.select(sa.text("*")).select_from(selectable)
+    with engine.connect() as conn:
+        return pl.read_database(stmt, connection=conn, infer_schema_length=None)
+
+
+def _risk(batch: Any, metric_value_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    kw = {k: metric_value_kwargs.get(k) for k in VALUE_KEYS}
+    return compute_risk(
+        batch,
+        metric=kw["metric"],
+        real=kw["real"],
+        holdout=kw["holdout"],
+        params=kw["params"],
+        keys=kw["keys"],
+        sensitive=kw["sensitive"],
+        seed=kw["seed"] if kw["seed"] is not None else 0,
+        schema=kw["column_kinds"],
+        paired=bool(kw["paired"]),
+        baseline=kw["compare_to"] == "excess",
+    )
 
 
 def _fmt(x: Any) -> str:
@@ -91,7 +120,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     Fields:
         real: the real data the generator was trained on — a file path (Parquet; ``~`` and
             ``$VARS`` expanded) or ``"registry:<name>"`` for a frame registered in this process
-            with :func:`expectations.register_real`; may be a suite parameter
+            with :func:`privgate.gx.register_real`; may be a suite parameter
             ``{"$PARAMETER": "real_path"}`` supplied at run time.
         threshold: the highest acceptable risk in [0, 1] (pass when risk ≤ threshold); may be a
             suite parameter ``{"$PARAMETER": "name"}``.
@@ -229,6 +258,12 @@ class PrivacyRiskExpectation(BatchExpectation):
         if payload.get("baseline") is not None:
             details["baseline"] = payload["baseline"]
             details["excess"] = payload["excess"]
+        # the 95 % intervals and the p-value (None where the metric has none)
+        details["value_ci"] = payload.get("ci")
+        details["baseline_ci"] = payload.get("baseline_ci")
+        details["excess_ci"] = payload.get("excess_ci")
+        details["interval"] = payload.get("excess_ci") if compare_to == "excess" else payload.get("ci")
+        details["p_value"] = payload.get("p_value")
         return {
             "success": bool(risk <= thr),
             "result": {"observed_value": risk, "details": details},

@@ -90,7 +90,7 @@ def resolve_reference(ref: str, *, role: str = "real") -> tuple[pl.DataFrame, st
             raise InputLoadError(
                 f"{role}: no real data registered as {name!r} in this process "
                 f"(registered: {', '.join(known) or 'none'}); call "
-                "expectations.register_real(name, frame) before validating"
+                "privgate.gx.register_real(name, frame) before validating"
             )
         frame, version = entry
         return frame, f"registry:{name}:v{version}"

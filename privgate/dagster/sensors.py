@@ -12,7 +12,7 @@ publish step refuses a release whose content differs from the evaluated one).
 
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import dagster as dg
 
@@ -27,8 +27,14 @@ def build_releases_sensor(
     minimum_interval_seconds: int = 30,
     settle_seconds: float = 5.0,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+    asset_selection: Sequence[dg.AssetKey] | None = None,
+    asset_check_keys: Sequence[dg.AssetCheckKey] | None = None,
 ) -> dg.SensorDefinition:
-    """The sensor that turns new files in ``DataLocations.releases_dir`` into partitions + runs."""
+    """The sensor that turns new files in ``DataLocations.releases_dir`` into partitions + runs.
+
+    ``asset_selection`` / ``asset_check_keys``: what each run executes (default: the whole job);
+    the bundled Definitions leave out the checks of rules that do not apply (see
+    :func:`privgate.dagster.checks.applicable_check_keys`)."""
 
     @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
                default_status=default_status,
@@ -54,9 +60,17 @@ def build_releases_sensor(
                                  f"({len(files)} known release file(s))")
         return dg.SensorResult(
             run_requests=[dg.RunRequest(partition_key=rid, run_key=f"release:{rid}",
-                                        tags={"privgate/release": rid, "privgate/trigger": "new_release"})
+                                        tags={"privgate/release": rid, "privgate/trigger": "new_release"},
+                                        **_selection(asset_selection, asset_check_keys))
                           for rid in new],
             dynamic_partitions_requests=[releases_partitions.build_add_request(new)],
         )
 
     return _sensor
+
+
+def _selection(assets: Sequence[dg.AssetKey] | None,
+               checks: Sequence[dg.AssetCheckKey] | None) -> dict[str, Any]:
+    if assets is None:
+        return {}
+    return {"asset_selection": list(assets), "asset_check_keys": list(checks or [])}

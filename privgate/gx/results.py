@@ -85,7 +85,9 @@ def expectation_config(evr: Any) -> dict[str, Any]:
 
 def summarise(evr: Any) -> dict[str, Any]:
     """One flat, record-free row per expectation result: type, metric, status (passed /
-    failed / errored), risk, threshold, raw value, per-attribute breakdown, error message."""
+    failed / errored), risk, threshold, raw value, the 95 % interval of the risk (``interval``:
+    of the excess with ``compare_to="excess"``), baseline, excess, p-value, per-attribute
+    breakdown, error message."""
     cfg = expectation_config(evr)
     kwargs = cfg["kwargs"]
     result = _get(evr, "result") or {}
@@ -104,6 +106,10 @@ def summarise(evr: Any) -> dict[str, Any]:
         "risk": result.get("observed_value") if isinstance(result, dict) else None,
         "threshold": threshold,
         "raw": details.get("raw"),
+        "interval": details.get("interval"),
+        "baseline": details.get("baseline"),
+        "excess": details.get("excess"),
+        "p_value": details.get("p_value"),
         "raw_description": details.get("raw_description"),
         "per_attribute": details.get("per_attribute"),
         "real": describe_reference(kwargs["real"]) if kwargs.get("real") else None,

@@ -11,11 +11,12 @@ The official dagster-ge integration is pinned to GX < 1 (it is built on the remo
 * an *errored* expectation (the metric raised) is a failed check with severity ERROR and
   ``errored: True`` in its metadata — never a pass, and a warning only for a metric a privgate
   gate configuration marks ``optional`` (``meta["privgate_optional"]``, see
-  :mod:`expectations.gate_config`);
+  :mod:`privgate.gx.gate_config`);
 * a failed expectation gets severity ERROR when its GX ``severity`` is ``critical`` (the
   default) and WARN for ``warning`` / ``info``;
-* metadata: risk (observed value), threshold, raw value, metric, status, the per-attribute
-  breakdown and the error message — scores and aggregates only.
+* metadata: risk (observed value) with its 95 % interval (``risk_lower`` / ``risk_upper``),
+  threshold, raw value, baseline / excess, p-value, metric, status, the per-attribute breakdown
+  and the error message — scores and aggregates only.
 
 Dagster is imported inside the functions (``import dagster`` takes ~2 s).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from typing import Any, Iterable, Sequence
 
@@ -133,9 +135,13 @@ def _metadata(dg: Any, row: dict[str, Any]) -> dict[str, Any]:
     }
     if row["metric"]:
         md["metric"] = dg.MetadataValue.text(str(row["metric"]))
-    for key in ("risk", "threshold", "raw"):
-        value = row[key]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+    numbers = {key: row.get(key) for key in ("risk", "threshold", "raw", "baseline", "excess",
+                                             "p_value")}
+    interval = row.get("interval")
+    if isinstance(interval, (list, tuple)) and len(interval) == 2:
+        numbers["risk_lower"], numbers["risk_upper"] = interval
+    for key, value in numbers.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             md[key] = dg.MetadataValue.float(float(value))
     if row["raw_description"]:
         md["raw_description"] = dg.MetadataValue.text(str(row["raw_description"]))

@@ -172,7 +172,12 @@ def _compute(
     if baseline:
         # the same holdout sample privgate.evaluate(baseline=True) uses
         base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
-        result.with_baseline(base.value)
+        excess_ci = None
+        if result.ci is not None and base.ci is not None:
+            from privgate.stats import difference_interval
+
+            excess_ci = difference_interval(result.value, result.ci, base.value, base.ci)
+        result.with_baseline(base.value, base.ci, excess_ci)
     return payload_from_result(_valid(result, metric), spec)
 
 
@@ -216,5 +221,9 @@ def payload_from_result(result: Any, spec: Any) -> dict[str, Any]:
         "details": details,
         "baseline": d.get("baseline"),
         "excess": d.get("excess"),
+        "ci": d.get("ci"),
+        "baseline_ci": d.get("baseline_ci"),
+        "excess_ci": d.get("excess_ci"),
+        "p_value": d.get("p_value"),
         "seconds": d.get("seconds"),
     }

@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from .partitions import RELEASES_PARTITIONS_NAME
+from .sensors import _selection
 
 
 def build_reevaluation_schedule(
@@ -23,6 +24,8 @@ def build_reevaluation_schedule(
     cron_schedule: str = "0 3 * * *",
     latest: int = 5,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+    asset_selection: Any = None,
+    asset_check_keys: Any = None,
 ) -> dg.ScheduleDefinition:
     """Re-run the evaluation of the ``latest`` most recently added releases on ``cron_schedule``."""
     if latest < 1:
@@ -40,7 +43,8 @@ def build_reevaluation_schedule(
             when = None
         stamp = (when or datetime.now(timezone.utc)).isoformat()
         return [dg.RunRequest(partition_key=rid, run_key=f"reevaluate:{rid}:{stamp}",
-                              tags={"privgate/release": rid, "privgate/trigger": "reevaluation"})
+                              tags={"privgate/release": rid, "privgate/trigger": "reevaluation"},
+                              **_selection(asset_selection, asset_check_keys))
                 for rid in keys[-latest:]]
 
     return _schedule

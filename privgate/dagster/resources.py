@@ -1,14 +1,14 @@
-"""Configurable resources: where the data lives, which gate configuration decides, where scores go.
+"""``DataLocations``: where the bundled pipeline finds releases and publishes them (the gate's own
+settings are :class:`privgate.dagster.resource.PrivgateResource`).
 
-All three are plain :class:`dagster.ConfigurableResource` s, so a deployment sets them in the
-Definitions (see :func:`dagster_defs.definitions.build_definitions`), from environment variables
+A plain :class:`dagster.ConfigurableResource`: set it in the Definitions (see
+:func:`privgate.dagster.definitions.build_definitions`), from environment variables
 (``dg.EnvVar``), or per run in the launchpad.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 
@@ -17,27 +17,19 @@ from privgate.io import SUFFIXES
 
 from .partitions import check_release_id, is_valid_release_id
 
-if TYPE_CHECKING:  # pragma: no cover
-    from privgate.gates import GateConfig
-    from privgate.history import HistoryStore
-
 #: suffixes a release file in the watched directory may have (what ``privgate.io`` reads)
 RELEASE_SUFFIXES = tuple(sorted(SUFFIXES))
 
 
 class DataLocations(dg.ConfigurableResource):
-    """Where the reference data, the releases, the published copies and the reports live.
+    """Where the releases are watched and published.
 
     ``releases_dir`` is the directory the sensor watches: a file ``<release id>.<suffix>`` there is
-    one synthetic release. Published releases are written to ``publish_dir/<release id>.parquet``,
-    reports to ``reports_dir/<dataset>/<release id>/``.
+    one synthetic release. Published releases are written to ``publish_dir/<release id>.parquet``.
     """
 
-    real_path: str
     releases_dir: str
     publish_dir: str
-    reports_dir: str
-    holdout_path: Optional[str] = None
 
     def release_files(self) -> tuple[dict[str, Path], list[str]]:
         """Release id → file for every usable release file, and the names that were skipped
@@ -87,39 +79,4 @@ class DataLocations(dg.ConfigurableResource):
     def publish_path(self, release_id: str) -> Path:
         return Path(self.publish_dir) / f"{check_release_id(release_id)}.parquet"
 
-    def report_dir(self, dataset: str, release_id: str) -> Path:
-        return Path(self.reports_dir) / _safe(dataset) / check_release_id(release_id)
-
-
-class GateConfigResource(dg.ConfigurableResource):
-    """The gate configuration file (YAML or TOML, format of ``privgate.gates``).
-
-    ``dataset`` overrides the configuration's dataset name (the key of the score history).
-    """
-
-    path: str
-    dataset: Optional[str] = None
-
-    def load(self) -> "GateConfig":
-        from privgate.gates import load_gate_config
-
-        cfg = load_gate_config(self.path)
-        return cfg.with_dataset(self.dataset) if self.dataset else cfg
-
-
-class HistoryResource(dg.ConfigurableResource):
-    """The score history store: ``url`` is a SQLAlchemy URL (``sqlite:///...`` or
-    ``postgresql+psycopg2://...``); unset means the same default store the CLI writes to."""
-
-    url: Optional[str] = None
-
-    def open(self) -> "HistoryStore":
-        from privgate.history import HistoryStore
-
-        return HistoryStore(url=self.url) if self.url else HistoryStore()
-
-
-def _safe(name: str) -> str:
-    """A dataset name as one path component (no separators, no leading dots)."""
-    out = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")
-    return out or "dataset"
+__all__ = ["DataLocations", "RELEASE_SUFFIXES"]

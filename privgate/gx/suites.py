@@ -34,7 +34,7 @@ def _build_strict(suite_dict: dict[str, Any], *, source: str):
     if problems:
         raise ConfigError(
             f"suite {suite_dict.get('name')!r} from {source}: {len(problems)} expectation(s) "
-            "cannot be loaded (was `import expectations` done first?): " + "; ".join(problems)
+            "cannot be loaded (was `import privgate.gx` done first?): " + "; ".join(problems)
         )
     suite = gx.ExpectationSuite(
         name=suite_dict.get("name"),
@@ -92,6 +92,6 @@ def get_suite(context: Any, name: str):
         raise ConfigError(
             f"suite {name!r}: GX dropped {len(stored) - len(suite.expectations)} of "
             f"{len(stored_types)} expectations while loading ({missing}); import the module "
-            "that defines them (`import expectations`) and check their kwargs"
+            "that defines them (`import privgate.gx`) and check their kwargs"
         )
     return suite

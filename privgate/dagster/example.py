@@ -1,6 +1,6 @@
 """Open the privgate pipeline in the Dagster UI on the bundled example::
 
-    python -m dagster_defs.example            # then open http://127.0.0.1:3000
+    python -m privgate.dagster.example            # then open http://127.0.0.1:3000
 
 Prepares ``./privgate-dagster-example/`` -- the bundled UCI Adult sample as the real data, the
 bundled holdout, and the three releases of ``privgate demo`` (made with ``privgate.baselines``:
@@ -42,10 +42,12 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
     home = out / "dagster_home"
     home.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text(
-        "# written by python -m dagster_defs.example (see deploy/local/dagster.yaml)\n"
+        "# written by python -m privgate.dagster.example (see deploy/local/dagster.yaml)\n"
         f"storage:\n  sqlite:\n    base_dir: {home}\n"
         "concurrency:\n  runs:\n    max_concurrent_runs: 2\n"
-        "telemetry:\n  enabled: false\n", encoding="utf-8")
+        "  pools:\n    granularity: run\n    default_limit: 1\n"
+        "telemetry:\n  enabled: false\n"
+        "nux:\n  enabled: false\n", encoding="utf-8")
     return {
         "DAGSTER_HOME": str(home),
         "DAGSTER_DISABLE_TELEMETRY": "1",
@@ -61,7 +63,7 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dagster_defs.example", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m privgate.dagster.example", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", default="privgate-dagster-example",
                         help="example folder (default ./privgate-dagster-example)")
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         for k, v in env.items():
             print(f"export {k}={v}")
-        print("dagster dev -m dagster_defs")
+        print("dagster dev -m privgate.dagster")
         return 0
     dagster = shutil.which("dagster")
     if dagster is None:
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"privgate example in {Path(args.dir).absolute()}; Dagster UI on "
           f"http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr, flush=True)
-    os.execve(dagster, [dagster, "dev", "-m", "dagster_defs", "-h", args.host, "-p", str(args.port)],
+    os.execve(dagster, [dagster, "dev", "-m", "privgate.dagster", "-h", args.host, "-p", str(args.port)],
               {**os.environ, **env})
     return 0  # pragma: no cover - execve does not return
 

@@ -1,0 +1,175 @@
+"""``build_privgate_checks``: privgate's gate as blocking asset checks on *your* release assets.
+
+Built like Dagster's own check factories (``build_metadata_bounds_checks``,
+``build_column_schema_change_checks``): give it the assets that produce a synthetic release --
+their value a Polars / pandas DataFrame, a pyarrow Table or a file path, loaded through the
+asset's own IO manager -- and it returns one ``AssetChecksDefinition`` per asset::
+
+    import dagster as dg
+    from privgate.dagster import PrivgateResource, build_privgate_checks
+
+    defs = dg.Definitions(
+        assets=[my_release],
+        asset_checks=build_privgate_checks(assets=[my_release]),
+        resources={"privgate": PrivgateResource(real_path="data/real.parquet")},
+    )
+
+Each asset gets ``gate_decision`` plus one check per rule of the gate configuration
+(``<metric>__<kind>_<severity>``); ``block`` rules and ``gate_decision`` are **blocking**, so a
+blocked release stops everything downstream of the asset in that run. A partitioned asset gets
+partitioned checks (one result per release partition; the partition key is the release id).
+Per-run settings come from the run config (:class:`PrivgateRunConfig`) and the resource's
+config in the launchpad. See :mod:`privgate.dagster.resource` for how evaluations of one dataset
+are serialised and ordered.
+"""
+
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import dagster as dg
+from pydantic import Field
+
+from .gate_checks import DECISION_CHECK, check_results, check_specs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from privgate.gates import GateConfig
+
+#: statuses of a Dagster run that is evaluating (or about to evaluate) right now
+_ACTIVE = ("STARTING", "STARTED")
+
+
+class PrivgateRunConfig(dg.Config):
+    """Per-run settings of the privgate checks (launchpad: ``ops: <check op>: config:``)."""
+
+    release_id: Optional[str] = Field(
+        default=None, description="Release id for the history (default: the partition key, else the run id).")
+    holdout_path: Optional[str] = Field(
+        default=None, description="A holdout for this run only (overrides the resource's).")
+
+
+def build_privgate_checks(
+    *,
+    assets: Sequence[Any],
+    gate_config: "str | Path | GateConfig | None" = None,
+    resource_key: str = "privgate",
+    pool: str | None = None,
+    name_prefix: str = "privgate",
+) -> list[dg.AssetChecksDefinition]:
+    """Blocking privgate gate checks for every asset in ``assets``.
+
+    ``assets``: ``AssetsDefinition`` s (their partitions are used) or asset keys / ``AssetSpec`` s.
+    ``gate_config``: the configuration the checks are declared from -- a path, a ``GateConfig``
+    or ``None`` for privgate's default (``PrivgateResource.gate_config`` may replace it at run
+    time; a rule it adds is still decided by ``gate_decision``). ``resource_key``: the key of the
+    :class:`~privgate.dagster.resource.PrivgateResource`. ``pool``: the Dagster concurrency pool
+    of the check steps (default ``privgate_<dataset>``; give it a limit of 1 with run
+    granularity to queue a dataset's evaluations in launch order -- see docs/dagster.md).
+    """
+    from privgate.gates import GateConfig, default_gate_config, load_gate_config
+
+    if isinstance(gate_config, GateConfig):
+        cfg = gate_config
+    elif gate_config is None:
+        cfg = default_gate_config()
+    else:
+        cfg = load_gate_config(gate_config)
+    if not assets:
+        raise dg.DagsterInvalidDefinitionError("build_privgate_checks: no assets given")
+    pool_name = pool if pool is not None else f"privgate_{_identifier(cfg.dataset)}"
+    return [_checks_for(a, cfg, resource_key, pool_name, name_prefix) for a in assets]
+
+
+def _asset_key_and_partitions(asset: Any) -> tuple[dg.AssetKey, Any]:
+    if isinstance(asset, dg.AssetsDefinition):
+        if len(asset.keys) != 1:
+            raise dg.DagsterInvalidDefinitionError(
+                f"build_privgate_checks: {asset.node_def.name} defines {len(asset.keys)} assets; "
+                "pass the release asset's key (or AssetSpec) instead")
+        return asset.key, asset.partitions_def
+    if isinstance(asset, dg.AssetSpec):
+        return asset.key, asset.partitions_def
+    return dg.AssetKey.from_coercible(asset), None
+
+
+def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
+                name_prefix: str) -> dg.AssetChecksDefinition:
+    key, partitions_def = _asset_key_and_partitions(asset)
+    specs = check_specs(cfg, key, partitions_def=partitions_def)
+    op_name = f"{name_prefix}_{key.to_python_identifier()}"
+
+    @dg.multi_asset_check(
+        name=op_name,
+        specs=specs,
+        ins={"release": dg.AssetIn(key)},
+        can_subset=True,
+        required_resource_keys={resource_key},
+        pool=pool,
+        compute_kind="privgate",
+        description=f"privgate privacy gate on {key.to_user_string()}",
+    )
+    def _privgate_checks(context: dg.AssetCheckExecutionContext, release: Any,
+                         config: PrivgateRunConfig):
+        resource = getattr(context.resources, resource_key)
+        partition = context.partition_key if context.has_partition_key else None
+        release_id = config.release_id or partition or context.run.run_id
+        earlier, in_progress = None, None
+        if partition is not None and partitions_def is not None:
+            keys = list(partitions_def.get_partition_keys(dynamic_partitions_store=context.instance))
+            earlier = keys[:keys.index(partition)] if partition in keys else []
+            in_progress = _active_runs_of(context, set(earlier))
+        outcome, reports = resource.evaluate(
+            release, release_id=release_id, declared=cfg, earlier_releases=earlier,
+            earlier_in_progress=in_progress, holdout_path=config.holdout_path, log=context.log)
+        context.log.info(
+            f"privgate gate on release {release_id!r}: {outcome.decision} (exit code "
+            f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
+        extra = {f"{kind}_report": dg.MetadataValue.path(str(path)) for kind, path in reports.items()}
+        selected = {k.name for k in context.selected_asset_check_keys}
+        for result in check_results(cfg, outcome, key, decision_metadata=extra):
+            if result.check_name in selected:
+                yield result
+
+    return _privgate_checks
+
+
+def _active_runs_of(context: dg.AssetCheckExecutionContext, partitions: set[str]):
+    """A function returning the partitions among ``partitions`` that another run is evaluating
+    right now (STARTING / STARTED): the evaluation waits for them."""
+    if not partitions:
+        return None
+
+    def active() -> list[str]:
+        from dagster import DagsterRunStatus, RunsFilter
+
+        runs = context.instance.get_runs(filters=RunsFilter(
+            statuses=[DagsterRunStatus[s] for s in _ACTIVE]))
+        me = context.run.run_id
+        return sorted({r.tags.get("dagster/partition") for r in runs
+                       if r.run_id != me and r.tags.get("dagster/partition") in partitions})
+
+    return active
+
+
+def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool) -> list[dg.AssetCheckKey]:
+    """The check keys of ``asset`` whose rules apply to a run with (or without) a holdout:
+    ``gate_decision`` and every rule except the ``when: with_holdout`` / ``no_holdout`` ones
+    that do not. A run request that selects only these leaves the others out of the run, so
+    Dagster does not show them as executed (or as failed executions of a blocked run)."""
+    from .gate_checks import rule_checks
+
+    key, _ = _asset_key_and_partitions(asset)
+    names = [DECISION_CHECK] + [rc.name for rc in rule_checks(cfg)
+                                if rc.when == "always" or (rc.when == "with_holdout") == has_holdout]
+    return [dg.AssetCheckKey(key, n) for n in names]
+
+
+def decision_check_key(asset: Any) -> dg.AssetCheckKey:
+    """The key of the ``gate_decision`` check of ``asset``."""
+    key, _ = _asset_key_and_partitions(asset)
+    return dg.AssetCheckKey(key, DECISION_CHECK)
+
+
+def _identifier(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", str(name)) or "dataset"

@@ -1,0 +1,268 @@
+"""``PrivgateResource``: what the privgate asset checks need to gate a release -- the real data,
+the holdout, the gate configuration, the score history, report folder and thread settings.
+
+Evaluations of one dataset are **serialised and ordered**, so the same releases get the same
+verdicts whatever the run timing (a trend rule compares a release with the last *accepted*
+release, which a concurrent run of an earlier release may not have recorded yet):
+
+1. a per-dataset lock is held from reading the history to recording the run -- a file lock
+   (``flock``) next to a SQLite or default history, a PostgreSQL advisory lock for a PostgreSQL
+   history (works across pods);
+2. for a partitioned release asset, a trend rule compares with the last accepted release that
+   comes **before** this one in partition order (not with whatever was recorded last), and the
+   evaluation waits (lock released, up to ``wait_seconds``) while an earlier partition has a run
+   in progress, so a release never overtakes its predecessor. When the wait times out the
+   evaluation fails (fails closed: nothing downstream runs) instead of deciding without the
+   predecessor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+
+import dagster as dg
+from pydantic import Field
+
+from privgate.errors import PrivgateError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from privgate.gates import GateConfig, GateOutcome
+    from privgate.history import HistoryStore
+    from privgate.history.store import RunRecord
+
+
+class EvaluationWaitTimeout(PrivgateError):
+    """An earlier release of the dataset was still being evaluated when the wait ran out."""
+
+
+class PrivgateResource(dg.ConfigurableResource):
+    """Gate a synthetic release with privgate (``pip install 'privgate[dagster]'``).
+
+    Every field can be set in the Definitions, from environment variables (``dg.EnvVar``), or per
+    run in the launchpad (``resources: privgate: config: ...``).
+    """
+
+    real_path: str = Field(description="The real (training) data: Parquet, CSV or Arrow IPC file.")
+    holdout_path: Optional[str] = Field(
+        default=None, description="Real records NOT used to train the generator (enables baseline rules).")
+    gate_config: Optional[str] = Field(
+        default=None, description=("Gate configuration file (YAML/TOML). Unset: the configuration the "
+                                   "checks were declared from (build_privgate_checks' gate_config)."))
+    dataset: Optional[str] = Field(
+        default=None, description="Overrides the configuration's dataset name (the score-history key).")
+    history_url: Optional[str] = Field(
+        default=None, description=("Score history (SQLAlchemy URL, sqlite:/// or postgresql+psycopg2://). "
+                                   "Unset: $PRIVGATE_HISTORY_URL, else ./privgate-history.sqlite."))
+    reports_dir: Optional[str] = Field(
+        default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")
+    threads: int = Field(
+        default=1, description="Threads for BLAS/OpenMP/faiss during an evaluation (0: leave as is).")
+    wait_seconds: float = Field(
+        default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
+    lock_dir: Optional[str] = Field(
+        default=None, description="Folder of the per-dataset lock files (non-PostgreSQL history).")
+
+    # ----------------------------------------------------------------------------------------
+    def load_config(self, declared: "GateConfig | None" = None) -> "GateConfig":
+        """The gate configuration of this run: ``gate_config`` when set, else ``declared``, else
+        privgate's default; with ``dataset`` applied."""
+        from privgate.gates import default_gate_config, load_gate_config
+
+        if self.gate_config:
+            cfg = load_gate_config(self.gate_config)
+        else:
+            cfg = declared if declared is not None else default_gate_config()
+        return cfg.with_dataset(self.dataset) if self.dataset else cfg
+
+    def open_history(self) -> "HistoryStore":
+        from privgate.history import HistoryStore
+
+        return HistoryStore(url=self.history_url) if self.history_url else HistoryStore()
+
+    def evaluate(
+        self,
+        release: Any,
+        *,
+        release_id: str,
+        declared: "GateConfig | None" = None,
+        earlier_releases: Sequence[str] | None = None,
+        earlier_in_progress: Callable[[], Sequence[str]] | None = None,
+        holdout_path: str | None = None,
+        log: Any = None,
+    ) -> "tuple[GateOutcome, dict[str, Path]]":
+        """Gate ``release`` (Polars / pandas / Arrow / path) as ``release_id`` and record it.
+
+        ``earlier_releases``: the release ids that come before this one (partition order); the
+        trend rules compare with the last accepted one of them. ``earlier_in_progress`` returns
+        the earlier release ids that are being evaluated right now (waited for). Returns the
+        gate outcome and the paths of the reports written (``html``, ``json``).
+        """
+        from privgate.errors import ConfigError
+        from privgate.gates import run_gate
+
+        try:
+            cfg: Any = self.load_config(declared)
+            dataset = cfg.dataset
+        except (ConfigError, PrivgateError) as exc:
+            # fail closed like the CLI: run_gate records a blocked run naming the bad key
+            if log is not None:
+                log.error(f"gate configuration {self.gate_config} is invalid: {exc}")
+            cfg = self.gate_config
+            dataset = self.dataset or (declared.dataset if declared is not None else "unknown")
+        holdout = holdout_path if holdout_path is not None else self.holdout_path
+        deadline = time.monotonic() + max(0.0, float(self.wait_seconds))
+        while True:
+            with dataset_lock(dataset, self.history_url, self.lock_dir):
+                waiting = list(earlier_in_progress()) if earlier_in_progress is not None else []
+                if not waiting:
+                    store = self.open_history()
+                    try:
+                        with _thread_limits(self.threads):
+                            outcome = run_gate(
+                                cfg, self.real_path, release, holdout=holdout or None,
+                                release_id=release_id, dataset=dataset,
+                                history=ReleaseOrderedHistory(store, earlier_releases))
+                        reports = self._write_reports(outcome, store, log)
+                    finally:
+                        store.close()
+                    return outcome, reports
+            if time.monotonic() > deadline:
+                raise EvaluationWaitTimeout(
+                    f"release {release_id!r} of dataset {dataset!r}: earlier release(s) "
+                    f"{', '.join(map(repr, waiting[:5]))} still being evaluated after "
+                    f"{self.wait_seconds:g} s; not evaluated (re-run it once they finished)")
+            if log is not None:
+                log.info(f"waiting for the evaluation of earlier release(s) {waiting[:5]} of "
+                         f"dataset {dataset!r}")
+            time.sleep(1.0)
+
+    def _write_reports(self, outcome: "GateOutcome", store: "HistoryStore", log: Any) -> dict[str, Path]:
+        """HTML and JSON reports of ``outcome``; one that cannot be written is logged and left
+        out (the decision and the history row already stand)."""
+        if not self.reports_dir:
+            return {}
+        folder = Path(self.reports_dir) / _safe(outcome.dataset) / _safe(outcome.release_id)
+        out: dict[str, Path] = {}
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            from privgate.render import write_html_report, write_json_report
+        except Exception as exc:  # noqa: BLE001
+            if log is not None:
+                log.warning(f"reports not written: {type(exc).__name__}: {exc}")
+            return out
+        for kind, writer in (("json", write_json_report), ("html", write_html_report)):
+            path = folder / f"{outcome.run_id}.{kind}"
+            try:
+                writer(outcome, path, history=store)
+                out[kind] = path
+            except Exception as exc:  # noqa: BLE001
+                if log is not None:
+                    log.warning(f"{kind.upper()} report not written: {type(exc).__name__}")
+        return out
+
+
+class ReleaseOrderedHistory:
+    """The history as a gate run of one release must see it: ``last_accepted`` is the last
+    accepted release among ``earlier`` (release order, the latest evaluation of each release
+    deciding whether it is accepted), not the last run recorded; ``None`` = no order known, the
+    store's own answer. Everything else goes to the store."""
+
+    def __init__(self, store: "HistoryStore", earlier: Sequence[str] | None) -> None:
+        self._store = store
+        self._earlier = None if earlier is None else list(earlier)
+
+    def last_accepted(self, dataset: str, *, before_run: str | None = None) -> "RunRecord | None":
+        if self._earlier is None:
+            return self._store.last_accepted(dataset, before_run=before_run)
+        if not self._earlier:
+            return None
+        import polars as pl
+
+        runs = self._store.runs(dataset)
+        if runs.is_empty():
+            return None
+        order = {rid: i for i, rid in enumerate(self._earlier)}
+        latest = (runs.filter(pl.col("release_id").is_in(list(order)))
+                  .with_row_index("_seq")
+                  .sort("_seq").group_by("release_id", maintain_order=True).last()
+                  .filter(pl.col("accepted")))
+        if latest.is_empty():
+            return None
+        best = max(latest.iter_rows(named=True), key=lambda r: order[r["release_id"]])
+        return self._store.get_run(best["run_id"])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@contextlib.contextmanager
+def dataset_lock(dataset: str, history_url: str | None, lock_dir: str | None = None) -> Iterator[None]:
+    """Hold the per-dataset evaluation lock: a PostgreSQL advisory lock when the history is in
+    PostgreSQL (shared by every host), else an exclusive ``flock`` on a file (shared by every
+    process and thread of this host)."""
+    from privgate.history.store import resolve_url
+
+    url = resolve_url(history_url)
+    key = hashlib.sha256(f"{url}\x00{dataset}".encode()).digest()
+    if url.startswith("postgresql"):
+        import sqlalchemy as sa
+
+        lock_id = int.from_bytes(key[:8], "big", signed=True)
+        engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
+                try:
+                    yield
+                finally:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id})
+                    conn.commit()
+        finally:
+            engine.dispose()
+        return
+    folder = Path(lock_dir) if lock_dir else Path(tempfile.gettempdir()) / "privgate-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key.hex()[:32]}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _thread_limits(threads: int) -> Iterator[None]:
+    if threads <= 0:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    try:
+        import faiss  # noqa: PLC0415 - optional speed-up of the neighbour engine
+        previous = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(threads)
+    except Exception:  # noqa: BLE001
+        faiss, previous = None, None
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        if faiss is not None:
+            faiss.omp_set_num_threads(previous)
+
+
+def _safe(name: str) -> str:
+    """A name as one path component (no separators, no leading dots)."""
+    out = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name)).lstrip(".")
+    return out or "dataset"
