@@ -330,6 +330,8 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{where}: must be a number (a block limit) or a mapping "
                           f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}")
+    # YAML 1.1 (PyYAML) reads the bare key `on` as the boolean true
+    spec = {("on" if k is True else k): v for k, v in spec.items()}
     when = spec.get("when", "always")
     if when not in WHEN:
         raise ConfigError(f"{where}.when: must be one of {', '.join(WHEN)}, got {when!r}")

@@ -169,3 +169,12 @@ def test_only_holdout_rules_mean_the_metric_is_not_run_without_a_holdout():
                                  common_rows={"threshold": 0.01}))
     assert cfg.metrics_for(True) == ["memorisation", "common_rows"]
     assert cfg.metrics_for(False) == ["common_rows"]
+
+
+def test_yaml_reads_the_on_key(tmp_path):
+    # PyYAML turns a bare `on` key into True; the configuration still means `on`
+    y = tmp_path / "g.yaml"
+    y.write_text("metrics:\n  memorisation:\n    threshold: {on: lower, block: 0.01}\n"
+                 "    test:\n      block: 0.001\n", encoding="utf-8")
+    rules = load_gate_config(y).metrics["memorisation"].rules
+    assert [(r.kind, r.on, r.limit) for r in rules] == [("threshold", "lower", 0.01), ("test", "p_value", 0.001)]
