@@ -39,9 +39,14 @@ effect size: a mirrored count.
   (``on: lower``).
 
 **Sizes.** The symmetry needs as many training as holdout records. With n_T = n_H the cached
-synthetic→training search of the context is reused; otherwise the larger side is subsampled to
-the smaller side's size without replacement (seeded by the context's seed) and the release is
-searched against that subsample (same neighbour engine). ``details["subsampled"]`` says which.
+synthetic→training and synthetic→holdout searches of the context are used; otherwise the larger
+side is subsampled to the smaller side's size without replacement (seeded by the context's seed)
+and the release is searched against that subsample (same neighbour engine).
+``details["subsampled"]`` says which. A larger holdout costs nothing but the dropped holdout
+records. A larger training set costs power: a copy of a training record left out of the
+subsample looks like any other record, so only a share n_H/n_T of the memorised records can be
+counted and the shares (estimate and bounds) are multiplied by n_T/n_H (unbiased; the p-value
+is unchanged). Give a holdout as large as the training set for the full power.
 
 Orientation: risk; value = estimated share of the release memorised (0 = no more records much
 nearer to the training data than to the holdout than chance gives; 1 = every record); raw = the
@@ -80,24 +85,27 @@ def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
     return tuple(sorted(t))
 
 
-def _distances(ctx) -> tuple[np.ndarray, np.ndarray, str | None]:
-    """(d_T, d_H) per synthetic record, with the larger real side subsampled to the smaller's size."""
+def _distances(ctx) -> tuple[np.ndarray, np.ndarray, str | None, float]:
+    """(d_T, d_H) per synthetic record, with the larger real side subsampled to the smaller's
+    size, a note saying which, and the factor the share is scaled by (n_T / n_H when training was
+    subsampled: only copies of the kept training records can be counted)."""
     n_t, n_h = ctx.n_real, ctx.n_holdout
     if n_t == n_h:
         d_t = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
         d_h = ctx.neighbours("mixed", "synthetic", "holdout", 1).dist[:, 0]
-        return d_t, d_h, None
+        return d_t, d_h, None, 1.0
     space = ctx.mixed()
     rng = np.random.default_rng(ctx.seed)
     if n_t > n_h:
         rows = np.sort(rng.choice(n_t, n_h, replace=False))
         d_t = knn(space.synthetic, space.real[rows], 1).dist[:, 0]
         d_h = ctx.neighbours("mixed", "synthetic", "holdout", 1).dist[:, 0]
-        return d_t, d_h, f"training subsampled from {n_t} to {n_h} records (the holdout's size)"
+        return d_t, d_h, (f"training subsampled from {n_t} to {n_h} records (the holdout's size); "
+                          f"shares scaled by {n_t}/{n_h}"), n_t / n_h
     rows = np.sort(rng.choice(n_h, n_t, replace=False))
     d_t = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
     d_h = knn(space.synthetic, space.holdout[rows], 1).dist[:, 0]
-    return d_t, d_h, f"holdout subsampled from {n_h} to {n_t} records (the training set's size)"
+    return d_t, d_h, f"holdout subsampled from {n_h} to {n_t} records (the training set's size)", 1.0
 
 
 def side_counts(d_t: np.ndarray, d_h: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
@@ -112,9 +120,11 @@ def _half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA) -> dict[str, float]:
+def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA,
+              scale: float = 1.0) -> dict[str, float]:
     """One tail's binomial test and share bounds from its training-side (a) and holdout-side
-    (b) counts in a release of m records (see the module docstring)."""
+    (b) counts in a release of m records (see the module docstring); shares are multiplied by
+    ``scale`` (n_T / n_H when the training set was subsampled)."""
     k, n = _half_up(a), _half_up(a + b)
     k = min(k, n)
     if n == 0:
@@ -122,7 +132,8 @@ def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA) ->
     p = binomial_test(k, n, 0.5, "greater")
     lo = clopper_pearson(k, n, 1.0 - alpha / k_tails)[0]   # one-sided at alpha / (2K)
     hi = clopper_pearson(k, n, 1.0 - alpha)[1]             # one-sided at alpha / 2
-    return {"p": p, "share": (a - b) / m, "lower": n * (2 * lo - 1) / m, "upper": n * (2 * hi - 1) / m}
+    return {"p": p, "share": scale * (a - b) / m, "lower": scale * n * (2 * lo - 1) / m,
+            "upper": scale * n * (2 * hi - 1) / m}
 
 
 @register_metric(family="tracing", attack="membership: synthetic records much nearer to a training record than to any holdout record",
@@ -146,7 +157,7 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     for role, n in (("holdout", ctx.n_holdout), ("training", ctx.n_real), ("release", ctx.n_synthetic)):
         if n < MIN_ROWS:
             raise TooFewRowsError(f"memorisation needs at least {MIN_ROWS} {role} rows for its test; got {sizes}")
-    d_t, d_h, subsampled = _distances(ctx)
+    d_t, d_h, subsampled, scale = _distances(ctx)
     a, b = side_counts(d_t, d_h, float(ratio))
     m = d_t.size
     order = np.lexsort((np.arange(m), np.minimum(d_t, d_h)))
@@ -158,13 +169,14 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
         ta, tb = float(a[sel].sum()), float(b[sel].sum())
         per_tail.append({"fraction": q, "size": size, "training_side": ta, "holdout_side": tb,
                          "ties": int(np.count_nonzero((a[sel] == 0.5) & (b[sel] == 0.5))),
-                         **tail_test(ta, tb, m, k_tails)})
+                         **tail_test(ta, tb, m, k_tails, scale=scale)})
     adjusted = holm([t["p"] for t in per_tail])
     for t, p_adj in zip(per_tail, adjusted):
         t["p_holm"] = float(p_adj)
     best = max(range(k_tails), key=lambda i: (per_tail[i]["lower"], -i))
     chosen = per_tail[best]
-    whole = per_tail[-1] if tails_t[-1] == 1.0 else tail_test(float(a.sum()), float(b.sum()), m, k_tails)
+    whole = per_tail[-1] if tails_t[-1] == 1.0 else tail_test(float(a.sum()), float(b.sum()), m, k_tails,
+                                                              scale=scale)
     value = min(1.0, max(0.0, chosen["share"]))
     lower = min(1.0, max(0.0, chosen["lower"]))
     upper = min(1.0, max(lower, value, whole["upper"]))
@@ -172,7 +184,7 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     in_tail = np.zeros(m, dtype=bool)
     in_tail[order[:chosen["size"]]] = True
     flagged = np.flatnonzero((flags > 0) & in_tail)
-    raw = float((a.sum() - b.sum()) / m)
+    raw = float(scale * (a.sum() - b.sum()) / m)
     res = result(
         ctx, "memorisation", value, raw,
         f"whole-release (A − B)/m: training-side minus holdout-side records (ratio {ratio:g}) over release size",
@@ -188,6 +200,7 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
             "flagged_rows_truncated": bool(flagged.size > MAX_LISTED_ROWS),
             "subsampled": subsampled,
             "sizes": {"training": ctx.n_real, "holdout": ctx.n_holdout, "release": m},
+            "share_scale": scale,
         },
         per_record=flags,
         per_record_description=(f"per synthetic record (by row position): 1 if its nearest training record is "

@@ -139,6 +139,10 @@ def test_unequal_sizes_subsample_the_larger_side(adult):
     res = memorisation(real, fresh, holdout=hold[:700], seed=3)
     assert "training subsampled from 1500 to 700" in res.details["subsampled"]
     assert res.details["sizes"] == {"training": 1500, "holdout": 700, "release": 1500}
+    # only copies of kept training records can be counted: shares are scaled by n_T / n_H
+    t = res.details["tails"][-1]
+    assert res.details["share_scale"] == pytest.approx(1500 / 700)
+    assert t["share"] == pytest.approx(1500 / 700 * (t["training_side"] - t["holdout_side"]) / 1500)
     res2 = memorisation(real[:600], fresh, holdout=hold, seed=3)
     assert "holdout subsampled from 1500 to 600" in res2.details["subsampled"]
     assert res2.ci[0] == 0.0
