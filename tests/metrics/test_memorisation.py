@@ -148,6 +148,17 @@ def test_unequal_sizes_subsample_the_larger_side(adult):
     assert res2.ci[0] == 0.0
 
 
+def test_copies_are_counted_with_a_smaller_holdout(adult):
+    # 10 % copies, holdout half the training set's size: about half of the copies' sources are in
+    # the training subsample; the scaled estimate still estimates the whole 10 %
+    real, hold, _ = adult
+    rel = baselines.independent_marginals(real, seed=2)
+    rel = pl.concat([rel[150:], real[:150]])
+    res = memorisation(real, rel, holdout=hold[:750], seed=1)
+    assert res.details["share_scale"] == pytest.approx(2.0)
+    assert res.p_value < 1e-10 and res.ci[0] > 0.03 and 0.06 <= res.value <= 0.14
+
+
 def test_deterministic(adult):
     real, hold, fresh = adult
     a = memorisation(real, fresh, holdout=hold[:700], seed=5)
