@@ -178,3 +178,11 @@ def test_yaml_reads_the_on_key(tmp_path):
                  "    test:\n      block: 0.001\n", encoding="utf-8")
     rules = load_gate_config(y).metrics["memorisation"].rules
     assert [(r.kind, r.on, r.limit) for r in rules] == [("threshold", "lower", 0.01), ("test", "p_value", 0.001)]
+
+
+def test_check_names_cover_test_rules():
+    from privgate.gates import check_name
+
+    cfg = parse_gate_config(_cfg(memorisation={"test": {"warn": 0.05, "block": 0.01}}))
+    names = [check_name(m.name, r.kind, r.severity) for m, r in cfg.rules()]
+    assert names == ["memorisation__test_warn", "memorisation__test_block"]
