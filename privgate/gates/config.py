@@ -13,6 +13,9 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
+      memorisation:
+        threshold: {on: lower, warn: 0.0, block: 0.01}   # the interval's lower bound > limit
+        test: {warn: 0.01}                         # p-value < limit fires
       authenticity:
         baseline: {warn: 0.05, block: 0.10}       # value − holdout baseline > limit fires
         trend: {warn: 0.05}                        # value − last accepted release's value > limit
@@ -21,7 +24,7 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
         params: {keys: [age, sex]}
         threshold: {max: 0.2, severity: warn, when: no_holdout}
 
-Rule kinds (each a mapping of severity → limit, or ``{max, severity, when}``, or a bare number
+Rule kinds (each a mapping of severity → limit, or ``{max, severity, when, on}``, or a bare number
 meaning a ``block`` limit):
 
 - ``threshold``: the metric's ``value`` (risk in [0, 1]) must not exceed the limit.
@@ -30,6 +33,15 @@ meaning a ``block`` limit):
   without one unless ``require_holdout`` is true).
 - ``trend``: value − the value of the last accepted release of the same dataset must not exceed
   the limit (needs a history store; skipped for the first release).
+- ``test``: the metric's ``p_value`` (a metric that is a hypothesis test, e.g. memorisation) must
+  not fall strictly below the limit, e.g. ``memorisation: {test: {block: 0.01}}``; a warn limit
+  is ≥ the block limit.
+
+``on`` (threshold and baseline rules) says what is compared: ``estimate`` (default: the value,
+or the excess), ``lower`` or ``upper`` (that end of the 95 % interval: ``ci`` for threshold rules,
+``excess_ci`` for baseline rules). ``on: lower`` fires only when the evidence puts the quantity
+above the limit; a rule asking for an interval or p-value the result does not have blocks (fails
+closed).
 
 ``when`` restricts a rule to runs ``with_holdout`` or ``no_holdout`` (default ``always``), so a
 configuration can use raw thresholds when no holdout exists and holdout-relative rules when one
@@ -53,8 +65,14 @@ from ..errors import ConfigError
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
-RULE_KINDS = ("threshold", "baseline", "trend")
+RULE_KINDS = ("threshold", "baseline", "trend", "test")
 WHEN = ("always", "with_holdout", "no_holdout")
+# what a threshold or baseline rule compares: the point value (excess), or an end of its interval
+ON = ("estimate", "lower", "upper")
+DEFAULT_ON = "estimate"
+# the quantity each rule kind may compare (`on`), and the range of its limits
+ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
+LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
             "require_holdout", "metrics")
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
@@ -66,10 +84,20 @@ CONTEXT_PARAMS = ("keys", "sensitive")
 class Rule:
     """One limit of one metric: ``kind`` compares a quantity with ``limit`` at ``severity``."""
 
-    kind: str          # "threshold" | "baseline" | "trend"
+    kind: str          # "threshold" | "baseline" | "trend" | "test"
     limit: float
     severity: str      # "warn" | "block"
     when: str = "always"
+    on: str = ""       # "estimate" | "lower" | "upper" ("p_value" for test rules); "" = the kind's default
+
+    def __post_init__(self) -> None:
+        if not self.on:
+            object.__setattr__(self, "on", "p_value" if self.kind == "test" else DEFAULT_ON)
+
+    @property
+    def fires_below(self) -> bool:
+        """Test rules fire when the p-value is strictly *below* the limit; the others above."""
+        return self.kind == "test"
 
     def applies(self, has_holdout: bool) -> bool:
         if self.when == "with_holdout":
@@ -79,7 +107,8 @@ class Rule:
         return True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when}
+        return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when,
+                "on": self.on}
 
 
 @dataclass(frozen=True)
@@ -118,6 +147,12 @@ class GateConfig:
 
     def rules(self, kind: str | None = None) -> list[tuple[MetricGate, Rule]]:
         return [(m, r) for m in self.metrics.values() for r in m.rules if kind is None or r.kind == kind]
+
+    def metrics_for(self, has_holdout: bool) -> list[str]:
+        """The metrics a run with / without a holdout evaluates: those with at least one rule that
+        applies to it (a metric whose rules are all ``when: with_holdout`` is not run without a
+        holdout, so a holdout-only metric such as memorisation does not fail there)."""
+        return [n for n, m in self.metrics.items() if any(r.applies(has_holdout) for r in m.rules)]
 
     @property
     def needs_baseline(self) -> bool:
@@ -260,7 +295,7 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if body is None:
         body = {}
     if not isinstance(body, Mapping):
-        raise ConfigError(f"{where}: must be a mapping with params/optional/threshold/baseline/trend, got {_tname(body)}")
+        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(RULE_KINDS)}, got {_tname(body)}")
     unknown = [k for k in body if k not in METRIC_KEYS]
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(METRIC_KEYS)}")
@@ -284,41 +319,62 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
         if kind in body:
             rules.extend(_parse_rules(f"{where}.{kind}", kind, body[kind]))
     if not rules:
-        raise ConfigError(f"{where}: no rule; give at least one of threshold, baseline, trend")
+        raise ConfigError(f"{where}: no rule; give at least one of {', '.join(RULE_KINDS)}")
     return MetricGate(name=name, params=params, optional=optional, rules=tuple(rules), description=description)
 
 
 def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
-    lo, hi = (-1.0, 1.0) if kind in ("baseline", "trend") else (0.0, 1.0)
+    lo, hi = LIMITS_BY_KIND[kind]
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
-        return [Rule(kind, _limit(where, spec, lo, hi), "block")]
+        return [Rule(kind, _rule_limit(where, kind, spec, lo, hi), "block")]
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{where}: must be a number (a block limit) or a mapping "
                           f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}")
+    # YAML 1.1 (PyYAML) reads the bare key `on` as the boolean true
+    spec = {("on" if k is True else k): v for k, v in spec.items()}
     when = spec.get("when", "always")
     if when not in WHEN:
         raise ConfigError(f"{where}.when: must be one of {', '.join(WHEN)}, got {when!r}")
+    allowed_on = ON_BY_KIND[kind]
+    on = spec.get("on", allowed_on[0])
+    if on not in allowed_on:
+        hint = ("; on applies to threshold and baseline rules" if kind in ("trend", "test") else "")
+        raise ConfigError(f"{where}.on: must be one of {', '.join(allowed_on)}, got {on!r}{hint}")
     if "max" in spec or "severity" in spec:
-        unknown = [k for k in spec if k not in ("max", "severity", "when")]
+        unknown = [k for k in spec if k not in ("max", "severity", "when", "on")]
         if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; with 'max' use only max, severity, when")
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; with 'max' use only max, severity, when, on")
         if "max" not in spec:
-            raise ConfigError(f"{where}.max: missing; give the limit the {kind} must not exceed")
+            what = "the p-value must not fall below" if kind == "test" else f"the {kind} must not exceed"
+            raise ConfigError(f"{where}.max: missing; give the limit {what}")
         sev = spec.get("severity", "block")
         if sev not in SEVERITIES:
             raise ConfigError(f"{where}.severity: must be 'warn' or 'block', got {sev!r}")
-        return [Rule(kind, _limit(f"{where}.max", spec["max"], lo, hi), sev, when)]
-    unknown = [k for k in spec if k not in SEVERITIES + ("when",)]
+        return [Rule(kind, _rule_limit(f"{where}.max", kind, spec["max"], lo, hi), sev, when, on)]
+    unknown = [k for k in spec if k not in SEVERITIES + ("when", "on")]
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: warn, block, when (or max, severity, when)")
-    rules = [Rule(kind, _limit(f"{where}.{sev}", spec[sev], lo, hi), sev, when)
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: warn, block, when, on (or max, severity, when, on)")
+    rules = [Rule(kind, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
              for sev in SEVERITIES if sev in spec]
     if not rules:
         raise ConfigError(f"{where}: give a warn and/or block limit")
-    if len(rules) == 2 and rules[0].limit > rules[1].limit:
-        raise ConfigError(f"{where}.warn: the warn limit {rules[0].limit} is above the block limit "
-                          f"{rules[1].limit}; warn must be ≤ block")
+    if len(rules) == 2:
+        warn, block = rules
+        if kind == "test" and warn.limit < block.limit:
+            raise ConfigError(f"{where}.warn: the warn p-value limit {warn.limit} is below the block limit "
+                              f"{block.limit}; a test warns at a larger p-value than it blocks (warn ≥ block)")
+        if kind != "test" and warn.limit > block.limit:
+            raise ConfigError(f"{where}.warn: the warn limit {warn.limit} is above the block limit "
+                              f"{block.limit}; warn must be ≤ block")
     return rules
+
+
+def _rule_limit(where: str, kind: str, x: Any, lo: float, hi: float) -> float:
+    v = _limit(where, x, lo, hi)
+    if kind == "test" and v <= 0:
+        raise ConfigError(f"{where}: a p-value limit must be above 0 (a p-value is never below 0, so the "
+                          f"rule could never fire), got {x!r}")
+    return v
 
 
 def _limit(where: str, x: Any, lo: float, hi: float) -> float:

@@ -66,7 +66,11 @@ class GateCheck:
 
     ``value`` is the metric's risk value, ``compared`` the quantity the rule compares with
     ``threshold`` (the value for threshold rules, the excess over the holdout baseline for baseline
-    rules, the increase over the last accepted release for trend rules).
+    rules, the increase over the last accepted release for trend rules, the p-value for test
+    rules) — or, with ``on`` = "lower" / "upper", that end of its interval. ``interval`` is the
+    95 % interval of the compared quantity (``ci`` for threshold rules, ``excess_ci`` for baseline
+    rules; None when the result has none or the rule has no interval), ``p_value`` the metric's
+    own p-value when it is a test.
     """
 
     metric: str
@@ -83,6 +87,9 @@ class GateCheck:
     baseline: float | None = None
     previous: float | None = None
     skipped: bool = False
+    on: str = ""                   # "estimate" | "lower" | "upper" | "p_value" ("" for errors)
+    interval: tuple[float, float] | None = None
+    p_value: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
@@ -179,6 +186,8 @@ def decide(
     checks: list[GateCheck] = []
     for name, mg in cfg.metrics.items():
         res = results.get(name)
+        if res is None and name not in errors and not any(r.applies(has_holdout) for r in mg.rules):
+            continue  # not evaluated because no rule applies (e.g. a holdout-only metric, no holdout)
         if res is None or name in errors:
             msg = safe_message(errors.get(name, "no result was produced"))
             checks.append(_error_check(name, f"metric failed: {msg}", optional=mg.optional))
@@ -193,25 +202,33 @@ def decide(
     return checks
 
 
+_ON_WORDS = {"lower": "lower bound", "upper": "upper bound"}
+
+
 def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
                 previous: Mapping[str, float] | None, previous_note: str) -> GateCheck:
     base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
-                severity=rule.severity, seconds=res.seconds, optional=optional, baseline=res.baseline)
+                severity=rule.severity, seconds=res.seconds, optional=optional, baseline=res.baseline,
+                on=rule.on, p_value=res.p_value)
+    interval = None
     if rule.kind == "threshold":
-        compared = res.value
-        what = f"value {res.value:.4f}"
+        point, interval = res.value, res.ci
+        what = f"value {point:.4f}"
     elif rule.kind == "baseline":
         if not has_holdout:
             return GateCheck(**base, verdict="pass", skipped=True,
                              message="no holdout given; baseline rule not evaluated")
         if res.excess is None or res.baseline is None:
-            if optional:
-                return GateCheck(**{**base, "rule": "error"}, verdict="pass", skipped=True,
-                                 message="holdout baseline missing; optional metric, ignored")
-            return GateCheck(**{**base, "rule": "error", "severity": "block"}, verdict="block",
-                             message="holdout baseline could not be computed (fails closed)")
-        compared = float(res.excess)
-        what = f"excess {compared:+.4f} over holdout baseline {res.baseline:.4f}"
+            return _missing_check(base, optional, "holdout baseline could not be computed")
+        point, interval = float(res.excess), res.excess_ci
+        what = f"excess {point:+.4f} over holdout baseline {res.baseline:.4f}"
+    elif rule.kind == "test":
+        if res.p_value is None:
+            return _missing_check(base, optional, f"the test rule needs a p-value and {name} reports none")
+        p = float(res.p_value)
+        fired = p < rule.limit
+        return GateCheck(**base, verdict=rule.severity if fired else "pass", compared=p,
+                         message=f"p-value {p:.3g} {'<' if fired else '≥'} {rule.limit:g}")
     else:  # trend
         if previous is None:
             return GateCheck(**base, verdict="pass", skipped=True,
@@ -220,13 +237,35 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
             return GateCheck(**base, verdict="pass", skipped=True,
                              message="metric absent from the last accepted release")
         prev = float(previous[name])
-        compared = res.value - prev
         base["previous"] = prev
-        what = f"increase {compared:+.4f} over last accepted {prev:.4f}"
+        point = res.value - prev
+        what = f"increase {point:+.4f} over last accepted {prev:.4f}"
+    base["interval"] = (float(interval[0]), float(interval[1])) if interval is not None else None
+    if rule.on == "estimate":
+        compared = point
+    elif interval is None:
+        quantity, field_ = ("value", "ci") if rule.kind == "threshold" else ("excess", "excess_ci")
+        return _missing_check(base, optional, f"the rule compares the {_ON_WORDS[rule.on]} of the {quantity}'s "
+                                              f"interval and {name} reports no {field_}")
+    else:
+        compared = float(interval[0] if rule.on == "lower" else interval[1])
+        fmt = "{:.4f}" if rule.kind == "threshold" else "{:+.4f}"
+        what = (f"{_ON_WORDS[rule.on]} {fmt.format(compared)} of {what} (95 % interval "
+                f"{fmt.format(interval[0])} to {fmt.format(interval[1])})")
     fired = compared > rule.limit + _EPS
     verdict = rule.severity if fired else "pass"
     msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
     return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def _missing_check(base: dict[str, Any], optional: bool, what: str) -> GateCheck:
+    """A rule that cannot be evaluated because the result lacks what it compares: blocks (fails
+    closed, exit 3), or is ignored for an optional metric."""
+    if optional:
+        return GateCheck(**{**base, "rule": "error"}, verdict="pass", skipped=True,
+                         message=f"{what}; optional metric, ignored")
+    return GateCheck(**{**base, "rule": "error", "severity": "block"}, verdict="block",
+                     message=f"{what} (fails closed)")
 
 
 def _error_check(metric: str, message: str, *, optional: bool = False) -> GateCheck:
@@ -460,7 +499,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                                           "compare with care")
         try:
             report = _evaluate(
-                frames["real"], frames["synthetic"], metrics=config.metric_names,
+                frames["real"], frames["synthetic"], metrics=config.metrics_for(has_holdout),
                 holdout=frames.get("holdout"), keys=config.keys, sensitive=config.sensitive,
                 schema=config.schema, seed=config.seed, params=config.params(),
                 baseline=bool(has_holdout and config.needs_baseline), on_error="record",
@@ -565,7 +604,7 @@ def check_row(outcome: "GateOutcome", c: GateCheck, limits: str, verdict: str) -
     signed = c.rule in ("baseline", "trend")
     return {
         "metric": c.metric + (" (optional)" if c.optional else ""),
-        "rule": c.rule + (f" ({on})" if on not in (None, "estimate") else ""),
+        "rule": c.rule + (f" ({on})" if on in ("lower", "upper") else ""),
         "value": with_interval(c.value, res.ci if res is not None else None),
         "compared": with_interval(c.compared, interval, signed),
         "limits": limits,

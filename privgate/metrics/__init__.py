@@ -21,5 +21,6 @@ from .reconstruction import attribute_inference, generalized_cap, zero_cap  # no
 from .classifier import detection_mlp, membership_inference  # noqa: F401
 from .statistical import chi_squared, inverse_kl, jensen_shannon, kolmogorov_smirnov  # noqa: F401
 from .proximity import proximity_score  # noqa: F401
+from .memorisation import memorisation  # noqa: F401
 from ..disclosure.metrics import disclosure_attribute, disclosure_identity  # noqa: F401
 from ..attacks import inference, linkability, singling_out  # noqa: F401

@@ -63,6 +63,17 @@ def test_hash_is_stable_and_changes_with_rules():
     (_cfg(common_rows={"optional": "no", "threshold": 0.1}), "metrics.common_rows.optional"),
     (_cfg(close_values={"params": {"treshold": 0.3}, "threshold": 0.1}), "metrics.close_values.params.treshold"),
     (_cfg(close_values={"params": [1], "threshold": 0.1}), "metrics.close_values.params"),
+    # evidence rules: on, test
+    (_cfg(memorisation={"threshold": {"on": "median", "block": 0.01}}), "metrics.memorisation.threshold.on"),
+    (_cfg(memorisation={"threshold": {"max": 0.01, "on": "low"}}), "metrics.memorisation.threshold.on"),
+    (_cfg(nnaa={"trend": {"on": "lower", "warn": 0.05}}), "metrics.nnaa.trend.on"),
+    (_cfg(memorisation={"test": {"on": "lower", "block": 0.01}}), "metrics.memorisation.test.on"),
+    (_cfg(memorisation={"test": 0.0}), "metrics.memorisation.test"),
+    (_cfg(memorisation={"test": {"block": -0.01}}), "metrics.memorisation.test.block"),
+    (_cfg(memorisation={"test": {"block": 1.5}}), "metrics.memorisation.test.block"),
+    (_cfg(memorisation={"test": {"warn": 0.001, "block": 0.01}}), "metrics.memorisation.test.warn"),
+    (_cfg(memorisation={"test": {"max": 0.01, "side": "left"}}), "metrics.memorisation.test.side"),
+    (_cfg(memorisation={"test": {"severity": "warn"}}), "metrics.memorisation.test.max"),
 ])
 def test_errors_name_the_key(data, key):
     with pytest.raises(ConfigError) as err:
@@ -110,9 +121,68 @@ def test_default_config_loads_and_follows_validity():
     # raw thresholds only where a raw value means something on its own
     raw_threshold_metrics = {m.name for m, r in cfg.rules("threshold") if r.when != "no_holdout"}
     assert raw_threshold_metrics <= {"common_rows", "hitting_rate", "disclosure_identity",
-                                      "disclosure_attribute"}
+                                      "disclosure_attribute", "memorisation"}
+    # memorisation (its value is already relative to the holdout) decides on its lower bound and
+    # runs only with a holdout
+    mem = cfg.metrics["memorisation"]
+    assert {r.on for r in mem.rules if r.kind == "threshold"} == {"lower"}
+    assert all(r.when == "with_holdout" for r in mem.rules)
+    assert "memorisation" in cfg.metrics_for(True) and "memorisation" not in cfg.metrics_for(False)
     # the metrics VALIDITY.md shows to be ≈ 1 for every realistic release are not gated
     assert not {"close_values", "distant_values", "nsnd", "nndr"} & set(cfg.metrics)
     # holdout-relative rules exist, and only apply with a holdout
     assert cfg.rules("baseline")
     assert default_gate_config("adult").dataset == "adult"
+
+
+def test_evidence_rules_on_and_test():
+    cfg = parse_gate_config(_cfg(
+        memorisation={"threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
+                      "test": {"warn": 0.05, "block": 0.01, "when": "with_holdout"}},
+        nnaa={"baseline": {"max": 0.05, "on": "upper"}, "trend": 0.05},
+        common_rows={"threshold": 0.01},
+    ))
+    mem = cfg.metrics["memorisation"].rules
+    assert [(r.kind, r.limit, r.severity, r.on) for r in mem] == [
+        ("threshold", 0.0, "warn", "lower"), ("threshold", 0.01, "block", "lower"),
+        ("test", 0.05, "warn", "p_value"), ("test", 0.01, "block", "p_value")]
+    assert mem[2].fires_below and not mem[0].fires_below
+    assert [r.on for r in cfg.metrics["nnaa"].rules] == ["upper", "estimate"]
+    # the default of on is the point estimate: existing configurations decide as before
+    assert cfg.metrics["common_rows"].rules[0].on == "estimate"
+    assert Rule("threshold", 0.1, "block") == Rule("threshold", 0.1, "block", "always", "estimate")
+    assert Rule("test", 0.01, "block").on == "p_value"
+    assert cfg.metrics_for(False) == ["memorisation", "nnaa", "common_rows"]
+    # on changes the decision, so it changes the hash
+    other = parse_gate_config(_cfg(
+        memorisation={"threshold": {"on": "estimate", "warn": 0.0, "block": 0.01},
+                      "test": {"warn": 0.05, "block": 0.01, "when": "with_holdout"}},
+        nnaa={"baseline": {"max": 0.05, "on": "upper"}, "trend": 0.05},
+        common_rows={"threshold": 0.01},
+    ))
+    assert other.hash != cfg.hash
+    assert cfg.to_dict()["metrics"]["memorisation"]["rules"][0]["on"] == "lower"
+
+
+def test_only_holdout_rules_mean_the_metric_is_not_run_without_a_holdout():
+    cfg = parse_gate_config(_cfg(memorisation={"threshold": {"on": "lower", "block": 0.01, "when": "with_holdout"}},
+                                 common_rows={"threshold": 0.01}))
+    assert cfg.metrics_for(True) == ["memorisation", "common_rows"]
+    assert cfg.metrics_for(False) == ["common_rows"]
+
+
+def test_yaml_reads_the_on_key(tmp_path):
+    # PyYAML turns a bare `on` key into True; the configuration still means `on`
+    y = tmp_path / "g.yaml"
+    y.write_text("metrics:\n  memorisation:\n    threshold: {on: lower, block: 0.01}\n"
+                 "    test:\n      block: 0.001\n", encoding="utf-8")
+    rules = load_gate_config(y).metrics["memorisation"].rules
+    assert [(r.kind, r.on, r.limit) for r in rules] == [("threshold", "lower", 0.01), ("test", "p_value", 0.001)]
+
+
+def test_check_names_cover_test_rules():
+    from privgate.gates import check_name
+
+    cfg = parse_gate_config(_cfg(memorisation={"test": {"warn": 0.05, "block": 0.01}}))
+    names = [check_name(m.name, r.kind, r.severity) for m, r in cfg.rules()]
+    assert names == ["memorisation__test_warn", "memorisation__test_block"]

@@ -151,6 +151,115 @@ def test_table_shows_intervals_and_p_values():
     base = next(c for c in doc["checks"] if c["rule"] == "baseline")
     assert base["on"] == "lower" and base["interval"] == [0.02, 0.18]
     assert doc["results"]["authenticity"]["excess_ci"] == [0.02, 0.18] and doc["results"]["authenticity"]["p_value"] == 0.00002
+# ------------------------------------------------------------------ rules on evidence
+
+
+def RI(name, value, ci=None, p_value=None, baseline=None, excess_ci=None):
+    """A result with an interval and/or a p-value."""
+    r = R(name, value, baseline=baseline)
+    if ci is not None:
+        r.set_ci(ci, "test interval")
+    if baseline is not None:
+        r.with_baseline(baseline, excess_ci=excess_ci)
+    r.p_value = p_value
+    return r
+
+
+EVIDENCE = parse_gate_config({"dataset": "d", "metrics": {
+    "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
+                     "test": {"warn": 0.05, "block": 0.001}},
+    "nnaa": {"baseline": {"on": "upper", "max": 0.05, "severity": "warn"}},
+    "authenticity": {"threshold": {"on": "estimate", "block": 0.6},
+                     "baseline": {"on": "lower", "block": 0.1}},
+}})
+
+
+def by_rule(checks):
+    return {(c.metric, c.rule, c.severity): c for c in checks}
+
+
+def test_on_lower_and_upper_compare_the_interval_ends():
+    res = {"memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
+           "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
+           "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08))}
+    checks = decide(EVIDENCE, res, {}, has_holdout=True)
+    c = by_rule(checks)
+    # lower bound 0.004 > warn 0 but ≤ block 0.01, although the estimate 0.012 is above 0.01
+    assert c[("memorisation", "threshold", "warn")].verdict == "warn"
+    assert c[("memorisation", "threshold", "block")].verdict == "pass"
+    m = c[("memorisation", "threshold", "block")]
+    assert m.on == "lower" and m.compared == pytest.approx(0.004) and m.interval == (0.004, 0.02)
+    assert m.p_value == pytest.approx(0.002) and "lower bound 0.0040" in m.message
+    # p = 0.002 < warn 0.05, ≥ block 0.001
+    assert c[("memorisation", "test", "warn")].verdict == "warn"
+    t = c[("memorisation", "test", "block")]
+    assert t.verdict == "pass" and t.on == "p_value" and t.compared == pytest.approx(0.002) and t.interval is None
+    # upper end of the excess interval: +0.06 > 0.05 warns although the excess is +0.02
+    n = c[("nnaa", "baseline", "warn")]
+    assert n.verdict == "warn" and n.compared == pytest.approx(0.06) and n.interval == (-0.01, 0.06)
+    assert n.p_value is None and "upper bound +0.0600" in n.message
+    # estimate ignores the interval; lower end of the excess 0.02 ≤ 0.1
+    assert c[("authenticity", "threshold", "block")].verdict == "pass"
+    assert c[("authenticity", "threshold", "block")].interval == (0.5, 0.7)
+    assert c[("authenticity", "baseline", "block")].verdict == "pass"
+    assert decision_of(checks) == (Decision.WARN, 1)
+
+    res["memorisation"] = RI("memorisation", 0.05, ci=(0.03, 0.07), p_value=1e-9)
+    checks = decide(EVIDENCE, res, {}, has_holdout=True)
+    assert decision_of(checks) == (Decision.BLOCK, 2)
+    assert by_rule(checks)[("memorisation", "test", "block")].verdict == "block"
+
+
+def test_test_rule_fires_strictly_below_and_lower_rule_strictly_above():
+    res = {"memorisation": RI("memorisation", 0.0, ci=(0.0, 0.01), p_value=0.05),
+           "nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.05)),
+           "authenticity": RI("authenticity", 0.6, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.0, 0.1))}
+    checks = decide(EVIDENCE, res, {}, has_holdout=True)
+    assert decision_of(checks) == (Decision.PASS, 0), [c.message for c in checks if c.verdict != "pass"]
+
+
+@pytest.mark.parametrize("res, missing", [
+    (RI("memorisation", 0.02, ci=None, p_value=0.001), "reports no ci"),
+    (RI("memorisation", 0.02, ci=(0.01, 0.03), p_value=None), "needs a p-value"),
+])
+def test_a_rule_asking_for_missing_evidence_fails_closed(res, missing):
+    others = {"nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.0)),
+              "authenticity": RI("authenticity", 0.5, ci=(0.4, 0.6), baseline=0.5, excess_ci=(-0.1, 0.0))}
+    checks = decide(EVIDENCE, {"memorisation": res, **others}, {}, has_holdout=True)
+    errs = [c for c in checks if c.rule == "error"]
+    assert errs and all(missing in c.message and "fails closed" in c.message for c in errs)
+    assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
+    # an excess without its interval, compared on its upper end
+    no_excess_ci = {**others, "memorisation": RI("memorisation", 0.0, ci=(0.0, 0.0), p_value=1.0),
+                    "nnaa": RI("nnaa", 0.5, baseline=0.5)}
+    checks = decide(EVIDENCE, no_excess_ci, {}, has_holdout=True)
+    err = next(c for c in checks if c.rule == "error")
+    assert err.metric == "nnaa" and "excess_ci" in err.message
+    assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
+    # an optional metric's missing evidence is shown and ignored
+    opt = parse_gate_config({"dataset": "d", "metrics": {
+        "memorisation": {"optional": True, "threshold": {"on": "lower", "block": 0.01}}}})
+    checks = decide(opt, {"memorisation": RI("memorisation", 0.02)}, {}, has_holdout=True)
+    assert decision_of(checks) == (Decision.PASS, 0) and checks[0].skipped
+
+
+def test_checks_serialise_the_evidence_fields():
+    res = {"memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
+           "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
+           "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08))}
+    d = decide(EVIDENCE, res, {}, has_holdout=True)[0].to_dict()
+    assert d["on"] == "lower" and d["interval"] == [0.004, 0.02] and d["p_value"] == pytest.approx(0.002)
+
+
+def test_holdout_only_metric_not_required_without_a_holdout(monkeypatch):
+    cfg = parse_gate_config({"dataset": "d", "metrics": {
+        "memorisation": {"threshold": {"on": "lower", "block": 0.01, "when": "with_holdout"}},
+        "common_rows": {"threshold": 0.01}}})
+    checks = decide(cfg, {"common_rows": R("common_rows", 0.0)}, {}, has_holdout=False)
+    assert decision_of(checks) == (Decision.PASS, 0) and [c.metric for c in checks] == ["common_rows"]
+    # with a holdout, a missing result still fails closed
+    checks = decide(cfg, {"common_rows": R("common_rows", 0.0)}, {}, has_holdout=True)
+    assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
 
 
 # ------------------------------------------------------------------ run_gate with a stub evaluate

@@ -1,0 +1,183 @@
+"""memorisation: hand-computed distances, half-counted ties, p-values and shares by hand; copies
+flagged, non-members not; determinism; errors that name the sizes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats as st
+
+from privgate import baselines
+from privgate.data import load_example
+from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
+from privgate.metrics import memorisation
+from privgate.metrics.memorisation import side_counts, tail_test
+from privgate.registry import get_metric
+
+
+def frame(xs) -> pl.DataFrame:
+    return pl.DataFrame({"x": np.asarray(xs, dtype=np.float64)})
+
+
+def binom_sf(k: int, n: int) -> float:
+    """P(Bin(n, 1/2) ≥ k) by counting."""
+    return sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+
+
+# training records at 100·i; holdout records at the midpoints 100·i + 50, except the last one,
+# which repeats the training record 4900 (a record present on both sides)
+TRAIN = frame(100.0 * np.arange(50))
+HOLD = frame(np.r_[100.0 * np.arange(49) + 50, 4900.0])
+
+
+def test_side_counts_half_count_ties():
+    d_t = np.array([0.0, 0.0, 1.0, 1.0, 0.5, 1.0, 2.0])
+    d_h = np.array([0.0, 1.0, 0.0, 1.0, 1.0, 2.0, 1.0])
+    a, b = side_counts(d_t, d_h, 0.5)
+    # (0,0) is on both boundaries: half to each side; 0.5 vs 1 is on the training boundary
+    assert a.tolist() == [0.5, 1.0, 0.0, 0.0, 0.5, 0.5, 0.0]
+    assert b.tolist() == [0.5, 0.0, 1.0, 0.0, 0.0, 0.0, 0.5]
+    a1, b1 = side_counts(d_t, d_h, 1.0)  # ratio 1: the plain nearer-side test, ties half
+    assert a1.tolist() == [0.5, 1.0, 0.0, 0.5, 1.0, 1.0, 0.0]
+    assert (a1 + b1).tolist() == [1.0] * 7
+
+
+def test_hand_computed_whole_release():
+    # 10 exact training copies (d_T 0, d_H 50: training side), 1 copy of the record present on both
+    # sides (d_T = d_H = 0: half each), 5 at +10 (d_T 10 < 0.5·40), 4 at +40 (holdout side),
+    # 2 at +50/3 (d_T = 0.5·d_H exactly: half to the training side), 28 at +25 (neither)
+    xs = np.r_[100.0 * np.arange(10), 4900.0, 100.0 * np.arange(10, 15) + 10,
+               100.0 * np.arange(15, 19) + 40, 100.0 * np.arange(19, 21) + 50 / 3,
+               100.0 * np.arange(21, 49) + 25]
+    res = memorisation(TRAIN, frame(xs), holdout=HOLD, tails=[1.0])
+    a, b, m = 10 + 0.5 + 5 + 1.0, 4 + 0.5, 50
+    assert res.details["training_side"] == pytest.approx(a)
+    assert res.details["holdout_side"] == pytest.approx(b)
+    tail = res.details["tails"][0]
+    assert tail["ties"] == 1 and tail["size"] == 50
+    # exact test on the half-up rounded counts: 17 of 21
+    assert res.p_value == pytest.approx(binom_sf(17, 21)) == pytest.approx(7547 / 2 ** 21)
+    assert res.value == pytest.approx((a - b) / m) == pytest.approx(0.24)
+    assert res.raw == pytest.approx(0.24)
+    lo = st.beta.ppf(0.025, 17, 21 - 17 + 1)
+    hi = st.beta.ppf(0.975, 18, 21 - 17)
+    assert res.ci == pytest.approx((21 * (2 * lo - 1) / m, 21 * (2 * hi - 1) / m))
+    assert "Clopper" in res.details["ci_method"] and "Holm" in res.details["p_value_correction"]
+    # flags by row position: the copies, the +10 and the boundary records; not the shared one
+    assert res.details["flagged_rows"] == list(range(10)) + list(range(11, 16)) + [20, 21]
+    assert res.per_record[10] == 0 and res.per_record[20] == 0.5 and res.per_record.size == 50
+    assert res.n_holdout == 50 and res.details["subsampled"] is None
+
+
+def test_hand_computed_tail_scan_with_holm():
+    # 100 training at 100·i, 100 holdout at 100·i + 50; release: 5 exact copies (closest: 0),
+    # 10 training-side at +10, 10 holdout-side at +40, 75 at +25
+    train = frame(100.0 * np.arange(100))
+    hold = frame(100.0 * np.arange(100) + 50)
+    xs = np.r_[100.0 * np.arange(5), 100.0 * np.arange(5, 15) + 10, 100.0 * np.arange(15, 25) + 40,
+               100.0 * np.arange(25, 100) + 25]
+    res = memorisation(train, frame(xs), holdout=hold, tails=[0.05, 1.0])
+    t5, whole = res.details["tails"]
+    assert (t5["size"], t5["training_side"], t5["holdout_side"]) == (5, 5.0, 0.0)
+    assert (whole["training_side"], whole["holdout_side"]) == (15.0, 10.0)
+    p5, p_all = 0.5 ** 5, binom_sf(15, 25)
+    assert t5["p"] == pytest.approx(p5) and whole["p"] == pytest.approx(p_all)
+    # Holm: the smaller p times 2, the larger times 1, made monotone
+    assert t5["p_holm"] == pytest.approx(2 * p5)
+    assert whole["p_holm"] == pytest.approx(max(2 * p5, p_all))
+    assert res.p_value == pytest.approx(2 * p5)
+    # one-sided Clopper–Pearson lower bounds at 0.05 / (2·2): 5 of 5 → 0.0125^(1/5)
+    lo5 = 0.0125 ** (1 / 5)
+    assert t5["lower"] == pytest.approx(5 * (2 * lo5 - 1) / 100)
+    assert whole["lower"] == pytest.approx(25 * (2 * st.beta.ppf(0.0125, 15, 11) - 1) / 100)
+    # the tail with the highest lower bound decides the estimate; both bounds are below 0
+    assert res.details["selected_tail"] == 0.05
+    assert res.value == pytest.approx(0.05) and res.ci[0] == 0.0
+    assert res.ci[1] == pytest.approx(25 * (2 * st.beta.ppf(0.975, 16, 10) - 1) / 100)
+    assert res.details["flagged_rows"] == [0, 1, 2, 3, 4]
+
+
+def test_tail_test_without_trials_and_by_hand():
+    assert tail_test(0.0, 0.0, 100, 5) == {"p": 1.0, "share": 0.0, "lower": 0.0, "upper": 0.0}
+    t = tail_test(3.0, 1.0, 10, 1)
+    assert t["p"] == pytest.approx(5 / 16) and t["share"] == pytest.approx(0.2)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    real = load_example("adult_sample")[:1500]
+    hold = load_example("adult_holdout")
+    return real, hold[:1500], hold[1500:]
+
+
+def test_ten_percent_exact_copies_are_flagged(adult):
+    real, hold, _ = adult
+    rel = baselines.independent_marginals(real, seed=1)
+    pos = np.sort(np.random.default_rng(0).choice(rel.height, 150, replace=False))
+    rel = pl.concat([rel.with_row_index("__i").filter(~pl.col("__i").is_in(pos)).drop("__i"), real[:150]])
+    res = memorisation(real, rel, holdout=hold)
+    assert res.p_value < 1e-20
+    assert 0.09 <= res.value <= 0.11 and res.ci[0] > 0.08 and res.ci[0] <= res.value <= res.ci[1]
+    assert set(range(rel.height - 150, rel.height)) <= set(res.details["flagged_rows"])
+    assert get_metric("memorisation").self_controlled and get_metric("memorisation").family == "tracing"
+
+
+def test_non_members_and_the_holdout_itself_are_not_flagged(adult):
+    real, hold, fresh = adult
+    as_release = memorisation(real, hold, holdout=hold)  # every record is a holdout record
+    assert as_release.value == 0.0 and as_release.ci[0] == 0.0 and as_release.p_value == 1.0
+    assert as_release.details["n_flagged"] == 0
+    others = memorisation(real, fresh, holdout=hold)      # real people in neither set
+    assert others.ci[0] == 0.0 and others.p_value > 0.01 and others.value < 0.01
+
+
+def test_unequal_sizes_subsample_the_larger_side(adult):
+    real, hold, fresh = adult
+    res = memorisation(real, fresh, holdout=hold[:700], seed=3)
+    assert "training subsampled from 1500 to 700" in res.details["subsampled"]
+    assert res.details["sizes"] == {"training": 1500, "holdout": 700, "release": 1500}
+    # only copies of kept training records can be counted: shares are scaled by n_T / n_H
+    t = res.details["tails"][-1]
+    assert res.details["share_scale"] == pytest.approx(1500 / 700)
+    assert t["share"] == pytest.approx(1500 / 700 * (t["training_side"] - t["holdout_side"]) / 1500)
+    res2 = memorisation(real[:600], fresh, holdout=hold, seed=3)
+    assert "holdout subsampled from 1500 to 600" in res2.details["subsampled"]
+    assert res2.ci[0] == 0.0
+
+
+def test_copies_are_counted_with_a_smaller_holdout(adult):
+    # 10 % copies, holdout half the training set's size: about half of the copies' sources are in
+    # the training subsample; the scaled estimate still estimates the whole 10 %
+    real, hold, _ = adult
+    rel = baselines.independent_marginals(real, seed=2)
+    rel = pl.concat([rel[150:], real[:150]])
+    res = memorisation(real, rel, holdout=hold[:750], seed=1)
+    assert res.details["share_scale"] == pytest.approx(2.0)
+    assert res.p_value < 1e-10 and res.ci[0] > 0.03 and 0.06 <= res.value <= 0.14
+
+
+def test_deterministic(adult):
+    real, hold, fresh = adult
+    a = memorisation(real, fresh, holdout=hold[:700], seed=5)
+    b = memorisation(real, fresh, holdout=hold[:700], seed=5)
+    assert (a.value, a.ci, a.p_value, a.details["tails"]) == (b.value, b.ci, b.p_value, b.details["tails"])
+    assert np.array_equal(a.per_record, b.per_record)
+
+
+def test_errors_name_the_sizes():
+    with pytest.raises(TooFewRowsError, match=r"at least 50 holdout rows.*holdout 49"):
+        memorisation(TRAIN, TRAIN, holdout=HOLD[:49])
+    with pytest.raises(TooFewRowsError, match=r"at least 50 release rows.*release 10"):
+        memorisation(TRAIN, TRAIN[:10], holdout=HOLD)
+    with pytest.raises(TooFewRowsError, match=r"at least 50 training rows.*training 20"):
+        memorisation(TRAIN[:20], TRAIN, holdout=HOLD)
+    with pytest.raises(NotApplicableError, match="holdout"):
+        memorisation(TRAIN, TRAIN)
+    with pytest.raises(SchemaMismatchError):
+        memorisation(TRAIN, TRAIN, holdout=HOLD.rename({"x": "y"}))
+    for bad in ({"ratio": 0}, {"ratio": 1.5}, {"tails": []}, {"tails": [0.0, 1.0]}, {"tails": ["a"]}):
+        with pytest.raises(ParameterError):
+            memorisation(TRAIN, TRAIN, holdout=HOLD, **bad)
