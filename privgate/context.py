@@ -13,6 +13,7 @@ from .io import load_frame
 from .neighbours import Neighbours, knn
 from .schema import Schema, check_not_empty, check_same_columns, infer_schema, normalise_frame
 from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
+from .threads import limited, resolve_threads
 
 
 class EvaluationContext:
@@ -30,6 +31,8 @@ class EvaluationContext:
         seed: seed of every random step.
         pairing: for hidden_rate: True (synthetic row i was generated from real row i) or an
             integer array giving, per synthetic row, the real row it was generated from.
+        threads: thread budget of every native library in this evaluation (LightGBM, BLAS,
+            OpenMP, faiss; privgate.threads): default $PRIVGATE_THREADS, else the free cores.
     """
 
     def __init__(
@@ -43,6 +46,7 @@ class EvaluationContext:
         sensitive: Sequence[str] | str | None = None,
         seed: int = 0,
         pairing: Any = None,
+        threads: int | None = None,
         _shared: dict | None = None,
     ) -> None:
         frames = {"real": load_frame(real, role="real"), "synthetic": load_frame(synthetic, role="synthetic")}
@@ -64,6 +68,7 @@ class EvaluationContext:
         self._require_columns("key columns", self.keys)
         self._require_columns("sensitive columns", self.sensitive)
         self.pairing = pairing
+        self.threads = resolve_threads(threads)
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
         self._baseline_ctx: EvaluationContext | None = None
@@ -115,7 +120,7 @@ class EvaluationContext:
         synthetic set — used to score a holdout sample as a baseline."""
         return EvaluationContext(
             self.real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
-            sensitive=self.sensitive, seed=self.seed, _shared=self._shared,
+            sensitive=self.sensitive, seed=self.seed, threads=self.threads, _shared=self._shared,
         )
 
     def holdout_baseline(self) -> "EvaluationContext":
@@ -219,7 +224,8 @@ class EvaluationContext:
             raise TooFewRowsError(
                 f"a {k}-nearest-neighbour search among {target} records needs at least "
                 f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
-        nb = knn(q, t, k, exclude_self=same)
+        with limited(self.threads):
+            nb = knn(q, t, k, exclude_self=same)
         shared[cache_key] = nb
         return nb
 
