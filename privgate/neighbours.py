@@ -438,11 +438,23 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
             d2 += (qc[qi] != tc[ti]) @ costs
         return np.sqrt(d2)
 
-    # level 0: own group; every other record mismatches ≥ 1 column
-    rows = np.arange(n)
+    # level 0: own group; every other record mismatches ≥ 1 column. Rows whose short list was
+    # cut inside a run of near-equal distances are retried once with k + 16 candidates.
     beyond0 = float(np.sqrt(ordered[0])) if costs.size else np.inf
-    idx, reach = _group_candidates(q, t, rows, qc, tc, num, gap, kk, exclude_self)
-    todo = _settle(q, t, rows, idx, [reach], beyond0, k, kk, available, ranking_distance, out_d, out_i)
+    todo = np.arange(n)
+    for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
+        width = min(available, k + extra)
+        idx, reach = _group_candidates(q, t, todo, qc, tc, num, gap, width, exclude_self)
+        todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
+        if cut.size == 0 or width == available:
+            break
+        todo, retry = np.setdiff1d(todo, cut), cut
+        idx, reach = _group_candidates(q, t, retry, qc, tc, num, gap, min(available, k + EXTRA_CANDIDATES),
+                                       exclude_self)
+        left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
+                          available, ranking_distance, out_d, out_i)
+        todo = np.union1d(todo, left)
+        break
     if todo.size == 0 or costs.size == 0:
         return todo
     # level 1: equal on all columns but one; every other record mismatches ≥ 2 columns
@@ -453,8 +465,9 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
         idx, reach = _group_candidates(q, t, todo, qc[:, keep], tc[:, keep], num, gap, kk, exclude_self)
         cands.append(idx)
         reaches.append(reach)
-    return _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
-                   out_d, out_i)
+    left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
+                      out_d, out_i)
+    return left
 
 
 def _slice_cost(q, t, a, b) -> float:
@@ -490,9 +503,10 @@ def _group_candidates(q, t, rows, qc, tc, num, gap, kk, exclude_self) -> tuple[n
     return idx[:, :kk], dist[:, kk - 1]
 
 
-def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d, out_i) -> np.ndarray:
+def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d, out_i
+            ) -> tuple[np.ndarray, np.ndarray]:
     """Decide the rows whose candidate lists provably hold their k nearest (see _knn_grouped);
-    return the others."""
+    return the others, and among them those that failed only because a list was too short."""
     n, width = idx.shape
     # a target found by several trees counts once
     idx = np.sort(idx, axis=1)
@@ -505,6 +519,7 @@ def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d,
     kth = np.sort(d64, axis=1)[:, k - 1]
     tol = REL_TOL * (1.0 + np.abs(kth))
     complete = (n_unique >= k) & (beyond > kth + 2 * tol)
+    far_enough = complete.copy()
     if kk < available:
         for reach in reaches:
             complete &= reach > kth + 2 * tol
@@ -517,7 +532,7 @@ def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d,
         out_i[rows[sel]] = chosen
         # the reported distances: float64 from the full coordinates, as on every other path
         out_d[rows[sel]] = _pair_distances(q, t, np.repeat(rows[sel], k), chosen.ravel()).reshape(sel.size, k)
-    return rows[~complete]
+    return rows[~complete], rows[far_enough & ~complete]
 
 
 def _knn_kdtree(q, t, k, exclude_self, out_d, out_i) -> np.ndarray:
