@@ -18,6 +18,12 @@
 
 Low-dimensional spaces (d ≤ 3, e.g. the 2-D FAMD projection) are screened by scipy's cKDTree
 instead (exact float64, no n×m work), with the same float64 decision and tie rule.
+
+Before any n×m work, rows are settled exactly where the data allow: exact duplicates (k = 1,
+``_knn1_deduplicated``) and, in a mixed space (``categorical_slices``), the nearest records inside
+groups of equal categorical values (``_knn_grouped``). With ``approximate=True`` the rows still
+open are screened by a faiss IVF index instead of the flat search, and the search reports its
+measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbours.search``.
 """
 
 from __future__ import annotations
