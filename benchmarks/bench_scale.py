@@ -75,36 +75,43 @@ def gemm_reference(ctx) -> float:
 
 
 def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, float, dict, dict]:
+    import privgate.metrics  # noqa: F401  (imports — scipy.stats etc. — are not the family's work)
     from privgate.context import EvaluationContext
     from privgate.registry import get_metric, run_spec
+    from privgate.threads import limited
 
     real, syn = texas_like(n)
     reset_peak()
     t0 = time.perf_counter()
     ctx = EvaluationContext(real, syn, seed=0, pairing=True, exact=exact, threads=threads)
     values, searches = {}, {}
-    for name in DISTANCE:
-        res = run_spec(get_metric(name), ctx, {})
-        values[name] = res.value
-        if "neighbour_search" in res.details:
-            searches.update(res.details["neighbour_search"]["searches"])
+    with limited(ctx.threads):  # as evaluate() runs metrics
+        for name in DISTANCE:
+            t1 = time.perf_counter()
+            res = run_spec(get_metric(name), ctx, {})
+            values[name] = res.value
+            print(f"      {name:<16} {time.perf_counter() - t1:6.1f} s", flush=True)
+            if "neighbour_search" in res.details:
+                searches.update(res.details["neighbour_search"]["searches"])
     return time.perf_counter() - t0, peak_rss_mib(), values, searches
 
 
-def run_distance(sizes: list[int], check_exact: bool, threads: int | None) -> None:
+def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_each: bool) -> None:
     from privgate.context import EvaluationContext
 
     real, syn = texas_like(25_000)
     ctx25 = EvaluationContext(real, syn, threads=threads)
     ref25 = min(gemm_reference(ctx25) for _ in range(2))
-    print(f"ref25 (GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads): {ref25:.2f} s")
+    print(f"ref25 (GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads): {ref25:.2f} s", flush=True)
     times = {}
     for n in sizes:
-        ref = ref25 if n == 25_000 else gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
+        ref = ref25 if n == 25_000 or not ref_each else \
+            gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
         seconds, peak, values, searches = distance_family(n, False, threads)
         times[n] = seconds
-        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {seconds / ref:5.2f}× GEMM({n}) = "
-              f"{seconds / ref25:6.2f}× ref25; peak RSS {peak / 1024:.2f} GiB")
+        own = f"{seconds / ref:5.2f}× GEMM({n}) = " if n == 25_000 or ref_each else ""
+        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25; "
+              f"peak RSS {peak / 1024:.2f} GiB", flush=True)
         for name, sd in searches.items():
             extra = "" if sd.get("exact", True) else \
                 f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]"
@@ -205,13 +212,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, nargs="*", default=[], help="distance-family sizes (real = release rows)")
     ap.add_argument("--check-exact", action="store_true", help="also run exact=True and print the max value gap")
+    ap.add_argument("--ref-each", action="store_true", help="also time the GEMM 1-NN reference at every n")
     ap.add_argument("--suite", action="store_true", help="full suite at 25k quiet vs under 2 busy processes")
     ap.add_argument("--mlp", action="store_true", help="NumPy vs scikit-learn MLP on Texas and Adult")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="thread budget (default: privgate.threads)")
     args = ap.parse_args()
     if args.n:
-        run_distance(args.n, args.check_exact, args.threads)
+        run_distance(args.n, args.check_exact, args.threads, args.ref_each)
     if args.suite:
         run_suite(args.threads)
     if args.mlp:
