@@ -450,14 +450,16 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
     # cut inside a run of near-equal distances are retried once with k + 16 candidates.
     beyond0 = float(np.sqrt(ordered[0])) if costs.size else np.inf
     todo = np.arange(n)
+    groups = _Groups(qc, tc, gap)
+    qg, tg = groups.ids()
     for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
         width = min(available, k + extra)
-        idx, reach = _group_candidates(q, t, todo, qc, tc, num, gap, width, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self)
         todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
         if cut.size == 0 or width == available:
             break
         todo, retry = np.setdiff1d(todo, cut), cut
-        idx, reach = _group_candidates(q, t, retry, qc, tc, num, gap, min(available, k + EXTRA_CANDIDATES),
+        idx, reach = _group_candidates(q, t, retry, qg, tg, num, gap, min(available, k + EXTRA_CANDIDATES),
                                        exclude_self)
         left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
                           available, ranking_distance, out_d, out_i)
@@ -469,8 +471,8 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
     beyond1 = float(np.sqrt(ordered[0] + ordered[1])) if costs.size > 1 else np.inf
     cands, reaches = [], []
     for j in range(costs.size):
-        keep = np.arange(costs.size) != j
-        idx, reach = _group_candidates(q, t, todo, qc[:, keep], tc[:, keep], num, gap, kk, exclude_self)
+        qg_j, tg_j = groups.ids(drop=j)
+        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self)
         cands.append(idx)
         reaches.append(reach)
     left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
@@ -484,18 +486,43 @@ def _slice_cost(q, t, a, b) -> float:
     return 2.0 * float(np.abs(v).max()) ** 2
 
 
-def _group_candidates(q, t, rows, qc, tc, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
-    """For query ``rows``: the kk nearest targets (by numeric distance) among targets with the same
-    category codes ``qc``/``tc``, and the numeric distance of the last candidate (how far the list
-    reaches). Records of other groups are at least ``gap`` away and come last."""
+class _Groups:
+    """Group ids of query and target rows for a set of categorical columns: mixed-radix numbers of
+    the codes when they stay exact in float64 after scaling by the gap (then dropping a column is
+    a subtraction), else dense ids from successive np.unique."""
+
+    def __init__(self, qc: np.ndarray, tc: np.ndarray, gap: float) -> None:
+        self.qc, self.tc = qc, tc
+        levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)) + 1
+        self.strides = np.concatenate([[1], np.cumprod(levels)[:-1]]).astype(np.int64) if levels.size else levels
+        total = float(np.prod(levels.astype(np.float64))) if levels.size else 1.0
+        self.radix = total * (gap + 1.0) < 2.0**52
+        if self.radix:
+            self.q_all, self.t_all = qc @ self.strides, tc @ self.strides
+
+    def ids(self, drop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(query ids, target ids) grouping rows equal on every column (but ``drop``)."""
+        if self.qc.shape[1] == 0:
+            return np.zeros(self.qc.shape[0], dtype=np.int64), np.zeros(self.tc.shape[0], dtype=np.int64)
+        if self.radix:
+            if drop is None:
+                return self.q_all, self.t_all
+            return (self.q_all - self.qc[:, drop] * self.strides[drop],
+                    self.t_all - self.tc[:, drop] * self.strides[drop])
+        keep = np.arange(self.qc.shape[1]) != drop if drop is not None else slice(None)
+        return _group_ids(self.qc[:, keep], self.tc[:, keep])
+
+
+def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
+    """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the same
+    group (ids ``qg`` of every query row, ``tg`` of every target), and the numeric distance of the
+    last candidate (how far the list reaches). Records of other groups are at least ``gap`` away
+    and come last."""
     from scipy.spatial import cKDTree
 
-    if qc.shape[1]:
-        qg, tg = _group_ids(qc[rows], tc)
-    else:
-        qg, tg = np.zeros(rows.size, dtype=np.int64), np.zeros(t.shape[0], dtype=np.int64)
-    qz = np.column_stack([q[rows][:, num], qg * gap])
-    tz = np.column_stack([t[:, num], tg * gap])
+    qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
+    tz_group = tg.astype(np.float64) * gap
+    tz = np.column_stack([t[:, num], tz_group])
     m = t.shape[0]
     search_k = min(m, kk + (1 if exclude_self else 0))
     dist, idx = cKDTree(tz).query(qz, k=search_k, workers=_workers())

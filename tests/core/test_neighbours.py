@@ -278,3 +278,21 @@ def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
 
     with pytest.raises(ParameterError, match="sample_real"):
         EvaluationContext(r, s, sample_real=0)
+
+
+def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatch):
+    import privgate.neighbours as nbm
+
+    rng = np.random.default_rng(12)
+    q, slices = _mixed_points(400, rng)
+    fast = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
+    real_init = nbm._Groups.__init__
+
+    def dense_only(self, *a, **kw):
+        real_init(self, *a, **kw)
+        self.radix = False
+
+    monkeypatch.setattr(nbm._Groups, "__init__", dense_only)
+    dense = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
+    np.testing.assert_array_equal(fast.idx, dense.idx)
+    np.testing.assert_array_equal(fast.dist, dense.dist)
