@@ -10,9 +10,10 @@ import polars as pl
 
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import load_frame
-from .neighbours import Neighbours, knn
+from .neighbours import Neighbours, knn, knn_rows
 from .schema import Schema, check_not_empty, check_same_columns, infer_schema, normalise_frame
 from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
+from .threads import limited, resolve_threads
 
 
 class EvaluationContext:
@@ -30,6 +31,13 @@ class EvaluationContext:
         seed: seed of every random step.
         pairing: for hidden_rate: True (synthetic row i was generated from real row i) or an
             integer array giving, per synthetic row, the real row it was generated from.
+        threads: thread budget of every native library in this evaluation (LightGBM, BLAS,
+            OpenMP, faiss; privgate.threads): default $PRIVGATE_THREADS, else the free cores.
+        exact: True forces exact neighbour searches at every size; by default a search of more
+            than ``EXACT_BELOW_PAIRS`` query × target pairs screens the rows the exact shortcuts
+            leave open approximately and reports its measured recall (privgate.neighbours).
+        sample_real: estimate per-real-record means on a seeded sample of this many real records
+            (:meth:`real_sample`); None (default) uses every real record.
     """
 
     def __init__(
@@ -43,6 +51,9 @@ class EvaluationContext:
         sensitive: Sequence[str] | str | None = None,
         seed: int = 0,
         pairing: Any = None,
+        threads: int | None = None,
+        exact: bool = False,
+        sample_real: int | None = None,
         _shared: dict | None = None,
     ) -> None:
         frames = {"real": load_frame(real, role="real"), "synthetic": load_frame(synthetic, role="synthetic")}
@@ -64,6 +75,10 @@ class EvaluationContext:
         self._require_columns("key columns", self.keys)
         self._require_columns("sensitive columns", self.sensitive)
         self.pairing = pairing
+        self.threads = resolve_threads(threads)
+        self.exact = bool(exact)
+        self.sample_real = _check_sample(sample_real)
+        self._searches_used: dict[str, dict] = {}
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
         self._baseline_ctx: EvaluationContext | None = None
@@ -115,7 +130,8 @@ class EvaluationContext:
         synthetic set — used to score a holdout sample as a baseline."""
         return EvaluationContext(
             self.real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
-            sensitive=self.sensitive, seed=self.seed, _shared=self._shared,
+            sensitive=self.sensitive, seed=self.seed, threads=self.threads, exact=self.exact,
+            sample_real=self.sample_real, _shared=self._shared,
         )
 
     def holdout_baseline(self) -> "EvaluationContext":
@@ -200,15 +216,25 @@ class EvaluationContext:
 
     # ------------------------------------------------------------- neighbours
     def neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
-                   k: int = 1) -> Neighbours:
+                   k: int = 1, rows: np.ndarray | None = None) -> Neighbours:
         """k nearest ``target`` records of every ``query`` record in ``space`` ("mixed",
         "identifiability", ("famd", 2), ("mixed", (col, ...))). Computed once and cached; when
-        query == target the record itself is excluded by index."""
+        query == target the record itself is excluded by index. ``rows``: only these query rows
+        (e.g. :meth:`real_sample`), each searched against every target record."""
         key = _space_key(space)
         cache_key = (key, query, target)
         shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
+        if rows is not None:
+            rows = np.asarray(rows, dtype=np.int64)
+            full = shared.get(cache_key)
+            if full is not None and full.k >= k:  # the whole search exists: slice it
+                self._note_search(cache_key, full)
+                nb = full.first(k)
+                return Neighbours(nb.dist[rows], nb.idx[rows], nb.search)
+            cache_key = (key, query, target, "rows", rows.tobytes())
         hit = shared.get(cache_key)
         if hit is not None and hit.k >= k:
+            self._note_search(cache_key, hit)
             return hit.first(k)
         sp = self.space(key)
         q = sp[query] if query in sp.matrices else self._missing(query)
@@ -219,41 +245,95 @@ class EvaluationContext:
             raise TooFewRowsError(
                 f"a {k}-nearest-neighbour search among {target} records needs at least "
                 f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
-        nb = knn(q, t, k, exclude_self=same)
+        n_query = q.shape[0] if rows is None else rows.size
+        approximate = not self.exact and n_query * t.shape[0] > EXACT_BELOW_PAIRS
+        options = {"categorical_slices": sp.categorical_slices, "approximate": approximate, "seed": self.seed}
+        with limited(self.threads):
+            if rows is None:
+                nb = knn(q, t, k, exclude_self=same, **options)
+            elif same:
+                nb = knn_rows(q, rows, k, **options)
+            else:
+                # no duplicate folding: finding the distinct targets costs more than a few hundred
+                # sampled queries (the attacks search 500 targets, not every record)
+                nb = knn(q[rows], t, k, dedupe=False, **options)
         shared[cache_key] = nb
+        self._note_search(cache_key, nb)
         return nb
 
-    def neighbours_of(self, rows: np.ndarray, space: tuple | str = "mixed", query: str = "real",
-                      target: str = "synthetic", k: int = 1) -> Neighbours:
-        """k nearest ``target`` records of the ``query`` records at positions ``rows`` only — an
-        attack on a sample of targets (singling out, linkability, inference) needs 500 searches,
-        not one per record. Sliced from the full search when that is already cached, otherwise
-        searched for those rows alone and cached under the row set. ``query`` ≠ ``target``."""
-        if query == target:
-            raise ValueError("neighbours_of needs different query and target sets")
-        rows = np.asarray(rows, dtype=np.int64)
-        key = _space_key(space)
-        full = self._nn.get((key, query, target))
-        if full is not None and full.k >= k:
-            nb = full.first(k)
-            return Neighbours(nb.dist[rows], nb.idx[rows])
-        cache_key = (key, query, target, "rows", rows.tobytes())
-        hit = self._nn.get(cache_key)
-        if hit is not None and hit.k >= k:
-            return hit.first(k)
-        sp = self.space(key)
-        q = sp[query] if query in sp.matrices else self._missing(query)
-        t = sp[target] if target in sp.matrices else self._missing(target)
-        if t.shape[0] < k:
-            raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
-                                  f"{k} {target} rows; got {t.shape[0]}")
-        # no duplicate folding: finding the distinct target rows costs more than a few hundred queries
-        nb = knn(q[rows], t, k, dedupe=False)
-        self._nn[cache_key] = nb
-        return nb
+    def _note_search(self, cache_key: tuple, nb: Neighbours) -> None:
+        (kind, arg), query, target = cache_key[:3]
+        self._searches_used[f"{_space_name((kind, arg))} {query}→{target}"] = nb.search
+
+    def take_search_report(self) -> dict | None:
+        """How the neighbour searches read since the last call were made — {"exact": bool,
+        "share_rows_possibly_wrong": float, "searches": {name: description}} — and forget them.
+        MetricResult.from_context puts it in a metric's ``details["neighbour_search"]``; an
+        interval can be widened by ``share_rows_possibly_wrong`` for a share or mean of
+        per-record terms in [0, 1]. None when no search was read."""
+        used, self._searches_used = self._searches_used, {}
+        if not used:
+            return None
+        wrong = max(float(sd.get("share_rows_possibly_wrong", 0.0)) for sd in used.values())
+        return {"exact": all(sd.get("exact", True) for sd in used.values()),
+                "share_rows_possibly_wrong": wrong,
+                "searches": {name: _public(sd) for name, sd in used.items()}}
+
+    # --------------------------------------------------------------- sampling
+    def real_sample(self) -> np.ndarray | None:
+        """Row positions of the seeded sample of real records (sorted, without replacement) on
+        which a metric that is a mean over real records may be estimated, or None when the
+        evaluation uses every real record (no ``sample_real``, or it is ≥ the real row count).
+
+        A metric that uses it must (1) compute its per-record terms for these rows only — e.g.
+        ``ctx.neighbours(space, "real", target, k, rows=ctx.real_sample())`` searches all targets
+        for the sampled queries only; (2) report ``details["sampled"] = ctx.sample_description()``;
+        (3) give an interval that includes the sampling error (a mean over a simple random sample:
+        privgate.stats.wilson for shares, bootstrap_mean_ci otherwise — with the finite-population
+        factor ignored, which only widens it)."""
+        if self.sample_real is None or self.sample_real >= self.n_real:
+            return None
+        key = ("real_sample", self.sample_real, self.seed)
+        rows = self._shared.setdefault("samples", {}).get(key)
+        if rows is None:
+            rng = np.random.default_rng([self.seed, 0x5A4D])
+            rows = np.sort(rng.choice(self.n_real, self.sample_real, replace=False))
+            self._shared["samples"][key] = rows
+        return rows
+
+    def sample_description(self) -> dict | None:
+        """What ``details["sampled"]`` says: {"n": sampled, "of": real records, "seed": seed}."""
+        rows = self.real_sample()
+        return None if rows is None else {"n": int(rows.size), "of": self.n_real, "seed": self.seed,
+                                          "method": "simple random sample without replacement"}
 
     def _missing(self, role: str):
         raise NotApplicableError(f"this evaluation has no {role} data")
+
+
+EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/performance.md)
+
+
+def _check_sample(n: int | None) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ParameterError(f"sample_real must be a positive number of real records or None; got {n!r}")
+    return int(n)
+
+
+def _public(search: dict) -> dict:
+    """A search description with plain Python numbers (for JSON reports and history rows)."""
+    out = {}
+    for key, value in search.items():
+        if isinstance(value, dict):
+            value = {k: int(v) for k, v in value.items()}
+        elif isinstance(value, (list, tuple)):
+            value = [float(v) for v in value]
+        elif isinstance(value, (np.floating, np.integer)):
+            value = value.item()
+        out[key] = value
+    return out
 
 
 def _space_key(space: tuple | str) -> tuple:

@@ -11,6 +11,7 @@ from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
+from .threads import limited
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -46,6 +47,7 @@ def evaluate(
     baseline: bool = False,
     on_error: str = "raise",
     progress: ProgressFn | bool | None = None,
+    threads: int | None = None,
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
 
@@ -63,6 +65,8 @@ def evaluate(
         on_error: "raise" (default) or "record": a metric that fails is recorded in
             ``Report.errors`` and the others still run (gates use this to fail closed).
         progress: True prints one line per metric to stderr, or a callable(name, i, total).
+        threads: thread budget of the native libraries (privgate.threads): default
+            $PRIVGATE_THREADS, else the cores free at the start of the run.
 
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
@@ -70,7 +74,7 @@ def evaluate(
         raise ParameterError(f"on_error must be 'raise' or 'record'; got {on_error!r}")
     start = time.perf_counter()
     ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys,
-                            sensitive=sensitive, seed=seed, pairing=pairing)
+                            sensitive=sensitive, seed=seed, pairing=pairing, threads=threads)
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = list(metrics) if metrics is not None else default_metrics(ctx)
@@ -84,6 +88,16 @@ def evaluate(
     base_ctx = ctx.holdout_baseline() if baseline else None
     report_fn = _progress_fn(progress)
     results, errors = {}, {}
+    with limited(ctx.threads):
+        _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
+    return Report(results=results, errors=errors, schema=ctx.schema.as_dict(), n_real=ctx.n_real,
+                  n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
+                  seconds=time.perf_counter() - start,
+                  params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive,
+                          "metric_params": params, "baseline": baseline})
+
+
+def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors) -> None:
     for i, spec in enumerate(specs, 1):
         if report_fn:
             report_fn(spec.name, i, len(specs))
@@ -97,11 +111,6 @@ def evaluate(
             if on_error == "raise":
                 raise
             errors[spec.name] = f"{type(exc).__name__}: {exc}"
-    return Report(results=results, errors=errors, schema=ctx.schema.as_dict(), n_real=ctx.n_real,
-                  n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
-                  seconds=time.perf_counter() - start,
-                  params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive,
-                          "metric_params": params, "baseline": baseline})
 
 
 def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:

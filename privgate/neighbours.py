@@ -18,11 +18,17 @@
 
 Low-dimensional spaces (d ≤ 3, e.g. the 2-D FAMD projection) are screened by scipy's cKDTree
 instead (exact float64, no n×m work), with the same float64 decision and tie rule.
+
+Before any n×m work, rows are settled exactly where the data allow: exact duplicates (k = 1,
+``_knn1_deduplicated``) and, in a mixed space (``categorical_slices``), the nearest records inside
+groups of equal categorical values (``_knn_grouped``). With ``approximate=True`` the rows still
+open are screened by a faiss IVF index instead of the flat search, and the search reports its
+measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbours.search``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,15 +46,22 @@ class Neighbours:
 
     dist: np.ndarray
     idx: np.ndarray
+    #: how the search was made: {"exact": bool, "settled_by": {path: rows}, and for an approximate
+    #: screen "recall" (measured on a seeded sample of queries checked exactly), "n_checked", ...}
+    search: dict = field(default_factory=lambda: {"exact": True})
 
     @property
     def k(self) -> int:
         return int(self.idx.shape[1])
 
+    @property
+    def exact(self) -> bool:
+        return bool(self.search.get("exact", True))
+
     def first(self, k: int) -> "Neighbours":
         if k > self.k:
             raise ValueError(f"asked for {k} neighbours, only {self.k} computed")
-        return Neighbours(self.dist[:, :k], self.idx[:, :k])
+        return Neighbours(self.dist[:, :k], self.idx[:, :k], self.search)
 
 
 def knn(
@@ -60,11 +73,23 @@ def knn(
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     use_faiss: bool = True,
     dedupe: bool = True,
+    categorical_slices: list[tuple[int, int]] | None = None,
+    grouped: bool = True,
+    approximate: bool = False,
+    seed: int = 0,
+    n_check: int = 200,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
     With ``exclude_self=True`` query and target must be the same matrix and row i never returns
-    itself (by index).
+    itself (by index). ``categorical_slices`` (the one-hot (start, stop) feature ranges of a
+    mixed space) lets rows be settled by the grouped search first (``grouped``).
+
+    ``approximate=True``: rows the exact shortcuts (duplicates, groups, k-d tree) leave open are
+    screened by a faiss inverted-file index (float32, a fraction of the cells probed) and decided
+    in float64 among the screen's k + 16 candidates; ``n_check`` of them, drawn with ``seed``, are
+    also searched exactly, and the share whose k nearest distances the screen found is reported as
+    ``search["recall"]`` (with its Wilson interval) — see :func:`_knn_ivf`.
     """
     q = np.ascontiguousarray(query, dtype=np.float64)
     t = np.ascontiguousarray(target, dtype=np.float64)
@@ -94,7 +119,8 @@ def knn(
         return Neighbours(out_d, out_i)
 
     if k == 1 and dedupe and n * m >= DEDUP_MIN_PAIRS:
-        hit = _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss)
+        hit = _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, categorical_slices, grouped,
+                                 approximate, seed, n_check)
         if hit is not None:
             return hit
     centre = t.mean(axis=0)
@@ -106,21 +132,161 @@ def knn(
     c = np.float32(4.0 * (d + 8) * EPS32)
     ctn = c * tn
     todo = np.arange(n)
+    slices = list(categorical_slices or [])
+    n_numeric = d - sum(b - a for a, b in slices)
+    settled: dict[str, int] = {}
+
+    def step(name: str, left: np.ndarray) -> np.ndarray:
+        settled[name] = settled.get(name, 0) + int(todo.size - left.size)
+        return left
+
     if d <= LOW_DIM:
-        todo = _knn_kdtree(q, t, k, exclude_self, out_d, out_i)
-    elif use_faiss and _faiss() is not None:
-        todo = _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, out_d, out_i)
-    if todo.size:
-        block = max(1, min(todo.size, block_bytes // max(1, 4 * m)))
+        todo = step("kdtree", _knn_kdtree(q, t, k, exclude_self, out_d, out_i))
+    elif grouped and categorical_slices is not None and n_numeric <= GROUPED_MAX_NUMERIC:
+        todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i))
+    exact = _Exact(q, t, q32, t32, qn, tn, ctn, c, k, exclude_self, block_bytes, use_faiss and d > LOW_DIM)
+    search: dict = {"exact": True}
+    if approximate and todo.size and _faiss() is not None and d > LOW_DIM:
+        search = _knn_ivf(exact, todo, seed, n_check, out_d, out_i)
+        settled["ivf_screen"] = int(todo.size)
+        todo = todo[:0]
+    exact.rows(todo, out_d, out_i, settled)
+    search["settled_by"] = settled
+    return Neighbours(out_d, out_i, search)
+
+
+class _Exact:
+    """The exact general search of chosen query rows: faiss' flat index with the float32 error
+    bound, then the blocked NumPy path for rows the bound cannot settle."""
+
+    def __init__(self, q, t, q32, t32, qn, tn, ctn, c, k, exclude_self, block_bytes, use_faiss) -> None:
+        self.q, self.t, self.q32, self.t32, self.qn, self.tn = q, t, q32, t32, qn, tn
+        self.ctn, self.c, self.k, self.exclude_self = ctn, c, k, exclude_self
+        self.block_bytes, self.use_faiss = block_bytes, use_faiss and _faiss() is not None
+
+    def rows(self, todo: np.ndarray, out_d, out_i, settled: dict | None = None) -> None:
+        settled = {} if settled is None else settled
+        if todo.size and self.use_faiss:
+            left = _knn_faiss(self.q, self.t, self.q32, self.t32, self.qn, self.tn, self.c, self.k,
+                              self.exclude_self, todo, out_d, out_i)
+            settled["faiss_flat"] = settled.get("faiss_flat", 0) + int(todo.size - left.size)
+            todo = left
+        if todo.size:
+            settled["blocked"] = settled.get("blocked", 0) + int(todo.size)
+        m, k = self.t.shape[0], self.k
+        block = max(1, min(max(todo.size, 1), self.block_bytes // max(1, 4 * m)))
         for s in range(0, todo.size, block):
             rows = todo[s:s + block]
             bd = np.empty((rows.size, k))
             bi = np.empty((rows.size, k), dtype=np.int64)
-            _knn_block(q, t, q32[rows], t32, qn[rows], tn, ctn, c, k, rows,
-                       exclude_self, bd, bi)
+            _knn_block(self.q, self.t, self.q32[rows], self.t32, self.qn[rows], self.tn, self.ctn, self.c, k, rows,
+                       self.exclude_self, bd, bi)
             out_d[rows] = bd
             out_i[rows] = bi
-    return Neighbours(out_d, out_i)
+
+
+IVF_TARGET_RECALL = 0.99  # the probe count is raised until a calibration sample reaches this
+IVF_MAX_PROBE_SHARE = 0.5
+IVF_TRAIN_PER_LIST = 39  # faiss' minimum of training points per list
+IVF_KMEANS_ITERATIONS = 10
+
+
+def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, out_i) -> dict:
+    """Approximate k nearest neighbours of query ``rows``: faiss IndexIVFFlat (⌈√m⌉ lists trained
+    by 10 k-means iterations on a seeded sample of 39 targets per list) screens k + 16 candidates in float32; the k
+    nearest among them are decided in float64 with the tie rule (METRICS.md §3 rule 1: the screen
+    never decides).
+
+    The error is measured, not assumed: a seeded calibration sample of ``n_check`` rows is searched
+    exactly and the number of probed lists doubled (from 1/32 of them, up to half) until the screen
+    finds ≥ 99 % of those rows' k nearest distances; then a second, independent seeded sample of
+    ``n_check`` rows is searched exactly and the share the screen got right is the reported recall
+    (with its Wilson interval). Checked rows keep their exact answers. ``share_rows_possibly_wrong``
+    = (1 − the interval's lower end) × the screened share of all query rows: a bound, at 95 %
+    confidence, on the share of records whose neighbour may be wrong — what a metric that is a
+    share or mean of per-record terms bounded by 1 can be off by."""
+    from .stats import wilson
+
+    faiss = _faiss()
+    q, t, k = exact.q, exact.t, exact.k
+    n, m, d = q.shape[0], t.shape[0], q.shape[1]
+    nlist = int(min(max(16, np.ceil(np.sqrt(m))), max(16, m // IVF_TRAIN_PER_LIST), 4096))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, nlist)
+    rng = np.random.default_rng(seed)
+    train = exact.t32[np.sort(rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))]
+    index.cp.seed = int(seed) & 0x7FFFFFFF
+    index.cp.niter = IVF_KMEANS_ITERATIONS
+    index.train(train)
+    index.add(exact.t32)
+    available = m - 1 if exact.exclude_self else m
+    kk = min(available, k + EXTRA_CANDIDATES)
+    samples = rng.permutation(rows)[:2 * n_check]
+    calib, check = np.sort(samples[:n_check]), np.sort(samples[n_check:])
+    truth_d = np.empty((q.shape[0], k))
+    truth_i = np.empty((q.shape[0], k), dtype=np.int64)
+    exact.rows(np.concatenate([calib, check]), truth_d, truth_i)
+
+    def screen(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        search_k = min(m, kk + (1 if exact.exclude_self else 0))
+        _, i32 = index.search(exact.q32[sel], search_k)
+        idx = i32.astype(np.int64)
+        if exact.exclude_self:  # drop the query itself (or the last candidate), keep the order
+            is_self = idx == sel[:, None]
+            drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
+            keep = np.ones_like(is_self)
+            keep[np.arange(sel.size), drop] = False
+            idx = idx[keep].reshape(sel.size, search_k - 1)
+        idx = idx[:, :kk]
+        missing = idx < 0  # fewer candidates than asked in the probed lists
+        safe = np.where(missing, 0, idx)
+        d64 = _pair_distances(q, t, np.repeat(sel, kk), safe.ravel()).reshape(sel.size, kk)
+        d64[missing] = np.inf
+        key = _snap_ties(d64, d64.min(axis=1)[:, None])
+        key[missing] = np.inf
+        order = np.lexsort((safe, key), axis=-1)[:, :k]
+        return np.take_along_axis(d64, order, axis=1), np.take_along_axis(safe, order, axis=1)
+
+    def found(sel: np.ndarray, dist: np.ndarray) -> np.ndarray:
+        tol = REL_TOL * (1.0 + np.abs(truth_d[sel]))
+        return (np.abs(dist - truth_d[sel]) <= tol).all(axis=1)
+
+    nprobe = max(1, nlist // 32)
+    while True:
+        index.nprobe = nprobe
+        ok = found(calib, screen(calib)[0]).mean() if calib.size else 1.0
+        if ok >= IVF_TARGET_RECALL or nprobe >= IVF_MAX_PROBE_SHARE * nlist:
+            break
+        nprobe = min(nlist, 2 * nprobe)
+    out_d[rows], out_i[rows] = screen(rows)
+    hits = int(found(check, out_d[check]).sum())
+    done = np.concatenate([calib, check])
+    out_d[done], out_i[done] = truth_d[done], truth_i[done]
+    lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
+    screened = rows.size - done.size
+    share = screened / max(n, 1)
+    return {"exact": False,
+            "method": f"faiss IVF screen ({nlist} lists, {nprobe} probed) + float64 decision",
+            "recall": hits / check.size if check.size else float("nan"),
+            "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
+            "n_checked": int(check.size), "n_screened": int(screened),
+            "share_rows_possibly_wrong": float((1.0 - lo) * share)}
+
+
+def knn_rows(points: np.ndarray, rows: np.ndarray, k: int = 1, **options) -> Neighbours:
+    """k nearest *other* rows of ``points`` for the query rows ``rows`` only (a sample of a set
+    searched against the whole set), with the same answers as ``knn(points, points, k,
+    exclude_self=True)`` gives for those rows: the k + 1 nearest including the row itself, minus
+    itself — or, when k + 1 exact duplicates of lower index push it out of the list, the first k
+    (ties go to the lowest index either way)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if k + 1 > points.shape[0]:
+        raise ValueError(f"cannot find {k} neighbours among {points.shape[0] - 1} candidate rows")
+    nb = knn(points[rows], points, k + 1, **options)
+    is_self = nb.idx == rows[:, None]
+    drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k)
+    keep = np.ones_like(is_self)
+    keep[np.arange(rows.size), drop] = False
+    return Neighbours(nb.dist[keep].reshape(rows.size, k), nb.idx[keep].reshape(rows.size, k), nb.search)
 
 
 EXTRA_CANDIDATES = 16
@@ -137,21 +303,33 @@ def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x[first[order]], first[order], rank[inv.ravel()]
 
 
-def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss) -> Neighbours | None:
+def _distinct_lower_bound(x: np.ndarray) -> int:
+    """A lower bound of the number of distinct rows: the number of distinct values of a fixed
+    random projection (equal rows project equally) — a cheap test that duplicates are too few to
+    pay off, before sorting whole rows."""
+    w = np.random.default_rng(0).normal(size=x.shape[1])
+    return int(np.unique(x @ w).size)
+
+
+def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, grouped=True,
+                       approximate=False, seed=0, n_check=200) -> Neighbours | None:
     """k = 1 on data with many exact duplicates (categorical data): search distinct points only.
 
     Distinct target points are ordered by their first row, so the lowest-index tie rule carries
     over; a query with an exact duplicate elsewhere in its own set (exclude_self) gets the lowest
     other row of its group at distance 0. Returns None when duplicates are too few to pay off.
     """
+    if _distinct_lower_bound(t) > DEDUP_MAX_SHARE * t.shape[0]:
+        return None
     tu, tfirst, tinv = _distinct_rows(t)
     if tu.shape[0] > DEDUP_MAX_SHARE * t.shape[0]:
         return None
     n = q.shape[0]
     if not exclude_self:
         qu, _, qinv = _distinct_rows(q)
-        nb = knn(qu, tu, 1, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False)
-        return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]])
+        nb = knn(qu, tu, 1, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
+                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check)
+        return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]], {**nb.search, "distinct_points": True})
     # query set == target set
     counts = np.bincount(tinv, minlength=tu.shape[0])
     out_d = np.empty((n, 1))
@@ -167,15 +345,229 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss) -> Neighbours
     out_i[dup, 0] = other[dup]
     out_d[dup, 0] = 0.0
     single = ~dup
+    search = {"exact": True, "settled_by": {"duplicates": int(dup.sum())}, "distinct_points": True}
     if single.any():
         if tu.shape[0] < 2:
             return None
-        nb = knn(tu, tu, 1, exclude_self=True, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False)
+        nb = knn(tu, tu, 1, exclude_self=True, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
+                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check)
         g = tinv[single]
         out_i[single, 0] = tfirst[nb.idx[g, 0]]
         out_d[single, 0] = nb.dist[g, 0]
-    return Neighbours(out_d, out_i)
+        search = {**nb.search, "distinct_points": True}
+    return Neighbours(out_d, out_i, search)
 LOW_DIM = 3
+GROUPED_MAX_NUMERIC = 12  # k-d trees stay efficient up to about this many numeric dimensions
+GROUPED_EXTRA = 2
+
+
+def _workers() -> int:
+    """Worker threads for scipy's k-d tree: the run's budget (privgate.threads.limited sets
+    faiss' OpenMP count), all cores when faiss is absent."""
+    faiss = _faiss()
+    return int(faiss.omp_get_max_threads()) if faiss is not None else -1
+
+
+def _category_codes(x: np.ndarray, slices) -> tuple[np.ndarray, float] | None:
+    """Per row, the level index of each one-hot slice, and the slices' common nonzero values;
+    None when a slice is not one-hot with one positive value per slice."""
+    codes = np.empty((x.shape[0], len(slices)), dtype=np.int64)
+    for j, (a, b) in enumerate(slices):
+        block = x[:, a:b]
+        codes[:, j] = block.argmax(axis=1)
+        top = block[np.arange(x.shape[0]), codes[:, j]]
+        if (np.count_nonzero(block, axis=1) != 1).any() or (top != top[:1]).any() or (top <= 0).any():
+            return None
+    return codes, 0.0
+
+
+def _group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One integer per distinct combination of category codes, shared by query and target rows
+    (columns folded in one at a time, renumbered after each, so no product of level counts
+    overflows)."""
+    both = np.vstack([qc, tc])
+    g = np.zeros(both.shape[0], dtype=np.int64)
+    for j in range(both.shape[1]):
+        col = both[:, j]
+        g = np.unique(g * (int(col.max()) + 1) + col, return_inverse=True)[1].ravel()
+    return g[:qc.shape[0]], g[qc.shape[0]:]
+
+
+def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
+    """Exact k nearest neighbours among records of equal or nearly equal categorical values
+    (METRICS.md §1: a mismatch in categorical column c adds a fixed c_c to the squared distance).
+
+    Level 0: a k-d tree over the numeric coordinates plus one far-apart group coordinate (one
+    group per combination of categories) returns each query's k + 16 nearest records of its own
+    group. Level 1, for rows level 0 left open: one such tree per categorical column c, grouping
+    records equal on every column but c. A row is settled when (i) every tree's candidate list
+    reaches past the k-th nearest distance found (no unseen record of those groups can be nearer
+    or tied: its numeric distance alone is at least the list's last), and (ii) every record
+    outside the groups searched is provably farther: level 0 — it mismatches at least one column,
+    d² ≥ min c_c; level 1 — at least two, d² ≥ the two smallest c_c summed. Distances are
+    recomputed in float64 from the full coordinates and ties broken by the lowest index, as on
+    every other path. Returns the rows still open, for the general search."""
+    n, m = q.shape[0], t.shape[0]
+    if slices:
+        qcodes = _category_codes(q, slices)
+        tcodes = _category_codes(t, slices)
+        if qcodes is None or tcodes is None:
+            return np.arange(n)
+        qc, tc = qcodes[0], tcodes[0]
+        costs = np.array([_slice_cost(q, t, a, b) for a, b in slices])
+    else:
+        qc, tc = np.zeros((n, 0), dtype=np.int64), np.zeros((m, 0), dtype=np.int64)
+        costs = np.zeros(0)
+    cat = np.zeros(q.shape[1], dtype=bool)
+    for a, b in slices:
+        cat[a:b] = True
+    num = np.flatnonzero(~cat)
+    lo = np.minimum(q[:, num].min(axis=0, initial=np.inf), t[:, num].min(axis=0, initial=np.inf))
+    hi = np.maximum(q[:, num].max(axis=0, initial=-np.inf), t[:, num].max(axis=0, initial=-np.inf))
+    span = float(np.sqrt(((hi - lo) ** 2).sum())) if num.size else 0.0
+    gap = 2.0 * span + 1.0  # farther than any two records of one group
+    available = m - 1 if exclude_self else m
+    # a short candidate list: with numeric columns ties are rare, and a row whose list is cut in
+    # a tie run simply goes on to the general search
+    kk = min(available, k + GROUPED_EXTRA)
+    ordered = np.sort(costs)
+    qnum, tnum = np.ascontiguousarray(q[:, num]), np.ascontiguousarray(t[:, num])
+
+    def ranking_distance(qi: np.ndarray, ti: np.ndarray) -> np.ndarray:
+        # k = 1: the mixed distance from the compact form (numeric part + mismatch costs), for
+        # ranking only (the nearest is decided with the tie tolerance; the distance returned is
+        # recomputed from the full coordinates). k > 1: the full coordinates, so that the order of
+        # the 2nd, 3rd, … nearest is the same to the last bit as on every other path.
+        if k > 1:
+            return _pair_distances(q, t, qi, ti)
+        diff = qnum[qi] - tnum[ti]
+        d2 = np.einsum("ij,ij->i", diff, diff)
+        if costs.size:
+            d2 += (qc[qi] != tc[ti]) @ costs
+        return np.sqrt(d2)
+
+    # level 0: own group; every other record mismatches ≥ 1 column. Rows whose short list was
+    # cut inside a run of near-equal distances are retried once with k + 16 candidates.
+    beyond0 = float(np.sqrt(ordered[0])) if costs.size else np.inf
+    todo = np.arange(n)
+    groups = _Groups(qc, tc, gap)
+    qg, tg = groups.ids()
+    for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
+        width = min(available, k + extra)
+        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self)
+        todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
+        if cut.size == 0 or width == available:
+            break
+        todo, retry = np.setdiff1d(todo, cut), cut
+        idx, reach = _group_candidates(q, t, retry, qg, tg, num, gap, min(available, k + EXTRA_CANDIDATES),
+                                       exclude_self)
+        left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
+                          available, ranking_distance, out_d, out_i)
+        todo = np.union1d(todo, left)
+        break
+    if todo.size == 0 or costs.size == 0:
+        return todo
+    # level 1: equal on all columns but one; every other record mismatches ≥ 2 columns
+    beyond1 = float(np.sqrt(ordered[0] + ordered[1])) if costs.size > 1 else np.inf
+    cands, reaches = [], []
+    for j in range(costs.size):
+        qg_j, tg_j = groups.ids(drop=j)
+        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self)
+        cands.append(idx)
+        reaches.append(reach)
+    left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
+                      out_d, out_i)
+    return left
+
+
+def _slice_cost(q, t, a, b) -> float:
+    """Squared distance a mismatch in the one-hot slice [a, b) adds (2·scale²)."""
+    v = q[0, a:b] if q.shape[0] else t[0, a:b]
+    return 2.0 * float(np.abs(v).max()) ** 2
+
+
+class _Groups:
+    """Group ids of query and target rows for a set of categorical columns: mixed-radix numbers of
+    the codes when they stay exact in float64 after scaling by the gap (then dropping a column is
+    a subtraction), else dense ids from successive np.unique."""
+
+    def __init__(self, qc: np.ndarray, tc: np.ndarray, gap: float) -> None:
+        self.qc, self.tc = qc, tc
+        levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)) + 1
+        self.strides = np.concatenate([[1], np.cumprod(levels)[:-1]]).astype(np.int64) if levels.size else levels
+        total = float(np.prod(levels.astype(np.float64))) if levels.size else 1.0
+        self.radix = total * (gap + 1.0) < 2.0**52
+        if self.radix:
+            self.q_all, self.t_all = qc @ self.strides, tc @ self.strides
+
+    def ids(self, drop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(query ids, target ids) grouping rows equal on every column (but ``drop``)."""
+        if self.qc.shape[1] == 0:
+            return np.zeros(self.qc.shape[0], dtype=np.int64), np.zeros(self.tc.shape[0], dtype=np.int64)
+        if self.radix:
+            if drop is None:
+                return self.q_all, self.t_all
+            return (self.q_all - self.qc[:, drop] * self.strides[drop],
+                    self.t_all - self.tc[:, drop] * self.strides[drop])
+        keep = np.arange(self.qc.shape[1]) != drop if drop is not None else slice(None)
+        return _group_ids(self.qc[:, keep], self.tc[:, keep])
+
+
+def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
+    """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the same
+    group (ids ``qg`` of every query row, ``tg`` of every target), and the numeric distance of the
+    last candidate (how far the list reaches). Records of other groups are at least ``gap`` away
+    and come last."""
+    from scipy.spatial import cKDTree
+
+    qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
+    tz_group = tg.astype(np.float64) * gap
+    tz = np.column_stack([t[:, num], tz_group])
+    m = t.shape[0]
+    search_k = min(m, kk + (1 if exclude_self else 0))
+    dist, idx = cKDTree(tz).query(qz, k=search_k, workers=_workers())
+    dist = dist.reshape(rows.size, search_k)
+    idx = idx.reshape(rows.size, search_k).astype(np.int64)
+    if exclude_self:
+        is_self = idx == rows[:, None]
+        drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
+        keep = np.ones_like(is_self)
+        keep[np.arange(rows.size), drop] = False
+        idx = idx[keep].reshape(rows.size, search_k - 1)
+        dist = dist[keep].reshape(rows.size, search_k - 1)
+    return idx[:, :kk], dist[:, kk - 1]
+
+
+def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d, out_i
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Decide the rows whose candidate lists provably hold their k nearest (see _knn_grouped);
+    return the others, and among them those that failed only because a list was too short."""
+    n, width = idx.shape
+    # a target found by several trees counts once
+    idx = np.sort(idx, axis=1)
+    dup = np.zeros_like(idx, dtype=bool)
+    dup[:, 1:] = idx[:, 1:] == idx[:, :-1]
+    d64 = np.full((n, width), np.inf)
+    r, c = np.nonzero(~dup)
+    d64[r, c] = distance(rows[r], idx[r, c])
+    n_unique = (~dup).sum(axis=1)
+    kth = np.sort(d64, axis=1)[:, k - 1]
+    tol = REL_TOL * (1.0 + np.abs(kth))
+    complete = (n_unique >= k) & (beyond > kth + 2 * tol)
+    far_enough = complete.copy()
+    if kk < available:
+        for reach in reaches:
+            complete &= reach > kth + 2 * tol
+    sel = np.flatnonzero(complete)
+    if sel.size:
+        key = _snap_ties(d64[sel], d64[sel].min(axis=1)[:, None])
+        key[dup[sel]] = np.inf  # (an infinite distance would snap to any finite minimum)
+        order = np.lexsort((idx[sel], key), axis=-1)[:, :k]
+        chosen = np.take_along_axis(idx[sel], order, axis=1)
+        out_i[rows[sel]] = chosen
+        # the reported distances: float64 from the full coordinates, as on every other path
+        out_d[rows[sel]] = _pair_distances(q, t, np.repeat(rows[sel], k), chosen.ravel()).reshape(sel.size, k)
+    return rows[~complete], rows[far_enough & ~complete]
 
 
 def _knn_kdtree(q, t, k, exclude_self, out_d, out_i) -> np.ndarray:
@@ -188,7 +580,7 @@ def _knn_kdtree(q, t, k, exclude_self, out_d, out_i) -> np.ndarray:
     available = m - 1 if exclude_self else m
     kk = min(available, k + EXTRA_CANDIDATES)
     search_k = min(m, kk + (1 if exclude_self else 0))
-    dist, idx = cKDTree(t).query(q, k=search_k, workers=-1)
+    dist, idx = cKDTree(t).query(q, k=search_k, workers=_workers())
     dist = dist.reshape(n, search_k)
     idx = idx.reshape(n, search_k).astype(np.int64)
     rows = np.arange(n)
@@ -224,14 +616,13 @@ def _faiss():
     return faiss
 
 
-def _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, out_d, out_i) -> np.ndarray:
+def _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, todo, out_d, out_i) -> np.ndarray:
     """Screen with faiss' exact flat index; fill the rows whose candidates provably contain the
     exact k nearest; return the row indices that still need the NumPy path. Rows with long runs
     of tied candidates are retried once with 256 extra candidates before giving up."""
     faiss = _faiss()
     index = faiss.IndexFlatL2(t32.shape[1])
     index.add(t32)
-    todo = np.arange(q32.shape[0])
     for extra in (EXTRA_CANDIDATES, 256):
         if todo.size == 0:
             break
@@ -369,5 +760,5 @@ def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0) -
         return np.full(q.shape[0], t.shape[0] > 0)
     tree = cKDTree(t)
     bound = radius * (1 + 1e-9) + 1e-12
-    dist, _ = tree.query(q, k=1, p=np.inf, distance_upper_bound=bound * (1 + 1e-12), workers=-1)
+    dist, _ = tree.query(q, k=1, p=np.inf, distance_upper_bound=bound * (1 + 1e-12), workers=_workers())
     return dist <= bound

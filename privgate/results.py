@@ -74,11 +74,18 @@ class MetricResult:
                      params: dict[str, Any] | None = None, details: dict[str, Any] | None = None,
                      per_record: np.ndarray | None = None, per_record_description: str = "",
                      per_attribute: dict[str, float] | None = None) -> "MetricResult":
-        """A result with the evaluation context's row counts and decided schema filled in."""
+        """A result with the evaluation context's row counts and decided schema filled in, and —
+        when the metric read neighbour searches — how they were made
+        (``details["neighbour_search"]``, EvaluationContext.take_search_report)."""
+        details = dict(details or {})
+        take = getattr(ctx, "take_search_report", None)
+        search = take() if callable(take) else None
+        if search is not None:
+            details.setdefault("neighbour_search", search)
         return cls(
             name=name, value=float(value), raw=float(raw), raw_description=raw_description,
             params=dict(params or {}), n_real=ctx.n_real, n_synthetic=ctx.n_synthetic,
-            n_holdout=ctx.n_holdout, details=dict(details or {}), per_attribute=per_attribute,
+            n_holdout=ctx.n_holdout, details=details, per_attribute=per_attribute,
             per_record=per_record, per_record_description=per_record_description,
             schema=ctx.schema.as_dict(),
         )

@@ -34,6 +34,9 @@ class EncodedSpace:
     name: str
     matrices: dict[str, np.ndarray]
     details: dict = field(default_factory=dict)
+    #: feature positions of each one-hot categorical column, as (start, stop) slices — mixed
+    #: spaces only; the neighbour engine uses them to search within groups of equal categories
+    categorical_slices: list[tuple[int, int]] | None = None
 
     def __getitem__(self, role: str) -> np.ndarray:
         return self.matrices[role]
@@ -98,6 +101,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     imputed: dict[str, dict[str, int]] = {}
     constant: list[str] = []
     n_features = 0
+    slices: list[tuple[int, int]] = []
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
@@ -122,13 +126,14 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
                 mat = np.zeros((codes[r].size, len(levels)))
                 mat[np.arange(codes[r].size), codes[r]] = scale
                 blocks[r].append(mat)
+            slices.append((n_features, n_features + len(levels)))
             n_features += len(levels)
     mats = {r: (np.hstack(b) if b else np.zeros((frames[r].height, 0))) for r, b in blocks.items()}
     details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
                "constant_columns": constant}
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
-    return EncodedSpace(name, mats, details)
+    return EncodedSpace(name, mats, details, categorical_slices=slices)
 
 
 def _check_levels(column: str, n_levels: int) -> None:

@@ -68,8 +68,8 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
         raise ParameterError(f"regression=True needs a numeric secret; {secret!r} is categorical")
     values = _secret_values(ctx, secret, is_numeric)
     space = ("mixed", tuple(aux))
-    guess_t = values["synthetic"][ctx.neighbours_of(targets, space, "real", "synthetic", 1).idx[:, 0]]
-    guess_c = values["synthetic"][ctx.neighbours_of(controls, space, "holdout", "synthetic", 1).idx[:, 0]]
+    guess_t = values["synthetic"][ctx.neighbours(space, "real", "synthetic", 1, rows=targets).idx[:, 0]]
+    guess_c = values["synthetic"][ctx.neighbours(space, "holdout", "synthetic", 1, rows=controls).idx[:, 0]]
     ok_t = correct_guesses(guess_t, values["real"][targets], numeric, tolerance)
     ok_c = correct_guesses(guess_c, values["holdout"][controls], numeric, tolerance)
     # naive baseline: a random synthetic record's secret, compared with the SAME target's secret

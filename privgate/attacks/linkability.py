@@ -43,8 +43,8 @@ def naive_link_probability(n_synthetic: int, k: int) -> float:
 
 def _linked(ctx, rows: np.ndarray, role: str, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
             k: int) -> np.ndarray:
-    a = ctx.neighbours_of(rows, ("mixed", cols_a), role, "synthetic", k).idx
-    b = ctx.neighbours_of(rows, ("mixed", cols_b), role, "synthetic", k).idx
+    a = ctx.neighbours(("mixed", cols_a), role, "synthetic", k, rows=rows).idx
+    b = ctx.neighbours(("mixed", cols_b), role, "synthetic", k, rows=rows).idx
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
 

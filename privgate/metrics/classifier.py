@@ -9,7 +9,7 @@
 Features are the mixed space of the context (numerics standardised with the real statistics,
 nulls imputed with the real mean, categoricals one-hot × 1/√2). Labels: real = 1, synthetic = 0.
 Every random step (folds, splits, model initialisation) is seeded by the context's seed; both use
-at most the cores this process may run on (``n_jobs``).
+the run's thread budget (``ctx.threads``, privgate.threads) unless ``n_jobs`` says otherwise.
 
 Orientation: risk. A classifier that cannot separate the sets (AUC ≈ 0.5, recall ≲ 0.5, as for a
 copy) gives value 1; a perfect separator (AUC = 1, recall = 1) gives 0.
@@ -18,31 +18,25 @@ copy) gives value 1; a perfect separator (AUC = 1, recall = 1) gives 0.
 from __future__ import annotations
 
 import math
-import os
-import warnings
 
 import numpy as np
 
 from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
+from ..threads import available_cores, resolve_threads
 from ._common import result
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 
 
-def available_cores() -> int:
-    """Cores this process may use (CPU affinity where the OS reports it)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _n_jobs(n_jobs: int | None) -> int:
+def _n_jobs(n_jobs: int | None, default: int | None = None) -> int:
+    """Worker threads/processes for a classifier: ``n_jobs`` (negative counts back from the
+    available cores, as in joblib) or, when None, the run's thread budget ``default``
+    (privgate.threads); never more than the available cores."""
     cores = available_cores()
     if n_jobs is None:
-        return cores
+        return min(cores, default) if default is not None else resolve_threads()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise ParameterError(f"n_jobs must be a non-zero integer or None; got {n_jobs!r}")
     return min(cores, int(n_jobs)) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
@@ -68,7 +62,8 @@ def _check_class_sizes(ctx, name: str, minimum: int) -> None:
 def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = (100, 50), max_iter: int = 300,
                   n_jobs: int | None = None) -> MetricResult:
     """DetectionMLP: an MLP (hidden layers (100, 50), Adam, batches of 200, early stopping on 10 %
-    of the training part, at most 300 epochs — PrivEval's settings; float32 features) is trained
+    of the training part, at most 300 epochs — PrivEval's scikit-learn MLPClassifier settings,
+    trained by privgate's equivalent NumPy trainer (privgate.metrics._mlp) in float32) is trained
     to tell real (1) from synthetic (0) records in the mixed space; ``folds``-fold stratified cross-validation (shuffled, seeded); raw = mean ROC AUC of the
     held-out folds. value = clip(2·(1 − AUC), 0, 1).
 
@@ -82,7 +77,7 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     _check_class_sizes(ctx, "detection_mlp", folds)
     x, y, space_details = _labelled(ctx)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=ctx.seed)
-    jobs = _n_jobs(n_jobs)
+    jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     seed = ctx.seed
     x = x.astype(np.float32)  # the MLP trains in float32: half the time, same decisions
     splits = list(splitter.split(x, y))
@@ -91,7 +86,7 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     workers = min(jobs, folds)
     if workers == 1:
         aucs = [_mlp_fold(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits]
-    else:  # one process per fold, each with single-threaded BLAS (no oversubscription)
+    else:  # one process per fold, each with single-threaded BLAS: scores do not depend on workers
         aucs = Parallel(n_jobs=workers, backend="loky")(
             delayed(_mlp_fold)(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits)
     auc = float(np.mean(aucs))
@@ -120,19 +115,15 @@ def _check_training_parts(ctx, splits, y: np.ndarray, folds: int) -> None:
 
 
 def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> float:
-    from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import roc_auc_score
-    from sklearn.neural_network import MLPClassifier
-
     from threadpoolctl import threadpool_limits
 
-    model = MLPClassifier(hidden_layer_sizes=hidden, max_iter=max_iter, random_state=seed, early_stopping=True,
-                          validation_fraction=0.1)
+    from ._mlp import train_mlp
+
     # small matrix products: one BLAS thread is ~10× faster than several on a busy machine
-    with warnings.catch_warnings(), threadpool_limits(1):
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(x[train], y[train])
-    proba = model.predict_proba(x[test])[:, list(model.classes_).index(1)]
+    with threadpool_limits(1):
+        model = train_mlp(x[train], y[train], hidden, max_iter, seed)
+        proba = model.predict_proba(x[test])
     return float(roc_auc_score(y[test], proba))
 
 
@@ -172,14 +163,16 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
             f"membership_inference with test_size={test_size} splits {ctx.n_real} real + {ctx.n_synthetic} "
             f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
     x, y, space_details = _labelled(ctx)
-    jobs = _n_jobs(n_jobs)
+    jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     recalls = []
     rng = np.random.default_rng(ctx.seed)
     split_seeds = rng.integers(0, 2**31 - 1, repetitions)
     for rep in range(repetitions):  # a handful of model fits, not a loop over records
         tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
                                   random_state=int(split_seeds[rep]))
-        model = lgb.LGBMClassifier(verbosity=-1, random_state=ctx.seed, n_jobs=jobs)
+        # deterministic: the same scores whatever n_jobs (checked equal for 1 and 2 threads)
+        model = lgb.LGBMClassifier(verbosity=-1, random_state=ctx.seed, n_jobs=jobs, deterministic=True,
+                                   force_col_wise=True)
         model.fit(x[tr], y[tr])
         pred = model.predict(x[te])
         real_test = y[te] == 1

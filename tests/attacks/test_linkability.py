@@ -55,9 +55,11 @@ def test_target_searches_go_through_the_context_and_match_the_full_search():
     frame = pl.DataFrame({"a": rng.normal(size=300), "b": rng.integers(0, 4, 300).astype(str)})
     ctx = EvaluationContext(frame, frame.sample(300, seed=1), holdout=frame.sample(200, seed=2))
     rows = np.array([3, 50, 299])
-    part = ctx.neighbours_of(rows, ("mixed", ("a", "b")), "real", "synthetic", 2)
+    part = ctx.neighbours(("mixed", ("a", "b")), "real", "synthetic", 2, rows=rows)
     full = ctx.neighbours(("mixed", ("a", "b")), "real", "synthetic", 2)
     assert np.array_equal(part.idx, full.idx[rows]) and np.allclose(part.dist, full.dist[rows])
     # once the full search is cached, row searches are slices of it
-    again = ctx.neighbours_of(np.array([7]), ("mixed", ("a", "b")), "holdout", "synthetic", 1)
+    sliced = ctx.neighbours(("mixed", ("a", "b")), "real", "synthetic", 1, rows=np.array([299, 3]))
+    assert np.array_equal(sliced.idx[:, 0], full.idx[[299, 3], 0])
+    again = ctx.neighbours(("mixed", ("a", "b")), "holdout", "synthetic", 1, rows=np.array([7]))
     assert again.idx.shape == (1, 1)

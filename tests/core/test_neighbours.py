@@ -144,3 +144,155 @@ def test_deduplicated_k1_path_matches_brute_force(exclude_self):
     nb = knn(y, y, 1, exclude_self=True)
     d, i = brute(y, y, 1, exclude_self=True)
     np.testing.assert_array_equal(nb.idx, i)
+
+
+# ------------------------------------------------------------- grouped (categorical) search
+def _mixed_points(n, rng, levels=(3, 2, 4), n_numeric=2, weight=1.0):
+    """Integer numerics (exact float sums, so brute force and the engine see the same ties) and
+    one-hot categoricals scaled like the mixed space (a mismatch adds weight² to d²)."""
+    cols, slices, pos = [rng.integers(0, 6, size=(n, n_numeric)).astype(float)], [], n_numeric
+    for n_levels in levels:
+        onehot = np.zeros((n, n_levels))
+        onehot[np.arange(n), rng.integers(0, n_levels, n)] = weight / np.sqrt(2)
+        cols.append(onehot)
+        slices.append((pos, pos + n_levels))
+        pos += n_levels
+    return np.hstack(cols), slices
+
+
+def brute_tolerant(q, t, k, exclude_self=False):
+    """Brute force with the engine's tie rule: distances within 1e-9·(1 + d) of the row's
+    minimum are that minimum (a category mismatch, 2·(1/√2)², differs from 1 in the last bit)."""
+    d = np.sqrt(((q[:, None, :] - t[None, :, :]) ** 2).sum(-1))
+    if exclude_self:
+        np.fill_diagonal(d, np.inf)
+    low = d.min(axis=1, keepdims=True)
+    key = np.where(d - low <= 1e-9 * (1 + np.maximum(d, low)), low, d)
+    key[~np.isfinite(d)] = np.inf
+    idx = np.lexsort((np.broadcast_to(np.arange(t.shape[0]), d.shape), key), axis=-1)[:, :k]
+    return np.take_along_axis(d, idx, axis=1), idx
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("exclude_self", [False, True])
+@pytest.mark.parametrize("weight", [1.0, 0.5])
+def test_grouped_search_matches_brute_force(k, exclude_self, weight):
+    rng = np.random.default_rng(11)
+    q, slices = _mixed_points(500, rng, weight=weight)
+    t = q if exclude_self else _mixed_points(400, rng, weight=weight)[0]
+    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
+    # and the same answer, to the last bit, as the general path
+    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(nb.idx, flat.idx)
+    np.testing.assert_array_equal(nb.dist, flat.dist)
+    assert nb.search["exact"] and nb.search["settled_by"].get("grouped", 0) > 0
+
+
+def test_grouped_search_refuses_slices_that_are_not_one_hot():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(300, 5))
+    nb = knn(x, x, 1, exclude_self=True, categorical_slices=[(2, 5)], dedupe=False)
+    d, i = brute(x, x, 1, exclude_self=True)
+    np.testing.assert_array_equal(nb.idx, i)
+    assert "grouped" not in nb.search["settled_by"] or nb.search["settled_by"]["grouped"] == 0
+
+
+def test_knn_rows_equals_the_full_self_search_on_those_rows():
+    from privgate.neighbours import knn_rows
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 3, size=(600, 3)).astype(float)  # many exact duplicates
+    rows = np.sort(rng.choice(600, 50, replace=False))
+    for k in (1, 2):
+        full = knn(x, x, k, exclude_self=True)
+        part = knn_rows(x, rows, k)
+        np.testing.assert_array_equal(part.idx, full.idx[rows])
+        np.testing.assert_array_equal(part.dist, full.dist[rows])
+
+
+# ------------------------------------------------------------------ approximate screen
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_approximate_screen_reports_its_measured_recall(exclude_self):
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(2000, 8))
+    t = q if exclude_self else rng.normal(size=(2500, 8))
+    approx = knn(q, t, 1, exclude_self=exclude_self, approximate=True, n_check=200, seed=3)
+    exact = knn(q, t, 1, exclude_self=exclude_self)
+    s = approx.search
+    assert s["exact"] is False and s["n_checked"] == 200 and s["n_screened"] == 2000 - 400
+    true_recall = float((np.abs(approx.dist - exact.dist) <= 1e-9 * (1 + exact.dist)).all(axis=1).mean())
+    lo, hi = s["recall_ci"]
+    assert lo <= s["recall"] <= hi and 0.9 <= true_recall
+    assert abs(s["recall"] - true_recall) < 0.05
+    assert s["share_rows_possibly_wrong"] >= 1 - true_recall - 0.02
+    # the screen never decides: reported distances are exact float64 distances of the returned
+    # rows, never below the true nearest
+    np.testing.assert_allclose(approx.dist[:, 0], np.linalg.norm(q - t[approx.idx[:, 0]], axis=1), rtol=1e-12)
+    assert (approx.dist >= exact.dist - 1e-12).all()
+    again = knn(q, t, 1, exclude_self=exclude_self, approximate=True, n_check=200, seed=3)
+    np.testing.assert_array_equal(again.idx, approx.idx)  # seeded: deterministic
+
+
+def test_context_switches_to_the_screen_above_the_size_and_exact_true_forces_exact(monkeypatch):
+    import privgate.context as context_mod
+    import privgate.metrics as m
+
+    rng = np.random.default_rng(6)
+    r = pl.DataFrame({"a": rng.normal(size=900), "b": rng.normal(size=900), "c": rng.normal(size=900),
+                      "d": rng.normal(size=900), "e": rng.choice(list("xyz"), 900)})
+    s = pl.DataFrame({"a": rng.normal(size=800), "b": rng.normal(size=800), "c": rng.normal(size=800),
+                      "d": rng.normal(size=800), "e": rng.choice(list("xyz"), 800)})
+    exact = m.authenticity(EvaluationContext(r, s))
+    assert exact.details["neighbour_search"]["exact"] is True
+    assert exact.details["neighbour_search"]["share_rows_possibly_wrong"] == 0.0
+    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
+    approx = m.authenticity(EvaluationContext(r, s))
+    search = approx.details["neighbour_search"]
+    assert search["exact"] is False and set(search["searches"]) == {"mixed real→synthetic", "mixed real→real"}
+    assert abs(approx.value - exact.value) <= search["share_rows_possibly_wrong"] + 1e-12
+    forced = m.authenticity(EvaluationContext(r, s, exact=True))
+    assert forced.value == exact.value and forced.details["neighbour_search"]["exact"] is True
+
+
+def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
+    rng = np.random.default_rng(7)
+    r = pl.DataFrame({"a": rng.normal(size=400), "e": rng.choice(list("xyz"), 400)})
+    s = pl.DataFrame({"a": rng.normal(size=300), "e": rng.choice(list("xyz"), 300)})
+    ctx = EvaluationContext(r, s, seed=3, sample_real=100)
+    rows = ctx.real_sample()
+    assert rows.size == 100 and (np.diff(rows) > 0).all()
+    np.testing.assert_array_equal(rows, EvaluationContext(r, s, seed=3, sample_real=100).real_sample())
+    assert not np.array_equal(rows, EvaluationContext(r, s, seed=4, sample_real=100).real_sample())
+    assert ctx.sample_description() == {"n": 100, "of": 400, "seed": 3,
+                                        "method": "simple random sample without replacement"}
+    for target in ("synthetic", "real"):
+        full = ctx.neighbours("mixed", "real", target, 1)
+        part = ctx.neighbours("mixed", "real", target, 1, rows=rows)
+        np.testing.assert_array_equal(part.idx, full.idx[rows])
+    assert EvaluationContext(r, s, sample_real=400).real_sample() is None  # nothing to sample
+    from privgate.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="sample_real"):
+        EvaluationContext(r, s, sample_real=0)
+
+
+def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatch):
+    import privgate.neighbours as nbm
+
+    rng = np.random.default_rng(12)
+    q, slices = _mixed_points(400, rng)
+    fast = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
+    real_init = nbm._Groups.__init__
+
+    def dense_only(self, *a, **kw):
+        real_init(self, *a, **kw)
+        self.radix = False
+
+    monkeypatch.setattr(nbm._Groups, "__init__", dense_only)
+    dense = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
+    np.testing.assert_array_equal(fast.idx, dense.idx)
+    np.testing.assert_array_equal(fast.dist, dense.dist)

@@ -12,7 +12,9 @@ from privgate import baselines
 from privgate.context import EvaluationContext
 from privgate.errors import ParameterError, TooFewRowsError
 from privgate.metrics import detection_mlp, membership_inference
-from privgate.metrics.classifier import _n_jobs, available_cores
+from privgate.metrics._mlp import train_mlp
+from privgate.metrics.classifier import _n_jobs
+from privgate.threads import available_cores
 
 
 def _separable(n: int = 200) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -62,12 +64,117 @@ def test_deterministic_and_parallel_equals_serial():
 
 def test_n_jobs_respects_cores():
     cores = available_cores()
-    assert _n_jobs(None) == cores
+    assert _n_jobs(None, 1) == 1  # the run's thread budget
+    assert _n_jobs(None, 10_000) == cores
     assert _n_jobs(10_000) == cores
     assert _n_jobs(1) == 1
     assert _n_jobs(-1) == cores
     with pytest.raises(ParameterError, match="n_jobs"):
         _n_jobs(0)
+
+
+def test_lightgbm_and_mlp_workers_get_the_run_thread_budget(monkeypatch):
+    import lightgbm as lgb
+    import joblib
+
+    seen = {}
+    real_fit = lgb.LGBMClassifier.fit
+
+    def spy(self, *a, **kw):
+        params = self.get_params()
+        seen.setdefault("lgbm", []).append(params["n_jobs"])
+        seen["deterministic"] = params.get("deterministic")
+        return real_fit(self, *a, **kw)
+
+    monkeypatch.setattr(lgb.LGBMClassifier, "fit", spy)
+    real, syn = _separable(60)
+    ctx = EvaluationContext(real, syn, threads=1)
+    assert ctx.threads == 1
+    mi = membership_inference(ctx, repetitions=2)
+    assert seen["lgbm"] == [1, 1] and seen["deterministic"] is True
+    assert mi.details["n_jobs"] == 1
+    # threads=1: detection_mlp trains its folds in this process (no worker pool)
+    monkeypatch.setattr(joblib, "Parallel", lambda *a, **k: pytest.fail("no pool with one thread"))
+    assert detection_mlp(ctx, folds=2).details["n_jobs"] == 1
+    # an explicit n_jobs still wins over the budget
+    membership_inference(ctx, repetitions=1, n_jobs=2)
+    assert seen["lgbm"][-1] == min(2, available_cores())
+
+
+def _blobs(n, shift, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.vstack([rng.normal(0, 1, (n, d)), rng.normal(shift, 1, (n, d))]).astype(np.float32)
+    y = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
+    return x, y
+
+
+def _auc(p, y):
+    from sklearn.metrics import roc_auc_score
+
+    return roc_auc_score(y, p)
+
+
+def test_numpy_mlp_separates_separable_data_and_not_identical_data():
+    x, y = _blobs(300, 6.0)
+    model = train_mlp(x, y, (100, 50), 300, seed=0)
+    xt, yt = _blobs(200, 6.0, seed=1)
+    assert _auc(model.predict_proba(xt), yt) == 1.0
+    # the same points under both labels: nothing to learn, held-out AUC ≈ 0.5
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(400, 4)).astype(np.float32)
+    x2, y2 = np.vstack([z, z]), np.r_[np.ones(400, dtype=np.int64), np.zeros(400, dtype=np.int64)]
+    m2 = train_mlp(x2, y2, (100, 50), 300, seed=0)
+    zt = rng.normal(size=(500, 4)).astype(np.float32)
+    p = m2.predict_proba(np.vstack([zt, zt]))
+    assert _auc(p, np.r_[np.ones(500), np.zeros(500)]) == 0.5  # identical rows, identical scores
+    assert np.all(np.abs(p - 0.5) < 0.1)
+
+
+def test_numpy_mlp_is_deterministic_and_stops_early():
+    x, y = _blobs(250, 1.0)
+    a = train_mlp(x, y, (20, 10), 300, seed=3)
+    b = train_mlp(x, y, (20, 10), 300, seed=3)
+    c = train_mlp(x, y, (20, 10), 300, seed=4)
+    np.testing.assert_array_equal(a.predict_proba(x), b.predict_proba(x))
+    assert not np.array_equal(a.predict_proba(x), c.predict_proba(x))
+    # early stopping: more than 10 epochs without a validation gain ends training before 300
+    assert 11 < a.n_epochs < 300
+    assert [w.shape for w, _ in a.layers] == [(4, 20), (20, 10), (10, 1)]
+
+
+def test_numpy_mlp_one_step_matches_the_definition():
+    """One epoch of one batch against a hand-written forward/backward/Adam step of the
+    MLPClassifier definition (ReLU, logistic output, (aᵀδ + αW)/n gradient, bias-corrected Adam)."""
+    from privgate.metrics import _mlp
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    # train for exactly one epoch (max_iter=1) on a training part of 27 rows = one batch
+    model = train_mlp(x, y, (4,), 1, seed=9)
+    # rebuild the initial weights and the split the trainer drew from the same seed
+    g = np.random.default_rng(9)
+    b1 = np.sqrt(6 / 7)
+    w1 = g.uniform(-b1, b1, 12).astype(np.float32).reshape(3, 4)
+    c1 = g.uniform(-b1, b1, 4).astype(np.float32)
+    b2 = np.sqrt(2 / 5)
+    w2 = g.uniform(-b2, b2, 4).astype(np.float32).reshape(4, 1)
+    c2 = g.uniform(-b2, b2, 1).astype(np.float32)
+    tr, _ = _mlp._stratified_validation(y, 0.1, g)
+    order = g.permutation(tr.size)
+    xb, yb = x[tr][order].astype(np.float64), y[tr][order].astype(np.float64)
+    n = xb.shape[0]
+    h = np.maximum(xb @ w1 + c1, 0)
+    p = 1 / (1 + np.exp(-(h @ w2 + c2)[:, 0]))
+    d2 = (p - yb)[:, None] / n
+    gw2, gc2 = h.T @ d2 + 1e-4 * w2 / n, d2.sum(0)
+    d1 = (d2 @ w2.T) * (h > 0)
+    gw1, gc1 = xb.T @ d1 + 1e-4 * w1 / n, d1.sum(0)
+    # first Adam step: m̂/√v̂ = g/|g| → each parameter moves by lr·sign(g) (ε aside)
+    for got, start, grad in ((model.layers[0][0], w1, gw1), (model.layers[0][1], c1, gc1),
+                             (model.layers[1][0], w2, gw2), (model.layers[1][1], c2, gc2)):
+        expect = start - 1e-3 * grad / (np.abs(grad) + 1e-8)
+        np.testing.assert_allclose(got, expect, atol=2e-6)
 
 
 def test_invalid_parameters_and_too_few_rows():

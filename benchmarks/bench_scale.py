@@ -1,0 +1,230 @@
+"""Scale benchmark (issue 14): the distance family at growing sizes, the full suite quiet and under
+a CPU hog, and detection_mlp's trainer against scikit-learn's — every time printed as a RATIO to a
+reference measured in the same run.
+
+Reference ("GEMM 1-NN"): one exact nearest-neighbour search real→synthetic of the same points in
+the mixed space by blocked float32 matrix products (BLAS, the run's threads) and an argmin — the
+floor of any exact search. ``ref25`` is that search at 25k × 25k, measured in every run.
+
+Data: real = the Texas 25k file (``--n 25000``) or a Texas-like bootstrap of it with noise (larger
+n: rows drawn with replacement, seeded, then privgate.baselines.noisy_copy so that rows are not
+exact copies); release = noisy_copy(real, seed=1), row-aligned (hidden_rate paired).
+
+    python benchmarks/bench_scale.py --n 25000 100000          # distance family (+ peak RSS)
+    python benchmarks/bench_scale.py --n 100000 --check-exact  # also exact=True, max |Δ value|
+    python benchmarks/bench_scale.py --suite                    # full suite quiet vs 2 busy procs
+    python benchmarks/bench_scale.py --mlp                      # NumPy vs scikit-learn MLP AUC
+
+Targets: 25k family ≤ 4× ref (values unchanged), 100k family ≤ 20× ref25, full suite under a hog
+≤ 3× quiet, peak RSS ≤ 8 GiB at 1M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mem import peak_rss_mib, reset_peak  # noqa: E402
+
+TEXAS = Path(__file__).resolve().parents[2] / "shared/data/texas_25k.parquet"
+ADULT = Path(__file__).resolve().parents[2] / "shared/data/adult.parquet"
+DISTANCE = ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
+            "median_dcr", "nnaa", "nndr", "dcr", "hidden_rate", "hitting_rate"]
+KEYS = ["DISCHARGE", "SEX_CODE", "PAT_AGE", "RACE", "TYPE_OF_ADMISSION"]
+SENSITIVE = ["ILLNESS_SEVERITY", "TOTAL_CHARGES"]
+
+
+def texas_like(n: int):
+    import polars as pl
+
+    from privgate.baselines import noisy_copy
+
+    real = pl.read_parquet(TEXAS)
+    if n != real.height:
+        rows = np.random.default_rng(0).integers(0, real.height, n)
+        real = noisy_copy(real[rows], seed=2)
+    return real, noisy_copy(real, seed=1)
+
+
+def gemm_reference(ctx) -> float:
+    """Seconds of one blocked float32 GEMM 1-NN search real→synthetic in the mixed space."""
+    from privgate.threads import limited
+
+    sp = ctx.mixed()
+    t0 = time.perf_counter()
+    with limited(ctx.threads):
+        centre = sp.synthetic.mean(axis=0)
+        a = (sp.real - centre).astype(np.float32)
+        b = (sp.synthetic - centre).astype(np.float32)
+        bn = np.einsum("ij,ij->i", b, b)
+        out = np.empty(a.shape[0], dtype=np.int64)
+        step = max(1, (64 * 2**20) // (4 * b.shape[0]))
+        for s in range(0, a.shape[0], step):
+            d = a[s:s + step] @ b.T
+            d *= -2.0
+            d += bn
+            out[s:s + step] = d.argmin(axis=1)
+    return time.perf_counter() - t0
+
+
+def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, float, dict, dict]:
+    import privgate.metrics  # noqa: F401  (imports — scipy.stats etc. — are not the family's work)
+    from privgate.context import EvaluationContext
+    from privgate.registry import get_metric, run_spec
+    from privgate.threads import limited
+
+    real, syn = texas_like(n)
+    reset_peak()
+    t0 = time.perf_counter()
+    ctx = EvaluationContext(real, syn, seed=0, pairing=True, exact=exact, threads=threads)
+    values, searches = {}, {}
+    with limited(ctx.threads):  # as evaluate() runs metrics
+        for name in DISTANCE:
+            t1 = time.perf_counter()
+            res = run_spec(get_metric(name), ctx, {})
+            values[name] = res.value
+            print(f"      {name:<16} {time.perf_counter() - t1:6.1f} s", flush=True)
+            if "neighbour_search" in res.details:
+                searches.update(res.details["neighbour_search"]["searches"])
+    return time.perf_counter() - t0, peak_rss_mib(), values, searches
+
+
+def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_each: bool) -> None:
+    from privgate.context import EvaluationContext
+
+    real, syn = texas_like(25_000)
+    ctx25 = EvaluationContext(real, syn, threads=threads)
+    ref25 = min(gemm_reference(ctx25) for _ in range(2))
+    print(f"ref25 (GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads): {ref25:.2f} s", flush=True)
+    times = {}
+    for n in sizes:
+        ref = ref25 if n == 25_000 or not ref_each else \
+            gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
+        seconds, peak, values, searches = distance_family(n, False, threads)
+        times[n] = seconds
+        own = f"{seconds / ref:5.2f}× GEMM({n}) = " if n == 25_000 or ref_each else ""
+        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25; "
+              f"peak RSS {peak / 1024:.2f} GiB", flush=True)
+        for name, sd in searches.items():
+            extra = "" if sd.get("exact", True) else \
+                f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]"
+            print(f"    {name:<32} {sd.get('settled_by')}{extra}")
+        print("    values: " + ", ".join(f"{k} {v:.6f}" for k, v in values.items()))
+        if check_exact:
+            s_ex, _, exact_values, _ = distance_family(n, True, threads)
+            diff = max(abs(values[k] - exact_values[k]) for k in values)
+            print(f"    exact=True: {s_ex:.1f} s = {s_ex / ref25:.2f}× ref25; max |value − exact| = {diff:.2e}")
+    if len(times) > 1:
+        ns = sorted(times)
+        slope = np.polyfit(np.log(ns), np.log([times[n] for n in ns]), 1)[0]
+        print(f"growth exponent of the distance family over n = {ns}: {slope:.2f}")
+
+
+def _spin(stop) -> None:  # a busy process
+    x = 0
+    while not stop.is_set():
+        x += 1
+
+
+def full_suite(threads: int | None) -> float:
+    from privgate import evaluate
+
+    real, syn = texas_like(25_000)
+    t0 = time.perf_counter()
+    rep = evaluate(real, syn, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0, threads=threads,
+                   on_error="record")
+    if rep.errors:
+        print("   errors:", rep.errors)
+    return time.perf_counter() - t0
+
+
+def run_suite(threads: int | None) -> None:
+    quiet = full_suite(threads)
+    print(f"full suite quiet: {quiet:.1f} s")
+    stop = mp.Event()
+    hogs = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(2)]
+    for h in hogs:
+        h.start()
+    try:
+        busy = full_suite(threads)
+    finally:
+        stop.set()
+        for h in hogs:
+            h.join()
+    print(f"full suite under 2 busy processes: {busy:.1f} s = {busy / quiet:.2f}× quiet (target ≤ 3×)")
+
+
+def run_mlp(folds: int) -> None:
+    """Mean held-out AUC of scikit-learn's MLPClassifier and privgate's NumPy trainer on the same
+    stratified folds (Texas 25k and Adult vs a noisy copy, and vs an independent-marginals
+    release), with the seconds of each; the sklearn AUCs over seeds 0–2 give the noise."""
+    import polars as pl
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    from privgate.baselines import independent_marginals, noisy_copy
+    from privgate.context import EvaluationContext
+    from privgate.metrics._mlp import train_mlp
+
+    for label, path in (("texas", TEXAS), ("adult", ADULT)):
+        real = pl.read_parquet(path)
+        for rel_name, release in (("noisy_copy", noisy_copy(real, seed=0)),
+                                  ("independent_marginals", independent_marginals(real, seed=0))):
+            ctx = EvaluationContext(real, release, seed=0)
+            sp = ctx.mixed()
+            x = np.vstack([sp.real, sp.synthetic]).astype(np.float32)
+            y = np.r_[np.ones(ctx.n_real, dtype=np.int64), np.zeros(ctx.n_synthetic, dtype=np.int64)]
+            splits = list(StratifiedKFold(5, shuffle=True, random_state=0).split(x, y))[:folds]
+            res = {}
+            with threadpool_limits(1), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for seed in (0, 1, 2):
+                    for trainer in ("sklearn", "numpy"):
+                        t0, aucs = time.perf_counter(), []
+                        for tr, te in splits:
+                            if trainer == "sklearn":
+                                m = MLPClassifier((100, 50), max_iter=300, random_state=seed, early_stopping=True,
+                                                  validation_fraction=0.1).fit(x[tr], y[tr])
+                                p = m.predict_proba(x[te])[:, 1]
+                            else:
+                                p = train_mlp(x[tr], y[tr], (100, 50), 300, seed).predict_proba(x[te])
+                            aucs.append(roc_auc_score(y[te], p))
+                        res.setdefault(trainer, []).append((float(np.mean(aucs)), time.perf_counter() - t0))
+            for trainer, rows in res.items():
+                aucs = [a for a, _ in rows]
+                secs = np.mean([s for _, s in rows])
+                print(f"{label:<6} {rel_name:<22} {trainer:<8} AUC seeds 0-2: "
+                      + " ".join(f"{a:.4f}" for a in aucs) + f"  mean {np.mean(aucs):.4f}  {secs:6.1f} s / {folds} folds")
+            ratio = np.mean([s for _, s in res["sklearn"]]) / np.mean([s for _, s in res["numpy"]])
+            print(f"{'':<6} {'':<22} NumPy trainer {ratio:.1f}× faster")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, nargs="*", default=[], help="distance-family sizes (real = release rows)")
+    ap.add_argument("--check-exact", action="store_true", help="also run exact=True and print the max value gap")
+    ap.add_argument("--ref-each", action="store_true", help="also time the GEMM 1-NN reference at every n")
+    ap.add_argument("--suite", action="store_true", help="full suite at 25k quiet vs under 2 busy processes")
+    ap.add_argument("--mlp", action="store_true", help="NumPy vs scikit-learn MLP on Texas and Adult")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=None, help="thread budget (default: privgate.threads)")
+    args = ap.parse_args()
+    if args.n:
+        run_distance(args.n, args.check_exact, args.threads, args.ref_each)
+    if args.suite:
+        run_suite(args.threads)
+    if args.mlp:
+        run_mlp(args.folds)
+
+
+if __name__ == "__main__":
+    main()

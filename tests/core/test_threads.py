@@ -1,0 +1,67 @@
+"""privgate.threads: one thread budget per run (explicit > $PRIVGATE_THREADS > free cores),
+applied to BLAS/OpenMP/faiss inside `limited`, and OpenMP told not to spin."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from privgate.errors import ParameterError
+from privgate.threads import ENV_VAR, available_cores, free_cores, limited, resolve_threads
+
+
+def test_budget_order_and_cap(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert resolve_threads() == 1
+    assert resolve_threads(10_000) == available_cores()  # explicit wins, capped at the cores
+    monkeypatch.delenv(ENV_VAR)
+    assert 1 <= resolve_threads() == free_cores() <= available_cores()
+    monkeypatch.setattr(os, "getloadavg", lambda: (1e6, 0.0, 0.0))
+    assert free_cores() == 1  # a saturated machine still gets one thread
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "two"])
+def test_invalid_budgets_are_named(monkeypatch, bad):
+    with pytest.raises(ParameterError, match="threads"):
+        resolve_threads(bad)
+    monkeypatch.setenv(ENV_VAR, str(bad))
+    with pytest.raises(ParameterError, match=ENV_VAR):
+        resolve_threads()
+
+
+def test_limited_sets_blas_openmp_and_faiss_and_restores():
+    import faiss
+    import numpy as np  # noqa: F401  (loads BLAS)
+    from threadpoolctl import threadpool_info
+
+    before = faiss.omp_get_max_threads()
+    with limited(1):
+        assert faiss.omp_get_max_threads() == 1
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert faiss.omp_get_max_threads() == before
+
+
+@pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_is_told_not_to_spin_unless_the_user_chose(given, expected):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    out = subprocess.run([sys.executable, "-c", "import os, privgate; print(os.environ['OMP_WAIT_POLICY'])"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == expected
+
+
+def test_context_and_evaluate_take_a_budget():
+    import polars as pl
+
+    from privgate import evaluate
+    from privgate.context import EvaluationContext
+
+    r = pl.DataFrame({"a": [0.0, 1, 2, 3]})
+    assert EvaluationContext(r, r, threads=1).threads == 1
+    rep = evaluate(r, r, ["membership_inference"], threads=1)
+    assert rep.results["membership_inference"].details["n_jobs"] == 1
