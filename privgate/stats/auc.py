@@ -17,20 +17,21 @@ def delong_auc(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
     """(AUC, variance): the Mann–Whitney AUC of ``scores`` for positives (label 1) against
     negatives (label 0), ties counted half, and DeLong's variance S10/m + S01/n from the
     structural components (per positive: the share of negatives it outranks; per negative: the
-    share of positives that outrank it)."""
+    share of positives that outrank it). The variance is NaN with fewer than 2 positives or
+    negatives (a sample variance needs two values)."""
     y = np.asarray(labels).astype(bool)
     s = np.asarray(scores, dtype=np.float64)
     if y.shape != s.shape:
         raise ValueError(f"labels and scores must have the same shape: {y.shape} vs {s.shape}")
     pos, neg = s[y], s[~y]
     m, n = pos.size, neg.size
-    if m < 2 or n < 2:
-        raise ValueError(f"DeLong's variance needs at least 2 positives and 2 negatives; got {m} and {n}")
+    if m < 1 or n < 1:
+        raise ValueError(f"an AUC needs at least one positive and one negative; got {m} and {n}")
     all_ranks = rankdata(np.concatenate([pos, neg]))
     v10 = (all_ranks[:m] - rankdata(pos)) / n          # per positive
     v01 = 1.0 - (all_ranks[m:] - rankdata(neg)) / m    # per negative
     auc = float(v10.mean())
-    var = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n)
+    var = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if min(m, n) >= 2 else float("nan")
     return auc, var
 
 

@@ -154,3 +154,10 @@ def test_bootstrap_ci_batched_equals_one_at_a_time():
     assert one == block
     with pytest.raises(ValueError, match="one value per replicate"):
         stats.bootstrap_ci(lambda idx: np.median(x[idx]), x.size, n_boot=10, batched=True)
+
+
+def test_delong_variance_undefined_with_one_record_of_a_class():
+    auc, var = stats.delong_auc([1, 0, 0], [0.9, 0.1, 0.5])
+    assert auc == 1.0 and math.isnan(var)
+    with pytest.raises(ValueError, match="one positive and one negative"):
+        stats.delong_auc([1, 1], [0.2, 0.3])
