@@ -7,12 +7,11 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 
-import numpy as np
 
 from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
-from .metrics._common import BOOT, intervals_on
+from .metrics._common import BOOT, intervals_on, per_record_mean
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -120,16 +119,17 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     """Attach the holdout baseline ``base`` to ``res`` with the interval of the excess
     value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
 
-    * paired bootstrap (the same real records resampled for both) when both values are the mean
-      of their per-record arrays over the same real records — the release and the baseline are
-      then scored on one sample of people, and the pairing removes the shared variation;
+    * paired bootstrap (the same real records resampled for both) when both intervals treat the
+      value as the mean of its per-record array over the same real records
+      (``details["ci_per_record_mean"]``) — the release and the baseline are then scored on one
+      sample of people, and the pairing removes the shared variation;
     * otherwise MOVER (:func:`privgate.stats.difference_interval`) from the two intervals, which
       treats them as independent (conservative when both are scored on the same real records);
     * no interval when either side has none.
     """
     ci, method = None, "none: intervals switched off"
     if intervals_on():
-        if _mean_of_per_record(res) and _mean_of_per_record(base) and res.per_record.shape == base.per_record.shape:
+        if per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
             ci = stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT, paired=base.per_record)
             method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
                       f"difference over the same {res.per_record.size} real records")
@@ -142,14 +142,6 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     res.details["excess_ci_method"] = method
     res.details["baseline_ci_method"] = base.details.get("ci_method")
     return res
-
-
-def _mean_of_per_record(res: MetricResult) -> bool:
-    """True when the value is the plain mean of the per-record array (then differences of
-    values are means of per-record differences)."""
-    if res.per_record is None or res.per_record.size == 0:
-        return False
-    return bool(abs(float(np.mean(res.per_record)) - res.value) <= 1e-9)
 
 
 def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:

@@ -73,7 +73,8 @@ def set_count_ci(res: MetricResult, k: float, n: float, *, transform: Callable[[
     if transform is not None:
         ci = map_interval(ci, transform)
         method += f", mapped through {transform_text}"
-    return res.set_ci(ci, method + (f"; {note}" if note else ""))
+    res.set_ci(ci, method + (f"; {note}" if note else ""))
+    return _mark_mean_of_per_record(res, transform is None)
 
 
 def set_mean_ci(res: MetricResult, ctx, values: np.ndarray, *, what: str = "real records",
@@ -93,7 +94,23 @@ def set_mean_ci(res: MetricResult, ctx, values: np.ndarray, *, what: str = "real
     if transform is not None:
         ci = map_interval(ci, transform)
         method += f", mapped through {transform_text}"
-    return res.set_ci(_clip(ci), method + (f"; {note}" if note else ""))
+    res.set_ci(_clip(ci), method + (f"; {note}" if note else ""))
+    return _mark_mean_of_per_record(res, transform is None and weights is None)
+
+
+def _mark_mean_of_per_record(res: MetricResult, plain_mean: bool) -> MetricResult:
+    """Record whether the interval treats ``value`` as the plain mean of independent per-record
+    values that are ``res.per_record`` — then a difference of two such values (release minus
+    holdout baseline, on the same real records) can be bootstrapped record by record."""
+    res.details["ci_per_record_mean"] = bool(
+        plain_mean and res.per_record is not None and np.asarray(res.per_record).size > 0
+        and abs(float(np.mean(res.per_record)) - res.value) <= 1e-9)
+    return res
+
+
+def per_record_mean(res: MetricResult) -> bool:
+    """True when ``res``'s interval treated its value as the mean of ``res.per_record``."""
+    return bool(res.details.get("ci_per_record_mean"))
 
 
 def set_bootstrap_ci(res: MetricResult, ctx, statistic: Callable[[np.ndarray], np.ndarray], n: int, *,

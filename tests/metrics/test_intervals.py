@@ -14,7 +14,7 @@ import privgate
 from privgate import registry, stats
 from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
-from privgate.metrics import common_rows, dcr, distant_values, nsnd
+from privgate.metrics import authenticity, close_values, common_rows, dcr, distant_values, nsnd, zero_cap
 from privgate.metrics._common import BOOT, without_intervals
 
 Z = 1.959963984540054
@@ -38,28 +38,38 @@ def test_share_metric_wilson_by_hand():
 
 
 def test_flipped_share_counts_the_value_side():
-    # distant_values: value = 1 − share(normalised d ≥ 0.8); the interval counts the records that
-    # are NOT far, so it is the value's interval (not the raw share's)
-    real = pl.DataFrame({"a": np.arange(30.0)})
-    syn = pl.DataFrame({"a": np.full(30, 0.0)})  # normalised distances 0, 1/29, ..., 1
-    res = distant_values(real, syn)
-    far = int((np.arange(30) / 29 >= 0.8).sum())  # 6 records at normalised distance ≥ 0.8
-    assert res.raw == pytest.approx(far / 30) and res.value == pytest.approx(1 - far / 30)
-    assert res.ci == pytest.approx(stats.clopper_pearson(30 - far, 30))
+    # authenticity: value = 1 − raw (raw = share of authentic records); the interval counts the
+    # records that are NOT authentic, so it is the value's interval. Real records 10 apart; 12
+    # synthetic records 0.3 below the first 12 real ones, the rest far away: those 12 real records
+    # have a synthetic record closer than their nearest real neighbour, the other 18 do not.
+    real = pl.DataFrame({"a": np.arange(30) * 10.0})
+    syn = pl.DataFrame({"a": np.r_[np.arange(12) * 10.0 - 0.3, 1e4 + np.arange(18)]})
+    res = authenticity(real, syn)
+    assert res.raw == pytest.approx(18 / 30) and res.value == pytest.approx(12 / 30)
+    assert res.ci == pytest.approx(_wilson_by_hand(12, 30), abs=1e-12)
     assert res.ci[0] <= res.value <= res.ci[1]
 
 
 def test_bootstrap_mean_metric_uses_per_record_values_and_the_context_seed():
-    real = pl.DataFrame({"a": np.linspace(0, 10, 50) ** 1.5})
-    syn = pl.DataFrame({"a": np.linspace(0.3, 9, 40) ** 1.5})
+    rng = np.random.default_rng(1)
+    real = pl.DataFrame({"k": rng.choice(["a", "b", "c"], 80), "s": rng.choice(["x", "y"], 80)})
+    syn = pl.DataFrame({"k": rng.choice(["a", "b", "c"], 70), "s": rng.choice(["x", "y"], 70)})
     for seed in (0, 7):
-        res = nsnd(EvaluationContext(real, syn, seed=seed))
+        res = zero_cap(EvaluationContext(real, syn, seed=seed), keys=["k"], sensitive="s")
         assert res.ci == stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT)
         assert res.ci[0] <= res.value <= res.ci[1]
         assert res.details["ci_method"].startswith(f"percentile bootstrap ({BOOT} replicates, seed {seed})")
-    # a constant per-record value: every replicate is that value
-    same = nsnd(pl.DataFrame({"a": [1.0, 2.0, 3.0]}), pl.DataFrame({"a": [1.0, 2.0, 3.0]}))
+    # a copy where the key determines the sensitive value: every per-record value is 1
+    det = pl.DataFrame({"k": ["a", "b", "c"] * 5, "s": ["x", "y", "x"] * 5})
+    same = zero_cap(det, det, keys=["k"], sensitive="s")
     assert same.value == 1.0 and same.ci == (1.0, 1.0)
+
+
+def test_min_max_normalised_metrics_say_why_they_have_no_interval():
+    real = pl.DataFrame({"a": np.arange(30.0)})
+    for metric in (close_values, distant_values, nsnd):
+        res = metric(real, real.with_columns(pl.col("a") + 0.5))
+        assert res.ci is None and res.details["ci_method"].startswith("none: the value depends on the sample's")
 
 
 def test_transformed_mean_maps_the_endpoints_and_flips_their_order():
@@ -79,9 +89,9 @@ def test_transformed_mean_maps_the_endpoints_and_flips_their_order():
 def test_intervals_can_be_switched_off_for_cost_measurement():
     real = pl.DataFrame({"a": np.arange(20.0)})
     with without_intervals():
-        res = nsnd(real, real)
+        res = common_rows(real, real)
     assert res.ci is None and res.details["ci_method"].startswith("none: intervals switched off")
-    assert nsnd(real, real).ci is not None
+    assert common_rows(real, real).ci is not None
 
 
 # ----------------------------------------------------------------- every registered metric
@@ -165,7 +175,7 @@ def test_paired_excess_is_the_bootstrap_of_per_record_differences(adult, adult_h
 
 def test_same_seed_same_intervals(adult_report):
     rep, (real, syn, kw) = adult_report
-    names = ["common_rows", "nsnd", "median_dcr", "nnaa", "dcr", "attribute_inference", "proximity_score",
+    names = ["common_rows", "median_dcr", "nnaa", "dcr", "attribute_inference", "proximity_score",
              "disclosure_attribute"]
     kw = dict(kw, params={k: v for k, v in kw["params"].items() if k in names})
     again = privgate.evaluate(real, syn, names, baseline=True, seed=0, **kw)
@@ -174,14 +184,14 @@ def test_same_seed_same_intervals(adult_report):
         assert again.results[n].ci == rep.results[n].ci, n
         assert again.results[n].excess_ci == rep.results[n].excess_ci, n
     # the bootstraps take the seed: another seed moves them
-    assert other.results["nsnd"].ci != rep.results["nsnd"].ci
+    assert other.results["dcr"].ci != rep.results["dcr"].ci
 
 
 def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdout):
     spec = registry.get_metric("common_rows")
     monkeypatch.setitem(registry._REGISTRY, "common_rows", dataclasses.replace(spec, self_controlled=True))
-    rep = privgate.evaluate(adult.head(200), adult.head(200), ["common_rows", "nsnd"],
+    rep = privgate.evaluate(adult.head(200), adult.head(200), ["common_rows", "dcr"],
                             holdout=adult_holdout.head(200), baseline=True)
     assert rep.results["common_rows"].baseline is None and rep.results["common_rows"].excess_ci is None
     assert "excess_ci_method" not in rep.results["common_rows"].details
-    assert rep.results["nsnd"].excess_ci is not None
+    assert rep.results["dcr"].excess_ci is not None
