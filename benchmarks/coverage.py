@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -159,11 +158,11 @@ def tables(values: list[dict], excess: list[dict], costs: dict | None, n: int, r
 
 
 def write_doc(text: str) -> None:
-    path = ROOT / "docs" / "intervals.md"
-    doc = path.read_text()
-    new = re.sub(r"(<!-- coverage:begin -->\n).*?(\n<!-- coverage:end -->)", lambda m: m.group(1) + text + m.group(2),
-                 doc, flags=re.S)
-    path.write_text(new)
+    """Put the tables into docs/intervals.md (its coverage section)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    from make_metrics_doc import write_section
+
+    write_section(ROOT / "docs" / "intervals.md", "coverage", text)
 
 
 def main() -> None:
