@@ -18,13 +18,16 @@ and disclosure metrics).
    of value(R, S) over the baseline value(R, H) is 0.
 3. **Cost**: the shipped default gate on Texas (``--cost-n`` real records, default 25,000, a
    noisy copy as the release, no holdout) with intervals and without
-   (``privgate.metrics._common.without_intervals``), as a ratio in the same run.
+   (``privgate.metrics._common.without_intervals``), as a ratio in the same run: CPU seconds of
+   this process (robust to other processes on a shared machine) and wall seconds, best of two
+   alternated runs each.
 
 Not simulated: the classifier metrics (detection_mlp, membership_inference: model fits per
 replicate are too slow for hundreds of replicates here), hidden_rate (needs a generator's
-pairing) and the statistical family (no interval).
+pairing), and the metrics without an interval (close_values, distant_values, nsnd, the
+statistical family).
 
-    python benchmarks/coverage.py [--n 500] [--reps 150] [--cost-n 25000] [--write-doc]
+    python benchmarks/coverage.py [--n 500] [--reps 120] [--cost-n 25000] [--only coverage|cost] [--write-doc]
 """
 
 from __future__ import annotations
@@ -51,9 +54,10 @@ from privgate.metrics._common import without_intervals  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "texas_25k.parquet"
 KEYS = ["PAT_AGE", "SEX_CODE", "RACE", "ETHNICITY", "TYPE_OF_ADMISSION"]
 SENSITIVE = ["ILLNESS_SEVERITY"]
-METRICS = ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
-           "median_dcr", "nnaa", "nndr", "dcr", "hitting_rate", "zero_cap", "generalized_cap",
-           "attribute_inference", "proximity_score", "disclosure_identity", "disclosure_attribute"]
+# every metric with an interval but the classifiers (close_values, distant_values and nsnd have none)
+METRICS = ["common_rows", "authenticity", "identifiability", "median_dcr", "nnaa", "nndr", "dcr", "hitting_rate",
+           "zero_cap", "generalized_cap", "attribute_inference", "proximity_score", "disclosure_identity",
+           "disclosure_attribute"]
 # per-record value depends on the record and the release only: the population value is exact truth
 POPULATION_TRUTH = ["common_rows", "zero_cap", "generalized_cap"]
 
@@ -123,20 +127,32 @@ def cost(pop: pl.DataFrame, n: int) -> dict:
     real = pop.head(n)
     syn = baselines.noisy_copy(real, seed=1)
     cfg = default_gate_config("coverage-cost")
-    times = {"without": [], "with": []}
+    cpu = {"without": [], "with": []}
+    wall = {"without": [], "with": []}
     for label in ("without", "with", "without", "with"):  # alternated: the machine's load drifts
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         if label == "without":
             with without_intervals():
                 run_gate(cfg, real, syn, release_id="cost")
         else:
             run_gate(cfg, real, syn, release_id="cost")
-        times[label].append(time.perf_counter() - t)
-    best = {k: min(v) for k, v in times.items()}
-    return {"n": n, "without": best["without"], "with": best["with"], "ratio": best["with"] / best["without"]}
+        cpu[label].append(time.process_time() - c)
+        wall[label].append(time.perf_counter() - t)
+    out = {"n": n}
+    for name, d in (("cpu", cpu), ("wall", wall)):
+        best = {k: min(v) for k, v in d.items()}
+        out[name] = (best["with"], best["without"], best["with"] / best["without"])
+    return out
 
 
-def tables(values: list[dict], excess: list[dict], costs: dict | None, n: int, reps: int) -> str:
+def cost_text(c: dict) -> str:
+    return (f"Cost of the intervals: the default gate on Texas ({c['n']:,} real records, a noisy copy as the release, "
+            f"no holdout; python benchmarks/coverage.py --only cost): CPU {c['cpu'][0]:.1f} s with intervals vs "
+            f"{c['cpu'][1]:.1f} s without, ratio **{c['cpu'][2]:.2f}×**; wall {c['wall'][0]:.1f} s vs {c['wall'][1]:.1f} s, "
+            f"ratio {c['wall'][2]:.2f}× (best of two alternated runs each).")
+
+
+def tables(values: list[dict], excess: list[dict], n: int, reps: int) -> str:
     lines = [f"Texas 25k population, n = {n} real and {n} synthetic records, {reps} replicates per table "
              f"(python benchmarks/coverage.py --n {n} --reps {reps}).", "",
              "Value intervals, one fixed release (truth = mean over the replicates; exact = the population value):", "",
@@ -150,42 +166,43 @@ def tables(values: list[dict], excess: list[dict], costs: dict | None, n: int, r
               "| metric | excess interval | coverage of 0 | mean width |", "|---|---|---|---|"]
     for r in excess:
         lines.append(f"| `{r['metric']}` | {r['method']} | {r['coverage']:.1%} | {r['width']:.4f} |")
-    if costs:
-        lines += ["", f"Cost: the default gate on Texas ({costs['n']:,} real records, noisy copy, no holdout): "
-                      f"{costs['with']:.1f} s with intervals, {costs['without']:.1f} s without — "
-                      f"ratio **{costs['ratio']:.2f}×** (best of two alternated runs each)."]
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    """Put the tables into docs/intervals.md (its coverage section)."""
+def write_doc(tag: str, text: str) -> None:
+    """Put a result into its section of docs/intervals.md."""
     sys.path.insert(0, str(ROOT / "docs"))
     from make_metrics_doc import write_section
 
-    write_section(ROOT / "docs" / "intervals.md", "coverage", text)
+    write_section(ROOT / "docs" / "intervals.md", tag, text)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--reps", type=int, default=150)
+    ap.add_argument("--reps", type=int, default=120)
     ap.add_argument("--cost-n", type=int, default=25000)
-    ap.add_argument("--skip-cost", action="store_true")
-    ap.add_argument("--write-doc", action="store_true", help="write the tables into docs/intervals.md")
+    ap.add_argument("--only", choices=("coverage", "cost"), default=None)
+    ap.add_argument("--write-doc", action="store_true", help="write the results into docs/intervals.md")
     args = ap.parse_args()
     if not DATA.exists():
         sys.exit(f"population not found at {DATA}")
     pop = pl.read_parquet(DATA)
     start = time.perf_counter()
-    values = value_coverage(pop, args.n, args.reps)
-    print(f"value coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    excess = excess_coverage(pop, args.n, args.reps)
-    print(f"excess coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    costs = None if args.skip_cost else cost(pop, args.cost_n)
-    text = tables(values, excess, costs, args.n, args.reps)
-    print(text)
-    if args.write_doc:
-        write_doc(text)
+    if args.only != "cost":
+        values = value_coverage(pop, args.n, args.reps)
+        print(f"value coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        excess = excess_coverage(pop, args.n, args.reps)
+        print(f"excess coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        text = tables(values, excess, args.n, args.reps)
+        print(text, flush=True)
+        if args.write_doc:
+            write_doc("coverage", text)
+    if args.only != "coverage":
+        text = cost_text(cost(pop, args.cost_n))
+        print(text)
+        if args.write_doc:
+            write_doc("cost", text)
 
 
 if __name__ == "__main__":

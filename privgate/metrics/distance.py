@@ -27,8 +27,8 @@ from ._common import (BOOT, intervals_on, minmax_normalise, quantile_summary, re
 NO_INTERVAL_NORMALISED = (
     "the value depends on the sample's smallest and largest distance (min–max normalisation), and a "
     "bootstrap over records does not reproduce the sampling distribution of an extreme (Bickel & Freedman, "
-    "Ann. Statist. 1981); benchmarks/coverage.py measured a renormalising bootstrap covering 75 % (nsnd) "
-    "with intervals ~0.8 wide (close_values)")
+    "Ann. Statist. 1981): a bootstrap that renormalised each replicate under-covered in a coverage "
+    "simulation, with intervals too wide to inform")
 
 PRIVEVAL = "Privacy metrics review (PrivEval), §"
 
