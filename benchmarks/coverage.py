@@ -148,7 +148,8 @@ def cost(pop: pl.DataFrame, n: int) -> dict:
 def cost_text(c: dict) -> str:
     return (f"Cost of the intervals: the default gate on Texas ({c['n']:,} real records, a noisy copy as the release, "
             f"no holdout; python benchmarks/coverage.py --only cost): CPU {c['cpu'][0]:.1f} s with intervals vs "
-            f"{c['cpu'][1]:.1f} s without, ratio **{c['cpu'][2]:.2f}×**; wall {c['wall'][0]:.1f} s vs {c['wall'][1]:.1f} s, "
+            f"{c['cpu'][1]:.1f} s without, ratio **{c['cpu'][2]:.2f}×**; "
+            f"wall {c['wall'][0]:.1f} s vs {c['wall'][1]:.1f} s, "
             f"ratio {c['wall'][2]:.2f}× (best of two alternated runs each).")
 
 
@@ -156,7 +157,8 @@ def tables(values: list[dict], excess: list[dict], n: int, reps: int) -> str:
     lines = [f"Texas 25k population, n = {n} real and {n} synthetic records, {reps} replicates per table "
              f"(python benchmarks/coverage.py --n {n} --reps {reps}).", "",
              "Value intervals, one fixed release (truth = mean over the replicates; exact = the population value):", "",
-             "| metric | interval | truth | coverage | mean width | truth s.e. / half-width | exact truth | coverage of exact |",
+             "| metric | interval | truth | coverage | mean width | truth s.e. / half-width | exact truth "
+             "| coverage of exact |",
              "|---|---|---|---|---|---|---|---|"]
     for r in values:
         ex = (f"{r['exact_truth']:.4f} | {r['coverage_exact']:.1%}" if "exact_truth" in r else "– | –")

@@ -43,7 +43,9 @@ def _share_ci(out: MetricResult, res: MultiDisclosureResult, target: str) -> Met
 
     r = res.per_target[target]
     n = float(r.n_orig)
-    note = f"target {target!r}" + (", the worst of several (not adjusted for the choice)" if len(res.per_target) > 1 else "")
+    note = f"target {target!r}"
+    if len(res.per_target) > 1:
+        note += ", the worst of several (not adjusted for the choice)"
     if r.m > 1:
         note += f"; the mean count over {r.m} synthetic sets"
     return set_count_ci(out, out.value * n, n, note=note)

@@ -27,7 +27,7 @@ from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
 from .. import stats
-from ._common import intervals_on, map_interval, result, set_count_ci, set_no_ci
+from ._common import OFF, intervals_on, map_interval, result, set_count_ci, set_no_ci
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 
@@ -104,7 +104,7 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
                  details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
                           "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
     if not intervals_on():
-        return set_no_ci(res, "intervals switched off")
+        return res.set_ci(None, OFF)
     # the held-out folds are disjoint: the variance of the mean of K fold AUCs is Σ var_k / K²
     var = float(sum(v for _, v in fold_results)) / folds ** 2
     if not np.isfinite(var):
@@ -217,4 +217,5 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
     n_pos = float(np.mean(positives))
     return set_count_ci(res, recall * n_pos, n_pos, transform=_from_rate,
                         transform_text="value = clip(2·(1 − recall))",
-                        note=f"recall over one test part's {n_pos:g} real records (the repetitions overlap; conservative)")
+                        note=f"recall over one test part's {n_pos:g} real records "
+                             "(the repetitions overlap; conservative)")

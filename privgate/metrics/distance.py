@@ -20,8 +20,8 @@ from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import ge, gt, le, lt
 from .. import stats
-from ._common import (BOOT, intervals_on, minmax_normalise, quantile_summary, result, set_bootstrap_ci, set_mean_ci,
-                      set_no_ci, set_share_ci)
+from ._common import (BOOT, OFF, intervals_on, minmax_normalise, quantile_summary, result, set_bootstrap_ci,
+                      set_mean_ci, set_no_ci, set_share_ci)
 
 # why the min–max normalised metrics have no interval
 NO_INTERVAL_NORMALISED = (
@@ -280,7 +280,7 @@ def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]])
     one repetition's worth from the pool: the precision of one repetition, conservative for
     their mean."""
     if not intervals_on():
-        return set_no_ci(res, "intervals switched off")
+        return res.set_ci(None, OFF)
     size = sides[0][0].size
     real_side = np.concatenate([a for a, _ in sides])
     syn_side = np.concatenate([b for _, b in sides])

@@ -157,6 +157,7 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
                           "mean_imputed": space.details.get("mean_imputed", {})})
     # the same resampled R1 records for every repetition; ratios (the searches) held fixed
     return set_bootstrap_ci(
-        res, ctx, lambda idx: 1.0 - np.mean([_score_rows(tt[idx], ts[idx], alpha)[0] for tt, ts in ratios], axis=0) / 100.0,
+        res, ctx,
+        lambda idx: 1.0 - np.mean([_score_rows(tt[idx], ts[idx], alpha)[0] for tt, ts in ratios], axis=0) / 100.0,
         int(h), what="records of the first real half (ratios held fixed, one resample for all repetitions)")
 

@@ -14,7 +14,8 @@ import privgate
 from privgate import registry, stats
 from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
-from privgate.metrics import authenticity, close_values, common_rows, dcr, distant_values, nsnd, zero_cap
+from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
+                              zero_cap)
 from privgate.metrics._common import BOOT, without_intervals
 
 Z = 1.959963984540054
@@ -195,3 +196,41 @@ def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdo
     assert rep.results["common_rows"].baseline is None and rep.results["common_rows"].excess_ci is None
     assert "excess_ci_method" not in rep.results["common_rows"].details
     assert rep.results["dcr"].excess_ci is not None
+
+
+def test_median_dcr_interval_is_the_bootstrap_of_its_value_and_handles_zero_medians():
+    from privgate.metrics.distance import _median_dcr_value
+
+    # both medians 0 → 1 (copy); only the real–real median 0 → 0; else 2·(1 − σ(r))
+    assert _median_dcr_value(np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.0, 1.0])).tolist() == pytest.approx(
+        [1.0, 0.0, 2.0 * (1.0 - 1.0 / (1.0 + math.exp(-1.0)))])
+    rng = np.random.default_rng(6)
+    real = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
+    syn = pl.DataFrame({"a": rng.normal(size=70), "b": rng.normal(size=70)})
+    ctx = EvaluationContext(real, syn, seed=2)
+    res = median_dcr(ctx)
+    d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+    d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
+    expected = stats.bootstrap_ci(
+        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 80, 2,
+        n_boot=BOOT)
+    assert res.ci == pytest.approx(expected)
+    assert res.ci[0] <= res.value <= res.ci[1]
+
+
+def test_nnaa_interval_resamples_real_and_synthetic_flags_separately():
+    rng = np.random.default_rng(8)
+    real = pl.DataFrame({"a": rng.normal(size=60)})
+    syn = pl.DataFrame({"a": rng.normal(size=60)})
+    ctx = EvaluationContext(real, syn, seed=3)
+    res = nnaa(ctx)
+    dist = {(q, t): ctx.neighbours("mixed", q, t, 1).dist[:, 0]
+            for q in ("real", "synthetic") for t in ("real", "synthetic")}
+    real_side = (dist["real", "synthetic"] <= dist["real", "real"]).astype(float)
+    syn_side = (dist["synthetic", "real"] <= dist["synthetic", "synthetic"]).astype(float)
+    assert res.value == pytest.approx(0.5 * real_side.mean() + 0.5 * syn_side.mean())
+    assert res.ci == pytest.approx(stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], 3, n_boot=BOOT))
+    # unequal sizes: the repetitions' flags pooled, one repetition's worth drawn per side
+    small = nnaa(EvaluationContext(real, syn.head(40), seed=3), repetitions=3)
+    assert "3 subsampled repetitions pooled" in small.details["ci_method"]
+    assert small.ci[0] <= small.value <= small.ci[1]
