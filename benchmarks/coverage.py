@@ -16,8 +16,9 @@ and disclosure metrics).
 2. **Excess intervals** (``excess_ci``) for an honest release: each replicate draws disjoint R,
    S, H (n each) from the population; S and the holdout H are exchangeable, so the true excess
    of value(R, S) over the baseline value(R, H) is 0.
-3. **Cost**: the shipped default gate on Texas (``--cost-n`` real records, default 25,000, a
-   noisy copy as the release, no holdout) with intervals and without
+3. **Cost**: the shipped default gate on Texas (``--cost-n`` records, default 25,000: all as the
+   real data without a holdout, and half real + half holdout; a noisy copy as the release) with
+   intervals and without
    (``privgate.metrics._common.without_intervals``), as a ratio in the same run: CPU seconds of
    this process (robust to other processes on a shared machine) and wall seconds, best of two
    alternated runs each.
@@ -123,34 +124,45 @@ def excess_coverage(pop: pl.DataFrame, n: int, reps: int) -> list[dict]:
     return out
 
 
-def cost(pop: pl.DataFrame, n: int) -> dict:
-    real = pop.head(n)
-    syn = baselines.noisy_copy(real, seed=1)
+def _timed_gates(real, syn, holdout) -> dict:
     cfg = default_gate_config("coverage-cost")
-    cpu = {"without": [], "with": []}
-    wall = {"without": [], "with": []}
+    cpu: dict[str, list[float]] = {"without": [], "with": []}
+    wall: dict[str, list[float]] = {"without": [], "with": []}
     for label in ("without", "with", "without", "with"):  # alternated: the machine's load drifts
         t, c = time.perf_counter(), time.process_time()
         if label == "without":
             with without_intervals():
-                run_gate(cfg, real, syn, release_id="cost")
+                run_gate(cfg, real, syn, holdout=holdout, release_id="cost")
         else:
-            run_gate(cfg, real, syn, release_id="cost")
+            run_gate(cfg, real, syn, holdout=holdout, release_id="cost")
         cpu[label].append(time.process_time() - c)
         wall[label].append(time.perf_counter() - t)
-    out = {"n": n}
+    out = {}
     for name, d in (("cpu", cpu), ("wall", wall)):
         best = {k: min(v) for k, v in d.items()}
         out[name] = (best["with"], best["without"], best["with"] / best["without"])
     return out
 
 
-def cost_text(c: dict) -> str:
-    return (f"Cost of the intervals: the default gate on Texas ({c['n']:,} real records, a noisy copy as the release, "
-            f"no holdout; python benchmarks/coverage.py --only cost): CPU {c['cpu'][0]:.1f} s with intervals vs "
-            f"{c['cpu'][1]:.1f} s without, ratio **{c['cpu'][2]:.2f}×**; "
-            f"wall {c['wall'][0]:.1f} s vs {c['wall'][1]:.1f} s, "
-            f"ratio {c['wall'][2]:.2f}× (best of two alternated runs each).")
+def cost(pop: pl.DataFrame, n: int) -> list[tuple[str, dict]]:
+    """The default gate with and without intervals: n real records without a holdout, and n/2
+    real records with the other n/2 as the holdout (baselines and excess intervals)."""
+    real = pop.head(n)
+    half = n // 2
+    return [(f"{n:,} real records, no holdout", _timed_gates(real, baselines.noisy_copy(real, seed=1), None)),
+            (f"{half:,} real + {n - half:,} holdout records",
+             _timed_gates(real[:half], baselines.noisy_copy(real[:half], seed=1), real[half:]))]
+
+
+def cost_text(runs: list[tuple[str, dict]]) -> str:
+    lines = ["Cost of the intervals: the default gate on Texas with a noisy copy as the release "
+             "(python benchmarks/coverage.py --only cost; best of two alternated runs each):", "",
+             "| inputs | CPU with / without intervals | CPU ratio | wall with / without | wall ratio |",
+             "|---|---|---|---|---|"]
+    for label, c in runs:
+        lines.append(f"| {label} | {c['cpu'][0]:.1f} s / {c['cpu'][1]:.1f} s | **{c['cpu'][2]:.2f}×** | "
+                     f"{c['wall'][0]:.1f} s / {c['wall'][1]:.1f} s | {c['wall'][2]:.2f}× |")
+    return "\n".join(lines)
 
 
 def tables(values: list[dict], excess: list[dict], n: int, reps: int) -> str:
