@@ -6,8 +6,6 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-
-
 from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
