@@ -1,13 +1,15 @@
 """Regenerate docs/metrics.md from the metric registry (names, families, attacks, references,
 docstrings) and a measured table of every metric on the four baselines of the bundled Adult
-sample.
+sample, and the per-metric interval table of docs/intervals.md.
 
-    python docs/make_metrics_doc.py
+    python docs/make_metrics_doc.py [--intervals-only]
 """
 
 from __future__ import annotations
 
 import inspect
+import re
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -78,7 +80,40 @@ def metric_sections() -> str:
     return "\n".join(out)
 
 
+def interval_table() -> str:
+    """Each metric's interval and excess-interval method, as the results state them, on a noisy
+    copy of the Adult sample with its holdout (seed 0)."""
+    real, holdout = load_example(), load_example("adult_holdout")
+    syn = privgate.baselines.noisy_copy(real, seed=1)
+    rep = privgate.evaluate(real, syn, holdout=holdout, baseline=True, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE,
+                            seed=0, pairing=True, params=PARAMS, on_error="record")
+    lines = ["| metric | value [95 % interval] | interval method | excess [interval] | excess interval method |",
+             "|---|---|---|---|---|"]
+
+    def fmt(x, ci):
+        return "–" if x is None else (f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None else ""))
+
+    for metric in metric_names():
+        if metric in rep.errors:
+            lines.append(f"| `{metric}` | error | {rep.errors[metric].split(':')[0]} | | |")
+            continue
+        r = rep.results[metric]
+        lines.append(f"| `{metric}` | {fmt(r.value, r.ci)} | {r.details.get('ci_method', '–')} | "
+                     f"{fmt(r.excess, r.excess_ci)} | {r.details.get('excess_ci_method', 'no baseline')} |")
+    return "\n".join(lines)
+
+
+def write_section(path: Path, tag: str, text: str) -> None:
+    """Replace the text between <!-- tag:begin --> and <!-- tag:end --> in ``path``."""
+    doc = path.read_text()
+    pattern = rf"(<!-- {tag}:begin -->\n).*?(<!-- {tag}:end -->)"
+    path.write_text(re.sub(pattern, lambda m: m.group(1) + text + "\n" + m.group(2), doc, flags=re.S))
+
+
 def main() -> None:
+    write_section(Path(__file__).with_name("intervals.md"), "methods", interval_table())
+    if "--intervals-only" in sys.argv[1:]:
+        return
     table, seconds = baseline_table()
     text = f"""# privgate metrics
 

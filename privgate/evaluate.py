@@ -6,11 +6,13 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-
+from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
+from .metrics._common import BOOT, intervals_on, per_record_mean
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
+from .results import MetricResult
 from .threads import limited
 
 ProgressFn = Callable[[str, int, int], None]
@@ -60,8 +62,9 @@ def evaluate(
         params: metric name → keyword parameters for that metric.
         pairing: hidden_rate's pairing (True = row i ↔ row i, or per-synthetic real row indices).
         baseline: with a holdout, also score a holdout sample of the release's size in place of
-            the synthetic set and attach ``baseline`` / ``excess`` to each result (not to
-            self-controlled metrics, which compare with the holdout themselves).
+            the synthetic set and attach ``baseline`` / ``excess`` with their intervals to each
+            result (see :func:`attach_baseline`; not to self-controlled metrics, which compare
+            with the holdout themselves, nor to hidden_rate, whose pairing holdout records lack).
         on_error: "raise" (default) or "record": a metric that fails is recorded in
             ``Report.errors`` and the others still run (gates use this to fail closed).
         progress: True prints one line per metric to stderr, or a callable(name, i, total).
@@ -104,13 +107,48 @@ def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
         p = params.get(spec.name, {})
         try:
             res = run_spec(spec, ctx, p)
-            if base_ctx is not None and not spec.self_controlled:
-                res.with_baseline(run_spec(spec, base_ctx, p).value)
+            if base_ctx is not None and _has_baseline(spec):
+                attach_baseline(res, run_spec(spec, base_ctx, p), ctx.seed)
             results[spec.name] = res
         except PrivgateError as exc:
             if on_error == "raise":
                 raise
             errors[spec.name] = f"{type(exc).__name__}: {exc}"
+
+
+def _has_baseline(spec) -> bool:
+    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
+    (which real record each synthetic record came from) have none for holdout records."""
+    return not spec.self_controlled and "pairing" not in spec.needs
+
+
+def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricResult:
+    """Attach the holdout baseline ``base`` to ``res`` with the interval of the excess
+    value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
+
+    * paired bootstrap (the same real records resampled for both) when both intervals treat the
+      value as the mean of its per-record array over the same real records
+      (``details["ci_per_record_mean"]``) — the release and the baseline are then scored on one
+      sample of people, and the pairing removes the shared variation;
+    * otherwise MOVER (:func:`privgate.stats.difference_interval`) from the two intervals, which
+      treats them as independent (conservative when both are scored on the same real records);
+    * no interval when either side has none.
+    """
+    ci, method = None, "none: intervals switched off"
+    if intervals_on():
+        if per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
+            ci = stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT, paired=base.per_record)
+            method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
+                      f"difference over the same {res.per_record.size} real records")
+        elif res.ci is not None and base.ci is not None:
+            ci = stats.difference_interval(res.value, res.ci, base.value, base.ci)
+            method = "MOVER difference of the release's and the baseline's intervals (treated as independent)"
+        else:
+            method = "none: the release or the baseline has no interval"
+    res.with_baseline(base.value, base.ci, ci)
+    res.details["excess_ci_method"] = method
+    res.details["baseline_ci_method"] = base.details.get("ci_method")
+    return res
 
 
 def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
@@ -123,4 +161,4 @@ def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
     return None
 
 
-__all__ = ["evaluate", "default_metrics"]
+__all__ = ["attach_baseline", "evaluate", "default_metrics"]

@@ -43,6 +43,21 @@ def _run(ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None,
     return res, key_list, target_list
 
 
+def _share_ci(out: MetricResult, res: MultiDisclosureResult, target: str) -> MetricResult:
+    """value = a share of the Nd real records (repU, DiSCO in percent / 100): its interval by the
+    share rule; with m > 1 synthetic sets the count is the mean over the sets."""
+    from ..metrics._common import set_count_ci  # here: privgate.metrics imports this module
+
+    r = res.per_target[target]
+    n = float(r.n_orig)
+    note = f"target {target!r}"
+    if len(res.per_target) > 1:
+        note += ", the worst of several (not adjusted for the choice)"
+    if r.m > 1:
+        note += f"; the mean count over {r.m} synthetic sets"
+    return set_count_ci(out, out.value * n, n, note=note)
+
+
 def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
     out = {}
     for t, r in res.per_target.items():
@@ -77,10 +92,11 @@ def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
         "note": "percentages; repU depends on the target only through target-specific exclusions",
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    return MetricResult.from_context(ctx, "disclosure_identity", worst / 100.0, worst,
-                                     "repU (% of real records that are replicated uniques)",
-                                     params=params, details=details,
-                                     per_attribute={t: v / 100.0 for t, v in rep_u.items()})
+    out = MetricResult.from_context(ctx, "disclosure_identity", worst / 100.0, worst,
+                                    "repU (% of real records that are replicated uniques)",
+                                    params=params, details=details,
+                                    per_attribute={t: v / 100.0 for t, v in rep_u.items()})
+    return _share_ci(out, res, max(target_list, key=lambda t: rep_u[t]))
 
 
 @register_metric(family="disclosure",
@@ -108,7 +124,8 @@ def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
         "per_target": _per_target_details(res),
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    return MetricResult.from_context(ctx, "disclosure_attribute", worst / 100.0, worst,
-                                     "largest DiSCO over the targets (% of real records disclosed correctly)",
-                                     params=params, details=details,
-                                     per_attribute={t: v / 100.0 for t, v in disco.items()})
+    out = MetricResult.from_context(ctx, "disclosure_attribute", worst / 100.0, worst,
+                                    "largest DiSCO over the targets (% of real records disclosed correctly)",
+                                    params=params, details=details,
+                                    per_attribute={t: v / 100.0 for t, v in disco.items()})
+    return _share_ci(out, res, worst_target)

@@ -171,13 +171,10 @@ def _compute(
     result = _valid(run_spec(spec, ctx, params), metric)
     if baseline:
         # the same holdout sample privgate.evaluate(baseline=True) uses
-        base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
-        excess_ci = None
-        if result.ci is not None and base.ci is not None:
-            from privgate.stats import difference_interval
+        from privgate.evaluate import attach_baseline
 
-            excess_ci = difference_interval(result.value, result.ci, base.value, base.ci)
-        result.with_baseline(base.value, base.ci, excess_ci)
+        base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
+        attach_baseline(result, base, ctx.seed)  # the excess interval privgate.evaluate gives
     return payload_from_result(_valid(result, metric), spec)
 
 

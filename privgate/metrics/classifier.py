@@ -24,8 +24,9 @@ import numpy as np
 from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
+from .. import stats
 from ..threads import available_cores, resolve_threads
-from ._common import result
+from ._common import OFF, intervals_on, map_interval, result, set_count_ci, set_no_ci
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 
@@ -85,17 +86,35 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     hidden = tuple(int(h) for h in hidden_layer_sizes)
     workers = min(jobs, folds)
     if workers == 1:
-        aucs = [_mlp_fold(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits]
+        fold_results = [_mlp_fold(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits]
     else:  # one process per fold, each with single-threaded BLAS: scores do not depend on workers
-        aucs = Parallel(n_jobs=workers, backend="loky")(
+        fold_results = Parallel(n_jobs=workers, backend="loky")(
             delayed(_mlp_fold)(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits)
+    aucs = [a for a, _ in fold_results]
     auc = float(np.mean(aucs))
-    value = min(1.0, max(0.0, 2.0 * (1.0 - auc)))
-    return result(ctx, "detection_mlp", value, auc, "mean ROC AUC of an MLP telling real from synthetic records",
-                  params={"folds": folds, "hidden_layer_sizes": list(hidden_layer_sizes), "max_iter": max_iter,
-                          "seed": ctx.seed},
-                  details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
-                           "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
+    value = _from_rate(auc)
+    res = result(ctx, "detection_mlp", value, auc, "mean ROC AUC of an MLP telling real from synthetic records",
+                 params={"folds": folds, "hidden_layer_sizes": list(hidden_layer_sizes), "max_iter": max_iter,
+                         "seed": ctx.seed},
+                 details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
+                          "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
+    if not intervals_on():
+        return res.set_ci(None, OFF)
+    # the held-out folds are disjoint: the variance of the mean of K fold AUCs is Σ var_k / K²
+    var = float(sum(v for _, v in fold_results)) / folds ** 2
+    if not np.isfinite(var):
+        return set_no_ci(res, "a held-out fold has fewer than 2 records of a class (no DeLong variance)")
+    auc_ci = stats.normal_interval(auc, var)
+    res.details["auc_ci"] = list(auc_ci)
+    return res.set_ci(map_interval(auc_ci, _from_rate),
+                      f"DeLong variance of each held-out fold's AUC, combined over the {folds} disjoint folds "
+                      "(normal interval of the mean AUC), mapped through value = clip(2·(1 − AUC)); "
+                      "the trained models are held fixed")
+
+
+def _from_rate(rate: float) -> float:
+    """The classifier metrics' value from their rate (AUC, recall): clip(2·(1 − rate), 0, 1)."""
+    return min(1.0, max(0.0, 2.0 * (1.0 - rate)))
 
 
 # early stopping holds out ⌈10 %⌉ of a training part, stratified: ≥ 2 records and both classes
@@ -114,8 +133,8 @@ def _check_training_parts(ctx, splits, y: np.ndarray, folds: int) -> None:
             f"synthetic rows give {smallest} records, {fewest} of the smaller class")
 
 
-def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> float:
-    from sklearn.metrics import roc_auc_score
+def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
+    """(ROC AUC, DeLong variance) of one held-out fold."""
     from threadpoolctl import threadpool_limits
 
     from ._mlp import train_mlp
@@ -124,7 +143,7 @@ def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> float:
     with threadpool_limits(1):
         model = train_mlp(x[train], y[train], hidden, max_iter, seed)
         proba = model.predict_proba(x[test])
-    return float(roc_auc_score(y[test], proba))
+    return stats.delong_auc(y[test], proba)
 
 
 # ---------------------------------------------------------------------- membership inference
@@ -164,7 +183,7 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
             f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
     x, y, space_details = _labelled(ctx)
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
-    recalls = []
+    recalls, hits, positives = [], [], []
     rng = np.random.default_rng(ctx.seed)
     split_seeds = rng.integers(0, 2**31 - 1, repetitions)
     for rep in range(repetitions):  # a handful of model fits, not a loop over records
@@ -176,11 +195,20 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
         model.fit(x[tr], y[tr])
         pred = model.predict(x[te])
         real_test = y[te] == 1
-        recalls.append(float((pred[real_test] == 1).mean()))
+        hits.append(int((pred[real_test] == 1).sum()))
+        positives.append(int(real_test.sum()))
+        recalls.append(hits[-1] / positives[-1])
     recall = float(np.mean(recalls))
-    value = min(1.0, max(0.0, 2.0 * (1.0 - recall)))
-    return result(ctx, "membership_inference", value, recall,
-                  "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
-                  params={"repetitions": repetitions, "test_size": test_size, "seed": ctx.seed},
-                  details={"recall_per_repetition": recalls, "n_jobs": jobs, "n_features": int(x.shape[1]),
-                           "mean_imputed": space_details.get("mean_imputed", {})})
+    res = result(ctx, "membership_inference", _from_rate(recall), recall,
+                 "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
+                 params={"repetitions": repetitions, "test_size": test_size, "seed": ctx.seed},
+                 details={"recall_per_repetition": recalls, "n_jobs": jobs, "n_features": int(x.shape[1]),
+                          "mean_imputed": space_details.get("mean_imputed", {})})
+    # the repetitions' test parts overlap, so their positives are not independent trials: the
+    # interval counts one test part's real records (the mean hit count over them), which is
+    # conservative for the mean of several repetitions
+    n_pos = float(np.mean(positives))
+    return set_count_ci(res, recall * n_pos, n_pos, transform=_from_rate,
+                        transform_text="value = clip(2·(1 − recall))",
+                        note=f"recall over one test part's {n_pos:g} real records "
+                             "(the repetitions overlap; conservative)")

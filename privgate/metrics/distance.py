@@ -19,7 +19,16 @@ from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import ge, gt, le, lt
-from ._common import minmax_normalise, quantile_summary, result, sigmoid
+from .. import stats
+from ._common import (BOOT, OFF, intervals_on, minmax_normalise, quantile_summary, result, set_bootstrap_ci,
+                      set_mean_ci, set_no_ci, set_share_ci)
+
+# why the min–max normalised metrics have no interval
+NO_INTERVAL_NORMALISED = (
+    "the value depends on the sample's smallest and largest distance (min–max normalisation), and a "
+    "bootstrap over records does not reproduce the sampling distribution of an extreme (Bickel & Freedman, "
+    "Ann. Statist. 1981): a bootstrap that renormalised each replicate under-covered in a coverage "
+    "simulation, with intervals too wide to inform")
 
 PRIVEVAL = "Privacy metrics review (PrivEval), §"
 
@@ -40,10 +49,11 @@ def common_rows(ctx) -> MetricResult:
     per = np.zeros(ctx.n_real)
     per[hits] = 1.0
     share = float(per.mean())
-    return result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
-                  details={"n_real_copied": int(per.sum()),
-                           "n_distinct_real_copied": int(ctx.real[hits].n_unique()) if hits.size else 0},
-                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
+    res = result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
+                 details={"n_real_copied": int(per.sum()),
+                          "n_distinct_real_copied": int(ctx.real[hits].n_unique()) if hits.size else 0},
+                 per_record=per, per_record_description="1 if the real record appears verbatim in the release")
+    return set_share_ci(res, per)
 
 
 # ------------------------------------------------------------- real → synthetic distances
@@ -56,6 +66,7 @@ def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
     d = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
     dn, degenerate = minmax_normalise(d)
     return d, dn, degenerate
+
 
 
 @register_metric(family="re-identification", attack="real records with a very close synthetic record",
@@ -72,11 +83,12 @@ def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
     d, dn, degenerate = _normalised_dcr(ctx)
     close_ = le(dn, threshold)
     share = float(close_.mean())
-    return result(ctx, "close_values", share, share, f"share of real records with normalised DCR ≤ {threshold}",
-                  params={"threshold": threshold},
-                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                  per_record=close_.astype(float),
-                  per_record_description="1 if the real record's normalised distance to the release is ≤ threshold")
+    res = result(ctx, "close_values", share, share, f"share of real records with normalised DCR ≤ {threshold}",
+                 params={"threshold": threshold},
+                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                 per_record=close_.astype(float),
+                 per_record_description="1 if the real record's normalised distance to the release is ≤ threshold")
+    return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
 @register_metric(family="re-identification", attack="real records without a distant synthetic record",
@@ -92,11 +104,12 @@ def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
     d, dn, degenerate = _normalised_dcr(ctx)
     far = ge(dn, threshold)
     raw = float(far.mean())
-    return result(ctx, "distant_values", 1.0 - raw, raw, f"share of real records with normalised DCR ≥ {threshold}",
-                  params={"threshold": threshold},
-                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                  per_record=(~far).astype(float),
-                  per_record_description="1 if the real record's normalised distance to the release is < threshold")
+    res = result(ctx, "distant_values", 1.0 - raw, raw, f"share of real records with normalised DCR ≥ {threshold}",
+                 params={"threshold": threshold},
+                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                 per_record=(~far).astype(float),
+                 per_record_description="1 if the real record's normalised distance to the release is < threshold")
+    return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
 @register_metric(family="re-identification", attack="synthetic records near real records on average",
@@ -110,9 +123,10 @@ def nsnd(ctx) -> MetricResult:
     """
     d, dn, degenerate = _normalised_dcr(ctx)
     raw = float(dn.mean())
-    return result(ctx, "nsnd", 1.0 - raw, raw, "mean normalised distance of real records to their nearest synthetic record",
-                  details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                  per_record=1.0 - dn, per_record_description="1 − normalised distance to the release")
+    res = result(ctx, "nsnd", 1.0 - raw, raw, "mean normalised distance of real records to their nearest synthetic record",
+                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+                 per_record=1.0 - dn, per_record_description="1 − normalised distance to the release")
+    return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
 # ------------------------------------------------------------ real → real comparisons
@@ -136,11 +150,12 @@ def authenticity(ctx) -> MetricResult:
     d_rs, d_rr = _rs_rr(ctx, "mixed")
     authentic = lt(d_rr, d_rs)
     raw = float(authentic.mean())
-    return result(ctx, "authenticity", 1.0 - raw, raw,
-                  "share of real records whose nearest other real record is strictly closer than the release",
-                  details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
-                  per_record=(~authentic).astype(float),
-                  per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
+    res = result(ctx, "authenticity", 1.0 - raw, raw,
+                 "share of real records whose nearest other real record is strictly closer than the release",
+                 details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
+                 per_record=(~authentic).astype(float),
+                 per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
+    return set_share_ci(res, ~authentic)
 
 
 @register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
@@ -160,10 +175,11 @@ def identifiability(ctx) -> MetricResult:
     ident = le(d_rs, d_rr)
     share = float(ident.mean())
     ent = ctx.entropies()
-    return result(ctx, "identifiability", share, share, "share of identifiable real records",
-                  details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
-                  per_record=ident.astype(float),
-                  per_record_description="1 if the real record is identifiable (weighted space)")
+    res = result(ctx, "identifiability", share, share, "share of identifiable real records",
+                 details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
+                 per_record=ident.astype(float),
+                 per_record_description="1 if the real record is identifiable (weighted space)")
+    return set_share_ci(res, ident)
 
 
 @register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
@@ -179,20 +195,29 @@ def median_dcr(ctx) -> MetricResult:
     """
     d_rs, d_rr = _rs_rr(ctx, "mixed")
     m_rs, m_rr = float(np.median(d_rs)), float(np.median(d_rr))
-    if m_rr == 0.0 and m_rs == 0.0:
-        r, value = float("nan"), 1.0
-    elif m_rr == 0.0:
-        r, value = float("inf"), 0.0
-    else:
-        r = m_rs / m_rr
-        value = 2.0 * (1.0 - sigmoid(r))
-    return result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
-                  details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
+    r = float("nan") if m_rr == 0.0 and m_rs == 0.0 else (float("inf") if m_rr == 0.0 else m_rs / m_rr)
+    value = float(_median_dcr_value(np.array([m_rs]), np.array([m_rr]))[0])
+    res = result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
+                 details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
+    # both medians from the same resampled real records (each record carries both distances)
+    return set_bootstrap_ci(
+        res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
+        ctx.n_real, what="real records (both medians of each replicate from the same records)")
+
+
+def _median_dcr_value(m_rs: np.ndarray, m_rr: np.ndarray) -> np.ndarray:
+    """median_dcr's value 2·(1 − σ(m_rs/m_rr)) for arrays of medians: both 0 → 1, only m_rr 0 → 0."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        r = m_rs / np.where(m_rr == 0.0, 1.0, m_rr)
+        v = 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-r)))
+    return np.where(m_rr == 0.0, np.where(m_rs == 0.0, 1.0, 0.0), v)
 
 
 # ---------------------------------------------------------------------------- NNAA
-def _aa(d_rs, d_rr, d_sr, d_ss) -> float:
-    return 0.5 * (float(gt(d_rs, d_rr).mean()) + float(gt(d_sr, d_ss).mean()))
+def _not_farther(d_rs, d_rr, d_sr, d_ss) -> tuple[np.ndarray, np.ndarray]:
+    """Per real and per synthetic record, 1 when the nearest record of the other set is not
+    farther than the nearest of its own set: 1 − AA = ½(mean of the first + mean of the second)."""
+    return (~gt(d_rs, d_rr)).astype(float), (~gt(d_sr, d_ss)).astype(float)
 
 
 @register_metric(family="tracing", attack="a nearest-neighbour classifier telling real from synthetic records",
@@ -213,9 +238,11 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
         d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
         d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
         d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
-        aa = _aa(d_rs, d_rr, d_sr, d_ss)
-        per = (~gt(d_rs, d_rr)).astype(float)
+        real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
+        aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
+        per = real_side
         reps: list[float] = [aa]
+        sides = [(real_side, syn_side)]
         subsampled = None
     else:
         if repetitions < 1:
@@ -225,7 +252,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
         rng = np.random.default_rng(ctx.seed)
         size = min(len(r), len(s))
         subsampled = "real" if len(r) > len(s) else "synthetic"
-        reps = []
+        reps, sides = [], []
         for _ in range(repetitions):
             if subsampled == "real":
                 rr = r[np.sort(rng.choice(len(r), size, replace=False))]
@@ -233,15 +260,36 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
             else:
                 rr = r
                 ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-            reps.append(_aa(knn(rr, ss, 1).dist[:, 0], knn(rr, rr, 1, exclude_self=True).dist[:, 0],
-                            knn(ss, rr, 1).dist[:, 0], knn(ss, ss, 1, exclude_self=True).dist[:, 0]))
+            sides.append(_not_farther(knn(rr, ss, 1).dist[:, 0], knn(rr, rr, 1, exclude_self=True).dist[:, 0],
+                                      knn(ss, rr, 1).dist[:, 0], knn(ss, ss, 1, exclude_self=True).dist[:, 0]))
+            reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
         aa = float(np.mean(reps))
         per = None
-    return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
-                  params={"repetitions": repetitions if subsampled else 1},
-                  details={"subsampled": subsampled, "aa_per_repetition": reps},
-                  per_record=per,
-                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    res = result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
+                 params={"repetitions": repetitions if subsampled else 1},
+                 details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
+                 per_record=per,
+                 per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    return _nnaa_ci(res, ctx, sides)
+
+
+def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]]) -> MetricResult:
+    """1 − AA = ½·mean(real-side flags) + ½·mean(synthetic-side flags): a bootstrap of the two
+    samples of records, each resampled on its own (the neighbour searches held fixed). With
+    several subsampled repetitions, each side pools the repetitions' flags and a replicate draws
+    one repetition's worth from the pool: the precision of one repetition, conservative for
+    their mean."""
+    if not intervals_on():
+        return res.set_ci(None, OFF)
+    size = sides[0][0].size
+    real_side = np.concatenate([a for a, _ in sides])
+    syn_side = np.concatenate([b for _, b in sides])
+    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, sizes=[size, size], n_boot=BOOT)
+    method = (f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over {size} real "
+              f"+ ½·share over {size} synthetic records (nearest-neighbour flags held fixed)")
+    if len(sides) > 1:
+        method += f"; {len(sides)} subsampled repetitions pooled, one repetition's size drawn per side"
+    return res.set_ci(ci, method)
 
 
 # ------------------------------------------------------------ projected-space metrics
@@ -261,9 +309,10 @@ def nndr(ctx, *, n_components: int = 2) -> MetricResult:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(d2 == 0.0, 1.0, d1 / np.where(d2 == 0.0, 1.0, d2))
     raw = float(ratio.mean())
-    return result(ctx, "nndr", 1.0 - raw, raw, "mean ratio of the nearest to the second-nearest real record, per synthetic record",
-                  params={"n_components": n_components},
-                  details={"ratio": quantile_summary(ratio), "famd": ctx.famd(n_components).details})
+    res = result(ctx, "nndr", 1.0 - raw, raw, "mean ratio of the nearest to the second-nearest real record, per synthetic record",
+                 params={"n_components": n_components},
+                 details={"ratio": quantile_summary(ratio), "famd": ctx.famd(n_components).details})
+    return set_mean_ci(res, ctx, 1.0 - ratio, what="synthetic records (1 − d1/d2)")
 
 
 @register_metric(family="re-identification", attack="synthetic records near real records in the projected space",
@@ -277,10 +326,12 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
     """
     d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1).dist[:, 0]
     m = float(d.mean())
-    return result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",
-                  params={"n_components": n_components},
-                  details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
-                  per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
+    res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",
+                 params={"n_components": n_components},
+                 details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
+                 per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
+    return set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
+                       transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
 
 
 @register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
@@ -319,10 +370,11 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
     np.minimum.at(own, pair, d_pair)
     hit = np.isfinite(own) & le(own, d_nn)
     share = float(hit.mean())
-    return result(ctx, "hidden_rate", share, share, "share of real records whose nearest synthetic record is their own",
-                  params={"n_components": n_components, "paired": pairing is None or pairing is True},
-                  details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
-                  per_record=hit.astype(float), per_record_description="1 if the real record's nearest synthetic record is its own")
+    res = result(ctx, "hidden_rate", share, share, "share of real records whose nearest synthetic record is their own",
+                 params={"n_components": n_components, "paired": pairing is None or pairing is True},
+                 details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
+                 per_record=hit.astype(float), per_record_description="1 if the real record's nearest synthetic record is its own")
+    return set_share_ci(res, hit)
 
 
 # ---------------------------------------------------------------------- hitting rate
@@ -368,7 +420,8 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
     t = np.column_stack(coords["synthetic"])
     hit = any_within_box(q, t, 1.0)
     share = float(hit.mean())
-    return result(ctx, "hitting_rate", share, share, "share of real records hit by a synthetic record",
-                  params={"tolerance_divisor": tolerance_divisor},
-                  details={"n_hit": int(hit.sum())},
-                  per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")
+    res = result(ctx, "hitting_rate", share, share, "share of real records hit by a synthetic record",
+                 params={"tolerance_divisor": tolerance_divisor},
+                 details={"n_hit": int(hit.sum())},
+                 per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")
+    return set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed")

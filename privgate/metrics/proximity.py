@@ -29,7 +29,7 @@ from ..neighbours import Neighbours, knn
 from ..registry import register_metric
 from ..results import MetricResult
 from ..ties import lt
-from ._common import quantile_summary, result
+from ._common import quantile_summary, result, set_bootstrap_ci
 
 PAPER = "Privacy score (TTPR/TSPR), shared/papers/privacy-score-ttpr.md"
 
@@ -69,13 +69,23 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
 
 def proximity_from_ratios(ttpr: np.ndarray, tspr: np.ndarray, alpha: float) -> tuple[float, dict]:
     """The score (0..100) from the two ratio distributions of the same R1 records."""
-    t = float(np.quantile(ttpr, alpha, method="linear"))
-    if np.isnan(t):  # interpolation between two infinite ratios
-        t = np.inf
-    share_tt = float(lt(ttpr, t).mean())
-    share_ts = float(lt(tspr, t).mean())
-    score = 100.0 if share_ts == 0.0 else 100.0 * min(1.0, share_tt / share_ts)
-    return score, {"threshold": t, "share_ttpr_below": share_tt, "share_tspr_below": share_ts}
+    score, t, share_tt, share_ts = _score_rows(ttpr[None, :], tspr[None, :], alpha)
+    return float(score[0]), {"threshold": float(t[0]), "share_ttpr_below": float(share_tt[0]),
+                             "share_tspr_below": float(share_ts[0])}
+
+
+def _score_rows(ttpr: np.ndarray, tspr: np.ndarray, alpha: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of (b, h) blocks of ratios: (score, threshold t, share(TTPR < t), share(TSPR < t))."""
+    with np.errstate(invalid="ignore"):
+        t = np.quantile(ttpr, alpha, axis=1, method="linear")
+    t = np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
+    share_tt = lt(ttpr, t[:, None]).mean(axis=1)
+    share_ts = lt(tspr, t[:, None]).mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(share_ts == 0.0, 100.0,
+                         100.0 * np.minimum(1.0, share_tt / np.where(share_ts == 0.0, 1.0, share_ts)))
+    return score, t, share_tt, share_ts
 
 
 @register_metric(family="re-identification",
@@ -121,7 +131,7 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         ctx.neighbours("mixed", "real", "synthetic", 1).dist[perm[:h], 0], d_own)
     big = r2 if subsampled == "real_half" else syn
     candidates = knn(r1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
-    scores, per_rep = [], []
+    scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
     for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
@@ -134,13 +144,20 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         else:
             ttpr, tspr = full_tt, full_ts
         score, info = proximity_from_ratios(ttpr, tspr, alpha)
+        ratios.append((ttpr, tspr))
         scores.append(score)
         per_rep.append(info)
     score = float(np.mean(scores))
-    return result(ctx, "proximity_score", 1.0 - score / 100.0, score,
-                  "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
-                  params={"alpha": alpha, "repetitions": reps, "seed": int(seed)},
-                  details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
-                           "subsampled": subsampled, "score_per_repetition": scores, "per_repetition": per_rep,
-                           "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
-                           "mean_imputed": space.details.get("mean_imputed", {})})
+    res = result(ctx, "proximity_score", 1.0 - score / 100.0, score,
+                 "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
+                 params={"alpha": alpha, "repetitions": reps, "seed": int(seed)},
+                 details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
+                          "subsampled": subsampled, "score_per_repetition": scores, "per_repetition": per_rep,
+                          "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
+                          "mean_imputed": space.details.get("mean_imputed", {})})
+    # the same resampled R1 records for every repetition; ratios (the searches) held fixed
+    return set_bootstrap_ci(
+        res, ctx,
+        lambda idx: 1.0 - np.mean([_score_rows(tt[idx], ts[idx], alpha)[0] for tt, ts in ratios], axis=0) / 100.0,
+        int(h), what="records of the first real half (ratios held fixed, one resample for all repetitions)")
+

@@ -33,7 +33,7 @@ from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
-from ._common import result
+from ._common import result, set_mean_ci
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 # cells of the block × distinct-synthetic-combination Hamming matrix held at once
@@ -88,17 +88,23 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
 
 def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
              extra: dict[str, dict], raw_description: str, per_record_description: str,
-             params: dict, means: dict[str, float] | None = None) -> MetricResult:
-    """One result from per-sensitive-column per-record scores: value = the worst of ``means``
-    (default: each column's mean per-record score)."""
-    if means is None:
-        means = {c: float(v.mean()) for c, v in per_attr.items()}
+             params: dict, weights: np.ndarray | None = None) -> MetricResult:
+    """One result from per-sensitive-column per-record scores: value = the worst column's mean
+    per-record score (weighted by ``weights`` when given), with the bootstrap interval of that
+    column's mean over the real records."""
+    means = {c: float(v.mean() if weights is None else (weights * v).sum() / weights.sum())
+             for c, v in per_attr.items()}
     worst = max(means, key=lambda c: means[c])
     value = min(1.0, max(0.0, means[worst]))
     details = {"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra}
-    return result(ctx, name, value, value, raw_description, params=params, details=details,
-                  per_attribute=means, per_record=per_attr[worst],
-                  per_record_description=per_record_description + f" (sensitive column {worst!r})")
+    res = result(ctx, name, value, value, raw_description, params=params, details=details,
+                 per_attribute=means, per_record=per_attr[worst],
+                 per_record_description=per_record_description + f" (sensitive column {worst!r})")
+    note = f"sensitive column {worst!r}" + (", the worst of several (not adjusted for the choice)"
+                                            if len(per_attr) > 1 else "")
+    if weights is not None:
+        note += "; record weights held fixed"
+    return set_mean_ci(res, ctx, per_attr[worst], weights=weights, note=note)
 
 
 # ------------------------------------------------------------------------------ zero CAP
@@ -328,7 +334,6 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     res = _combine(ctx, "attribute_inference", keys, sensitive, per_attr, extra,
                    "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
                    "1 if the nearest synthetic record on the keys reveals the sensitive value",
-                   {"keys": keys, "sensitive": sensitive},
-                   means={c: extra[c]["weighted_accuracy"] for c in sensitive})
+                   {"keys": keys, "sensitive": sensitive}, weights=weights)
     res.details.update({"entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details})
     return res

@@ -27,7 +27,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
-from ._common import result
+from ._common import result, set_no_ci
 
 THESIS = "Metric comparison thesis §5, "
 
@@ -57,7 +57,14 @@ def _per_column(ctx, name: str, column_fn: Callable[[str], tuple[float, float]],
     raw = float(np.mean(list(raws.values())))
     details = {"raw_per_column": raws}
     details.update(extra or {})
-    return result(ctx, name, value, raw, raw_description, params=params, details=details, per_attribute=values)
+    res = result(ctx, name, value, raw, raw_description, params=params, details=details, per_attribute=values)
+    return set_no_ci(res, NO_INTERVAL)
+
+
+# why the statistical family has no interval
+NO_INTERVAL = ("a resemblance (utility) measure of marginals, not a share or mean over records; its plug-in "
+               "divergences are biased away from 0 at finite sizes (and a p-value has no estimand), so a "
+               "percentile bootstrap would not cover the population value")
 
 
 # ------------------------------------------------------------------------------- chi-squared

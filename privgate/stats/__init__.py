@@ -1,9 +1,13 @@
 """Uncertainty and tests, in one place: every metric, attack and gate rule calls these functions;
 no metric computes its own interval formula (ARCHITECTURE.md, "Where the next pieces go").
 
-- :mod:`.proportions` — intervals for a share of records (Wilson, Clopper–Pearson) and the
-  anonymeter-style Wilson rate with its half-width.
-- :mod:`.bootstrap` — seeded bootstrap over records (percentile intervals), vectorised for means.
+- :mod:`.proportions` — intervals for a share of records (Wilson, Clopper–Pearson, and
+  ``share_interval``: the one rule choosing between them) and the anonymeter-style Wilson rate
+  with its half-width.
+- :mod:`.bootstrap` — seeded bootstrap over records (percentile intervals) of a mean, a weighted
+  mean, a paired difference, a sum of independent samples' means, or any statistic that takes a
+  block of resampled positions.
+- :mod:`.auc` — the ROC AUC with DeLong's variance, and a normal (Wald) interval.
 - :mod:`.combine` — intervals of a difference of two estimates (MOVER) and the control-set risk
   ``(attack − control) / (1 − control)`` with its propagated error.
 - :mod:`.testing` — exact binomial tests and multiple-testing corrections (Bonferroni, Holm).
@@ -12,15 +16,18 @@ Every interval is a ``(lower, upper)`` tuple of floats at ``level`` (default 0.9
 step takes a seed, so the same inputs and seed give the same interval.
 """
 
-from .bootstrap import bootstrap_ci, bootstrap_mean_ci, bootstrap_weights
+from .auc import delong_auc, normal_interval
+from .bootstrap import (bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights,
+                        percentile_interval)
 from .combine import ControlRisk, control_risk, difference_interval
-from .proportions import clopper_pearson, wilson, wilson_rate, z_value
+from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, bonferroni, holm
 
 DEFAULT_LEVEL = 0.95
 
 __all__ = [
     "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
-    "bootstrap_weights", "clopper_pearson", "control_risk", "difference_interval", "holm", "wilson",
+    "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "control_risk", "delong_auc",
+    "difference_interval", "holm", "normal_interval", "percentile_interval", "share_interval", "wilson",
     "wilson_rate", "z_value",
 ]

@@ -63,3 +63,19 @@ def wilson_rate(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
     rate = (k + 0.5 * z2) / denom
     error = (z / denom) * math.sqrt(k * (n - k) / n + 0.25 * z2)
     return (float(rate), float(error))
+
+
+# below this many successes or failures the Wilson interval's coverage dips under its level
+# (Brown, Cai & DasGupta, "Interval estimation for a binomial proportion", Stat. Sci. 2001):
+# use the exact interval there
+SMALL_COUNT = 10
+
+
+def share_interval(k: float, n: float, level: float = 0.95) -> tuple[tuple[float, float], str]:
+    """The interval privgate uses for a share of records k/n, with its method in words: Wilson,
+    or Clopper–Pearson when fewer than ``SMALL_COUNT`` (10) records are on either side (including
+    0 of n and n of n), where Wilson under-covers. One rule for every share metric."""
+    _check(k, n, level)
+    if min(k, n - k) < SMALL_COUNT:
+        return clopper_pearson(k, n, level), f"Clopper–Pearson exact interval of {round(k)}/{round(n)} records"
+    return wilson(k, n, level), f"Wilson score interval of {k:g}/{n:g} records"

@@ -31,7 +31,10 @@ def test_common_rows_counts_multiplicity_and_null_equals_null():
     res = m.common_rows(r, s)
     assert res.value == 0.75 and res.raw == 0.75
     assert res.per_record.tolist() == [1, 1, 0, 1]
-    assert res.details == {"n_real_copied": 3, "n_distinct_real_copied": 2}
+    assert res.details == {"n_real_copied": 3, "n_distinct_real_copied": 2,
+                           "ci_method": "Clopper–Pearson exact interval of 3/4 records", "ci_per_record_mean": True}
+    # 3 of 4 (fewer than 10 on a side → Clopper–Pearson): upper = Beta⁻¹(0.975; 4, 1) = 0.975^(1/4)
+    assert res.ci[1] == pytest.approx(0.975 ** 0.25, abs=1e-12)
 
 
 def test_close_values_is_inclusive_at_02():

@@ -84,3 +84,83 @@ def test_bad_arguments_are_named():
         stats.wilson(0, 0)
     with pytest.raises(ValueError, match="within"):
         stats.clopper_pearson(6, 5)
+
+
+def test_share_interval_rule_exact_near_the_edges_wilson_elsewhere():
+    assert stats.share_interval(0, 200)[0] == stats.clopper_pearson(0, 200)
+    assert stats.share_interval(9, 200)[0] == stats.clopper_pearson(9, 200)
+    assert stats.share_interval(195, 200)[0] == stats.clopper_pearson(195, 200)
+    ci, method = stats.share_interval(10, 200)
+    assert ci == stats.wilson(10, 200) and method.startswith("Wilson")
+    assert stats.share_interval(0, 200)[1].startswith("Clopper")
+
+
+def test_delong_auc_and_variance_by_hand():
+    # positives 0.9, 0.4; negatives 0.5, 0.1: pairs won 1, 1, 0, 1 → AUC 3/4
+    # per positive [1, 1/2], per negative [1/2, 1]: S10 = S01 = 1/8 → var = 1/16 + 1/16
+    auc, var = stats.delong_auc([1, 1, 0, 0], [0.9, 0.4, 0.5, 0.1])
+    assert auc == pytest.approx(0.75) and var == pytest.approx(0.125)
+    # a tie counts half: positives 0.5, 0.9 vs negatives 0.5, 0.1 → (0.5 + 1 + 1 + 1)/4
+    # per positive [3/4, 1], per negative [3/4, 1]: var = 2 · (1/32)/2
+    auc, var = stats.delong_auc([1, 0, 1, 0], [0.5, 0.5, 0.9, 0.1])
+    assert auc == pytest.approx(0.875) and var == pytest.approx(0.03125)
+
+
+def test_delong_auc_matches_scikit_learn_and_hanley_mcneil_scale():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    s = rng.normal(size=600) + 0.8 * y
+    auc, var = stats.delong_auc(y, s)
+    assert auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    # Hanley & McNeil (1982) approximate the same variance from AUC and the class sizes
+    m, n = int(y.sum()), int((1 - y).sum())
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    hm = (auc * (1 - auc) + (m - 1) * (q1 - auc ** 2) + (n - 1) * (q2 - auc ** 2)) / (m * n)
+    assert var == pytest.approx(hm, rel=0.2)
+
+
+def test_normal_interval_by_hand_and_clipped():
+    assert stats.normal_interval(0.7, 0.0025) == pytest.approx((0.7 - 1.959964 * 0.05, 0.7 + 1.959964 * 0.05))
+    assert stats.normal_interval(0.98, 0.01) == pytest.approx((0.98 - 1.959964 * 0.1, 1.0))
+
+
+def test_bootstrap_weighted_mean():
+    x = np.random.default_rng(2).normal(size=500)
+    # equal weights: the plain mean's interval, replicate for replicate
+    assert stats.bootstrap_mean_ci(x, seed=1, weights=np.full(500, 3.0)) == pytest.approx(
+        stats.bootstrap_mean_ci(x, seed=1))
+    # all weight on one record: every replicate that draws it gives its value
+    w = np.zeros(500)
+    w[7] = 1.0
+    assert stats.bootstrap_mean_ci(x, seed=1, weights=w) == pytest.approx((x[7], x[7]))
+
+
+def test_bootstrap_means_of_two_samples_half_width():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=800), rng.normal(scale=2.0, size=400)
+    lo, hi = stats.bootstrap_means_ci([a, b], [0.5, 0.5], seed=2, n_boot=2000)
+    # Var(½ā + ½b̄) = ¼(σa²/na + σb²/nb)
+    half = 1.96 * 0.5 * math.sqrt(a.var() / 800 + b.var() / 400)
+    assert (hi - lo) / 2 == pytest.approx(half, rel=0.1)
+    assert lo < 0.5 * a.mean() + 0.5 * b.mean() < hi
+    # drawing only 100 values per replicate from a pool: the half-width of a 100-record mean
+    lo, hi = stats.bootstrap_means_ci([a], [1.0], seed=2, sizes=[100], n_boot=2000)
+    assert (hi - lo) / 2 == pytest.approx(1.96 * a.std() / 10, rel=0.1)
+
+
+def test_bootstrap_ci_batched_equals_one_at_a_time():
+    x = np.random.default_rng(5).exponential(size=300)
+    one = stats.bootstrap_ci(lambda idx: np.median(x[idx]), x.size, seed=8, n_boot=200)
+    block = stats.bootstrap_ci(lambda idx: np.median(x[idx], axis=1), x.size, seed=8, n_boot=200, batched=True)
+    assert one == block
+    with pytest.raises(ValueError, match="one value per replicate"):
+        stats.bootstrap_ci(lambda idx: np.median(x[idx]), x.size, n_boot=10, batched=True)
+
+
+def test_delong_variance_undefined_with_one_record_of_a_class():
+    auc, var = stats.delong_auc([1, 0, 0], [0.9, 0.1, 0.5])
+    assert auc == 1.0 and math.isnan(var)
+    with pytest.raises(ValueError, match="one positive and one negative"):
+        stats.delong_auc([1, 1], [0.2, 0.3])

@@ -1,0 +1,236 @@
+"""Every metric's 95 % interval (ci, details["ci_method"]) and the holdout excess interval:
+hand-computed on tiny frames, present or explained for every registered metric, seeded."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privgate
+from privgate import registry, stats
+from privgate.context import EvaluationContext
+from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
+from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
+                              zero_cap)
+from privgate.metrics._common import BOOT, without_intervals
+
+Z = 1.959963984540054
+
+
+def _wilson_by_hand(k: int, n: int) -> tuple[float, float]:
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return centre - half, centre + half
+
+
+def test_share_metric_wilson_by_hand():
+    # 40 distinct real records, 15 of them copied: 15/40 with ≥ 10 on each side → Wilson
+    real = pl.DataFrame({"a": np.arange(40.0), "b": ["x", "y"] * 20})
+    syn = pl.concat([real.head(15), real.tail(25).with_columns(pl.col("a") + 0.5)])
+    res = common_rows(real, syn)
+    assert res.value == pytest.approx(15 / 40)
+    assert res.ci == pytest.approx(_wilson_by_hand(15, 40), abs=1e-12)
+    assert res.details["ci_method"] == "Wilson score interval of 15/40 records"
+
+
+def test_flipped_share_counts_the_value_side():
+    # authenticity: value = 1 − raw (raw = share of authentic records); the interval counts the
+    # records that are NOT authentic, so it is the value's interval. Real records 10 apart; 12
+    # synthetic records 0.3 below the first 12 real ones, the rest far away: those 12 real records
+    # have a synthetic record closer than their nearest real neighbour, the other 18 do not.
+    real = pl.DataFrame({"a": np.arange(30) * 10.0})
+    syn = pl.DataFrame({"a": np.r_[np.arange(12) * 10.0 - 0.3, 1e4 + np.arange(18)]})
+    res = authenticity(real, syn)
+    assert res.raw == pytest.approx(18 / 30) and res.value == pytest.approx(12 / 30)
+    assert res.ci == pytest.approx(_wilson_by_hand(12, 30), abs=1e-12)
+    assert res.ci[0] <= res.value <= res.ci[1]
+
+
+def test_bootstrap_mean_metric_uses_per_record_values_and_the_context_seed():
+    rng = np.random.default_rng(1)
+    real = pl.DataFrame({"k": rng.choice(["a", "b", "c"], 80), "s": rng.choice(["x", "y"], 80)})
+    syn = pl.DataFrame({"k": rng.choice(["a", "b", "c"], 70), "s": rng.choice(["x", "y"], 70)})
+    for seed in (0, 7):
+        res = zero_cap(EvaluationContext(real, syn, seed=seed), keys=["k"], sensitive="s")
+        assert res.ci == stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT)
+        assert res.ci[0] <= res.value <= res.ci[1]
+        assert res.details["ci_method"].startswith(f"percentile bootstrap ({BOOT} replicates, seed {seed})")
+    # a copy where the key determines the sensitive value: every per-record value is 1
+    det = pl.DataFrame({"k": ["a", "b", "c"] * 5, "s": ["x", "y", "x"] * 5})
+    same = zero_cap(det, det, keys=["k"], sensitive="s")
+    assert same.value == 1.0 and same.ci == (1.0, 1.0)
+
+
+def test_min_max_normalised_metrics_say_why_they_have_no_interval():
+    real = pl.DataFrame({"a": np.arange(30.0)})
+    for metric in (close_values, distant_values, nsnd):
+        res = metric(real, real.with_columns(pl.col("a") + 0.5))
+        assert res.ci is None and res.details["ci_method"].startswith("none: the value depends on the sample's")
+
+
+def test_transformed_mean_maps_the_endpoints_and_flips_their_order():
+    # dcr: value = 1/(1 + m̄) is decreasing in the mean distance m̄: the value's lower bound comes
+    # from m̄'s upper bound
+    rng = np.random.default_rng(3)
+    real = pl.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60)})
+    syn = pl.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60)})
+    ctx = EvaluationContext(real, syn, seed=5)
+    res = dcr(ctx)
+    d = ctx.neighbours(("famd", 2), "real", "synthetic", 1).dist[:, 0]
+    lo_m, hi_m = stats.bootstrap_mean_ci(d, 5, n_boot=BOOT)
+    assert res.ci == pytest.approx((1 / (1 + hi_m), 1 / (1 + lo_m)))
+    assert res.ci[0] < res.value < res.ci[1]
+
+
+def test_intervals_can_be_switched_off_for_cost_measurement():
+    real = pl.DataFrame({"a": np.arange(20.0)})
+    with without_intervals():
+        res = common_rows(real, real)
+    assert res.ci is None and res.details["ci_method"].startswith("none: intervals switched off")
+    assert common_rows(real, real).ci is not None
+
+
+# ----------------------------------------------------------------- every registered metric
+N = 600
+
+
+@pytest.fixture(scope="module")
+def adult_report(adult, adult_holdout):
+    real = adult.head(N)
+    syn = privgate.baselines.noisy_copy(real, seed=1)
+    params = {"disclosure_identity": {"keys": EXAMPLE_KEYS[:4]}, "disclosure_attribute": {"keys": EXAMPLE_KEYS[:4]},
+              "detection_mlp": {"max_iter": 30, "n_jobs": 1}, "membership_inference": {"n_jobs": 1}}
+    kw = dict(holdout=adult_holdout.head(N), keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, pairing=True,
+              params=params, on_error="record")
+    return privgate.evaluate(real, syn, baseline=True, seed=0, **kw), (real, syn, kw)
+
+
+# intervals that contain their point estimate by construction (score intervals, Wald intervals,
+# and monotone maps of them); a percentile bootstrap need not (skewed or discrete replicates)
+CONTAINS = ("Wilson", "Clopper", "DeLong")
+
+
+def test_every_registered_metric_has_an_interval_or_says_why_not(adult_report):
+    rep, _ = adult_report
+    assert not rep.errors
+    assert set(rep.results) == set(privgate.registry.metric_names())
+    for name, r in rep.results.items():
+        method = r.details["ci_method"]
+        if r.ci is None:
+            assert method.startswith("none: ") and len(method) > 12, name
+            continue
+        lo, hi = r.ci
+        assert 0.0 <= lo <= hi <= 1.0, (name, r.ci)
+        assert not method.startswith("none"), name
+        if method.startswith(CONTAINS):
+            assert lo - 1e-12 <= r.value <= hi + 1e-12, (name, r.value, r.ci)
+        else:  # a bootstrap: the value lies within the interval or within a width of it
+            assert lo - (hi - lo) - 1e-9 <= r.value <= hi + (hi - lo) + 1e-9, (name, r.value, r.ci)
+    # what this sample shows: the bootstrap intervals contain their value here too
+    boot = [n for n, r in rep.results.items() if r.ci is not None and "bootstrap" in r.details["ci_method"]]
+    assert len(boot) >= 8
+    assert all(rep.results[n].ci[0] <= rep.results[n].value <= rep.results[n].ci[1] for n in boot)
+
+
+def test_excess_interval_with_a_holdout(adult_report):
+    rep, _ = adult_report
+    paired_seen = mover_seen = 0
+    for name, r in rep.results.items():
+        spec = registry.get_metric(name)
+        if spec.self_controlled or "pairing" in spec.needs:
+            assert r.baseline is None and r.excess_ci is None, name
+            continue
+        assert r.baseline is not None and r.excess == pytest.approx(r.value - r.baseline)
+        method = r.details["excess_ci_method"]
+        if r.ci is None:
+            assert r.excess_ci is None and method.startswith("none"), name
+            continue
+        lo, hi = r.excess_ci
+        assert lo <= hi and r.baseline_ci is not None
+        if method.startswith("paired"):
+            paired_seen += 1
+            assert np.mean(r.per_record) == pytest.approx(r.value)
+        else:
+            mover_seen += 1
+            assert r.excess_ci == pytest.approx(stats.difference_interval(r.value, r.ci, r.baseline, r.baseline_ci))
+            assert lo <= r.excess <= hi, name
+    assert paired_seen >= 5 and mover_seen >= 3
+
+
+def test_paired_excess_is_the_bootstrap_of_per_record_differences(adult, adult_holdout):
+    real, hold = adult.head(400), adult_holdout.head(400)
+    syn = privgate.baselines.noisy_copy(real, seed=2)
+    rep = privgate.evaluate(real, syn, ["authenticity"], holdout=hold, baseline=True, seed=4)
+    r = rep.results["authenticity"]
+    base = privgate.evaluate(real, hold, ["authenticity"], seed=4).results["authenticity"]
+    # with a holdout of the release's size the baseline sample is the whole holdout (reordered)
+    assert r.baseline == pytest.approx(base.value)
+    assert r.excess_ci == stats.bootstrap_mean_ci(r.per_record, 4, n_boot=BOOT, paired=base.per_record)
+    assert r.details["excess_ci_method"].startswith("paired percentile bootstrap")
+
+
+def test_same_seed_same_intervals(adult_report):
+    rep, (real, syn, kw) = adult_report
+    names = ["common_rows", "median_dcr", "nnaa", "dcr", "attribute_inference", "proximity_score",
+             "disclosure_attribute"]
+    kw = dict(kw, params={k: v for k, v in kw["params"].items() if k in names})
+    again = privgate.evaluate(real, syn, names, baseline=True, seed=0, **kw)
+    other = privgate.evaluate(real, syn, names, baseline=True, seed=1, **kw)
+    for n in names:
+        assert again.results[n].ci == rep.results[n].ci, n
+        assert again.results[n].excess_ci == rep.results[n].excess_ci, n
+    # the bootstraps take the seed: another seed moves them
+    assert other.results["dcr"].ci != rep.results["dcr"].ci
+
+
+def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdout):
+    spec = registry.get_metric("common_rows")
+    monkeypatch.setitem(registry._REGISTRY, "common_rows", dataclasses.replace(spec, self_controlled=True))
+    rep = privgate.evaluate(adult.head(200), adult.head(200), ["common_rows", "dcr"],
+                            holdout=adult_holdout.head(200), baseline=True)
+    assert rep.results["common_rows"].baseline is None and rep.results["common_rows"].excess_ci is None
+    assert "excess_ci_method" not in rep.results["common_rows"].details
+    assert rep.results["dcr"].excess_ci is not None
+
+
+def test_median_dcr_interval_is_the_bootstrap_of_its_value_and_handles_zero_medians():
+    from privgate.metrics.distance import _median_dcr_value
+
+    # both medians 0 → 1 (copy); only the real–real median 0 → 0; else 2·(1 − σ(r))
+    assert _median_dcr_value(np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.0, 1.0])).tolist() == pytest.approx(
+        [1.0, 0.0, 2.0 * (1.0 - 1.0 / (1.0 + math.exp(-1.0)))])
+    rng = np.random.default_rng(6)
+    real = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
+    syn = pl.DataFrame({"a": rng.normal(size=70), "b": rng.normal(size=70)})
+    ctx = EvaluationContext(real, syn, seed=2)
+    res = median_dcr(ctx)
+    d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+    d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
+    expected = stats.bootstrap_ci(
+        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 80, 2,
+        n_boot=BOOT)
+    assert res.ci == pytest.approx(expected)
+    assert res.ci[0] <= res.value <= res.ci[1]
+
+
+def test_nnaa_interval_resamples_real_and_synthetic_flags_separately():
+    rng = np.random.default_rng(8)
+    real = pl.DataFrame({"a": rng.normal(size=60)})
+    syn = pl.DataFrame({"a": rng.normal(size=60)})
+    ctx = EvaluationContext(real, syn, seed=3)
+    res = nnaa(ctx)
+    dist = {(q, t): ctx.neighbours("mixed", q, t, 1).dist[:, 0]
+            for q in ("real", "synthetic") for t in ("real", "synthetic")}
+    real_side = (dist["real", "synthetic"] <= dist["real", "real"]).astype(float)
+    syn_side = (dist["synthetic", "real"] <= dist["synthetic", "synthetic"]).astype(float)
+    assert res.value == pytest.approx(0.5 * real_side.mean() + 0.5 * syn_side.mean())
+    assert res.ci == pytest.approx(stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], 3, n_boot=BOOT))
+    # unequal sizes: the repetitions' flags pooled, one repetition's worth drawn per side
+    small = nnaa(EvaluationContext(real, syn.head(40), seed=3), repetitions=3)
+    assert "3 subsampled repetitions pooled" in small.details["ci_method"]
+    assert small.ci[0] <= small.value <= small.ci[1]
