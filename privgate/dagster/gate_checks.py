@@ -1,8 +1,11 @@
 """Gate rules as Dagster asset checks.
 
 Every rule of the gate configuration -- one metric, one rule kind (``threshold``, ``baseline``,
-``trend``), one severity -- becomes one asset check on the release asset, named
-``<metric>__<kind>_<severity>`` (e.g. ``common_rows__threshold_block``):
+``trend``, ``test``), one severity -- becomes one asset check on the release asset, named
+``<metric>__<kind>_<severity>`` (e.g. ``common_rows__threshold_block``). Its description says
+what the rule compares (the estimate, or with ``on: lower`` / ``upper`` that end of its 95 %
+interval; for a test rule the p-value, which must not fall below the limit), and the spec's and
+every result's metadata carry the rule (``rule_kind``, ``decided_on``, ``limit``):
 
 - a ``block`` rule is a **blocking** check whose failure has severity ERROR, so Dagster does not
   materialise anything downstream of the release (e.g. ``published_release``) in that run;
@@ -43,6 +46,11 @@ class RuleCheck:
     severity: str
     limit: float
     when: str = "always"
+    on: str = ""  # "estimate" | "lower" | "upper"; "p_value" for test rules ("" = the kind's default)
+
+    def __post_init__(self) -> None:
+        if not self.on:
+            object.__setattr__(self, "on", "p_value" if self.kind == "test" else "estimate")
 
     @property
     def name(self) -> str:
@@ -57,13 +65,31 @@ class RuleCheck:
         return dg.AssetCheckSeverity.ERROR if self.blocking else dg.AssetCheckSeverity.WARN
 
     def description(self) -> str:
-        quantity = {"threshold": "risk value",
-                    "baseline": "excess over the holdout baseline",
-                    "trend": "increase over the last accepted release"}.get(self.kind, self.kind)
         cond = "" if self.when == "always" else f" (only {self.when.replace('_', ' ')})"
         effect = "blocks publication" if self.blocking else "warns"
-        return (f"privgate {self.kind} rule on {self.metric}: {quantity} must be ≤ {self.limit:g}; "
-                f"otherwise the release {effect}{cond}.")
+        if self.kind == "test":
+            requirement = (f"its test's p-value must be ≥ {self.limit:g} (a smaller p-value is "
+                           "evidence of the leak)")
+        else:
+            quantity = {"threshold": "risk value",
+                        "baseline": "excess over the holdout baseline",
+                        "trend": "increase over the last accepted release"}.get(self.kind, self.kind)
+            if self.on in ("lower", "upper"):
+                quantity = f"the {self.on} end of the 95 % interval of the {quantity}"
+            requirement = f"{quantity} must be ≤ {self.limit:g}"
+        missing = {"lower": "that interval", "upper": "that interval", "p_value": "a p-value"}
+        closed = (f"; a result without {missing[self.on]} fails the check (fails closed)"
+                  if self.on in missing else "")
+        return (f"privgate {self.kind} rule on {self.metric}: {requirement}; otherwise the "
+                f"release {effect}{cond}{closed}.")
+
+    def metadata(self) -> dict[str, Any]:
+        """The rule itself, as spec and result metadata (filterable in the Dagster UI)."""
+        return {"rule_kind": dg.MetadataValue.text(self.kind),
+                "decided_on": dg.MetadataValue.text(self.on),
+                "rule_severity": dg.MetadataValue.text(self.severity),
+                "rule_when": dg.MetadataValue.text(self.when),
+                "limit": dg.MetadataValue.float(float(self.limit))}
 
 
 def check_name(metric: str, kind: str, severity: str) -> str:
@@ -77,7 +103,8 @@ def rule_checks(cfg: "GateConfig") -> list[RuleCheck]:
     out: list[RuleCheck] = []
     for mg in cfg.metrics.values():
         for rule in mg.rules:
-            out.append(RuleCheck(mg.name, rule.kind, rule.severity, float(rule.limit), rule.when))
+            out.append(RuleCheck(mg.name, rule.kind, rule.severity, float(rule.limit), rule.when,
+                                 rule.on))
     return out
 
 
@@ -87,13 +114,14 @@ def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
     and one per rule; tied to ``partitions_def`` (a check result per release partition)."""
     import warnings
 
-    def spec(name: str, blocking: bool, description: str) -> dg.AssetCheckSpec:
+    def spec(name: str, blocking: bool, description: str,
+             metadata: dict[str, Any] | None = None) -> dg.AssetCheckSpec:
         with warnings.catch_warnings():
             # partitioned check specs are a Dagster "preview" API (1.13): results carry the partition
             warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
             warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
             return dg.AssetCheckSpec(name, asset=asset, blocking=blocking, description=description,
-                                     partitions_def=partitions_def)
+                                     metadata=metadata, partitions_def=partitions_def)
 
     specs = [spec(DECISION_CHECK, True,
                   "privgate gate decision: fails (ERROR, blocking) when the release is blocked "
@@ -103,7 +131,7 @@ def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
         if rc.name in seen:  # cannot happen for a valid config; guard against name clashes
             raise ValueError(f"two gate rules map to the asset check name {rc.name!r}")
         seen.add(rc.name)
-        specs.append(spec(rc.name, rc.blocking, rc.description()))
+        specs.append(spec(rc.name, rc.blocking, rc.description(), rc.metadata()))
     return specs
 
 
@@ -173,7 +201,7 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
     has_holdout = bool(getattr(outcome, "has_holdout", False))
     if match is None and rc.when != "always" and (rc.when == "with_holdout") != has_holdout:
         return None  # not applied in this run (when: with_holdout / no_holdout)
-    md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
+    md: dict[str, Any] = {"release": dg.MetadataValue.text(release), **rc.metadata()}
     result = outcome.results.get(rc.metric) if hasattr(outcome, "results") else None
     if match is not None:
         passed = match.verdict == "pass"
@@ -190,7 +218,6 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
         message = "not evaluated: " + "; ".join(f"{c.metric} {c.message}" for c in global_errors)
     else:
         return None  # not applied in this run (when: with_holdout / no_holdout)
-    _put_float(md, "limit", rc.limit)
     return dg.AssetCheckResult(
         check_name=rc.name, asset_key=asset, passed=passed, severity=severity,
         metadata=md, description=f"release {release}: {message}",
@@ -217,7 +244,7 @@ def _rule_numbers(md: dict[str, Any], rc: RuleCheck, match: "GateCheck", result:
     p = getattr(match, "p_value", None)
     _put_float(md, "p_value", p if p is not None else getattr(result, "p_value", None))
     on = getattr(match, "on", None)
-    if on:
+    if on:  # what the gate decided on (the configured rule's `on` otherwise)
         md["decided_on"] = dg.MetadataValue.text(str(on))
 
 

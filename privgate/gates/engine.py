@@ -226,7 +226,7 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
         if res.p_value is None:
             return _missing_check(base, optional, f"the test rule needs a p-value and {name} reports none")
         p = float(res.p_value)
-        fired = p < rule.limit
+        fired = rule_fires(rule.kind, p, rule.limit)
         return GateCheck(**base, verdict=rule.severity if fired else "pass", compared=p,
                          message=f"p-value {p:.3g} {'<' if fired else '≥'} {rule.limit:g}")
     else:  # trend
@@ -252,10 +252,19 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
         fmt = "{:.4f}" if rule.kind == "threshold" else "{:+.4f}"
         what = (f"{_ON_WORDS[rule.on]} {fmt.format(compared)} of {what} (95 % interval "
                 f"{fmt.format(interval[0])} to {fmt.format(interval[1])})")
-    fired = compared > rule.limit + _EPS
+    fired = rule_fires(rule.kind, compared, rule.limit)
     verdict = rule.severity if fired else "pass"
     msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
     return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def rule_fires(kind: str, compared: float, limit: float) -> bool:
+    """Whether a rule of ``kind`` fires on the quantity it compares: a ``test`` rule when the
+    p-value is strictly below its limit, every other kind when the quantity is above its limit
+    (beyond a rounding tolerance of 1e-12). Shared by the adapters that decide like the gate."""
+    if kind == "test":
+        return compared < limit
+    return compared > limit + _EPS
 
 
 def _missing_check(base: dict[str, Any], optional: bool, what: str) -> GateCheck:

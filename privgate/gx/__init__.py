@@ -43,6 +43,7 @@ from .core import (
     ExpectSyntheticIdentityDisclosureRiskToBeBelow,
     ExpectSyntheticMembershipInferenceRiskToBeBelow,
     ExpectSyntheticPrivacyRiskToBeBelow,
+    ExpectSyntheticPrivacyTestPValueToBeAbove,
     PrivacyRiskExpectation,
 )
 from .references import (
@@ -68,6 +69,7 @@ __all__ = [
     "ExpectSyntheticIdentityDisclosureRiskToBeBelow",
     "ExpectSyntheticMembershipInferenceRiskToBeBelow",
     "ExpectSyntheticPrivacyRiskToBeBelow",
+    "ExpectSyntheticPrivacyTestPValueToBeAbove",
     "PrivacyRiskExpectation",
     "batch_definition",
     "clear_cache",

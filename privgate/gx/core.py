@@ -5,15 +5,22 @@ Importing this module imports GX (~8 s) and registers, with GX's registries:
 * the table metric ``table.privgate.privacy_risk`` (pandas execution engine), which runs one
   registered privgate metric with the batch as the synthetic release;
 * :class:`ExpectSyntheticPrivacyRiskToBeBelow` — any registered metric by name;
-* named expectations for the main attacks, each fixed to one metric (see :data:`NAMED`).
+* named expectations for the main attacks, each fixed to one metric (see :data:`NAMED`);
+* :class:`ExpectSyntheticPrivacyTestPValueToBeAbove` — the p-value of a metric that is a
+  hypothesis test (e.g. ``memorisation``), the GX form of a gate ``test`` rule.
 
-Every expectation passes when the metric's risk ``value`` (0 = no risk, 1 = no privacy; see
-METRICS.md §1) is **at most** ``threshold``. ``observed_value`` is that risk; ``details`` carry
-the raw value of the original definition, the threshold, the per-attribute breakdown and the
-metric's aggregate details — never a value of a real record. A metric that cannot be computed
-makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True`` and
-``success: False``), never a pass and never an ordinary fail;
-:func:`privgate.gx.results.is_errored` tells the two apart.
+The risk expectations pass when the metric's risk ``value`` (0 = no risk, 1 = no privacy; see
+METRICS.md §1) — or its excess over the holdout baseline (``compare_to="excess"``), or with
+``on="lower"`` / ``"upper"`` that end of its 95 % interval — is **at most** ``threshold``, as a
+gate ``threshold`` / ``baseline`` rule with the same ``on`` passes. The p-value expectation
+passes when the p-value is **at least** ``threshold`` (a gate ``test`` rule fires strictly
+below its limit). ``observed_value`` is the compared quantity; ``details`` carry the point
+estimate, the raw value of the original definition, the threshold, the intervals, the
+per-attribute breakdown and the metric's aggregate details — never a value of a real record.
+A metric that cannot be computed, or that lacks the interval or p-value the expectation
+compares, makes the expectation *errored* (GX ``exception_info`` with ``raised_exception: True``
+and ``success: False``), never a pass and never an ordinary fail (the gate fails closed the
+same way); :func:`privgate.gx.results.is_errored` tells the two apart.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from great_expectations.render import LegacyRendererType, RenderedStringTemplate
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
-from privgate.errors import ParameterError
+from privgate.errors import MetricComputationError, ParameterError
+from privgate.gates.engine import rule_fires
 
 from .compute import compute_risk
 from .references import describe_reference
@@ -137,6 +145,12 @@ class PrivacyRiskExpectation(BatchExpectation):
             holdout sample of the release's size in place of the release (VALIDITY.md §3:
             "resembles the population" vs "memorised individuals"). ``observed_value`` is then
             the excess, which can be negative.
+        on: what of that quantity is compared with ``threshold``, as in a gate rule's ``on``:
+            ``"estimate"`` (default: the value or excess itself), ``"lower"`` or ``"upper"``
+            (that end of its 95 % interval: the metric's ``ci``, or ``excess_ci`` with
+            ``compare_to="excess"``). ``on="lower"`` fails only when the evidence puts the
+            risk above the threshold. A metric that reports no such interval makes the
+            expectation errored (fails closed).
     """
 
     real: Union[str, SuiteParameterDict]
@@ -149,6 +163,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     column_kinds: Optional[Dict[str, str]] = None
     paired: bool = False
     compare_to: Literal["value", "excess"] = "value"
+    on: Literal["estimate", "lower", "upper"] = "estimate"
 
     # the registered privgate metric a named expectation is fixed to
     privgate_metric: ClassVar[Optional[str]] = None
@@ -156,11 +171,13 @@ class PrivacyRiskExpectation(BatchExpectation):
     # the metric's registry entry models)
     risk_label: ClassVar[str] = "Privacy risk"
     risk_explanation: ClassVar[str] = ""
+    # the gate rule kind this expectation decides like (privgate.gates.engine.rule_fires)
+    rule_kind: ClassVar[str] = "threshold"
 
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
     success_keys: ClassVar[Tuple[str, ...]] = (
         "real", "threshold", "holdout", "keys", "sensitive", "params", "seed", "column_kinds",
-        "paired", "compare_to",
+        "paired", "compare_to", "on",
     )
     args_keys: ClassVar[Tuple[str, ...]] = ("real", "threshold")
 
@@ -220,26 +237,20 @@ class PrivacyRiskExpectation(BatchExpectation):
     def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
                   execution_engine=None) -> Dict[str, Any]:
         payload = metrics[RISK_METRIC]
-        threshold = self._get_success_kwargs().get("threshold")
-        try:
-            thr = float(threshold)
-        except (TypeError, ValueError):
-            raise ParameterError(
-                f"{self.expectation_type}: threshold must be a number in [0, 1], got "
-                f"{threshold!r} (is the suite parameter supplied?)"
-            ) from None
-        if math.isnan(thr) or thr < 0.0 or thr > 1.0:
-            raise ParameterError(
-                f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}"
-            )
-        compare_to = self._get_success_kwargs().get("compare_to") or "value"
-        risk = float(payload["excess"] if compare_to == "excess" else payload["value"])
+        kw = self._get_success_kwargs()
+        thr = self._threshold(kw.get("threshold"))
+        compare_to = kw.get("compare_to") or "value"
+        on = kw.get("on") or "estimate"
+        estimate, interval = self._quantity(payload, compare_to)
+        compared = self._compared(payload, compare_to, on, estimate, interval)
         details = {
             "metric": payload["metric"],
             "family": payload["family"],
             "attack": payload["attack"],
-            "risk": risk,
+            "risk": float(payload["excess"] if compare_to == "excess" else payload["value"]),
             "compared": compare_to,
+            "on": on,
+            "estimate": estimate,
             "value": float(payload["value"]),
             "threshold": thr,
             "raw": payload["raw"],
@@ -251,7 +262,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             "params": payload["params"],
             "metric_details": payload["details"],
             "per_record_summary": payload["per_record_summary"],
-            "real": describe_reference(self._get_success_kwargs().get("real") or ""),
+            "real": describe_reference(kw.get("real") or ""),
             "reference": payload["reference"],
             "seconds": payload["seconds"],
         }
@@ -262,12 +273,52 @@ class PrivacyRiskExpectation(BatchExpectation):
         details["value_ci"] = payload.get("ci")
         details["baseline_ci"] = payload.get("baseline_ci")
         details["excess_ci"] = payload.get("excess_ci")
-        details["interval"] = payload.get("excess_ci") if compare_to == "excess" else payload.get("ci")
+        details["interval"] = interval
         details["p_value"] = payload.get("p_value")
         return {
-            "success": bool(risk <= thr),
-            "result": {"observed_value": risk, "details": details},
+            "success": not rule_fires(self.rule_kind, compared, thr),
+            "result": {"observed_value": compared, "details": details},
         }
+
+    def _threshold(self, threshold: Any) -> float:
+        try:
+            thr = float(threshold)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"{self.expectation_type}: threshold must be a number in [0, 1], got "
+                f"{threshold!r} (is the suite parameter supplied?)"
+            ) from None
+        if math.isnan(thr) or thr < 0.0 or thr > 1.0:
+            raise ParameterError(
+                f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}"
+            )
+        return thr
+
+    @staticmethod
+    def _quantity(payload: Dict[str, Any], compare_to: str) -> Tuple[float, Any]:
+        """The point estimate of the gated quantity and its 95 % interval (None if absent)."""
+        if compare_to == "excess":
+            return float(payload["excess"]), payload.get("excess_ci")
+        return float(payload["value"]), payload.get("ci")
+
+    def _compared(self, payload: Dict[str, Any], compare_to: str, on: str, estimate: float,
+                  interval: Any) -> float:
+        """The number compared with the threshold: the estimate or an end of its interval; a
+        missing interval raises (the expectation is errored: fails closed, like the gate)."""
+        if on == "estimate":
+            return estimate
+        if on not in ("lower", "upper"):
+            raise ParameterError(
+                f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}"
+            )
+        if interval is None:
+            quantity, field = ("excess", "excess_ci") if compare_to == "excess" else ("value", "ci")
+            raise MetricComputationError(
+                f"{self.expectation_type}: the expectation compares the {on} end of the "
+                f"{quantity}'s 95 % interval and metric {payload['metric']!r} reports no "
+                f"{field} (fails closed)"
+            )
+        return float(interval[0] if on == "lower" else interval[1])
 
     # ----------------------------------------------------------------------- rendering
     @classmethod
@@ -296,17 +347,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             subject = f"{cls.risk_label} ($metric: $explanation)"
         else:
             subject = f"{cls.risk_label} ($metric)"
-        if kwargs.get("compare_to") == "excess":
-            template = (
-                f"{subject} of the synthetic release must exceed the same risk of an equally "
-                "large holdout sample (real people not in the training data) by at most "
-                "$threshold, measured against $real."
-            )
-        else:
-            template = (
-                f"{subject} of the synthetic release must be at most $threshold "
-                "(0 = no risk, 1 = no privacy), measured against $real."
-            )
+        template = cls._claim(subject, kwargs)
         if kwargs.get("sensitive"):
             params["sensitive"] = ", ".join(kwargs["sensitive"])
             template += " Sensitive: $sensitive."
@@ -321,6 +362,27 @@ class PrivacyRiskExpectation(BatchExpectation):
             params["params"] = ", ".join(f"{k}={v}" for k, v in sorted(kwargs["params"].items()))
             template += " Parameters: $params."
         return template, params
+
+    @classmethod
+    def _claim(cls, subject: str, kwargs: Dict[str, Any]) -> str:
+        """The sentence's main clause: what is compared with ``$threshold``, and how."""
+        on = kwargs.get("on") or "estimate"
+        excess = kwargs.get("compare_to") == "excess"
+        if on == "estimate":
+            if excess:
+                return (f"{subject} of the synthetic release must exceed the same risk of an "
+                        "equally large holdout sample (real people not in the training data) "
+                        "by at most $threshold, measured against $real.")
+            return (f"{subject} of the synthetic release must be at most $threshold "
+                    "(0 = no risk, 1 = no privacy), measured against $real.")
+        end = f"The {on} end of the 95 % interval of"
+        subject = subject[:1].lower() + subject[1:]
+        if excess:
+            return (f"{end} the amount by which the {subject} of the synthetic release exceeds "
+                    "the same risk of an equally large holdout sample (real people not in the "
+                    "training data) must be at most $threshold, measured against $real.")
+        return (f"{end} the {subject} of the synthetic release must be at most $threshold "
+                "(0 = no risk, 1 = no privacy), measured against $real.")
 
     @classmethod
     def sentence(cls, kwargs: Dict[str, Any]) -> str:
@@ -357,13 +419,26 @@ class PrivacyRiskExpectation(BatchExpectation):
             return "--"
         observed = result.result.get("observed_value")
         details = result.result.get("details") or {}
-        if details.get("compared") == "excess":
-            return (f"excess {_fmt(observed)} (risk {_fmt(details.get('value'))} − holdout "
-                    f"baseline {_fmt(details.get('baseline'))})")
-        text = f"risk {_fmt(observed)}"
+        return observed_text(observed, details)
+
+
+def observed_text(observed: Any, details: Dict[str, Any]) -> str:
+    """The observed value as Data Docs shows it: the compared number and what it is."""
+    if details.get("compared") == "p_value":
+        return f"p-value {_fmt(observed)} (risk {_fmt(details.get('value'))})"
+    if details.get("compared") == "excess":
+        text = (f"excess {_fmt(details.get('estimate', observed))} (risk "
+                f"{_fmt(details.get('value'))} − holdout baseline {_fmt(details.get('baseline'))})")
+    else:
+        text = f"risk {_fmt(details.get('estimate', observed))}"
         if details.get("raw") is not None:
             text += f" (raw {_fmt(details['raw'])})"
-        return text
+    on = details.get("on") or "estimate"
+    interval = details.get("interval")
+    if on != "estimate" and isinstance(interval, (list, tuple)) and len(interval) == 2:
+        text = (f"{on} end {_fmt(observed)} of the 95 % interval {_fmt(interval[0])} to "
+                f"{_fmt(interval[1])}; {text}")
+    return text
 
 
 class ExpectSyntheticPrivacyRiskToBeBelow(PrivacyRiskExpectation):
@@ -449,6 +524,66 @@ class ExpectSyntheticAttributeDisclosureRiskToBeBelow(PrivacyRiskExpectation):
     )
 
 
+class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
+    """Expect the p-value of a privgate metric that is a hypothesis test (e.g. ``memorisation``,
+    whose null hypothesis is "the release is no nearer to the training records than to the
+    holdout") to be at least ``threshold`` — the GX form of a gate ``test`` rule, which fires
+    when the p-value is strictly below its limit.
+
+    ``observed_value`` is the p-value. A metric that reports no p-value makes the expectation
+    errored (fails closed, as the gate does). ``compare_to`` must stay ``"value"`` and ``on``
+    ``"estimate"``: the p-value has no interval and no holdout baseline.
+    """
+
+    metric: str
+    success_keys: ClassVar[Tuple[str, ...]] = ("metric",) + PrivacyRiskExpectation.success_keys
+    args_keys: ClassVar[Tuple[str, ...]] = ("metric", "real", "threshold")
+    rule_kind: ClassVar[str] = "test"
+    risk_label: ClassVar[str] = "Privacy test"
+
+    def _metric_name(self) -> str:
+        return str(self._get_success_kwargs().get("metric") or "")
+
+    @pydantic.validator("on")
+    def _p_value_has_no_interval(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
+        if v != "estimate":
+            raise ValueError("a p-value has no interval: on must be 'estimate'")
+        return v
+
+    @pydantic.validator("compare_to")
+    def _p_value_has_no_baseline(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
+        if v != "value":
+            raise ValueError("a p-value is not compared with a holdout baseline: "
+                             "compare_to must be 'value'")
+        return v
+
+    @staticmethod
+    def _quantity(payload: Dict[str, Any], compare_to: str) -> Tuple[float, Any]:
+        return float(payload["value"]), payload.get("ci")
+
+    def _compared(self, payload: Dict[str, Any], compare_to: str, on: str, estimate: float,
+                  interval: Any) -> float:
+        p = payload.get("p_value")
+        if p is None:
+            raise MetricComputationError(
+                f"{self.expectation_type}: the expectation compares the p-value and metric "
+                f"{payload['metric']!r} reports none (fails closed)"
+            )
+        return float(p)
+
+    def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
+                  execution_engine=None) -> Dict[str, Any]:
+        out = super()._validate(metrics, runtime_configuration, execution_engine)
+        out["result"]["details"].update(compared="p_value", on="p_value")
+        return out
+
+    @classmethod
+    def _claim(cls, subject: str, kwargs: Dict[str, Any]) -> str:
+        return (f"The p-value of the {subject[:1].lower() + subject[1:]} on the synthetic "
+                "release must be at least $threshold (a smaller p-value is evidence of the "
+                "leak the test looks for), measured against $real.")
+
+
 #: named expectation class → the privgate metric it is fixed to
 NAMED: Dict[str, type] = {
     cls.privgate_metric: cls  # type: ignore[misc]
@@ -462,4 +597,6 @@ NAMED: Dict[str, type] = {
     )
 }
 
-ALL_EXPECTATIONS: Tuple[type, ...] = (ExpectSyntheticPrivacyRiskToBeBelow, *NAMED.values())
+ALL_EXPECTATIONS: Tuple[type, ...] = (
+    ExpectSyntheticPrivacyRiskToBeBelow, ExpectSyntheticPrivacyTestPValueToBeAbove, *NAMED.values()
+)

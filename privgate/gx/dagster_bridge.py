@@ -14,8 +14,9 @@ The official dagster-ge integration is pinned to GX < 1 (it is built on the remo
   :mod:`privgate.gx.gate_config`);
 * a failed expectation gets severity ERROR when its GX ``severity`` is ``critical`` (the
   default) and WARN for ``warning`` / ``info``;
-* metadata: risk (observed value) with its 95 % interval (``risk_lower`` / ``risk_upper``),
-  threshold, raw value, baseline / excess, p-value, metric, status, the per-attribute breakdown
+* metadata: risk (the point estimate) with its 95 % interval (``risk_lower`` /
+  ``risk_upper``), the number compared with the threshold (``compared``, the observed value)
+  and what it is (``on``: estimate / lower / upper; the p-value for a test), threshold, raw value, baseline / excess, p-value, metric, status, the per-attribute breakdown
   and the error message — scores and aggregates only.
 
 Dagster is imported inside the functions (``import dagster`` takes ~2 s).
@@ -135,14 +136,15 @@ def _metadata(dg: Any, row: dict[str, Any]) -> dict[str, Any]:
     }
     if row["metric"]:
         md["metric"] = dg.MetadataValue.text(str(row["metric"]))
-    numbers = {key: row.get(key) for key in ("risk", "threshold", "raw", "baseline", "excess",
-                                             "p_value")}
+    numbers = {key: row.get(key) for key in ("risk", "compared", "threshold", "raw", "baseline",
+                                             "excess", "p_value")}
     interval = row.get("interval")
     if isinstance(interval, (list, tuple)) and len(interval) == 2:
         numbers["risk_lower"], numbers["risk_upper"] = interval
     for key, value in numbers.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             md[key] = dg.MetadataValue.float(float(value))
+    md["on"] = dg.MetadataValue.text(str(row.get("on") or "estimate"))
     if row["raw_description"]:
         md["raw_description"] = dg.MetadataValue.text(str(row["raw_description"]))
     if row["per_attribute"]:

@@ -1,12 +1,17 @@
 """A GX suite equivalent to a privgate gate configuration (docs/gates.md).
 
-For teams that run GX checkpoints instead of ``privgate gate``: every ``threshold`` and
-``baseline`` rule of the configuration that applies to the run (``when: with_holdout`` /
-``no_holdout``) becomes one expectation:
+For teams that run GX checkpoints instead of ``privgate gate``: every ``threshold``,
+``baseline`` and ``test`` rule of the configuration that applies to the run (``when:
+with_holdout`` / ``no_holdout``) becomes one expectation:
 
-* ``threshold`` → the risk value, ``baseline`` → ``compare_to="excess"`` over the holdout;
+* ``threshold`` → the risk value, ``baseline`` → ``compare_to="excess"`` over the holdout, both
+  with the rule's ``on`` (``estimate`` / ``lower`` / ``upper`` end of the 95 % interval);
+* ``test`` → :class:`~privgate.gx.core.ExpectSyntheticPrivacyTestPValueToBeAbove` on the
+  metric's p-value;
 * the rule's limit is the expectation's ``threshold`` — the gate fires when the quantity is
-  strictly above its limit, the expectation passes when it is at most the limit: the same rule;
+  strictly above its limit (a test rule: the p-value strictly below), the expectation passes
+  otherwise (:func:`privgate.gates.engine.rule_fires` decides both); a result without the
+  interval or p-value a rule compares blocks the gate and errors the expectation;
 * ``block`` → GX severity ``critical`` (a blocking ERROR check through the Dagster bridge),
   ``warn`` → ``warning`` (a WARN check);
 * the configuration's ``keys`` / ``sensitive`` / ``seed`` / ``schema`` and the metric's
@@ -26,7 +31,11 @@ from typing import Any
 from privgate.errors import ConfigError
 from privgate.gates.config import check_name
 
-from .core import NAMED, ExpectSyntheticPrivacyRiskToBeBelow
+from .core import (
+    NAMED,
+    ExpectSyntheticPrivacyRiskToBeBelow,
+    ExpectSyntheticPrivacyTestPValueToBeAbove,
+)
 
 _CONTEXT_PARAMS = ("keys", "sensitive")
 
@@ -82,6 +91,7 @@ def suite_from_gate_config(
                 "threshold": float(rule.limit),
                 "seed": cfg.seed,
                 "compare_to": "excess" if rule.kind == "baseline" else "value",
+                "on": "estimate" if rule.kind == "test" else rule.on,
                 "severity": "critical" if rule.severity == "block" else "warning",
                 "meta": {
                     "check_name": check_name(gate.name, rule.kind, rule.severity),
@@ -101,7 +111,10 @@ def suite_from_gate_config(
                 kwargs["sensitive"] = list(sensitive)
             if cfg.schema:
                 kwargs["column_kinds"] = dict(cfg.schema)
-            if cls is None:
+            if rule.kind == "test":
+                expectations.append(
+                    ExpectSyntheticPrivacyTestPValueToBeAbove(metric=gate.name, **kwargs))
+            elif cls is None:
                 expectations.append(ExpectSyntheticPrivacyRiskToBeBelow(metric=gate.name, **kwargs))
             else:
                 expectations.append(cls(**kwargs))

@@ -85,9 +85,12 @@ def expectation_config(evr: Any) -> dict[str, Any]:
 
 def summarise(evr: Any) -> dict[str, Any]:
     """One flat, record-free row per expectation result: type, metric, status (passed /
-    failed / errored), risk, threshold, raw value, the 95 % interval of the risk (``interval``:
-    of the excess with ``compare_to="excess"``), baseline, excess, p-value, per-attribute
-    breakdown, error message."""
+    failed / errored), risk (the point estimate: the value, or the excess with
+    ``compare_to="excess"``), the number compared with the threshold (``compared``: the
+    estimate, the ``on`` = lower / upper end of its interval, or the p-value) and ``on``,
+    threshold, raw value, the 95 % interval of the risk (``interval``: of the excess with
+    ``compare_to="excess"``), baseline, excess, p-value, per-attribute breakdown, error
+    message."""
     cfg = expectation_config(evr)
     kwargs = cfg["kwargs"]
     result = _get(evr, "result") or {}
@@ -97,13 +100,16 @@ def summarise(evr: Any) -> dict[str, Any]:
     status = "errored" if errored else ("passed" if success else "failed")
     metric = details.get("metric") or kwargs.get("metric") or _named_metric(cfg["type"])
     threshold = details.get("threshold", kwargs.get("threshold"))
+    observed = result.get("observed_value") if isinstance(result, dict) else None
     return {
         "expectation_type": cfg["type"],
         "metric": metric,
         "status": status,
         "passed": status == "passed",
         "errored": errored,
-        "risk": result.get("observed_value") if isinstance(result, dict) else None,
+        "risk": details.get("risk", observed),
+        "compared": observed,
+        "on": details.get("on") or kwargs.get("on") or "estimate",
         "threshold": threshold,
         "raw": details.get("raw"),
         "interval": details.get("interval"),

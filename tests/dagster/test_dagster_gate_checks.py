@@ -104,9 +104,70 @@ def test_metadata_is_what_a_person_plots_with_intervals_and_p_value():
         "excess": 0.04, "excess_lower": 0.01, "excess_upper": 0.07, "compared": 0.04,
         "compared_lower": 0.01, "compared_upper": 0.07, "p_value": 0.003, "limit": 0.03})
     assert md["decided_on"].value == "lower"
-    assert set(md) - set(numbers) == {"release", "decided_on"}
+    assert set(md) - set(numbers) == {"release", "decided_on", "rule_kind", "rule_severity",
+                                      "rule_when"}
     thr = _by_name(check_results(CFG, outcome))["hitting_rate__threshold_block"].metadata
     assert "baseline" not in thr and thr["value_lower"].value == 0.10
+
+
+EVIDENCE_CFG = parse_gate_config({
+    "version": 1, "dataset": "unit",
+    "metrics": {
+        "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
+                         "test": {"warn": 0.05, "block": 0.01}},
+        "authenticity": {"baseline": {"on": "upper", "block": 0.1}},
+        "common_rows": {"threshold": {"block": 0.01}},
+    },
+})
+
+
+def test_descriptions_say_what_each_rule_compares():
+    specs = {s.name: s for s in check_specs(EVIDENCE_CFG)}
+    test_block = specs["memorisation__test_block"].description
+    assert "p-value must be ≥ 0.01" in test_block and "≤" not in test_block
+    assert "without a p-value fails the check" in test_block
+    lower = specs["memorisation__threshold_block"].description
+    assert "the lower end of the 95 % interval of the risk value must be ≤ 0.01" in lower
+    assert "without that interval fails the check" in lower
+    upper = specs["authenticity__baseline_block"].description
+    assert "the upper end of the 95 % interval of the excess over the holdout baseline must be ≤ 0.1" in upper
+    plain = specs["common_rows__threshold_block"].description
+    assert "risk value must be ≤ 0.01" in plain and "interval" not in plain and "fails closed" not in plain
+    md = specs["memorisation__test_warn"].metadata
+    assert (md["rule_kind"].value, md["decided_on"].value, md["limit"].value) == ("test", "p_value", 0.05)
+    assert specs["memorisation__threshold_warn"].metadata["decided_on"].value == "lower"
+    assert specs["common_rows__threshold_block"].metadata["decided_on"].value == "estimate"
+
+
+def test_test_rule_and_missing_interval_results_carry_the_rule():
+    """A fired test rule fails with its p-value as the compared number; a rule whose interval
+    the result lacks (the gate's fail-closed error check) fails and still names ``on``."""
+    checks = [_check("memorisation", "threshold", "warn", "pass", 0.02, 0.0, compared=0.0, on="lower"),
+              _check("memorisation", "threshold", "block", "pass", 0.02, 0.01, compared=0.0, on="lower"),
+              _check("memorisation", "test", "warn", "warn", 0.02, 0.05, compared=0.03, on="p_value",
+                     p_value=0.03),
+              _check("memorisation", "test", "block", "pass", 0.02, 0.01, compared=0.03, on="p_value",
+                     p_value=0.03),
+              GateCheck(metric="authenticity", rule="error", value=0.5, raw=0.5, threshold=0.1,
+                        severity="block", verdict="block", on="upper",
+                        message="the rule compares the upper bound of the excess's interval and "
+                                "authenticity reports no excess_ci (fails closed)"),
+              _check("common_rows", "threshold", "block", "pass", 0.0, 0.01)]
+    decision, code = decision_of(checks)
+    outcome = GateOutcome(run_id="run1", dataset="unit", release_id="r1", decision=decision,
+                          checks=checks, exit_code=code, config=EVIDENCE_CFG, has_holdout=True)
+    res = _by_name(check_results(EVIDENCE_CFG, outcome))
+    tw = res["memorisation__test_warn"]
+    assert (tw.passed, tw.severity) == (False, dg.AssetCheckSeverity.WARN)
+    assert tw.metadata["compared"].value == 0.03 and tw.metadata["p_value"].value == 0.03
+    assert tw.metadata["decided_on"].value == "p_value" and tw.metadata["rule_kind"].value == "test"
+    assert res["memorisation__test_block"].passed
+    assert res["memorisation__threshold_block"].metadata["decided_on"].value == "lower"
+    err = res["authenticity__baseline_block"]
+    assert (err.passed, err.severity) == (False, dg.AssetCheckSeverity.ERROR)
+    assert err.metadata["decided_on"].value == "upper" and "excess_ci" in err.description
+    assert err.metadata["limit"].value == 0.1
+    assert res[DECISION_CHECK].passed is False and code == 3
 
 
 def test_failed_metric_fails_its_rules_closed():
