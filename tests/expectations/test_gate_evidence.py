@@ -115,23 +115,23 @@ def test_on_lower_decides_differently_from_the_estimate(gx_context, evidence_fra
 
 def test_missing_interval_or_p_value_errors_like_the_gate_blocks(gx_context, evidence_frames):
     cfg = {"version": 1, "dataset": "t", "metrics": {
-        "authenticity": {"baseline": {"on": "upper", "block": 0.5}},   # reports no excess_ci
-        "common_rows": {"threshold": {"on": "lower", "block": 0.5},    # reports no ci
-                        "test": {"block": 0.01}},                      # nor a p-value
+        "nsnd": {"baseline": {"on": "upper", "block": 0.5}},           # has no ci, so no excess_ci
+        "close_values": {"threshold": {"on": "lower", "block": 0.5}},  # has no ci (says why)
+        "common_rows": {"test": {"block": 0.01}},                      # is not a test: no p-value
         "memorisation": {"threshold": {"on": "lower", "block": 0.5}},  # has both
     }}
     release = evidence_frames["nonmembers"]
     outcome = run_gate(cfg, evidence_frames["real"], release, evidence_frames["holdout"])
     assert outcome.exit_code == 3
     errors = {c.metric for c in outcome.checks if c.rule == "error" and c.verdict == "block"}
-    assert errors == {"authenticity", "common_rows"}
+    assert errors == {"nsnd", "close_values", "common_rows"}
 
     suite = pe.suite_from_gate_config(cfg, real=evidence_frames["real"],
                                       holdout=evidence_frames["holdout"])
     rows = _gx_rows(suite, release, gx_context)
     assert rows["memorisation__threshold_block"]["status"] == "passed"
-    for name, missing in (("authenticity__baseline_block", "excess_ci"),
-                          ("common_rows__threshold_block", "reports no ci"),
+    for name, missing in (("nsnd__baseline_block", "excess_ci"),
+                          ("close_values__threshold_block", "reports no ci"),
                           ("common_rows__test_block", "p-value")):
         row = rows[name]
         assert row["status"] == "errored" and not row["passed"], name
