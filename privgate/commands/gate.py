@@ -109,37 +109,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def finish(outcome, history, *, html: str | None = None, json_path: str | None = None):
-    """Write the reports, then record the run's FINAL decision once: a report that cannot be
-    written blocks (exit 3) before anything is recorded, and a run that cannot be recorded
-    blocks too — then the reports already written are rewritten to say so (best effort)."""
-    from ..gates.engine import record_outcome
+    """Write the reports, then record the run's FINAL decision once
+    (:func:`privgate.gates.finalise.finalise_run`); a report that cannot be written is named on
+    stderr. Returns the paths written."""
+    from ..gates.finalise import finalise_run
+
+    def tell(path, kind, reason):
+        print(f"privgate gate: error: cannot write report {path}: {reason}; the release is blocked "
+              f"(exit {EXIT_ERROR})", file=sys.stderr)
 
     targets = [(p, kind) for p, kind in ((html, "html"), (json_path, "json")) if p]
-    written = _write_reports(outcome, targets, history)
-    if len(written) < len(targets):
-        _write_reports(outcome, written, history)  # the decision changed: they must say block
-    if history is not None:
-        before = outcome.exit_code
-        record_outcome(outcome, history)
-        if outcome.exit_code != before:
-            _write_reports(outcome, written, history)
-    return [p for p, _ in written]
-
-
-def _write_reports(outcome, targets, history) -> list:
-    from ..gates.engine import add_error
-    from ..render import write_html_report, write_json_report
-
-    writers = {"html": write_html_report, "json": write_json_report}
-    ok = []
-    for path, kind in targets:
-        try:
-            writers[kind](outcome, path, history=history)
-            ok.append((path, kind))
-        except Exception as exc:  # noqa: BLE001 - a report that cannot be written blocks the release
-            reason = f"{type(exc).__name__}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror \
-                else type(exc).__name__
-            add_error(outcome, "(report)", f"cannot write the {kind.upper()} report {path}: {reason}")
-            print(f"privgate gate: error: cannot write report {path}: {reason}; the release is blocked "
-                  f"(exit {EXIT_ERROR})", file=sys.stderr)
-    return ok
+    return [p for p, _ in finalise_run(outcome, history, targets, on_report_error=tell)]

@@ -128,7 +128,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             outcome = run_gate(
                                 cfg, self.real_path, release, holdout=holdout or None,
                                 release_id=release_id, dataset=dataset,
-                                history=ReleaseOrderedHistory(store, earlier_releases))
+                                history=ReleaseOrderedHistory(store, earlier_releases), record=False)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()
@@ -144,28 +144,26 @@ class PrivgateResource(dg.ConfigurableResource):
             time.sleep(1.0)
 
     def _write_reports(self, outcome: "GateOutcome", store: "HistoryStore", log: Any) -> dict[str, Path]:
-        """HTML and JSON reports of ``outcome``; one that cannot be written is logged and left
-        out (the decision and the history row already stand)."""
-        if not self.reports_dir:
-            return {}
-        folder = Path(self.reports_dir) / _safe(outcome.dataset) / _safe(outcome.release_id)
-        out: dict[str, Path] = {}
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            from privgate.render import write_html_report, write_json_report
-        except Exception as exc:  # noqa: BLE001
+        """Write the HTML and JSON reports of ``outcome``, then record its final decision
+        (:func:`privgate.gates.finalise.finalise_run`, as ``privgate gate`` does): a report that
+        cannot be written blocks the release before the run is recorded, so the history row is
+        the run's final decision."""
+        from privgate.gates.finalise import finalise_run
+
+        def tell(path: Any, kind: str, reason: str) -> None:
             if log is not None:
-                log.warning(f"reports not written: {type(exc).__name__}: {exc}")
-            return out
-        for kind, writer in (("json", write_json_report), ("html", write_html_report)):
-            path = folder / f"{outcome.run_id}.{kind}"
+                log.error(f"{kind.upper()} report {path} not written ({reason}): the release is blocked")
+
+        targets: list[tuple[Path, str]] = []
+        if self.reports_dir:
+            folder = Path(self.reports_dir) / _safe(outcome.dataset) / _safe(outcome.release_id)
             try:
-                writer(outcome, path, history=store)
-                out[kind] = path
-            except Exception as exc:  # noqa: BLE001
-                if log is not None:
-                    log.warning(f"{kind.upper()} report not written: {type(exc).__name__}")
-        return out
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the writes below fail, name the path and block
+            targets = [(folder / f"{outcome.run_id}.{kind}", kind) for kind in ("json", "html")]
+        written = finalise_run(outcome, store, targets, on_report_error=tell)
+        return {kind: Path(path) for path, kind in written}
 
 
 class ReleaseOrderedHistory:

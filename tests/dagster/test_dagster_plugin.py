@@ -11,6 +11,7 @@ import pytest
 
 from privgate.dagster import PrivgateResource, PrivgateRunConfig, build_privgate_checks
 from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.history import HistoryStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "examples" / "dagster_existing_project.py"
@@ -255,3 +256,38 @@ def test_sensor_runs_plan_only_the_rules_that_apply(tmp_path):
                                                 resources={"locations": defs.resources["locations"]}))
     (request,) = result.run_requests
     assert {k.name for k in request.asset_check_keys} == with_h
+
+
+def test_unwritable_reports_block_the_release_and_the_history_says_so(tmp_path):
+    """Issue 11 path 3 through Dagster: the resource writes the reports before it records the
+    run (privgate.gates.finalise.finalise_run, as `privgate gate` does), so a reports folder
+    that cannot be written blocks the release and the history row is that final decision."""
+    from privgate.dagster import PrivgateResource
+    from privgate.data import load_example
+
+    real = tmp_path / "real.parquet"
+    frame = load_example()
+    frame.write_parquet(real)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a regular file where the reports folder should be")
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    resource = PrivgateResource(real_path=str(real), history_url=url, reports_dir=str(blocker))
+    release = pl.DataFrame({c: frame[c].shuffle(seed=i) for i, c in enumerate(frame.columns)})
+    gate = {"version": 1, "dataset": "reports", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}}
+    from privgate.gates import parse_gate_config
+
+    outcome, reports = resource.evaluate(release, release_id="r1", declared=parse_gate_config(gate))
+    assert reports == {} and outcome.exit_code == 3 and str(outcome.decision) == "block"
+    assert any(c.metric == "(report)" for c in outcome.checks)
+    store = HistoryStore(url)
+    try:
+        runs = store.runs("reports")
+        assert runs["decision"].to_list() == ["block"] and runs["exit_code"].to_list() == [3]
+        assert store.last_accepted("reports") is None
+    finally:
+        store.close()
+    # with a writable folder the same release passes, both reports are written, and it is recorded
+    ok = resource.model_copy(update={"reports_dir": str(tmp_path / "reports")})
+    outcome, reports = ok.evaluate(release, release_id="r2", declared=parse_gate_config(gate))
+    assert outcome.exit_code == 0 and sorted(reports) == ["html", "json"]
+    assert all(p.is_file() for p in reports.values())

@@ -1,0 +1,57 @@
+"""Finishing a gate run: write its reports, then record its FINAL decision once.
+
+Shared by every way a run ends (``privgate gate``, ``privgate demo``, the Dagster checks): a
+report that was asked for and cannot be written blocks the release (exit 3) *before* anything is
+recorded, and a run that cannot be recorded blocks too — then the reports already written are
+rewritten to say so (best effort). So the history row of a run is always its final decision and
+trend rules never compare with a run a later step of which failed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from .engine import GateOutcome, add_error, record_outcome
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..history.store import HistoryStore
+
+ReportTarget = tuple[str | Path, str]          # (path, "html" | "json")
+OnReportError = Callable[[str | Path, str, str], None]
+
+
+def finalise_run(outcome: GateOutcome, history: "HistoryStore | None", reports: Sequence[ReportTarget] = (),
+                 *, on_report_error: OnReportError | None = None) -> list[ReportTarget]:
+    """Write ``reports`` of ``outcome``, then record it in ``history`` (when given). Returns the
+    reports written. ``on_report_error(path, kind, reason)`` is told about each report that
+    could not be written (the run is then blocked with a ``(report)`` error check)."""
+    targets = list(reports)
+    written = _write(outcome, targets, history, on_report_error)
+    if len(written) < len(targets):
+        _write(outcome, written, history, None)  # the decision changed: they must say block
+    if history is not None:
+        before = outcome.exit_code
+        record_outcome(outcome, history)
+        if outcome.exit_code != before:
+            _write(outcome, written, history, None)
+    return written
+
+
+def _write(outcome: GateOutcome, targets: Sequence[ReportTarget], history: "HistoryStore | None",
+           on_error: OnReportError | None) -> list[ReportTarget]:
+    from ..render import write_html_report, write_json_report
+
+    writers = {"html": write_html_report, "json": write_json_report}
+    ok: list[ReportTarget] = []
+    for path, kind in targets:
+        try:
+            writers[kind](outcome, path, history=history)
+            ok.append((path, kind))
+        except Exception as exc:  # noqa: BLE001 - a report that cannot be written blocks the release
+            reason = f"{type(exc).__name__}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror \
+                else type(exc).__name__
+            add_error(outcome, "(report)", f"cannot write the {kind.upper()} report {path}: {reason}")
+            if on_error is not None:
+                on_error(path, kind, reason)
+    return ok
