@@ -100,6 +100,13 @@ def register_metric(
                 ctx = real
                 params = kwargs
             else:
+                if "control" in kwargs and _REGISTRY[metric_name].self_controlled:
+                    # anonymeter's name for the holdout, so a notebook moves over by its import
+                    if "holdout" in kwargs:
+                        from .errors import ParameterError
+
+                        raise ParameterError(f"{metric_name}: give holdout= or anonymeter's control=, not both")
+                    kwargs["holdout"] = kwargs.pop("control")
                 ctx_keys = ("holdout", "schema", "keys", "sensitive", "seed", "pairing")
                 ctx_kwargs = {k: kwargs.pop(k) for k in ctx_keys if k in kwargs}
                 ctx = EvaluationContext(real, synthetic, **ctx_kwargs)

@@ -108,3 +108,16 @@ def test_attack_results_go_into_history_and_reports(frames, tmp_path):
     assert not out.errors and html is not None
     assert scores.height == 1
     assert "singling_out" in (tmp_path / "r.json").read_text() and "linkability" in (tmp_path / "r.html").read_text()
+
+
+def test_anonymeters_control_name_is_the_holdout(frames):
+    real, syn, hold = frames
+    a = privgate.metrics.linkability(real, syn, control=hold, aux_cols=[["age", "sex"], ["race", "education"]],
+                                     n_attacks=200, seed=3)
+    b = privgate.metrics.linkability(real, syn, holdout=hold, aux_cols=[["age", "sex"], ["race", "education"]],
+                                     n_attacks=200, seed=3)
+    assert a.value == b.value and a.ci == b.ci and a.n_holdout == 800
+    with pytest.raises(privgate.errors.ParameterError, match="not both"):
+        privgate.metrics.linkability(real, syn, control=hold, holdout=hold)
+    with pytest.raises(privgate.errors.ParameterError, match="control"):
+        privgate.metrics.common_rows(real, syn, control=hold)  # not a control-set metric
