@@ -4,7 +4,8 @@ Every metric here is oriented as risk: ``value`` 1 means no privacy (a copy of t
 scores 1), about 0 for data drawn uniformly at random. ``raw`` is the original definition's value
 in its own orientation. Distances are Euclidean in the mixed space unless stated; nearest
 neighbours come from the shared engine of the context (each search computed once per evaluation).
-Paper references are sections of the PrivEval metrics review (`shared/papers/priveval-metrics-review.md`).
+Paper references are sections of the PrivEval metrics review ("A Review of Privacy Metrics for
+Privacy-Preserving Synthetic Data Generation", with the PrivEval reference app).
 """
 
 from __future__ import annotations

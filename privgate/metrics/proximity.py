@@ -1,5 +1,5 @@
 """Proximity score (TTPR/TSPR): are synthetic records closer to the training records than
-other real records from the same population are? (`shared/papers/privacy-score-ttpr.md`;
+other real records from the same population are? (Clearbox AI's privacy score;
 METRICS.md §2 "Proximity score", §3 rule 13.)
 
 The real data is split in two random halves R1, R2. For r in R1, with d₁(r) the distance to its
@@ -31,7 +31,7 @@ from ..results import MetricResult
 from ..ties import lt
 from ._common import quantile_summary, result, set_bootstrap_ci
 
-PAPER = "Privacy score (TTPR/TSPR), shared/papers/privacy-score-ttpr.md"
+PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 
 
 def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Statistical-similarity metrics: how closely each column's synthetic distribution follows the
-real one (METRICS.md §2 "Statistical similarity", §3 rules 10 and 12; the comparison thesis
-`shared/papers/metric-comparison-thesis.md` §5, Algorithms 5 and 9–11, after Qian et al.'s
+real one (METRICS.md §2 "Statistical similarity", §3 rules 10 and 12; the privacy/utility metric-comparison
+thesis, §5, Algorithms 5 and 9–11, after Qian et al.'s
 synthcity).
 
 Every metric is computed per column and averaged; ``per_attribute`` holds each column's value in
