@@ -68,7 +68,11 @@ def test_a_gate_config_with_the_attacks_validates_and_runs(frames):
     assert cfg.metric_names == ATTACKS
     out = run_gate(CONFIG, real, syn, holdout=hold, release_id="r1")
     assert {c.metric for c in out.checks} == set(ATTACKS)
-    assert out.exit_code in (0, 1, 2) and not out.errors
+    # a noisy copy scores about 0.18 / 0.06 / 0.74 here: below every limit, so the gate passes
+    assert out.exit_code == 0 and str(out.decision) == "pass" and not out.errors
+    assert out.results["singling_out"].value == pytest.approx(0.1814, abs=2e-3)
+    assert out.results["linkability"].value == pytest.approx(0.0554, abs=2e-3)
+    assert out.results["inference"].value == pytest.approx(0.7445, abs=2e-3)
     assert out.results["linkability"].params["n_neighbors"] == 2
 
 

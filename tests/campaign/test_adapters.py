@@ -131,10 +131,7 @@ def test_gx_expectation_is_errored_never_passed(gx_context, case, fault, thresho
 
     real, synthetic = _frames(case)
     with fault_metric(fault) as name:
-        try:
-            ref = pe.register_real(f"campaign-{case.seed}", real)
-        except Exception:  # noqa: BLE001 - an unusable real frame may be refused up front
-            return
+        ref = pe.register_real(f"campaign-{case.seed}", real)  # a registry name; never refused
         pe.compute.clear_context_cache()
         r = pe.validate_release(synthetic, pe.ExpectSyntheticPrivacyRiskToBeBelow(
             metric=name, real=ref, threshold=threshold), context=gx_context)
