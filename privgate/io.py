@@ -124,9 +124,16 @@ def _check_csv_header(path: Path, role: str) -> None:
     ``age_duplicated_0`` and gate it as a column of its own)."""
     header = pl.read_csv(path, has_header=False, n_rows=1, infer_schema=False)
     names = [str(v) for v in header.row(0)] if header.height else []
-    seen: set[str] = set()
-    repeated = [n for n in names if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
+    first: dict[str, int] = {}
+    repeated = []  # (position, position of the first column with that name), 1-based
+    for i, n in enumerate(names, 1):
+        if n in first:
+            repeated.append((i, first[n]))
+        else:
+            first[n] = i
     if repeated:
+        # positions, not names: in a file without a header the first line is a real record
+        where = ", ".join(f"column {i} repeats the name of column {j}" for i, j in repeated)
         raise InputLoadError(
-            f"{role}: the header of {path} repeats the column name(s) {sorted(set(repeated))}; "
+            f"{role}: the header of {path} repeats a column name ({where}); "
             "expected every column name once — rename or drop the repeated column(s)")

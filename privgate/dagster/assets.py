@@ -23,6 +23,7 @@ import dagster as dg
 import polars as pl
 
 from privgate.io import load_frame
+from privgate.schema import dtype_name
 
 from .metadata import frame_digest
 from .partitions import releases_partitions
@@ -42,7 +43,8 @@ def frame_metadata(frame: pl.DataFrame, source: str | Path | None = None) -> dic
         "columns": dg.MetadataValue.int(frame.width),
         "content_sha256": dg.MetadataValue.text(frame_digest(frame)),
         "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(name, str(dtype)) for name, dtype in frame.schema.items()]),
+            # dtype_name: an Enum is named by its level count (str() lists every real label)
+            columns=[dg.TableColumn(name, dtype_name(dtype)) for name, dtype in frame.schema.items()]),
     }
     if source is not None:
         md["source"] = dg.MetadataValue.path(str(source))

@@ -38,8 +38,18 @@ def error_message(evr: Any) -> str | None:
     """The first exception message of an errored result (None when it did not error)."""
     for e in _exception_entries(evr):
         if e.get("raised_exception"):
-            return str(e.get("exception_message") or "unknown error")
+            text = str(e.get("exception_message") or "unknown error")
+            # privgate's own messages name metrics, columns and sizes only; anything raised
+            # around them (GX, pandas, a database driver) may quote a cell value: type only
+            if text.startswith(_OWN_PREFIXES):
+                return text
+            return "the expectation raised outside privgate (message withheld: it may quote data values)"
     return None
+
+
+# how the messages privgate's expectations raise begin (metric computation, the expectation's
+# own parameter and fail-closed checks); they carry names, settings and sizes, never cell values
+_OWN_PREFIXES = ("privgate metric ", "metric ", "expect_synthetic_", "real must be ", "a p-value ")
 
 
 def expectation_results(validation_result: Any) -> list[Any]:

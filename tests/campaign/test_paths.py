@@ -130,7 +130,8 @@ def test_repeated_csv_header_is_refused(tmp_path, real, capsys, side):
     code = _gate(tmp_path, bad if side == "real" else good, good if side == "real" else bad)
     out = capsys.readouterr()
     assert code == 3
-    assert "dup.csv" in out.out and "repeats the column name(s) ['x']" in out.out
+    assert "dup.csv" in out.out and "column 2 repeats the name of column 1" in out.out
+    assert "['x']" not in out.out  # positions, never the (possibly real-record) names
     _assert_blocked_row(tmp_path)
 
 
@@ -194,3 +195,35 @@ def test_metrics_into_a_closed_pipe_has_no_traceback():
     cmd = f"{sys.executable} -m privgate.cli metrics | true; echo ${{PIPESTATUS[0]}}"
     done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "141" and "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_leak_paths_found_in_review_carry_no_values(tmp_path):
+    """Three outputs that quoted data: a headerless CSV's first record in the repeated-header
+    error, an Enum column's level labels in Dagster's column schema, a foreign exception's text
+    in GX results. Each now carries positions, counts or types only."""
+    from privgate.errors import InputLoadError
+    from privgate.io import load_frame
+
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("zzsecret,zzsecret,1\nzzother,zzother,2\n")
+    with pytest.raises(InputLoadError) as err:
+        load_frame(headerless, role="real")
+    assert "zzsecret" not in str(err.value) and "column 2 repeats the name of column 1" in str(err.value)
+
+    dg = pytest.importorskip("dagster")  # noqa: F841
+    from privgate.dagster.assets import frame_metadata
+
+    frame = pl.DataFrame({"city": pl.Series(["zzsecret", "b"], dtype=pl.Enum(["zzsecret", "b"]))})
+    assert "zzsecret" not in repr(frame_metadata(frame))
+
+    pytest.importorskip("great_expectations")
+    from privgate.gx.results import error_message
+
+    class EVR:  # the shape of an errored GX expectation result
+        exception_info = {"raised_exception": True,
+                          "exception_message": "could not append value: 'zzsecret' of type: str"}
+
+    assert "zzsecret" not in error_message(EVR())
+    EVR.exception_info = {"raised_exception": True,
+                          "exception_message": "privgate metric 'common_rows' could not be computed: TypeError"}
+    assert error_message(EVR()).startswith("privgate metric 'common_rows'")
