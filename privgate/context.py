@@ -216,13 +216,21 @@ class EvaluationContext:
 
     # ------------------------------------------------------------- neighbours
     def neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
-                   k: int = 1, rows: np.ndarray | None = None) -> Neighbours:
+                   k: int = 1, rows: np.ndarray | None = None,
+                   target_rows: np.ndarray | None = None) -> Neighbours:
         """k nearest ``target`` records of every ``query`` record in ``space`` ("mixed",
         "identifiability", ("famd", 2), ("mixed", (col, ...))). Computed once and cached; when
         query == target the record itself is excluded by index. ``rows``: only these query rows
-        (e.g. :meth:`real_sample`), each searched against every target record."""
+        (e.g. :meth:`real_sample`), each searched against every target record. ``target_rows``:
+        search among these target rows only (a size-matched subsample, as the memorisation
+        test needs); returned indices are positions within ``target_rows``."""
         key = _space_key(space)
         cache_key = (key, query, target)
+        if target_rows is not None:
+            if rows is not None or query == target:
+                raise ValueError("target_rows needs different query and target sets and no query rows")
+            target_rows = np.asarray(target_rows, dtype=np.int64)
+            cache_key = (key, query, target, "target_rows", target_rows.tobytes())
         shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
         if rows is not None:
             rows = np.asarray(rows, dtype=np.int64)
@@ -239,6 +247,8 @@ class EvaluationContext:
         sp = self.space(key)
         q = sp[query] if query in sp.matrices else self._missing(query)
         t = sp[target] if target in sp.matrices else self._missing(target)
+        if target_rows is not None:
+            t = t[target_rows]
         same = query == target
         available = t.shape[0] - (1 if same else 0)
         if available < k:

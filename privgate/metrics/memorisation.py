@@ -60,7 +60,6 @@ import math
 import numpy as np
 
 from ..errors import NotApplicableError, ParameterError, TooFewRowsError
-from ..neighbours import knn
 from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import binomial_test, clopper_pearson, holm
@@ -94,17 +93,16 @@ def _distances(ctx) -> tuple[np.ndarray, np.ndarray, str | None, float]:
         d_t = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
         d_h = ctx.neighbours("mixed", "synthetic", "holdout", 1).dist[:, 0]
         return d_t, d_h, None, 1.0
-    space = ctx.mixed()
     rng = np.random.default_rng(ctx.seed)
     if n_t > n_h:
         rows = np.sort(rng.choice(n_t, n_h, replace=False))
-        d_t = knn(space.synthetic, space.real[rows], 1).dist[:, 0]
+        d_t = ctx.neighbours("mixed", "synthetic", "real", 1, target_rows=rows).dist[:, 0]
         d_h = ctx.neighbours("mixed", "synthetic", "holdout", 1).dist[:, 0]
         return d_t, d_h, (f"training subsampled from {n_t} to {n_h} records (the holdout's size); "
                           f"shares scaled by {n_t}/{n_h}"), n_t / n_h
     rows = np.sort(rng.choice(n_h, n_t, replace=False))
     d_t = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
-    d_h = knn(space.synthetic, space.holdout[rows], 1).dist[:, 0]
+    d_h = ctx.neighbours("mixed", "synthetic", "holdout", 1, target_rows=rows).dist[:, 0]
     return d_t, d_h, f"holdout subsampled from {n_h} to {n_t} records (the training set's size)", 1.0
 
 

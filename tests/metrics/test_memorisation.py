@@ -181,3 +181,21 @@ def test_errors_name_the_sizes():
     for bad in ({"ratio": 0}, {"ratio": 1.5}, {"tails": []}, {"tails": [0.0, 1.0]}, {"tails": ["a"]}):
         with pytest.raises(ParameterError):
             memorisation(TRAIN, TRAIN, holdout=HOLD, **bad)
+
+
+def test_subsampled_side_is_searched_through_the_context(adult):
+    """Unequal sizes: the size-matched subsample is searched by the context's engine (cached,
+    reported in details["neighbour_search"]) and gives the brute-force nearest distances."""
+    from privgate.context import EvaluationContext
+
+    real, hold, fresh = adult
+    real, hold, syn = real[:400], hold[:200], fresh[:300]
+    ctx = EvaluationContext(real, syn, holdout=hold, seed=5)
+    res = memorisation(ctx)
+    assert set(res.details["neighbour_search"]["searches"]) == {"mixed synthetic→real", "mixed synthetic→holdout"}
+    rows = np.sort(np.random.default_rng(5).choice(400, 200, replace=False))
+    sp = ctx.mixed()
+    brute = np.sqrt(((sp.synthetic[:, None, :] - sp.real[rows][None, :, :]) ** 2).sum(-1)).min(axis=1)
+    got = ctx.neighbours("mixed", "synthetic", "real", 1, target_rows=rows)
+    assert np.allclose(got.dist[:, 0], brute)
+    assert set(got.idx[:, 0]) <= set(range(200))  # positions within the subsample
