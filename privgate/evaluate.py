@@ -107,7 +107,7 @@ def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
         p = params.get(spec.name, {})
         try:
             res = run_spec(spec, ctx, p)
-            if base_ctx is not None and _has_baseline(spec):
+            if base_ctx is not None and has_baseline(spec):
                 attach_baseline(res, run_spec(spec, base_ctx, p), ctx.seed)
             results[spec.name] = res
         except PrivgateError as exc:
@@ -116,7 +116,7 @@ def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
             errors[spec.name] = f"{type(exc).__name__}: {exc}"
 
 
-def _has_baseline(spec) -> bool:
+def has_baseline(spec) -> bool:
     """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
     (which real record each synthetic record came from) have none for holdout records."""
     return not spec.self_controlled and "pairing" not in spec.needs

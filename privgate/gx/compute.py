@@ -165,6 +165,13 @@ def _compute(
         raise ParameterError(
             f"{metric!r}: comparing against the holdout baseline needs a holdout reference"
         )
+    if baseline:
+        from privgate.evaluate import has_baseline
+
+        if not has_baseline(spec):  # as privgate.evaluate(baseline=True) and the gate decide
+            raise ParameterError(
+                f"{metric!r} has no holdout baseline (it compares with the holdout itself, or needs "
+                "a pairing holdout records lack): use compare_to='value'")
     synth = load_frame(synthetic, role="synthetic batch")
     ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
                        sensitive=sensitive, seed=seed, paired=paired)

@@ -177,3 +177,15 @@ def test_p_value_expectation_rejects_an_interval_or_a_baseline():
     with pytest.raises(Exception):
         pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="memorisation", real="r.parquet",
                                                threshold=0.01, on="middle")
+
+
+def test_no_holdout_baseline_for_self_controlled_metrics(gx_context, evidence_frames):
+    """As privgate.evaluate(baseline=True) and the gate: memorisation (and the attacks) compare
+    with the holdout themselves; an 'excess' over a holdout-as-release baseline would score the
+    holdout against itself. The expectation is errored, not computed."""
+    exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="memorisation", real=evidence_frames["real"],
+                                                  holdout=evidence_frames["holdout"], threshold=0.05,
+                                                  compare_to="excess")
+    r = pe.validate_release(evidence_frames["leaky"], exp, context=gx_context)
+    assert pe.is_errored(r) and r.success is False
+    assert "has no holdout baseline" in pe.error_message(r)
