@@ -63,7 +63,8 @@ class PrivgateResource(dg.ConfigurableResource):
     reports_dir: Optional[str] = Field(
         default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")
     threads: int = Field(
-        default=1, description="Threads for BLAS/OpenMP/faiss during an evaluation (0: leave as is).")
+        default=1, description=("Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM "
+                                "(0: privgate's default, $PRIVGATE_THREADS or the free cores)."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
@@ -124,11 +125,11 @@ class PrivgateResource(dg.ConfigurableResource):
                 if not waiting:
                     store = self.open_history()
                     try:
-                        with _thread_limits(self.threads):
-                            outcome = run_gate(
-                                cfg, self.real_path, release, holdout=holdout or None,
-                                release_id=release_id, dataset=dataset,
-                                history=ReleaseOrderedHistory(store, earlier_releases), record=False)
+                        outcome = run_gate(
+                            cfg, self.real_path, release, holdout=holdout or None,
+                            release_id=release_id, dataset=dataset,
+                            history=ReleaseOrderedHistory(store, earlier_releases), record=False,
+                            threads=self.threads if self.threads > 0 else None)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()
@@ -237,27 +238,6 @@ def dataset_lock(dataset: str, history_url: str | None, lock_dir: str | None = N
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def _thread_limits(threads: int) -> Iterator[None]:
-    if threads <= 0:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    try:
-        import faiss  # noqa: PLC0415 - optional speed-up of the neighbour engine
-        previous = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(threads)
-    except Exception:  # noqa: BLE001
-        faiss, previous = None, None
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        if faiss is not None:
-            faiss.omp_set_num_threads(previous)
 
 
 def _safe(name: str) -> str:

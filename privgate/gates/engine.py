@@ -346,6 +346,7 @@ def run_gate(
     dataset: str | None = None,
     progress: Callable[..., Any] | None = None,
     record: bool = True,
+    threads: int | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -356,14 +357,16 @@ def run_gate(
 
     ``history`` is read for trend rules; the run is recorded in it once, at the end, unless
     ``record=False`` — a caller with more steps that can fail (the CLI writes reports) records
-    the final decision itself with :func:`record_outcome`.
+    the final decision itself with :func:`record_outcome`. ``threads``: the run's thread budget
+    (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default ``$PRIVGATE_THREADS`` or the
+    cores free at the start.
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
     try:
-        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
+        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, threads=threads,
                        progress=progress, run_id=run_id, created=created)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
@@ -439,7 +442,7 @@ def result_problem(res: Any) -> str | None:
 
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
-         created: datetime) -> GateOutcome:
+         created: datetime, threads: int | None = None) -> GateOutcome:
     from ..io import load_frame
 
     checks: list[GateCheck] = []
@@ -512,7 +515,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 holdout=frames.get("holdout"), keys=config.keys, sensitive=config.sensitive,
                 schema=config.schema, seed=config.seed, params=config.params(),
                 baseline=bool(has_holdout and config.needs_baseline), on_error="record",
-                progress=progress,
+                progress=progress, threads=threads,
             )
         except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
             what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"

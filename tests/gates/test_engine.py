@@ -405,3 +405,22 @@ def test_trend_notes_a_changed_real_dataset(monkeypatch, frames, tmp_path):
     changed = run_gate(CFG, real.with_columns(pl.col("a") + 1), syn, release_id="c", history=store)
     trend = next(c for c in changed.checks if c.rule == "trend")
     assert changed.previous_release_id == "b" and "real data differ from release 'b'" in trend.message
+
+
+def test_run_gate_passes_its_thread_budget_to_the_evaluation(monkeypatch, tmp_path):
+    """The Dagster resource's `threads` reaches the evaluation (an outer limit alone was
+    overridden by evaluate's own budget of the free cores)."""
+    import polars as pl
+
+    seen = {}
+    real_eval = engine._evaluate
+
+    def spy(*args, **kwargs):
+        seen["threads"] = kwargs.get("threads")
+        return real_eval(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_evaluate", spy)
+    frame = pl.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"]})
+    out = engine.run_gate({"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}},
+                          frame, frame.reverse(), threads=1)
+    assert seen["threads"] == 1 and out.exit_code == 2  # a copy: every real record copied
