@@ -29,12 +29,14 @@ def finalise_run(outcome: GateOutcome, history: "HistoryStore | None", reports: 
     targets = list(reports)
     written = _write(outcome, targets, history, on_report_error)
     if len(written) < len(targets):
-        _write(outcome, written, history, None)  # the decision changed: they must say block
+        # the decision changed: they must say block; one that cannot be rewritten still says
+        # the old decision, so it is named as an error and not returned as a report of this run
+        written = _write(outcome, written, history, on_report_error)
     if history is not None:
         before = outcome.exit_code
         record_outcome(outcome, history)
         if outcome.exit_code != before:
-            _write(outcome, written, history, None)
+            written = _write(outcome, written, history, on_report_error)
     return written
 
 
