@@ -24,12 +24,13 @@ are serialised and ordered.
 """
 
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import dagster as dg
 from pydantic import Field
+
+from privgate.names import identifier
 
 from .gate_checks import DECISION_CHECK, check_results, check_specs
 
@@ -172,4 +173,4 @@ def decision_check_key(asset: Any) -> dg.AssetCheckKey:
 
 
 def _identifier(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", str(name)) or "dataset"
+    return identifier(name, "dataset")

@@ -31,6 +31,7 @@ import dagster as dg
 from pydantic import Field
 
 from privgate.errors import PrivgateError
+from privgate.names import path_component
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig, GateOutcome
@@ -242,5 +243,4 @@ def dataset_lock(dataset: str, history_url: str | None, lock_dir: str | None = N
 
 def _safe(name: str) -> str:
     """A name as one path component (no separators, no leading dots)."""
-    out = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name)).lstrip(".")
-    return out or "dataset"
+    return path_component(name, "dataset")

@@ -62,6 +62,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..errors import ConfigError
+from ..names import identifier
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
@@ -436,5 +437,4 @@ def check_name(metric: str, kind: str, severity: str) -> str:
     """The stable name of one gate rule as a check, shared by every adapter (Dagster asset checks,
     GX expectations built from a gate config): ``<metric>__<kind>_<severity>``, e.g.
     ``common_rows__threshold_block``; the double underscore separates the metric's own name."""
-    metric_id = "".join(c if c.isalnum() or c == "_" else "_" for c in metric)
-    return f"{metric_id}__{kind}_{severity}"
+    return f"{identifier(metric)}__{kind}_{severity}"

@@ -27,26 +27,26 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from typing import Any, Iterable, Sequence
+
+from privgate.names import identifier
 
 from .results import expectation_config, expectation_results, summarise
 
-_SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
 def _base_name(cfg: dict[str, Any]) -> str:
     meta_name = cfg["meta"].get("check_name")
     if meta_name:
-        return _SAFE.sub("_", str(meta_name))
+        return identifier(meta_name)
     metric = cfg["kwargs"].get("metric")
     if not metric:
         from .results import _named_metric
 
         metric = _named_metric(cfg["type"])
     if metric:
-        return "privacy_" + _SAFE.sub("_", str(metric))
-    return _SAFE.sub("_", cfg["type"] or "expectation")
+        return "privacy_" + identifier(metric)
+    return identifier(cfg["type"] or "expectation")
 
 
 # kwargs GX adds at validation time (absent from the suite's stored configuration)
