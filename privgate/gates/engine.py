@@ -241,14 +241,12 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
         point = res.value - prev
         what = f"increase {point:+.4f} over last accepted {prev:.4f}"
     base["interval"] = (float(interval[0]), float(interval[1])) if interval is not None else None
-    if rule.on == "estimate":
-        compared = point
-    elif interval is None:
+    compared = compared_number(point, interval, rule.on)
+    if compared is None:
         quantity, field_ = ("value", "ci") if rule.kind == "threshold" else ("excess", "excess_ci")
         return _missing_check(base, optional, f"the rule compares the {_ON_WORDS[rule.on]} of the {quantity}'s "
                                               f"interval and {name} reports no {field_}")
-    else:
-        compared = float(interval[0] if rule.on == "lower" else interval[1])
+    if rule.on != "estimate":
         fmt = "{:.4f}" if rule.kind == "threshold" else "{:+.4f}"
         what = (f"{_ON_WORDS[rule.on]} {fmt.format(compared)} of {what} (95 % interval "
                 f"{fmt.format(interval[0])} to {fmt.format(interval[1])})")
@@ -256,6 +254,19 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
     verdict = rule.severity if fired else "pass"
     msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
     return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def compared_number(point: float, interval: Any, on: str) -> float | None:
+    """The number a rule compares with its limit: the point estimate (``on="estimate"``) or the
+    lower / upper end of its 95 % interval; None when an end is asked for and there is no
+    interval (the caller fails closed). The one definition the gate and the GX expectations use."""
+    if on == "estimate":
+        return float(point)
+    if on not in ("lower", "upper"):
+        raise ValueError(f"on must be 'estimate', 'lower' or 'upper', got {on!r}")
+    if interval is None:
+        return None
+    return float(interval[0] if on == "lower" else interval[1])
 
 
 def rule_fires(kind: str, compared: float, limit: float) -> bool:

@@ -43,7 +43,7 @@ from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
 from privgate.errors import MetricComputationError, ParameterError
-from privgate.gates.engine import rule_fires
+from privgate.gates.engine import compared_number, rule_fires
 
 from .compute import compute_risk
 from .references import describe_reference
@@ -305,20 +305,19 @@ class PrivacyRiskExpectation(BatchExpectation):
                   interval: Any) -> float:
         """The number compared with the threshold: the estimate or an end of its interval; a
         missing interval raises (the expectation is errored: fails closed, like the gate)."""
-        if on == "estimate":
-            return estimate
-        if on not in ("lower", "upper"):
+        if on not in ("estimate", "lower", "upper"):
             raise ParameterError(
                 f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}"
             )
-        if interval is None:
+        compared = compared_number(estimate, interval, on)
+        if compared is None:
             quantity, field = ("excess", "excess_ci") if compare_to == "excess" else ("value", "ci")
             raise MetricComputationError(
                 f"{self.expectation_type}: the expectation compares the {on} end of the "
                 f"{quantity}'s 95 % interval and metric {payload['metric']!r} reports no "
                 f"{field} (fails closed)"
             )
-        return float(interval[0] if on == "lower" else interval[1])
+        return compared
 
     # ----------------------------------------------------------------------- rendering
     @classmethod

@@ -424,3 +424,15 @@ def test_run_gate_passes_its_thread_budget_to_the_evaluation(monkeypatch, tmp_pa
     out = engine.run_gate({"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}},
                           frame, frame.reverse(), threads=1)
     assert seen["threads"] == 1 and out.exit_code == 2  # a copy: every real record copied
+
+
+def test_compared_number_picks_estimate_or_interval_end():
+    from privgate.gates.engine import compared_number
+
+    assert compared_number(0.3, (0.1, 0.5), "estimate") == 0.3
+    assert compared_number(0.3, (0.1, 0.5), "lower") == 0.1
+    assert compared_number(0.3, (0.1, 0.5), "upper") == 0.5
+    assert compared_number(0.3, None, "estimate") == 0.3
+    assert compared_number(0.3, None, "lower") is None  # the caller fails closed
+    with pytest.raises(ValueError, match="on must be"):
+        compared_number(0.3, (0.1, 0.5), "middle")
