@@ -1,0 +1,284 @@
+"""One release's evaluation split into steps by metric family (build_privgate_family_checks):
+the same checks, results, history rows, reports and decision as the single check step, a failing
+or dying family blocks the release, and it runs under the multiprocess executor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from privgate.dagster.definitions import EVALUATE_JOB, build_definitions
+from privgate.dagster.gate_checks import DECISION_CHECK
+
+from conftest import GATE_YAML, fast_instance, run_release
+
+RELEASE = dg.AssetKey("synthetic_release")
+GRAPH = "privgate_synthetic_release"
+# the test configuration plus nnaa: two families (re-identification, tracing)
+FAMILY_GATE_YAML = GATE_YAML + "  nnaa:\n    threshold: {block: 0.9}\n"
+HERE = Path(__file__).resolve().parent
+
+
+def _defs(example, evaluation="by_family", **kw):
+    example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
+    return build_definitions(data_dir=example["root"], gate_config=example["gate"],
+                             history_url=f"sqlite:///{example['history']}", executor="in_process",
+                             sensor_settle_seconds=0, evaluation=evaluation, env={}, **kw)
+
+
+def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _materialized(result) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+# --- definitions ---------------------------------------------------------------------------------
+
+
+def test_family_checks_are_the_single_step_checks_in_steps(example):
+    example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
+    single = build_definitions(data_dir=example["root"], gate_config=example["gate"],
+                               executor="in_process", env={})
+    split = _defs(example)
+    keys = lambda d: set(d.resolve_asset_graph().asset_check_keys)  # noqa: E731
+    assert keys(split) == keys(single) and dg.AssetCheckKey(RELEASE, DECISION_CHECK) in keys(split)
+    job = split.resolve_job_def(EVALUATE_JOB)
+    graph = job.graph.node_named(GRAPH).definition
+    assert sorted(n.name for n in graph.nodes) == [f"{GRAPH}__gate", f"{GRAPH}__re_identification",
+                                                   f"{GRAPH}__tracing"]
+    # the blocking checks' join gates the publication: published_release waits for it
+    published = job.graph.dependency_structure.all_upstream_outputs_from_node("published_release")
+    assert f"{GRAPH}" in {o.node.name for o in published}
+    # the launchpad configuration of the single step works unchanged
+    cfg = {"ops": {GRAPH: {"config": {"release_id": "x", "holdout_path": "h.parquet"}}}}
+    assert job.run_config_schema.config_type is not None
+    from dagster._core.system_config.objects import ResolvedRunConfig
+
+    resolved = ResolvedRunConfig.build(job, cfg)
+    assert resolved.ops[f"{GRAPH}.{GRAPH}__tracing"].config == {"release_id": "x", "holdout_path": "h.parquet"}
+    dg.Definitions.validate_loadable(split)
+
+
+def test_steps_tags_and_threads_are_checked(example):
+    from privgate.dagster.family import build_privgate_family_checks
+    from privgate.errors import ConfigError
+
+    gate = example["gate"]
+    gate.write_text(FAMILY_GATE_YAML, encoding="utf-8")
+    k8s = {"dagster-k8s/config": {"container_config": {"resources": {"limits": {"cpu": "4"}}}}}
+    (checks,) = build_privgate_family_checks(
+        assets=[RELEASE], gate_config=gate, steps={"distance": ["re-identification"], "tracing": ["nnaa"]},
+        step_tags={"tracing": k8s}, step_threads={"tracing": 4})
+    ops = {n.name: n.definition for n in checks.node_def.nodes}
+    assert json.loads(ops[f"{GRAPH}__tracing"].tags["dagster-k8s/config"]) == k8s["dagster-k8s/config"]
+    assert set(ops) == {f"{GRAPH}__distance", f"{GRAPH}__tracing", f"{GRAPH}__gate"}
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"no step evaluates \['nnaa'\]"):
+        build_privgate_family_checks(assets=[RELEASE], gate_config=gate, steps={"a": ["re-identification"]})
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="'nnaa' is in steps 'a' and 'b'"):
+        build_privgate_family_checks(assets=[RELEASE], gate_config=gate,
+                                     steps={"a": ["re-identification", "nnaa"], "b": ["nnaa"]})
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="step_tags for unknown steps"):
+        build_privgate_family_checks(assets=[RELEASE], gate_config=gate, step_tags={"trace": k8s})
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="identifier other than 'gate'"):
+        build_privgate_family_checks(assets=[RELEASE], gate_config=gate, steps={"gate": ["tracing"]})
+    with pytest.raises(ConfigError, match="PRIVGATE_EVALUATION"):
+        build_definitions(data_dir=example["root"], gate_config=gate, env={"PRIVGATE_EVALUATION": "split"})
+    with pytest.raises(ConfigError, match="PRIVGATE_STEP_THREADS"):
+        build_definitions(data_dir=example["root"], gate_config=gate,
+                          env={"PRIVGATE_EVALUATION": "by_family", "PRIVGATE_STEP_THREADS": "[4]"})
+
+
+# --- same results as the single step -------------------------------------------------------------
+
+
+def _normalised_checks(result, run_id: str) -> dict[str, tuple]:
+    out = {}
+    for name, ev in _checks(result).items():
+        md = {k: v.value for k, v in ev.metadata.items()
+              if k not in ("json_report", "html_report", "evaluation_steps", "privgate_run_id")}
+        if "summary" in md:
+            md["summary"] = md["summary"].replace(run_id, "RUN")
+        out[name] = (ev.passed, ev.severity, ev.description, json.dumps(md, sort_keys=True, default=str))
+    return out
+
+
+def _report_json(path: str) -> dict:
+    d = json.loads(Path(path).read_text())
+    for k in ("run_id", "created_at", "seconds", "history"):
+        d.pop(k, None)
+    for r in d["results"].values():
+        r.pop("seconds")
+    for c in d["checks"]:
+        c.pop("seconds")
+    return d
+
+
+def test_split_and_single_step_agree_on_the_bundled_example(tmp_path):
+    """The bundled example (Adult sample, its holdout, the demo's leaky release, the shipped
+    default configuration): the family steps and the single step give the same check results
+    and metadata, the same score-history rows and the same JSON report, and the same decision."""
+    from privgate.commands.demo import make_releases
+    from privgate.data import example_path, load_example
+    from privgate.history import HistoryStore
+
+    release = make_releases(load_example("adult_sample"), seed=0)["release-2-leaky"]
+    runs = {}
+    with fast_instance() as instance:
+        for mode in ("single", "by_family"):
+            root = tmp_path / mode
+            (root / "releases").mkdir(parents=True)
+            release.write_parquet(root / "releases" / "leaky.parquet")
+            url = f"sqlite:///{root / 'history.sqlite'}"
+            defs = build_definitions(data_dir=root, real_path=example_path("adult_sample"),
+                                     holdout_path=example_path("adult_holdout"), history_url=url,
+                                     dataset="adult", executor="in_process", evaluation=mode, env={})
+            result = run_release(defs, instance, "leaky")
+            decision = _checks(result)[DECISION_CHECK]
+            run_id = decision.metadata["privgate_run_id"].value
+            store = HistoryStore(url)
+            try:
+                scores = store.metric_history("adult").drop("run_id", "created_at", "seconds",
+                                                               strict=False)
+                run_rows = store.runs("adult")
+            finally:
+                store.close()
+            runs[mode] = {"success": result.success, "checks": _normalised_checks(result, run_id),
+                          "scores": scores, "decision": run_rows["decision"].to_list(),
+                          "report": _report_json(decision.metadata["json_report"].value),
+                          "materialized": _materialized(result),
+                          "work": sorted(p.name for p in (root / "work").glob("*/*"))}
+    single, split = runs["single"], runs["by_family"]
+    assert single["decision"] == split["decision"] == ["warn"]  # the leaky release warns
+    assert single["checks"] == split["checks"]
+    assert not single["checks"][DECISION_CHECK][0] is False
+    assert single["report"] == split["report"]
+    assert single["scores"].equals(split["scores"]) and single["scores"].height >= 8
+    assert single["success"] and split["success"]
+    assert "published_release" in split["materialized"]
+    assert split["work"] == []  # the join removed the steps' files
+
+
+# --- failing closed ------------------------------------------------------------------------------
+
+
+def test_a_failing_family_step_blocks_the_release(example, instance, monkeypatch):
+    """A family step whose evaluation raises records the failure; the join blocks the release
+    (exit 3, recorded in the history), the family's rules are failed checks naming the step,
+    and nothing is published."""
+    import privgate.gates as gates
+    from privgate.history import HistoryStore
+
+    defs = _defs(example)
+    real = gates.evaluate_for_gate
+
+    def failing(cfg, *args, metrics=None, **kwargs):
+        if metrics and "nnaa" in metrics:
+            raise MemoryError("cannot allocate")
+        return real(cfg, *args, metrics=metrics, **kwargs)
+
+    monkeypatch.setattr(gates, "evaluate_for_gate", failing)
+    result = run_release(defs, instance, "r-pass")
+    assert not result.success
+    checks = _checks(result)
+    assert checks[DECISION_CHECK].passed is False
+    assert checks["common_rows__threshold_block"].passed is True  # the other family decided
+    nnaa = checks["nnaa__threshold_block"]
+    assert nnaa.passed is False and "evaluation step 'tracing' stopped (MemoryError" in nnaa.description
+    assert "published_release" not in _materialized(result)
+    step = next(e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"
+                and e.step_key == f"{GRAPH}.{GRAPH}__tracing")
+    assert step is not None
+    store = HistoryStore(f"sqlite:///{example['history']}")
+    try:
+        runs = store.runs("dagster-test")
+    finally:
+        store.close()
+    assert runs["decision"].to_list() == ["block"] and runs["exit_code"].to_list() == [3]
+
+
+def test_missing_step_results_block(example, instance, monkeypatch):
+    """A join that finds no results of a step (e.g. a work_dir that is not shared between the
+    step pods) blocks the release naming the step and the folder."""
+    import privgate.dagster.family as family
+
+    defs = _defs(example)
+    real_write = family.write_partial
+
+    def lost(folder, step, report, **kw):
+        target = real_write(folder, step, report, **kw)
+        if step == "re_identification":
+            target.unlink()
+        return target
+
+    monkeypatch.setattr(family, "write_partial", lost)
+    result = run_release(defs, instance, "r-pass")
+    checks = _checks(result)
+    assert not result.success and checks[DECISION_CHECK].passed is False
+    msg = checks["common_rows__threshold_block"].description
+    assert "evaluation step 're_identification' left no results" in msg
+    assert checks["nnaa__threshold_block"].passed is True
+
+
+# --- multiprocess executor -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def mp_env(example, monkeypatch):
+    """Environment of the bundled Definitions for tests/dagster/family_jobs.py (the step
+    processes read it), evaluated by family on the multiprocess executor."""
+    example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
+    env = {"PRIVGATE_DAGSTER_DATA_DIR": str(example["root"]), "PRIVGATE_GATE_CONFIG": str(example["gate"]),
+           "PRIVGATE_HISTORY_URL": f"sqlite:///{example['history']}", "PRIVGATE_EVALUATION": "by_family",
+           "PRIVGATE_EXECUTOR": "multiprocess", "PRIVGATE_MAX_CONCURRENT": "3",
+           "PRIVGATE_SENSOR_STATUS": "stopped", "PRIVGATE_THREADS": "1",
+           "PRIVGATE_STEP_THREADS": '{"tracing": 1}'}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.syspath_prepend(str(HERE))
+    return example
+
+
+def _execute(instance, release_id):
+    import family_jobs
+
+    instance.add_dynamic_partitions("releases", [release_id])
+    return dg.execute_job(dg.reconstructable(family_jobs.reevaluate_release_job), instance=instance,
+                          tags={"dagster/partition": release_id}, raise_on_error=False)
+
+
+def test_multiprocess_executor_runs_families_in_their_own_processes(mp_env, monkeypatch):
+    """Under Dagster's multiprocess executor (a process per step) the family steps and the join
+    run in separate processes and block a copied release; a family step whose process dies (like
+    an OOM-killed pod) fails the run: the join does not run and nothing is recorded (the
+    in-process tests show that a failed check step stops the publication)."""
+    import os
+
+    from privgate.history import HistoryStore
+
+    with fast_instance() as instance:
+        with _execute(instance, "r-block") as blocked:
+            assert not blocked.success
+            evs = {e.check_name: e for e in blocked.get_asset_check_evaluations()}
+            assert evs[DECISION_CHECK].passed is False and evs["common_rows__threshold_block"].passed is False
+            assert evs["nnaa__threshold_block"].passed is True
+            starts = {e.step_key: e.pid for e in blocked.all_events if e.event_type_value == "STEP_START"}
+            pids = [starts[f"{GRAPH}.{GRAPH}__{s}"] for s in ("re_identification", "tracing", "gate")]
+            assert len(set(pids)) == 3 and os.getpid() not in pids
+        monkeypatch.setenv("PRIVGATE_TEST_KILL_STEP", "nnaa")
+        with _execute(instance, "r-pass") as died:
+            assert not died.success
+            failed = {e.step_key for e in died.all_events if e.event_type_value == "STEP_FAILURE"}
+            assert f"{GRAPH}.{GRAPH}__tracing" in failed
+            assert not died.get_asset_check_evaluations()  # the join did not run
+    store = HistoryStore(f"sqlite:///{mp_env['history']}")
+    try:
+        runs = store.runs("dagster-test")
+    finally:
+        store.close()
+    assert runs["release_id"].to_list() == ["r-block"] and runs["decision"].to_list() == ["block"]
