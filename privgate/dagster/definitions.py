@@ -44,7 +44,7 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .checks import applicable_check_keys, build_privgate_checks
-from .family import build_privgate_family_checks
+from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
 from .resource import PrivgateResource
 from .resources import DataLocations
@@ -169,9 +169,11 @@ def build_definitions(
     if mode not in EVALUATIONS:
         raise ConfigError(f"PRIVGATE_EVALUATION: must be one of {', '.join(EVALUATIONS)}, got {mode!r}")
     if mode == "by_family":
+        threads = step_threads if step_threads is not None else _step_threads(env)
+        if threads:  # one setting for every configuration: steps it does not have are ignored
+            threads = {k: v for k, v in threads.items() if k in default_steps(cfg)}
         release_checks = build_privgate_family_checks(
-            assets=[synthetic_release], gate_config=cfg,
-            step_threads=step_threads if step_threads is not None else _step_threads(env))
+            assets=[synthetic_release], gate_config=cfg, step_threads=threads)
     else:
         release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
     published_release = build_published_release(cfg)

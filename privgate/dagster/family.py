@@ -179,8 +179,6 @@ def _family_checks_for(asset: Any, cfg: "GateConfig", steps: dict[str, list[str]
                        tags: dict[str, Mapping[str, Any]], threads: dict[str, int],
                        retry_policy: dg.RetryPolicy | None, resource_key: str, pool: str,
                        name_prefix: str) -> dg.AssetChecksDefinition:
-    from dagster._core.definitions.asset_checks.asset_checks_definition import AssetChecksDefinition
-
     key, partitions_def = _asset_key_and_partitions(asset)
     specs = check_specs(cfg, key, partitions_def=partitions_def)
     specs_by_output = {spec.get_python_identifier(): spec for spec in specs}
@@ -206,7 +204,7 @@ def _family_checks_for(asset: Any, cfg: "GateConfig", steps: dict[str, list[str]
         outs = join(release=release, **done)
         return {name: getattr(outs, name) for name in specs_by_output}
 
-    return AssetChecksDefinition.create(keys_by_input_name={"release": key}, node_def=_graph,
+    return dg.AssetChecksDefinition.create(keys_by_input_name={"release": key}, node_def=_graph,
                                         check_specs_by_output_name=specs_by_output, can_subset=True)
 
 
@@ -243,6 +241,7 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
             budget = threads if threads is not None else resource.threads
             report = evaluate_for_gate(run_cfg, resource.real_path, release, holdout, metrics=metrics,
                                        threads=budget if budget > 0 else None)
+            write_partial(folder, step, report, metrics=metrics)
         except Exception as exc:  # noqa: BLE001 - recorded for the join, which blocks (fails closed)
             from privgate.gates.engine import _privgate_error_text
 
@@ -250,14 +249,25 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
             write_partial(folder, step, None, metrics=metrics, error=reason)
             context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
             return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
-        write_partial(folder, step, report, metrics=metrics)
         context.log.info(f"privgate step {step!r}: {len(report.results)} metric(s) evaluated, "
                          f"{len(report.errors)} failed, in {time.perf_counter() - start:.1f} s")
         return dg.Output(None, metadata={
             "status": "evaluated", "metrics": len(report.results), "failed_metrics": len(report.errors),
-            "threads": budget, "step_results": dg.MetadataValue.path(str(folder / f"{step}.json"))})
+            "threads": budget, "seconds": dg.MetadataValue.float(time.perf_counter() - start),
+            # sizing the step's pod: the peak memory of this process (of the whole run's
+            # process under the in-process executor)
+            "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
+            "step_results": dg.MetadataValue.path(str(folder / f"{step}.json"))})
 
     return _evaluate_step
+
+
+def _peak_rss_mib() -> int:
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return int(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024)
 
 
 def write_partial(folder: Path, step: str, report: "Report | None", *, metrics: Sequence[str],

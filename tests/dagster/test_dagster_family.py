@@ -5,6 +5,7 @@ or dying family blocks the release, and it runs under the multiprocess executor.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +15,21 @@ import pytest
 from privgate.dagster.definitions import EVALUATE_JOB, build_definitions
 from privgate.dagster.gate_checks import DECISION_CHECK
 
-from conftest import GATE_YAML, fast_instance, run_release
+
+def _dagster_conftest():
+    """tests/dagster/conftest.py as a module (a plain ``import conftest`` may find another
+    folder's conftest when several test folders run together)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_privgate_dagster_conftest",
+                                                  Path(__file__).resolve().parent / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_conf = _dagster_conftest()
+GATE_YAML, fast_instance, run_release = _conf.GATE_YAML, _conf.fast_instance, _conf.run_release
 
 RELEASE = dg.AssetKey("synthetic_release")
 GRAPH = "privgate_synthetic_release"
@@ -92,6 +107,45 @@ def test_steps_tags_and_threads_are_checked(example):
     with pytest.raises(ConfigError, match="PRIVGATE_STEP_THREADS"):
         build_definitions(data_dir=example["root"], gate_config=gate,
                           env={"PRIVGATE_EVALUATION": "by_family", "PRIVGATE_STEP_THREADS": "[4]"})
+
+
+def test_helm_values_size_each_family_step(example):
+    """deploy/helm/values.yaml: the evaluation is by family on the step pods too, the
+    per-step resources name real op names of the job built from the shipped default
+    configuration (and of every registry family), each family's thread budget is its pod's CPU
+    limit, the steps' work folder is on the shared volume, and the executor accepts the config."""
+    import yaml
+
+    pytest.importorskip("dagster_k8s", reason="dagster-k8s (extra 'k8s') not installed")
+    from dagster._config import process_config
+    from dagster_k8s import k8s_job_executor
+
+    from privgate.registry import FAMILIES
+
+    values = yaml.safe_load((HERE.parents[1] / "deploy" / "helm" / "values.yaml").read_text())
+    (dep,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e["value"] for e in dep["env"]}
+    ex = json.loads(env["PRIVGATE_K8S_EXECUTOR_CONFIG"])
+    assert process_config(k8s_job_executor.config_schema.config_type, ex).success
+    launcher = values["runLauncher"]["config"]["k8sRunLauncher"]["envVars"]
+    for var in ("PRIVGATE_EVALUATION", "PRIVGATE_WORK_DIR", "PRIVGATE_STEP_THREADS"):
+        assert f"{var}={env[var]}" in ex["env_vars"], var  # the step pods build the same job
+    for var in ("PRIVGATE_EVALUATION", "PRIVGATE_WORK_DIR"):
+        assert f"{var}={env[var]}" in launcher, var
+    assert env["PRIVGATE_EVALUATION"] == "by_family"
+    assert env["PRIVGATE_WORK_DIR"].startswith(env["PRIVGATE_DAGSTER_DATA_DIR"] + "/")
+    per_step = ex["per_step_k8s_config"]
+    steps = {re.sub(r"[^A-Za-z0-9_]", "_", f) for f in FAMILIES}
+    assert set(per_step) == {f"{GRAPH}__{s}" for s in steps | {"gate"}}
+    threads = json.loads(env["PRIVGATE_STEP_THREADS"])
+    assert set(threads) == steps
+    for step, n in threads.items():
+        limits = per_step[f"{GRAPH}__{step}"]["container_config"]["resources"]["limits"]
+        assert float(limits["cpu"]) == n, step
+    defs = build_definitions(data_dir=example["root"], env={**env, "PRIVGATE_EXECUTOR": "in_process"})
+    job = defs.resolve_job_def(EVALUATE_JOB)
+    ops = {n.name for n in job.graph.node_named(GRAPH).definition.nodes}
+    assert ops == {f"{GRAPH}__re_identification", f"{GRAPH}__tracing", f"{GRAPH}__gate"} <= set(per_step)
 
 
 # --- same results as the single step -------------------------------------------------------------
@@ -245,10 +299,16 @@ def mp_env(example, monkeypatch):
 
 
 def _execute(instance, release_id):
+    """Store the release in process, then run only its checks under the multiprocess executor."""
     import family_jobs
 
     instance.add_dynamic_partitions("releases", [release_id])
-    return dg.execute_job(dg.reconstructable(family_jobs.reevaluate_release_job), instance=instance,
+    defs = build_definitions()
+    stored = defs.resolve_implicit_global_asset_job_def().get_subset(
+        asset_selection={RELEASE}, asset_check_selection=set()).execute_in_process(
+        instance=instance, partition_key=release_id)
+    assert stored.success
+    return dg.execute_job(dg.reconstructable(family_jobs.release_checks_job), instance=instance,
                           tags={"dagster/partition": release_id}, raise_on_error=False)
 
 
