@@ -256,6 +256,37 @@ def test_a_failing_family_step_blocks_the_release(example, instance, monkeypatch
     assert runs["decision"].to_list() == ["block"] and runs["exit_code"].to_list() == [3]
 
 
+def test_step_files_and_metadata_hold_no_real_value(example, instance, monkeypatch, real_frame):
+    """What the family steps write for the join (kept here instead of deleted) and every
+    metadata value of the run carry scores, counts and row positions only: no categorical value
+    of the real data, no numeric value with five or more digits."""
+    import privgate.dagster.family as family
+
+    kept = []
+    monkeypatch.setattr(family.shutil, "rmtree", lambda path, **kw: kept.append(Path(path)))
+    result = run_release(_defs(example), instance, "r-block")
+    assert not result.success
+    (folder,) = kept
+    files = sorted(folder.glob("*.json"))
+    assert [f.stem for f in files] == ["re_identification", "tracing"]
+    texts = [f.read_text() for f in files]
+    for entry in instance.all_logs(result.run_id):
+        data = getattr(entry.dagster_event, "event_specific_data", None)
+        md = getattr(data, "asset_check_evaluation", None) or getattr(data, "metadata", None) and data
+        for value in (getattr(md, "metadata", None) or {}).values():
+            texts.append(str(getattr(value, "value", value)))
+    text = "\n".join(texts)
+    assert '"common_rows"' in text and "per_record_summary" in text
+    values = set()
+    for c, t in real_frame.schema.items():
+        if t == pl.String:
+            values |= {v for v in real_frame[c].drop_nulls().unique().to_list() if len(v) >= 4}
+    assert values and not sorted(v for v in values if v in text)
+    big = {str(int(v)) for c, t in real_frame.schema.items() if t.is_numeric()
+           for v in real_frame[c].drop_nulls().to_list() if abs(v) >= 10000}
+    assert big and not (set(re.split(r"[^0-9]+", text)) & big)
+
+
 def test_missing_step_results_block(example, instance, monkeypatch):
     """A join that finds no results of a step (e.g. a work_dir that is not shared between the
     step pods) blocks the release naming the step and the folder."""
