@@ -148,6 +148,22 @@ def test_helm_values_size_each_family_step(example):
     assert ops == {f"{GRAPH}__re_identification", f"{GRAPH}__tracing", f"{GRAPH}__gate"} <= set(per_step)
 
 
+def test_a_run_planning_some_checks_yields_only_those(example, instance):
+    """The sensor's and the schedule's runs plan a subset of the checks: the by-family graph runs
+    its steps once and reports only the planned checks; the release is published."""
+    defs = _defs(example)
+    planned = {dg.AssetCheckKey(RELEASE, n) for n in (DECISION_CHECK, "common_rows__threshold_block",
+                                                      "nnaa__threshold_block")}
+    job = defs.resolve_job_def(EVALUATE_JOB).get_subset(
+        asset_selection={RELEASE, dg.AssetKey("real_data"), dg.AssetKey("published_release")},
+        asset_check_selection=planned)
+    instance.add_dynamic_partitions("releases", ["r-pass"])
+    result = job.execute_in_process(instance=instance, partition_key="r-pass", raise_on_error=False)
+    assert result.success
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == {k.name for k in planned}
+    assert "published_release" in _materialized(result)
+
+
 # --- same results as the single step -------------------------------------------------------------
 
 
