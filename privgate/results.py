@@ -161,6 +161,38 @@ class MetricResult:
         return out
 
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], per_record: np.ndarray | None = None) -> "MetricResult":
+        """The result :meth:`to_dict` described, with its per-record array ``per_record`` (which
+        ``to_dict`` only summarises): ``from_dict(r.to_dict(), r.per_record).to_dict() ==
+        r.to_dict()``. Details come back in their JSON form (lists for tuples, plain numbers
+        for NumPy scalars). Used to carry results between processes (e.g. one Dagster step per
+        metric family) without pickling."""
+        res = cls(
+            name=str(data["name"]), value=float(data["value"]), raw=_from_json_float(data.get("raw")),
+            raw_description=data.get("raw_description") or "", params=dict(data.get("params") or {}),
+            n_real=int(data.get("n_real") or 0), n_synthetic=int(data.get("n_synthetic") or 0),
+            n_holdout=data.get("n_holdout"), details=dict(data.get("details") or {}),
+            per_attribute=data.get("per_attribute"),
+            per_record=None if per_record is None else np.asarray(per_record),
+            per_record_description=data.get("per_record_description") or "",
+            seconds=float(data.get("seconds") or 0.0), schema=dict(data.get("schema") or {}),
+            p_value=None if data.get("p_value") is None else _from_json_float(data["p_value"]),
+        )
+        res.ci = _interval(data.get("ci"))
+        if data.get("baseline") is not None:
+            res.baseline = float(data["baseline"])
+            res.excess = None if data.get("excess") is None else float(data["excess"])
+        res.baseline_ci = _interval(data.get("baseline_ci"))
+        res.excess_ci = _interval(data.get("excess_ci"))
+        return res
+
+
+def _from_json_float(x: Any) -> float:
+    """The inverse of :func:`_json_float`: None → NaN, "inf" / "-inf" → ±inf."""
+    return math.nan if x is None else float(x)
+
+
 def _interval(ci: Any) -> tuple[float, float] | None:
     """A (lower, upper) pair of finite floats with lower ≤ upper, or None."""
     if ci is None:

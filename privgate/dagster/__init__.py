@@ -5,6 +5,7 @@ Put the gate on your own release asset::
     from privgate.dagster import PrivgateResource, build_privgate_checks
 
     checks = build_privgate_checks(assets=[my_release])           # blocking asset checks
+    checks = build_privgate_family_checks(assets=[my_release])    # the same, one step per metric family
     resources = {"privgate": PrivgateResource(real_path="real.parquet")}
 
 or load the bundled pipeline (watched folder → partitions → checks → publication) with
@@ -29,6 +30,7 @@ _EXPORTS = {
     "PrivgateResource": ".resource",
     "PrivgateRunConfig": ".checks",
     "build_privgate_checks": ".checks",
+    "build_privgate_family_checks": ".family",
     "build_definitions": ".definitions",
     "build_executor": ".definitions",
     "DataLocations": ".resources",

@@ -15,6 +15,11 @@ Environment variables (all optional; arguments of :func:`build_definitions` win)
 ``PRIVGATE_DATASET``               overrides the configuration's dataset name
 ``PRIVGATE_HISTORY_URL``           score history URL (read by ``privgate.history``; default SQLite)
 ``PRIVGATE_THREADS``               BLAS/OpenMP/faiss threads of an evaluation (default 1)
+``PRIVGATE_EVALUATION``            ``single`` (default: one check step) or ``by_family`` (one step
+                                   per metric family and a join step; build_privgate_family_checks)
+``PRIVGATE_STEP_THREADS``          by_family: JSON object step → threads (default: PRIVGATE_THREADS)
+``PRIVGATE_WORK_DIR``              by_family: where the steps leave results (default ``<root>/work``;
+                                   a folder every step pod mounts)
 ``PRIVGATE_EXECUTOR``              ``multiprocess`` (default), ``in_process`` or ``k8s``
 ``PRIVGATE_MAX_CONCURRENT``        steps at a time for the multiprocess executor (default 2)
 ``PRIVGATE_K8S_EXECUTOR_CONFIG``   JSON config of ``dagster_k8s.k8s_job_executor``
@@ -39,6 +44,7 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .checks import applicable_check_keys, build_privgate_checks
+from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
 from .resource import PrivgateResource
 from .resources import DataLocations
@@ -48,6 +54,7 @@ from .sensors import build_releases_sensor
 EVALUATE_JOB = "evaluate_release"
 REEVALUATE_JOB = "reevaluate_release"
 EXECUTORS = ("multiprocess", "in_process", "k8s")
+EVALUATIONS = ("single", "by_family")
 
 
 def _env(name: str, env: Mapping[str, str]) -> str | None:
@@ -94,6 +101,20 @@ def build_executor(kind: str | None = None, *, max_concurrent: int | None = None
                                                name="privgate_multiprocess_executor")
 
 
+def _step_threads(env: Mapping[str, str]) -> dict[str, int] | None:
+    text = _env("PRIVGATE_STEP_THREADS", env)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"PRIVGATE_STEP_THREADS: not valid JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(value, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in value.values()):
+        raise ConfigError('PRIVGATE_STEP_THREADS: must be a JSON object of step → threads, e.g. {"tracing": 4}')
+    return value
+
+
 def build_definitions(
     *,
     data_dir: str | os.PathLike[str] | None = None,
@@ -107,6 +128,9 @@ def build_definitions(
     dataset: str | None = None,
     history_url: str | None = None,
     executor: str | dg.ExecutorDefinition | None = None,
+    evaluation: str | None = None,
+    step_threads: Mapping[str, int] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
     sensor_interval: int | None = None,
     sensor_settle_seconds: float | None = None,
     sensor_running: bool | None = None,
@@ -136,11 +160,22 @@ def build_definitions(
         history_url=pick(history_url, "PRIVGATE_HISTORY_URL", None),
         reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", root / "reports")),
         threads=int(pick(None, "PRIVGATE_THREADS", 1)),
+        work_dir=str(pick(work_dir, "PRIVGATE_WORK_DIR", root / "work")),
     )
 
     cfg = privgate.load_config()  # the checks are declared from it; an invalid configuration fails the load
     # the bundled pipeline is one use of the factory users call on their own assets
-    release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
+    mode = str(pick(evaluation, "PRIVGATE_EVALUATION", "single")).lower()
+    if mode not in EVALUATIONS:
+        raise ConfigError(f"PRIVGATE_EVALUATION: must be one of {', '.join(EVALUATIONS)}, got {mode!r}")
+    if mode == "by_family":
+        threads = step_threads if step_threads is not None else _step_threads(env)
+        if threads:  # one setting for every configuration: steps it does not have are ignored
+            threads = {k: v for k, v in threads.items() if k in default_steps(cfg)}
+        release_checks = build_privgate_family_checks(
+            assets=[synthetic_release], gate_config=cfg, step_threads=threads)
+    else:
+        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
     published_release = build_published_release(cfg)
 
     evaluate_job = dg.define_asset_job(

@@ -70,6 +70,11 @@ class PrivgateResource(dg.ConfigurableResource):
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
         default=None, description="Folder of the per-dataset lock files (non-PostgreSQL history).")
+    work_dir: Optional[str] = Field(
+        default=None, description=("Where the steps of a by-family evaluation "
+                                   "(build_privgate_family_checks) leave their results for the gate "
+                                   "step; must be a folder every step's pod mounts. Unset: "
+                                   "<temp dir>/privgate-steps (one machine only)."))
 
     # ----------------------------------------------------------------------------------------
     def load_config(self, declared: "GateConfig | None" = None) -> "GateConfig":
@@ -98,13 +103,15 @@ class PrivgateResource(dg.ConfigurableResource):
         earlier_in_progress: Callable[[], Sequence[str]] | None = None,
         holdout_path: str | None = None,
         log: Any = None,
+        report: Any = None,
     ) -> "tuple[GateOutcome, dict[str, Path]]":
         """Gate ``release`` (Polars / pandas / Arrow / path) as ``release_id`` and record it.
 
         ``earlier_releases``: the release ids that come before this one (partition order); the
         trend rules compare with the last accepted one of them. ``earlier_in_progress`` returns
-        the earlier release ids that are being evaluated right now (waited for). Returns the
-        gate outcome and the paths of the reports written (``html``, ``json``).
+        the earlier release ids that are being evaluated right now (waited for). ``report``:
+        results computed beforehand (by the family steps; ``privgate.gates.run_gate(report=)``).
+        Returns the gate outcome and the paths of the reports written (``html``, ``json``).
         """
         from privgate.errors import ConfigError
         from privgate.gates import run_gate
@@ -130,7 +137,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             cfg, self.real_path, release, holdout=holdout or None,
                             release_id=release_id, dataset=dataset,
                             history=ReleaseOrderedHistory(store, earlier_releases), record=False,
-                            threads=self.threads if self.threads > 0 else None)
+                            threads=self.threads if self.threads > 0 else None, report=report)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()

@@ -11,6 +11,8 @@ from .engine import (
     GateOutcome,
     decide,
     decision_of,
+    evaluate_for_gate,
+    evaluation_plan,
     format_checks,
     merged_checks,
     run_gate,
@@ -29,7 +31,8 @@ def default_gate_config(dataset: str | None = None) -> GateConfig:
 
 __all__ = [
     "DEFAULT_CONFIG_PATH", "EXIT_CODES", "check_name", "Decision", "GateCheck", "GateConfig", "GateOutcome",
-    "MetricGate", "Rule", "decide", "decision_of", "default_gate_config", "format_checks",
+    "MetricGate", "Rule", "decide", "decision_of", "default_gate_config", "evaluate_for_gate",
+    "evaluation_plan", "format_checks",
     "frame_fingerprint", "inputs_fingerprint", "load_gate_config", "merged_checks",
     "parse_gate_config", "run_gate", "safe_message",
 ]
