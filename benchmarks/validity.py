@@ -7,7 +7,9 @@ holdout given to the gate, and a pool of fresh non-members (people in neither). 
 the training set). Releases:
 
 * honest: ``copula`` (the base), ``marginals`` (independent marginals of the training set),
-  ``non-members`` (fresh real people who were not trained on — a perfect generator's output);
+  ``non-members`` (fresh real people who were not trained on — a perfect generator's output),
+  ``dp ε=1`` and ``dp ε=4`` (``benchmarks/_dp.py``: an ε-differentially private Chow–Liu tree
+  of noisy marginals, its domain read from the whole data file as public metadata);
 * leaks: the base with p % of its rows replaced by exact training records (``copy``), training
   records with 5 % noise on numerics (Gaussian, sd = 0.05 × the training column's sd, integers
   rounded; ``noisy``), or fresh non-members (``non-member``: an honest change).
@@ -46,6 +48,7 @@ import polars as pl  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _dp  # noqa: E402
 from _copula import fit_sample  # noqa: E402
 
 from privgate import baselines  # noqa: E402
@@ -59,7 +62,8 @@ from privgate.stats import binomial_test  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 DATASETS = {"bundled": None, "adult": "adult.parquet", "texas": "texas_25k.parquet"}
-HONEST = ("copula", "marginals", "non-members")
+HONEST = ("copula", "marginals", "non-members", "dp ε=1", "dp ε=4")
+DP_EPSILONS = (1.0, 4.0)
 LEAKS = ("copy", "noisy", "non-member")
 
 
@@ -76,6 +80,14 @@ def split(name: str, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.
         raise SystemExit(f"{name}: {data.height} rows, fewer than 3 × {n} (training, holdout, non-members)")
     idx = rng.permutation(data.height)
     return tuple(data[np.sort(idx[i * n:(i + 1) * n])] for i in range(3))  # type: ignore[return-value]
+
+
+def public_domain(name: str) -> list:
+    """The DP generator's public discretisation: from the whole data file (bundled: the sample
+    and its holdout), never from one seed's training set."""
+    if DATASETS[name] is None:
+        return _dp.public_domain(pl.concat([load_example("adult_sample"), load_example("adult_holdout")]))
+    return _dp.public_domain(pl.read_parquet(SHARED / DATASETS[name]))
 
 
 def noisy(rows: pl.DataFrame, train: pl.DataFrame, seed: int, noise: float = 0.05) -> pl.DataFrame:
@@ -103,8 +115,10 @@ def inject(base: pl.DataFrame, rows: pl.DataFrame, seed: int) -> pl.DataFrame:
     return pl.concat([base.filter(pl.Series(keep)), rows.select(base.columns).cast(base.schema)])
 
 
-def releases(train, fresh, n_release: int, shares: list[float], seed: int) -> dict[str, tuple[pl.DataFrame, float | None]]:
-    """name → (release, known memorised share or None)."""
+def releases(train, fresh, n_release: int, shares: list[float], seed: int,
+             domain: list | None = None) -> dict[str, tuple[pl.DataFrame, float | None]]:
+    """name → (release, known memorised share or None); the DP releases need the public
+    ``domain``."""
     rng = np.random.default_rng(seed)
     base = fit_sample(train, n_release, seed)
     out: dict[str, tuple[pl.DataFrame, float | None]] = {
@@ -112,6 +126,9 @@ def releases(train, fresh, n_release: int, shares: list[float], seed: int) -> di
         "marginals": (baselines.independent_marginals(train, seed=seed + 1, n=n_release), None),
         "non-members": (fresh, 0.0),
     }
+    if domain is not None:  # ε-DP: no record can be memorised beyond what ε allows (share ≈ 0)
+        for eps in DP_EPSILONS:
+            out[f"dp ε={eps:g}"] = (_dp.fit_sample(train, n_release, eps, seed, domain), None)
     for p in shares:
         k = max(1, int(round(p / 100 * n_release)))
         copies = train[np.sort(rng.choice(train.height, k, replace=False))]
@@ -211,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
              ", gate = the default configuration"))
     for name in names:
         start = time.perf_counter()
+        domain = public_domain(name)
         stats: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             train, hold, fresh = split(name, args.n, seed)
             gate = Gate(train, hold, seed, only=args.only)
-            for kind, (rel, truth) in releases(train, fresh, train.height, shares, seed).items():
+            for kind, (rel, truth) in releases(train, fresh, train.height, shares, seed, domain).items():
                 decision, checks, results, ctx = gate.run(rel)
                 s = stats[kind]
                 s["flag"].append(decision != "pass")

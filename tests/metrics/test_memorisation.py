@@ -1,5 +1,6 @@
-"""memorisation: hand-computed distances, half-counted ties, p-values and shares by hand; copies
-flagged, non-members not; determinism; errors that name the sizes."""
+"""memorisation: hand-computed distances, half-counted ties, distinct counting, ratio-ordered tails,
+equal-size parts of the larger side (p-values and shares by hand); copies flagged, non-members,
+tie-heavy and unequal-size null releases not; determinism; errors that name the sizes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from privgate import baselines
 from privgate.data import load_example
 from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
 from privgate.metrics import memorisation
-from privgate.metrics.memorisation import side_counts, tail_test
+from privgate.metrics.memorisation import (distance_ratio, distinct_count, set_weights, side_counts,
+                                           tail_test)
 from privgate.registry import get_metric
 
 
@@ -69,7 +71,7 @@ def test_hand_computed_whole_release():
     # flags by row position: the copies, the +10 and the boundary records; not the shared one
     assert res.details["flagged_rows"] == list(range(10)) + list(range(11, 16)) + [20, 21]
     assert res.per_record[10] == 0 and res.per_record[20] == 0.5 and res.per_record.size == 50
-    assert res.n_holdout == 50 and res.details["subsampled"] is None
+    assert res.n_holdout == 50 and res.details["parts"] is None
 
 
 def test_hand_computed_tail_scan_with_holm():
@@ -134,29 +136,129 @@ def test_non_members_and_the_holdout_itself_are_not_flagged(adult):
     assert others.ci[0] == 0.0 and others.p_value > 0.01 and others.value < 0.01
 
 
-def test_unequal_sizes_subsample_the_larger_side(adult):
+def test_unequal_sizes_split_the_larger_side_into_parts(adult):
     real, hold, fresh = adult
     res = memorisation(real, fresh, holdout=hold[:700], seed=3)
-    assert "training subsampled from 1500 to 700" in res.details["subsampled"]
+    assert "training split at random into 2 parts of 700" in res.details["parts"]
+    assert "100 training records left out" in res.details["parts"]
     assert res.details["sizes"] == {"training": 1500, "holdout": 700, "release": 1500}
-    # only copies of kept training records can be counted: shares are scaled by n_T / n_H
+    # two training parts and one holdout: under the null a training part wins 2/3 of the records;
+    # copies of the 100 left-out records cannot be counted: shares scaled by 1500 / 1400
+    assert res.details["null_training_share"] == pytest.approx(2 / 3)
+    assert res.details["share_scale"] == pytest.approx(1500 / 1400)
     t = res.details["tails"][-1]
-    assert res.details["share_scale"] == pytest.approx(1500 / 700)
-    assert t["share"] == pytest.approx(1500 / 700 * (t["training_side"] - t["holdout_side"]) / 1500)
+    assert t["share"] == pytest.approx(1500 / 1400 * (t["training_side"] - 2 * t["holdout_side"]) / 1500)
+    assert res.ci[0] == 0.0
     res2 = memorisation(real[:600], fresh, holdout=hold, seed=3)
-    assert "holdout subsampled from 1500 to 600" in res2.details["subsampled"]
+    assert res2.details["parts"] == "holdout split at random into 2 parts of 600 records (the training set's size); 300 holdout records left out"
+    assert res2.details["null_training_share"] == pytest.approx(1 / 3) and res2.details["share_scale"] == 1.0
     assert res2.ci[0] == 0.0
 
 
 def test_copies_are_counted_with_a_smaller_holdout(adult):
-    # 10 % copies, holdout half the training set's size: about half of the copies' sources are in
-    # the training subsample; the scaled estimate still estimates the whole 10 %
+    # 10 % copies, holdout half the training set's size: the training set is split into two parts
+    # of the holdout's size, so every copy is counted (its part wins), not only half of them
     real, hold, _ = adult
     rel = baselines.independent_marginals(real, seed=2)
     rel = pl.concat([rel[150:], real[:150]])
     res = memorisation(real, rel, holdout=hold[:750], seed=1)
-    assert res.details["share_scale"] == pytest.approx(2.0)
-    assert res.p_value < 1e-10 and res.ci[0] > 0.03 and 0.06 <= res.value <= 0.14
+    assert res.details["share_scale"] == pytest.approx(1.0)
+    assert res.p_value < 1e-20 and res.ci[0] > 0.08 and 0.09 <= res.value <= 0.11
+
+
+def test_hand_computed_three_sets():
+    # training 0..99 at 100·i split into two parts of 50; holdout 50 records at 100·i + 50.
+    train = frame(100.0 * np.arange(100))
+    hold = frame(100.0 * np.arange(50) + 50)
+    # release: 20 exact copies of distinct training records, 10 exact copies of distinct holdout
+    # records, 20 records between them (+25 from a training and a holdout record: neither side)
+    xs = np.r_[100.0 * np.arange(20), 100.0 * np.arange(20, 30) + 50, 100.0 * np.arange(30, 50) + 25]
+    res = memorisation(train, frame(xs), holdout=hold, tails=[1.0], seed=0)
+    assert res.details["null_training_share"] == pytest.approx(2 / 3) and res.details["share_scale"] == 1.0
+    t = res.details["tails"][0]
+    assert (t["training_side"], t["holdout_side"]) == (20.0, 10.0)
+    # A = 20 of n = 30 against Bin(30, 2/3): P(X ≥ 20) = 1 − P(X ≤ 19)
+    assert res.p_value == pytest.approx(st.binom.sf(19, 30, 2 / 3))
+    assert res.value == pytest.approx((20 - 2 * 10) / 50) == 0.0
+    lo = st.beta.ppf(0.025, 20, 11)
+    assert t["lower"] == pytest.approx(30 * (lo - 2 / 3) / (1 / 3 * 50))
+
+
+def test_set_weights_with_three_sets_by_hand():
+    # columns: set 0 alone at 0; sets 0 and 1 both at 0 (boundary: half each); set 2 at 1 vs 2 and
+    # 3 (1 < 0.5·2 false, equal: boundary half); nobody within the ratio
+    d = np.array([[0.0, 0.0, 2.0, 1.0],
+                  [5.0, 0.0, 3.0, 1.5],
+                  [4.0, 7.0, 1.0, 1.2]])
+    w = set_weights(d, 0.5)
+    assert w.tolist() == [[1.0, 0.5, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0]]
+    assert distance_ratio(d).tolist() == pytest.approx([0.0, 1.0, 0.5, 1 / 1.2])
+    a, b = side_counts(np.array([0.0, 0.0]), np.array([0.0, 3.0]), 0.5)
+    assert a.tolist() == [0.5, 1.0] and b.tolist() == [0.5, 0.0]
+
+
+def test_distinct_count_by_hand():
+    w = np.array([1.0, 1.0, 0.5, 0.5, 0.0, 1.0])
+    nearest = np.array([7, 7, 3, 3, 9, 3])
+    # record 7: max 1; record 3: max(0.5, 0.5, 1) = 1; record 9 has weight 0 only
+    assert distinct_count(w, nearest) == 2.0
+    assert distinct_count(np.array([0.5, 0.5]), np.array([4, 4])) == 0.5
+    assert distinct_count(np.zeros(3), np.arange(3)) == 0.0
+
+
+def test_repeated_copies_of_one_record_count_once():
+    # 30 copies of the same training record: one distinct training record, not 30
+    train = frame(100.0 * np.arange(60))
+    hold = frame(100.0 * np.arange(60) + 50)
+    xs = np.r_[np.zeros(30), 100.0 * np.arange(30, 60) + 25]
+    res = memorisation(train, frame(xs), holdout=hold, tails=[1.0])
+    assert res.details["training_side"] == 1.0 and res.details["holdout_side"] == 0.0
+    assert res.value == pytest.approx(1 / 60) and res.ci[0] == 0.0
+    assert res.details["n_flagged"] == 30  # every copy is still flagged per record
+
+
+def test_outliers_sharing_one_extreme_record_are_not_flagged():
+    # an honest generator's far outliers all have the most extreme real record as their nearest
+    # neighbour; here it is a training record (the split put it there), so counted per synthetic
+    # record all 40 outliers would be training-side. Counted once, they add 1 to the count.
+    rng = np.random.default_rng(0)
+    train = frame(np.r_[rng.normal(0, 1, 199), 30.0])
+    hold = frame(rng.normal(0, 1, 200))
+    bulk = rng.normal(0, 1, 160)
+    xs = np.r_[bulk, 40.0 + rng.normal(0, 1, 40)]
+    res = memorisation(train, frame(xs), holdout=hold)
+    alone = memorisation(train, frame(np.r_[bulk, bulk[:40]]), holdout=hold)  # the bulk, 40 repeated
+    assert np.all(res.per_record[160:] == 1.0)  # each outlier alone is training-side
+    assert res.details["tails"][-1]["training_side"] == alone.details["tails"][-1]["training_side"] + 1
+    assert res.ci[0] == 0.0 and res.p_value > 0.01
+
+
+def test_tie_heavy_null_release_is_not_flagged():
+    # categorical data with few combinations: most release records equal records present in both
+    # sets (d_T = d_H = 0, half each); a release drawn from the same population is not flagged
+    rng = np.random.default_rng(1)
+
+    def draw(n):
+        return pl.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice(["p", "q"], n),
+                             "c": rng.choice(["u", "v", "w", "t"], n, p=[0.7, 0.1, 0.1, 0.1])})
+
+    train, hold, rel = draw(400), draw(400), draw(400)
+    res = memorisation(train, rel, holdout=hold)
+    assert res.details["tails"][-1]["ties"] > 300
+    assert res.ci[0] == 0.0 and res.p_value > 0.05
+
+
+def test_ratio_tails_pick_the_most_lopsided_records():
+    # training at 100·i, holdout at 100·i + 50: 3 records at +1 (ratio 1/49), 3 at −1 from a
+    # holdout record (holdout side, ratio 1/49), 44 at +20 (ratio 20/30): the 6 lopsided records
+    # form the smallest-ratio tail, whatever their absolute distance
+    train = frame(100.0 * np.arange(50))
+    hold = frame(100.0 * np.arange(50) + 50)
+    xs = np.r_[100.0 * np.arange(3) + 1, 100.0 * np.arange(3, 6) + 49, 100.0 * np.arange(6, 50) + 20]
+    res = memorisation(train, frame(xs), holdout=hold, tails=[0.12, 1.0])
+    t12 = res.details["tails"][0]
+    assert t12["size"] == 6 and (t12["training_side"], t12["holdout_side"]) == (3.0, 3.0)
+    assert res.details["tail_order"].startswith("distance ratio")
 
 
 def test_deterministic(adult):
@@ -184,7 +286,7 @@ def test_errors_name_the_sizes():
 
 
 def test_subsampled_side_is_searched_through_the_context(adult):
-    """Unequal sizes: the size-matched subsample is searched by the context's engine (cached,
+    """Unequal sizes: each size-matched part is searched by the context's engine (cached,
     reported in details["neighbour_search"]) and gives the brute-force nearest distances."""
     from privgate.context import EvaluationContext
 
@@ -193,7 +295,11 @@ def test_subsampled_side_is_searched_through_the_context(adult):
     ctx = EvaluationContext(real, syn, holdout=hold, seed=5)
     res = memorisation(ctx)
     assert set(res.details["neighbour_search"]["searches"]) == {"mixed synthetic→real", "mixed synthetic→holdout"}
-    rows = np.sort(np.random.default_rng(5).choice(400, 200, replace=False))
+    from privgate.metrics.memorisation import _parts
+
+    parts = _parts(400, 200, 5)
+    assert len(parts) == 2 and np.intersect1d(parts[0], parts[1]).size == 0
+    rows = parts[1]
     sp = ctx.mixed()
     brute = np.sqrt(((sp.synthetic[:, None, :] - sp.real[rows][None, :, :]) ** 2).sum(-1)).min(axis=1)
     got = ctx.neighbours("mixed", "synthetic", "real", 1, target_rows=rows)
