@@ -166,7 +166,7 @@ class _Exact:
 
     def rows(self, todo: np.ndarray, out_d, out_i, settled: dict | None = None) -> None:
         settled = {} if settled is None else settled
-        if todo.size and self.use_faiss:
+        if todo.size and self.use_faiss and not _one_block(todo.size, self.t.shape[0], self.k, self.block_bytes):
             left = _knn_faiss(self.q, self.t, self.q32, self.t32, self.qn, self.tn, self.c, self.k,
                               self.exclude_self, todo, out_d, out_i)
             settled["faiss_flat"] = settled.get("faiss_flat", 0) + int(todo.size - left.size)
@@ -183,6 +183,14 @@ class _Exact:
                        self.exclude_self, bd, bi)
             out_d[rows] = bd
             out_i[rows] = bi
+
+
+def _one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:
+    """Shape rule: for k = 1, open rows whose float32 distances to every target fit in one block
+    skip faiss' flat screen and go straight to the blocked path — one GEMM and an argmin, with the
+    same error bound and float64 decision, cost less than faiss' search of k + 16 candidates at
+    this shape (measured about 3× less at 435 × 25,000 × 90, 1 and 2 threads)."""
+    return k == 1 and n_rows * m * 4 <= block_bytes
 
 
 IVF_TARGET_RECALL = 0.99  # the probe count is raised until a calibration sample reaches this
