@@ -58,10 +58,12 @@ class EncodedSpace:
         return int(self.real.shape[1])
 
 
-def numeric_block(frames: Mapping[str, pl.DataFrame], column: str) -> tuple[dict[str, np.ndarray], dict]:
+def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
+                  reference: pl.DataFrame | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
-    → the real mean; a constant real column → all zeros)."""
-    real = frames["real"][column].to_numpy().astype(np.float64, copy=False)
+    → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
+    mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"])."""
+    real = (frames["real"] if reference is None else reference)[column].to_numpy().astype(np.float64, copy=False)
     ok = ~np.isnan(real)
     mean = float(real[ok].mean()) if ok.any() else 0.0
     std = float(real[ok].std()) if ok.any() else 0.0
@@ -77,13 +79,18 @@ def numeric_block(frames: Mapping[str, pl.DataFrame], column: str) -> tuple[dict
     return out, info
 
 
+def category_levels(frames: Mapping[str, pl.DataFrame], column: str) -> list[str]:
+    """The sorted union of a categorical column's levels over all frames, null its own level."""
+    return sorted(set().union(*(f[column].fill_null(NULL_LEVEL).unique().to_list() for f in frames.values())))
+
+
 def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
                    levels: list[str] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
     """Integer codes of a categorical column over ``levels`` (default: sorted union of all frames'
     levels with null as its own level). Values outside ``levels`` get code -1."""
     series = {r: f[column].fill_null(NULL_LEVEL) for r, f in frames.items()}
     if levels is None:
-        levels = sorted(set().union(*(s.unique().to_list() for s in series.values())))
+        levels = category_levels(frames, column)
     lookup = pl.DataFrame({"__v": levels, "__code": np.arange(len(levels), dtype=np.int64)})
     codes = {}
     for role, s in series.items():
@@ -93,10 +100,19 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
 
 
 def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
-                weights: Mapping[str, float] | None = None, name: str = "mixed") -> EncodedSpace:
-    """Encode ``columns`` (default: all) of every frame in the mixed space."""
+                weights: Mapping[str, float] | None = None, name: str = "mixed",
+                rows: Mapping[str, np.ndarray] | None = None) -> EncodedSpace:
+    """Encode ``columns`` (default: all) of every frame in the mixed space.
+
+    ``rows`` (role → row positions): encode only these rows of those frames (the others whole),
+    e.g. the few hundred records an attack samples. The standardisation and the levels still come
+    from the whole frames, so each encoded row equals that row of the whole encoding, bit for bit;
+    the null counts in ``details["mean_imputed"]`` are those of the encoded rows."""
     columns = list(columns) if columns is not None else schema.columns
     weights = dict(weights or {})
+    whole = frames
+    if rows:
+        frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
     blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
     imputed: dict[str, dict[str, int]] = {}
     constant: list[str] = []
@@ -105,7 +121,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
-            vals, info = numeric_block(frames, col)
+            vals, info = numeric_block(frames, col, reference=whole["real"])
             if info["mean_imputed"]:
                 imputed[col] = info["mean_imputed"]
             if info["constant"]:
@@ -119,7 +135,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         else:
             if w == 0.0:
                 continue
-            codes, levels = category_codes(frames, col)
+            codes, levels = category_codes(frames, col, category_levels(whole, col))
             _check_levels(col, len(levels))
             scale = INV_SQRT2 * w
             for r in frames:
