@@ -113,7 +113,10 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     whole = frames
     if rows:
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
-    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    # each feature block is written once into a preallocated matrix (no per-column one-hot
+    # blocks stacked afterwards): per block, (first feature, role → numeric values | level codes)
+    numeric_at: list[tuple[int, dict[str, np.ndarray]]] = []
+    codes_at: list[tuple[int, dict[str, np.ndarray], float]] = []
     imputed: dict[str, dict[str, int]] = {}
     constant: list[str] = []
     n_features = 0
@@ -129,22 +132,22 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
                 continue
             if w == 0.0:
                 continue
-            for r in frames:
-                blocks[r].append((vals[r] * w)[:, None])
+            numeric_at.append((n_features, {r: vals[r] * w for r in frames}))
             n_features += 1
         else:
             if w == 0.0:
                 continue
             codes, levels = category_codes(frames, col, category_levels(whole, col))
             _check_levels(col, len(levels))
-            scale = INV_SQRT2 * w
-            for r in frames:
-                mat = np.zeros((codes[r].size, len(levels)))
-                mat[np.arange(codes[r].size), codes[r]] = scale
-                blocks[r].append(mat)
+            codes_at.append((n_features, codes, INV_SQRT2 * w))
             slices.append((n_features, n_features + len(levels)))
             n_features += len(levels)
-    mats = {r: (np.hstack(b) if b else np.zeros((frames[r].height, 0))) for r, b in blocks.items()}
+    mats = {r: np.zeros((frames[r].height, n_features)) for r in frames}
+    for r, mat in mats.items():
+        for j, vals in numeric_at:
+            mat[:, j] = vals[r]
+        for start, codes, scale in codes_at:
+            mat[np.arange(mat.shape[0]), start + codes[r]] = scale
     details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
                "constant_columns": constant}
     if weights:
