@@ -65,7 +65,8 @@ def test_neighbours_of_rows_equals_one_search_per_role(ctx, k):
         np.testing.assert_array_equal(got[role].dist, expected[role].dist)
     assert ("mixed", space[1]) not in ctx._spaces  # only the sampled rows were encoded, not cached as whole
     report = ctx.take_search_report()
-    assert set(report["searches"]) == {f"mixed{list(space[1])} real→synthetic", f"mixed{list(space[1])} holdout→synthetic"}
+    name = f"mixed{list(space[1])}"
+    assert set(report["searches"]) == {f"{name} real→synthetic", f"{name} holdout→synthetic"}
     assert all("real+holdout" in s["stacked"] for s in report["searches"].values())
     # cached as neighbours(rows=...) caches it: the same arrays come back, no new search
     again = ctx.neighbours(space, "holdout", "synthetic", k, rows=rows["holdout"])
@@ -116,3 +117,26 @@ def test_one_block_rule_gives_faiss_and_brute_force_answers():
     np.testing.assert_array_equal(one.idx, _brute_tolerant(q, t))
     # k > 1 keeps faiss' screen (the rule is for the argmin path only)
     assert knn(q, t, 2, dedupe=False).search["settled_by"].get("faiss_flat", 0) > 0
+
+
+def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
+    """k = 1: the rows level 0 of the grouped search leaves open go straight to one GEMM block when
+    they fit (level 1's per-column trees cost more there); with smaller blocks level 1 runs and
+    settles more rows. Both give the brute-force answer."""
+    rng = np.random.default_rng(11)
+    cols, slices, pos = [rng.integers(0, 6, size=(900, 2)).astype(float)], [], 2
+    for n_levels in (3, 2, 4):
+        onehot = np.zeros((900, n_levels))
+        onehot[np.arange(900), rng.integers(0, n_levels, 900)] = 1 / np.sqrt(2)
+        cols.append(onehot)
+        slices.append((pos, pos + n_levels))
+        pos += n_levels
+    x = np.hstack(cols)
+    q, t = x[:500], x[500:]
+    skip = knn(q, t, 1, categorical_slices=slices, dedupe=False)
+    level1 = knn(q, t, 1, categorical_slices=slices, dedupe=False, block_bytes=4 * 400 * 20)
+    assert 0 < skip.search["settled_by"]["grouped"] < level1.search["settled_by"]["grouped"]
+    assert set(skip.search["settled_by"]) == {"grouped", "blocked"}
+    np.testing.assert_array_equal(skip.idx, level1.idx)
+    np.testing.assert_array_equal(skip.dist, level1.dist)
+    np.testing.assert_array_equal(skip.idx, _brute_tolerant(q, t))
