@@ -121,6 +121,8 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     constant: list[str] = []
     n_features = 0
     slices: list[tuple[int, int]] = []
+    coded = _levels_and_codes(frames, whole, [c for c in columns if schema.kind(c) != NUMERIC
+                                              and float(weights.get(c, 1.0)) != 0.0])
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
@@ -137,8 +139,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         else:
             if w == 0.0:
                 continue
-            codes, levels = category_codes(frames, col, category_levels(whole, col))
-            _check_levels(col, len(levels))
+            codes, levels = coded[col]
             codes_at.append((n_features, codes, INV_SQRT2 * w))
             slices.append((n_features, n_features + len(levels)))
             n_features += len(levels)
@@ -153,6 +154,25 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
     return EncodedSpace(name, mats, details, categorical_slices=slices)
+
+
+def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl.DataFrame],
+                      columns: list[str]) -> dict[str, tuple[dict[str, np.ndarray], list[str]]]:
+    """What :func:`category_levels` and :func:`category_codes` give for each of ``columns`` (levels:
+    the sorted union over the ``whole`` frames, null a level; codes of the rows in ``frames``),
+    computed with one Polars query per frame for all columns instead of several per column."""
+    if not columns:
+        return {}
+    found = [f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0)
+             for f in whole.values()]
+    levels = {}
+    for j, col in enumerate(columns):
+        levels[col] = sorted(set().union(*(u[j] for u in found)))
+        _check_levels(col, len(levels[col]))
+    # an Enum's physical value is the position of the value in its categories: the level code
+    codes = {r: f.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
+             for r, f in frames.items()}
+    return {c: ({r: codes[r][c].to_numpy().astype(np.int64) for r in frames}, levels[c]) for c in columns}
 
 
 def _check_levels(column: str, n_levels: int) -> None:

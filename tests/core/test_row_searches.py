@@ -140,3 +140,18 @@ def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
     np.testing.assert_array_equal(skip.idx, level1.idx)
     np.testing.assert_array_equal(skip.dist, level1.dist)
     np.testing.assert_array_equal(skip.idx, _brute_tolerant(q, t))
+
+
+def test_batched_level_codes_equal_the_per_column_ones(ctx):
+    from privgate.spaces import _levels_and_codes, category_codes, category_levels
+
+    rows = {"holdout": np.array([5, 0, 299, 5])}
+    part = {r: (f[rows[r]] if r in rows else f) for r, f in ctx.frames.items()}
+    got = _levels_and_codes(part, ctx.frames, ["c", "e"])
+    for col in ("c", "e"):
+        levels = category_levels(ctx.frames, col)
+        codes, _ = category_codes(part, col, levels)
+        assert got[col][1] == levels
+        for role in part:
+            np.testing.assert_array_equal(got[col][0][role], codes[role])
+    assert "d" in got["c"][1]  # a level only the holdout has
