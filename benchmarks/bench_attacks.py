@@ -18,9 +18,12 @@ anonymeter would otherwise try for minutes); linkability of the first 9 columns 
 other 9, k = 1; inference of RISK_MORTALITY from the 17 other columns. privgate is also timed with
 its defaults (max_attempts = 100 × n_attacks) against the budget: ≤ 10 s per attack, peak RSS
 ≤ 2 GiB. Two threads everywhere (OMP, numba, faiss). The machine is shared: read the ratios.
+``--rounds R`` repeats the comparison R times, alternating which tool runs first (privgate then
+anonymeter in odd rounds, anonymeter then privgate in even ones), and prints each round's ratio,
+so that a change of load during the run shows instead of biasing one tool.
 
     PYTHONPATH=$PWD python3 benchmarks/bench_attacks.py [--anonymeter-python /tmp/anonvenv/bin/python]
-        [--rows N] [--no-anonymeter]
+        [--rows N] [--rounds R] [--no-anonymeter]
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=None, help="use the first N rows (default: all 25,000)")
     ap.add_argument("--n-attacks", type=int, default=500)
     ap.add_argument("--anonymeter-python", default="/tmp/anonvenv/bin/python")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the comparison, alternating which tool runs first")
     ap.add_argument("--no-anonymeter", action="store_true")
     args = ap.parse_args()
 
@@ -105,33 +109,49 @@ def main() -> None:
     print(f"reference: exact GEMM 1-NN of the {n} training rows among the {n} release rows "
           f"({space.dim} mixed-space features): {ref:.2f} s")
 
-    pg: dict[str, dict] = {}
-    for label, overrides in (("same work as anonymeter", {}), ("privgate defaults", None)):
+    def run_privgate(defaults: bool) -> dict[str, dict]:
+        out = {}
         for name, params in specs.items():
-            p = dict(params) if overrides is not None else {k: v for k, v in params.items() if k != "max_attempts"}
+            p = {k: v for k, v in params.items() if k != "max_attempts"} if defaults else dict(params)
             ctx = EvaluationContext(real, release, holdout=holdout, seed=0)  # fresh: no shared cache
             reset_peak()
             start = time.perf_counter()
             res = run_spec(get_metric(name), ctx, p)
             secs = time.perf_counter() - start
-            pg.setdefault(label, {})[name] = {"seconds": secs, "peak_mib": peak_rss_mib(), "risk": res.value,
-                                              "ci": res.ci, "n_predicates": res.details.get("n_predicates")}
-    an = {} if args.no_anonymeter else run_anonymeter(args.anonymeter_python, {"real": real, "synthetic": release,
-                                                                               "holdout": holdout}, specs, seed=0)
-    print(f"\n{'attack':<13} {'privgate s':>10} {'peak MiB':>9} {'× GEMM':>7} {'anonymeter s':>13} {'speed-up':>9}  "
-          f"privgate risk [CI] / anonymeter risk [CI]")
-    for name in specs:
-        p = pg["same work as anonymeter"][name]
-        a = an.get(name, {})
-        a_s = a.get("seconds") if "risk" in a else None
-        a_col = f"{a_s:13.2f}" if a_s else f"{'-':>13}"
-        up_col = f"{a_s / p['seconds']:8.1f}x" if a_s else f"{'-':>9}"
-        an_txt = (f"{a['risk']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]" if "risk" in a else a.get("error", "not run"))
-        print(f"{name:<13} {p['seconds']:10.2f} {p['peak_mib']:9.0f} {p['seconds'] / ref:7.2f} "
-              f"{a_col} {up_col}  "
-              f"{p['risk']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] / {an_txt}")
+            out[name] = {"seconds": secs, "peak_mib": peak_rss_mib(), "risk": res.value, "ci": res.ci,
+                         "n_predicates": res.details.get("n_predicates")}
+        return out
+
+    def run_anon() -> dict[str, dict]:
+        if args.no_anonymeter:
+            return {}
+        return run_anonymeter(args.anonymeter_python, {"real": real, "synthetic": release, "holdout": holdout},
+                              specs, seed=0)
+
+    for rnd in range(1, args.rounds + 1):
+        if rnd % 2:
+            pg, an = run_privgate(False), run_anon()
+            order = "privgate first"
+        else:
+            an = run_anon()
+            pg = run_privgate(False)
+            order = "anonymeter first"
+        print(f"\nround {rnd} ({order})")
+        print(f"{'attack':<13} {'privgate s':>10} {'peak MiB':>9} {'× GEMM':>7} {'anonymeter s':>13} {'speed-up':>9}  "
+              f"privgate risk [CI] / anonymeter risk [CI]")
+        for name in specs:
+            p = pg[name]
+            a = an.get(name, {})
+            a_s = a.get("seconds") if "risk" in a else None
+            a_col = f"{a_s:13.2f}" if a_s else f"{'-':>13}"
+            up_col = f"{a_s / p['seconds']:8.1f}x" if a_s else f"{'-':>9}"
+            an_txt = (f"{a['risk']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]" if "risk" in a
+                      else a.get("error", "not run"))
+            print(f"{name:<13} {p['seconds']:10.2f} {p['peak_mib']:9.0f} {p['seconds'] / ref:7.2f} "
+                  f"{a_col} {up_col}  "
+                  f"{p['risk']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] / {an_txt}")
     print("\nprivgate with its defaults (singling_out max_attempts = 100 × n_attacks); budget ≤ 10 s, ≤ 2048 MiB:")
-    for name, p in pg["privgate defaults"].items():
+    for name, p in run_privgate(True).items():
         extra = f", {p['n_predicates']} predicates found" if p["n_predicates"] is not None else ""
         ok = "ok" if p["seconds"] <= 10 and p["peak_mib"] <= 2048 else "OVER BUDGET"
         print(f"  {name:<13} {p['seconds']:6.2f} s ({p['seconds'] / ref:5.2f} × GEMM 1-NN)  peak {p['peak_mib']:6.0f} MiB"

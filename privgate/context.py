@@ -271,6 +271,70 @@ class EvaluationContext:
         self._note_search(cache_key, nb)
         return nb
 
+    def neighbours_of_rows(self, space: tuple | str, rows: Mapping[str, np.ndarray], target: str = "synthetic",
+                           k: int = 1) -> dict[str, Neighbours]:
+        """The k nearest ``target`` records of chosen rows of several query sets ({role: row
+        positions}, e.g. an attack's sampled training and holdout records), the same answers as
+        ``neighbours(space, role, target, k, rows=...)`` per role — and cached as those — but
+        made by ONE search of the rows stacked, and, when a mixed space is not built yet, with only
+        those rows (and the whole target set) encoded instead of every record of every frame.
+        A role equal to ``target`` (a search excluding each record itself) is searched apart."""
+        key = _space_key(space)
+        out: dict[str, Neighbours | None] = {}
+        todo: dict[str, np.ndarray] = {}
+        for role, r in rows.items():
+            r = np.asarray(r, dtype=np.int64)
+            if role == target:
+                out[role] = self.neighbours(space, role, target, k, rows=r)
+                continue
+            if role not in self._frames:
+                self._missing(role)
+            out[role] = self._cached_rows(key, role, target, k, r)
+            if out[role] is None:
+                todo[role] = r
+        if not todo:
+            return out
+        if key in self._spaces or key[0] != "mixed":
+            sp = self.space(key)
+            queries = [sp[role][r] for role, r in todo.items()]
+        else:
+            sp = mixed_space(self._frames, self.schema, list(key[1]) if key[1] is not None else None,
+                             name=_space_name(key), rows=todo)
+            queries = [sp[role] for role in todo]
+        t = sp[target] if target in sp.matrices else self._missing(target)
+        if t.shape[0] < k:
+            raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
+                                  f"{k} {target} rows; got {t.shape[0]}")
+        q = np.vstack(queries)
+        approximate = not self.exact and q.shape[0] * t.shape[0] > EXACT_BELOW_PAIRS
+        with limited(self.threads):
+            nb = knn(q, t, k, dedupe=False, categorical_slices=sp.categorical_slices, approximate=approximate,
+                     seed=self.seed)
+        search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
+        start = 0
+        for role, r in todo.items():
+            part = Neighbours(nb.dist[start:start + r.size], nb.idx[start:start + r.size], search)
+            start += r.size
+            cache_key = (key, role, target, "rows", r.tobytes())
+            self._nn[cache_key] = part
+            self._note_search(cache_key, part)
+            out[role] = part
+        return {role: out[role] for role in rows}
+
+    def _cached_rows(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray) -> Neighbours | None:
+        """A search of these query rows already made (or the whole search, sliced), else None."""
+        full = self._nn.get((key, query, target))
+        if full is not None and full.k >= k:
+            self._note_search((key, query, target), full)
+            nb = full.first(k)
+            return Neighbours(nb.dist[rows], nb.idx[rows], nb.search)
+        cache_key = (key, query, target, "rows", rows.tobytes())
+        hit = self._nn.get(cache_key)
+        if hit is not None and hit.k >= k:
+            self._note_search(cache_key, hit)
+            return hit.first(k)
+        return None
+
     def _note_search(self, cache_key: tuple, nb: Neighbours) -> None:
         (kind, arg), query, target = cache_key[:3]
         self._searches_used[f"{_space_name((kind, arg))} {query}→{target}"] = nb.search

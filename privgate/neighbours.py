@@ -143,7 +143,7 @@ def knn(
     if d <= LOW_DIM:
         todo = step("kdtree", _knn_kdtree(q, t, k, exclude_self, out_d, out_i))
     elif grouped and categorical_slices is not None and n_numeric <= GROUPED_MAX_NUMERIC:
-        todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i))
+        todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes))
     exact = _Exact(q, t, q32, t32, qn, tn, ctn, c, k, exclude_self, block_bytes, use_faiss and d > LOW_DIM)
     search: dict = {"exact": True}
     if approximate and todo.size and _faiss() is not None and d > LOW_DIM:
@@ -166,7 +166,7 @@ class _Exact:
 
     def rows(self, todo: np.ndarray, out_d, out_i, settled: dict | None = None) -> None:
         settled = {} if settled is None else settled
-        if todo.size and self.use_faiss:
+        if todo.size and self.use_faiss and not _one_block(todo.size, self.t.shape[0], self.k, self.block_bytes):
             left = _knn_faiss(self.q, self.t, self.q32, self.t32, self.qn, self.tn, self.c, self.k,
                               self.exclude_self, todo, out_d, out_i)
             settled["faiss_flat"] = settled.get("faiss_flat", 0) + int(todo.size - left.size)
@@ -183,6 +183,14 @@ class _Exact:
                        self.exclude_self, bd, bi)
             out_d[rows] = bd
             out_i[rows] = bi
+
+
+def _one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:
+    """Shape rule: for k = 1, open rows whose float32 distances to every target fit in one block
+    skip faiss' flat screen and go straight to the blocked path — one GEMM and an argmin, with the
+    same error bound and float64 decision, cost less than faiss' search of k + 16 candidates at
+    this shape (measured 2–2.5× less CPU at 435 and 1,000 × 25,000 × 90, 1 and 2 threads)."""
+    return k == 1 and n_rows * m * 4 <= block_bytes
 
 
 IVF_TARGET_RECALL = 0.99  # the probe count is raised until a calibration sample reaches this
@@ -393,7 +401,7 @@ def _group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return g[:qc.shape[0]], g[qc.shape[0]:]
 
 
-def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
+def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
     """Exact k nearest neighbours among records of equal or nearly equal categorical values
     (METRICS.md §1: a mismatch in categorical column c adds a fixed c_c to the squared distance).
 
@@ -466,6 +474,12 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i) -> np.ndarray:
         todo = np.union1d(todo, left)
         break
     if todo.size == 0 or costs.size == 0:
+        return todo
+    if _one_block(todo.size, m, k, block_bytes):
+        # shape rule: level 1 builds one tree over all m targets per categorical column; when the
+        # open rows fit one GEMM block (k = 1) that block costs less (1,000 × 25,000 × 90, 10
+        # categorical columns: the 10 trees settled 145 of 580 rows for ~0.2 CPU-s, the block
+        # does all 580 for ~0.1)
         return todo
     # level 1: equal on all columns but one; every other record mismatches ≥ 2 columns
     beyond1 = float(np.sqrt(ordered[0] + ordered[1])) if costs.size > 1 else np.inf

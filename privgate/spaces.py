@@ -58,10 +58,12 @@ class EncodedSpace:
         return int(self.real.shape[1])
 
 
-def numeric_block(frames: Mapping[str, pl.DataFrame], column: str) -> tuple[dict[str, np.ndarray], dict]:
+def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
+                  reference: pl.DataFrame | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
-    → the real mean; a constant real column → all zeros)."""
-    real = frames["real"][column].to_numpy().astype(np.float64, copy=False)
+    → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
+    mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"])."""
+    real = (frames["real"] if reference is None else reference)[column].to_numpy().astype(np.float64, copy=False)
     ok = ~np.isnan(real)
     mean = float(real[ok].mean()) if ok.any() else 0.0
     std = float(real[ok].std()) if ok.any() else 0.0
@@ -77,13 +79,18 @@ def numeric_block(frames: Mapping[str, pl.DataFrame], column: str) -> tuple[dict
     return out, info
 
 
+def category_levels(frames: Mapping[str, pl.DataFrame], column: str) -> list[str]:
+    """The sorted union of a categorical column's levels over all frames, null its own level."""
+    return sorted(set().union(*(f[column].fill_null(NULL_LEVEL).unique().to_list() for f in frames.values())))
+
+
 def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
                    levels: list[str] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
     """Integer codes of a categorical column over ``levels`` (default: sorted union of all frames'
     levels with null as its own level). Values outside ``levels`` get code -1."""
     series = {r: f[column].fill_null(NULL_LEVEL) for r, f in frames.items()}
     if levels is None:
-        levels = sorted(set().union(*(s.unique().to_list() for s in series.values())))
+        levels = category_levels(frames, column)
     lookup = pl.DataFrame({"__v": levels, "__code": np.arange(len(levels), dtype=np.int64)})
     codes = {}
     for role, s in series.items():
@@ -93,19 +100,33 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
 
 
 def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
-                weights: Mapping[str, float] | None = None, name: str = "mixed") -> EncodedSpace:
-    """Encode ``columns`` (default: all) of every frame in the mixed space."""
+                weights: Mapping[str, float] | None = None, name: str = "mixed",
+                rows: Mapping[str, np.ndarray] | None = None) -> EncodedSpace:
+    """Encode ``columns`` (default: all) of every frame in the mixed space.
+
+    ``rows`` (role → row positions): encode only these rows of those frames (the others whole),
+    e.g. the few hundred records an attack samples. The standardisation and the levels still come
+    from the whole frames, so each encoded row equals that row of the whole encoding, bit for bit;
+    the null counts in ``details["mean_imputed"]`` are those of the encoded rows."""
     columns = list(columns) if columns is not None else schema.columns
     weights = dict(weights or {})
-    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    whole = frames
+    if rows:
+        frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
+    # each feature block is written once into a preallocated matrix (no per-column one-hot
+    # blocks stacked afterwards): per block, (first feature, role → numeric values | level codes)
+    numeric_at: list[tuple[int, dict[str, np.ndarray]]] = []
+    codes_at: list[tuple[int, dict[str, np.ndarray], float]] = []
     imputed: dict[str, dict[str, int]] = {}
     constant: list[str] = []
     n_features = 0
     slices: list[tuple[int, int]] = []
+    coded = _levels_and_codes(frames, whole, [c for c in columns if schema.kind(c) != NUMERIC
+                                              and float(weights.get(c, 1.0)) != 0.0])
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
-            vals, info = numeric_block(frames, col)
+            vals, info = numeric_block(frames, col, reference=whole["real"])
             if info["mean_imputed"]:
                 imputed[col] = info["mean_imputed"]
             if info["constant"]:
@@ -113,27 +134,45 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
                 continue
             if w == 0.0:
                 continue
-            for r in frames:
-                blocks[r].append((vals[r] * w)[:, None])
+            numeric_at.append((n_features, {r: vals[r] * w for r in frames}))
             n_features += 1
         else:
             if w == 0.0:
                 continue
-            codes, levels = category_codes(frames, col)
-            _check_levels(col, len(levels))
-            scale = INV_SQRT2 * w
-            for r in frames:
-                mat = np.zeros((codes[r].size, len(levels)))
-                mat[np.arange(codes[r].size), codes[r]] = scale
-                blocks[r].append(mat)
+            codes, levels = coded[col]
+            codes_at.append((n_features, codes, INV_SQRT2 * w))
             slices.append((n_features, n_features + len(levels)))
             n_features += len(levels)
-    mats = {r: (np.hstack(b) if b else np.zeros((frames[r].height, 0))) for r, b in blocks.items()}
+    mats = {r: np.zeros((frames[r].height, n_features)) for r in frames}
+    for r, mat in mats.items():
+        for j, vals in numeric_at:
+            mat[:, j] = vals[r]
+        for start, codes, scale in codes_at:
+            mat[np.arange(mat.shape[0]), start + codes[r]] = scale
     details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
                "constant_columns": constant}
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
     return EncodedSpace(name, mats, details, categorical_slices=slices)
+
+
+def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl.DataFrame],
+                      columns: list[str]) -> dict[str, tuple[dict[str, np.ndarray], list[str]]]:
+    """What :func:`category_levels` and :func:`category_codes` give for each of ``columns`` (levels:
+    the sorted union over the ``whole`` frames, null a level; codes of the rows in ``frames``),
+    computed with one Polars query per frame for all columns instead of several per column."""
+    if not columns:
+        return {}
+    found = [f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0)
+             for f in whole.values()]
+    levels = {}
+    for j, col in enumerate(columns):
+        levels[col] = sorted(set().union(*(u[j] for u in found)))
+        _check_levels(col, len(levels[col]))
+    # an Enum's physical value is the position of the value in its categories: the level code
+    codes = {r: f.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
+             for r, f in frames.items()}
+    return {c: ({r: codes[r][c].to_numpy().astype(np.int64) for r in frames}, levels[c]) for c in columns}
 
 
 def _check_levels(column: str, n_levels: int) -> None:

@@ -36,11 +36,13 @@ def correct_guesses(guess: np.ndarray, truth: np.ndarray, numeric: bool, toleran
     return both_null | hit
 
 
-def _secret_values(ctx, secret: str, numeric: bool) -> dict[str, np.ndarray]:
-    """The secret column of every frame as numbers (NaN = null) or level codes (null a level)."""
+def _secret_values(ctx, secret: str, numeric: bool, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The secret of the attacked rows (role → row positions; every synthetic record) as numbers
+    (NaN = null) or level codes (null a level; codes comparable across the frames)."""
+    frames = {r: (f[rows[r]] if r in rows else f) for r, f in ctx.frames.items()}
     if numeric:
-        return {r: f[secret].to_numpy().astype(np.float64, copy=False) for r, f in ctx.frames.items()}
-    codes, _ = category_codes(ctx.frames, secret)
+        return {r: f[secret].to_numpy().astype(np.float64, copy=False) for r, f in frames.items()}
+    codes, _ = category_codes(frames, secret)
     return {r: c.astype(np.float64) for r, c in codes.items()}
 
 
@@ -66,16 +68,18 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     numeric = is_numeric if regression is None else bool(regression)
     if numeric and not is_numeric:
         raise ParameterError(f"regression=True needs a numeric secret; {secret!r} is categorical")
-    values = _secret_values(ctx, secret, is_numeric)
-    space = ("mixed", tuple(aux))
-    guess_t = values["synthetic"][ctx.neighbours(space, "real", "synthetic", 1, rows=targets).idx[:, 0]]
-    guess_c = values["synthetic"][ctx.neighbours(space, "holdout", "synthetic", 1, rows=controls).idx[:, 0]]
-    ok_t = correct_guesses(guess_t, values["real"][targets], numeric, tolerance)
-    ok_c = correct_guesses(guess_c, values["holdout"][controls], numeric, tolerance)
+    # values["real"][i] is the secret of training row targets[i], values["holdout"][i] of controls[i]
+    values = _secret_values(ctx, secret, is_numeric, {"real": targets, "holdout": controls})
+    # both sampled sets searched together, with only their rows (and the release) encoded
+    nb = ctx.neighbours_of_rows(("mixed", tuple(aux)), {"real": targets, "holdout": controls}, "synthetic", 1)
+    guess_t = values["synthetic"][nb["real"].idx[:, 0]]
+    guess_c = values["synthetic"][nb["holdout"].idx[:, 0]]
+    ok_t = correct_guesses(guess_t, values["real"], numeric, tolerance)
+    ok_c = correct_guesses(guess_c, values["holdout"], numeric, tolerance)
     # naive baseline: a random synthetic record's secret, compared with the SAME target's secret
     # (position by position; anonymeter's inference baseline misaligned the two)
     donors = rng_for(seed, STREAM_BASELINE).integers(0, ctx.n_synthetic, size=targets.size)
-    ok_b = correct_guesses(values["synthetic"][donors], values["real"][targets], numeric, tolerance)
+    ok_b = correct_guesses(values["synthetic"][donors], values["real"], numeric, tolerance)
     return {"ok": ok_t, "n_success": int(ok_t.sum()), "n_control_success": int(ok_c.sum()),
             "n_baseline_success": int(ok_b.sum()), "numeric": numeric}
 

@@ -41,11 +41,13 @@ def naive_link_probability(n_synthetic: int, k: int) -> float:
     return float(1.0 - np.prod((m - k - i) / (m - i)))
 
 
-def _linked(ctx, rows: np.ndarray, role: str, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
-            k: int) -> np.ndarray:
-    a = ctx.neighbours(("mixed", cols_a), role, "synthetic", k, rows=rows).idx
-    b = ctx.neighbours(("mixed", cols_b), role, "synthetic", k, rows=rows).idx
-    return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
+def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: tuple[str, ...],
+            k: int) -> dict[str, np.ndarray]:
+    """Per role, whether each sampled record's two parts share a synthetic neighbour; each column
+    set's targets and controls are searched together, with only those rows encoded."""
+    a = ctx.neighbours_of_rows(("mixed", cols_a), rows, "synthetic", k)
+    b = ctx.neighbours_of_rows(("mixed", cols_b), rows, "synthetic", k)
+    return {r: (a[r].idx[:, :, None] == b[r].idx[:, None, :]).any(axis=(1, 2)) for r in rows}
 
 
 @register_metric(
@@ -91,8 +93,8 @@ def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: i
     targets = sample_rows(ctx.n_real, n_attacks, seed, STREAM_ATTACK)
     controls = sample_rows(ctx.n_holdout, n_attacks, seed, STREAM_CONTROL)
     ta, tb = tuple(cols_a), tuple(cols_b)
-    linked = _linked(ctx, targets, "real", ta, tb, k)
-    control_linked = _linked(ctx, controls, "holdout", ta, tb, k)
+    found = _linked(ctx, {"real": targets, "holdout": controls}, ta, tb, k)
+    linked, control_linked = found["real"], found["holdout"]
     per_record = np.zeros(ctx.n_real)
     per_record[targets[linked]] = 1.0
     details = {"aux_cols": [list(cols_a), list(cols_b)], "n_neighbors": k,

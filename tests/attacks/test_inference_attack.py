@@ -63,3 +63,42 @@ def test_several_secrets_report_the_worst():
     res = privgate.metrics.inference(real, syn, holdout=hold, sensitive=["s", "t"], aux_cols=["x"])
     assert set(res.per_attribute) == {"s", "t"} and res.details["secret"] == "s"
     assert res.per_attribute["s"] == res.value > res.per_attribute["t"] == 0.0
+
+
+@pytest.mark.parametrize("secret", ["s", "y"])
+def test_sampled_rows_only_search_equals_the_whole_space_search(secret):
+    """inference encodes only the sampled training and holdout rows (plus the release) and searches
+    them together; the guesses must be those of the whole mixed space searched per role (nulls,
+    duplicates and ties included)."""
+    from privgate.attacks._control import STREAM_ATTACK, STREAM_CONTROL, sample_rows
+    from privgate.context import EvaluationContext
+
+    rng = np.random.default_rng(9)
+
+    def frame(n):
+        x = rng.integers(0, 5, n).astype(float)
+        x[rng.random(n) < 0.1] = np.nan
+        s = [["a", "b", "c", None][i] for i in rng.integers(0, 4, n)]
+        return pl.DataFrame({"x": x, "c": [["p", "q"][i] for i in rng.integers(0, 2, n)], "s": s,
+                             "y": rng.integers(-3, 4, n).astype(float)})
+
+    real, syn, hold = frame(300), frame(250), frame(280)
+    aux = ["x", "c"] + (["y"] if secret == "s" else ["s"])
+    res = privgate.metrics.inference(real, syn, holdout=hold, secret=secret, aux_cols=aux, n_attacks=120, seed=4)
+    ctx = EvaluationContext(real, syn, holdout=hold, seed=4)
+    targets, controls = sample_rows(300, 120, 4, STREAM_ATTACK), sample_rows(280, 120, 4, STREAM_CONTROL)
+    space = ("mixed", tuple(aux))
+    guess_t = syn[secret].to_numpy()[ctx.neighbours(space, "real", "synthetic", 1, rows=targets).idx[:, 0]]
+    guess_c = syn[secret].to_numpy()[ctx.neighbours(space, "holdout", "synthetic", 1, rows=controls).idx[:, 0]]
+    numeric = secret == "y"
+
+    def right(guess, truth):
+        if numeric:
+            return correct_guesses(guess.astype(float), truth.astype(float), True, 0.05)
+        return np.array([g == t for g, t in zip(guess, truth)])  # None == None: null is a level
+
+    ok_t = right(guess_t, real[secret].to_numpy()[targets])
+    ok_c = right(guess_c, hold[secret].to_numpy()[controls])
+    assert res.details["correct_rows"] == targets[ok_t].tolist()
+    assert res.details["n_control_success"] == int(ok_c.sum())
+    assert 0 < ok_t.sum() < 120 and 0 < ok_c.sum() < 120  # the case is not degenerate

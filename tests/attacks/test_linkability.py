@@ -63,3 +63,33 @@ def test_target_searches_go_through_the_context_and_match_the_full_search():
     assert np.array_equal(sliced.idx[:, 0], full.idx[[299, 3], 0])
     again = ctx.neighbours(("mixed", ("a", "b")), "holdout", "synthetic", 1, rows=np.array([7]))
     assert again.idx.shape == (1, 1)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_stacked_sampled_searches_link_as_the_per_role_searches(k):
+    """linkability searches each column set's targets and controls together with only those rows
+    encoded (neighbours_of_rows); the links must be those of per-role searches in the whole space."""
+    from privgate.attacks._control import STREAM_ATTACK, STREAM_CONTROL, sample_rows
+
+    rng = np.random.default_rng(1)
+
+    def frame(n):
+        return pl.DataFrame({"a": rng.integers(0, 4, n).astype(float), "b": rng.integers(0, 3, n).astype(str),
+                             "c": rng.integers(0, 4, n).astype(float), "d": rng.integers(0, 2, n).astype(str)})
+
+    real, syn, hold = frame(260), frame(240), frame(220)
+    res = privgate.metrics.linkability(real, syn, holdout=hold, aux_cols=(["a", "b"], ["c", "d"]), n_neighbors=k,
+                                       n_attacks=100, seed=2)
+    ctx = EvaluationContext(real, syn, holdout=hold)
+    ctx.mixed(["a", "b"]), ctx.mixed(["c", "d"])  # the whole spaces, searched per role
+
+    def linked(role, rows):
+        a = ctx.neighbours(("mixed", ("a", "b")), role, "synthetic", k, rows=rows).idx
+        b = ctx.neighbours(("mixed", ("c", "d")), role, "synthetic", k, rows=rows).idx
+        return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
+
+    targets, controls = sample_rows(260, 100, 2, STREAM_ATTACK), sample_rows(220, 100, 2, STREAM_CONTROL)
+    ok_t, ok_c = linked("real", targets), linked("holdout", controls)
+    assert res.details["linked_rows"] == targets[ok_t].tolist()
+    assert res.details["n_control_success"] == int(ok_c.sum())
+    assert 0 < ok_t.sum() < 100 and 0 < ok_c.sum() < 100
