@@ -347,6 +347,8 @@ def run_gate(
     progress: Callable[..., Any] | None = None,
     record: bool = True,
     threads: int | None = None,
+    exact: bool | None = None,
+    sample_real: int | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -358,15 +360,18 @@ def run_gate(
     ``history`` is read for trend rules; the run is recorded in it once, at the end, unless
     ``record=False`` — a caller with more steps that can fail (the CLI writes reports) records
     the final decision itself with :func:`record_outcome`. ``threads``: the run's thread budget
-    (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default ``$PRIVGATE_THREADS`` or the
-    cores free at the start.
+    (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default the configuration's
+    ``options.threads``, else ``$PRIVGATE_THREADS`` or the cores free at the start. ``exact`` and
+    ``sample_real`` override the configuration's ``options`` likewise (None: keep them); the
+    options used are recorded in the outcome's configuration (the thread budget as resolved).
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
     try:
-        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, threads=threads,
+        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
+                       options={"threads": threads, "exact": exact, "sample_real": sample_real},
                        progress=progress, run_id=run_id, created=created)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
@@ -442,7 +447,7 @@ def result_problem(res: Any) -> str | None:
 
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
-         created: datetime, threads: int | None = None) -> GateOutcome:
+         created: datetime, options: Mapping[str, Any] | None = None) -> GateOutcome:
     from ..io import load_frame
 
     checks: list[GateCheck] = []
@@ -461,6 +466,8 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
             config = parse_gate_config(cfg)
         if dataset:
             config = config.with_dataset(dataset)  # an invalid name is a configuration error
+        if options:
+            config = config.with_options(**options)  # an invalid option is a configuration error
     except ConfigError as exc:
         checks.append(_error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
     except Exception as exc:  # noqa: BLE001
@@ -515,7 +522,8 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 holdout=frames.get("holdout"), keys=config.keys, sensitive=config.sensitive,
                 schema=config.schema, seed=config.seed, params=config.params(),
                 baseline=bool(has_holdout and config.needs_baseline), on_error="record",
-                progress=progress, threads=threads,
+                progress=progress, threads=config.options.threads, exact=config.options.exact,
+                sample_real=config.options.sample_real,
             )
         except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
             what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
@@ -531,6 +539,9 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                     del results[name]  # never rendered, stored or compared
             report.results = results
             report.errors = errors
+            used = (getattr(report, "params", None) or {}).get("options") or {}
+            if used.get("threads"):
+                config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
                                  previous_note=note, trend_note=trend_note))
 
