@@ -448,7 +448,7 @@ def result_problem(res: Any) -> str | None:
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: Mapping[str, Any] | None = None) -> GateOutcome:
-    from ..io import load_frame
+    from ..io import load_frame, scan_frame
 
     checks: list[GateCheck] = []
     report = None
@@ -474,14 +474,21 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
         checks.append(_error_check("(config)", f"invalid configuration: {_privgate_error_text(exc)}"))
     ds = dataset or (config.dataset if config else "unknown")
 
-    frames: dict[str, pl.DataFrame | None] = {}
+    # Parquet / Arrow files stay file scans: fingerprinted in batches and handed to the evaluation
+    # as paths, whose metrics read only the columns they need (a group-by streams the file) and
+    # load a frame once, when a neighbour search needs the encoded matrix (docs/performance.md)
+    frames: dict[str, pl.DataFrame | pl.LazyFrame | None] = {}
+    stamps: dict[str, tuple[int, int]] = {}
     for role, data in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
         if data is None:
             if role != "holdout":
                 checks.append(_error_check(f"({role})", f"{role} input missing"))
             continue
         try:
-            frames[role] = load_frame(data, role=role)
+            scan = scan_frame(data, role=role)
+            if scan is not None:
+                stamps[role] = _stamp(data)
+            frames[role] = scan if scan is not None else load_frame(data, role=role)
         except Exception as exc:  # noqa: BLE001
             checks.append(_error_check(f"({role})", f"cannot load {role}: {_privgate_error_text(exc)}"))
     sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
@@ -489,6 +496,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
         fingerprint = inputs_fingerprint(frames, sources)
     except Exception as exc:  # noqa: BLE001
         checks.append(_error_check("(input)", f"cannot fingerprint inputs: {_privgate_error_text(exc)}"))
+    inputs = {r: (sources[r] if r in stamps else f) for r, f in frames.items()}
 
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(_error_check("(holdout)", "the configuration requires a holdout and none was given"))
@@ -518,8 +526,8 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                                           "compare with care")
         try:
             report = _evaluate(
-                frames["real"], frames["synthetic"], metrics=config.metrics_for(has_holdout),
-                holdout=frames.get("holdout"), keys=config.keys, sensitive=config.sensitive,
+                inputs["real"], inputs["synthetic"], metrics=config.metrics_for(has_holdout),
+                holdout=inputs.get("holdout"), keys=config.keys, sensitive=config.sensitive,
                 schema=config.schema, seed=config.seed, params=config.params(),
                 baseline=bool(has_holdout and config.needs_baseline), on_error="record",
                 progress=progress, threads=config.options.threads, exact=config.options.exact,
@@ -539,6 +547,9 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                     del results[name]  # never rendered, stored or compared
             report.results = results
             report.errors = errors
+            changed = [r for r, st in stamps.items() if _stamp(sources[r]) != st]
+            if changed:  # the fingerprint and the scores may describe different content
+                checks.append(_error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
             used = (getattr(report, "params", None) or {}).get("options") or {}
             if used.get("threads"):
                 config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
@@ -548,6 +559,12 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
                     previous_release_id=previous_release)
+
+
+def _stamp(path: Any) -> tuple[int, int]:
+    """Size and modification time of an input file (a file replaced during the run is refused)."""
+    st = Path(path).stat()
+    return st.st_size, st.st_mtime_ns
 
 
 # ---------------------------------------------------------------------------------------------

@@ -49,23 +49,21 @@ def common_rows(ctx) -> MetricResult:
     """
     cols = ctx.schema.columns
     rows = real_rows(ctx)
-    real = ctx.real if rows is None else ctx.real[rows]
-    hits = copied_rows(real, ctx.synthetic, cols)
-    per = np.zeros(real.height)
-    per[hits] = 1.0
+    real = ctx.lazy("real").with_row_index("__row")
+    if rows is not None:
+        real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
+    # a semi-join on every column (nulls equal), streamed: a Parquet release is read in batches
+    copied = real.join(ctx.lazy("synthetic").unique(), on=cols, how="semi", nulls_equal=True)
+    hit_rows = copied.select("__row").collect(engine="streaming")["__row"].to_numpy()
+    n_distinct = int(copied.select(cols).unique().select(pl.len()).collect(engine="streaming").item())
+    per = np.zeros(ctx.n_real if rows is None else rows.size)
+    per[hit_rows if rows is None else np.searchsorted(rows, hit_rows)] = 1.0
     share = float(per.mean())
     res = result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
-                 details={"n_real_copied": int(per.sum()),
-                          "n_distinct_real_copied": int(real[hits].n_unique()) if hits.size else 0},
+                 details={"n_real_copied": int(per.sum()), "n_distinct_real_copied": n_distinct},
                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
     return mark_sampled(set_share_ci(res, per), ctx, rows)
 
-
-def copied_rows(real: pl.DataFrame, synthetic: pl.DataFrame, cols: list[str]) -> np.ndarray:
-    """Positions of the rows of ``real`` that appear verbatim in ``synthetic`` (a semi-join on
-    every column, nulls equal)."""
-    real = real.with_row_index("__row")
-    return real.join(synthetic.unique(), on=cols, how="semi", nulls_equal=True)["__row"].to_numpy()
 
 
 # ------------------------------------------------------------- real → synthetic distances

@@ -86,6 +86,38 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
     return pl.DataFrame(real_cols), pl.DataFrame(syn_cols), kc, sc
 
 
+def _lazy_key_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | None,
+                     rows: np.ndarray | None) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str], dict[str, str]]:
+    """zero_cap's inputs as LazyFrames — key columns k0, k1, ... and sensitive columns s0, ...,
+    the real one with its row position ``__row`` (only ``rows`` when sampled) — read from the
+    context's lazy frames (a Parquet scan reads only these columns, streamed). Values compare
+    exactly as :func:`_value_codes` codes them (normalised Float64 / String, null = null only,
+    joins with ``nulls_equal``); with ``key_bins`` the numeric keys are binned on loaded codes."""
+    kc = [f"k{i}" for i in range(len(keys))]
+    sc = {f"s{i}": col for i, col in enumerate(sensitive)}
+    if key_bins is not None:
+        real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
+        real, syn = real.lazy(), syn.lazy()
+    else:
+        names = [pl.col(c).alias(k) for c, k in zip(keys, kc)] + [pl.col(c).alias(s) for s, c in sc.items()]
+        real, syn = ctx.lazy("real").select(names), ctx.lazy("synthetic").select(names)
+    real = real.with_row_index("__row")
+    if rows is not None:
+        real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
+    return real, syn, kc, sc
+
+
+def _by_row(frame: pl.LazyFrame, column: str) -> np.ndarray:
+    """``column`` of a lazy join on the real rows, in real-row order (null → 0), collected with
+    the streaming engine."""
+    out = frame.select("__row", pl.col(column).fill_null(0)).collect(engine="streaming").sort("__row")
+    return out[column].to_numpy()
+
+
+def _count(frame: pl.LazyFrame) -> int:
+    return int(frame.select(pl.len()).collect(engine="streaming").item())
+
+
 def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
              extra: dict[str, dict], raw_description: str, per_record_description: str,
              params: dict, weights: np.ndarray | None = None) -> MetricResult:
@@ -129,21 +161,20 @@ def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str]
     """
     _check_key_bins(key_bins)
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
-    real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
     rows = real_rows(ctx)
-    real = on_rows(real, rows).with_row_index("__row")
+    real, syn, kc, sc = _lazy_key_frames(ctx, keys, sensitive, key_bins, rows)
     n_k = syn.group_by(kc).agg(pl.len().alias("__m"))
-    matched = real.join(n_k, on=kc, how="left", maintain_order="left")["__m"].fill_null(0).to_numpy()
+    matched = _by_row(real.join(n_k, on=kc, how="left", nulls_equal=True), "__m")
     per_attr, extra = {}, {}
     for s, col in sc.items():
         n_ks = syn.group_by(kc + [s]).agg(pl.len().alias("__ms"))
-        ms = real.join(n_ks, on=kc + [s], how="left", maintain_order="left")["__ms"].fill_null(0).to_numpy()
+        ms = _by_row(real.join(n_ks, on=kc + [s], how="left", nulls_equal=True), "__ms")
         per = np.where(matched > 0, ms / np.maximum(matched, 1), 0.0)
         per_attr[col] = per
         extra[col] = {"share_correct_given_match": float(per[matched > 0].mean()) if (matched > 0).any() else None}
     details_common = {"share_real_with_key_match": float((matched > 0).mean()),
-                      "n_distinct_real_key_combinations": int(real.select(kc).n_unique()),
-                      "n_distinct_synthetic_key_combinations": int(n_k.height)}
+                      "n_distinct_real_key_combinations": _count(real.select(kc).unique()),
+                      "n_distinct_synthetic_key_combinations": _count(n_k)}
     res = _combine(ctx, "zero_cap", keys, sensitive, per_attr, extra,
                    "Zero CAP: mean share of key-matching synthetic records with the real sensitive value",
                    "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
