@@ -52,10 +52,10 @@ def common_rows(ctx) -> MetricResult:
     real = ctx.lazy("real").with_row_index("__row")
     if rows is not None:
         real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
-    # a semi-join on every column (nulls equal), streamed: a Parquet release is read in batches
-    copied = real.join(ctx.lazy("synthetic").unique(), on=cols, how="semi", nulls_equal=True)
-    hit_rows = copied.select("__row").collect(engine="streaming")["__row"].to_numpy()
-    n_distinct = int(copied.select(cols).unique().select(pl.len()).collect(engine="streaming").item())
+    hit_rows = _copied_rows(real, ctx.lazy("synthetic"), cols)
+    hits = pl.LazyFrame({"__row": pl.Series(hit_rows, dtype=pl.UInt32)})
+    n_distinct = int(real.join(hits, on="__row", how="semi").select(cols).unique().select(pl.len())
+                     .collect(engine="streaming").item()) if hit_rows.size else 0
     per = np.zeros(ctx.n_real if rows is None else rows.size)
     per[hit_rows if rows is None else np.searchsorted(rows, hit_rows)] = 1.0
     share = float(per.mean())
@@ -64,6 +64,23 @@ def common_rows(ctx) -> MetricResult:
                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
     return mark_sampled(set_share_ci(res, per), ctx, rows)
 
+
+
+def _copied_rows(real: pl.LazyFrame, synthetic: pl.LazyFrame, cols: list[str]) -> np.ndarray:
+    """Sorted ``__row`` of the ``real`` rows equal on every column (nulls equal; values are
+    normalised, so numbers compare by value) to some ``synthetic`` row. Streamed in two steps so
+    that a large release is never held whole: rows whose 64-bit row hash occurs in the release
+    are candidates (only hashes are kept), then the candidates are compared exactly, column by
+    column, with the release rows of the same hashes (a hash collision is never a match)."""
+    h = pl.struct(cols).hash(seed=0).alias("__h")
+    syn_hashes = synthetic.select(h).unique()
+    cand = real.select("__row", h).join(syn_hashes, on="__h", how="semi").collect(engine="streaming")
+    if cand.height == 0:
+        return np.empty(0, dtype=np.int64)
+    real_c = real.join(cand.lazy().select("__row"), on="__row", how="semi")
+    syn_c = synthetic.with_columns(h).join(cand.lazy().select("__h").unique(), on="__h", how="semi").drop("__h")
+    copied = real_c.join(syn_c, on=cols, how="semi", nulls_equal=True)
+    return np.sort(copied.select("__row").collect(engine="streaming")["__row"].to_numpy())
 
 
 # ------------------------------------------------------------- real → synthetic distances
