@@ -9,9 +9,10 @@ import numpy as np
 import polars as pl
 
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
-from .io import load_frame
+from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, knn, knn_rows
-from .schema import Schema, check_not_empty, check_same_columns, infer_schema, normalise_frame
+from .schema import (Schema, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
+                     normalise_frame)
 from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
 from .threads import limited, resolve_threads
 
@@ -56,19 +57,39 @@ class EvaluationContext:
         sample_real: int | None = None,
         _shared: dict | None = None,
     ) -> None:
-        frames = {"real": load_frame(real, role="real"), "synthetic": load_frame(synthetic, role="synthetic")}
+        inputs = {"real": real, "synthetic": synthetic}
         if holdout is not None:
-            frames["holdout"] = load_frame(holdout, role="holdout")
-        for role, f in frames.items():
-            check_not_empty(f, role)
-        check_same_columns(frames)
+            inputs["holdout"] = holdout
+        # Parquet / Arrow files stay lazy scans until a metric needs the whole frame (group-by
+        # metrics read them through ctx.lazy(role)); everything else is loaded now
+        frames: dict[str, pl.DataFrame] = {}
+        scans: dict[str, pl.LazyFrame] = {}
+        for role, data in inputs.items():
+            lf = data.frame if isinstance(data, _Scan) else scan_frame(data, role=role)
+            if lf is None:
+                frames[role] = load_frame(data, role=role)
+            else:
+                scans[role] = lf
+        self._heights = {r: f.height for r, f in frames.items()}
+        self._heights.update({r: int(lf.select(pl.len()).collect().item()) for r, lf in scans.items()})
+        # the frames' columns and dtypes (a scan's as an empty frame) for the checks that read no values
+        shapes = {r: frames[r] if r in frames else pl.DataFrame(schema=scans[r].collect_schema()) for r in inputs}
+        for role, f in shapes.items():
+            check_not_empty(_Shape(f.width, self._heights[role]), role)
+        check_same_columns(shapes)
         # order every frame like the real one
-        order = frames["real"].columns
-        frames = {r: f.select(order) for r, f in frames.items()}
+        order = shapes["real"].columns
+        shapes = {r: f.select(order) for r, f in shapes.items()}
         if isinstance(schema, Schema):
             schema = schema.as_dict()
-        self.schema: Schema = infer_schema(frames, schema)
-        self._frames = {r: normalise_frame(f, self.schema) for r, f in frames.items()}
+        if scans:
+            self.schema: Schema = infer_schema(shapes, schema, check_values=False)
+            check_values_lazily({r: (scans[r] if r in scans else frames[r].lazy()).select(order) for r in inputs},
+                                self.schema, self._heights)
+        else:
+            self.schema = infer_schema(shapes, schema)
+        self._frames = {r: normalise_frame(f.select(order), self.schema) for r, f in frames.items()}
+        self._scans = {r: normalise_frame(lf.select(order), self.schema) for r, lf in scans.items()}
         self.seed = int(seed)
         self.keys = _as_list(keys, "keys")
         self.sensitive = _as_list(sensitive, "sensitive")
@@ -88,36 +109,53 @@ class EvaluationContext:
     # ------------------------------------------------------------------ frames
     @property
     def real(self) -> pl.DataFrame:
-        return self._frames["real"]
+        return self.frame("real")
 
     @property
     def synthetic(self) -> pl.DataFrame:
-        return self._frames["synthetic"]
+        return self.frame("synthetic")
 
     @property
     def holdout(self) -> pl.DataFrame | None:
-        return self._frames.get("holdout")
+        return self.frame("holdout") if "holdout" in self._heights else None
 
     @property
     def frames(self) -> dict[str, pl.DataFrame]:
-        return dict(self._frames)
+        return {r: self.frame(r) for r in self._heights}
 
     @property
     def n_real(self) -> int:
-        return self.real.height
+        return self._heights["real"]
 
     @property
     def n_synthetic(self) -> int:
-        return self.synthetic.height
+        return self._heights["synthetic"]
 
     @property
     def n_holdout(self) -> int | None:
-        return None if self.holdout is None else self.holdout.height
+        return self._heights.get("holdout")
 
     def frame(self, role: str) -> pl.DataFrame:
-        if role not in self._frames:
+        """The normalised frame of ``role``, loaded (once) from its file scan if it was one."""
+        if role not in self._heights:
             raise NotApplicableError(f"this evaluation has no {role} data")
+        if role not in self._frames:
+            self._frames[role] = collect_scan(self._scans.pop(role), role)
         return self._frames[role]
+
+    def lazy(self, role: str) -> pl.LazyFrame:
+        """The normalised frame of ``role`` as a LazyFrame: a scan of its Parquet / Arrow file
+        while nothing has loaded it (collect it with ``engine="streaming"``: only the columns a
+        query uses are read, in batches), else a lazy view of the loaded frame."""
+        if role not in self._heights:
+            raise NotApplicableError(f"this evaluation has no {role} data")
+        if role in self._scans:
+            return self._scans[role]
+        return self._frames[role].lazy()
+
+    def is_loaded(self, role: str) -> bool:
+        """Whether ``role``'s frame is in memory (False: still a file scan)."""
+        return role in self._frames
 
     def require_rows(self, role: str, minimum: int, metric: str) -> None:
         """Raise TooFewRowsError naming the metric when a frame has fewer than ``minimum`` rows."""
@@ -128,8 +166,9 @@ class EvaluationContext:
     def with_synthetic(self, synthetic: Any) -> "EvaluationContext":
         """A context with the same real data (and its cached real-only searches) and another
         synthetic set — used to score a holdout sample as a baseline."""
+        real = self.real if self.is_loaded("real") else _Scan(self._scans["real"])
         return EvaluationContext(
-            self.real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
+            real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
             sensitive=self.sensitive, seed=self.seed, threads=self.threads, exact=self.exact,
             sample_real=self.sample_real, _shared=self._shared,
         )
@@ -143,7 +182,13 @@ class EvaluationContext:
         if self._baseline_ctx is None:
             size = min(self.n_holdout, self.n_synthetic)
             rows = np.sort(np.random.default_rng(self.seed).choice(self.n_holdout, size, replace=False))
-            self._baseline_ctx = self.with_synthetic(self.holdout[rows])
+            if self.is_loaded("holdout"):
+                sample = self.holdout[rows]
+            else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
+                keep = pl.LazyFrame({"__pg_row": pl.Series(rows, dtype=pl.UInt32)})
+                sample = _Scan(self._scans["holdout"].with_row_index("__pg_row")
+                               .join(keep, on="__pg_row", how="semi").sort("__pg_row").drop("__pg_row"))
+            self._baseline_ctx = self.with_synthetic(sample)
         return self._baseline_ctx
 
     # ------------------------------------------------------------- parameters
@@ -176,7 +221,7 @@ class EvaluationContext:
         """The mixed space over ``columns`` (default: all), for every frame."""
         key = ("mixed", tuple(columns) if columns is not None else None)
         if key not in self._spaces:
-            self._spaces[key] = mixed_space(self._frames, self.schema, list(columns) if columns else None,
+            self._spaces[key] = mixed_space(self.frames, self.schema, list(columns) if columns else None,
                                             name=_space_name(key))
         return self._spaces[key]
 
@@ -194,14 +239,14 @@ class EvaluationContext:
         if key not in self._spaces:
             ent = self.entropies()
             weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-            self._spaces[key] = mixed_space(self._frames, self.schema, weights=weights, name="identifiability")
+            self._spaces[key] = mixed_space(self.frames, self.schema, weights=weights, name="identifiability")
         return self._spaces[key]
 
     def famd(self, n_components: int = 2) -> EncodedSpace:
         """The FAMD projection fitted on the real data (rule 5)."""
         key = ("famd", n_components)
         if key not in self._spaces:
-            self._spaces[key] = famd_space(self._frames, self.schema, n_components, name=_space_name(key))
+            self._spaces[key] = famd_space(self.frames, self.schema, n_components, name=_space_name(key))
         return self._spaces[key]
 
     def space(self, key: tuple) -> EncodedSpace:
@@ -383,6 +428,19 @@ class EvaluationContext:
 
     def _missing(self, role: str):
         raise NotApplicableError(f"this evaluation has no {role} data")
+
+
+class _Scan:
+    """A LazyFrame handed between contexts (a holdout baseline's real data and holdout sample)
+    that stays lazy — a user's LazyFrame is collected on entry like any other input."""
+
+    def __init__(self, frame: pl.LazyFrame) -> None:
+        self.frame = frame
+
+
+class _Shape:
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
 
 
 EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/performance.md)

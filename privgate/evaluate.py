@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
-from .metrics._common import BOOT, intervals_on, per_record_mean
+from .metrics._common import BOOT, intervals_on, per_record_mean, widen_excess_for_search
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -50,6 +50,8 @@ def evaluate(
     on_error: str = "raise",
     progress: ProgressFn | bool | None = None,
     threads: int | None = None,
+    exact: bool = False,
+    sample_real: int | None = None,
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
 
@@ -70,6 +72,10 @@ def evaluate(
         progress: True prints one line per metric to stderr, or a callable(name, i, total).
         threads: thread budget of the native libraries (privgate.threads): default
             $PRIVGATE_THREADS, else the cores free at the start of the run.
+        exact: True forces exact neighbour searches at every size (default: an approximate
+            screen with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
+        sample_real: estimate the metrics that are means over real records on a seeded sample of
+            this many real records (their ``details["sampled"]`` says so; None: every record).
 
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
@@ -77,7 +83,8 @@ def evaluate(
         raise ParameterError(f"on_error must be 'raise' or 'record'; got {on_error!r}")
     start = time.perf_counter()
     ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys,
-                            sensitive=sensitive, seed=seed, pairing=pairing, threads=threads)
+                            sensitive=sensitive, seed=seed, pairing=pairing, threads=threads, exact=exact,
+                            sample_real=sample_real)
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = list(metrics) if metrics is not None else default_metrics(ctx)
@@ -97,7 +104,14 @@ def evaluate(
                   n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
                   seconds=time.perf_counter() - start,
                   params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive,
-                          "metric_params": params, "baseline": baseline})
+                          "metric_params": params, "baseline": baseline,
+                          "options": run_options(ctx)})
+
+
+def run_options(ctx: EvaluationContext) -> dict[str, Any]:
+    """The run options an evaluation used (recorded in reports and the history): the thread
+    budget, whether searches were forced exact, and the real-record sample size (None: all)."""
+    return {"threads": ctx.threads, "exact": ctx.exact, "sample_real": ctx.sample_real}
 
 
 def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors) -> None:
@@ -145,7 +159,7 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
             method = "MOVER difference of the release's and the baseline's intervals (treated as independent)"
         else:
             method = "none: the release or the baseline has no interval"
-    res.with_baseline(base.value, base.ci, ci)
+    res.with_baseline(base.value, base.ci, widen_excess_for_search(ci, res, base))
     res.details["excess_ci_method"] = method
     res.details["baseline_ci_method"] = base.details.get("ci_method")
     return res

@@ -46,6 +46,36 @@ def load_frame(data: Any, *, role: str = "input") -> pl.DataFrame:
     )
 
 
+def scan_frame(data: Any, *, role: str = "input") -> pl.LazyFrame | None:
+    """A lazy scan of ``data`` when it is a path to a Parquet or Arrow IPC file (read by column
+    and streamed, so a metric that needs a few columns or a group-by never holds the whole file),
+    else None (load it with :func:`load_frame`). The file is opened and its schema read here, so
+    a missing or unreadable file fails now with :func:`load_frame`'s message. CSV files and
+    in-memory inputs are not scanned: CSV parsing is validated as a whole by ``load_frame``."""
+    if not isinstance(data, (str, Path)):
+        return None
+    path = Path(data)
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind not in ("parquet", "ipc") or not path.is_file():
+        return None  # load_frame gives the specific error (missing, folder, suffix, CSV)
+    try:
+        lf = pl.scan_parquet(path) if kind == "parquet" else pl.scan_ipc(path)
+        lf.collect_schema()
+    except Exception as exc:  # noqa: BLE001 - parser errors carry file content; keep only the type
+        raise _read_error(path, role, kind, exc) from None
+    return lf
+
+
+def collect_scan(lf: pl.LazyFrame, role: str) -> pl.DataFrame:
+    """Collect a scan made by :func:`scan_frame` (streaming engine), naming ``role`` when the
+    file cannot be read to the end."""
+    try:
+        return lf.collect(engine="streaming")
+    except Exception as exc:  # noqa: BLE001 - keep only the type (the text may quote content)
+        raise InputLoadError(f"{role}: cannot read the input to the end: {type(exc).__name__} "
+                             "(details withheld: they may quote the file's content)") from None
+
+
 def _from_arrow(table: pa.Table, role: str) -> pl.DataFrame:
     try:
         out = pl.from_arrow(table)

@@ -136,6 +136,31 @@ def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
                     "finite numbers: replace them with null (missing) or a finite value")
 
 
+def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", heights: Mapping[str, int]) -> None:
+    """The value checks of :func:`infer_schema` (``check_finite``, an all-null real column) on
+    frames not loaded: one streamed aggregation per frame, the same errors in the same order."""
+    roles = list(frames)
+    infinite: dict[str, dict[str, int]] = {}
+    for role, lf in frames.items():
+        dtypes = lf.collect_schema()
+        exprs = [pl.col(c).is_infinite().sum().alias(c) for c in schema.numeric if dtypes[c].is_float()]
+        infinite[role] = lf.select(exprs).collect(engine="streaming").row(0, named=True) if exprs else {}
+    for col in schema.numeric if schema is not None else ():
+        for role in roles:
+            n = int(infinite[role].get(col, 0) or 0)
+            if n:
+                raise NonFiniteValueError(
+                    f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
+                    "finite numbers: replace them with null (missing) or a finite value")
+    real = frames[roles[0]]
+    nulls = real.select(pl.all().null_count()).collect(engine="streaming").row(0, named=True)
+    for col in schema.columns:
+        if nulls[col] == heights[roles[0]]:
+            raise AllNullColumnError(
+                f"column {col!r} of {roles[0]} has only nulls ({heights[roles[0]]} rows); drop it or fill it"
+            )
+
+
 @dataclass(frozen=True)
 class Schema:
     """Decided kind of every column, in the real frame's column order."""
@@ -193,13 +218,16 @@ def check_same_columns(frames: Mapping[str, pl.DataFrame]) -> None:
 
 
 def infer_schema(
-    frames: Mapping[str, pl.DataFrame], user_schema: Mapping[str, str] | None = None
+    frames: Mapping[str, pl.DataFrame], user_schema: Mapping[str, str] | None = None,
+    *, check_values: bool = True,
 ) -> Schema:
     """Decide each column's kind and validate dtypes across frames.
 
     ``frames`` maps a role ("real", "synthetic", "holdout") to its frame; the first is the real
     data and fixes the column order. ``user_schema`` maps column → "numeric" | "categorical" and
-    overrides inference (a string column declared numeric must hold numbers).
+    overrides inference (a string column declared numeric must hold numbers). ``check_values``
+    False skips the checks that read values (infinite numbers, an all-null real column): the
+    caller runs :func:`check_values_lazily` on frames it has not loaded.
     """
     user_schema = dict(user_schema or {})
     roles = list(frames)
@@ -241,10 +269,10 @@ def infer_schema(
         else:
             kinds[col] = _FAMILY_KIND[next(iter(per_role.values()))] if per_role else CATEGORICAL
             inferred[col] = True
-        if kinds[col] == NUMERIC:
+        if kinds[col] == NUMERIC and check_values:
             check_finite(col, frames)
 
-    for col in real.columns:
+    for col in real.columns if check_values else ():
         if real[col].null_count() == real.height:
             raise AllNullColumnError(
                 f"column {col!r} of {roles[0]} has only nulls ({real.height} rows); drop it or fill it"
@@ -252,12 +280,14 @@ def infer_schema(
     return Schema(kinds, inferred)
 
 
-def normalise_frame(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.DataFrame | pl.LazyFrame:
     """Reorder columns to the schema's order and cast to canonical dtypes: numerics → Float64
-    (dates/datetimes as epoch seconds, UTC), categoricals → String (booleans as "true"/"false")."""
+    (dates/datetimes as epoch seconds, UTC), categoricals → String (booleans as "true"/"false").
+    A LazyFrame gives the same query, lazily."""
     exprs = []
+    dtypes = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     for col, kind in schema.kinds.items():
-        dtype = frame.schema[col]
+        dtype = dtypes[col]
         e = pl.col(col)
         if kind == NUMERIC:
             if isinstance(dtype, pl.Datetime):

@@ -30,6 +30,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_out", help="write the full report as JSON to this path")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    from .gate import add_run_options
+
+    add_run_options(p)
     return p
 
 
@@ -55,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate(real, synthetic, args.metrics, holdout=holdout, keys=keys, sensitive=sensitive,
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),
-                      progress=not args.quiet)
+                      progress=not args.quiet, threads=args.threads, exact=bool(args.exact),
+                      sample_real=args.sample_real)
     rows = []
     from ..registry import get_metric
 
@@ -65,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{report.n_real} real, {report.n_synthetic} synthetic rows"
           + (f", {report.n_holdout} holdout" if report.n_holdout else "")
           + f"; {report.seconds:.1f} s. Risk: 0 = private, 1 = no privacy.")
+    opts = report.params.get("options") or {}
+    print(f"options: threads {opts.get('threads')}, exact {opts.get('exact')}, "
+          f"sample_real {opts.get('sample_real') or 'off (every real record)'}")
     if args.json_out:
         report.to_json(args.json_out)
         print(f"JSON report: {args.json_out}")

@@ -36,6 +36,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the JSON report to this path")
     p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_run_options(p, "the configuration's options")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
     def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
@@ -45,6 +46,32 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
     p.error = usage_error  # type: ignore[method-assign]
     return p
+
+
+def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
+    """``--threads N``, ``--exact/--no-exact`` and ``--sample-real N`` (shared with evaluate);
+    ``default`` names where an unset option comes from first (gate: the configuration)."""
+    first = f"{default}, else " if default else ""
+    p.add_argument("--threads", type=_positive("--threads"), default=None,
+                   help=f"thread budget of the run (default: {first}$PRIVGATE_THREADS or the free cores)")
+    p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"exact neighbour searches at every size (default: {first}approximate above "
+                        "~45k × 45k records, with measured recall)")
+    p.add_argument("--sample-real", dest="sample_real", type=_positive("--sample-real"), default=None,
+                   help=f"estimate per-real-record means on a seeded sample of N real records "
+                        f"(default: {first}every record)")
+
+
+def _positive(flag: str):
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}")
+        return n
+    return parse
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,7 +113,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
                            release_id=args.release_id, history=history, dataset=args.dataset,
-                           progress=None if args.quiet else True, record=False)
+                           progress=None if args.quiet else True, record=False, threads=args.threads,
+                           exact=args.exact, sample_real=args.sample_real)
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:

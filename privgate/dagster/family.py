@@ -234,7 +234,9 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
         try:
             from privgate.gates import evaluate_for_gate, evaluation_plan
 
-            run_cfg = resource.load_config(cfg)
+            # the resource's run options apply to every step as to the single-step evaluation
+            run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
+                                                             sample_real=resource.sample_real)
             holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
             metrics = [m for m in evaluation_plan(run_cfg, holdout is not None)["metrics"]
                        if step_of(m, steps) == step]
@@ -382,7 +384,9 @@ def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConf
         release_id = config.release_id or partition or context.run.run_id
         holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
         try:
-            run_cfg = resource.load_config(cfg)
+            # the resource's run options apply to every step as to the single-step evaluation
+            run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
+                                                             sample_real=resource.sample_real)
         except Exception:  # noqa: BLE001 - run_gate names the invalid configuration and blocks
             report = None
         else:

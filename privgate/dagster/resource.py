@@ -65,7 +65,14 @@ class PrivgateResource(dg.ConfigurableResource):
         default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")
     threads: int = Field(
         default=1, description=("Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM "
-                                "(0: privgate's default, $PRIVGATE_THREADS or the free cores)."))
+                                "(0: the gate configuration's options.threads, else privgate's default, "
+                                "$PRIVGATE_THREADS or the free cores)."))
+    exact: Optional[bool] = Field(
+        default=None, description=("True: exact neighbour searches at every size; False: approximate above "
+                                   "~45k × 45k records (measured recall). Unset: the configuration's options.exact."))
+    sample_real: Optional[int] = Field(
+        default=None, description=("Estimate per-real-record means on a seeded sample of this many real records. "
+                                   "Unset: the configuration's options.sample_real (default every record)."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
@@ -137,7 +144,8 @@ class PrivgateResource(dg.ConfigurableResource):
                             cfg, self.real_path, release, holdout=holdout or None,
                             release_id=release_id, dataset=dataset,
                             history=ReleaseOrderedHistory(store, earlier_releases), record=False,
-                            threads=self.threads if self.threads > 0 else None, report=report)
+                            threads=self.threads if self.threads > 0 else None,
+                            exact=self.exact, sample_real=self.sample_real, report=report)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()

@@ -10,6 +10,10 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
     keys: [age, sex, race]          # optional, passed to every metric that uses keys
     sensitive: [income]             # optional
     require_holdout: false          # true: a missing holdout blocks the release
+    options:                        # optional run options (the CLI / Dagster resource override them)
+      threads: 2                    # thread budget (default: $PRIVGATE_THREADS or the free cores)
+      exact: false                  # true: exact neighbour searches at every size
+      sample_real: 100000           # estimate per-real-record means on a sample of this many records
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
@@ -75,7 +79,8 @@ DEFAULT_ON = "estimate"
 ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
-            "require_holdout", "metrics")
+            "require_holdout", "options", "metrics")
+OPTION_KEYS = ("threads", "exact", "sample_real")
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
@@ -128,6 +133,30 @@ class MetricGate:
 
 
 @dataclass(frozen=True)
+class RunOptions:
+    """How a gate run computes (not what it decides on): the thread budget (None: privgate's
+    default, $PRIVGATE_THREADS or the free cores), exact neighbour searches at every size, and
+    the size of the seeded sample of real records on which per-real-record means are estimated
+    (None: every record). See docs/performance.md."""
+
+    threads: int | None = None
+    exact: bool = False
+    sample_real: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self == RunOptions()
+
+    def replace(self, **changes: Any) -> "RunOptions":
+        """These options with every change that is not None applied (validated)."""
+        values = {**self.__dict__, **{k: v for k, v in changes.items() if v is not None}}
+        return parse_options(values, where="options")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real}
+
+
+@dataclass(frozen=True)
 class GateConfig:
     """A validated gate configuration (see the module docstring for the file format)."""
 
@@ -141,6 +170,7 @@ class GateConfig:
     require_holdout: bool = False
     description: str = ""
     source: str | None = None
+    options: RunOptions = field(default_factory=RunOptions)
 
     @property
     def metric_names(self) -> list[str]:
@@ -168,8 +198,8 @@ class GateConfig:
         return {n: dict(m.params) for n, m in self.metrics.items() if m.params}
 
     def to_dict(self) -> dict[str, Any]:
-        """Canonical form (what the config hash is computed on; no source path)."""
-        return {
+        """Canonical form (no source path); ``options`` only when some option is set."""
+        out = {
             "version": self.version,
             "dataset": self.dataset,
             "description": self.description,
@@ -180,16 +210,32 @@ class GateConfig:
             "require_holdout": self.require_holdout,
             "metrics": {n: m.to_dict() for n, m in self.metrics.items()},
         }
+        if not self.options.is_default:
+            out["options"] = self.options.to_dict()
+        return out
 
     @property
     def hash(self) -> str:
-        """sha256 of the canonical JSON form: two configs that decide alike hash alike."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        """sha256 of the canonical JSON form: two configs that decide alike hash alike. The
+        thread budget is left out (scores do not depend on it, docs/performance.md); exact
+        searches and a real-record sample change scores, so they count when set."""
+        form = self.to_dict()
+        opts = form.pop("options", None)
+        if opts and (opts["exact"] or opts["sample_real"] is not None):
+            form["options"] = {"exact": opts["exact"], "sample_real": opts["sample_real"]}
+        text = json.dumps(form, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def with_dataset(self, dataset: str) -> "GateConfig":
         _check_name("dataset", dataset)
         return GateConfig(**{**self.__dict__, "dataset": dataset})
+
+    def with_options(self, *, threads: int | None = None, exact: bool | None = None,
+                     sample_real: int | None = None) -> "GateConfig":
+        """This configuration with the run options that are given (not None) replaced — what
+        ``privgate gate --threads/--exact/--sample-real`` and the Dagster resource do."""
+        return GateConfig(**{**self.__dict__, "options": self.options.replace(
+            threads=threads, exact=exact, sample_real=sample_real)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +320,8 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     if not isinstance(require_holdout, bool):
         raise ConfigError(f"require_holdout: must be true or false, got {require_holdout!r}")
 
+    options = parse_options(data.get("options"))
+
     raw_metrics = data.get("metrics")
     if raw_metrics is None:
         raise ConfigError("metrics: missing; the configuration must list at least one metric")
@@ -286,7 +334,34 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
 
     return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
                       sensitive=sensitive, schema=schema, require_holdout=require_holdout,
-                      description=description)
+                      description=description, options=options)
+
+
+def parse_options(value: Any, *, where: str = "options") -> RunOptions:
+    """Validate the ``options:`` block (absent or null: the defaults)."""
+    if value is None:
+        return RunOptions()
+    if isinstance(value, RunOptions):
+        value = value.to_dict()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be a mapping with {', '.join(OPTION_KEYS)}, got {_tname(value)}")
+    unknown = [k for k in value if k not in OPTION_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(OPTION_KEYS)}")
+    threads = value.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"{where}.threads: must be a positive number of threads (or null for the default: "
+                          f"$PRIVGATE_THREADS, else the free cores), got {threads!r}")
+    exact = value.get("exact", False)
+    if exact is None:
+        exact = False
+    if not isinstance(exact, bool):
+        raise ConfigError(f"{where}.exact: must be true or false, got {exact!r}")
+    sample = value.get("sample_real")
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise ConfigError(f"{where}.sample_real: must be a positive number of real records to sample (or null: "
+                          f"every record), got {sample!r}")
+    return RunOptions(threads=threads, exact=exact, sample_real=sample)
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

@@ -359,6 +359,8 @@ def run_gate(
     record: bool = True,
     threads: int | None = None,
     report: Any = None,
+    exact: bool | None = None,
+    sample_real: int | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -370,8 +372,10 @@ def run_gate(
     ``history`` is read for trend rules; the run is recorded in it once, at the end, unless
     ``record=False`` — a caller with more steps that can fail (the CLI writes reports) records
     the final decision itself with :func:`record_outcome`. ``threads``: the run's thread budget
-    (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default ``$PRIVGATE_THREADS`` or the
-    cores free at the start.
+    (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default the configuration's
+    ``options.threads``, else ``$PRIVGATE_THREADS`` or the cores free at the start. ``exact`` and
+    ``sample_real`` override the configuration's ``options`` likewise (None: keep them); the
+    options used are recorded in the outcome's configuration (the thread budget as resolved).
 
     ``report``: results computed beforehand instead of evaluating here -- e.g. one
     :func:`evaluate_for_gate` per metric family in separate processes, joined with
@@ -386,7 +390,8 @@ def run_gate(
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
     try:
-        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, threads=threads,
+        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
+                       options={"threads": threads, "exact": exact, "sample_real": sample_real},
                        progress=progress, run_id=run_id, created=created, precomputed=report)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
@@ -496,7 +501,9 @@ def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: An
         plan["metrics"] = [m for m in plan["metrics"] if m in wanted]
         plan["params"] = {k: v for k, v in plan["params"].items() if k in wanted}
     report = evaluate(frames["real"], frames["synthetic"], holdout=frames.get("holdout"),
-                      on_error="record", progress=progress, threads=threads, **plan)
+                      on_error="record", progress=progress,
+                      threads=threads if threads is not None else config.options.threads,
+                      exact=config.options.exact, sample_real=config.options.sample_real, **plan)
     report.params["inputs_sha256"] = {role: frame_fingerprint(f)["content_sha256"]
                                       for role, f in frames.items()}
     report.params["schema_overrides"] = dict(plan["schema"] or {})
@@ -554,8 +561,9 @@ def _precomputed(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any],
 
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
-         created: datetime, threads: int | None = None, precomputed: Any = None) -> GateOutcome:
-    from ..io import load_frame
+         created: datetime, options: Mapping[str, Any] | None = None,
+         precomputed: Any = None) -> GateOutcome:
+    from ..io import load_frame, scan_frame
 
     checks: list[GateCheck] = []
     report = None
@@ -573,20 +581,29 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
             config = parse_gate_config(cfg)
         if dataset:
             config = config.with_dataset(dataset)  # an invalid name is a configuration error
+        if options:
+            config = config.with_options(**options)  # an invalid option is a configuration error
     except ConfigError as exc:
         checks.append(_error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
     except Exception as exc:  # noqa: BLE001
         checks.append(_error_check("(config)", f"invalid configuration: {_privgate_error_text(exc)}"))
     ds = dataset or (config.dataset if config else "unknown")
 
-    frames: dict[str, pl.DataFrame | None] = {}
+    # Parquet / Arrow files stay file scans: fingerprinted in batches and handed to the evaluation
+    # as paths, whose metrics read only the columns they need (a group-by streams the file) and
+    # load a frame once, when a neighbour search needs the encoded matrix (docs/performance.md)
+    frames: dict[str, pl.DataFrame | pl.LazyFrame | None] = {}
+    stamps: dict[str, tuple[int, int]] = {}
     for role, data in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
         if data is None:
             if role != "holdout":
                 checks.append(_error_check(f"({role})", f"{role} input missing"))
             continue
         try:
-            frames[role] = load_frame(data, role=role)
+            scan = scan_frame(data, role=role)
+            if scan is not None:
+                stamps[role] = _stamp(data)
+            frames[role] = scan if scan is not None else load_frame(data, role=role)
         except Exception as exc:  # noqa: BLE001
             checks.append(_error_check(f"({role})", f"cannot load {role}: {_privgate_error_text(exc)}"))
     sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
@@ -594,6 +611,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
         fingerprint = inputs_fingerprint(frames, sources)
     except Exception as exc:  # noqa: BLE001
         checks.append(_error_check("(input)", f"cannot fingerprint inputs: {_privgate_error_text(exc)}"))
+    inputs = {r: (sources[r] if r in stamps else f) for r, f in frames.items()}
 
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(_error_check("(holdout)", "the configuration requires a holdout and none was given"))
@@ -626,8 +644,10 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
             if precomputed is not None:
                 report = _precomputed(precomputed, plan, fingerprint, frames)
             else:
-                report = _evaluate(frames["real"], frames["synthetic"], holdout=frames.get("holdout"),
-                                   on_error="record", progress=progress, threads=threads, **plan)
+                report = _evaluate(inputs["real"], inputs["synthetic"], holdout=inputs.get("holdout"),
+                                   on_error="record", progress=progress, threads=config.options.threads,
+                                   exact=config.options.exact, sample_real=config.options.sample_real,
+                                   **plan)
         except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
             what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
             checks.append(_error_check("(input)" if isinstance(exc, PrivgateError) else "(evaluation)",
@@ -642,12 +662,24 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                     del results[name]  # never rendered, stored or compared
             report.results = results
             report.errors = errors
+            changed = [r for r, st in stamps.items() if _stamp(sources[r]) != st]
+            if changed:  # the fingerprint and the scores may describe different content
+                checks.append(_error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
+            used = (getattr(report, "params", None) or {}).get("options") or {}
+            if used.get("threads"):
+                config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
                                  previous_note=note, trend_note=trend_note))
 
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
                     previous_release_id=previous_release)
+
+
+def _stamp(path: Any) -> tuple[int, int]:
+    """Size and modification time of an input file (a file replaced during the run is refused)."""
+    st = Path(path).stat()
+    return st.st_size, st.st_mtime_ns
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import ge, gt, le, lt
 from .. import stats
-from ._common import (BOOT, OFF, intervals_on, minmax_normalise, quantile_summary, result, set_bootstrap_ci,
-                      set_mean_ci, set_no_ci, set_share_ci)
+from ._common import (BOOT, OFF, intervals_on, mark_sampled, minmax_normalise, on_rows, quantile_summary,
+                      real_rows, result, set_bootstrap_ci, set_mean_ci, set_no_ci, set_share_ci,
+                      widen_distance_mean_for_search, widen_share_for_search)
 
 # why the min–max normalised metrics have no interval
 NO_INTERVAL_NORMALISED = (
@@ -42,19 +43,44 @@ def common_rows(ctx) -> MetricResult:
     """Common Rows Proportion: share of real records (with multiplicity) that have an identical
     synthetic record. Numbers compare by value (1 == 1.0); a null matches only a null.
 
+    With ``sample_real`` the share is estimated on the sampled real records.
+
     Orientation: risk; raw = value.
     """
     cols = ctx.schema.columns
-    real = ctx.real.with_row_index("__row")
-    hits = real.join(ctx.synthetic.unique(), on=cols, how="semi", nulls_equal=True)["__row"].to_numpy()
-    per = np.zeros(ctx.n_real)
-    per[hits] = 1.0
+    rows = real_rows(ctx)
+    real = ctx.lazy("real").with_row_index("__row")
+    if rows is not None:
+        real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
+    hit_rows = _copied_rows(real, ctx.lazy("synthetic"), cols)
+    hits = pl.LazyFrame({"__row": pl.Series(hit_rows, dtype=pl.UInt32)})
+    n_distinct = int(real.join(hits, on="__row", how="semi").select(cols).unique().select(pl.len())
+                     .collect(engine="streaming").item()) if hit_rows.size else 0
+    per = np.zeros(ctx.n_real if rows is None else rows.size)
+    per[hit_rows if rows is None else np.searchsorted(rows, hit_rows)] = 1.0
     share = float(per.mean())
     res = result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
-                 details={"n_real_copied": int(per.sum()),
-                          "n_distinct_real_copied": int(ctx.real[hits].n_unique()) if hits.size else 0},
+                 details={"n_real_copied": int(per.sum()), "n_distinct_real_copied": n_distinct},
                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
-    return set_share_ci(res, per)
+    return mark_sampled(set_share_ci(res, per), ctx, rows)
+
+
+
+def _copied_rows(real: pl.LazyFrame, synthetic: pl.LazyFrame, cols: list[str]) -> np.ndarray:
+    """Sorted ``__row`` of the ``real`` rows equal on every column (nulls equal; values are
+    normalised, so numbers compare by value) to some ``synthetic`` row. Streamed in two steps so
+    that a large release is never held whole: rows whose 64-bit row hash occurs in the release
+    are candidates (only hashes are kept), then the candidates are compared exactly, column by
+    column, with the release rows of the same hashes (a hash collision is never a match)."""
+    h = pl.struct(cols).hash(seed=0).alias("__h")
+    syn_hashes = synthetic.select(h).unique()
+    cand = real.select("__row", h).join(syn_hashes, on="__h", how="semi").collect(engine="streaming")
+    if cand.height == 0:
+        return np.empty(0, dtype=np.int64)
+    real_c = real.join(cand.lazy().select("__row"), on="__row", how="semi")
+    syn_c = synthetic.with_columns(h).join(cand.lazy().select("__h").unique(), on="__h", how="semi").drop("__h")
+    copied = real_c.join(syn_c, on=cols, how="semi", nulls_equal=True)
+    return np.sort(copied.select("__row").collect(engine="streaming")["__row"].to_numpy())
 
 
 # ------------------------------------------------------------- real → synthetic distances
@@ -131,10 +157,10 @@ def nsnd(ctx) -> MetricResult:
 
 
 # ------------------------------------------------------------ real → real comparisons
-def _rs_rr(ctx, space: str) -> tuple[np.ndarray, np.ndarray]:
+def _rs_rr(ctx, space: str, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     ctx.require_rows("real", 2, "this metric (nearest other real record)")
-    d_rs = ctx.neighbours(space, "real", "synthetic", 1).dist[:, 0]
-    d_rr = ctx.neighbours(space, "real", "real", 1).dist[:, 0]
+    d_rs = ctx.neighbours(space, "real", "synthetic", 1, rows=rows).dist[:, 0]
+    d_rr = ctx.neighbours(space, "real", "real", 1, rows=rows).dist[:, 0]
     return d_rs, d_rr
 
 
@@ -148,7 +174,8 @@ def authenticity(ctx) -> MetricResult:
 
     Orientation: risk (value); raw is a privacy score.
     """
-    d_rs, d_rr = _rs_rr(ctx, "mixed")
+    rows = real_rows(ctx)
+    d_rs, d_rr = _rs_rr(ctx, "mixed", rows)
     authentic = lt(d_rr, d_rs)
     raw = float(authentic.mean())
     res = result(ctx, "authenticity", 1.0 - raw, raw,
@@ -156,7 +183,7 @@ def authenticity(ctx) -> MetricResult:
                  details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
                  per_record=(~authentic).astype(float),
                  per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
-    return set_share_ci(res, ~authentic)
+    return mark_sampled(widen_share_for_search(set_share_ci(res, ~authentic)), ctx, rows)
 
 
 @register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
@@ -172,7 +199,8 @@ def identifiability(ctx) -> MetricResult:
 
     Orientation: risk; raw = value.
     """
-    d_rs, d_rr = _rs_rr(ctx, "identifiability")
+    rows = real_rows(ctx)
+    d_rs, d_rr = _rs_rr(ctx, "identifiability", rows)
     ident = le(d_rs, d_rr)
     share = float(ident.mean())
     ent = ctx.entropies()
@@ -180,7 +208,7 @@ def identifiability(ctx) -> MetricResult:
                  details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
                  per_record=ident.astype(float),
                  per_record_description="1 if the real record is identifiable (weighted space)")
-    return set_share_ci(res, ident)
+    return mark_sampled(widen_share_for_search(set_share_ci(res, ident)), ctx, rows)
 
 
 @register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
@@ -271,7 +299,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
                  details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
                  per_record=per,
                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
-    return _nnaa_ci(res, ctx, sides)
+    return widen_share_for_search(_nnaa_ci(res, ctx, sides))
 
 
 def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]]) -> MetricResult:
@@ -325,14 +353,17 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
 
     Orientation: risk (value); raw = m̄ (higher = more private).
     """
-    d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1).dist[:, 0]
+    rows = real_rows(ctx)
+    d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     m = float(d.mean())
     res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",
                  params={"n_components": n_components},
                  details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
                  per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
-    return set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
-                       transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
+    res = set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
+                      transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
+    res = widen_distance_mean_for_search(res, d, lambda x: 1.0 / (1.0 + x), lambda v: 1.0 / max(v, 1e-300) - 1.0)
+    return mark_sampled(res, ctx, rows)
 
 
 @register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
@@ -365,17 +396,19 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
             raise ParameterError(f"hidden_rate pairing indices must be in [0, {ctx.n_real}); "
                                  f"got range [{pair.min()}, {pair.max()}]")
     space = ctx.famd(n_components)
-    d_nn = ctx.neighbours(("famd", n_components), "real", "synthetic", 1).dist[:, 0]
+    rows = real_rows(ctx)
+    d_nn = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     d_pair = pair_distances(space.real[pair], space.synthetic)
     own = np.full(ctx.n_real, np.inf)
     np.minimum.at(own, pair, d_pair)
+    own = on_rows(own, rows)
     hit = np.isfinite(own) & le(own, d_nn)
     share = float(hit.mean())
     res = result(ctx, "hidden_rate", share, share, "share of real records whose nearest synthetic record is their own",
                  params={"n_components": n_components, "paired": pairing is None or pairing is True},
                  details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
                  per_record=hit.astype(float), per_record_description="1 if the real record's nearest synthetic record is its own")
-    return set_share_ci(res, hit)
+    return mark_sampled(widen_share_for_search(set_share_ci(res, hit)), ctx, rows)
 
 
 # ---------------------------------------------------------------------- hitting rate
@@ -417,7 +450,8 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
             codes, _ = category_codes(frames, col)
             for role in frames:
                 coords[role].append(codes[role] * 3.0)
-    q = np.column_stack(coords["real"])
+    rows = real_rows(ctx)
+    q = on_rows(np.column_stack(coords["real"]), rows)
     t = np.column_stack(coords["synthetic"])
     hit = any_within_box(q, t, 1.0)
     share = float(hit.mean())
@@ -425,4 +459,4 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
                  params={"tolerance_divisor": tolerance_divisor},
                  details={"n_hit": int(hit.sum())},
                  per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")
-    return set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed")
+    return mark_sampled(set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed"), ctx, rows)

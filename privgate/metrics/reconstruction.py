@@ -33,7 +33,7 @@ from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
-from ._common import result, set_mean_ci
+from ._common import mark_sampled, on_rows, real_rows, result, set_mean_ci, widen_share_for_search
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 # cells of the block × distinct-synthetic-combination Hamming matrix held at once
@@ -86,6 +86,38 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
     return pl.DataFrame(real_cols), pl.DataFrame(syn_cols), kc, sc
 
 
+def _lazy_key_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | None,
+                     rows: np.ndarray | None) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str], dict[str, str]]:
+    """zero_cap's inputs as LazyFrames — key columns k0, k1, ... and sensitive columns s0, ...,
+    the real one with its row position ``__row`` (only ``rows`` when sampled) — read from the
+    context's lazy frames (a Parquet scan reads only these columns, streamed). Values compare
+    exactly as :func:`_value_codes` codes them (normalised Float64 / String, null = null only,
+    joins with ``nulls_equal``); with ``key_bins`` the numeric keys are binned on loaded codes."""
+    kc = [f"k{i}" for i in range(len(keys))]
+    sc = {f"s{i}": col for i, col in enumerate(sensitive)}
+    if key_bins is not None:
+        real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
+        real, syn = real.lazy(), syn.lazy()
+    else:
+        names = [pl.col(c).alias(k) for c, k in zip(keys, kc)] + [pl.col(c).alias(s) for s, c in sc.items()]
+        real, syn = ctx.lazy("real").select(names), ctx.lazy("synthetic").select(names)
+    real = real.with_row_index("__row")
+    if rows is not None:
+        real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
+    return real, syn, kc, sc
+
+
+def _by_row(frame: pl.LazyFrame, column: str) -> np.ndarray:
+    """``column`` of a lazy join on the real rows, in real-row order (null → 0), collected with
+    the streaming engine."""
+    out = frame.select("__row", pl.col(column).fill_null(0)).collect(engine="streaming").sort("__row")
+    return out[column].to_numpy()
+
+
+def _count(frame: pl.LazyFrame) -> int:
+    return int(frame.select(pl.len()).collect(engine="streaming").item())
+
+
 def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
              extra: dict[str, dict], raw_description: str, per_record_description: str,
              params: dict, weights: np.ndarray | None = None) -> MetricResult:
@@ -129,26 +161,26 @@ def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str]
     """
     _check_key_bins(key_bins)
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
-    real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
-    real = real.with_row_index("__row")
+    rows = real_rows(ctx)
+    real, syn, kc, sc = _lazy_key_frames(ctx, keys, sensitive, key_bins, rows)
     n_k = syn.group_by(kc).agg(pl.len().alias("__m"))
-    matched = real.join(n_k, on=kc, how="left", maintain_order="left")["__m"].fill_null(0).to_numpy()
+    matched = _by_row(real.join(n_k, on=kc, how="left", nulls_equal=True), "__m")
     per_attr, extra = {}, {}
     for s, col in sc.items():
         n_ks = syn.group_by(kc + [s]).agg(pl.len().alias("__ms"))
-        ms = real.join(n_ks, on=kc + [s], how="left", maintain_order="left")["__ms"].fill_null(0).to_numpy()
+        ms = _by_row(real.join(n_ks, on=kc + [s], how="left", nulls_equal=True), "__ms")
         per = np.where(matched > 0, ms / np.maximum(matched, 1), 0.0)
         per_attr[col] = per
         extra[col] = {"share_correct_given_match": float(per[matched > 0].mean()) if (matched > 0).any() else None}
     details_common = {"share_real_with_key_match": float((matched > 0).mean()),
-                      "n_distinct_real_key_combinations": int(real.select(kc).n_unique()),
-                      "n_distinct_synthetic_key_combinations": int(n_k.height)}
+                      "n_distinct_real_key_combinations": _count(real.select(kc).unique()),
+                      "n_distinct_synthetic_key_combinations": _count(n_k)}
     res = _combine(ctx, "zero_cap", keys, sensitive, per_attr, extra,
                    "Zero CAP: mean share of key-matching synthetic records with the real sensitive value",
                    "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
                    {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
     res.details.update(details_common)
-    return res
+    return mark_sampled(res, ctx, rows)
 
 
 # ------------------------------------------------------------------------- generalized CAP
@@ -195,7 +227,8 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
     _check_key_bins(key_bins)
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
     real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
-    real = real.with_row_index("__row")
+    sample = real_rows(ctx)
+    real = on_rows(real, sample).with_row_index("__row")
     # distinct synthetic key combinations with their counts, numbered j = 0..J-1
     syn_k = syn.group_by(kc).agg(pl.len().alias("__m")).with_row_index("__j")
     syn = syn.join(syn_k.select(kc + ["__j"]), on=kc, how="left")
@@ -260,7 +293,7 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
         "n_distinct_real_key_combinations": int(n_i),
         "n_distinct_synthetic_key_combinations": int(syn_k.height),
     })
-    return res
+    return mark_sampled(res, ctx, sample)
 
 
 # ---------------------------------------------------------------------- attribute inference
@@ -278,7 +311,7 @@ def _record_weights(ctx) -> tuple[np.ndarray, float]:
     return -np.log(p) / (n * h), h
 
 
-def nearest_on_keys(ctx, keys: list[str]) -> np.ndarray:
+def nearest_on_keys(ctx, keys: list[str], rows: np.ndarray | None = None) -> np.ndarray:
     """Per real record, the row index of its nearest synthetic record in the keys' mixed space,
     ties → the lowest synthetic row index: the context's cached search
     ``ctx.neighbours(("mixed", keys), "real", "synthetic", 1)``.
@@ -286,7 +319,7 @@ def nearest_on_keys(ctx, keys: list[str]) -> np.ndarray:
     Keys repeat a lot (a handful of categorical keys has few distinct combinations); the engine's
     k = 1 path then searches the distinct points only, keeping the lowest-index tie rule.
     """
-    return ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", 1).idx[:, 0]
+    return ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", 1, rows=rows).idx[:, 0]
 
 
 @register_metric(family="reconstruction",
@@ -314,12 +347,14 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     Orientation: risk; raw = value (the weighted accuracy); details give the unweighted accuracy.
     """
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
-    idx = nearest_on_keys(ctx, keys)
+    rows = real_rows(ctx)
+    idx = nearest_on_keys(ctx, keys, rows)
     weights, h = _record_weights(ctx)
+    weights = on_rows(weights, rows)
     per_attr, extra = {}, {}
     for col in sensitive:
         if ctx.schema.kind(col) == NUMERIC:
-            r = ctx.real[col].to_numpy().astype(np.float64, copy=False)
+            r = on_rows(ctx.real[col].to_numpy().astype(np.float64, copy=False), rows)
             s = ctx.synthetic[col].to_numpy().astype(np.float64, copy=False)[idx]
             rn, sn = np.isnan(r), np.isnan(s)
             with np.errstate(invalid="ignore"):
@@ -327,13 +362,14 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
             correct = np.where(rn | sn, rn & sn, within)
         else:
             codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, col)
-            correct = codes["real"] == codes["synthetic"][idx]
+            correct = on_rows(codes["real"], rows) == codes["synthetic"][idx]
         correct = correct.astype(np.float64)
         per_attr[col] = correct
-        extra[col] = {"accuracy": float(correct.mean()), "weighted_accuracy": float((weights * correct).sum())}
+        extra[col] = {"accuracy": float(correct.mean()),
+                      "weighted_accuracy": float((weights * correct).sum() / weights.sum())}
     res = _combine(ctx, "attribute_inference", keys, sensitive, per_attr, extra,
                    "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
                    "1 if the nearest synthetic record on the keys reveals the sensitive value",
                    {"keys": keys, "sensitive": sensitive}, weights=weights)
     res.details.update({"entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details})
-    return res
+    return mark_sampled(widen_share_for_search(res, weights=weights), ctx, rows)
