@@ -18,10 +18,11 @@ from ..neighbours import any_within_box, knn, pair_distances
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
-from ..spaces import category_codes
+from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import stats
-from ._common import (BOOT, OFF, intervals_on, minmax_normalise, quantile_summary, result, set_bootstrap_ci,
+from ._common import (BOOT, OFF, intervals_on, jackknife_labels, minmax_normalise, nearest_outside_groups,
+                      quantile_summary, result, search_k, set_bootstrap_ci, set_jackknife_ci, set_jackknife_share_ci,
                       set_mean_ci, set_no_ci, set_share_ci)
 
 # why the min–max normalised metrics have no interval
@@ -134,8 +135,25 @@ def nsnd(ctx) -> MetricResult:
 def _rs_rr(ctx, space: str) -> tuple[np.ndarray, np.ndarray]:
     ctx.require_rows("real", 2, "this metric (nearest other real record)")
     d_rs = ctx.neighbours(space, "real", "synthetic", 1).dist[:, 0]
-    d_rr = ctx.neighbours(space, "real", "real", 1).dist[:, 0]
+    d_rr = ctx.neighbours(space, "real", "real", search_k(jackknife_labels(ctx, "real", ctx.n_real))).dist[:, 0]
     return d_rs, d_rr
+
+
+def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
+    """(G, n): each real record's distance to its nearest other real record once jackknife group
+    g of the real records is deleted (NaN for the deleted records themselves) — the real records
+    are the reference set of this search too, so the jackknife deletes them there as well."""
+    sp = ctx.space(_space_key(space))
+    nb = ctx.neighbours(space, "real", "real", search_k(labels))
+    return nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
+
+
+def _space_key(space) -> tuple:
+    return (space, None) if isinstance(space, str) else space
+
+
+# what the jackknife intervals of the real → real metrics hold fixed
+_RR_FIXED = "the release and the space's scaling (fitted on all real records) held fixed"
 
 
 @register_metric(family="re-identification", attack="synthetic records closer to a real record than its real neighbours",
@@ -156,7 +174,21 @@ def authenticity(ctx) -> MetricResult:
                  details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
                  per_record=(~authentic).astype(float),
                  per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
-    return set_share_ci(res, ~authentic)
+    return _rr_share_ci(res, ctx, "mixed", d_rs, ~authentic, lambda d_rr_g: ~lt(d_rr_g, d_rs[None, :]))
+
+
+def _rr_share_ci(res: MetricResult, ctx, space: str, d_rs: np.ndarray, flags: np.ndarray, flags_without) -> MetricResult:
+    """The share interval of authenticity / identifiability: each real record is a query (its
+    flag) and a reference point (other records' nearest real record), so the flags are
+    dependent; a grouped jackknife of the real records recomputes every flag with the deleted
+    group's records gone from the real → real search (``flags_without`` maps the (G, n) nearest
+    other-real distances to flags), giving an effective sample size for the Wilson /
+    Clopper–Pearson rule. Fewer than 25 real records: the plain share rule."""
+    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    if labels is None:
+        return set_share_ci(res, flags)
+    reps = stats.group_deleted_means(flags_without(_rr_without_groups(ctx, space, labels)).astype(float), labels)
+    return set_jackknife_share_ci(res, ctx, flags, reps, what="real records", note=_RR_FIXED)
 
 
 @register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
@@ -180,7 +212,7 @@ def identifiability(ctx) -> MetricResult:
                  details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
                  per_record=ident.astype(float),
                  per_record_description="1 if the real record is identifiable (weighted space)")
-    return set_share_ci(res, ident)
+    return _rr_share_ci(res, ctx, "identifiability", d_rs, ident, lambda d_rr_g: le(d_rs[None, :], d_rr_g))
 
 
 @register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
@@ -200,10 +232,19 @@ def median_dcr(ctx) -> MetricResult:
     value = float(_median_dcr_value(np.array([m_rs]), np.array([m_rr]))[0])
     res = result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
                  details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
-    # both medians from the same resampled real records (each record carries both distances)
-    return set_bootstrap_ci(
-        res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
-        ctx.n_real, what="real records (both medians of each replicate from the same records)")
+    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    if labels is None:
+        # both medians from the same resampled real records (each record carries both distances)
+        return set_bootstrap_ci(
+            res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
+            ctx.n_real, what="real records (both medians of each replicate from the same records)")
+    # the real records are queries of both medians and the reference set of the real → real one:
+    # each jackknife replicate deletes a group from both roles
+    d_rr_g = _rr_without_groups(ctx, "mixed", labels)
+    keep = labels[None, :] != np.arange(d_rr_g.shape[0])[:, None]
+    reps = _median_dcr_value(np.nanmedian(np.where(keep, d_rs[None, :], np.nan), axis=1),
+                             np.nanmedian(np.where(keep, d_rr_g, np.nan), axis=1))
+    return set_jackknife_ci(res, ctx, {"real": reps}, what={"real": "real records"}, note=_RR_FIXED)
 
 
 def _median_dcr_value(m_rs: np.ndarray, m_rr: np.ndarray) -> np.ndarray:
@@ -234,10 +275,11 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     """
     ctx.require_rows("real", 2, "nnaa")
     ctx.require_rows("synthetic", 2, "nnaa")
+    labels = jackknife_labels(ctx, "real", ctx.n_real) if ctx.n_real == ctx.n_synthetic else None
     if ctx.n_real == ctx.n_synthetic:
         d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
-        d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
-        d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
+        d_rr = ctx.neighbours("mixed", "real", "real", search_k(labels)).dist[:, 0]
+        d_sr = ctx.neighbours("mixed", "synthetic", "real", search_k(labels)).dist[:, 0]
         d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
         real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
         aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
@@ -271,7 +313,25 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
                  details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
                  per_record=per,
                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    if labels is not None:
+        return _nnaa_jackknife_ci(res, ctx, labels, d_rs, d_ss)
     return _nnaa_ci(res, ctx, sides)
+
+
+def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, d_ss: np.ndarray) -> MetricResult:
+    """1 − AA given the release, the real records redrawn: a real record is a query of the real
+    side and a reference point of both sides (other real records' nearest real record, synthetic
+    records' nearest real record), so a grouped jackknife of the real records deletes each group
+    from all three roles — the real → real and synthetic → real searches' nearest neighbours
+    outside the group come from their k-lists."""
+    sp = ctx.mixed()
+    d_rr_g = _rr_without_groups(ctx, "mixed", labels)
+    d_sr_g = nearest_outside_groups(ctx.neighbours("mixed", "synthetic", "real", search_k(labels)), labels,
+                                    sp.synthetic, sp.real, same=False)[0]
+    real_side = stats.group_deleted_means((~gt(d_rs[None, :], d_rr_g)).astype(float), labels)
+    syn_side = (~gt(d_sr_g, d_ss[None, :])).astype(float).mean(axis=1)
+    return set_jackknife_ci(res, ctx, {"real": 0.5 * (real_side + syn_side)},
+                            what={"real": "real records"}, note=_RR_FIXED + " (synthetic flags recomputed too)")
 
 
 def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]]) -> MetricResult:
@@ -331,8 +391,33 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
                  params={"n_components": n_components},
                  details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
                  per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
-    return set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
-                       transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
+    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    if labels is None:
+        return set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
+                           transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
+    reps = _dcr_without_groups(ctx, labels, ctx.famd(n_components).details["n_components"])
+    return set_jackknife_ci(res, ctx, {"real": reps}, what={"real": "real records"},
+                            note="FAMD axes refitted without each group (the encoding's means, standard deviations "
+                                 "and level shares held fixed); the release held fixed")
+
+
+def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int) -> np.ndarray:
+    """dcr's value without each jackknife group of real records: the FAMD projection is fitted on
+    the real records, so its axes are refitted (the leading eigenvectors of ZᵀZ − Z_gᵀZ_g, Z the
+    FAMD input matrix of the real records) and the remaining real records searched against the
+    release in the refitted space — G small searches in a 2-D space (the engine's k-d tree path)."""
+    z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
+    zr, zs = z["real"], z["synthetic"]
+    gram = zr.T @ zr
+    groups = int(labels.max()) + 1
+    reps = np.empty(groups)
+    for g in range(groups):  # a loop over ≤ 50 groups, not records
+        keep = labels != g
+        zg = zr[~keep]
+        _, vecs = np.linalg.eigh(gram - zg.T @ zg)
+        v = vecs[:, ::-1][:, :n_components]
+        reps[g] = 1.0 / (1.0 + knn(zr[keep] @ v, zs @ v, 1).dist[:, 0].mean())
+    return reps
 
 
 @register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
