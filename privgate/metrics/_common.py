@@ -33,7 +33,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from .. import stats
-from ..neighbours import Neighbours, knn
+from ..neighbours import Neighbours, knn, knn_rows
 from ..results import MetricResult
 from ..ties import close
 
@@ -142,22 +142,26 @@ def set_bootstrap_ci(res: MetricResult, ctx, statistic: Callable[[np.ndarray], n
 # neighbours a search returns when a jackknife will delete groups of its target records: the
 # nearest target outside a deleted group is among the first JACKKNIFE_K unless all of them are in
 # that group (probability about 1/G^JACKKNIFE_K per row; those rows are searched again)
-JACKKNIFE_K = 2
+JACKKNIFE_K = 3
+# neighbours of the second, batched search for the rows whose JACKKNIFE_K were all deleted
+REFILL_K = 16
 # one seed stream per partitioned set, so the real and synthetic partitions are independent
 _STREAMS = {"real": 0x4A4B0001, "synthetic": 0x4A4B0002}
 
 
-def jackknife_labels(ctx, role: str, n: int) -> np.ndarray | None:
+def jackknife_labels(ctx, role: str, n: int, *, max_groups: int | None = None) -> np.ndarray | None:
     """The seeded partition of the ``role`` records ("real" or "synthetic") into
-    G = min(50, ⌊√n⌋) jackknife groups (:func:`privgate.stats.group_labels`), or None when
-    intervals are off or n < 25 (fewer than 5 groups): then the metric keeps its other interval.
-    The same context seed and n give the same partition, so a release and its holdout baseline,
-    scored on the same real records, delete the same groups of them."""
+    G = min(50, ⌊√n⌋) jackknife groups (:func:`privgate.stats.group_labels`; at most
+    ``max_groups``), or None when intervals are off or n < 25 (fewer than 5 groups): then the
+    metric keeps its other interval. The same context seed, n and G give the same partition, so a
+    release and its holdout baseline, scored on the same real records, delete the same groups."""
     if not intervals_on():
         return None
     g = stats.default_groups(n)
     if g < stats.jackknife.MIN_GROUPS:
         return None
+    if max_groups is not None:
+        g = min(g, int(max_groups))
     return stats.group_labels(n, [ctx.seed, _STREAMS[role]], g)
 
 
@@ -171,17 +175,20 @@ def nearest_outside_groups(nb: Neighbours, labels: np.ndarray, query: np.ndarray
                            same: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per deleted group g and query row, the nearest target row whose label is not g: (G, n)
     distances and target indices. Read from the search's sorted neighbour lists (ties already by
-    lowest index); a row whose listed neighbours are all in g is searched again exactly among the
+    lowest index). Rows whose listed neighbours all lie in some group are searched once more,
+    all together, for ``REFILL_K`` neighbours (one search, whatever the number of groups); a
+    (row, group) pair still without a neighbour outside the group is searched exactly among the
     targets left (``knn``, same tie rule). ``same``: query and target are one set (a real → real
     search): a query in group g is itself deleted, its entry in row g is NaN / −1.
-    The loop runs over the G ≤ 50 groups, not over records."""
+    The loops run over the G ≤ 50 groups, not over records."""
     labels = np.asarray(labels)
     groups = int(labels.max()) + 1
     n = nb.idx.shape[0]
     rows = np.arange(n)
-    lab_nb = labels[nb.idx]
     dist = np.empty((groups, n))
     idx = np.empty((groups, n), dtype=np.int64)
+    miss_rows, miss_groups = [], []
+    lab_nb = labels[nb.idx]
     for g in range(groups):
         ok = lab_nb != g
         first = ok.argmax(axis=1)
@@ -192,15 +199,30 @@ def nearest_outside_groups(nb: Neighbours, labels: np.ndarray, query: np.ndarray
             dist[g, own], idx[g, own] = np.nan, -1
             redo &= ~own
         todo = np.flatnonzero(redo)
-        if todo.size:
+        miss_rows.append(todo)
+        miss_groups.append(np.full(todo.size, g))
+    mr, mg = np.concatenate(miss_rows), np.concatenate(miss_groups)
+    if mr.size:
+        need = np.unique(mr)
+        available = target.shape[0] - (1 if same else 0)
+        k = min(available, REFILL_K)
+        more = knn_rows(target, need, k) if same else knn(query[need], target, k)
+        pos = np.searchsorted(need, mr)
+        ok = labels[more.idx[pos]] != mg[:, None]
+        first = ok.argmax(axis=1)
+        found = ok[np.arange(mr.size), first]
+        dist[mg[found], mr[found]] = more.dist[pos[found], first[found]]
+        idx[mg[found], mr[found]] = more.idx[pos[found], first[found]]
+        for g in np.unique(mg[~found]):  # every one of the REFILL_K nearest is in group g: rare
+            todo = mr[~found & (mg == g)]
             keep = np.flatnonzero(labels != g)
-            k = 2 if same else 1
-            if keep.size < k:
-                raise ValueError(f"a jackknife group leaves {keep.size} target rows; at least {k} are needed")
-            found = knn(query[todo], target[keep], k)
-            cand = keep[found.idx]
+            kk = 2 if same else 1
+            if keep.size < kk:
+                raise ValueError(f"a jackknife group leaves {keep.size} target rows; at least {kk} are needed")
+            got = knn(query[todo], target[keep], kk)
+            cand = keep[got.idx]
             col = (cand[:, 0] == todo).astype(np.int64) if same else np.zeros(todo.size, dtype=np.int64)
-            dist[g, todo] = found.dist[np.arange(todo.size), col]
+            dist[g, todo] = got.dist[np.arange(todo.size), col]
             idx[g, todo] = cand[np.arange(todo.size), col]
     return dist, idx
 

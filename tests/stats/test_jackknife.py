@@ -107,3 +107,18 @@ def test_nearest_outside_groups_by_hand():
     q = np.array([[0.4], [9.0]])
     dq, iq = nearest_outside_groups(knn(q, x, 1), lab, q, x, same=False)
     assert iq.tolist() == [[1, 4], [0, 3], [0, 4]] and dq[1].tolist() == pytest.approx([0.4, 3.0])
+
+
+def test_nearest_outside_groups_exact_search_when_the_refill_is_all_deleted(monkeypatch):
+    from privgate.metrics import _common
+
+    # a refill of one neighbour cannot leave the deleted group either: the exact search decides
+    monkeypatch.setattr(_common, "REFILL_K", 1)
+    x = np.array([[0.0], [1.0], [3.0], [6.0], [10.0]])
+    lab = np.array([0, 1, 2, 0, 1])
+    d, i = nearest_outside_groups(knn(x, x, 1, exclude_self=True), lab, x, x, same=True)
+    full = nearest_outside_groups(knn(x, x, 3, exclude_self=True), lab, x, x, same=True)
+    assert np.allclose(d, full[0], equal_nan=True) and np.array_equal(i, full[1])
+    q = np.array([[0.4], [9.0]])
+    dq, iq = nearest_outside_groups(knn(q, x, 1), lab, q, x, same=False)
+    assert iq.tolist() == [[1, 4], [0, 3], [0, 4]]
