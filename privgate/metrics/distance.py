@@ -326,7 +326,8 @@ def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndar
     nearest neighbour outside the group from its k-list). Left out: the real records' third role,
     the nearest real record of synthetic records (the synthetic side's flags are held fixed) —
     recomputing it needs a k > 1 synthetic → real search, which cost more than the rest of the
-    interval on Texas 25k (docs/intervals.md gives the coverage measured without it)."""
+    interval on Texas 25k. Measured (benchmarks/coverage.py, n = 500, 120 replicates): value
+    interval coverage 91.7 % without it (interval s.e. / sd 0.95), 97.5 % with it (1.25)."""
     d_rr_g = _rr_without_groups(ctx, "mixed", labels)
     real_side = stats.group_deleted_means((~gt(d_rs[None, :], d_rr_g)).astype(float), labels)
     syn_side = float((~gt(d_sr, d_ss)).mean())
