@@ -494,3 +494,13 @@ def _as_list(value: Sequence[str] | str | None, name: str) -> list[str] | None:
         raise ParameterError(f"{name} must be column names (strings); got {out!r}")
     return out
 
+
+def merge_search_reports(first: dict | None, second: dict | None) -> dict | None:
+    """Two search reports (:meth:`EvaluationContext.take_search_report`) of one metric as one:
+    exact only if both are, the larger share of rows possibly wrong, every search listed once."""
+    if not first or not second:
+        return first or second
+    return {"exact": bool(first.get("exact", True) and second.get("exact", True)),
+            "share_rows_possibly_wrong": max(float(first.get("share_rows_possibly_wrong", 0.0)),
+                                             float(second.get("share_rows_possibly_wrong", 0.0))),
+            "searches": {**second.get("searches", {}), **first.get("searches", {})}}

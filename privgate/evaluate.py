@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
-from .metrics._common import BOOT, intervals_on, per_record_mean, widen_excess_for_search
+from .metrics._common import BOOT, intervals_on, jackknife_sources, per_record_mean, widen_excess_for_search
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -140,6 +140,13 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     """Attach the holdout baseline ``base`` to ``res`` with the interval of the excess
     value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
 
+    * grouped jackknife when both results carry delete-a-group replicates for the real records
+      and for their synthetic set (``_common.keep_jackknife``; the reconstruction metrics, whose
+      per-record scores read count tables or nearest records of the release, so that which
+      records the release and the holdout sample hold varies the excess as much as which people
+      are in the real data): three independent sources — the real records (the same partition for
+      both, so the replicates of the difference are paired), the release's records and the
+      holdout sample's records — their variances added (Satterthwaite df), excess ± t·√v;
     * paired bootstrap (the same real records resampled for both) when both intervals treat the
       value as the mean of its per-record array over the same real records
       (``details["ci_per_record_mean"]``) — the release and the baseline are then scored on one
@@ -149,8 +156,18 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     * no interval when either side has none.
     """
     ci, method = None, "none: intervals switched off"
+    jk_res, jk_base = jackknife_sources(res), jackknife_sources(base)
     if intervals_on():
-        if per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
+        if all(k in jk for jk in (jk_res, jk_base) for k in ("real", "synthetic")) \
+                and jk_res["real"].shape == jk_base["real"].shape:
+            sources = {"real": jk_res["real"] - jk_base["real"], "synthetic": jk_res["synthetic"],
+                       "holdout": jk_base["synthetic"]}
+            ci, _, df = stats.jackknife_interval(res.value - base.value, sources, bounds=(-1.0, 1.0))
+            method = (f"grouped jackknife, seed {seed}: {sources['real'].size} groups of the real records (paired: "
+                      f"the same groups for release and baseline) + {sources['synthetic'].size} groups of the release's "
+                      f"records + {sources['holdout'].size} groups of the holdout sample's records deleted in turn; "
+                      f"variances added, excess ± t({df:.0f} df)·standard error")
+        elif per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
             ci = stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT, paired=base.per_record)
             method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
                       f"difference over the same {res.per_record.size} real records")

@@ -137,6 +137,9 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
     """Run one registered metric on a context; privgate errors pass through, anything else is
     wrapped in :class:`MetricComputationError` naming the metric."""
     start = time.perf_counter()
+    take = getattr(ctx, "take_search_report", None)
+    if callable(take):
+        take()  # searches read before this metric are not its searches
     try:
         result = spec.func(ctx, **params)
     except PrivgateError:
@@ -151,6 +154,11 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
         raise _wrapped(spec.name, exc) from exc
     result.seconds = time.perf_counter() - start
     result.name = spec.name
+    late = take() if callable(take) else None
+    if late is not None:  # searches read after the result was made (e.g. by its interval)
+        from .context import merge_search_reports
+
+        result.details["neighbour_search"] = merge_search_reports(result.details.get("neighbour_search"), late)
     if not result.n_real:
         result.n_real = ctx.n_real
     if not result.n_synthetic:

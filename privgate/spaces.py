@@ -189,26 +189,7 @@ def _check_levels(column: str, n_levels: int) -> None:
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
                name: str = "famd") -> EncodedSpace:
     """FAMD fitted on the real frame, every frame projected with that fit."""
-    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
-    for col in schema.columns:
-        if schema.kind(col) == NUMERIC:
-            vals, _ = numeric_block(frames, col)
-            for r in frames:
-                blocks[r].append(vals[r][:, None])
-        else:
-            real_codes, levels = category_codes({"real": frames["real"]}, col)
-            _check_levels(col, len(levels))
-            p = np.bincount(real_codes["real"], minlength=len(levels)) / frames["real"].height
-            codes, _ = category_codes(frames, col, levels)
-            sq = np.sqrt(p)
-            for r in frames:
-                c = codes[r]
-                mat = np.broadcast_to(-p / sq, (c.size, len(levels))).copy()
-                seen = c >= 0
-                mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
-                mat[~seen] = 0.0  # unseen level: all-zero indicator row
-                blocks[r].append(mat)
-    z = {r: np.hstack(b) for r, b in blocks.items()}
+    z = famd_inputs(frames, schema)
     zr = z["real"]
     nc = int(min(n_components, zr.shape[1], zr.shape[0]))
     _, s, vt = np.linalg.svd(zr, full_matrices=False)
@@ -228,6 +209,33 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     return EncodedSpace(name, mats, {"n_components": nc, "explained_variance_ratio": explained,
                                      "n_input_features": int(zr.shape[1]),
                                      "degenerate_projection": degenerate})
+
+
+def famd_inputs(frames: Mapping[str, pl.DataFrame], schema: Schema) -> dict[str, np.ndarray]:
+    """The FAMD input matrix of every frame (numerics standardised, categoricals as centred
+    indicators scaled by 1/√p, both with the real frame's statistics): the projection is its
+    leading right singular vectors on the real rows (:func:`famd_space`; a jackknife refits them
+    without a group of real rows)."""
+    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    for col in schema.columns:
+        if schema.kind(col) == NUMERIC:
+            vals, _ = numeric_block(frames, col)
+            for r in frames:
+                blocks[r].append(vals[r][:, None])
+        else:
+            real_codes, levels = category_codes({"real": frames["real"]}, col)
+            _check_levels(col, len(levels))
+            p = np.bincount(real_codes["real"], minlength=len(levels)) / frames["real"].height
+            codes, _ = category_codes(frames, col, levels)
+            sq = np.sqrt(p)
+            for r in frames:
+                c = codes[r]
+                mat = np.broadcast_to(-p / sq, (c.size, len(levels))).copy()
+                seen = c >= 0
+                mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
+                mat[~seen] = 0.0  # unseen level: all-zero indicator row
+                blocks[r].append(mat)
+    return {r: np.hstack(b) for r, b in blocks.items()}
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:

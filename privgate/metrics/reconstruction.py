@@ -33,7 +33,9 @@ from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
-from ._common import mark_sampled, on_rows, real_rows, result, set_mean_ci, widen_share_for_search
+from .. import stats
+from ._common import (jackknife_labels, keep_jackknife, mark_sampled, nearest_outside_groups, on_rows, real_rows,
+                      result, search_k, set_mean_ci, widen_share_for_search)
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 # cells of the block × distinct-synthetic-combination Hamming matrix held at once
@@ -180,7 +182,58 @@ def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str]
                    "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
                    {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
     res.details.update(details_common)
-    return mark_sampled(res, ctx, rows)
+    if rows is not None:  # estimated on a sample of real records: no jackknife replicates
+        return mark_sampled(res, ctx, rows)
+    return _keep_cap_jackknife(ctx, res, _collected(real), _collected(syn), kc, sc,
+                               _zero_cap_without_synthetic_groups)
+
+
+def _collected(frame: "pl.DataFrame | pl.LazyFrame") -> pl.DataFrame:
+    return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+
+
+def _keep_cap_jackknife(ctx, res: MetricResult, real: pl.DataFrame, syn: pl.DataFrame, kc: list[str],
+                        sc: dict[str, str], without_synthetic) -> MetricResult:
+    """Store the grouped-jackknife replicates of the worst sensitive column's value for the holdout
+    excess (``evaluate.attach_baseline``): the real records (per-record scores are independent
+    given the release: the plain mean without each group) and the synthetic records (every real
+    record reads the release's count tables, so deleting a group of synthetic records subtracts
+    the group's own counts from them: ``without_synthetic``)."""
+    lab_r = jackknife_labels(ctx, "real", ctx.n_real)
+    lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)
+    if lab_r is None or lab_s is None:
+        return res
+    s = next(code for code, col in sc.items() if col == res.details["worst_sensitive"])
+    reps_r = stats.leave_group_out_means(res.per_record, lab_r, int(lab_r.max()) + 1)
+    return keep_jackknife(res, real=reps_r, synthetic=without_synthetic(real, syn, kc, s, lab_s))
+
+
+def _cell_ids(real: pl.DataFrame, syn: pl.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Numbered distinct synthetic combinations of ``cols``: (per synthetic row its number, per
+    real row the number of the equal synthetic combination or −1, how many)."""
+    cells = syn.select(cols).unique(maintain_order=True).with_row_index("__cell")
+    s_ids = syn.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"].to_numpy().astype(np.int64)
+    r_ids = real.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"].fill_null(-1).to_numpy()
+    return s_ids, r_ids.astype(np.int64), cells.height
+
+
+def _counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
+    """(G, cells): each cell's count of synthetic records once group g is deleted."""
+    groups = int(labels.max()) + 1
+    in_group = np.bincount(labels * cells + ids, minlength=groups * cells).reshape(groups, cells)
+    return in_group.sum(axis=0)[None, :] - in_group
+
+
+def _zero_cap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, kc: list[str], s: str,
+                                       labels: np.ndarray) -> np.ndarray:
+    """Zero CAP of sensitive code column ``s`` without each group of synthetic records (G,)."""
+    sk, rk, ck = _cell_ids(real, syn, kc)
+    sks, rks, cks = _cell_ids(real, syn, kc + [s])
+    n_k = _counts_without_groups(sk, labels, ck)
+    n_ks = _counts_without_groups(sks, labels, cks)
+    matched = np.where(rk >= 0, n_k[:, np.maximum(rk, 0)], 0)
+    same = np.where(rks >= 0, n_ks[:, np.maximum(rks, 0)], 0)
+    return np.where(matched > 0, same / np.maximum(matched, 1), 0.0).mean(axis=1)
 
 
 # ------------------------------------------------------------------------- generalized CAP
@@ -293,7 +346,62 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
         "n_distinct_real_key_combinations": int(n_i),
         "n_distinct_synthetic_key_combinations": int(syn_k.height),
     })
-    return mark_sampled(res, ctx, sample)
+    if sample is not None:  # estimated on a sample of real records: no jackknife replicates
+        return mark_sampled(res, ctx, sample)
+    key_mat = real_k.sort("__i").select(kc).to_numpy().astype(np.int64)
+    tied = _tied_sets(n_i, syn_k.height, exact, masks)
+
+    def without_synthetic(real_, syn_, kc_, s_, labels):
+        return _gcap_without_synthetic_groups(real, syn, s_, labels, tied, key_mat, syn_key_mat)
+
+    return _keep_cap_jackknife(ctx, res, real, syn, kc, sc, without_synthetic)
+
+
+def _tied_sets(n_i: int, n_j: int, exact: pl.DataFrame, masks: list) -> sparse.csr_matrix:
+    """(distinct real combinations × distinct synthetic combinations): 1 where the synthetic
+    combination is at the real one's minimum Hamming distance (its exact match, or the ties)."""
+    rows = [exact["__i"].to_numpy()]
+    cols = [exact["__j"].to_numpy()]
+    for ii, msk in masks:
+        coo = msk.tocoo()
+        rows.append(ii[coo.row])
+        cols.append(coo.col)
+    r, c = np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
+    return sparse.csr_matrix((np.ones(r.size), (r, c)), shape=(n_i, n_j))
+
+
+def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str, labels: np.ndarray,
+                                   tied: sparse.csr_matrix, key_mat: np.ndarray, syn_key_mat: np.ndarray) -> np.ndarray:
+    """Generalized CAP of sensitive code column ``s`` without each group of synthetic records (G,):
+    the group's records are subtracted from the counts of the tied combinations; a real
+    combination whose tied combinations all vanish with the group (total count 0) gets its
+    minimum-Hamming-distance set searched again among the combinations left."""
+    groups = int(labels.max()) + 1
+    n_i, n_j = tied.shape
+    j_syn = syn["__j"].to_numpy().astype(np.int64)
+    c_syn = syn[s].to_numpy().astype(np.int64)
+    c_real = real[s].to_numpy().astype(np.int64)
+    i_real = real["__i"].to_numpy().astype(np.int64)
+    n_codes = int(max(c_syn.max(), c_real.max())) + 1
+    m_g = _counts_without_groups(j_syn, labels, n_j).astype(np.float64)                    # (G, J)
+    ms_g = _counts_without_groups(j_syn * n_codes + c_syn, labels, n_j * n_codes).reshape(
+        groups, n_j, n_codes).astype(np.float64)                                               # (G, J, codes)
+    total = np.asarray(tied @ m_g.T)                                                           # (I, G)
+    correct = np.stack([np.asarray(tied @ ms_g[:, :, c].T) for c in range(n_codes)])          # (codes, I, G)
+    pi, pg = np.nonzero(total == 0)
+    block = max(1, _HAMMING_BLOCK_CELLS // max(1, n_j))
+    for start in range(0, pi.size, block):  # the few (combination, group) pairs left with no tie
+        i, g = pi[start:start + block], pg[start:start + block]
+        alive = m_g[g] > 0
+        d = (key_mat[i][:, None, :] != syn_key_mat[None, :, :]).sum(axis=2)
+        d = np.where(alive, d, np.iinfo(np.int64).max)
+        near = (d == d.min(axis=1, keepdims=True)) & alive
+        total[i, g] = (near * m_g[g]).sum(axis=1)
+        for c in range(n_codes):
+            correct[c, i, g] = (near * ms_g[g, :, c]).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per = correct[c_real, i_real, :] / total[i_real, :]                                    # (n, G)
+    return np.nan_to_num(per, nan=0.0).mean(axis=0)
 
 
 # ---------------------------------------------------------------------- attribute inference
@@ -311,15 +419,51 @@ def _record_weights(ctx) -> tuple[np.ndarray, float]:
     return -np.log(p) / (n * h), h
 
 
-def nearest_on_keys(ctx, keys: list[str], rows: np.ndarray | None = None) -> np.ndarray:
+def nearest_on_keys(ctx, keys: list[str], rows: np.ndarray | None = None, k: int = 1) -> np.ndarray:
     """Per real record, the row index of its nearest synthetic record in the keys' mixed space,
     ties → the lowest synthetic row index: the context's cached search
-    ``ctx.neighbours(("mixed", keys), "real", "synthetic", 1)``.
+    ``ctx.neighbours(("mixed", keys), "real", "synthetic", k)`` (k > 1 when a jackknife will
+    delete groups of synthetic records).
 
     Keys repeat a lot (a handful of categorical keys has few distinct combinations); the engine's
     k = 1 path then searches the distinct points only, keeping the lowest-index tie rule.
     """
-    return ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", 1, rows=rows).idx[:, 0]
+    return ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", k, rows=rows).idx[:, 0]
+
+
+def _correct_guess(ctx, col: str, idx: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """1.0 where the synthetic record ``idx`` (per real record, any shape of indices) reveals the
+    real record's value of ``col`` (the real records ``rows`` only, when given): equal (categorical; null only against null) or within 10 %
+    of the synthetic value (numeric)."""
+    if ctx.schema.kind(col) == NUMERIC:
+        r = on_rows(ctx.real[col].to_numpy().astype(np.float64, copy=False), rows)
+        s = ctx.synthetic[col].to_numpy().astype(np.float64, copy=False)[idx]
+        rn, sn = np.isnan(r), np.isnan(s)
+        with np.errstate(invalid="ignore"):
+            within = le(np.abs(r - s), 0.1 * np.abs(s))
+        correct = np.where(rn | sn, rn & sn, within)
+    else:
+        codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, col)
+        correct = on_rows(codes["real"], rows) == codes["synthetic"][idx]
+    return correct.astype(np.float64)
+
+
+def _weights_without_groups(ctx, labels: np.ndarray) -> np.ndarray:
+    """(G, n): the entropy weights ω_r recomputed on the real records without each group g (the
+    distinct records' counts and the entropy H of the records left), 0 for the deleted ones."""
+    groups = int(labels.max()) + 1
+    ids = ctx.real.select(pl.struct(ctx.schema.columns).rank("dense").alias("__u"))["__u"].to_numpy()
+    ids = ids.astype(np.int64) - 1
+    n_u = int(ids.max()) + 1
+    left = _counts_without_groups(ids, labels, n_u).astype(np.float64)                       # (G, U)
+    keep = labels[None, :] != np.arange(groups)[:, None]                                       # (G, n)
+    size = keep.sum(axis=1, keepdims=True).astype(np.float64)
+    p = np.take_along_axis(left, np.broadcast_to(ids, keep.shape), axis=1) / size
+    info = np.where(keep, -np.log(np.where(keep, p, 1.0)), 0.0)                               # −log p_r
+    h = info.sum(axis=1, keepdims=True) / size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(h > 0, info / (size * h), keep / size)
+    return w
 
 
 @register_metric(family="reconstruction",
@@ -348,22 +492,14 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     """
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
     rows = real_rows(ctx)
-    idx = nearest_on_keys(ctx, keys, rows)
+    lab_r = jackknife_labels(ctx, "real", ctx.n_real) if rows is None else None
+    lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic) if rows is None else None
+    idx = nearest_on_keys(ctx, keys, rows, search_k(lab_s))
     weights, h = _record_weights(ctx)
     weights = on_rows(weights, rows)
     per_attr, extra = {}, {}
     for col in sensitive:
-        if ctx.schema.kind(col) == NUMERIC:
-            r = on_rows(ctx.real[col].to_numpy().astype(np.float64, copy=False), rows)
-            s = ctx.synthetic[col].to_numpy().astype(np.float64, copy=False)[idx]
-            rn, sn = np.isnan(r), np.isnan(s)
-            with np.errstate(invalid="ignore"):
-                within = le(np.abs(r - s), 0.1 * np.abs(s))
-            correct = np.where(rn | sn, rn & sn, within)
-        else:
-            codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, col)
-            correct = on_rows(codes["real"], rows) == codes["synthetic"][idx]
-        correct = correct.astype(np.float64)
+        correct = _correct_guess(ctx, col, idx, rows)
         per_attr[col] = correct
         extra[col] = {"accuracy": float(correct.mean()),
                       "weighted_accuracy": float((weights * correct).sum() / weights.sum())}
@@ -372,4 +508,15 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
                    "1 if the nearest synthetic record on the keys reveals the sensitive value",
                    {"keys": keys, "sensitive": sensitive}, weights=weights)
     res.details.update({"entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details})
-    return mark_sampled(widen_share_for_search(res, weights=weights), ctx, rows)
+    if lab_r is None or lab_s is None:  # too few records, or estimated on a sample
+        return mark_sampled(widen_share_for_search(res, weights=weights), ctx, rows)
+    # jackknife replicates for the holdout excess: real records deleted (weights recomputed, as
+    # they depend on the real sample), synthetic records deleted (each real record's nearest
+    # synthetic record outside the group, from the search's k-lists)
+    worst = res.details["worst_sensitive"]
+    reps_r = (_weights_without_groups(ctx, lab_r) * per_attr[worst][None, :]).sum(axis=1)
+    sp = ctx.mixed(tuple(keys))
+    nb = ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", search_k(lab_s))
+    idx_g = nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False)[1]
+    reps_s = (_correct_guess(ctx, worst, idx_g) * weights[None, :]).sum(axis=1)
+    return widen_share_for_search(keep_jackknife(res, real=reps_r, synthetic=reps_s), weights=weights)

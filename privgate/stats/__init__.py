@@ -7,6 +7,9 @@ no metric computes its own interval formula (ARCHITECTURE.md, "Where the next pi
 - :mod:`.bootstrap` — seeded bootstrap over records (percentile intervals) of a mean, a weighted
   mean, a paired difference, a sum of independent samples' means, or any statistic that takes a
   block of resampled positions.
+- :mod:`.jackknife` — the grouped (delete-a-group) jackknife for statistics whose per-record
+  values are dependent (nearest-neighbour reference sets, lookup tables), independent sources of
+  variation combined (Satterthwaite), t intervals and the effective-sample-size share interval.
 - :mod:`.auc` — the ROC AUC with DeLong's variance, and a normal (Wald) interval.
 - :mod:`.combine` — intervals of a difference of two estimates (MOVER) and the control-set risk
   ``(attack − control) / (1 − control)`` with its propagated error.
@@ -19,6 +22,8 @@ step takes a seed, so the same inputs and seed give the same interval.
 from .auc import delong_auc, normal_interval
 from .bootstrap import (bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights,
                         percentile_interval)
+from .jackknife import (combine_variances, default_groups, effective_share_interval, group_deleted_means,
+                        group_labels, jackknife_interval, jackknife_variance, leave_group_out_means, t_interval)
 from .combine import ControlRisk, control_risk, difference_interval
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, bonferroni, holm
@@ -27,7 +32,8 @@ DEFAULT_LEVEL = 0.95
 
 __all__ = [
     "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
-    "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "control_risk", "delong_auc",
-    "difference_interval", "holm", "normal_interval", "percentile_interval", "share_interval", "wilson",
+    "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "combine_variances", "control_risk",
+    "default_groups", "delong_auc", "difference_interval", "effective_share_interval", "group_deleted_means",
+    "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",
     "wilson_rate", "z_value",
 ]

@@ -16,7 +16,9 @@ from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
 from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
                               zero_cap)
-from privgate.metrics._common import BOOT, without_intervals
+from privgate.metrics._common import BOOT, jackknife_labels, jackknife_sources, without_intervals
+from privgate.neighbours import knn
+from privgate.spaces import famd_inputs
 
 Z = 1.959963984540054
 
@@ -42,12 +44,13 @@ def test_flipped_share_counts_the_value_side():
     # authenticity: value = 1 − raw (raw = share of authentic records); the interval counts the
     # records that are NOT authentic, so it is the value's interval. Real records 10 apart; 12
     # synthetic records 0.3 below the first 12 real ones, the rest far away: those 12 real records
-    # have a synthetic record closer than their nearest real neighbour, the other 18 do not.
-    real = pl.DataFrame({"a": np.arange(30) * 10.0})
-    syn = pl.DataFrame({"a": np.r_[np.arange(12) * 10.0 - 0.3, 1e4 + np.arange(18)]})
+    # have a synthetic record closer than their nearest real neighbour, the other 12 do not.
+    # (24 records: fewer than 25, so no jackknife — the plain share rule)
+    real = pl.DataFrame({"a": np.arange(24) * 10.0})
+    syn = pl.DataFrame({"a": np.r_[np.arange(12) * 10.0 - 0.3, 1e4 + np.arange(12)]})
     res = authenticity(real, syn)
-    assert res.raw == pytest.approx(18 / 30) and res.value == pytest.approx(12 / 30)
-    assert res.ci == pytest.approx(_wilson_by_hand(12, 30), abs=1e-12)
+    assert res.raw == pytest.approx(12 / 24) and res.value == pytest.approx(12 / 24)
+    assert res.ci == pytest.approx(_wilson_by_hand(12, 24), abs=1e-12)
     assert res.ci[0] <= res.value <= res.ci[1]
 
 
@@ -76,9 +79,10 @@ def test_min_max_normalised_metrics_say_why_they_have_no_interval():
 def test_transformed_mean_maps_the_endpoints_and_flips_their_order():
     # dcr: value = 1/(1 + m̄) is decreasing in the mean distance m̄: the value's lower bound comes
     # from m̄'s upper bound
+    # (fewer than 25 real records: no jackknife, the bootstrap of the mean distance)
     rng = np.random.default_rng(3)
-    real = pl.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60)})
-    syn = pl.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60)})
+    real = pl.DataFrame({"a": rng.normal(size=24), "b": rng.normal(size=24)})
+    syn = pl.DataFrame({"a": rng.normal(size=30), "b": rng.normal(size=30)})
     ctx = EvaluationContext(real, syn, seed=5)
     res = dcr(ctx)
     d = ctx.neighbours(("famd", 2), "real", "synthetic", 1).dist[:, 0]
@@ -113,7 +117,7 @@ def adult_report(adult, adult_holdout):
 
 # intervals that contain their point estimate by construction (score intervals, Wald intervals,
 # and monotone maps of them); a percentile bootstrap need not (skewed or discrete replicates)
-CONTAINS = ("Wilson", "Clopper", "DeLong")
+CONTAINS = ("Wilson", "Clopper", "DeLong", "grouped jackknife")
 
 
 def test_every_registered_metric_has_an_interval_or_says_why_not(adult_report):
@@ -134,13 +138,15 @@ def test_every_registered_metric_has_an_interval_or_says_why_not(adult_report):
             assert lo - (hi - lo) - 1e-9 <= r.value <= hi + (hi - lo) + 1e-9, (name, r.value, r.ci)
     # what this sample shows: the bootstrap intervals contain their value here too
     boot = [n for n, r in rep.results.items() if r.ci is not None and "bootstrap" in r.details["ci_method"]]
-    assert len(boot) >= 8
+    jack = [n for n, r in rep.results.items() if r.ci is not None and "jackknife" in r.details["ci_method"]]
+    assert len(boot) >= 5 and {"authenticity", "identifiability", "median_dcr", "nnaa", "dcr"} <= set(jack)
     assert all(rep.results[n].ci[0] <= rep.results[n].value <= rep.results[n].ci[1] for n in boot)
 
 
 def test_excess_interval_with_a_holdout(adult_report):
-    rep, _ = adult_report
-    paired_seen = mover_seen = 0
+    rep, (real_, syn_, kw) = adult_report
+    hold_ = kw["holdout"]
+    paired_seen = mover_seen = jack_seen = 0
     for name, r in rep.results.items():
         spec = registry.get_metric(name)
         if spec.self_controlled or "pairing" in spec.needs:
@@ -156,11 +162,22 @@ def test_excess_interval_with_a_holdout(adult_report):
         if method.startswith("paired"):
             paired_seen += 1
             assert np.mean(r.per_record) == pytest.approx(r.value)
+        elif method.startswith("grouped jackknife"):
+            jack_seen += 1
+            jk = jackknife_sources(r)
+            assert set(jk) == {"real", "synthetic"} and r.per_record is not None
+            # the baseline's replicates are not kept on the result: recompute it on the baseline context
+            base_ctx = EvaluationContext(real_, syn_, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, seed=0,
+                                         holdout=hold_).holdout_baseline()
+            jb = jackknife_sources(registry.run_spec(spec, base_ctx, {}))
+            ci, _, _ = stats.jackknife_interval(r.excess, {"real": jk["real"] - jb["real"], "synthetic": jk["synthetic"],
+                                                           "holdout": jb["synthetic"]}, bounds=(-1, 1))
+            assert r.excess_ci == pytest.approx(ci) and lo <= r.excess <= hi, name
         else:
             mover_seen += 1
             assert r.excess_ci == pytest.approx(stats.difference_interval(r.value, r.ci, r.baseline, r.baseline_ci))
             assert lo <= r.excess <= hi, name
-    assert paired_seen >= 5 and mover_seen >= 3
+    assert paired_seen >= 4 and mover_seen >= 3 and jack_seen == 3  # zero_cap, generalized_cap, attribute_inference
 
 
 def test_paired_excess_is_the_bootstrap_of_per_record_differences(adult, adult_holdout):
@@ -199,38 +216,115 @@ def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdo
     assert rep.results["dcr"].excess_ci is not None
 
 
-def test_median_dcr_interval_is_the_bootstrap_of_its_value_and_handles_zero_medians():
+def test_median_dcr_zero_medians_and_small_sample_bootstrap():
     from privgate.metrics.distance import _median_dcr_value
 
     # both medians 0 → 1 (copy); only the real–real median 0 → 0; else 2·(1 − σ(r))
     assert _median_dcr_value(np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.0, 1.0])).tolist() == pytest.approx(
         [1.0, 0.0, 2.0 * (1.0 - 1.0 / (1.0 + math.exp(-1.0)))])
+    # fewer than 25 real records: the bootstrap of the statistic
     rng = np.random.default_rng(6)
-    real = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
+    real = pl.DataFrame({"a": rng.normal(size=24), "b": rng.normal(size=24)})
     syn = pl.DataFrame({"a": rng.normal(size=70), "b": rng.normal(size=70)})
     ctx = EvaluationContext(real, syn, seed=2)
     res = median_dcr(ctx)
     d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
     d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
     expected = stats.bootstrap_ci(
-        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 80, 2,
+        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 24, 2,
         n_boot=BOOT)
     assert res.ci == pytest.approx(expected)
-    assert res.ci[0] <= res.value <= res.ci[1]
 
 
-def test_nnaa_interval_resamples_real_and_synthetic_flags_separately():
+def _by_group(ctx, role: str, n: int):
+    labels = jackknife_labels(ctx, role, n)
+    return labels, [labels != g for g in range(int(labels.max()) + 1)]
+
+
+def test_real_to_real_jackknife_replicates_are_the_metrics_recomputed_without_each_group():
+    # each replicate = the metric recomputed from scratch on the real records left (in the same
+    # scaled space): the nearest other real record is searched among them, not read from the full search
+    rng = np.random.default_rng(6)
+    real = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
+    syn = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
+    ctx = EvaluationContext(real, syn, seed=2)
+    from privgate.metrics.distance import _median_dcr_value
+    sp = ctx.mixed()
+    labels, keeps = _by_group(ctx, "real", 80)
+    assert int(labels.max()) + 1 == 8  # ⌊√80⌋ groups
+    res = {m: fn(ctx) for m, fn in (("median_dcr", median_dcr), ("authenticity", authenticity), ("nnaa", nnaa))}
+    want = {m: [] for m in res}
+    d_ss = knn(sp.synthetic, sp.synthetic, 1, exclude_self=True).dist[:, 0]
+    d_sr_all = knn(sp.synthetic, sp.real, 1).dist[:, 0]
+    for keep in keeps:
+        r = sp.real[keep]
+        d_rs = knn(r, sp.synthetic, 1).dist[:, 0]
+        d_rr = knn(r, r, 1, exclude_self=True).dist[:, 0]
+        want["median_dcr"].append(_median_dcr_value(np.array([np.median(d_rs)]), np.array([np.median(d_rr)]))[0])
+        want["authenticity"].append(np.mean(d_rs <= d_rr))
+        # nnaa's synthetic side is held fixed (the synthetic records' nearest real record among all of them)
+        want["nnaa"].append(0.5 * np.mean(d_rs <= d_rr) + 0.5 * np.mean(d_sr_all <= d_ss))
+    for m, r in res.items():
+        assert jackknife_sources(r)["real"] == pytest.approx(want[m]), m
+        assert "jackknife" in r.details["ci_method"] and r.ci[0] <= r.value <= r.ci[1], m
+    var, df = stats.jackknife_variance(np.array(want["median_dcr"]))
+    assert res["median_dcr"].ci == pytest.approx(stats.t_interval(res["median_dcr"].value, var, df))
+    var, df = stats.jackknife_variance(np.array(want["authenticity"]))
+    flags = res["authenticity"].per_record
+    assert res["authenticity"].ci == pytest.approx(stats.effective_share_interval(flags.sum(), 80, var, df)[0])
+    assert "interval at the effective sample size" in res["authenticity"].details["ci_method"]
+
+
+def test_dcr_jackknife_refits_the_famd_axes_without_each_group():
+    rng = np.random.default_rng(3)
+    real = pl.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60), "c": rng.choice(["x", "y", "z"], 60)})
+    syn = pl.DataFrame({"a": rng.normal(size=50), "b": rng.normal(size=50), "c": rng.choice(["x", "y", "z"], 50)})
+    ctx = EvaluationContext(real, syn, seed=5)
+    res = dcr(ctx)
+    z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
+    want = []
+    for keep in _by_group(ctx, "real", 60)[1]:
+        v = np.linalg.svd(z["real"][keep], full_matrices=False)[2][:2].T
+        want.append(1.0 / (1.0 + knn(z["real"][keep] @ v, z["synthetic"] @ v, 1).dist[:, 0].mean()))
+    assert jackknife_sources(res)["real"] == pytest.approx(want)
+    assert res.ci == pytest.approx(stats.t_interval(res.value, *stats.jackknife_variance(np.array(want))))
+    assert "FAMD axes refitted" in res.details["ci_method"]
+
+
+def test_reconstruction_jackknife_replicates_are_the_metrics_without_each_group():
+    # categorical keys: the key space does not depend on the real sample, so deleting a group and
+    # recomputing from scratch must give the stored replicate exactly
+    rng = np.random.default_rng(11)
+    n, m = 60, 50
+    real = pl.DataFrame({"k1": rng.choice(list("abcd"), n), "k2": rng.choice(list("xyz"), n), "s": rng.choice(list("PQ"), n)})
+    syn = pl.DataFrame({"k1": rng.choice(list("abcd"), m), "k2": rng.choice(list("xy"), m), "s": rng.choice(list("PQ"), m)})
+    ctx = EvaluationContext(real, syn, seed=4, keys=["k1", "k2"], sensitive="s")
+    from privgate.metrics import attribute_inference, generalized_cap
+    _, keep_r = _by_group(ctx, "real", n)
+    _, keep_s = _by_group(ctx, "synthetic", m)
+    for fn in (zero_cap, generalized_cap, attribute_inference):
+        jk = jackknife_sources(fn(ctx))
+        fresh = lambda r, s: fn(EvaluationContext(r, s, seed=4, keys=["k1", "k2"], sensitive="s")).value  # noqa: E731
+        assert jk["real"] == pytest.approx([fresh(real.filter(pl.Series(k)), syn) for k in keep_r]), fn.__name__
+        assert jk["synthetic"] == pytest.approx([fresh(real, syn.filter(pl.Series(k))) for k in keep_s]), fn.__name__
+    # a generalized CAP whose only nearest synthetic combination vanishes with a group is searched
+    # again: one synthetic record per combination, so every deleted group removes some real
+    # records' whole tied set
+    syn1 = pl.DataFrame({"k1": list("abcdabcdab") * 3, "k2": list("xxxxyyyyzz") * 3, "s": rng.choice(list("PQ"), 30)})
+    syn1 = syn1.with_columns(pl.concat_str([pl.col("k1"), pl.lit(str(0))]).alias("k1")).with_row_index("i").with_columns(
+        pl.concat_str([pl.col("k1"), (pl.col("i") // 10).cast(pl.String)]).alias("k1")).drop("i")
+    real1 = syn1.sample(40, with_replacement=True, seed=1)
+    ctx1 = EvaluationContext(real1, syn1, seed=4, keys=["k1", "k2"], sensitive="s")
+    jk = jackknife_sources(generalized_cap(ctx1))
+    fresh1 = [generalized_cap(EvaluationContext(real1, syn1.filter(pl.Series(k)), seed=4, keys=["k1", "k2"],
+                                                sensitive="s")).value for k in _by_group(ctx1, "synthetic", 30)[1]]
+    assert jk["synthetic"] == pytest.approx(fresh1)
+
+
+def test_nnaa_interval_with_unequal_sizes_pools_the_repetitions():
     rng = np.random.default_rng(8)
     real = pl.DataFrame({"a": rng.normal(size=60)})
     syn = pl.DataFrame({"a": rng.normal(size=60)})
-    ctx = EvaluationContext(real, syn, seed=3)
-    res = nnaa(ctx)
-    dist = {(q, t): ctx.neighbours("mixed", q, t, 1).dist[:, 0]
-            for q in ("real", "synthetic") for t in ("real", "synthetic")}
-    real_side = (dist["real", "synthetic"] <= dist["real", "real"]).astype(float)
-    syn_side = (dist["synthetic", "real"] <= dist["synthetic", "synthetic"]).astype(float)
-    assert res.value == pytest.approx(0.5 * real_side.mean() + 0.5 * syn_side.mean())
-    assert res.ci == pytest.approx(stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], 3, n_boot=BOOT))
     # unequal sizes: the repetitions' flags pooled, one repetition's worth drawn per side
     small = nnaa(EvaluationContext(real, syn.head(40), seed=3), repetitions=3)
     assert "3 subsampled repetitions pooled" in small.details["ci_method"]
