@@ -5,11 +5,9 @@ of the ``gate_decision`` check.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
-
-from .gate_checks import finite
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateOutcome
@@ -25,40 +23,22 @@ def frame_digest(frame: pl.DataFrame) -> str:
 
 
 def summary_markdown(outcome: "GateOutcome") -> str:
-    """A markdown decision table: one row per gate check (scores, intervals and limits only)."""
+    """A markdown decision table: the gate's own decision table (:func:`privgate.gates.engine.
+    decision_rows`, as the CLI and the HTML report show it: one row per rule, warn and block
+    limits together, values with their 95 % intervals) — scores and limits only."""
+    from privgate.gates.engine import decision_rows
+
+    keys = ("metric", "rule", "value", "compared", "limits", "p", "verdict", "note")
     lines = [
         f"**Decision: {str(outcome.decision).upper()}** — dataset `{outcome.dataset}`, "
         f"release `{outcome.release_id}`, privgate run `{outcome.run_id}`",
         "",
-        "| metric | rule | value | compared | 95 % interval | p | limit | severity | verdict | note |",
-        "|---|---|---:|---:|---|---:|---:|---|---|---|",
+        "| metric | rule | value [95 % CI] | compared [95 % CI] | limits | p | verdict | note |",
+        "|---|---|---:|---:|---|---:|---|---|",
     ]
-    for c in outcome.checks:
-        interval = getattr(c, "interval", None)
-        lines.append("| " + " | ".join([
-            c.metric, c.rule, _num(c.value), _num(c.compared, signed=c.rule in ("baseline", "trend")),
-            _interval(interval), _num(getattr(c, "p_value", None), plain=True),
-            _num(c.threshold, plain=True), c.severity,
-            ("skipped" if c.skipped else f"**{c.verdict.upper()}**" if c.verdict != "pass" else "pass"),
-            str(c.message).replace("|", "\\|").replace("\n", " "),
-        ]) + " |")
+    for _, verdict, row in decision_rows(outcome):
+        cells = [str(row[k]).replace("|", "\\|").replace("\n", " ") for k in keys]
+        if verdict not in ("pass", "skipped") and cells[6].lower() == verdict:
+            cells[6] = f"**{cells[6]}**"
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _interval(ci: Any) -> str:
-    try:
-        lo, hi = ci
-    except (TypeError, ValueError):
-        return "–"
-    if finite(lo) is None or finite(hi) is None:
-        return "–"
-    return f"[{float(lo):.4f}, {float(hi):.4f}]"
-
-
-def _num(x: Any, signed: bool = False, plain: bool = False) -> str:
-    f = finite(x)
-    if f is None:
-        return "–"
-    if plain:
-        return f"{f:.3g}"
-    return f"{f:+.4f}" if signed else f"{f:.4f}"

@@ -22,6 +22,7 @@ results with the rules.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import time
 import uuid
@@ -687,7 +688,9 @@ def _stamp(path: Any) -> tuple[int, int]:
 
 
 def _fmt(x: float | None, signed: bool = False) -> str:
-    if x is None:
+    """A score as text; "-" for anything that is not a finite number (a broken result never
+    breaks the table that reports it)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
         return "-"
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 

@@ -221,7 +221,8 @@ def test_summary():
                      message="value 0.5000 > 0.01"),
               _check("hitting_rate", "threshold", "block", "pass", float("nan"), 0.5)]
     md = summary_markdown(_outcome(checks))
-    assert "**Decision: BLOCK**" in md and "| common_rows | threshold | 0.5000 |" in md
+    assert "**Decision: BLOCK**" in md and "| common_rows | threshold | 0.5000 " in md
+    assert "**BLOCK**" in md and "value 0.5000 > 0.01" in md
     assert md.count("\n|") == 4  # header, separator, two rows
 
 
