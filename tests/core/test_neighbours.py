@@ -296,3 +296,63 @@ def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatc
     dense = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
     np.testing.assert_array_equal(fast.idx, dense.idx)
     np.testing.assert_array_equal(fast.dist, dense.dist)
+
+
+# ------------------------------------------------------------------ the IVF list scan
+def _lists_for(q, t, k, exclude_self, nlist, seed=0):
+    from privgate.neighbours import _Exact, _Lists
+
+    exact = _Exact.of(q, t, k, exclude_self)
+    return exact, _Lists(exact, nlist, np.random.default_rng(seed), seed)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_list_scan_probing_every_list_is_the_exact_search_to_the_last_bit(k, exclude_self):
+    """With every list probed the screen is the exact search: same neighbours (ties by the lowest
+    index, duplicates, mixed data) and same float64 distances as the exact flat path."""
+    rng = np.random.default_rng(21)
+    q, _ = _mixed_points(700, rng, levels=(3, 2, 4, 2), n_numeric=3)
+    t = q if exclude_self else _mixed_points(600, rng, levels=(3, 2, 4, 2), n_numeric=3)[0]
+    exact, lists = _lists_for(q, t, k, exclude_self, nlist=16)
+    rows = np.sort(rng.choice(q.shape[0], 300, replace=False))
+    d = np.empty((rows.size, k))
+    i = np.empty((rows.size, k), dtype=np.int64)
+    lists.screen(rows, 16, d, i)
+    ref = knn(q, t, k, exclude_self=exclude_self, dedupe=False, grouped=False)
+    np.testing.assert_array_equal(i, ref.idx[rows])
+    np.testing.assert_array_equal(d, ref.dist[rows])
+    bd, bi = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(i, bi[rows])
+    np.testing.assert_allclose(d, bd[rows], rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_list_scan_is_exact_within_the_probed_lists(k, exclude_self):
+    """With a few lists probed, each row gets the exact k nearest (tie rule included) among the
+    targets of the lists it probed — brute force restricted to those targets."""
+    rng = np.random.default_rng(22)
+    q = rng.integers(0, 4, size=(500, 6)).astype(float)  # many ties and exact duplicates
+    t = q if exclude_self else rng.integers(0, 4, size=(450, 6)).astype(float)
+    exact, lists = _lists_for(q, t, k, exclude_self, nlist=16, seed=5)
+    rows = np.arange(q.shape[0])
+    d = np.empty((rows.size, k))
+    i = np.empty((rows.size, k), dtype=np.int64)
+    lists.screen(rows, 3, d, i)
+    _, probe = lists.quantizer.search(exact.q32, 3)
+    full = np.sqrt(((q[:, None, :] - t[None, :, :]) ** 2).sum(-1))
+    if exclude_self:
+        np.fill_diagonal(full, np.inf)
+    probed = (lists.assign[None, :, None] == probe[:, None, :]).any(axis=2)
+    full[~probed] = np.inf
+    low = full.min(axis=1, keepdims=True)
+    key = np.where(full - low <= 1e-9 * (1 + np.maximum(full, low)), low, full)
+    key[~np.isfinite(full)] = np.inf
+    want = np.lexsort((np.broadcast_to(np.arange(t.shape[0]), full.shape), key), axis=-1)[:, :k]
+    own = probed[rows, rows] if exclude_self else 0
+    enough = probed.sum(axis=1) - own >= k
+    assert enough.mean() > 0.9
+    np.testing.assert_array_equal(i[enough], want[enough])
+    np.testing.assert_array_equal(d[enough], np.take_along_axis(full, want, axis=1)[enough])
