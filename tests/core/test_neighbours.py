@@ -356,3 +356,21 @@ def test_list_scan_is_exact_within_the_probed_lists(k, exclude_self):
     assert enough.mean() > 0.9
     np.testing.assert_array_equal(i[enough], want[enough])
     np.testing.assert_array_equal(d[enough], np.take_along_axis(full, want, axis=1)[enough])
+
+
+def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact(monkeypatch):
+    """Heavy ties at the k-th distance (k = 5 on a few integer levels) keep the calibrated recall
+    low; the screen then declines and every row is searched exactly."""
+    import privgate.neighbours as nbm
+
+    monkeypatch.setattr(nbm, "IVF_TARGET_RECALL", 1.01)  # unreachable: forces the decline
+    rng = np.random.default_rng(23)
+    q = rng.integers(0, 3, size=(1500, 5)).astype(float)
+    t = rng.integers(0, 3, size=(1200, 5)).astype(float)
+    nb = knn(q, t, 5, approximate=True, n_check=100)
+    assert nb.search["exact"] is True and nb.search["screen"].startswith("declined")
+    assert "ivf_screen" not in nb.search["settled_by"]
+    assert sum(nb.search["settled_by"].values()) == q.shape[0]
+    ref = knn(q, t, 5)
+    np.testing.assert_array_equal(nb.idx, ref.idx)
+    np.testing.assert_array_equal(nb.dist, ref.dist)
