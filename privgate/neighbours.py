@@ -695,6 +695,18 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
     and come last."""
     from scipy.spatial import cKDTree
 
+    # rows whose group holds no target (but themselves) have nothing to find here: their list is
+    # empty (-1) and reaches everywhere — about half the rows of a Texas-like search, and a tree
+    # query costs as much for them as for the others
+    groups, members = np.unique(tg, return_counts=True)
+    at = np.minimum(np.searchsorted(groups, qg[rows]), max(groups.size - 1, 0))
+    others = np.where(groups[at] == qg[rows], members[at], 0) - (1 if exclude_self else 0)
+    live = np.flatnonzero(others > 0)
+    out_idx = np.full((rows.size, kk), -1, dtype=np.int64)
+    out_reach = np.full(rows.size, np.inf)
+    if live.size == 0:
+        return out_idx, out_reach
+    rows = rows[live]
     qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
     tz_group = tg.astype(np.float64) * gap
     tz = np.column_stack([t[:, num], tz_group])
@@ -710,7 +722,9 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
         keep[np.arange(rows.size), drop] = False
         idx = idx[keep].reshape(rows.size, search_k - 1)
         dist = dist[keep].reshape(rows.size, search_k - 1)
-    return idx[:, :kk], dist[:, kk - 1]
+    out_idx[live] = idx[:, :kk]
+    out_reach[live] = dist[:, kk - 1]
+    return out_idx, out_reach
 
 
 def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d, out_i
@@ -718,10 +732,10 @@ def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d,
     """Decide the rows whose candidate lists provably hold their k nearest (see _knn_grouped);
     return the others, and among them those that failed only because a list was too short."""
     n, width = idx.shape
-    # a target found by several trees counts once
+    # a target found by several trees counts once; -1 marks an empty slot (a group with no target)
     idx = np.sort(idx, axis=1)
-    dup = np.zeros_like(idx, dtype=bool)
-    dup[:, 1:] = idx[:, 1:] == idx[:, :-1]
+    dup = idx < 0
+    dup[:, 1:] |= idx[:, 1:] == idx[:, :-1]
     d64 = np.full((n, width), np.inf)
     r, c = np.nonzero(~dup)
     d64[r, c] = distance(rows[r], idx[r, c])
