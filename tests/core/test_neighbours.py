@@ -374,3 +374,24 @@ def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exa
     ref = knn(q, t, 5)
     np.testing.assert_array_equal(nb.idx, ref.idx)
     np.testing.assert_array_equal(nb.dist, ref.dist)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_self):
+    """Many categorical columns: most records are alone in their group (and in most groups equal
+    on all columns but one), so the k-d tree queries are skipped for them; the answers stay those
+    of brute force and of the general path, to the last bit."""
+    rng = np.random.default_rng(24)
+    q, slices = _mixed_points(400, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)
+    t = q if exclude_self else _mixed_points(350, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)[0]
+    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
+    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(nb.idx, flat.idx)
+    np.testing.assert_array_equal(nb.dist, flat.dist)
+    if k == 1:  # (with k = 3 few records have three group-mates: the general path settles them)
+        assert nb.search["settled_by"].get("grouped", 0) > 0
