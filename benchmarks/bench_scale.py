@@ -4,7 +4,8 @@ reference measured in the same run.
 
 Reference ("GEMM 1-NN"): one exact nearest-neighbour search real→synthetic of the same points in
 the mixed space by blocked float32 matrix products (BLAS, the run's threads) and an argmin — the
-floor of any exact search. ``ref25`` is that search at 25k × 25k, measured in every run.
+floor of any exact search. ``ref25`` is that search at 25k × 25k, timed right before and right
+after every family run (the geometric mean of the two is the ratio's denominator).
 
 Data: real = the Texas 25k file (``--n 25000``) or a Texas-like bootstrap of it with noise (larger
 n: rows drawn with replacement, seeded, then privgate.baselines.noisy_copy so that rows are not
@@ -101,20 +102,26 @@ def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_e
 
     real, syn = texas_like(25_000)
     ctx25 = EvaluationContext(real, syn, threads=threads)
-    ref25 = min(gemm_reference(ctx25) for _ in range(2))
-    print(f"ref25 (GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads): {ref25:.2f} s", flush=True)
+    print(f"ref25 = GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads, timed right before "
+          "and right after each family run; ratios use their geometric mean (the load drifts)", flush=True)
     times = {}
     for n in sizes:
-        ref = ref25 if n == 25_000 or not ref_each else \
+        ref_before = gemm_reference(ctx25)
+        ref = None if n == 25_000 or not ref_each else \
             gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
         seconds, peak, values, searches = distance_family(n, False, threads)
+        ref_after = gemm_reference(ctx25)
+        ref25 = float(np.sqrt(ref_before * ref_after))
+        ref = ref25 if ref is None else ref
         times[n] = seconds
         own = f"{seconds / ref:5.2f}× GEMM({n}) = " if n == 25_000 or ref_each else ""
-        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25; "
-              f"peak RSS {peak / 1024:.2f} GiB", flush=True)
+        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25 "
+              f"(ref25 {ref_before:.2f} s before, {ref_after:.2f} s after); peak RSS {peak / 1024:.2f} GiB",
+              flush=True)
         for name, sd in searches.items():
             extra = "" if sd.get("exact", True) else \
-                f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]"
+                f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]" \
+                f" possibly wrong {sd['share_rows_possibly_wrong']:.4f}"
             print(f"    {name:<32} {sd.get('settled_by')}{extra}")
         print("    values: " + ", ".join(f"{k} {v:.6f}" for k, v in values.items()))
         if check_exact:

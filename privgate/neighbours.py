@@ -28,6 +28,7 @@ measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbour
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,10 @@ from .ties import REL_TOL
 EPS32 = float(np.finfo(np.float32).eps)
 DEFAULT_BLOCK_BYTES = 192 * 2**20
 PAIR_CHUNK_BYTES = 64 * 2**20
+# rows searched exactly to calibrate the screen, and as many again to measure its recall: 500
+# rather than 200 because 99 % on 200 calibration rows was met by a screen whose recall over all
+# rows was 97.4 % (k = 5, Texas 25k); the exact search of 1000 rows costs 1000 pairs per target
+IVF_CHECK_ROWS = 500
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ def knn(
     grouped: bool = True,
     approximate: bool = False,
     seed: int = 0,
-    n_check: int = 200,
+    n_check: int = IVF_CHECK_ROWS,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
@@ -123,14 +128,6 @@ def knn(
                                  approximate, seed, n_check)
         if hit is not None:
             return hit
-    centre = t.mean(axis=0)
-    q32 = np.ascontiguousarray((q - centre).astype(np.float32))
-    t32 = np.ascontiguousarray((t - centre).astype(np.float32))
-    qn = np.einsum("ij,ij->i", q32, q32, dtype=np.float32)
-    tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
-    # a bound on |float32 d² − exact d²| for a pair (i, j): c·(‖q_i‖² + ‖t_j‖²)
-    c = np.float32(4.0 * (d + 8) * EPS32)
-    ctn = c * tn
     todo = np.arange(n)
     slices = list(categorical_slices or [])
     n_numeric = d - sum(b - a for a, b in slices)
@@ -144,12 +141,17 @@ def knn(
         todo = step("kdtree", _knn_kdtree(q, t, k, exclude_self, out_d, out_i))
     elif grouped and categorical_slices is not None and n_numeric <= GROUPED_MAX_NUMERIC:
         todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes))
-    exact = _Exact(q, t, q32, t32, qn, tn, ctn, c, k, exclude_self, block_bytes, use_faiss and d > LOW_DIM)
-    search: dict = {"exact": True}
+    search: dict = {"exact": True, "settled_by": settled}
+    if todo.size == 0:
+        return Neighbours(out_d, out_i, search)
+    exact = _Exact.of(q, t, k, exclude_self, block_bytes, use_faiss and d > LOW_DIM)
     if approximate and todo.size and _faiss() is not None and d > LOW_DIM:
-        search = _knn_ivf(exact, todo, seed, n_check, out_d, out_i)
-        settled["ivf_screen"] = int(todo.size)
-        todo = todo[:0]
+        search, left = _knn_ivf(exact, todo, seed, n_check, out_d, out_i)
+        if search["exact"]:  # the screen declined; the rows it checked exactly are done
+            settled["faiss_flat"] = int(todo.size - left.size)
+        else:
+            settled["ivf_screen"] = int(todo.size)
+        todo = left
     exact.rows(todo, out_d, out_i, settled)
     search["settled_by"] = settled
     return Neighbours(out_d, out_i, search)
@@ -163,6 +165,20 @@ class _Exact:
         self.q, self.t, self.q32, self.t32, self.qn, self.tn = q, t, q32, t32, qn, tn
         self.ctn, self.c, self.k, self.exclude_self = ctn, c, k, exclude_self
         self.block_bytes, self.use_faiss = block_bytes, use_faiss and _faiss() is not None
+
+    @classmethod
+    def of(cls, q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool,
+           block_bytes: int = DEFAULT_BLOCK_BYTES, use_faiss: bool = True) -> "_Exact":
+        """The search of float64 ``q`` against ``t``: float32 copies centred on the target mean
+        (smaller norms, so a tighter error bound) and their squared norms."""
+        centre = t.mean(axis=0)
+        q32 = np.ascontiguousarray((q - centre).astype(np.float32))
+        t32 = np.ascontiguousarray((t - centre).astype(np.float32))
+        qn = np.einsum("ij,ij->i", q32, q32, dtype=np.float32)
+        tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
+        # a bound on |float32 d² − exact d²| for a pair (i, j): c·(‖q_i‖² + ‖t_j‖²)
+        c = np.float32(4.0 * (q.shape[1] + 8) * EPS32)
+        return cls(q, t, q32, t32, qn, tn, c * tn, c, k, exclude_self, block_bytes, use_faiss)
 
     def rows(self, todo: np.ndarray, out_d, out_i, settled: dict | None = None) -> None:
         settled = {} if settled is None else settled
@@ -194,65 +210,48 @@ def _one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:
 
 
 IVF_TARGET_RECALL = 0.99  # the probe count is raised until a calibration sample reaches this
-IVF_MAX_PROBE_SHARE = 0.5
+# Above this share of the lists the screen declines and the rows are searched exactly: the list
+# scan costs about twice the exact flat search per target pair (measured at 100k, 1 thread), so
+# beyond a quarter of the lists it would save less than half the time and lose exactness.
+IVF_MAX_PROBE_SHARE = 0.25
 IVF_TRAIN_PER_LIST = 39  # faiss' minimum of training points per list
 IVF_KMEANS_ITERATIONS = 10
+IVF_LISTS_PER_ROOT = 2.0  # lists per √m targets
+IVF_PROBE_GROWTH = 1.5  # the calibration raises the probe count by half each step
 
 
-def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, out_i) -> dict:
-    """Approximate k nearest neighbours of query ``rows``: faiss IndexIVFFlat (⌈√m⌉ lists trained
-    by 10 k-means iterations on a seeded sample of 39 targets per list) screens k + 16 candidates in float32; the k
-    nearest among them are decided in float64 with the tie rule (METRICS.md §3 rule 1: the screen
-    never decides).
+def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, out_i
+             ) -> tuple[dict, np.ndarray]:
+    """Approximate k nearest neighbours of query ``rows`` by an inverted-file screen: the targets
+    are split into ⌈2√m⌉ lists by k-means (faiss, 10 iterations on a seeded sample of 39 targets
+    per list); each query scans the targets of its ``nprobe`` nearest lists only (:class:`_Lists`), and
+    within those the search is the exact one (float32 blocks with the rigorous error bound, the k
+    nearest decided in float64 with the tie rule, METRICS.md §3 rule 1). A row can only be wrong
+    when one of its k nearest lies in a list it did not probe.
 
     The error is measured, not assumed: a seeded calibration sample of ``n_check`` rows is searched
-    exactly and the number of probed lists doubled (from 1/32 of them, up to half) until the screen
-    finds ≥ 99 % of those rows' k nearest distances; then a second, independent seeded sample of
-    ``n_check`` rows is searched exactly and the share the screen got right is the reported recall
-    (with its Wilson interval). Checked rows keep their exact answers. ``share_rows_possibly_wrong``
+    exactly and the number of probed lists raised by half (from 1/32 of them) until the screen
+    finds ≥ 99 % of those rows' k nearest distances — when that would take more than a quarter of
+    the lists, the screen declines (returns ``{"exact": True, "screen": "declined: …"}`` and the
+    rows to search exactly; many ties at the k-th distance, common for k > 1 on categorical data,
+    do that). Otherwise a second, independent seeded sample of
+    ``n_check`` rows is searched exactly and the share the screen got right is the reported
+    recall (with its Wilson interval). Checked rows keep their exact answers. ``share_rows_possibly_wrong``
     = (1 − the interval's lower end) × the screened share of all query rows: a bound, at 95 %
     confidence, on the share of records whose neighbour may be wrong — what a metric that is a
     share or mean of per-record terms bounded by 1 can be off by."""
     from .stats import wilson
 
-    faiss = _faiss()
     q, t, k = exact.q, exact.t, exact.k
-    n, m, d = q.shape[0], t.shape[0], q.shape[1]
-    nlist = int(min(max(16, np.ceil(np.sqrt(m))), max(16, m // IVF_TRAIN_PER_LIST), 4096))
-    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, nlist)
+    n, m = q.shape[0], t.shape[0]
+    nlist = int(min(max(16, np.ceil(IVF_LISTS_PER_ROOT * np.sqrt(m))), max(16, m // IVF_TRAIN_PER_LIST), 4096))
     rng = np.random.default_rng(seed)
-    train = exact.t32[np.sort(rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))]
-    index.cp.seed = int(seed) & 0x7FFFFFFF
-    index.cp.niter = IVF_KMEANS_ITERATIONS
-    index.train(train)
-    index.add(exact.t32)
-    available = m - 1 if exact.exclude_self else m
-    kk = min(available, k + EXTRA_CANDIDATES)
+    lists = _Lists(exact, nlist, rng, seed)
     samples = rng.permutation(rows)[:2 * n_check]
     calib, check = np.sort(samples[:n_check]), np.sort(samples[n_check:])
     truth_d = np.empty((q.shape[0], k))
     truth_i = np.empty((q.shape[0], k), dtype=np.int64)
     exact.rows(np.concatenate([calib, check]), truth_d, truth_i)
-
-    def screen(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        search_k = min(m, kk + (1 if exact.exclude_self else 0))
-        _, i32 = index.search(exact.q32[sel], search_k)
-        idx = i32.astype(np.int64)
-        if exact.exclude_self:  # drop the query itself (or the last candidate), keep the order
-            is_self = idx == sel[:, None]
-            drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
-            keep = np.ones_like(is_self)
-            keep[np.arange(sel.size), drop] = False
-            idx = idx[keep].reshape(sel.size, search_k - 1)
-        idx = idx[:, :kk]
-        missing = idx < 0  # fewer candidates than asked in the probed lists
-        safe = np.where(missing, 0, idx)
-        d64 = _pair_distances(q, t, np.repeat(sel, kk), safe.ravel()).reshape(sel.size, kk)
-        d64[missing] = np.inf
-        key = _snap_ties(d64, d64.min(axis=1)[:, None])
-        key[missing] = np.inf
-        order = np.lexsort((safe, key), axis=-1)[:, :k]
-        return np.take_along_axis(d64, order, axis=1), np.take_along_axis(safe, order, axis=1)
 
     def found(sel: np.ndarray, dist: np.ndarray) -> np.ndarray:
         tol = REL_TOL * (1.0 + np.abs(truth_d[sel]))
@@ -260,24 +259,189 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
 
     nprobe = max(1, nlist // 32)
     while True:
-        index.nprobe = nprobe
-        ok = found(calib, screen(calib)[0]).mean() if calib.size else 1.0
-        if ok >= IVF_TARGET_RECALL or nprobe >= IVF_MAX_PROBE_SHARE * nlist:
+        if calib.size:
+            cd = np.empty((calib.size, k))
+            lists.screen(calib, nprobe, cd, np.empty((calib.size, k), dtype=np.int64))
+            ok = found(calib, cd).mean()
+        else:
+            ok = 1.0
+        if ok >= IVF_TARGET_RECALL:
             break
-        nprobe = min(nlist, 2 * nprobe)
-    out_d[rows], out_i[rows] = screen(rows)
-    hits = int(found(check, out_d[check]).sum())
+        grown = min(nlist, max(nprobe + 1, int(np.ceil(IVF_PROBE_GROWTH * nprobe))))
+        if grown > IVF_MAX_PROBE_SHARE * nlist:
+            # the screen would scan more than the share at which it pays: search exactly (the
+            # sampled rows already are)
+            done = np.concatenate([calib, check])
+            out_d[done], out_i[done] = truth_d[done], truth_i[done]
+            note = (f"declined: {ok:.3f} recall at {nprobe} of {nlist} lists; "
+                    f"{IVF_TARGET_RECALL} needs more than {IVF_MAX_PROBE_SHARE:.0%} of them")
+            return {"exact": True, "screen": note}, np.setdiff1d(rows, done, assume_unique=True)
+        nprobe = grown
     done = np.concatenate([calib, check])
+    rest = np.setdiff1d(rows, done, assume_unique=True)
+    screened_d = np.empty((rows.size, k))
+    screened_i = np.empty((rows.size, k), dtype=np.int64)
+    lists.screen(rows, nprobe, screened_d, screened_i)
+    out_d[rows], out_i[rows] = screened_d, screened_i
+    hits = int(found(check, out_d[check]).sum())
     out_d[done], out_i[done] = truth_d[done], truth_i[done]
     lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
-    screened = rows.size - done.size
+    screened = rest.size
     share = screened / max(n, 1)
     return {"exact": False,
-            "method": f"faiss IVF screen ({nlist} lists, {nprobe} probed) + float64 decision",
+            "method": f"IVF screen ({nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
+                      "with the error bound) + float64 decision",
             "recall": hits / check.size if check.size else float("nan"),
             "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
             "n_checked": int(check.size), "n_screened": int(screened),
-            "share_rows_possibly_wrong": float((1.0 - lo) * share)}
+            "share_rows_possibly_wrong": float((1.0 - lo) * share)}, rows[:0]
+
+
+IVF_SCREEN_PAIRS = 2**22  # (query, probed list) pairs handled at once by _Lists.screen
+
+
+class _Lists:
+    """The targets split into k-means lists, stored list by list, for the IVF screen.
+
+    faiss trains the centroids and assigns every target to its nearest one; the scan itself is
+    done here list by list — all queries probing a list against all its targets in one float32
+    matrix product (BLAS), as the exact blocked search does — because faiss' own IVF scan
+    computes one vector pair at a time (measured ~12× slower per pair than its flat BLAS search)."""
+
+    def __init__(self, exact: _Exact, nlist: int, rng: np.random.Generator, seed: int) -> None:
+        faiss = _faiss()
+        t32 = exact.t32
+        m, d = t32.shape
+        train = t32[np.sort(rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))]
+        cp = faiss.ClusteringParameters()
+        cp.niter = IVF_KMEANS_ITERATIONS
+        cp.seed = int(seed) & 0x7FFFFFFF
+        cp.max_points_per_centroid = IVF_TRAIN_PER_LIST + 1
+        clus = faiss.Clustering(d, nlist, cp)
+        self.quantizer = faiss.IndexFlatL2(d)
+        with _faiss_blas():
+            clus.train(train, self.quantizer)
+            _, a = self.quantizer.search(t32, 1)
+        assign = a.ravel().astype(np.int64)
+        order = np.argsort(assign, kind="stable")
+        self.nlist = nlist
+        self.members = order                       # target index of each stored position
+        self.start = np.searchsorted(assign[order], np.arange(nlist + 1))
+        self.assign = assign
+        self.position = np.empty(m, dtype=np.int64)
+        self.position[order] = np.arange(m)        # stored position of each target
+        self.t32 = np.ascontiguousarray(t32[order])
+        ctn = exact.ctn[order]
+        self.tlow = exact.tn[order] - ctn          # ‖t‖² − c‖t‖² (float32)
+        self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
+        self.exact = exact
+
+    def screen(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray) -> None:
+        """The k nearest of query rows ``sel`` among the targets of their ``nprobe`` nearest
+        lists, exact within those lists; rows whose lists hold fewer than k targets are searched
+        exactly over all targets."""
+        ex = self.exact
+        step = max(1, IVF_SCREEN_PAIRS // max(nprobe, 1))
+        short = []
+        for s in range(0, sel.size, step):
+            part = sel[s:s + step]
+            bd = out_d[s:s + step]
+            bi = out_i[s:s + step]
+            missing = self._screen_part(part, nprobe, bd, bi)
+            short.append(s + missing)
+        short = np.concatenate(short) if short else np.zeros(0, dtype=np.int64)
+        if short.size:
+            full_d = np.empty((ex.q.shape[0], ex.k))
+            full_i = np.empty((ex.q.shape[0], ex.k), dtype=np.int64)
+            ex.rows(sel[short], full_d, full_i)
+            out_d[short], out_i[short] = full_d[sel[short]], full_i[sel[short]]
+
+    def _screen_part(self, sel: np.ndarray, nprobe: int, out_d, out_i) -> np.ndarray:
+        ex = self.exact
+        k, c = ex.k, ex.c
+        # (−2q)·t is exactly −2·(q·t) in floating point, so the product needs no extra pass
+        qm2 = ex.q32[sel] * np.float32(-2.0)
+        qn = ex.qn[sel].astype(np.float64)
+        cqn = float(c) * qn
+        with _faiss_blas():
+            _, probe = self.quantizer.search(ex.q32[sel], min(nprobe, self.nlist))
+        flat = probe.ravel().astype(np.int64)
+        qpos = np.repeat(np.arange(sel.size), probe.shape[1])
+        ok = flat >= 0
+        flat, qpos = flat[ok], qpos[ok]
+        order = np.argsort(flat, kind="stable")
+        flat, qpos = flat[order], qpos[order]
+        bounds = np.searchsorted(flat, np.arange(self.nlist + 1))
+        self_list = self.assign[sel] if ex.exclude_self else None
+        self_col = self.position[sel] if ex.exclude_self else None
+        cand_r, cand_c, cand_v = [], [], []
+        block_rows = max(1, ex.block_bytes // max(1, 4 * int(np.diff(self.start).max(initial=1))))
+        for lst in np.flatnonzero(np.diff(bounds)):
+            ts, te = int(self.start[lst]), int(self.start[lst + 1])
+            if te == ts:
+                continue
+            tb, tlow, ctn2 = self.t32[ts:te], self.tlow[ts:te], self.ctn2[ts:te]
+            for a in range(int(bounds[lst]), int(bounds[lst + 1]), block_rows):
+                pos = qpos[a:min(a + block_rows, int(bounds[lst + 1]))]
+                # v = float32 d² − ‖q‖² − c‖t‖²: the pair's lower bound is v + ‖q‖² − c‖q‖², its
+                # upper bound v + 2c‖t‖² + ‖q‖² + c‖q‖² (the exact search's bound, rearranged)
+                v = qm2[pos] @ tb.T
+                v += tlow[None, :]
+                if ex.exclude_self:  # a row never finds itself
+                    mine = np.flatnonzero(self_list[pos] == lst)
+                    v[mine, self_col[pos[mine]] - ts] = np.inf
+                if te - ts - (1 if ex.exclude_self else 0) >= k:
+                    r = np.arange(pos.size)
+                    part = v.argmin(axis=1)[:, None] if k == 1 else np.argpartition(v, k - 1, axis=1)[:, :k]
+                    # lower ≤ the k-th's upper bound ⇔ v ≤ max(v + 2c‖t‖²) over the k + 2c‖q‖²
+                    thr = (v[r[:, None], part].astype(np.float64) + ctn2[part]).max(axis=1) + 2 * cqn[pos]
+                else:  # a list smaller than k: all its targets are candidates
+                    thr = np.full(pos.size, np.inf)
+                cand = v <= _up32(thr)[:, None]
+                if ex.exclude_self:
+                    cand[mine, self_col[pos[mine]] - ts] = False
+                cr, cc = np.nonzero(cand)
+                cand_r.append(pos[cr])
+                cand_c.append(cc + ts)
+                cand_v.append(v[cr, cc])
+        if not cand_r:
+            return np.arange(sel.size)
+        cr, cc = np.concatenate(cand_r), np.concatenate(cand_c)
+        v = np.concatenate(cand_v).astype(np.float64)
+        lo = v - cqn[cr]
+        hi = v + self.ctn2[cc] + cqn[cr]
+        # the upper bound of each row's k-th nearest over all its lists: the k-th smallest upper
+        # bound among its candidates; keep the candidates whose lower bound does not exceed it
+        # (‖q‖² is common to a row's bounds and left out of both)
+        order = np.lexsort((hi, cr))
+        cr, cc, lo, hi = cr[order], cc[order], lo[order], hi[order]
+        first = np.searchsorted(cr, np.arange(sel.size), side="left")
+        count = np.diff(np.append(first, cr.size))
+        enough = count >= k
+        kth = np.full(sel.size, -np.inf)
+        kth[enough] = hi[first[enough] + k - 1]
+        keep = lo <= kth[cr]
+        cr, cc = cr[keep], self.members[cc[keep]]
+        d64 = _pair_distances(ex.q, ex.t, sel[cr], cc)
+        rowmin = np.full(sel.size, np.inf)
+        np.minimum.at(rowmin, cr, d64)
+        key = _snap_ties(d64, rowmin[cr])
+        order = np.lexsort((cc, key, cr))
+        cr, cc, d64 = cr[order], cc[order], d64[order]
+        done = np.flatnonzero(enough)
+        start = np.searchsorted(cr, done, side="left")
+        take = start[:, None] + np.arange(k)[None, :]
+        out_i[done] = cc[take]
+        out_d[done] = d64[take]
+        return np.flatnonzero(~enough)
+
+
+def _up32(x: np.ndarray) -> np.ndarray:
+    """float64 → the nearest float32 not below it (a comparison threshold never rounded down)."""
+    y = x.astype(np.float32)
+    low = y.astype(np.float64) < x
+    y[low] = np.nextafter(y[low], np.float32(np.inf))
+    return y
 
 
 def knn_rows(points: np.ndarray, rows: np.ndarray, k: int = 1, **options) -> Neighbours:
@@ -320,7 +484,7 @@ def _distinct_lower_bound(x: np.ndarray) -> int:
 
 
 def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, grouped=True,
-                       approximate=False, seed=0, n_check=200) -> Neighbours | None:
+                       approximate=False, seed=0, n_check=IVF_CHECK_ROWS) -> Neighbours | None:
     """k = 1 on data with many exact duplicates (categorical data): search distinct points only.
 
     Distinct target points are ordered by their first row, so the lowest-index tie rule carries
@@ -379,13 +543,24 @@ def _workers() -> int:
 def _category_codes(x: np.ndarray, slices) -> tuple[np.ndarray, float] | None:
     """Per row, the level index of each one-hot slice, and the slices' common nonzero values;
     None when a slice is not one-hot with one positive value per slice."""
-    codes = np.empty((x.shape[0], len(slices)), dtype=np.int64)
-    for j, (a, b) in enumerate(slices):
-        block = x[:, a:b]
-        codes[:, j] = block.argmax(axis=1)
-        top = block[np.arange(x.shape[0]), codes[:, j]]
-        if (np.count_nonzero(block, axis=1) != 1).any() or (top != top[:1]).any() or (top <= 0).any():
-            return None
+    if not slices:
+        return np.zeros((x.shape[0], 0), dtype=np.int64), 0.0
+    # all one-hot columns at once, by products with a column → slice indicator (exact: sums of
+    # small integers, or of one nonzero value and zeros): per slice the number of nonzeros, the
+    # position of the nonzero (valid when there is exactly one) and its value
+    cols = np.concatenate([np.arange(a, b) for a, b in slices])
+    width = [b - a for a, b in slices]
+    member = np.zeros((cols.size, len(slices)))
+    member[np.arange(cols.size), np.repeat(np.arange(len(slices)), width)] = 1.0
+    local = np.concatenate([np.arange(w) for w in width]).astype(np.float64)
+    block = x[:, cols]
+    nonzero = (block != 0).astype(np.float64)
+    if (nonzero @ member != 1.0).any():
+        return None
+    codes = (nonzero @ (member * local[:, None])).astype(np.int64)
+    top = block @ member
+    if x.shape[0] and ((top != top[:1]).any() or (top <= 0).any()):
+        return None
     return codes, 0.0
 
 
@@ -534,6 +709,18 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
     and come last."""
     from scipy.spatial import cKDTree
 
+    # rows whose group holds no target (but themselves) have nothing to find here: their list is
+    # empty (-1) and reaches everywhere — about half the rows of a Texas-like search, and a tree
+    # query costs as much for them as for the others
+    groups, members = np.unique(tg, return_counts=True)
+    at = np.minimum(np.searchsorted(groups, qg[rows]), max(groups.size - 1, 0))
+    others = np.where(groups[at] == qg[rows], members[at], 0) - (1 if exclude_self else 0)
+    live = np.flatnonzero(others > 0)
+    out_idx = np.full((rows.size, kk), -1, dtype=np.int64)
+    out_reach = np.full(rows.size, np.inf)
+    if live.size == 0:
+        return out_idx, out_reach
+    rows = rows[live]
     qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
     tz_group = tg.astype(np.float64) * gap
     tz = np.column_stack([t[:, num], tz_group])
@@ -549,7 +736,9 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
         keep[np.arange(rows.size), drop] = False
         idx = idx[keep].reshape(rows.size, search_k - 1)
         dist = dist[keep].reshape(rows.size, search_k - 1)
-    return idx[:, :kk], dist[:, kk - 1]
+    out_idx[live] = idx[:, :kk]
+    out_reach[live] = dist[:, kk - 1]
+    return out_idx, out_reach
 
 
 def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d, out_i
@@ -557,10 +746,10 @@ def _settle(q, t, rows, idx, reaches, beyond, k, kk, available, distance, out_d,
     """Decide the rows whose candidate lists provably hold their k nearest (see _knn_grouped);
     return the others, and among them those that failed only because a list was too short."""
     n, width = idx.shape
-    # a target found by several trees counts once
+    # a target found by several trees counts once; -1 marks an empty slot (a group with no target)
     idx = np.sort(idx, axis=1)
-    dup = np.zeros_like(idx, dtype=bool)
-    dup[:, 1:] = idx[:, 1:] == idx[:, :-1]
+    dup = idx < 0
+    dup[:, 1:] |= idx[:, 1:] == idx[:, :-1]
     d64 = np.full((n, width), np.inf)
     r, c = np.nonzero(~dup)
     d64[r, c] = distance(rows[r], idx[r, c])
@@ -630,6 +819,26 @@ def _faiss():
     return faiss
 
 
+FAISS_BLAS_THRESHOLD = 20  # queries per search from which faiss' flat search uses BLAS
+
+
+@contextmanager
+def _faiss_blas():
+    """faiss' flat search computes distances one pair at a time (no BLAS) below
+    ``faiss.cvar.distance_compute_blas_threshold`` queries — 128000 in the faiss-cpu wheels, so a
+    search of 400 or 3000 open rows ran 15× slower per row than one of 2000 rows against 100k
+    targets (measured, 1 thread). Inside this block the threshold is faiss' historical 20; it is
+    restored afterwards (it only changes speed and float32 rounding, which the error bound
+    covers)."""
+    faiss = _faiss()
+    before = faiss.cvar.distance_compute_blas_threshold
+    faiss.cvar.distance_compute_blas_threshold = FAISS_BLAS_THRESHOLD
+    try:
+        yield
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = before
+
+
 def _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, todo, out_d, out_i) -> np.ndarray:
     """Screen with faiss' exact flat index; fill the rows whose candidates provably contain the
     exact k nearest; return the row indices that still need the NumPy path. Rows with long runs
@@ -637,12 +846,13 @@ def _knn_faiss(q, t, q32, t32, qn, tn, c, k, exclude_self, todo, out_d, out_i) -
     faiss = _faiss()
     index = faiss.IndexFlatL2(t32.shape[1])
     index.add(t32)
-    for extra in (EXTRA_CANDIDATES, 256):
-        if todo.size == 0:
-            break
-        done = _faiss_pass(index, q, t, q32[todo], qn[todo], tn, c, k, exclude_self, todo, extra,
-                           out_d, out_i)
-        todo = todo[~done]
+    with _faiss_blas():
+        for extra in (EXTRA_CANDIDATES, 256):
+            if todo.size == 0:
+                break
+            done = _faiss_pass(index, q, t, q32[todo], qn[todo], tn, c, k, exclude_self, todo, extra,
+                               out_d, out_i)
+            todo = todo[~done]
     return todo
 
 

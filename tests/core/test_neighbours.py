@@ -296,3 +296,102 @@ def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatc
     dense = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False)
     np.testing.assert_array_equal(fast.idx, dense.idx)
     np.testing.assert_array_equal(fast.dist, dense.dist)
+
+
+# ------------------------------------------------------------------ the IVF list scan
+def _lists_for(q, t, k, exclude_self, nlist, seed=0):
+    from privgate.neighbours import _Exact, _Lists
+
+    exact = _Exact.of(q, t, k, exclude_self)
+    return exact, _Lists(exact, nlist, np.random.default_rng(seed), seed)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_list_scan_probing_every_list_is_the_exact_search_to_the_last_bit(k, exclude_self):
+    """With every list probed the screen is the exact search: same neighbours (ties by the lowest
+    index, duplicates, mixed data) and same float64 distances as the exact flat path."""
+    rng = np.random.default_rng(21)
+    q, _ = _mixed_points(700, rng, levels=(3, 2, 4, 2), n_numeric=3)
+    t = q if exclude_self else _mixed_points(600, rng, levels=(3, 2, 4, 2), n_numeric=3)[0]
+    exact, lists = _lists_for(q, t, k, exclude_self, nlist=16)
+    rows = np.sort(rng.choice(q.shape[0], 300, replace=False))
+    d = np.empty((rows.size, k))
+    i = np.empty((rows.size, k), dtype=np.int64)
+    lists.screen(rows, 16, d, i)
+    ref = knn(q, t, k, exclude_self=exclude_self, dedupe=False, grouped=False)
+    np.testing.assert_array_equal(i, ref.idx[rows])
+    np.testing.assert_array_equal(d, ref.dist[rows])
+    bd, bi = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(i, bi[rows])
+    np.testing.assert_allclose(d, bd[rows], rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_list_scan_is_exact_within_the_probed_lists(k, exclude_self):
+    """With a few lists probed, each row gets the exact k nearest (tie rule included) among the
+    targets of the lists it probed — brute force restricted to those targets."""
+    rng = np.random.default_rng(22)
+    q = rng.integers(0, 4, size=(500, 6)).astype(float)  # many ties and exact duplicates
+    t = q if exclude_self else rng.integers(0, 4, size=(450, 6)).astype(float)
+    exact, lists = _lists_for(q, t, k, exclude_self, nlist=16, seed=5)
+    rows = np.arange(q.shape[0])
+    d = np.empty((rows.size, k))
+    i = np.empty((rows.size, k), dtype=np.int64)
+    lists.screen(rows, 3, d, i)
+    _, probe = lists.quantizer.search(exact.q32, 3)
+    full = np.sqrt(((q[:, None, :] - t[None, :, :]) ** 2).sum(-1))
+    if exclude_self:
+        np.fill_diagonal(full, np.inf)
+    probed = (lists.assign[None, :, None] == probe[:, None, :]).any(axis=2)
+    full[~probed] = np.inf
+    low = full.min(axis=1, keepdims=True)
+    key = np.where(full - low <= 1e-9 * (1 + np.maximum(full, low)), low, full)
+    key[~np.isfinite(full)] = np.inf
+    want = np.lexsort((np.broadcast_to(np.arange(t.shape[0]), full.shape), key), axis=-1)[:, :k]
+    own = probed[rows, rows] if exclude_self else 0
+    enough = probed.sum(axis=1) - own >= k
+    assert enough.mean() > 0.9
+    np.testing.assert_array_equal(i[enough], want[enough])
+    np.testing.assert_array_equal(d[enough], np.take_along_axis(full, want, axis=1)[enough])
+
+
+def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact(monkeypatch):
+    """Heavy ties at the k-th distance (k = 5 on a few integer levels) keep the calibrated recall
+    low; the screen then declines and every row is searched exactly."""
+    import privgate.neighbours as nbm
+
+    monkeypatch.setattr(nbm, "IVF_TARGET_RECALL", 1.01)  # unreachable: forces the decline
+    rng = np.random.default_rng(23)
+    q = rng.integers(0, 3, size=(1500, 5)).astype(float)
+    t = rng.integers(0, 3, size=(1200, 5)).astype(float)
+    nb = knn(q, t, 5, approximate=True, n_check=100)
+    assert nb.search["exact"] is True and nb.search["screen"].startswith("declined")
+    assert "ivf_screen" not in nb.search["settled_by"]
+    assert sum(nb.search["settled_by"].values()) == q.shape[0]
+    ref = knn(q, t, 5)
+    np.testing.assert_array_equal(nb.idx, ref.idx)
+    np.testing.assert_array_equal(nb.dist, ref.dist)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_self):
+    """Many categorical columns: most records are alone in their group (and in most groups equal
+    on all columns but one), so the k-d tree queries are skipped for them; the answers stay those
+    of brute force and of the general path, to the last bit."""
+    rng = np.random.default_rng(24)
+    q, slices = _mixed_points(400, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)
+    t = q if exclude_self else _mixed_points(350, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)[0]
+    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
+    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(nb.idx, flat.idx)
+    np.testing.assert_array_equal(nb.dist, flat.dist)
+    if k == 1:  # (with k = 3 few records have three group-mates: the general path settles them)
+        assert nb.search["settled_by"].get("grouped", 0) > 0
