@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mem import peak_rss_mib, reset_peak  # noqa: E402
+from _reference import gemm_1nn_seconds  # noqa: E402
 
 TEXAS = Path(__file__).resolve().parents[2] / "shared/data/texas_25k.parquet"
 ADULT = Path(__file__).resolve().parents[2] / "shared/data/adult.parquet"
@@ -56,23 +57,8 @@ def texas_like(n: int):
 
 def gemm_reference(ctx) -> float:
     """Seconds of one blocked float32 GEMM 1-NN search real→synthetic in the mixed space."""
-    from privgate.threads import limited
-
     sp = ctx.mixed()
-    t0 = time.perf_counter()
-    with limited(ctx.threads):
-        centre = sp.synthetic.mean(axis=0)
-        a = (sp.real - centre).astype(np.float32)
-        b = (sp.synthetic - centre).astype(np.float32)
-        bn = np.einsum("ij,ij->i", b, b)
-        out = np.empty(a.shape[0], dtype=np.int64)
-        step = max(1, (64 * 2**20) // (4 * b.shape[0]))
-        for s in range(0, a.shape[0], step):
-            d = a[s:s + step] @ b.T
-            d *= -2.0
-            d += bn
-            out[s:s + step] = d.argmin(axis=1)
-    return time.perf_counter() - t0
+    return gemm_1nn_seconds(sp.real, sp.synthetic, ctx.threads)
 
 
 def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, float, dict, dict]:

@@ -68,14 +68,7 @@ def build_privgate_checks(
     of the check steps (default ``privgate_<dataset>``; give it a limit of 1 with run
     granularity to queue a dataset's evaluations in launch order -- see docs/dagster.md).
     """
-    from privgate.gates import GateConfig, default_gate_config, load_gate_config
-
-    if isinstance(gate_config, GateConfig):
-        cfg = gate_config
-    elif gate_config is None:
-        cfg = default_gate_config()
-    else:
-        cfg = load_gate_config(gate_config)
+    cfg = gate_config_of(gate_config)
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_checks: no assets given")
     pool_name = pool if pool is not None else f"privgate_{_identifier(cfg.dataset)}"
@@ -115,11 +108,7 @@ def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
         resource = getattr(context.resources, resource_key)
         partition = context.partition_key if context.has_partition_key else None
         release_id = config.release_id or partition or context.run.run_id
-        earlier, in_progress = None, None
-        if partition is not None and partitions_def is not None:
-            keys = list(partitions_def.get_partition_keys(dynamic_partitions_store=context.instance))
-            earlier = keys[:keys.index(partition)] if partition in keys else []
-            in_progress = _active_runs_of(context, set(earlier))
+        earlier, in_progress = earlier_releases(context, partition, partitions_def)
         outcome, reports = resource.evaluate(
             release, release_id=release_id, declared=cfg, earlier_releases=earlier,
             earlier_in_progress=in_progress, holdout_path=config.holdout_path, log=context.log)
@@ -174,3 +163,26 @@ def decision_check_key(asset: Any) -> dg.AssetCheckKey:
 
 def _identifier(name: str) -> str:
     return identifier(name, "dataset")
+
+
+def gate_config_of(gate_config: "str | Path | GateConfig | None") -> "GateConfig":
+    """The gate configuration a check factory was given: a GateConfig as is, a path loaded and
+    validated, None the shipped default."""
+    from privgate.gates import GateConfig, default_gate_config, load_gate_config
+
+    if isinstance(gate_config, GateConfig):
+        return gate_config
+    if gate_config is None:
+        return default_gate_config()
+    return load_gate_config(gate_config)
+
+
+def earlier_releases(context: Any, partition: Optional[str], partitions_def: Any) -> tuple[Any, Any]:
+    """(the releases before ``partition`` in partition order, those of them being evaluated in
+    other runs right now) — what the gate's trend rules must wait for; (None, None) for an
+    unpartitioned asset."""
+    if partition is None or partitions_def is None:
+        return None, None
+    keys = list(partitions_def.get_partition_keys(dynamic_partitions_store=context.instance))
+    earlier = keys[:keys.index(partition)] if partition in keys else []
+    return earlier, _active_runs_of(context, set(earlier))

@@ -53,9 +53,10 @@ import dagster as dg
 
 from .checks import (
     PrivgateRunConfig,
-    _active_runs_of,
     _asset_key_and_partitions,
     _identifier,
+    earlier_releases,
+    gate_config_of,
 )
 from .gate_checks import check_results, check_specs
 
@@ -149,14 +150,7 @@ def build_privgate_family_checks(
     of the family steps (e.g. after a pod eviction). ``pool``: concurrency pool of the join
     step (default ``privgate_<dataset>``). Other arguments as ``build_privgate_checks``.
     """
-    from privgate.gates import GateConfig, default_gate_config, load_gate_config
-
-    if isinstance(gate_config, GateConfig):
-        cfg = gate_config
-    elif gate_config is None:
-        cfg = default_gate_config()
-    else:
-        cfg = load_gate_config(gate_config)
+    cfg = gate_config_of(gate_config)
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_family_checks: no assets given")
     plan_steps = _check_steps(steps if steps is not None else default_steps(cfg), cfg)
@@ -391,11 +385,7 @@ def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConf
             report = None
         else:
             report = merged_report(folder, run_cfg, steps, holdout is not None)
-        earlier, in_progress = None, None
-        if partition is not None and partitions_def is not None:
-            keys = list(partitions_def.get_partition_keys(dynamic_partitions_store=context.instance))
-            earlier = keys[:keys.index(partition)] if partition in keys else []
-            in_progress = _active_runs_of(context, set(earlier))
+        earlier, in_progress = earlier_releases(context, partition, partitions_def)
         outcome, reports = resource.evaluate(
             release, release_id=release_id, declared=cfg, earlier_releases=earlier,
             earlier_in_progress=in_progress, holdout_path=config.holdout_path, log=context.log,
