@@ -117,37 +117,50 @@ def _parts(n_large: int, n_small: int, seed: int) -> list[np.ndarray]:
     return [np.sort(perm[j * n_small:(j + 1) * n_small]) for j in range(n_large // n_small)]
 
 
-def _sets(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, str | None, float]:
-    """(D, I, is_training, note, scale): per set g and synthetic record, the distance D[g] to and
-    the position I[g] (in the training or holdout frame) of the nearest record of set g; which
+def _within(ctx, role: str, rows: np.ndarray | None, n: int) -> np.ndarray:
+    """Per record of ``role`` (full length n): the distance to its nearest OTHER record of the same
+    set — the whole set (rows None) or the part ``rows`` (NaN outside it)."""
+    if rows is None:
+        return ctx.neighbours("mixed", role, role, 1).dist[:, 0]
+    out = np.full(n, np.nan)
+    out[rows] = ctx.neighbours("mixed", role, role, 1, target_rows=rows).dist[:, 0]
+    return out
+
+
+def _sets(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | None, float]:
+    """(D, I, R, is_training, note, scale): per set g and synthetic record, the distance D[g] to
+    and the position I[g] (in the training or holdout frame) of the nearest record of set g, and
+    R[g] = that record's distance to its nearest other record of set g (the local scale); which
     sets are training parts; a note on how the sets were made; the share scale n_T/(k_T·n_H)."""
     n_t, n_h = ctx.n_real, ctx.n_holdout
     if n_t == n_h:
-        nt = ctx.neighbours("mixed", "synthetic", "real", 1)
-        nh = ctx.neighbours("mixed", "synthetic", "holdout", 1)
-        return (np.array([nt.dist[:, 0], nh.dist[:, 0]]), np.array([nt.idx[:, 0], nh.idx[:, 0]]),
-                np.array([True, False]), None, 1.0)
-    if n_t > n_h:
+        groups = [("real", None, True), ("holdout", None, False)]
+        note, scale = None, 1.0
+    elif n_t > n_h:
         parts = _parts(n_t, n_h, ctx.seed)
-        nbs = [ctx.neighbours("mixed", "synthetic", "real", 1, target_rows=p) for p in parts]
-        nh = ctx.neighbours("mixed", "synthetic", "holdout", 1)
         k = len(parts)
-        dist = np.array([nb.dist[:, 0] for nb in nbs] + [nh.dist[:, 0]])
-        idx = np.array([p[nb.idx[:, 0]] for p, nb in zip(parts, nbs)] + [nh.idx[:, 0]])
+        groups = [("real", p, True) for p in parts] + [("holdout", None, False)]
         left = n_t - k * n_h
         note = (f"training split at random into {k} parts of {n_h} records (the holdout's size)"
                 + (f"; {left} training records left out, shares scaled by {n_t}/{k * n_h}" if left else ""))
-        return dist, idx, np.array([True] * k + [False]), note, n_t / (k * n_h)
-    parts = _parts(n_h, n_t, ctx.seed)
-    nt = ctx.neighbours("mixed", "synthetic", "real", 1)
-    nbs = [ctx.neighbours("mixed", "synthetic", "holdout", 1, target_rows=p) for p in parts]
-    k = len(parts)
-    dist = np.array([nt.dist[:, 0]] + [nb.dist[:, 0] for nb in nbs])
-    idx = np.array([nt.idx[:, 0]] + [p[nb.idx[:, 0]] for p, nb in zip(parts, nbs)])
-    left = n_h - k * n_t
-    note = (f"holdout split at random into {k} parts of {n_t} records (the training set's size)"
-            + (f"; {left} holdout records left out" if left else ""))
-    return dist, idx, np.array([True] + [False] * k), note, 1.0
+        scale = n_t / (k * n_h)
+    else:
+        parts = _parts(n_h, n_t, ctx.seed)
+        k = len(parts)
+        groups = [("real", None, True)] + [("holdout", p, False) for p in parts]
+        left = n_h - k * n_t
+        note = (f"holdout split at random into {k} parts of {n_t} records (the training set's size)"
+                + (f"; {left} holdout records left out" if left else ""))
+        scale = 1.0
+    dist, idx, scl = [], [], []
+    for role, rows, _ in groups:
+        n = n_t if role == "real" else n_h
+        nb = ctx.neighbours("mixed", "synthetic", role, 1, target_rows=rows)
+        pos = nb.idx[:, 0] if rows is None else rows[nb.idx[:, 0]]
+        dist.append(nb.dist[:, 0])
+        idx.append(pos)
+        scl.append(_within(ctx, role, rows, n)[pos])
+    return (np.array(dist), np.array(idx), np.array(scl), np.array([g[2] for g in groups]), note, scale)
 
 
 def set_weights(dist: np.ndarray, ratio: float) -> np.ndarray:
@@ -177,6 +190,24 @@ def distance_ratio(dist: np.ndarray) -> np.ndarray:
     d1, d2 = srt[0], srt[1]
     pos = d2 > 0
     return np.where(pos, d1 / np.where(pos, d2, 1.0), 1.0)
+
+
+def tail_key(dist: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Per synthetic record: the tail order's key r·√u, smallest first. r = :func:`distance_ratio`;
+    u = D_g / R_g for the nearest set g (the smallest such u among sets tied at the smallest
+    distance), R_g the local scale of that set's nearest record (its distance to its nearest other
+    record of the set); u = 0 when D_g = 0 and ∞ when D_g > 0 = R_g. Records whose two smallest
+    distances are both 0 (a boundary tie, counted half to each side) get ∞: never a tail's first
+    pick. The same rule for every set, so a symmetric function of the sets' (D_g, R_g) pairs."""
+    dist = np.asarray(dist, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(dist == 0, 0.0, dist / scale)
+    d_sorted = np.sort(dist, axis=0)
+    u_near = np.where(dist == d_sorted[0][None, :], u, np.inf).min(axis=0)
+    with np.errstate(invalid="ignore"):
+        key = distance_ratio(dist) * np.sqrt(u_near)
+    return np.where(d_sorted[1] == 0, np.inf, key)
 
 
 def distinct_count(weight: np.ndarray, nearest: np.ndarray) -> float:
@@ -235,12 +266,12 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     for role, n in (("holdout", ctx.n_holdout), ("training", ctx.n_real), ("release", ctx.n_synthetic)):
         if n < MIN_ROWS:
             raise TooFewRowsError(f"memorisation needs at least {MIN_ROWS} {role} rows for its test; got {sizes}")
-    dist, idx, is_tr, parts_note, scale = _sets(ctx)
+    dist, idx, local, is_tr, parts_note, scale = _sets(ctx)
     w = set_weights(dist, float(ratio))
     k_t = int(is_tr.sum())
     p0 = k_t / is_tr.size
     m = dist.shape[1]
-    order = np.lexsort((np.arange(m), distance_ratio(dist)))
+    order = np.lexsort((np.arange(m), tail_key(dist, local)))
     k_tails = len(tails_t)
 
     def counts(sel: np.ndarray) -> tuple[float, float]:
@@ -280,7 +311,9 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
         params={"ratio": float(ratio), "tails": list(tails_t)},
         details={
             "p_value_correction": f"Holm over the {k_tails} tails (family-wise error of the scan)",
-            "tail_order": "distance ratio min(d_T, d_H) / max(d_T, d_H), smallest first",
+            "tail_order": ("distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
+                           "nearest set's record over that record's distance to its nearest other record "
+                           "of its set), smallest first"),
             "counting": "distinct nearest real records per side (largest weight each)",
             "selected_tail": chosen["fraction"],
             "lower_bound": lower,
