@@ -268,12 +268,14 @@ class EvaluationContext:
         query == target the record itself is excluded by index. ``rows``: only these query rows
         (e.g. :meth:`real_sample`), each searched against every target record. ``target_rows``:
         search among these target rows only (a size-matched subsample, as the memorisation
-        test needs); returned indices are positions within ``target_rows``."""
+        test needs); returned indices are positions within ``target_rows``. With query == target
+        and ``target_rows``, the search is within those rows: each of them (in ``target_rows``
+        order) against the others."""
         key = _space_key(space)
         cache_key = (key, query, target)
         if target_rows is not None:
-            if rows is not None or query == target:
-                raise ValueError("target_rows needs different query and target sets and no query rows")
+            if rows is not None:
+                raise ValueError("target_rows cannot be combined with query rows")
             target_rows = np.asarray(target_rows, dtype=np.int64)
             cache_key = (key, query, target, "target_rows", target_rows.tobytes())
         shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
@@ -294,6 +296,8 @@ class EvaluationContext:
         t = sp[target] if target in sp.matrices else self._missing(target)
         if target_rows is not None:
             t = t[target_rows]
+            if query == target:  # within these rows only (each row's nearest other row among them)
+                q = t
         same = query == target
         available = t.shape[0] - (1 if same else 0)
         if available < k:

@@ -15,8 +15,8 @@ from privgate import baselines
 from privgate.data import load_example
 from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
 from privgate.metrics import memorisation
-from privgate.metrics.memorisation import (distance_ratio, distinct_count, set_weights, side_counts,
-                                           tail_test)
+from privgate.metrics.memorisation import (_sets, distance_ratio, distinct_count, set_weights, side_counts,
+                                           tail_key, tail_test)
 from privgate.registry import get_metric
 
 
@@ -294,7 +294,8 @@ def test_subsampled_side_is_searched_through_the_context(adult):
     real, hold, syn = real[:400], hold[:200], fresh[:300]
     ctx = EvaluationContext(real, syn, holdout=hold, seed=5)
     res = memorisation(ctx)
-    assert set(res.details["neighbour_search"]["searches"]) == {"mixed synthetic→real", "mixed synthetic→holdout"}
+    assert set(res.details["neighbour_search"]["searches"]) == {
+        "mixed synthetic→real", "mixed synthetic→holdout", "mixed real→real", "mixed holdout→holdout"}
     from privgate.metrics.memorisation import _parts
 
     parts = _parts(400, 200, 5)
@@ -305,3 +306,48 @@ def test_subsampled_side_is_searched_through_the_context(adult):
     got = ctx.neighbours("mixed", "synthetic", "real", 1, target_rows=rows)
     assert np.allclose(got.dist[:, 0], brute)
     assert set(got.idx[:, 0]) <= set(range(200))  # positions within the subsample
+    # the local scale: each part's records against the other records of the same part only
+    within = ctx.neighbours("mixed", "real", "real", 1, target_rows=rows)
+    pair = np.sqrt(((sp.real[rows][:, None, :] - sp.real[rows][None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(pair, np.inf)
+    assert np.allclose(within.dist[:, 0], pair.min(axis=1))
+    _, idx, local, is_tr, _, _ = _sets(ctx)
+    assert is_tr.tolist() == [True, True, False]
+    g = 1  # the second training part: the local scale of each release record's nearest part record
+    assert np.allclose(local[g], pair.min(axis=1)[np.searchsorted(rows, idx[g])])
+
+
+def test_tail_key_by_hand():
+    dist = np.array([[1.0, 2.0, 0.0, 0.0, 3.0, 4.0], [4.0, 1.0, 5.0, 0.0, 3.0, 1.0]])
+    scale = np.array([[2.0, 8.0, 1.0, 1.0, 1.0, 1.0], [1.0, 4.0, 1.0, 1.0, 2.0, 0.0]])
+    # ratio 1/4, nearest set 0 with u = 1/2; ratio 1/2, set 1, u = 1/4; an exact copy of one side's
+    # record (0); an exact copy on both sides (∞, a tie); equal distances: ratio 1, the smaller u
+    # of the tied sets, 3/2; nearest record with a twin in its set (local scale 0): ∞
+    expected = [0.25 * math.sqrt(0.5), 0.5 * 0.5, 0.0, math.inf, math.sqrt(1.5), math.inf]
+    assert tail_key(dist, scale).tolist() == pytest.approx(expected)
+    # symmetric: swapping the sets' labels leaves every key unchanged
+    assert tail_key(dist[::-1], scale[::-1]).tolist() == pytest.approx(expected)
+
+
+def test_local_scale_orders_an_isolated_noisy_copy_before_a_dense_region_record():
+    # training at 100·i except 4900, which moves to 1001 (a twin of 1000: local scale 1); holdout
+    # at 100·i + 50 (local scale 100). Release: A at 1000.5 (d_T 0.5, d_H 49.5, u 0.5), B at 2002
+    # (a noisy copy of the isolated 2000: d_T 2, d_H 48, u 2/100), 48 records at 100·i + 25.
+    # A has the smaller ratio (1/99 < 1/24) but B the smaller key: (1/24)·√0.02 < (1/99)·√0.5
+    from privgate.context import EvaluationContext
+
+    train = frame(np.r_[100.0 * np.arange(49), 1001.0])
+    hold = frame(100.0 * np.arange(50) + 50)
+    fill = [100.0 * i + 25 for i in range(50) if i not in (10, 20)]
+    ctx = EvaluationContext(train, frame(np.r_[1000.5, 2002.0, fill]), holdout=hold, seed=0)
+    dist, _, local, _, _, _ = _sets(ctx)
+    unit = dist[1, 0] / 49.5  # the mixed space's scale of one unit of x
+    assert dist[:, :2] / unit == pytest.approx(np.array([[0.5, 2.0], [49.5, 48.0]]))
+    assert local[:, :2] / unit == pytest.approx(np.array([[1.0, 100.0], [100.0, 100.0]]))
+    key = tail_key(dist, local)
+    assert key[:2] == pytest.approx([(1 / 99) * math.sqrt(0.5), (1 / 24) * math.sqrt(0.02)])
+    assert distance_ratio(dist)[0] < distance_ratio(dist)[1] and key[1] < key[0]
+    res = memorisation(ctx, tails=[0.02, 1.0])
+    first = res.details["tails"][0]
+    assert first["size"] == 1 and first["training_side"] == 1.0
+    assert res.details["tail_order"].startswith("distance ratio")
