@@ -374,17 +374,21 @@ def _note_search_error(res: MetricResult, bound: float, down: float, up: float, 
     return res
 
 
-def widen_share_for_search(res: MetricResult, *, weights: np.ndarray | None = None) -> MetricResult:
+def widen_share_for_search(res: MetricResult, *, weights: np.ndarray | None = None,
+                           influence: float = 1.0) -> MetricResult:
     """Widen the interval of a value that is a share or mean of per-record terms in [0, 1] for
     the neighbour searches' own error: at most a share b (:func:`search_error_bound`) of the
     records may have a wrong neighbour, so the value is off by at most b (weighted mean: by the
-    share of the total weight the ⌈b·n⌉ heaviest records carry). Both ends move out by that
+    share of the total weight the ⌈b·n⌉ heaviest records carry; ``influence``: by b times that
+    when one record can move the value by up to ``influence``/n). Both ends move out by that
     much, clipped to [0, 1]. Nothing changes for exact searches or without an interval."""
     bound = search_error_bound(res)
     if bound <= 0 or res.ci is None:
         return res
     if weights is None:
-        shift, how = bound, f"±{bound:.4g}, the share of records whose neighbour may be wrong"
+        shift = bound * influence
+        how = (f"±{shift:.4g}, the share of records whose neighbour may be wrong"
+               + (f" × {influence:.4g} (one record's largest effect)" if influence != 1.0 else ""))
     else:
         w = np.asarray(weights, dtype=np.float64)
         shift = _top_share(w, bound) / float(w.sum()) if w.sum() > 0 else bound

@@ -105,7 +105,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import binomial_test, clopper_pearson, holm
 from ..ties import close, lt
-from ._common import result
+from ._common import result, widen_share_for_search
 
 MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
@@ -347,6 +347,10 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
                                 f"less than {ratio:g}× as far as its nearest holdout record, 0.5 on the boundary"),
     )
     res.p_value = float(min(adjusted))
-    return res.set_ci((lower, upper), f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
-                                      f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
-                                      "one-sided 97.5 % Clopper–Pearson")
+    res.set_ci((lower, upper), f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
+                               f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
+                               "one-sided 97.5 % Clopper–Pearson")
+    # an approximate search (large inputs) may give a record a wrong nearest record on one side:
+    # its side then moves, changing A or B by at most 1 — the share by at most
+    # scale·max(1, p0/(1 − p0))/m — so both ends move out by that times the rows possibly wrong
+    return widen_share_for_search(res, influence=scale * max(1.0, p0 / (1.0 - p0)))

@@ -351,3 +351,28 @@ def test_local_scale_orders_an_isolated_noisy_copy_before_a_dense_region_record(
     first = res.details["tails"][0]
     assert first["size"] == 1 and first["training_side"] == 1.0
     assert res.details["tail_order"].startswith("distance ratio")
+
+
+def test_interval_widens_for_an_approximate_search(monkeypatch):
+    """With a screened (approximate) search the lower bound the gate decides on moves down by the
+    share of release rows whose nearest record may be wrong; exact searches change nothing."""
+    import polars as pl
+
+    import privgate.context as context_mod
+    import privgate.neighbours as neighbours_mod
+    from privgate.context import EvaluationContext
+    from privgate.metrics import memorisation
+
+    rng = np.random.default_rng(3)
+    train = pl.DataFrame({f"x{c}": rng.normal(size=1500) for c in range(14)})
+    hold = pl.DataFrame({f"x{c}": rng.normal(size=1500) for c in range(14)})
+    syn = pl.concat([train.head(150), pl.DataFrame({f"x{c}": rng.normal(size=1350) for c in range(14)})])
+    exact = memorisation(EvaluationContext(train, syn, holdout=hold, exact=True))
+    assert "search_error" not in exact.details
+    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
+    monkeypatch.setattr(neighbours_mod, "IVF_MAX_PROBE_SHARE", 1.0)
+    approx = memorisation(EvaluationContext(train, syn, holdout=hold))
+    err = approx.details["search_error"]
+    assert err["share_rows_possibly_wrong"] > 0
+    assert err["lower_by"] == pytest.approx(err["share_rows_possibly_wrong"]) or approx.ci[0] == 0.0
+    assert approx.ci[0] <= approx.details["lower_bound"] and approx.ci[0] <= exact.value
