@@ -80,21 +80,38 @@ def _jackknife_obstacle(ctx, r: DisclosureResult) -> str | None:
     return None
 
 
-def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
-    """Integer ids of each record's composite key and of its (key, target level) cell, numbered
-    over the original and synthetic records together: (real key ids, real cell ids, synthetic
-    key ids, synthetic cell ids, number of keys, number of cells); real records in data order,
-    synthetic records in data order."""
+def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Integer ids of each record's composite key and (key, target level) cell, numbered over the
+    keys and cells that real records have (a synthetic record elsewhere gets the id one past the
+    last: no real record reads its count): (real key ids, real cell ids, synthetic key ids,
+    synthetic cell ids, key id of each cell); real and synthetic records in data order."""
     rec = r.records
     orig = rec.filter(pl.col("source") == "orig").sort("row")
     syn = rec.filter(pl.col("source") == "syn").sort("row")
     both = pl.concat([orig.select("keys", "target"), syn.select("keys", "target")])
     ids = both.select(pl.col("keys").rank("dense").alias("k"),
                       pl.struct("keys", "target").rank("dense").alias("c"))
-    k = ids["k"].to_numpy().astype(np.int64) - 1
-    c = ids["c"].to_numpy().astype(np.int64) - 1
     n = orig.height
-    return k[:n], c[:n], k[n:], c[n:], int(k.max()) + 1, int(c.max()) + 1
+    out = []
+    for col in ("k", "c"):
+        v = ids[col].to_numpy().astype(np.int64) - 1
+        present = np.unique(v[:n])
+        pos = np.full(int(v.max()) + 1, present.size, dtype=np.int64)
+        pos[present] = np.arange(present.size)
+        out += [pos[v[:n]], pos[v[n:]]]
+    kr, ks, cr, cs = out
+    cell_key = np.empty(int(cr.max()) + 1, dtype=np.int64)
+    cell_key[cr] = kr
+    return kr, cr, ks, cs, cell_key
+
+
+def _counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
+    """(G, cells): each cell's count once group g of the records is deleted; ids ≥ ``cells``
+    (records in no cell of interest) are dropped."""
+    groups = int(labels.max()) + 1
+    in_group = np.bincount(labels * (cells + 1) + np.minimum(ids, cells),
+                           minlength=groups * (cells + 1)).reshape(groups, cells + 1)[:, :cells]
+    return in_group.sum(axis=0)[None, :] - in_group
 
 
 def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, measure: str) -> MetricResult:
@@ -104,19 +121,18 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
     Per real record the flag is DiSCO: its key is in the synthetic data and every synthetic
     record with that key has its target level (s_q > 0, s_tq = s_q); repU: it is the only real
     record with its key (d_q = 1) and one synthetic record has that key (s_q = 1). The value is
-    the mean flag over the Nd real records.
+    the mean flag over the Nd real records, i.e. Σ over cells of (real count × cell flag) / Nd.
 
     * real records deleted by group: DiSCO flags read the synthetic tables only, so the
       replicate is the mean flag of the records left; repU's d_q loses the group's own records
-      (a record may become unique), recomputed from the group's counts;
+      (a record may become unique): the key counts without the group;
     * synthetic records deleted by group: the group's counts are subtracted from s_q and s_tq
-      and every real record's flag recomputed from them (arrays of groups × records).
+      and every cell's flag recomputed from them ((groups × cells) arrays, no loop).
 
     Skipped (the value's share interval is kept, and the excess falls back to MOVER) when the
     replicate is not the measure recomputed without the group (:func:`_jackknife_obstacle`)."""
     from ..metrics._common import jackknife_labels, keep_jackknife
-    from ..metrics.reconstruction import _counts_without_groups
-    from ..stats import group_deleted_means, leave_group_out_means
+    from ..stats import leave_group_out_means
 
     lab_r = jackknife_labels(ctx, "real", ctx.n_real)
     lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)
@@ -124,21 +140,24 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
         return out
     why = _jackknife_obstacle(ctx, r)
     if why is None:
-        kr, cr, ks, cs, n_k, n_c = _record_ids(r)
-        s_q = np.bincount(ks, minlength=n_k)
+        kr, cr, ks, cs, cell_key = _record_ids(r)
+        n, n_k, n_c = kr.size, int(kr.max()) + 1, cell_key.size
+        s_q = np.bincount(ks, minlength=n_k + 1)[:n_k]
         d_q = np.bincount(kr, minlength=n_k)
-        sq_g = _counts_without_groups(ks, lab_s, n_k)[:, kr]                                  # (G, n)
+        sq_g = _counts_without_groups(ks, lab_s, n_k)                                          # (G, keys)
         if measure == "DiSCO":
-            s_tq = np.bincount(cs, minlength=n_c)
-            flags = (s_q[kr] > 0) & (s_tq[cr] == s_q[kr])
+            s_tq = np.bincount(cs, minlength=n_c + 1)[:n_c]
+            d_tq = np.bincount(cr, minlength=n_c).astype(np.float64)
+            cell_flag = (s_q[cell_key] > 0) & (s_tq == s_q[cell_key])
+            flags = cell_flag[cr]
             reps_r = leave_group_out_means(flags.astype(np.float64), lab_r, int(lab_r.max()) + 1)
-            stq_g = _counts_without_groups(cs, lab_s, n_c)[:, cr]
-            reps_s = ((sq_g > 0) & (stq_g == sq_g)).mean(axis=1)
+            stq_g = _counts_without_groups(cs, lab_s, n_c)                                     # (G, cells)
+            reps_s = (((sq_g[:, cell_key] > 0) & (stq_g == sq_g[:, cell_key])) @ d_tq) / n
         else:
             flags = (d_q[kr] == 1) & (s_q[kr] == 1)
-            dq_g = _counts_without_groups(kr, lab_r, n_k)[:, kr]
-            reps_r = group_deleted_means(((dq_g == 1) & (s_q[kr] == 1)[None, :]).astype(np.float64), lab_r)
-            reps_s = ((d_q[kr] == 1)[None, :] & (sq_g == 1)).mean(axis=1)
+            left = n - np.bincount(lab_r)
+            reps_r = ((_counts_without_groups(kr, lab_r, n_k) == 1) & (s_q == 1)).sum(axis=1) / left
+            reps_s = ((sq_g == 1) & (d_q == 1)).sum(axis=1) / n
         if abs(flags.mean() - out.value) > 1e-9:
             why = "the per-record flags do not reproduce the value"
     if why is not None:
