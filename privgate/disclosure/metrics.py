@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+import polars as pl
+
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
-from .api import MultiDisclosureResult, multi_disclosure
+from .api import DisclosureResult, MultiDisclosureResult, multi_disclosure
 
 REFERENCE = ("Raab, Nowok & Dibben, Practical privacy metrics for synthetic data "
              "(synthpop disclosure vignette); synthpop 1.9-2 disclosure()/multi.disclosure()")
@@ -56,6 +59,113 @@ def _share_ci(out: MetricResult, res: MultiDisclosureResult, target: str) -> Met
     if r.m > 1:
         note += f"; the mean count over {r.m} synthetic sets"
     return set_count_ci(out, out.value * n, n, note=note)
+
+
+def _jackknife_obstacle(ctx, r: DisclosureResult) -> str | None:
+    """Why the delete-a-group replicates of :func:`_keep_disclosure_jackknife` would not be the
+    measure recomputed without the group (None when they are): with exclusions the tables are
+    trimmed by rules that read the deleted records' counts (``denom_lim``) or their levels; with
+    grouped numeric columns the breaks are pooled over both data sets; with m > 1 synthetic sets
+    the measure is a mean over the sets."""
+    o = r.options
+    if r.m != 1:
+        return f"{r.m} synthetic sets"
+    if r.n_orig != ctx.n_real or r.n_syn[0] != ctx.n_synthetic:
+        return "the tabulated records are not the context's"
+    if o.get("exclude_ov_denom_lim") or o.get("not_targetlev") or o.get("exclude_keys") \
+            or not all(o.get("usekeys_na") or [True]) or not o.get("usetarget_na", True):
+        return "exclusions active"
+    if any(o.get("ngroups_keys") or []) or o.get("ngroups_target") or r.groupings:
+        return "numeric keys or target grouped (breaks pooled over both data sets)"
+    return None
+
+
+def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Integer ids of each record's composite key and (key, target level) cell, numbered over the
+    keys and cells that real records have (a synthetic record elsewhere gets the id one past the
+    last: no real record reads its count): (real key ids, real cell ids, synthetic key ids,
+    synthetic cell ids, key id of each cell); real and synthetic records in data order."""
+    rec = r.records
+    orig = rec.filter(pl.col("source") == "orig").sort("row")
+    syn = rec.filter(pl.col("source") == "syn").sort("row")
+    both = pl.concat([orig.select("keys", "target"), syn.select("keys", "target")])
+    ids = both.select(pl.col("keys").rank("dense").alias("k"),
+                      pl.struct("keys", "target").rank("dense").alias("c"))
+    n = orig.height
+    out = []
+    for col in ("k", "c"):
+        v = ids[col].to_numpy().astype(np.int64) - 1
+        present = np.unique(v[:n])
+        pos = np.full(int(v.max()) + 1, present.size, dtype=np.int64)
+        pos[present] = np.arange(present.size)
+        out += [pos[v[:n]], pos[v[n:]]]
+    kr, ks, cr, cs = out
+    cell_key = np.empty(int(cr.max()) + 1, dtype=np.int64)
+    cell_key[cr] = kr
+    return kr, cr, ks, cs, cell_key
+
+
+def _counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
+    """(G, cells): each cell's count once group g of the records is deleted; ids ≥ ``cells``
+    (records in no cell of interest) are dropped."""
+    groups = int(labels.max()) + 1
+    in_group = np.bincount(labels * (cells + 1) + np.minimum(ids, cells),
+                           minlength=groups * (cells + 1)).reshape(groups, cells + 1)[:, :cells]
+    return in_group.sum(axis=0)[None, :] - in_group
+
+
+def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, measure: str) -> MetricResult:
+    """Store the grouped-jackknife replicates of ``out.value`` (``measure`` "DiSCO" or "repU" of
+    the target ``r``, the worst) for the holdout excess (``evaluate.attach_baseline``).
+
+    Per real record the flag is DiSCO: its key is in the synthetic data and every synthetic
+    record with that key has its target level (s_q > 0, s_tq = s_q); repU: it is the only real
+    record with its key (d_q = 1) and one synthetic record has that key (s_q = 1). The value is
+    the mean flag over the Nd real records, i.e. Σ over cells of (real count × cell flag) / Nd.
+
+    * real records deleted by group: DiSCO flags read the synthetic tables only, so the
+      replicate is the mean flag of the records left; repU's d_q loses the group's own records
+      (a record may become unique): the key counts without the group;
+    * synthetic records deleted by group: the group's counts are subtracted from s_q and s_tq
+      and every cell's flag recomputed from them ((groups × cells) arrays, no loop).
+
+    Skipped (the value's share interval is kept, and the excess falls back to MOVER) when the
+    replicate is not the measure recomputed without the group (:func:`_jackknife_obstacle`)."""
+    from ..metrics._common import jackknife_labels, keep_jackknife
+    from ..stats import leave_group_out_means
+
+    lab_r = jackknife_labels(ctx, "real", ctx.n_real)
+    lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)
+    if lab_r is None or lab_s is None:
+        return out
+    why = _jackknife_obstacle(ctx, r)
+    if why is None:
+        kr, cr, ks, cs, cell_key = _record_ids(r)
+        n, n_k, n_c = kr.size, int(kr.max()) + 1, cell_key.size
+        s_q = np.bincount(ks, minlength=n_k + 1)[:n_k]
+        d_q = np.bincount(kr, minlength=n_k)
+        sq_g = _counts_without_groups(ks, lab_s, n_k)                                          # (G, keys)
+        if measure == "DiSCO":
+            s_tq = np.bincount(cs, minlength=n_c + 1)[:n_c]
+            d_tq = np.bincount(cr, minlength=n_c).astype(np.float64)
+            cell_flag = (s_q[cell_key] > 0) & (s_tq == s_q[cell_key])
+            flags = cell_flag[cr]
+            reps_r = leave_group_out_means(flags.astype(np.float64), lab_r, int(lab_r.max()) + 1)
+            stq_g = _counts_without_groups(cs, lab_s, n_c)                                     # (G, cells)
+            reps_s = (((sq_g[:, cell_key] > 0) & (stq_g == sq_g[:, cell_key])) @ d_tq) / n
+        else:
+            flags = (d_q[kr] == 1) & (s_q[kr] == 1)
+            left = n - np.bincount(lab_r)
+            reps_r = ((_counts_without_groups(kr, lab_r, n_k) == 1) & (s_q == 1)).sum(axis=1) / left
+            reps_s = ((sq_g == 1) & (d_q == 1)).sum(axis=1) / n
+        if abs(flags.mean() - out.value) > 1e-9:
+            why = "the per-record flags do not reproduce the value"
+    if why is not None:
+        out.details["ci_method"] += f"; no grouped-jackknife replicates for the holdout excess ({why})"
+        return out
+    out.details["ci_method"] += (f"; grouped-jackknife replicates kept for the holdout excess ({reps_r.size} groups "
+                                 f"of the real records, {reps_s.size} of the synthetic records)")
+    return keep_jackknife(out, real=reps_r, synthetic=reps_s)
 
 
 def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
@@ -96,7 +206,8 @@ def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
                                     "repU (% of real records that are replicated uniques)",
                                     params=params, details=details,
                                     per_attribute={t: v / 100.0 for t, v in rep_u.items()})
-    return _share_ci(out, res, max(target_list, key=lambda t: rep_u[t]))
+    worst_target = max(target_list, key=lambda t: rep_u[t])
+    return _keep_disclosure_jackknife(ctx, _share_ci(out, res, worst_target), res.per_target[worst_target], "repU")
 
 
 @register_metric(family="disclosure",
@@ -128,4 +239,4 @@ def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
                                     "largest DiSCO over the targets (% of real records disclosed correctly)",
                                     params=params, details=details,
                                     per_attribute={t: v / 100.0 for t, v in disco.items()})
-    return _share_ci(out, res, worst_target)
+    return _keep_disclosure_jackknife(ctx, _share_ci(out, res, worst_target), res.per_target[worst_target], "DiSCO")
