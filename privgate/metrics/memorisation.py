@@ -105,7 +105,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import binomial_test, clopper_pearson, holm
 from ..ties import close, lt
-from ._common import result, widen_share_for_search
+from ._common import jackknife_labels, result, search_k, widen_share_for_search
 
 MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
@@ -135,7 +135,11 @@ def _within(ctx, role: str, rows: np.ndarray | None, n: int) -> np.ndarray:
     """Per record of ``role`` (full length n): the distance to its nearest OTHER record of the same
     set — the whole set (rows None) or the part ``rows`` (NaN outside it)."""
     if rows is None:
-        return ctx.neighbours("mixed", role, role, 1).dist[:, 0]
+        # the whole training set's real → real search is the one authenticity, identifiability,
+        # median_dcr and nnaa read with the k their jackknife needs: ask for the same k, so it is
+        # computed once (and described the same) whichever metric runs first
+        k = search_k(jackknife_labels(ctx, "real", n)) if role == "real" else 1
+        return ctx.neighbours("mixed", role, role, k).dist[:, 0]
     out = np.full(n, np.nan)
     out[rows] = ctx.neighbours("mixed", role, role, 1, target_rows=rows).dist[:, 0]
     return out
