@@ -105,15 +105,6 @@ def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return kr, cr, ks, cs, cell_key
 
 
-def _counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
-    """(G, cells): each cell's count once group g of the records is deleted; ids ≥ ``cells``
-    (records in no cell of interest) are dropped."""
-    groups = int(labels.max()) + 1
-    in_group = np.bincount(labels * (cells + 1) + np.minimum(ids, cells),
-                           minlength=groups * (cells + 1)).reshape(groups, cells + 1)[:, :cells]
-    return in_group.sum(axis=0)[None, :] - in_group
-
-
 def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, measure: str) -> MetricResult:
     """Store the grouped-jackknife replicates of ``out.value`` (``measure`` "DiSCO" or "repU" of
     the target ``r``, the worst) for the holdout excess (``evaluate.attach_baseline``).
@@ -132,7 +123,7 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
     Skipped (the value's share interval is kept, and the excess falls back to MOVER) when the
     replicate is not the measure recomputed without the group (:func:`_jackknife_obstacle`)."""
     from ..metrics._common import jackknife_labels, keep_jackknife
-    from ..stats import leave_group_out_means
+    from ..stats import counts_without_groups, leave_group_out_means
 
     lab_r = jackknife_labels(ctx, "real", ctx.n_real)
     lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)
@@ -144,19 +135,19 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
         n, n_k, n_c = kr.size, int(kr.max()) + 1, cell_key.size
         s_q = np.bincount(ks, minlength=n_k + 1)[:n_k]
         d_q = np.bincount(kr, minlength=n_k)
-        sq_g = _counts_without_groups(ks, lab_s, n_k)                                          # (G, keys)
+        sq_g = counts_without_groups(ks, lab_s, n_k)                                          # (G, keys)
         if measure == "DiSCO":
             s_tq = np.bincount(cs, minlength=n_c + 1)[:n_c]
             d_tq = np.bincount(cr, minlength=n_c).astype(np.float64)
             cell_flag = (s_q[cell_key] > 0) & (s_tq == s_q[cell_key])
             flags = cell_flag[cr]
             reps_r = leave_group_out_means(flags.astype(np.float64), lab_r, int(lab_r.max()) + 1)
-            stq_g = _counts_without_groups(cs, lab_s, n_c)                                     # (G, cells)
+            stq_g = counts_without_groups(cs, lab_s, n_c)                                     # (G, cells)
             reps_s = (((sq_g[:, cell_key] > 0) & (stq_g == sq_g[:, cell_key])) @ d_tq) / n
         else:
             flags = (d_q[kr] == 1) & (s_q[kr] == 1)
             left = n - np.bincount(lab_r)
-            reps_r = ((_counts_without_groups(kr, lab_r, n_k) == 1) & (s_q == 1)).sum(axis=1) / left
+            reps_r = ((counts_without_groups(kr, lab_r, n_k) == 1) & (s_q == 1)).sum(axis=1) / left
             reps_s = ((sq_g == 1) & (d_q == 1)).sum(axis=1) / n
         if abs(flags.mean() - out.value) > 1e-9:
             why = "the per-record flags do not reproduce the value"

@@ -217,20 +217,13 @@ def _cell_ids(real: pl.DataFrame, syn: pl.DataFrame, cols: list[str]) -> tuple[n
     return s_ids, r_ids.astype(np.int64), cells.height
 
 
-def _counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
-    """(G, cells): each cell's count of synthetic records once group g is deleted."""
-    groups = int(labels.max()) + 1
-    in_group = np.bincount(labels * cells + ids, minlength=groups * cells).reshape(groups, cells)
-    return in_group.sum(axis=0)[None, :] - in_group
-
-
 def _zero_cap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, kc: list[str], s: str,
                                        labels: np.ndarray) -> np.ndarray:
     """Zero CAP of sensitive code column ``s`` without each group of synthetic records (G,)."""
     sk, rk, ck = _cell_ids(real, syn, kc)
     sks, rks, cks = _cell_ids(real, syn, kc + [s])
-    n_k = _counts_without_groups(sk, labels, ck)
-    n_ks = _counts_without_groups(sks, labels, cks)
+    n_k = stats.counts_without_groups(sk, labels, ck)
+    n_ks = stats.counts_without_groups(sks, labels, cks)
     matched = np.where(rk >= 0, n_k[:, np.maximum(rk, 0)], 0)
     same = np.where(rks >= 0, n_ks[:, np.maximum(rks, 0)], 0)
     return np.where(matched > 0, same / np.maximum(matched, 1), 0.0).mean(axis=1)
@@ -383,8 +376,8 @@ def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str
     c_real = real[s].to_numpy().astype(np.int64)
     i_real = real["__i"].to_numpy().astype(np.int64)
     n_codes = int(max(c_syn.max(), c_real.max())) + 1
-    m_g = _counts_without_groups(j_syn, labels, n_j).astype(np.float64)                    # (G, J)
-    ms_g = _counts_without_groups(j_syn * n_codes + c_syn, labels, n_j * n_codes).reshape(
+    m_g = stats.counts_without_groups(j_syn, labels, n_j).astype(np.float64)                    # (G, J)
+    ms_g = stats.counts_without_groups(j_syn * n_codes + c_syn, labels, n_j * n_codes).reshape(
         groups, n_j, n_codes).astype(np.float64)                                               # (G, J, codes)
     total = np.asarray(tied @ m_g.T)                                                           # (I, G)
     correct = np.stack([np.asarray(tied @ ms_g[:, :, c].T) for c in range(n_codes)])          # (codes, I, G)
@@ -455,7 +448,7 @@ def _weights_without_groups(ctx, labels: np.ndarray) -> np.ndarray:
     ids = ctx.real.select(pl.struct(ctx.schema.columns).rank("dense").alias("__u"))["__u"].to_numpy()
     ids = ids.astype(np.int64) - 1
     n_u = int(ids.max()) + 1
-    left = _counts_without_groups(ids, labels, n_u).astype(np.float64)                       # (G, U)
+    left = stats.counts_without_groups(ids, labels, n_u).astype(np.float64)                       # (G, U)
     keep = labels[None, :] != np.arange(groups)[:, None]                                       # (G, n)
     size = keep.sum(axis=1, keepdims=True).astype(np.float64)
     p = np.take_along_axis(left, np.broadcast_to(ids, keep.shape), axis=1) / size

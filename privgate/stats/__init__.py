@@ -22,8 +22,9 @@ step takes a seed, so the same inputs and seed give the same interval.
 from .auc import delong_auc, normal_interval
 from .bootstrap import (bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights,
                         percentile_interval)
-from .jackknife import (combine_variances, default_groups, effective_share_interval, group_deleted_means,
-                        group_labels, jackknife_interval, jackknife_variance, leave_group_out_means, t_interval)
+from .jackknife import (combine_variances, counts_without_groups, default_groups, effective_share_interval,
+                        group_deleted_means, group_labels, jackknife_interval, jackknife_variance,
+                        leave_group_out_means, t_interval)
 from .combine import ControlRisk, control_risk, difference_interval
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, bonferroni, holm
@@ -34,6 +35,6 @@ __all__ = [
     "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
     "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "combine_variances", "control_risk",
     "default_groups", "delong_auc", "difference_interval", "effective_share_interval", "group_deleted_means",
-    "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",
+    "counts_without_groups", "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",
     "wilson_rate", "z_value",
 ]

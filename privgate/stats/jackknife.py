@@ -149,3 +149,18 @@ def effective_share_interval(k: float, n: float, variance: float, df: float,
         n_eff = min(float(n), p * (1.0 - p) / variance * ratio)
     ci, method = share_interval(p * n_eff, n_eff, level)
     return ci, method, n_eff
+
+
+def counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np.ndarray:
+    """(G, cells): each cell's count of records once group g of them is deleted — the count
+    tables a group-deleted statistic reads (a lookup table built from the deleted sample), from
+    one bincount. ``ids``: per record its cell in [0, cells); ids ≥ ``cells`` (records in no
+    cell of interest) are dropped."""
+    ids = np.asarray(ids, dtype=np.int64)
+    lab = np.asarray(labels, dtype=np.int64)
+    if ids.size != lab.size:
+        raise ValueError(f"ids and labels must have one entry per record: {ids.size}, {lab.size}")
+    groups = int(lab.max()) + 1
+    in_group = np.bincount(lab * (cells + 1) + np.minimum(ids, cells),
+                           minlength=groups * (cells + 1)).reshape(groups, cells + 1)[:, :cells]
+    return in_group.sum(axis=0)[None, :] - in_group

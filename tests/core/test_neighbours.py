@@ -173,6 +173,20 @@ def brute_tolerant(q, t, k, exclude_self=False):
     return np.take_along_axis(d, idx, axis=1), idx
 
 
+def _grouped_matches_brute_force_and_flat(q, t, slices, k, exclude_self):
+    """The grouped search's answer, checked against brute force (distances; indices for k = 1)
+    and, to the last bit, against the general (ungrouped) path."""
+    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
+    if k == 1:
+        np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
+    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(nb.idx, flat.idx)
+    np.testing.assert_array_equal(nb.dist, flat.dist)
+    return nb
+
+
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("exclude_self", [False, True])
 @pytest.mark.parametrize("weight", [1.0, 0.5])
@@ -180,15 +194,7 @@ def test_grouped_search_matches_brute_force(k, exclude_self, weight):
     rng = np.random.default_rng(11)
     q, slices = _mixed_points(500, rng, weight=weight)
     t = q if exclude_self else _mixed_points(400, rng, weight=weight)[0]
-    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
-    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
-    if k == 1:
-        np.testing.assert_array_equal(nb.idx, i)
-    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
-    # and the same answer, to the last bit, as the general path
-    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
-    np.testing.assert_array_equal(nb.idx, flat.idx)
-    np.testing.assert_array_equal(nb.dist, flat.dist)
+    nb = _grouped_matches_brute_force_and_flat(q, t, slices, k, exclude_self)
     assert nb.search["exact"] and nb.search["settled_by"].get("grouped", 0) > 0
 
 
@@ -385,13 +391,6 @@ def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_
     rng = np.random.default_rng(24)
     q, slices = _mixed_points(400, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)
     t = q if exclude_self else _mixed_points(350, rng, levels=(4, 3, 5, 4, 3, 4), n_numeric=2)[0]
-    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
-    d, i = brute_tolerant(q, t, k, exclude_self=exclude_self)
-    if k == 1:
-        np.testing.assert_array_equal(nb.idx, i)
-    np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
-    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
-    np.testing.assert_array_equal(nb.idx, flat.idx)
-    np.testing.assert_array_equal(nb.dist, flat.dist)
+    nb = _grouped_matches_brute_force_and_flat(q, t, slices, k, exclude_self)
     if k == 1:  # (with k = 3 few records have three group-mates: the general path settles them)
         assert nb.search["settled_by"].get("grouped", 0) > 0

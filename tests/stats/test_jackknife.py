@@ -122,3 +122,17 @@ def test_nearest_outside_groups_exact_search_when_the_refill_is_all_deleted(monk
     q = np.array([[0.4], [9.0]])
     dq, iq = nearest_outside_groups(knn(q, x, 1), lab, q, x, same=False)
     assert iq.tolist() == [[1, 4], [0, 3], [0, 4]]
+
+
+def test_counts_without_groups_by_hand():
+    from privgate.stats import counts_without_groups
+
+    # records' cells 0,1,1,2,0 and a 3rd id out of range (dropped); groups 0,1,0,1,1,0
+    ids = np.array([0, 1, 1, 2, 0, 7])
+    labels = np.array([0, 1, 0, 1, 1, 0])
+    out = counts_without_groups(ids, labels, 3)
+    # full counts (cells 0,1,2) = (2, 2, 1); group 0 holds cells 0,1 (+ the dropped one),
+    # group 1 holds cells 1,2,0
+    np.testing.assert_array_equal(out, [[1, 1, 1], [1, 1, 0]])
+    with pytest.raises(ValueError, match="one entry per record"):
+        counts_without_groups(ids[:3], labels, 3)
