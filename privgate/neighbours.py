@@ -637,13 +637,13 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     qg, tg = groups.ids()
     for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
         width = min(available, k + extra)
-        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self, beyond0)
         todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
         if cut.size == 0 or width == available:
             break
         todo, retry = np.setdiff1d(todo, cut), cut
         idx, reach = _group_candidates(q, t, retry, qg, tg, num, gap, min(available, k + EXTRA_CANDIDATES),
-                                       exclude_self)
+                                       exclude_self, beyond0)
         left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
                           available, ranking_distance, out_d, out_i)
         todo = np.union1d(todo, left)
@@ -661,7 +661,7 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     cands, reaches = [], []
     for j in range(costs.size):
         qg_j, tg_j = groups.ids(drop=j)
-        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self, beyond1)
         cands.append(idx)
         reaches.append(reach)
     left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
@@ -702,11 +702,19 @@ class _Groups:
         return _group_ids(self.qc[:, keep], self.tc[:, keep])
 
 
-def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
+def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self, beyond=np.inf
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the same
-    group (ids ``qg`` of every query row, ``tg`` of every target), and the numeric distance of the
-    last candidate (how far the list reaches). Records of other groups are at least ``gap`` away
-    and come last."""
+    group (ids ``qg`` of every query row, ``tg`` of every target), and how far the list reaches:
+    no target of the row's group left out of it is nearer (numerically) than that. Records of
+    other groups are at least ``gap`` away and come last; -1 marks an empty slot.
+
+    ``beyond``: the distance past which the caller settles nothing with this tree (every record
+    outside the groups searched is at least that far). The tree search stops there
+    (``distance_upper_bound`` slightly above it): a row with fewer than kk group records within
+    it gets the ones found and reach ``beyond`` — every record it did not see is farther. And
+    only targets of groups some query row belongs to go into the tree (at level 1 often a small
+    part of them; the others can be no row's candidate)."""
     from scipy.spatial import cKDTree
 
     # rows whose group holds no target (but themselves) have nothing to find here: their list is
@@ -721,14 +729,17 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
     if live.size == 0:
         return out_idx, out_reach
     rows = rows[live]
+    # targets of the groups queried (the tree's positions map back through `members`)
+    members = np.flatnonzero(np.isin(tg, np.unique(qg[rows])))
     qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
-    tz_group = tg.astype(np.float64) * gap
-    tz = np.column_stack([t[:, num], tz_group])
-    m = t.shape[0]
+    tz = np.column_stack([t[members][:, num], tg[members].astype(np.float64) * gap])
+    m = members.size
     search_k = min(m, kk + (1 if exclude_self else 0))
-    dist, idx = cKDTree(tz).query(qz, k=search_k, workers=_workers())
+    bound = beyond * (1 + 1e-6) + 1e-12 if np.isfinite(beyond) else np.inf
+    dist, pos = cKDTree(tz).query(qz, k=search_k, distance_upper_bound=bound, workers=_workers())
     dist = dist.reshape(rows.size, search_k)
-    idx = idx.reshape(rows.size, search_k).astype(np.int64)
+    pos = pos.reshape(rows.size, search_k)
+    idx = np.where(pos < m, members[np.minimum(pos, m - 1)], -1)
     if exclude_self:
         is_self = idx == rows[:, None]
         drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
@@ -736,8 +747,10 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
         keep[np.arange(rows.size), drop] = False
         idx = idx[keep].reshape(rows.size, search_k - 1)
         dist = dist[keep].reshape(rows.size, search_k - 1)
-    out_idx[live] = idx[:, :kk]
-    out_reach[live] = dist[:, kk - 1]
+    out_idx[live, :idx.shape[1]] = idx[:, :kk]
+    # a list cut by the bound holds every group record nearer than the bound (> beyond)
+    reach = dist[:, kk - 1] if idx.shape[1] >= kk else np.full(rows.size, np.inf)
+    out_reach[live] = np.where(np.isfinite(reach), reach, beyond)
     return out_idx, out_reach
 
 
