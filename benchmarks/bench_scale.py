@@ -61,6 +61,18 @@ def gemm_reference(ctx) -> float:
     return gemm_1nn_seconds(sp.real, sp.synthetic, ctx.threads)
 
 
+CPU = {"ref": []}  # CPU seconds of the reference runs (process time), for the CPU ratio
+
+
+def gemm_reference_cpu(ctx) -> float:
+    """gemm_reference, also recording its process CPU seconds in CPU["ref"]: on a shared machine
+    wall time stretches with the other jobs' load, CPU time much less (threads=1)."""
+    c0 = time.process_time()
+    wall = gemm_reference(ctx)
+    CPU["ref"].append(time.process_time() - c0)
+    return wall
+
+
 def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, float, dict, dict]:
     import privgate.metrics  # noqa: F401  (imports — scipy.stats etc. — are not the family's work)
     from privgate.context import EvaluationContext
@@ -69,7 +81,7 @@ def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, fl
 
     real, syn = texas_like(n)
     reset_peak()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     ctx = EvaluationContext(real, syn, seed=0, pairing=True, exact=exact, threads=threads)
     values, searches = {}, {}
     with limited(ctx.threads):  # as evaluate() runs metrics
@@ -80,6 +92,7 @@ def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, fl
             print(f"      {name:<16} {time.perf_counter() - t1:6.1f} s", flush=True)
             if "neighbour_search" in res.details:
                 searches.update(res.details["neighbour_search"]["searches"])
+    CPU["family"] = time.process_time() - c0
     return time.perf_counter() - t0, peak_rss_mib(), values, searches
 
 
@@ -92,11 +105,11 @@ def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_e
           "and right after each family run; ratios use their geometric mean (the load drifts)", flush=True)
     times = {}
     for n in sizes:
-        ref_before = gemm_reference(ctx25)
+        ref_before = gemm_reference_cpu(ctx25)
         ref = None if n == 25_000 or not ref_each else \
             gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
         seconds, peak, values, searches = distance_family(n, False, threads)
-        ref_after = gemm_reference(ctx25)
+        ref_after = gemm_reference_cpu(ctx25)
         ref25 = float(np.sqrt(ref_before * ref_after))
         ref = ref25 if ref is None else ref
         times[n] = seconds
@@ -104,6 +117,9 @@ def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_e
         print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25 "
               f"(ref25 {ref_before:.2f} s before, {ref_after:.2f} s after); peak RSS {peak / 1024:.2f} GiB",
               flush=True)
+        ref_cpu = float(np.sqrt(CPU["ref"][-2] * CPU["ref"][-1]))
+        print(f"    CPU (process time): family {CPU['family']:.1f} s = {CPU['family'] / ref_cpu:.2f}× ref25 CPU "
+              f"({CPU['ref'][-2]:.2f} / {CPU['ref'][-1]:.2f} s)", flush=True)
         for name, sd in searches.items():
             extra = "" if sd.get("exact", True) else \
                 f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]" \

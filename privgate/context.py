@@ -10,7 +10,7 @@ import polars as pl
 
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
-from .neighbours import Neighbours, knn, knn_rows
+from .neighbours import Neighbours, SearchMemo, knn, knn_rows
 from .schema import (Schema, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
 from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
@@ -102,6 +102,8 @@ class EvaluationContext:
         self._searches_used: dict[str, dict] = {}
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
+        # category codes and k-means lists of each searched matrix, shared by its searches
+        self._memo = SearchMemo()
         self._baseline_ctx: EvaluationContext | None = None
         # real-only searches are shared with contexts made by with_synthetic()
         self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
@@ -306,7 +308,8 @@ class EvaluationContext:
                 f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
         n_query = q.shape[0] if rows is None else rows.size
         approximate = not self.exact and n_query * t.shape[0] > EXACT_BELOW_PAIRS
-        options = {"categorical_slices": sp.categorical_slices, "approximate": approximate, "seed": self.seed}
+        options = {"categorical_slices": sp.categorical_slices, "approximate": approximate, "seed": self.seed,
+                   "memo": self._memo}
         with limited(self.threads):
             if rows is None:
                 nb = knn(q, t, k, exclude_self=same, **options)
@@ -358,7 +361,7 @@ class EvaluationContext:
         approximate = not self.exact and q.shape[0] * t.shape[0] > EXACT_BELOW_PAIRS
         with limited(self.threads):
             nb = knn(q, t, k, dedupe=False, categorical_slices=sp.categorical_slices, approximate=approximate,
-                     seed=self.seed)
+                     seed=self.seed, memo=self._memo)
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():

@@ -28,6 +28,8 @@ measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbour
 
 from __future__ import annotations
 
+import copy
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -42,6 +44,31 @@ PAIR_CHUNK_BYTES = 64 * 2**20
 # rather than 200 because 99 % on 200 calibration rows was met by a screen whose recall over all
 # rows was 97.4 % (k = 5, Texas 25k); the exact search of 1000 rows costs 1000 pairs per target
 IVF_CHECK_ROWS = 500
+
+
+class SearchMemo:
+    """Structures derived from one matrix alone, kept for the other searches of that matrix
+    (an evaluation's eight distance searches read four matrices: the real and the synthetic
+    records in two spaces). Keyed by the array object itself: an entry is only returned for the
+    same, still living array (a weak reference, dropped when the array is freed), so a search of
+    other data never reads it. Answers are the same with or without a memo."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple, tuple[weakref.ref, object]] = {}
+
+    def get(self, array: np.ndarray, tag: tuple, build):
+        key = (id(array), tag)
+        hit = self._items.get(key)
+        if hit is not None and hit[0]() is array:
+            return hit[1]
+        value = build()
+        items = self._items
+        self._items[key] = (weakref.ref(array, lambda _ref, key=key: items.pop(key, None)), value)
+        return value
+
+    @staticmethod
+    def get_or_build(memo: "SearchMemo | None", array: np.ndarray, tag: tuple, build):
+        return build() if memo is None else memo.get(array, tag, build)
 
 
 @dataclass(frozen=True)
@@ -83,6 +110,7 @@ def knn(
     approximate: bool = False,
     seed: int = 0,
     n_check: int = IVF_CHECK_ROWS,
+    memo: "SearchMemo | None" = None,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
@@ -95,6 +123,10 @@ def knn(
     in float64 among the screen's k + 16 candidates; ``n_check`` of them, drawn with ``seed``, are
     also searched exactly, and the share whose k nearest distances the screen found is reported as
     ``search["recall"]`` (with its Wilson interval) — see :func:`_knn_ivf`.
+
+    ``memo``: a :class:`SearchMemo` (the evaluation context's) in which structures derived from
+    one matrix alone — its category codes, the screen's k-means lists of a target set — are
+    kept for the other searches of the same matrices; answers are the same with or without it.
     """
     q = np.ascontiguousarray(query, dtype=np.float64)
     t = np.ascontiguousarray(target, dtype=np.float64)
@@ -125,7 +157,7 @@ def knn(
 
     if k == 1 and dedupe and n * m >= DEDUP_MIN_PAIRS:
         hit = _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, categorical_slices, grouped,
-                                 approximate, seed, n_check)
+                                 approximate, seed, n_check, memo)
         if hit is not None:
             return hit
     todo = np.arange(n)
@@ -140,13 +172,13 @@ def knn(
     if d <= LOW_DIM:
         todo = step("kdtree", _knn_kdtree(q, t, k, exclude_self, out_d, out_i))
     elif grouped and categorical_slices is not None and n_numeric <= GROUPED_MAX_NUMERIC:
-        todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes))
+        todo = step("grouped", _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes, memo))
     search: dict = {"exact": True, "settled_by": settled}
     if todo.size == 0:
         return Neighbours(out_d, out_i, search)
     exact = _Exact.of(q, t, k, exclude_self, block_bytes, use_faiss and d > LOW_DIM)
     if approximate and todo.size and _faiss() is not None and d > LOW_DIM:
-        search, left = _knn_ivf(exact, todo, seed, n_check, out_d, out_i)
+        search, left = _knn_ivf(exact, todo, seed, n_check, out_d, out_i, memo)
         if search["exact"]:  # the screen declined; the rows it checked exactly are done
             settled["faiss_flat"] = int(todo.size - left.size)
         else:
@@ -220,8 +252,8 @@ IVF_LISTS_PER_ROOT = 2.0  # lists per √m targets
 IVF_PROBE_GROWTH = 1.5  # the calibration raises the probe count by half each step
 
 
-def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, out_i
-             ) -> tuple[dict, np.ndarray]:
+def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, out_i,
+             memo: "SearchMemo | None" = None) -> tuple[dict, np.ndarray]:
     """Approximate k nearest neighbours of query ``rows`` by an inverted-file screen: the targets
     are split into ⌈2√m⌉ lists by k-means (faiss, 10 iterations on a seeded sample of 39 targets
     per list); each query scans the targets of its ``nprobe`` nearest lists only (:class:`_Lists`), and
@@ -246,7 +278,10 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
     n, m = q.shape[0], t.shape[0]
     nlist = int(min(max(16, np.ceil(IVF_LISTS_PER_ROOT * np.sqrt(m))), max(16, m // IVF_TRAIN_PER_LIST), 4096))
     rng = np.random.default_rng(seed)
-    lists = _Lists(exact, nlist, rng, seed)
+    train = np.sort(rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))
+    # the lists depend on the target set, nlist and seed only: searches of one target set share them
+    lists = SearchMemo.get_or_build(memo, t, ("ivf_lists", nlist, int(seed)),
+                                    lambda: _Lists(exact, nlist, train, seed).for_search(None)).for_search(exact)
     samples = rng.permutation(rows)[:2 * n_check]
     calib, check = np.sort(samples[:n_check]), np.sort(samples[n_check:])
     truth_d = np.empty((q.shape[0], k))
@@ -308,11 +343,11 @@ class _Lists:
     matrix product (BLAS), as the exact blocked search does — because faiss' own IVF scan
     computes one vector pair at a time (measured ~12× slower per pair than its flat BLAS search)."""
 
-    def __init__(self, exact: _Exact, nlist: int, rng: np.random.Generator, seed: int) -> None:
+    def __init__(self, exact: _Exact, nlist: int, train_rows: np.ndarray, seed: int) -> None:
         faiss = _faiss()
         t32 = exact.t32
         m, d = t32.shape
-        train = t32[np.sort(rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))]
+        train = t32[train_rows]
         cp = faiss.ClusteringParameters()
         cp.niter = IVF_KMEANS_ITERATIONS
         cp.seed = int(seed) & 0x7FFFFFFF
@@ -335,6 +370,17 @@ class _Lists:
         self.tlow = exact.tn[order] - ctn          # ‖t‖² − c‖t‖² (float32)
         self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
         self.exact = exact
+
+    def for_search(self, exact: _Exact | None) -> "_Lists":
+        """These lists (made for a search of the same target set) for the search ``exact``: the
+        target-side arrays are the same (centred on the target mean, the bound's c depends on the
+        width only); the query side and k are the new search's. None: detached from any search
+        (as kept in a memo, so that it holds no search's query arrays)."""
+        if exact is self.exact:
+            return self
+        other = copy.copy(self)
+        other.exact = exact
+        return other
 
     def screen(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray) -> None:
         """The k nearest of query rows ``sel`` among the targets of their ``nprobe`` nearest
@@ -390,11 +436,18 @@ class _Lists:
                 if ex.exclude_self:  # a row never finds itself
                     mine = np.flatnonzero(self_list[pos] == lst)
                     v[mine, self_col[pos[mine]] - ts] = np.inf
-                if te - ts - (1 if ex.exclude_self else 0) >= k:
+                in_list = te - ts - (1 if ex.exclude_self else 0)
+                if in_list >= k and k == 1:
                     r = np.arange(pos.size)
-                    part = v.argmin(axis=1)[:, None] if k == 1 else np.argpartition(v, k - 1, axis=1)[:, :k]
+                    part = v.argmin(axis=1)[:, None]
                     # lower ≤ the k-th's upper bound ⇔ v ≤ max(v + 2c‖t‖²) over the k + 2c‖q‖²
                     thr = (v[r[:, None], part].astype(np.float64) + ctn2[part]).max(axis=1) + 2 * cqn[pos]
+                elif in_list >= k:
+                    # the k targets of smallest v have upper bounds ≤ the k-th smallest v + the
+                    # list's largest 2c‖t‖²: a (slightly looser) threshold from a value partition,
+                    # ~8× cheaper than argpartition (measured, 158-target lists, k = 3)
+                    kth = np.partition(v, k - 1, axis=1)[:, k - 1].astype(np.float64)
+                    thr = kth + float(ctn2.max()) + 2 * cqn[pos]
                 else:  # a list smaller than k: all its targets are candidates
                     thr = np.full(pos.size, np.inf)
                 cand = v <= _up32(thr)[:, None]
@@ -484,7 +537,7 @@ def _distinct_lower_bound(x: np.ndarray) -> int:
 
 
 def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, grouped=True,
-                       approximate=False, seed=0, n_check=IVF_CHECK_ROWS) -> Neighbours | None:
+                       approximate=False, seed=0, n_check=IVF_CHECK_ROWS, memo=None) -> Neighbours | None:
     """k = 1 on data with many exact duplicates (categorical data): search distinct points only.
 
     Distinct target points are ordered by their first row, so the lowest-index tie rule carries
@@ -500,7 +553,8 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, 
     if not exclude_self:
         qu, _, qinv = _distinct_rows(q)
         nb = knn(qu, tu, 1, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
-                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check)
+                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check,
+                 memo=memo)
         return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]], {**nb.search, "distinct_points": True})
     # query set == target set
     counts = np.bincount(tinv, minlength=tu.shape[0])
@@ -522,7 +576,8 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, 
         if tu.shape[0] < 2:
             return None
         nb = knn(tu, tu, 1, exclude_self=True, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
-                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check)
+                 categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check,
+                 memo=memo)
         g = tinv[single]
         out_i[single, 0] = tfirst[nb.idx[g, 0]]
         out_d[single, 0] = nb.dist[g, 0]
@@ -576,7 +631,8 @@ def _group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return g[:qc.shape[0]], g[qc.shape[0]:]
 
 
-def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
+def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int = DEFAULT_BLOCK_BYTES,
+                 memo: "SearchMemo | None" = None) -> np.ndarray:
     """Exact k nearest neighbours among records of equal or nearly equal categorical values
     (METRICS.md §1: a mismatch in categorical column c adds a fixed c_c to the squared distance).
 
@@ -592,8 +648,9 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     every other path. Returns the rows still open, for the general search."""
     n, m = q.shape[0], t.shape[0]
     if slices:
-        qcodes = _category_codes(q, slices)
-        tcodes = _category_codes(t, slices)
+        tag = ("category_codes", tuple(map(tuple, slices)))
+        qcodes = SearchMemo.get_or_build(memo, q, tag, lambda: _category_codes(q, slices))
+        tcodes = SearchMemo.get_or_build(memo, t, tag, lambda: _category_codes(t, slices))
         if qcodes is None or tcodes is None:
             return np.arange(n)
         qc, tc = qcodes[0], tcodes[0]
@@ -637,13 +694,13 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     qg, tg = groups.ids()
     for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
         width = min(available, k + extra)
-        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self, beyond0)
         todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
         if cut.size == 0 or width == available:
             break
         todo, retry = np.setdiff1d(todo, cut), cut
         idx, reach = _group_candidates(q, t, retry, qg, tg, num, gap, min(available, k + EXTRA_CANDIDATES),
-                                       exclude_self)
+                                       exclude_self, beyond0)
         left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
                           available, ranking_distance, out_d, out_i)
         todo = np.union1d(todo, left)
@@ -661,7 +718,7 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     cands, reaches = [], []
     for j in range(costs.size):
         qg_j, tg_j = groups.ids(drop=j)
-        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self, beyond1)
         cands.append(idx)
         reaches.append(reach)
     left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
@@ -702,11 +759,19 @@ class _Groups:
         return _group_ids(self.qc[:, keep], self.tc[:, keep])
 
 
-def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
+def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self, beyond=np.inf
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the same
-    group (ids ``qg`` of every query row, ``tg`` of every target), and the numeric distance of the
-    last candidate (how far the list reaches). Records of other groups are at least ``gap`` away
-    and come last."""
+    group (ids ``qg`` of every query row, ``tg`` of every target), and how far the list reaches:
+    no target of the row's group left out of it is nearer (numerically) than that. Records of
+    other groups are at least ``gap`` away and come last; -1 marks an empty slot.
+
+    ``beyond``: the distance past which the caller settles nothing with this tree (every record
+    outside the groups searched is at least that far). The tree search stops there
+    (``distance_upper_bound`` slightly above it): a row with fewer than kk group records within
+    it gets the ones found and reach ``beyond`` — every record it did not see is farther. And
+    only targets of groups some query row belongs to go into the tree (at level 1 often a small
+    part of them; the others can be no row's candidate)."""
     from scipy.spatial import cKDTree
 
     # rows whose group holds no target (but themselves) have nothing to find here: their list is
@@ -721,14 +786,17 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
     if live.size == 0:
         return out_idx, out_reach
     rows = rows[live]
+    # targets of the groups queried (the tree's positions map back through `members`)
+    members = np.flatnonzero(np.isin(tg, np.unique(qg[rows])))
     qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
-    tz_group = tg.astype(np.float64) * gap
-    tz = np.column_stack([t[:, num], tz_group])
-    m = t.shape[0]
+    tz = np.column_stack([t[members][:, num], tg[members].astype(np.float64) * gap])
+    m = members.size
     search_k = min(m, kk + (1 if exclude_self else 0))
-    dist, idx = cKDTree(tz).query(qz, k=search_k, workers=_workers())
+    bound = beyond * (1 + 1e-6) + 1e-12 if np.isfinite(beyond) else np.inf
+    dist, pos = cKDTree(tz).query(qz, k=search_k, distance_upper_bound=bound, workers=_workers())
     dist = dist.reshape(rows.size, search_k)
-    idx = idx.reshape(rows.size, search_k).astype(np.int64)
+    pos = pos.reshape(rows.size, search_k)
+    idx = np.where(pos < m, members[np.minimum(pos, m - 1)], -1)
     if exclude_self:
         is_self = idx == rows[:, None]
         drop = np.where(is_self.any(axis=1), is_self.argmax(axis=1), search_k - 1)
@@ -736,8 +804,10 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
         keep[np.arange(rows.size), drop] = False
         idx = idx[keep].reshape(rows.size, search_k - 1)
         dist = dist[keep].reshape(rows.size, search_k - 1)
-    out_idx[live] = idx[:, :kk]
-    out_reach[live] = dist[:, kk - 1]
+    out_idx[live, :idx.shape[1]] = idx[:, :kk]
+    # a list cut by the bound holds every group record nearer than the bound (> beyond)
+    reach = dist[:, kk - 1] if idx.shape[1] >= kk else np.full(rows.size, np.inf)
+    out_reach[live] = np.where(np.isfinite(reach), reach, beyond)
     return out_idx, out_reach
 
 

@@ -538,8 +538,9 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
         raise ParameterError(f"hitting_rate tolerance_divisor must be > 0; got {tolerance_divisor}")
     frames = {"real": ctx.real, "synthetic": ctx.synthetic}
     coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
+    # columns that must be equal (categories, null indicators, constant columns) as integer codes
+    equal: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
     widths = {}
-    # exact-equality columns become integer codes spaced 3 apart, so any mismatch exceeds the box
     for col in ctx.schema.columns:
         if ctx.schema.kind(col) == NUMERIC:
             rv = ctx.real[col].to_numpy().astype(np.float64, copy=False)
@@ -549,18 +550,27 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
             for role, f in frames.items():
                 v = f[col].to_numpy().astype(np.float64, copy=True)
                 miss = np.isnan(v)
-                coords[role].append(miss * 3.0)
+                equal[role].append(miss.astype(np.int64))
                 if h > 0:
                     v = np.where(miss, 0.0, v / h)
                     coords[role].append(v)
             if h == 0:
                 codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
                 for role in frames:
-                    coords[role].append(codes[role] * 3.0)
+                    equal[role].append(codes[role])
         else:
             codes, _ = category_codes(frames, col)
             for role in frames:
-                coords[role].append(codes[role] * 3.0)
+                equal[role].append(codes[role])
+    # all equality columns folded into one group number, spaced 3 apart: a record of another group
+    # is ≥ 3 > 1 box unit away on that coordinate, as it was on the mismatching column's own code
+    # coordinate — the same answer from a k-d tree of (numeric columns + 1) dimensions instead of
+    # one per column (profiled at 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
+    if equal["real"]:
+        both = np.vstack([np.column_stack(equal["real"]), np.column_stack(equal["synthetic"])])
+        group = np.unique(both, axis=0, return_inverse=True)[1].ravel().astype(np.float64) * 3.0
+        coords["real"].append(group[:ctx.n_real])
+        coords["synthetic"].append(group[ctx.n_real:])
     rows = real_rows(ctx)
     q = on_rows(np.column_stack(coords["real"]), rows)
     t = np.column_stack(coords["synthetic"])

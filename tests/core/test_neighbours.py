@@ -306,10 +306,12 @@ def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatc
 
 # ------------------------------------------------------------------ the IVF list scan
 def _lists_for(q, t, k, exclude_self, nlist, seed=0):
-    from privgate.neighbours import _Exact, _Lists
+    from privgate.neighbours import IVF_TRAIN_PER_LIST, _Exact, _Lists
 
     exact = _Exact.of(q, t, k, exclude_self)
-    return exact, _Lists(exact, nlist, np.random.default_rng(seed), seed)
+    m = t.shape[0]
+    train = np.sort(np.random.default_rng(seed).choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))
+    return exact, _Lists(exact, nlist, train, seed)
 
 
 @pytest.mark.parametrize("k", [1, 2, 5])
