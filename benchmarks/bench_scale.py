@@ -215,7 +215,7 @@ def _shapes(args, kwargs) -> str:
     return " ".join(parts)
 
 
-def full_suite(threads: int | None, clock: _SuiteClock | None = None) -> float:
+def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None) -> float:
     from privgate import evaluate
 
     real, syn = texas_like(25_000)
@@ -228,9 +228,16 @@ def full_suite(threads: int | None, clock: _SuiteClock | None = None) -> float:
     finally:
         if clock is not None:
             clock.finish()
+    seconds = time.perf_counter() - t0
     if rep.errors:
         print("   errors:", rep.errors)
-    return time.perf_counter() - t0
+    if values:  # every metric's value, raw value and interval, to compare two versions' results
+        import json
+
+        Path(values).write_text(json.dumps(
+            {n: {"value": r.value, "raw": r.raw, "ci": list(r.ci) if r.ci is not None else None,
+                 "excess": getattr(r, "excess", None)} for n, r in rep.results.items()}, indent=1, default=float))
+    return seconds
 
 
 def suite_ref25(threads: int | None) -> float:
@@ -240,10 +247,10 @@ def suite_ref25(threads: int | None) -> float:
     return gemm_reference(EvaluationContext(*texas_like(25_000), threads=threads))
 
 
-def run_suite(threads: int | None, breakdown_only: bool = False) -> None:
+def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None) -> None:
     ref_before = suite_ref25(threads)
     clock = _SuiteClock()
-    quiet = full_suite(threads, clock)
+    quiet = full_suite(threads, clock, values)
     ref_after = suite_ref25(threads)
     ref25 = float(np.sqrt(ref_before * ref_after))
     print(f"full suite quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
@@ -332,6 +339,8 @@ def main() -> None:
     ap.add_argument("--suite", action="store_true", help="full suite at 25k quiet vs under 2 busy processes")
     ap.add_argument("--breakdown-only", action="store_true",
                     help="with --suite: only the quiet run with its per-metric table (no hog run)")
+    ap.add_argument("--values", default=None, help="with --suite: write every metric's value, raw and "
+                    "interval of the quiet run to this JSON file")
     ap.add_argument("--mlp", action="store_true", help="NumPy vs scikit-learn MLP on Texas and Adult")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="thread budget (default: privgate.threads)")
@@ -339,7 +348,7 @@ def main() -> None:
     if args.n:
         run_distance(args.n, args.check_exact, args.threads, args.ref_each)
     if args.suite:
-        run_suite(args.threads, args.breakdown_only)
+        run_suite(args.threads, args.breakdown_only, args.values)
     if args.mlp:
         run_mlp(args.folds)
 
