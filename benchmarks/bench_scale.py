@@ -14,6 +14,11 @@ exact copies); release = noisy_copy(real, seed=1), row-aligned (hidden_rate pair
     python benchmarks/bench_scale.py --n 25000 100000          # distance family (+ peak RSS)
     python benchmarks/bench_scale.py --n 100000 --check-exact  # also exact=True, max |Δ value|
     python benchmarks/bench_scale.py --suite                    # full suite quiet vs 2 busy procs
+    python benchmarks/bench_scale.py --suite --breakdown-only --values v.json  # per-metric table only
+
+The suite prints its seconds as × ref25 (timed right before and after the quiet run) and a
+per-metric table: wall and main-process CPU seconds (detection_mlp's fold workers are other
+processes), share, and the neighbour searches / space builds each metric triggered, timed apart.
     python benchmarks/bench_scale.py --mlp                      # NumPy vs scikit-learn MLP AUC
 
 Targets: 25k family ≤ 4× ref (values unchanged), 100k family ≤ 20× ref25, full suite under a hog
