@@ -14,6 +14,11 @@ exact copies); release = noisy_copy(real, seed=1), row-aligned (hidden_rate pair
     python benchmarks/bench_scale.py --n 25000 100000          # distance family (+ peak RSS)
     python benchmarks/bench_scale.py --n 100000 --check-exact  # also exact=True, max |Δ value|
     python benchmarks/bench_scale.py --suite                    # full suite quiet vs 2 busy procs
+    python benchmarks/bench_scale.py --suite --breakdown-only --values v.json  # per-metric table only
+
+The suite prints its seconds as × ref25 (timed right before and after the quiet run) and a
+per-metric table: wall and main-process CPU seconds (detection_mlp's fold workers are other
+processes), share, and the neighbour searches / space builds each metric triggered, timed apart.
     python benchmarks/bench_scale.py --mlp                      # NumPy vs scikit-learn MLP AUC
 
 Targets: 25k family ≤ 4× ref (values unchanged), 100k family ≤ 20× ref25, full suite under a hog
@@ -142,21 +147,142 @@ def _spin(stop) -> None:  # a busy process
         x += 1
 
 
-def full_suite(threads: int | None) -> float:
+class _SuiteClock:
+    """Per-metric wall and CPU seconds of one evaluate() run (from its progress callback), with
+    the neighbour searches (privgate.neighbours.knn / knn_rows wherever a module imported them)
+    and the encoded-space builds (privgate.spaces.mixed_space / famd_space) timed apart and
+    charged to the metric that triggered them — the context caches both, so the first metric to
+    ask pays. Instrumentation only: the wrapped functions are called unchanged."""
+
+    SHARED = {"knn": "search", "knn_rows": "search", "mixed_space": "space", "famd_space": "space"}
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.shared: dict[str, dict[str, float]] = {}  # metric → {"search": s, "space": s}
+        self.current = "(context)"
+        self.calls: list[tuple[str, str, str, float]] = []  # (metric, function, shapes, seconds)
+        self._mark = (time.perf_counter(), time.process_time())
+        self._depth = 0
+        self._undo: list = []
+
+    def progress(self, name: str, i: int, total: int) -> None:
+        self._close()
+        self.current = name
+        self.order.append(name)
+
+    def _close(self) -> None:
+        w, c = time.perf_counter(), time.process_time()
+        self.wall[self.current] = self.wall.get(self.current, 0.0) + w - self._mark[0]
+        self.cpu[self.current] = self.cpu.get(self.current, 0.0) + c - self._mark[1]
+        self._mark = (w, c)
+
+    def finish(self) -> None:
+        self._close()
+        for mod, attr, fn in self._undo:
+            setattr(mod, attr, fn)
+        self._undo = []
+
+    def install(self) -> None:
+        import privgate.metrics  # noqa: F401  (so every module that imported knn is loaded)
+        from privgate import neighbours, spaces
+
+        originals = {getattr(neighbours, a): a for a in ("knn", "knn_rows")}
+        originals.update({getattr(spaces, a): a for a in ("mixed_space", "famd_space")})
+        for mod in [m for n, m in sys.modules.items() if n.startswith("privgate") and m is not None]:
+            for attr, value in list(vars(mod).items()):
+                if callable(value) and value in originals and attr in self.SHARED:
+                    setattr(mod, attr, self._timed(value, self.SHARED[attr]))
+                    self._undo.append((mod, attr, value))
+
+    def _timed(self, fn, kind: str):
+        def wrapper(*a, **kw):
+            if self._depth:  # a search inside a space build (or vice versa) is counted once
+                return fn(*a, **kw)
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self._depth -= 1
+                d = self.shared.setdefault(self.current, {"search": 0.0, "space": 0.0})
+                d[kind] += time.perf_counter() - t0
+                self.calls.append((self.current, fn.__name__, _shapes(a, kw), time.perf_counter() - t0))
+        return wrapper
+
+    def table(self, total: float, ref25: float) -> str:
+        rows = [f"    {'metric':<28} {'wall s':>7} {'share':>6} {'×ref25':>7} {'cpu s':>7} "
+                f"{'search s':>8} {'space s':>7} {'own s':>7}"]
+        names = ["(context)"] + self.order
+        for name in sorted(names, key=lambda n: -self.wall.get(n, 0.0)):
+            w = self.wall.get(name, 0.0)
+            sh = self.shared.get(name, {"search": 0.0, "space": 0.0})
+            rows.append(f"    {name:<28} {w:7.2f} {100 * w / total:5.1f}% {w / ref25:7.2f} "
+                        f"{self.cpu.get(name, 0.0):7.2f} {sh['search']:8.2f} {sh['space']:7.2f} "
+                        f"{w - sh['search'] - sh['space']:7.2f}")
+        srch = sum(d["search"] for d in self.shared.values())
+        spc = sum(d["space"] for d in self.shared.values())
+        rows.append(f"    {'all neighbour searches':<28} {srch:7.2f} {100 * srch / total:5.1f}%  "
+                    f"(charged to the first metric that asked, above)")
+        rows.append(f"    {'all space builds':<28} {spc:7.2f} {100 * spc / total:5.1f}%")
+        return "\n".join(rows)
+
+
+def _shapes(args, kwargs) -> str:
+    parts = [("×".join(map(str, x.shape)) if hasattr(x, "shape") else repr(x))
+             for x in args if hasattr(x, "shape") or isinstance(x, int)]
+    parts += [f"{k}={v}" for k, v in kwargs.items() if isinstance(v, (int, bool)) and k != "seed"]
+    return " ".join(parts)
+
+
+def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None) -> float:
     from privgate import evaluate
 
     real, syn = texas_like(25_000)
+    if clock is not None:
+        clock.install()
     t0 = time.perf_counter()
-    rep = evaluate(real, syn, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0, threads=threads,
-                   on_error="record")
+    try:
+        rep = evaluate(real, syn, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0, threads=threads,
+                       on_error="record", progress=clock.progress if clock is not None else None)
+    finally:
+        if clock is not None:
+            clock.finish()
+    seconds = time.perf_counter() - t0
     if rep.errors:
         print("   errors:", rep.errors)
-    return time.perf_counter() - t0
+    if values:  # every metric's value, raw value and interval, to compare two versions' results
+        import json
+
+        Path(values).write_text(json.dumps(
+            {n: {"value": r.value, "raw": r.raw, "ci": list(r.ci) if r.ci is not None else None,
+                 "excess": getattr(r, "excess", None)} for n, r in rep.results.items()}, indent=1, default=float))
+    return seconds
 
 
-def run_suite(threads: int | None) -> None:
-    quiet = full_suite(threads)
-    print(f"full suite quiet: {quiet:.1f} s")
+def suite_ref25(threads: int | None) -> float:
+    """ref25 (GEMM 1-NN 25k×25k in the mixed space) with the suite's thread budget."""
+    from privgate.context import EvaluationContext
+
+    return gemm_reference(EvaluationContext(*texas_like(25_000), threads=threads))
+
+
+def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None) -> None:
+    ref_before = suite_ref25(threads)
+    clock = _SuiteClock()
+    quiet = full_suite(threads, clock, values)
+    ref_after = suite_ref25(threads)
+    ref25 = float(np.sqrt(ref_before * ref_after))
+    print(f"full suite quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
+          f"{ref_after:.2f} s after; load average {' '.join(f'{x:.1f}' for x in _loadavg())})", flush=True)
+    print(clock.table(quiet, ref25), flush=True)
+    print("    shared calls over 0.2 s (metric, function, arguments, seconds):")
+    for metric, fn, shapes, sec in clock.calls:
+        if sec > 0.2:
+            print(f"      {metric:<22} {fn:<11} {shapes:<60} {sec:6.2f}")
+    if breakdown_only:
+        return
     stop = mp.Event()
     hogs = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(2)]
     for h in hogs:
@@ -168,6 +294,15 @@ def run_suite(threads: int | None) -> None:
         for h in hogs:
             h.join()
     print(f"full suite under 2 busy processes: {busy:.1f} s = {busy / quiet:.2f}× quiet (target ≤ 3×)")
+
+
+def _loadavg() -> tuple[float, float, float]:
+    import os
+
+    try:
+        return os.getloadavg()
+    except OSError:
+        return (float("nan"),) * 3
 
 
 def run_mlp(folds: int) -> None:
@@ -223,6 +358,10 @@ def main() -> None:
     ap.add_argument("--check-exact", action="store_true", help="also run exact=True and print the max value gap")
     ap.add_argument("--ref-each", action="store_true", help="also time the GEMM 1-NN reference at every n")
     ap.add_argument("--suite", action="store_true", help="full suite at 25k quiet vs under 2 busy processes")
+    ap.add_argument("--breakdown-only", action="store_true",
+                    help="with --suite: only the quiet run with its per-metric table (no hog run)")
+    ap.add_argument("--values", default=None, help="with --suite: write every metric's value, raw and "
+                    "interval of the quiet run to this JSON file")
     ap.add_argument("--mlp", action="store_true", help="NumPy vs scikit-learn MLP on Texas and Adult")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="thread budget (default: privgate.threads)")
@@ -230,7 +369,7 @@ def main() -> None:
     if args.n:
         run_distance(args.n, args.check_exact, args.threads, args.ref_each)
     if args.suite:
-        run_suite(args.threads)
+        run_suite(args.threads, args.breakdown_only, args.values)
     if args.mlp:
         run_mlp(args.folds)
 

@@ -160,6 +160,10 @@ def knn(
                                  approximate, seed, n_check, memo)
         if hit is not None:
             return hit
+    if k > 1 and dedupe and not exclude_self and not approximate and n * m >= DEDUP_MIN_PAIRS:
+        hit = _knn_distinct_queries(q, t, k, block_bytes, use_faiss, categorical_slices, grouped)
+        if hit is not None:
+            return hit
     todo = np.arange(n)
     slices = list(categorical_slices or [])
     n_numeric = d - sum(b - a for a, b in slices)
@@ -583,6 +587,25 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, 
         out_d[single, 0] = nb.dist[g, 0]
         search = {**nb.search, "distinct_points": True}
     return Neighbours(out_d, out_i, search)
+def _knn_distinct_queries(q, t, k, block_bytes, use_faiss, slices=None, grouped=True) -> Neighbours | None:
+    """k > 1 neighbours of a query set with many exact duplicates (e.g. the key columns of the
+    reconstruction metrics: 25k Texas records hold 1.3k distinct key combinations): search the
+    distinct query rows only and hand every row its distinct row's answer. An exact search's
+    answer depends on the query point alone (ties → lowest target index), so the result is the
+    same as searching every row; targets are not folded (a query's k nearest may be several copies
+    of one point). Exact searches only: an approximate screen checks a seeded sample of the rows
+    it screens, which would change with the rows. Returns None when duplicates are too few to pay
+    off."""
+    if _distinct_lower_bound(q) > DEDUP_MAX_SHARE * q.shape[0]:
+        return None
+    qu, _, qinv = _distinct_rows(q)
+    if qu.shape[0] > DEDUP_MAX_SHARE * q.shape[0]:
+        return None
+    nb = knn(qu, t, k, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False, categorical_slices=slices,
+             grouped=grouped)
+    return Neighbours(nb.dist[qinv], nb.idx[qinv], {**nb.search, "distinct_queries": int(qu.shape[0])})
+
+
 LOW_DIM = 3
 GROUPED_MAX_NUMERIC = 12  # k-d trees stay efficient up to about this many numeric dimensions
 GROUPED_EXTRA = 2

@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..neighbours import Neighbours, knn
+from ..neighbours import Neighbours, knn, knn_rows
 from ..registry import register_metric
 from ..results import MetricResult
-from ..ties import lt
-from ._common import quantile_summary, result, set_bootstrap_ci
+from ..ties import REL_TOL, lt
+from ._common import JACKKNIFE_K, quantile_summary, result, set_bootstrap_ci
 
 PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 
@@ -67,6 +67,33 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     return out
 
 
+def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray,
+                    fallback) -> tuple[np.ndarray, int]:
+    """Distance from each record ``rows[i]`` of a set to its nearest record of a part of the same
+    set, read from the exact sorted k nearest *other* records of every record (``lists``, ties →
+    lowest index) — the value an exact search of the query against the part alone returns
+    (``knn``: ties within the tolerance of the minimum go to the lowest position in the part,
+    and the distance of the chosen record is returned). ``part_pos``: each record's position in
+    the part (−1 outside). A row is decided by its list when it holds a record of the part and its
+    k-th distance lies beyond the tolerance band of the part's nearest listed distance (then no
+    unlisted record can be nearer or tied); the other rows get ``fallback(positions in rows)``.
+    Returns (distances, rows searched again)."""
+    d, i = lists.dist[rows], lists.idx[rows]
+    pos = part_pos[i]
+    inside = pos >= 0
+    near = np.where(inside, d, np.inf).min(axis=1)
+    last = d[:, -1]
+    with np.errstate(invalid="ignore"):
+        decided = inside.any(axis=1) & (last - near > REL_TOL * (1.0 + np.maximum(np.abs(last), np.abs(near))))
+        band = inside & (d - near[:, None] <= REL_TOL * (1.0 + np.maximum(np.abs(d), np.abs(near)[:, None])))
+    first = np.where(band, pos, np.iinfo(np.int64).max).argmin(axis=1)
+    out = d[np.arange(rows.size), first]
+    rest = np.flatnonzero(~decided)
+    if rest.size:
+        out[rest] = fallback(rest)
+    return out, int(rest.size)
+
+
 def proximity_from_ratios(ttpr: np.ndarray, tspr: np.ndarray, alpha: float) -> tuple[float, dict]:
     """The score (0..100) from the two ratio distributions of the same R1 records."""
     score, t, share_tt, share_ts = _score_rows(ttpr[None, :], tspr[None, :], alpha)
@@ -77,15 +104,41 @@ def proximity_from_ratios(ttpr: np.ndarray, tspr: np.ndarray, alpha: float) -> t
 def _score_rows(ttpr: np.ndarray, tspr: np.ndarray, alpha: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row of (b, h) blocks of ratios: (score, threshold t, share(TTPR < t), share(TSPR < t))."""
+    t, share_tt = _threshold_rows(ttpr, alpha)
+    share_ts = lt(tspr, t[:, None]).mean(axis=1)
+    return _score_from_shares(share_tt, share_ts), t, share_tt, share_ts
+
+
+def _threshold_rows(ttpr: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a (b, h) block of TTPRs: (threshold t = linear α-quantile, share(TTPR < t))."""
     with np.errstate(invalid="ignore"):
         t = np.quantile(ttpr, alpha, axis=1, method="linear")
     t = np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
-    share_tt = lt(ttpr, t[:, None]).mean(axis=1)
-    share_ts = lt(tspr, t[:, None]).mean(axis=1)
+    return t, lt(ttpr, t[:, None]).mean(axis=1)
+
+
+def _score_from_shares(share_tt: np.ndarray, share_ts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(share_ts == 0.0, 100.0,
-                         100.0 * np.minimum(1.0, share_tt / np.where(share_ts == 0.0, 1.0, share_ts)))
-    return score, t, share_tt, share_ts
+        return np.where(share_ts == 0.0, 100.0,
+                        100.0 * np.minimum(1.0, share_tt / np.where(share_ts == 0.0, 1.0, share_ts)))
+
+
+def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float):
+    """The batched bootstrap statistic of the value: 1 − (mean score over the repetitions)/100 for
+    a (b, h) block of resampled R1 positions. Repetitions that share one TTPR array (the release
+    is the subsampled side: R2 is whole in every repetition) share its resampled threshold, which
+    is computed once per block instead of once per repetition — the same numbers, a tenth of the
+    quantiles."""
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        thresholds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        scores = []
+        for tt, ts in ratios:
+            if id(tt) not in thresholds:
+                thresholds[id(tt)] = _threshold_rows(tt[idx], alpha)
+            t, share_tt = thresholds[id(tt)]
+            scores.append(_score_from_shares(share_tt, lt(ts[idx], t[:, None]).mean(axis=1)))
+        return 1.0 - np.mean(scores, axis=0) / 100.0
+    return statistic
 
 
 @register_metric(family="re-identification",
@@ -119,13 +172,35 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     perm = rng.permutation(n)
     h = n // 2
     r1, r2 = real[perm[:h]], real[perm[h:]]
-    d_own = knn(r1, r1, 1, exclude_self=True).dist[:, 0]
+    # d(r, R1 \ {r}) and d(r, R2) from the real → real search the distance metrics share (its
+    # k-lists decide almost every row; the rest are searched on the half), else searched here
+    lists = ctx.neighbours("mixed", "real", "real", JACKKNIFE_K) if n > JACKKNIFE_K else None
+    if lists is not None and not lists.exact:
+        lists = None
+    halves = np.empty(n, dtype=np.int64)
+    halves[perm[:h]], halves[perm[h:]] = 0, 1
+    position = np.empty(n, dtype=np.int64)
+    position[perm[:h]], position[perm[h:]] = np.arange(h), np.arange(n - h)
+    searched_again = {}
+    if lists is not None:
+        d_own, searched_again["own_half"] = nearest_in_part(
+            lists, perm[:h], np.where(halves == 0, position, -1),
+            lambda rest: knn_rows(r1, rest, 1).dist[:, 0])
+    else:
+        d_own = knn(r1, r1, 1, exclude_self=True).dist[:, 0]
     size = min(r2.shape[0], m)
     if r2.shape[0] == m:
         subsampled, reps = None, 1
     else:
         subsampled, reps = ("real_half" if r2.shape[0] > m else "synthetic"), repetitions
-    full_tt = None if subsampled == "real_half" else proximity_ratio(knn(r1, r2, 1).dist[:, 0], d_own)
+    if subsampled == "real_half":
+        full_tt = None
+    elif lists is not None:
+        d_r2, searched_again["other_half"] = nearest_in_part(
+            lists, perm[:h], np.where(halves == 1, position, -1), lambda rest: knn(r1[rest], r2, 1).dist[:, 0])
+        full_tt = proximity_ratio(d_r2, d_own)
+    else:
+        full_tt = proximity_ratio(knn(r1, r2, 1).dist[:, 0], d_own)
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(
         ctx.neighbours("mixed", "real", "synthetic", 1).dist[perm[:h], 0], d_own)
@@ -152,12 +227,13 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
                  "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
                  params={"alpha": alpha, "repetitions": reps, "seed": int(seed)},
                  details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
-                          "subsampled": subsampled, "score_per_repetition": scores, "per_repetition": per_rep,
+                          "subsampled": subsampled, "halves_from_real_search": lists is not None,
+                          "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
                           "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
                           "mean_imputed": space.details.get("mean_imputed", {})})
     # the same resampled R1 records for every repetition; ratios (the searches) held fixed
     return set_bootstrap_ci(
         res, ctx,
-        lambda idx: 1.0 - np.mean([_score_rows(tt[idx], ts[idx], alpha)[0] for tt, ts in ratios], axis=0) / 100.0,
+        _bootstrap_values(ratios, alpha),
         int(h), what="records of the first real half (ratios held fixed, one resample for all repetitions)")
 

@@ -155,3 +155,24 @@ def test_batched_level_codes_equal_the_per_column_ones(ctx):
         for role in part:
             np.testing.assert_array_equal(got[col][0][role], codes[role])
     assert "d" in got["c"][1]  # a level only the holdout has
+
+
+def test_k_above_one_on_duplicated_queries_searches_distinct_rows_with_every_row_answer_unchanged():
+    """k > 1, exact, query set ≠ target set, many duplicate query rows (a key-column space): the
+    distinct query rows are searched once each and every row gets its distinct row's k-list —
+    equal to searching every row (dedupe=False) and to brute force with the lowest-index tie rule,
+    including a query whose k nearest are several copies of one target point."""
+    rng = np.random.default_rng(12)
+    q = rng.integers(0, 3, size=(1500, 4)).astype(float)  # at most 81 distinct rows
+    t = rng.integers(0, 3, size=(1200, 4)).astype(float)
+    folded = knn(q, t, 3)
+    plain = knn(q, t, 3, dedupe=False)
+    assert folded.search["distinct_queries"] == np.unique(q, axis=0).shape[0]
+    assert "distinct_queries" not in plain.search
+    np.testing.assert_array_equal(folded.idx, plain.idx)
+    np.testing.assert_array_equal(folded.dist, plain.dist)
+    d = np.sqrt(((q[:, None, :] - t[None, :, :]) ** 2).sum(-1))
+    brute = np.lexsort((np.broadcast_to(np.arange(t.shape[0]), d.shape), d), axis=-1)[:, :3]
+    np.testing.assert_array_equal(folded.idx, brute)
+    # a search within one set (each row excluding itself) is not folded
+    assert "distinct_queries" not in knn(q, q, 3, exclude_self=True).search

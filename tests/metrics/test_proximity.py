@@ -136,3 +136,53 @@ def test_copy_scores_about_point_eight(adult_values):
 def test_adult_baseline_order(adult_values):
     v = {name: r.value for name, r in adult_values.items()}
     assert v["uniform_random"] <= v["independent_marginals"] <= v["noisy_copy"] <= v["copy"], v
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_halves_read_from_the_real_search_equal_searches_on_the_halves(seed):
+    """nearest_in_part on the k = 3 lists of a set's search against itself gives, for the first
+    half's records, exactly the distances of a search on each half (own half excluding the record,
+    other half) — on integer data full of exact duplicates and ties, where many rows are not
+    decided by their lists and are searched again."""
+    from privgate.metrics.proximity import nearest_in_part
+    from privgate.neighbours import knn_rows
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 4, size=(600, 3)).astype(float)
+    x[::2] += rng.normal(0, 0.3, size=(300, 3))  # half the rows unique, half exact duplicates and ties
+    perm = rng.permutation(600)
+    h = 300
+    r1, r2 = x[perm[:h]], x[perm[h:]]
+    lists = knn(x, x, 3, exclude_self=True)
+    half = np.zeros(600, dtype=np.int64)
+    half[perm[h:]] = 1
+    pos = np.empty(600, dtype=np.int64)
+    pos[perm[:h]], pos[perm[h:]] = np.arange(h), np.arange(600 - h)
+    own, again_own = nearest_in_part(lists, perm[:h], np.where(half == 0, pos, -1),
+                                     lambda rest: knn_rows(r1, rest, 1).dist[:, 0])
+    other, again_other = nearest_in_part(lists, perm[:h], np.where(half == 1, pos, -1),
+                                         lambda rest: knn(r1[rest], r2, 1).dist[:, 0])
+    np.testing.assert_array_equal(own, knn(r1, r1, 1, exclude_self=True).dist[:, 0])
+    np.testing.assert_array_equal(other, knn(r1, r2, 1).dist[:, 0])
+    assert 0 < again_own < h and 0 < again_other < h  # both ways of deciding a row were exercised
+
+
+def test_proximity_score_with_and_without_the_shared_real_search_is_identical():
+    """The score and interval are the same whether the halves' distances come from the context's
+    real → real search or from searches on the halves (the previous implementation)."""
+    from privgate.metrics import proximity as prox
+
+    real = baselines.noisy_copy(pl.DataFrame({"a": np.repeat(np.arange(40.0), 5),
+                                              "c": np.tile(["x", "y", "z", "w", "v"], 40)}), seed=3)
+    release = baselines.noisy_copy(pl.concat([real, real]), seed=4)
+    shared = proximity_score(EvaluationContext(real, release, seed=0))
+    assert shared.details["halves_from_real_search"]
+    ctx = EvaluationContext(real, release, seed=0)
+    original = prox.JACKKNIFE_K
+    try:
+        prox.JACKKNIFE_K = 10**9  # no real → real lists: the halves are searched directly
+        direct = proximity_score(ctx)
+    finally:
+        prox.JACKKNIFE_K = original
+    assert not direct.details["halves_from_real_search"]
+    assert shared.value == direct.value and shared.ci == direct.ci
