@@ -80,14 +80,15 @@ def gemm_reference(paths: dict[str, Path], threads: int, queries: int) -> tuple[
     return gemm_1nn_seconds(sp.real, sp.synthetic, threads) * n / q, q
 
 
-def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None):
+def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None,
+                     sample="auto"):
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
     reset_peak()
     t0 = time.perf_counter()
     outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
                        release_id="bench", record=False, threads=threads, exact=exact,
-                       sample_real=sample_real,
+                       sample_real=sample_real, sample=sample,
                        progress=lambda name, i, total: print(f"    [{i}/{total}] {name} "
                                                              f"({time.perf_counter() - t0:.0f} s)", flush=True))
     return outcome, time.perf_counter() - t0, peak_rss_mib()
@@ -138,6 +139,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000, help="rows of real, holdout and release each")
     ap.add_argument("--threads", type=int, default=1, help="thread budget of every run (default 1)")
     ap.add_argument("--sample-real", type=int, default=None, help="the main run's sample_real option")
+    ap.add_argument("--sample", default="auto", help="the main run's sample option (auto, off or N; default auto)")
     ap.add_argument("--check-n", type=int, default=100_000, help="size of the exact check (see the docstring)")
     ap.add_argument("--no-check", action="store_true", help="skip the exact check")
     ap.add_argument("--ref-queries", type=int, default=20_000, help="real rows the GEMM reference searches")
@@ -156,7 +158,8 @@ def main() -> None:
         ref, q = gemm_reference(paths, args.threads, args.ref_queries)
         print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, from {q:,} queries, "
               f"{args.threads} threads): {ref:.1f} s", flush=True)
-        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real)
+        sample = int(args.sample) if args.sample.isdigit() else args.sample
+        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample)
         show(outcome, seconds, peak, ref, f"default gate with holdout, n = {args.n:,}")
         if args.no_check:
             return
