@@ -783,6 +783,22 @@ def decision_rows(outcome: "GateOutcome") -> list[tuple[GateCheck, str, dict[str
             for c, limits, verdict in merged_checks(outcome.checks)]
 
 
+def sampling_summary(results: Mapping[str, Any]) -> str | None:
+    """One line naming the metrics estimated on sampled query records (``details["sampled"]``)
+    and how many of how many records per side, or None when every record was used."""
+    parts = []
+    for name, res in (results or {}).items():
+        sampled = (getattr(res, "details", None) or {}).get("sampled")
+        if not sampled:
+            continue
+        sides = [sampled] + [v for v in sampled.values() if isinstance(v, dict)]
+        text = ", ".join(f"{d.get('side', 'real')} {d['n']:,} of {d['of']:,}" for d in sides)
+        parts.append(f"{name} ({text})")
+    if not parts:
+        return None
+    return "sampled query records (seeded; intervals include the sampling error): " + "; ".join(parts)
+
+
 def format_checks(outcome: GateOutcome) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row; values with
     their 95 % intervals; p-values) followed by the decision line."""
@@ -792,6 +808,9 @@ def format_checks(outcome: GateOutcome) -> str:
     lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
     lines.append("")
+    note = sampling_summary(outcome.results)
+    if note:
+        lines.append(note)
     lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
                  f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
                  f"exit code {outcome.exit_code})")

@@ -178,3 +178,20 @@ def test_default_sample_keeps_the_config_hash():
     auto = parse_config({**body, "options": {"sample": "auto"}})
     off = parse_config({**body, "options": {"sample": "off"}})
     assert plain.hash == auto.hash != off.hash
+
+
+def test_the_gate_table_and_html_name_the_sampled_metrics(tmp_path):
+    from privgate.gates import run_gate
+    from privgate.gates.engine import format_checks
+    from privgate.render.reports import render_html
+
+    real, holdout, release = _data(600, 8)
+    cfg = {"version": 1, "options": {"sample": 200},
+           "metrics": {"nnaa": {"baseline": {"warn": 0.05}}, "memorisation": {"threshold": {"on": "lower", "block": 0.5}}}}
+    out = run_gate(cfg, real, release, holdout=holdout, record=False, threads=1)
+    assert out.exit_code in (0, 1, 2), [c.message for c in out.checks]
+    text = format_checks(out)
+    assert "sampled query records" in text and "nnaa (real 200 of 600, synthetic 200 of 600)" in text
+    assert "memorisation (synthetic 200 of 600)" in text
+    assert "sampled query records" in render_html(out)
+    assert out.config.options.sample == 200
