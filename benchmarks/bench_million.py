@@ -89,6 +89,7 @@ def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_r
 
     reset_peak()
     load = os.getloadavg()
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
                        release_id="bench", record=False, threads=threads, exact=exact,
@@ -96,8 +97,19 @@ def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_r
                        progress=lambda name, i, total: print(f"    [{i}/{total}] {name} "
                                                              f"({time.perf_counter() - t0:.0f} s)", flush=True))
     seconds = time.perf_counter() - t0
-    print(f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end", flush=True)
+    cpu = _cpu() - cpu0
+    print(f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          f"CPU {cpu:.0f} s (user + system) = {cpu / threads:.0f} s per thread of the {threads}: the wall "
+          f"time on {threads} otherwise idle cores is about that", flush=True)
     return outcome, seconds, peak_rss_mib()
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its threads so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def show(outcome, seconds: float, peak: float, ref: float, label: str) -> None:

@@ -28,6 +28,9 @@ measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbour
 
 from __future__ import annotations
 
+import hashlib
+import weakref
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -42,6 +45,43 @@ PAIR_CHUNK_BYTES = 64 * 2**20
 # rather than 200 because 99 % on 200 calibration rows was met by a screen whose recall over all
 # rows was 97.4 % (k = 5, Texas 25k); the exact search of 1000 rows costs 1000 pairs per target
 IVF_CHECK_ROWS = 500
+
+# Target-side preparations (the centred float32 copy and norms, the k-means lists, the one-hot
+# codes, the grouped search's k-d trees) of a target matrix of at least TARGET_CACHE_MIN_ROWS rows
+# are kept for the next search of the SAME matrix object (the context hands the same encoded
+# matrix to every search of a set): at 1M targets they cost about half of a 100k-query search
+# (bench_million.py). At most TARGET_CACHE_SIZE targets are kept (least recently used first
+# out; each is ~1 GiB at 1M × 95); an entry also goes when its matrix is freed. Results are
+# identical with and without the cache (the random draws are replayed).
+TARGET_CACHE_MIN_ROWS = 200_000
+TARGET_CACHE_SIZE = 2
+_TARGET_PREP: "OrderedDict[tuple, dict]" = OrderedDict()
+
+
+def _prep(t: np.ndarray) -> dict | None:
+    """The preparation cache entry of target matrix ``t`` (None: too small to cache)."""
+    if t.shape[0] < TARGET_CACHE_MIN_ROWS:
+        return None
+    key = (id(t), t.shape, t.__array_interface__["data"][0])
+    entry = _TARGET_PREP.get(key)
+    if entry is None:
+        entry = {}
+        _TARGET_PREP[key] = entry
+        try:
+            weakref.finalize(t, _TARGET_PREP.pop, key, None)
+        except TypeError:  # not weak-referenceable: do not cache
+            _TARGET_PREP.pop(key, None)
+            return None
+        while len(_TARGET_PREP) > TARGET_CACHE_SIZE:
+            _TARGET_PREP.popitem(last=False)
+    else:
+        _TARGET_PREP.move_to_end(key)
+    return entry
+
+
+def clear_target_cache() -> None:
+    """Forget every cached target preparation (frees their memory)."""
+    _TARGET_PREP.clear()
 
 
 @dataclass(frozen=True)
@@ -171,11 +211,17 @@ class _Exact:
            block_bytes: int = DEFAULT_BLOCK_BYTES, use_faiss: bool = True) -> "_Exact":
         """The search of float64 ``q`` against ``t``: float32 copies centred on the target mean
         (smaller norms, so a tighter error bound) and their squared norms."""
-        centre = t.mean(axis=0)
+        prep = _prep(t)
+        if prep is not None and "exact" in prep:
+            centre, t32, tn = prep["exact"]
+        else:
+            centre = t.mean(axis=0)
+            t32 = np.ascontiguousarray((t - centre).astype(np.float32))
+            tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
+            if prep is not None:
+                prep["exact"] = (centre, t32, tn)
         q32 = np.ascontiguousarray((q - centre).astype(np.float32))
-        t32 = np.ascontiguousarray((t - centre).astype(np.float32))
         qn = np.einsum("ij,ij->i", q32, q32, dtype=np.float32)
-        tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
         # a bound on |float32 d² − exact d²| for a pair (i, j): c·(‖q_i‖² + ‖t_j‖²)
         c = np.float32(4.0 * (q.shape[1] + 8) * EPS32)
         return cls(q, t, q32, t32, qn, tn, c * tn, c, k, exclude_self, block_bytes, use_faiss)
@@ -246,7 +292,7 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
     n, m = q.shape[0], t.shape[0]
     nlist = int(min(max(16, np.ceil(IVF_LISTS_PER_ROOT * np.sqrt(m))), max(16, m // IVF_TRAIN_PER_LIST), 4096))
     rng = np.random.default_rng(seed)
-    lists = _Lists(exact, nlist, rng, seed)
+    lists = _Lists.of(exact, nlist, rng, seed)
     samples = rng.permutation(rows)[:2 * n_check]
     calib, check = np.sort(samples[:n_check]), np.sort(samples[n_check:])
     truth_d = np.empty((q.shape[0], k))
@@ -307,6 +353,26 @@ class _Lists:
     done here list by list — all queries probing a list against all its targets in one float32
     matrix product (BLAS), as the exact blocked search does — because faiss' own IVF scan
     computes one vector pair at a time (measured ~12× slower per pair than its flat BLAS search)."""
+
+    @classmethod
+    def of(cls, exact: _Exact, nlist: int, rng: np.random.Generator, seed: int) -> "_Lists":
+        """The lists of ``exact``'s targets: from the target cache when the same target matrix
+        was split with the same list count and seed (the training draw is replayed, so ``rng``
+        ends in the same state), else built (and cached)."""
+        prep = _prep(exact.t)
+        key = ("lists", nlist, int(seed))
+        hit = prep.get(key) if prep is not None else None
+        if hit is None:
+            lists = cls(exact, nlist, rng, seed)
+            if prep is not None:
+                prep[key] = lists
+            return lists
+        m = exact.t32.shape[0]
+        rng.choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False)  # the same draw as a build
+        lists = object.__new__(cls)
+        lists.__dict__.update(hit.__dict__)
+        lists.exact = exact  # the target-side arrays are shared; the queries are this search's
+        return lists
 
     def __init__(self, exact: _Exact, nlist: int, rng: np.random.Generator, seed: int) -> None:
         faiss = _faiss()
@@ -593,7 +659,14 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     n, m = q.shape[0], t.shape[0]
     if slices:
         qcodes = _category_codes(q, slices)
-        tcodes = _category_codes(t, slices)
+        prep = _prep(t)
+        ckey = ("codes", tuple(map(tuple, slices)))
+        if prep is not None and ckey in prep:
+            tcodes = prep[ckey]
+        else:
+            tcodes = _category_codes(t, slices)
+            if prep is not None:
+                prep[ckey] = tcodes
         if qcodes is None or tcodes is None:
             return np.arange(n)
         qc, tc = qcodes[0], tcodes[0]
@@ -609,6 +682,12 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     hi = np.maximum(q[:, num].max(axis=0, initial=-np.inf), t[:, num].max(axis=0, initial=-np.inf))
     span = float(np.sqrt(((hi - lo) ** 2).sum())) if num.size else 0.0
     gap = 2.0 * span + 1.0  # farther than any two records of one group
+    prep = _prep(t)
+    trees = None
+    if prep is not None:  # a larger gap separates the groups as well: reuse the cached trees' gap
+        if prep.get("gap", 0.0) < gap:
+            prep["gap"], prep["trees"] = 2.0 * gap, {}
+        gap, trees = prep["gap"], prep["trees"]
     available = m - 1 if exclude_self else m
     # a short candidate list: with numeric columns ties are rare, and a row whose list is cut in
     # a tie run simply goes on to the general search
@@ -637,13 +716,13 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     qg, tg = groups.ids()
     for extra in (GROUPED_EXTRA, EXTRA_CANDIDATES):
         width = min(available, k + extra)
-        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg, tg, num, gap, width, exclude_self, trees)
         todo, cut = _settle(q, t, todo, idx, [reach], beyond0, k, width, available, ranking_distance, out_d, out_i)
         if cut.size == 0 or width == available:
             break
         todo, retry = np.setdiff1d(todo, cut), cut
         idx, reach = _group_candidates(q, t, retry, qg, tg, num, gap, min(available, k + EXTRA_CANDIDATES),
-                                       exclude_self)
+                                       exclude_self, trees)
         left, _ = _settle(q, t, retry, idx, [reach], beyond0, k, min(available, k + EXTRA_CANDIDATES),
                           available, ranking_distance, out_d, out_i)
         todo = np.union1d(todo, left)
@@ -661,7 +740,7 @@ def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int =
     cands, reaches = [], []
     for j in range(costs.size):
         qg_j, tg_j = groups.ids(drop=j)
-        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self)
+        idx, reach = _group_candidates(q, t, todo, qg_j, tg_j, num, gap, kk, exclude_self, trees)
         cands.append(idx)
         reaches.append(reach)
     left, _ = _settle(q, t, todo, np.hstack(cands), reaches, beyond1, k, kk, available, ranking_distance,
@@ -702,7 +781,8 @@ class _Groups:
         return _group_ids(self.qc[:, keep], self.tc[:, keep])
 
 
-def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[np.ndarray, np.ndarray]:
+def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self, trees: dict | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the same
     group (ids ``qg`` of every query row, ``tg`` of every target), and the numeric distance of the
     last candidate (how far the list reaches). Records of other groups are at least ``gap`` away
@@ -722,11 +802,15 @@ def _group_candidates(q, t, rows, qg, tg, num, gap, kk, exclude_self) -> tuple[n
         return out_idx, out_reach
     rows = rows[live]
     qz = np.column_stack([q[rows][:, num], qg[rows].astype(np.float64) * gap])
-    tz_group = tg.astype(np.float64) * gap
-    tz = np.column_stack([t[:, num], tz_group])
+    key = (hashlib.blake2b(np.ascontiguousarray(tg).tobytes(), digest_size=16).digest(), tuple(num.tolist()))
+    tree = trees.get(key) if trees is not None else None
+    if tree is None:
+        tree = cKDTree(np.column_stack([t[:, num], tg.astype(np.float64) * gap]))
+        if trees is not None:
+            trees[key] = tree
     m = t.shape[0]
     search_k = min(m, kk + (1 if exclude_self else 0))
-    dist, idx = cKDTree(tz).query(qz, k=search_k, workers=_workers())
+    dist, idx = tree.query(qz, k=search_k, workers=_workers())
     dist = dist.reshape(rows.size, search_k)
     idx = idx.reshape(rows.size, search_k).astype(np.int64)
     if exclude_self:
