@@ -412,22 +412,24 @@ class EvaluationContext:
                 "searches": {name: _public(sd) for name, sd in used.items()}}
 
     # --------------------------------------------------------------- sampling
-    def sample_size(self, role: str) -> int | None:
+    def sample_size(self, role: str, auto: bool = True) -> int | None:
         """How many query records of ``role`` ("real" or "synthetic") a sampled metric computes its
         per-record terms on, or None for every record: ``sample_real`` (real side) if given, else
         the ``sample`` option — an integer N, or "auto": ``AUTO_SAMPLE_SIZE`` when the side has
-        more than ``AUTO_SAMPLE_ABOVE`` rows and the searches are not forced exact."""
+        more than ``AUTO_SAMPLE_ABOVE`` rows and the searches are not forced exact. ``auto=False``:
+        only an explicit size counts (a metric whose full computation is cheap at any size —
+        common_rows' join, dcr's 2-D search — is not sampled by "auto")."""
         n = self.n_real if role == "real" else self.n_synthetic
         size = self.sample_real if role == "real" else None
         if size is None:
             if isinstance(self.sample, int):
                 size = self.sample
-            elif self.sample == "auto" and not self.exact and n > AUTO_SAMPLE_ABOVE:
+            elif auto and self.sample == "auto" and not self.exact and n > AUTO_SAMPLE_ABOVE:
                 size = AUTO_SAMPLE_SIZE
         return None if size is None or size >= n else int(size)
 
-    def _sample_rows(self, role: str) -> np.ndarray | None:
-        size = self.sample_size(role)
+    def _sample_rows(self, role: str, auto: bool = True) -> np.ndarray | None:
+        size = self.sample_size(role, auto)
         if size is None:
             return None
         n = self.n_real if role == "real" else self.n_synthetic
@@ -442,7 +444,7 @@ class EvaluationContext:
             store[key] = rows
         return rows
 
-    def real_sample(self) -> np.ndarray | None:
+    def real_sample(self, auto: bool = True) -> np.ndarray | None:
         """Row positions of the seeded sample of real records (sorted, without replacement) on
         which a metric that is a mean over real records may be estimated, or None when the
         evaluation uses every real record (:meth:`sample_size`).
@@ -452,8 +454,8 @@ class EvaluationContext:
         for the sampled queries only; (2) report ``details["sampled"] = ctx.sample_description()``;
         (3) give an interval that includes the sampling error (a mean over a simple random sample:
         privgate.stats.wilson for shares, bootstrap_mean_ci otherwise — with the finite-population
-        factor ignored, which only widens it)."""
-        return self._sample_rows("real")
+        factor ignored, which only widens it). ``auto=False``: see :meth:`sample_size`."""
+        return self._sample_rows("real", auto)
 
     def synthetic_sample(self) -> np.ndarray | None:
         """Row positions of the seeded simple random sample of synthetic records (sorted, without
@@ -496,9 +498,9 @@ EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/
 
 # sample="auto" (docs/performance.md "Sampling query records"): a side with more than
 # AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query records. A share's 95 %
-# half-width is then at most 1.96·0.5/√100,000 = 0.0031, a third of the 0.01 the scale target allows.
+# half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
-AUTO_SAMPLE_SIZE = 100_000
+AUTO_SAMPLE_SIZE = 50_000
 _SAMPLE_STREAMS = {"real": 0x5A4D, "synthetic": 0x5359}
 SAMPLE_CHOICES = "\"auto\", \"off\" (or null), or a positive number of query records per side"
 

@@ -54,7 +54,7 @@ IVF_CHECK_ROWS = 500
 # out; each is ~1 GiB at 1M × 95); an entry also goes when its matrix is freed. Results are
 # identical with and without the cache (the random draws are replayed).
 TARGET_CACHE_MIN_ROWS = 200_000
-TARGET_CACHE_SIZE = 2
+TARGET_CACHE_SIZE = 1
 _TARGET_PREP: "OrderedDict[tuple, dict]" = OrderedDict()
 
 

@@ -311,12 +311,15 @@ SAMPLED_NOTE = ("per-record terms of a seeded simple random sample of {n} of {of
                 "(finite-population correction ignored, which only widens it)")
 
 
-def real_rows(ctx) -> np.ndarray | None:
+def real_rows(ctx, auto: bool = True) -> np.ndarray | None:
     """The real rows a metric that is a mean of per-real-record terms computes its terms on:
-    ``ctx.real_sample()`` (None: every real record — no ``sample_real``, or it is ≥ the real
-    row count)."""
+    ``ctx.real_sample()`` (None: every real record — no sample, or it is ≥ the real row count).
+    ``auto=False``: only an explicit sample (``sample_real`` or ``sample: N``), for metrics whose
+    full computation is cheap at any size."""
     sample = getattr(ctx, "real_sample", None)
-    return sample() if callable(sample) else None
+    if not callable(sample):
+        return None
+    return sample() if auto else sample(auto=False)
 
 
 def on_rows(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:

@@ -49,7 +49,7 @@ def common_rows(ctx) -> MetricResult:
     Orientation: risk; raw = value.
     """
     cols = ctx.schema.columns
-    rows = real_rows(ctx)
+    rows = real_rows(ctx, auto=False)  # a join and a group-by: cheap at any size, "auto" keeps it exact
     real = ctx.lazy("real").with_row_index("__row")
     if rows is not None:
         real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
@@ -470,7 +470,7 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
 
     Orientation: risk (value); raw = m̄ (higher = more private).
     """
-    rows = real_rows(ctx)
+    rows = real_rows(ctx, auto=False)  # a 2-D k-d tree search: cheap at any size, "auto" keeps it exact
     d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     m = float(d.mean())
     res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",

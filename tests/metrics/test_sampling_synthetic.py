@@ -39,7 +39,7 @@ def _data(n: int, seed: int, copied: float = 0.2) -> tuple[pl.DataFrame, pl.Data
 def _every(ctx, monkeypatch, role: str) -> None:
     """Make ``role``'s sample every record (the sampled code path over all rows)."""
     n = ctx.n_real if role == "real" else ctx.n_synthetic
-    monkeypatch.setattr(ctx, f"{role}_sample", lambda: np.arange(n))
+    monkeypatch.setattr(ctx, f"{role}_sample", lambda auto=True: np.arange(n))
     monkeypatch.setattr(ctx, "sample_description",
                         lambda r="real": {"n": ctx.n_real if r == "real" else ctx.n_synthetic,
                                           "of": ctx.n_real if r == "real" else ctx.n_synthetic, "seed": 0, "side": r})
@@ -145,6 +145,10 @@ def test_auto_does_nothing_below_its_size(monkeypatch):
     big = EvaluationContext(real, release, holdout=holdout)
     assert big.real_sample().size == 100 and big.synthetic_sample().size == 100
     assert big.sample_description("synthetic")["rule"].startswith("auto")
+    # common_rows (a join) and dcr (a 2-D search) stay exact under auto; an explicit size samples them
+    assert "sampled" not in m.common_rows(big).details and "sampled" not in m.dcr(big).details
+    assert m.nnaa(big).details["sampled"]["n"] == 100
+    assert m.dcr(EvaluationContext(real, release, sample=100)).details["sampled"]["n"] == 100
     assert EvaluationContext(real, release, exact=True).real_sample() is None
     assert EvaluationContext(real, release, sample_real=50).real_sample().size == 50  # explicit wins
     assert EvaluationContext(real, release, sample="off").synthetic_sample() is None
