@@ -191,7 +191,8 @@ def main() -> None:
         print(f"data: 3 × {args.n:,} Texas-like rows written in {time.perf_counter() - t0:.1f} s "
               f"({sum(p.stat().st_size for p in paths.values()) / 2**20:.0f} MiB of Parquet)", flush=True)
         ref, q = (args.ref_seconds, 0) if args.ref_seconds else gemm_reference(paths, args.threads, args.ref_queries)
-        print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, from {q:,} queries, "
+        how = f"from {q:,} queries" if q else "given by --ref-seconds, measured in an earlier run"
+        print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, {how}, "
               f"{args.threads} threads): {ref:.1f} s", flush=True)
         sample = int(args.sample) if args.sample.isdigit() else args.sample
         outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample)
