@@ -62,7 +62,7 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
                         f"(default: {first}as --sample says)")
     p.add_argument("--sample", dest="sample", type=_sample_mode, default=None,
                    help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
-                        f"100,000 seeded records), off (every record) or N per side (default: {first}auto)")
+                        f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
 
 
 def _sample_mode(text: str):

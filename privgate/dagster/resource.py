@@ -75,7 +75,7 @@ class PrivgateResource(dg.ConfigurableResource):
                                    "Unset: the configuration's options.sample_real (default: as sample says)."))
     sample: Optional[str] = Field(
         default=None, description=("Query-record sampling of both sides: 'auto' (a side of more than 200,000 rows "
-                                   "is estimated on 100,000 seeded records), 'off', or a number N per side. "
+                                   "is estimated on 50,000 seeded records), 'off', or a number N per side. "
                                    "Unset: the configuration's options.sample (default auto)."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")

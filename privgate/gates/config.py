@@ -15,7 +15,7 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
       exact: false                  # true: exact neighbour searches at every size
       sample_real: 100000           # estimate per-real-record means on a sample of this many records
       sample: auto                  # query-record sampling of both sides: auto (default: only a side of
-                                    # more than 200,000 rows, 100,000 sampled), off, or N per side
+                                    # more than 200,000 rows, 50,000 sampled), off, or N per side
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
@@ -141,7 +141,7 @@ class RunOptions:
     default, $PRIVGATE_THREADS or the free cores), exact neighbour searches at every size, and
     the size of the seeded sample of real records on which per-real-record means are estimated
     (None: as ``sample`` says), and ``sample``: "auto" (default; a side of more than
-    200,000 rows is estimated on 100,000 seeded query records, never with ``exact``), "off", or a
+    200,000 rows is estimated on 50,000 seeded query records, never with ``exact``), "off", or a
     number N of query records per side. See docs/performance.md "Sampling query records"."""
 
     threads: int | None = None

@@ -263,7 +263,7 @@ def median_dcr(ctx) -> MetricResult:
     medians over the sampled real records, each searched against every synthetic / other real
     record; the interval is the percentile bootstrap of both medians over the sampled records,
     which contains the sampling error of a median of a simple random sample (the real records'
-    second role, reference points of the real → real search, is held fixed — at 100,000 sampled
+    second role, reference points of the real → real search, is held fixed — at 50,000 sampled
     of ≥ 200,000 that error is far smaller than the sample's).
 
     Orientation: risk (value); raw = r (higher = more private).
