@@ -14,23 +14,26 @@ matrix products and an argmin (BLAS, the run's threads) — measured on ``--ref-
 against all N release rows and scaled by N / queries (the cost is linear in the queries), so the
 reference of a 1M × 1M search does not take an hour.
 
+Sampling: the main run uses the gate's ``sample`` option (``--sample``, default ``auto``: a side of
+more than 200,000 rows is estimated on 100,000 seeded query records; docs/performance.md).
+
 Check (``--check-n``, default 100k):
-* N ≤ check-n: the gate again with ``exact=True`` end to end; |value − exact| and |excess − exact|
-  per metric, and whether the exact value lies in the approximate run's 95 % interval;
-* N > check-n: ``evaluate(..., exact=True, sample_real=check-n)`` of the metrics that can be
-  estimated on a real-record sample (an exact estimate on check-n real rows searched against all
-  N targets, with its interval): is the full approximate value inside it? The other metrics
-  (memorisation, nnaa, median_dcr need every record) are compared exact vs approximate on a
-  check-n subsample of all three sets, end to end.
+* N ≤ check-n: the gate again with ``exact=True`` and ``sample=off`` end to end; |value − exact| and
+  |excess − exact| per metric, and whether the exact value lies in the main run's 95 % interval
+  (``--sample 25000`` at 100k exercises the sampled path against the exact full values);
+* N > check-n: every gate metric with exact searches on check-n query records per side sampled
+  with another seed (``--check-seed``): |Δ| then holds both samples' sampling error and the main
+  run's search error.
 
     python benchmarks/bench_million.py --n 100000 --threads 1
-    python benchmarks/bench_million.py --n 1000000 --threads 2        # the 1M run (hours)
-    python benchmarks/bench_million.py --n 1000000 --sample-real 100000 --no-check
+    python benchmarks/bench_million.py --n 100000 --threads 2 --sample 25000
+    python benchmarks/bench_million.py --n 1000000 --threads 2         # sample auto; the check is long
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -80,17 +83,33 @@ def gemm_reference(paths: dict[str, Path], threads: int, queries: int) -> tuple[
     return gemm_1nn_seconds(sp.real, sp.synthetic, threads) * n / q, q
 
 
-def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None):
+def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None,
+                     sample="auto"):
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
     reset_peak()
+    load = os.getloadavg()
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
                        release_id="bench", record=False, threads=threads, exact=exact,
-                       sample_real=sample_real,
+                       sample_real=sample_real, sample=sample,
                        progress=lambda name, i, total: print(f"    [{i}/{total}] {name} "
                                                              f"({time.perf_counter() - t0:.0f} s)", flush=True))
-    return outcome, time.perf_counter() - t0, peak_rss_mib()
+    seconds = time.perf_counter() - t0
+    cpu = _cpu() - cpu0
+    print(f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          f"CPU {cpu:.0f} s (user + system) = {cpu / threads:.0f} s per thread of the {threads}: the wall "
+          f"time on {threads} otherwise idle cores is about that", flush=True)
+    return outcome, seconds, peak_rss_mib()
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its threads so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def show(outcome, seconds: float, peak: float, ref: float, label: str) -> None:
@@ -122,15 +141,27 @@ def compare(main, check, label: str) -> None:
               f"{dx}; exact inside the approximate 95 % interval: {inside}")
 
 
-def compare_sampled(main, check) -> None:
-    print("  check (exact estimate on the real-record sample, all targets):")
-    for name, e in check.items():
-        r = main.get(name)
-        if r is None:
-            continue
-        inside = e.ci is not None and e.ci[0] <= r.value <= e.ci[1]
-        print(f"    {name:<16} full approx {r.value:.6f}; exact sampled {e.value:.6f} "
-              f"[{e.ci[0]:.6f}, {e.ci[1]:.6f}] → full value inside: {inside}")
+def check_sampled(paths: dict[str, Path], outcome, args) -> None:
+    """N > check-n: every gate metric again with EXACT searches on ``check-n`` sampled query
+    records per side, drawn with another seed (``--check-seed``) than the gate's sample — an
+    exact estimate independent of the gate run's sample, so |Δ| contains both runs' sampling
+    error and the gate run's search error."""
+    from privgate import evaluate
+    from privgate.gates import DEFAULT_CONFIG_PATH, evaluation_plan, load_gate_config
+
+    plan = evaluation_plan(load_gate_config(DEFAULT_CONFIG_PATH), True)
+    plan["seed"] = args.check_seed
+    reset_peak()
+    t1 = time.perf_counter()
+    load = os.getloadavg()
+    rep = evaluate(paths["real"], paths["release"], holdout=paths["holdout"], exact=True, sample=args.check_n,
+                   threads=args.threads, on_error="record", **plan)
+    print(f"  exact check on {args.check_n:,} sampled query records per side (seed {args.check_seed}): "
+          f"{time.perf_counter() - t1:.1f} s, peak RSS {peak_rss_mib() / 1024:.2f} GiB, load "
+          f"{load[0]:.1f} → {os.getloadavg()[0]:.1f}", flush=True)
+    for name, err in rep.errors.items():
+        print(f"    ERROR {name}: {err}")
+    compare(outcome.results, rep.results, f"exact, {args.check_n:,} sampled query records, independent sample")
 
 
 def main() -> None:
@@ -138,9 +169,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000, help="rows of real, holdout and release each")
     ap.add_argument("--threads", type=int, default=1, help="thread budget of every run (default 1)")
     ap.add_argument("--sample-real", type=int, default=None, help="the main run's sample_real option")
+    ap.add_argument("--sample", default="auto", help="the main run's sample option (auto, off or N; default auto)")
     ap.add_argument("--check-n", type=int, default=100_000, help="size of the exact check (see the docstring)")
+    ap.add_argument("--check-seed", type=int, default=1, help="seed of the exact check's sample (N > check-n)")
+    ap.add_argument("--reuse", action="store_true", help="reuse the Parquet files in --workdir if present")
     ap.add_argument("--no-check", action="store_true", help="skip the exact check")
     ap.add_argument("--ref-queries", type=int, default=20_000, help="real rows the GEMM reference searches")
+    ap.add_argument("--ref-seconds", type=float, default=None, help="skip the reference: its seconds from an earlier run")
     ap.add_argument("--workdir", default=None, help="where the Parquet files go (default: a temporary folder)")
     args = ap.parse_args()
 
@@ -150,62 +185,29 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
-        paths = texas_like(args.n, folder)
+        paths = {r: folder / f"{r}_{args.n}.parquet" for r in ("real", "holdout", "release")}
+        if not (args.reuse and all(p.exists() for p in paths.values())):
+            paths = texas_like(args.n, folder)
         print(f"data: 3 × {args.n:,} Texas-like rows written in {time.perf_counter() - t0:.1f} s "
               f"({sum(p.stat().st_size for p in paths.values()) / 2**20:.0f} MiB of Parquet)", flush=True)
-        ref, q = gemm_reference(paths, args.threads, args.ref_queries)
-        print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, from {q:,} queries, "
+        ref, q = (args.ref_seconds, 0) if args.ref_seconds else gemm_reference(paths, args.threads, args.ref_queries)
+        how = f"from {q:,} queries" if q else "given by --ref-seconds, measured in an earlier run"
+        print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, {how}, "
               f"{args.threads} threads): {ref:.1f} s", flush=True)
-        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real)
+        sample = int(args.sample) if args.sample.isdigit() else args.sample
+        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample)
         show(outcome, seconds, peak, ref, f"default gate with holdout, n = {args.n:,}")
         if args.no_check:
             return
         if args.n <= args.check_n:
-            ex, s_ex, p_ex = run_default_gate(paths, args.threads, True, args.sample_real)
-            show(ex, s_ex, p_ex, ref, "exact=True")
-            compare(outcome.results, ex.results, "exact=True end to end")
+            ex, s_ex, p_ex = run_default_gate(paths, args.threads, True, args.sample_real, "off")
+            show(ex, s_ex, p_ex, ref, "exact=True, every record")
+            compare(outcome.results, ex.results, "exact=True end to end, every record")
             return
-        from privgate import evaluate
-        from privgate.registry import get_metric
-
-        sampled = [n for n in outcome.results if _samples(get_metric(n).func)]
-        t1 = time.perf_counter()
-        rep = evaluate(paths["real"], paths["release"], sampled, holdout=paths["holdout"], baseline=True,
-                       exact=True, sample_real=args.check_n, threads=args.threads, on_error="record")
-        print(f"  exact sampled check: {time.perf_counter() - t1:.1f} s", flush=True)
-        compare_sampled(outcome.results, rep.results)
-        rest = [n for n in outcome.results if n not in sampled]
-        if rest:
-            small = _subsample(paths, args.check_n, folder)
-            kw = dict(holdout=small["holdout"], baseline=True, threads=args.threads, on_error="record")
-            approx = evaluate(small["real"], small["release"], rest, **kw)
-            exact = evaluate(small["real"], small["release"], rest, exact=True, **kw)
-            compare(approx.results, exact.results, f"metrics without sampling, on a {args.check_n:,} subsample")
+        check_sampled(paths, outcome, args)
     finally:
         if not args.workdir:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _samples(func) -> bool:
-    """Whether a metric estimates on ctx.real_sample() (it calls the _common helper)."""
-    import inspect
-
-    try:
-        return "real_rows(ctx)" in inspect.getsource(func)
-    except (OSError, TypeError):
-        return False
-
-
-def _subsample(paths: dict[str, Path], n: int, folder: Path) -> dict[str, Path]:
-    import polars as pl
-
-    out = {}
-    for role, p in paths.items():
-        frame = pl.read_parquet(p)
-        rows = np.sort(np.random.default_rng(11).choice(frame.height, n, replace=False))
-        out[role] = folder / f"{role}_sub{n}.parquet"
-        frame[rows].write_parquet(out[role])
-    return out
 
 
 if __name__ == "__main__":

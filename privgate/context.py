@@ -38,7 +38,12 @@ class EvaluationContext:
             than ``EXACT_BELOW_PAIRS`` query × target pairs screens the rows the exact shortcuts
             leave open approximately and reports its measured recall (privgate.neighbours).
         sample_real: estimate per-real-record means on a seeded sample of this many real records
-            (:meth:`real_sample`); None (default) uses every real record.
+            (:meth:`real_sample`); None (default): as ``sample`` says.
+        sample: query-record sampling of both sides (:meth:`real_sample`, :meth:`synthetic_sample`):
+            "auto" (default) samples ``AUTO_SAMPLE_SIZE`` query records of a side only when that
+            side has more than ``AUTO_SAMPLE_ABOVE`` rows and ``exact`` is False (smaller inputs are
+            evaluated on every record, unchanged); an integer N samples N records of each side
+            (an explicit ``sample_real`` wins on the real side); None or "off": every record.
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class EvaluationContext:
         threads: int | None = None,
         exact: bool = False,
         sample_real: int | None = None,
+        sample: int | str | None = "auto",
         _shared: dict | None = None,
     ) -> None:
         inputs = {"real": real, "synthetic": synthetic}
@@ -99,6 +105,8 @@ class EvaluationContext:
         self.threads = resolve_threads(threads)
         self.exact = bool(exact)
         self.sample_real = _check_sample(sample_real)
+        self.sample = check_sample_option(sample)
+        self._samples: dict = {}
         self._searches_used: dict[str, dict] = {}
         self._spaces: dict[Any, EncodedSpace] = {}
         self._nn: dict[Any, Neighbours] = {}
@@ -172,7 +180,7 @@ class EvaluationContext:
         return EvaluationContext(
             real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
             sensitive=self.sensitive, seed=self.seed, threads=self.threads, exact=self.exact,
-            sample_real=self.sample_real, _shared=self._shared,
+            sample_real=self.sample_real, sample=self.sample, _shared=self._shared,
         )
 
     def holdout_baseline(self) -> "EvaluationContext":
@@ -272,12 +280,13 @@ class EvaluationContext:
         search among these target rows only (a size-matched subsample, as the memorisation
         test needs); returned indices are positions within ``target_rows``. With query == target
         and ``target_rows``, the search is within those rows: each of them (in ``target_rows``
-        order) against the others."""
+        order) against the others; with another query set, ``rows`` and ``target_rows`` combine
+        (these query rows against those target rows)."""
         key = _space_key(space)
         cache_key = (key, query, target)
         if target_rows is not None:
-            if rows is not None:
-                raise ValueError("target_rows cannot be combined with query rows")
+            if rows is not None and query == target:
+                raise ValueError("target_rows cannot be combined with query rows of the same set")
             target_rows = np.asarray(target_rows, dtype=np.int64)
             cache_key = (key, query, target, "target_rows", target_rows.tobytes())
         shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
@@ -288,7 +297,7 @@ class EvaluationContext:
                 self._note_search(cache_key, full)
                 nb = full.first(k)
                 return Neighbours(nb.dist[rows], nb.idx[rows], nb.search)
-            cache_key = (key, query, target, "rows", rows.tobytes())
+            cache_key = cache_key + ("rows", rows.tobytes())
         hit = shared.get(cache_key)
         if hit is not None and hit.k >= k:
             self._note_search(cache_key, hit)
@@ -406,32 +415,70 @@ class EvaluationContext:
                 "searches": {name: _public(sd) for name, sd in used.items()}}
 
     # --------------------------------------------------------------- sampling
-    def real_sample(self) -> np.ndarray | None:
+    def sample_size(self, role: str, auto: bool = True) -> int | None:
+        """How many query records of ``role`` ("real" or "synthetic") a sampled metric computes its
+        per-record terms on, or None for every record: ``sample_real`` (real side) if given, else
+        the ``sample`` option — an integer N, or "auto": ``AUTO_SAMPLE_SIZE`` when the side has
+        more than ``AUTO_SAMPLE_ABOVE`` rows and the searches are not forced exact. ``auto=False``:
+        only an explicit size counts (a metric whose full computation is cheap at any size —
+        common_rows' join, dcr's 2-D search — is not sampled by "auto")."""
+        n = self.n_real if role == "real" else self.n_synthetic
+        size = self.sample_real if role == "real" else None
+        if size is None:
+            if isinstance(self.sample, int):
+                size = self.sample
+            elif auto and self.sample == "auto" and not self.exact and n > AUTO_SAMPLE_ABOVE:
+                size = AUTO_SAMPLE_SIZE
+        return None if size is None or size >= n else int(size)
+
+    def _sample_rows(self, role: str, auto: bool = True) -> np.ndarray | None:
+        size = self.sample_size(role, auto)
+        if size is None:
+            return None
+        n = self.n_real if role == "real" else self.n_synthetic
+        key = (f"{role}_sample", size, n, self.seed)
+        # the real sample is shared with contexts made by with_synthetic (the holdout baseline
+        # scores the same real records); the synthetic one is this context's own
+        store = self._shared.setdefault("samples", {}) if role == "real" else self._samples
+        rows = store.get(key)
+        if rows is None:
+            rng = np.random.default_rng([self.seed, _SAMPLE_STREAMS[role]])
+            rows = np.sort(rng.choice(n, size, replace=False))
+            store[key] = rows
+        return rows
+
+    def real_sample(self, auto: bool = True) -> np.ndarray | None:
         """Row positions of the seeded sample of real records (sorted, without replacement) on
         which a metric that is a mean over real records may be estimated, or None when the
-        evaluation uses every real record (no ``sample_real``, or it is ≥ the real row count).
+        evaluation uses every real record (:meth:`sample_size`).
 
         A metric that uses it must (1) compute its per-record terms for these rows only — e.g.
         ``ctx.neighbours(space, "real", target, k, rows=ctx.real_sample())`` searches all targets
         for the sampled queries only; (2) report ``details["sampled"] = ctx.sample_description()``;
         (3) give an interval that includes the sampling error (a mean over a simple random sample:
         privgate.stats.wilson for shares, bootstrap_mean_ci otherwise — with the finite-population
-        factor ignored, which only widens it)."""
-        if self.sample_real is None or self.sample_real >= self.n_real:
-            return None
-        key = ("real_sample", self.sample_real, self.seed)
-        rows = self._shared.setdefault("samples", {}).get(key)
-        if rows is None:
-            rng = np.random.default_rng([self.seed, 0x5A4D])
-            rows = np.sort(rng.choice(self.n_real, self.sample_real, replace=False))
-            self._shared["samples"][key] = rows
-        return rows
+        factor ignored, which only widens it). ``auto=False``: see :meth:`sample_size`."""
+        return self._sample_rows("real", auto)
 
-    def sample_description(self) -> dict | None:
-        """What ``details["sampled"]`` says: {"n": sampled, "of": real records, "seed": seed}."""
-        rows = self.real_sample()
-        return None if rows is None else {"n": int(rows.size), "of": self.n_real, "seed": self.seed,
-                                          "method": "simple random sample without replacement"}
+    def synthetic_sample(self) -> np.ndarray | None:
+        """Row positions of the seeded simple random sample of synthetic records (sorted, without
+        replacement; its own seed stream, independent of the real sample) on which a metric that
+        is a mean, share or median over synthetic records may be estimated, or None (every
+        synthetic record). Same contract as :meth:`real_sample`. In a holdout baseline context the
+        "synthetic" records are the holdout sample, sampled by the same rule (the same design)."""
+        return self._sample_rows("synthetic")
+
+    def sample_description(self, role: str = "real") -> dict | None:
+        """What ``details["sampled"]`` says: {"n": sampled, "of": records, "seed": seed,
+        "side": role, "method": ..., "rule": why this size}; None when ``role`` is not sampled."""
+        rows = self._sample_rows(role)
+        if rows is None:
+            return None
+        explicit = (role == "real" and self.sample_real is not None) or isinstance(self.sample, int)
+        rule = ("explicit sample size" if explicit else
+                f"auto: more than {AUTO_SAMPLE_ABOVE:,} rows, {AUTO_SAMPLE_SIZE:,} sampled")
+        return {"n": int(rows.size), "of": self.n_real if role == "real" else self.n_synthetic, "seed": self.seed,
+                "side": role, "method": "simple random sample without replacement", "rule": rule}
 
     def _missing(self, role: str):
         raise NotApplicableError(f"this evaluation has no {role} data")
@@ -451,6 +498,25 @@ class _Shape:
 
 
 EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/performance.md)
+
+# sample="auto" (docs/performance.md "Sampling query records"): a side with more than
+# AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query records. A share's 95 %
+# half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
+AUTO_SAMPLE_ABOVE = 200_000
+AUTO_SAMPLE_SIZE = 50_000
+_SAMPLE_STREAMS = {"real": 0x5A4D, "synthetic": 0x5359}
+SAMPLE_CHOICES = "\"auto\", \"off\" (or null), or a positive number of query records per side"
+
+
+def check_sample_option(value: Any) -> int | str | None:
+    """The ``sample`` option validated: "auto", None ("off" → None) or a positive integer."""
+    if value is None or value == "off":
+        return None
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"sample must be {SAMPLE_CHOICES}; got {value!r}")
+    return int(value)
 
 
 def _check_sample(n: int | None) -> int | None:

@@ -52,6 +52,7 @@ def evaluate(
     threads: int | None = None,
     exact: bool = False,
     sample_real: int | None = None,
+    sample: int | str | None = "auto",
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
 
@@ -75,7 +76,11 @@ def evaluate(
         exact: True forces exact neighbour searches at every size (default: an approximate
             screen with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
         sample_real: estimate the metrics that are means over real records on a seeded sample of
-            this many real records (their ``details["sampled"]`` says so; None: every record).
+            this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
+        sample: query-record sampling of both sides for the metrics that are means, shares or
+            medians over records: "auto" (default: only a side of more than
+            ``context.AUTO_SAMPLE_ABOVE`` rows, and not with ``exact``), "off"/None, or N per side
+            (docs/performance.md "Sampling query records").
 
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
@@ -84,7 +89,7 @@ def evaluate(
     start = time.perf_counter()
     ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys,
                             sensitive=sensitive, seed=seed, pairing=pairing, threads=threads, exact=exact,
-                            sample_real=sample_real)
+                            sample_real=sample_real, sample=sample)
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = list(metrics) if metrics is not None else default_metrics(ctx)
@@ -110,8 +115,11 @@ def evaluate(
 
 def run_options(ctx: EvaluationContext) -> dict[str, Any]:
     """The run options an evaluation used (recorded in reports and the history): the thread
-    budget, whether searches were forced exact, and the real-record sample size (None: all)."""
-    return {"threads": ctx.threads, "exact": ctx.exact, "sample_real": ctx.sample_real}
+    budget, whether searches were forced exact, the explicit real-record sample size, the
+    ``sample`` option and the query records it sampled per side (None: every record)."""
+    return {"threads": ctx.threads, "exact": ctx.exact, "sample_real": ctx.sample_real,
+            "sample": ctx.sample if ctx.sample is not None else "off",
+            "sampled": {"real": ctx.sample_size("real"), "synthetic": ctx.sample_size("synthetic")}}
 
 
 def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors) -> None:

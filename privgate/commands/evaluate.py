@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),
                       progress=not args.quiet, threads=args.threads, exact=bool(args.exact),
-                      sample_real=args.sample_real)
+                      sample_real=args.sample_real, sample=args.sample if args.sample is not None else "auto")
     rows = []
     from ..registry import get_metric
 
@@ -71,8 +71,14 @@ def run(args: argparse.Namespace) -> int:
           + f"; {report.seconds:.1f} s. Risk: 0 = private, 1 = no privacy.")
     opts = report.params.get("options") or {}
     print(f"options: threads {opts.get('threads')}, exact {opts.get('exact')}, "
-          f"sample_real {opts.get('sample_real') or 'off (every real record)'}")
+          f"sample_real {opts.get('sample_real') or 'off'}, sample {opts.get('sample')} "
+          f"(query records sampled: {_sampled(opts.get('sampled'))})")
     if args.json_out:
         report.to_json(args.json_out)
         print(f"JSON report: {args.json_out}")
     return 0
+
+
+def _sampled(sampled: dict | None) -> str:
+    parts = [f"{side} {n:,}" for side, n in (sampled or {}).items() if n]
+    return ", ".join(parts) or "none, every record"

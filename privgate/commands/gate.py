@@ -59,7 +59,22 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
                         "~45k × 45k records, with measured recall)")
     p.add_argument("--sample-real", dest="sample_real", type=_positive("--sample-real"), default=None,
                    help=f"estimate per-real-record means on a seeded sample of N real records "
-                        f"(default: {first}every record)")
+                        f"(default: {first}as --sample says)")
+    p.add_argument("--sample", dest="sample", type=_sample_mode, default=None,
+                   help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
+                        f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
+
+
+def _sample_mode(text: str):
+    if text in ("auto", "off"):
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--sample must be auto, off or a positive integer, got {text!r}")
+    return n
 
 
 def _positive(flag: str):
@@ -114,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, threads=args.threads,
-                           exact=args.exact, sample_real=args.sample_real)
+                           exact=args.exact, sample_real=args.sample_real, sample=args.sample)
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:

@@ -230,7 +230,8 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
 
             # the resource's run options apply to every step as to the single-step evaluation
             run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
-                                                             sample_real=resource.sample_real)
+                                                             sample_real=resource.sample_real,
+                                                             sample=resource.sample)
             holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
             metrics = [m for m in evaluation_plan(run_cfg, holdout is not None)["metrics"]
                        if step_of(m, steps) == step]
@@ -380,7 +381,8 @@ def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConf
         try:
             # the resource's run options apply to every step as to the single-step evaluation
             run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
-                                                             sample_real=resource.sample_real)
+                                                             sample_real=resource.sample_real,
+                                                             sample=resource.sample)
         except Exception:  # noqa: BLE001 - run_gate names the invalid configuration and blocks
             report = None
         else:

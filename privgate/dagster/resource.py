@@ -72,7 +72,11 @@ class PrivgateResource(dg.ConfigurableResource):
                                    "~45k × 45k records (measured recall). Unset: the configuration's options.exact."))
     sample_real: Optional[int] = Field(
         default=None, description=("Estimate per-real-record means on a seeded sample of this many real records. "
-                                   "Unset: the configuration's options.sample_real (default every record)."))
+                                   "Unset: the configuration's options.sample_real (default: as sample says)."))
+    sample: Optional[str] = Field(
+        default=None, description=("Query-record sampling of both sides: 'auto' (a side of more than 200,000 rows "
+                                   "is estimated on 50,000 seeded records), 'off', or a number N per side. "
+                                   "Unset: the configuration's options.sample (default auto)."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
@@ -145,7 +149,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             release_id=release_id, dataset=dataset,
                             history=ReleaseOrderedHistory(store, earlier_releases), record=False,
                             threads=self.threads if self.threads > 0 else None,
-                            exact=self.exact, sample_real=self.sample_real, report=report)
+                            exact=self.exact, sample_real=self.sample_real, sample=self.sample, report=report)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()

@@ -14,6 +14,8 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
       threads: 2                    # thread budget (default: $PRIVGATE_THREADS or the free cores)
       exact: false                  # true: exact neighbour searches at every size
       sample_real: 100000           # estimate per-real-record means on a sample of this many records
+      sample: auto                  # query-record sampling of both sides: auto (default: only a side of
+                                    # more than 200,000 rows, 50,000 sampled), off, or N per side
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
@@ -65,6 +67,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from ..context import AUTO_SAMPLE_ABOVE as AUTO_ABOVE, AUTO_SAMPLE_SIZE as AUTO_SIZE
 from ..errors import ConfigError
 from ..names import identifier
 
@@ -80,7 +83,7 @@ ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": (
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
             "require_holdout", "options", "metrics")
-OPTION_KEYS = ("threads", "exact", "sample_real")
+OPTION_KEYS = ("threads", "exact", "sample_real", "sample")
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
@@ -137,11 +140,14 @@ class RunOptions:
     """How a gate run computes (not what it decides on): the thread budget (None: privgate's
     default, $PRIVGATE_THREADS or the free cores), exact neighbour searches at every size, and
     the size of the seeded sample of real records on which per-real-record means are estimated
-    (None: every record). See docs/performance.md."""
+    (None: as ``sample`` says), and ``sample``: "auto" (default; a side of more than
+    200,000 rows is estimated on 50,000 seeded query records, never with ``exact``), "off", or a
+    number N of query records per side. See docs/performance.md "Sampling query records"."""
 
     threads: int | None = None
     exact: bool = False
     sample_real: int | None = None
+    sample: int | str = "auto"
 
     @property
     def is_default(self) -> bool:
@@ -153,7 +159,8 @@ class RunOptions:
         return parse_options(values, where="options")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real}
+        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
+                "sample": self.sample}
 
 
 @dataclass(frozen=True)
@@ -218,11 +225,14 @@ class GateConfig:
     def hash(self) -> str:
         """sha256 of the canonical JSON form: two configs that decide alike hash alike. The
         thread budget is left out (scores do not depend on it, docs/performance.md); exact
-        searches and a real-record sample change scores, so they count when set."""
+        searches and a sample change scores, so they count when set (the default ``sample: auto``
+        is left out: configurations written before it existed keep their hash)."""
         form = self.to_dict()
         opts = form.pop("options", None)
-        if opts and (opts["exact"] or opts["sample_real"] is not None):
+        if opts and (opts["exact"] or opts["sample_real"] is not None or opts["sample"] != "auto"):
             form["options"] = {"exact": opts["exact"], "sample_real": opts["sample_real"]}
+            if opts["sample"] != "auto":
+                form["options"]["sample"] = opts["sample"]
         text = json.dumps(form, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -231,11 +241,11 @@ class GateConfig:
         return GateConfig(**{**self.__dict__, "dataset": dataset})
 
     def with_options(self, *, threads: int | None = None, exact: bool | None = None,
-                     sample_real: int | None = None) -> "GateConfig":
+                     sample_real: int | None = None, sample: int | str | None = None) -> "GateConfig":
         """This configuration with the run options that are given (not None) replaced — what
-        ``privgate gate --threads/--exact/--sample-real`` and the Dagster resource do."""
+        ``privgate gate --threads/--exact/--sample-real/--sample`` and the Dagster resource do."""
         return GateConfig(**{**self.__dict__, "options": self.options.replace(
-            threads=threads, exact=exact, sample_real=sample_real)})
+            threads=threads, exact=exact, sample_real=sample_real, sample=sample)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,7 +371,16 @@ def parse_options(value: Any, *, where: str = "options") -> RunOptions:
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ConfigError(f"{where}.sample_real: must be a positive number of real records to sample (or null: "
                           f"every record), got {sample!r}")
-    return RunOptions(threads=threads, exact=exact, sample_real=sample)
+    mode = value.get("sample", "auto")
+    if mode is None:
+        mode = "off"
+    if isinstance(mode, str) and mode.isdigit():  # --sample 100000 from a command line
+        mode = int(mode)
+    if not (mode in ("auto", "off") or (isinstance(mode, int) and not isinstance(mode, bool) and mode >= 1)):
+        raise ConfigError(f"{where}.sample: must be auto (sample {AUTO_SIZE:,} query records of a side only "
+                          f"above {AUTO_ABOVE:,} rows), off (every record) or a positive number of query "
+                          f"records per side, got {mode!r}")
+    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode)
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

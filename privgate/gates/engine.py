@@ -362,6 +362,7 @@ def run_gate(
     report: Any = None,
     exact: bool | None = None,
     sample_real: int | None = None,
+    sample: int | str | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -375,7 +376,7 @@ def run_gate(
     the final decision itself with :func:`record_outcome`. ``threads``: the run's thread budget
     (BLAS, OpenMP, faiss, LightGBM; :mod:`privgate.threads`), default the configuration's
     ``options.threads``, else ``$PRIVGATE_THREADS`` or the cores free at the start. ``exact`` and
-    ``sample_real`` override the configuration's ``options`` likewise (None: keep them); the
+    ``sample_real`` and ``sample`` override the configuration's ``options`` likewise (None: keep them); the
     options used are recorded in the outcome's configuration (the thread budget as resolved).
 
     ``report``: results computed beforehand instead of evaluating here -- e.g. one
@@ -392,7 +393,8 @@ def run_gate(
     release_id = str(release_id)
     try:
         outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
-                       options={"threads": threads, "exact": exact, "sample_real": sample_real},
+                       options={"threads": threads, "exact": exact, "sample_real": sample_real,
+                                "sample": sample},
                        progress=progress, run_id=run_id, created=created, precomputed=report)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
@@ -504,7 +506,8 @@ def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: An
     report = evaluate(frames["real"], frames["synthetic"], holdout=frames.get("holdout"),
                       on_error="record", progress=progress,
                       threads=threads if threads is not None else config.options.threads,
-                      exact=config.options.exact, sample_real=config.options.sample_real, **plan)
+                      exact=config.options.exact, sample_real=config.options.sample_real,
+                      sample=config.options.sample, **plan)
     report.params["inputs_sha256"] = {role: frame_fingerprint(f)["content_sha256"]
                                       for role, f in frames.items()}
     report.params["schema_overrides"] = dict(plan["schema"] or {})
@@ -648,6 +651,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 report = _evaluate(inputs["real"], inputs["synthetic"], holdout=inputs.get("holdout"),
                                    on_error="record", progress=progress, threads=config.options.threads,
                                    exact=config.options.exact, sample_real=config.options.sample_real,
+                                   sample=config.options.sample,
                                    **plan)
         except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
             what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
@@ -779,6 +783,22 @@ def decision_rows(outcome: "GateOutcome") -> list[tuple[GateCheck, str, dict[str
             for c, limits, verdict in merged_checks(outcome.checks)]
 
 
+def sampling_summary(results: Mapping[str, Any]) -> str | None:
+    """One line naming the metrics estimated on sampled query records (``details["sampled"]``)
+    and how many of how many records per side, or None when every record was used."""
+    parts = []
+    for name, res in (results or {}).items():
+        sampled = (getattr(res, "details", None) or {}).get("sampled")
+        if not sampled:
+            continue
+        sides = [sampled] + [v for v in sampled.values() if isinstance(v, dict)]
+        text = ", ".join(f"{d.get('side', 'real')} {d['n']:,} of {d['of']:,}" for d in sides)
+        parts.append(f"{name} ({text})")
+    if not parts:
+        return None
+    return "sampled query records (seeded; intervals include the sampling error): " + "; ".join(parts)
+
+
 def format_checks(outcome: GateOutcome) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row; values with
     their 95 % intervals; p-values) followed by the decision line."""
@@ -788,6 +808,9 @@ def format_checks(outcome: GateOutcome) -> str:
     lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
     lines.append("")
+    note = sampling_summary(outcome.results)
+    if note:
+        lines.append(note)
     lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
                  f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
                  f"exit code {outcome.exit_code})")

@@ -22,7 +22,7 @@ from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import stats
 from ._common import (BOOT, OFF, intervals_on, jackknife_labels, mark_sampled, minmax_normalise,
-                      nearest_outside_groups, on_rows, quantile_summary, real_rows, result, search_k,
+                      nearest_outside_groups, on_rows, quantile_summary, real_rows, result, search_k, synthetic_rows,
                       set_bootstrap_ci, set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
                       set_share_ci, widen_distance_mean_for_search, widen_share_for_search)
 
@@ -49,7 +49,7 @@ def common_rows(ctx) -> MetricResult:
     Orientation: risk; raw = value.
     """
     cols = ctx.schema.columns
-    rows = real_rows(ctx)
+    rows = real_rows(ctx, auto=False)  # a join and a group-by: cheap at any size, "auto" keeps it exact
     real = ctx.lazy("real").with_row_index("__row")
     if rows is not None:
         real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
@@ -259,15 +259,27 @@ def median_dcr(ctx) -> MetricResult:
     r = 0 (copy) → 1, r → ∞ → 0. Both medians 0 → value 1 (r undefined); only the real–real
     median 0 → r = ∞ → value 0.
 
+    Sampled (``ctx.real_sample()``, e.g. ``sample: auto`` on more than 200,000 real records): both
+    medians over the sampled real records, each searched against every synthetic / other real
+    record; the interval is the percentile bootstrap of both medians over the sampled records,
+    which contains the sampling error of a median of a simple random sample (the real records'
+    second role, reference points of the real → real search, is held fixed — at 50,000 sampled
+    of ≥ 200,000 that error is far smaller than the sample's).
+
     Orientation: risk (value); raw = r (higher = more private).
     """
-    d_rs, d_rr = _rs_rr(ctx, "mixed")
+    rows = real_rows(ctx)
+    d_rs, d_rr = _rs_rr(ctx, "mixed", rows)
     m_rs, m_rr = float(np.median(d_rs)), float(np.median(d_rr))
     r = float("nan") if m_rr == 0.0 and m_rs == 0.0 else (float("inf") if m_rr == 0.0 else m_rs / m_rr)
     value = float(_median_dcr_value(np.array([m_rs]), np.array([m_rr]))[0])
     res = result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
                  details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
-    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    labels = jackknife_labels(ctx, "real", ctx.n_real) if rows is None else None
+    if rows is not None:
+        return mark_sampled(set_bootstrap_ci(
+            res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
+            rows.size, what="sampled real records (both medians of each replicate from the same records)"), ctx, rows)
     if labels is None:
         # both medians from the same resampled real records (each record carries both distances)
         return set_bootstrap_ci(
@@ -306,10 +318,21 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     size with a generator seeded by the context's seed, ``repetitions`` times (10), mean AA; the
     mixed space is fitted once on all real records.
 
+    Sampled (equal sizes; ``ctx.real_sample()`` / ``ctx.synthetic_sample()``, e.g. ``sample:
+    auto`` above 200,000 rows): each side's share over its seeded sample of query records, each
+    searched against every record of both sets — an unbiased estimate of each side's share; the
+    interval is the stratified bootstrap of the two samples' flags (each side resampled on its
+    own), which contains both samples' sampling error (the records' role as reference points held
+    fixed). Sizes that differ are never sampled: their repetitions already subsample.
+
     Orientation: risk (value = 1 − AA); raw = AA (0.5 = ideal, 0 = copy).
     """
     ctx.require_rows("real", 2, "nnaa")
     ctx.require_rows("synthetic", 2, "nnaa")
+    if ctx.n_real == ctx.n_synthetic:
+        rows_r, rows_s = real_rows(ctx), synthetic_rows(ctx)
+        if rows_r is not None or rows_s is not None:
+            return _nnaa_sampled(ctx, rows_r, rows_s)
     labels = jackknife_labels(ctx, "real", ctx.n_real) if ctx.n_real == ctx.n_synthetic else None
     if ctx.n_real == ctx.n_synthetic:
         d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
@@ -351,6 +374,31 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     if labels is not None:
         return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, d_sr, d_ss))
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
+
+
+def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> MetricResult:
+    """nnaa on sampled query records of either side (None: that side's every record)."""
+    d_rs, d_rr = _rs_rr(ctx, "mixed", rows_r)
+    d_sr = ctx.neighbours("mixed", "synthetic", "real", 1, rows=rows_s).dist[:, 0]
+    d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1, rows=rows_s).dist[:, 0]
+    real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
+    aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
+    res = result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
+                 params={"repetitions": 1},
+                 details={"subsampled": None, "aa_per_repetition": [float(aa)],
+                          "real_side_share": float(real_side.mean()), "synthetic_side_share": float(syn_side.mean())},
+                 per_record=real_side,
+                 per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    if intervals_on():
+        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, n_boot=BOOT)
+        res.set_ci(ci, f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over "
+                       f"{real_side.size} real + ½·share over {syn_side.size} synthetic records (each side "
+                       "resampled on its own; nearest-neighbour flags held fixed)")
+    else:
+        res.set_ci(None, OFF)
+    res = mark_sampled(res, ctx, rows_r, "real") if rows_r is not None else res
+    res = mark_sampled(res, ctx, rows_s, "synthetic")
+    return widen_share_for_search(res)
 
 
 def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, d_sr: np.ndarray,
@@ -422,7 +470,7 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
 
     Orientation: risk (value); raw = m̄ (higher = more private).
     """
-    rows = real_rows(ctx)
+    rows = real_rows(ctx, auto=False)  # a 2-D k-d tree search: cheap at any size, "auto" keeps it exact
     d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     m = float(d.mean())
     res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",

@@ -89,6 +89,21 @@ half the holdout detected in 55–60 % of seeds, now 100 %); copies of the left-
 are not, so the shares are multiplied by n_T / (k_T·n_H) (1 when n_T is a multiple of n_H).
 ``details["parts"]`` says how the sets were made.
 
+**Sampled release** (``ctx.synthetic_sample()``: ``sample: auto`` on a release of more than
+200,000 records, or an explicit ``sample``): the test runs on a seeded simple random sample of
+m' release records, each searched against ALL training and holdout records (local scales read
+for the nearest records found). The symmetry argument is untouched: the sample is drawn from
+the release's row positions by a seed, independently of which real records were trained on, so
+swapping the training and holdout labels still leaves the sample and every tail unchanged and
+swaps A_q with B_q — the binomial test of each tail is exact conditionally on the sample, as it
+is on the release. The shares are (A_q − B_q)/m' — unbiased for the release's per-record share
+(distinct counting only merges the sample's repeats of one source, rarer than in the release) —
+and each tail's lower bound (the upper bound) moves out by z·s/√m' (z at the bound's one-sided
+level, s the standard deviation of the per-record contributions to that tail's share): the
+record-sampling error that the binomial bounds, conditional on A_q + B_q, leave out. Adding
+the two half-widths is conservative. ``flagged_rows`` are release row positions of flagged
+sampled records; ``details["sampled"]`` describes the sample.
+
 Orientation: risk; value = estimated share of the release memorised (0 = no more distinct
 training records much nearer than chance gives; 1 = every record); raw = the whole release's
 (A − (k_T/k_H)·B)/m, unclipped.
@@ -97,6 +112,7 @@ training records much nearer than chance gives; 1 = every record); raw = the who
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -105,7 +121,8 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import binomial_test, clopper_pearson, holm
 from ..ties import close, lt
-from ._common import jackknife_labels, result, search_k, widen_share_for_search
+from ._common import (jackknife_labels, mark_sampled, result, search_k, synthetic_rows,
+                      widen_share_for_search)
 
 MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
@@ -131,10 +148,17 @@ def _parts(n_large: int, n_small: int, seed: int) -> list[np.ndarray]:
     return [np.sort(perm[j * n_small:(j + 1) * n_small]) for j in range(n_large // n_small)]
 
 
-def _within(ctx, role: str, rows: np.ndarray | None, n: int) -> np.ndarray:
+def _within(ctx, role: str, rows: np.ndarray | None, n: int, at: np.ndarray | None = None) -> np.ndarray:
     """Per record of ``role`` (full length n): the distance to its nearest OTHER record of the same
-    set — the whole set (rows None) or the part ``rows`` (NaN outside it)."""
+    set — the whole set (rows None) or the part ``rows`` (NaN outside it). ``at``: only these
+    records of the whole set are needed (a sampled release reads the local scales of its sampled
+    records' nearest records only): they are searched alone, NaN elsewhere."""
     if rows is None:
+        if at is not None:
+            need = np.unique(at)
+            out = np.full(n, np.nan)
+            out[need] = ctx.neighbours("mixed", role, role, 1, rows=need).dist[:, 0]
+            return out
         # the whole training set's real → real search is the one authenticity, identifiability,
         # median_dcr and nnaa read with the k their jackknife needs: ask for the same k, so it is
         # computed once (and described the same) whichever metric runs first
@@ -145,11 +169,12 @@ def _within(ctx, role: str, rows: np.ndarray | None, n: int) -> np.ndarray:
     return out
 
 
-def _sets(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | None, float]:
-    """(D, I, R, is_training, note, scale): per set g and synthetic record, the distance D[g] to
-    and the position I[g] (in the training or holdout frame) of the nearest record of set g, and
-    R[g] = that record's distance to its nearest other record of set g (the local scale); which
-    sets are training parts; a note on how the sets were made; the share scale n_T/(k_T·n_H)."""
+def _sets(ctx, sample: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | None, float]:
+    """(D, I, R, is_training, note, scale): per set g and synthetic record (the sampled ones when
+    ``sample`` is given), the distance D[g] to and the position I[g] (in the training or holdout
+    frame) of the nearest record of set g, and R[g] = that record's distance to its nearest other
+    record of set g (the local scale); which sets are training parts; a note on how the sets
+    were made; the share scale n_T/(k_T·n_H)."""
     n_t, n_h = ctx.n_real, ctx.n_holdout
     if n_t == n_h:
         groups = [("real", None, True), ("holdout", None, False)]
@@ -173,12 +198,24 @@ def _sets(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | No
     dist, idx, scl = [], [], []
     for role, rows, _ in groups:
         n = n_t if role == "real" else n_h
-        nb = ctx.neighbours("mixed", "synthetic", role, 1, target_rows=rows)
+        nb = ctx.neighbours("mixed", "synthetic", role, 1, rows=sample, target_rows=rows)
         pos = nb.idx[:, 0] if rows is None else rows[nb.idx[:, 0]]
         dist.append(nb.dist[:, 0])
         idx.append(pos)
-        scl.append(_within(ctx, role, rows, n)[pos])
+        scl.append(_within(ctx, role, rows, n, at=pos if sample is not None else None)[pos])
     return (np.array(dist), np.array(idx), np.array(scl), np.array([g[2] for g in groups]), note, scale)
+
+
+def sampling_halfwidth(w: np.ndarray, is_tr: np.ndarray, p0: float, sel: np.ndarray, m: int, scale: float,
+                       z: float) -> float:
+    """z × the standard error, over a simple random sample of m release records, of a tail's
+    share estimate scale·Σ_i d_i / m, d_i = (training-side − p0/(1 − p0)·holdout-side weight)
+    of record i when it is in the tail ``sel`` (0 otherwise): the record-sampling error the
+    binomial bounds (conditional on the tail's A + B) leave out. Counted per record, without the
+    distinct-record rule (which only lowers the counts)."""
+    d = np.zeros(m)
+    d[sel] = w[is_tr][:, sel].sum(axis=0) - p0 / (1.0 - p0) * w[~is_tr][:, sel].sum(axis=0)
+    return float(z * scale * d.std(ddof=1) / math.sqrt(m)) if m > 1 else 0.0
 
 
 def set_weights(dist: np.ndarray, ratio: float) -> np.ndarray:
@@ -285,11 +322,12 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     for role, n in (("holdout", ctx.n_holdout), ("training", ctx.n_real), ("release", ctx.n_synthetic)):
         if n < MIN_ROWS:
             raise TooFewRowsError(f"memorisation needs at least {MIN_ROWS} {role} rows for its test; got {sizes}")
-    dist, idx, local, is_tr, parts_note, scale = _sets(ctx)
+    sample = synthetic_rows(ctx)
+    dist, idx, local, is_tr, parts_note, scale = _sets(ctx, sample)
     w = set_weights(dist, float(ratio))
     k_t = int(is_tr.sum())
     p0 = k_t / is_tr.size
-    m = dist.shape[1]
+    m = dist.shape[1]  # the release's records, or the sampled ones
     order = np.lexsort((np.arange(m), tail_key(dist, local)))
     k_tails = len(tails_t)
 
@@ -306,6 +344,11 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
         per_tail.append({"fraction": q, "size": size, "training_side": ta, "holdout_side": tb,
                          "ties": int(np.count_nonzero((w[:, sel] == 0.5).sum(axis=0) >= 2)),
                          **tail_test(ta, tb, m, k_tails, scale=scale, p0=p0)})
+    if sample is not None:  # the record-sampling error of each tail's share, outside its binomial bounds
+        z_lo, z_hi = NormalDist().inv_cdf(1.0 - ALPHA / (2 * k_tails)), NormalDist().inv_cdf(1.0 - ALPHA / 2)
+        for t in per_tail:
+            t["sampling_halfwidth"] = sampling_halfwidth(w, is_tr, p0, order[:t["size"]], m, scale, z_lo)
+            t["lower"] -= t["sampling_halfwidth"]
     adjusted = holm([t["p"] for t in per_tail])
     for t, p_adj in zip(per_tail, adjusted):
         t["p_holm"] = float(p_adj)
@@ -313,7 +356,9 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     chosen = per_tail[best]
     whole_a, whole_b = counts(np.arange(m)) if tails_t[-1] != 1.0 else (per_tail[-1]["training_side"],
                                                                          per_tail[-1]["holdout_side"])
-    whole = per_tail[-1] if tails_t[-1] == 1.0 else tail_test(whole_a, whole_b, m, k_tails, scale=scale, p0=p0)
+    whole = dict(per_tail[-1]) if tails_t[-1] == 1.0 else tail_test(whole_a, whole_b, m, k_tails, scale=scale, p0=p0)
+    if sample is not None:
+        whole["upper"] += sampling_halfwidth(w, is_tr, p0, np.arange(m), m, scale, z_hi)
     value = min(1.0, max(0.0, chosen["share"]))
     lower = min(1.0, max(0.0, chosen["lower"]))
     upper = min(1.0, max(lower, value, whole["upper"]))
@@ -340,20 +385,25 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
             "training_side": whole_a, "holdout_side": whole_b,
             "null_training_share": p0,
             "n_flagged": int(flagged.size),
-            "flagged_rows": [int(i) for i in flagged[:MAX_LISTED_ROWS]],
+            "flagged_rows": [int(i) for i in (flagged if sample is None else sample[flagged])[:MAX_LISTED_ROWS]],
             "flagged_rows_truncated": bool(flagged.size > MAX_LISTED_ROWS),
             "parts": parts_note,
-            "sizes": {"training": ctx.n_real, "holdout": ctx.n_holdout, "release": m},
+            "sizes": {"training": ctx.n_real, "holdout": ctx.n_holdout, "release": ctx.n_synthetic},
             "share_scale": scale,
         },
         per_record=flags,
-        per_record_description=(f"per synthetic record (by row position): 1 if its nearest training record is "
+        per_record_description=(f"per synthetic record (by row position; the sampled ones when sampled): 1 if its nearest training record is "
                                 f"less than {ratio:g}× as far as its nearest holdout record, 0.5 on the boundary"),
     )
     res.p_value = float(min(adjusted))
     res.set_ci((lower, upper), f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
                                f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
                                "one-sided 97.5 % Clopper–Pearson")
+    if sample is not None:
+        res.details["n_flagged_in_sample"] = res.details.pop("n_flagged")
+        mark_sampled(res, ctx, sample, "synthetic")
+        res.details["ci_method"] += ("; sampled: each tail's lower bound moved down, and the upper bound up, by "
+                                     "z × the record-sampling standard error of its share (details.tails[].sampling_halfwidth)")
     # an approximate search (large inputs) may give a record a wrong nearest record on one side:
     # its side then moves, changing A or B by at most 1 — the share by at most
     # scale·max(1, p0/(1 − p0))/m — so both ends move out by that times the rows possibly wrong

@@ -23,7 +23,7 @@ import polars as pl
 
 from markupsafe import Markup, escape
 
-from ..gates.engine import _fmt, decision_rows, fmt_p, with_interval  # the decision table's formats
+from ..gates.engine import _fmt, decision_rows, fmt_p, sampling_summary, with_interval  # the decision table's formats
 from ..results import _jsonable
 from . import plots
 
@@ -91,6 +91,7 @@ def render_html(outcome: Any, history: Any = None) -> str:
         plot_per_record=plots.plot_per_record(outcome),
         plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
         history_rows=history_rows,
+        sampling=sampling_summary(outcome.results),
     )
 
 

@@ -273,8 +273,9 @@ def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
     assert rows.size == 100 and (np.diff(rows) > 0).all()
     np.testing.assert_array_equal(rows, EvaluationContext(r, s, seed=3, sample_real=100).real_sample())
     assert not np.array_equal(rows, EvaluationContext(r, s, seed=4, sample_real=100).real_sample())
-    assert ctx.sample_description() == {"n": 100, "of": 400, "seed": 3,
-                                        "method": "simple random sample without replacement"}
+    assert ctx.sample_description() == {"n": 100, "of": 400, "seed": 3, "side": "real",
+                                        "method": "simple random sample without replacement",
+                                        "rule": "explicit sample size"}
     for target in ("synthetic", "real"):
         full = ctx.neighbours("mixed", "real", target, 1)
         part = ctx.neighbours("mixed", "real", target, 1, rows=rows)

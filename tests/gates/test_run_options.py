@@ -28,7 +28,7 @@ def _frames(n: int = 300):
 def test_options_block_parses_and_defaults():
     cfg = parse_gate_config({**BASE, "options": {"threads": 2, "exact": True, "sample_real": 100}})
     assert (cfg.options.threads, cfg.options.exact, cfg.options.sample_real) == (2, True, 100)
-    assert cfg.to_dict()["options"] == {"threads": 2, "exact": True, "sample_real": 100}
+    assert cfg.to_dict()["options"] == {"threads": 2, "exact": True, "sample_real": 100, "sample": "auto"}
     plain = parse_gate_config(BASE)
     assert plain.options.is_default and "options" not in plain.to_dict()
     assert parse_gate_config({**BASE, "options": None}).options.is_default
@@ -82,14 +82,15 @@ def test_run_gate_takes_options_from_the_config_and_arguments_override(monkeypat
         out = engine.run_gate(cfg, real, syn, release_id="a", history=store)
         assert seen == {"threads": 1, "exact": False, "sample_real": 100}
         assert out.results["authenticity"].details["sampled"]["n"] == 100
-        assert out.to_dict()["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 100}
+        assert out.to_dict()["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 100,
+                                                      "sample": "auto"}
         import sqlalchemy as sa
 
         from privgate.history import schema as S
 
         with store.engine.connect() as conn:
             text = conn.execute(sa.select(S.runs.c.config_json).where(S.runs.c.run_id == out.run_id)).scalar_one()
-        assert json.loads(text)["options"] == {"threads": 1, "exact": False, "sample_real": 100}
+        assert json.loads(text)["options"] == {"threads": 1, "exact": False, "sample_real": 100, "sample": "auto"}
         out2 = engine.run_gate(cfg, real, syn, release_id="b", threads=2, exact=True, sample_real=50)
         assert seen == {"threads": 2, "exact": True, "sample_real": 50}
         assert out2.results["common_rows"].details["sampled"]["n"] == 50
@@ -139,7 +140,7 @@ def test_cli_gate_json_report_records_the_options(tmp_path, capsys):
                  "--synthetic", str(tmp_path / "syn.parquet"), "--release-id", "r1", "--no-history",
                  "--quiet", "--json", str(tmp_path / "out.json"), "--threads", "1", "--sample-real", "77"]) == 0
     report = json.loads((tmp_path / "out.json").read_text())
-    assert report["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 77}
+    assert report["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 77, "sample": "auto"}
     assert report["results"]["authenticity"]["details"]["sampled"]["n"] == 77
 
 
@@ -152,7 +153,8 @@ def test_cli_evaluate_flags(tmp_path, capsys):
                  "--json", str(tmp_path / "r.json")]) == 0
     assert "options: threads 1, exact True, sample_real 90" in capsys.readouterr().out
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["params"]["options"] == {"threads": 1, "exact": True, "sample_real": 90}
+    assert report["params"]["options"] == {"threads": 1, "exact": True, "sample_real": 90, "sample": "auto",
+                                           "sampled": {"real": 90, "synthetic": None}}
     assert report["results"]["authenticity"]["details"]["sampled"]["n"] == 90
 
 
@@ -170,7 +172,7 @@ def test_dagster_resource_fields_reach_the_evaluation(tmp_path, monkeypatch):
                            history_url=url, lock_dir=str(tmp_path), threads=1, exact=True)
     outcome, _ = res.evaluate(syn, release_id="r1")
     assert seen == {"threads": 1, "exact": True, "sample_real": 200}  # unset sample_real: the config's
-    assert outcome.config.options.to_dict() == {"threads": 1, "exact": True, "sample_real": 200}
+    assert outcome.config.options.to_dict() == {"threads": 1, "exact": True, "sample_real": 200, "sample": "auto"}
     res2 = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
                             history_url=url, lock_dir=str(tmp_path), threads=0, sample_real=60)
     outcome, _ = res2.evaluate(syn, release_id="r2")

@@ -52,8 +52,8 @@ def test_a_sample_of_every_record_gives_the_unsampled_value(name, monkeypatch):
     assert same.value == full.value and same.ci == full.ci and "sampled" not in same.details
     # the sampled code path with every row as the "sample" computes exactly the full value
     ctx = _ctx(real, syn, sample_real=10)
-    monkeypatch.setattr(ctx, "real_sample", lambda: np.arange(real.height))
-    monkeypatch.setattr(ctx, "sample_description", lambda: {"n": 600, "of": 600, "seed": 0, "method": "all"})
+    monkeypatch.setattr(ctx, "real_sample", lambda auto=True: np.arange(real.height))
+    monkeypatch.setattr(ctx, "sample_description", lambda role="real": {"n": 600, "of": 600, "seed": 0, "method": "all"})
     every = _run(name, ctx)
     assert every.value == pytest.approx(full.value, abs=1e-12)
     if "jackknife" in full.details.get("ci_method", ""):
@@ -72,8 +72,9 @@ def test_a_sampled_estimate_is_within_its_interval_of_the_full_value(name):
     real, syn = _data(3000, 2)
     full = _run(name, _ctx(real, syn))
     part = _run(name, _ctx(real, syn, sample_real=500, seed=4))
-    assert part.details["sampled"] == {"n": 500, "of": 3000, "seed": 4,
-                                       "method": "simple random sample without replacement"}
+    assert part.details["sampled"] == {"n": 500, "of": 3000, "seed": 4, "side": "real",
+                                       "method": "simple random sample without replacement",
+                                       "rule": "explicit sample size"}
     assert part.per_record.shape == (500,)
     lo, hi = part.ci
     assert lo <= full.value <= hi, (name, full.value, part.ci)
@@ -81,8 +82,8 @@ def test_a_sampled_estimate_is_within_its_interval_of_the_full_value(name):
     # fewer records, wider interval — than the same rule over every record (a full evaluation's
     # jackknife interval also carries the real records' role as reference points and FAMD axes)
     full_ctx = _ctx(real, syn, sample_real=10)
-    full_ctx.real_sample = lambda: np.arange(real.height)
-    full_ctx.sample_description = lambda: {"n": 3000, "of": 3000, "seed": 0, "method": "all"}
+    full_ctx.real_sample = lambda auto=True: np.arange(real.height)
+    full_ctx.sample_description = lambda role="real": {"n": 3000, "of": 3000, "seed": 0, "method": "all"}
     full_rule = _run(name, full_ctx)
     assert hi - lo > (full_rule.ci[1] - full_rule.ci[0])
 
