@@ -379,11 +379,11 @@ def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndar
         syn_side = stats.leave_group_out_means(syn_flags, lab_s, int(lab_s.max()) + 1)
         sources["synthetic"] = 0.5 * (real_flags.mean() + syn_side)
         what["synthetic"] = "synthetic records (as queries)"
-    return set_jackknife_ci(res, ctx, sources, what=what, note=_RR_FIXED + "; " + _NNAA_FIXED)
+    return set_jackknife_ci(res, ctx, sources, what=what, note=_NNAA_FIXED)
 
 
 # what nnaa's grouped jackknife holds fixed (a k > 1 search each)
-_NNAA_FIXED = ("the records' roles as reference points across the two sets held fixed (the nearest real record of "
+_NNAA_FIXED = ("the space's scaling (fitted on all real records) held fixed; the records' roles as reference points across the two sets held fixed (the nearest real record of "
                "each synthetic record, the nearest synthetic record of each real record and the nearest other "
                "synthetic record of each synthetic record: recomputing them needs a k > 1 search, measured too "
                "costly)")
