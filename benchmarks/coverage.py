@@ -64,10 +64,13 @@ METRICS = ["common_rows", "authenticity", "identifiability", "median_dcr", "nnaa
            "disclosure_attribute"]
 # per-record value depends on the record and the release only: the population value is exact truth
 POPULATION_TRUTH = ["common_rows", "zero_cap", "generalized_cap"]
+# value interval includes the release's sampling (synthetic records as queries): also simulated
+# with the release redrawn in every replicate
+RELEASE_SAMPLED = ["nnaa"]
 
 
-def _evaluate(real, syn, seed, **kw):
-    rep = privgate.evaluate(real, syn, METRICS, keys=KEYS, sensitive=SENSITIVE, seed=seed, **kw)
+def _evaluate(real, syn, seed, metrics=None, **kw):
+    rep = privgate.evaluate(real, syn, metrics or METRICS, keys=KEYS, sensitive=SENSITIVE, seed=seed, **kw)
     return rep.results
 
 
@@ -83,22 +86,28 @@ def _short(method: str) -> str:
     return method[:30]
 
 
-def value_coverage(pop: pl.DataFrame, n: int, reps: int) -> list[dict]:
-    rng = np.random.default_rng(20261123)
+def value_coverage(pop: pl.DataFrame, n: int, reps: int, redraw_release: bool = False) -> list[dict]:
+    """``redraw_release``: every replicate also draws a fresh release, for the metrics whose value
+    interval includes the release's sampling (``RELEASE_SAMPLED``; truth = the mean over
+    replicates of both draws)."""
+    metrics = [m for m in METRICS if m in RELEASE_SAMPLED] if redraw_release else METRICS
+    rng = np.random.default_rng(20261123 + redraw_release)
     syn = pop[np.sort(rng.choice(pop.height, n, replace=False))]
-    rows: dict[str, dict[str, list]] = {m: {"value": [], "lo": [], "hi": [], "method": []} for m in METRICS}
+    rows: dict[str, dict[str, list]] = {m: {"value": [], "lo": [], "hi": [], "method": []} for m in metrics}
     for r in range(reps):
         real = pop[np.sort(rng.choice(pop.height, n, replace=False))]
-        for m, res in _evaluate(real, syn, seed=r).items():
+        if redraw_release:
+            syn = pop[np.sort(rng.choice(pop.height, n, replace=False))]
+        for m, res in _evaluate(real, syn, seed=r, metrics=metrics).items():
             rows[m]["value"].append(res.value)
             rows[m]["lo"].append(res.ci[0] if res.ci else np.nan)
             rows[m]["hi"].append(res.ci[1] if res.ci else np.nan)
             rows[m]["method"].append(res.details["ci_method"])
     exact = {m: res.value for m, res in
              privgate.evaluate(pop, syn, POPULATION_TRUTH, keys=KEYS, sensitive=SENSITIVE).results.items()} \
-        if POPULATION_TRUTH else {}
+        if POPULATION_TRUTH and not redraw_release else {}
     out = []
-    for m in METRICS:
+    for m in metrics:
         v, lo, hi = (np.asarray(rows[m][k]) for k in ("value", "lo", "hi"))
         truth = float(v.mean())
         half = float(np.nanmean(hi - lo) / 2)
@@ -181,9 +190,12 @@ def cost_text(runs: list[tuple[str, dict]]) -> str:
     return "\n".join(lines)
 
 
-def tables(values: list[dict], excess: list[dict], n: int, reps: int) -> str:
+def tables(values: list[dict], excess: list[dict], n: int, reps: int, redrawn: list[dict] | None = None,
+           load: str = "") -> str:
+    se = np.sqrt(0.95 * 0.05 / reps)
     lines = [f"Texas 25k population, n = {n} real and {n} synthetic records, {reps} replicates per table "
-             f"(python benchmarks/coverage.py --n {n} --reps {reps}).", "",
+             f"(python benchmarks/coverage.py --n {n} --reps {reps}); binomial standard error of a 95 % "
+             f"coverage at {reps} replicates: {se:.1%}" + (f"; {load}" if load else "") + ".", "",
              "Value intervals, one fixed release (truth = mean over the replicates; exact = the population value):", "",
              "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width "
              "| exact truth | coverage of exact |",
@@ -192,11 +204,27 @@ def tables(values: list[dict], excess: list[dict], n: int, reps: int) -> str:
         ex = (f"{r['exact_truth']:.4f} | {r['coverage_exact']:.1%}" if "exact_truth" in r else "– | –")
         lines.append(f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | {r['width']:.4f} | "
                      f"{r['se_ratio']:.2f} | {r['truth_se_share']:.2f} | {ex} |")
+    if redrawn:
+        lines += ["", "Value intervals that include the release's sampling, the release redrawn in every replicate "
+                      "(truth = mean over the replicates):", "",
+                  "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in redrawn:
+            lines.append(f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | "
+                         f"{r['width']:.4f} | {r['se_ratio']:.2f} | {r['truth_se_share']:.2f} |")
     lines += ["", "Excess intervals for an honest release (release and holdout exchangeable: true excess 0):", "",
               "| metric | excess interval | coverage of 0 | mean width | interval s.e. / sd |", "|---|---|---|---|---|"]
     for r in excess:
         lines.append(f"| `{r['metric']}` | {r['method']} | {r['coverage']:.1%} | {r['width']:.4f} | {r['se_ratio']:.2f} |")
     return "\n".join(lines)
+
+
+def _load() -> str:
+    """The machine's 1-minute load average and core count, for the record."""
+    try:
+        return f"machine load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end of the run"
+    except OSError:
+        return ""
 
 
 def write_doc(tag: str, text: str) -> None:
@@ -232,9 +260,12 @@ def main() -> None:
     if args.only != "cost":
         values = value_coverage(pop, args.n, args.reps)
         print(f"value coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        redrawn = value_coverage(pop, args.n, args.reps, redraw_release=True) \
+            if any(m in RELEASE_SAMPLED for m in METRICS) else None
+        print(f"value coverage, release redrawn: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         excess = excess_coverage(pop, args.n, args.reps)
         print(f"excess coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-        text = tables(values, excess, args.n, args.reps)
+        text = tables(values, excess, args.n, args.reps, redrawn, _load())
         print(text, flush=True)
         if args.write_doc:
             write_doc("coverage", text)

@@ -372,7 +372,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
                  per_record=per,
                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
     if labels is not None:
-        return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, d_sr, d_ss))
+        return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, real_side, syn_side))
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
 
 
@@ -401,22 +401,40 @@ def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> 
     return widen_share_for_search(res)
 
 
-def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, d_sr: np.ndarray,
-                       d_ss: np.ndarray) -> MetricResult:
-    """1 − AA given the release, the real records redrawn: a real record is a query of the real
-    side and the reference point of other real records' nearest real record, so a grouped
-    jackknife of the real records deletes each group from both roles (the real → real search's
-    nearest neighbour outside the group from its k-list). Left out: the real records' third role,
-    the nearest real record of synthetic records (the synthetic side's flags are held fixed) —
-    recomputing it needs a k > 1 synthetic → real search, which cost more than the rest of the
-    interval on Texas 25k. Measured (benchmarks/coverage.py, n = 500, 120 replicates): value
-    interval coverage 91.7 % without it (interval s.e. / sd 0.95), 97.5 % with it (1.25)."""
+def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, real_flags: np.ndarray,
+                       syn_flags: np.ndarray) -> MetricResult:
+    """1 − AA = ½·(mean real-side flag) + ½·(mean synthetic-side flag), with delete-a-group
+    replicates for two independent sources (variances added, Satterthwaite df):
+
+    * the real records: a real record is a query of the real side and the reference point of
+      other real records' nearest real record, so each group is deleted from both roles (the
+      real → real search's nearest neighbour outside the group from its k-list);
+    * the synthetic records (the release is one draw from the generator): each group is deleted
+      as queries of the synthetic side — the mean synthetic-side flag of the records left — from
+      the flags already computed, no search.
+
+    Held fixed (each would need a k > 1 search of its own, measured too costly on Texas 25k —
+    the synthetic → real one cost more than the rest of the interval): the real records' role as
+    the nearest real record of synthetic records, and the synthetic records' roles as the nearest
+    synthetic record of real records and the nearest other synthetic record of synthetic
+    records. Coverage measured with benchmarks/coverage.py: docs/intervals.md."""
     d_rr_g = _rr_without_groups(ctx, "mixed", labels)
     real_side = stats.group_deleted_means((~gt(d_rs[None, :], d_rr_g)).astype(float), labels)
-    syn_side = float((~gt(d_sr, d_ss)).mean())
-    return set_jackknife_ci(res, ctx, {"real": 0.5 * (real_side + syn_side)}, what={"real": "real records"},
-                            note=_RR_FIXED + "; the synthetic side's flags (nearest real record of each synthetic "
-                                             "record) held fixed")
+    sources = {"real": 0.5 * (real_side + syn_flags.mean())}
+    what = {"real": "real records"}
+    lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)
+    if lab_s is not None:
+        syn_side = stats.leave_group_out_means(syn_flags, lab_s, int(lab_s.max()) + 1)
+        sources["synthetic"] = 0.5 * (real_flags.mean() + syn_side)
+        what["synthetic"] = "synthetic records (as queries)"
+    return set_jackknife_ci(res, ctx, sources, what=what, note=_NNAA_FIXED)
+
+
+# what nnaa's grouped jackknife holds fixed (a k > 1 search each)
+_NNAA_FIXED = ("the space's scaling (fitted on all real records) held fixed; the records' roles as reference points across the two sets held fixed (the nearest real record of "
+               "each synthetic record, the nearest synthetic record of each real record and the nearest other "
+               "synthetic record of each synthetic record: recomputing them needs a k > 1 search, measured too "
+               "costly)")
 
 
 def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]]) -> MetricResult:

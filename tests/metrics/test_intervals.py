@@ -178,8 +178,8 @@ def test_excess_interval_with_a_holdout(adult_report):
             mover_seen += 1
             assert r.excess_ci == pytest.approx(stats.difference_interval(r.value, r.ci, r.baseline, r.baseline_ci))
             assert lo <= r.excess <= hi, name
-    # zero_cap, generalized_cap, attribute_inference, disclosure_identity, disclosure_attribute
-    assert paired_seen >= 4 and mover_seen >= 3 and jack_seen == 5
+    # zero_cap, generalized_cap, attribute_inference, disclosure_identity, disclosure_attribute, nnaa
+    assert paired_seen >= 4 and mover_seen >= 3 and jack_seen == 6
 
 
 def test_paired_excess_is_the_bootstrap_of_per_record_differences(adult, adult_holdout):
@@ -264,7 +264,8 @@ def test_real_to_real_jackknife_replicates_are_the_metrics_recomputed_without_ea
         d_rr = knn(r, r, 1, exclude_self=True).dist[:, 0]
         want["median_dcr"].append(_median_dcr_value(np.array([np.median(d_rs)]), np.array([np.median(d_rr)]))[0])
         want["authenticity"].append(np.mean(d_rs <= d_rr))
-        # nnaa's synthetic side is held fixed (the synthetic records' nearest real record among all of them)
+        # deleting real records leaves nnaa's synthetic side alone (the synthetic records' nearest real
+        # record among all of them: held fixed; the synthetic records have their own jackknife source)
         want["nnaa"].append(0.5 * np.mean(d_rs <= d_rr) + 0.5 * np.mean(d_sr_all <= d_ss))
     for m, r in res.items():
         assert jackknife_sources(r)["real"] == pytest.approx(want[m]), m
@@ -331,3 +332,41 @@ def test_nnaa_interval_with_unequal_sizes_pools_the_repetitions():
     small = nnaa(EvaluationContext(real, syn.head(40), seed=3), repetitions=3)
     assert "3 subsampled repetitions pooled" in small.details["ci_method"]
     assert small.ci[0] <= small.value <= small.ci[1]
+
+
+def test_nnaa_jackknife_by_hand_on_nine_records(monkeypatch):
+    # 9 real and 9 synthetic records on one numeric column (the flags compare distances, so the
+    # space's scaling does not change them); 3 jackknife groups of each set (the ≥ 25-record
+    # floor lowered for the test)
+    monkeypatch.setattr(stats.jackknife, "MIN_GROUPS", 2)
+    real_x = np.arange(9.0)                                  # nearest other real record: 1 away for all
+    syn_x = np.array([0.2, 0.3, 2.6, 10.0, 11.0, 12.5, 20.0, 21.5, 4.4])
+    ctx = EvaluationContext(pl.DataFrame({"a": real_x}), pl.DataFrame({"a": syn_x}), seed=4)
+    res = nnaa(ctx)
+    # real side: d_rs = .2 .7 .6 .4 .4 .6 1.6 2.6 2 against d_rr = 1 → flags 1 1 1 1 1 1 0 0 0
+    assert res.per_record.tolist() == [1, 1, 1, 1, 1, 1, 0, 0, 0]
+    # synthetic side: d_sr = .2 .3 .4 2 3 4.5 12 13.5 .4, d_ss = .1 .1 1.8 1 1 1.5 1.5 1.5 1.8
+    syn_flags = np.array([0, 0, 1, 0, 0, 0, 0, 0, 1.0])
+    assert res.value == pytest.approx(0.5 * (6 / 9 + 2 / 9))
+    lab_r, lab_s = jackknife_labels(ctx, "real", 9), jackknife_labels(ctx, "synthetic", 9)
+    assert sorted(np.bincount(lab_r)) == [3, 3, 3] and sorted(np.bincount(lab_s)) == [3, 3, 3]
+    # real groups deleted from both roles: flags recomputed from scratch on the real records left
+    real_reps = []
+    for g in range(3):
+        r = real_x[lab_r != g]
+        d_rr = np.array([np.min(np.abs(np.delete(r, i) - r[i])) for i in range(r.size)])
+        d_rs = np.array([np.min(np.abs(syn_x - v)) for v in r])
+        real_reps.append(0.5 * (np.mean(d_rs <= d_rr) + syn_flags.mean()))
+    # synthetic groups deleted as queries only: the mean of the synthetic flags left
+    syn_reps = [0.5 * (6 / 9 + syn_flags[lab_s != h].mean()) for h in range(3)]
+    jk = jackknife_sources(res)
+    assert jk["real"] == pytest.approx(real_reps) and jk["synthetic"] == pytest.approx(syn_reps)
+    v_r = 2 / 3 * np.sum((np.array(real_reps) - np.mean(real_reps)) ** 2)
+    v_s = 2 / 3 * np.sum((np.array(syn_reps) - np.mean(syn_reps)) ** 2)
+    assert v_r > 0 and v_s > 0
+    df = (v_r + v_s) ** 2 / (v_r ** 2 / 2 + v_s ** 2 / 2)      # Satterthwaite, 2 df each
+    from scipy.stats import t
+    half = t.ppf(0.975, df) * math.sqrt(v_r + v_s)
+    assert res.ci == pytest.approx((max(0.0, res.value - half), min(1.0, res.value + half)))
+    assert "3 groups of the synthetic records (as queries)" in res.details["ci_method"]
+    assert "held fixed" in res.details["ci_method"]
