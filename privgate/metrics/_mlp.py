@@ -32,7 +32,8 @@ VALIDATION_FRACTION = 0.1
 
 @dataclass
 class MLP:
-    """Trained weights (float32): ``layers`` = [(W, b), ...], the last with one output unit."""
+    """Trained weights (float32 unless trained in float64): ``layers`` = [(W, b), ...], the last
+    with one output unit."""
 
     layers: list[tuple[np.ndarray, np.ndarray]]
     n_epochs: int
@@ -40,7 +41,7 @@ class MLP:
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
         """P(class 1) for each row of ``x``."""
-        a = np.asarray(x, dtype=np.float32)
+        a = np.asarray(x, dtype=self.layers[0][0].dtype)
         for w, b in self.layers[:-1]:
             a = a @ w
             a += b
@@ -82,16 +83,24 @@ def _stratified_validation(y: np.ndarray, fraction: float, rng: np.random.Genera
     return np.sort(tr), np.sort(va)
 
 
-def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: int, seed: int) -> MLP:
-    """Fit the MLP to features ``x`` (n, d) and labels ``y`` ∈ {0, 1}; deterministic for a seed."""
+def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: int, seed: int,
+              dtype: type = np.float32) -> MLP:
+    """Fit the MLP to features ``x`` (n, d) and labels ``y`` ∈ {0, 1}; deterministic for a seed.
+
+    ``dtype`` is the precision of weights, activations, gradients and Adam state: float32 (the
+    metric's) or float64 (the reference it is compared with in tests and benchmarks); the same
+    seed draws the same initial weights, split and batch orders in both."""
+    dt = np.dtype(dtype).type
+    if dt not in (np.float32, np.float64):
+        raise ValueError(f"train_mlp dtype must be float32 or float64; got {np.dtype(dtype).name}")
     rng = np.random.default_rng(seed)
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.ascontiguousarray(x, dtype=dt)
     y = np.asarray(y)
     sizes = [x.shape[1], *(int(h) for h in hidden), 1]
     layout = _layout(sizes)
     n_params = layout[-1][2].stop
-    theta = np.empty(n_params, dtype=np.float32)
-    decay = np.zeros(n_params, dtype=np.float32)  # α on weights, 0 on biases
+    theta = np.empty(n_params, dtype=dt)
+    decay = np.zeros(n_params, dtype=dt)  # α on weights, 0 on biases
     for i, (ws, shape, bs) in enumerate(layout):
         factor = 2.0 if i == len(layout) - 1 else 6.0
         bound = np.sqrt(factor / (shape[0] + shape[1]))
@@ -106,23 +115,27 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: i
     scratch = np.empty_like(theta)
 
     train, val = _stratified_validation(y, VALIDATION_FRACTION, rng)
-    x_train, y_train = x[train], y[train].astype(np.float32)
+    x_train, y_train = x[train], y[train].astype(dt)
     x_val, y_val = x[val], y[val]
     n = train.size
     batch = min(BATCH_SIZE, n)
-    acts = [np.empty((batch, h), dtype=np.float32) for h in sizes[1:]]
-    deltas = [np.empty((batch, h), dtype=np.float32) for h in sizes[1:]]
+    acts = [np.empty((batch, h), dtype=dt) for h in sizes[1:]]
+    deltas = [np.empty((batch, h), dtype=dt) for h in sizes[1:]]
+    masks = [np.empty((batch, h), dtype=bool) for h in sizes[1:-1]]
+    xs, ys = np.empty_like(x_train), np.empty_like(y_train)
 
     best, best_theta, stall, t, epochs = -np.inf, theta.copy(), 0, 0, 0
     for _ in range(max_iter):
         order = rng.permutation(n)
-        xs, ys = x_train[order], y_train[order]  # one gather per epoch: batches are contiguous
+        np.take(x_train, order, axis=0, out=xs)  # one gather per epoch: batches are contiguous
+        np.take(y_train, order, out=ys)
         for s in range(0, n, batch):
             e = min(n, s + batch)
             bsz = e - s
             xb, yb = xs[s:e], ys[s:e]
             a = [buf[:bsz] for buf in acts]
             dl = [buf[:bsz] for buf in deltas]
+            mk = [buf[:bsz] for buf in masks]
             # forward
             inp = xb
             for (w, b), out in zip(weights[:-1], a[:-1]):
@@ -136,7 +149,7 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: i
             _expit(a[-1], out=a[-1])
             # backward: δ_last = p − y; grads = (aᵀδ + αW)/batch
             np.subtract(a[-1][:, 0], yb, out=dl[-1][:, 0])
-            dl[-1] *= np.float32(1.0 / bsz)
+            dl[-1] *= dt(1.0 / bsz)
             for layer in range(len(weights) - 1, -1, -1):
                 gw, gb = grads[layer]
                 prev = xb if layer == 0 else a[layer - 1]
@@ -144,23 +157,25 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: i
                 dl[layer].sum(axis=0, out=gb)
                 if layer:
                     np.matmul(dl[layer], weights[layer][0].T, out=dl[layer - 1])
-                    dl[layer - 1][a[layer - 1] <= 0] = 0.0
+                    np.greater(a[layer - 1], 0, out=mk[layer - 1])  # ReLU derivative, no temporaries
+                    np.multiply(dl[layer - 1], mk[layer - 1], out=dl[layer - 1])
             np.multiply(theta, decay, out=scratch)
-            scratch *= np.float32(1.0 / bsz)
+            scratch *= dt(1.0 / bsz)
             grad += scratch
             # Adam, on the flat vector
             t += 1
-            m *= np.float32(BETA1)
-            m += np.float32(1 - BETA1) * grad
-            v *= np.float32(BETA2)
+            m *= dt(BETA1)
+            np.multiply(grad, dt(1 - BETA1), out=scratch)
+            m += scratch
+            v *= dt(BETA2)
             np.multiply(grad, grad, out=scratch)
-            scratch *= np.float32(1 - BETA2)
+            scratch *= dt(1 - BETA2)
             v += scratch
             step = LEARNING_RATE * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
             np.sqrt(v, out=scratch)
-            scratch += np.float32(EPSILON)
+            scratch += dt(EPSILON)
             np.divide(m, scratch, out=scratch)
-            scratch *= np.float32(step)
+            scratch *= dt(step)
             theta -= scratch
         epochs += 1
         score = float(((MLP(weights, epochs, best).predict_proba(x_val) > 0.5) == (y_val == 1)).mean())
