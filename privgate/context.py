@@ -163,6 +163,19 @@ class EvaluationContext:
             return self._scans[role]
         return self._frames[role].lazy()
 
+    def columns(self, role: str, columns: Sequence[str]) -> pl.DataFrame:
+        """Only ``columns`` of ``role``'s normalised frame: a projection of the loaded frame, or,
+        while ``role`` is still a Parquet / Arrow scan, those columns read with the streaming
+        engine without loading (or caching) the rest — what the group-by metrics read, so that a
+        release they evaluate is never materialised whole for them."""
+        cols = list(dict.fromkeys(columns))
+        self._require_columns(f"{role} columns", cols)
+        if role not in self._heights:
+            raise NotApplicableError(f"this evaluation has no {role} data")
+        if role in self._frames:
+            return self._frames[role].select(cols)
+        return collect_scan(self._scans[role].select(cols), role)
+
     def is_loaded(self, role: str) -> bool:
         """Whether ``role``'s frame is in memory (False: still a file scan)."""
         return role in self._frames

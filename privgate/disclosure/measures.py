@@ -54,8 +54,10 @@ def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_sy
         .fill_null(0)
         .sort(SYN_COL)
     )
+    # the float sums below (CAPs, mean_denom) run in one fixed order of the cells: a hash join's
+    # or group-by's row order varies from run to run, and with it the last bits of a float sum
     with_q = cells.join(per_key.select(SYN_COL, *key_cols, "dq", "sq"), on=[SYN_COL, *key_cols],
-                        how="left")
+                        how="left").sort([SYN_COL, *key_cols, TARGET_COL], nulls_last=True)
     d, s, dq, sq = pl.col("d"), pl.col("s"), pl.col("dq"), pl.col("sq")
     ps = pl.when(sq > 0).then(s / sq).otherwise(0.0)
     pd_ = pl.when(dq > 0).then(d / dq).otherwise(0.0)
@@ -69,7 +71,8 @@ def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_sy
     sums = sums.join(ns, on=SYN_COL, how="right").sort(SYN_COL)
     # baseCAPd from the original's row totals before exclusions (the same for every set)
     first = cells.filter(pl.col(SYN_COL) == 1)
-    row_tot = first.group_by(TARGET_COL).agg(pl.col("d_pre").sum()).get_column("d_pre").to_numpy()
+    row_tot = first.group_by(TARGET_COL).agg(pl.col("d_pre").sum()).sort(TARGET_COL, nulls_last=True
+                                                                           ).get_column("d_pre").to_numpy()
     base_capd = 100.0 * float(np.sum((row_tot / nd) ** 2))
 
     nsv = ident["__ns"].to_numpy()

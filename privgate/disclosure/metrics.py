@@ -42,7 +42,10 @@ def _run(ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None,
             f"targets=[...] (or sensitive=[...] to evaluate / `sensitive:` in a gate configuration); "
             f"columns are {ctx.schema.columns}")
     key_list, target_list = ctx.key_sensitive(keys, targets)
-    res = multi_disclosure(ctx.real, ctx.synthetic, key_list, target_list, **options)
+    # only the keys and targets are read: a Parquet scan streams just these columns
+    cols = key_list + target_list
+    res = multi_disclosure(ctx.columns("real", cols), ctx.columns("synthetic", cols), key_list, target_list,
+                           **options)
     return res, key_list, target_list
 
 

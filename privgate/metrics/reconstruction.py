@@ -43,13 +43,17 @@ _HAMMING_BLOCK_CELLS = 4_000_000
 
 
 # ------------------------------------------------------------------------------ encoding
-def _value_codes(ctx, column: str, key_bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _value_codes(ctx, column: str, key_bins: int | None = None,
+                 frames: dict[str, pl.DataFrame] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of ``column`` in the real and synthetic frames such that two values get the
     same code exactly when they are equal (null = null only, numbers by value); numeric columns
-    are binned into ``key_bins`` real quantile bins first when asked."""
+    are binned into ``key_bins`` real quantile bins first when asked. ``frames``: the real and
+    synthetic frames holding ``column`` (default: read it alone, :meth:`EvaluationContext.columns`)."""
+    if frames is None:
+        frames = {r: ctx.columns(r, [column]) for r in ("real", "synthetic")}
     if ctx.schema.kind(column) == NUMERIC:
-        r = ctx.real[column].to_numpy().astype(np.float64, copy=False)
-        s = ctx.synthetic[column].to_numpy().astype(np.float64, copy=False)
+        r = frames["real"][column].to_numpy().astype(np.float64, copy=False)
+        s = frames["synthetic"][column].to_numpy().astype(np.float64, copy=False)
         if key_bins is not None:
             edges = quantile_edges(r, key_bins)
             return assign_bins(r, edges), assign_bins(s, edges)
@@ -58,7 +62,7 @@ def _value_codes(ctx, column: str, key_bins: int | None = None) -> tuple[np.ndar
         _, inv = np.unique(both, return_inverse=True)
         inv = inv.astype(np.int64, copy=False).ravel()
         return inv[: r.size], inv[r.size:]
-    codes, _ = category_codes({"real": ctx.real, "synthetic": ctx.synthetic}, column)
+    codes, _ = category_codes({r: frames[r].select(column) for r in ("real", "synthetic")}, column)
     return codes["real"].astype(np.int64), codes["synthetic"].astype(np.int64)
 
 
@@ -75,14 +79,16 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
     name → column)."""
     real_cols: dict[str, np.ndarray] = {}
     syn_cols: dict[str, np.ndarray] = {}
+    # only the key and sensitive columns are read (a Parquet scan streams just these)
+    frames = {r: ctx.columns(r, keys + sensitive) for r in ("real", "synthetic")}
     kc = []
     for i, col in enumerate(keys):
-        r, s = _value_codes(ctx, col, key_bins)
+        r, s = _value_codes(ctx, col, key_bins, frames)
         real_cols[f"k{i}"], syn_cols[f"k{i}"] = r, s
         kc.append(f"k{i}")
     sc = {}
     for i, col in enumerate(sensitive):
-        r, s = _value_codes(ctx, col, None)
+        r, s = _value_codes(ctx, col, None, frames)
         real_cols[f"s{i}"], syn_cols[f"s{i}"] = r, s
         sc[f"s{i}"] = col
     return pl.DataFrame(real_cols), pl.DataFrame(syn_cols), kc, sc

@@ -10,7 +10,8 @@ import pytest
 import privgate.metrics as m
 from privgate import evaluate
 from privgate.context import EvaluationContext
-from privgate.errors import AllNullColumnError, InputLoadError, NonFiniteValueError
+from privgate.errors import (AllNullColumnError, InputLoadError, NonFiniteValueError, NotApplicableError,
+                             ParameterError)
 from privgate.gates import engine
 
 
@@ -52,8 +53,13 @@ def _same(a, b):
     (lambda c: m.common_rows(c), True),
     (lambda c: m.zero_cap(c, keys=["age", "sex", "region"], sensitive="label"), True),
     (lambda c: m.zero_cap(c, keys=["age", "zero", "sex"], sensitive=["label", "region"]), True),
-    # binning numeric keys needs the real quantiles: loaded
-    (lambda c: m.zero_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=4), False),
+    # binning numeric keys reads the key columns whole (the real quantiles), still not the frame
+    (lambda c: m.zero_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=4), True),
+    (lambda c: m.generalized_cap(c, keys=["age", "sex", "region"], sensitive=["label", "x"]), True),
+    (lambda c: m.generalized_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=3), True),
+    (lambda c: m.hitting_rate(c), True),
+    (lambda c: m.disclosure_identity(c, keys=["age", "sex", "region"], targets=["label"]), True),
+    (lambda c: m.disclosure_attribute(c, keys=["age", "sex", "region"], targets=["label", "zero"]), True),
 ])
 def test_group_by_metrics_stream_the_release_and_equal_the_eager_path(files, call, streams, sample_real):
     real, release, _ = files["frames"]
@@ -63,6 +69,19 @@ def test_group_by_metrics_stream_the_release_and_equal_the_eager_path(files, cal
     lazy = call(ctx)
     _same(lazy, eager)
     assert ctx.is_loaded("synthetic") is not streams  # streamed: never materialised
+    assert ctx.is_loaded("real") is not streams
+
+
+def test_columns_reads_a_projection_without_loading_and_names_unknown_columns(files):
+    real, _, _ = files["frames"]
+    ctx = EvaluationContext(files["real"], files["synthetic"])
+    got = ctx.columns("real", ["sex", "age", "sex"])
+    assert got.columns == ["sex", "age"] and not ctx.is_loaded("real")
+    assert got.equals(ctx.real.select("sex", "age"))  # loads now: the same normalised values
+    with pytest.raises(ParameterError, match=r"real columns not in the data: \['nope'\]"):
+        ctx.columns("real", ["nope"])
+    with pytest.raises(NotApplicableError, match="no holdout data"):
+        ctx.columns("holdout", ["age"])
 
 
 def test_a_search_metric_loads_each_file_once_with_the_same_values(files):
