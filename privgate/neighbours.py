@@ -1031,11 +1031,18 @@ def _faiss_pass(index, q, t, q32, qn, tn, c, k, exclude_self, rows, extra, out_d
     complete &= ~bad
     sel = np.flatnonzero(complete)
     if sel.size:
-        cr = np.repeat(rows[sel], kk)
-        cc = idx[sel].ravel()
-        d64 = _pair_distances(q, t, cr, cc).reshape(sel.size, kk)
+        # float64 distances only for candidates whose float32 lower bound reaches `upper`: the
+        # others have exact d² > upper ≥ the first k candidates' exact d², beyond the tie
+        # tolerance of the row minimum, so they sort after those k (same answer as computing all)
+        lower = d32[sel] - c * (qn64[sel, None] + tn64[idx[sel]])
+        need = lower <= upper[sel, None] * (1 + 1e-6) + 1e-6
+        need[:, :k] = True
+        si, sj = np.nonzero(need)
+        d64 = np.full((sel.size, kk), np.inf)
+        d64[si, sj] = _pair_distances(q, t, rows[sel][si], idx[sel][si, sj])
         rowmin = d64.min(axis=1)
         key = _snap_ties(d64, rowmin[:, None])
+        key[~need] = np.inf
         order = np.lexsort((idx[sel], key), axis=-1)[:, :k]
         out_i[rows[sel]] = np.take_along_axis(idx[sel], order, axis=1)
         out_d[rows[sel]] = np.take_along_axis(d64, order, axis=1)
