@@ -29,6 +29,7 @@ measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbour
 from __future__ import annotations
 
 import copy
+import os
 import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -470,43 +471,66 @@ class _Lists:
         bounds = np.searchsorted(flat, np.arange(self.nlist + 1))
         self_list = self.assign[sel] if ex.exclude_self else None
         self_col = self.position[sel] if ex.exclude_self else None
-        cand_r, cand_c, cand_v = [], [], []
         block_rows = max(1, ex.block_bytes // max(1, 4 * int(np.diff(self.start).max(initial=1))))
-        for lst in np.flatnonzero(np.diff(bounds)):
-            ts, te = int(self.start[lst]), int(self.start[lst + 1])
-            if te == ts:
-                continue
-            tb, tlow, ctn2 = self.t32[ts:te], self.tlow[ts:te], self.ctn2[ts:te]
-            for a in range(int(bounds[lst]), int(bounds[lst + 1]), block_rows):
-                pos = qpos[a:min(a + block_rows, int(bounds[lst + 1]))]
-                # v = float32 d² − ‖q‖² − c‖t‖²: the pair's lower bound is v + ‖q‖² − c‖q‖², its
-                # upper bound v + 2c‖t‖² + ‖q‖² + c‖q‖² (the exact search's bound, rearranged)
-                v = qm2[pos] @ tb.T
-                v += tlow[None, :]
-                if ex.exclude_self:  # a row never finds itself
-                    mine = np.flatnonzero(self_list[pos] == lst)
-                    v[mine, self_col[pos[mine]] - ts] = np.inf
-                in_list = te - ts - (1 if ex.exclude_self else 0)
-                if in_list >= k and k == 1:
-                    r = np.arange(pos.size)
-                    part = v.argmin(axis=1)[:, None]
-                    # lower ≤ the k-th's upper bound ⇔ v ≤ max(v + 2c‖t‖²) over the k + 2c‖q‖²
-                    thr = (v[r[:, None], part].astype(np.float64) + ctn2[part]).max(axis=1) + 2 * cqn[pos]
-                elif in_list >= k:
-                    # the k targets of smallest v have upper bounds ≤ the k-th smallest v + the
-                    # list's largest 2c‖t‖²: a (slightly looser) threshold from a value partition,
-                    # ~8× cheaper than argpartition (measured, 158-target lists, k = 3)
-                    kth = np.partition(v, k - 1, axis=1)[:, k - 1].astype(np.float64)
-                    thr = kth + float(ctn2.max()) + 2 * cqn[pos]
-                else:  # a list smaller than k: all its targets are candidates
-                    thr = np.full(pos.size, np.inf)
-                cand = v <= _up32(thr)[:, None]
-                if ex.exclude_self:
-                    cand[mine, self_col[pos[mine]] - ts] = False
-                cr, cc = np.nonzero(cand)
-                cand_r.append(pos[cr])
-                cand_c.append(cc + ts)
-                cand_v.append(v[cr, cc])
+        lists = np.flatnonzero(np.diff(bounds))
+
+        def scan(mine_lists: np.ndarray) -> tuple[list, list, list]:
+            """The candidates of the probed lists ``mine_lists`` (each list's arithmetic is the
+            same whichever thread scans it)."""
+            cand_r, cand_c, cand_v = [], [], []
+            for lst in mine_lists:
+                ts, te = int(self.start[lst]), int(self.start[lst + 1])
+                if te == ts:
+                    continue
+                tb, tlow, ctn2 = self.t32[ts:te], self.tlow[ts:te], self.ctn2[ts:te]
+                for a in range(int(bounds[lst]), int(bounds[lst + 1]), block_rows):
+                    pos = qpos[a:min(a + block_rows, int(bounds[lst + 1]))]
+                    # v = float32 d² − ‖q‖² − c‖t‖²: the pair's lower bound is v + ‖q‖² − c‖q‖², its
+                    # upper bound v + 2c‖t‖² + ‖q‖² + c‖q‖² (the exact search's bound, rearranged)
+                    v = qm2[pos] @ tb.T
+                    v += tlow[None, :]
+                    if ex.exclude_self:  # a row never finds itself
+                        mine = np.flatnonzero(self_list[pos] == lst)
+                        v[mine, self_col[pos[mine]] - ts] = np.inf
+                    in_list = te - ts - (1 if ex.exclude_self else 0)
+                    if in_list >= k and k == 1:
+                        r = np.arange(pos.size)
+                        part = v.argmin(axis=1)[:, None]
+                        # lower ≤ the k-th's upper bound ⇔ v ≤ max(v + 2c‖t‖²) over the k + 2c‖q‖²
+                        thr = (v[r[:, None], part].astype(np.float64) + ctn2[part]).max(axis=1) + 2 * cqn[pos]
+                    elif in_list >= k:
+                        # the k targets of smallest v have upper bounds ≤ the k-th smallest v + the
+                        # list's largest 2c‖t‖²: a (slightly looser) threshold from a value partition,
+                        # ~8× cheaper than argpartition (measured, 158-target lists, k = 3)
+                        kth = np.partition(v, k - 1, axis=1)[:, k - 1].astype(np.float64)
+                        thr = kth + float(ctn2.max()) + 2 * cqn[pos]
+                    else:  # a list smaller than k: all its targets are candidates
+                        thr = np.full(pos.size, np.inf)
+                    cand = v <= _up32(thr)[:, None]
+                    if ex.exclude_self:
+                        cand[mine, self_col[pos[mine]] - ts] = False
+                    cr, cc = np.nonzero(cand)
+                    cand_r.append(pos[cr])
+                    cand_c.append(cc + ts)
+                    cand_v.append(v[cr, cc])
+            return cand_r, cand_c, cand_v
+
+        workers = min(_workers() if _workers() > 0 else (os.cpu_count() or 1), lists.size)
+        if workers > 1:
+            # the lists split between threads (NumPy's products and partitions release the GIL),
+            # each product single-threaded: the same per-list results as one thread's loop, and
+            # the candidates are ordered by (row, bound) and (row, distance, index) below
+            from concurrent.futures import ThreadPoolExecutor
+
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
+                parts = list(pool.map(scan, [lists[w::workers] for w in range(workers)]))
+        else:
+            parts = [scan(lists)]
+        cand_r = [a for p in parts for a in p[0]]
+        cand_c = [a for p in parts for a in p[1]]
+        cand_v = [a for p in parts for a in p[2]]
         if not cand_r:
             return np.arange(sel.size)
         cr, cc = np.concatenate(cand_r), np.concatenate(cand_c)

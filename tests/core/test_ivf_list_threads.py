@@ -1,0 +1,29 @@
+"""The IVF screen's list scan (privgate.neighbours._Lists._screen_part) split between threads:
+the same neighbours and distances, bit for bit, as one thread's scan, and never nearer than the
+exact answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privgate.neighbours import knn
+from privgate.threads import limited
+
+
+@pytest.mark.parametrize("k, exclude_self, decimals", [(1, False, 1), (3, False, 1), (3, True, 3), (1, True, 3)])
+def test_threaded_list_scan_equals_the_single_thread_scan(k, exclude_self, decimals):
+    rng = np.random.default_rng(11)
+    q = np.round(rng.normal(size=(1500, 6)), decimals)  # rounded: ties and duplicate rows
+    t = q if exclude_self else np.round(rng.normal(size=(2200, 6)), decimals)
+    runs = {}
+    for threads in (1, 2):
+        with limited(threads):
+            runs[threads] = knn(q, t, k, exclude_self=exclude_self, approximate=True, n_check=100, seed=4)
+    np.testing.assert_array_equal(runs[1].idx, runs[2].idx)
+    np.testing.assert_array_equal(runs[1].dist, runs[2].dist)
+    assert runs[1].search["n_screened"] > 0  # the list scan ran
+    exact = knn(q, t, k, exclude_self=exclude_self)
+    assert (runs[2].dist >= exact.dist - 1e-12).all()
+    ok = np.isclose(runs[2].dist, exact.dist, rtol=1e-9, atol=0).all(axis=1)
+    assert ok.mean() >= 0.9
