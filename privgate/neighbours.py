@@ -515,7 +515,8 @@ class _Lists:
                     cand_v.append(v[cr, cc])
             return cand_r, cand_c, cand_v
 
-        workers = min(_workers() if _workers() > 0 else (os.cpu_count() or 1), lists.size)
+        budget = _workers()
+        workers = min(budget if budget > 0 else (os.cpu_count() or 1), lists.size)
         if workers > 1:
             # the lists split between threads (NumPy's products and partitions release the GIL),
             # each product single-threaded: the same per-list results as one thread's loop, and
@@ -712,15 +713,26 @@ def _category_codes(x: np.ndarray, slices) -> tuple[np.ndarray, float] | None:
     return codes, 0.0
 
 
+def refine_group_ids(ids: np.ndarray | None, codes: np.ndarray) -> np.ndarray:
+    """Dense group numbers of the rows after one more integer code column: ``ids`` (the numbers so
+    far, None before the first column) refined by ``codes``. Folding columns in one at a time
+    numbers the distinct rows in lexicographic order — the inverse of ``np.unique(columns,
+    axis=0)`` — without holding all columns, and renumbering after each column keeps the
+    (number, code) pairs from overflowing."""
+    codes = np.asarray(codes).astype(np.int64, copy=False)
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    low = int(codes.min())
+    pairs = codes - low if ids is None else ids * (int(codes.max()) - low + 1) + (codes - low)
+    return np.unique(pairs, return_inverse=True)[1].ravel().astype(np.int64, copy=False)
+
+
 def _group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One integer per distinct combination of category codes, shared by query and target rows
-    (columns folded in one at a time, renumbered after each, so no product of level counts
-    overflows)."""
+    """One integer per distinct combination of category codes, shared by query and target rows."""
     both = np.vstack([qc, tc])
     g = np.zeros(both.shape[0], dtype=np.int64)
     for j in range(both.shape[1]):
-        col = both[:, j]
-        g = np.unique(g * (int(col.max()) + 1) + col, return_inverse=True)[1].ravel()
+        g = refine_group_ids(g, both[:, j])
     return g[:qc.shape[0]], g[qc.shape[0]:]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import NotApplicableError, ParameterError
-from ..neighbours import any_within_box, knn, pair_distances
+from ..neighbours import any_within_box, knn, pair_distances, refine_group_ids
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
@@ -589,23 +589,6 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
 
 
 # ---------------------------------------------------------------------- hitting rate
-class _GroupNumbers:
-    """Dense numbers of the distinct rows of integer code columns added one at a time, numbered in
-    lexicographic order of the rows (the inverse of ``np.unique(columns, axis=0)``) without ever
-    holding all columns: each added column refines the numbering by (number so far, code)."""
-
-    def __init__(self) -> None:
-        self.ids: np.ndarray | None = None
-
-    def add(self, real: np.ndarray, synthetic: np.ndarray) -> None:
-        codes = np.concatenate([real, synthetic]).astype(np.int64, copy=False)
-        if self.ids is None:
-            pairs = codes
-        else:  # (number so far, code) as one integer, in the same order as the pair
-            pairs = self.ids * (int(codes.max()) - int(codes.min()) + 1) + (codes - codes.min())
-        self.ids = np.unique(pairs, return_inverse=True)[1].ravel().astype(np.int64, copy=False)
-
-
 @register_metric(family="re-identification", attack="synthetic records matching a real record on every attribute up to a small tolerance",
                  reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
                  orientation="value = share of real records hit by some synthetic record")
@@ -622,7 +605,7 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
     coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
     # the columns that must be equal (categories, null indicators, constant columns) folded, one
     # at a time, into one group number per record (real rows first, then synthetic)
-    group = _GroupNumbers()
+    group: np.ndarray | None = None
     widths = {}
     for col in ctx.schema.columns:
         # one column at a time: a Parquet scan is never loaded whole for this metric
@@ -638,20 +621,20 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
                 missing[role] = np.isnan(v)
                 if h > 0:
                     coords[role].append(np.where(missing[role], 0.0, v / h))
-            group.add(missing["real"], missing["synthetic"])
+            group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]))
             if h == 0:
                 codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
-                group.add(codes["real"], codes["synthetic"])
+                group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]))
         else:
             codes, _ = category_codes(frames, col)
-            group.add(codes["real"], codes["synthetic"])
+            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]))
         del frames
     # the group number spaced 3 apart: a record of another group is ≥ 3 > 1 box unit away on that
     # coordinate, as it was on the mismatching column's own code coordinate — the same answer from
     # a k-d tree of (numeric columns + 1) dimensions instead of one per column (profiled at
     # 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
-    if group.ids is not None:
-        ids = group.ids.astype(np.float64) * 3.0
+    if group is not None:
+        ids = group.astype(np.float64) * 3.0
         coords["real"].append(ids[:ctx.n_real])
         coords["synthetic"].append(ids[ctx.n_real:])
     rows = real_rows(ctx)
