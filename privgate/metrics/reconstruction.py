@@ -43,14 +43,12 @@ _HAMMING_BLOCK_CELLS = 4_000_000
 
 
 # ------------------------------------------------------------------------------ encoding
-def _value_codes(ctx, column: str, key_bins: int | None = None,
-                 frames: dict[str, pl.DataFrame] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _value_codes(ctx, column: str, key_bins: int | None, frames: dict[str, pl.DataFrame]
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of ``column`` in the real and synthetic frames such that two values get the
     same code exactly when they are equal (null = null only, numbers by value); numeric columns
     are binned into ``key_bins`` real quantile bins first when asked. ``frames``: the real and
-    synthetic frames holding ``column`` (default: read it alone, :meth:`EvaluationContext.columns`)."""
-    if frames is None:
-        frames = {r: ctx.columns(r, [column]) for r in ("real", "synthetic")}
+    synthetic frames holding ``column`` (read with :meth:`EvaluationContext.columns`)."""
     if ctx.schema.kind(column) == NUMERIC:
         r = frames["real"][column].to_numpy().astype(np.float64, copy=False)
         s = frames["synthetic"][column].to_numpy().astype(np.float64, copy=False)
