@@ -697,19 +697,26 @@ def _category_codes(x: np.ndarray, slices) -> tuple[np.ndarray, float] | None:
     # all one-hot columns at once, by products with a column → slice indicator (exact: sums of
     # small integers, or of one nonzero value and zeros): per slice the number of nonzeros, the
     # position of the nonzero (valid when there is exactly one) and its value
+    # (in blocks of rows, so that the one-hot block's copies stay small at a million rows; the
+    # products are exact, so blocking changes no bit)
     cols = np.concatenate([np.arange(a, b) for a, b in slices])
     width = [b - a for a, b in slices]
     member = np.zeros((cols.size, len(slices)))
     member[np.arange(cols.size), np.repeat(np.arange(len(slices)), width)] = 1.0
-    local = np.concatenate([np.arange(w) for w in width]).astype(np.float64)
-    block = x[:, cols]
-    nonzero = (block != 0).astype(np.float64)
-    if (nonzero @ member != 1.0).any():
-        return None
-    codes = (nonzero @ (member * local[:, None])).astype(np.int64)
-    top = block @ member
-    if x.shape[0] and ((top != top[:1]).any() or (top <= 0).any()):
-        return None
+    position = member * np.concatenate([np.arange(w) for w in width]).astype(np.float64)[:, None]
+    codes = np.empty((x.shape[0], len(slices)), dtype=np.int64)
+    first = None
+    step = max(1, PAIR_CHUNK_BYTES // (8 * cols.size))
+    for start in range(0, x.shape[0], step):
+        block = x[start:start + step, cols]
+        nonzero = (block != 0).astype(np.float64)
+        if (nonzero @ member != 1.0).any():
+            return None
+        codes[start:start + step] = nonzero @ position
+        top = block @ member
+        first = top[:1] if first is None else first
+        if (top != first).any() or (top <= 0).any():
+            return None
     return codes, 0.0
 
 

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from privgate.context import EvaluationContext
+from privgate.data import load_example
 from privgate.neighbours import any_within_box, knn
 
 
@@ -397,3 +398,25 @@ def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_
     nb = _grouped_matches_brute_force_and_flat(q, t, slices, k, exclude_self)
     if k == 1:  # (with k = 3 few records have three group-mates: the general path settles them)
         assert nb.search["settled_by"].get("grouped", 0) > 0
+
+
+def test_category_codes_in_row_blocks_equal_the_whole_matrix_at_once(monkeypatch):
+    import privgate.neighbours as nb
+
+    adult = load_example()
+    sp = EvaluationContext(adult[:600], adult[600:900]).mixed()
+    whole = nb._category_codes(sp.real, sp.categorical_slices)
+    monkeypatch.setattr(nb, "PAIR_CHUNK_BYTES", 8 * 7 * sum(b - a for a, b in sp.categorical_slices))  # 7-row blocks
+    blocked = nb._category_codes(sp.real, sp.categorical_slices)
+    assert np.array_equal(whole[0], blocked[0]) and whole[1] == blocked[1] == 0.0
+    # by hand: the position of the one nonzero of each slice
+    expect = np.stack([np.argmax(sp.real[:, a:b] != 0, axis=1) for a, b in sp.categorical_slices], axis=1)
+    assert np.array_equal(blocked[0], expect)
+    # a row that is not one-hot in a later block is still found
+    bad = sp.real.copy()
+    a, b = sp.categorical_slices[0]
+    bad[-1, a:b] = 0.0
+    assert nb._category_codes(bad, sp.categorical_slices) is None
+    scaled = sp.real.copy()
+    scaled[-1, a:b] *= 2.0  # another nonzero value than the other rows'
+    assert nb._category_codes(scaled, sp.categorical_slices) is None
