@@ -25,6 +25,8 @@ from .schema import NUMERIC, Schema
 NULL_LEVEL = "\x00<null>"
 MAX_LEVELS = 2000  # per categorical column in the one-hot spaces
 INV_SQRT2 = 1.0 / np.sqrt(2.0)
+# the kinds of encoded space an evaluation builds (EvaluationContext.space keys, MetricSpec.spaces)
+SPACE_KINDS = ("mixed", "identifiability", "famd")
 
 
 @dataclass
@@ -188,9 +190,9 @@ def _check_levels(column: str, n_levels: int) -> None:
 
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
                name: str = "famd") -> EncodedSpace:
-    """FAMD fitted on the real frame, every frame projected with that fit."""
-    z = famd_inputs(frames, schema)
-    zr = z["real"]
+    """FAMD fitted on the real frame, every frame projected with that fit. One frame's input
+    matrix exists at a time (the real one while the SVD runs), not every frame's at once."""
+    zr = famd_matrix(frames["real"], frames["real"], schema)
     nc = int(min(n_components, zr.shape[1], zr.shape[0]))
     _, s, vt = np.linalg.svd(zr, full_matrices=False)
     v = vt[:nc].T
@@ -199,7 +201,11 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     signs = np.sign(v[pivot, np.arange(nc)])
     signs[signs == 0] = 1.0
     v = v * signs
-    mats = {r: z[r] @ v for r in frames}
+    projected = {"real": zr @ v}
+    n_input = int(zr.shape[1])
+    del zr
+    mats = {r: projected["real"] if r == "real" else famd_matrix(f, frames["real"], schema) @ v
+            for r, f in frames.items()}
     total = float((s ** 2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     # A tie between the last kept and the first dropped singular value leaves the projection
@@ -207,35 +213,53 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     # metrics in this space then depend on LAPACK's arbitrary choice (row/column order).
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
     return EncodedSpace(name, mats, {"n_components": nc, "explained_variance_ratio": explained,
-                                     "n_input_features": int(zr.shape[1]),
+                                     "n_input_features": n_input,
                                      "degenerate_projection": degenerate})
 
 
 def famd_inputs(frames: Mapping[str, pl.DataFrame], schema: Schema) -> dict[str, np.ndarray]:
-    """The FAMD input matrix of every frame (numerics standardised, categoricals as centred
-    indicators scaled by 1/√p, both with the real frame's statistics): the projection is its
-    leading right singular vectors on the real rows (:func:`famd_space`; a jackknife refits them
-    without a group of real rows)."""
-    blocks: dict[str, list[np.ndarray]] = {r: [] for r in frames}
+    """The FAMD input matrix of every frame (:func:`famd_matrix`): the projection is its leading
+    right singular vectors on the real rows (:func:`famd_space`; a jackknife refits them without
+    a group of real rows)."""
+    return {r: famd_matrix(f, frames["real"], schema) for r, f in frames.items()}
+
+
+def famd_matrix(frame: pl.DataFrame, real: pl.DataFrame, schema: Schema) -> np.ndarray:
+    """The FAMD input matrix of one frame: numerics standardised, categoricals as centred
+    indicators scaled by 1/√p (p the real level shares; a level the real data lacks gives an
+    all-zero indicator row), both with the ``real`` frame's statistics — written block by block
+    into one preallocated matrix."""
+    blocks: list[tuple[str, object]] = []
+    width = 0
     for col in schema.columns:
         if schema.kind(col) == NUMERIC:
-            vals, _ = numeric_block(frames, col)
-            for r in frames:
-                blocks[r].append(vals[r][:, None])
+            blocks.append((col, None))
+            width += 1
         else:
-            real_codes, levels = category_codes({"real": frames["real"]}, col)
+            real_codes, levels = category_codes({"real": real}, col)
             _check_levels(col, len(levels))
-            p = np.bincount(real_codes["real"], minlength=len(levels)) / frames["real"].height
-            codes, _ = category_codes(frames, col, levels)
-            sq = np.sqrt(p)
-            for r in frames:
-                c = codes[r]
-                mat = np.broadcast_to(-p / sq, (c.size, len(levels))).copy()
-                seen = c >= 0
-                mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
-                mat[~seen] = 0.0  # unseen level: all-zero indicator row
-                blocks[r].append(mat)
-    return {r: np.hstack(b) for r, b in blocks.items()}
+            p = np.bincount(real_codes["real"], minlength=len(levels)) / real.height
+            blocks.append((col, (levels, p)))
+            width += len(levels)
+    out = np.empty((frame.height, width))
+    start = 0
+    for col, cat in blocks:
+        if cat is None:
+            vals, _ = numeric_block({"frame": frame}, col, reference=real)
+            out[:, start] = vals["frame"]
+            start += 1
+            continue
+        levels, p = cat
+        codes, _ = category_codes({"frame": frame}, col, levels)
+        c = codes["frame"]
+        sq = np.sqrt(p)
+        mat = out[:, start:start + len(levels)]
+        mat[:] = -p / sq
+        seen = c >= 0
+        mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
+        mat[~seen] = 0.0  # unseen level: all-zero indicator row
+        start += len(levels)
+    return out
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:

@@ -6,7 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from privgate.baselines import noisy_copy
 from privgate.context import EvaluationContext
+from privgate.data import load_example
+from privgate.spaces import NULL_LEVEL, famd_inputs, famd_matrix
 
 
 def test_mixed_space_standardises_with_real_stats_and_a_category_mismatch_adds_one():
@@ -79,3 +82,28 @@ def test_famd_reports_a_degenerate_projection():
     rng = np.random.default_rng(0)
     r = pl.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)})
     assert EvaluationContext(r, r).famd(1).details["degenerate_projection"] is False
+
+
+def test_famd_matrix_is_the_hand_built_famd_input_one_frame_at_a_time():
+    adult = load_example()
+    real = adult[:600]
+    syn = noisy_copy(real, seed=3)[:550]
+    ctx = EvaluationContext(real, syn)
+    z = famd_inputs({"real": real, "synthetic": syn}, ctx.schema)
+    assert np.array_equal(z["synthetic"], famd_matrix(syn, real, ctx.schema))
+    # by hand for one categorical and one numeric column
+    col = next(c for c in ctx.schema.columns if ctx.schema.kind(c) != "numeric")
+    num = next(c for c in ctx.schema.columns if ctx.schema.kind(c) == "numeric")
+    from privgate.schema import Schema
+
+    sch = Schema({num: "numeric", col: "categorical"})
+    got = famd_matrix(syn, real, sch)
+    r = real[num].to_numpy().astype(float)
+    v = syn[num].to_numpy().astype(float)
+    assert np.array_equal(got[:, 0], (v - r.mean()) / r.std())
+    rc, sc = real[col].fill_null(NULL_LEVEL), syn[col].fill_null(NULL_LEVEL)  # null is a level
+    levels = sorted(rc.unique().to_list())
+    p = np.array([(rc == lv).sum() for lv in levels]) / real.height
+    expect = np.array([[((s == lv) - pi) / np.sqrt(pi) for lv, pi in zip(levels, p)] if s in levels
+                       else [0.0] * len(levels) for s in sc.to_list()])
+    np.testing.assert_allclose(got[:, 1:], expect, rtol=0, atol=1e-12)
