@@ -13,7 +13,7 @@ from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo, knn, knn_rows
 from .schema import (Schema, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
-from .spaces import EncodedSpace, column_entropy, famd_space, mixed_space
+from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
 from .threads import limited, resolve_threads
 
 
@@ -112,7 +112,11 @@ class EvaluationContext:
         self._nn: dict[Any, Neighbours] = {}
         # category codes and k-means lists of each searched matrix, shared by its searches
         self._memo = SearchMemo()
+        self._spaces_read: set[str] = set()
         self._baseline_ctx: EvaluationContext | None = None
+        # a holdout baseline's (main context, sampled holdout rows | None = all): its spaces are
+        # views of the main context's (:meth:`_baseline_space`)
+        self._encoded_by: tuple[EvaluationContext, np.ndarray | None] | None = None
         # real-only searches are shared with contexts made by with_synthetic()
         self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
 
@@ -199,7 +203,9 @@ class EvaluationContext:
     def holdout_baseline(self) -> "EvaluationContext":
         """The context a holdout baseline is scored on: a sample (without replacement, seeded by
         ``seed``) of min(n_holdout, n_synthetic) holdout records in place of the synthetic set,
-        sharing this context's real-side searches. Built once per context."""
+        sharing this context's real-side searches and its encoded spaces (the baseline reads the
+        real and holdout rows of this context's matrices, :meth:`_baseline_space`). Built once
+        per context."""
         if self.holdout is None:
             raise NotApplicableError("a holdout baseline needs holdout data")
         if self._baseline_ctx is None:
@@ -211,7 +217,10 @@ class EvaluationContext:
                 keep = pl.LazyFrame({"__pg_row": pl.Series(rows, dtype=pl.UInt32)})
                 sample = _Scan(self._scans["holdout"].with_row_index("__pg_row")
                                .join(keep, on="__pg_row", how="semi").sort("__pg_row").drop("__pg_row"))
-            self._baseline_ctx = self.with_synthetic(sample)
+            base = self.with_synthetic(sample)
+            base._encoded_by = (self, None if size == self.n_holdout else rows)
+            base._memo = self._memo  # the same matrices: their category codes and k-means lists too
+            self._baseline_ctx = base
         return self._baseline_ctx
 
     # ------------------------------------------------------------- parameters
@@ -242,11 +251,7 @@ class EvaluationContext:
     # ----------------------------------------------------------------- spaces
     def mixed(self, columns: Sequence[str] | None = None) -> EncodedSpace:
         """The mixed space over ``columns`` (default: all), for every frame."""
-        key = ("mixed", tuple(columns) if columns is not None else None)
-        if key not in self._spaces:
-            self._spaces[key] = mixed_space(self.frames, self.schema, list(columns) if columns else None,
-                                            name=_space_name(key))
-        return self._spaces[key]
+        return self.space(("mixed", tuple(columns) if columns else None))
 
     def entropies(self) -> dict[str, float]:
         """Natural-log entropy of every real column (rule 8)."""
@@ -258,29 +263,67 @@ class EvaluationContext:
 
     def identifiability_space(self) -> EncodedSpace:
         """The mixed space with every column's features multiplied by 1/H (H = 0 → weight 0)."""
-        key = ("identifiability", None)
-        if key not in self._spaces:
-            ent = self.entropies()
-            weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-            self._spaces[key] = mixed_space(self.frames, self.schema, weights=weights, name="identifiability")
-        return self._spaces[key]
+        return self.space(("identifiability", None))
 
     def famd(self, n_components: int = 2) -> EncodedSpace:
         """The FAMD projection fitted on the real data (rule 5)."""
-        key = ("famd", n_components)
-        if key not in self._spaces:
-            self._spaces[key] = famd_space(self.frames, self.schema, n_components, name=_space_name(key))
-        return self._spaces[key]
+        return self.space(("famd", n_components))
 
     def space(self, key: tuple) -> EncodedSpace:
+        """The encoded space ``key`` (("mixed", columns | None), ("identifiability", None),
+        ("famd", n_components)), built once and kept until :meth:`release_spaces` drops it."""
+        key = _space_key(key)
+        if key[0] not in SPACE_KINDS:
+            raise ValueError(f"unknown space {key!r}")
+        self._spaces_read.add(key[0])
+        if key not in self._spaces:
+            self._spaces[key] = self._baseline_space(key) if self._encoded_by else self._build_space(key)
+        return self._spaces[key]
+
+    def _build_space(self, key: tuple) -> EncodedSpace:
         kind, arg = key
         if kind == "mixed":
-            return self.mixed(arg)
+            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key))
         if kind == "famd":
-            return self.famd(arg)
-        if kind == "identifiability":
-            return self.identifiability_space()
-        raise ValueError(f"unknown space {key!r}")
+            return famd_space(self.frames, self.schema, arg, name=_space_name(key))
+        ent = self.entropies()
+        weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
+        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability")
+
+    def _baseline_space(self, key: tuple) -> EncodedSpace:
+        """A holdout baseline's space: the main evaluation's encoding of the same real records
+        (the same matrix object, so its searches' prepared structures are shared too) and of the
+        sampled holdout records in place of the release — no second encoding of a million rows.
+        The main encoding's one-hot levels are the union over real, release and holdout: levels
+        only the release has are all-zero columns here, which add nothing to any distance; the
+        numerics are standardised and FAMD fitted on the real records in both."""
+        parent, rows = self._encoded_by
+        sp = parent.space(key)
+        holdout = sp["holdout"] if rows is None else sp["holdout"][rows]
+        details = dict(sp.details)
+        if "mean_imputed" in details:  # the encoded roles are real and the holdout sample
+            details["mean_imputed"] = {c: {r: n for r, n in counts.items() if r == "real"}
+                                       for c, counts in details["mean_imputed"].items()}
+        return EncodedSpace(sp.name, {"real": sp["real"], "synthetic": holdout}, details,
+                            categorical_slices=sp.categorical_slices)
+
+    def release_spaces(self, keep: set[str] | frozenset[str] | None) -> list[str]:
+        """Drop the encoded spaces whose kind ("mixed", "identifiability", "famd") is not in
+        ``keep`` — what the metrics still to run can read (:attr:`MetricSpec.spaces`); None keeps
+        all. Their matrices (and the neighbour engine's structures prepared from them) are freed
+        once nothing else holds them; a space read again is rebuilt, identical. Searches already
+        made stay cached. Returns the names of the spaces dropped."""
+        if keep is None:
+            return []
+        gone = [key for key in self._spaces if key[0] not in keep]
+        for key in gone:
+            del self._spaces[key]
+        return [_space_name(key) for key in gone]
+
+    def spaces_read(self) -> set[str]:
+        """The kinds of space read since the last call (and forget them): what a metric read."""
+        out, self._spaces_read = self._spaces_read, set()
+        return out
 
     # ------------------------------------------------------------- neighbours
     def neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
@@ -368,7 +411,7 @@ class EvaluationContext:
                 todo[role] = r
         if not todo:
             return out
-        if key in self._spaces or key[0] != "mixed":
+        if key in self._spaces or key[0] != "mixed" or self._encoded_by:
             sp = self.space(key)
             queries = [sp[role][r] for role, r in todo.items()]
         else:

@@ -104,7 +104,9 @@ def evaluate(
     report_fn = _progress_fn(progress)
     results, errors = {}, {}
     with limited(ctx.threads):
-        _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
+        _run_all(run_order(specs), ctx, base_ctx, params, report_fn, on_error, results, errors)
+    results = {n: results[n] for n in names if n in results}  # the order asked for
+    errors = {n: errors[n] for n in names if n in errors}
     return Report(results=results, errors=errors, schema=ctx.schema.as_dict(), n_real=ctx.n_real,
                   n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
                   seconds=time.perf_counter() - start,
@@ -136,6 +138,40 @@ def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors)
             if on_error == "raise":
                 raise
             errors[spec.name] = f"{type(exc).__name__}: {exc}"
+        finally:
+            keep = spaces_still_read(specs[i:])
+            for c in (ctx, base_ctx):
+                if c is not None:
+                    c.release_spaces(keep)
+
+
+def run_order(specs: Sequence[Any]) -> list[Any]:
+    """The order metrics are computed in: those that read no encoded space first, then the
+    metrics of each kind of space together (kinds in the order they first appear; the metrics
+    of one kind in the order given), so that a kind's space — gigabytes at a million rows — is
+    dropped before the next kind is built (:func:`spaces_still_read`) instead of several being
+    held at once. Values do not depend on it: a metric's searches are cached per space, and the
+    metrics sharing a space keep their order. The given order when a metric does not declare
+    its spaces (``MetricSpec.spaces`` None). Reports list the results in the order asked for."""
+    if any(spec.spaces is None for spec in specs):
+        return list(specs)
+    first: dict[str, int] = {}
+    for spec in specs:
+        for kind in spec.spaces:
+            first.setdefault(kind, len(first))
+    return sorted(specs, key=lambda spec: min((first[k] for k in spec.spaces), default=-1))
+
+
+def spaces_still_read(specs: Sequence[Any]) -> set[str] | None:
+    """The kinds of encoded space the metrics ``specs`` (those still to run) may read — a space
+    of another kind is dropped (at a million rows each is gigabytes) — or None when one of them
+    does not declare its spaces (then every space is kept)."""
+    keep: set[str] = set()
+    for spec in specs:
+        if spec.spaces is None:
+            return None
+        keep.update(spec.spaces)
+    return keep
 
 
 def has_baseline(spec) -> bool:

@@ -47,6 +47,11 @@ class MetricSpec:
     # memorisation test, the attacks with a control set): scoring a holdout sample in place of
     # the release as a "baseline" would be meaningless, so evaluate(baseline=True) skips them.
     self_controlled: bool = False
+    # the kinds of encoded space the metric may read (privgate.spaces.SPACE_KINDS): an
+    # evaluation drops a space once no metric still to run reads its kind. None: not declared,
+    # which keeps every space while the metric is still to run (a declaration that is too
+    # narrow only costs a rebuild; tests/core/test_space_release.py checks them all).
+    spaces: tuple[str, ...] | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -74,6 +79,7 @@ def register_metric(
     summary: str = "",
     name: str | None = None,
     self_controlled: bool = False,
+    spaces: tuple[str, ...] | None = None,
 ) -> Callable[[Callable[..., MetricResult]], Callable[..., MetricResult]]:
     """Register ``fn(ctx, **params) -> MetricResult`` under its function name.
 
@@ -83,6 +89,11 @@ def register_metric(
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    from .spaces import SPACE_KINDS
+
+    for kind in spaces or ():
+        if kind not in SPACE_KINDS:
+            raise ValueError(f"unknown space kind {kind!r}; expected one of {SPACE_KINDS}")
     for need in needs:
         if need not in NEEDS:
             raise ValueError(f"unknown need {need!r}; expected one of {NEEDS}")
@@ -123,6 +134,7 @@ def register_metric(
             needs=tuple(needs),
             summary=summary or _first_paragraph(fn.__doc__),
             self_controlled=self_controlled,
+            spaces=tuple(spaces) if spaces is not None else None,
         )
         if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
             raise ValueError(f"metric {metric_name!r} registered twice")

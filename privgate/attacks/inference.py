@@ -92,6 +92,7 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
                 "guessed no better for training records than for holdout records; worst secret",
     needs=("holdout", "sensitive"),
     self_controlled=True,
+    spaces=(),
 )
 def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str] | None = None,
               regression: bool | None = None, tolerance: float = 0.05, n_attacks: int = 2000,

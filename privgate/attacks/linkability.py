@@ -58,6 +58,7 @@ def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: t
                 "are linked no more often than holdout records",
     needs=("holdout",),
     self_controlled=True,
+    spaces=(),
 )
 def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int = 2000,
                 seed: int | None = None) -> MetricResult:

@@ -181,6 +181,7 @@ def size_correction(holdout_counts: np.ndarray, n_holdout: int, n_real: int) -> 
                 "isolate training records no more often than holdout records",
     needs=("holdout",),
     self_controlled=True,
+    spaces=(),
 )
 def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks: int = 500,
                  max_attempts: int | None = None, seed: int | None = None) -> MetricResult:

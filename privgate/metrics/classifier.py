@@ -59,7 +59,8 @@ def _check_class_sizes(ctx, name: str, minimum: int) -> None:
 @register_metric(family="re-identification",
                  attack="a neural network trained to tell real from synthetic records",
                  reference=REVIEW + "2.2.3 DetectionMLP (Qian et al., 2023)",
-                 orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0")
+                 orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0",
+                 spaces=("mixed",))
 def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = (100, 50), max_iter: int = 300,
                   n_jobs: int | None = None) -> MetricResult:
     """DetectionMLP: an MLP (hidden layers (100, 50), Adam, batches of 200, early stopping on 10 %
@@ -150,7 +151,8 @@ def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
 @register_metric(family="tracing",
                  attack="a gradient-boosted classifier recognising real records among synthetic ones",
                  reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
-                 orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0")
+                 orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0",
+                 spaces=("mixed",))
 def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
                          n_jobs: int | None = None) -> MetricResult:
     """Membership Inference Risk: LightGBM (default hyper-parameters) trained to tell real (1)

@@ -303,7 +303,7 @@ def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA,
                  reference="Chen et al., GAN-Leaks (CCS 2020); Platzer & Reutterer, Front. Big Data 2021 (DCR vs holdout); "
                            "mirrored tail test: privgate",
                  orientation="value = estimated share of the release memorised; its interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True)
+                 needs=("holdout",), self_controlled=True, spaces=("mixed",))
 def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test: the share of the release much nearer (distance ratio < 0.5) to a
     distinct training record than to any holdout record, beyond the mirrored holdout-side count,

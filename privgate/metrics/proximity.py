@@ -145,7 +145,7 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
                  attack="synthetic records closer to training records than fresh real records would be",
                  reference=PAPER,
                  orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
-                             "a copy scores about 0.82, not 1")
+                             "a copy scores about 0.82, not 1", spaces=("mixed",))
 def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None) -> MetricResult:
     """Proximity (privacy) score: TTPR = d(r, R2)/d(r, nearest other in R1) and TSPR = d(r, S)/d(r,
     nearest other in R1) for r in R1, the halves R1 (first ⌊n/2⌋ of a permutation seeded by
