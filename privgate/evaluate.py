@@ -82,6 +82,10 @@ def evaluate(
             ``context.AUTO_SAMPLE_ABOVE`` rows, and not with ``exact``), "off"/None, or N per side
             (docs/performance.md "Sampling query records").
 
+    Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
+    space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
+    the order asked for, and no value depends on the order.
+
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
     if on_error not in ("raise", "record"):
