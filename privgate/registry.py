@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import MetricComputationError, PrivgateError, UnknownMetricError
 from .results import MetricResult
+from .spaces import SPACE_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import EvaluationContext
@@ -86,11 +87,14 @@ def register_metric(
     The returned callable is the public metric: it accepts a context or ``(real, synthetic,
     *, holdout=None, schema=None, keys=None, sensitive=None, seed=0, **params)``, times the
     computation, and fills row counts and the decided schema into the result.
+
+    ``spaces``: the kinds of encoded space ``fn`` reads through the context (``"mixed"`` for
+    ``ctx.mixed(...)`` or a mixed-space search, ``"identifiability"``, ``"famd"``; ``()`` for
+    none), so that an evaluation can drop a space after its last reader. None (the default, for
+    a metric that does not say) keeps every space while the metric is still to run.
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    from .spaces import SPACE_KINDS
-
     for kind in spaces or ():
         if kind not in SPACE_KINDS:
             raise ValueError(f"unknown space kind {kind!r}; expected one of {SPACE_KINDS}")

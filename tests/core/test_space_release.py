@@ -146,3 +146,10 @@ def test_holdout_baseline_values_match_a_context_of_the_sample_alone(frames):
     for name in ("authenticity", "identifiability", "nnaa", "median_dcr", "dcr", "close_values"):
         a, b = run_spec(get_metric(name), base, {}), run_spec(get_metric(name), alone, {})
         assert a.value == pytest.approx(b.value, abs=1e-12), name
+
+
+def test_register_metric_rejects_an_unknown_space_kind():
+    from privgate.registry import register_metric
+
+    with pytest.raises(ValueError, match="unknown space kind 'gower'"):
+        register_metric(family="tracing", attack="a", reference="r", orientation="o", spaces=("gower",))
