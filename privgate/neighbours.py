@@ -29,7 +29,6 @@ measured recall (``_knn_ivf``). Every result says how it was made in ``Neighbour
 from __future__ import annotations
 
 import copy
-import os
 import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -515,8 +514,7 @@ class _Lists:
                     cand_v.append(v[cr, cc])
             return cand_r, cand_c, cand_v
 
-        budget = _workers()
-        workers = min(budget if budget > 0 else (os.cpu_count() or 1), lists.size)
+        workers = min(max(1, _workers()), lists.size)  # the run's thread budget, never more
         if workers > 1:
             # the lists split between threads (NumPy's products and partitions release the GIL),
             # each product single-threaded: the same per-list results as one thread's loop, and
@@ -683,8 +681,9 @@ GROUPED_EXTRA = 2
 
 
 def _workers() -> int:
-    """Worker threads for scipy's k-d tree: the run's budget (privgate.threads.limited sets
-    faiss' OpenMP count), all cores when faiss is absent."""
+    """Worker threads for scipy's k-d tree and the IVF list scan: the run's budget
+    (privgate.threads.limited sets faiss' OpenMP count); -1 (scipy: all cores) when faiss is
+    absent, in which case there is no IVF screen."""
     faiss = _faiss()
     return int(faiss.omp_get_max_threads()) if faiss is not None else -1
 
