@@ -201,10 +201,10 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     signs = np.sign(v[pivot, np.arange(nc)])
     signs[signs == 0] = 1.0
     v = v * signs
-    projected = {"real": zr @ v}
+    real_projected = zr @ v
     n_input = int(zr.shape[1])
-    del zr
-    mats = {r: projected["real"] if r == "real" else famd_matrix(f, frames["real"], schema) @ v
+    del zr  # before the other frames are encoded
+    mats = {r: real_projected if r == "real" else famd_matrix(f, frames["real"], schema) @ v
             for r, f in frames.items()}
     total = float((s ** 2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
