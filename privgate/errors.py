@@ -74,3 +74,8 @@ class ConfigError(PrivgateError):
 
 class HistoryError(PrivgateError):
     """The score history store cannot be opened, migrated or written."""
+
+
+class AuditError(PrivgateError):
+    """A generator audit cannot be computed (every run failed, the generator refused every
+    target, runs are missing); the message says which runs or targets."""
