@@ -482,6 +482,7 @@ def build_audit_required_check(
 
     with warnings.catch_warnings():
         # partitioned check specs are a Dagster "preview" API (1.13): results carry the partition
+        warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
         warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
         spec = dg.AssetCheckSpec(
             name, asset=key, blocking=blocking,
