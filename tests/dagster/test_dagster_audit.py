@@ -208,3 +208,32 @@ def test_the_bundled_definitions_carry_the_example_audit(example):
     assert sorted(n.name for n in graph.nodes) == [f"{EXAMPLE_AUDIT}__analyse", f"{EXAMPLE_AUDIT}__plan",
                                                    f"{EXAMPLE_AUDIT}__runs"]
     assert job.partitions_def.get_partition_keys() == list(EXAMPLE_VERSIONS)
+
+
+def test_helm_values_size_the_audit_steps_and_load_with_the_k8s_executor(example):
+    """deploy/helm/values.yaml: the example audit is on in the user code, the run pod and every
+    step pod (each builds the same job), its three ops have per-step pod resources under their
+    real op names, and the Definitions load with the k8s executor."""
+    import yaml
+
+    pytest.importorskip("dagster_k8s", reason="dagster-k8s (extra 'k8s') not installed")
+    from privgate.dagster.audit_example import EXAMPLE_AUDIT
+    from privgate.dagster.definitions import AUDIT_EXAMPLE_JOB, build_definitions
+
+    values = yaml.safe_load((HERE.parents[1] / "deploy" / "helm" / "values.yaml").read_text())
+    (dep,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e["value"] for e in dep["env"]}
+    ex = json.loads(env["PRIVGATE_K8S_EXECUTOR_CONFIG"])
+    assert env["PRIVGATE_EXAMPLE_AUDIT"] == "1"
+    assert "PRIVGATE_EXAMPLE_AUDIT=1" in ex["env_vars"]
+    assert "PRIVGATE_EXAMPLE_AUDIT=1" in values["runLauncher"]["config"]["k8sRunLauncher"]["envVars"]
+    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], env=env)
+    dg.Definitions.validate_loadable(defs)
+    assert defs.executor.name == "privgate_k8s_job_executor"
+    job = defs.resolve_job_def(AUDIT_EXAMPLE_JOB)
+    ops = {n.name for n in job.graph.node_named(EXAMPLE_AUDIT).definition.nodes}
+    audit_keys = {k for k in ex["per_step_k8s_config"] if k.startswith(EXAMPLE_AUDIT)}
+    assert audit_keys == ops == {f"{EXAMPLE_AUDIT}__{s}" for s in ("plan", "runs", "analyse")}
+    for op in ops:
+        limits = ex["per_step_k8s_config"][op]["container_config"]["resources"]["limits"]
+        assert float(limits["cpu"]) >= 1 and limits["memory"].endswith("Gi")
