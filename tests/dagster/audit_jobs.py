@@ -1,7 +1,11 @@
 """Code the multiprocess executor's step processes load (tests/dagster/test_dagster_audit.py): a
 small generator audit (two chunks of eight runs) with its settings from the environment
 (PRIVGATE_WORK_DIR, PRIVGATE_REPORTS_DIR, PRIVGATE_STORAGE_DIR), run by Dagster's multiprocess
-executor (a spawned process per step, as in production)."""
+executor (a spawned process per step, as in production).
+
+Fault injection for the test of a run step that dies: while the file PRIVGATE_TEST_KILL_FILE
+exists, the generator run with seed PRIVGATE_TEST_KILL_SEED deletes it and ends its process with
+os._exit (as an OOM-killed pod would), before the step writes anything."""
 
 from __future__ import annotations
 
@@ -14,6 +18,22 @@ from privgate.dagster.audit_example import EXAMPLE_DOMAIN, LaplaceHistogram, exa
 AUDIT = "tiny_audit"
 JOB = "tiny_audit_job"
 VERSION = "v1"
+
+
+class _DyingOnce:
+    """The audited generator, dying once on the run of seed $PRIVGATE_TEST_KILL_SEED."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __call__(self, training, n_rows, seed):
+        marker = os.environ.get("PRIVGATE_TEST_KILL_FILE")
+        if marker and str(seed) == os.environ.get("PRIVGATE_TEST_KILL_SEED") and os.path.exists(marker):
+            os.unlink(marker)
+            os._exit(17)
+        return self.inner(training, n_rows, seed)
+
+
 GENERATOR = LaplaceHistogram(1.0, EXAMPLE_DOMAIN)
 SETTINGS = dict(claimed_epsilon=1.0, runs=16, n_targets=3, training_rows=200, seed=5)
 CHUNK = 8
@@ -34,7 +54,7 @@ def audit_definitions(executor=None):
 
     from privgate.dagster import PrivgateResource, build_generator_audit
 
-    audit = build_generator_audit(AUDIT, generate=GENERATOR, real=tiny_real, chunk_size=CHUNK,
+    audit = build_generator_audit(AUDIT, generate=_DyingOnce(GENERATOR), real=tiny_real, chunk_size=CHUNK,
                                   versions=[VERSION], generator_name="tiny", run_threads=1, **SETTINGS)
     job = dg.define_asset_job(JOB, selection=dg.AssetSelection.assets(audit))
     return dg.Definitions(

@@ -89,21 +89,43 @@ def test_the_graph_fans_runs_out_and_matches_audit_generator(folders, real_frame
     assert not [t for t in texts if any(v in t for v in values)]
 
 
-def test_multiprocess_executor_runs_the_chunks_in_their_own_processes(folders, monkeypatch):
+def test_multiprocess_executor_runs_the_chunks_in_their_own_processes(folders, monkeypatch, tmp_path):
     """Two chunks under Dagster's multiprocess executor (a spawned process per step, standing in
-    for a pod per step): the same result as audit_generator with the same seed."""
+    for a pod per step). The second chunk's process dies (like an OOM-killed pod): the run fails
+    and nothing is materialised; re-executed from failure, only that chunk and the analysis run
+    again, on the plan and the first chunk's runs kept in the work folder, and the result is
+    audit_generator's with the same seed."""
     monkeypatch.syspath_prepend(str(HERE))
     import audit_jobs
 
+    from privgate.audit import prepare_audit
+
+    plan = prepare_audit(None, jobs.tiny_real(), **{k: v for k, v in jobs.SETTINGS.items()
+                                                     if k != "claimed_epsilon"}).plan
+    marker = tmp_path / "kill-once"
+    marker.touch()
+    monkeypatch.setenv("PRIVGATE_TEST_KILL_FILE", str(marker))
+    monkeypatch.setenv("PRIVGATE_TEST_KILL_SEED", str(plan.generator_seed(11)))
+    a = f"{jobs.AUDIT}.{jobs.AUDIT}"
+    job = dg.reconstructable(audit_jobs.audit_job)
     with _conf.fast_instance() as instance:
-        with dg.execute_job(dg.reconstructable(audit_jobs.audit_job), instance=instance,
-                            tags={"dagster/partition": jobs.VERSION}, raise_on_error=False) as result:
-            assert result.success
-            starts = {e.step_key: e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
-            a = f"{jobs.AUDIT}.{jobs.AUDIT}"
+        with dg.execute_job(job, instance=instance, tags={"dagster/partition": jobs.VERSION},
+                            raise_on_error=False) as died:
+            assert not died.success and not marker.exists()
+            failed = {e.step_key for e in died.all_events if e.event_type_value == "STEP_FAILURE"}
+            assert failed == {f"{a}__runs[runs_8_15]"}
+            assert not died.get_asset_materialization_events()
+            starts = {e.step_key: e.pid for e in died.all_events if e.event_type_value == "STEP_START"}
             pids = [starts[f"{a}__runs[runs_0_7]"], starts[f"{a}__runs[runs_8_15]"]]
             assert len(set(pids)) == 2 and os.getpid() not in pids
-            md = _materialisation(result)
+            first_id = died.run_id
+        # (the UI's re-execution copies the parent run's tags; execute_job takes them as given)
+        with dg.execute_job(job, instance=instance, raise_on_error=False, tags=died.dagster_run.tags,
+                            reexecution_options=dg.ReexecutionOptions.from_failure(first_id, instance)) as again:
+            assert again.success
+            ran = {e.step_key for e in again.all_events if e.event_type_value == "STEP_START"}
+            assert ran == {f"{a}__runs[runs_8_15]", f"{a}__analyse"}
+            md = _materialisation(again)
     _check_result(md, _reference(), folders)
 
 
