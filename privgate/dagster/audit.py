@@ -485,7 +485,7 @@ def build_audit_required_check(
         warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
         warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
         spec = dg.AssetCheckSpec(
-            name, asset=key, blocking=blocking,
+            name, asset=key, blocking=blocking, additional_deps=[audit_key],  # lineage: audit → check
             description=f"the generator version that made {key.to_user_string()} has a passing audit in "
                         f"{audit_key.to_user_string()}", **spec_kwargs)
 

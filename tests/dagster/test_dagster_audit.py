@@ -156,6 +156,8 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
         return None
 
     check = build_audit_required_check(release, audit, "generator_version")
+    (spec,) = check.check_specs
+    assert spec.blocking and [d.asset_key for d in spec.additional_deps] == [audit.key]  # lineage
     defs = dg.Definitions(
         assets=[audit, release, published], asset_checks=[check],
         resources={"privgate": PrivgateResource(real_path="unused", work_dir=str(folders["work"]),
