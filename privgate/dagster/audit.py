@@ -231,7 +231,7 @@ def build_generator_audit(
                        "note": f"Dagster: {n_steps} run steps of at most {chunk_size} runs"},
             wall_seconds=time.time() - started if started is not None else None,
             generator={"name": label, "version": version})
-        saved = result_path(resource, name, version, context.run.run_id)
+        saved = result_path(resource, name, version, context.run.run_id).absolute()
         saved.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(saved, result.to_json())
         shutil.rmtree(folder, ignore_errors=True)

@@ -261,3 +261,30 @@ def test_helm_values_size_the_audit_steps_and_load_with_the_k8s_executor(example
     for op in ops:
         limits = ex["per_step_k8s_config"][op]["container_config"]["resources"]["limits"]
         assert float(limits["cpu"]) >= 1 and limits["memory"].endswith("Gi")
+
+
+def test_documented_audit_example_runs_and_blocks_a_leaky_generators_release(tmp_path, monkeypatch, real_frame):
+    """docs/examples/dagster_generator_audit.py exactly as in docs/dagster.md: the audit of the
+    resampling generator proves a violation, and the release's check blocks it."""
+    import runpy
+
+    example = HERE.parents[1] / "docs" / "examples" / "dagster_generator_audit.py"
+    assert example.read_text() in (HERE.parents[1] / "docs" / "dagster.md").read_text()
+    monkeypatch.chdir(tmp_path)
+    real_frame.write_parquet("customers.parquet")
+    defs = runpy.run_path(str(example))["defs"]
+    dg.Definitions.validate_loadable(defs)
+    job = defs.resolve_implicit_global_asset_job_def()
+    with _conf.fast_instance() as instance:
+        instance.add_dynamic_partitions("generator_audit_versions", ["2.3"])
+        assert job.get_subset(asset_selection={dg.AssetKey("customers")}).execute_in_process(instance=instance).success
+        audit = job.get_subset(asset_selection={dg.AssetKey("generator_audit")}).execute_in_process(
+            instance=instance, partition_key="2.3")
+        md = _materialisation(audit)
+        release = job.get_subset(asset_selection={dg.AssetKey("synthetic_customers")}).execute_in_process(
+            instance=instance, raise_on_error=False)
+    assert md["verdict"] == "violation" and md["epsilon_lower"] > 1.0 and md["runs"] == 200
+    assert Path(md["audit_json"]).is_relative_to(tmp_path / "reports" / "audits" / "generator_audit" / "2.3")
+    (ev,) = release.get_asset_check_evaluations()
+    assert not release.success and ev.passed is False and ev.check_name == "generator_audit_passed"
+    assert "proved a DP violation" in ev.description
