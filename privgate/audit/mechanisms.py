@@ -312,3 +312,37 @@ def _decode(training: pl.DataFrame, resolved, sizes: list[int], cells: np.ndarra
             levels = pl.Series(c, list(spec), dtype=base)
             series.append(levels.gather(pl.Series(code, dtype=pl.UInt32)).cast(dtype))
     return pl.DataFrame(series) if series else pl.DataFrame()
+
+
+class TrainingCopy:
+    """A generator with no privacy at all (ε = ∞), the other end of an audit's scale: it
+    publishes its training records, every numeric column of int or float dtype moved by
+    Gaussian noise of ``noise`` × the column's standard deviation in the training set (0: exact
+    copies; integer columns rounded). ``n_rows`` is ignored: the release is the whole training
+    set, in its own order. Picklable and deterministic for a seed."""
+
+    claimed_epsilon = math.inf
+    true_epsilon = math.inf
+
+    def __init__(self, noise: float = 0.0) -> None:
+        if not (isinstance(noise, (int, float)) and 0.0 <= noise < math.inf):
+            raise ParameterError(f"noise must be a finite number ≥ 0; got {noise!r}")
+        self.noise = float(noise)
+
+    def __repr__(self) -> str:
+        return f"TrainingCopy(noise={self.noise:g})"
+
+    def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+        if self.noise == 0.0:
+            return training
+        rng = np.random.default_rng(seed)
+        out = []
+        for col, dtype in training.schema.items():
+            s = training[col]
+            if dtype.is_integer() or dtype.is_float():
+                v = s.cast(pl.Float64).to_numpy()
+                sd = float(np.nanstd(v)) if np.isfinite(v).any() else 0.0
+                moved = v + rng.normal(0.0, self.noise * sd, v.size)
+                s = pl.Series(col, np.round(moved) if dtype.is_integer() else moved).cast(dtype, strict=False)
+            out.append(s)
+        return pl.DataFrame(out)

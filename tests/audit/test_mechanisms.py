@@ -202,3 +202,15 @@ def test_public_domain_helper():
     frame = pl.DataFrame({"k": ["b", "a", None, "a"], "v": [1.0, 3.0, 2.0, None]})
     dom = LaplaceHistogram.public_domain(frame, bins=2)
     assert dom == {"k": ["a", "b", None], "v": [1.0, 2.0, 3.0]}
+
+
+def test_training_copy_publishes_its_training_records():
+    from privgate.audit.mechanisms import TrainingCopy
+
+    train = pl.DataFrame({"a": [1, 2, 3, 4], "x": [0.5, 1.5, 2.5, 3.5], "c": ["p", "q", "p", "q"]})
+    assert TrainingCopy()(train, 2, 0).equals(train)
+    noisy = TrainingCopy(noise=0.1)(train, 2, 0)
+    assert noisy.schema == train.schema and noisy["c"].equals(train["c"])
+    assert not noisy["x"].equals(train["x"])
+    assert (noisy["x"] - train["x"]).abs().max() < 1.0  # 0.1 sd ≈ 0.11: within 9 sd
+    assert noisy.equals(TrainingCopy(noise=0.1)(train, 2, 0))
