@@ -213,7 +213,10 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
             "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
             "seconds_prepare": prepared.seconds, "workers": (execution or {}).get("workers", 1),
             "threads": (execution or {}).get("threads"), "wall_seconds": wall_seconds,
-            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None]))}
+            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
+            "per_run": [{"run": o.run, "seconds_generate": round(o.seconds_generate, 6),
+                         "seconds_features": round(o.seconds_features, 6), "failed": o.error is not None}
+                        for o in sorted(outcomes, key=lambda o: o.run)]}
     cost["seconds_analysis"] = time.perf_counter() - started
     own = cost["seconds_features_total"] + cost["seconds_analysis"] + cost["seconds_prepare"]
     cost["audit_share_of_generator_time"] = own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
