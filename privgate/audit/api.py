@@ -21,7 +21,7 @@ from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
 from .analysis import analyse_attack
 from .attacks import ATTACKS, resolve as resolve_attacks
-from .features import FeatureSpace
+from .features import FeatureSpace, empty_release_features
 from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
 from .result import AuditResult
 from .runner import Generate, Progress, RunOutcome, execute, make_run
@@ -149,14 +149,17 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     if not ok.any():
         first = next(o.error for o in outcomes if o.error)
         raise AuditError(f"every one of the {plan.n_runs} generator runs failed (first error: {first})")
-    feats = np.stack([by_run[r].features if ok[r] else np.zeros_like(by_run[int(np.argmax(ok))].features)
+    # a failed run is an output too (a generator that fails when a target is in leaks its
+    # presence): it stays in the analysis as the features of an empty release, so dropping it
+    # cannot bias the error counts
+    feats = np.stack([by_run[r].features if ok[r] else empty_release_features(plan.n_targets)
                       for r in range(plan.n_runs)])
     n_t = plan.n_targets
     alpha = 1.0 - confidence
     described = plan.targets.describe()
     usable = []
     for t in range(n_t):
-        runs = plan.assigned[t] & ok
+        runs = plan.assigned[t]
         y = plan.included[t]
         counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
                   int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
@@ -169,7 +172,7 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     best: tuple[float, float, dict | None] = (-1.0, -1.0, None)
     for t in range(n_t):
         entry = dict(described[t])
-        runs = plan.assigned[t] & ok
+        runs = plan.assigned[t]
         fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
         y = plan.included[t]
         entry.update(fit_runs=int(fit_r.size), test_runs=int(test_r.size))

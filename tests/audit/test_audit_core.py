@@ -47,6 +47,12 @@ def refuses_new_levels(training: pl.DataFrame, n_rows: int, seed: int) -> pl.Dat
     return public_only(training, n_rows, seed)
 
 
+def fails_on_odd_seeds(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    if seed % 2:
+        raise RuntimeError("flaky")
+    return public_only(training, n_rows, seed)
+
+
 def always_fails(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
     raise RuntimeError("broken")
 
@@ -225,6 +231,15 @@ def test_a_target_the_generator_refuses_is_reported_not_a_crash():
     refused = [t for t in r.targets if t["status"] == "not taken"]
     assert [t["kind"] for t in refused] == ["canary_level"] and refused[0]["why"] == "KeyError"
     assert r.n_audited == 3 and r.cost["preflight_runs"] == 3
+
+
+def test_failed_runs_stay_in_the_analysis_as_empty_releases():
+    r = audit_generator(fails_on_odd_seeds, people(), runs=24, n_targets=2, canaries=False, training_rows=40,
+                        threads=1, workers=1)
+    assert 0 < r.cost["runs_failed"] < 24 and r.failed_runs[0]["error"] == "RuntimeError"
+    t = r.targets[0]
+    assert t["fit_runs"] + t["test_runs"] == 24  # every run counts
+    assert r.epsilon_lower == 0.0  # failures do not depend on the targets: no evidence
 
 
 def test_broken_generators_get_clear_errors():
