@@ -101,6 +101,9 @@ def test_epsilon_lower_bound_rejects_bad_input():
         stats.epsilon_lower_bound(0, 10, 0, 10, delta=1.0)
     with pytest.raises(ValueError, match="alpha"):
         stats.epsilon_lower_bound(0, 10, 0, 10, alpha=0.0)
+    with pytest.raises(ValueError, match="whole numbers"):
+        stats.epsilon_lower_bound(2.5, 10, 0, 10)
+    assert stats.epsilon_lower_bound(np.int64(0), np.int64(10), 0, 10) == stats.epsilon_lower_bound(0, 10, 0, 10)
 
 
 # ---------------------------------------------------------------- epsilon_estimate
