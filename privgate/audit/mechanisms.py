@@ -167,6 +167,13 @@ class LaplaceHistogram:
                 levels = tuple(dom[c])
                 if len(levels) == 0:
                     raise ParameterError(f"domain of column {c!r} has no level")
+                dtype = training.schema[c]
+                base = pl.String if dtype == pl.Categorical or isinstance(dtype, pl.Enum) else dtype
+                try:
+                    pl.Series(c, list(levels), dtype=base)
+                except Exception as exc:
+                    raise ParameterError(f"the {len(levels)} levels given for column {c!r} are not all of "
+                                         f"its dtype {dtype}") from exc
                 out.append((c, False, levels))
         sizes = [(len(v) - 1 if num else len(v)) for _, num, v in out]
         total = math.prod(sizes) if sizes else 0

@@ -165,6 +165,8 @@ def test_domain_must_match_the_training_columns_and_parameters_are_checked():
         LaplaceHistogram(1.0, DOMAIN, release="exact")
     with pytest.raises(ParameterError, match="noise_factor"):
         LaplaceHistogram(1.0, DOMAIN, noise_factor=0)
+    with pytest.raises(ParameterError, match="levels given for column 'city'"):
+        LaplaceHistogram(1.0, {**DOMAIN, "city": [1, 2]})(_frame(), 5, seed=0)
     with pytest.raises(ParameterError, match="domain is required"):
         LaplaceHistogram(1.0, None)
 
