@@ -321,15 +321,27 @@ class AuditOutcome:
                         "result": res})
 
     def table(self) -> str:
-        """The audit's checks as plain text, then the decision line."""
+        """The audit's checks as plain text (at most 100 characters wide; what a rule said in
+        full below the table when it cannot decide), then the decision line."""
         from ..commands._table import format_table
 
-        rows = [(c.rule, _num(c.compared), ("claimed " if c.limit_is_claim else "") + _num(c.limit),
-                 c.severity, c.verdict.upper() if c.verdict != "pass" else "pass", c.message) for c in self.checks]
+        rows, notes = [], []
+        for c in self.checks:
+            if c.verdict == "error":
+                note = "cannot decide: see below"
+                notes.append(f"  {c.rule}: {c.message}")
+            elif c.skipped:
+                note = c.message[:48]
+            elif c.verdict == "pass":
+                note = ""
+            else:
+                note = "DP violation proven" if c.rule == "epsilon" and c.limit_is_claim else "above the limit"
+            rows.append((c.rule, _num(c.compared), ("claimed " if c.limit_is_claim else "") + _num(c.limit),
+                         c.severity, c.verdict.upper() if c.verdict != "pass" else "pass", note))
         lines = format_table(("rule", "compared", "limit", "severity", "verdict", "note"), rows).splitlines()
         label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR (the audit cannot be decided; fails closed)"}
-        lines += ["", f"decision: {label[self.exit_code]}  (generator {self.generator!r}, version "
-                      f"{self.generator_version!r}, exit code {self.exit_code})"]
+        lines += notes + ["", f"decision: {label[self.exit_code]}  (generator {self.generator!r}, version "
+                              f"{self.generator_version!r}, exit code {self.exit_code})"]
         return "\n".join(line.rstrip() for line in lines)
 
 
