@@ -59,7 +59,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=_positive("--workers"), help="worker processes (default: the thread budget)")
-    p.add_argument("--threads", type=_positive("--threads"), help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
+    p.add_argument("--threads", type=_positive("--threads"),
+                   help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
                                     "{block: claimed}, auc_lower {warn: 0.6, block: 0.8})")
     p.add_argument("--history", help="record the audit in this history database (SQLAlchemy URL or SQLite path)")

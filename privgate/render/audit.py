@@ -51,7 +51,8 @@ def verdict_words(result: Any) -> str:
                 f"exceed the claimed ε = {result.claimed_epsilon:g}. An audit cannot prove privacy: these "
                 "attacks on these targets found nothing stronger.")
     return (f"No DP claim was given to check. With {conf} confidence the generator's ε at δ = {result.delta:g} is "
-            f"at least {eps}" + (" (0: the attacks found no evidence of leakage)." if result.epsilon_lower == 0 else "."))
+            f"at least {eps}" + (" (0: the attacks found no evidence of leakage)."
+                                  if result.epsilon_lower == 0 else "."))
 
 
 def best_attack(target: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -195,7 +196,8 @@ def cost_rows(result: Any) -> list[tuple[str, str]]:
     share = c.get("audit_share_of_generator_time")
     return [("generator runs", f"{c.get('runs', '-')} ({c.get('runs_failed', 0)} failed, "
                                 f"{c.get('preflight_runs', 0)} preflight)"),
-            ("seconds per run in the generator", f"{s('seconds_generate_mean')} mean, {s('seconds_generate_median')} median"),
+            ("seconds per run in the generator",
+             f"{s('seconds_generate_mean')} mean, {s('seconds_generate_median')} median"),
             ("seconds in the generator, all runs", s("seconds_generate_total")),
             ("seconds of the audit's own work", f"{own:.3f} s (targets and preflight {s('seconds_prepare')}, "
                                                 f"features {s('seconds_features_total')}, attacks and bounds "

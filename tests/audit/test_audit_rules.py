@@ -60,7 +60,8 @@ def test_epsilon_and_auc_rules_at_hand_set_numbers(eps, auc, decision, code):
 
 def test_a_number_limit_on_epsilon_and_a_bare_number_is_a_block_limit():
     cfg = parse_audit_config({"rules": {"epsilon": 2, "auc_lower": 0.7}})
-    assert [(r.kind, r.severity, r.limit) for r in cfg.rules] == [("epsilon", "block", 2.0), ("auc_lower", "block", 0.7)]
+    assert [(r.kind, r.severity, r.limit) for r in cfg.rules] == [("epsilon", "block", 2.0),
+                                                                   ("auc_lower", "block", 0.7)]
     assert decide_audit(make_result(2.5, claimed=None), cfg).decision == "block"
     assert decide_audit(make_result(1.9, 0.69, claimed=None), cfg).decision == "pass"
 
