@@ -26,6 +26,7 @@ from .plots import COLOURS, figure_to_data_uri
 from .reports import _atomic_write
 
 _LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR"}
+MAX_ROC_PANELS = 12
 _CLASS = {0: "pass", 1: "warn", 2: "block", 3: "block"}
 
 
@@ -115,7 +116,8 @@ def plot_epsilon(result: Any) -> str | None:
 
 def plot_roc(result: Any, max_targets: int = 12) -> str | None:
     """One panel per audited target: the ROC curve of its best attack on the test runs, log-scale
-    FPR (a false-positive rate of 0 drawn at half the smallest non-zero one)."""
+    FPR (a false-positive rate of 0 drawn at half the smallest non-zero one); with more than
+    ``max_targets`` targets, the most exposed ones (largest ε lower bound, then AUC)."""
     panels = []
     for t in result.targets:
         b = best_attack(t)
@@ -127,7 +129,10 @@ def plot_roc(result: Any, max_targets: int = 12) -> str | None:
         panels.append((t, b[0], b[1], data))
     if not panels:
         return None
-    panels = panels[:max_targets]
+    if len(panels) > max_targets:
+        keep = sorted(range(len(panels)), key=lambda i: (-(panels[i][2].get("epsilon_lower") or 0.0),
+                                                          -(panels[i][2].get("auc") or 0.0), i))[:max_targets]
+        panels = [panels[i] for i in sorted(keep)]
     cols = min(3, len(panels))
     rows = int(math.ceil(len(panels) / cols))
     fig = Figure(figsize=(3.3 * cols, 3.0 * rows))
@@ -218,7 +223,8 @@ def render_audit_html(result: Any, outcome: Any = None) -> str:
         generator=gen.get("name") or "-", version=gen.get("version") or "-",
         verdict=verdict_words(result), rows=target_rows(result), cost=cost_rows(result),
         design=sorted((k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in (result.design or {}).items()),
-        plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result),
+        plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result, MAX_ROC_PANELS), max_roc=MAX_ROC_PANELS,
+        n_attacked=sum(1 for t in result.targets if t.get("attacks")),
         failed=result.failed_runs or [],
     )
 
