@@ -114,10 +114,10 @@ def plot_epsilon(result: Any) -> str | None:
     return figure_to_data_uri(fig)
 
 
-def plot_roc(result: Any, max_targets: int = 12) -> str | None:
-    """One panel per audited target: the ROC curve of its best attack on the test runs, log-scale
-    FPR (a false-positive rate of 0 drawn at half the smallest non-zero one); with more than
-    ``max_targets`` targets, the most exposed ones (largest ε lower bound, then AUC)."""
+def roc_panels(result: Any, max_targets: int = 12) -> list[tuple[dict, str, dict, dict]]:
+    """(target, attack name, attack results, test scores and labels) of each audited target's
+    best attack — the ``max_targets`` most exposed (largest ε lower bound, then AUC) in target
+    order when there are more."""
     panels = []
     for t in result.targets:
         b = best_attack(t)
@@ -127,12 +127,20 @@ def plot_roc(result: Any, max_targets: int = 12) -> str | None:
         if not data or not data.get("scores"):
             continue
         panels.append((t, b[0], b[1], data))
-    if not panels:
-        return None
     if len(panels) > max_targets:
         keep = sorted(range(len(panels)), key=lambda i: (-(panels[i][2].get("epsilon_lower") or 0.0),
                                                           -(panels[i][2].get("auc") or 0.0), i))[:max_targets]
         panels = [panels[i] for i in sorted(keep)]
+    return panels
+
+
+def plot_roc(result: Any, max_targets: int = 12) -> str | None:
+    """One panel per audited target: the ROC curve of its best attack on the test runs, log-scale
+    FPR (a false-positive rate of 0 drawn at half the smallest non-zero one); with more than
+    ``max_targets`` targets, the most exposed ones (largest ε lower bound, then AUC)."""
+    panels = roc_panels(result, max_targets)
+    if not panels:
+        return None
     cols = min(3, len(panels))
     rows = int(math.ceil(len(panels) / cols))
     fig = Figure(figsize=(3.3 * cols, 3.0 * rows))

@@ -57,3 +57,14 @@ def test_a_report_without_a_decision_or_audited_targets_still_renders():
     html = render_audit_html(make_result(n_audited=0))
     assert "No target could be audited" in html and "No target was audited" in html
     assert "<span class=\"badge" not in html
+
+
+def test_many_targets_show_the_most_exposed_roc_panels():
+    from privgate.render.audit import roc_panels
+
+    res = make_result(2.0, n_audited=14)  # t0 carries the largest ε lower bound, the others 0
+    res.targets[5]["attacks"]["distance"]["auc"] = 0.9  # t5 the largest AUC among the rest
+    assert "The 12 most exposed of\n14 targets" in render_audit_html(res)
+    assert [p[0]["target"] for p in roc_panels(res, 2)] == ["t0", "t5"]
+    assert [p[0]["target"] for p in roc_panels(res, 3)] == ["t0", "t1", "t5"]  # ties: target order
+    assert len(roc_panels(res)) == 12 and len(roc_panels(make_result(n_audited=3))) == 3
