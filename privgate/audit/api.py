@@ -304,9 +304,10 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
                             threads=threads, progress=progress)
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
-    return analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
-                        confidence=confidence, execution=how, wall_seconds=time.perf_counter() - start,
-                        generator=meta)
+    result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                          confidence=confidence, execution=how, generator=meta)
+    result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
+    return result
 
 
 def _name_of(generate: Any) -> str:
