@@ -14,7 +14,8 @@ An audit configuration is an ``audit:`` block in a gate configuration file, or a
 Rules (each a mapping severity → limit, or a bare number meaning a ``block`` limit):
 
 - ``epsilon``: the audit's empirical ε lower bound (``epsilon_lower``, at the audit's δ and
-  confidence, corrected for the number of targets and attacks) must not exceed the limit. A limit
+  confidence for the whole audit: the most promising target and attack tested alone at
+  half the error probability, every pair corrected for their number with the other half) must not exceed the limit. A limit
   is a number ≥ 0 or the word ``claimed`` (the claimed ε). The bound exceeds a true ε in at most
   1 − confidence of audits (Jagielski et al., NeurIPS 2020; Nasr et al., IEEE S&P 2021), so a
   ``block: claimed`` rule fires on a proven violation, never on a generator that keeps its claim

@@ -107,8 +107,8 @@ def plot_epsilon(result: Any) -> str | None:
     ax.set_yticks(y, names, fontsize=8)
     ax.set_xlim(0, right)
     ax.set_ylim(-0.7, len(rows) - 0.1)
-    ax.set_xlabel(f"empirical ε lower bound (δ = {result.delta:g}, {result.confidence:.0%} confidence, corrected "
-                  "for targets × attacks)", fontsize=8)
+    ax.set_xlabel(f"empirical ε lower bound (δ = {result.delta:g}, {result.confidence:.0%} confidence for the "
+                  "whole audit)", fontsize=8)
     ax.set_title("ε lower bound against the claim (a bar past the dashed line proves a violation)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return figure_to_data_uri(fig)
