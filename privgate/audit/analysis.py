@@ -6,10 +6,12 @@ error counts on the disjoint test runs, and what they prove.
   the bound those runs would give) is applied to the test runs; their false-positive and
   false-negative counts give Clopper–Pearson upper bounds on the error rates, and every
   (ε, δ)-DP generator keeps FPR + e^ε·FNR ≥ 1 − δ (and the reverse), so
-  :func:`privgate.stats.dp_audit.epsilon_lower_bound` holds. The bound of the whole audit is
-  the largest over targets and attacks, each computed at confidence 1 − α/(targets × attacks)
-  (Bonferroni), so the audit's bound holds with confidence 1 − α whatever the dependence between
-  targets and attacks.
+  :func:`privgate.stats.dp_audit.epsilon_lower_bound` holds. The audit spends its error
+  probability α in two halves (a union bound): the (target, attack) pair whose fit runs promise
+  the most is tested alone on the test runs at α/2 — chosen without looking at the test runs, it
+  needs no correction for the number of pairs — and every pair's own bound is computed at
+  α/(2 × targets × attacks) (Bonferroni). The audit's bound is the largest of these, so it holds
+  with confidence 1 − α whatever the dependence between targets and attacks.
 - **Gaussian DP** (Dong, Roth, Su, JRSS-B 2022): the same counts bound μ from below; reported,
   not used in the ε decision.
 - **AUC** of the test runs' scores with DeLong's interval; **TPR at a fixed FPR** (1 %, 0.1 %):
@@ -39,10 +41,12 @@ def _epsilon_lower(fp: int, n_out: int, fn: int, n_in: int, delta: float, alpha:
 FIXED_FPRS = (0.01, 0.001)
 
 
-def choose_threshold(scores: np.ndarray, labels: np.ndarray, *, delta: float, alpha: float) -> tuple[int, float]:
+def choose_threshold(scores: np.ndarray, labels: np.ndarray, *, delta: float, alpha: float,
+                     with_score: bool = False) -> tuple:
     """(direction, τ) for the guess "member iff direction·score ≥ τ", chosen on fit runs to
     maximise the ε lower bound their own counts would give (ties: the larger TPR − FPR, then the
-    first found). τ = +inf (never guess member) when nothing separates."""
+    first found). τ = +inf (never guess member) when nothing separates. ``with_score``: also
+    (that bound, that TPR − FPR), by which the audit picks its most promising attack."""
     y = np.asarray(labels, dtype=bool)
     best: tuple[float, float, int, float] = (-1.0, -2.0, 1, math.inf)
     n_in, n_out = int(y.sum()), int((~y).sum())
@@ -56,6 +60,8 @@ def choose_threshold(scores: np.ndarray, labels: np.ndarray, *, delta: float, al
             youden = (n_in - fn) / max(n_in, 1) - fp / max(n_out, 1)
             if (eps, youden) > best[:2]:
                 best = (eps, youden, direction, float(tau))
+    if with_score:
+        return best[2], best[3], (best[0], best[1])
     return best[2], best[3]
 
 
@@ -82,7 +88,8 @@ def tpr_at_fpr(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.n
 def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray,
                    test_labels: np.ndarray, *, delta: float, alpha_each: float) -> dict[str, Any]:
     """Everything one attack proves about one target (see the module docstring)."""
-    direction, tau = choose_threshold(fit_scores, fit_labels, delta=delta, alpha=alpha_each)
+    direction, tau, fit_score = choose_threshold(fit_scores, fit_labels, delta=delta, alpha=alpha_each,
+                                                 with_score=True)
     fp, n_out, fn, n_in = errors_at(test_scores, test_labels, direction, tau)
     eps = epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha_each)
     mu = gdp_mu_lower_bound(fp, n_out, fn, n_in, alpha=alpha_each)
@@ -93,7 +100,7 @@ def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
     auc_lower = normal_interval(auc, var, corrected)[0] if finite else 0.0
     return {
         "epsilon_lower": float(eps), "mu_lower": float(mu), "direction": int(direction),
-        "threshold": tau, "false_positives": fp, "runs_without": n_out, "false_negatives": fn, "runs_with": n_in,
+        "threshold": tau, "fit_score": list(fit_score), "false_positives": fp, "runs_without": n_out, "false_negatives": fn, "runs_with": n_in,
         "auc": float(auc), "auc_ci": auc_ci, "auc_lower_corrected": float(auc_lower),
         "tpr_at_fpr": [tpr_at_fpr(fit_scores, fit_labels, test_scores, test_labels, f) for f in FIXED_FPRS],
     }

@@ -16,12 +16,13 @@ import polars as pl
 
 from ..errors import AuditError, InputError, ParameterError
 from ..io import load_frame
+from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
 from .analysis import analyse_attack
 from .attacks import ATTACKS, resolve as resolve_attacks
-from .features import FeatureSpace
-from .plan import DEFAULT_RUNS, AuditPlan, make_plan
+from .features import FeatureSpace, empty_release_features
+from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
 from .result import AuditResult
 from .runner import Generate, Progress, RunOutcome, execute, make_run
 from .seeds import seed_int
@@ -45,7 +46,8 @@ class PreparedAudit:
 def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
                   n_targets: int = DEFAULT_TARGETS, canaries: bool = True, runs: int = DEFAULT_RUNS,
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
-                  background: str = "fixed", schema: Mapping[str, str] | None = None, seed: int = 0,
+                  background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
+                  schema: Mapping[str, str] | None = None, seed: int = 0,
                   threads: int | None = None) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
@@ -84,7 +86,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
             chosen = chosen.subset(keep)
             space = FeatureSpace.build(pool_avail, chosen.frame, sch)
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
-                     training_rows=training_rows, n_rows=n_rows, seed=seed)
+                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
 
 
@@ -147,26 +149,30 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     if not ok.any():
         first = next(o.error for o in outcomes if o.error)
         raise AuditError(f"every one of the {plan.n_runs} generator runs failed (first error: {first})")
-    feats = np.stack([by_run[r].features if ok[r] else np.zeros_like(by_run[int(np.argmax(ok))].features)
+    # a failed run is an output too (a generator that fails when a target is in leaks its
+    # presence): it stays in the analysis as the features of an empty release, so dropping it
+    # cannot bias the error counts
+    feats = np.stack([by_run[r].features if ok[r] else empty_release_features(plan.n_targets)
                       for r in range(plan.n_runs)])
     n_t = plan.n_targets
     alpha = 1.0 - confidence
     described = plan.targets.describe()
     usable = []
     for t in range(n_t):
-        runs = plan.assigned[t] & ok
+        runs = plan.assigned[t]
         y = plan.included[t]
         counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
                   int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
         usable.append(min(counts) >= 2)
     n_audited = int(sum(usable))
-    alpha_each = alpha / max(n_audited * len(names), 1)
+    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
+    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
     targets_out: list[dict[str, Any]] = []
     roc: dict[str, dict[str, dict[str, list]]] = {}
     best: tuple[float, float, dict | None] = (-1.0, -1.0, None)
     for t in range(n_t):
         entry = dict(described[t])
-        runs = plan.assigned[t] & ok
+        runs = plan.assigned[t]
         fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
         y = plan.included[t]
         entry.update(fit_runs=int(fit_r.size), test_runs=int(test_r.size))
@@ -182,17 +188,24 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
             results[name] = a
             roc.setdefault(entry["target"], {})[name] = {"scores": [float(v) for v in ts],
                                                           "labels": [bool(v) for v in y[test_r]]}
-            key = (a["epsilon_lower"], a["auc_lower_corrected"])
+            key = (a["fit_score"][0], a["fit_score"][1])
             if key > best[:2]:
-                best = (key[0], key[1], {"target": entry["target"], "kind": entry["kind"], "attack": name})
+                best = (key[0], key[1], {"target": entry["target"], "kind": entry["kind"], "attack": name,
+                                         "runs_with": a["runs_with"], "runs_without": a["runs_without"],
+                                         "false_positives": a["false_positives"],
+                                         "false_negatives": a["false_negatives"]})
         entry["attacks"] = results
         targets_out.append(entry)
     targets_out.extend(prepared.not_taken)
     attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
     eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
+    chosen = best[2]
+    if chosen is not None:
+        chosen["epsilon_lower"] = float(epsilon_lower_bound(chosen["false_positives"], chosen["runs_without"],
+                                                            chosen["false_negatives"], chosen["runs_with"],
+                                                            delta=delta, alpha=alpha / 2))
+        eps = max(eps, chosen["epsilon_lower"])
     mu = max((a["mu_lower"] for a in attacked), default=0.0)
-    from ..stats.dp_audit import gdp_epsilon
-
     eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
     violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
     gen = np.array([o.seconds_generate for o in outcomes])
@@ -203,7 +216,10 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
             "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
             "seconds_prepare": prepared.seconds, "workers": (execution or {}).get("workers", 1),
             "threads": (execution or {}).get("threads"), "wall_seconds": wall_seconds,
-            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None]))}
+            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
+            "per_run": [{"run": o.run, "seconds_generate": round(o.seconds_generate, 6),
+                         "seconds_features": round(o.seconds_features, 6), "failed": o.error is not None}
+                        for o in sorted(outcomes, key=lambda o: o.run)]}
     cost["seconds_analysis"] = time.perf_counter() - started
     own = cost["seconds_features_total"] + cost["seconds_analysis"] + cost["seconds_prepare"]
     cost["audit_share_of_generator_time"] = own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
@@ -213,7 +229,7 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
                                                                                   else plan.fit.size // max(n_t, 1)),
               "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
               "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
-              "alpha_per_test": alpha_each, "seed": plan.seed, "neighbouring": "add/remove one record"}
+              "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed, "neighbouring": "add/remove one record"}
     failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
     return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
                        violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
@@ -244,7 +260,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     delta: float = 0.0, targets: Any = "auto", n_targets: int = DEFAULT_TARGETS,
                     canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
                     n_rows: int | None = None, design: str = "shared", background: str = "fixed",
-                    attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
+                    fit_share: float = DEFAULT_FIT_SHARE, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None) -> AuditResult:
@@ -270,6 +286,8 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         training_rows: background rows per run (default min(1,000, population)).
         n_rows: records asked of the generator per run (default ``training_rows``).
         design / background: see :mod:`privgate.audit.plan`.
+        fit_share: share of the runs that choose thresholds and train the shadow model (the
+            rest estimate the error rates).
         attacks: names from :data:`privgate.audit.attacks.ATTACKS` (default: all).
         seed: every random step of the audit; run r's generator gets a seed derived from it.
         workers / threads: worker processes and the thread budget (default: the budget's cores).
@@ -281,13 +299,15 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     _check_numbers(delta, confidence, claimed_epsilon)
     prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                              canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
-                             design=design, background=background, schema=schema, seed=seed, threads=threads)
+                             design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
+                             threads=threads)
     outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
                             threads=threads, progress=progress)
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
-    return analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
-                        confidence=confidence, execution=how, wall_seconds=time.perf_counter() - start,
-                        generator=meta)
+    result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                          confidence=confidence, execution=how, generator=meta)
+    result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
+    return result
 
 
 def _name_of(generate: Any) -> str:

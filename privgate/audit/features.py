@@ -40,6 +40,8 @@ FEATURES = ("exact_copies", "nearest_distance", "second_distance", "mean_distanc
 K_NEAREST = 16
 #: columns (the target's rarest values) whose pairs are counted
 PAIR_COLUMNS = 40
+#: the distance features of a release with no records
+NO_NEIGHBOUR = 1e6
 
 
 @dataclass
@@ -148,6 +150,15 @@ class FeatureSpace:
                 out[t, 10] = out[t, 11] = shares[0]
         out[:, 12] = np.log(m)
         return out
+
+
+def empty_release_features(n_targets: int) -> np.ndarray:
+    """The features of a release with no records (what a failed run counts as): no copies, no
+    neighbours (distances ``NO_NEIGHBOUR``), no value shares, log size 0."""
+    out = np.zeros((n_targets, len(FEATURES)))
+    for name in ("nearest_distance", "second_distance", "mean_distance_k"):
+        out[:, FEATURES.index(name)] = NO_NEIGHBOUR
+    return out
 
 
 def _code_shares(pool_codes: np.ndarray, target_codes: np.ndarray) -> np.ndarray:

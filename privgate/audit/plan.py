@@ -47,7 +47,7 @@ DESIGNS = ("shared", "separate")
 BACKGROUNDS = ("fixed", "redrawn")
 DEFAULT_RUNS = 200
 DEFAULT_TRAINING_ROWS = 1000
-DEFAULT_FIT_SHARE = 0.5
+DEFAULT_FIT_SHARE = 0.4
 #: fewest runs per target: 4 fit and 4 test runs, half with the target in each
 MIN_RUNS = 8
 

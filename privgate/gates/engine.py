@@ -363,6 +363,7 @@ def run_gate(
     exact: bool | None = None,
     sample_real: int | None = None,
     sample: int | str | None = None,
+    generator_version: str | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -386,6 +387,10 @@ def run_gate(
     this run's plan (:func:`evaluation_plan`) from these inputs (``params["inputs_sha256"]``);
     a report that does not match blocks (exit 3), and a planned metric it lacks blocks as a
     metric that produced no result.
+
+    ``generator_version``: the version of the generator that made the release, for a
+    configuration's ``require_audit`` (:mod:`privgate.gates.audit_rules`): the release blocks
+    unless the history's last audit of that generator version passed.
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -395,7 +400,8 @@ def run_gate(
         outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
                        options={"threads": threads, "exact": exact, "sample_real": sample_real,
                                 "sample": sample},
-                       progress=progress, run_id=run_id, created=created, precomputed=report)
+                       progress=progress, run_id=run_id, created=created, precomputed=report,
+                       generator_version=generator_version)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
         outcome = _outcome([check], run_id=run_id, dataset=dataset or "unknown",
@@ -566,7 +572,7 @@ def _precomputed(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any],
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: Mapping[str, Any] | None = None,
-         precomputed: Any = None) -> GateOutcome:
+         precomputed: Any = None, generator_version: str | None = None) -> GateOutcome:
     from ..io import load_frame, scan_frame
 
     checks: list[GateCheck] = []
@@ -676,6 +682,10 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
                                  previous_note=note, trend_note=trend_note))
 
+    if config is not None and config.require_audit is not None:  # a passing audit of the generator
+        from .audit_rules import requirement_check
+
+        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version)))
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
                     previous_release_id=previous_release)

@@ -48,6 +48,9 @@ def _check_delta(delta: float) -> None:
 
 
 def _check_count(k: int, n: int, what: str) -> None:
+    if int(k) != k or int(n) != n:
+        # rounding a fractional error count down would overstate the bound: refuse it
+        raise ValueError(f"{what}: counts must be whole numbers of runs; got k={k!r}, n={n!r}")
     if n < 0:
         raise ValueError(f"{what}: the number of runs must be ≥ 0; got n={n!r}")
     if k < 0 or k > n:

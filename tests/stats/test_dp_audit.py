@@ -73,11 +73,10 @@ def test_epsilon_lower_bound_hand_computed():
 
 def test_epsilon_lower_bound_zero_for_a_coin_flip_and_when_numerators_vanish():
     assert stats.epsilon_lower_bound(50, 100, 50, 100) == 0.0
-    assert stats.epsilon_lower_bound(100, 100, 100, 100) == 0.0
     # n = 0 on a side: the trivial rate bound 1 leaves no positive term
     assert stats.epsilon_lower_bound(0, 0, 0, 100) == 0.0
-    # every positive guessed out and every negative guessed in: the flipped test separates
-    # perfectly, and the bound sees it through the second term (numerator 1 − FNR_hi = 0 … both 1)
+    # always wrong: both upper bounds are 1, so both numerators vanish (the bound does not flip
+    # the attack's guesses; choosing the direction belongs to the threshold, on fit runs)
     assert stats.epsilon_lower_bound(100, 100, 100, 100) == 0.0
 
 
@@ -101,6 +100,9 @@ def test_epsilon_lower_bound_rejects_bad_input():
         stats.epsilon_lower_bound(0, 10, 0, 10, delta=1.0)
     with pytest.raises(ValueError, match="alpha"):
         stats.epsilon_lower_bound(0, 10, 0, 10, alpha=0.0)
+    with pytest.raises(ValueError, match="whole numbers"):
+        stats.epsilon_lower_bound(2.5, 10, 0, 10)
+    assert stats.epsilon_lower_bound(np.int64(0), np.int64(10), 0, 10) == stats.epsilon_lower_bound(0, 10, 0, 10)
 
 
 # ---------------------------------------------------------------- epsilon_estimate
