@@ -21,8 +21,10 @@ partition, no code change), whose graph is
   chunk with the step's thread budget; writes the runs' outcomes (features of the targets on
   each release: numbers only) as ``runs/<mapping key>.json``;
 - ``<name>__analyse`` (after every chunk, ``.collect()``) — :func:`privgate.audit.analyse_runs`:
-  the attacks and the ε lower bound; saves the :class:`~privgate.audit.AuditResult` as JSON,
-  records its summary numbers as the materialisation's metadata and returns its per-(target,
+  the attacks and the ε lower bound; decides the audit with the audit rules
+  (:func:`privgate.gates.audit_rules.decide_audit`) and records it in the score history; saves
+  the :class:`~privgate.audit.AuditResult` as JSON, records its summary numbers and the decision
+  as the materialisation's metadata and returns its per-(target,
   attack) table (:meth:`~privgate.audit.AuditResult.to_polars`) as the asset's value; then
   deletes the run's work folder.
 
@@ -96,6 +98,8 @@ def build_generator_audit(
     resource_key: str = "privgate",
     group_name: str = GROUP,
     io_manager_key: str | None = None,
+    audit_config: Any = None,
+    record: bool = True,
 ) -> dg.AssetsDefinition:
     """A partitioned asset ``name`` auditing a generator, one partition per generator version.
 
@@ -118,6 +122,13 @@ def build_generator_audit(
     run steps. ``resource_key``: the :class:`~privgate.dagster.PrivgateResource` (its
     ``work_dir`` holds the steps' files, its ``reports_dir`` the saved results).
     ``io_manager_key``: IO manager of the asset's value (the per-target table).
+
+    ``audit_config``: the audit rules that decide the audit (an ``audit:`` block's path, mapping
+    or :class:`~privgate.gates.audit_rules.AuditConfig`; default
+    :func:`~privgate.gates.audit_rules.default_audit_config`: block when the ε lower bound
+    exceeds the claimed ε, warn / block on the AUC lower bound). ``record``: record the decided
+    audit in the resource's score history (``privgate_audits``, what ``require_audit`` of a
+    release gate and ``privgate audits`` read); a history that cannot be written fails the step.
     """
     from privgate.audit.plan import DEFAULT_RUNS
     from privgate.audit.targets import DEFAULT_TARGETS
@@ -137,6 +148,12 @@ def build_generator_audit(
         raise dg.DagsterInvalidDefinitionError(
             f"build_generator_audit({name!r}): step_tags for unknown steps {unknown}; the steps are "
             "'plan', 'runs' and 'analyse'")
+    from privgate.gates.audit_rules import parse_audit_config
+
+    rules = None if audit_config is None else (
+        audit_config if not isinstance(audit_config, (str, os.PathLike)) else _load_audit_config(audit_config))
+    if rules is not None:
+        rules = parse_audit_config(rules)  # an invalid configuration fails the definitions' load
     runs = DEFAULT_RUNS if runs is None else runs
     n_targets = DEFAULT_TARGETS if n_targets is None else n_targets
     partitions_def = _versions(name, versions)
@@ -231,18 +248,28 @@ def build_generator_audit(
                        "note": f"Dagster: {n_steps} run steps of at most {chunk_size} runs"},
             wall_seconds=time.time() - started if started is not None else None,
             generator={"name": label, "version": version})
+        from privgate.gates.audit_rules import decide_audit
+
+        outcome = decide_audit(result, rules, dataset=resource.dataset)
         saved = result_path(resource, name, version, context.run.run_id).absolute()
         saved.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(saved, result.to_json())
+        if record:
+            store = resource.open_history()
+            try:
+                store.record_audit(outcome, dataset=resource.dataset)
+            finally:
+                store.close()
         shutil.rmtree(folder, ignore_errors=True)
         for parent in (folder.parent, folder.parent.parent):  # the asset's, then the run's folder
             try:
                 parent.rmdir()
             except OSError:
                 break
-        context.log.info(f"privgate audit {name} of version {version!r}:\n{result.summary()}")
-        return dg.Output(result.to_polars(), metadata={**audit_metadata(result),
-                                                       "audit_json": dg.MetadataValue.path(str(saved))})
+        context.log.info(f"privgate audit {name} of version {version!r}:\n{result.summary()}\n{outcome.table()}")
+        return dg.Output(result.to_polars(), metadata={
+            **decision_metadata(outcome), **audit_metadata(result),
+            "audit_json": dg.MetadataValue.path(str(saved))})
 
     asset_kwargs: dict[str, Any] = dict(
         name=name, partitions_def=partitions_def, group_name=group_name, kinds={"privgate"},
@@ -391,6 +418,25 @@ def audit_metadata(result: "AuditResult") -> dict[str, Any]:
     return md
 
 
+def decision_metadata(outcome: Any) -> dict[str, Any]:
+    """The audit rules' decision (:func:`privgate.gates.audit_rules.decide_audit`): what a
+    release check reads (``accepted``: pass or warn)."""
+    return {
+        "decision": dg.MetadataValue.text(outcome.decision),
+        "decision_code": dg.MetadataValue.int(int(outcome.exit_code)),
+        "accepted": dg.MetadataValue.bool(bool(outcome.accepted)),
+        "privgate_run_id": dg.MetadataValue.text(outcome.run_id),
+        "recorded": dg.MetadataValue.bool(bool(outcome.recorded)),
+        "rules": dg.MetadataValue.md("```\n" + outcome.table() + "\n```"),
+    }
+
+
+def _load_audit_config(path: Any) -> Any:
+    from privgate.gates.audit_rules import load_audit_config
+
+    return load_audit_config(path)
+
+
 def _versions(name: str, versions: Any) -> dg.PartitionsDefinition:
     if versions is None:
         return dg.DynamicPartitionsDefinition(name=f"{name}_versions")
@@ -433,24 +479,22 @@ def _peak_rss_mib() -> int:
 
 
 def audit_passes(metadata: Mapping[str, Any]) -> tuple[bool, str]:
-    """Whether an audit's materialisation metadata lets a release of its generator through.
-
-    PLACEHOLDER decision, to be replaced by the gate's audit rules: it passes only an audit that
-    audited at least one target, had a claimed ε to check and proved no violation of it."""
+    """Whether an audit's materialisation lets a release of its generator through: the audit
+    rules' decision recorded with it (:func:`privgate.gates.audit_rules.decide_audit`) accepted
+    it (pass or warn). A materialisation without a decision fails closed."""
     def value(key: str) -> Any:
         v = metadata.get(key)
         return getattr(v, "value", v)
 
-    if value("checked_nothing") or not value("n_audited"):
-        return False, "the audit could audit no target: it proves nothing"
-    violation = value("violation")
-    if violation is None:
-        return False, "the audit had no claimed ε to check"
-    if violation:
-        return False, (f"the audit proved a DP violation: ε lower bound {value('epsilon_lower')} > "
-                       f"claimed ε {value('claimed_epsilon')}")
-    return True, (f"no violation found: ε lower bound {value('epsilon_lower')} ≤ claimed ε "
-                  f"{value('claimed_epsilon')}")
+    decision = value("decision")
+    if decision is None or value("accepted") is None:
+        return False, "the audit's materialisation carries no decision (fails closed)"
+    bound = f"ε lower bound {value('epsilon_lower')}"
+    if value("claimed_epsilon") is not None:
+        bound += f", claimed ε {value('claimed_epsilon')}"
+    if value("accepted"):
+        return True, f"the audit decided {decision} ({bound}; verdict: {value('verdict')})"
+    return False, f"the audit decided {decision} ({bound}; verdict: {value('verdict')})"
 
 
 def build_audit_required_check(
@@ -467,8 +511,9 @@ def build_audit_required_check(
     ``version_fn``: the release's generator version — a function of the check's context, or the
     name of a metadata entry of the release's latest materialisation (of the check's partition).
     The check reads the audit's latest materialisation of that version's partition and fails
-    with severity ERROR when there is none, or when it found a violation, checked nothing or had
-    no claim to check (:func:`audit_passes`). Its metadata: the version, the audit's verdict,
+    with severity ERROR when there is none or when the audit rules did not accept it (decision
+    block or error: a proven violation, an AUC lower bound over the block limit, an audit that
+    checked nothing; :func:`audit_passes`). Its metadata: the version, the audit's verdict,
     ε lower bound and claim, and the audit's run id."""
     from .checks import _asset_key_and_partitions
 
@@ -516,7 +561,7 @@ def build_audit_required_check(
             meta = record.asset_materialization.metadata if record.asset_materialization else {}
             passed, why = audit_passes(meta)
             md["audit_run_id"] = dg.MetadataValue.text(record.run_id)
-            for k in ("verdict", "epsilon_lower", "claimed_epsilon", "auc_lower", "n_audited"):
+            for k in ("decision", "verdict", "epsilon_lower", "claimed_epsilon", "auc_lower", "n_audited"):
                 if k in meta:
                     md[k] = meta[k]
         prefix = f"release {partition}: " if partition is not None else ""
@@ -541,4 +586,4 @@ def _release_metadata(context: Any, key: dg.AssetKey, partition: str | None, ent
 
 
 __all__ = ["AUDIT_CHECK", "audit_metadata", "audit_passes", "build_audit_required_check",
-           "build_generator_audit", "chunks"]
+           "build_generator_audit", "chunks", "decision_metadata"]

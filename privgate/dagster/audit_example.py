@@ -11,7 +11,7 @@ contribute nothing. Its ``noise_factor`` makes the broken version of the example
 :func:`build_example_audit` audits it on three categorical columns of the bundled UCI Adult
 sample — a small, fast audit (a run takes milliseconds; the whole audit about 10 s) with two
 versions: ``1.0`` (sound, ε = 1) and ``1.1-no-noise`` (claims ε = 1, adds no noise; its audit
-proves the violation: ε lower bound 1.35 with the example's 200 runs).
+proves the violation: ε lower bound 2.12 with the example's 200 runs).
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ def folders(tmp_path, monkeypatch):
     for k, v in out.items():
         monkeypatch.setenv(f"PRIVGATE_{k.upper()}_DIR", str(v))
     monkeypatch.setenv("PRIVGATE_THREADS", "1")
+    out["history"] = tmp_path / "history.sqlite"
+    monkeypatch.setenv("PRIVGATE_HISTORY_URL", f"sqlite:///{out['history']}")
     return out
 
 
@@ -65,6 +67,20 @@ def _check_result(md: dict, ref: dict, folders: dict) -> None:
     assert md["verdict"] == "no violation found" and md["generator_version"] == jobs.VERSION
     assert md["seconds_generator"] >= 0 and md["seconds_audit"] > 0
     assert Path(md["audit_json"]).parent == folders["reports"] / "audits" / jobs.AUDIT / jobs.VERSION
+    # decided by the audit rules (the default configuration) and recorded in the score history
+    from privgate.gates.audit_rules import decide_audit
+    from privgate.history import HistoryStore
+
+    expected = decide_audit(AuditResult.from_dict(ref | {"cost": cost}))
+    assert md["decision"] == expected.decision and md["accepted"] is expected.accepted is True
+    assert md["decision_code"] == expected.exit_code and md["recorded"] is True
+    store = HistoryStore(f"sqlite:///{folders['history']}")
+    try:
+        last = store.last_audit("tiny", jobs.VERSION)
+    finally:
+        store.close()
+    assert last.run_id == md["privgate_run_id"] and last.decision == md["decision"]
+    assert last.epsilon_lower == pytest.approx(ref["epsilon_lower"])
     # the steps' files (the prepared audit holds real records) are deleted after the analysis
     assert not any(p.is_file() for p in folders["work"].rglob("*"))
 
@@ -173,6 +189,7 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
                    for v in generators}
         assert audited["sound"]["verdict"] == "no violation found"
         assert audited["copies"]["verdict"] == "violation" and audited["copies"]["epsilon_lower"] > 0.1
+        assert audited["sound"]["accepted"] is True and audited["copies"]["decision"] == "block"
         outcome = {}
         for rid in made_by:
             r = release_job.execute_in_process(instance=instance, partition_key=rid, raise_on_error=False)
@@ -181,7 +198,7 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
             outcome[rid] = (r.success, ev.passed, ev.severity, "published" in done, ev.description, ev.metadata)
     ok, passed, _, published_done, _, md = outcome["r-sound"]
     assert ok and passed and published_done and md["verdict"].value == "no violation found"
-    for rid, why in (("r-copies", "proved a DP violation"), ("r-unaudited", "has no audit")):
+    for rid, why in (("r-copies", "the audit decided block"), ("r-unaudited", "has no audit")):
         ok, passed, severity, published_done, description, md = outcome[rid]
         assert not ok and not passed and not published_done, rid
         assert severity == dg.AssetCheckSeverity.ERROR and why in description, description
@@ -189,15 +206,17 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
         assert md["generator_version"].value == made_by[rid]
 
 
-def test_audit_passes_decision():
+def test_audit_passes_reads_the_recorded_decision():
     from privgate.dagster.audit import audit_passes
 
-    base = {"n_audited": 3, "checked_nothing": False, "epsilon_lower": 0.2, "claimed_epsilon": 1.0}
-    assert audit_passes({**base, "violation": False})[0] is True
-    assert audit_passes({**base, "violation": True}) == (False, "the audit proved a DP violation: ε lower bound "
-                                                                "0.2 > claimed ε 1.0")
-    assert audit_passes(base) == (False, "the audit had no claimed ε to check")
-    assert audit_passes({**base, "n_audited": 0, "checked_nothing": True, "violation": False})[0] is False
+    base = {"epsilon_lower": 0.2, "claimed_epsilon": 1.0, "verdict": "no violation found"}
+    assert audit_passes({**base, "decision": "pass", "accepted": True}) == (
+        True, "the audit decided pass (ε lower bound 0.2, claimed ε 1.0; verdict: no violation found)")
+    assert audit_passes({**base, "decision": "warn", "accepted": True})[0] is True
+    assert audit_passes({**base, "decision": "block", "accepted": False, "verdict": "violation"}) == (
+        False, "the audit decided block (ε lower bound 0.2, claimed ε 1.0; verdict: violation)")
+    assert audit_passes({**base, "decision": "error", "accepted": False})[0] is False
+    assert audit_passes(base) == (False, "the audit's materialisation carries no decision (fails closed)")
 
 
 def test_factory_arguments_are_checked():
@@ -287,4 +306,4 @@ def test_documented_audit_example_runs_and_blocks_a_leaky_generators_release(tmp
     assert Path(md["audit_json"]).is_relative_to(tmp_path / "reports" / "audits" / "generator_audit" / "2.3")
     (ev,) = release.get_asset_check_evaluations()
     assert not release.success and ev.passed is False and ev.check_name == "generator_audit_passed"
-    assert "proved a DP violation" in ev.description
+    assert ev.description.startswith("the audit decided block") and "verdict: violation" in ev.description
