@@ -1,1 +1,38 @@
-"""Adapters of generator libraries."""
+"""Adapters that make generator libraries callable as ``generate(training, n_rows, seed)`` for the
+generator audit, each an optional extra:
+
+==================  ===========================================  ================  ==========
+name                class                                        extra             guarantee
+==================  ===========================================  ================  ==========
+``privbayes``       :class:`.datasynthesizer.PrivBayesGenerator`  datasynthesizer   ε-DP claim
+``gaussian_copula`` :class:`.sdv.GaussianCopulaGenerator`         sdv               none
+``dpmm_mst``        :class:`.dpmm.MSTGenerator`                   dpmm              (ε, δ)-DP claim
+``dpmm_aim``        :class:`.dpmm.AIMGenerator`                   dpmm              (ε, δ)-DP claim
+==================  ===========================================  ================  ==========
+
+Every adapter is a picklable class (an audit's process pool pickles it) taking a PUBLIC
+``domain`` (column → levels, or ``(low, high)`` for a numeric column); without one it reads the
+domain from the training data, which breaks any DP guarantee — an audit's canaries find that.
+The modules import their library only when called, so this package imports without any of them;
+a call without the library raises an ImportError naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+ADAPTERS: dict[str, str] = {
+    "privbayes": "privgate.audit.generators.datasynthesizer:PrivBayesGenerator",
+    "gaussian_copula": "privgate.audit.generators.sdv:GaussianCopulaGenerator",
+}
+
+
+def load_adapter(name: str) -> Any:
+    """The adapter class registered as ``name`` (see :data:`ADAPTERS`)."""
+    from ...errors import ParameterError
+
+    if name not in ADAPTERS:
+        raise ParameterError(f"unknown generator adapter {name!r}; known: {sorted(ADAPTERS)}")
+    module, _, attr = ADAPTERS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

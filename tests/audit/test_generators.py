@@ -1,0 +1,201 @@
+"""Generator adapters: the public domain (clipping, leaving out records with unlisted levels), the
+release's types, seeding, and — per library, where it installs — that a canary outside a public
+domain never reaches the release while a domain read from the data lets it through."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from privgate.audit.generators import ADAPTERS, _common
+from privgate.errors import ParameterError, UnsupportedDtypeError
+
+CANARY_LEVEL = "zz-canary"
+CANARY_AGE = 10_000
+
+
+def _training(n: int = 60, seed: int = 0, canary: bool = True) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 90, n)
+    frame = pl.DataFrame({
+        "age": age,
+        "income": (age * 500 + rng.normal(0, 3000, n)).round(2),
+        "city": rng.choice(["a", "b", "c"], n),
+        "member": rng.random(n) < 0.4,
+    })
+    if canary:
+        frame = pl.concat([frame, pl.DataFrame({"age": [CANARY_AGE], "income": [1e9], "city": [CANARY_LEVEL],
+                                                "member": [True]})])
+    return frame
+
+
+DOMAIN = {"age": (0, 120), "income": (-1e5, 1e5), "city": ["a", "b", "c", "d"], "member": [False, True]}
+
+
+# ---- the shared public-domain handling (no library needed) ----
+
+def test_public_domain_clips_numbers_and_leaves_out_unlisted_levels():
+    frame = pl.DataFrame({"x": [-5, 3, 50], "s": ["a", "q", None], "b": [True, False, True]})
+    prepared, cols = _common.prepare_training(frame, domain={"x": (0, 10), "s": ["b", "a"], "b": [True, False]})
+    # the "q" record is left out; the null stays (the libraries model missing values); -5 → 0, 50 → 10
+    assert prepared.to_dict(as_series=False) == {"x": [0.0, 10.0], "s": ["a", None], "b": ["true", "true"]}
+    assert [c.kind for c in cols] == ["numeric", "categorical", "categorical"]
+    assert cols[1].levels == ("a", "b") and cols[2].levels == ("false", "true")
+    assert (cols[0].low, cols[0].high) == (0.0, 10.0)
+
+
+def test_domain_read_from_the_data_takes_every_level_and_the_extremes():
+    frame = pl.DataFrame({"x": [2.5, -1.0, 7.0], "s": ["b", "a", "b"], "k": [4, 4, 4]})
+    cols = _common.resolve_domain(frame, None)
+    assert (cols[0].low, cols[0].high) == (-1.0, 7.0)
+    assert cols[1].levels == ("a", "b")
+    assert (cols[2].low, cols[2].high) == (4.0, 5.0)  # a constant column gets a unit interval
+
+
+@pytest.mark.parametrize("domain, fragment", [
+    ({"x": (0, 1)}, "missing: ['s']"),
+    ({"x": (0, 1), "s": ["a"], "y": ["a"]}, "does not have: ['y']"),
+    ({"x": (1, 0), "s": ["a"]}, "low < high"),
+    ({"x": (0, float("inf")), "s": ["a"]}, "finite"),
+    ({"x": [0, 1, 2], "s": ["a"]}, "pair (low, high)"),
+    ({"x": (0, 1), "s": "abc"}, "list of its levels"),
+    ({"x": (0, 1), "s": ["a", "a"]}, "twice"),
+    ({"x": (0, 1), "s": [1, 2]}, "strings"),
+    ({"x": (0, 1), "s": []}, "no level"),
+])
+def test_a_bad_domain_is_refused_naming_the_column(domain, fragment):
+    frame = pl.DataFrame({"x": [1.0, 2.0], "s": ["a", "b"]})
+    with pytest.raises(ParameterError) as info:
+        _common.resolve_domain(frame, domain)
+    assert fragment in str(info.value)
+    assert "'b'" not in str(info.value)  # never a value of a record
+
+
+def test_unsupported_dtypes_and_arguments_are_refused():
+    with pytest.raises(UnsupportedDtypeError, match="'d'"):
+        _common.resolve_domain(pl.DataFrame({"d": pl.Series([1, 2]).cast(pl.Date)}), None)
+    for bad in (-1, 2**32, 1.5, True, "3"):
+        with pytest.raises(ParameterError):
+            _common.check_seed(bad)
+    for bad in (0, -2, 2.0, False):
+        with pytest.raises(ParameterError):
+            _common.check_rows(bad)
+
+
+def test_release_gets_the_training_types_back():
+    cols = _common.resolve_domain(pl.DataFrame({"i": pl.Series([1, 2], dtype=pl.Int32), "f": [0.5, 1.5],
+                                                "s": pl.Series(["a", "b"], dtype=pl.Categorical),
+                                                "b": [True, False]}), None)
+    release = pd.DataFrame({"b": ["true", "false", None], "s": ["b", "a", "a"], "f": [1, 2, 3],
+                            "i": [1.4, 2.6, np.nan], "extra": [0, 0, 0]})
+    out = _common.restore_types(release, cols, 3, "test")
+    assert out.columns == ["i", "f", "s", "b"]
+    assert out.schema == pl.Schema({"i": pl.Int32, "f": pl.Float64, "s": pl.String, "b": pl.Boolean})
+    assert out.to_dict(as_series=False) == {"i": [1, 3, None], "f": [1.0, 2.0, 3.0], "s": ["b", "a", "a"],
+                                            "b": [True, False, None]}
+    with pytest.raises(ParameterError, match="3 rows; 4 were asked"):
+        _common.restore_types(release, cols, 4, "test")
+
+
+def test_global_seed_restores_the_callers_generators():
+    np.random.seed(7)
+    expected = np.random.random()
+    np.random.seed(7)
+    with _common.global_seed(123):
+        inside = np.random.random()
+    assert np.random.random() == expected
+    with _common.global_seed(123):
+        assert np.random.random() == inside
+
+
+def test_adapters_are_listed_by_import_path():
+    import importlib
+    for name, path in ADAPTERS.items():
+        module, _, attr = path.partition(":")
+        assert hasattr(importlib.import_module(module), attr), name  # importable without the library
+
+
+# ---- each library, where it installs ----
+
+def _library_cases():
+    return [
+        pytest.param("privbayes", "DataSynthesizer", id="datasynthesizer-privbayes"),
+        pytest.param("gaussian_copula", "sdv", id="sdv-gaussian-copula"),
+    ]
+
+
+def _make(name: str, **kwargs):
+    from privgate.audit.generators import load_adapter
+    return load_adapter(name)(**kwargs)
+
+
+@pytest.mark.parametrize("name, library", _library_cases())
+def test_release_has_the_rows_columns_and_dtype_kinds(name, library):
+    pytest.importorskip(library)
+    training = _training(canary=False)
+    for frame in (training, training.to_pandas(), training.to_arrow()):
+        out = _make(name)(frame, 25, 3)
+        assert isinstance(out, pl.DataFrame) and out.height == 25
+        assert out.schema == training.schema
+    assert isinstance(training.to_arrow(), pa.Table)
+
+
+@pytest.mark.parametrize("name, library", _library_cases())
+def test_same_seed_same_release_other_seed_other_release(name, library):
+    pytest.importorskip(library)
+    gen = pickle.loads(pickle.dumps(_make(name, domain=DOMAIN)))  # an audit's process pool pickles it
+    training = _training()
+    first = gen(training, 30, 11)
+    assert first.equals(gen(training, 30, 11))
+    assert not first.equals(gen(training, 30, 12))
+
+
+@pytest.mark.parametrize("name, library", _library_cases())
+def test_public_domain_keeps_canaries_out(name, library):
+    pytest.importorskip(library)
+    gen = _make(name, domain=DOMAIN)
+    for seed in range(3):
+        out = gen(_training(seed=seed), 400, seed)
+        assert CANARY_LEVEL not in out["city"].to_list()
+        assert out["age"].max() <= 120 and out["income"].max() <= 1e5
+
+
+@pytest.mark.parametrize("name, library", _library_cases())
+def test_domain_from_the_data_lets_canaries_through(name, library):
+    # the domain read from the data holds the canary's level and stretches age to 10 000: with
+    # noise made negligible (ε = 1e6) the level is drawn with probability ≈ 1/61 per record,
+    # so 2 000 records hold it (P(none) ≈ e^-30), and ages spread over the stretched range
+    pytest.importorskip(library)
+    kwargs = {"epsilon": 1e6} if name == "privbayes" else {}
+    out = _make(name, **kwargs)(_training(), 2000, 0)
+    assert CANARY_LEVEL in out["city"].to_list()
+    assert out["age"].max() > 120
+
+
+def test_privbayes_claims_its_epsilon_and_refuses_bad_parameters():
+    from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+    gen = PrivBayesGenerator(0.5, domain=DOMAIN)
+    assert gen.claimed_epsilon == 0.5 and gen.public_domain
+    assert "zz" not in repr(PrivBayesGenerator(1.0, domain={"city": ["zz"]}))
+    for bad in (dict(epsilon=0), dict(epsilon=float("nan")), dict(degree=-1), dict(histogram_bins=0)):
+        with pytest.raises(ParameterError):
+            PrivBayesGenerator(**bad)
+
+
+def test_gaussian_copula_claims_nothing():
+    from privgate.audit.generators.sdv import GaussianCopulaGenerator
+    assert GaussianCopulaGenerator().claimed_epsilon is None
+    with pytest.raises(ParameterError):
+        GaussianCopulaGenerator(default_distribution="cauchy")
+
+
+def test_privbayes_on_one_column_uses_its_noisy_marginal():
+    pytest.importorskip("DataSynthesizer")
+    from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+    out = PrivBayesGenerator(1.0, domain={"city": ["a", "b"]})(pl.DataFrame({"city": ["a", "b", "q"] * 10}), 50, 0)
+    assert out.schema == pl.Schema({"city": pl.String}) and set(out["city"]) <= {"a", "b"}
