@@ -25,6 +25,8 @@ from typing import Any
 ADAPTERS: dict[str, str] = {
     "privbayes": "privgate.audit.generators.datasynthesizer:PrivBayesGenerator",
     "gaussian_copula": "privgate.audit.generators.sdv:GaussianCopulaGenerator",
+    "dpmm_mst": "privgate.audit.generators.dpmm:MSTGenerator",
+    "dpmm_aim": "privgate.audit.generators.dpmm:AIMGenerator",
 }
 
 

@@ -87,6 +87,7 @@ class PrivBayesGenerator:
     """
 
     library = "DataSynthesizer"
+    deterministic_by_seed = True
 
     def __init__(self, epsilon: float = 1.0, *, degree: int = 2, domain: Mapping[str, Any] | None = None,
                  histogram_bins: int = 20) -> None:

@@ -57,6 +57,7 @@ class GaussianCopulaGenerator:
     """
 
     library = "SDV"
+    deterministic_by_seed = True
     claimed_epsilon = None
 
     def __init__(self, *, domain: Mapping[str, Any] | None = None, default_distribution: str = "beta",
