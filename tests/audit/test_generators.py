@@ -248,3 +248,18 @@ def test_privbayes_on_one_column_uses_its_noisy_marginal():
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
     out = PrivBayesGenerator(1.0, domain={"city": ["a", "b"]})(pl.DataFrame({"city": ["a", "b", "q"] * 10}), 50, 0)
     assert out.schema == pl.Schema({"city": pl.String}) and set(out["city"]) <= {"a", "b"}
+
+
+def test_privbayes_public_level_sorting_last_appears_only_when_a_record_holds_it():
+    # DataSynthesizer's noisy tables span bin indices 0..(largest observed), not the public
+    # domain: "d" (public, sorts last) is never drawn unless a training record holds it — a DP
+    # violation the library has even with a public domain, which an audit should find. "0"
+    # (public, unobserved, sorts first) is drawn: the tables do cover unobserved low indices.
+    pytest.importorskip("DataSynthesizer")
+    from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+    gen = PrivBayesGenerator(1.0, domain={**DOMAIN, "city": ["0", "a", "b", "c", "d"]})
+    without = gen(_training(canary=False), 2000, 0)["city"]
+    assert "d" not in without.to_list() and "0" in without.to_list()
+    held = _training(canary=False).with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("d")).otherwise(pl.col("city")).alias("city"))
+    assert "d" in gen(held, 2000, 0)["city"].to_list()
