@@ -1,14 +1,10 @@
 """Adapters that make generator libraries callable as ``generate(training, n_rows, seed)`` for the
 generator audit, each an optional extra:
 
-==================  ===========================================  ================  ==========
-name                class                                        extra             guarantee
-==================  ===========================================  ================  ==========
-``privbayes``       :class:`.datasynthesizer.PrivBayesGenerator`  datasynthesizer   ε-DP claim
-``gaussian_copula`` :class:`.sdv.GaussianCopulaGenerator`         sdv               none
-``dpmm_mst``        :class:`.dpmm.MSTGenerator`                   dpmm              (ε, δ)-DP claim
-``dpmm_aim``        :class:`.dpmm.AIMGenerator`                   dpmm              (ε, δ)-DP claim
-==================  ===========================================  ================  ==========
+* ``privbayes``: :class:`.datasynthesizer.PrivBayesGenerator`, extra ``datasynthesizer``, ε-DP claim
+* ``gaussian_copula``: :class:`.sdv.GaussianCopulaGenerator`, extra ``sdv``, no guarantee
+* ``dpmm_mst``: :class:`.dpmm.MSTGenerator`, extra ``dpmm``, (ε, δ)-DP claim
+* ``dpmm_aim``: :class:`.dpmm.AIMGenerator`, extra ``dpmm``, (ε, δ)-DP claim
 
 Every adapter is a picklable class (an audit's process pool pickles it) taking a PUBLIC
 ``domain`` (column → levels, or ``(low, high)`` for a numeric column); without one it reads the

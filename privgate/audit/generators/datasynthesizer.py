@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from ...errors import ParameterError
+from ...threads import limited
 from ._common import (NUMERIC, ColumnDomain, check_epsilon, check_rows, check_seed, global_seed,
                       missing_extra, prepare_training, restore_types)
 
@@ -65,6 +66,8 @@ class PrivBayesGenerator:
         audit with canaries finds that; use it to see an audit catch a real fault.
     histogram_bins:
         Bins of each numeric column.
+    threads:
+        BLAS/OpenMP threads (threadpoolctl); the network search itself runs in this process.
 
     What the audit should know about the library (DataSynthesizer 0.1.13):
 
@@ -90,13 +93,16 @@ class PrivBayesGenerator:
     deterministic_by_seed = True
 
     def __init__(self, epsilon: float = 1.0, *, degree: int = 2, domain: Mapping[str, Any] | None = None,
-                 histogram_bins: int = 20) -> None:
+                 histogram_bins: int = 20, threads: int = 1) -> None:
         self.epsilon = check_epsilon(epsilon)
         if isinstance(degree, bool) or not isinstance(degree, int) or degree < 0:
             raise ParameterError("degree must be a non-negative integer (0: the library chooses)")
         if isinstance(histogram_bins, bool) or not isinstance(histogram_bins, int) or histogram_bins < 1:
             raise ParameterError("histogram_bins must be a positive integer")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ParameterError("threads must be a positive integer")
         self.degree = degree
+        self.threads = threads
         self.domain = None if domain is None else dict(domain)
         self.histogram_bins = histogram_bins
 
@@ -138,7 +144,7 @@ class PrivBayesGenerator:
         ranges = {c.name: [c.low, c.high] for c in columns if c.kind == NUMERIC}
         levels = {c.name: list(c.levels) for c in columns if c.kind != NUMERIC}
         quiet = io.StringIO()
-        with tempfile.TemporaryDirectory(prefix="privgate-ds-") as tmp, global_seed(seed), \
+        with tempfile.TemporaryDirectory(prefix="privgate-ds-") as tmp, limited(self.threads), global_seed(seed), \
                 mock.patch.object(privbayes_module, "Pool", _SerialPool), \
                 contextlib.redirect_stdout(quiet), warnings.catch_warnings():
             warnings.simplefilter("ignore")

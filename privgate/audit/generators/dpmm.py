@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from ...errors import ParameterError
+from ...threads import limited
 from ._common import (NUMERIC, check_epsilon, check_rows, check_seed, global_seed, missing_extra,
                       prepare_training, restore_types)
 
@@ -47,6 +48,8 @@ class _DpmmGenerator:
         domain — which BREAKS the DP guarantee; an audit with canaries finds it.
     n_bins:
         Equal-width bins of each numeric column.
+    threads:
+        BLAS/OpenMP threads while fitting and sampling (threadpoolctl).
     n_iters:
         Iterations of Private-PGM's estimation (dpmm's default is 10 000 for MST, 1 000 for
         AIM; fewer is faster and changes only utility, never privacy).
@@ -60,7 +63,8 @@ class _DpmmGenerator:
       False), as a DP library's noise should be.
     * Cost: MST's choice of marginals runs 2 500 Private-PGM iterations whatever ``n_iters``
       says (about 20 s for 60 records of 4 columns here); AIM with ``n_iters=50`` takes 1–4 s.
-    * Threads: ``n_jobs=1`` (dpmm otherwise starts a process pool of all cores but one).
+    * Threads: ``n_jobs=1`` (dpmm otherwise starts a process pool of all cores but one) and
+      ``threads`` BLAS/OpenMP threads (1 by default).
     * Read from its code: a column holding a single value in the private data is released as
       that constant, without noise, and a column with missing values gets an extra indicator
       column only when the private data has one — both data-dependent choices outside the DP
@@ -73,7 +77,7 @@ class _DpmmGenerator:
     _default_iters = 1000
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-9, *, domain: Mapping[str, Any] | None = None,
-                 n_bins: int = 20, n_iters: int | None = None) -> None:
+                 n_bins: int = 20, n_iters: int | None = None, threads: int = 1) -> None:
         self.epsilon = check_epsilon(epsilon)
         delta = float(delta)
         if not 0.0 < delta < 1.0:
@@ -82,7 +86,10 @@ class _DpmmGenerator:
             raise ParameterError("n_bins must be an integer ≥ 2")
         if n_iters is not None and (isinstance(n_iters, bool) or not isinstance(n_iters, int) or n_iters < 1):
             raise ParameterError("n_iters must be a positive integer")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ParameterError("threads must be a positive integer")
         self.delta = delta
+        self.threads = threads
         self.domain = None if domain is None else dict(domain)
         self.n_bins = n_bins
         self.n_iters = self._default_iters if n_iters is None else n_iters
@@ -124,7 +131,7 @@ class _DpmmGenerator:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
-            with warnings.catch_warnings(), global_seed(seed):
+            with warnings.catch_warnings(), limited(self.threads), global_seed(seed):
                 warnings.simplefilter("ignore")
                 pipeline.fit(data, domain=domain, random_state=RandomState(seed))
                 release = pipeline.generate(n_records=n_rows, random_state=RandomState(seed ^ 0x5EED))
