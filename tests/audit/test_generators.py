@@ -263,3 +263,17 @@ def test_privbayes_public_level_sorting_last_appears_only_when_a_record_holds_it
     held = _training(canary=False).with_columns(
         pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("d")).otherwise(pl.col("city")).alias("city"))
     assert "d" in gen(held, 2000, 0)["city"].to_list()
+
+
+def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
+    # an audit runs generators in worker processes; DataSynthesizer would start a process pool
+    # of its own, which a daemonic worker may not do — the adapter runs that map in-process
+    pytest.importorskip("DataSynthesizer")
+    import multiprocessing
+
+    from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+    gen = PrivBayesGenerator(1.0, domain=DOMAIN)
+    training = _training()
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        out = pool.apply(gen, (training, 20, 5))
+    assert out.equals(gen(training, 20, 5))
