@@ -126,6 +126,7 @@ def test_adapters_are_listed_by_import_path():
 LIBRARIES = [
     pytest.param("privbayes", "DataSynthesizer", {}, id="datasynthesizer-privbayes"),
     pytest.param("gaussian_copula", "sdv", {}, id="sdv-gaussian-copula"),
+    pytest.param("copula", "copulas", {}, id="copulas-rdt"),
     pytest.param("dpmm_aim", "dpmm", {"n_iters": 20}, id="dpmm-aim"),
 ]
 
@@ -236,11 +237,16 @@ def test_privbayes_claims_its_epsilon_and_refuses_bad_parameters():
             PrivBayesGenerator(**bad)
 
 
-def test_gaussian_copula_claims_nothing():
+def test_copulas_claim_nothing():
+    from privgate.audit.generators.copulas import CopulaGenerator
     from privgate.audit.generators.sdv import GaussianCopulaGenerator
-    assert GaussianCopulaGenerator().claimed_epsilon is None
+    assert GaussianCopulaGenerator().claimed_epsilon is None and CopulaGenerator().claimed_epsilon is None
     with pytest.raises(ParameterError):
         GaussianCopulaGenerator(default_distribution="cauchy")
+    with pytest.raises(ParameterError):
+        CopulaGenerator(distribution="cauchy")
+    with pytest.raises(ParameterError):
+        CopulaGenerator(threads=0)
 
 
 def test_privbayes_on_one_column_uses_its_noisy_marginal():

@@ -3,6 +3,8 @@ generator audit, each an optional extra:
 
 * ``privbayes``: :class:`.datasynthesizer.PrivBayesGenerator`, extra ``datasynthesizer``, ε-DP claim
 * ``gaussian_copula``: :class:`.sdv.GaussianCopulaGenerator`, extra ``sdv``, no guarantee
+* ``copula``: :class:`.copulas.CopulaGenerator` (the same model from Copulas and RDT, without SDV
+  and torch), extra ``copulas``, no guarantee
 * ``dpmm_mst``: :class:`.dpmm.MSTGenerator`, extra ``dpmm``, (ε, δ)-DP claim
 * ``dpmm_aim``: :class:`.dpmm.AIMGenerator`, extra ``dpmm``, (ε, δ)-DP claim
 
@@ -21,6 +23,7 @@ from typing import Any
 ADAPTERS: dict[str, str] = {
     "privbayes": "privgate.audit.generators.datasynthesizer:PrivBayesGenerator",
     "gaussian_copula": "privgate.audit.generators.sdv:GaussianCopulaGenerator",
+    "copula": "privgate.audit.generators.copulas:CopulaGenerator",
     "dpmm_mst": "privgate.audit.generators.dpmm:MSTGenerator",
     "dpmm_aim": "privgate.audit.generators.dpmm:AIMGenerator",
 }
