@@ -283,3 +283,13 @@ def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         out = pool.apply(gen, (training, 20, 5))
     assert out.equals(gen(training, 20, 5))
+
+
+@pytest.mark.parametrize("name, module, extra", [
+    ("privbayes", "DataSynthesizer", "datasynthesizer"), ("gaussian_copula", "sdv", "sdv"),
+    ("copula", "copulas", "copulas"), ("dpmm_mst", "dpmm", "dpmm")])
+def test_a_missing_library_names_the_extra_to_install(name, module, extra, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail as if not installed
+    with pytest.raises(ImportError, match=rf"privgate\[{extra}\]"):
+        _make(name)(_training(canary=False), 5, 0)
