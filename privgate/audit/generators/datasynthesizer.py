@@ -82,11 +82,11 @@ class PrivBayesGenerator:
     * Accounting, read from its code: the per-attribute marginals of the "independent attribute
       mode" are noised with another ε (sensitivity 2/n) and are read when sampling an attribute
       whose parents' values have no conditional distribution (for example a missing value), so a
-      strict composition gives up to 2ε; and the fraction of missing values of each column is
-      released without noise. The noisy tables of the network span the bin indices from 0 to
-      the largest one observed in the private data, not the public domain's, so a level that
-      sorts after every observed one can only appear when a record holds it. ``claimed_epsilon``
-      stays the library's own figure: the audit is the judge.
+      strict composition gives up to 2ε. The noisy tables of the network span the bin indices
+      from 0 to the largest one observed in the private data, not the public domain's, so a
+      level that sorts after every observed one can only appear when a record holds it (tested),
+      and missing values (encoded after the last level) only when a record has one.
+      ``claimed_epsilon`` stays the library's own figure: the audit is the judge.
     """
 
     library = "DataSynthesizer"
