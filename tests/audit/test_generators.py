@@ -290,6 +290,9 @@ def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
     ("copula", "copulas", "copulas"), ("dpmm_mst", "dpmm", "dpmm")])
 def test_a_missing_library_names_the_extra_to_install(name, module, extra, monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail as if not installed
+    # None in sys.modules makes an import fail as if not installed; submodules already imported
+    # by earlier tests are cached under their own names, so block those too
+    for loaded in [m for m in sys.modules if m == module or m.startswith(module + ".")] + [module]:
+        monkeypatch.setitem(sys.modules, loaded, None)
     with pytest.raises(ImportError, match=rf"privgate\[{extra}\]"):
         _make(name)(_training(canary=False), 5, 0)
