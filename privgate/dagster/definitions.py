@@ -44,6 +44,7 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .checks import applicable_check_keys, build_privgate_checks
+from .scorecard import build_privgate_scorecards
 from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
 from .resource import PrivgateResource
@@ -173,9 +174,12 @@ def build_definitions(
         if threads:  # one setting for every configuration: steps it does not have are ignored
             threads = {k: v for k, v in threads.items() if k in default_steps(cfg)}
         release_checks = build_privgate_family_checks(
-            assets=[synthetic_release], gate_config=cfg, step_threads=threads)
+            assets=[synthetic_release], gate_config=cfg, step_threads=threads,
+            holdout=bool(privgate.holdout_path))
     else:
-        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
+        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg,
+                                               holdout=bool(privgate.holdout_path))
+    scorecards = build_privgate_scorecards(assets=[synthetic_release])
     published_release = build_published_release(cfg)
 
     evaluate_job = dg.define_asset_job(
@@ -211,7 +215,7 @@ def build_definitions(
     )
     exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
     return dg.Definitions(
-        assets=[real_data, synthetic_release, published_release],
+        assets=[real_data, synthetic_release, published_release, *scorecards],
         asset_checks=release_checks,
         jobs=[evaluate_job, reevaluate_job],
         sensors=[sensor],

@@ -86,13 +86,39 @@ def test_results_carry_the_interval_and_p_value_fields(gx_context, adult_small, 
     assert row["interval"] == details["interval"] and row["p_value"] == details["p_value"]
 
 
+def _text(path: Path) -> str:
+    """A Data Docs page as plain text (tags dropped, entities decoded, blanks collapsed)."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", path.read_text())))
+
+
 def test_example_script_runs_as_written(tmp_path):
     """docs/examples/gx_release_check.py: the harmless release passes every expectation with
-    the thresholds the docs recommend, the leaky one fails (exit code 0 says both)."""
+    the thresholds the docs recommend, the leaky one fails (exit code 0 says both); its
+    Checkpoint stores both validation results and the Data Docs site it builds holds the suite
+    and both results, the leaky one failed on the exact-copy expectation."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, str(REPO / "docs" / "examples" / "gx_release_check.py"),
                            "--out", str(tmp_path / "gx")], capture_output=True, text=True,
                           env=env, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "harmless passes: True | leaky passes: False" in proc.stdout
-    assert (tmp_path / "gx" / "gx" / "uncommitted" / "data_docs").is_dir()
+    site = tmp_path / "gx" / "gx" / "uncommitted" / "data_docs" / "local_site"
+    assert f"data docs: file://{site / 'index.html'}" in proc.stdout
+    index = (site / "index.html").read_text()
+    assert "expectations/release_privacy.html" in index
+    suite = _text(site / "expectations" / "release_privacy.html")
+    assert "Expectation Suite Name release_privacy" in suite
+    for sentence in ("Exact-copy rate ( common_rows", "Attribute-inference risk ( attribute_inference",
+                     "Privacy risk ( hitting_rate"):
+        assert sentence in suite
+    pages = {}
+    for release in ("harmless", "leaky"):
+        (page,) = (site / "validations" / "release_privacy" / f"release-{release}").glob("*/*.html")
+        assert str(page.relative_to(site)) in index  # the index links each validation result
+        pages[release] = _text(page)
+    assert "Status: Succeeded" in pages["harmless"] and "Unsuccessful Expectations 0" in pages["harmless"]
+    assert "Status: Failed" in pages["leaky"] and "Unsuccessful Expectations 1" in pages["leaky"]
+    assert "risk 0.005 (raw 0.005)" in pages["leaky"]  # the exact-copy rate's observed value
