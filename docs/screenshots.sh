@@ -48,6 +48,6 @@ shot asset-checks "/assets/synthetic_release?view=checks"
 shot gate-decision "/assets/synthetic_release?view=checks&checkDetail=gate_decision"
 shot rule-check "/assets/synthetic_release?view=checks&checkDetail=hitting_rate__baseline_block"
 shot scorecard "/assets/synthetic_release_privacy_scorecard"
-shot scorecard-partitions "/assets/synthetic_release_privacy_scorecard?view=partitions"
+shot scorecard-partitions "/assets/synthetic_release_privacy_scorecard?view=partitions&partition=release-3-noisy-copy"
 
 ls -l "$OUT"/*.png

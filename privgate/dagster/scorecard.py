@@ -5,9 +5,9 @@ Every gate run of the checks (:func:`privgate.dagster.build_privgate_checks`) ma
 scorecard asset ``<release asset>_privacy_scorecard`` — partitioned like the release asset, the
 partition being the release id — with metadata a person reads at a glance in the Dagster UI:
 
-- ``decision`` and ``decision_code`` (0 pass, 1 warn, 2 block: the asset's *Plots* tab draws the
-  decision across releases), ``release`` (the release id), ``reason`` (why the release was
-  blocked or warned, in words);
+- ``decision`` and ``decision_code`` (0 pass, 1 warn, 2 block: the *Plots* view of the asset's
+  metadata draws the decision across releases), ``release`` (the release id), ``reason`` (why
+  the release was blocked or warned, in words);
 - one number per blocking rule, named after what the rule compares (``common_rows excess``,
   ``hitting_rate``, ``memorisation``, ...), rounded to 4 significant digits: one plot each;
 - ``headline``: a table of those rules with the ends of their 95 % intervals, the limits and the
@@ -55,7 +55,8 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
             kinds={"privgate"},
             description=(f"privgate privacy scorecard of {key.to_user_string()}: the gate decision, the "
                          "blocking rules' numbers and the reason for a block, per release (materialised "
-                         "by the privgate checks after every gate run; see the Plots tab)")))
+                         "by the privgate checks after every gate run; Metadata → Plots draws each "
+                         "number across releases, the Partitions tab lists the releases)")))
     return specs
 
 
