@@ -50,6 +50,11 @@ def test_documented_example_is_at_most_15_lines_and_runs(tmp_path, monkeypatch, 
     mats = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     # nothing downstream of the blocked release; its privacy scorecard is materialised
     assert mats == {"synthetic_customers", "synthetic_customers_privacy_scorecard"}
+    # the default gate's holdout rules do not apply (no holdout): they pass saying so, and
+    # Dagster never warns that a blocking check emitted no result
+    assert checks["hitting_rate__baseline_block"].metadata["applied"].value is False
+    logs = [e.message or "" for e in instance.all_logs(result.run_id)]
+    assert not [m for m in logs if "emitted no result" in m]
 
 
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "path"])
