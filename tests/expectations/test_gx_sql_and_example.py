@@ -122,3 +122,15 @@ def test_example_script_runs_as_written(tmp_path):
     assert "Status: Succeeded" in pages["harmless"] and "Unsuccessful Expectations 0" in pages["harmless"]
     assert "Status: Failed" in pages["leaky"] and "Unsuccessful Expectations 1" in pages["leaky"]
     assert "risk 0.005 (raw 0.005)" in pages["leaky"]  # the exact-copy rate's observed value
+
+
+def test_postgres_url_without_a_driver_names_the_extras(gx_context, adult_path, monkeypatch):
+    """A bare postgresql:// URL with no PostgreSQL driver installed: an error naming
+    privgate[gx,postgres] (not GX's "No module named 'psycopg2'")."""
+    from privgate import dburl
+    from privgate.errors import InputError
+
+    monkeypatch.setattr(dburl, "_installed", lambda module: False)
+    with pytest.raises(InputError, match=r"privgate\[gx,postgres\]"):
+        pe.validate_table("postgresql://u@h/db", "t", [pe.ExpectSyntheticExactCopyRateToBeBelow(
+            real=adult_path, threshold=0.0)], context=gx_context)
