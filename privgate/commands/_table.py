@@ -67,9 +67,10 @@ def _row_lines(values: Sequence[str], widths: Sequence[int]) -> list[str]:
 
 
 def wrap_line(text: str, width: int | None = TABLE_WIDTH, indent: str = "") -> str:
-    """``text`` wrapped to ``width`` (continuation lines indented by ``indent``); unchanged
-    without a width."""
+    """``text`` wrapped at spaces to ``width`` (continuation lines indented by ``indent``);
+    unchanged without a width. A word longer than the width (a file path) is kept whole, so it
+    can be copied."""
     if width is None or len(text) <= width:
         return text
-    return "\n".join(textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True,
+    return "\n".join(textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
                                    break_on_hyphens=False))
