@@ -8,7 +8,8 @@
 # 2. starts `dagster dev` on 127.0.0.1:PORT in its own process group; the release sensor turns
 #    the releases into partitions and runs the gate (one run at a time: pool granularity run);
 # 3. waits until the three releases have their gate_decision check result, then takes headless
-#    Chromium screenshots of the asset's checks, the gate_decision check and a rule check;
+#    Chromium screenshots of the asset's checks, the gate_decision check, a rule check and the
+#    release asset's privacy scorecard (its overview and its partitions = releases);
 # 4. stops its own process group. PNGs land in OUT_DIR (default ./privgate-screenshots).
 set -euo pipefail
 OUT=$(realpath -m "${1:-privgate-screenshots}")
@@ -45,6 +46,8 @@ shot() {  # name url
 }
 shot asset-checks "/assets/synthetic_release?view=checks"
 shot gate-decision "/assets/synthetic_release?view=checks&checkDetail=gate_decision"
-shot rule-check "/assets/synthetic_release?view=checks&checkDetail=common_rows__threshold_warn"
+shot rule-check "/assets/synthetic_release?view=checks&checkDetail=hitting_rate__baseline_block"
+shot scorecard "/assets/synthetic_release_privacy_scorecard"
+shot scorecard-partitions "/assets/synthetic_release_privacy_scorecard?view=partitions&partition=release-3-noisy-copy"
 
 ls -l "$OUT"/*.png

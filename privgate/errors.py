@@ -51,8 +51,10 @@ class TooFewRowsError(InputError):
     """A frame has fewer rows than a metric needs."""
 
 
-class ParameterError(PrivgateError):
-    """A metric parameter (keys, sensitive, targets, k, options...) is invalid."""
+class ParameterError(PrivgateError, ValueError):
+    """A metric parameter (keys, sensitive, targets, k, options...) is invalid. Also a
+    ``ValueError``, so code written for anonymeter (whose parameter checks raise ValueError)
+    catches it unchanged."""
 
 
 class UnknownMetricError(ParameterError):

@@ -208,8 +208,11 @@ def get_metric(name: str) -> MetricSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
+        from .suggest import did_you_mean
+
         raise UnknownMetricError(
-            f"unknown metric {name!r}; known metrics: {', '.join(sorted(_REGISTRY))}"
+            f"unknown metric {name!r}{did_you_mean(name, _REGISTRY)}; known metrics: "
+            f"{', '.join(sorted(_REGISTRY))}"
         ) from None
 
 

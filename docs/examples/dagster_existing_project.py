@@ -1,7 +1,7 @@
 import dagster as dg
 import polars as pl
 
-from privgate.dagster import PrivgateResource, build_privgate_checks
+from privgate.dagster import PrivgateResource, build_privgate_checks, build_privgate_scorecards
 
 
 @dg.asset
@@ -10,7 +10,7 @@ def synthetic_customers() -> pl.DataFrame:  # your generator's output (Polars, p
 
 
 defs = dg.Definitions(
-    assets=[synthetic_customers],
+    assets=[synthetic_customers, *build_privgate_scorecards(assets=[synthetic_customers])],
     asset_checks=build_privgate_checks(assets=[synthetic_customers]),
     resources={"privgate": PrivgateResource(real_path="customers.parquet")},
 )

@@ -30,9 +30,14 @@ def require_holdout(ctx: Any, metric: str) -> None:
             "control set the attack is repeated on (pass holdout=... / --holdout)")
 
 
-def check_n_attacks(n_attacks: Any) -> int:
+def check_n_attacks(n_attacks: Any, *, allow_all: bool = False) -> int | None:
+    """``n_attacks`` as an int; with ``allow_all``, ``None`` (anonymeter's "attack every record")
+    is kept as None, which :func:`sample_rows` reads as every row."""
+    if n_attacks is None and allow_all:
+        return None
     if isinstance(n_attacks, bool) or not isinstance(n_attacks, (int, np.integer)) or n_attacks < 1:
-        raise ParameterError(f"n_attacks must be a positive integer; got {n_attacks!r}")
+        every = " or None (every record)" if allow_all else ""
+        raise ParameterError(f"n_attacks must be a positive integer{every}; got {n_attacks!r}")
     return int(n_attacks)
 
 
@@ -58,9 +63,10 @@ def rng_for(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), stream])
 
 
-def sample_rows(n_rows: int, n_attacks: int, seed: int, stream: int) -> np.ndarray:
-    """min(n_attacks, n_rows) distinct row positions, drawn without replacement, sorted."""
-    size = min(n_attacks, n_rows)
+def sample_rows(n_rows: int, n_attacks: int | None, seed: int, stream: int) -> np.ndarray:
+    """min(n_attacks, n_rows) distinct row positions, drawn without replacement, sorted
+    (``n_attacks=None``: every row)."""
+    size = n_rows if n_attacks is None else min(n_attacks, n_rows)
     return np.sort(rng_for(seed, stream).choice(n_rows, size, replace=False))
 
 

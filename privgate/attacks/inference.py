@@ -18,6 +18,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
+from ..ties import le
 from ._control import (REFERENCE, STREAM_ATTACK, STREAM_BASELINE, STREAM_CONTROL, attack_result, check_columns,
                        check_n_attacks, require_holdout, rng_for, sample_rows)
 
@@ -26,11 +27,16 @@ def correct_guesses(guess: np.ndarray, truth: np.ndarray, numeric: bool, toleran
     """Whether each guess equals the secret: numbers within ``tolerance`` relative to the guess,
     |guess − secret| ≤ tolerance·|guess| (anonymeter's rule, with the absolute value anonymeter
     omits — its check divides by the signed guess, so every negative guess counts as correct);
-    level codes exactly. Two nulls agree; a null and a value do not."""
+    level codes exactly. Two nulls agree; a null and a value do not.
+
+    The edge is inclusive with a stated floating-point slack: the two sides are compared with
+    :func:`privgate.ties.le` (equal within 1e-9·(1 + max)), so a guess of 1.0 for a secret of
+    1.05 is right at tolerance 0.05 although 1.05 − 1.0 = 0.050000000000000044 in float64
+    (anonymeter gets the same by dividing by guess + 1e-12)."""
     both_null = np.isnan(guess) & np.isnan(truth)
     if numeric:
         with np.errstate(invalid="ignore"):
-            hit = np.abs(guess - truth) <= tolerance * np.abs(guess)
+            hit = le(np.abs(guess - truth), tolerance * np.abs(guess))
     else:
         hit = guess == truth
     return both_null | hit
@@ -55,10 +61,8 @@ def _resolve_columns(ctx, secret: Any, aux_cols: Any) -> tuple[list[str], list[s
     else:
         secrets = check_columns(ctx, secret, "secret")
     aux = None if aux_cols is None else check_columns(ctx, aux_cols, "aux_cols")
-    if aux is not None:
-        both = [c for c in secrets if c in aux]
-        if both:
-            raise ParameterError(f"the secret cannot be an auxiliary column too: {both}")
+    # a secret among aux_cols is allowed, as in anonymeter: the attacker then knows it, and the
+    # nearest synthetic record on columns that include it usually carries it (details say so)
     return secrets, aux
 
 
@@ -95,14 +99,18 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     spaces=(),
 )
 def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str] | None = None,
-              regression: bool | None = None, tolerance: float = 0.05, n_attacks: int = 2000,
+              regression: bool | None = None, tolerance: float = 0.05, n_attacks: int | None = 2000,
               seed: int | None = None) -> MetricResult:
     """Inference risk (WP29; Giomi et al. 2023 — anonymeter's InferenceEvaluator): for
-    ``n_attacks`` training records (seeded sample), the secret is guessed as the ``secret`` of
+    ``n_attacks`` training records (seeded sample; ``None``: every record, as in anonymeter), the
+    secret is guessed as the ``secret`` of
     the nearest synthetic record on ``aux_cols`` (default: the evaluation's keys, else every
     other column); the same on holdout records is the control; value = (attack − control)/
     (1 − control) clipped to [0, 1]. A numeric secret (or ``regression=True``) is guessed right
-    within ``tolerance`` relative to the guess; a categorical one exactly (null is a level).
+    within ``tolerance`` relative to the guess, the edge included (within privgate's tie
+    tolerance 1e-9·(1 + max), so |1.0 − 1.05| ≤ 0.05·1.0 holds in floating point); a
+    categorical one exactly (null is a level). A secret that is also among ``aux_cols`` is
+    attacked as anonymeter does (the attacker knows it; ``details["secret_in_aux"]``).
     Several secrets (``secret=[...]`` or the evaluation's sensitive columns) are attacked on the
     same targets; value = the worst, each in per_attribute.
 
@@ -112,7 +120,7 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
     Orientation: risk; raw = the unclipped residual risk of the worst secret.
     """
     require_holdout(ctx, "inference")
-    n_attacks = check_n_attacks(n_attacks)
+    n_attacks = check_n_attacks(n_attacks, allow_all=True)
     seed = ctx.seed if seed is None else int(seed)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise ParameterError(f"tolerance must be a number ≥ 0 (relative error of a numeric guess); got {tolerance!r}")
@@ -137,6 +145,7 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
             params={"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
                     "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed},
             details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
+                     "secret_in_aux": s in cols,
                      "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
                      "correct_rows": targets[out["ok"]].tolist()},
             per_record=per_record,

@@ -60,10 +60,11 @@ def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: t
     self_controlled=True,
     spaces=(),
 )
-def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int = 2000,
+def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int | None = 2000,
                 seed: int | None = None) -> MetricResult:
     """Linkability risk (WP29; Giomi et al. 2023 — anonymeter's LinkabilityEvaluator): for
-    ``n_attacks`` training records (seeded sample), the ``n_neighbors`` nearest synthetic records
+    ``n_attacks`` training records (seeded sample; ``None``: every record, as in anonymeter), the
+    ``n_neighbors`` nearest synthetic records
     of the part ``cols_a`` and of the part ``cols_b`` of ``aux_cols=(cols_a, cols_b)``; the
     attack succeeds when the two neighbour sets share a record. The same on a sample of holdout
     records is the control; value = (attack − control)/(1 − control) clipped to [0, 1].
@@ -76,7 +77,7 @@ def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: i
     one) is reported as its exact probability. Orientation: risk; raw = unclipped residual risk.
     """
     require_holdout(ctx, "linkability")
-    n_attacks = check_n_attacks(n_attacks)
+    n_attacks = check_n_attacks(n_attacks, allow_all=True)
     seed = ctx.seed if seed is None else int(seed)
     if aux_cols is None:
         cols_a, cols_b = default_split(ctx.schema.columns)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import betaln
 
+from .._lazy import lazy_module
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
@@ -21,6 +21,8 @@ from ._control import (REFERENCE, STREAM_BASELINE, STREAM_PREDICATES, attack_res
                        require_holdout, rng_for)
 from .predicates import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, CodedFrames, ConjunctionCounter, Predicates,
                          code_frames, match_counts)
+
+_special = lazy_module("scipy.special")  # imported on first use (import time)
 
 MODES = ("univariate", "multivariate")
 _BATCH = 4096
@@ -166,7 +168,7 @@ def size_correction(holdout_counts: np.ndarray, n_holdout: int, n_real: int) -> 
     b = n_holdout - holdout_counts.astype(np.float64) + 0.5
 
     def expected(n: int) -> float:
-        return float(np.exp(np.log(n) + betaln(a + 1.0, b + n - 1.0) - betaln(a, b)).sum())
+        return float(np.exp(np.log(n) + _special.betaln(a + 1.0, b + n - 1.0) - _special.betaln(a, b)).sum())
 
     at_holdout = expected(n_holdout)
     return expected(n_real) / at_holdout if at_holdout > 0 else 1.0

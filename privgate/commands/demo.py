@@ -39,6 +39,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", default="privgate-demo", help="output folder (default: ./privgate-demo)")
     p.add_argument("--seed", type=int, default=0, help="seed of the releases (default 0)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.add_argument("--wide", action="store_true",
+                   help="every column of the decision tables (default: tables that fit 100 columns)")
     return p
 
 
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         html, js = reports / f"{release_id}.html", reports / f"{release_id}.json"
         finish(outcome, history, html=str(html), json_path=str(js))  # as `privgate gate` does
         if not args.quiet:
-            print(outcome.table(), file=sys.stderr)
+            print(outcome.table(compact=not args.wide), file=sys.stderr)
         summary.append((release_id, str(outcome.decision), outcome.exit_code, html, js))
     history.close()
 
@@ -106,9 +108,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"Releases (Parquet):    {releases_dir}/")
     print(f"Score history:         {db}")
     print(f"  privgate history --history {db} --dataset {DATASET}")
-    print(f"  privgate gate --history {db} --dataset {DATASET} --real {real_path} "
-          f"--holdout {holdout_path} --synthetic {releases_dir / 'release-3-noisy-copy.parquet'} "
-          "--release-id again")
+    print(f"  privgate gate --history {db} --dataset {DATASET} \\\n"
+          f"    --real {real_path} \\\n    --holdout {holdout_path} \\\n"
+          f"    --synthetic {releases_dir / 'release-3-noisy-copy.parquet'} --release-id again")
     unexpected = [(r, d) for r, d, *_ in summary if EXPECTED[r] != d]
     if unexpected:
         print(f"\nnote: unexpected decisions {unexpected}; expected {EXPECTED}", file=sys.stderr)

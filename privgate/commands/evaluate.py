@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._table import format_table
+from ._table import TABLE_WIDTH, format_table, wrap_line
 
 
 def _csv(value: str) -> list[str]:
@@ -30,6 +30,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_out", help="write the full report as JSON to this path")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--wide", action="store_true", help="no width limit on the table (default: 100 columns)")
     from .gate import add_run_options
 
     add_run_options(p)
@@ -65,14 +66,16 @@ def run(args: argparse.Namespace) -> int:
 
     for name, r in report.results.items():
         rows.append([name, get_metric(name).family, r.value, r.raw, r.baseline, r.excess, round(r.seconds, 3)])
-    print(format_table(["metric", "family", "risk", "raw", "baseline", "excess", "seconds"], rows))
+    print(format_table(["metric", "family", "risk", "raw", "baseline", "excess", "seconds"], rows,
+                       width=None if args.wide else TABLE_WIDTH, wrap=("family",)))
     print(f"\n{report.n_real} real, {report.n_synthetic} synthetic rows"
           + (f", {report.n_holdout} holdout" if report.n_holdout else "")
           + f"; {report.seconds:.1f} s. Risk: 0 = private, 1 = no privacy.")
     opts = report.params.get("options") or {}
-    print(f"options: threads {opts.get('threads')}, exact {opts.get('exact')}, "
-          f"sample_real {opts.get('sample_real') or 'off'}, sample {opts.get('sample')} "
-          f"(query records sampled: {_sampled(opts.get('sampled'))})")
+    print(wrap_line(f"options: threads {opts.get('threads')}, exact {opts.get('exact')}, "
+                    f"sample_real {opts.get('sample_real') or 'off'}, sample {opts.get('sample')} "
+                    f"(query records sampled: {_sampled(opts.get('sampled'))})",
+                    None if args.wide else TABLE_WIDTH, indent="  "))
     if args.json_out:
         report.to_json(args.json_out)
         print(f"JSON report: {args.json_out}")

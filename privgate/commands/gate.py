@@ -24,10 +24,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "decide and blocks the release).")
     p.add_argument("--config", help="gate configuration, YAML or TOML (default: the shipped "
                                     "privgate/configs/default_gate.yaml)")
-    p.add_argument("--real", help="real (training) data: .parquet, .csv, .arrow/.feather")
-    p.add_argument("--synthetic", help="the synthetic release to gate")
+    # required: argparse lists them as required; a missing one is a usage error, exit 3
+    p.add_argument("--real", required=True, help="real (training) data: .parquet, .csv, .arrow/.feather")
+    p.add_argument("--synthetic", required=True, help="the synthetic release to gate")
     p.add_argument("--holdout", help="real records not used for training (enables baseline rules)")
-    p.add_argument("--release-id", dest="release_id", help="identifier of this release (recorded in the history)")
+    p.add_argument("--release-id", dest="release_id", required=True,
+                   help="identifier of this release (recorded in the history)")
     p.add_argument("--dataset", help="dataset name (overrides the configuration's)")
     p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
                                      "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
@@ -35,6 +37,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--html", help="write the HTML report to this path")
     p.add_argument("--json", dest="json_out", help="write the JSON report to this path")
     p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
+    p.add_argument("--wide", action="store_true",
+                   help="every column of the decision table (default: a table that fits 100 columns)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--generator-version", dest="generator_version",
                    help="version of the generator that made the release (for the configuration's require_audit)")
@@ -42,8 +46,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
     def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
+        from ..cli import explain_usage_error
+
         p.print_usage(sys.stderr)
-        print(f"{p.prog}: error: {message}", file=sys.stderr)
+        print(f"{p.prog}: error: {explain_usage_error(p, message)}", file=sys.stderr)
         raise SystemExit(EXIT_ERROR)
 
     p.error = usage_error  # type: ignore[method-assign]
@@ -141,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(outcome.to_dict(), indent=2, allow_nan=False, default=str))
         else:
-            print(outcome.table())
+            print(outcome.table(compact=not args.wide))
         if not args.quiet:
             for path in written:
                 print(f"report: {path}", file=sys.stderr)

@@ -8,7 +8,7 @@ import sys
 
 import polars as pl
 
-from ._table import format_table
+from ._table import TABLE_WIDTH, format_table
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,7 +23,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--regressions", action="store_true",
                    help="scores that rose against the last accepted release before their run")
     p.add_argument("--min-increase", type=float, default=0.0, help="with --regressions: smallest increase shown")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (default; fits 100 columns, --wide for every column), json or csv "
+                        "(every column)")
+    p.add_argument("--wide", action="store_true", help="every column in the table; no width limit")
     p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
                                      "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
     return p
@@ -34,6 +37,14 @@ SCORE_VIEW = ["release_id", "created_at", "decision", "metric", "value", "ci_low
               "severity", "verdict", "error"]
 RUN_VIEW = ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
             "n_holdout", "config_hash", "privgate_version", "run_id"]
+# the table's columns without --wide (json, csv and --wide: every column)
+COMPACT = {
+    "scores": ["release_id", "decision", "metric", "value", "ci", "threshold", "verdict", "error"],
+    "runs": ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
+             "n_holdout"],
+    "regressions": ["release_id", "metric", "value", "previous_release_id", "previous_value",
+                    "increase"],
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,23 +57,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"privgate history: no history database at {url[len('sqlite:///'):]}", file=sys.stderr)
         return 1
     store = HistoryStore(url)
+    view = "datasets"
     try:
+        if args.dataset:
+            known = store.datasets()
+            if args.dataset not in known:
+                from ..suggest import did_you_mean
+
+                print(f"privgate history: no runs of dataset {args.dataset!r} in {store!r}"
+                      f"{did_you_mean(args.dataset, known)}; datasets: {', '.join(known) or 'none'}",
+                      file=sys.stderr)
+                return 1
         if not args.dataset:
             names = store.datasets()
             frame = pl.DataFrame({"dataset": names}, schema={"dataset": pl.String})
             frame = frame.join(store.runs().group_by("dataset").agg(
                 pl.len().alias("runs"), pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
         elif args.regressions:
-            frame = store.regressions(args.dataset, args.metric, min_increase=args.min_increase)
+            frame, view = store.regressions(args.dataset, args.metric, min_increase=args.min_increase), "regressions"
         elif args.runs:
-            frame = store.runs(args.dataset).select(RUN_VIEW)
+            frame, view = store.runs(args.dataset).select(RUN_VIEW), "runs"
         else:
-            frame = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW)
+            frame, view = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW), "scores"
         if args.metric and frame.is_empty():
             _check_metric(store, args.dataset, args.metric)
     finally:
         store.close()
-    _print(frame, args.format)
+    _print(frame, args.format, None if args.wide else COMPACT.get(view, frame.columns))
     if args.dataset and frame.is_empty() and args.format == "table":
         print(f"(no rows for dataset {args.dataset!r})", file=sys.stderr)
     return 0
@@ -73,13 +94,14 @@ def _check_metric(store, dataset: str | None, metric: str) -> None:
     registered, or stored in this history (a custom metric of another installation)."""
     from ..errors import UnknownMetricError
     from ..registry import metric_names
+    from ..suggest import did_you_mean
 
     stored = set(store.metric_history(dataset)["metric"].to_list()) if dataset else set()
     known = set(metric_names()) | stored
     if metric not in known:
         raise UnknownMetricError(
-            f"unknown metric {metric!r} for --metric; expected a registered metric or one in the "
-            f"history: {', '.join(sorted(known))}")
+            f"unknown metric {metric!r} for --metric{did_you_mean(metric, known)} (expected a "
+            f"registered metric or one in the history: {', '.join(sorted(known))})")
 
 
 def _intervals_as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -99,9 +121,13 @@ def _intervals_as_text(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
-def _print(frame: pl.DataFrame, fmt: str) -> None:
-    if "created_at" in frame.columns:
-        frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+def _print(frame: pl.DataFrame, fmt: str, compact: list[str] | None = None) -> None:
+    """Print ``frame``; a table keeps only the ``compact`` columns (when given), with times to
+    the second, and fits 100 columns."""
+    time_format = "%Y-%m-%d %H:%M:%S" if fmt == "table" and compact else "%Y-%m-%dT%H:%M:%S%.6fZ"
+    for column in ("created_at", "last_run"):
+        if column in frame.columns:
+            frame = frame.with_columns(pl.col(column).dt.strftime(time_format))
     if fmt == "csv":
         sys.stdout.write(frame.write_csv())
     elif fmt == "json":
@@ -110,4 +136,9 @@ def _print(frame: pl.DataFrame, fmt: str) -> None:
         frame = _intervals_as_text(frame)
         if "config_hash" in frame.columns:
             frame = frame.with_columns(pl.col("config_hash").str.slice(0, 12))
-        print(format_table(frame.columns, frame.rows()))
+        if compact:
+            frame = frame.select([c for c in compact if c in frame.columns])
+            if "error" in frame.columns and frame["error"].is_null().all():
+                frame = frame.drop("error")
+        print(format_table(frame.columns, frame.rows(), width=TABLE_WIDTH if compact else None,
+                           wrap=("error", "ci", "previous_release_id", "release_id")))

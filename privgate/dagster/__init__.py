@@ -34,6 +34,7 @@ _EXPORTS = {
     "PrivgateRunConfig": ".checks",
     "build_privgate_checks": ".checks",
     "build_privgate_family_checks": ".family",
+    "build_privgate_scorecards": ".scorecard",
     "build_definitions": ".definitions",
     "build_executor": ".definitions",
     "DataLocations": ".resources",

@@ -57,6 +57,7 @@ def build_privgate_checks(
     resource_key: str = "privgate",
     pool: str | None = None,
     name_prefix: str = "privgate",
+    holdout: bool | None = None,
 ) -> list[dg.AssetChecksDefinition]:
     """Blocking privgate gate checks for every asset in ``assets``.
 
@@ -67,12 +68,18 @@ def build_privgate_checks(
     :class:`~privgate.dagster.resource.PrivgateResource`. ``pool``: the Dagster concurrency pool
     of the check steps (default ``privgate_<dataset>``; give it a limit of 1 with run
     granularity to queue a dataset's evaluations in launch order -- see docs/dagster.md).
+    ``holdout``: whether the runs have a holdout (the resource's ``holdout_path``): the checks
+    declared are then exactly the rules that apply; ``None`` declares every rule, and a blocking
+    rule a run does not apply passes saying so (``applied: false``).
+
+    Every run also materialises the release asset's privacy scorecard
+    (:mod:`privgate.dagster.scorecard`; list :func:`build_privgate_scorecards` among the assets).
     """
     cfg = gate_config_of(gate_config)
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_checks: no assets given")
     pool_name = pool if pool is not None else f"privgate_{_identifier(cfg.dataset)}"
-    return [_checks_for(a, cfg, resource_key, pool_name, name_prefix) for a in assets]
+    return [_checks_for(a, cfg, resource_key, pool_name, name_prefix, holdout) for a in assets]
 
 
 def _asset_key_and_partitions(asset: Any) -> tuple[dg.AssetKey, Any]:
@@ -88,9 +95,9 @@ def _asset_key_and_partitions(asset: Any) -> tuple[dg.AssetKey, Any]:
 
 
 def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
-                name_prefix: str) -> dg.AssetChecksDefinition:
+                name_prefix: str, holdout: bool | None = None) -> dg.AssetChecksDefinition:
     key, partitions_def = _asset_key_and_partitions(asset)
-    specs = check_specs(cfg, key, partitions_def=partitions_def)
+    specs = check_specs(cfg, key, partitions_def=partitions_def, has_holdout=holdout)
     op_name = f"{name_prefix}_{key.to_python_identifier()}"
 
     @dg.multi_asset_check(
@@ -107,7 +114,7 @@ def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
                          config: PrivgateRunConfig):
         resource = getattr(context.resources, resource_key)
         partition = context.partition_key if context.has_partition_key else None
-        release_id = config.release_id or partition or context.run.run_id
+        release_id = config.release_id or partition or default_release_id(context, key)
         earlier, in_progress = earlier_releases(context, partition, partitions_def)
         outcome, reports = resource.evaluate(
             release, release_id=release_id, declared=cfg, earlier_releases=earlier,
@@ -115,6 +122,7 @@ def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
         context.log.info(
             f"privgate gate on release {release_id!r}: {outcome.decision} (exit code "
             f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
+        log_scorecard(context, resource, cfg, outcome, key, partition, reports)
         extra = {f"{kind}_report": dg.MetadataValue.path(str(path)) for kind, path in reports.items()}
         selected = {k.name for k in context.selected_asset_check_keys}
         for result in check_results(cfg, outcome, key, decision_metadata=extra):
@@ -122,6 +130,50 @@ def _checks_for(asset: Any, cfg: "GateConfig", resource_key: str, pool: str,
                 yield result
 
     return _privgate_checks
+
+
+def default_release_id(context: Any, key: dg.AssetKey) -> str:
+    """The release id of an unpartitioned release without ``release_id`` in the run config: the
+    UTC time the release asset was last materialised (``2026-11-25T20:35:12Z``; the check run's
+    start when there is none) — readable and in release order, never a run id."""
+    import time
+    from datetime import datetime, timezone
+
+    stamp = None
+    try:
+        event = context.instance.get_latest_materialization_event(key)
+        stamp = event.timestamp if event is not None else None
+    except Exception:  # noqa: BLE001 - an instance without event storage
+        stamp = None
+    if stamp is None:
+        stats = getattr(context.instance, "get_run_stats", None)
+        try:
+            stamp = stats(context.run.run_id).start_time if stats else None
+        except Exception:  # noqa: BLE001
+            stamp = None
+    return datetime.fromtimestamp(stamp or time.time(), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def log_scorecard(context: Any, resource: Any, cfg: "GateConfig", outcome: Any, key: dg.AssetKey,
+                  partition: Optional[str], reports: dict[str, Any]) -> None:
+    """Materialise the release asset's privacy scorecard for this gate run
+    (:mod:`privgate.dagster.scorecard`); a failure to build it is logged, never raised (the gate
+    has decided)."""
+    from .scorecard import recent_runs, scorecard_materialization
+
+    try:
+        try:
+            run_cfg = resource.load_config(cfg)
+        except Exception:  # noqa: BLE001 - an invalid run-time configuration: the declared one
+            run_cfg = cfg
+        event = scorecard_materialization(
+            run_cfg, outcome, key, partition=partition, reports=reports,
+            history=recent_runs(resource, outcome.dataset))
+        op_context = getattr(context, "op_execution_context", context)
+        op_context.log_event(event)
+    except Exception as exc:  # noqa: BLE001
+        context.log.warning(f"privgate scorecard of {key.to_user_string()} not materialised: "
+                            f"{type(exc).__name__}")
 
 
 def _active_runs_of(context: dg.AssetCheckExecutionContext, partitions: set[str]):

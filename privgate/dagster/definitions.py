@@ -46,6 +46,7 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .checks import applicable_check_keys, build_privgate_checks
+from .scorecard import build_privgate_scorecards
 from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
 from .resource import PrivgateResource
@@ -177,9 +178,12 @@ def build_definitions(
         if threads:  # one setting for every configuration: steps it does not have are ignored
             threads = {k: v for k, v in threads.items() if k in default_steps(cfg)}
         release_checks = build_privgate_family_checks(
-            assets=[synthetic_release], gate_config=cfg, step_threads=threads)
+            assets=[synthetic_release], gate_config=cfg, step_threads=threads,
+            holdout=bool(privgate.holdout_path))
     else:
-        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg)
+        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg,
+                                               holdout=bool(privgate.holdout_path))
+    scorecards = build_privgate_scorecards(assets=[synthetic_release])
     published_release = build_published_release(cfg)
 
     evaluate_job = dg.define_asset_job(
@@ -229,7 +233,7 @@ def build_definitions(
             AUDIT_EXAMPLE_JOB, selection=dg.AssetSelection.assets(audit),
             description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis."))
     return dg.Definitions(
-        assets=assets,
+        assets=[*assets, *scorecards],
         asset_checks=release_checks,
         jobs=jobs,
         sensors=[sensor],

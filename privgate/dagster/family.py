@@ -55,8 +55,10 @@ from .checks import (
     PrivgateRunConfig,
     _asset_key_and_partitions,
     _identifier,
+    default_release_id,
     earlier_releases,
     gate_config_of,
+    log_scorecard,
 )
 from .gate_checks import check_results, check_specs
 
@@ -138,6 +140,7 @@ def build_privgate_family_checks(
     resource_key: str = "privgate",
     pool: str | None = None,
     name_prefix: str = "privgate",
+    holdout: bool | None = None,
 ) -> list[dg.AssetChecksDefinition]:
     """The checks of :func:`~privgate.dagster.build_privgate_checks` (same names, specs and
     results), evaluated in one step per metric family and decided by a join step.
@@ -166,15 +169,15 @@ def build_privgate_family_checks(
             f"build_privgate_family_checks: step_threads for unknown steps {unknown}")
     pool_name = pool if pool is not None else f"privgate_{_identifier(cfg.dataset)}"
     return [_family_checks_for(a, cfg, plan_steps, tags, dict(step_threads or {}), retry_policy,
-                               resource_key, pool_name, name_prefix) for a in assets]
+                               resource_key, pool_name, name_prefix, holdout) for a in assets]
 
 
 def _family_checks_for(asset: Any, cfg: "GateConfig", steps: dict[str, list[str]],
                        tags: dict[str, Mapping[str, Any]], threads: dict[str, int],
                        retry_policy: dg.RetryPolicy | None, resource_key: str, pool: str,
-                       name_prefix: str) -> dg.AssetChecksDefinition:
+                       name_prefix: str, holdout: bool | None = None) -> dg.AssetChecksDefinition:
     key, partitions_def = _asset_key_and_partitions(asset)
-    specs = check_specs(cfg, key, partitions_def=partitions_def)
+    specs = check_specs(cfg, key, partitions_def=partitions_def, has_holdout=holdout)
     specs_by_output = {spec.get_python_identifier(): spec for spec in specs}
     graph_name = f"{name_prefix}_{key.to_python_identifier()}"
     step_ops = {step: _step_op(f"{graph_name}__{step}", step, key, cfg, steps, tags.get(step),
@@ -376,7 +379,7 @@ def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConf
         resource = getattr(context.resources, resource_key)
         folder = _work_folder(resource, context, key)
         partition = context.partition_key if context.has_partition_key else None
-        release_id = config.release_id or partition or context.run.run_id
+        release_id = config.release_id or partition or default_release_id(context, key)
         holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
         try:
             # the resource's run options apply to every step as to the single-step evaluation
@@ -401,6 +404,7 @@ def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConf
             f"privgate gate on release {release_id!r} ({len(steps)} evaluation steps): "
             f"{outcome.decision} (exit code {outcome.exit_code}, privgate run {outcome.run_id}, "
             f"recorded: {outcome.recorded})")
+        log_scorecard(context, resource, cfg, outcome, key, partition, reports)
         extra = {f"{kind}_report": dg.MetadataValue.path(str(path)) for kind, path in reports.items()}
         extra["evaluation_steps"] = dg.MetadataValue.int(len(steps))
         selected = {k.name for k in context.selected_asset_check_keys}

@@ -15,8 +15,17 @@ One more blocking ERROR check, ``gate_decision``, carries the gate's overall dec
 what no single rule names: an input that cannot be loaded, a non-optional metric that failed with
 only ``warn`` rules, a history store that cannot be written. The gate fails closed, and so does
 this mapping: a rule whose metric failed, or that could not be evaluated because the run failed
-as a whole, is a failed check. A rule that does not apply to a release yields no result (Dagster
-shows it as skipped / not evaluated, not as a success).
+as a whole, is a failed check. A ``warn`` rule that does not apply to a release yields no result
+(Dagster shows it as not evaluated, not as a success); a ``block`` rule that does not apply (the
+first release for a trend rule, a ``when:`` holdout condition the run does not meet) passes with
+``applied: false`` and the reason in its description, so no blocking check is ever silent. With
+``check_specs(..., has_holdout=...)`` the declared checks are the rules that apply to runs with
+(or without) a holdout.
+
+A result's metadata is what a person plots: the rule's quantity (``value``: the risk estimate,
+the excess over the holdout baseline, the increase over the last accepted release, or the
+p-value), the ends of its 95 % interval (``lower``, ``upper``) and the ``limit``, rounded to 4
+significant digits, and the ``release`` id.
 """
 
 from __future__ import annotations
@@ -108,10 +117,18 @@ def rule_checks(cfg: "GateConfig") -> list[RuleCheck]:
     return out
 
 
+def applies(rc: RuleCheck, has_holdout: bool | None) -> bool:
+    """Whether rule ``rc`` applies to runs with (True) or without (False) a holdout; every rule
+    for ``None`` (not known when the checks are declared)."""
+    return has_holdout is None or rc.when == "always" or (rc.when == "with_holdout") == bool(has_holdout)
+
+
 def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
-                partitions_def: "dg.PartitionsDefinition | None" = None) -> list[dg.AssetCheckSpec]:
+                partitions_def: "dg.PartitionsDefinition | None" = None,
+                has_holdout: bool | None = None) -> list[dg.AssetCheckSpec]:
     """The asset-check specs of one release asset for configuration ``cfg``: ``gate_decision``
-    and one per rule; tied to ``partitions_def`` (a check result per release partition)."""
+    and one per rule (with ``has_holdout`` True / False: only the rules that apply to runs with /
+    without a holdout); tied to ``partitions_def`` (a check result per release partition)."""
     import warnings
 
     def spec(name: str, blocking: bool, description: str,
@@ -128,6 +145,8 @@ def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
                   "for any reason, including metrics or inputs that could not be evaluated.")]
     seen = {DECISION_CHECK}
     for rc in rule_checks(cfg):
+        if not applies(rc, has_holdout):
+            continue
         if rc.name in seen:  # cannot happen for a valid config; guard against name clashes
             raise ValueError(f"two gate rules map to the asset check name {rc.name!r}")
         seen.add(rc.name)
@@ -197,11 +216,14 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
     release = str(outcome.release_id)
     severity = rc.dagster_severity
     if match is not None and match.skipped:
-        return None  # the rule did not apply to this release (e.g. first release: no trend)
+        # the rule did not apply to this release (e.g. first release: no trend)
+        return _not_applied(rc, asset, release, match.message)
     has_holdout = bool(getattr(outcome, "has_holdout", False))
     if match is None and rc.when != "always" and (rc.when == "with_holdout") != has_holdout:
-        return None  # not applied in this run (when: with_holdout / no_holdout)
-    md: dict[str, Any] = {"release": dg.MetadataValue.text(release), **rc.metadata()}
+        return _not_applied(rc, asset, release, f"the rule applies only to runs "
+                            f"{'with' if rc.when == 'with_holdout' else 'without'} a holdout")
+    md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
+    _put_float(md, "limit", rc.limit)
     result = outcome.results.get(rc.metric) if hasattr(outcome, "results") else None
     if match is not None:
         passed = match.verdict == "pass"
@@ -217,50 +239,72 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
         passed = False
         message = "not evaluated: " + "; ".join(f"{c.metric} {c.message}" for c in global_errors)
     else:
-        return None  # not applied in this run (when: with_holdout / no_holdout)
+        return _not_applied(rc, asset, release, "the run did not apply it")
     return dg.AssetCheckResult(
         check_name=rc.name, asset_key=asset, passed=passed, severity=severity,
         metadata=md, description=f"release {release}: {message}",
     )
 
 
+def _not_applied(rc: RuleCheck, asset: Any, release: str, why: str) -> dg.AssetCheckResult | None:
+    """A rule that did not apply to this release: no result for a ``warn`` rule (Dagster shows
+    it as not evaluated); a passing result saying so for a ``block`` rule, which Dagster would
+    otherwise report as a blocking check that emitted no result."""
+    if not rc.blocking:
+        return None
+    md = {"release": dg.MetadataValue.text(release), "applied": dg.MetadataValue.bool(False)}
+    return dg.AssetCheckResult(check_name=rc.name, asset_key=asset, passed=True,
+                               severity=rc.dagster_severity, metadata=md,
+                               description=f"release {release}: not applied: {why}")
+
+
 def _rule_numbers(md: dict[str, Any], rc: RuleCheck, match: "GateCheck", result: Any) -> None:
-    """The numbers a person plots for one rule: the metric's value and interval, the holdout
-    baseline and the excess with its interval (baseline rules), the previous accepted value
-    (trend rules), the quantity compared with the limit (and its interval when the rule decided
-    on a bound), the p-value -- never more."""
-    value = match.value if match.value is not None else getattr(result, "value", None)
+    """The numbers a person plots for one rule: the rule's quantity (``value``: the risk
+    estimate for threshold rules, the excess over the holdout baseline for baseline rules, the
+    increase over the last accepted release for trend rules, the p-value for test rules), the
+    ends of its 95 % interval (``lower``, ``upper``: the rule's own interval, else the
+    result's), rounded to 4 significant digits -- never more."""
+    interval = getattr(match, "interval", None)
+    if rc.kind == "threshold":
+        value = match.value if match.value is not None else getattr(result, "value", None)
+        if interval is None:
+            interval = getattr(result, "ci", None)
+    elif rc.kind == "baseline":
+        value = getattr(result, "excess", None)
+        if finite(value) is None and getattr(match, "on", None) in (None, "", "estimate"):
+            value = match.compared
+        if interval is None:
+            interval = getattr(result, "excess_ci", None)
+    elif rc.kind == "test":
+        p = getattr(match, "p_value", None)
+        value = p if p is not None else getattr(result, "p_value", None)
+        if value is None:
+            value = match.compared
+        interval = None
+    else:  # trend: the increase over the last accepted release
+        value, interval = match.compared, None
     _put_float(md, "value", value)
-    _put_interval(md, "value", getattr(result, "ci", None))
-    if rc.kind == "baseline":
-        _put_float(md, "baseline", match.baseline if match.baseline is not None
-                   else getattr(result, "baseline", None))
-        _put_float(md, "excess", getattr(result, "excess", None))
-        _put_interval(md, "excess", getattr(result, "excess_ci", None))
-    if rc.kind == "trend":
-        _put_float(md, "previous", match.previous)
-    _put_float(md, "compared", match.compared)
-    _put_interval(md, "compared", getattr(match, "interval", None))
-    p = getattr(match, "p_value", None)
-    _put_float(md, "p_value", p if p is not None else getattr(result, "p_value", None))
-    on = getattr(match, "on", None)
-    if on:  # what the gate decided on (the configured rule's `on` otherwise)
-        md["decided_on"] = dg.MetadataValue.text(str(on))
+    _put_interval(md, interval)
 
 
-def _put_interval(md: dict[str, Any], key: str, ci: Any) -> None:
+def _put_interval(md: dict[str, Any], ci: Any) -> None:
     try:
         lo, hi = ci
     except (TypeError, ValueError):
         return
-    _put_float(md, f"{key}_lower", lo)
-    _put_float(md, f"{key}_upper", hi)
+    _put_float(md, "lower", lo)
+    _put_float(md, "upper", hi)
 
 
 def _put_float(md: dict[str, Any], key: str, x: Any) -> None:
     f = finite(x)
     if f is not None:
-        md[key] = dg.MetadataValue.float(f)
+        md[key] = dg.MetadataValue.float(significant(f))
+
+
+def significant(x: float, digits: int = 4) -> float:
+    """``x`` rounded to ``digits`` significant digits (-0.35050000000000003 → -0.3505)."""
+    return float(f"{x:.{digits}g}") if x else 0.0
 
 
 def finite(x: Any) -> float | None:

@@ -59,7 +59,7 @@ class PrivgateResource(dg.ConfigurableResource):
     dataset: Optional[str] = Field(
         default=None, description="Overrides the configuration's dataset name (the score-history key).")
     history_url: Optional[str] = Field(
-        default=None, description=("Score history (SQLAlchemy URL, sqlite:/// or postgresql+psycopg2://). "
+        default=None, description=("Score history (SQLAlchemy URL, sqlite:/// or postgresql://). "
                                    "Unset: $PRIVGATE_HISTORY_URL, else ./privgate-history.sqlite."))
     reports_dir: Optional[str] = Field(
         default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")

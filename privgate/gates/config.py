@@ -397,7 +397,10 @@ def parse_options(value: Any, *, where: str = "options") -> RunOptions:
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:
     where = f"metrics.{name}"
     if known is not None and name not in known:
-        raise ConfigError(f"{where}: unknown metric {name!r}; known metrics: {', '.join(sorted(known))}")
+        from ..suggest import did_you_mean
+
+        raise ConfigError(f"{where}: unknown metric {name!r}{did_you_mean(name, known)}; known metrics: "
+                          f"{', '.join(sorted(known))}")
     if body is None:
         body = {}
     if not isinstance(body, Mapping):

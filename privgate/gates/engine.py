@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import polars as pl
 
-from ..commands._table import format_table
+from ..commands._table import TABLE_WIDTH, format_table, table_blocks, wrap_line
 from ..errors import ConfigError, PrivgateError
 from ..results import MetricResult, _jsonable
 from .config import GateConfig, Rule, load_gate_config, parse_gate_config
@@ -151,9 +151,10 @@ class GateOutcome:
             "results": results,
         })
 
-    def table(self) -> str:
-        """The decision table as plain text (what ``privgate gate`` prints)."""
-        return format_checks(self)
+    def table(self, compact: bool = False) -> str:
+        """The decision table as plain text (what ``privgate gate`` prints: ``compact=True``, the
+        100-column view; ``privgate gate --wide``: every column)."""
+        return format_checks(self, compact=compact)
 
 
 def _check_dict(c: "GateCheck") -> dict[str, Any]:
@@ -809,19 +810,39 @@ def sampling_summary(results: Mapping[str, Any]) -> str | None:
     return "sampled query records (seeded; intervals include the sampling error): " + "; ".join(parts)
 
 
-def format_checks(outcome: GateOutcome) -> str:
+def format_checks(outcome: GateOutcome, compact: bool = False) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row; values with
-    their 95 % intervals; p-values) followed by the decision line."""
-    header = ("metric", "rule", "value [95% CI]", "compared [95% CI]", "limits", "p", "verdict", "note")
-    keys = ("metric", "rule", "value", "compared", "limits", "p", "verdict", "note")
-    rows = [tuple(r[k] for k in keys) for _, _, r in decision_rows(outcome)]
-    lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
+    their 95 % intervals; p-values) followed by the decision line.
+
+    ``compact``: no line longer than 100 characters — per row the metric, the rule, the quantity
+    compared with the limits (with its interval), the limits and the verdict (the p-value only
+    when a test rule is present), and each row's note (why it warned, blocked or was skipped) on
+    an indented line below it."""
     label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
+    width = TABLE_WIDTH if compact else None
+    if compact:
+        text_rows = [r for _, _, r in decision_rows(outcome)]
+        keys = ["metric", "rule", "compared", "limits", "p", "verdict"]
+        if not any(c.rule == "test" for c in outcome.checks):
+            keys.remove("p")
+        names = {"compared": "compared [95% CI]"}
+        lines, blocks = table_blocks([names.get(k, k) for k in keys],
+                                     [[r[k] for k in keys] for r in text_rows],
+                                     width=width, wrap=("compared [95% CI]", "limits"))
+        for r, block in zip(text_rows, blocks):
+            lines += block
+            if r["note"]:
+                lines.append(wrap_line(f"    {r['note']}", width, indent="    "))
+    else:
+        header = ("metric", "rule", "value [95% CI]", "compared [95% CI]", "limits", "p", "verdict", "note")
+        keys = ("metric", "rule", "value", "compared", "limits", "p", "verdict", "note")
+        rows = [tuple(r[k] for k in keys) for _, _, r in decision_rows(outcome)]
+        lines = [line.rstrip() for line in format_table(header, rows).splitlines()]
     lines.append("")
     note = sampling_summary(outcome.results)
     if note:
-        lines.append(note)
-    lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
-                 f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
-                 f"exit code {outcome.exit_code})")
+        lines.append(wrap_line(note, width, indent="  "))
+    lines.append(wrap_line(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
+                           f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
+                           f"exit code {outcome.exit_code})", width, indent="  "))
     return "\n".join(lines)

@@ -99,8 +99,14 @@ def sql_batch_definition(context: Any, connection_string: str, table_name: str, 
                          schema_name: str | None = None, data_source: str = "privgate_sql",
                          asset: str | None = None, name: str = DEFAULT_BATCH_DEFINITION):
     """The whole-table batch definition of ``table_name`` in the database at
-    ``connection_string`` (a SQLAlchemy URL; ``postgresql+psycopg2://...`` uses GX's PostgreSQL
-    data source, anything else its generic SQL one), created when missing."""
+    ``connection_string`` (a SQLAlchemy URL; ``postgresql://...`` — mapped to the installed
+    driver by :func:`privgate.dburl.sqlalchemy_url`, an error naming ``privgate[gx,postgres]``
+    when none is — uses GX's PostgreSQL data source, anything else its generic SQL one), created
+    when missing."""
+    from ..dburl import sqlalchemy_url
+    from ..errors import InputError
+
+    connection_string = sqlalchemy_url(connection_string, extra="gx,postgres", error=InputError)
     try:
         source = context.data_sources.get(data_source)
     except Exception:  # noqa: BLE001 - GX raises its own not-found errors

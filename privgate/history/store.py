@@ -5,7 +5,8 @@
 - ``url=None``: ``$PRIVGATE_HISTORY_URL`` when set, else the SQLite file
   ``./privgate-history.sqlite``;
 - a path without ``://``: that SQLite file (parent folders are created);
-- any SQLAlchemy URL, e.g. ``postgresql+psycopg2://user@host:5432/db``.
+- any SQLAlchemy URL, e.g. ``postgresql://user@host:5432/db`` (mapped to the installed
+  PostgreSQL driver by :func:`privgate.dburl.sqlalchemy_url`; ``postgresql+psycopg2://`` works too).
 
 Concurrency: a run is written in one transaction. On SQLite the store uses WAL journaling, a
 busy timeout and ``BEGIN IMMEDIATE`` transactions (writers queue instead of deadlocking) and
@@ -29,6 +30,7 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from ..dburl import sqlalchemy_url
 from ..errors import HistoryError
 from . import schema as S
 from .audits import AuditHistory
@@ -108,7 +110,7 @@ def resolve_url(url: str | os.PathLike[str] | None) -> str:
             raise HistoryError(f"history: the history database path {path} is a folder; expected a "
                                "SQLite file path or a SQLAlchemy URL")
         return f"sqlite:///{path}"
-    return url
+    return sqlalchemy_url(url)
 
 
 def _redacted(url: str) -> str:

@@ -24,8 +24,8 @@ from typing import Sequence
 
 import numpy as np
 import polars as pl
-from scipy import sparse
 
+from .._lazy import lazy_module
 from ..binning import assign_bins, quantile_edges
 from ..errors import ParameterError
 from ..registry import register_metric
@@ -36,6 +36,8 @@ from ..ties import le
 from .. import stats
 from ._common import (jackknife_labels, keep_jackknife, mark_sampled, nearest_outside_groups, on_rows, real_rows,
                       result, search_k, set_mean_ci, widen_share_for_search)
+
+sparse = lazy_module("scipy.sparse")  # imported on first use (import time)
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 # cells of the block × distinct-synthetic-combination Hamming matrix held at once

@@ -19,15 +19,17 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy import stats
-from scipy.special import rel_entr
 
+from .._lazy import lazy_module
 from ..binning import binned_codes
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ._common import result, set_no_ci
+
+stats = lazy_module("scipy.stats")  # imported on first use (import time)
+_special = lazy_module("scipy.special")
 
 THESIS = "Metric comparison thesis §5, "
 
@@ -112,7 +114,7 @@ def inverse_kl_column(real_counts: np.ndarray, syn_counts: np.ndarray, alpha: fl
     k = real_counts.size
     p = (real_counts + alpha) / (real_counts.sum() + alpha * k)
     q = (syn_counts + alpha) / (syn_counts.sum() + alpha * k)
-    kl = float(rel_entr(p, q).sum())
+    kl = float(_special.rel_entr(p, q).sum())
     kl = max(kl, 0.0)
     return 1.0 / (1.0 + kl), kl
 
@@ -156,7 +158,7 @@ def js_distance(real_counts: np.ndarray, syn_counts: np.ndarray) -> float:
     p = real_counts / real_counts.sum()
     q = syn_counts / syn_counts.sum()
     m = 0.5 * (p + q)
-    js = 0.5 * rel_entr(p, m).sum() + 0.5 * rel_entr(q, m).sum()
+    js = 0.5 * _special.rel_entr(p, m).sum() + 0.5 * _special.rel_entr(q, m).sum()
     return float(np.sqrt(max(js, 0.0) / np.log(2.0)))
 
 

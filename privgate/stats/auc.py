@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import rankdata
 
+from .._lazy import lazy_module
 from .proportions import z_value
+
+_st = lazy_module("scipy.stats")  # imported on first use (import time)
 
 
 def delong_auc(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
@@ -27,9 +29,9 @@ def delong_auc(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
     m, n = pos.size, neg.size
     if m < 1 or n < 1:
         raise ValueError(f"an AUC needs at least one positive and one negative; got {m} and {n}")
-    all_ranks = rankdata(np.concatenate([pos, neg]))
-    v10 = (all_ranks[:m] - rankdata(pos)) / n          # per positive
-    v01 = 1.0 - (all_ranks[m:] - rankdata(neg)) / m    # per negative
+    all_ranks = _st.rankdata(np.concatenate([pos, neg]))
+    v10 = (all_ranks[:m] - _st.rankdata(pos)) / n          # per positive
+    v01 = 1.0 - (all_ranks[m:] - _st.rankdata(neg)) / m    # per negative
     auc = float(v10.mean())
     var = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if min(m, n) >= 2 else float("nan")
     return auc, var

@@ -30,7 +30,9 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
+from .._lazy import lazy_module
+
+_st = lazy_module("scipy.stats")  # imported on first use (import time)
 
 from .proportions import share_interval, z_value
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as _st
+from .._lazy import lazy_module
+
+_st = lazy_module("scipy.stats")  # imported on first use (import time)
 
 
 def _check(k: float, n: float, level: float) -> None:

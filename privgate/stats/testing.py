@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as _st
+from .._lazy import lazy_module
+
+_st = lazy_module("scipy.stats")  # imported on first use (import time)
 
 
 def binomial_test(k: float, n: int, p: float = 0.5, alternative: str = "greater") -> float:

@@ -54,8 +54,13 @@ def test_default_configuration_builds_and_validates(example):
 
     cfg = default_gate_config()
     names = set(_specs(defs))
-    n_rules = sum(len(m.rules) for m in cfg.metrics.values())
+    # no holdout configured: the checks declared are the rules that apply without one
+    n_rules = sum(1 for m in cfg.metrics.values() for r in m.rules if r.when != "with_holdout")
     assert len(names) == n_rules + 1 and DECISION_CHECK in names
+    with_holdout = build_definitions(data_dir=example["root"], holdout_path=str(example["root"] / "real.parquet"),
+                                     env={})
+    n_with = sum(1 for m in cfg.metrics.values() for r in m.rules if r.when != "no_holdout")
+    assert len(set(_specs(with_holdout))) == n_with + 1
 
 
 def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
@@ -73,7 +78,8 @@ def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
 def test_assets_partitions_jobs_and_resources(defs):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"real_data", "synthetic_release", "published_release"}
+    assert keys == {"real_data", "synthetic_release", "published_release",
+                    "synthetic_release_privacy_scorecard"}
     for key in ("synthetic_release", "published_release"):
         pdef = graph.get(dg.AssetKey(key)).partitions_def
         assert isinstance(pdef, dg.DynamicPartitionsDefinition) and pdef.name == "releases"

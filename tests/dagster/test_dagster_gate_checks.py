@@ -65,7 +65,7 @@ def test_fired_block_rule_is_failed_error_and_warn_rule_failed_warn():
                         "hitting_rate__threshold_block"}
     cb = res["common_rows__threshold_block"]
     assert (cb.passed, cb.severity) == (False, dg.AssetCheckSeverity.ERROR)
-    assert cb.metadata["limit"].value == 0.01 and cb.metadata["compared"].value == 0.02
+    assert cb.metadata["limit"].value == 0.01 and cb.metadata["value"].value == 0.02
     assert cb.metadata["release"].value == "r1" and cb.description.startswith("release r1: ")
     cw = res["common_rows__threshold_warn"]
     assert (cw.passed, cw.severity) == (False, dg.AssetCheckSeverity.WARN)
@@ -76,10 +76,10 @@ def test_fired_block_rule_is_failed_error_and_warn_rule_failed_warn():
     assert d.metadata["release"].value == "r1" and "release r1" in d.description
 
 
-def test_metadata_is_what_a_person_plots_with_intervals_and_p_value():
-    """value, its interval, baseline, excess and its interval, p-value and the limit; the
-    interval and p-value of the rule itself (GateCheck.interval / .p_value, when the gate sets
-    them) win over the metric's."""
+def test_metadata_is_what_a_person_plots_value_interval_and_limit():
+    """The rule's quantity (the excess for a baseline rule, the estimate for a threshold rule),
+    the ends of its interval (the rule's own, GateCheck.interval, over the metric's) and the
+    limit -- nothing else to plot; the release id as text."""
     from types import SimpleNamespace
 
     from privgate.results import MetricResult
@@ -99,15 +99,46 @@ def test_metadata_is_what_a_person_plots_with_intervals_and_p_value():
     outcome.report = SimpleNamespace(results={"hitting_rate": res_hr})
     md = _by_name(check_results(CFG, outcome))["hitting_rate__baseline_warn"].metadata
     numbers = {k: v.value for k, v in md.items() if isinstance(v.value, float)}
-    assert numbers == pytest.approx({
-        "value": 0.12, "value_lower": 0.10, "value_upper": 0.14, "baseline": 0.08,
-        "excess": 0.04, "excess_lower": 0.01, "excess_upper": 0.07, "compared": 0.04,
-        "compared_lower": 0.01, "compared_upper": 0.07, "p_value": 0.003, "limit": 0.03})
-    assert md["decided_on"].value == "lower"
-    assert set(md) - set(numbers) == {"release", "decided_on", "rule_kind", "rule_severity",
-                                      "rule_when"}
+    assert numbers == pytest.approx({"value": 0.04, "lower": 0.01, "upper": 0.07, "limit": 0.03})
+    assert set(md) - set(numbers) == {"release"}
     thr = _by_name(check_results(CFG, outcome))["hitting_rate__threshold_block"].metadata
-    assert "baseline" not in thr and thr["value_lower"].value == 0.10
+    assert {k: v.value for k, v in thr.items() if isinstance(v.value, float)} == pytest.approx(
+        {"value": 0.12, "lower": 0.10, "upper": 0.14, "limit": 0.5})
+
+
+def test_numbers_are_rounded_to_4_significant_digits():
+    from privgate.dagster.gate_checks import significant
+
+    assert significant(-0.35050000000000003) == -0.3505 and significant(0.0) == 0.0
+    assert significant(123456.7) == 123500.0 and significant(1.23456e-7) == 1.235e-7
+    checks = [_check("common_rows", "threshold", "block", "block", 0.35050000000000003, 0.01)]
+    res = _by_name(check_results(CFG, _outcome(checks)))
+    assert res["common_rows__threshold_block"].metadata["value"].value == 0.3505
+
+
+def test_declared_checks_are_the_rules_that_apply():
+    with_h = {s.name for s in check_specs(CFG, has_holdout=True)}
+    without = {s.name for s in check_specs(CFG, has_holdout=False)}
+    assert "hitting_rate__baseline_warn" in with_h and "hitting_rate__baseline_warn" not in without
+    assert with_h - {"hitting_rate__baseline_warn"} == without
+
+
+def test_a_blocking_rule_that_does_not_apply_passes_saying_so():
+    """Never a silent blocking check: a block rule the run did not apply passes with
+    applied = false and the reason (Dagster would otherwise warn that it emitted no result)."""
+    cfg = parse_gate_config({"version": 1, "dataset": "unit", "metrics": {
+        "common_rows": {"baseline": {"when": "with_holdout", "block": 0.01},
+                        "trend": {"block": 0.05}}}})
+    checks = [_check("common_rows", "trend", "block", "pass", 0.0, 0.05, skipped=True,
+                     message="first accepted release of dataset 'unit'; nothing to compare with")]
+    decision, code = decision_of(checks)
+    outcome = GateOutcome(run_id="run1", dataset="unit", release_id="r1", decision=decision,
+                          checks=checks, exit_code=code, config=cfg, has_holdout=False)
+    res = _by_name(check_results(cfg, outcome))
+    for name, why in (("common_rows__baseline_block", "only to runs with a holdout"),
+                      ("common_rows__trend_block", "first accepted release")):
+        assert res[name].passed and res[name].metadata["applied"].value is False
+        assert "not applied" in res[name].description and why in res[name].description
 
 
 EVIDENCE_CFG = parse_gate_config({
@@ -159,13 +190,12 @@ def test_test_rule_and_missing_interval_results_carry_the_rule():
     res = _by_name(check_results(EVIDENCE_CFG, outcome))
     tw = res["memorisation__test_warn"]
     assert (tw.passed, tw.severity) == (False, dg.AssetCheckSeverity.WARN)
-    assert tw.metadata["compared"].value == 0.03 and tw.metadata["p_value"].value == 0.03
-    assert tw.metadata["decided_on"].value == "p_value" and tw.metadata["rule_kind"].value == "test"
+    assert tw.metadata["value"].value == 0.03 and tw.metadata["limit"].value == 0.05
+    assert "lower" not in tw.metadata  # a p-value has no interval
     assert res["memorisation__test_block"].passed
-    assert res["memorisation__threshold_block"].metadata["decided_on"].value == "lower"
     err = res["authenticity__baseline_block"]
     assert (err.passed, err.severity) == (False, dg.AssetCheckSeverity.ERROR)
-    assert err.metadata["decided_on"].value == "upper" and "excess_ci" in err.description
+    assert "excess_ci" in err.description
     assert err.metadata["limit"].value == 0.1
     assert res[DECISION_CHECK].passed is False and code == 3
 
@@ -231,4 +261,4 @@ def test_non_finite_values_are_not_float_metadata(bad):
     checks = [_check("common_rows", "threshold", "block", "pass", bad, 0.01, compared=bad)]
     res = _by_name(check_results(CFG, _outcome(checks)))
     md = res["common_rows__threshold_block"].metadata
-    assert "compared" not in md
+    assert "value" not in md

@@ -44,7 +44,8 @@ def _md(event_metadata) -> dict:
 def test_passing_release_is_published(three):
     example, result = three["example"], three["results"]["r-pass"]
     assert result.success
-    assert _materialized(result) == {"real_data", "synthetic_release", "published_release"}
+    assert _materialized(result) == {"real_data", "synthetic_release", "published_release",
+                                     "synthetic_release_privacy_scorecard"}
     checks = _checks(result)
     # the first release has nothing to compare with: its trend rule yields no result (Dagster
     # shows it as skipped for this release), not a green success
@@ -105,7 +106,17 @@ def test_warn_only_release_is_published_with_warn_check(three):
     # the second release compares its trend with the first accepted one
     trend = _md(checks["authenticity__trend_warn"].metadata)
     assert _md(checks[DECISION_CHECK].metadata)["compared_with_release"] == "r-pass"
-    assert trend["compared"] == pytest.approx(trend["value"] - trend["previous"])
+    # a trend rule's value is the increase over that release's value (4 significant digits)
+    from privgate.history import HistoryStore
+
+    store = HistoryStore(example["history"])
+    try:
+        auth = dict(store.metric_history("dagster-test", "authenticity")
+                    .select("release_id", "value").iter_rows())
+    finally:
+        store.close()
+    assert set(trend) == {"release", "value", "limit"} and trend["limit"] == 0.5
+    assert trend["value"] == pytest.approx(auth["r-warn"] - auth["r-pass"], rel=1e-3, abs=1e-4)
     assert (example["root"] / "published" / "r-warn.parquet").exists()
     (pub,) = _partition_events(instance, PUBLISHED, "r-warn")
     assert _md(pub.asset_materialization.metadata)["verdict"] == "warn"
@@ -172,7 +183,8 @@ def test_reevaluation_job_reuses_stored_release(defs, example, instance):
     assert _run(defs, instance, "r-pass").success
     again = _run(defs, instance, "r-pass", job=REEVALUATE_JOB)
     assert again.success
-    assert _materialized(again) == {"synthetic_release"}  # re-read and re-checked, not published
+    # re-read and re-checked (the scorecard records the new evaluation), not published
+    assert _materialized(again) == {"synthetic_release", "synthetic_release_privacy_scorecard"}
     assert _checks(again) and all(c.passed for c in _checks(again).values())
 
 
@@ -214,8 +226,8 @@ def test_corrupt_release_fails_closed(defs, example, instance):
 
 
 def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_path):
-    """With a holdout, baseline rules compare the excess over the holdout baseline; the baseline
-    and the excess are float metadata too."""
+    """With a holdout, baseline rules compare the excess over the holdout baseline: the check's
+    value is the excess, with the ends of its interval; the scorecard names the reason."""
     from privgate.dagster.definitions import build_definitions
 
     holdout = tmp_path / "holdout.parquet"
@@ -235,8 +247,13 @@ def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_p
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     # 300 of the 600 real records are copied (0.5); a holdout sample of 300 other people shares
     # (almost) no exact record with them, so the excess is about 0.5 > 0.1
-    assert md["baseline"] < 0.05 and md["compared"] == pytest.approx(0.5 - md["baseline"])
-    assert md["excess"] == pytest.approx(md["compared"])
+    assert 0.45 < md["value"] <= 0.5 and md["lower"] <= md["value"] <= md["upper"]
+    assert set(md) == {"release", "value", "lower", "upper", "limit"} and md["limit"] == 0.1
+    (card,) = [e for e in result.get_asset_materialization_events()
+               if e.asset_key.to_user_string() == "synthetic_release_privacy_scorecard"]
+    card_md = _md(card.materialization.metadata)
+    assert card_md["reason"].startswith("blocked: common_rows baseline: excess")
+    assert card_md["common_rows excess"] == md["value"] and card_md["decision_code"] == 2
 
 
 def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example, instance, tmp_path):

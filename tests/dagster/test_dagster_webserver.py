@@ -85,7 +85,8 @@ def test_webserver_graphql_lists_blocking_gate_checks(example, tmp_path):
         data = _post(base + "/graphql", QUERY)
         assert "errors" not in data, data
         nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
-        assert set(nodes) == {"real_data", "synthetic_release", "published_release"}
+        assert set(nodes) == {"real_data", "synthetic_release", "published_release",
+                              "synthetic_release_privacy_scorecard"}
         checks = {c["name"]: c["blocking"]
                   for c in nodes["synthetic_release"]["assetChecksOrError"]["checks"]}
         assert checks == {"gate_decision": True, "common_rows__threshold_block": True,

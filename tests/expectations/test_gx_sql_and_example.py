@@ -42,12 +42,14 @@ def release_table(adult_small):
 
 def test_postgres_table_through_gx_sql_datasource(gx_context, release_table, adult_path):
     """The same expectations on the table (GX SQL engine) and on the frame (pandas engine) give
-    the same risks; the exact-copy one fails: 50 of the 600 real records are copied."""
+    the same risks; the exact-copy one fails: 50 of the 600 real records are copied. The table is
+    named by a bare ``postgresql://`` URL (mapped to the installed driver)."""
     table, release = release_table
+    bare_url = "postgresql://" + PG_URL.split("://", 1)[1]
     checks = [pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.0),
               pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path,
                                                      threshold=0.9)]
-    from_sql = pe.validate_table(PG_URL, table, checks, context=gx_context)
+    from_sql = pe.validate_table(bare_url, table, checks, context=gx_context)
     in_memory = pe.validate_release(release, checks, context=gx_context)
     sql_rows = {pe.summarise(r)["metric"]: pe.summarise(r) for r in from_sql.results}
     mem_rows = {pe.summarise(r)["metric"]: pe.summarise(r) for r in in_memory.results}
@@ -84,13 +86,51 @@ def test_results_carry_the_interval_and_p_value_fields(gx_context, adult_small, 
     assert row["interval"] == details["interval"] and row["p_value"] == details["p_value"]
 
 
+def _text(path: Path) -> str:
+    """A Data Docs page as plain text (tags dropped, entities decoded, blanks collapsed)."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", path.read_text())))
+
+
 def test_example_script_runs_as_written(tmp_path):
     """docs/examples/gx_release_check.py: the harmless release passes every expectation with
-    the thresholds the docs recommend, the leaky one fails (exit code 0 says both)."""
+    the thresholds the docs recommend, the leaky one fails (exit code 0 says both); its
+    Checkpoint stores both validation results and the Data Docs site it builds holds the suite
+    and both results, the leaky one failed on the exact-copy expectation."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, str(REPO / "docs" / "examples" / "gx_release_check.py"),
                            "--out", str(tmp_path / "gx")], capture_output=True, text=True,
                           env=env, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "harmless passes: True | leaky passes: False" in proc.stdout
-    assert (tmp_path / "gx" / "gx" / "uncommitted" / "data_docs").is_dir()
+    site = tmp_path / "gx" / "gx" / "uncommitted" / "data_docs" / "local_site"
+    assert f"data docs: file://{site / 'index.html'}" in proc.stdout
+    index = (site / "index.html").read_text()
+    assert "expectations/release_privacy.html" in index
+    suite = _text(site / "expectations" / "release_privacy.html")
+    assert "Expectation Suite Name release_privacy" in suite
+    for sentence in ("Exact-copy rate ( common_rows", "Attribute-inference risk ( attribute_inference",
+                     "Privacy risk ( hitting_rate"):
+        assert sentence in suite
+    pages = {}
+    for release in ("harmless", "leaky"):
+        (page,) = (site / "validations" / "release_privacy" / f"release-{release}").glob("*/*.html")
+        assert str(page.relative_to(site)) in index  # the index links each validation result
+        pages[release] = _text(page)
+    assert "Status: Succeeded" in pages["harmless"] and "Unsuccessful Expectations 0" in pages["harmless"]
+    assert "Status: Failed" in pages["leaky"] and "Unsuccessful Expectations 1" in pages["leaky"]
+    assert "risk 0.005 (raw 0.005)" in pages["leaky"]  # the exact-copy rate's observed value
+
+
+def test_postgres_url_without_a_driver_names_the_extras(gx_context, adult_path, monkeypatch):
+    """A bare postgresql:// URL with no PostgreSQL driver installed: an error naming
+    privgate[gx,postgres] (not GX's "No module named 'psycopg2'")."""
+    from privgate import dburl
+    from privgate.errors import InputError
+
+    monkeypatch.setattr(dburl, "_installed", lambda module: False)
+    with pytest.raises(InputError, match=r"privgate\[gx,postgres\]"):
+        pe.validate_table("postgresql://u@h/db", "t", [pe.ExpectSyntheticExactCopyRateToBeBelow(
+            real=adult_path, threshold=0.0)], context=gx_context)

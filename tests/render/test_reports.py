@@ -213,6 +213,8 @@ def test_intervals_and_p_values_in_html_json_and_history(tmp_path, data, capsys)
         store.record(outcome)
     capsys.readouterr()
     assert main(["history", "--dataset", "ci", "--history", str(db)]) == 0
+    assert "[0.004, 0.031]" in capsys.readouterr().out  # the compact table: value and interval
+    assert main(["history", "--dataset", "ci", "--history", str(db), "--wide"]) == 0
     out = capsys.readouterr().out
     assert "[0.004, 0.031]" in out and "[-0.05, +0.125]" in out and "p_value" in out
     assert main(["history", "--dataset", "ci", "--history", str(db), "--format", "json"]) == 0
