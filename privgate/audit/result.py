@@ -99,8 +99,11 @@ class AuditResult:
                  f"{self.auc_lower:.3f}; runs {self.design.get('total_runs')} "
                  f"({self.cost.get('runs_failed', 0)} failed)"]
         if self.best:
+            alone = self.best.get("epsilon_lower")
             lines.append(f"strongest evidence: target {self.best['target']} ({self.best['kind']}), "
-                         f"attack {self.best['attack']}")
+                         f"attack {self.best['attack']}" +
+                         ("" if alone is None else f", tested alone: ε ≥ {alone:.3f}"))
+            lines.append("(each target's own bound is corrected for every target and attack)")
         return "\n".join(lines)
 
 

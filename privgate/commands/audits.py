@@ -8,10 +8,13 @@ import sys
 
 import polars as pl
 
-from ._table import format_table
+from ._table import TABLE_WIDTH, format_table
 
 AUDIT_VIEW = ["seq", "created_at", "generator", "generator_version", "dataset", "decision", "exit_code",
               "epsilon_lower", "claimed_epsilon", "delta", "auc_lower", "n_audited", "n_targets", "runs", "run_id"]
+# the table's columns without --wide (json, csv and --wide: every column)
+COMPACT = ["created_at", "generator", "generator_version", "decision", "epsilon_lower", "claimed_epsilon",
+           "auc_lower", "runs"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,7 +24,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "first: decision, ε lower bound against the claim, AUC lower bound, targets and runs.")
     p.add_argument("--generator", help="only this generator")
     p.add_argument("--generator-version", dest="generator_version", help="only this version")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (default; fits 100 columns, --wide for every column), json or csv")
+    p.add_argument("--wide", action="store_true", help="every column in the table; no width limit")
     p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
                                      "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
     return p
@@ -44,7 +49,14 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
     else:
-        print(format_table(frame.columns, frame.rows()))
+        if args.wide:
+            print(format_table(frame.columns, frame.rows()))
+        else:
+            compact = frame.select(COMPACT).with_columns(pl.col("created_at").str.slice(0, 16)).rename(
+                {"created_at": "time (UTC)", "generator_version": "version", "epsilon_lower": "ε lower",
+                 "claimed_epsilon": "claimed ε", "auc_lower": "AUC lower"})
+            print(format_table(compact.columns, compact.rows(), width=TABLE_WIDTH,
+                               wrap=("generator", "version")))
         if frame.is_empty():
             print("(no audits recorded)", file=sys.stderr)
     return 0

@@ -341,8 +341,8 @@ class AuditOutcome:
                          c.severity, c.verdict.upper() if c.verdict != "pass" else "pass", note))
         lines = format_table(("rule", "compared", "limit", "severity", "verdict", "note"), rows).splitlines()
         label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR (the audit cannot be decided; fails closed)"}
-        lines += notes + ["", f"decision: {label[self.exit_code]}  (generator {self.generator!r}, version "
-                              f"{self.generator_version!r}, exit code {self.exit_code})"]
+        lines += notes + ["", f"generator: {self.generator!r}, version {self.generator_version!r}",
+                          f"decision: {label[self.exit_code]}  (exit code {self.exit_code})"]
         return "\n".join(line.rstrip() for line in lines)
 
 

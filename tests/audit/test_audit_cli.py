@@ -138,3 +138,14 @@ def test_audits_listing_filters_and_says_when_there_is_no_database(workdir, caps
     assert main(["audits", "--history", "h.sqlite"]) == 0
     table = capsys.readouterr().out
     assert "cli_audit_gens:blind_gen" in table and "pass" in table
+
+
+def test_audit_and_audits_tables_fit_100_columns(workdir, capsys):
+    code = audit("--generator", "cli_audit_gens:copy_gen", "--claimed-epsilon", "1", "--attacks", "distance",
+                 "--history", "h.sqlite", "--generator-version", "a-rather-long-generator-version-name")
+    assert code == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(ln) for ln in lines) <= 100, [ln for ln in lines if len(ln) > 100]
+    assert main(["audits", "--history", "h.sqlite"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(ln) for ln in lines) <= 100, [ln for ln in lines if len(ln) > 100]
