@@ -100,3 +100,5 @@ def test_the_gate_refuses_with_exit_3(monkeypatch):
     assert any("MemoryLimitError" in c.message and "'authenticity'" in c.message for c in out.checks)
     monkeypatch.setenv("PRIVGATE_MEMORY_LIMIT", "off")
     assert run_gate(cfg, _frames(500), _frames(500, 1), record=False).exit_code != 3
+    out = run_gate(cfg, _frames(500), _frames(500, 1), record=False, memory_limit="1M")  # the option
+    assert out.exit_code == 3 and any("MemoryLimitError" in c.message for c in out.checks)
