@@ -4,7 +4,7 @@ when it would not fit, instead of being killed by the system part-way.
 
 The model (one line per metric; metrics run one after another, so the run's peak is the largest):
 
-    peak(metric) = BASE_BYTES + unit · (HELD_PER_FRAME · frames + COST[metric] · q/n + lists)
+    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (HELD_PER_FRAME · frames + COST[metric] · q/n + lists)
 
 * ``unit`` = n × features × 8 bytes: one frame's encoded mixed space (n = the larger of the real
   and release row counts; features = numeric columns + the categorical levels of the real data);
@@ -13,13 +13,16 @@ The model (one line per metric; metrics run one after another, so the run's peak
 * ``COST[metric]`` the metric's own transient memory per unit when it computes on every record;
   ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
   ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
+* ``SEARCH_BYTES`` (a search's block scratch, independent of the sizes) and ``lists`` only for the
+  metrics that read an encoded space;
 * ``lists`` = ``SCREEN_LISTS`` when an approximate screen runs (a search above
   ``context.EXACT_BELOW_PAIRS`` pairs, not ``exact``): the k-means lists, a float32 copy of the
   searched targets, kept per target matrix.
 
 The coefficients are calibrated by ``benchmarks/bench_metric_costs.py`` (Texas-like data, all
 registered metrics, 25k and 50k rows: the peak during each metric minus the RSS before any metric,
-in units) and rounded up; the estimate is meant to be above the measured peak, not equal to it.
+fitted as intercept + slope × unit) and rounded up; the estimate is meant to be above the measured
+peak, not equal to it.
 The limit is ``memory_limit`` (bytes, or a string such as "8G"), else the environment variable
 ``PRIVGATE_MEMORY_LIMIT``, else what the system can give this process: its current RSS plus
 ``MemAvailable`` from /proc/meminfo, lowered to the cgroup's limit minus its usage when that is
@@ -39,22 +42,30 @@ MIB = 2**20
 GIB = 2**30
 
 #: RSS of the interpreter with privgate's libraries loaded (NumPy, Polars, SciPy, faiss,
-#: LightGBM), measured before any metric: 0.19–0.25 GiB; rounded up.
-BASE_BYTES = 400 * MIB
-#: Held for the whole run per frame, in units: the frame itself, its encoded mixed space
-#: (float64), the cached neighbour lists of every record and the prepared target copies.
-HELD_PER_FRAME = 2.0
+#: LightGBM), measured before any metric: 190–250 MiB at 25k–100k rows.
+BASE_BYTES = 256 * MIB
+#: Scratch of a neighbour search, whatever the sizes: the blocked path's float32 distance block
+#: (``neighbours.DEFAULT_BLOCK_BYTES``, 192 MiB) and its candidate copies — the ~270 MiB the
+#: 25k→50k fit leaves as intercept for proximity_score and identifiability, rounded up. Counted for
+#: the metrics that read an encoded space (``MetricSpec.spaces``).
+SEARCH_BYTES = 384 * MIB
+#: Held per frame, in units, for the rest of the run: the frame, its encoded mixed space
+#: (float64), cached neighbour lists of every record, prepared target copies.
+HELD_PER_FRAME = 3.0
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
 SCREEN_LISTS = 1.0
-#: Transient memory of each metric computing on every record, in units (bench_metric_costs.py).
+#: Each metric's own memory on every record, in units: the slope of (peak during the metric −
+#: RSS before any metric) between 25k and 50k Texas-like rows (bench_metric_costs.py, one run
+#: each) minus the held 2 × HELD_PER_FRAME, rounded up, at least 0.5. The slope includes memory
+#: that earlier metrics left held (measured in evaluate's order), so the estimate is above what
+#: a metric run alone needs: at 25k and 50k every estimate was above the measured peak.
 COST: dict[str, float] = {
-    "common_rows": 0.5, "close_values": 1.5, "distant_values": 1.5, "nsnd": 1.5, "authenticity": 2.0,
-    "identifiability": 3.0, "median_dcr": 1.5, "nnaa": 2.0, "nndr": 1.0, "dcr": 1.0, "hidden_rate": 1.0,
-    "hitting_rate": 1.5, "zero_cap": 0.5, "generalized_cap": 1.0, "attribute_inference": 1.5,
-    "detection_mlp": 2.0, "membership_inference": 2.0, "chi_squared": 0.5, "inverse_kl": 0.5,
-    "jensen_shannon": 0.5, "kolmogorov_smirnov": 0.5, "proximity_score": 2.0, "memorisation": 2.0,
-    "disclosure_identity": 1.0, "disclosure_attribute": 1.0, "inference": 1.5, "linkability": 1.5,
-    "singling_out": 1.0,
+    "common_rows": 0.5, "hitting_rate": 0.5, "zero_cap": 0.5, "generalized_cap": 0.5, "chi_squared": 0.5,
+    "inverse_kl": 0.5, "jensen_shannon": 0.5, "kolmogorov_smirnov": 0.5, "disclosure_identity": 0.5,
+    "disclosure_attribute": 0.5, "close_values": 10.0, "distant_values": 0.5, "nsnd": 0.5, "authenticity": 7.0,
+    "median_dcr": 5.0, "nnaa": 15.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
+    "membership_inference": 4.0, "proximity_score": 4.0, "identifiability": 4.0, "nndr": 4.0, "dcr": 2.0,
+    "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 2.0,
 }
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
@@ -173,6 +184,18 @@ def _features(ctx) -> int:
     return max(1, len(kinds) - len(cats) + levels)
 
 
+def _searches(name: str) -> bool:
+    """Whether the metric reads an encoded space (and so runs neighbour searches); True for a
+    metric the registry does not know or that does not declare its spaces."""
+    from .registry import get_metric
+
+    try:
+        spaces = get_metric(name).spaces
+    except Exception:  # noqa: BLE001 - unknown here: assume it searches
+        return True
+    return spaces is None or bool(spaces)
+
+
 def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: bool | None = None,
                  sample: int | None = None) -> MemoryEstimate:
     """The guard's estimate for running ``metrics`` on the context ``ctx`` (its sizes, sampling
@@ -193,6 +216,7 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     per_metric = {}
     for name in metrics:
         cost = COST.get(name, DEFAULT_COST)
+        search = SEARCH_BYTES if _searches(name) else 0
         if name in SAMPLED and q_sampled is not None:
             share = min(1.0, q_sampled / max(n_r, 1))
         elif name == "proximity_score":
@@ -200,7 +224,8 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
         else:
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
-        per_metric[name] = BASE_BYTES + unit * (HELD_PER_FRAME * frames + cost * share + extra + lists)
+        per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
+                                                         + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
                           inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,

@@ -49,7 +49,8 @@ def test_the_estimate_follows_its_model():
     # features: 2 numeric + 4 + 2 levels; unit = 1000 rows × 8 features × 8 bytes
     assert est.features == 8 and est.unit == 1000 * 8 * 8
     frames = 1.8
-    expected = guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.COST["authenticity"])
+    expected = guard.BASE_BYTES + guard.SEARCH_BYTES + est.unit * (guard.HELD_PER_FRAME * frames
+                                                                   + guard.COST["authenticity"])
     assert est.per_metric["authenticity"] == pytest.approx(expected)
     assert est.peak == est.per_metric["authenticity"]  # the largest metric's
     # a sample shrinks a sampled metric's own part only
@@ -59,35 +60,49 @@ def test_the_estimate_follows_its_model():
     assert sampled.per_metric["chi_squared"] == est.per_metric["chi_squared"]
     # more rows, more memory: linear in the rows
     big = guard.estimate_run(EvaluationContext(_frames(2000), _frames(1600, 1)), ["authenticity"])
-    assert big.peak - guard.BASE_BYTES == pytest.approx(2 * (est.peak - guard.BASE_BYTES))
+    fixed = guard.BASE_BYTES + guard.SEARCH_BYTES
+    assert big.peak - fixed == pytest.approx(2 * (est.peak - fixed))
+    # a metric that reads no encoded space has no search scratch
+    assert est.per_metric["chi_squared"] == pytest.approx(
+        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.COST["chi_squared"]))
 
 
 def test_a_run_that_would_not_fit_is_refused_before_any_metric():
     real, syn = _frames(3000), _frames(3000, 1)
     ctx = EvaluationContext(real, syn)
-    full = guard.estimate_run(ctx, ["authenticity", "identifiability"])
-    sampled = guard.estimate_run(ctx, ["authenticity", "identifiability"], sample=guard.MIN_SUGGESTED_SAMPLE)
+    metrics = ["chi_squared", "authenticity"]
+    est = guard.estimate_run(ctx, metrics)
+    assert est.per_metric["authenticity"] > est.per_metric["chi_squared"]  # it searches
+    limit = int((est.per_metric["authenticity"] + est.per_metric["chi_squared"]) / 2)
     ran = []
 
     def progress(name, i, total):
         ran.append(name)
 
-    limit = int((full.peak + guard.estimate_run(ctx, ["authenticity"]).peak) / 2)
     with pytest.raises(MemoryLimitError) as err:
-        evaluate(real, syn, ["authenticity", "identifiability"], memory_limit=limit, progress=progress)
+        evaluate(real, syn, metrics, memory_limit=limit, progress=progress)
     assert not ran
     text = str(err.value)
-    assert "'identifiability'" in text and "3,000 real" in text and "leave out 'identifiability'" in text
+    assert "in metric 'authenticity'" in text and "3,000 real" in text and "leave out 'authenticity'" in text
     assert "memory_limit" in text
-    # the sample the guard suggests fits under the limit by its own estimate
-    if sampled.peak <= limit:
-        assert "sample=" in text
     # no record value is named
     for v in ("abcd", "pq", str(real["x"][0])[:6]):
         assert v not in text
-    evaluate(real, syn, ["authenticity"], memory_limit=limit, progress=progress)  # fits
-    evaluate(real, syn, ["authenticity", "identifiability"], memory_limit="off", progress=progress)
-    assert len(ran) == 3
+    evaluate(real, syn, ["chi_squared"], memory_limit=limit, progress=progress)  # fits
+    evaluate(real, syn, metrics, memory_limit="off", progress=progress)
+    assert ran == ["chi_squared", "chi_squared", "authenticity"]
+
+
+def test_the_suggested_sample_fits():
+    real, syn = _frames(30_000), _frames(30_000, 1)
+    ctx = EvaluationContext(real, syn)
+    full = guard.estimate_run(ctx, ["authenticity"]).peak
+    at_5k = guard.estimate_run(ctx, ["authenticity"], sample=5_000).peak
+    limit = int((full + at_5k) / 2)
+    with pytest.raises(MemoryLimitError, match="sample=") as err:
+        guard.check_run(ctx, ["authenticity"], memory_limit=limit)
+    size = int(str(err.value).split("sample=")[1].split(" ")[0])
+    assert guard.estimate_run(ctx, ["authenticity"], sample=size).peak <= limit
 
 
 def test_the_gate_refuses_with_exit_3(monkeypatch):
