@@ -175,14 +175,15 @@ def resolve_limit(memory_limit: Any = "auto") -> tuple[int | None, str]:
 
 def _features(ctx) -> int:
     """Columns of the encoded mixed space, from the schema and the real data's level counts (no
-    encoding is made)."""
+    encoding is made, and a scanned input is not loaded)."""
     import polars as pl
 
     kinds = ctx.schema.as_dict()
     cats = [c for c, kind in kinds.items() if kind != "numeric"]
     levels = 0
     if cats:
-        counts = ctx.real.select([pl.col(c).n_unique() for c in cats]).row(0)
+        # a lazy query: a Parquet input still being scanned is read column by column, not loaded
+        counts = ctx.lazy("real").select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0)
         levels = int(sum(counts))
     return max(1, len(kinds) - len(cats) + levels)
 

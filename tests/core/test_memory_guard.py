@@ -117,3 +117,12 @@ def test_the_gate_refuses_with_exit_3(monkeypatch):
     assert run_gate(cfg, _frames(500), _frames(500, 1), record=False).exit_code != 3
     out = run_gate(cfg, _frames(500), _frames(500, 1), record=False, memory_limit="1M")  # the option
     assert out.exit_code == 3 and any("MemoryLimitError" in c.message for c in out.checks)
+
+
+def test_the_estimate_does_not_load_a_scanned_input(tmp_path):
+    path = tmp_path / "real.parquet"
+    _frames(1000).write_parquet(path)
+    ctx = EvaluationContext(path, _frames(800, 1))
+    est = guard.estimate_run(ctx, ["chi_squared"])
+    assert est.features == 8
+    assert "real" not in ctx._frames  # still a scan
