@@ -374,7 +374,7 @@ class EvaluationContext:
         n_query = q.shape[0] if rows is None else rows.size
         approximate = not self.exact and n_query * t.shape[0] > EXACT_BELOW_PAIRS
         options = {"categorical_slices": sp.categorical_slices, "approximate": approximate, "seed": self.seed,
-                   "memo": self._memo}
+                   "memo": self._memo, "exact_below_pairs": EXACT_BELOW_PAIRS}
         with limited(self.threads):
             if rows is None:
                 nb = knn(q, t, k, exclude_self=same, **options)
@@ -426,7 +426,7 @@ class EvaluationContext:
         approximate = not self.exact and q.shape[0] * t.shape[0] > EXACT_BELOW_PAIRS
         with limited(self.threads):
             nb = knn(q, t, k, dedupe=False, categorical_slices=sp.categorical_slices, approximate=approximate,
-                     seed=self.seed, memo=self._memo)
+                     seed=self.seed, memo=self._memo, exact_below_pairs=EXACT_BELOW_PAIRS)
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():

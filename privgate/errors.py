@@ -81,3 +81,8 @@ class HistoryError(PrivgateError):
 class AuditError(PrivgateError):
     """A generator audit cannot be computed (every run failed, the generator refused every
     target, runs are missing); the message says which runs or targets."""
+
+
+class MemoryLimitError(PrivgateError):
+    """A run's estimated peak memory exceeds the memory it may use (privgate.memory_guard); the
+    message names the metric, the sizes, the limit and the options that would fit."""

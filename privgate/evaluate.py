@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
+from .memory_guard import check_run
 from .metrics._common import BOOT, intervals_on, jackknife_sources, per_record_mean, widen_excess_for_search
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
@@ -53,6 +54,7 @@ def evaluate(
     exact: bool = False,
     sample_real: int | None = None,
     sample: int | str | None = "auto",
+    memory_limit: int | str | None = "auto",
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
 
@@ -81,6 +83,11 @@ def evaluate(
             medians over records: "auto" (default: only a side of more than
             ``context.AUTO_SAMPLE_ABOVE`` rows, and not with ``exact``), "off"/None, or N per side
             (docs/performance.md "Sampling query records").
+        memory_limit: the most memory the run may use (bytes, or "8G"; "auto": $PRIVGATE_MEMORY_LIMIT,
+            else this process's RSS + the memory the system has available; None/"off": no
+            check). Before any metric runs, its peak is estimated from the sizes, metrics and
+            options (:mod:`privgate.memory_guard`) and a run that would not fit raises
+            MemoryLimitError naming the metric and the options that would fit.
 
     Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
     space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
@@ -104,6 +111,7 @@ def evaluate(
     specs = [get_metric(n) for n in names]  # unknown names fail before any work
     if baseline and ctx.holdout is None:
         raise ParameterError("baseline=True needs a holdout")
+    check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=memory_limit)
     base_ctx = ctx.holdout_baseline() if baseline else None
     report_fn = _progress_fn(progress)
     results, errors = {}, {}

@@ -151,6 +151,7 @@ def knn(
     seed: int = 0,
     n_check: int = IVF_CHECK_ROWS,
     memo: "SearchMemo | None" = None,
+    exact_below_pairs: int = 0,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
@@ -163,6 +164,10 @@ def knn(
     in float64 among the screen's k + 16 candidates; ``n_check`` of them, drawn with ``seed``, are
     also searched exactly, and the share whose k nearest distances the screen found is reported as
     ``search["recall"]`` (with its Wilson interval) — see :func:`_knn_ivf`.
+
+    ``exact_below_pairs``: with ``approximate=True``, a search (after exact duplicates are
+    folded, see :func:`_knn_folded`) of at most this many query × target pairs is exact anyway
+    (the context passes ``context.EXACT_BELOW_PAIRS``).
 
     ``memo``: a :class:`SearchMemo` (the evaluation context's) in which structures derived from
     one matrix alone — its category codes, the screen's k-means lists of a target set — are
@@ -197,13 +202,17 @@ def knn(
 
     if k == 1 and dedupe and n * m >= DEDUP_MIN_PAIRS:
         hit = _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, categorical_slices, grouped,
-                                 approximate, seed, n_check, memo)
+                                 approximate, seed, n_check, memo, exact_below_pairs)
         if hit is not None:
             return hit
-    if k > 1 and dedupe and not exclude_self and not approximate and n * m >= DEDUP_MIN_PAIRS:
-        hit = _knn_distinct_queries(q, t, k, block_bytes, use_faiss, categorical_slices, grouped)
+    if k > 1 and dedupe and not exclude_self and n * m >= DEDUP_MIN_PAIRS:
+        hit = _knn_folded(q, t, k, block_bytes, use_faiss, categorical_slices, grouped, approximate, seed,
+                          n_check, memo, exact_below_pairs)
         if hit is not None:
             return hit
+    # the screen only where the search is big enough (the context's rule, applied again here to
+    # the rows of this call: after duplicates are folded a search is often small enough to be exact)
+    approximate = approximate and n * m > exact_below_pairs
     todo = np.arange(n)
     slices = list(categorical_slices or [])
     n_numeric = d - sum(b - a for a, b in slices)
@@ -332,6 +341,7 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
     # the lists depend on the target set, nlist and seed only: searches of one target set share them
     lists = SearchMemo.get_or_build(memo, t, ("ivf_lists", nlist, int(seed)),
                                     lambda: _Lists(exact, nlist, train, seed).for_search(None)).for_search(exact)
+    lists.candidates_held = 0
     samples = rng.permutation(rows)[:2 * n_check]
     calib, check = np.sort(samples[:n_check]), np.sort(samples[n_check:])
     truth_d = np.empty((q.shape[0], k))
@@ -360,7 +370,8 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
             out_d[done], out_i[done] = truth_d[done], truth_i[done]
             note = (f"declined: {ok:.3f} recall at {nprobe} of {nlist} lists; "
                     f"{IVF_TARGET_RECALL} needs more than {IVF_MAX_PROBE_SHARE:.0%} of them")
-            return {"exact": True, "screen": note}, np.setdiff1d(rows, done, assume_unique=True)
+            return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
+                    np.setdiff1d(rows, done, assume_unique=True))
         nprobe = grown
     done = np.concatenate([calib, check])
     rest = np.setdiff1d(rows, done, assume_unique=True)
@@ -379,10 +390,14 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
             "recall": hits / check.size if check.size else float("nan"),
             "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
             "n_checked": int(check.size), "n_screened": int(screened),
+            # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
+            "candidates_held": int(lists.candidates_held),
             "share_rows_possibly_wrong": float((1.0 - lo) * share)}, rows[:0]
 
 
-IVF_SCREEN_PAIRS = 2**22  # (query, probed list) pairs handled at once by _Lists.screen
+IVF_SCREEN_PAIRS = 2**22  # (query, probed list) pairs handled at once by _Lists.screen, at most
+IVF_CANDIDATE_BYTES = 48  # memory per candidate pair held by the list scan (its part size rule)
+IVF_RATE_MARGIN = 1.5  # the next part assumes this many times the candidates per pair just seen
 
 
 class _Lists:
@@ -420,6 +435,7 @@ class _Lists:
         self.tlow = exact.tn[order] - ctn          # ‖t‖² − c‖t‖² (float32)
         self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
         self.exact = exact
+        self.candidates_held = 0  # the most candidate pairs one part of a scan held (memory check)
 
     def for_search(self, exact: _Exact | None) -> "_Lists":
         """These lists (made for a search of the same target set) for the search ``exact``: the
@@ -437,14 +453,29 @@ class _Lists:
         lists, exact within those lists; rows whose lists hold fewer than k targets are searched
         exactly over all targets."""
         ex = self.exact
-        step = max(1, IVF_SCREEN_PAIRS // max(nprobe, 1))
+        # Rows go in parts whose candidates stay within the block budget: a part's candidates
+        # are ~48 bytes each while held (row, target, bound; then sorted copies), and their number
+        # per (row, probed list) is k plus the list's run of near-ties. The first part assumes the
+        # worst (every target of the largest list a candidate); each next part is sized by the
+        # candidates per pair just seen (times a margin), growing at most 4× per part and never
+        # past IVF_SCREEN_PAIRS (row, list) pairs.
+        budget = max(1, ex.block_bytes // IVF_CANDIDATE_BYTES)
+        probes = max(nprobe, 1)
+        rate = float(max(ex.k, int(np.diff(self.start).max(initial=1))))
         short = []
-        for s in range(0, sel.size, step):
+        s = 0
+        step = sel.size
+        while s < sel.size:
+            step = int(max(1, min(IVF_SCREEN_PAIRS // probes, budget // (probes * rate),
+                                  4 * step if s else sel.size)))
             part = sel[s:s + step]
             bd = out_d[s:s + step]
             bi = out_i[s:s + step]
-            missing = self._screen_part(part, nprobe, bd, bi)
+            missing, held = self._screen_part(part, nprobe, bd, bi)
+            self.candidates_held = max(self.candidates_held, held)
+            rate = max(float(ex.k), held / (part.size * probes)) * IVF_RATE_MARGIN
             short.append(s + missing)
+            s += part.size
         short = np.concatenate(short) if short else np.zeros(0, dtype=np.int64)
         if short.size:
             full_d = np.empty((ex.q.shape[0], ex.k))
@@ -531,8 +562,9 @@ class _Lists:
         cand_c = [a for p in parts for a in p[1]]
         cand_v = [a for p in parts for a in p[2]]
         if not cand_r:
-            return np.arange(sel.size)
+            return np.arange(sel.size), 0
         cr, cc = np.concatenate(cand_r), np.concatenate(cand_c)
+        held = int(cr.size)
         v = np.concatenate(cand_v).astype(np.float64)
         lo = v - cqn[cr]
         hi = v + self.ctn2[cc] + cqn[cr]
@@ -559,7 +591,7 @@ class _Lists:
         take = start[:, None] + np.arange(k)[None, :]
         out_i[done] = cc[take]
         out_d[done] = d64[take]
-        return np.flatnonzero(~enough)
+        return np.flatnonzero(~enough), held
 
 
 def _up32(x: np.ndarray) -> np.ndarray:
@@ -610,7 +642,8 @@ def _distinct_lower_bound(x: np.ndarray) -> int:
 
 
 def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, grouped=True,
-                       approximate=False, seed=0, n_check=IVF_CHECK_ROWS, memo=None) -> Neighbours | None:
+                       approximate=False, seed=0, n_check=IVF_CHECK_ROWS, memo=None,
+                       exact_below_pairs=0) -> Neighbours | None:
     """k = 1 on data with many exact duplicates (categorical data): search distinct points only.
 
     Distinct target points are ordered by their first row, so the lowest-index tie rule carries
@@ -627,7 +660,7 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, 
         qu, _, qinv = _distinct_rows(q)
         nb = knn(qu, tu, 1, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
                  categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check,
-                 memo=memo)
+                 memo=memo, exact_below_pairs=exact_below_pairs)
         return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]], {**nb.search, "distinct_points": True})
     # query set == target set
     counts = np.bincount(tinv, minlength=tu.shape[0])
@@ -650,29 +683,74 @@ def _knn1_deduplicated(q, t, exclude_self, block_bytes, use_faiss, slices=None, 
             return None
         nb = knn(tu, tu, 1, exclude_self=True, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
                  categorical_slices=slices, grouped=grouped, approximate=approximate, seed=seed, n_check=n_check,
-                 memo=memo)
+                 memo=memo, exact_below_pairs=exact_below_pairs)
         g = tinv[single]
         out_i[single, 0] = tfirst[nb.idx[g, 0]]
         out_d[single, 0] = nb.dist[g, 0]
         search = {**nb.search, "distinct_points": True}
     return Neighbours(out_d, out_i, search)
-def _knn_distinct_queries(q, t, k, block_bytes, use_faiss, slices=None, grouped=True) -> Neighbours | None:
-    """k > 1 neighbours of a query set with many exact duplicates (e.g. the key columns of the
-    reconstruction metrics: 25k Texas records hold 1.3k distinct key combinations): search the
-    distinct query rows only and hand every row its distinct row's answer. An exact search's
-    answer depends on the query point alone (ties → lowest target index), so the result is the
-    same as searching every row; targets are not folded (a query's k nearest may be several copies
-    of one point). Exact searches only: an approximate screen checks a seeded sample of the rows
-    it screens, which would change with the rows. Returns None when duplicates are too few to pay
-    off."""
-    if _distinct_lower_bound(q) > DEDUP_MAX_SHARE * q.shape[0]:
+def _first_copies(t: np.ndarray, k: int) -> np.ndarray | None:
+    """The target rows a k-nearest search needs of a set with many exact duplicates: for each
+    distinct point, its k lowest-index copies (sorted row positions). Copies of one point are at
+    the same float64 distance from any query (the same arithmetic on the same coordinates), so
+    under the tie rule (equal distances → lowest index) a copy behind k lower-index copies of its
+    point is never among the k nearest: searching the kept rows gives the same lists as searching
+    all. A run of equal neighbours is thereby bounded by k per point instead of materialised.
+    None when duplicates are too few to pay off."""
+    m = t.shape[0]
+    if _distinct_lower_bound(t) > DEDUP_MAX_SHARE * m:
         return None
-    qu, _, qinv = _distinct_rows(q)
-    if qu.shape[0] > DEDUP_MAX_SHARE * q.shape[0]:
+    _, _, inv = _distinct_rows(t)
+    order = np.lexsort((np.arange(m), inv))          # rows grouped by point, ascending within
+    start = np.searchsorted(inv[order], np.arange(int(inv.max()) + 1))
+    rank = np.arange(m) - start[inv[order]]          # 0 for a point's first copy, 1 for its second, …
+    keep = np.sort(order[rank < k])
+    if keep.size > DEDUP_MAX_SHARE * m:
         return None
-    nb = knn(qu, t, k, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False, categorical_slices=slices,
-             grouped=grouped)
-    return Neighbours(nb.dist[qinv], nb.idx[qinv], {**nb.search, "distinct_queries": int(qu.shape[0])})
+    return keep
+
+
+def _knn_folded(q, t, k, block_bytes, use_faiss, slices=None, grouped=True, approximate=False, seed=0,
+                n_check=IVF_CHECK_ROWS, memo=None, exact_below_pairs=0) -> Neighbours | None:
+    """k > 1 neighbours (query set ≠ target set) on data with many exact duplicates — e.g. the
+    key columns of the reconstruction metrics: 25k Texas records hold 1.3k distinct key
+    combinations. Two exact reductions:
+
+    * targets: only each distinct point's k lowest-index copies are searched
+      (:func:`_first_copies`);
+    * queries: the distinct query rows are searched once each and every row gets its distinct
+      row's answer (an exact search's answer depends on the query point alone).
+
+    The search left is exact when its pairs (distinct queries × kept targets) are at most
+    ``exact_below_pairs`` or ``approximate`` is off. Otherwise it is screened — over every query
+    row, not the distinct ones, so that the screen's seeded recall sample and
+    ``share_rows_possibly_wrong`` stay shares of rows. Returns None when neither reduction
+    applies."""
+    n, m = q.shape[0], t.shape[0]
+    keep = _first_copies(t, k)
+    tt = t if keep is None else t[keep]
+    qu = qinv = None
+    if _distinct_lower_bound(q) <= DEDUP_MAX_SHARE * n:
+        qu, _, qinv = _distinct_rows(q)
+        if qu.shape[0] > DEDUP_MAX_SHARE * n:
+            qu = qinv = None
+    n_search = n if qu is None else qu.shape[0]
+    screen = approximate and n_search * tt.shape[0] > exact_below_pairs
+    if screen:
+        qu = qinv = None
+    if keep is None and qu is None:
+        return None
+    nb = knn(q if qu is None else qu, tt, k, block_bytes=block_bytes, use_faiss=use_faiss, dedupe=False,
+             categorical_slices=slices, grouped=grouped, approximate=screen, seed=seed, n_check=n_check,
+             memo=memo)
+    idx = nb.idx if keep is None else keep[nb.idx]
+    search = dict(nb.search)
+    if keep is not None:
+        search["targets_searched"] = int(keep.size)
+    if qu is not None:
+        search["distinct_queries"] = int(qu.shape[0])
+        return Neighbours(nb.dist[qinv], idx[qinv], search)
+    return Neighbours(nb.dist, idx, search)
 
 
 LOW_DIM = 3

@@ -365,6 +365,7 @@ def run_gate(
     sample_real: int | None = None,
     sample: int | str | None = None,
     generator_version: str | None = None,
+    memory_limit: int | str | None = "auto",
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -389,6 +390,10 @@ def run_gate(
     a report that does not match blocks (exit 3), and a planned metric it lacks blocks as a
     metric that produced no result.
 
+    ``memory_limit``: the evaluation's memory guard (:mod:`privgate.memory_guard`; "auto":
+    ``$PRIVGATE_MEMORY_LIMIT``, else the memory available): a run estimated not to fit blocks
+    (exit 3) before any metric runs, naming the metric and the options that would fit.
+
     ``generator_version``: the version of the generator that made the release, for a
     configuration's ``require_audit`` (:mod:`privgate.gates.audit_rules`): the release blocks
     unless the history's last audit of that generator version passed.
@@ -402,7 +407,7 @@ def run_gate(
                        options={"threads": threads, "exact": exact, "sample_real": sample_real,
                                 "sample": sample},
                        progress=progress, run_id=run_id, created=created, precomputed=report,
-                       generator_version=generator_version)
+                       generator_version=generator_version, memory_limit=memory_limit)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
         outcome = _outcome([check], run_id=run_id, dataset=dataset or "unknown",
@@ -573,7 +578,8 @@ def _precomputed(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any],
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: Mapping[str, Any] | None = None,
-         precomputed: Any = None, generator_version: str | None = None) -> GateOutcome:
+         precomputed: Any = None, generator_version: str | None = None,
+         memory_limit: int | str | None = "auto") -> GateOutcome:
     from ..io import load_frame, scan_frame
 
     checks: list[GateCheck] = []
@@ -658,7 +664,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 report = _evaluate(inputs["real"], inputs["synthetic"], holdout=inputs.get("holdout"),
                                    on_error="record", progress=progress, threads=config.options.threads,
                                    exact=config.options.exact, sample_real=config.options.sample_real,
-                                   sample=config.options.sample,
+                                   sample=config.options.sample, memory_limit=memory_limit,
                                    **plan)
         except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
             what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"

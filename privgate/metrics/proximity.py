@@ -47,6 +47,10 @@ def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 SUBSET_CANDIDATES = 16
+# R1 records scored by default: above it a seeded sample, so the k = 16 search grows linearly
+# (its exact cost, n/2 × (n + m) pairs, grew as n^1.6 at 25k–100k); at most 50,000 real records
+# are scored whole
+MAX_SCORED_ROWS = 25_000
 
 
 def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, candidates: Neighbours) -> np.ndarray:
@@ -146,13 +150,21 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
                  reference=PAPER,
                  orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
                              "a copy scores about 0.82, not 1", spaces=("mixed",))
-def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None) -> MetricResult:
+def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None,
+                    max_rows: int | None = MAX_SCORED_ROWS) -> MetricResult:
     """Proximity (privacy) score: TTPR = d(r, R2)/d(r, nearest other in R1) and TSPR = d(r, S)/d(r,
     nearest other in R1) for r in R1, the halves R1 (first ⌊n/2⌋ of a permutation seeded by
     ``seed``, default the context's) and R2; S and R2 size-matched by subsampling the larger
     without replacement (``repetitions`` seeded draws, mean score; one draw when the sizes are
     equal); t = linear α-quantile of TTPR; score = 100·min(1, share(TTPR < t)/share(TSPR < t)),
     100 when no TSPR is below t; ratios 0/0 → 1, x/0 → ∞; comparisons with t tolerant (rule 1).
+
+    ``max_rows``: the R1 records whose ratios are computed — all of them when R1 has at most this
+    many, else a seeded simple random sample of this many (the first ``max_rows`` of R1's seeded
+    order); None: all. Every distance is still to the whole R1, R2 and release, so the search
+    costs ``max_rows`` × (n + m) pairs instead of n/2 × (n + m): linear in the sizes. The sample's
+    error is in the interval (the bootstrap resamples the scored records; the finite-population
+    correction is ignored, which only widens it) and ``details["sampled"]`` says so.
 
     Orientation: risk (value = 1 − score/100); raw = score (100 = no significant risk).
     By definition a copy scores below 1 (≈ 0.82): see the module docstring.
@@ -164,6 +176,9 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     seed = ctx.seed if seed is None else seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer))
+                                 or max_rows < 2):
+        raise ParameterError(f"proximity_score max_rows must be an integer ≥ 2 or None; got {max_rows!r}")
     ctx.require_rows("real", 4, "proximity_score (two halves of at least 2 records)")
     space = ctx.mixed()
     real, syn = space.real, space.synthetic
@@ -172,6 +187,11 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     perm = rng.permutation(n)
     h = n // 2
     r1, r2 = real[perm[:h]], real[perm[h:]]
+    # the scored records: R1's first s (R1 is a seeded random half, so they are a seeded simple
+    # random sample of it); every distance below is still to the whole R1, R2 and release
+    s = h if max_rows is None else min(h, int(max_rows))
+    scored = perm[:s]
+    q1 = r1[:s]
     # d(r, R1 \ {r}) and d(r, R2) from the real → real search the distance metrics share (its
     # k-lists decide almost every row; the rest are searched on the half), else searched here
     lists = ctx.neighbours("mixed", "real", "real", JACKKNIFE_K) if n > JACKKNIFE_K else None
@@ -184,10 +204,12 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     searched_again = {}
     if lists is not None:
         d_own, searched_again["own_half"] = nearest_in_part(
-            lists, perm[:h], np.where(halves == 0, position, -1),
+            lists, scored, np.where(halves == 0, position, -1),
             lambda rest: knn_rows(r1, rest, 1).dist[:, 0])
-    else:
+    elif s == h:
         d_own = knn(r1, r1, 1, exclude_self=True).dist[:, 0]
+    else:
+        d_own = knn_rows(r1, np.arange(s), 1).dist[:, 0]
     size = min(r2.shape[0], m)
     if r2.shape[0] == m:
         subsampled, reps = None, 1
@@ -197,21 +219,21 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         full_tt = None
     elif lists is not None:
         d_r2, searched_again["other_half"] = nearest_in_part(
-            lists, perm[:h], np.where(halves == 1, position, -1), lambda rest: knn(r1[rest], r2, 1).dist[:, 0])
+            lists, scored, np.where(halves == 1, position, -1), lambda rest: knn(q1[rest], r2, 1).dist[:, 0])
         full_tt = proximity_ratio(d_r2, d_own)
     else:
-        full_tt = proximity_ratio(knn(r1, r2, 1).dist[:, 0], d_own)
+        full_tt = proximity_ratio(knn(q1, r2, 1).dist[:, 0], d_own)
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(
-        ctx.neighbours("mixed", "real", "synthetic", 1).dist[perm[:h], 0], d_own)
+        ctx.neighbours("mixed", "real", "synthetic", 1).dist[scored, 0], d_own)
     big = r2 if subsampled == "real_half" else syn
-    candidates = knn(r1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
+    candidates = knn(q1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
     for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
             pick = np.sort(rng.choice(big.shape[0], size, replace=False))
-            d_sub = nearest_in_subset(r1, big, pick, candidates)
+            d_sub = nearest_in_subset(q1, big, pick, candidates)
             if subsampled == "real_half":
                 ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
             else:
@@ -225,15 +247,20 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     score = float(np.mean(scores))
     res = result(ctx, "proximity_score", 1.0 - score / 100.0, score,
                  "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
-                 params={"alpha": alpha, "repetitions": reps, "seed": int(seed)},
+                 params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows},
                  details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
+                          "n_scored": int(s),
                           "subsampled": subsampled, "halves_from_real_search": lists is not None,
                           "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
                           "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
                           "mean_imputed": space.details.get("mean_imputed", {})})
+    if s < h:
+        res.details["sampled"] = {"n": int(s), "of": int(h), "seed": int(seed),
+                                  "method": "seeded simple random sample of the first real half's records "
+                                            "(distances to every record)"}
     # the same resampled R1 records for every repetition; ratios (the searches) held fixed
-    return set_bootstrap_ci(
-        res, ctx,
-        _bootstrap_values(ratios, alpha),
-        int(h), what="records of the first real half (ratios held fixed, one resample for all repetitions)")
+    what = ("records of the first real half (ratios held fixed, one resample for all repetitions)" if s == h else
+            f"sampled records of the first real half ({s} of {h}; ratios held fixed, one resample for all "
+            "repetitions; finite-population correction ignored)")
+    return set_bootstrap_ci(res, ctx, _bootstrap_values(ratios, alpha), int(s), what=what)
 

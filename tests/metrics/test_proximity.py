@@ -186,3 +186,33 @@ def test_proximity_score_with_and_without_the_shared_real_search_is_identical():
         prox.JACKKNIFE_K = original
     assert not direct.details["halves_from_real_search"]
     assert shared.value == direct.value and shared.ci == direct.ci
+
+
+@pytest.mark.parametrize("n_syn", [900, 1000, 300])  # release subsampled / none / real half subsampled
+def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_stays_in_its_interval(
+        monkeypatch, n_syn):
+    import privgate.metrics.proximity as prox
+
+    rng = np.random.default_rng(4)
+    real = pl.DataFrame({"x": rng.normal(size=1000), "y": rng.normal(size=1000), "c": rng.choice(list("ab"), 1000)})
+    syn = pl.DataFrame({"x": rng.normal(size=n_syn), "y": rng.normal(size=n_syn), "c": rng.choice(list("ab"), n_syn)})
+    full = proximity_score(real, syn, seed=2, max_rows=None)
+    same = proximity_score(real, syn, seed=2, max_rows=500)  # R1 has 500 records: all scored
+    assert same.raw == full.raw and same.ci == full.ci and "sampled" not in same.details
+    # the k = 16 search is made for the scored records only
+    sizes = []
+    original = prox.knn
+
+    def counting(q, t, k=1, **kw):
+        sizes.append((q.shape[0], k))
+        return original(q, t, k, **kw)
+
+    monkeypatch.setattr(prox, "knn", counting)
+    part = proximity_score(real, syn, seed=2, max_rows=200)
+    assert part.details["n_scored"] == 200
+    assert part.details["sampled"]["n"] == 200 and part.details["sampled"]["of"] == 500
+    assert all(rows <= 200 for rows, _ in sizes)
+    assert part.ci[0] <= full.value <= part.ci[1]
+    assert part.ci[1] - part.ci[0] > full.ci[1] - full.ci[0]  # fewer records, wider
+    with pytest.raises(ParameterError, match="max_rows"):
+        proximity_score(real, syn, max_rows=1)

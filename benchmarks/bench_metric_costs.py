@@ -1,0 +1,93 @@
+"""Time and peak memory of every registered metric at one size (the per-metric cost table).
+
+Runs ``evaluate`` with every registered metric these inputs feed (keys, sensitive columns,
+pairing; no holdout) on n Texas-like real and release rows (``bench_scale.texas_like``) and
+prints, per metric in the order evaluate runs them, the wall and CPU seconds, the peak resident
+memory reached during it (the counter is reset when the metric starts, so the peak includes what
+earlier metrics left held: encoded spaces, cached searches) and that peak minus the base before
+any metric, as a ratio to one frame's encoded mixed space (n × features × 8 bytes), the unit the
+memory guard's coefficients are in (``privgate.memory_guard``). It also prints the guard's
+estimate for the same run, to compare with the measured peak.
+
+Run each size in its own process under a memory cap, e.g.
+
+    PRIVGATE_THREADS=1 prlimit --as=8000000000 python benchmarks/bench_metric_costs.py --n 50000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mem import peak_rss_mib, reset_peak  # noqa: E402
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=25_000, help="real = release rows")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--metrics", default=None, help="comma-separated metric names (default: all)")
+    ap.add_argument("--json", default=None, help="write the table (and values) to this file")
+    args = ap.parse_args()
+
+    import privgate.metrics  # noqa: F401  (imports are not a metric's work)
+    from bench_scale import KEYS, SENSITIVE, texas_like
+    from privgate import evaluate
+    from privgate.context import EvaluationContext
+    from privgate.memory_guard import estimate_run
+
+    real, syn = texas_like(args.n)
+    features = EvaluationContext(real.head(20_000), syn.head(20_000)).mixed().dim
+    unit = args.n * features * 8 / 2**20
+    rows: list[dict] = []
+    state = {"name": None, "t": 0.0, "c": 0.0}
+
+    def close() -> None:
+        if state["name"] is not None:
+            rows.append({"metric": state["name"], "wall_s": time.perf_counter() - state["t"],
+                         "cpu_s": time.process_time() - state["c"], "peak_mib": peak_rss_mib(),
+                         "rss_after_mib": _rss_mib()})
+
+    def progress(name: str, i: int, total: int) -> None:
+        close()
+        reset_peak()
+        state.update(name=name, t=time.perf_counter(), c=time.process_time())
+
+    base = _rss_mib()
+    metrics = args.metrics.split(",") if args.metrics else None
+    t0 = time.perf_counter()
+    rep = evaluate(real, syn, metrics, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0,
+                   threads=args.threads, on_error="record", progress=progress, memory_limit=None)
+    close()
+    total = time.perf_counter() - t0
+    guess = estimate_run(EvaluationContext(real, syn, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0),
+                         [r["metric"] for r in rows])
+    print(f"n = {args.n:,}; mixed space {features} features, one frame = {unit:.0f} MiB; base RSS {base:.0f} MiB; "
+          f"total {total:.1f} s; errors: {sorted(rep.errors) or 'none'}")
+    print(f"{'metric':<26} {'wall s':>7} {'cpu s':>7} {'peak MiB':>9} {'(peak-base)/unit':>17} {'guard est MiB':>14}")
+    for r in rows:
+        r["ratio"] = (r["peak_mib"] - base) / unit
+        r["estimate_mib"] = guess.per_metric.get(r["metric"], float("nan")) / 2**20
+        print(f"{r['metric']:<26} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {r['peak_mib']:9.0f} {r['ratio']:17.2f} "
+              f"{r['estimate_mib']:14.0f}")
+    top = max(r["peak_mib"] for r in rows)
+    print(f"peak {top:.0f} MiB; guard estimate {guess.peak / 2**20:.0f} MiB")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"n": args.n, "features": features, "base_mib": base, "total_s": total, "rows": rows,
+             "values": {k: v.value for k, v in rep.results.items()}}, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""The memory guard: before an evaluation starts, estimate its peak resident memory from the input
+sizes, the metrics asked and the options, and refuse (:class:`privgate.errors.MemoryLimitError`)
+when it would not fit, instead of being killed by the system part-way.
+
+The model (one line per metric; metrics run one after another, so the run's peak is the largest):
+
+    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (HELD_PER_FRAME · frames + COST[metric] · q/n + lists)
+
+* ``unit`` = n × features × 8 bytes: one frame's encoded mixed space (n = the larger of the real
+  and release row counts; features = numeric columns + the categorical levels of the real data);
+* ``frames`` = the real, release and holdout row counts over n: the encoded spaces, the input
+  frames and the searches a context keeps for every record;
+* ``COST[metric]`` the metric's own transient memory per unit when it computes on every record;
+  ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
+  ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
+* ``SEARCH_BYTES`` (a search's block scratch, independent of the sizes) and ``lists`` only for the
+  metrics that read an encoded space;
+* ``lists`` = ``SCREEN_LISTS`` when an approximate screen runs (a search above
+  ``context.EXACT_BELOW_PAIRS`` pairs, not ``exact``): the k-means lists, a float32 copy of the
+  searched targets, kept per target matrix.
+
+The coefficients are calibrated by ``benchmarks/bench_metric_costs.py`` (Texas-like data, all
+registered metrics, 25k and 50k rows: the peak during each metric minus the RSS before any metric,
+fitted as intercept + slope × unit) and rounded up; the estimate is meant to be above the measured
+peak, not equal to it.
+The limit is ``memory_limit`` (bytes, or a string such as "8G"), else the environment variable
+``PRIVGATE_MEMORY_LIMIT``, else what the system can give this process: its current RSS plus
+``MemAvailable`` from /proc/meminfo, lowered to the cgroup's limit minus its usage when that is
+smaller. "off" (or 0) switches the guard off.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import MemoryLimitError, ParameterError
+
+MIB = 2**20
+GIB = 2**30
+
+#: RSS of the interpreter with privgate's libraries loaded (NumPy, Polars, SciPy, faiss,
+#: LightGBM), measured before any metric: 190–250 MiB at 25k–100k rows.
+BASE_BYTES = 256 * MIB
+#: Scratch of a neighbour search, whatever the sizes: the blocked path's float32 distance block
+#: (``neighbours.DEFAULT_BLOCK_BYTES``, 192 MiB) and its candidate copies — the ~270 MiB the
+#: 25k→50k fit leaves as intercept for proximity_score and identifiability, rounded up. Counted for
+#: the metrics that read an encoded space (``MetricSpec.spaces``).
+SEARCH_BYTES = 384 * MIB
+#: Held per frame, in units, for the rest of the run: the frame, its encoded mixed space
+#: (float64), cached neighbour lists of every record, prepared target copies.
+HELD_PER_FRAME = 3.0
+#: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
+SCREEN_LISTS = 1.0
+#: Each metric's own memory on every record, in units: the slope of (peak during the metric −
+#: RSS before any metric) between 25k and 50k Texas-like rows (bench_metric_costs.py, one run
+#: each; nnaa, close_values and median_dcr lowered to what 100k showed) minus the held
+#: 2 × HELD_PER_FRAME, rounded up, at least 0.5. The slope includes memory
+#: that earlier metrics left held (measured in evaluate's order), so the estimate is above what
+#: a metric run alone needs: at 25k, 50k and 100k every estimate was above the measured peak
+#: (measured / estimated at most 0.76, 0.81, 0.88; the run's peak 620 / 894, 811 / 1,142 and
+#: 1,073 / 1,644 MiB).
+COST: dict[str, float] = {
+    "common_rows": 0.5, "hitting_rate": 0.5, "zero_cap": 0.5, "generalized_cap": 0.5, "chi_squared": 0.5,
+    "inverse_kl": 0.5, "jensen_shannon": 0.5, "kolmogorov_smirnov": 0.5, "disclosure_identity": 0.5,
+    "disclosure_attribute": 0.5, "close_values": 6.0, "distant_values": 0.5, "nsnd": 0.5, "authenticity": 7.0,
+    "median_dcr": 4.0, "nnaa": 8.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
+    "membership_inference": 4.0, "proximity_score": 4.0, "identifiability": 4.0, "nndr": 4.0, "dcr": 2.0,
+    "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 2.0,
+}
+#: A metric the table does not know (a plugin's).
+DEFAULT_COST = 2.0
+#: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
+SAMPLED = {"common_rows", "hitting_rate", "authenticity", "identifiability", "dcr", "hidden_rate", "zero_cap",
+           "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation"}
+#: The smallest sample the guard suggests (a smaller one gives intervals too wide to gate on).
+MIN_SUGGESTED_SAMPLE = 5_000
+
+
+@dataclass
+class MemoryEstimate:
+    """The guard's estimate for one run: ``peak`` bytes (the largest metric's), ``per_metric``
+    {metric: bytes}, and the model's inputs (``unit`` bytes, ``features``, ``n``)."""
+
+    peak: float
+    per_metric: dict[str, float]
+    unit: float
+    features: int
+    n: int
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_limit(value: Any) -> int | None:
+    """A memory limit in bytes from an int or a string ("8G", "512M", "8000000000"); None for
+    "off", "none" or 0 (no guard)."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
+        return None
+    if isinstance(value, bool):
+        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
+        return int(value)
+    text = str(value).strip().lower()
+    if text in ("off", "none", "0", ""):
+        return None
+    scale = {"k": 2**10, "m": MIB, "g": GIB, "t": 2**40}
+    number, mult = text.rstrip("ib").rstrip("b"), 1
+    if number and number[-1] in scale:
+        number, mult = number[:-1], scale[number[-1]]
+    try:
+        out = float(number) * mult
+    except ValueError:
+        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}") from None
+    if out < 0:
+        raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
+    return int(out)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _rss_bytes() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def available_bytes() -> int | None:
+    """What this process may still grow by: ``MemAvailable`` (/proc/meminfo), lowered to the
+    cgroup's limit minus its usage (cgroup v2 ``memory.max``/``memory.current``, v1
+    ``memory.limit_in_bytes``/``memory.usage_in_bytes``) when smaller; None when unknown."""
+    avail = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+                break
+    except OSError:
+        pass
+    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _read_int(limit_path), _read_int(usage_path)
+        if limit is not None and usage is not None and limit < 2**60:
+            room = max(0, limit - usage)
+            avail = room if avail is None else min(avail, room)
+            break
+    return avail
+
+
+def resolve_limit(memory_limit: Any = "auto") -> tuple[int | None, str]:
+    """(limit in bytes or None for no guard, where it came from)."""
+    if memory_limit != "auto":
+        return parse_limit(memory_limit), "memory_limit"
+    env = os.environ.get("PRIVGATE_MEMORY_LIMIT")
+    if env is not None:
+        return parse_limit(env), "PRIVGATE_MEMORY_LIMIT"
+    avail = available_bytes()
+    if avail is None:
+        return None, "unknown"
+    return _rss_bytes() + avail, "this process's RSS + the memory available (MemAvailable / cgroup)"
+
+
+def _features(ctx) -> int:
+    """Columns of the encoded mixed space, from the schema and the real data's level counts (no
+    encoding is made, and a scanned input is not loaded)."""
+    import polars as pl
+
+    kinds = ctx.schema.as_dict()
+    cats = [c for c, kind in kinds.items() if kind != "numeric"]
+    levels = 0
+    if cats:
+        # a lazy query: a Parquet input still being scanned is read column by column, not loaded
+        counts = ctx.lazy("real").select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0)
+        levels = int(sum(counts))
+    return max(1, len(kinds) - len(cats) + levels)
+
+
+def _searches(name: str) -> bool:
+    """Whether the metric reads an encoded space (and so runs neighbour searches); True for a
+    metric the registry does not know or that does not declare its spaces."""
+    from .registry import get_metric
+
+    try:
+        spaces = get_metric(name).spaces
+    except Exception:  # noqa: BLE001 - unknown here: assume it searches
+        return True
+    return spaces is None or bool(spaces)
+
+
+def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: bool | None = None,
+                 sample: int | None = None) -> MemoryEstimate:
+    """The guard's estimate for running ``metrics`` on the context ``ctx`` (its sizes, sampling
+    and ``exact`` option; ``exact`` / ``sample`` override them, to see what an option would
+    change). ``baseline``: the holdout baseline is scored too (its context shares the encoded
+    matrices)."""
+    from .context import EXACT_BELOW_PAIRS
+    from .metrics.proximity import MAX_SCORED_ROWS
+
+    n_r, n_s, n_h = ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0
+    n = max(n_r, n_s, 1)
+    features = _features(ctx)
+    unit = float(n) * features * 8
+    frames = (n_r + n_s + n_h) / n
+    exact = ctx.exact if exact is None else exact
+    q_sampled = sample if sample is not None else ctx.sample_size("real")
+    lists = SCREEN_LISTS if (not exact and n_r * n_s > EXACT_BELOW_PAIRS) else 0.0
+    per_metric = {}
+    for name in metrics:
+        cost = COST.get(name, DEFAULT_COST)
+        search = SEARCH_BYTES if _searches(name) else 0
+        if name in SAMPLED and q_sampled is not None:
+            share = min(1.0, q_sampled / max(n_r, 1))
+        elif name == "proximity_score":
+            share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
+        else:
+            share = 1.0
+        extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
+        per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
+                                                         + (lists if search else 0.0))
+    peak = max(per_metric.values(), default=float(BASE_BYTES))
+    return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
+                          inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
+                                  "sample": q_sampled})
+
+
+def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_limit: Any = "auto"
+              ) -> MemoryEstimate | None:
+    """Refuse a run whose estimated peak exceeds the limit (:func:`resolve_limit`): raise
+    :class:`MemoryLimitError` naming the metric that needs most, the sizes, the limit and the
+    options that would fit — a ``sample`` size for the metrics that sample, ``exact=True`` when
+    the screen's lists are what does not fit, or leaving metrics out. Returns the estimate (None
+    when the guard is off or the limit unknown)."""
+    limit, source = resolve_limit(memory_limit)
+    if limit is None:
+        return None
+    est = estimate_run(ctx, metrics, baseline=baseline)
+    if est.peak <= limit:
+        return est
+    over = sorted((m for m, b in est.per_metric.items() if b > limit), key=lambda m: -est.per_metric[m])
+    worst = over[0]
+    options = []
+    if est.inputs["sample"] is None or est.inputs["sample"] > MIN_SUGGESTED_SAMPLE:
+        for size in (100_000, 50_000, 25_000, 10_000, MIN_SUGGESTED_SAMPLE):
+            if size >= ctx.n_real:
+                continue
+            trial = estimate_run(ctx, metrics, baseline=baseline, sample=size)
+            if trial.peak <= limit:
+                options.append(f"sample={size} (sample_real={size}; about {trial.peak / GIB:.1f} GiB)")
+                break
+    if not est.inputs["exact"]:
+        trial = estimate_run(ctx, metrics, baseline=baseline, exact=True)
+        if trial.peak <= limit and trial.peak < est.peak:
+            options.append(f"exact=True (about {trial.peak / GIB:.1f} GiB)")
+    keep = [m for m in metrics if m not in over]
+    if keep:
+        options.append(f"fewer metrics: leave out {', '.join(repr(m) for m in over)}")
+    held = BASE_BYTES + est.unit * HELD_PER_FRAME * (ctx.n_real + ctx.n_synthetic + (ctx.n_holdout or 0)) / est.n
+    if held > limit:
+        options.append("fewer rows (the encoded records alone need about "
+                       f"{held / GIB:.1f} GiB)")
+    raise MemoryLimitError(
+        f"the run would need about {est.peak / GIB:.1f} GiB at its peak, in metric {worst!r} "
+        f"({ctx.n_real:,} real × {ctx.n_synthetic:,} release"
+        + (f" × {ctx.n_holdout:,} holdout" if ctx.n_holdout else "")
+        + f" rows, {est.features} encoded features), more than the {limit / GIB:.1f} GiB limit ({source}); "
+        + ("options that would fit: " + "; ".join(options) if options else "no option fits this limit")
+        + ". Set the limit with memory_limit= (or PRIVGATE_MEMORY_LIMIT; 'off' switches the guard off).")

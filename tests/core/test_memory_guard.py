@@ -1,0 +1,128 @@
+"""The memory guard: limits parsed, the estimate responds to sizes, metrics and options as its
+model says, and a run that would not fit is refused before any metric runs — by evaluate
+(MemoryLimitError naming the metric and the options that fit) and by the gate (exit 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privgate.memory_guard as guard
+from privgate import evaluate
+from privgate.context import EvaluationContext
+from privgate.errors import MemoryLimitError, ParameterError
+
+
+def _frames(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n),
+                         "c": rng.choice(list("abcd"), n), "d": rng.choice(list("pq"), n)})
+
+
+def test_limits_are_parsed():
+    assert guard.parse_limit("8G") == 8 * 2**30
+    assert guard.parse_limit("512MiB") == 512 * 2**20
+    assert guard.parse_limit("1.5g") == int(1.5 * 2**30)
+    assert guard.parse_limit(1000) == 1000
+    for off in ("off", "none", 0, None):
+        assert guard.parse_limit(off) is None
+    for bad in ("lots", -1, True):
+        with pytest.raises(ParameterError, match="memory_limit"):
+            guard.parse_limit(bad)
+
+
+def test_the_limit_comes_from_the_option_then_the_environment_then_the_system(monkeypatch):
+    assert guard.resolve_limit("2G") == (2 * 2**30, "memory_limit")
+    monkeypatch.setenv("PRIVGATE_MEMORY_LIMIT", "3G")
+    assert guard.resolve_limit("auto") == (3 * 2**30, "PRIVGATE_MEMORY_LIMIT")
+    monkeypatch.delenv("PRIVGATE_MEMORY_LIMIT")
+    monkeypatch.setattr(guard, "available_bytes", lambda: 5 * 2**30)
+    monkeypatch.setattr(guard, "_rss_bytes", lambda: 2**30)
+    assert guard.resolve_limit("auto")[0] == 6 * 2**30
+
+
+def test_the_estimate_follows_its_model():
+    real, syn = _frames(1000), _frames(800, 1)
+    ctx = EvaluationContext(real, syn)
+    est = guard.estimate_run(ctx, ["authenticity", "chi_squared"])
+    # features: 2 numeric + 4 + 2 levels; unit = 1000 rows × 8 features × 8 bytes
+    assert est.features == 8 and est.unit == 1000 * 8 * 8
+    frames = 1.8
+    expected = guard.BASE_BYTES + guard.SEARCH_BYTES + est.unit * (guard.HELD_PER_FRAME * frames
+                                                                   + guard.COST["authenticity"])
+    assert est.per_metric["authenticity"] == pytest.approx(expected)
+    assert est.peak == est.per_metric["authenticity"]  # the largest metric's
+    # a sample shrinks a sampled metric's own part only
+    sampled = guard.estimate_run(ctx, ["authenticity", "chi_squared"], sample=250)
+    assert sampled.per_metric["authenticity"] == pytest.approx(
+        expected - est.unit * guard.COST["authenticity"] * 0.75)
+    assert sampled.per_metric["chi_squared"] == est.per_metric["chi_squared"]
+    # more rows, more memory: linear in the rows
+    big = guard.estimate_run(EvaluationContext(_frames(2000), _frames(1600, 1)), ["authenticity"])
+    fixed = guard.BASE_BYTES + guard.SEARCH_BYTES
+    assert big.peak - fixed == pytest.approx(2 * (est.peak - fixed))
+    # a metric that reads no encoded space has no search scratch
+    assert est.per_metric["chi_squared"] == pytest.approx(
+        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.COST["chi_squared"]))
+
+
+def test_a_run_that_would_not_fit_is_refused_before_any_metric():
+    real, syn = _frames(3000), _frames(3000, 1)
+    ctx = EvaluationContext(real, syn)
+    metrics = ["chi_squared", "authenticity"]
+    est = guard.estimate_run(ctx, metrics)
+    assert est.per_metric["authenticity"] > est.per_metric["chi_squared"]  # it searches
+    limit = int((est.per_metric["authenticity"] + est.per_metric["chi_squared"]) / 2)
+    ran = []
+
+    def progress(name, i, total):
+        ran.append(name)
+
+    with pytest.raises(MemoryLimitError) as err:
+        evaluate(real, syn, metrics, memory_limit=limit, progress=progress)
+    assert not ran
+    text = str(err.value)
+    assert "in metric 'authenticity'" in text and "3,000 real" in text and "leave out 'authenticity'" in text
+    assert "memory_limit" in text
+    # no record value is named
+    for v in ("abcd", "pq", str(real["x"][0])[:6]):
+        assert v not in text
+    evaluate(real, syn, ["chi_squared"], memory_limit=limit, progress=progress)  # fits
+    evaluate(real, syn, metrics, memory_limit="off", progress=progress)
+    assert ran == ["chi_squared", "chi_squared", "authenticity"]
+
+
+def test_the_suggested_sample_fits():
+    real, syn = _frames(30_000), _frames(30_000, 1)
+    ctx = EvaluationContext(real, syn)
+    full = guard.estimate_run(ctx, ["authenticity"]).peak
+    at_5k = guard.estimate_run(ctx, ["authenticity"], sample=5_000).peak
+    limit = int((full + at_5k) / 2)
+    with pytest.raises(MemoryLimitError, match="sample=") as err:
+        guard.check_run(ctx, ["authenticity"], memory_limit=limit)
+    size = int(str(err.value).split("sample=")[1].split(" ")[0])
+    assert guard.estimate_run(ctx, ["authenticity"], sample=size).peak <= limit
+
+
+def test_the_gate_refuses_with_exit_3(monkeypatch):
+    from privgate.gates import parse_gate_config, run_gate
+
+    cfg = parse_gate_config({"dataset": "d", "metrics": {"authenticity": {"threshold": {"warn": 0.5, "block": 0.9}}}})
+    monkeypatch.setenv("PRIVGATE_MEMORY_LIMIT", "1M")
+    out = run_gate(cfg, _frames(500), _frames(500, 1), record=False)
+    assert out.exit_code == 3 and out.decision == "block"
+    assert any("MemoryLimitError" in c.message and "'authenticity'" in c.message for c in out.checks)
+    monkeypatch.setenv("PRIVGATE_MEMORY_LIMIT", "off")
+    assert run_gate(cfg, _frames(500), _frames(500, 1), record=False).exit_code != 3
+    out = run_gate(cfg, _frames(500), _frames(500, 1), record=False, memory_limit="1M")  # the option
+    assert out.exit_code == 3 and any("MemoryLimitError" in c.message for c in out.checks)
+
+
+def test_the_estimate_does_not_load_a_scanned_input(tmp_path):
+    path = tmp_path / "real.parquet"
+    _frames(1000).write_parquet(path)
+    ctx = EvaluationContext(path, _frames(800, 1))
+    est = guard.estimate_run(ctx, ["chi_squared"])
+    assert est.features == 8
+    assert "real" not in ctx._frames  # still a scan

@@ -1,0 +1,105 @@
+"""Runs of equal neighbours are bounded, not materialised: a k-nearest search keeps at most k
+copies of each distinct target point (the tie rule never reaches a later copy), searches each
+distinct query once, is exact when what is left is small, and the IVF screen's list scan holds
+at most its block budget of candidate pairs at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from privgate.context import EvaluationContext
+from privgate.neighbours import IVF_CANDIDATE_BYTES, _first_copies, knn
+
+
+def _key_space(n, rng, levels=(4, 3, 5, 2)):
+    """All-categorical one-hot rows (like the reconstruction metrics' key space): few distinct
+    points, each repeated many times, and many distinct points at equal distances."""
+    cols, slices, pos = [], [], 0
+    for n_levels in levels:
+        onehot = np.zeros((n, n_levels))
+        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
+        cols.append(onehot)
+        slices.append((pos, pos + n_levels))
+        pos += n_levels
+    return np.hstack(cols), slices
+
+
+def test_first_copies_keeps_the_k_lowest_rows_of_each_point():
+    t = np.array([[0.0], [1.0], [0.0], [0.0], [1.0], [2.0], [0.0]] * 3)
+    keep = _first_copies(t, 2)
+    # point 0 at rows 0, 2, 3, 6, …; point 1 at rows 1, 4, …; point 2 at rows 5, 12, 19
+    np.testing.assert_array_equal(keep, [0, 1, 2, 4, 5, 12])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_folded_search_equals_the_unfolded_one_to_the_last_bit(k):
+    rng = np.random.default_rng(5)
+    q, slices = _key_space(1300, rng)
+    t = _key_space(1000, rng)[0]
+    nb = knn(q, t, k, categorical_slices=slices)
+    plain = knn(q, t, k, categorical_slices=slices, dedupe=False, grouped=False)
+    np.testing.assert_array_equal(nb.idx, plain.idx)
+    np.testing.assert_array_equal(nb.dist, plain.dist)
+    distinct_t = np.unique(t, axis=0).shape[0]
+    assert nb.search["targets_searched"] <= k * distinct_t < t.shape[0]
+    assert nb.search["distinct_queries"] == np.unique(q, axis=0).shape[0]
+
+
+def test_an_approximate_search_that_folds_small_is_exact():
+    rng = np.random.default_rng(6)
+    q, slices = _key_space(1300, rng)
+    t = _key_space(1000, rng)[0]
+    exact = knn(q, t, 3, categorical_slices=slices)
+    # 1.3M pairs before folding; distinct queries × kept copies are far fewer
+    folded = knn(q, t, 3, categorical_slices=slices, approximate=True, exact_below_pairs=10**5)
+    assert folded.search["exact"] is True
+    np.testing.assert_array_equal(folded.idx, exact.idx)
+    np.testing.assert_array_equal(folded.dist, exact.dist)
+    # still too big: every row is screened (recall sampled over rows), over the kept copies only
+    screened = knn(q, t, 3, categorical_slices=slices, approximate=True, exact_below_pairs=0, grouped=False,
+                   n_check=100)
+    assert "distinct_queries" not in screened.search
+    assert screened.search["targets_searched"] <= 3 * np.unique(t, axis=0).shape[0]
+    assert (screened.dist >= exact.dist - 1e-12).all()
+
+
+def test_the_list_scan_holds_at_most_its_budget_of_candidates():
+    rng = np.random.default_rng(7)
+    # ties everywhere and no folding: each list's whole run of equal distances is a candidate
+    q, _ = _key_space(3000, rng)
+    t = _key_space(2500, rng)[0]
+    block = IVF_CANDIDATE_BYTES * 20_000
+    small = knn(q, t, 3, approximate=True, dedupe=False, n_check=100, seed=2, block_bytes=block)
+    held = small.search["candidates_held"]
+    assert 0 < held <= 20_000
+    # parts change no answer (every row's screen is its own)
+    whole = knn(q, t, 3, approximate=True, dedupe=False, n_check=100, seed=2)
+    assert whole.search["candidates_held"] > held
+    np.testing.assert_array_equal(small.idx, whole.idx)
+    np.testing.assert_array_equal(small.dist, whole.dist)
+
+
+def test_attribute_inference_above_the_screen_size_equals_the_exact_value(monkeypatch):
+    import privgate.context as context_mod
+    import privgate.metrics as m
+
+    rng = np.random.default_rng(8)
+
+    def frame(n):
+        return pl.DataFrame({"k1": rng.choice(list("abcd"), n), "k2": rng.choice(list("xyz"), n),
+                             "k3": rng.choice(list("pqrst"), n), "s": rng.choice(list("uv"), n)})
+
+    real, syn = frame(1200), frame(1100)
+    opts = dict(keys=["k1", "k2", "k3"], sensitive="s")
+    exact = m.attribute_inference(EvaluationContext(real, syn, exact=True), **opts)
+    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)  # every search above it
+    ctx = EvaluationContext(real, syn)
+    res = m.attribute_inference(ctx, **opts)
+    assert res.value == exact.value
+    assert res.ci == exact.ci
+    search = res.details["neighbour_search"]
+    assert search["exact"] is True
+    nb = ctx.neighbours(("mixed", ("k1", "k2", "k3")), "real", "synthetic", 3)
+    assert nb.search["targets_searched"] <= 3 * 4 * 3 * 5
