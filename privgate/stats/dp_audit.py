@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize as _opt
-from scipy import special as _sp
-from scipy import stats as _st
+from .._lazy import lazy_module
+
+_opt = lazy_module("scipy.optimize")
+_sp = lazy_module("scipy.special")
+_st = lazy_module("scipy.stats")
 
 
 def _check_alpha(alpha: float) -> None:
