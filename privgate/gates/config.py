@@ -275,7 +275,10 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
             raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
     elif suffix in (".yaml", ".yml", ""):
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        except _DuplicateKey as exc:
+            raise ConfigError(f"{exc.path}: duplicate key in {p} (line {exc.line}); each key may appear "
+                              "once — the later entry would silently replace the earlier one") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -285,6 +288,60 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
     cfg = parse_gate_config(data, check_metrics=check_metrics)
     return GateConfig(**{**cfg.__dict__, "source": str(p)})
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, path: str, line: int) -> None:
+        super().__init__(path)
+        self.path, self.line = path, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing a key repeated in one mapping (PyYAML keeps the last one,
+    so a strict rule followed by a lax one of the same name would silently win). The dotted path
+    of the key is kept for the message (mapping keys of a configuration are names, not data)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._pg_root = node
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                continue
+            if repeated:
+                raise _DuplicateKey(_key_path(self, node, key), key_node.start_mark.line + 1)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _key_path(loader: yaml.SafeLoader, node: yaml.Node, key: Any) -> str:
+    """The dotted path of ``key`` in mapping ``node`` (found by walking from the document root)."""
+    root = getattr(loader, "_pg_root", None)
+    parts = _find_path(root, node) if root is not None else None
+    return ".".join([*(parts or []), str(key)])
+
+
+def _find_path(at: yaml.Node, target: yaml.Node) -> list[str] | None:
+    if at is target:
+        return []
+    if isinstance(at, yaml.MappingNode):
+        for k, v in at.value:
+            found = _find_path(v, target)
+            if found is not None:
+                return [str(k.value), *found]
+    elif isinstance(at, yaml.SequenceNode):
+        for i, v in enumerate(at.value):
+            found = _find_path(v, target)
+            if found is not None:
+                return [str(i), *found]
+    return None
 
 
 def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:

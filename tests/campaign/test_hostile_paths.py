@@ -84,3 +84,37 @@ def test_relabelled_sample_is_found_by_its_frequency_profile(real):
         {f"{SECRET}d0": "p", f"{SECRET}d1": "q", f"{SECRET}d2": "r"}, default=None))
     with pytest.raises(CodebookMismatchError, match=r"column 'd' of synthetic: 3 of its categories"):
         EvaluationContext(real, sample)
+
+
+# duplicate configuration keys ----------------------------------------------------------------
+DUPLICATES = {
+    "metrics.common_rows": "metrics:\n  common_rows:\n    threshold: {block: 0.01}\n"
+                           "  common_rows:\n    threshold: {block: 1.0}\n",
+    "metrics.common_rows.threshold.block": "metrics:\n  common_rows:\n    threshold: {block: 0.0, block: 1.0}\n",
+    "dataset": "dataset: a\nmetrics:\n  common_rows: {threshold: 0.01}\n",
+}
+
+
+@pytest.mark.parametrize("key", list(DUPLICATES))
+def test_duplicate_yaml_keys_are_a_config_error_naming_the_key(tmp_path, real, capsys, key):
+    """Two `common_rows:` entries, a strict one then a lax one: the last silently won and an
+    exact copy passed."""
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("dataset: dups\n" + DUPLICATES[key])
+    real_p = _write(real, tmp_path / "real.parquet")
+    assert _gate(tmp_path, real_p, real_p, cfg) == 3
+    out = capsys.readouterr().out
+    assert f"{key}: duplicate key" in out
+    from privgate.errors import ConfigError
+    from privgate.gates.config import load_gate_config
+    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d\)"):
+        load_gate_config(cfg)
+
+
+def test_yaml_merge_keys_still_load(tmp_path):
+    from privgate.gates.config import load_gate_config
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001, block: 0.01}\n"
+                   "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
+    rules = load_gate_config(cfg).metrics["hitting_rate"].rules
+    assert sorted((r.severity, r.limit) for r in rules) == [("block", 0.5), ("warn", 0.001)]
