@@ -237,7 +237,9 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
         if name not in previous or previous[name] is None:
             return GateCheck(**base, verdict="pass", skipped=True,
                              message="metric absent from the last accepted release")
-        prev = float(previous[name])
+        prev = history_number(previous[name])
+        if prev is None:  # +inf would open the rule (1 − inf), NaN would pass it: never decide on it
+            return _missing_check(base, optional, history_problem(name, previous[name]))
         base["previous"] = prev
         point = res.value - prev
         what = f"increase {point:+.4f} over last accepted {prev:.4f}"
@@ -255,6 +257,30 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
     verdict = rule.severity if fired else "pass"
     msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
     return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def history_number(x: Any) -> float | None:
+    """A value read back from the history as a number a trend rule may compare with: a finite
+    number in [0, 1] (a metric value), else None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return None
+    v = float(x)
+    return v if math.isfinite(v) and 0.0 <= v <= 1.0 else None
+
+
+def history_problem(name: str, x: Any) -> str:
+    """Why a stored value of ``name`` cannot be compared (its kind only, never the value) and the fix."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        kind = f"not a number ({type(x).__name__})"
+    elif math.isnan(float(x)):
+        kind = "NaN"
+    elif math.isinf(float(x)):
+        kind = "infinite"
+    else:
+        kind = "outside [0, 1]"
+    return (f"the history's value of {name} for the last accepted release is {kind}: metric values are "
+            "finite numbers in [0, 1], so the history was altered or corrupted; the trend rule cannot "
+            "compare with it — correct or delete that run's score row")
 
 
 def compared_number(point: float, interval: Any, on: str) -> float | None:

@@ -87,6 +87,15 @@ class RunRecord:
     metrics: dict[str, float]
 
 
+def _stored_number(v: Any) -> Any:
+    """A stored score as a float; a cell that is not a number (SQLite keeps text written into a
+    REAL column) is returned as it is, for the gate to refuse (``engine.history_number``)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
 def resolve_url(url: str | os.PathLike[str] | None) -> str:
     """The SQLAlchemy URL a store opens for ``url`` (see the module docstring)."""
     if url is None:
@@ -317,13 +326,19 @@ class HistoryStore:
                 ).all()
         except Exception as exc:  # noqa: BLE001
             raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        try:
+            fingerprint = json.loads(row["fingerprint_json"] or "{}")
+        except (TypeError, ValueError):
+            raise HistoryError(f"history: the input fingerprint of run {row['run_id']!r} at {_redacted(self.url)} "
+                               "is not valid JSON (the history was altered or corrupted); correct or delete "
+                               "that run") from None
         return RunRecord(
             run_id=row["run_id"], dataset=row["dataset"], release_id=row["release_id"],
             created_at=_utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
             accepted=bool(row["accepted"]), config_hash=row["config_hash"],
             privgate_version=row["privgate_version"],
-            fingerprint=json.loads(row["fingerprint_json"] or "{}"),
-            metrics={m: float(v) for m, v in vals},
+            fingerprint=fingerprint if isinstance(fingerprint, dict) else {},
+            metrics={m: _stored_number(v) for m, v in vals},
         )
 
     def regressions(self, dataset: str, metric: str | None = None, *, min_increase: float = 0.0) -> pl.DataFrame:

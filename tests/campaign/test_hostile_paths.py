@@ -118,3 +118,47 @@ def test_yaml_merge_keys_still_load(tmp_path):
                    "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
     rules = load_gate_config(cfg).metrics["hitting_rate"].rules
     assert sorted((r.severity, r.limit) for r in rules) == [("block", 0.5), ("warn", 0.001)]
+
+
+# non-finite history values -------------------------------------------------------------------
+def _poison_last_score(db, metric: str, value) -> None:
+    import sqlite3
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE privgate_scores SET value = ? WHERE metric = ?", (value, metric))
+    con.close()
+
+
+@pytest.mark.parametrize("stored", [float("inf"), float("-inf"), 2.5, -0.5, "junk"])
+def test_history_value_not_finite_in_range_blocks_the_trend_rule(tmp_path, real, capsys, stored):
+    """With the last accepted run's stored value set to +inf, a trend-only gate passed an exact
+    copy: it compared 1 − inf."""
+    real_p = _write(real, tmp_path / "real.parquet")
+    honest = _write(real.with_columns(pl.col("x") + 100.0), tmp_path / "honest.parquet")
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("dataset: trend\nmetrics:\n  common_rows:\n    trend: {block: 0.0}\n"
+                   "    threshold: {block: 1.0}\n")
+    assert _gate(tmp_path, real_p, honest, cfg) == 0  # first release: nothing to compare with
+    _poison_last_score(tmp_path / "h.sqlite", "common_rows", stored)
+    capsys.readouterr()
+    code = _gate(tmp_path, real_p, real_p, cfg)
+    out = capsys.readouterr().out
+    assert code == 3, out
+    assert "the history's value of common_rows for the last accepted release is" in out
+    assert "correct or delete that run's score row" in out
+    assert _last_run(tmp_path, "trend")["exit_code"] == 3
+
+
+@pytest.mark.parametrize("previous", [float("nan"), float("inf"), 1.5, None, "0.1", True])
+def test_decide_refuses_a_previous_value_that_is_not_a_metric_value(previous):
+    from privgate.gates.config import parse_gate_config
+    from privgate.gates.engine import decide, decision_of
+    from privgate.results import MetricResult
+
+    cfg = parse_gate_config({"metrics": {"common_rows": {"trend": {"block": 0.0}}}})
+    res = MetricResult(name="common_rows", value=1.0, raw=1.0)
+    checks = decide(cfg, {"common_rows": res}, {}, has_holdout=False, previous={"common_rows": previous})
+    if previous is None:  # absent (an optional metric that failed then): skipped, not compared
+        assert checks[0].skipped
+    else:
+        assert decision_of(checks)[1] == 3 and "history's value" in checks[0].message
