@@ -10,6 +10,7 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
     keys: [age, sex, race]          # optional, passed to every metric that uses keys
     sensitive: [income]             # optional
     require_holdout: false          # true: a missing holdout blocks the release
+    allow_unchecked: false          # true: a run in which no rule could be evaluated may pass
     options:                        # optional run options (the CLI / Dagster resource override them)
       threads: 2                    # thread budget (default: $PRIVGATE_THREADS or the free cores)
       exact: false                  # true: exact neighbour searches at every size
@@ -82,7 +83,7 @@ DEFAULT_ON = "estimate"
 ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
-            "require_holdout", "options", "metrics")
+            "require_holdout", "allow_unchecked", "options", "metrics")
 OPTION_KEYS = ("threads", "exact", "sample_real", "sample")
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
@@ -178,6 +179,7 @@ class GateConfig:
     description: str = ""
     source: str | None = None
     options: RunOptions = field(default_factory=RunOptions)
+    allow_unchecked: bool = False
 
     @property
     def metric_names(self) -> list[str]:
@@ -217,6 +219,8 @@ class GateConfig:
             "require_holdout": self.require_holdout,
             "metrics": {n: m.to_dict() for n, m in self.metrics.items()},
         }
+        if self.allow_unchecked:  # only when set: configurations without it keep their hash
+            out["allow_unchecked"] = True
         if not self.options.is_default:
             out["options"] = self.options.to_dict()
         return out
@@ -387,6 +391,10 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     if not isinstance(require_holdout, bool):
         raise ConfigError(f"require_holdout: must be true or false, got {require_holdout!r}")
 
+    allow_unchecked = data.get("allow_unchecked", False)
+    if not isinstance(allow_unchecked, bool):
+        raise ConfigError(f"allow_unchecked: must be true or false, got {allow_unchecked!r}")
+
     options = parse_options(data.get("options"))
 
     raw_metrics = data.get("metrics")
@@ -401,7 +409,7 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
 
     return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
                       sensitive=sensitive, schema=schema, require_holdout=require_holdout,
-                      description=description, options=options)
+                      description=description, options=options, allow_unchecked=allow_unchecked)
 
 
 def parse_options(value: Any, *, where: str = "options") -> RunOptions:

@@ -206,6 +206,40 @@ def decide(
 _ON_WORDS = {"lower": "lower bound", "upper": "upper bound"}
 
 
+RULE_CHECKS = ("threshold", "baseline", "trend", "test")
+
+
+def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCheck]:
+    """What to add when no rule was evaluated in a run (every rule skipped or not applying, every
+    metric optional and failed): a blocking error "nothing was checked" (exit 3) — a gate that
+    checked nothing must not pass — or, when the configuration says ``allow_unchecked: true``, a
+    passing note saying in words that the release passes unchecked. Empty when a rule was
+    evaluated or the run already failed."""
+    if any(c.rule in RULE_CHECKS and not c.skipped for c in checks):
+        return []
+    if any(c.rule == "error" and c.verdict == "block" for c in checks):
+        return []
+    why = "; ".join(dict.fromkeys(f"{c.metric} {c.rule}: {c.message}" for c in checks if c.skipped)) \
+        or "no rule of the configuration applies to this run (e.g. every rule `when: with_holdout` and no holdout)"
+    text = f"nothing was checked: no rule could be evaluated ({safe_message(why, 300)})"
+    if config.allow_unchecked:
+        return [GateCheck(metric="(gate)", rule="unchecked", value=None, raw=None, threshold=None,
+                          severity="warn", verdict="pass", skipped=True,
+                          message=f"{text}; the release passes UNCHECKED because the configuration says "
+                                  "allow_unchecked: true")]
+    return [_error_check("(gate)", f"{text}; a gate that checked nothing does not pass — give what the "
+                                   "rules need (a holdout, an earlier accepted release) or add a rule that "
+                                   "applies, or set allow_unchecked: true to let such a release pass")]
+
+
+def unchecked_note(outcome: "GateOutcome") -> str:
+    """A sentence for a release that passed with nothing checked (``allow_unchecked``), else ""."""
+    if any(c.rule == "unchecked" for c in outcome.checks):
+        return (" Nothing was checked: no rule of the gate could be evaluated on this run, and the "
+                "release passes UNCHECKED only because the configuration says allow_unchecked: true.")
+    return ""
+
+
 def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
                 previous: Mapping[str, float] | None, previous_note: str) -> GateCheck:
     base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
@@ -701,6 +735,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
                                  previous_note=note, trend_note=trend_note))
+            checks.extend(unchecked_checks(config, checks))
 
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
@@ -837,6 +872,8 @@ def format_checks(outcome: GateOutcome) -> str:
     note = sampling_summary(outcome.results)
     if note:
         lines.append(note)
+    if unchecked_note(outcome):
+        lines.append(unchecked_note(outcome).strip())
     lines.append(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
                  f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
                  f"exit code {outcome.exit_code})")

@@ -162,3 +162,56 @@ def test_decide_refuses_a_previous_value_that_is_not_a_metric_value(previous):
         assert checks[0].skipped
     else:
         assert decision_of(checks)[1] == 3 and "history's value" in checks[0].message
+
+
+# gates that check nothing -------------------------------------------------------------------
+UNCHECKED = {
+    "with_holdout_rules_no_holdout": "  common_rows:\n    threshold: {when: with_holdout, block: 0.01}\n",
+    "trend_only_first_release": "  common_rows:\n    trend: {block: 0.0}\n",
+    "baseline_only_no_holdout": "  common_rows:\n    baseline: {block: 0.01}\n",
+    "only_metric_optional_and_failing": "  disclosure_identity:\n    optional: true\n    threshold: {block: 0.01}\n",
+}
+
+
+@pytest.mark.parametrize("case", list(UNCHECKED))
+def test_a_gate_that_checked_nothing_does_not_pass(tmp_path, real, capsys, case):
+    """Each of these said PASS (exit 0) on an exact copy."""
+    real_p = _write(real, tmp_path / "real.parquet")
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("dataset: unchecked\nmetrics:\n" + UNCHECKED[case])
+    code = _gate(tmp_path, real_p, real_p, cfg)
+    out = capsys.readouterr().out
+    assert code == 3, out
+    assert "nothing was checked" in out and "allow_unchecked: true" in out
+    run = _last_run(tmp_path, "unchecked")
+    assert (run["decision"], run["exit_code"], run["accepted"]) == ("block", 3, False)
+    # explicitly allowed: passes, and says so in words in the table, the JSON and the HTML
+    cfg.write_text("dataset: unchecked\nallow_unchecked: true\nmetrics:\n" + UNCHECKED[case])
+    code = _gate(tmp_path, real_p, real_p, cfg, "--json", str(tmp_path / "r.json"), "--html",
+                 str(tmp_path / "r.html"), "--format", "table", db="allowed.sqlite")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "passes UNCHECKED" in out
+    assert "passes UNCHECKED" in (tmp_path / "r.json").read_text()
+    assert "passes UNCHECKED" in (tmp_path / "r.html").read_text()
+
+
+def test_trend_only_gate_whose_previous_value_is_null_does_not_pass(tmp_path, real, capsys):
+    real_p = _write(real, tmp_path / "real.parquet")
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("dataset: unchecked\nallow_unchecked: true\nmetrics:\n  common_rows:\n    trend: {block: 0.0}\n")
+    assert _gate(tmp_path, real_p, real_p, cfg) == 0
+    _poison_last_score(tmp_path / "h.sqlite", "common_rows", None)
+    cfg.write_text("dataset: unchecked\nmetrics:\n  common_rows:\n    trend: {block: 0.0}\n")
+    assert _gate(tmp_path, real_p, real_p, cfg) == 3
+    assert "nothing was checked" in capsys.readouterr().out
+
+
+def test_allow_unchecked_is_validated_and_hashed_only_when_set():
+    from privgate.errors import ConfigError
+    from privgate.gates.config import parse_gate_config
+    base = {"metrics": {"common_rows": {"threshold": 0.01}}}
+    with pytest.raises(ConfigError, match="allow_unchecked: must be true or false"):
+        parse_gate_config({**base, "allow_unchecked": "yes"})
+    assert parse_gate_config({**base, "allow_unchecked": False}).hash == parse_gate_config(base).hash
+    assert parse_gate_config({**base, "allow_unchecked": True}).hash != parse_gate_config(base).hash
