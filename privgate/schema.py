@@ -204,19 +204,31 @@ def check_same_columns(frames: Mapping[str, pl.DataFrame]) -> None:
     items = list(frames.items())
     ref_role, ref = items[0]
     ref_cols = set(ref.columns)
+    release = set(frames["synthetic"].columns) if "synthetic" in frames else set()
     for role, frame in items[1:]:
         cols = set(frame.columns)
         if cols != ref_cols:
-            only_ref = sorted(ref_cols - cols)
-            only_other = sorted(cols - ref_cols)
             parts = []
-            if only_ref:
-                parts.append(f"only in {ref_role}: {only_ref}")
-            if only_other:
-                parts.append(f"only in {role}: {only_other}")
+            for where, f, only in ((ref_role, ref, ref_cols - cols), (role, frame, cols - ref_cols)):
+                if only:
+                    parts.append(f"only in {where}: {_column_names(f, only, release)}")
             raise SchemaMismatchError(
                 f"{ref_role} and {role} have different columns ({'; '.join(parts)})"
             )
+
+
+def _column_names(frame: pl.DataFrame, names: set[str], release: set[str]) -> str:
+    """Columns named only when they are columns of the release; a column of the real data (or
+    holdout) alone is given by its position (a file without a header row makes a record its
+    column names)."""
+    shown = sorted(n for n in names if n in release)
+    hidden = [i + 1 for i, c in enumerate(frame.columns) if c in names and c not in release]
+    parts = [repr(shown)] if shown else []
+    if hidden:
+        more = f" and {len(hidden) - 10} more" if len(hidden) > 10 else ""
+        parts.append(f"{len(hidden)} column(s) not in the release, at position(s) "
+                     f"{', '.join(map(str, hidden[:10]))}{more}")
+    return "; ".join(parts)
 
 
 def infer_schema(

@@ -215,3 +215,57 @@ def test_allow_unchecked_is_validated_and_hashed_only_when_set():
         parse_gate_config({**base, "allow_unchecked": "yes"})
     assert parse_gate_config({**base, "allow_unchecked": False}).hash == parse_gate_config(base).hash
     assert parse_gate_config({**base, "allow_unchecked": True}).hash != parse_gate_config(base).hash
+
+
+# headerless files -----------------------------------------------------------------------------
+def _outputs(tmp_path, db="h.sqlite") -> str:
+    import sqlite3
+    con = sqlite3.connect(tmp_path / db)
+    rows = [repr(tuple(r)) for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            for r in con.execute(f'SELECT * FROM "{t}"')]
+    con.close()
+    files = [p.read_text() for p in (tmp_path / "r.json", tmp_path / "r.html") if p.exists()]
+    return "\n".join(rows + files)
+
+
+def _headerless(frame: pl.DataFrame, path):
+    frame.write_csv(path, include_header=False)
+    return path
+
+
+@pytest.mark.parametrize("which", ["real", "both", "real_unique_strings"])
+def test_headerless_csv_leaks_no_record(tmp_path, real, capsys, which):
+    """A real CSV without a header row made its first record the column names: the record then
+    reached the error message, stdout, the reports and the history (and, with both files
+    headerless, the schema fingerprint)."""
+    frame = real
+    if which == "real_unique_strings":  # a first line the header check cannot tell from a header
+        frame = pl.DataFrame({"d": [f"{SECRET}U{i}" for i in range(N)], "e": [f"{SECRET}V{i}" for i in range(N)],
+                              "x": real["x"]})
+    frame = frame.with_columns((pl.col("x") + 271828.0).alias("x"))
+    first = [str(v) for v in frame.row(0)]
+    real_p = _headerless(frame, tmp_path / "real.csv")
+    syn_p = _headerless(frame, tmp_path / "syn.csv") if which == "both" else _write(frame, tmp_path / "syn.parquet")
+    code = _gate(tmp_path, real_p, syn_p, None, "--dataset", "headerless", "--json", str(tmp_path / "r.json"),
+                 "--html", str(tmp_path / "r.html"))
+    out = capsys.readouterr()
+    assert code == 3
+    text = out.out + out.err + _outputs(tmp_path)
+    for cell in first:
+        if len(cell) > 3 and cell not in ("true", "false"):
+            assert cell not in text, cell
+    if which != "real_unique_strings":
+        assert "looks like a record, not a header" in out.out
+
+
+def test_header_check_spares_ordinary_headers(tmp_path):
+    from privgate.io import load_frame
+    p = tmp_path / "ok.csv"
+    p.write_text("x,y,c\n1.5,2,a\n2.5,3,c\n3.5,4,b\n")  # one name equal to a value is a coincidence
+    assert load_frame(p).columns == ["x", "y", "c"]
+    p.write_text("2019,2020,name,city\n1,2,a,k\n3,4,b,l\n")  # numbers as names in half the columns
+    assert load_frame(p).height == 2
+    p.write_text("10,20,30\n1,2,3\n4,5,6\n")
+    from privgate.errors import InputLoadError
+    with pytest.raises(InputLoadError, match=r"the name of column\(s\) 1, 2, 3 is a number like the values"):
+        load_frame(p, role="real")
