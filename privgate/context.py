@@ -178,8 +178,9 @@ class EvaluationContext:
         self._require_columns(f"{role} columns", cols)
         if role not in self._heights:
             raise NotApplicableError(f"this evaluation has no {role} data")
-        if role in self._frames:
-            return self._frames[role].select(cols)
+        if role in self._frames:  # by column (a select plans over every column: quadratic per column)
+            frame = self._frames[role]
+            return pl.DataFrame([frame.get_column(c) for c in cols])
         return collect_scan(self._scans[role].select(cols), role)
 
     def is_loaded(self, role: str) -> bool:

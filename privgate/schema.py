@@ -101,12 +101,18 @@ def _time_zone(dtype: pl.DataType) -> str | None:
     return getattr(dtype, "time_zone", None) if isinstance(dtype, pl.Datetime) else None
 
 
-def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
+def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame],
+                            schemas: Mapping[str, Mapping[str, pl.DataType]] | None = None) -> None:
     """Refuse a column whose dtypes in the frames do not compare (see :data:`COMPATIBLE_FAMILIES`),
-    naming the column, every frame's dtype and what was expected."""
-    fams = {role: dtype_family(f.schema[col]) for role, f in frames.items()}
+    naming the column, every frame's dtype and what was expected. ``schemas``: the frames'
+    schemas as dicts, when the caller checks many columns (Polars builds ``frame.schema`` anew on
+    every access: per column, that would be quadratic in the width)."""
+    schemas = schemas or {role: dict(f.schema) for role, f in frames.items()}
+    fams = {role: dtype_family(schemas[role][col]) for role in frames}
     roles = list(fams)
-    desc = ", ".join(f"{r}: {dtype_name(frames[r].schema[col])}" for r in roles)
+    if len(set(fams.values())) == 1 and fams[roles[0]] != DATETIME:
+        return  # one family everywhere: nothing to compare (the common case, checked cheaply)
+    desc = ", ".join(f"{r}: {dtype_name(schemas[r][col])}" for r in roles)
     for i, a in enumerate(roles):
         for b in roles[i + 1:]:
             fa, fb = fams[a], fams[b]
@@ -114,9 +120,9 @@ def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> Non
                 raise IncompatibleDtypeError(
                     f"column {col!r} has incompatible dtypes ({desc}): a {fa} column in {a} cannot be "
                     f"compared with a {fb} column in {b} (values would never match); expected the "
-                    f"same kind of column in every frame — cast {b} to {dtype_name(frames[a].schema[col])}")
+                    f"same kind of column in every frame — cast {b} to {dtype_name(schemas[a][col])}")
             if fa == fb == DATETIME:
-                za, zb = _time_zone(frames[a].schema[col]), _time_zone(frames[b].schema[col])
+                za, zb = _time_zone(schemas[a][col]), _time_zone(schemas[b][col])
                 if (za is None) != (zb is None):
                     raise IncompatibleDtypeError(
                         f"column {col!r} has incompatible dtypes ({desc}): a datetime with a time zone "
@@ -255,10 +261,11 @@ def infer_schema(
 
     kinds: dict[str, str] = {}
     inferred: dict[str, bool] = {}
+    schemas = {role: dict(f.schema) for role, f in frames.items()}
     for col in real.columns:
         per_role: dict[str, str] = {}
         for role, frame in frames.items():
-            dtype = frame.schema[col]
+            dtype = schemas[role][col]
             family = dtype_family(dtype)
             if family is None:
                 raise UnsupportedDtypeError(
@@ -268,14 +275,14 @@ def infer_schema(
                 )
             if family != NULL:
                 per_role[role] = family
-        check_compatible_dtypes(col, frames)
+        check_compatible_dtypes(col, frames, schemas)
         if col in user_schema:
             kinds[col] = user_schema[col]
             inferred[col] = False
             if user_schema[col] == NUMERIC:
                 for role, family in per_role.items():
                     if family not in _DECLARABLE_NUMERIC:
-                        dt = dtype_name(frames[role].schema[col])
+                        dt = dtype_name(schemas[role][col])
                         raise IncompatibleDtypeError(
                             f"column {col!r} is declared numeric but is {dt} in {role}; expected a "
                             "number, decimal or temporal column"

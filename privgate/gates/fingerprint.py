@@ -24,16 +24,17 @@ def frame_fingerprint(frame: pl.DataFrame, *, source: Any = None) -> dict[str, A
     """Schema (column → dtype), row and column counts, and the content hash of ``frame``."""
     cols = sorted(frame.columns)
     ordered = frame.select(cols) if cols else frame
+    schema = dict(frame.schema)  # once: Polars builds frame.schema anew on every access
     h = hashlib.sha256()
     for c in cols:
-        h.update(f"{c}\x1f{frame.schema[c]}\x1e".encode("utf-8"))
+        h.update(f"{c}\x1f{schema[c]}\x1e".encode("utf-8"))
     if frame.height and frame.width:
         for seed in (0, 1):  # two independent 64-bit row hashes
             h.update(ordered.hash_rows(seed=seed).to_numpy().tobytes())
     out: dict[str, Any] = {
         "rows": int(frame.height),
         "columns": int(frame.width),
-        "schema": {c: dtype_name(frame.schema[c]) for c in frame.columns},
+        "schema": {c: dtype_name(schema[c]) for c in frame.columns},
         "content_sha256": h.hexdigest(),
     }
     if isinstance(source, (str, Path)):

@@ -269,3 +269,22 @@ def test_header_check_spares_ordinary_headers(tmp_path):
     from privgate.errors import InputLoadError
     with pytest.raises(InputLoadError, match=r"the name of column\(s\) 1, 2, 3 is a number like the values"):
         load_frame(p, role="real")
+
+
+# work-multiplying parameters -----------------------------------------------------------------
+@pytest.mark.parametrize("metric,params,limit", [
+    ("singling_out", {"n_attacks": 100000}, "max(500, distinct synthetic records) = 500"),
+    ("singling_out", {"n_attacks": 10, "max_attempts": 10**9}, "1000 × n_attacks = 10000"),
+    ("nnaa", {"repetitions": 10**6}, "limit of 100"),
+    ("proximity_score", {"repetitions": 10**6}, "limit of 100"),
+    ("membership_inference", {"repetitions": 10**6}, "limit of 100"),
+    ("detection_mlp", {"max_iter": 10**7}, "limit of 5000"),
+    ("detection_mlp", {"hidden_layer_sizes": [10**6]}, "limit of 10000"),
+    ("detection_mlp", {"folds": 10**4}, "limit of 20"),
+])
+def test_work_multiplying_parameters_are_bounded(real, metric, params, limit):
+    """singling_out with n_attacks 100000 on 400 rows ran for more than 300 s: neither refused
+    nor capped (attempts are 100 × n_attacks)."""
+    import privgate
+    rep = privgate.evaluate(real, real, [metric], holdout=real, params={metric: params}, on_error="record")
+    assert metric in rep.errors and limit in rep.errors[metric], rep.errors
