@@ -17,6 +17,7 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
       sample_real: 100000           # estimate per-real-record means on a sample of this many records
       sample: auto                  # query-record sampling of both sides: auto (default: only a side of
                                     # more than 200,000 rows, 50,000 sampled), off, or N per side
+      deadline: 21600               # seconds before the run is stopped and blocked (default 6 hours)
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
@@ -84,7 +85,10 @@ ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": (
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
             "require_holdout", "allow_unchecked", "options", "metrics")
-OPTION_KEYS = ("threads", "exact", "sample_real", "sample")
+OPTION_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
+# seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
+DEFAULT_DEADLINE = 6 * 3600.0
+MAX_DEADLINE = 7 * 24 * 3600.0
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
@@ -143,12 +147,14 @@ class RunOptions:
     the size of the seeded sample of real records on which per-real-record means are estimated
     (None: as ``sample`` says), and ``sample``: "auto" (default; a side of more than
     200,000 rows is estimated on 50,000 seeded query records, never with ``exact``), "off", or a
-    number N of query records per side. See docs/performance.md "Sampling query records"."""
+    number N of query records per side. See docs/performance.md "Sampling query records".
+    ``deadline``: seconds after which the run is stopped and blocked (exit 3; docs/gates.md)."""
 
     threads: int | None = None
     exact: bool = False
     sample_real: int | None = None
     sample: int | str = "auto"
+    deadline: float = DEFAULT_DEADLINE
 
     @property
     def is_default(self) -> bool:
@@ -160,8 +166,11 @@ class RunOptions:
         return parse_options(values, where="options")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-                "sample": self.sample}
+        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
+               "sample": self.sample}
+        if self.deadline != DEFAULT_DEADLINE:  # only when set: stored forms of earlier runs stay alike
+            out["deadline"] = self.deadline
+        return out
 
 
 @dataclass(frozen=True)
@@ -245,11 +254,13 @@ class GateConfig:
         return GateConfig(**{**self.__dict__, "dataset": dataset})
 
     def with_options(self, *, threads: int | None = None, exact: bool | None = None,
-                     sample_real: int | None = None, sample: int | str | None = None) -> "GateConfig":
+                     sample_real: int | None = None, sample: int | str | None = None,
+                     deadline: float | None = None) -> "GateConfig":
         """This configuration with the run options that are given (not None) replaced — what
-        ``privgate gate --threads/--exact/--sample-real/--sample`` and the Dagster resource do."""
+        ``privgate gate --threads/--exact/--sample-real/--sample/--deadline`` and the Dagster
+        resource do."""
         return GateConfig(**{**self.__dict__, "options": self.options.replace(
-            threads=threads, exact=exact, sample_real=sample_real, sample=sample)})
+            threads=threads, exact=exact, sample_real=sample_real, sample=sample, deadline=deadline)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,7 +456,19 @@ def parse_options(value: Any, *, where: str = "options") -> RunOptions:
         raise ConfigError(f"{where}.sample: must be auto (sample {AUTO_SIZE:,} query records of a side only "
                           f"above {AUTO_ABOVE:,} rows), off (every record) or a positive number of query "
                           f"records per side, got {mode!r}")
-    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode)
+    deadline = value.get("deadline", DEFAULT_DEADLINE)
+    if deadline is None:
+        deadline = DEFAULT_DEADLINE
+    if isinstance(deadline, str):  # --deadline 600 from a command line
+        try:
+            deadline = float(deadline)
+        except ValueError:
+            pass
+    if (isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline)
+            or not 0 < deadline <= MAX_DEADLINE):
+        raise ConfigError(f"{where}.deadline: must be a number of seconds in (0, {MAX_DEADLINE:g}] after which "
+                          f"the run is stopped and blocked (default {DEFAULT_DEADLINE:g}), got {deadline!r}")
+    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode, deadline=float(deadline))
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

@@ -116,6 +116,7 @@ class GateOutcome:
     has_holdout: bool = False
     previous_release_id: str | None = None
     recorded: bool = False
+    worker: Any = None                       # a stopped run's worker thread still inside native code
 
     @property
     def accepted(self) -> bool:
@@ -423,6 +424,7 @@ def run_gate(
     exact: bool | None = None,
     sample_real: int | None = None,
     sample: int | str | None = None,
+    deadline: float | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -446,24 +448,128 @@ def run_gate(
     this run's plan (:func:`evaluation_plan`) from these inputs (``params["inputs_sha256"]``);
     a report that does not match blocks (exit 3), and a planned metric it lacks blocks as a
     metric that produced no result.
+
+    ``deadline``: seconds the run may take (default the configuration's ``options.deadline``, 6
+    hours unless set). The evaluation runs in a worker thread; when the deadline passes (or the
+    caller is interrupted) the outcome is blocked — exit 3, "did not finish within its deadline"
+    — and recorded as such, and the worker is stopped: an exception is raised in it, which takes
+    effect as soon as it runs Python code again (NumPy, Polars, faiss and LightGBM return to
+    Python between blocks of work). A worker still inside one native call after a grace period
+    is left behind as a daemon thread: ``outcome.worker`` says so, and ``privgate gate`` then ends
+    its process once the run is recorded (docs/gates.md, "Deadline").
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
+    options = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
+               "deadline": deadline}
+    seconds = _deadline_of(cfg, deadline)
+
+    def work() -> GateOutcome:
+        return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
+                    progress=progress, run_id=run_id, created=created, precomputed=report)
+
+    worker = None
     try:
-        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
-                       options={"threads": threads, "exact": exact, "sample_real": sample_real,
-                                "sample": sample},
-                       progress=progress, run_id=run_id, created=created, precomputed=report)
+        outcome, worker = _with_deadline(work, seconds)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
-        check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
-        outcome = _outcome([check], run_id=run_id, dataset=dataset or "unknown",
-                           release_id=release_id, created=created, has_holdout=holdout is not None)
+        if isinstance(exc, DeadlineExceeded):
+            text = (f"the run did not finish within its deadline of {seconds:g} s and was stopped; the release is "
+                    "blocked — raise options.deadline (--deadline, the Dagster resource's deadline) or make the "
+                    "run lighter (options.sample, fewer metrics)")
+        else:
+            text = f"the gate stopped: {_privgate_error_text(exc)}"
+        worker = getattr(exc, "worker", None)
+        outcome = _outcome([_error_check("(deadline)" if isinstance(exc, DeadlineExceeded) else "(gate)", text)],
+                           run_id=run_id, dataset=_dataset_of(cfg, dataset), release_id=release_id,
+                           created=created, has_holdout=holdout is not None, config=_config_of(cfg, dataset))
+    outcome.worker = worker if worker is not None and worker.is_alive() else None
     outcome.seconds = time.perf_counter() - start
     if history is not None and record:
         record_outcome(outcome, history)
     return outcome
+
+
+class DeadlineExceeded(BaseException):
+    """Raised in a gate run's worker thread (and by :func:`_with_deadline`) when its deadline
+    passed. A BaseException: no ``except Exception`` of a metric swallows it."""
+
+
+# seconds a stopped worker is given to reach Python code and end
+STOP_GRACE = 5.0
+
+
+def _with_deadline(work: Callable[[], Any], seconds: float) -> tuple[Any, Any]:
+    """``work()`` in a daemon worker thread, waited for ``seconds``: (its result, the thread).
+    Past the deadline, or when the waiting thread is interrupted (KeyboardInterrupt), the worker
+    is stopped (:func:`_stop`) and DeadlineExceeded (or the interrupt) is raised with the thread
+    as ``.worker``. Whatever ``work`` raised is raised here."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="privgate-gate-run", daemon=True)
+    worker.start()
+    try:
+        worker.join(seconds)
+    except BaseException as exc:  # KeyboardInterrupt while waiting: stop the run, block it
+        _stop(worker)
+        exc.worker = worker  # type: ignore[attr-defined]
+        raise
+    if worker.is_alive():
+        _stop(worker)
+        err = DeadlineExceeded(f"deadline of {seconds:g} s passed")
+        err.worker = worker  # type: ignore[attr-defined]
+        raise err
+    if "error" in box:
+        raise box["error"]
+    return box["result"], worker
+
+
+def _stop(worker: Any) -> None:
+    """Raise DeadlineExceeded in ``worker`` (effective when it next runs Python code) and give it
+    ``STOP_GRACE`` seconds to end."""
+    import ctypes
+
+    if worker.ident is not None and worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(DeadlineExceeded))
+        worker.join(STOP_GRACE)
+
+
+def _config_of(cfg: Any, dataset: str | None) -> "GateConfig | None":
+    """The configuration, when it can be read (for a run stopped before it decided), else None."""
+    try:
+        config = cfg if isinstance(cfg, GateConfig) else (
+            load_gate_config(cfg) if isinstance(cfg, (str, Path)) else parse_gate_config(cfg))
+        return config.with_dataset(dataset) if dataset else config
+    except Exception:  # noqa: BLE001 - the run reports the configuration's problem itself
+        return None
+
+
+def _dataset_of(cfg: Any, dataset: str | None) -> str:
+    config = _config_of(cfg, dataset)
+    return dataset or (config.dataset if config is not None else "unknown")
+
+
+def _deadline_of(cfg: Any, deadline: float | None) -> float:
+    """The run's deadline in seconds: ``deadline`` when given (validated), else the configuration's
+    ``options.deadline`` (the default when the configuration cannot be read: the run reports why)."""
+    from .config import DEFAULT_DEADLINE, parse_options
+
+    if deadline is not None:
+        try:
+            return parse_options({"deadline": deadline}).deadline
+        except ConfigError:
+            return DEFAULT_DEADLINE  # _run reports the invalid option and blocks
+    config = _config_of(cfg, None)
+    return config.options.deadline if config is not None else DEFAULT_DEADLINE
 
 
 def record_outcome(outcome: GateOutcome, history: "HistoryStore") -> GateOutcome:

@@ -288,3 +288,89 @@ def test_work_multiplying_parameters_are_bounded(real, metric, params, limit):
     import privgate
     rep = privgate.evaluate(real, real, [metric], holdout=real, params={metric: params}, on_error="record")
     assert metric in rep.errors and limit in rep.errors[metric], rep.errors
+
+
+# deadlines ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["config", "cli", "run_gate"])
+def test_a_run_past_its_deadline_is_stopped_blocked_and_recorded(tmp_path, real, capsys, how):
+    """A 200-row × 10,000-column copy got no verdict within 420 s; nothing bounded a run."""
+    import time
+
+    from fault_metrics import fault_metric
+    from privgate.gates import run_gate
+    real_p = _write(real, tmp_path / "real.parquet")
+    with fault_metric("hang_python") as name:
+        cfg = tmp_path / "gate.yaml"
+        text = f"dataset: slow\nmetrics:\n  common_rows: {{threshold: 0.5}}\n  {name}: {{threshold: 0.5}}\n"
+        cfg.write_text(text + ("options: {deadline: 0.5}\n" if how == "config" else ""))
+        start = time.monotonic()
+        if how == "run_gate":
+            with HistoryStore(tmp_path / "h.sqlite") as h:
+                outcome = run_gate(cfg, real_p, real_p, release_id="r", history=h, deadline=0.5)
+            code, out = outcome.exit_code, outcome.table()
+        else:
+            code = _gate(tmp_path, real_p, real_p, cfg, *(["--deadline", "0.5"] if how == "cli" else []))
+            out = capsys.readouterr().out
+        took = time.monotonic() - start
+    assert code == 3, out
+    assert "did not finish within its deadline of 0.5 s" in out
+    assert took < 60  # stopped, not waited for (the metric never ends)
+    run = _last_run(tmp_path, "slow")
+    assert (run["decision"], run["exit_code"], run["accepted"]) == ("block", 3, False)
+    with HistoryStore(tmp_path / "h.sqlite") as h:
+        assert "deadline" in h.checks(run["run_id"])["message"].to_list()[0]
+
+
+def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
+    """The worker cannot be interrupted inside one native call: the CLI records the blocked run
+    and ends its process instead of waiting."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    real_p = _write(real, tmp_path / "real.parquet")
+    here = Path(__file__).parent
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from fault_metrics import fault_metric\n"
+        "from privgate.cli import main\n"
+        "with fault_metric('hang_native') as name:\n"
+        "    open(%r, 'w').write('dataset: stuck\\nmetrics:\\n  ' + name + ': {threshold: 0.5}\\n')\n"
+        "    sys.exit(main(['gate', '--config', %r, '--real', %r, '--synthetic', %r, '--release-id', 'r',"
+        " '--history', %r, '--quiet', '--deadline', '0.5']))\n"
+    ) % (str(here), str(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), str(real_p), str(real_p),
+         str(tmp_path / "h.sqlite"))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=str(Path(__file__).parents[2]))
+    assert done.returncode == 3, done.stderr
+    assert "did not finish within its deadline" in done.stdout
+    assert "ending the process" in done.stderr
+    run = _last_run(tmp_path, "stuck")
+    assert (run["decision"], run["exit_code"]) == ("block", 3)
+
+
+def test_deadline_option_is_validated():
+    from privgate.errors import ConfigError
+    from privgate.gates.config import parse_gate_config
+    base = {"metrics": {"common_rows": {"threshold": 0.01}}}
+    for bad in (0, -1, float("inf"), "soon", True):
+        with pytest.raises(ConfigError, match="options.deadline: must be a number of seconds"):
+            parse_gate_config({**base, "options": {"deadline": bad}})
+    cfg = parse_gate_config({**base, "options": {"deadline": 60}})
+    assert cfg.options.deadline == 60.0 and cfg.hash == parse_gate_config(base).hash
+
+
+def test_dagster_resource_deadline_stops_and_records_the_run(tmp_path, real):
+    pytest.importorskip("dagster")
+    from fault_metrics import fault_metric
+    from privgate.dagster import PrivgateResource
+    from privgate.gates import parse_gate_config
+
+    real_p = _write(real, tmp_path / "real.parquet")
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    resource = PrivgateResource(real_path=str(real_p), history_url=url, deadline=0.5)
+    with fault_metric("hang_python") as name:
+        gate = parse_gate_config({"dataset": "slow", "metrics": {name: {"threshold": 0.5}}})
+        outcome, _ = resource.evaluate(real, release_id="r1", declared=gate)
+    assert outcome.exit_code == 3 and "deadline of 0.5 s" in outcome.checks[0].message
+    run = _last_run(tmp_path, "slow")
+    assert (run["decision"], run["exit_code"]) == ("block", 3)
