@@ -130,10 +130,16 @@ def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame],
                         f"naive)")
 
 
+# numbers larger than this in magnitude are refused: squared distances and sums of them would
+# overflow float64 (1e308) and turn into inf or NaN inside a metric
+MAX_MAGNITUDE = 1e100
+
+
 def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
     """Refuse ±inf in a numeric column: distances and ranges would be infinite or NaN. NaN is
     read as missing; infinity has no such reading, so the input is refused, naming the column,
-    the frame and how many cells (never which values)."""
+    the frame and how many cells (never which values). Numbers above ``MAX_MAGNITUDE`` in
+    magnitude are refused likewise (their squares overflow)."""
     for role, frame in frames.items():
         s = frame.get_column(col)
         if s.dtype.is_float():
@@ -142,6 +148,32 @@ def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
                     "finite numbers: replace them with null (missing) or a finite value")
+        if s.dtype.is_numeric() and not s.dtype.is_integer():
+            _refuse_huge(col, role, int(s.cast(pl.Float64, strict=False).to_frame("v").select(_huge("v")).item()))
+
+
+def _huge(col: str) -> pl.Expr:
+    """How many values of ``col`` are above ``MAX_MAGNITUDE`` in magnitude (NaN, which Polars
+    orders above every number, is not)."""
+    x = pl.col(col).cast(pl.Float64, strict=False)
+    return ((x.abs() > MAX_MAGNITUDE) & x.is_not_nan()).sum()
+
+
+def _refuse_huge(col: str, role: str, n: int) -> None:
+    if n:
+        raise NonFiniteValueError(
+            f"column {col!r} of {role} has {n} value(s) larger than {MAX_MAGNITUDE:g} in magnitude; distances "
+            "over them would overflow: rescale the column (e.g. to other units or a logarithm) or replace "
+            "those values with null")
+
+
+def _all_missing(s: pl.Series) -> bool:
+    """Whether a column holds no value: only nulls, or (floats) only nulls and NaN."""
+    missing = s.null_count() + (int(s.is_nan().sum()) if s.dtype.is_float() else 0)
+    return missing == len(s)
+
+
+_ALL_NULL = "has only nulls (NaN counts as null)"
 
 
 def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", heights: Mapping[str, int]) -> None:
@@ -152,6 +184,8 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
     for role, lf in frames.items():
         dtypes = lf.collect_schema()
         exprs = [pl.col(c).is_infinite().sum().alias(c) for c in schema.numeric if dtypes[c].is_float()]
+        exprs += [_huge(c).alias(f"\x00huge{c}")
+                  for c in schema.numeric if dtypes[c].is_numeric() and not dtypes[c].is_integer()]
         infinite[role] = lf.select(exprs).collect(engine="streaming").row(0, named=True) if exprs else {}
     for col in schema.numeric if schema is not None else ():
         for role in roles:
@@ -160,12 +194,16 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
                     "finite numbers: replace them with null (missing) or a finite value")
+            _refuse_huge(col, role, int(infinite[role].get(f"\x00huge{col}", 0) or 0))
     real = frames[roles[0]]
-    nulls = real.select(pl.all().null_count()).collect(engine="streaming").row(0, named=True)
+    rdtypes = real.collect_schema()
+    nulls = real.select([(pl.col(c).is_null() | pl.col(c).is_nan()).sum().alias(c) if rdtypes[c].is_float()
+                         else pl.col(c).null_count().alias(c) for c in rdtypes.names()]
+                        ).collect(engine="streaming").row(0, named=True)
     for col in schema.columns:
         if nulls[col] == heights[roles[0]]:
             raise AllNullColumnError(
-                f"column {col!r} of {roles[0]} has only nulls ({heights[roles[0]]} rows); drop it or fill it"
+                f"column {col!r} of {roles[0]} {_ALL_NULL} ({heights[roles[0]]} rows); drop it or fill it"
             )
 
 
@@ -294,9 +332,9 @@ def infer_schema(
             check_finite(col, frames)
 
     for col in real.columns if check_values else ():
-        if real[col].null_count() == real.height:
+        if _all_missing(real.get_column(col)):
             raise AllNullColumnError(
-                f"column {col!r} of {roles[0]} has only nulls ({real.height} rows); drop it or fill it"
+                f"column {col!r} of {roles[0]} {_ALL_NULL} ({real.height} rows); drop it or fill it"
             )
     return Schema(kinds, inferred)
 

@@ -374,3 +374,63 @@ def test_dagster_resource_deadline_stops_and_records_the_run(tmp_path, real):
     assert outcome.exit_code == 3 and "deadline of 0.5 s" in outcome.checks[0].message
     run = _last_run(tmp_path, "slow")
     assert (run["decision"], run["exit_code"]) == ("block", 3)
+
+
+# errors that name their cause ----------------------------------------------------------------
+def test_all_nan_float_column_of_the_real_data_is_refused_naming_it(tmp_path, real, capsys):
+    """An all-NaN float column of the real data was not refused and ended in `ValueError
+    (message withheld)`."""
+    nan = real.with_columns(pl.lit(float("nan")).alias("x"))
+    for fmt in ("parquet", "csv"):
+        p = _write(nan, tmp_path / f"real.{fmt}") if fmt == "parquet" else tmp_path / "real.csv"
+        if fmt == "csv":
+            nan.write_csv(p)
+        assert _gate(tmp_path, p, _write(real, tmp_path / "syn.parquet")) == 3
+        out = capsys.readouterr().out
+        assert "column 'x' of real has only nulls" in out and "NaN" in out, out
+        assert "withheld" not in out
+
+
+@pytest.mark.parametrize("where", ["real", "synthetic"])
+def test_huge_numbers_are_refused_naming_the_column(tmp_path, real, capsys, where):
+    """Values of 1e308 ended in `ValueError (message withheld)` (distances overflow)."""
+    huge = real.with_columns(pl.when(pl.int_range(N) == 4).then(1e308).otherwise(pl.col("x")).alias("x"))
+    frames = {"real": real, "synthetic": real.with_columns(pl.col("x") + 5.0)}
+    frames[where] = huge
+    code = _gate(tmp_path, _write(frames["real"], tmp_path / "real.parquet"),
+                 _write(frames["synthetic"], tmp_path / "syn.parquet"))
+    out = capsys.readouterr().out
+    assert code == 3
+    assert f"column 'x' of {where} has 1 value(s) larger than 1e+100 in magnitude" in out, out
+    assert "withheld" not in out
+
+
+def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
+    """A version-1 history whose schema-version row was deleted was stamped version 2 without
+    migration, and every later run exited 3 with a message that did not say why."""
+    import sqlalchemy as sa
+
+    real_p = _write(real, tmp_path / "real.parquet")
+    syn_p = _write(real.with_columns(pl.col("x") + 5.0), tmp_path / "syn.parquet")
+    db = tmp_path / "h.sqlite"
+    assert _gate(tmp_path, real_p, syn_p) == 0
+    eng = sa.create_engine(f"sqlite:///{db}")
+    with eng.begin() as conn:  # back to version 1: drop the columns version 2 added, lose the row
+        for table, cols in (("privgate_scores", ["ci_low", "p_value"]), ("privgate_checks", ["decided_on"])):
+            for c in cols:
+                conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {c}"))
+        conn.execute(sa.text("DELETE FROM privgate_meta WHERE key = 'schema_version'"))
+    eng.dispose()
+    capsys.readouterr()
+    assert _gate(tmp_path, real_p, syn_p) == 0, capsys.readouterr().out
+    with HistoryStore(db) as h:
+        assert h.schema_version == 2 and h.runs(h.datasets()[0]).height == 2
+    # a version row that claims columns the tables lack: refused, naming table, columns and fix
+    eng = sa.create_engine(f"sqlite:///{db}")
+    with eng.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE privgate_scores DROP COLUMN ci_high"))
+    eng.dispose()
+    from privgate.errors import HistoryError
+    with pytest.raises(HistoryError, match=r"table privgate_scores .* lacks column\(s\) ci_high .* delete the "
+                                           r"schema_version row"):
+        HistoryStore(db)
