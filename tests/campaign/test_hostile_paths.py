@@ -333,6 +333,7 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
         "import sys; sys.path.insert(0, %r)\n"
         "from fault_metrics import fault_metric\n"
         "from privgate.cli import main\n"
+        "import privgate.gates.engine as engine; engine.STOP_GRACE = 0.5\n"
         "with fault_metric('hang_native') as name:\n"
         "    open(%r, 'w').write('dataset: stuck\\nmetrics:\\n  ' + name + ': {threshold: 0.5}\\n')\n"
         "    sys.exit(main(['gate', '--config', %r, '--real', %r, '--synthetic', %r, '--release-id', 'r',"
