@@ -469,3 +469,30 @@ def test_memorisation_says_it_estimates_the_detectable_share_a_lower_bound(adult
     outcome = run_gate({"metrics": {"memorisation": {"threshold": {"on": "lower", "block": 0.01}}}},
                        train, release, holdout=hold, record=False)
     assert "estimates the share of the release detectably memorised" in render_html(outcome)
+
+
+def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
+    """Dagster checks and GX expectations see the same refusal: not passed, no real value."""
+    copy = real.with_columns(pl.col("c").str.to_uppercase(), pl.col("d").str.to_uppercase())
+    dg = pytest.importorskip("dagster")
+    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.gates import parse_gate_config, run_gate
+    cfg = parse_gate_config({"dataset": "adapters", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
+    outcome = run_gate(cfg, real, copy, record=False)
+    results = {r.check_name: r for r in check_results(cfg, outcome)}
+    assert outcome.exit_code == 3 and not results[DECISION_CHECK].passed
+    assert results[DECISION_CHECK].severity == dg.AssetCheckSeverity.ERROR
+    text = repr([(r.description, {k: v.value for k, v in (r.metadata or {}).items()}) for r in results.values()])
+    assert "codebook" in text and SECRET not in text
+
+    gx = pytest.importorskip("great_expectations")
+    import json
+
+    import privgate.gx as pe
+    import privgate.gx.compute  # noqa: F401
+    ref = pe.register_real("hostile-relabel", real)
+    pe.compute.clear_context_cache()
+    r = pe.validate_release(copy, pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="common_rows", real=ref, threshold=0.5),
+                            context=gx.get_context(mode="ephemeral"))
+    assert r.success is False and pe.is_errored(r)
+    assert SECRET not in json.dumps(r.to_json_dict(), default=str)
