@@ -343,6 +343,8 @@ def infer_schema(
 # its non-null cells in the column (an honest release draws its levels from the real data: ≈ 0; a
 # renaming of levels holding less leaves most copied cells matching, which the metrics see)
 RELABEL_MIN_SHARE = 0.5
+# ... and hold at least this many cells (a frequency profile of a handful of cells matches by chance)
+RELABEL_MIN_CELLS = 10
 
 
 def _folded() -> pl.Expr:
@@ -356,7 +358,8 @@ def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema",
 
     Flagged, naming the column only (never a level): (a) a release level absent from the real
     column that equals a real level up to case and whitespace; (b) a one-to-one renaming: the
-    release's levels unknown to the real column hold ≥ ``RELABEL_MIN_SHARE`` of its cells, at
+    release's levels unknown to the real column hold ≥ ``RELABEL_MIN_SHARE`` of its cells (and at
+    least ``RELABEL_MIN_CELLS``), at
     least as many real levels are absent from the release, and the sorted shares of the unknown
     levels agree within sampling error with those of as many of the most frequent absent real
     levels (a relabelled sample may miss rare ones). Identifier-like real columns (more than half
@@ -386,7 +389,8 @@ def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema",
                 "share the real data's codebook — write the categories exactly as in the real data")
         absent = r.filter(~pl.col("level").is_in(s.get_column("level").implode()))
         share_new = float(new["n"].sum()) / n_s
-        if absent.height < new.height or share_new < RELABEL_MIN_SHARE or r.height > max(2, n_r // 2):
+        if (absent.height < new.height or share_new < RELABEL_MIN_SHARE or int(new["n"].sum()) < RELABEL_MIN_CELLS
+                or r.height > max(2, n_r // 2)):
             continue
         # a relabelled sample of the real rows may miss rare levels: the unknown levels against
         # as many of the most frequent absent ones
