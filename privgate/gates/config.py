@@ -287,6 +287,9 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
+            dup = _toml_duplicate(text, str(exc))
+            if dup is not None:
+                raise ConfigError(f"{dup[0]}: duplicate key in {p} (line {dup[1]}); each key may appear once") from None
             raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
     elif suffix in (".yaml", ".yml", ""):
         try:
@@ -303,6 +306,31 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
     cfg = parse_gate_config(data, check_metrics=check_metrics)
     return GateConfig(**{**cfg.__dict__, "source": str(p)})
+
+
+def _toml_duplicate(text: str, message: str) -> tuple[str, int] | None:
+    """(dotted path, line) of the key a TOML parser refused as written twice, or None. The path is
+    the table header in force at that line plus the key on it (a repeated ``[table]`` header is
+    its own path)."""
+    import re
+
+    m = re.search(r"(Cannot overwrite a value|Cannot declare .* twice|Cannot mutate) \(at line (\d+)", message)
+    if m is None:
+        return None
+    line = int(m.group(2))
+    lines = text.splitlines()
+    here = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", here)
+    if header:
+        return header.group(1).replace('"', ""), line
+    table = ""
+    for previous in reversed(lines[: line - 1]):
+        h = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?", previous)
+        if h:
+            table = h.group(1).replace('"', "")
+            break
+    key = here.split("=", 1)[0].strip().strip('"') if "=" in here else ""
+    return ".".join(part for part in (table, key) if part) or "config", line
 
 
 class _DuplicateKey(yaml.YAMLError):

@@ -496,3 +496,17 @@ def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
                             context=gx.get_context(mode="ephemeral"))
     assert r.success is False and pe.is_errored(r)
     assert SECRET not in json.dumps(r.to_json_dict(), default=str)
+
+
+@pytest.mark.parametrize("text,key", [
+    ('[metrics.common_rows.threshold]\nblock = 0.01\nblock = 1.0\n', "metrics.common_rows.threshold.block"),
+    ('[metrics.common_rows.threshold]\nblock = 0.01\n[metrics.common_rows.threshold]\nblock = 1.0\n',
+     "metrics.common_rows.threshold"),
+])
+def test_duplicate_toml_keys_name_the_key(tmp_path, text, key):
+    from privgate.errors import ConfigError
+    from privgate.gates.config import load_gate_config
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('dataset = "dups"\n' + text)
+    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.toml \(line \d\)"):
+        load_gate_config(cfg)
