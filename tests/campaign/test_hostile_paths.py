@@ -510,3 +510,26 @@ def test_duplicate_toml_keys_name_the_key(tmp_path, text, key):
     cfg.write_text('dataset = "dups"\n' + text)
     with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.toml \(line \d\)"):
         load_gate_config(cfg)
+
+
+def test_with_deadline_stops_a_python_loop_and_returns_a_result_in_time():
+    """The helper every run (and each Dagster family step) goes through."""
+    import time
+
+    from privgate.gates.engine import DeadlineExceeded, _with_deadline
+    assert _with_deadline(lambda: 42, 5.0)[0] == 42
+    ticks = []
+
+    def spin():
+        while True:
+            ticks.append(1)
+            time.sleep(0.01)
+
+    with pytest.raises(DeadlineExceeded) as err:
+        _with_deadline(spin, 0.2)
+    assert not err.value.worker.is_alive()  # stopped, not left running
+    n = len(ticks)
+    time.sleep(0.05)
+    assert len(ticks) == n
+    with pytest.raises(ZeroDivisionError):  # what the work raised is raised
+        _with_deadline(lambda: 1 / 0, 5.0)
