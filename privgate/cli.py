@@ -15,6 +15,8 @@ COMMANDS = [
     "privgate.commands.metrics",
     "privgate.commands.gate",
     "privgate.commands.history",
+    "privgate.commands.audit",
+    "privgate.commands.audits",
     "privgate.commands.demo",
 ]
 

@@ -36,6 +36,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the JSON report to this path")
     p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--generator-version", dest="generator_version",
+                   help="version of the generator that made the release (for the configuration's require_audit)")
     add_run_options(p, "the configuration's options")
     p.add_argument("--deadline", type=_seconds, default=None,
                    help="seconds the run may take; then it is stopped and the release blocked (exit 3, "
@@ -143,7 +145,8 @@ def _run(args: argparse.Namespace) -> int:
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, threads=args.threads,
                            exact=args.exact, sample_real=args.sample_real, sample=args.sample,
-                           deadline=args.deadline)
+                           deadline=args.deadline,
+                           generator_version=getattr(args, "generator_version", None))
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:

@@ -6,6 +6,9 @@ Put the gate on your own release asset::
 
     checks = build_privgate_checks(assets=[my_release])           # blocking asset checks
     checks = build_privgate_family_checks(assets=[my_release])    # the same, one step per metric family
+    audit = build_generator_audit("my_audit", generate=my_generate, real=dg.AssetKey("real"),
+                                  claimed_epsilon=1.0)            # audit the generator, runs fanned out
+    audit_ok = build_audit_required_check(my_release, audit)       # releases need a passing audit
     resources = {"privgate": PrivgateResource(real_path="real.parquet")}
 
 or load the bundled pipeline (watched folder → partitions → checks → publication) with
@@ -35,6 +38,9 @@ _EXPORTS = {
     "build_executor": ".definitions",
     "DataLocations": ".resources",
     "PolarsParquetIOManager": ".io_manager",
+    "build_generator_audit": ".audit",
+    "build_audit_required_check": ".audit",
+    "audit_passes": ".audit",
 }
 
 __all__ = [*_EXPORTS, "defs"]

@@ -28,6 +28,8 @@ Environment variables (all optional; arguments of :func:`build_definitions` win)
 ``PRIVGATE_SENSOR_STATUS``         ``running`` (default) or ``stopped`` when first loaded
 ``PRIVGATE_REEVALUATION_CRON``     schedule of re-evaluations (default ``0 3 * * *``)
 ``PRIVGATE_REEVALUATE_LATEST``     how many of the latest releases to re-evaluate (default 5)
+``PRIVGATE_EXAMPLE_AUDIT``         ``1``: add the bundled generator audit example (job
+                                   ``audit_example_generator``; default ``0``)
 =================================  ==========================================================
 """
 
@@ -53,6 +55,7 @@ from .sensors import build_releases_sensor
 
 EVALUATE_JOB = "evaluate_release"
 REEVALUATE_JOB = "reevaluate_release"
+AUDIT_EXAMPLE_JOB = "audit_example_generator"
 EXECUTORS = ("multiprocess", "in_process", "k8s")
 EVALUATIONS = ("single", "by_family")
 
@@ -136,6 +139,7 @@ def build_definitions(
     sensor_running: bool | None = None,
     reevaluation_cron: str | None = None,
     reevaluate_latest: int | None = None,
+    example_audit: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> dg.Definitions:
     """privgate's Definitions; see the module docstring for the environment variables."""
@@ -210,10 +214,24 @@ def build_definitions(
         latest=int(pick(reevaluate_latest, "PRIVGATE_REEVALUATE_LATEST", 5)),
     )
     exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
+    assets: list[Any] = [real_data, synthetic_release, published_release]
+    jobs = [evaluate_job, reevaluate_job]
+    flag = str(pick(None if example_audit is None else int(example_audit), "PRIVGATE_EXAMPLE_AUDIT", "0")).lower()
+    if flag not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ConfigError(f"PRIVGATE_EXAMPLE_AUDIT: must be 1 or 0, got {flag!r}")
+    if flag in ("1", "true", "yes", "on"):
+        # building the asset is cheap: the audit runs only when a version is materialised
+        from .audit_example import build_example_audit
+
+        audit = build_example_audit()
+        assets.append(audit)
+        jobs.append(dg.define_asset_job(
+            AUDIT_EXAMPLE_JOB, selection=dg.AssetSelection.assets(audit),
+            description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis."))
     return dg.Definitions(
-        assets=[real_data, synthetic_release, published_release],
+        assets=assets,
         asset_checks=release_checks,
-        jobs=[evaluate_job, reevaluate_job],
+        jobs=jobs,
         sensors=[sensor],
         schedules=[schedule],
         resources={
@@ -225,4 +243,4 @@ def build_definitions(
     )
 
 
-__all__ = ["EVALUATE_JOB", "REEVALUATE_JOB", "build_definitions", "build_executor"]
+__all__ = ["AUDIT_EXAMPLE_JOB", "EVALUATE_JOB", "REEVALUATE_JOB", "build_definitions", "build_executor"]

@@ -10,6 +10,9 @@ score history. The release sensor is on: within a few seconds it adds the three 
 partitions and runs the gate on each; the UI shows the checks (the blocked release's failed
 ERROR check stops its publication), the metric plots across releases and the report paths.
 
+The code location also has the generator audit example (``example_generator_audit``, one
+partition per version of a Laplace-histogram generator; materialise a version to audit it).
+
 ``--prepare-only`` writes the folder and prints the environment instead of starting Dagster.
 Stop ``dagster dev`` with Ctrl-C.
 """
@@ -59,6 +62,7 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
         "PRIVGATE_SENSOR_INTERVAL": "10",
         "PRIVGATE_SENSOR_SETTLE": "0",
         "PRIVGATE_SENSOR_STATUS": "running",
+        "PRIVGATE_EXAMPLE_AUDIT": "1",
     }
 
 

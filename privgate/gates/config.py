@@ -84,7 +84,7 @@ DEFAULT_ON = "estimate"
 ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
-            "require_holdout", "allow_unchecked", "options", "metrics")
+            "require_holdout", "allow_unchecked", "options", "metrics", "audit", "require_audit")
 OPTION_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
 # seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
 DEFAULT_DEADLINE = 6 * 3600.0
@@ -189,6 +189,9 @@ class GateConfig:
     source: str | None = None
     options: RunOptions = field(default_factory=RunOptions)
     allow_unchecked: bool = False
+    # generator audits (privgate.gates.audit_rules): rules for audits, a passing audit required
+    audit: Any = None
+    require_audit: Any = None
 
     @property
     def metric_names(self) -> list[str]:
@@ -232,6 +235,10 @@ class GateConfig:
             out["allow_unchecked"] = True
         if not self.options.is_default:
             out["options"] = self.options.to_dict()
+        if self.audit is not None:
+            out["audit"] = self.audit.to_dict()
+        if self.require_audit is not None:
+            out["require_audit"] = self.require_audit.to_dict()
         return out
 
     @property
@@ -446,9 +453,14 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     for name, body in raw_metrics.items():
         metrics[str(name)] = _parse_metric(str(name), body, known)
 
+    from .audit_rules import parse_audit_config, parse_requirement
+
+    audit = parse_audit_config(data["audit"]) if data.get("audit") is not None else None
+    require_audit = parse_requirement(data["require_audit"]) if data.get("require_audit") is not None else None
     return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
                       sensitive=sensitive, schema=schema, require_holdout=require_holdout,
-                      description=description, options=options, allow_unchecked=allow_unchecked)
+                      description=description, options=options, allow_unchecked=allow_unchecked,
+                      audit=audit, require_audit=require_audit)
 
 
 def parse_options(value: Any, *, where: str = "options") -> RunOptions:

@@ -207,7 +207,7 @@ def decide(
 _ON_WORDS = {"lower": "lower bound", "upper": "upper bound"}
 
 
-RULE_CHECKS = ("threshold", "baseline", "trend", "test")
+RULE_CHECKS = ("threshold", "baseline", "trend", "test", "audit")
 
 
 def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCheck]:
@@ -425,6 +425,7 @@ def run_gate(
     sample_real: int | None = None,
     sample: int | str | None = None,
     deadline: float | None = None,
+    generator_version: str | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -457,6 +458,10 @@ def run_gate(
     Python between blocks of work). A worker still inside one native call after a grace period
     is left behind as a daemon thread: ``outcome.worker`` says so, and ``privgate gate`` then ends
     its process once the run is recorded (docs/gates.md, "Deadline").
+
+    ``generator_version``: the version of the generator that made the release, for a
+    configuration's ``require_audit`` (:mod:`privgate.gates.audit_rules`): the release blocks
+    unless the history's last audit of that generator version passed.
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -468,7 +473,8 @@ def run_gate(
 
     def work() -> GateOutcome:
         return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
-                    progress=progress, run_id=run_id, created=created, precomputed=report)
+                    progress=progress, run_id=run_id, created=created, precomputed=report,
+                    generator_version=generator_version)
 
     worker = None
     try:
@@ -732,7 +738,7 @@ def _precomputed(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any],
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: Mapping[str, Any] | None = None,
-         precomputed: Any = None) -> GateOutcome:
+         precomputed: Any = None, generator_version: str | None = None) -> GateOutcome:
     from ..io import load_frame, scan_frame
 
     checks: list[GateCheck] = []
@@ -841,8 +847,13 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                 config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=previous,
                                  previous_note=note, trend_note=trend_note))
-            checks.extend(unchecked_checks(config, checks))
 
+    if config is not None and config.require_audit is not None:  # a passing audit of the generator
+        from .audit_rules import requirement_check
+
+        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version)))
+    if config is not None and report is not None:  # a run that evaluated no rule does not pass
+        checks.extend(unchecked_checks(config, checks))
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
                     previous_release_id=previous_release)

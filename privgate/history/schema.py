@@ -1,7 +1,7 @@
 """The score history's tables (SQLAlchemy Core) and its schema version.
 
-Schema version 2 (version 1 plus the intervals of issue 10; :data:`MIGRATIONS` upgrades a
-version-1 database in place):
+Schema version 3 (version 1 plus the intervals of version 2 and the audits table of version 3;
+:data:`MIGRATIONS` upgrades an older database in place):
 
 - ``privgate_meta``: key/value pairs; ``schema_version`` is the version of these tables.
 - ``privgate_runs``: one row per gate run — dataset, release id, time (UTC), config hash, input
@@ -15,6 +15,10 @@ version-1 database in place):
 - ``privgate_checks``: one row per evaluated rule (and per failure) — what was compared with
   which limit and the verdict; since version 2 also which end of the interval the rule decided
   on (``decided_on``: estimate / lower / upper), that interval and the rule's p-value.
+- ``privgate_audits`` (version 3): one row per generator audit — generator name and version,
+  dataset, time, decision, exit code, accepted flag, the ε lower bound, the claim, δ, confidence,
+  the AUC lower bound, targets audited and in all, runs, seconds, the checks and the result as
+  JSON without the ROC score arrays (scores, counts and row positions; never values).
 
 A newer privgate adds its migration to ``MIGRATIONS`` (version → function applied inside the
 schema lock) and bumps ``SCHEMA_VERSION``; an older privgate refuses a newer database.
@@ -26,7 +30,7 @@ from typing import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -102,6 +106,37 @@ checks = sa.Table(
     sa.Column("p_value", sa.Float),
 )
 
+# version 3: one row per generator audit (privgate.audit), decided by privgate.gates.audit_rules
+audits = sa.Table(
+    "privgate_audits", metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("generator", sa.String(200), nullable=False, index=True),
+    sa.Column("generator_version", sa.String(100)),
+    sa.Column("dataset", sa.String(200)),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("decision", sa.String(10), nullable=False),
+    sa.Column("exit_code", sa.Integer, nullable=False),
+    sa.Column("accepted", sa.Boolean, nullable=False),
+    sa.Column("epsilon_lower", sa.Float),
+    sa.Column("claimed_epsilon", sa.Float),
+    sa.Column("delta", sa.Float),
+    sa.Column("confidence", sa.Float),
+    sa.Column("auc_lower", sa.Float),
+    sa.Column("max_auc", sa.Float),
+    sa.Column("mu_lower", sa.Float),
+    sa.Column("n_audited", sa.Integer),
+    sa.Column("n_targets", sa.Integer),
+    sa.Column("runs", sa.Integer),
+    sa.Column("design", sa.String(20)),
+    sa.Column("seconds", sa.Float),
+    sa.Column("seconds_generate", sa.Float),
+    sa.Column("config_hash", sa.String(64)),
+    sa.Column("privgate_version", sa.String(50)),
+    sa.Column("checks_json", sa.Text),
+    sa.Column("result_json", sa.Text),
+)
+
 # columns each version added, per table (nullable: old rows read as NULL)
 ADDED_COLUMNS: dict[int, dict[str, list[str]]] = {
     2: {
@@ -133,4 +168,9 @@ def _add_columns(version: int) -> Callable[[sa.Connection], None]:
 
 
 # version → migration applied to a database at version - 1 (inside the schema lock)
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2)}
+def _create_audits(conn: sa.Connection) -> None:
+    """Version 3: the audits table (a new table; the other tables are unchanged)."""
+    audits.create(conn, checkfirst=True)
+
+
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits}

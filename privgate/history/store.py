@@ -31,6 +31,7 @@ from sqlalchemy import event
 
 from ..errors import HistoryError
 from . import schema as S
+from .audits import AuditHistory
 
 DEFAULT_SQLITE_FILE = "privgate-history.sqlite"
 ENV_URL = "PRIVGATE_HISTORY_URL"
@@ -126,8 +127,9 @@ def _redacted(url: str) -> str:
         return "<unparseable URL>"
 
 
-class HistoryStore:
-    """Score history in SQLite (default) or PostgreSQL; see the module docstring."""
+class HistoryStore(AuditHistory):
+    """Score history in SQLite (default) or PostgreSQL; see the module docstring. Generator
+    audits: ``record_audit``, ``audits``, ``last_audit`` (:mod:`privgate.history.audits`)."""
 
     def __init__(self, url: str | os.PathLike[str] | None = None, *, retries: int = 50) -> None:
         self.url = resolve_url(url)

@@ -14,6 +14,9 @@ no metric computes its own interval formula (ARCHITECTURE.md, "Where the next pi
 - :mod:`.combine` — intervals of a difference of two estimates (MOVER) and the control-set risk
   ``(attack − control) / (1 − control)`` with its propagated error.
 - :mod:`.testing` — exact binomial tests and multiple-testing corrections (Bonferroni, Holm).
+- :mod:`.dp_audit` — empirical ε (and Gaussian-DP μ) lower bounds from an audit's error counts
+  (one-sided Clopper–Pearson on both error rates), the GDP ↔ (ε, δ) conversion, and the
+  Bonferroni level for many bounds.
 
 Every interval is a ``(lower, upper)`` tuple of floats at ``level`` (default 0.95); every random
 step takes a seed, so the same inputs and seed give the same interval.
@@ -28,6 +31,8 @@ from .jackknife import (combine_variances, counts_without_groups, default_groups
 from .combine import ControlRisk, control_risk, difference_interval
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, bonferroni, holm
+from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, gdp_delta, gdp_epsilon,
+                       gdp_mu_lower_bound, rate_upper_bound)
 
 DEFAULT_LEVEL = 0.95
 
@@ -37,4 +42,6 @@ __all__ = [
     "default_groups", "delong_auc", "difference_interval", "effective_share_interval", "group_deleted_means",
     "counts_without_groups", "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",
     "wilson_rate", "z_value",
+    "bonferroni_alpha", "epsilon_estimate", "epsilon_lower_bound", "gdp_delta", "gdp_epsilon",
+    "gdp_mu_lower_bound", "rate_upper_bound",
 ]

@@ -411,6 +411,7 @@ def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
     migration, and every later run exited 3 with a message that did not say why."""
     import sqlalchemy as sa
 
+    from privgate.history.schema import SCHEMA_VERSION
     real_p = _write(real, tmp_path / "real.parquet")
     syn_p = _write(real.with_columns(pl.col("x") + 5.0), tmp_path / "syn.parquet")
     db = tmp_path / "h.sqlite"
@@ -425,7 +426,7 @@ def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
     capsys.readouterr()
     assert _gate(tmp_path, real_p, syn_p) == 0, capsys.readouterr().out
     with HistoryStore(db) as h:
-        assert h.schema_version == 2 and h.runs(h.datasets()[0]).height == 2
+        assert h.schema_version == SCHEMA_VERSION and h.runs(h.datasets()[0]).height == 2
     # a version row that claims columns the tables lack: refused, naming table, columns and fix
     eng = sa.create_engine(f"sqlite:///{db}")
     with eng.begin() as conn:

@@ -1,0 +1,106 @@
+"""From membership scores to evidence: per target and attack, a threshold chosen on the fit runs,
+error counts on the disjoint test runs, and what they prove.
+
+- **ε lower bound** (Jagielski et al., NeurIPS 2020; Nasr et al., IEEE S&P 2021): the attack's
+  guess "member iff score ≥ τ" (or ≤ τ; the direction and τ chosen on the fit runs to maximise
+  the bound those runs would give) is applied to the test runs; their false-positive and
+  false-negative counts give Clopper–Pearson upper bounds on the error rates, and every
+  (ε, δ)-DP generator keeps FPR + e^ε·FNR ≥ 1 − δ (and the reverse), so
+  :func:`privgate.stats.dp_audit.epsilon_lower_bound` holds. The audit spends its error
+  probability α in two halves (a union bound): the (target, attack) pair whose fit runs promise
+  the most is tested alone on the test runs at α/2 — chosen without looking at the test runs, it
+  needs no correction for the number of pairs — and every pair's own bound is computed at
+  α/(2 × targets × attacks) (Bonferroni). The audit's bound is the largest of these, so it holds
+  with confidence 1 − α whatever the dependence between targets and attacks.
+- **Gaussian DP** (Dong, Roth, Su, JRSS-B 2022): the same counts bound μ from below; reported,
+  not used in the ε decision.
+- **AUC** of the test runs' scores with DeLong's interval; **TPR at a fixed FPR** (1 %, 0.1 %):
+  the threshold is the fit runs' out-scores' (1 − FPR) point, the TPR and the FPR it reaches on
+  the test runs with Clopper–Pearson intervals. With fewer than 1/FPR test runs without the
+  target, that FPR cannot be resolved; ``fpr_resolution`` says what can.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..stats import clopper_pearson, delong_auc, normal_interval
+from ..stats.dp_audit import epsilon_lower_bound, gdp_mu_lower_bound
+
+LEVEL = 0.95
+
+
+@lru_cache(maxsize=65536)
+def _epsilon_lower(fp: int, n_out: int, fn: int, n_in: int, delta: float, alpha: float) -> float:
+    # the threshold search meets the same counts many times
+    return epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha)
+FIXED_FPRS = (0.01, 0.001)
+
+
+def choose_threshold(scores: np.ndarray, labels: np.ndarray, *, delta: float, alpha: float,
+                     with_score: bool = False) -> tuple:
+    """(direction, τ) for the guess "member iff direction·score ≥ τ", chosen on fit runs to
+    maximise the ε lower bound their own counts would give (ties: the larger TPR − FPR, then the
+    first found). τ = +inf (never guess member) when nothing separates. ``with_score``: also
+    (that bound, that TPR − FPR), by which the audit picks its most promising attack."""
+    y = np.asarray(labels, dtype=bool)
+    best: tuple[float, float, int, float] = (-1.0, -2.0, 1, math.inf)
+    n_in, n_out = int(y.sum()), int((~y).sum())
+    for direction in (1, -1):
+        s = direction * np.asarray(scores, dtype=np.float64)
+        for tau in np.unique(s):
+            guess = s >= tau
+            fp = int((guess & ~y).sum())
+            fn = int((~guess & y).sum())
+            eps = _epsilon_lower(fp, n_out, fn, n_in, delta, alpha)
+            youden = (n_in - fn) / max(n_in, 1) - fp / max(n_out, 1)
+            if (eps, youden) > best[:2]:
+                best = (eps, youden, direction, float(tau))
+    if with_score:
+        return best[2], best[3], (best[0], best[1])
+    return best[2], best[3]
+
+
+def errors_at(scores: np.ndarray, labels: np.ndarray, direction: int, tau: float) -> tuple[int, int, int, int]:
+    """(false positives, runs without the target, false negatives, runs with it)."""
+    y = np.asarray(labels, dtype=bool)
+    guess = direction * np.asarray(scores, dtype=np.float64) >= tau
+    return int((guess & ~y).sum()), int((~y).sum()), int((~guess & y).sum()), int(y.sum())
+
+
+def tpr_at_fpr(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray, test_labels: np.ndarray,
+               fpr: float) -> dict[str, Any]:
+    """The test TPR and FPR of the threshold that keeps the fit runs' FPR at most ``fpr``."""
+    out = np.sort(np.asarray(fit_scores)[~np.asarray(fit_labels, dtype=bool)])
+    allowed = int(math.floor(fpr * out.size))  # fit out-scores allowed at or above τ
+    tau = float(np.nextafter(out[out.size - 1 - allowed], np.inf)) if allowed < out.size else -math.inf
+    fp, n_out, fn, n_in = errors_at(test_scores, test_labels, 1, tau)
+    tp = n_in - fn
+    return {"fpr_target": fpr, "tpr": tp / n_in, "tpr_ci": list(clopper_pearson(tp, n_in, LEVEL)),
+            "fpr": fp / n_out, "fpr_ci": list(clopper_pearson(fp, n_out, LEVEL)),
+            "fpr_resolution": 1.0 / n_out}
+
+
+def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray,
+                   test_labels: np.ndarray, *, delta: float, alpha_each: float) -> dict[str, Any]:
+    """Everything one attack proves about one target (see the module docstring)."""
+    direction, tau, fit_score = choose_threshold(fit_scores, fit_labels, delta=delta, alpha=alpha_each,
+                                                 with_score=True)
+    fp, n_out, fn, n_in = errors_at(test_scores, test_labels, direction, tau)
+    eps = epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha_each)
+    mu = gdp_mu_lower_bound(fp, n_out, fn, n_in, alpha=alpha_each)
+    auc, var = delong_auc(test_labels, test_scores)
+    finite = var == var
+    auc_ci = list(normal_interval(auc, var, LEVEL)) if finite else [0.0, 1.0]
+    corrected = 1.0 - alpha_each
+    auc_lower = normal_interval(auc, var, corrected)[0] if finite else 0.0
+    return {
+        "epsilon_lower": float(eps), "mu_lower": float(mu), "direction": int(direction),
+        "threshold": tau, "fit_score": list(fit_score), "false_positives": fp, "runs_without": n_out, "false_negatives": fn, "runs_with": n_in,
+        "auc": float(auc), "auc_ci": auc_ci, "auc_lower_corrected": float(auc_lower),
+        "tpr_at_fpr": [tpr_at_fpr(fit_scores, fit_labels, test_scores, test_labels, f) for f in FIXED_FPRS],
+    }

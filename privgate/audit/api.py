@@ -1,0 +1,315 @@
+"""``audit_generator``: audit a synthetic-data generator itself, in four steps that any executor
+can split — :func:`prepare_audit` (targets, preflight, design), the runs
+(:func:`privgate.audit.runner.make_run` per run number, here on a process pool), and
+:func:`analyse_runs` (attacks and bounds). The Dagster adapter fans the runs out as dynamic steps
+and calls the same functions."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from ..errors import AuditError, InputError, ParameterError
+from ..io import load_frame
+from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
+from ..schema import check_same_columns, infer_schema
+from ..threads import resolve_threads
+from .analysis import analyse_attack
+from .attacks import ATTACKS, resolve as resolve_attacks
+from .features import FeatureSpace, empty_release_features
+from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
+from .result import AuditResult
+from .runner import Generate, Progress, RunOutcome, execute, make_run
+from .seeds import seed_int
+from .targets import DEFAULT_TARGETS, Targets, select_targets
+
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass
+class PreparedAudit:
+    """An audit ready to run: the plan, the targets' feature space, the targets the generator
+    refused (index in the selected targets → why) and the preflight runs' outcomes."""
+
+    plan: AuditPlan
+    space: FeatureSpace
+    not_taken: list[dict[str, Any]] = field(default_factory=list)
+    preflight: list[RunOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
+                  n_targets: int = DEFAULT_TARGETS, canaries: bool = True, runs: int = DEFAULT_RUNS,
+                  training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
+                  background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
+                  schema: Mapping[str, str] | None = None, seed: int = 0,
+                  threads: int | None = None) -> PreparedAudit:
+    """Select the targets, check with one preflight run (then one per target where that fails)
+    that the generator takes the canaries and user targets, and draw the design. ``generate``
+    None skips the preflight."""
+    start = time.perf_counter()
+    real_f = load_frame(real, role="real")
+    pool_is_real = population is None
+    pool_f = real_f if pool_is_real else load_frame(population, role="population")
+    for role, f in (("real", real_f), ("population", pool_f)):
+        if f.height == 0 or f.width == 0:
+            raise InputError(f"{role}: the frame is empty ({f.height} rows, {f.width} columns)")
+    if not pool_is_real:
+        check_same_columns({"real": real_f, "population": pool_f})
+        real_f = real_f.select(pool_f.columns)
+    sch = infer_schema({"population": pool_f, "real": real_f}, schema)
+    chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
+                            pool_is_real=pool_is_real, seed=seed)
+    pool_avail = _without_targets(pool_f, chosen, pool_is_real)
+    if pool_avail.height == 0:
+        raise InputError("population: no rows are left for training sets once the targets are set aside")
+    space = FeatureSpace.build(pool_avail, chosen.frame, sch)
+    budget = resolve_threads(threads)
+    not_taken: list[dict[str, Any]] = []
+    preflight: list[RunOutcome] = []
+    if generate is not None:
+        probe = make_plan(pool_avail, chosen, sch, runs=max(runs, 8), training_rows=training_rows,
+                          n_rows=n_rows, design="shared", background=background, seed=seed)
+        suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
+        refused = _preflight(probe, space, generate, suspects, budget, preflight)
+        if refused:
+            not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
+            keep = [i for i in range(len(chosen)) if i not in refused]
+            if not keep:
+                raise AuditError("the generator refused every target: " +
+                                 "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
+            chosen = chosen.subset(keep)
+            space = FeatureSpace.build(pool_avail, chosen.frame, sch)
+    plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
+                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed)
+    return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
+
+
+def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) -> pl.DataFrame:
+    """The population rows a background may use: without the outliers' own rows (when the
+    population is the real data) and without rows equal to a user target."""
+    drop = [r for r, k in zip(chosen.source_rows, chosen.kinds) if k == "outlier" and r is not None and pool_is_real]
+    out = pool
+    if drop:
+        mask = np.ones(pool.height, dtype=bool)
+        mask[drop] = False
+        out = pool.filter(pl.Series(mask))
+    users = chosen.frame.filter(pl.Series([k == "user" for k in chosen.kinds])) if chosen.kinds else chosen.frame
+    if users.height:
+        out = out.join(users.unique(), on=pool.columns, how="anti", nulls_equal=True, maintain_order="left")
+    return out
+
+
+def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspects: list[int], threads: int,
+               log: list[RunOutcome]) -> dict[int, str]:
+    """Index → why, for the suspects the generator fails on: one run with all of them, then one
+    per suspect only when that failed. Preflight runs are numbered after the design's runs."""
+    if not suspects:
+        return {}
+    base = plan.n_runs
+    together = make_run(plan, space, generate, base, targets_in=np.asarray(suspects), threads=threads)
+    log.append(together)
+    if together.contract_error:
+        raise InputError(f"the generator's release breaks the audit's contract: {together.error}")
+    if together.error is None:
+        return {}
+    refused = {}
+    for j, i in enumerate(suspects, start=1):
+        alone = make_run(plan, space, generate, base + j, targets_in=np.asarray([i]), threads=threads)
+        log.append(alone)
+        if alone.error is not None:
+            refused[i] = alone.error
+    if not refused:  # failing together but not alone: the background or the mix, not a target
+        raise AuditError(f"the generator failed on the preflight run ({together.error}) but on no target alone")
+    return refused
+
+
+def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, attacks: Sequence[str] | None = None,
+                 claimed_epsilon: float | None = None, delta: float = 0.0,
+                 confidence: float = DEFAULT_CONFIDENCE, execution: Mapping[str, Any] | None = None,
+                 wall_seconds: float | None = None, generator: Mapping[str, Any] | None = None) -> AuditResult:
+    """Attack every target on the runs' features and bound ε (:mod:`privgate.audit.analysis`)."""
+    started = time.perf_counter()
+    plan = prepared.plan
+    names = resolve_attacks(attacks)
+    delta, confidence, claimed_epsilon = _check_numbers(delta, confidence, claimed_epsilon)
+    bad = [o for o in outcomes if o.contract_error]
+    if bad:
+        raise InputError(f"the generator's release breaks the audit's contract: {bad[0].error}")
+    by_run = {o.run: o for o in outcomes}
+    missing = sorted(set(range(plan.n_runs)) - set(by_run))
+    if missing:
+        raise AuditError(f"{len(missing)} of the plan's {plan.n_runs} runs have no outcome (first: run {missing[0]})")
+    ok = np.array([by_run[r].features is not None for r in range(plan.n_runs)])
+    if not ok.any():
+        first = next(o.error for o in outcomes if o.error)
+        raise AuditError(f"every one of the {plan.n_runs} generator runs failed (first error: {first})")
+    # a failed run is an output too (a generator that fails when a target is in leaks its
+    # presence): it stays in the analysis as the features of an empty release, so dropping it
+    # cannot bias the error counts
+    feats = np.stack([by_run[r].features if ok[r] else empty_release_features(plan.n_targets)
+                      for r in range(plan.n_runs)])
+    n_t = plan.n_targets
+    alpha = 1.0 - confidence
+    described = plan.targets.describe()
+    usable = []
+    for t in range(n_t):
+        runs = plan.assigned[t]
+        y = plan.included[t]
+        counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
+                  int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
+        usable.append(min(counts) >= 2)
+    n_audited = int(sum(usable))
+    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
+    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
+    targets_out: list[dict[str, Any]] = []
+    roc: dict[str, dict[str, dict[str, list]]] = {}
+    best: tuple[float, float, dict | None] = (-1.0, -1.0, None)
+    for t in range(n_t):
+        entry = dict(described[t])
+        runs = plan.assigned[t]
+        fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
+        y = plan.included[t]
+        entry.update(fit_runs=int(fit_r.size), test_runs=int(test_r.size))
+        if not usable[t]:
+            entry.update(status="too few runs", attacks={})
+            targets_out.append(entry)
+            continue
+        entry["status"] = "audited"
+        results = {}
+        for name in names:
+            fs, ts = ATTACKS[name](feats[fit_r, t], y[fit_r], feats[test_r, t], seed_int(plan.seed, "shadow", t))
+            a = analyse_attack(fs, y[fit_r], ts, y[test_r], delta=delta, alpha_each=alpha_each)
+            results[name] = a
+            roc.setdefault(entry["target"], {})[name] = {"scores": [float(v) for v in ts],
+                                                          "labels": [bool(v) for v in y[test_r]]}
+            key = (a["fit_score"][0], a["fit_score"][1])
+            if key > best[:2]:
+                best = (key[0], key[1], {"target": entry["target"], "kind": entry["kind"], "attack": name,
+                                         "runs_with": a["runs_with"], "runs_without": a["runs_without"],
+                                         "false_positives": a["false_positives"],
+                                         "false_negatives": a["false_negatives"]})
+        entry["attacks"] = results
+        targets_out.append(entry)
+    targets_out.extend(prepared.not_taken)
+    attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
+    eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
+    chosen = best[2]
+    if chosen is not None:
+        chosen["epsilon_lower"] = float(epsilon_lower_bound(chosen["false_positives"], chosen["runs_without"],
+                                                            chosen["false_negatives"], chosen["runs_with"],
+                                                            delta=delta, alpha=alpha / 2))
+        eps = max(eps, chosen["epsilon_lower"])
+    mu = max((a["mu_lower"] for a in attacked), default=0.0)
+    eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
+    violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
+    gen = np.array([o.seconds_generate for o in outcomes])
+    feat = np.array([o.seconds_features for o in outcomes])
+    pre_gen = sum(o.seconds_generate for o in prepared.preflight)
+    cost = {"runs": plan.n_runs, "runs_failed": int((~ok).sum()), "preflight_runs": len(prepared.preflight),
+            "seconds_generate_total": float(gen.sum() + pre_gen), "seconds_generate_mean": float(gen.mean()),
+            "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
+            "seconds_prepare": prepared.seconds, "workers": (execution or {}).get("workers", 1),
+            "threads": (execution or {}).get("threads"), "wall_seconds": wall_seconds,
+            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
+            "per_run": [{"run": o.run, "seconds_generate": round(o.seconds_generate, 6),
+                         "seconds_features": round(o.seconds_features, 6), "failed": o.error is not None}
+                        for o in sorted(outcomes, key=lambda o: o.run)]}
+    cost["seconds_analysis"] = time.perf_counter() - started
+    own = cost["seconds_features_total"] + cost["seconds_analysis"] + cost["seconds_prepare"]
+    cost["audit_share_of_generator_time"] = own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
+    if execution and execution.get("note"):
+        cost["note"] = execution["note"]
+    design = {"design": plan.design, "background": plan.background, "runs": int(plan.fit.size if plan.design == "shared"
+                                                                                  else plan.fit.size // max(n_t, 1)),
+              "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
+              "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
+              "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed, "neighbouring": "add/remove one record"}
+    failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
+    return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
+                       violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
+                       max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
+                       epsilon_from_mu=eps_mu, best=best[2], n_audited=n_audited, targets=targets_out, design=design,
+                       cost=cost, generator=dict(generator or {}), roc=roc, failed_runs=failed)
+
+
+def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, float, float | None]:
+    def num(x: Any, name: str) -> float:
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not math.isfinite(x):
+            raise ParameterError(f"{name} must be a finite number; got {x!r}")
+        return float(x)
+    delta = num(delta, "delta")
+    if not 0.0 <= delta < 1.0:
+        raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
+    confidence = num(confidence, "confidence")
+    if not 0.5 <= confidence < 1.0:
+        raise ParameterError(f"confidence must be in [0.5, 1); got {confidence!r}")
+    if claimed is not None:
+        claimed = num(claimed, "claimed_epsilon")
+        if claimed < 0:
+            raise ParameterError(f"claimed_epsilon must be ≥ 0; got {claimed!r}")
+    return delta, confidence, claimed
+
+
+def audit_generator(generate: Generate, real: Any, *, population: Any = None, claimed_epsilon: float | None = None,
+                    delta: float = 0.0, targets: Any = "auto", n_targets: int = DEFAULT_TARGETS,
+                    canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
+                    n_rows: int | None = None, design: str = "shared", background: str = "fixed",
+                    fit_share: float = DEFAULT_FIT_SHARE, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
+                    schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
+                    threads: int | None = None, generator_name: str | None = None,
+                    generator_version: str | None = None, progress: Progress | None = None) -> AuditResult:
+    """Audit a synthetic-data generator: run it with and without target records and attack its
+    releases, as the membership-inference and DP-auditing literature does (see
+    :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
+    empirical ε lower bound at ``delta`` holding with probability ``confidence``.
+
+    Args:
+        generate: ``generate(training: polars.DataFrame, n_rows: int, seed: int)`` — your own
+            training and sampling, returning ``n_rows`` synthetic records (any frame privgate
+            accepts). A module-level function or class instance runs on worker processes.
+        real: the sensitive records; targets are chosen among them.
+        population: records training sets are drawn from (default: ``real``).
+        claimed_epsilon: the generator's DP claim (add/remove-one-record neighbours); with it,
+            ``violation`` says whether the audit proved the claim false.
+        delta: the claim's δ.
+        targets: ``"auto"`` (outliers of ``real`` and canaries) or a frame of target records.
+        n_targets: how many targets ``"auto"`` picks (canaries included).
+        canaries: whether ``"auto"`` adds the canaries.
+        runs: generator runs per target, half with it and half without (``design="shared"``:
+            every run serves every target, so ``runs`` in all; ``"separate"``: ``runs`` per target).
+        training_rows: background rows per run (default min(1,000, population)).
+        n_rows: records asked of the generator per run (default ``training_rows``).
+        design / background: see :mod:`privgate.audit.plan`.
+        fit_share: share of the runs that choose thresholds and train the shadow model (the
+            rest estimate the error rates).
+        attacks: names from :data:`privgate.audit.attacks.ATTACKS` (default: all).
+        seed: every random step of the audit; run r's generator gets a seed derived from it.
+        workers / threads: worker processes and the thread budget (default: the budget's cores).
+        generator_name / generator_version: recorded with the result (and in the history).
+        progress: called with (runs done, runs in all).
+    """
+    start = time.perf_counter()
+    names = resolve_attacks(attacks)
+    _check_numbers(delta, confidence, claimed_epsilon)
+    prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
+                             canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
+                             design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
+                             threads=threads)
+    outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
+                            threads=threads, progress=progress)
+    meta = {"name": generator_name or _name_of(generate), "version": generator_version}
+    result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                          confidence=confidence, execution=how, generator=meta)
+    result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
+    return result
+
+
+def _name_of(generate: Any) -> str:
+    target = generate if hasattr(generate, "__qualname__") else type(generate)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(generate).__name__)}"

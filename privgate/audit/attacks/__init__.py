@@ -1,0 +1,40 @@
+"""The attacks of a generator audit, one module each. An attack turns the features of one
+target on many releases (:mod:`privgate.audit.features`) into membership scores — higher means
+"the target was in the training set" — for the fit runs (out-of-fold for attacks that learn, so
+the threshold is chosen on scores the attack did not train on) and for the test runs.
+
+- ``distance`` (:mod:`.distance`): the distance from the target to its nearest synthetic record
+  (no training);
+- ``rare_value`` (:mod:`.rare_value`): how many synthetic records carry the target's rarest value
+  (no training);
+- ``shadow`` (:mod:`.shadow`): a classifier trained on every feature of the fit runs' releases
+  (shadow-model attack).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...errors import ParameterError
+from . import distance, rare_value, shadow
+
+#: name → scores(fit_x, fit_y, test_x, seed) -> (fit scores, test scores)
+Attack = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+ATTACKS: dict[str, Attack] = {"distance": distance.scores, "rare_value": rare_value.scores,
+                              "shadow": shadow.scores}
+DEFAULT_ATTACKS = ("distance", "rare_value", "shadow")
+
+
+def resolve(names: object) -> tuple[str, ...]:
+    """The attack names asked for (default: all), checked."""
+    if names is None:
+        return DEFAULT_ATTACKS
+    if isinstance(names, str):
+        names = [names]
+    names = tuple(names)  # type: ignore[arg-type]
+    unknown = [n for n in names if n not in ATTACKS]
+    if unknown or not names:
+        raise ParameterError(f"attacks must be a non-empty list of {list(ATTACKS)}; got {list(names)}")
+    return tuple(dict.fromkeys(names))

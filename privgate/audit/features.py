@@ -1,0 +1,178 @@
+"""What an attack sees of one release about each target: a few numbers per (target, release).
+
+The features of TAPAS (Houssiau, Jordon, Cohen, Daniel, Elliott, Geddes, Mole, Rangel-Smith,
+Szpruch, "TAPAS: a Toolbox for Adversarial Privacy Auditing of Synthetic Data", NeurIPS 2022
+workshop) and of Stadler, Oprisanu, Troncoso ("Synthetic Data – Anonymisation Groundhog Day",
+USENIX Security 2022), computed through privgate's data layer and neighbour engine:
+
+- distances from the target to its nearest synthetic records in the mixed space (standardised on
+  the population), exact copies, and synthetic records within the target's own isolation radius
+  (its distance to the nearest population record) and half of it;
+- how often the target's values and value pairs occur in the release: each column's value as a
+  code (a category level, or a quantile bin of the population, with two extra bins for values
+  below and above every population value), the share of synthetic records with the target's
+  rarest value and with its two rarest values together, and the mean and minimum share over its
+  values and over pairs of its rarest values;
+- the release size (log).
+
+Rows of the release are never looped over in Python; targets are (a few dozen at most).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ..binning import assign_bins, quantile_edges
+from ..errors import InputError
+from ..io import load_frame
+from ..neighbours import knn
+from ..schema import NUMERIC, Schema, check_compatible_dtypes, check_not_empty, check_same_columns, normalise_frame
+from ..spaces import NULL_LEVEL, category_codes, mixed_space
+from ..ties import REL_TOL
+
+FEATURES = ("exact_copies", "nearest_distance", "second_distance", "mean_distance_k", "within_radius",
+            "within_half_radius", "rarest_value_share", "two_rarest_share", "value_share_mean",
+            "value_share_min", "pair_share_mean", "pair_share_min", "release_rows_log")
+#: nearest synthetic records read per target
+K_NEAREST = 16
+#: columns (the target's rarest values) whose pairs are counted
+PAIR_COLUMNS = 40
+#: the distance features of a release with no records
+NO_NEIGHBOUR = 1e6
+
+
+@dataclass
+class FeatureSpace:
+    """The population's encoding of the targets, fixed once per audit: standardisation and
+    levels of the mixed space, value codes, each target's isolation radius and the order of its
+    values from rarest to most common."""
+
+    schema: Schema
+    pool: pl.DataFrame            # normalised population (the mixed space's reference)
+    targets: pl.DataFrame         # normalised targets
+    edges: dict[str, np.ndarray]  # numeric column → quantile edges of the population
+    levels: dict[str, list[str]]  # categorical column → population ∪ target levels
+    target_codes: np.ndarray      # (T, d) value codes of the targets
+    rarity: np.ndarray            # (T, d) column order per target, rarest value first
+    radius: np.ndarray            # (T,) distance to the nearest population record
+
+    @classmethod
+    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema) -> "FeatureSpace":
+        """``pool`` and ``targets`` in their own dtypes (normalised here)."""
+        pool_n = normalise_frame(pool, schema)
+        targets_n = normalise_frame(targets, schema)
+        edges = {c: quantile_edges(pool_n[c].to_numpy()) for c in schema.numeric}
+        levels = {}
+        for c in schema.categorical:
+            found = set(pool_n[c].fill_null(NULL_LEVEL).unique().to_list())
+            found |= set(targets_n[c].fill_null(NULL_LEVEL).unique().to_list())
+            levels[c] = sorted(found)
+        space = cls(schema, pool_n, targets_n, edges, levels, np.zeros((0, 0), dtype=np.int64),
+                    np.zeros((0, 0), dtype=np.int64), np.zeros(0))
+        space.target_codes = space.codes(targets_n)
+        pool_codes = space.codes(pool_n)
+        freq = np.stack([_code_shares(pool_codes[:, j], space.target_codes[:, j]) for j in range(pool_codes.shape[1])],
+                        axis=1) if pool_codes.shape[1] else np.zeros((targets_n.height, 0))
+        space.rarity = np.argsort(freq, axis=1, kind="stable")
+        enc = mixed_space({"real": pool_n, "targets": targets_n}, schema)
+        space.radius = knn(enc["targets"], enc.real, 1, categorical_slices=enc.categorical_slices).dist[:, 0]
+        return space
+
+    def codes(self, frame: pl.DataFrame) -> np.ndarray:
+        """(n, d) value codes of a normalised frame: category levels (−1: a level unknown to the
+        population and the targets); numeric bins 0..B−1, B null, B+1 below and B+2 above every
+        population value."""
+        cols = []
+        for c in self.schema.columns:
+            if self.schema.kind(c) == NUMERIC:
+                e = self.edges[c]
+                v = frame[c].to_numpy().astype(np.float64, copy=False)
+                code = assign_bins(v, e)
+                if e.size:
+                    n_bins = max(e.size - 1, 1)
+                    with np.errstate(invalid="ignore"):
+                        code = np.where(v < e[0], n_bins + 1, np.where(v > e[-1], n_bins + 2, code))
+                cols.append(code.astype(np.int64))
+            else:
+                codes, _ = category_codes({"x": frame}, c, self.levels[c])
+                cols.append(codes["x"].astype(np.int64))
+        return np.stack(cols, axis=1) if cols else np.zeros((frame.height, 0), dtype=np.int64)
+
+    def prepare(self, release: object, role: str = "release") -> pl.DataFrame:
+        """A release as a normalised frame in the population's schema; a clear error naming the
+        columns when it does not have the population's columns or a compatible dtype."""
+        frame = load_frame(release, role=role)
+        check_not_empty(frame, role)
+        check_same_columns({"population": self.pool, role: frame})
+        frame = frame.select(self.pool.columns)
+        for c in self.schema.columns:
+            check_compatible_dtypes(c, {"population": self.pool, role: frame})
+        return normalise_frame(frame, self.schema)
+
+    def features(self, release: pl.DataFrame) -> np.ndarray:
+        """(T, len(FEATURES)) features of every target on one normalised release."""
+        n_t = self.targets.height
+        m = release.height
+        out = np.zeros((n_t, len(FEATURES)))
+        enc = mixed_space({"real": self.pool, "targets": self.targets, "synthetic": release}, self.schema,
+                          rows={"real": np.zeros(0, dtype=np.int64)})
+        k = min(K_NEAREST, m)
+        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices)
+        d = nb.dist
+        tol = REL_TOL * (1.0 + np.abs(d).max(initial=0.0))
+        out[:, 0] = (d <= tol).sum(axis=1)
+        out[:, 1] = d[:, 0]
+        out[:, 2] = d[:, 1] if k > 1 else d[:, 0]
+        out[:, 3] = d.mean(axis=1)
+        r = self.radius[:, None]
+        out[:, 4] = (d <= r + tol).sum(axis=1)
+        out[:, 5] = (d <= r / 2 + tol).sum(axis=1)
+        codes = self.codes(release)
+        for t in range(n_t):
+            cols = self.rarity[t, :PAIR_COLUMNS]
+            if cols.size == 0:
+                continue
+            eq = (codes[:, cols] == self.target_codes[t, cols]).astype(np.float32)
+            pairs = (eq.T @ eq) / m
+            shares = np.diag(pairs)
+            out[t, 6] = shares[0]
+            out[t, 7] = pairs[0, 1] if cols.size > 1 else shares[0]
+            out[t, 8] = (codes == self.target_codes[t]).mean()
+            out[t, 9] = shares.min()
+            if cols.size > 1:
+                iu = np.triu_indices(cols.size, 1)
+                out[t, 10] = pairs[iu].mean()
+                out[t, 11] = pairs[iu].min()
+            else:
+                out[t, 10] = out[t, 11] = shares[0]
+        out[:, 12] = np.log(m)
+        return out
+
+
+def empty_release_features(n_targets: int) -> np.ndarray:
+    """The features of a release with no records (what a failed run counts as): no copies, no
+    neighbours (distances ``NO_NEIGHBOUR``), no value shares, log size 0."""
+    out = np.zeros((n_targets, len(FEATURES)))
+    for name in ("nearest_distance", "second_distance", "mean_distance_k"):
+        out[:, FEATURES.index(name)] = NO_NEIGHBOUR
+    return out
+
+
+def _code_shares(pool_codes: np.ndarray, target_codes: np.ndarray) -> np.ndarray:
+    """The population share of each target's code in one column."""
+    values, counts = np.unique(pool_codes, return_counts=True)
+    pos = np.searchsorted(values, target_codes)
+    pos = np.clip(pos, 0, max(values.size - 1, 0))
+    found = values.size > 0
+    hit = (values[pos] == target_codes) if found else np.zeros(target_codes.shape, dtype=bool)
+    return np.where(hit, counts[pos] / max(pool_codes.size, 1), 0.0)
+
+
+def feature_index(name: str) -> int:
+    try:
+        return FEATURES.index(name)
+    except ValueError:
+        raise InputError(f"unknown audit feature {name!r}; known: {list(FEATURES)}") from None

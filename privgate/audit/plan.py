@@ -1,0 +1,162 @@
+"""The audit game: which generator runs are made, on which training set, with which targets.
+
+The distinguishing game of DP auditing (Jagielski, Ullman, Oprea, "Auditing Differentially
+Private Machine Learning: How Private is Private SGD?", NeurIPS 2020; Nasr, Song, Thakurta,
+Papernot, Carlini, "Adversary Instantiation", IEEE S&P 2021): each run trains the generator on a
+background set drawn from the population, with or without each target added. DP compares
+neighbouring datasets that differ by one record added or removed, so a target is *added* to the
+background and the background never depends on which targets are in: the release of a run with
+target t is M(B ∪ S ∪ {t}) and of a run without it M(B ∪ S), B the background and S the other
+targets drawn in, both independent of t's inclusion. By the convexity of the DP inequality in the
+distribution of (B, S), an (ε, δ)-DP generator keeps P[M(B ∪ S ∪ {t}) ∈ E] ≤
+e^ε P[M(B ∪ S) ∈ E] + δ for every event E, so the error rates of any test of t's presence obey
+the DP bound and the audit's lower bound is sound.
+
+Designs:
+
+- ``shared`` (default): every run serves every target; each target is in exactly half of the fit
+  runs and half of the test runs, drawn independently per target (the design of Steinke, Nasr,
+  Jagielski, "Privacy Auditing with One (1) Training Run", NeurIPS 2023, analysed here per target
+  with a Bonferroni correction over the targets, which is sound whatever the dependence between
+  them). ``runs`` generator runs in all.
+- ``separate``: each target has its own ``runs`` runs in which it is the only target, in half of
+  them. ``runs × targets`` generator runs.
+
+Background: ``fixed`` (default) — one background set for every run (the adversary of the DP
+definition knows everyone but the target: the strongest audit); ``redrawn`` — a fresh background
+per run (the adversary knows only the population).
+
+The generator is asked for ``n_rows`` records in every run, whatever the run's training size, so
+the audit itself never hands the release size a target's presence. A run's training frame is
+shuffled, so a target's position says nothing either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ..errors import ParameterError
+from ..schema import Schema
+from .seeds import rng, seed_int
+from .targets import Targets
+
+DESIGNS = ("shared", "separate")
+BACKGROUNDS = ("fixed", "redrawn")
+DEFAULT_RUNS = 200
+DEFAULT_TRAINING_ROWS = 1000
+DEFAULT_FIT_SHARE = 0.4
+#: fewest runs per target: 4 fit and 4 test runs, half with the target in each
+MIN_RUNS = 8
+
+
+@dataclass
+class AuditPlan:
+    """Everything a worker needs to make any run of the audit: the population rows a background
+    is drawn from (targets' own rows removed), the targets, and the design as arrays.
+
+    ``included[t, r]``: target t is in run r's training set; ``assigned[t, r]``: run r counts
+    for target t (every run in the shared design; t's own block in the separate design);
+    ``fit[r]``: run r is used to choose thresholds and train shadow models (else: to estimate
+    the error rates)."""
+
+    pool: pl.DataFrame
+    targets: Targets
+    schema: Schema
+    design: str
+    background: str
+    training_rows: int
+    n_rows: int
+    seed: int
+    included: np.ndarray
+    assigned: np.ndarray
+    fit: np.ndarray
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.fit.size)
+
+    @property
+    def n_targets(self) -> int:
+        return len(self.targets)
+
+    def background_rows(self, run: int) -> np.ndarray:
+        """The pool rows of run ``run``'s background (sorted)."""
+        index = 0 if self.background == "fixed" else run
+        return np.sort(rng(self.seed, "background", index).choice(self.pool.height, self.training_rows, replace=False))
+
+    def training_frame(self, run: int, targets_in: np.ndarray | None = None) -> pl.DataFrame:
+        """The training set of run ``run``: its background plus the targets it includes (or the
+        targets ``targets_in``), rows in a seeded random order."""
+        chosen = np.flatnonzero(self.included[:, run]) if targets_in is None else np.asarray(targets_in, dtype=np.int64)
+        frame = pl.concat([self.pool[self.background_rows(run).tolist()], self.targets.frame[chosen.tolist()]],
+                          how="vertical")
+        order = rng(self.seed, "shuffle", run).permutation(frame.height)
+        return frame[order.tolist()]
+
+    def generator_seed(self, run: int) -> int:
+        return seed_int(self.seed, "generator", run)
+
+
+def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: str = "shared",
+              background: str = "fixed", runs: int = DEFAULT_RUNS, training_rows: int | None = None,
+              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0) -> AuditPlan:
+    """Draw the design (see the module docstring); every choice is seeded by ``seed``."""
+    if design not in DESIGNS:
+        raise ParameterError(f"design must be one of {list(DESIGNS)}; got {design!r}")
+    if background not in BACKGROUNDS:
+        raise ParameterError(f"background must be one of {list(BACKGROUNDS)}; got {background!r}")
+    runs = _positive_int(runs, "runs")
+    if runs < MIN_RUNS:
+        raise ParameterError(f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
+                             f"with and without every target); got {runs}")
+    if not (0.0 < float(fit_share) < 1.0):
+        raise ParameterError(f"fit_share must be in (0, 1); got {fit_share!r}")
+    if training_rows is None:
+        training_rows = min(DEFAULT_TRAINING_ROWS, pool.height)
+    training_rows = _positive_int(training_rows, "training_rows")
+    if training_rows > pool.height:
+        raise ParameterError(f"training_rows={training_rows} is more than the {pool.height} population rows "
+                             "available for backgrounds (targets' own rows excluded)")
+    n_rows = training_rows if n_rows is None else _positive_int(n_rows, "n_rows")
+    n_targets = len(targets)
+    n_fit = int(round(runs * float(fit_share)))
+    n_fit = min(max(n_fit, MIN_RUNS // 2), runs - MIN_RUNS // 2)
+    split = np.zeros(runs, dtype=bool)
+    split[:n_fit] = True
+    if design == "shared":
+        total = runs
+        fit = split
+        assigned = np.ones((n_targets, total), dtype=bool)
+        included = np.zeros((n_targets, total), dtype=bool)
+        for t in range(n_targets):
+            included[t] = _balanced(split, rng(seed, "design", t))
+    else:
+        total = runs * n_targets
+        fit = np.tile(split, n_targets)
+        assigned = np.zeros((n_targets, total), dtype=bool)
+        included = np.zeros((n_targets, total), dtype=bool)
+        for t in range(n_targets):
+            block = slice(t * runs, (t + 1) * runs)
+            assigned[t, block] = True
+            included[t, block] = _balanced(split, rng(seed, "design", t))
+    return AuditPlan(pool=pool, targets=targets, schema=schema, design=design, background=background,
+                     training_rows=training_rows, n_rows=n_rows, seed=int(seed), included=included,
+                     assigned=assigned, fit=fit)
+
+
+def _balanced(split: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Inclusion of one target: exactly half (rounded down) of the fit runs and of the test runs,
+    at random."""
+    out = np.zeros(split.size, dtype=bool)
+    for part in (np.flatnonzero(split), np.flatnonzero(~split)):
+        out[gen.choice(part, part.size // 2, replace=False)] = True
+    return out
+
+
+def _positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)

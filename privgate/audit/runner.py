@@ -1,0 +1,172 @@
+"""Making the generator runs of an audit: one run (train, sample, features) and many runs in this
+process or on a pool of worker processes. Any other fan-out (Dagster's dynamic steps, Kubernetes
+pods) calls :func:`make_run` on its share of the run numbers with the same plan: a run's training
+set and seed depend on the plan and the run number alone, so every executor gives the same
+features."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InputError, PrivgateError
+from ..threads import limited, resolve_threads
+from .features import FeatureSpace
+from .plan import AuditPlan
+
+Generate = Callable[[Any, int, int], Any]
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class RunOutcome:
+    """What one generator run gave: the features of every target on its release (None when it
+    failed), seconds spent in the generator and in the features, the release's row count, and
+    the failure (the exception's type; privgate's own messages too, which carry no values)."""
+
+    run: int
+    features: np.ndarray | None
+    seconds_generate: float
+    seconds_features: float
+    release_rows: int = 0
+    error: str | None = None
+    #: the release broke the generator's contract (columns, dtypes): the audit cannot go on
+    contract_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "features": None if self.features is None else self.features.tolist(),
+                "seconds_generate": self.seconds_generate, "seconds_features": self.seconds_features,
+                "release_rows": self.release_rows, "error": self.error, "contract_error": self.contract_error}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunOutcome":
+        feats = d.get("features")
+        return cls(int(d["run"]), None if feats is None else np.asarray(feats, dtype=np.float64),
+                   float(d["seconds_generate"]), float(d["seconds_features"]), int(d.get("release_rows", 0)),
+                   d.get("error"), bool(d.get("contract_error", False)))
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as a report may show it: privgate's own messages (they never quote values),
+    otherwise the type alone (a library's message may quote training records)."""
+    if isinstance(exc, PrivgateError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
+
+
+def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int, *,
+             targets_in: np.ndarray | None = None, threads: int = 1) -> RunOutcome:
+    """Train and sample the generator for run ``run`` of ``plan`` (or with the targets
+    ``targets_in``, for a preflight run) and compute every target's features on the release."""
+    training = plan.training_frame(run, targets_in)
+    seed = plan.generator_seed(run)
+    start = time.perf_counter()
+    try:
+        with limited(threads):
+            release = generate(training, plan.n_rows, seed)
+    except Exception as exc:  # noqa: BLE001 - the generator's failure is a result of the run
+        return RunOutcome(run, None, time.perf_counter() - start, 0.0, 0, describe_error(exc))
+    generated = time.perf_counter()
+    try:
+        frame = space.prepare(release, role=f"release of run {run}")
+        with limited(threads):
+            feats = space.features(frame)
+    except InputError as exc:
+        return RunOutcome(run, None, generated - start, time.perf_counter() - generated, 0, describe_error(exc),
+                          contract_error=True)
+    return RunOutcome(run, feats, generated - start, time.perf_counter() - generated, frame.height)
+
+
+# ---------------------------------------------------------------- a pool of worker processes
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(payload: bytes, threads: int) -> None:
+    plan, space, generate = pickle.loads(payload)
+    _WORKER.update(plan=plan, space=space, generate=generate, threads=threads)
+
+
+def _worker_runs(runs: Sequence[int]) -> list[RunOutcome]:
+    w = _WORKER
+    return [make_run(w["plan"], w["space"], w["generate"], r, threads=w["threads"]) for r in runs]
+
+
+def picklable(generate: Generate) -> bool:
+    """Whether ``generate`` can be sent to worker processes (a module-level function or an
+    instance of a module-level class; not a lambda or a function defined inside another)."""
+    try:
+        pickle.dumps(generate)
+        return True
+    except Exception:  # noqa: BLE001 - any pickling failure means: run in this process
+        return False
+
+
+def execute(plan: AuditPlan, space: FeatureSpace, generate: Generate, runs: Sequence[int], *,
+            workers: int | None = None, threads: int | None = None,
+            progress: Progress | None = None) -> tuple[list[RunOutcome], dict[str, Any]]:
+    """Make ``runs`` and return their outcomes in run order, with how they were executed.
+
+    ``threads``: the run's thread budget (default $PRIVGATE_THREADS, else the free cores);
+    ``workers``: processes (default: the budget; 1 runs in this process). Each worker gets
+    budget // workers threads (at least 1) for the generator's native libraries and the
+    features. A generator that cannot be pickled runs in this process."""
+    budget = resolve_threads(threads)
+    n_workers = budget if workers is None else int(workers)
+    if n_workers < 1:
+        raise InputError(f"workers must be at least 1; got {workers!r}")
+    n_workers = min(n_workers, max(len(runs), 1))
+    how: dict[str, Any] = {"threads": budget}
+    if n_workers > 1 and not picklable(generate):
+        how["note"] = "the generator cannot be pickled (a lambda or a nested function): runs made in one process"
+        n_workers = 1
+    per_worker = max(1, budget // n_workers)
+    how.update(workers=n_workers, threads_per_worker=per_worker)
+    runs = [int(r) for r in runs]
+    done: list[RunOutcome] = []
+    if n_workers == 1:
+        for r in runs:
+            done.append(make_run(plan, space, generate, r, threads=per_worker))
+            if progress is not None:
+                progress(len(done), len(runs))
+        return done, how
+    # small chunks keep both workers busy to the end; spawn: no inherited thread state
+    chunks = [runs[i:i + 2] for i in range(0, len(runs), 2)]
+    payload = pickle.dumps((plan, space, generate))
+    env_before = {k: os.environ.get(k) for k in _THREAD_VARS}
+    os.environ.update({k: str(per_worker) for k in _THREAD_VARS})
+    try:
+        with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_init_worker, initargs=(payload, per_worker)) as pool:
+            for part in pool.map(_worker_runs, chunks):
+                done.extend(part)
+                if progress is not None:
+                    progress(len(done), len(runs))
+    except BrokenProcessPool:
+        # a worker died (it could not start — e.g. the main module cannot be re-imported — or the
+        # generator killed it): the runs left are made here, where a failure is reported per run
+        how["note"] = (f"a worker process died after {len(done)} of {len(runs)} runs: "
+                       "the rest were made in this process")
+        how.update(workers=1, threads_per_worker=budget)
+        for r in runs[len(done):]:
+            done.append(make_run(plan, space, generate, r, threads=budget))
+            if progress is not None:
+                progress(len(done), len(runs))
+    finally:
+        for k, v in env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return done, how
+
+
+# read by the native libraries of a generator when a worker process starts
+_THREAD_VARS = ("PRIVGATE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

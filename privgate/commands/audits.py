@@ -1,0 +1,50 @@
+"""``privgate audits``: list the generator audits recorded in the history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import polars as pl
+
+from ._table import format_table
+
+AUDIT_VIEW = ["seq", "created_at", "generator", "generator_version", "dataset", "decision", "exit_code",
+              "epsilon_lower", "claimed_epsilon", "delta", "auc_lower", "n_audited", "n_targets", "runs", "run_id"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "audits", help="list the generator audits recorded in the history",
+        description="List the generator audits recorded in the history (privgate audit --history), oldest "
+                    "first: decision, ε lower bound against the claim, AUC lower bound, targets and runs.")
+    p.add_argument("--generator", help="only this generator")
+    p.add_argument("--generator-version", dest="generator_version", help="only this version")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
+                                     "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..history import HistoryStore, resolve_url
+
+    url = resolve_url(args.history)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+        print(f"privgate audits: no history database at {url[len('sqlite:///'):]}", file=sys.stderr)
+        return 1
+    with HistoryStore(url) as store:
+        frame = store.audits(args.generator, args.generator_version).select(AUDIT_VIEW)
+    frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    if args.format == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif args.format == "json":
+        print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
+    else:
+        print(format_table(frame.columns, frame.rows()))
+        if frame.is_empty():
+            print("(no audits recorded)", file=sys.stderr)
+    return 0

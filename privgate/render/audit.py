@@ -1,0 +1,242 @@
+"""The HTML report of a generator audit (:class:`~privgate.audit.AuditResult`, optionally decided
+by the audit rules of :mod:`privgate.gates.audit_rules`).
+
+One self-contained file (inline CSS, plots as base64 PNG, the gate report's style): the verdict in
+words; the ε lower bound per target against the claimed ε; the ROC curve of each target's best
+attack on the test runs, with the false-positive rate on a log scale as the membership-inference
+literature plots it (Carlini et al., "Membership Inference Attacks From First Principles", IEEE
+S&P 2022); the per-target table (kind, status, AUC with its interval, TPR at FPR 1 % and 0.1 %,
+ε lower bound, runs); the cost (seconds per run in the generator against the audit's own work);
+and the design. Numbers only: target ids, kinds, row positions and scores — never a value of a
+record.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+from matplotlib.figure import Figure
+
+from .plots import COLOURS, figure_to_data_uri
+from .reports import _atomic_write
+
+_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR"}
+MAX_ROC_PANELS = 12
+_CLASS = {0: "pass", 1: "warn", 2: "block", 3: "block"}
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("privgate.render", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def verdict_words(result: Any) -> str:
+    """What the audit proved, in a sentence or two."""
+    conf = f"{result.confidence:.0%}"
+    if result.checked_nothing:
+        return "No target could be audited: the audit proves nothing either way."
+    eps = f"{result.epsilon_lower:.3f}"
+    if result.violation:
+        return (f"DP violation proven: with {conf} confidence the generator's ε at δ = {result.delta:g} is at "
+                f"least {eps}, above the claimed ε = {result.claimed_epsilon:g}.")
+    if result.violation is False:
+        return (f"No violation found: the ε lower bound {eps} (δ = {result.delta:g}, {conf} confidence) does not "
+                f"exceed the claimed ε = {result.claimed_epsilon:g}. An audit cannot prove privacy: these "
+                "attacks on these targets found nothing stronger.")
+    return (f"No DP claim was given to check. With {conf} confidence the generator's ε at δ = {result.delta:g} is "
+            f"at least {eps}" + (" (0: the attacks found no evidence of leakage)."
+                                  if result.epsilon_lower == 0 else "."))
+
+
+def best_attack(target: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The attack with the largest ε lower bound on a target (ties: the larger AUC)."""
+    attacks = target.get("attacks") or {}
+    if not attacks:
+        return None
+    return max(attacks.items(), key=lambda kv: (kv[1].get("epsilon_lower") or 0.0, kv[1].get("auc") or 0.0))
+
+
+def roc_points(scores: Any, labels: Any, direction: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) of the guesses "member iff direction·score ≥ τ" over every threshold τ, from
+    (0, 0) to (1, 1); tied scores move both rates at once."""
+    s = direction * np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    n_in, n_out = int(y.sum()), int((~y).sum())
+    if n_in == 0 or n_out == 0:
+        return np.array([0.0, 1.0]), np.array([0.0, 1.0])
+    order = np.argsort(-s, kind="stable")
+    s, y = s[order], y[order]
+    last = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]  # the last index of each distinct score
+    tp = np.cumsum(y)[last]
+    fp = np.cumsum(~y)[last]
+    return np.r_[0.0, fp / n_out], np.r_[0.0, tp / n_in]
+
+
+def plot_epsilon(result: Any) -> str | None:
+    """Horizontal bars: each audited target's ε lower bound (its best attack) and the audit's,
+    against the claimed ε (dashed red line)."""
+    rows = [(t["target"], t["kind"], best_attack(t)) for t in result.targets]
+    rows = [(f"{tid} ({kind}, {b[0]})", b[1].get("epsilon_lower") or 0.0) for tid, kind, b in rows if b]
+    if not rows:
+        return None
+    rows.append(("audit (largest)", float(result.epsilon_lower)))
+    names = [r[0] for r in rows]
+    vals = np.array([r[1] for r in rows])
+    claim = result.claimed_epsilon
+    fig = Figure(figsize=(7.5, 0.42 * len(rows) + 1.3))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))[::-1]
+    over = vals > claim if claim is not None else np.zeros(len(rows), dtype=bool)
+    colours = [COLOURS["block"] if o else "#5c6bc0" for o in over]
+    colours[-1] = COLOURS["block"] if over[-1] else COLOURS["pass"] if claim is not None else "#37474f"
+    ax.barh(y, vals, color=colours, height=0.6, alpha=0.9)
+    for yi, v in zip(y, vals):
+        ax.text(v, yi, f" {v:.3f}", va="center", fontsize=8)
+    right = max(float(vals.max()), claim or 0.0, 0.5) * 1.18
+    if claim is not None:
+        ax.axvline(claim, color=COLOURS["block"], ls="--", lw=1.5)
+        ax.text(claim, len(rows) - 0.45, f" claimed ε = {claim:g}", color=COLOURS["block"], fontsize=8, va="bottom")
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xlim(0, right)
+    ax.set_ylim(-0.7, len(rows) - 0.1)
+    ax.set_xlabel(f"empirical ε lower bound (δ = {result.delta:g}, {result.confidence:.0%} confidence for the "
+                  "whole audit)", fontsize=8)
+    ax.set_title("ε lower bound against the claim (a bar past the dashed line proves a violation)", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    return figure_to_data_uri(fig)
+
+
+def roc_panels(result: Any, max_targets: int = 12) -> list[tuple[dict, str, dict, dict]]:
+    """(target, attack name, attack results, test scores and labels) of each audited target's
+    best attack — the ``max_targets`` most exposed (largest ε lower bound, then AUC) in target
+    order when there are more."""
+    panels = []
+    for t in result.targets:
+        b = best_attack(t)
+        if b is None:
+            continue
+        data = (result.roc.get(t["target"]) or {}).get(b[0])
+        if not data or not data.get("scores"):
+            continue
+        panels.append((t, b[0], b[1], data))
+    if len(panels) > max_targets:
+        keep = sorted(range(len(panels)), key=lambda i: (-(panels[i][2].get("epsilon_lower") or 0.0),
+                                                          -(panels[i][2].get("auc") or 0.0), i))[:max_targets]
+        panels = [panels[i] for i in sorted(keep)]
+    return panels
+
+
+def plot_roc(result: Any, max_targets: int = 12) -> str | None:
+    """One panel per audited target: the ROC curve of its best attack on the test runs, log-scale
+    FPR (a false-positive rate of 0 drawn at half the smallest non-zero one); with more than
+    ``max_targets`` targets, the most exposed ones (largest ε lower bound, then AUC)."""
+    panels = roc_panels(result, max_targets)
+    if not panels:
+        return None
+    cols = min(3, len(panels))
+    rows = int(math.ceil(len(panels) / cols))
+    fig = Figure(figsize=(3.3 * cols, 3.0 * rows))
+    for i, (t, name, a, data) in enumerate(panels, 1):
+        ax = fig.add_subplot(rows, cols, i)
+        fpr, tpr = roc_points(data["scores"], data["labels"], int(a.get("direction", 1)))
+        n_out = int(np.sum(~np.asarray(data["labels"], dtype=bool)))
+        floor = 0.5 / max(n_out, 1)
+        ax.step(np.maximum(fpr, floor), tpr, where="post", color="#3949ab", lw=1.6)
+        grid = np.logspace(math.log10(floor), 0, 50)
+        ax.plot(grid, grid, color="#9e9e9e", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlim(floor, 1.0)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{t['target']} ({t['kind']}), {name}: AUC {a['auc']:.2f}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel(f"FPR (log; {n_out} runs without)", fontsize=7)
+        ax.set_ylabel("TPR", fontsize=7)
+        ax.grid(alpha=0.3, which="both")
+    fig.suptitle("ROC of each target's best attack on the test runs (dotted: guessing)", fontsize=9)
+    fig.tight_layout()
+    return figure_to_data_uri(fig)
+
+
+def target_rows(result: Any) -> list[dict[str, str]]:
+    """The per-target table as text: kind, status, best attack, AUC with its interval, TPR at
+    FPR 1 % and 0.1 %, ε lower bound, runs with / without."""
+    out = []
+    for t in result.targets:
+        b = best_attack(t)
+        row = {"target": str(t["target"]), "kind": str(t["kind"]), "status": str(t.get("status", "")),
+               "attack": "-", "auc": "-", "auc_ci": "", "tpr1": "-", "tpr01": "-", "eps": "-",
+               "runs": f"{t.get('fit_runs', '-')} fit / {t.get('test_runs', '-')} test",
+               "why": str(t.get("why") or ""), "row": "-" if t.get("real_row") is None else str(t["real_row"])}
+        if b is not None:
+            name, a = b
+            tprs = a.get("tpr_at_fpr") or []
+            row.update(attack=name, auc=f"{a['auc']:.3f}", auc_ci=_ci(a.get("auc_ci")),
+                       tpr1=_tpr(tprs, 0), tpr01=_tpr(tprs, 1), eps=f"{a['epsilon_lower']:.3f}",
+                       runs=f"{a.get('runs_with', '-')} with / {a.get('runs_without', '-')} without (test)")
+        out.append(row)
+    return out
+
+
+def _tpr(tprs: list[dict[str, Any]], i: int) -> str:
+    if len(tprs) <= i:
+        return "-"
+    return f"{tprs[i]['tpr']:.3f} {_ci(tprs[i].get('tpr_ci'))}".strip()
+
+
+def _ci(ci: Any) -> str:
+    try:
+        return f"[{float(ci[0]):.3f}, {float(ci[1]):.3f}]"
+    except (TypeError, ValueError, IndexError):
+        return ""
+
+
+def cost_rows(result: Any) -> list[tuple[str, str]]:
+    c = result.cost or {}
+
+    def s(key: str, fmt: str = "{:.3f} s") -> str:
+        v = c.get(key)
+        return "-" if v is None else fmt.format(v)
+
+    own = sum(float(c.get(k) or 0.0) for k in ("seconds_features_total", "seconds_analysis", "seconds_prepare"))
+    share = c.get("audit_share_of_generator_time")
+    return [("generator runs", f"{c.get('runs', '-')} ({c.get('runs_failed', 0)} failed, "
+                                f"{c.get('preflight_runs', 0)} preflight)"),
+            ("seconds per run in the generator",
+             f"{s('seconds_generate_mean')} mean, {s('seconds_generate_median')} median"),
+            ("seconds in the generator, all runs", s("seconds_generate_total")),
+            ("seconds of the audit's own work", f"{own:.3f} s (targets and preflight {s('seconds_prepare')}, "
+                                                f"features {s('seconds_features_total')}, attacks and bounds "
+                                                f"{s('seconds_analysis')})"),
+            ("audit's work / generator's time", "-" if share is None else f"{share:.1%}"),
+            ("wall-clock", s("wall_seconds")),
+            ("workers × threads", f"{c.get('workers', '-')} × {c.get('threads', '-')}")] + (
+        [("note", str(c["note"]))] if c.get("note") else [])
+
+
+def render_audit_html(result: Any, outcome: Any = None) -> str:
+    """The audit report as a string; ``outcome`` (an
+    :class:`~privgate.gates.audit_rules.AuditOutcome`) adds the decision and its checks."""
+    code = None if outcome is None else int(outcome.exit_code)
+    gen = result.generator or {}
+    return _env().get_template("audit.html.j2").render(
+        r=result, o=outcome, code=code, badge=_LABEL.get(code, ""), badge_class=_CLASS.get(code, ""),
+        generator=gen.get("name") or "-", version=gen.get("version") or "-",
+        verdict=verdict_words(result), rows=target_rows(result), cost=cost_rows(result),
+        design=sorted((k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in (result.design or {}).items()),
+        plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result, MAX_ROC_PANELS), max_roc=MAX_ROC_PANELS,
+        n_attacked=sum(1 for t in result.targets if t.get("attacks")),
+        failed=result.failed_runs or [],
+    )
+
+
+def write_audit_html(result: Any, path: str | os.PathLike[str], outcome: Any = None) -> Path:
+    """Write the self-contained audit report to ``path`` (complete or absent); returns the path."""
+    return _atomic_write(path, render_audit_html(result, outcome))

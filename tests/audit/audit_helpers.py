@@ -1,0 +1,67 @@
+"""Hand-made audit results and small generators for the audit gate tests (a module, not conftest,
+so spawned worker processes can import the generators)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from privgate.audit import AuditResult
+
+# values of the "real" records that no output may contain
+MARKER_TEXT = "Zq7xSecretLevel"
+MARKER_NUMBER = 9137.1234567
+
+
+def real_frame(n: int = 300, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    levels = np.array(["north", "south", MARKER_TEXT])
+    x = rng.normal(size=n)
+    x[7] = MARKER_NUMBER  # an outlier: the audit's first target
+    return pl.DataFrame({"x": x, "y": rng.normal(size=n), "region": levels[rng.integers(0, 3, n)]})
+
+
+def copy_gen(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    """Not private: resamples its training rows."""
+    return training.sample(n_rows, with_replacement=True, seed=seed)
+
+
+def blind_gen(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    """Private (ε = 0): ignores its training data except for the column names and types."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
+                         "region": rng.choice(["north", "south"], n_rows)})
+
+
+def attack(eps: float, auc: float, auc_lower: float) -> dict:
+    tpr = {"fpr_target": 0.01, "tpr": 0.5, "tpr_ci": [0.3, 0.7], "fpr": 0.0, "fpr_ci": [0.0, 0.1],
+           "fpr_resolution": 0.04}
+    return {"epsilon_lower": eps, "mu_lower": eps / 2, "direction": 1, "threshold": 0.5, "false_positives": 1,
+            "runs_without": 25, "false_negatives": 5, "runs_with": 25, "auc": auc, "auc_ci": [auc - 0.1, auc + 0.05],
+            "auc_lower_corrected": auc_lower, "tpr_at_fpr": [tpr, {**tpr, "fpr_target": 0.001}]}
+
+
+def make_result(eps: float = 0.5, auc_lower: float = 0.55, *, claimed: float | None = 1.0, delta: float = 0.0,
+                n_audited: int = 2, name: str | None = "gen", version: str | None = "1") -> AuditResult:
+    """An AuditResult with hand-set numbers: ``n_audited`` audited targets (the first carries
+    ``eps`` and ``auc_lower``) and one that had too few runs."""
+    targets = [{"target": f"t{i}", "kind": "outlier", "real_row": 10 + i, "outlier_score": 2.0, "fit_runs": 50,
+                "test_runs": 50, "status": "audited",
+                "attacks": {"distance": attack(eps if i == 0 else 0.0, 0.7, auc_lower if i == 0 else 0.5)}}
+               for i in range(n_audited)]
+    targets.append({"target": f"t{n_audited}", "kind": "canary_range", "real_row": None, "outlier_score": None,
+                    "fit_runs": 1, "test_runs": 1, "status": "too few runs", "attacks": {}})
+    roc = {t["target"]: {"distance": {"scores": [0.9, 0.8, 0.2, 0.1], "labels": [True, False, True, False]}}
+           for t in targets if t["attacks"]}
+    violation = None if claimed is None or n_audited == 0 else eps > claimed
+    return AuditResult(epsilon_lower=eps, delta=delta, confidence=0.95, claimed_epsilon=claimed, violation=violation,
+                       auc_lower=auc_lower, max_auc=0.7 if n_audited else None, mu_lower=eps / 2, epsilon_from_mu=None,
+                       best={"target": "t0", "kind": "outlier", "attack": "distance"} if n_audited else None,
+                       n_audited=n_audited, targets=targets,
+                       design={"design": "shared", "total_runs": 100, "runs": 100, "attacks": ["distance"]},
+                       cost={"runs": 100, "runs_failed": 0, "seconds_generate_total": 5.0,
+                             "seconds_generate_mean": 0.05,
+                             "seconds_generate_median": 0.05, "seconds_features_total": 0.2, "seconds_prepare": 0.1,
+                             "seconds_analysis": 0.1, "wall_seconds": 6.0, "workers": 1, "threads": 1,
+                             "audit_share_of_generator_time": 0.08},
+                       generator={"name": name, "version": version}, roc=roc)

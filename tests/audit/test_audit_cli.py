@@ -1,0 +1,140 @@
+"""``privgate audit`` and ``privgate audits`` end to end: exit codes, reports, history, errors
+that leave nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from audit_helpers import real_frame
+from privgate.audit import AuditResult
+from privgate.cli import main
+from privgate.history import HistoryStore
+
+GENERATORS = textwrap.dedent('''
+    import numpy as np
+    import polars as pl
+
+    def copy_gen(training, n_rows, seed):
+        return training.sample(n_rows, with_replacement=True, seed=seed)
+
+    def blind_gen(training, n_rows, seed):
+        rng = np.random.default_rng(seed)
+        return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
+                             "region": rng.choice(["north", "south"], n_rows)})
+
+    class Noisy:
+        def __init__(self, scale=1.0):
+            self.scale = scale
+
+        def __call__(self, training, n_rows, seed):
+            rng = np.random.default_rng(seed)
+            out = training.sample(n_rows, with_replacement=True, seed=seed)
+            return out.with_columns(pl.col("x") + rng.normal(scale=self.scale, size=n_rows))
+
+    def factory(kind):
+        return copy_gen if kind == "copy" else blind_gen
+''')
+
+FAST = ["--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1"]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A folder holding the real data and a generator module, as the current directory."""
+    real_frame().write_parquet(tmp_path / "real.parquet")
+    (tmp_path / "cli_audit_gens.py").write_text(GENERATORS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def audit(*extra):
+    return main(["audit", "--real", "real.parquet", *FAST, *extra])
+
+
+def test_a_proven_violation_blocks_writes_reports_and_records(workdir, capsys):
+    code = audit("--generator", "cli_audit_gens:copy_gen", "--claimed-epsilon", "1", "--attacks", "distance",
+                 "--json", "out.json", "--html", "out.html", "--history", "h.sqlite", "--generator-version", "7")
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "DP VIOLATION proven" in out and "decision: BLOCK" in out
+    assert all(len(line) <= 100 for line in out.splitlines())
+    progress = [line for line in err.splitlines() if line.startswith("audit: ")]
+    assert 1 <= len(progress) <= 11 and progress[-1].startswith("audit: 100/100 runs")
+    report = json.loads((workdir / "out.json").read_text())
+    assert report["decision"] == "block" and report["exit_code"] == 2
+    assert report["generator"] == "cli_audit_gens:copy_gen" and report["generator_version"] == "7"
+    result = AuditResult.from_dict(report["result"])
+    assert result.violation and result.epsilon_lower > 1.0
+    assert "DP violation proven" in (workdir / "out.html").read_text()
+    with HistoryStore(workdir / "h.sqlite") as store:
+        last = store.last_audit("cli_audit_gens:copy_gen", "7")
+    assert last.decision == "block" and last.run_id == report["run_id"]
+    assert main(["audits", "--history", "h.sqlite", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["decision"] for r in listed] == ["block"] and listed[0]["generator_version"] == "7"
+
+
+def test_a_generator_that_ignores_its_data_passes(workdir, capsys):
+    code = audit("--generator", "cli_audit_gens:blind_gen", "--claimed-epsilon", "1", "--json", "out.json")
+    out = capsys.readouterr().out
+    assert code == 0 and "decision: PASS" in out
+    assert json.loads((workdir / "out.json").read_text())["result"]["epsilon_lower"] == 0.0
+
+
+def test_a_class_or_factory_with_generator_args(workdir, capsys):
+    assert audit("--generator", "cli_audit_gens:Noisy", "--generator-args", '{"scale": 0.0}',
+                 "--claimed-epsilon", "1", "--attacks", "distance", "--quiet") == 2
+    assert audit("--generator", "cli_audit_gens:factory", "--generator-args", '{"kind": "blind"}',
+                 "--quiet") == 0
+    assert audit("--generator", "cli_audit_gens:Noisy", "--generator-args", '{"nope": 1}') == 3
+    assert "does not take these --generator-args" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--generator", "cli_audit_gens:copy_gen", "--real", "missing.parquet"], "missing.parquet"),
+    (["--generator", "no_such_module:gen"], "cannot import module 'no_such_module'"),
+    (["--generator", "cli_audit_gens:nothing"], "has no attribute 'nothing'"),
+    (["--generator", "cli_audit_gens"], "module:name"),
+    (["--generator", "cli_audit_gens:Noisy", "--generator-args", "{bad"], "not valid JSON"),
+    (["--generator", "cli_audit_gens:copy_gen", "--config", "audit.yaml", "--claimed-epsilon", "2"],
+     "audit.claimed_epsilon"),
+    (["--generator", "cli_audit_gens:copy_gen", "--config", "bad.yaml"], "audit.rules.epsilon.block"),
+    (["--generator", "cli_audit_gens:copy_gen", "--history", "afile/sub/h.sqlite"], "history"),
+    (["--generator", "cli_audit_gens:copy_gen", "--runs", "0"], "--runs must be a positive integer"),
+])
+def test_bad_input_exits_3_with_one_line_and_writes_nothing(workdir, capsys, args, words):
+    (workdir / "audit.yaml").write_text("audit:\n  claimed_epsilon: 1\n  rules: {epsilon: {block: claimed}}\n")
+    (workdir / "bad.yaml").write_text("audit:\n  rules: {epsilon: {block: -1}}\n")
+    (workdir / "afile").write_text("a file where a folder is expected\n")
+    before = set(p.name for p in workdir.iterdir())
+    try:
+        code = main(["audit", "--real", "real.parquet", *FAST, "--json", "out.json", "--html", "out.html",
+                     "--quiet", *args])
+    except SystemExit as exc:  # a usage error: argparse exits, with this command's code
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 3
+    assert words in err
+    assert len([line for line in err.splitlines() if "error" in line]) == 1
+    assert set(p.name for p in workdir.iterdir()) - {"__pycache__"} == before  # no report, no temporary file
+
+
+def test_a_report_folder_that_does_not_exist_is_refused_before_the_audit(workdir, capsys):
+    assert audit("--generator", "cli_audit_gens:copy_gen", "--json", "nowhere/out.json") == 3
+    assert "--json: the folder of nowhere/out.json does not exist" in capsys.readouterr().err
+
+
+def test_audits_listing_filters_and_says_when_there_is_no_database(workdir, capsys):
+    assert main(["audits", "--history", "none.sqlite"]) == 1
+    assert audit("--generator", "cli_audit_gens:blind_gen", "--dataset", "d", "--history", "h.sqlite",
+                 "--quiet") == 0
+    capsys.readouterr()
+    assert main(["audits", "--history", "h.sqlite", "--generator", "other", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["audits", "--history", "h.sqlite"]) == 0
+    table = capsys.readouterr().out
+    assert "cli_audit_gens:blind_gen" in table and "pass" in table
