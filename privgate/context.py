@@ -11,7 +11,7 @@ import polars as pl
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo, knn, knn_rows
-from .schema import (Schema, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
+from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
 from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
 from .threads import limited, resolve_threads
@@ -96,6 +96,8 @@ class EvaluationContext:
             self.schema = infer_schema(shapes, schema)
         self._frames = {r: normalise_frame(f.select(order), self.schema) for r, f in frames.items()}
         self._scans = {r: normalise_frame(lf.select(order), self.schema) for r, lf in scans.items()}
+        if _shared is None:  # a release must use the real data's categories (a baseline's holdout is real)
+            check_codebooks(self.lazy("real"), self.lazy("synthetic"), self.schema)
         self.seed = int(seed)
         self.keys = _as_list(keys, "keys")
         self.sensitive = _as_list(sensitive, "sensitive")
@@ -176,8 +178,9 @@ class EvaluationContext:
         self._require_columns(f"{role} columns", cols)
         if role not in self._heights:
             raise NotApplicableError(f"this evaluation has no {role} data")
-        if role in self._frames:
-            return self._frames[role].select(cols)
+        if role in self._frames:  # by column (a select plans over every column: quadratic per column)
+            frame = self._frames[role]
+            return pl.DataFrame([frame.get_column(c) for c in cols])
         return collect_scan(self._scans[role].select(cols), role)
 
     def is_loaded(self, role: str) -> bool:

@@ -78,6 +78,11 @@ class HistoryError(PrivgateError):
     """The score history store cannot be opened, migrated or written."""
 
 
+class CodebookMismatchError(InputError):
+    """A categorical column of the release does not use the real data's categories: its levels
+    are a relabelling of the real ones (case, whitespace, or a one-to-one renaming)."""
+
+
 class AuditError(PrivgateError):
     """A generator audit cannot be computed (every run failed, the generator refused every
     target, runs are missing); the message says which runs or targets."""

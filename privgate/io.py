@@ -149,10 +149,17 @@ def _first_invalid_utf8(path: Path, chunk: int = 1 << 20) -> int | None:
             offset += len(block)
 
 
+# rows read below the header to confirm that it names columns rather than holding a record
+HEADER_CHECK_ROWS = 2000
+
+
 def _check_csv_header(path: Path, role: str) -> None:
     """Refuse a CSV header that repeats a column name (Polars would rename the second
-    ``age_duplicated_0`` and gate it as a column of its own)."""
-    header = pl.read_csv(path, has_header=False, n_rows=1, infer_schema=False)
+    ``age_duplicated_0`` and gate it as a column of its own), and a first line that is a record
+    rather than a header (:func:`_refuse_record_header`): its cells would become column names and
+    reach every output."""
+    head = pl.read_csv(path, has_header=False, n_rows=HEADER_CHECK_ROWS + 1, infer_schema=False)
+    header = head.head(1)
     names = [str(v) for v in header.row(0)] if header.height else []
     first: dict[str, int] = {}
     repeated = []  # (position, position of the first column with that name), 1-based
@@ -167,3 +174,50 @@ def _check_csv_header(path: Path, role: str) -> None:
         raise InputLoadError(
             f"{role}: the header of {path} repeats a column name ({where}); "
             "expected every column name once — rename or drop the repeated column(s)")
+    _refuse_record_header(head, path, role)
+
+
+def _refuse_record_header(head: pl.DataFrame, path: Path, role: str) -> None:
+    """Refuse a CSV whose first line cannot be confirmed as a header: in more than half of the
+    columns the first line's cell is a number while the cells below are numbers (≥ 90 % of the
+    first ``HEADER_CHECK_ROWS``), or it equals a cell below it in that column. A header names
+    columns; a line like the records under it is a record, and a file without a header row would
+    otherwise turn its first record into column names. The message gives column positions,
+    never the cells."""
+    if head.height < 2 or head.width == 0:
+        return
+    body = head.slice(1)
+    cols = head.columns
+    first = head.row(0)
+    number = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+    stats = body.select(
+        [pl.col(c).str.contains(number).mean().alias(f"n{j}") for j, c in enumerate(cols)]
+        + [pl.col(c).is_in([first[j]] if first[j] is not None else []).any().alias(f"e{j}")
+           for j, c in enumerate(cols)]).row(0)
+    k = len(cols)
+    numeric = [j + 1 for j in range(k) if first[j] is not None and _is_number(first[j])
+               and (stats[j] or 0.0) >= 0.9]
+    equal = [j + 1 for j in range(k) if stats[k + j]]
+    if 2 * len(set(numeric) | set(equal)) > k:  # most columns: one coincidence ("c" over a, b, c) is not enough
+        why = []
+        if numeric:
+            why.append(f"the name of column(s) {_positions(numeric)} is a number like the values below it")
+        if equal:
+            why.append(f"the name of column(s) {_positions(equal)} is also one of that column's values")
+        raise InputLoadError(
+            f"{role}: the first line of {path} looks like a record, not a header ({'; '.join(why)}); "
+            "privgate reads the first line of a CSV file as the column names — add a header row naming "
+            "the columns, or convert the file to Parquet")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip().lower() not in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity")
+
+
+def _positions(ps: list[int], limit: int = 5) -> str:
+    text = ", ".join(str(p) for p in ps[:limit])
+    return text + (f" and {len(ps) - limit} more" if len(ps) > limit else "")

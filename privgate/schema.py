@@ -16,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+import numpy as np
 import polars as pl
 
 from .errors import (
     AllNullColumnError,
+    CodebookMismatchError,
     EmptyInputError,
     IncompatibleDtypeError,
     NonFiniteValueError,
@@ -99,12 +101,18 @@ def _time_zone(dtype: pl.DataType) -> str | None:
     return getattr(dtype, "time_zone", None) if isinstance(dtype, pl.Datetime) else None
 
 
-def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
+def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame],
+                            schemas: Mapping[str, Mapping[str, pl.DataType]] | None = None) -> None:
     """Refuse a column whose dtypes in the frames do not compare (see :data:`COMPATIBLE_FAMILIES`),
-    naming the column, every frame's dtype and what was expected."""
-    fams = {role: dtype_family(f.schema[col]) for role, f in frames.items()}
+    naming the column, every frame's dtype and what was expected. ``schemas``: the frames'
+    schemas as dicts, when the caller checks many columns (Polars builds ``frame.schema`` anew on
+    every access: per column, that would be quadratic in the width)."""
+    schemas = schemas or {role: dict(f.schema) for role, f in frames.items()}
+    fams = {role: dtype_family(schemas[role][col]) for role in frames}
     roles = list(fams)
-    desc = ", ".join(f"{r}: {dtype_name(frames[r].schema[col])}" for r in roles)
+    if len(set(fams.values())) == 1 and fams[roles[0]] != DATETIME:
+        return  # one family everywhere: nothing to compare (the common case, checked cheaply)
+    desc = ", ".join(f"{r}: {dtype_name(schemas[r][col])}" for r in roles)
     for i, a in enumerate(roles):
         for b in roles[i + 1:]:
             fa, fb = fams[a], fams[b]
@@ -112,9 +120,9 @@ def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> Non
                 raise IncompatibleDtypeError(
                     f"column {col!r} has incompatible dtypes ({desc}): a {fa} column in {a} cannot be "
                     f"compared with a {fb} column in {b} (values would never match); expected the "
-                    f"same kind of column in every frame — cast {b} to {dtype_name(frames[a].schema[col])}")
+                    f"same kind of column in every frame — cast {b} to {dtype_name(schemas[a][col])}")
             if fa == fb == DATETIME:
-                za, zb = _time_zone(frames[a].schema[col]), _time_zone(frames[b].schema[col])
+                za, zb = _time_zone(schemas[a][col]), _time_zone(schemas[b][col])
                 if (za is None) != (zb is None):
                     raise IncompatibleDtypeError(
                         f"column {col!r} has incompatible dtypes ({desc}): a datetime with a time zone "
@@ -122,10 +130,16 @@ def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame]) -> Non
                         f"naive)")
 
 
+# numbers larger than this in magnitude are refused: squared distances and sums of them would
+# overflow float64 (1e308) and turn into inf or NaN inside a metric
+MAX_MAGNITUDE = 1e100
+
+
 def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
     """Refuse ±inf in a numeric column: distances and ranges would be infinite or NaN. NaN is
     read as missing; infinity has no such reading, so the input is refused, naming the column,
-    the frame and how many cells (never which values)."""
+    the frame and how many cells (never which values). Numbers above ``MAX_MAGNITUDE`` in
+    magnitude are refused likewise (their squares overflow)."""
     for role, frame in frames.items():
         s = frame.get_column(col)
         if s.dtype.is_float():
@@ -134,6 +148,32 @@ def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
                     "finite numbers: replace them with null (missing) or a finite value")
+        if s.dtype.is_numeric() and not s.dtype.is_integer():
+            _refuse_huge(col, role, int(s.cast(pl.Float64, strict=False).to_frame("v").select(_huge("v")).item()))
+
+
+def _huge(col: str) -> pl.Expr:
+    """How many values of ``col`` are above ``MAX_MAGNITUDE`` in magnitude (NaN, which Polars
+    orders above every number, is not)."""
+    x = pl.col(col).cast(pl.Float64, strict=False)
+    return ((x.abs() > MAX_MAGNITUDE) & x.is_not_nan()).sum()
+
+
+def _refuse_huge(col: str, role: str, n: int) -> None:
+    if n:
+        raise NonFiniteValueError(
+            f"column {col!r} of {role} has {n} value(s) larger than {MAX_MAGNITUDE:g} in magnitude; distances "
+            "over them would overflow: rescale the column (e.g. to other units or a logarithm) or replace "
+            "those values with null")
+
+
+def _all_missing(s: pl.Series) -> bool:
+    """Whether a column holds no value: only nulls, or (floats) only nulls and NaN."""
+    missing = s.null_count() + (int(s.is_nan().sum()) if s.dtype.is_float() else 0)
+    return missing == len(s)
+
+
+_ALL_NULL = "has only nulls (NaN counts as null)"
 
 
 def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", heights: Mapping[str, int]) -> None:
@@ -144,6 +184,8 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
     for role, lf in frames.items():
         dtypes = lf.collect_schema()
         exprs = [pl.col(c).is_infinite().sum().alias(c) for c in schema.numeric if dtypes[c].is_float()]
+        exprs += [_huge(c).alias(f"\x00huge{c}")
+                  for c in schema.numeric if dtypes[c].is_numeric() and not dtypes[c].is_integer()]
         infinite[role] = lf.select(exprs).collect(engine="streaming").row(0, named=True) if exprs else {}
     for col in schema.numeric if schema is not None else ():
         for role in roles:
@@ -152,12 +194,16 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
                     "finite numbers: replace them with null (missing) or a finite value")
+            _refuse_huge(col, role, int(infinite[role].get(f"\x00huge{col}", 0) or 0))
     real = frames[roles[0]]
-    nulls = real.select(pl.all().null_count()).collect(engine="streaming").row(0, named=True)
+    rdtypes = real.collect_schema()
+    nulls = real.select([(pl.col(c).is_null() | pl.col(c).is_nan()).sum().alias(c) if rdtypes[c].is_float()
+                         else pl.col(c).null_count().alias(c) for c in rdtypes.names()]
+                        ).collect(engine="streaming").row(0, named=True)
     for col in schema.columns:
         if nulls[col] == heights[roles[0]]:
             raise AllNullColumnError(
-                f"column {col!r} of {roles[0]} has only nulls ({heights[roles[0]]} rows); drop it or fill it"
+                f"column {col!r} of {roles[0]} {_ALL_NULL} ({heights[roles[0]]} rows); drop it or fill it"
             )
 
 
@@ -202,19 +248,33 @@ def check_same_columns(frames: Mapping[str, pl.DataFrame]) -> None:
     items = list(frames.items())
     ref_role, ref = items[0]
     ref_cols = set(ref.columns)
+    released = next((frames[r] for r in ("synthetic", "release") if r in frames), None)
     for role, frame in items[1:]:
+        # without a release among the frames, every name may be shown (none is compared with one)
+        release = set(released.columns) if released is not None else set(ref.columns) | set(frame.columns)
         cols = set(frame.columns)
         if cols != ref_cols:
-            only_ref = sorted(ref_cols - cols)
-            only_other = sorted(cols - ref_cols)
             parts = []
-            if only_ref:
-                parts.append(f"only in {ref_role}: {only_ref}")
-            if only_other:
-                parts.append(f"only in {role}: {only_other}")
+            for where, f, only in ((ref_role, ref, ref_cols - cols), (role, frame, cols - ref_cols)):
+                if only:
+                    parts.append(f"only in {where}: {_column_names(f, only, release)}")
             raise SchemaMismatchError(
                 f"{ref_role} and {role} have different columns ({'; '.join(parts)})"
             )
+
+
+def _column_names(frame: pl.DataFrame, names: set[str], release: set[str]) -> str:
+    """Columns named only when they are columns of the release; a column of the real data (or
+    holdout) alone is given by its position (a file without a header row makes a record its
+    column names)."""
+    shown = sorted(n for n in names if n in release)
+    hidden = [i + 1 for i, c in enumerate(frame.columns) if c in names and c not in release]
+    parts = [repr(shown)] if shown else []
+    if hidden:
+        more = f" and {len(hidden) - 10} more" if len(hidden) > 10 else ""
+        parts.append(f"{len(hidden)} column(s) not in the release, at position(s) "
+                     f"{', '.join(map(str, hidden[:10]))}{more}")
+    return "; ".join(parts)
 
 
 def infer_schema(
@@ -241,10 +301,11 @@ def infer_schema(
 
     kinds: dict[str, str] = {}
     inferred: dict[str, bool] = {}
+    schemas = {role: dict(f.schema) for role, f in frames.items()}
     for col in real.columns:
         per_role: dict[str, str] = {}
         for role, frame in frames.items():
-            dtype = frame.schema[col]
+            dtype = schemas[role][col]
             family = dtype_family(dtype)
             if family is None:
                 raise UnsupportedDtypeError(
@@ -254,14 +315,14 @@ def infer_schema(
                 )
             if family != NULL:
                 per_role[role] = family
-        check_compatible_dtypes(col, frames)
+        check_compatible_dtypes(col, frames, schemas)
         if col in user_schema:
             kinds[col] = user_schema[col]
             inferred[col] = False
             if user_schema[col] == NUMERIC:
                 for role, family in per_role.items():
                     if family not in _DECLARABLE_NUMERIC:
-                        dt = dtype_name(frames[role].schema[col])
+                        dt = dtype_name(schemas[role][col])
                         raise IncompatibleDtypeError(
                             f"column {col!r} is declared numeric but is {dt} in {role}; expected a "
                             "number, decimal or temporal column"
@@ -273,11 +334,79 @@ def infer_schema(
             check_finite(col, frames)
 
     for col in real.columns if check_values else ():
-        if real[col].null_count() == real.height:
+        if _all_missing(real.get_column(col)):
             raise AllNullColumnError(
-                f"column {col!r} of {roles[0]} has only nulls ({real.height} rows); drop it or fill it"
+                f"column {col!r} of {roles[0]} {_ALL_NULL} ({real.height} rows); drop it or fill it"
             )
     return Schema(kinds, inferred)
+
+
+# a one-to-one relabelling is flagged when the release's unknown levels hold at least this share of
+# its non-null cells in the column (an honest release draws its levels from the real data: ≈ 0; a
+# renaming of levels holding less leaves most copied cells matching, which the metrics see)
+RELABEL_MIN_SHARE = 0.5
+# ... and hold at least this many cells (a frequency profile of a handful of cells matches by chance)
+RELABEL_MIN_CELLS = 10
+
+
+def _folded() -> pl.Expr:
+    """The ``level`` column compared without case and with runs of whitespace folded."""
+    return pl.col("level").str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+
+
+def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema", role: str = "synthetic") -> None:
+    """Refuse a release whose categorical column uses a relabelling of the real data's
+    categories — every metric would take the renamed levels for new ones, so a copy would pass.
+
+    Flagged, naming the column only (never a level): (a) a release level absent from the real
+    column that equals a real level up to case and whitespace; (b) a one-to-one renaming: the
+    release's levels unknown to the real column hold ≥ ``RELABEL_MIN_SHARE`` of its cells (and at
+    least ``RELABEL_MIN_CELLS``), at
+    least as many real levels are absent from the release, and the sorted shares of the unknown
+    levels agree within sampling error with those of as many of the most frequent absent real
+    levels (a relabelled sample may miss rare ones). Identifier-like real columns (more than half
+    their rows distinct) are left out of (b): a fresh identifier is not a relabelling. An honest
+    release takes its levels from the real data and is not flagged. Both frames are
+    normalised (categoricals as String)."""
+    cols = schema.categorical
+    if not cols:
+        return
+    counts = pl.collect_all([
+        lf.select(pl.col(c).drop_nulls().value_counts(sort=False, name="n")).unnest(c).rename({c: "level"})
+        for lf in (real, release) for c in cols])
+    k = len(cols)
+    for j, col in enumerate(cols):
+        r, s = counts[j], counts[k + j]
+        if r.height == 0 or s.height == 0:
+            continue
+        new = s.filter(~pl.col("level").is_in(r.get_column("level").implode()))
+        if new.height == 0:
+            continue
+        n_r, n_s = int(r["n"].sum()), int(s["n"].sum())
+        cased = int(new.select(_folded().is_in(r.select(_folded()).to_series().implode())).to_series().sum())
+        if cased:
+            raise CodebookMismatchError(
+                f"column {col!r} of {role}: {cased} of its categories are real categories spelled "
+                "differently (case or whitespace), so no metric would match them; the release does not "
+                "share the real data's codebook — write the categories exactly as in the real data")
+        absent = r.filter(~pl.col("level").is_in(s.get_column("level").implode()))
+        share_new = float(new["n"].sum()) / n_s
+        if (absent.height < new.height or share_new < RELABEL_MIN_SHARE or int(new["n"].sum()) < RELABEL_MIN_CELLS
+                or r.height > max(2, n_r // 2)):
+            continue
+        # a relabelled sample of the real rows may miss rare levels: the unknown levels against
+        # as many of the most frequent absent ones
+        p_new = np.sort(new["n"].to_numpy() / n_s)[::-1]
+        p_abs = np.sort(absent["n"].to_numpy() / n_r)[::-1][: new.height]
+        p = (p_new + p_abs) / 2
+        tol = 0.02 + 4 * np.sqrt(p * (1 - p) * (1 / n_s + 1 / n_r))
+        if np.all(np.abs(p_new - p_abs) <= tol):
+            raise CodebookMismatchError(
+                f"column {col!r} of {role}: {new.height} of its categories (holding {share_new:.0%} of its "
+                f"values) are not in the real data, at least as many real categories are missing from it, and their "
+                "frequencies match one to one — a relabelling of the real categories, under which no metric "
+                "would match a copied record; the release does not share the real data's codebook — "
+                "encode the categories as in the real data")
 
 
 def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.DataFrame | pl.LazyFrame:

@@ -27,6 +27,11 @@ _special = lazy_module("scipy.special")  # imported on first use (import time)
 MODES = ("univariate", "multivariate")
 _BATCH = 4096
 _ATTEMPTS_PER_ATTACK = 100
+# work bounds: n_attacks at most the release's distinct records (each predicate is built to
+# isolate one; never fewer than the default), max_attempts at most this many per attack
+MAX_ATTEMPTS_PER_ATTACK = 1000
+MIN_ATTEMPTS_LIMIT = 100_000
+DEFAULT_N_ATTACKS = 500
 
 
 def _check_params(mode: Any, n_cols: Any, max_attempts: Any, n_columns: int) -> int:
@@ -194,9 +199,11 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     ``mode="multivariate"`` (default, as anonymeter) builds each predicate from a random
     synthetic record over ``n_cols`` random columns; ``"univariate"`` uses rare values and the
     extremes of single columns. ``n_attacks`` predicates are sought (at most ``max_attempts``
-    candidates, default 100 × n_attacks); success rates are over ``n_attacks`` as in anonymeter,
-    so a release that yields fewer isolating predicates scores lower. A naive baseline of random
-    predicates is reported in details.
+    candidates, default 100 × n_attacks, at most max(1000 × n_attacks, 100,000); n_attacks is
+    refused above max(500, distinct synthetic records), so the work stays bounded by the data);
+    success rates are over ``n_attacks`` as in anonymeter, so a release that yields fewer
+    isolating predicates scores lower. A naive baseline of random predicates is reported in
+    details.
 
     Differences from anonymeter 1.1 (docs/attacks.md): training and holdout records are NOT
     de-duplicated (a predicate matching two identical people isolates nobody); univariate
@@ -210,8 +217,19 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     n_attacks = check_n_attacks(n_attacks)
     n_cols_used = _check_params(mode, n_cols, max_attempts, len(ctx.schema.columns))
     seed = ctx.seed if seed is None else int(seed)
-    max_attempts = _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
     distinct = ctx.synthetic.unique(maintain_order=True)
+    limit = max(DEFAULT_N_ATTACKS, distinct.height)
+    if n_attacks > limit:  # attempts are 100 × n_attacks: the work must stay bounded by the data
+        raise ParameterError(
+            f"singling_out n_attacks={n_attacks} is more than the release's {distinct.height} distinct records "
+            f"(the limit is max({DEFAULT_N_ATTACKS}, distinct synthetic records) = {limit}): each predicate "
+            "isolates one synthetic record, and the unfound ones would count as failed attacks")
+    attempts_limit = max(MAX_ATTEMPTS_PER_ATTACK * n_attacks, MIN_ATTEMPTS_LIMIT)
+    if max_attempts is not None and max_attempts > attempts_limit:
+        raise ParameterError(
+            f"singling_out max_attempts={max_attempts} is above the limit of max({MAX_ATTEMPTS_PER_ATTACK} × "
+            f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates")
+    max_attempts = _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
     coded = code_frames({"synthetic": distinct, "real": ctx.real, "holdout": ctx.holdout}, ctx.schema)
     rng = rng_for(seed, STREAM_PREDICATES)
     if mode == "univariate":

@@ -43,6 +43,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-version", dest="generator_version",
                    help="version of the generator that made the release (for the configuration's require_audit)")
     add_run_options(p, "the configuration's options")
+    p.add_argument("--deadline", type=_seconds, default=None,
+                   help="seconds the run may take; then it is stopped and the release blocked (exit 3, "
+                        "recorded) (default: the configuration's options.deadline, else 21600 = 6 hours)")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
     def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
@@ -83,6 +86,16 @@ def _sample_mode(text: str):
     if n < 1:
         raise argparse.ArgumentTypeError(f"--sample must be auto, off or a positive integer, got {text!r}")
     return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"--deadline must be a positive number of seconds, got {text!r}")
+    return x
 
 
 def _positive(flag: str):
@@ -138,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, threads=args.threads,
                            exact=args.exact, sample_real=args.sample_real, sample=args.sample,
+                           deadline=args.deadline,
                            generator_version=getattr(args, "generator_version", None))
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
@@ -157,6 +171,16 @@ def _run(args: argparse.Namespace) -> int:
         from ..cli import _silence_stdout
 
         _silence_stdout()  # a reader that stopped early does not change the decision
+    if outcome.worker is not None and outcome.worker.is_alive():
+        # a run stopped at its deadline whose worker is still inside one native call: the blocked
+        # outcome is recorded and printed; end the process now rather than wait for that call
+        import os
+
+        print("privgate gate: the stopped evaluation is still inside a native call; ending the process",
+              file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(outcome.exit_code)
     return outcome.exit_code
 
 

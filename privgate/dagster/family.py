@@ -228,6 +228,8 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
         folder = _work_folder(resource, context, key)
         start = time.perf_counter()
         metrics: list[str] = []
+        from privgate.gates.engine import DeadlineExceeded, _with_deadline
+
         try:
             from privgate.gates import evaluate_for_gate, evaluation_plan
 
@@ -239,13 +241,17 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
             metrics = [m for m in evaluation_plan(run_cfg, holdout is not None)["metrics"]
                        if step_of(m, steps) == step]
             budget = threads if threads is not None else resource.threads
-            report = evaluate_for_gate(run_cfg, resource.real_path, release, holdout, metrics=metrics,
-                                       threads=budget if budget > 0 else None)
+            # the step has the run's deadline too: past it the step is stopped and the join blocks
+            seconds = resource.deadline if resource.deadline is not None else run_cfg.options.deadline
+            report, _ = _with_deadline(lambda: evaluate_for_gate(
+                run_cfg, resource.real_path, release, holdout, metrics=metrics,
+                threads=budget if budget > 0 else None), seconds)
             write_partial(folder, step, report, metrics=metrics)
-        except Exception as exc:  # noqa: BLE001 - recorded for the join, which blocks (fails closed)
+        except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
             from privgate.gates.engine import _privgate_error_text
 
-            reason = _privgate_error_text(exc)
+            reason = ("the step did not finish within the run's deadline and was stopped"
+                      if isinstance(exc, DeadlineExceeded) else _privgate_error_text(exc))
             write_partial(folder, step, None, metrics=metrics, error=reason)
             context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
             return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})

@@ -77,6 +77,9 @@ class PrivgateResource(dg.ConfigurableResource):
         default=None, description=("Query-record sampling of both sides: 'auto' (a side of more than 200,000 rows "
                                    "is estimated on 50,000 seeded records), 'off', or a number N per side. "
                                    "Unset: the configuration's options.sample (default auto)."))
+    deadline: Optional[float] = Field(
+        default=None, description=("Seconds a gate run may take; then it is stopped and the release blocked "
+                                   "(recorded). Unset: the configuration's options.deadline (default 6 hours)."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
@@ -149,7 +152,8 @@ class PrivgateResource(dg.ConfigurableResource):
                             release_id=release_id, dataset=dataset,
                             history=ReleaseOrderedHistory(store, earlier_releases), record=False,
                             threads=self.threads if self.threads > 0 else None,
-                            exact=self.exact, sample_real=self.sample_real, sample=self.sample, report=report)
+                            exact=self.exact, sample_real=self.sample_real, sample=self.sample, report=report,
+                            deadline=self.deadline)
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()

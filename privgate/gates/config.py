@@ -10,12 +10,14 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
     keys: [age, sex, race]          # optional, passed to every metric that uses keys
     sensitive: [income]             # optional
     require_holdout: false          # true: a missing holdout blocks the release
+    allow_unchecked: false          # true: a run in which no rule could be evaluated may pass
     options:                        # optional run options (the CLI / Dagster resource override them)
       threads: 2                    # thread budget (default: $PRIVGATE_THREADS or the free cores)
       exact: false                  # true: exact neighbour searches at every size
       sample_real: 100000           # estimate per-real-record means on a sample of this many records
       sample: auto                  # query-record sampling of both sides: auto (default: only a side of
                                     # more than 200,000 rows, 50,000 sampled), off, or N per side
+      deadline: 21600               # seconds before the run is stopped and blocked (default 6 hours)
     metrics:
       common_rows:
         threshold: {warn: 0.0, block: 0.01}       # value > limit fires
@@ -82,8 +84,11 @@ DEFAULT_ON = "estimate"
 ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
-            "require_holdout", "options", "metrics", "audit", "require_audit")
-OPTION_KEYS = ("threads", "exact", "sample_real", "sample")
+            "require_holdout", "allow_unchecked", "options", "metrics", "audit", "require_audit")
+OPTION_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
+# seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
+DEFAULT_DEADLINE = 6 * 3600.0
+MAX_DEADLINE = 7 * 24 * 3600.0
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
@@ -142,12 +147,14 @@ class RunOptions:
     the size of the seeded sample of real records on which per-real-record means are estimated
     (None: as ``sample`` says), and ``sample``: "auto" (default; a side of more than
     200,000 rows is estimated on 50,000 seeded query records, never with ``exact``), "off", or a
-    number N of query records per side. See docs/performance.md "Sampling query records"."""
+    number N of query records per side. See docs/performance.md "Sampling query records".
+    ``deadline``: seconds after which the run is stopped and blocked (exit 3; docs/gates.md)."""
 
     threads: int | None = None
     exact: bool = False
     sample_real: int | None = None
     sample: int | str = "auto"
+    deadline: float = DEFAULT_DEADLINE
 
     @property
     def is_default(self) -> bool:
@@ -159,8 +166,11 @@ class RunOptions:
         return parse_options(values, where="options")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-                "sample": self.sample}
+        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
+               "sample": self.sample}
+        if self.deadline != DEFAULT_DEADLINE:  # only when set: stored forms of earlier runs stay alike
+            out["deadline"] = self.deadline
+        return out
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,7 @@ class GateConfig:
     description: str = ""
     source: str | None = None
     options: RunOptions = field(default_factory=RunOptions)
+    allow_unchecked: bool = False
     # generator audits (privgate.gates.audit_rules): rules for audits, a passing audit required
     audit: Any = None
     require_audit: Any = None
@@ -220,6 +231,8 @@ class GateConfig:
             "require_holdout": self.require_holdout,
             "metrics": {n: m.to_dict() for n, m in self.metrics.items()},
         }
+        if self.allow_unchecked:  # only when set: configurations without it keep their hash
+            out["allow_unchecked"] = True
         if not self.options.is_default:
             out["options"] = self.options.to_dict()
         if self.audit is not None:
@@ -248,11 +261,13 @@ class GateConfig:
         return GateConfig(**{**self.__dict__, "dataset": dataset})
 
     def with_options(self, *, threads: int | None = None, exact: bool | None = None,
-                     sample_real: int | None = None, sample: int | str | None = None) -> "GateConfig":
+                     sample_real: int | None = None, sample: int | str | None = None,
+                     deadline: float | None = None) -> "GateConfig":
         """This configuration with the run options that are given (not None) replaced — what
-        ``privgate gate --threads/--exact/--sample-real/--sample`` and the Dagster resource do."""
+        ``privgate gate --threads/--exact/--sample-real/--sample/--deadline`` and the Dagster
+        resource do."""
         return GateConfig(**{**self.__dict__, "options": self.options.replace(
-            threads=threads, exact=exact, sample_real=sample_real, sample=sample)})
+            threads=threads, exact=exact, sample_real=sample_real, sample=sample, deadline=deadline)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,10 +294,16 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
+            dup = _toml_duplicate(text, str(exc))
+            if dup is not None:
+                raise ConfigError(f"{dup[0]}: duplicate key in {p} (line {dup[1]}); each key may appear once") from None
             raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
     elif suffix in (".yaml", ".yml", ""):
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        except _DuplicateKey as exc:
+            raise ConfigError(f"{exc.path}: duplicate key in {p} (line {exc.line}); each key may appear "
+                              "once — the later entry would silently replace the earlier one") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -292,6 +313,85 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
     cfg = parse_gate_config(data, check_metrics=check_metrics)
     return GateConfig(**{**cfg.__dict__, "source": str(p)})
+
+
+def _toml_duplicate(text: str, message: str) -> tuple[str, int] | None:
+    """(dotted path, line) of the key a TOML parser refused as written twice, or None. The path is
+    the table header in force at that line plus the key on it (a repeated ``[table]`` header is
+    its own path)."""
+    import re
+
+    m = re.search(r"(Cannot overwrite a value|Cannot declare .* twice|Cannot mutate) \(at line (\d+)", message)
+    if m is None:
+        return None
+    line = int(m.group(2))
+    lines = text.splitlines()
+    here = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", here)
+    if header:
+        return header.group(1).replace('"', ""), line
+    table = ""
+    for previous in reversed(lines[: line - 1]):
+        h = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?", previous)
+        if h:
+            table = h.group(1).replace('"', "")
+            break
+    key = here.split("=", 1)[0].strip().strip('"') if "=" in here else ""
+    return ".".join(part for part in (table, key) if part) or "config", line
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, path: str, line: int) -> None:
+        super().__init__(path)
+        self.path, self.line = path, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing a key repeated in one mapping (PyYAML keeps the last one,
+    so a strict rule followed by a lax one of the same name would silently win). The dotted path
+    of the key is kept for the message (mapping keys of a configuration are names, not data)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._pg_root = node
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                continue
+            if repeated:
+                raise _DuplicateKey(_key_path(self, node, key), key_node.start_mark.line + 1)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _key_path(loader: yaml.SafeLoader, node: yaml.Node, key: Any) -> str:
+    """The dotted path of ``key`` in mapping ``node`` (found by walking from the document root)."""
+    root = getattr(loader, "_pg_root", None)
+    parts = _find_path(root, node) if root is not None else None
+    return ".".join([*(parts or []), str(key)])
+
+
+def _find_path(at: yaml.Node, target: yaml.Node) -> list[str] | None:
+    if at is target:
+        return []
+    if isinstance(at, yaml.MappingNode):
+        for k, v in at.value:
+            found = _find_path(v, target)
+            if found is not None:
+                return [str(k.value), *found]
+    elif isinstance(at, yaml.SequenceNode):
+        for i, v in enumerate(at.value):
+            found = _find_path(v, target)
+            if found is not None:
+                return [str(i), *found]
+    return None
 
 
 def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
@@ -337,6 +437,10 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     if not isinstance(require_holdout, bool):
         raise ConfigError(f"require_holdout: must be true or false, got {require_holdout!r}")
 
+    allow_unchecked = data.get("allow_unchecked", False)
+    if not isinstance(allow_unchecked, bool):
+        raise ConfigError(f"allow_unchecked: must be true or false, got {allow_unchecked!r}")
+
     options = parse_options(data.get("options"))
 
     raw_metrics = data.get("metrics")
@@ -355,7 +459,8 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     require_audit = parse_requirement(data["require_audit"]) if data.get("require_audit") is not None else None
     return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
                       sensitive=sensitive, schema=schema, require_holdout=require_holdout,
-                      description=description, options=options, audit=audit, require_audit=require_audit)
+                      description=description, options=options, allow_unchecked=allow_unchecked,
+                      audit=audit, require_audit=require_audit)
 
 
 def parse_options(value: Any, *, where: str = "options") -> RunOptions:
@@ -391,7 +496,19 @@ def parse_options(value: Any, *, where: str = "options") -> RunOptions:
         raise ConfigError(f"{where}.sample: must be auto (sample {AUTO_SIZE:,} query records of a side only "
                           f"above {AUTO_ABOVE:,} rows), off (every record) or a positive number of query "
                           f"records per side, got {mode!r}")
-    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode)
+    deadline = value.get("deadline", DEFAULT_DEADLINE)
+    if deadline is None:
+        deadline = DEFAULT_DEADLINE
+    if isinstance(deadline, str):  # --deadline 600 from a command line
+        try:
+            deadline = float(deadline)
+        except ValueError:
+            pass
+    if (isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline)
+            or not 0 < deadline <= MAX_DEADLINE):
+        raise ConfigError(f"{where}.deadline: must be a number of seconds in (0, {MAX_DEADLINE:g}] after which "
+                          f"the run is stopped and blocked (default {DEFAULT_DEADLINE:g}), got {deadline!r}")
+    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode, deadline=float(deadline))
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

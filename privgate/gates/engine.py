@@ -116,6 +116,7 @@ class GateOutcome:
     has_holdout: bool = False
     previous_release_id: str | None = None
     recorded: bool = False
+    worker: Any = None                       # a stopped run's worker thread still inside native code
 
     @property
     def accepted(self) -> bool:
@@ -207,6 +208,40 @@ def decide(
 _ON_WORDS = {"lower": "lower bound", "upper": "upper bound"}
 
 
+RULE_CHECKS = ("threshold", "baseline", "trend", "test", "audit")
+
+
+def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCheck]:
+    """What to add when no rule was evaluated in a run (every rule skipped or not applying, every
+    metric optional and failed): a blocking error "nothing was checked" (exit 3) — a gate that
+    checked nothing must not pass — or, when the configuration says ``allow_unchecked: true``, a
+    passing note saying in words that the release passes unchecked. Empty when a rule was
+    evaluated or the run already failed."""
+    if any(c.rule in RULE_CHECKS and not c.skipped for c in checks):
+        return []
+    if any(c.rule == "error" and c.verdict == "block" for c in checks):
+        return []
+    why = "; ".join(dict.fromkeys(f"{c.metric} {c.rule}: {c.message}" for c in checks if c.skipped)) \
+        or "no rule of the configuration applies to this run (e.g. every rule `when: with_holdout` and no holdout)"
+    text = f"nothing was checked: no rule could be evaluated ({safe_message(why, 300)})"
+    if config.allow_unchecked:
+        return [GateCheck(metric="(gate)", rule="unchecked", value=None, raw=None, threshold=None,
+                          severity="warn", verdict="pass", skipped=True,
+                          message=f"{text}; the release passes UNCHECKED because the configuration says "
+                                  "allow_unchecked: true")]
+    return [_error_check("(gate)", f"{text}; a gate that checked nothing does not pass — give what the "
+                                   "rules need (a holdout, an earlier accepted release) or add a rule that "
+                                   "applies, or set allow_unchecked: true to let such a release pass")]
+
+
+def unchecked_note(outcome: "GateOutcome") -> str:
+    """A sentence for a release that passed with nothing checked (``allow_unchecked``), else ""."""
+    if any(c.rule == "unchecked" for c in outcome.checks):
+        return (" Nothing was checked: no rule of the gate could be evaluated on this run, and the "
+                "release passes UNCHECKED only because the configuration says allow_unchecked: true.")
+    return ""
+
+
 def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
                 previous: Mapping[str, float] | None, previous_note: str) -> GateCheck:
     base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
@@ -238,7 +273,9 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
         if name not in previous or previous[name] is None:
             return GateCheck(**base, verdict="pass", skipped=True,
                              message="metric absent from the last accepted release")
-        prev = float(previous[name])
+        prev = history_number(previous[name])
+        if prev is None:  # +inf would open the rule (1 − inf), NaN would pass it: never decide on it
+            return _missing_check(base, optional, history_problem(name, previous[name]))
         base["previous"] = prev
         point = res.value - prev
         what = f"increase {point:+.4f} over last accepted {prev:.4f}"
@@ -256,6 +293,30 @@ def _rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_ho
     verdict = rule.severity if fired else "pass"
     msg = f"{what} {'>' if fired else '≤'} {rule.limit:g}"
     return GateCheck(**base, verdict=verdict, compared=compared, message=msg)
+
+
+def history_number(x: Any) -> float | None:
+    """A value read back from the history as a number a trend rule may compare with: a finite
+    number in [0, 1] (a metric value), else None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return None
+    v = float(x)
+    return v if math.isfinite(v) and 0.0 <= v <= 1.0 else None
+
+
+def history_problem(name: str, x: Any) -> str:
+    """Why a stored value of ``name`` cannot be compared (its kind only, never the value) and the fix."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        kind = f"not a number ({type(x).__name__})"
+    elif math.isnan(float(x)):
+        kind = "NaN"
+    elif math.isinf(float(x)):
+        kind = "infinite"
+    else:
+        kind = "outside [0, 1]"
+    return (f"the history's value of {name} for the last accepted release is {kind}: metric values are "
+            "finite numbers in [0, 1], so the history was altered or corrupted; the trend rule cannot "
+            "compare with it — correct or delete that run's score row")
 
 
 def compared_number(point: float, interval: Any, on: str) -> float | None:
@@ -364,6 +425,7 @@ def run_gate(
     exact: bool | None = None,
     sample_real: int | None = None,
     sample: int | str | None = None,
+    deadline: float | None = None,
     generator_version: str | None = None,
     memory_limit: int | str | None = "auto",
 ) -> GateOutcome:
@@ -394,6 +456,15 @@ def run_gate(
     ``$PRIVGATE_MEMORY_LIMIT``, else the memory available): a run estimated not to fit blocks
     (exit 3) before any metric runs, naming the metric and the options that would fit.
 
+    ``deadline``: seconds the run may take (default the configuration's ``options.deadline``, 6
+    hours unless set). The evaluation runs in a worker thread; when the deadline passes (or the
+    caller is interrupted) the outcome is blocked — exit 3, "did not finish within its deadline"
+    — and recorded as such, and the worker is stopped: an exception is raised in it, which takes
+    effect as soon as it runs Python code again (NumPy, Polars, faiss and LightGBM return to
+    Python between blocks of work). A worker still inside one native call after a grace period
+    is left behind as a daemon thread: ``outcome.worker`` says so, and ``privgate gate`` then ends
+    its process once the run is recorded (docs/gates.md, "Deadline").
+
     ``generator_version``: the version of the generator that made the release, for a
     configuration's ``require_audit`` (:mod:`privgate.gates.audit_rules`): the release blocks
     unless the history's last audit of that generator version passed.
@@ -402,20 +473,115 @@ def run_gate(
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
+    options = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
+               "deadline": deadline}
+    seconds = _deadline_of(cfg, deadline)
+
+    def work() -> GateOutcome:
+        return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
+                    progress=progress, run_id=run_id, created=created, precomputed=report,
+                    generator_version=generator_version, memory_limit=memory_limit)
+
+    worker = None
     try:
-        outcome = _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset,
-                       options={"threads": threads, "exact": exact, "sample_real": sample_real,
-                                "sample": sample},
-                       progress=progress, run_id=run_id, created=created, precomputed=report,
-                       generator_version=generator_version, memory_limit=memory_limit)
+        outcome, worker = _with_deadline(work, seconds)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
-        check = _error_check("(gate)", f"the gate stopped: {_privgate_error_text(exc)}")
-        outcome = _outcome([check], run_id=run_id, dataset=dataset or "unknown",
-                           release_id=release_id, created=created, has_holdout=holdout is not None)
+        if isinstance(exc, DeadlineExceeded):
+            text = (f"the run did not finish within its deadline of {seconds:g} s and was stopped; the release is "
+                    "blocked — raise options.deadline (--deadline, the Dagster resource's deadline) or make the "
+                    "run lighter (options.sample, fewer metrics)")
+        else:
+            text = f"the gate stopped: {_privgate_error_text(exc)}"
+        worker = getattr(exc, "worker", None)
+        outcome = _outcome([_error_check("(deadline)" if isinstance(exc, DeadlineExceeded) else "(gate)", text)],
+                           run_id=run_id, dataset=_dataset_of(cfg, dataset), release_id=release_id,
+                           created=created, has_holdout=holdout is not None, config=_config_of(cfg, dataset))
+    outcome.worker = worker if worker is not None and worker.is_alive() else None
     outcome.seconds = time.perf_counter() - start
     if history is not None and record:
         record_outcome(outcome, history)
     return outcome
+
+
+class DeadlineExceeded(BaseException):
+    """Raised in a gate run's worker thread (and by :func:`_with_deadline`) when its deadline
+    passed. A BaseException: no ``except Exception`` of a metric swallows it."""
+
+
+# seconds a stopped worker is given to reach Python code and end
+STOP_GRACE = 5.0
+
+
+def _with_deadline(work: Callable[[], Any], seconds: float) -> tuple[Any, Any]:
+    """``work()`` in a daemon worker thread, waited for ``seconds``: (its result, the thread).
+    Past the deadline, or when the waiting thread is interrupted (KeyboardInterrupt), the worker
+    is stopped (:func:`_stop`) and DeadlineExceeded (or the interrupt) is raised with the thread
+    as ``.worker``. Whatever ``work`` raised is raised here."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="privgate-gate-run", daemon=True)
+    worker.start()
+    try:
+        worker.join(seconds)
+    except BaseException as exc:  # KeyboardInterrupt while waiting: stop the run, block it
+        _stop(worker)
+        exc.worker = worker  # type: ignore[attr-defined]
+        raise
+    if worker.is_alive():
+        _stop(worker)
+        err = DeadlineExceeded(f"deadline of {seconds:g} s passed")
+        err.worker = worker  # type: ignore[attr-defined]
+        raise err
+    if "error" in box:
+        raise box["error"]
+    return box["result"], worker
+
+
+def _stop(worker: Any) -> None:
+    """Raise DeadlineExceeded in ``worker`` (effective when it next runs Python code) and give it
+    ``STOP_GRACE`` seconds to end."""
+    import ctypes
+
+    if worker.ident is not None and worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(DeadlineExceeded))
+        worker.join(STOP_GRACE)
+
+
+def _config_of(cfg: Any, dataset: str | None) -> "GateConfig | None":
+    """The configuration, when it can be read (for a run stopped before it decided), else None."""
+    try:
+        config = cfg if isinstance(cfg, GateConfig) else (
+            load_gate_config(cfg) if isinstance(cfg, (str, Path)) else parse_gate_config(cfg))
+        return config.with_dataset(dataset) if dataset else config
+    except Exception:  # noqa: BLE001 - the run reports the configuration's problem itself
+        return None
+
+
+def _dataset_of(cfg: Any, dataset: str | None) -> str:
+    config = _config_of(cfg, dataset)
+    return dataset or (config.dataset if config is not None else "unknown")
+
+
+def _deadline_of(cfg: Any, deadline: float | None) -> float:
+    """The run's deadline in seconds: ``deadline`` when given (validated), else the configuration's
+    ``options.deadline`` (the default when the configuration cannot be read: the run reports why)."""
+    from .config import DEFAULT_DEADLINE, parse_options
+
+    if deadline is not None:
+        try:
+            return parse_options({"deadline": deadline}).deadline
+        except ConfigError:
+            return DEFAULT_DEADLINE  # _run reports the invalid option and blocks
+    config = _config_of(cfg, None)
+    return config.options.deadline if config is not None else DEFAULT_DEADLINE
 
 
 def record_outcome(outcome: GateOutcome, history: "HistoryStore") -> GateOutcome:
@@ -693,6 +859,8 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
         from .audit_rules import requirement_check
 
         checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version)))
+    if config is not None and report is not None:  # a run that evaluated no rule does not pass
+        checks.extend(unchecked_checks(config, checks))
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=fingerprint,
                     previous_release_id=previous_release)
@@ -848,6 +1016,8 @@ def format_checks(outcome: GateOutcome, compact: bool = False) -> str:
     note = sampling_summary(outcome.results)
     if note:
         lines.append(wrap_line(note, width, indent="  "))
+    if unchecked_note(outcome):
+        lines.append(wrap_line(unchecked_note(outcome).strip(), width, indent="  "))
     lines.append(wrap_line(f"decision: {label.get(outcome.exit_code, str(outcome.decision).upper())}  "
                            f"(dataset {outcome.dataset!r}, release {outcome.release_id!r}, run {outcome.run_id}, "
                            f"exit code {outcome.exit_code})", width, indent="  "))

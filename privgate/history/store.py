@@ -90,6 +90,15 @@ class RunRecord:
     metrics: dict[str, float]
 
 
+def _stored_number(v: Any) -> Any:
+    """A stored score as a float; a cell that is not a number (SQLite keeps text written into a
+    REAL column) is returned as it is, for the gate to refuse (``engine.history_number``)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
 def resolve_url(url: str | os.PathLike[str] | None) -> str:
     """The SQLAlchemy URL a store opens for ``url`` (see the module docstring)."""
     if url is None:
@@ -188,9 +197,20 @@ class HistoryStore(AuditHistory):
             S.metadata.create_all(conn, checkfirst=True)
             row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
             if row is None:
+                # a new database, or one whose version row was lost: the migrations only add the
+                # columns that are missing, so applying all of them brings either to this version
+                for v in range(2, S.SCHEMA_VERSION + 1):
+                    S.MIGRATIONS[v](conn)
+                self._check_columns(conn)
                 conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
                 return
-            version = int(row[0])
+            try:
+                version = int(row[0])
+            except (TypeError, ValueError):
+                raise HistoryError(
+                    f"history: the schema version stored at {_redacted(self.url)} (privgate_meta, key "
+                    f"schema_version) is not a number; set it to the version of the tables (this privgate "
+                    f"writes {S.SCHEMA_VERSION}) or delete that row to have it detected") from None
             if version > S.SCHEMA_VERSION:
                 raise HistoryError(
                     f"history: the database at {_redacted(self.url)} has schema version {version}, "
@@ -201,6 +221,22 @@ class HistoryStore(AuditHistory):
             if version != S.SCHEMA_VERSION:
                 conn.execute(sa.update(S.meta).where(S.meta.c.key == "schema_version")
                              .values(value=str(S.SCHEMA_VERSION)))
+            self._check_columns(conn)
+
+    def _check_columns(self, conn: sa.Connection) -> None:
+        """Refuse tables that lack columns of this schema version (a database altered by hand or
+        stamped with a version its tables do not have), naming the table and the columns — they
+        are privgate's own names, not data — instead of failing on every later write."""
+        inspector = sa.inspect(conn)
+        for table in S.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            missing = [c.name for c in table.columns if c.name not in present]
+            if missing:
+                raise HistoryError(
+                    f"history: table {table.name} at {_redacted(self.url)} lacks column(s) {', '.join(missing)} "
+                    f"of schema version {S.SCHEMA_VERSION} (its privgate_meta schema_version says otherwise: "
+                    "the database was altered); restore the columns, or delete the schema_version row of "
+                    "privgate_meta to have privgate add the columns it knows how to add")
 
     @property
     def schema_version(self) -> int:
@@ -321,13 +357,19 @@ class HistoryStore(AuditHistory):
                 ).all()
         except Exception as exc:  # noqa: BLE001
             raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        try:
+            fingerprint = json.loads(row["fingerprint_json"] or "{}")
+        except (TypeError, ValueError):
+            raise HistoryError(f"history: the input fingerprint of run {row['run_id']!r} at {_redacted(self.url)} "
+                               "is not valid JSON (the history was altered or corrupted); correct or delete "
+                               "that run") from None
         return RunRecord(
             run_id=row["run_id"], dataset=row["dataset"], release_id=row["release_id"],
             created_at=_utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
             accepted=bool(row["accepted"]), config_hash=row["config_hash"],
             privgate_version=row["privgate_version"],
-            fingerprint=json.loads(row["fingerprint_json"] or "{}"),
-            metrics={m: float(v) for m, v in vals},
+            fingerprint=fingerprint if isinstance(fingerprint, dict) else {},
+            metrics={m: _stored_number(v) for m, v in vals},
         )
 
     def regressions(self, dataset: str, metric: str | None = None, *, min_increase: float = 0.0) -> pl.DataFrame:

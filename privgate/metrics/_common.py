@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from .. import stats
+from ..errors import ParameterError
 from ..neighbours import Neighbours, knn, knn_rows
 from ..results import MetricResult
 from ..ties import close
@@ -455,3 +456,16 @@ def widen_excess_for_search(ci: tuple[float, float] | None, res: MetricResult,
     down = float(er.get("lower_by", 0.0)) + float(eb.get("upper_by", 0.0))
     up = float(er.get("upper_by", 0.0)) + float(eb.get("lower_by", 0.0))
     return (max(-1.0, ci[0] - down), min(1.0, ci[1] + up))
+
+
+# the largest repetition count a metric accepts: each repetition repeats the metric's whole work,
+# and its estimate's error shrinks as 1/√repetitions (100 repetitions: a tenth of one's)
+MAX_REPETITIONS = 100
+
+
+def check_work_bound(metric: str, name: str, value: Any, limit: int) -> None:
+    """Refuse a parameter that multiplies a metric's work above ``limit``, naming the metric,
+    the parameter and the limit (an unbounded value would make the run never end)."""
+    if not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value > limit:
+        raise ParameterError(f"{metric} {name}={int(value)} is above the limit of {limit} "
+                             f"(it multiplies the work of the metric); use at most {limit}")

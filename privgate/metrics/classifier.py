@@ -26,7 +26,13 @@ from ..registry import register_metric
 from ..results import MetricResult
 from .. import stats
 from ..threads import available_cores, resolve_threads
-from ._common import OFF, intervals_on, map_interval, result, set_count_ci, set_no_ci
+from ._common import (MAX_REPETITIONS, OFF, check_work_bound, intervals_on, map_interval, result, set_count_ci,
+                      set_no_ci)
+
+# work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time
+MAX_FOLDS = 20
+MAX_EPOCHS = 5000
+MAX_HIDDEN_UNITS = 10_000
 
 REVIEW = "Privacy metrics review (PrivEval), §"
 
@@ -76,6 +82,13 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
 
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
         raise ParameterError(f"detection_mlp folds must be an integer ≥ 2; got {folds!r}")
+    check_work_bound("detection_mlp", "folds", folds, MAX_FOLDS)
+    check_work_bound("detection_mlp", "max_iter", max_iter, MAX_EPOCHS)
+    if isinstance(hidden_layer_sizes, (tuple, list)) and all(
+            isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in hidden_layer_sizes):
+        check_work_bound("detection_mlp", "hidden_layer_sizes (sum of the layer widths)",
+                         int(sum(hidden_layer_sizes)), MAX_HIDDEN_UNITS)
+        check_work_bound("detection_mlp", "hidden_layer_sizes (number of layers)", len(hidden_layer_sizes), 10)
     _check_class_sizes(ctx, "detection_mlp", folds)
     x, y, space_details = _labelled(ctx)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=ctx.seed)
@@ -174,6 +187,7 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
 
     if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
         raise ParameterError(f"membership_inference repetitions must be an integer ≥ 1; got {repetitions!r}")
+    check_work_bound("membership_inference", "repetitions", repetitions, MAX_REPETITIONS)
     if not 0 < test_size < 1:
         raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
     _check_class_sizes(ctx, "membership_inference", 2)

@@ -21,7 +21,7 @@ from ..schema import NUMERIC
 from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import stats
-from ._common import (BOOT, OFF, intervals_on, jackknife_labels, mark_sampled, minmax_normalise,
+from ._common import (BOOT, MAX_REPETITIONS, OFF, check_work_bound, intervals_on, jackknife_labels, mark_sampled, minmax_normalise,
                       nearest_outside_groups, on_rows, quantile_summary, real_rows, result, search_k, synthetic_rows,
                       set_bootstrap_ci, set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
                       set_share_ci, widen_distance_mean_for_search, widen_share_for_search)
@@ -331,6 +331,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
 
     Orientation: risk (value = 1 − AA); raw = AA (0.5 = ideal, 0 = copy).
     """
+    check_work_bound("nnaa", "repetitions", repetitions, MAX_REPETITIONS)
     ctx.require_rows("real", 2, "nnaa")
     ctx.require_rows("synthetic", 2, "nnaa")
     if ctx.n_real == ctx.n_synthetic:
@@ -536,13 +537,17 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     n = zr.shape[0]
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
         np.random.default_rng([ctx.seed, 0x44435201]).choice(n, DCR_REFIT_QUERIES, replace=False))
-    gram = zr.T @ zr
+    wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
+    gram = None if wide else zr.T @ zr
     groups = int(labels.max()) + 1
     shift = np.empty(groups)
     for g in range(groups):  # a loop over ≤ 50 groups, not records
-        zg = zr[labels == g]
-        _, vecs = np.linalg.eigh(gram - zg.T @ zg)
-        v = vecs[:, ::-1][:, :n_components]
+        if wide:  # the same axes from the records left, in time linear in the inputs (signs are free)
+            v = np.linalg.svd(zr[labels != g], full_matrices=False)[2][:n_components].T
+        else:
+            zg = zr[labels == g]
+            _, vecs = np.linalg.eigh(gram - zg.T @ zg)
+            v = vecs[:, ::-1][:, :n_components]
         kq = q[labels[q] != g]
         shift[g] = (knn(zr[kq] @ v, zs @ v, 1).dist[:, 0] - d[kq]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)

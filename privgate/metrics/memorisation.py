@@ -128,6 +128,11 @@ MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
 ALPHA = 0.05  # the interval is a simultaneous 95 % interval
 MAX_LISTED_ROWS = 1000
+# what the value and its interval estimate, in words (details["estimates"], shown in reports)
+ESTIMATES = ("the share of the release detectably memorised — records much nearer (distance ratio < {ratio:g}) to "
+             "a distinct training record than to any holdout record, beyond the mirrored chance count; a lower "
+             "bound on the memorised share: memorised records changed enough to be no nearer to their source "
+             "than to the holdout are not counted, and the 95 % interval covers the detectable share, not theirs")
 
 
 def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
@@ -302,7 +307,9 @@ def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA,
 @register_metric(family="tracing", attack="membership: synthetic records much nearer to a training record than to any holdout record",
                  reference="Chen et al., GAN-Leaks (CCS 2020); Platzer & Reutterer, Front. Big Data 2021 (DCR vs holdout); "
                            "mirrored tail test: privgate",
-                 orientation="value = estimated share of the release memorised; its interval's lower bound decides",
+                 orientation="value = estimated share of the release detectably memorised (much nearer to a training "
+                             "record than to any holdout record): a lower bound on the memorised share; its "
+                             "interval's lower bound decides",
                  needs=("holdout",), self_controlled=True, spaces=("mixed",))
 def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test: the share of the release much nearer (distance ratio < 0.5) to a
@@ -312,7 +319,15 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     binomial test per tail (Holm-corrected p-value) and a simultaneous 95 % interval whose lower
     bound decides.
 
-    Orientation: risk; value = estimated memorised share in [0, 1]; raw = whole-release
+    **What it estimates.** The share of the release that is *detectably* memorised: records much
+    nearer to a training record than to any holdout record, beyond chance. That is a **lower
+    bound on the memorised share**: a memorised record changed enough (a noisy copy no longer
+    twice as near its source as the holdout's nearest record) cannot be told from an honest one
+    and is not counted. The interval covers the detectable share; it covers the planted share of
+    exact copies, but not that of noisy copies once some are no longer detectable (measured in
+    docs/validity.md, "What the value estimates"). ``details["estimates"]`` says so in words.
+
+    Orientation: risk; value = estimated detectably memorised share in [0, 1]; raw = whole-release
     (A − B)/m. See the module docstring for the method and references.
     """
     tails_t = _check_params(ratio, tails)
@@ -374,6 +389,7 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
         f"holdout-side count (ratio {ratio:g}), over release size",
         params={"ratio": float(ratio), "tails": list(tails_t)},
         details={
+            "estimates": ESTIMATES.format(ratio=float(ratio)),
             "p_value_correction": f"Holm over the {k_tails} tails (family-wise error of the scan)",
             "tail_order": ("distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
                            "nearest set's record over that record's distance to its nearest other record "

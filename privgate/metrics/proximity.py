@@ -29,7 +29,7 @@ from ..neighbours import Neighbours, knn, knn_rows
 from ..registry import register_metric
 from ..results import MetricResult
 from ..ties import REL_TOL, lt
-from ._common import JACKKNIFE_K, quantile_summary, result, set_bootstrap_ci
+from ._common import JACKKNIFE_K, MAX_REPETITIONS, check_work_bound, quantile_summary, result, set_bootstrap_ci
 
 PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 
@@ -173,6 +173,7 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         raise ParameterError(f"proximity_score alpha must be in (0, 1); got {alpha!r}")
     if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
         raise ParameterError(f"proximity_score repetitions must be an integer ≥ 1; got {repetitions!r}")
+    check_work_bound("proximity_score", "repetitions", repetitions, MAX_REPETITIONS)
     seed = ctx.seed if seed is None else seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")

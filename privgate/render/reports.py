@@ -23,7 +23,8 @@ import polars as pl
 
 from markupsafe import Markup, escape
 
-from ..gates.engine import _fmt, decision_rows, fmt_p, sampling_summary, with_interval  # the decision table's formats
+from ..gates.engine import (_fmt, decision_rows, fmt_p, sampling_summary, unchecked_note,  # the decision table's formats
+                            with_interval)
 from ..results import _jsonable
 from . import plots
 
@@ -78,7 +79,7 @@ def render_html(outcome: Any, history: Any = None) -> str:
         o=outcome,
         decision=str(outcome.decision),
         decision_label=_LABEL.get(outcome.exit_code, str(outcome.decision).upper()),
-        decision_text=_TEXT.get(outcome.exit_code, ""),
+        decision_text=_TEXT.get(outcome.exit_code, "") + unchecked_note(outcome),
         created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         config_source=cfg_source,
         results=outcome.results,

@@ -4,6 +4,7 @@ removed from the registry afterwards."""
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from typing import Any, Callable, Iterator
 
@@ -14,6 +15,9 @@ FAULTS = ("ok", "system_exit", "keyboard_interrupt", "value_error_quoting_data",
           "value_nan", "value_inf", "value_neg_inf", "value_above_1", "value_below_0",
           "value_string", "baseline_nan", "excess_inf", "ci_nan", "p_value_2", "returns_none",
           "returns_string", "raw_string")
+# runs that never end by themselves (not drawn by the generated campaign: they wait for a deadline)
+HANGS = ("hang_python", "hang_native")
+HANG_NATIVE_SECONDS = 30.0
 
 
 def _ok(ctx: Any) -> MetricResult:
@@ -31,6 +35,11 @@ def fault_function(kind: str) -> Callable[..., Any]:
             raise SystemExit(0)
         if kind == "keyboard_interrupt":
             raise KeyboardInterrupt
+        if kind == "hang_python":  # never ends by itself; runs Python code between short waits
+            while True:
+                time.sleep(0.02)
+        if kind == "hang_native":  # one long call that no exception can interrupt
+            time.sleep(HANG_NATIVE_SECONDS)
         if kind == "value_error_quoting_data":
             raise ValueError(f"cannot handle {first}")
         if kind == "returns_none":
