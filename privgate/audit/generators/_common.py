@@ -249,3 +249,43 @@ def global_seed(seed: int) -> Iterator[None]:
 def missing_extra(library: str, extra: str) -> ImportError:
     return ImportError(
         f"this generator adapter needs {library}: pip install 'privgate[{extra}]'")
+
+
+class Adapter:
+    """What every adapter shares: a PUBLIC ``domain`` (or None: read from the training data, which
+    breaks any DP claim), and the checked inputs of a call."""
+
+    domain: dict | None = None
+    epsilon: float | None = None
+
+    @property
+    def public_domain(self) -> bool:
+        """Whether the domain is public (given), i.e. whether a DP claim can hold at all."""
+        return self.domain is not None
+
+    @property
+    def domain_words(self) -> str:
+        return "public" if self.public_domain else "from training data"
+
+    def inputs(self, training: Any, n_rows: Any, seed: Any) -> tuple[pl.DataFrame, list[ColumnDomain], int, int]:
+        """(training frame within the domain, its column domains, n_rows, seed), each checked."""
+        n_rows = check_rows(n_rows)
+        seed = check_seed(seed)
+        frame, columns = prepare_training(training, domain=self.domain)
+        if frame.height == 0:
+            raise ParameterError("no training record lies in the domain")
+        return frame, columns, n_rows, seed
+
+
+class DPAdapter(Adapter):
+    """An adapter whose library claims ε-DP (with a public domain)."""
+
+    @property
+    def claimed_epsilon(self) -> float | None:
+        return self.epsilon
+
+
+def check_threads(threads: Any) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ParameterError("threads must be a positive integer")
+    return threads

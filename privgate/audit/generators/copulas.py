@@ -19,8 +19,7 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_rows, check_seed, global_seed, missing_extra, prepare_training,
-                      restore_types)
+from ._common import (NUMERIC, Adapter, check_threads, global_seed, missing_extra, restore_types)
 
 __all__ = ["CopulaGenerator"]
 
@@ -34,7 +33,7 @@ _FAMILIES = {
 }
 
 
-class CopulaGenerator:
+class CopulaGenerator(Adapter):
     """``generate(training, n_rows, seed)`` for the audit: a Gaussian copula (Copulas + RDT) fitted
     on ``training``, then ``n_rows`` records sampled. No privacy guarantee (``claimed_epsilon``
     is None): each numeric column keeps its observed minimum and maximum, each categorical
@@ -68,19 +67,15 @@ class CopulaGenerator:
                  threads: int = 1) -> None:
         if distribution not in _FAMILIES:
             raise ParameterError(f"distribution must be one of {sorted(_FAMILIES)}")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ParameterError("threads must be a positive integer")
+        check_threads(threads)
         self.domain = None if domain is None else dict(domain)
         self.distribution = distribution
         self.threads = threads
 
-    @property
-    def public_domain(self) -> bool:
-        return self.domain is not None
 
     def __repr__(self) -> str:
         return (f"CopulaGenerator(distribution={self.distribution!r}, "
-                f"domain={'public' if self.public_domain else 'from training data'})")
+                f"domain={self.domain_words})")
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -89,11 +84,7 @@ class CopulaGenerator:
             from rdt.transformers import FloatFormatter, UniformEncoder
         except ImportError:
             raise missing_extra("Copulas and RDT", "copulas") from None
-        n_rows = check_rows(n_rows)
-        seed = check_seed(seed)
-        frame, columns = prepare_training(training, domain=self.domain)
-        if frame.height == 0:
-            raise ParameterError("no training record lies in the domain")
+        frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
         data = frame.to_pandas()
         for c in columns:  # RDT reads text columns as objects
             if c.kind != NUMERIC:

@@ -23,8 +23,8 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, ColumnDomain, check_epsilon, check_rows, check_seed, global_seed,
-                      missing_extra, prepare_training, restore_types)
+from ._common import (NUMERIC, check_epsilon, check_threads, ColumnDomain, DPAdapter, global_seed,
+                      missing_extra, restore_types)
 
 __all__ = ["PrivBayesGenerator"]
 
@@ -46,7 +46,7 @@ class _SerialPool:
         return list(map(func, iterable))
 
 
-class PrivBayesGenerator:
+class PrivBayesGenerator(DPAdapter):
     """``generate(training, n_rows, seed)`` for the audit: DataSynthesizer's PrivBayes trained on
     ``training`` (ε-DP as the library claims), then ``n_rows`` records sampled.
 
@@ -99,25 +99,17 @@ class PrivBayesGenerator:
             raise ParameterError("degree must be a non-negative integer (0: the library chooses)")
         if isinstance(histogram_bins, bool) or not isinstance(histogram_bins, int) or histogram_bins < 1:
             raise ParameterError("histogram_bins must be a positive integer")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ParameterError("threads must be a positive integer")
+        check_threads(threads)
         self.degree = degree
         self.threads = threads
         self.domain = None if domain is None else dict(domain)
         self.histogram_bins = histogram_bins
 
-    @property
-    def claimed_epsilon(self) -> float:
-        return self.epsilon
 
-    @property
-    def public_domain(self) -> bool:
-        """Whether the domain is public (given), i.e. whether the DP claim can hold at all."""
-        return self.domain is not None
 
     def __repr__(self) -> str:
         return (f"PrivBayesGenerator(epsilon={self.epsilon}, degree={self.degree}, "
-                f"domain={'public' if self.public_domain else 'from training data'})")
+                f"domain={self.domain_words})")
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -126,11 +118,7 @@ class PrivBayesGenerator:
             from DataSynthesizer.lib import PrivBayes as privbayes_module
         except ImportError:
             raise missing_extra("DataSynthesizer", "datasynthesizer") from None
-        n_rows = check_rows(n_rows)
-        seed = check_seed(seed)
-        frame, columns = prepare_training(training, domain=self.domain)
-        if frame.height == 0:
-            raise ParameterError("no training record lies in the public domain")
+        frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
         fit_seed, sample_seed = (int(s) for s in np.random.SeedSequence(seed).generate_state(2))
 
         class _FrameDescriber(describer_module.DataDescriber):

@@ -23,13 +23,13 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_epsilon, check_rows, check_seed, global_seed, missing_extra,
-                      prepare_training, restore_types)
+from ._common import (NUMERIC, check_epsilon, check_threads, DPAdapter, global_seed, missing_extra,
+                      restore_types)
 
 __all__ = ["MSTGenerator", "AIMGenerator"]
 
 
-class _DpmmGenerator:
+class _DpmmGenerator(DPAdapter):
     """``generate(training, n_rows, seed)`` for the audit: a dpmm pipeline fitted on ``training``
     ((ε, δ)-DP as the library claims, via zero-concentrated DP), then ``n_rows`` records sampled.
 
@@ -86,25 +86,18 @@ class _DpmmGenerator:
             raise ParameterError("n_bins must be an integer ≥ 2")
         if n_iters is not None and (isinstance(n_iters, bool) or not isinstance(n_iters, int) or n_iters < 1):
             raise ParameterError("n_iters must be a positive integer")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ParameterError("threads must be a positive integer")
+        check_threads(threads)
         self.delta = delta
         self.threads = threads
         self.domain = None if domain is None else dict(domain)
         self.n_bins = n_bins
         self.n_iters = self._default_iters if n_iters is None else n_iters
 
-    @property
-    def claimed_epsilon(self) -> float:
-        return self.epsilon
 
-    @property
-    def public_domain(self) -> bool:
-        return self.domain is not None
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(epsilon={self.epsilon}, delta={self.delta}, "
-                f"domain={'public' if self.public_domain else 'from training data'})")
+                f"domain={self.domain_words})")
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -113,11 +106,7 @@ class _DpmmGenerator:
             raise missing_extra("dpmm", "dpmm") from None
         from numpy.random import RandomState
 
-        n_rows = check_rows(n_rows)
-        seed = check_seed(seed)
-        frame, columns = prepare_training(training, domain=self.domain)
-        if frame.height == 0:
-            raise ParameterError("no training record lies in the public domain")
+        frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
         domain = {c.name: ({"lower": c.low, "upper": c.high} if c.kind == NUMERIC
                            else {"categories": list(c.levels)}) for c in columns}
         data = frame.to_pandas()

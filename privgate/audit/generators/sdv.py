@@ -16,15 +16,14 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_rows, check_seed, global_seed, missing_extra, prepare_training,
-                      restore_types)
+from ._common import (NUMERIC, Adapter, check_threads, global_seed, missing_extra, restore_types)
 
 __all__ = ["GaussianCopulaGenerator"]
 
 _DISTRIBUTIONS = ("norm", "beta", "truncnorm", "uniform", "gamma", "gaussian_kde")
 
 
-class GaussianCopulaGenerator:
+class GaussianCopulaGenerator(Adapter):
     """``generate(training, n_rows, seed)`` for the audit: SDV's ``GaussianCopulaSynthesizer``
     fitted on ``training``, then ``n_rows`` records sampled. It has no privacy guarantee
     (``claimed_epsilon`` is None): fitted marginals keep each numeric column's observed minimum
@@ -64,19 +63,15 @@ class GaussianCopulaGenerator:
                  threads: int = 1) -> None:
         if default_distribution not in _DISTRIBUTIONS:
             raise ParameterError(f"default_distribution must be one of {_DISTRIBUTIONS}")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ParameterError("threads must be a positive integer")
+        check_threads(threads)
         self.domain = None if domain is None else dict(domain)
         self.default_distribution = default_distribution
         self.threads = threads
 
-    @property
-    def public_domain(self) -> bool:
-        return self.domain is not None
 
     def __repr__(self) -> str:
         return (f"GaussianCopulaGenerator(default_distribution={self.default_distribution!r}, "
-                f"domain={'public' if self.public_domain else 'from training data'})")
+                f"domain={self.domain_words})")
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -85,11 +80,7 @@ class GaussianCopulaGenerator:
             from sdv.single_table import GaussianCopulaSynthesizer
         except ImportError:
             raise missing_extra("SDV", "sdv") from None
-        n_rows = check_rows(n_rows)
-        seed = check_seed(seed)
-        frame, columns = prepare_training(training, domain=self.domain)
-        if frame.height == 0:
-            raise ParameterError("no training record lies in the domain")
+        frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
         table = {c.name: ({"sdtype": "numerical", "computer_representation": "Float"} if c.kind == NUMERIC
                           else {"sdtype": "categorical"}) for c in columns}
         metadata = Metadata.load_from_dict({"columns": table}, single_table_name="training")
