@@ -251,11 +251,12 @@ def test_headerless_csv_leaks_no_record(tmp_path, real, capsys, which):
     out = capsys.readouterr()
     assert code == 3
     text = out.out + out.err + _outputs(tmp_path)
+    joined = " ".join(text.split())  # a value wrapped over two table lines is still a leak
     for cell in first:
         if len(cell) > 3 and cell not in ("true", "false"):
-            assert cell not in text, cell
+            assert cell not in text and " ".join(cell.split()) not in joined, cell
     if which != "real_unique_strings":
-        assert "looks like a record, not a header" in out.out
+        assert "looks like a record, not a header" in " ".join(out.out.split())  # tables wrap at 100 columns
 
 
 def test_header_check_spares_ordinary_headers(tmp_path):
@@ -402,7 +403,7 @@ def test_huge_numbers_are_refused_naming_the_column(tmp_path, real, capsys, wher
                  _write(frames["synthetic"], tmp_path / "syn.parquet"))
     out = capsys.readouterr().out
     assert code == 3
-    assert f"column 'x' of {where} has 1 value(s) larger than 1e+100 in magnitude" in out, out
+    assert f"column 'x' of {where} has 1 value(s) larger than 1e+100 in magnitude" in " ".join(out.split()), out
     assert "withheld" not in out
 
 
