@@ -159,7 +159,7 @@ class GateOutcome:
 
 
 def _check_dict(c: "GateCheck") -> dict[str, Any]:
-    """A check as JSON, always with the interval fields of issue 10 (None when absent)."""
+    """A check as JSON, always with the interval fields (None when absent)."""
     out = c.to_dict()
     for k in ("on", "interval", "p_value"):
         out.setdefault(k, _jsonable(getattr(c, k, None)))

@@ -84,8 +84,9 @@ A/n, n = A + B. The tails order records by r·√u with r = min_g D_g / (second 
 local ratio of the nearest set, its local scale measured *within its part* (a part's records
 against that part only: the whole training set, denser than a part, would give training records
 smaller scales and break the symmetry) — again one rule per set, symmetric in the sets. With the training set split, every copy of a training record is
-counted (its part wins), not only copies of a subsample (the earlier scheme: 1 % copies with
-half the holdout detected in 55–60 % of seeds, now 100 %); copies of the left-out remainder
+counted (its part wins), not only copies of a subsample (comparing with one subsample of the
+training set's size detects 1 % copies with half the holdout in 55–60 % of seeds; the parts in
+100 %); copies of the left-out remainder
 are not, so the shares are multiplied by n_T / (k_T·n_H) (1 when n_T is a multiple of n_H).
 ``details["parts"]`` says how the sets were made.
 
