@@ -124,12 +124,6 @@ class MetricResult:
             "n_at_risk": int(np.count_nonzero(arr >= 0.5)),
         }
 
-    def at_risk_rows(self, threshold: float = 0.5) -> np.ndarray:
-        """Row positions of the real records whose per-record risk is ≥ threshold."""
-        if self.per_record is None:
-            return np.empty(0, dtype=np.int64)
-        return np.flatnonzero(np.asarray(self.per_record, dtype=np.float64) >= threshold)
-
     def to_dict(self, include_per_record: bool = False) -> dict[str, Any]:
         """JSON-serialisable form. Per-record arrays are summarised unless asked for (row
         positions and risks only, never record values)."""

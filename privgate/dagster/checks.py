@@ -207,12 +207,6 @@ def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool) -
     return [dg.AssetCheckKey(key, n) for n in names]
 
 
-def decision_check_key(asset: Any) -> dg.AssetCheckKey:
-    """The key of the ``gate_decision`` check of ``asset``."""
-    key, _ = _asset_key_and_partitions(asset)
-    return dg.AssetCheckKey(key, DECISION_CHECK)
-
-
 def _identifier(name: str) -> str:
     return identifier(name, "dataset")
 

@@ -38,7 +38,7 @@ def summary_markdown(outcome: "GateOutcome") -> str:
     ]
     for _, verdict, row in decision_rows(outcome):
         cells = [str(row[k]).replace("|", "\\|").replace("\n", " ") for k in keys]
-        if verdict not in ("pass", "skipped") and cells[6].lower() == verdict:
+        if verdict != "pass" and cells[6].lower() == verdict:
             cells[6] = f"**{cells[6]}**"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

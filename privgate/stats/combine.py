@@ -43,11 +43,6 @@ class ControlRisk:
     risk: float
     ci: tuple[float, float]
 
-    def as_details(self) -> dict[str, float | list[float]]:
-        return {"attack_rate": self.attack_rate, "attack_rate_error": self.attack_error,
-                "control_rate": self.control_rate, "control_rate_error": self.control_error,
-                "risk_unclipped": self.risk, "risk_ci": list(self.ci)}
-
 
 def control_risk(attack_successes: float, n_attacks: int, control_successes: float,
                  n_control: int, level: float = 0.95) -> ControlRisk:
