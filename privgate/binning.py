@@ -1,4 +1,4 @@
-"""Quantile bins of the real data (METRICS.md §3 rule 10), shared by identifiability and the
+"""Quantile bins of the real data, shared by identifiability and the
 statistical family.
 
 edges = unique(quantiles of the real non-null values at 0, 0.1, ..., 1, linear interpolation);

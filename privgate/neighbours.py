@@ -12,7 +12,7 @@
   keeps every target within the error bound of the k-th;
 * decided in float64: candidate distances are recomputed from the coordinate differences, the k
   smallest are kept, and distances equal within 1e-9·(1 + max) count as ties, broken by the
-  lowest target index (METRICS.md §3 rule 1);
+  lowest target index (the tie rule of :mod:`privgate.ties`);
 * ``exclude_self`` removes the query's own row *by index* (query and target are the same set),
   so duplicate records are each other's nearest neighbour at distance 0.
 
@@ -317,7 +317,7 @@ def _knn_ivf(exact: _Exact, rows: np.ndarray, seed: int, n_check: int, out_d, ou
     are split into ⌈2√m⌉ lists by k-means (faiss, 10 iterations on a seeded sample of 39 targets
     per list); each query scans the targets of its ``nprobe`` nearest lists only (:class:`_Lists`), and
     within those the search is the exact one (float32 blocks with the rigorous error bound, the k
-    nearest decided in float64 with the tie rule, METRICS.md §3 rule 1). A row can only be wrong
+    nearest decided in float64 with the tie rule of :mod:`privgate.ties`). A row can only be wrong
     when one of its k nearest lies in a list it did not probe.
 
     The error is measured, not assumed: a seeded calibration sample of ``n_check`` rows is searched
@@ -823,7 +823,8 @@ def _group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _knn_grouped(q, t, k, exclude_self, slices, out_d, out_i, block_bytes: int = DEFAULT_BLOCK_BYTES,
                  memo: "SearchMemo | None" = None) -> np.ndarray:
     """Exact k nearest neighbours among records of equal or nearly equal categorical values
-    (METRICS.md §1: a mismatch in categorical column c adds a fixed c_c to the squared distance).
+    (as in the mixed space of :mod:`privgate.spaces`, a mismatch in categorical column c adds a fixed
+    c_c to the squared distance).
 
     Level 0: a k-d tree over the numeric coordinates plus one far-apart group coordinate (one
     group per combination of categories) returns each query's k + 16 nearest records of its own

@@ -1,4 +1,4 @@
-"""The result every metric returns (METRICS.md §1 "Result").
+"""The result every metric returns.
 
 A `MetricResult` carries the risk `value` in [0, 1] (1 = no privacy), the `raw` value of the
 original definition, the parameters used, row counts, breakdowns and timing. It never carries a

@@ -1,4 +1,4 @@
-"""Column kinds and input validation (METRICS.md §1 "Column types", §3 rule 14).
+"""Column kinds and input validation (docs/inputs.md).
 
 Every column is ``numeric`` (integer, float, date/datetime/duration as epoch seconds) or
 ``categorical`` (string, categorical, enum, boolean). A user schema always wins; inference

@@ -1,4 +1,4 @@
-"""Encodings of records as points: the mixed space and the FAMD projected space (METRICS.md §1).
+"""Encodings of records as points: the mixed space and the FAMD projected space.
 
 * **Mixed space**: numeric columns standardised with the real column's mean and population
   standard deviation (a constant column contributes nothing; nulls imputed with the real mean,

@@ -1,4 +1,4 @@
-"""Tolerant comparisons of distances (METRICS.md §3 rule 1).
+"""Tolerant comparisons of distances.
 
 Every comparison that decides a metric is made on float64 distances, with values within
 1e-9·(1 + max) treated as equal.

@@ -10,7 +10,7 @@ loops are over blocks, condition slots and the eight operators, never over recor
 
 Comparisons are exact on the stored float64 values (a predicate's constants are values of
 synthetic records, compared as a SQL engine would), not the tolerant distance comparisons of
-METRICS.md §3 rule 1, which concern computed distances.
+:mod:`privgate.ties`, which concern computed distances.
 """
 
 from __future__ import annotations

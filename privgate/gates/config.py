@@ -53,7 +53,7 @@ closed).
 
 ``when`` restricts a rule to runs ``with_holdout`` or ``no_holdout`` (default ``always``), so a
 configuration can use raw thresholds when no holdout exists and holdout-relative rules when one
-is given (see ``docs/gates.md`` and ``VALIDITY.md``).
+is given (see ``docs/gates.md`` and ``docs/validity.md``).
 """
 
 from __future__ import annotations

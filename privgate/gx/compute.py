@@ -113,7 +113,7 @@ def compute_risk(
     With ``baseline=True`` (needs ``holdout``) the metric is also computed with a holdout
     sample of the release's size in place of the release — the same sample
     :func:`privgate.evaluate` draws with ``baseline=True`` — and the payload carries
-    ``baseline`` and ``excess`` = value − baseline (VALIDITY.md §3).
+    ``baseline`` and ``excess`` = value − baseline (docs/gates.md, baseline rules).
 
     Returns the JSON-safe payload described in the module docstring. Raises
     :class:`MetricComputationError` (message names the metric) on any failure.

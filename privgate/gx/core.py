@@ -10,7 +10,7 @@ Importing this module imports GX (~8 s) and registers, with GX's registries:
   hypothesis test (e.g. ``memorisation``), the GX form of a gate ``test`` rule.
 
 The risk expectations pass when the metric's risk ``value`` (0 = no risk, 1 = no privacy; see
-METRICS.md §1) — or its excess over the holdout baseline (``compare_to="excess"``), or with
+docs/metrics.md) — or its excess over the holdout baseline (``compare_to="excess"``), or with
 ``on="lower"`` / ``"upper"`` that end of its 95 % interval — is **at most** ``threshold``, as a
 gate ``threshold`` / ``baseline`` rule with the same ``on`` passes. The p-value expectation
 passes when the p-value is **at least** ``threshold`` (a gate ``test`` rule fires strictly
@@ -142,7 +142,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         paired: synthetic row i was generated from real row i (``hidden_rate`` needs it).
         compare_to: ``"value"`` (default) gates the metric's risk value; ``"excess"`` (needs
             ``holdout``) gates value − baseline, the baseline being the same metric with a
-            holdout sample of the release's size in place of the release (VALIDITY.md §3:
+            holdout sample of the release's size in place of the release (docs/metrics.md,
             "resembles the population" vs "memorised individuals"). ``observed_value`` is then
             the excess, which can be negative.
         on: what of that quantity is compared with ``threshold``, as in a gate rule's ``on``:
@@ -457,7 +457,7 @@ class ExpectSyntheticPrivacyRiskToBeBelow(PrivacyRiskExpectation):
 
 class ExpectSyntheticExactCopyRateToBeBelow(PrivacyRiskExpectation):
     """Exact copies: share of real records (with multiplicity) that appear unchanged in the
-    synthetic release (``common_rows``, METRICS.md §2) is at most ``threshold``."""
+    synthetic release (``common_rows``, docs/metrics.md) is at most ``threshold``."""
 
     privgate_metric: ClassVar[Optional[str]] = "common_rows"
     risk_label: ClassVar[str] = "Exact-copy rate"

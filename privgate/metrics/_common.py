@@ -287,7 +287,7 @@ def _clip(ci: tuple[float, float]) -> tuple[float, float]:
 
 def minmax_normalise(d: np.ndarray) -> tuple[np.ndarray, bool]:
     """Min–max normalise distances over their own range; all equal (within tolerance) → zeros
-    (METRICS.md §3 rule 3). Returns (normalised, degenerate)."""
+    (close_values, distant_values, nsnd). Returns (normalised, degenerate)."""
     lo, hi = float(d.min()), float(d.max())
     if bool(close(lo, hi)):
         return np.zeros_like(d), True

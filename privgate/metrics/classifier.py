@@ -1,5 +1,5 @@
 """Classifier metrics: an attacker trains a model to tell real records from synthetic ones
-(METRICS.md §2 "Re-identification and tracing").
+(docs/metrics.md, family re-identification).
 
 * ``detection_mlp`` — DetectionMLP (Qian et al., 2023; PrivEval review §2.2.3): scikit-learn
   MLP, 5-fold stratified cross-validation, mean ROC AUC;

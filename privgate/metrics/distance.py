@@ -1,4 +1,4 @@
-"""Re-identification and tracing metrics built on distances between records (METRICS.md §2).
+"""Re-identification and tracing metrics built on distances between records (docs/metrics.md).
 
 Every metric here is oriented as risk: ``value`` 1 means no privacy (a copy of the real data
 scores 1), about 0 for data drawn uniformly at random. ``raw`` is the original definition's value
@@ -192,7 +192,7 @@ _RR_FIXED = "the release and the space's scaling (fitted on all real records) he
 def authenticity(ctx) -> MetricResult:
     """Authenticity: raw = share of real records whose nearest other real record is strictly
     closer than their nearest synthetic record (authentic); value = 1 − raw. Computed per real
-    record in the mixed space, as METRICS.md defines it.
+    record in the mixed space (:mod:`privgate.spaces`).
 
     Orientation: risk (value); raw is a privacy score.
     """
@@ -232,7 +232,7 @@ def identifiability(ctx) -> MetricResult:
     column's features multiplied by 1/H (H = the real column's entropy, natural log; numerics over
     10 quantile bins; H = 0 → weight 0). A real record is identifiable unless its nearest other
     real record is strictly closer than its nearest synthetic record. The paper's eq. 19 inverts
-    the weight its own text asks for; METRICS.md follows the text (1/H). On exact ties (duplicate
+    the weight its own text asks for; privgate follows the text (1/H). On exact ties (duplicate
     real records) the record counts as identifiable, so that a copy scores 1.
 
     Orientation: risk; raw = value.

@@ -1,6 +1,6 @@
 """Proximity score (TTPR/TSPR): are synthetic records closer to the training records than
 other real records from the same population are? (Clearbox AI's privacy score;
-METRICS.md §2 "Proximity score", §3 rule 13.)
+docs/metrics.md, ``proximity_score``.)
 
 The real data is split in two random halves R1, R2. For r in R1, with d₁(r) the distance to its
 nearest other record of R1:
@@ -35,7 +35,7 @@ PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 
 
 def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num/den with 0/0 → 1 and x/0 → ∞ (METRICS.md §3 rule 13)."""
+    """num/den with 0/0 → 1 and x/0 → ∞."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     out = np.empty_like(num)

@@ -1,6 +1,6 @@
 """Reconstruction (attribute inference) metrics: an attacker who knows a real person's key
 attributes (quasi-identifiers) reads the release to guess their sensitive attribute(s)
-(METRICS.md §2 "Reconstruction", §3 rule 11).
+(docs/metrics.md, family reconstruction).
 
 * ``zero_cap`` — Categorical Zero CAP (Hittmeir et al., 2020; PrivEval review §2.1.1);
 * ``generalized_cap`` — Categorical Generalized CAP (Hittmeir et al., 2020; review §2.1.2), with
@@ -15,7 +15,7 @@ The CAP metrics work on distinct key combinations with their counts (Polars grou
 the Hamming scan of generalized_cap compares distinct real key combinations without an exact
 synthetic match against the distinct synthetic combinations, block by block), never looping over
 records. Keys match exactly by value (a null matches only a null); ``key_bins=k`` first puts
-numeric keys into k quantile bins of the real data (METRICS.md §3 rule 10 with k bins).
+numeric keys into k quantile bins of the real data (:mod:`privgate.binning` with k bins).
 """
 
 from __future__ import annotations
@@ -407,7 +407,7 @@ def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str
 def _record_weights(ctx) -> tuple[np.ndarray, float]:
     """Per real record weight ω_r = w(u)/c_u, with w(u) = −P(u)·log P(u)/H(Y) over the distinct
     real records u (all columns, P(u) = c_u/n, natural log) so that Σ_u w(u)·acc(u) = Σ_r ω_r·correct_r.
-    H = 0 (a single distinct record) gives that record weight 1 (METRICS.md §3 rule 11)."""
+    H = 0 (a single distinct record) gives that record weight 1."""
     n = ctx.n_real
     counts = ctx.real.select(pl.len().over(ctx.schema.columns).alias("__c"))["__c"].to_numpy().astype(np.float64)
     p = counts / n

@@ -1,12 +1,12 @@
 """Statistical-similarity metrics: how closely each column's synthetic distribution follows the
-real one (METRICS.md §2 "Statistical similarity", §3 rules 10 and 12; the privacy/utility metric-comparison
+real one (docs/metrics.md, family statistical; the privacy/utility metric-comparison
 thesis, §5, Algorithms 5 and 9–11, after Qian et al.'s
 synthcity).
 
 Every metric is computed per column and averaged; ``per_attribute`` holds each column's value in
 the metric's risk orientation (so ``value`` is their mean) and ``details["raw_per_column"]`` the
 column's statistic in its own orientation. Numeric columns are binned into the 10 quantile bins
-of the real data (rule 10, null its own bin) except for the Kolmogorov–Smirnov statistic, which
+of the real data (:mod:`privgate.binning`, null its own bin) except for the Kolmogorov–Smirnov statistic, which
 uses the raw non-null values. Categorical columns count each level, null a level.
 
 Orientation: risk. A copy scores 1 (identical marginals); synthetic data with very different
@@ -94,7 +94,7 @@ def chi_squared(ctx) -> MetricResult:
     """Chi-squared test: per column, the p-value of the χ² goodness-of-fit test of the synthetic
     counts against the real frequencies (numerics over the 10 real quantile bins); value = mean
     p-value. Synthetic mass in a category the real data lacks gives p = 0; a column with a single
-    category gives p = 1 (METRICS.md §3 rule 12). (The thesis' Algorithm 5 garbles the expected
+    category gives p = 1. (The thesis' Algorithm 5 garbles the expected
     frequency; this is the textbook test.)
 
     Marginals only: a copy scores 1, but so does (about) any release with the right marginals,
@@ -204,7 +204,7 @@ def ks_column(ctx, column: str) -> float:
 def kolmogorov_smirnov(ctx) -> MetricResult:
     """Kolmogorov–Smirnov: per numeric column the two-sample KS statistic on the raw non-null
     values, per categorical column the total variation distance of the level frequencies (null a
-    level); raw = mean; value = 1 − raw (METRICS.md §3 rule 12).
+    level); raw = mean; value = 1 − raw.
 
     Marginals only: a copy scores 1, but so does (about) any release with the right marginals,
     e.g. ``independent_marginals``, which ranks with ``noisy_copy`` in either order; bounded

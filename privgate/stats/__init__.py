@@ -1,5 +1,5 @@
 """Uncertainty and tests, in one place: every metric, attack and gate rule calls these functions;
-no metric computes its own interval formula (ARCHITECTURE.md, "Where the next pieces go").
+no metric computes its own interval formula (docs/architecture.md, "Uncertainty").
 
 - :mod:`.proportions` — intervals for a share of records (Wilson, Clopper–Pearson, and
   ``share_interval``: the one rule choosing between them) and the anonymeter-style Wilson rate
