@@ -34,16 +34,8 @@ metrics:
 # One run of the bundled release job in its own process (Dagster's execute_in_process is not
 # thread-safe), on a shared SQLite Dagster instance, with the gate slowed down.
 CHILD = """\
-import importlib, sys, time
+import sys, time
 import dagster as dg
-
-def first(*names):
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            pass
-    raise ImportError(names)
 
 root, gate, history, release_id, slow_load = sys.argv[1:6]
 from privgate.gates import engine
@@ -52,14 +44,14 @@ def slow_evaluate(*a, **k):
     time.sleep(1.0)  # the two evaluations overlap on any machine
     return original(*a, **k)
 engine._evaluate = slow_evaluate
-assets = first("privgate.dagster.assets", "dagster_defs.assets")
+import privgate.dagster.assets as assets
 load = assets.load_frame
 def slow(path, *a, **k):
     if str(path).endswith("r1.parquet"):
         time.sleep(float(slow_load))  # release 1's run reaches the gate late
     return load(path, *a, **k)
 assets.load_frame = slow
-definitions = first("privgate.dagster.definitions", "dagster_defs.definitions")
+import privgate.dagster.definitions as definitions
 defs = definitions.build_definitions(data_dir=root, gate_config=gate, history_url="sqlite:///" + history,
                                      executor="in_process", env={})
 with dg.DagsterInstance.get() as instance:

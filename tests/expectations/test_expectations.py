@@ -16,9 +16,10 @@ import privgate.gx as pe  # noqa: E402
 from privgate import registry  # noqa: E402
 
 
-def _metric_or_skip(name: str) -> None:
-    if name not in registry.metric_names():
-        pytest.skip(f"privgate metric {name!r} is not registered in this tree yet")
+def _require_metric(name: str) -> None:
+    """A metric an expectation test is about must be registered: a renamed or removed metric
+    fails the test (it is not skipped)."""
+    assert name in registry.metric_names(), f"privgate metric {name!r} is not registered"
 
 
 def _validate(ctx, synthetic, expectation, **kw):
@@ -50,7 +51,7 @@ def test_observed_value_equals_library_metric(gx_context, adult_small, adult_pat
     release = adult_random.head(300)
     for name, cls in (("common_rows", pe.ExpectSyntheticExactCopyRateToBeBelow),
                       ("dcr", pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow)):
-        _metric_or_skip(name)
+        _require_metric(name)
         lib = getattr(metrics, name)(adult_small, release)
         r = _validate(gx_context, release, cls(real=adult_path, threshold=1.0))
         assert r.success
@@ -79,7 +80,7 @@ NAMED_CASES = [
 @pytest.mark.parametrize("metric,extra,threshold", NAMED_CASES, ids=[c[0] for c in NAMED_CASES])
 def test_named_expectation_copy_fails_random_passes(gx_context, adult_small, adult_path, adult_random,
                                                      metric, extra, threshold):
-    _metric_or_skip(metric)
+    _require_metric(metric)
     cls = pe.NAMED[metric]
     exp = cls(real=adult_path, threshold=threshold, **extra)
     from privgate import baselines
@@ -95,7 +96,7 @@ def test_named_expectation_copy_fails_random_passes(gx_context, adult_small, adu
 
 
 def test_general_expectation_any_registered_metric(gx_context, adult_path, adult_small):
-    _metric_or_skip("hitting_rate")
+    _require_metric("hitting_rate")
     exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path, threshold=0.5)
     r = _validate(gx_context, adult_small, exp)
     assert r.success is False  # a copy hits every real record
@@ -105,7 +106,7 @@ def test_general_expectation_any_registered_metric(gx_context, adult_path, adult
 
 def test_general_expectation_passes_metric_params(gx_context, adult_small, adult_path, adult_random):
     """params reach the metric: nndr's result records the n_components it used."""
-    _metric_or_skip("nndr")
+    _require_metric("nndr")
     a = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
         metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 3}))
     b = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
@@ -307,7 +308,7 @@ def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
 
 
 def test_paired_field_reaches_hidden_rate(gx_context, adult_small, adult_path):
-    _metric_or_skip("hidden_rate")
+    _require_metric("hidden_rate")
     paired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
         metric="hidden_rate", real=adult_path, threshold=0.5, paired=True))
     unpaired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
