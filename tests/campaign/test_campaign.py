@@ -1,4 +1,4 @@
-"""The fail-closed campaign (issue 11): generated frames and gate configurations, adversarial
+"""The fail-closed campaign : generated frames and gate configurations, adversarial
 ones included, through ``privgate gate`` in process. For every case:
 
 - exit 0/1/2 only on a computed decision: no error check that counts, every metric value (and

@@ -1,4 +1,4 @@
-"""The fail-open paths of issue 11, one test each (each fails on the code before the fix), and
+"""The fail-open paths, one test each (each fails where the path is open), and
 the error messages that must name their culprit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Parquet inputs stay lazy scans (issue 14 item 5): the group-by metrics stream them, a frame is
+"""Parquet inputs stay lazy scans: the group-by metrics stream them, a frame is
 loaded only when a metric needs it, and every result equals the eager path's."""
 
 from __future__ import annotations

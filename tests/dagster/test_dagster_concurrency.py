@@ -1,11 +1,11 @@
 """Two releases of one dataset evaluated at the same time get the verdicts they get one after
-the other (issue 13, point 2).
+the other.
 
-The trend rule compares a release with the last accepted release before it. Before the fix, two
-concurrent runs both read the history before either recorded its run, so release 2 found no
-earlier release and its trend warning silently disappeared (the CLI demo fires it). The gate's
+The trend rule compares a release with the last accepted release before it. Without the
+per-dataset lock, two concurrent runs would both read the history before either recorded its run, so release 2 would find no
+earlier release and its trend warning would silently disappear (the CLI demo fires it). The gate's
 metric computation is slowed down here (1 s) so the two evaluations overlap on every machine.
-On the code before the fix both tests fail with ``{'r1': 'pass', 'r2': 'pass'}``.
+Without the lock both tests fail with ``{'r1': 'pass', 'r2': 'pass'}``.
 """
 
 from __future__ import annotations

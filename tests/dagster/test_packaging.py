@@ -1,4 +1,4 @@
-"""Packaging (issue 13, point 4): the library does not need Dagster or GX; the adapters live
+"""Packaging: the library does not need Dagster or GX; the adapters live
 under privgate.dagster / privgate.gx; the old top-level names still work, with a warning."""
 
 import subprocess

@@ -139,7 +139,7 @@ def test_table_shows_intervals_and_p_values():
     auth.p_value = 0.00002
     checks = decide(CFG, {"common_rows": common, "authenticity": auth, "hitting_rate": R("hitting_rate", 0.1)},
                     {}, has_holdout=True, previous=None)
-    for c in checks:  # what issue 10's rules add to a check (read with getattr: any merge order)
+    for c in checks:  # what interval and test rules add to a check
         if c.rule == "baseline":
             c.on, c.interval = "lower", (0.02, 0.18)
     outcome = engine.GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],

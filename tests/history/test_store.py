@@ -205,7 +205,7 @@ def test_version_1_database_is_migrated_and_keeps_its_rows(store_url):
     res = new.report.results["authenticity"]
     res.set_ci((0.25, 0.35), "wilson")
     res.p_value = 0.004
-    for c in new.checks:  # the GateCheck fields of issue 10 (set dynamically: any branch order)
+    for c in new.checks:  # the GateCheck fields that carry intervals and p-values
         c.on, c.interval, c.p_value = "lower", (0.25, 0.35), 0.004
     store.record(new)
     row = store.metric_history("adult", "authenticity").filter(pl.col("release_id") == "new").row(0, named=True)

@@ -215,8 +215,8 @@ def baseline_scores(adult, adult_baselines):
 # on the Adult sample in docs/metrics.md):
 # - dcr and nndr live in a 2-D FAMD projection; uniform draws over the numeric ranges land
 #   mostly in the projection's crowded centre, so uniform_random can score above
-#   independent_marginals there (VALIDITY.md: nndr barely moves between releases).
-# - distant_values is ≈ 1 for every data-like release (VALIDITY.md §1), so noisy_copy and
+#   independent_marginals there (docs/validity.md: nndr barely moves between releases).
+# - distant_values is ≈ 1 for every data-like release (docs/validity.md), so noisy_copy and
 #   independent_marginals are only ordered up to that saturation.
 # - common_rows is 0 for every baseline but copy: noise touches every record's numerics.
 EXCEPTIONS = {

@@ -190,7 +190,7 @@ def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
 
 
 def test_intervals_and_p_values_in_html_json_and_history(tmp_path, data, capsys):
-    """Each metric's interval, the excess interval and the p-value reach every output (issue 10)."""
+    """Each metric's interval, the excess interval and the p-value reach every output."""
     cfg = parse_gate_config({"dataset": "ci", "metrics": {
         "common_rows": {"threshold": {"block": 0.5}}, "dcr": {"threshold": {"block": 0.99}}}})
     db = tmp_path / "h.sqlite"
