@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._args import positive_int
+
 EXIT_ERROR = 3
 
 
@@ -46,20 +48,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=float,
                    help="the generator's DP claim (default: the configuration's)")
     p.add_argument("--delta", type=float, help="the claim's δ (default: the configuration's, else 0)")
-    p.add_argument("--runs", type=_positive("--runs"), default=DEFAULT_RUNS,
+    p.add_argument("--runs", type=positive_int("--runs"), default=DEFAULT_RUNS,
                    help=f"generator runs per target (default {DEFAULT_RUNS})")
     p.add_argument("--targets", default="auto", help="auto (outliers and canaries) or a file of target records")
-    p.add_argument("--n-targets", dest="n_targets", type=_positive("--n-targets"), default=DEFAULT_TARGETS,
+    p.add_argument("--n-targets", dest="n_targets", type=positive_int("--n-targets"), default=DEFAULT_TARGETS,
                    help=f"targets 'auto' picks (default {DEFAULT_TARGETS})")
-    p.add_argument("--training-rows", dest="training_rows", type=_positive("--training-rows"),
+    p.add_argument("--training-rows", dest="training_rows", type=positive_int("--training-rows"),
                    help="background rows per run (default min(1000, population))")
-    p.add_argument("--n-rows", dest="n_rows", type=_positive("--n-rows"),
+    p.add_argument("--n-rows", dest="n_rows", type=positive_int("--n-rows"),
                    help="records asked of the generator per run (default: --training-rows)")
     p.add_argument("--design", choices=("shared", "separate"), default="shared")
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=_positive("--workers"), help="worker processes (default: the thread budget)")
-    p.add_argument("--threads", type=_positive("--threads"),
+    p.add_argument("--workers", type=positive_int("--workers"), help="worker processes (default: the thread budget)")
+    p.add_argument("--threads", type=positive_int("--threads"),
                    help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
                                     "{block: claimed}, auc_lower {warn: 0.6, block: 0.8})")
@@ -78,18 +80,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
     p.error = usage_error  # type: ignore[method-assign]
     return p
-
-
-def _positive(flag: str):
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}")
-        return n
-    return parse
 
 
 def run(args: argparse.Namespace) -> int:

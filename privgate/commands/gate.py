@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from ._args import positive_int
+
 EXIT_ERROR = 3
 
 
@@ -63,12 +65,12 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
     """``--threads N``, ``--exact/--no-exact`` and ``--sample-real N`` (shared with evaluate);
     ``default`` names where an unset option comes from first (gate: the configuration)."""
     first = f"{default}, else " if default else ""
-    p.add_argument("--threads", type=_positive("--threads"), default=None,
+    p.add_argument("--threads", type=positive_int("--threads"), default=None,
                    help=f"thread budget of the run (default: {first}$PRIVGATE_THREADS or the free cores)")
     p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
                    help=f"exact neighbour searches at every size (default: {first}approximate above "
                         "~45k × 45k records, with measured recall)")
-    p.add_argument("--sample-real", dest="sample_real", type=_positive("--sample-real"), default=None,
+    p.add_argument("--sample-real", dest="sample_real", type=positive_int("--sample-real"), default=None,
                    help=f"estimate per-real-record means on a seeded sample of N real records "
                         f"(default: {first}as --sample says)")
     p.add_argument("--sample", dest="sample", type=_sample_mode, default=None,
@@ -96,18 +98,6 @@ def _seconds(text: str) -> float:
     if not 0 < x < float("inf"):
         raise argparse.ArgumentTypeError(f"--deadline must be a positive number of seconds, got {text!r}")
     return x
-
-
-def _positive(flag: str):
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}")
-        return n
-    return parse
 
 
 def run(args: argparse.Namespace) -> int:
