@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),
                       progress=not args.quiet, threads=args.threads, exact=bool(args.exact),
-                      sample_real=args.sample_real, sample=args.sample if args.sample is not None else "auto")
+                      sample_real=args.sample_real, sample=args.sample if args.sample is not None else "auto",
+                      memory_limit=args.memory_limit)
     rows = []
     from ..registry import get_metric
 

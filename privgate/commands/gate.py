@@ -76,6 +76,23 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
     p.add_argument("--sample", dest="sample", type=_sample_mode, default=None,
                    help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
                         f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
+    p.add_argument("--memory-limit", dest="memory_limit", type=_memory_limit, default="auto",
+                   help="refuse a run estimated to need more memory than this before any metric runs "
+                        "(exit 3, naming the metric and the option that fits): bytes, a size such as 8G, or "
+                        "off (default: $PRIVGATE_MEMORY_LIMIT, else the memory available)")
+
+
+def _memory_limit(text: str):
+    from ..errors import ParameterError
+    from ..memory_guard import parse_limit
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        parse_limit(text)
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _sample_mode(text: str):
@@ -141,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, threads=args.threads,
                            exact=args.exact, sample_real=args.sample_real, sample=args.sample,
-                           deadline=args.deadline,
+                           deadline=args.deadline, memory_limit=args.memory_limit,
                            generator_version=getattr(args, "generator_version", None))
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
