@@ -26,10 +26,10 @@ import numpy as np
 import polars as pl
 
 from ..binning import assign_bins, quantile_edges
-from ..errors import InputError
+from ..errors import EmptyInputError, InputError
 from ..io import load_frame
 from ..neighbours import knn
-from ..schema import NUMERIC, Schema, check_compatible_dtypes, check_not_empty, check_same_columns, normalise_frame
+from ..schema import NUMERIC, Schema, check_compatible_dtypes, check_finite, check_same_columns, normalise_frame
 from ..spaces import NULL_LEVEL, category_codes, mixed_space
 from ..ties import REL_TOL
 
@@ -105,17 +105,22 @@ class FeatureSpace:
         """A release as a normalised frame in the population's schema; a clear error naming the
         columns when it does not have the population's columns or a compatible dtype."""
         frame = load_frame(release, role=role)
-        check_not_empty(frame, role)
+        if frame.width == 0:
+            raise EmptyInputError(f"{role}: the release has no columns")
         check_same_columns({"population": self.pool, role: frame})
         frame = frame.select(self.pool.columns)
         for c in self.schema.columns:
             check_compatible_dtypes(c, {"population": self.pool, role: frame})
+            if self.schema.kind(c) == NUMERIC:
+                check_finite(c, {role: frame})
         return normalise_frame(frame, self.schema)
 
     def features(self, release: pl.DataFrame) -> np.ndarray:
         """(T, len(FEATURES)) features of every target on one normalised release."""
         n_t = self.targets.height
         m = release.height
+        if m == 0:  # a release with no records (a DP mechanism may publish one): no neighbours
+            return empty_release_features(n_t)
         out = np.zeros((n_t, len(FEATURES)))
         enc = mixed_space({"real": self.pool, "targets": self.targets, "synthetic": release}, self.schema,
                           rows={"real": np.zeros(0, dtype=np.int64)})

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InputError, PrivgateError
+from ..errors import AuditError, InputError, PrivgateError
 from ..threads import limited, resolve_threads
 from .features import FeatureSpace
 from .plan import AuditPlan
@@ -94,6 +94,10 @@ def _init_worker(payload: bytes, threads: int) -> None:
     _WORKER.update(plan=plan, space=space, generate=generate, threads=threads)
 
 
+def _started() -> bool:
+    return True
+
+
 def _worker_runs(runs: Sequence[int]) -> list[RunOutcome]:
     w = _WORKER
     return [make_run(w["plan"], w["space"], w["generate"], r, threads=w["threads"]) for r in runs]
@@ -142,20 +146,26 @@ def execute(plan: AuditPlan, space: FeatureSpace, generate: Generate, runs: Sequ
     payload = pickle.dumps((plan, space, generate))
     env_before = {k: os.environ.get(k) for k in _THREAD_VARS}
     os.environ.update({k: str(per_worker) for k in _THREAD_VARS})
+    started = False
     try:
         with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_init_worker, initargs=(payload, per_worker)) as pool:
+            pool.submit(_started).result()  # the workers start (import the generator's module) or fail here
+            started = True
             for part in pool.map(_worker_runs, chunks):
                 done.extend(part)
                 if progress is not None:
                     progress(len(done), len(runs))
     except BrokenProcessPool:
-        # a worker died (it could not start — e.g. the main module cannot be re-imported — or the
-        # generator killed it): the runs left are made here, where a failure is reported per run
-        how["note"] = (f"a worker process died after {len(done)} of {len(runs)} runs: "
-                       "the rest were made in this process")
+        if started:
+            # the generator ended its worker process: making the runs here would let it end this one
+            raise AuditError(f"a worker process died after {len(done)} of {len(runs)} runs: the generator ended "
+                             "its process (a crash or an exit inside it); run it with workers=1 to see the "
+                             "failure") from None
+        # no worker could start (e.g. the main module cannot be re-imported): runs made here
+        how["note"] = "no worker process could start: the runs were made in this process"
         how.update(workers=1, threads_per_worker=budget)
-        for r in runs[len(done):]:
+        for r in runs:
             done.append(make_run(plan, space, generate, r, threads=budget))
             if progress is not None:
                 progress(len(done), len(runs))

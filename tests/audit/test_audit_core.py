@@ -261,3 +261,34 @@ def test_worker_processes_give_the_same_result():
 def test_prepare_without_a_generator_skips_the_preflight():
     p = prepare_audit(None, people(), runs=8, n_targets=3, training_rows=30)
     assert p.preflight == [] and p.plan.n_targets == 3
+
+
+def empty_release(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    """A DP mechanism may publish no records at all."""
+    return training.head(0)
+
+
+def exits_its_process(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    import os
+
+    os._exit(13)
+
+
+def infinite_values(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    return public_only(training, n_rows, seed).with_columns(pl.lit(float("inf")).alias("income"))
+
+
+def test_an_empty_release_is_a_release_with_no_neighbours():
+    r = audit_generator(empty_release, people(), runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
+    assert r.cost["runs_failed"] == 0 and r.epsilon_lower == 0.0 and r.n_audited == 2
+
+
+def test_a_generator_that_ends_its_worker_process_is_an_audit_error():
+    with pytest.raises(AuditError, match="worker process died"):
+        audit_generator(exits_its_process, people(), runs=8, n_targets=2, canaries=False, training_rows=30,
+                        workers=2, threads=2)
+
+
+def test_infinite_values_in_a_release_are_refused_by_column():
+    with pytest.raises(InputError, match="income"):
+        audit_generator(infinite_values, people(), runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
