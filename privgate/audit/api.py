@@ -263,7 +263,8 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     fit_share: float = DEFAULT_FIT_SHARE, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
-                    generator_version: str | None = None, progress: Progress | None = None) -> AuditResult:
+                    generator_version: str | None = None, progress: Progress | None = None,
+                    deadline: float | None = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -293,6 +294,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         workers / threads: worker processes and the thread budget (default: the budget's cores).
         generator_name / generator_version: recorded with the result (and in the history).
         progress: called with (runs done, runs in all).
+        deadline: seconds the generator runs may take (the preflight runs, in this process, are
+            not counted); then the worker processes are ended and an AuditError is raised. The
+            runs then go to at least one worker process, so the generator must be picklable.
     """
     start = time.perf_counter()
     names = resolve_attacks(attacks)
@@ -302,7 +306,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                              design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
                              threads=threads)
     outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
-                            threads=threads, progress=progress)
+                            threads=threads, progress=progress, deadline=deadline)
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)

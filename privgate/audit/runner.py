@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import pickle
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -114,61 +115,47 @@ def picklable(generate: Generate) -> bool:
 
 
 def execute(plan: AuditPlan, space: FeatureSpace, generate: Generate, runs: Sequence[int], *,
-            workers: int | None = None, threads: int | None = None,
-            progress: Progress | None = None) -> tuple[list[RunOutcome], dict[str, Any]]:
+            workers: int | None = None, threads: int | None = None, progress: Progress | None = None,
+            deadline: float | None = None) -> tuple[list[RunOutcome], dict[str, Any]]:
     """Make ``runs`` and return their outcomes in run order, with how they were executed.
 
     ``threads``: the run's thread budget (default $PRIVGATE_THREADS, else the free cores);
-    ``workers``: processes (default: the budget; 1 runs in this process). Each worker gets
-    budget // workers threads (at least 1) for the generator's native libraries and the
-    features. A generator that cannot be pickled runs in this process."""
+    ``workers``: processes (default: the budget; 1 without a deadline runs in this process).
+    Each worker gets budget // workers threads (at least 1) for the generator's native
+    libraries and the features. A generator that cannot be pickled runs in this process.
+
+    ``deadline``: seconds the runs may take; then the worker processes are ended and an
+    :class:`~privgate.errors.AuditError` says how many runs were made. A deadline needs worker
+    processes (a run in this process cannot be stopped), so with one it uses at least one."""
     budget = resolve_threads(threads)
     n_workers = budget if workers is None else int(workers)
     if n_workers < 1:
         raise InputError(f"workers must be at least 1; got {workers!r}")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or not 0 < deadline < float("inf")):
+        raise InputError(f"deadline must be a positive number of seconds; got {deadline!r}")
     n_workers = min(n_workers, max(len(runs), 1))
     how: dict[str, Any] = {"threads": budget}
-    if n_workers > 1 and not picklable(generate):
+    pool_wanted = n_workers > 1 or deadline is not None
+    if pool_wanted and not picklable(generate):
         how["note"] = "the generator cannot be pickled (a lambda or a nested function): runs made in one process"
-        n_workers = 1
+        if deadline is not None:
+            how["note"] += "; its deadline cannot be enforced"
+        n_workers, pool_wanted = 1, False
     per_worker = max(1, budget // n_workers)
     how.update(workers=n_workers, threads_per_worker=per_worker)
     runs = [int(r) for r in runs]
-    done: list[RunOutcome] = []
-    if n_workers == 1:
-        for r in runs:
-            done.append(make_run(plan, space, generate, r, threads=per_worker))
-            if progress is not None:
-                progress(len(done), len(runs))
-        return done, how
-    # small chunks keep both workers busy to the end; spawn: no inherited thread state
-    chunks = [runs[i:i + 2] for i in range(0, len(runs), 2)]
-    payload = pickle.dumps((plan, space, generate))
+    if not pool_wanted:
+        return _in_process(plan, space, generate, runs, per_worker, progress), how
     env_before = {k: os.environ.get(k) for k in _THREAD_VARS}
     os.environ.update({k: str(per_worker) for k in _THREAD_VARS})
-    started = False
     try:
-        with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker, initargs=(payload, per_worker)) as pool:
-            pool.submit(_started).result()  # the workers start (import the generator's module) or fail here
-            started = True
-            for part in pool.map(_worker_runs, chunks):
-                done.extend(part)
-                if progress is not None:
-                    progress(len(done), len(runs))
-    except BrokenProcessPool:
-        if started:
-            # the generator ended its worker process: making the runs here would let it end this one
-            raise AuditError(f"a worker process died after {len(done)} of {len(runs)} runs: the generator ended "
-                             "its process (a crash or an exit inside it); run it with workers=1 to see the "
-                             "failure") from None
+        done = _on_pool(plan, space, generate, runs, n_workers, per_worker, progress, deadline)
+    except _NoWorkers:
         # no worker could start (e.g. the main module cannot be re-imported): runs made here
         how["note"] = "no worker process could start: the runs were made in this process"
         how.update(workers=1, threads_per_worker=budget)
-        for r in runs:
-            done.append(make_run(plan, space, generate, r, threads=budget))
-            if progress is not None:
-                progress(len(done), len(runs))
+        done = _in_process(plan, space, generate, runs, budget, progress)
     finally:
         for k, v in env_before.items():
             if v is None:
@@ -176,6 +163,70 @@ def execute(plan: AuditPlan, space: FeatureSpace, generate: Generate, runs: Sequ
             else:
                 os.environ[k] = v
     return done, how
+
+
+class _NoWorkers(Exception):
+    """The worker processes could not start."""
+
+
+def _in_process(plan, space, generate, runs, threads, progress) -> list[RunOutcome]:
+    done = []
+    for r in runs:
+        done.append(make_run(plan, space, generate, r, threads=threads))
+        if progress is not None:
+            progress(len(done), len(runs))
+    return done
+
+
+def _on_pool(plan, space, generate, runs, n_workers, per_worker, progress, deadline) -> list[RunOutcome]:
+    """The runs on ``n_workers`` spawned processes, two runs a task (both workers stay busy to the
+    end), results in run order; at ``deadline`` the processes are ended."""
+    chunks = [runs[i:i + 2] for i in range(0, len(runs), 2)]
+    payload = pickle.dumps((plan, space, generate))
+    stop_at = None if deadline is None else time.monotonic() + float(deadline)
+    results: dict[int, list[RunOutcome]] = {}
+    pool = ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(payload, per_worker))
+    finished = False
+    try:
+        try:
+            pool.submit(_started).result(timeout=None if stop_at is None else max(stop_at - time.monotonic(), 0.1))
+        except BrokenProcessPool:
+            raise _NoWorkers() from None
+        except FuturesTimeout:
+            raise _deadline_error(deadline, 0, len(runs)) from None
+        pending = {pool.submit(_worker_runs, chunk): i for i, chunk in enumerate(chunks)}
+        n_done = 0
+        while pending:
+            left = None if stop_at is None else stop_at - time.monotonic()
+            if left is not None and left <= 0:
+                raise _deadline_error(deadline, n_done, len(runs))
+            ready, _ = wait(list(pending), timeout=left, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                i = pending.pop(fut)
+                try:
+                    results[i] = fut.result()
+                except BrokenProcessPool:
+                    # the generator ended its worker process: making the runs here would let it end this one
+                    raise AuditError(f"a worker process died after {n_done} of {len(runs)} runs: the generator "
+                                     "ended its process (a crash or an exit inside it); run it with workers=1 to "
+                                     "see the failure") from None
+                n_done += len(results[i])
+                if progress is not None:
+                    progress(n_done, len(runs))
+        finished = True
+    finally:
+        if not finished:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=finished, cancel_futures=True)
+    return [o for i in range(len(chunks)) for o in results[i]]
+
+
+def _deadline_error(deadline: float | None, n_done: int, n_runs: int) -> AuditError:
+    return AuditError(f"the audit's runs did not finish within their deadline of {deadline:g} s ({n_done} of "
+                      f"{n_runs} runs made); the worker processes were ended — raise the deadline, make fewer "
+                      "runs or a faster generator")
 
 
 # read by the native libraries of a generator when a worker process starts

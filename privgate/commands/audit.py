@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._args import positive_int
+from ._args import positive_int, positive_seconds
 
 EXIT_ERROR = 3
 
@@ -61,6 +61,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=positive_int("--workers"), help="worker processes (default: the thread budget)")
+    p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
+                   help="seconds the generator runs may take; then the worker processes are ended and the "
+                        "audit fails (exit 3) (default: none)")
     p.add_argument("--threads", type=positive_int("--threads"),
                    help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
@@ -131,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         generate, args.real, population=args.population, claimed_epsilon=claimed, delta=delta, targets=targets,
         n_targets=args.n_targets, runs=args.runs, training_rows=args.training_rows, n_rows=args.n_rows,
         design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
+        deadline=args.deadline,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
         progress=None if args.quiet else progress_printer(started))
     outcome = decide_audit(result, config, dataset=args.dataset)

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from ._args import positive_int
+from ._args import positive_int, positive_seconds
 
 EXIT_ERROR = 3
 
@@ -45,7 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-version", dest="generator_version",
                    help="version of the generator that made the release (for the configuration's require_audit)")
     add_run_options(p, "the configuration's options")
-    p.add_argument("--deadline", type=_seconds, default=None,
+    p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
                    help="seconds the run may take; then it is stopped and the release blocked (exit 3, "
                         "recorded) (default: the configuration's options.deadline, else 21600 = 6 hours)")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
@@ -105,16 +105,6 @@ def _sample_mode(text: str):
     if n < 1:
         raise argparse.ArgumentTypeError(f"--sample must be auto, off or a positive integer, got {text!r}")
     return n
-
-
-def _seconds(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        x = float("nan")
-    if not 0 < x < float("inf"):
-        raise argparse.ArgumentTypeError(f"--deadline must be a positive number of seconds, got {text!r}")
-    return x
 
 
 def run(args: argparse.Namespace) -> int:

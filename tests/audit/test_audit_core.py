@@ -292,3 +292,29 @@ def test_a_generator_that_ends_its_worker_process_is_an_audit_error():
 def test_infinite_values_in_a_release_are_refused_by_column():
     with pytest.raises(InputError, match="income"):
         audit_generator(infinite_values, people(), runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
+
+
+def never_returns(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    import time
+
+    time.sleep(600)
+    return training
+
+
+def test_a_generator_that_never_returns_is_stopped_at_the_deadline():
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(AuditError, match=r"deadline of 3 s \(0 of 8 runs made\)"):
+        audit_generator(never_returns, people(), runs=8, n_targets=2, canaries=False, training_rows=30,
+                        workers=1, threads=1, deadline=3)
+    assert time.monotonic() - start < 120  # not the generator's 600 s (a bound, not a timing)
+
+
+def test_a_deadline_that_is_met_changes_nothing():
+    kw = dict(runs=8, n_targets=2, canaries=False, training_rows=30, seed=2, threads=1)
+    a = audit_generator(resample_training, people(), workers=1, **kw).to_dict()
+    b = audit_generator(resample_training, people(), workers=1, deadline=600, **kw).to_dict()
+    assert b["cost"]["workers"] == 1
+    a.pop("cost"), b.pop("cost")
+    assert a == b
