@@ -52,3 +52,28 @@ def shared_dir() -> Path:
     if not SHARED.exists():
         pytest.skip(f"../shared not found at {SHARED}")
     return SHARED
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path):
+    """A history store URL: a SQLite file per test, and — when PRIVGATE_TEST_POSTGRES_URL is set
+    (skipped otherwise) — a private PostgreSQL schema per test, dropped afterwards."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "history.sqlite")
+        return
+    pg_url = os.environ.get("PRIVGATE_TEST_POSTGRES_URL")
+    if not pg_url:
+        pytest.skip("PRIVGATE_TEST_POSTGRES_URL is not set; PostgreSQL history tests skipped")
+    import uuid
+
+    import sqlalchemy as sa
+
+    schema = f"privgate_test_{uuid.uuid4().hex[:12]}"
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in pg_url else "?"
+    yield f"{pg_url}{sep}options=-csearch_path%3D{schema}"
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    engine.dispose()

@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -184,18 +183,9 @@ def finish(outcome: Any, args: argparse.Namespace) -> int:
 
 
 def _temp(path: str, text: str) -> str:
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
+    from ..render.reports import write_temporary
+
+    return write_temporary(path, text)
 
 
 def progress_printer(started: float):

@@ -118,10 +118,11 @@ def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:
     return out
 
 
-def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
-    """Write via a temporary file in the same folder: a report is complete or absent."""
+def write_temporary(path: str | os.PathLike[str], text: str) -> str:
+    """Write ``text`` to a new temporary file beside ``path`` (the folder must exist), with the
+    permissions a plain write would give; the caller moves it into place (``os.replace``) once
+    everything else succeeded, so a report is complete or absent."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -129,6 +130,18 @@ def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
+    """Write via a temporary file in the same folder: a report is complete or absent."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = write_temporary(p, text)
+    try:
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
