@@ -15,6 +15,14 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def current_rss_mib() -> float:
+    """Resident memory now (VmRSS), in MiB; NaN where /proc has no such line."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def reset_peak() -> bool:
     """Reset the peak RSS counter (writes 5 to /proc/self/clear_refs); False where unsupported."""
     try:

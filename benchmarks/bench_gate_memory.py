@@ -20,14 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mem import peak_rss_mib, reset_peak  # noqa: E402
-
-
-def current_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from _mem import current_rss_mib, peak_rss_mib, reset_peak  # noqa: E402
 
 
 def main() -> None:

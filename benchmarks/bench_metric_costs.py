@@ -23,14 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mem import peak_rss_mib, reset_peak  # noqa: E402
-
-
-def _rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from _mem import current_rss_mib, peak_rss_mib, reset_peak  # noqa: E402
 
 
 def main() -> None:
@@ -57,14 +50,14 @@ def main() -> None:
         if state["name"] is not None:
             rows.append({"metric": state["name"], "wall_s": time.perf_counter() - state["t"],
                          "cpu_s": time.process_time() - state["c"], "peak_mib": peak_rss_mib(),
-                         "rss_after_mib": _rss_mib()})
+                         "rss_after_mib": current_rss_mib()})
 
     def progress(name: str, i: int, total: int) -> None:
         close()
         reset_peak()
         state.update(name=name, t=time.perf_counter(), c=time.process_time())
 
-    base = _rss_mib()
+    base = current_rss_mib()
     metrics = args.metrics.split(",") if args.metrics else None
     t0 = time.perf_counter()
     rep = evaluate(real, syn, metrics, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0,
