@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from ..binning import assign_bins, quantile_edges
-from ..errors import EmptyInputError, InputError
+from ..errors import EmptyInputError, InputError, SchemaMismatchError
 from ..io import load_frame
 from ..neighbours import knn
 from ..schema import NUMERIC, Schema, check_compatible_dtypes, check_finite, check_same_columns, normalise_frame
@@ -107,7 +107,10 @@ class FeatureSpace:
         frame = load_frame(release, role=role)
         if frame.width == 0:
             raise EmptyInputError(f"{role}: the release has no columns")
-        check_same_columns({"population": self.pool, role: frame})
+        try:  # "release": real column names are shown only when the release has them too
+            check_same_columns({"population": self.pool, "release": frame})
+        except SchemaMismatchError as exc:
+            raise SchemaMismatchError(f"{role}: {exc}") from None
         frame = frame.select(self.pool.columns)
         for c in self.schema.columns:
             check_compatible_dtypes(c, {"population": self.pool, role: frame})
