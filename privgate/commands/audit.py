@@ -206,7 +206,7 @@ def target_table(result: Any) -> str:
     """One line per target (at most 100 characters): kind, status, best attack, AUC with its
     interval, TPR at FPR 1 %, ε lower bound."""
     from ..render.audit import best_attack
-    from ._table import format_table
+    from ..text_tables import format_table
 
     rows = []
     for t in result.targets:

@@ -8,7 +8,7 @@ import sys
 
 import polars as pl
 
-from ._table import TABLE_WIDTH, format_table
+from ..text_tables import TABLE_WIDTH, format_table
 
 AUDIT_VIEW = ["seq", "created_at", "generator", "generator_version", "dataset", "decision", "exit_code",
               "epsilon_lower", "claimed_epsilon", "delta", "auc_lower", "n_audited", "n_targets", "runs", "run_id"]

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._table import TABLE_WIDTH, format_table, wrap_line
+from ..text_tables import TABLE_WIDTH, format_table, wrap_line
 
 
 def _csv(value: str) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 
 import polars as pl
 
-from ._table import TABLE_WIDTH, format_table
+from ..text_tables import TABLE_WIDTH, format_table
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

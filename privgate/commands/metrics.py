@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._table import TABLE_WIDTH, format_table
+from ..text_tables import TABLE_WIDTH, format_table
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -324,7 +324,7 @@ class AuditOutcome:
     def table(self) -> str:
         """The audit's checks as plain text (at most 100 characters wide; what a rule said in
         full below the table when it cannot decide), then the decision line."""
-        from ..commands._table import format_table
+        from ..text_tables import format_table
 
         rows, notes = [], []
         for c in self.checks:

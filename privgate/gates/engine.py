@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import polars as pl
 
-from ..commands._table import TABLE_WIDTH, format_table, table_blocks, wrap_line
+from ..text_tables import TABLE_WIDTH, format_table, table_blocks, wrap_line
 from ..errors import ConfigError, PrivgateError
 from ..results import MetricResult, _jsonable
 from .config import GateConfig, Rule, load_gate_config, parse_gate_config

@@ -10,7 +10,7 @@ import pytest
 
 from privgate import baselines
 from privgate.cli import build_parser, main
-from privgate.commands._table import format_table
+from privgate.text_tables import format_table
 
 N = 150
 WIDTH = 100

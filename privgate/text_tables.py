@@ -1,4 +1,5 @@
-"""Plain-text tables for terminal output."""
+"""Plain-text tables for terminal output: what every CLI table and the gate's decision table are
+printed with (a library module: the gate and the audit rules print tables without the CLI)."""
 
 from __future__ import annotations
 
