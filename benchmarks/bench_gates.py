@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from privgate import baselines  # noqa: E402
 from privgate.data import load_example  # noqa: E402
 from privgate.gates import default_gate_config, frame_fingerprint, run_gate  # noqa: E402
-from privgate.gates import engine  # noqa: E402
+from privgate.gates import run as gate_run  # noqa: E402
 from privgate.history import HistoryStore  # noqa: E402
 from privgate.render import write_html_report, write_json_report  # noqa: E402
 
@@ -90,7 +90,7 @@ def main() -> None:
     cfg = default_gate_config("bench")
 
     calls = {}
-    orig = engine._evaluate
+    orig = gate_run._evaluate
 
     def timed(*a, **k):
         t = time.perf_counter()
@@ -98,11 +98,11 @@ def main() -> None:
         calls["evaluate"] = time.perf_counter() - t
         return r
 
-    engine._evaluate = timed
+    gate_run._evaluate = timed
     t = time.perf_counter()
     outcome = run_gate(cfg, real, syn, holdout=hold, release_id="bench")
     total = time.perf_counter() - t
-    engine._evaluate = orig
+    gate_run._evaluate = orig
     print(f"gate (default config, 7 metrics + holdout baselines, 3000/3000/3000 rows): {total:.2f} s; "
           f"evaluate {calls['evaluate']:.2f} s; gate overhead {total - calls['evaluate']:.3f} s; "
           f"decision {outcome.decision}")

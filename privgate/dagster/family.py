@@ -228,7 +228,7 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
         folder = _work_folder(resource, context, key)
         start = time.perf_counter()
         metrics: list[str] = []
-        from privgate.gates.engine import DeadlineExceeded, _with_deadline
+        from privgate.gates.deadline import DeadlineExceeded, with_deadline
 
         try:
             from privgate.gates import evaluate_for_gate, evaluation_plan
@@ -243,15 +243,15 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
             budget = threads if threads is not None else resource.threads
             # the step has the run's deadline too: past it the step is stopped and the join blocks
             seconds = resource.deadline if resource.deadline is not None else run_cfg.options.deadline
-            report, _ = _with_deadline(lambda: evaluate_for_gate(
+            report, _ = with_deadline(lambda: evaluate_for_gate(
                 run_cfg, resource.real_path, release, holdout, metrics=metrics,
                 threads=budget if budget > 0 else None), seconds)
             write_partial(folder, step, report, metrics=metrics)
         except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
-            from privgate.gates.engine import _privgate_error_text
+            from privgate.gates.outcome import privgate_error_text
 
             reason = ("the step did not finish within the run's deadline and was stopped"
-                      if isinstance(exc, DeadlineExceeded) else _privgate_error_text(exc))
+                      if isinstance(exc, DeadlineExceeded) else privgate_error_text(exc))
             write_partial(folder, step, None, metrics=metrics, error=reason)
             context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
             return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
@@ -325,7 +325,7 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
     or disagrees with the others gives each of its planned metrics an error (the gate blocks)."""
     from privgate.errors import PrivgateError
     from privgate.gates import evaluation_plan
-    from privgate.gates.engine import safe_message
+    from privgate.gates.outcome import safe_message
     from privgate.report import Report, merge_reports
 
     planned = evaluation_plan(cfg, has_holdout)["metrics"]

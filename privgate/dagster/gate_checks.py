@@ -31,74 +31,19 @@ significant digits, and the ``release`` id.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from privgate.gates import rules
 from privgate.gates.config import check_name as gate_check_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privgate.gates import GateCheck, GateConfig, GateOutcome
+    from privgate.gates import GateCheck, GateConfig, GateOutcome, Rule
 
 DECISION_CHECK = "gate_decision"
 EVALUATION_ASSET = "synthetic_release"  # the bundled release asset (default target of the specs)
 DECISION_CODES = {"pass": 0, "warn": 1, "block": 2}
-
-
-@dataclass(frozen=True)
-class RuleCheck:
-    """One configured rule and the asset check it is reported as."""
-
-    metric: str
-    kind: str
-    severity: str
-    limit: float
-    when: str = "always"
-    on: str = ""  # "estimate" | "lower" | "upper"; "p_value" for test rules ("" = the kind's default)
-
-    def __post_init__(self) -> None:
-        if not self.on:
-            object.__setattr__(self, "on", "p_value" if self.kind == "test" else "estimate")
-
-    @property
-    def name(self) -> str:
-        return check_name(self.metric, self.kind, self.severity)
-
-    @property
-    def blocking(self) -> bool:
-        return self.severity == "block"
-
-    @property
-    def dagster_severity(self) -> dg.AssetCheckSeverity:
-        return dg.AssetCheckSeverity.ERROR if self.blocking else dg.AssetCheckSeverity.WARN
-
-    def description(self) -> str:
-        cond = "" if self.when == "always" else f" (only {self.when.replace('_', ' ')})"
-        effect = "blocks publication" if self.blocking else "warns"
-        if self.kind == "test":
-            requirement = (f"its test's p-value must be ≥ {self.limit:g} (a smaller p-value is "
-                           "evidence of the leak)")
-        else:
-            quantity = {"threshold": "risk value",
-                        "baseline": "excess over the holdout baseline",
-                        "trend": "increase over the last accepted release"}.get(self.kind, self.kind)
-            if self.on in ("lower", "upper"):
-                quantity = f"the {self.on} end of the 95 % interval of the {quantity}"
-            requirement = f"{quantity} must be ≤ {self.limit:g}"
-        missing = {"lower": "that interval", "upper": "that interval", "p_value": "a p-value"}
-        closed = (f"; a result without {missing[self.on]} fails the check (fails closed)"
-                  if self.on in missing else "")
-        return (f"privgate {self.kind} rule on {self.metric}: {requirement}; otherwise the "
-                f"release {effect}{cond}{closed}.")
-
-    def metadata(self) -> dict[str, Any]:
-        """The rule itself, as spec and result metadata (filterable in the Dagster UI)."""
-        return {"rule_kind": dg.MetadataValue.text(self.kind),
-                "decided_on": dg.MetadataValue.text(self.on),
-                "rule_severity": dg.MetadataValue.text(self.severity),
-                "rule_when": dg.MetadataValue.text(self.when),
-                "limit": dg.MetadataValue.float(float(self.limit))}
 
 
 def check_name(metric: str, kind: str, severity: str) -> str:
@@ -107,20 +52,43 @@ def check_name(metric: str, kind: str, severity: str) -> str:
     return gate_check_name(metric, kind, severity)
 
 
-def rule_checks(cfg: "GateConfig") -> list[RuleCheck]:
-    """Every rule of ``cfg`` as a :class:`RuleCheck`, in configuration order."""
-    out: list[RuleCheck] = []
-    for mg in cfg.metrics.values():
-        for rule in mg.rules:
-            out.append(RuleCheck(mg.name, rule.kind, rule.severity, float(rule.limit), rule.when,
-                                 rule.on))
-    return out
+def rule_checks(cfg: "GateConfig") -> list["Rule"]:
+    """Every rule of ``cfg``, in configuration order; each is one asset check named
+    ``rule.name``."""
+    return [rule for _, rule in cfg.rules()]
 
 
-def applies(rc: RuleCheck, has_holdout: bool | None) -> bool:
-    """Whether rule ``rc`` applies to runs with (True) or without (False) a holdout; every rule
-    for ``None`` (not known when the checks are declared)."""
-    return has_holdout is None or rc.when == "always" or (rc.when == "with_holdout") == bool(has_holdout)
+def dagster_severity(rule: "Rule") -> dg.AssetCheckSeverity:
+    """ERROR for a block rule (a blocking check), WARN for a warn rule."""
+    return dg.AssetCheckSeverity.ERROR if rule.blocking else dg.AssetCheckSeverity.WARN
+
+
+def rule_description(rule: "Rule") -> str:
+    """What the rule's check requires, in words."""
+    cond = "" if rule.when == "always" else f" (only {rule.when.replace('_', ' ')})"
+    effect = "blocks publication" if rule.blocking else "warns"
+    if rule.kind == "test":
+        requirement = (f"its test's p-value must be ≥ {rule.limit:g} (a smaller p-value is "
+                       "evidence of the leak)")
+    else:
+        quantity = rules.QUANTITY_WORDS.get(rule.kind, rule.kind)
+        if rule.on in rules.ENDS:
+            quantity = f"the {rule.on} end of the 95 % interval of the {quantity}"
+        requirement = f"{quantity} must be ≤ {rule.limit:g}"
+    missing = {"lower": "that interval", "upper": "that interval", "p_value": "a p-value"}
+    closed = (f"; a result without {missing[rule.on]} fails the check (fails closed)"
+              if rule.on in missing else "")
+    return (f"privgate {rule.kind} rule on {rule.metric}: {requirement}; otherwise the "
+            f"release {effect}{cond}{closed}.")
+
+
+def rule_metadata(rule: "Rule") -> dict[str, Any]:
+    """The rule itself, as spec and result metadata (filterable in the Dagster UI)."""
+    return {"rule_kind": dg.MetadataValue.text(rule.kind),
+            "decided_on": dg.MetadataValue.text(rule.on),
+            "rule_severity": dg.MetadataValue.text(rule.severity),
+            "rule_when": dg.MetadataValue.text(rule.when),
+            "limit": dg.MetadataValue.float(float(rule.limit))}
 
 
 def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
@@ -145,12 +113,12 @@ def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
                   "for any reason, including metrics or inputs that could not be evaluated.")]
     seen = {DECISION_CHECK}
     for rc in rule_checks(cfg):
-        if not applies(rc, has_holdout):
+        if not rc.applies(has_holdout):
             continue
         if rc.name in seen:  # cannot happen for a valid config; guard against name clashes
             raise ValueError(f"two gate rules map to the asset check name {rc.name!r}")
         seen.add(rc.name)
-        specs.append(spec(rc.name, rc.blocking, rc.description(), rc.metadata()))
+        specs.append(spec(rc.name, rc.blocking, rule_description(rc), rule_metadata(rc)))
     return specs
 
 
@@ -208,18 +176,18 @@ def _decision_result(outcome: "GateOutcome", asset: Any,
     )
 
 
-def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["GateCheck"],
+def _rule_result(rc: "Rule", checks: list["GateCheck"], global_errors: list["GateCheck"],
                  outcome: "GateOutcome", asset: Any) -> dg.AssetCheckResult | None:
     match = next((c for c in checks if c.metric == rc.metric and c.rule == rc.kind
                   and c.severity == rc.severity), None)
     metric_errors = [c for c in checks if c.metric == rc.metric and c.rule == "error"]
     release = str(outcome.release_id)
-    severity = rc.dagster_severity
+    severity = dagster_severity(rc)
     if match is not None and match.skipped:
         # the rule did not apply to this release (e.g. first release: no trend)
         return _not_applied(rc, asset, release, match.message)
     has_holdout = bool(getattr(outcome, "has_holdout", False))
-    if match is None and rc.when != "always" and (rc.when == "with_holdout") != has_holdout:
+    if match is None and not rc.applies(has_holdout):
         return _not_applied(rc, asset, release, f"the rule applies only to runs "
                             f"{'with' if rc.when == 'with_holdout' else 'without'} a holdout")
     md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
@@ -246,7 +214,7 @@ def _rule_result(rc: RuleCheck, checks: list["GateCheck"], global_errors: list["
     )
 
 
-def _not_applied(rc: RuleCheck, asset: Any, release: str, why: str) -> dg.AssetCheckResult | None:
+def _not_applied(rc: "Rule", asset: Any, release: str, why: str) -> dg.AssetCheckResult | None:
     """A rule that did not apply to this release: no result for a ``warn`` rule (Dagster shows
     it as not evaluated); a passing result saying so for a ``block`` rule, which Dagster would
     otherwise report as a blocking check that emitted no result."""
@@ -254,35 +222,17 @@ def _not_applied(rc: RuleCheck, asset: Any, release: str, why: str) -> dg.AssetC
         return None
     md = {"release": dg.MetadataValue.text(release), "applied": dg.MetadataValue.bool(False)}
     return dg.AssetCheckResult(check_name=rc.name, asset_key=asset, passed=True,
-                               severity=rc.dagster_severity, metadata=md,
+                               severity=dagster_severity(rc), metadata=md,
                                description=f"release {release}: not applied: {why}")
 
 
-def _rule_numbers(md: dict[str, Any], rc: RuleCheck, match: "GateCheck", result: Any) -> None:
+def _rule_numbers(md: dict[str, Any], rc: "Rule", match: "GateCheck", result: Any) -> None:
     """The numbers a person plots for one rule: the rule's quantity (``value``: the risk
     estimate for threshold rules, the excess over the holdout baseline for baseline rules, the
     increase over the last accepted release for trend rules, the p-value for test rules), the
     ends of its 95 % interval (``lower``, ``upper``: the rule's own interval, else the
-    result's), rounded to 4 significant digits -- never more."""
-    interval = getattr(match, "interval", None)
-    if rc.kind == "threshold":
-        value = match.value if match.value is not None else getattr(result, "value", None)
-        if interval is None:
-            interval = getattr(result, "ci", None)
-    elif rc.kind == "baseline":
-        value = getattr(result, "excess", None)
-        if finite(value) is None and getattr(match, "on", None) in (None, "", "estimate"):
-            value = match.compared
-        if interval is None:
-            interval = getattr(result, "excess_ci", None)
-    elif rc.kind == "test":
-        p = getattr(match, "p_value", None)
-        value = p if p is not None else getattr(result, "p_value", None)
-        if value is None:
-            value = match.compared
-        interval = None
-    else:  # trend: the increase over the last accepted release
-        value, interval = match.compared, None
+    result's; :func:`privgate.gates.rules.check_quantity`), rounded to 4 significant digits."""
+    value, interval = rules.check_quantity(match, result)
     _put_float(md, "value", value)
     _put_interval(md, interval)
 

@@ -23,22 +23,23 @@ def frame_digest(frame: pl.DataFrame) -> str:
 
 
 def summary_markdown(outcome: "GateOutcome") -> str:
-    """A markdown decision table: the gate's own decision table (:func:`privgate.gates.engine.
-    decision_rows`, as the CLI and the HTML report show it: one row per rule, warn and block
-    limits together, values with their 95 % intervals) — scores and limits only."""
-    from privgate.gates.engine import decision_rows
+    """A markdown decision table: the gate's own decision table (the columns and cells of
+    :mod:`privgate.gates.decision_table`, as the CLI and the HTML report show it: one row per
+    rule, warn and block limits together, values with their 95 % intervals) — scores and limits
+    only."""
+    from privgate.gates.decision_table import columns, decision_rows
 
-    keys = ("metric", "rule", "value", "compared", "limits", "p", "verdict", "note")
+    cols = columns()
     lines = [
         f"**Decision: {str(outcome.decision).upper()}** — dataset `{outcome.dataset}`, "
         f"release `{outcome.release_id}`, privgate run `{outcome.run_id}`",
         "",
-        "| metric | rule | value [95 % CI] | compared [95 % CI] | limits | p | verdict | note |",
-        "|---|---|---:|---:|---|---:|---|---|",
+        "| " + " | ".join(c.header(spaced=True) for c in cols) + " |",
+        "|" + "|".join("---:" if c.numeric else "---" for c in cols) + "|",
     ]
     for _, verdict, row in decision_rows(outcome):
-        cells = [str(row[k]).replace("|", "\\|").replace("\n", " ") for k in keys]
-        if verdict != "pass" and cells[6].lower() == verdict:
-            cells[6] = f"**{cells[6]}**"
-        lines.append("| " + " | ".join(cells) + " |")
+        cells = {c.key: str(row[c.key]).replace("|", "\\|").replace("\n", " ") for c in cols}
+        if verdict != "pass" and cells["verdict"].lower() == verdict:
+            cells["verdict"] = f"**{cells['verdict']}**"
+        lines.append("| " + " | ".join(cells[c.key] for c in cols) + " |")
     return "\n".join(lines)

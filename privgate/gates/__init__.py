@@ -1,32 +1,29 @@
 """Release gates: a configuration of metrics and rules, and the run that decides
-pass / warn / block for one synthetic release (fails closed). See ``docs/gates.md``."""
+pass / warn / block for one synthetic release (fails closed). See ``docs/gates.md``.
+
+``config`` (the configuration), ``rules`` (what a rule compares and when it fires), ``decide``
+(results → checks), ``outcome`` (checks → decision, exit code), ``run`` (evaluating, the
+deadline worker, recording; ``plan``, ``deadline``), ``decision_table`` and ``present`` (the
+decision table and the text ``privgate gate`` prints), ``finalise`` (reports, then the record)."""
 
 from pathlib import Path
 
-from .config import GateConfig, MetricGate, Rule, check_name, load_gate_config, parse_gate_config
-from .engine import (
-    EXIT_CODES,
-    Decision,
-    GateCheck,
-    GateOutcome,
-    decide,
-    decision_of,
-    evaluate_for_gate,
-    evaluation_plan,
-    format_checks,
-    merged_checks,
-    run_gate,
-    safe_message,
-)
+from .config import (GateConfig, MetricGate, Rule, check_name, load_gate_config, parse_gate_config,
+                     resolve_gate_config)
+from .decide import decide
+from .decision_table import merged_checks
 from .fingerprint import frame_fingerprint, inputs_fingerprint
+from .outcome import EXIT_CODES, Decision, GateCheck, GateOutcome, decision_of, safe_message
+from .plan import evaluate_for_gate, evaluation_plan
+from .present import format_checks
+from .run import record_outcome, run_gate
 
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "default_gate.yaml"
 
 
 def default_gate_config(dataset: str | None = None) -> GateConfig:
     """The shipped default configuration (``privgate/configs/default_gate.yaml``)."""
-    cfg = load_gate_config(DEFAULT_CONFIG_PATH)
-    return cfg.with_dataset(dataset) if dataset else cfg
+    return resolve_gate_config(DEFAULT_CONFIG_PATH, dataset)
 
 
 __all__ = [
@@ -34,5 +31,5 @@ __all__ = [
     "MetricGate", "Rule", "decide", "decision_of", "default_gate_config", "evaluate_for_gate",
     "evaluation_plan", "format_checks",
     "frame_fingerprint", "inputs_fingerprint", "load_gate_config", "merged_checks",
-    "parse_gate_config", "run_gate", "safe_message",
+    "parse_gate_config", "record_outcome", "resolve_gate_config", "run_gate", "safe_message",
 ]

@@ -419,7 +419,7 @@ def _error(message: str, rule: AuditRule | None = None) -> AuditCheck:
 
 def requirement_check(req: AuditRequirement, history: Any, version: str | None) -> dict[str, Any]:
     """Whether the history holds a passing audit for ``req`` (the keyword arguments of a
-    :class:`~privgate.gates.engine.GateCheck` of rule ``audit``: verdict pass or block; an error
+    :class:`~privgate.gates.outcome.GateCheck` of rule ``audit``: verdict pass or block; an error
     verdict is marked with ``rule="error"``). ``version`` is the one given at run time."""
     base = {"metric": "(audit)", "rule": "audit", "value": None, "raw": None, "threshold": None,
             "severity": "block"}

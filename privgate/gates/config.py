@@ -62,8 +62,9 @@ import hashlib
 import inspect
 import json
 import math
+import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -96,29 +97,35 @@ CONTEXT_PARAMS = ("keys", "sensitive")
 
 @dataclass(frozen=True)
 class Rule:
-    """One limit of one metric: ``kind`` compares a quantity with ``limit`` at ``severity``."""
+    """One limit of one metric: ``kind`` compares a quantity with ``limit`` at ``severity``
+    (what it compares and when it fires: :mod:`privgate.gates.rules`). ``metric`` is the
+    metric the rule belongs to (set when a configuration is parsed)."""
 
     kind: str          # "threshold" | "baseline" | "trend" | "test"
     limit: float
     severity: str      # "warn" | "block"
     when: str = "always"
     on: str = ""       # "estimate" | "lower" | "upper" ("p_value" for test rules); "" = the kind's default
+    metric: str = field(default="", compare=False)  # a rule decides alike whichever metric holds it
 
     def __post_init__(self) -> None:
         if not self.on:
             object.__setattr__(self, "on", "p_value" if self.kind == "test" else DEFAULT_ON)
 
     @property
-    def fires_below(self) -> bool:
-        """Test rules fire when the p-value is strictly *below* the limit; the others above."""
-        return self.kind == "test"
+    def name(self) -> str:
+        """The rule's stable check name (:func:`check_name`), shared by every adapter."""
+        return check_name(self.metric, self.kind, self.severity)
 
-    def applies(self, has_holdout: bool) -> bool:
-        if self.when == "with_holdout":
-            return has_holdout
-        if self.when == "no_holdout":
-            return not has_holdout
-        return True
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "block"
+
+    def applies(self, has_holdout: bool | None) -> bool:
+        """Whether the rule applies to a run with / without a holdout (None: not known, every rule)."""
+        from .rules import applies
+
+        return applies(self.when, has_holdout)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when,
@@ -134,6 +141,11 @@ class MetricGate:
     optional: bool = False
     rules: tuple[Rule, ...] = ()
     description: str = ""
+
+    def __post_init__(self) -> None:
+        # every rule names its metric (its check name, the adapters' checks)
+        object.__setattr__(self, "rules", tuple(r if r.metric == self.name else replace(r, metric=self.name)
+                                                for r in self.rules))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": self.params, "optional": self.optional,
@@ -313,6 +325,20 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
         raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
     cfg = parse_gate_config(data, check_metrics=check_metrics)
     return GateConfig(**{**cfg.__dict__, "source": str(p)})
+
+
+def resolve_gate_config(cfg: Any, dataset: str | None = None) -> GateConfig:
+    """The gate configuration ``cfg`` — a :class:`GateConfig`, a path to a YAML / TOML file or the
+    parsed dict — with ``dataset`` (when given) in place of its own. The one way every caller
+    (the gate run, the GX suite, the Dagster resource) turns what it was given into a
+    configuration; raises :class:`ConfigError` naming the offending key."""
+    if isinstance(cfg, GateConfig):
+        config = cfg
+    elif isinstance(cfg, (str, os.PathLike)):
+        config = load_gate_config(cfg)
+    else:
+        config = parse_gate_config(cfg)
+    return config.with_dataset(dataset) if dataset else config
 
 
 def _toml_duplicate(text: str, message: str) -> tuple[str, int] | None:

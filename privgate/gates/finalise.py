@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from .engine import GateOutcome, add_error, record_outcome
+from .outcome import GateOutcome, add_error
+from .run import record_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..history.store import HistoryStore

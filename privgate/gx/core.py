@@ -43,7 +43,7 @@ from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
 from privgate.errors import MetricComputationError, ParameterError
-from privgate.gates.engine import compared_number, rule_fires
+from privgate.gates import rules
 
 from .compute import compute_risk
 from .references import describe_reference
@@ -171,7 +171,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     # the metric's registry entry models)
     risk_label: ClassVar[str] = "Privacy risk"
     risk_explanation: ClassVar[str] = ""
-    # the gate rule kind this expectation decides like (privgate.gates.engine.rule_fires)
+    # the gate rule kind this expectation decides like (privgate.gates.rules)
     rule_kind: ClassVar[str] = "threshold"
 
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
@@ -241,8 +241,9 @@ class PrivacyRiskExpectation(BatchExpectation):
         thr = self._threshold(kw.get("threshold"))
         compare_to = kw.get("compare_to") or "value"
         on = kw.get("on") or "estimate"
-        estimate, interval = self._quantity(payload, compare_to)
-        compared = self._compared(payload, compare_to, on, estimate, interval)
+        comparison = self._comparison(payload, compare_to, on)
+        compared = comparison.number
+        estimate, interval = self._shown(payload, comparison)
         details = {
             "metric": payload["metric"],
             "family": payload["family"],
@@ -276,7 +277,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         details["interval"] = interval
         details["p_value"] = payload.get("p_value")
         return {
-            "success": not rule_fires(self.rule_kind, compared, thr),
+            "success": not rules.fires(comparison.kind, compared, thr),
             "result": {"observed_value": compared, "details": details},
         }
 
@@ -295,29 +296,42 @@ class PrivacyRiskExpectation(BatchExpectation):
         return thr
 
     @staticmethod
-    def _quantity(payload: Dict[str, Any], compare_to: str) -> Tuple[float, Any]:
-        """The point estimate of the gated quantity and its 95 % interval (None if absent)."""
-        if compare_to == "excess":
-            return float(payload["excess"]), payload.get("excess_ci")
-        return float(payload["value"]), payload.get("ci")
+    def _shown(payload: Dict[str, Any], comparison: "rules.Comparison") -> Tuple[float, Any]:
+        """The estimate and 95 % interval the details show: the compared quantity's."""
+        return comparison.estimate, payload.get(rules.INTERVAL_FIELD[comparison.kind])
 
-    def _compared(self, payload: Dict[str, Any], compare_to: str, on: str, estimate: float,
-                  interval: Any) -> float:
-        """The number compared with the threshold: the estimate or an end of its interval; a
-        missing interval raises (the expectation is errored: fails closed, like the gate)."""
-        if on not in ("estimate", "lower", "upper"):
+    def _rule_kind(self, compare_to: str) -> str:
+        """The gate rule kind this expectation decides like: a ``baseline`` rule when it compares
+        the excess over the holdout baseline, else its class's (``threshold``, ``test``)."""
+        return "baseline" if compare_to == "excess" and self.rule_kind == "threshold" else self.rule_kind
+
+    def _comparison(self, payload: Dict[str, Any], compare_to: str, on: str) -> "rules.Comparison":
+        """What the gate rule of this expectation compares on the payload
+        (:func:`privgate.gates.rules.compare`); a result that lacks it raises (the expectation
+        is errored: fails closed, like the gate)."""
+        kind = self._rule_kind(compare_to)
+        if kind != "test" and on not in ("estimate", *rules.ENDS):
             raise ParameterError(
                 f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}"
             )
-        compared = compared_number(estimate, interval, on)
-        if compared is None:
-            quantity, field = ("excess", "excess_ci") if compare_to == "excess" else ("value", "ci")
+        comparison = rules.compare(kind, "p_value" if kind == "test" else on, payload)
+        if comparison.missing == "p_value":
+            raise MetricComputationError(
+                f"{self.expectation_type}: the expectation compares the p-value and metric "
+                f"{payload['metric']!r} reports none (fails closed)"
+            )
+        if comparison.missing is not None and comparison.missing == rules.QUANTITY[kind]:
+            raise MetricComputationError(
+                f"{self.expectation_type}: metric {payload['metric']!r} reports no "
+                f"{comparison.missing} (fails closed)"
+            )
+        if comparison.missing is not None:
             raise MetricComputationError(
                 f"{self.expectation_type}: the expectation compares the {on} end of the "
-                f"{quantity}'s 95 % interval and metric {payload['metric']!r} reports no "
-                f"{field} (fails closed)"
+                f"{comparison.quantity}'s 95 % interval and metric {payload['metric']!r} reports no "
+                f"{comparison.missing} (fails closed)"
             )
-        return compared
+        return comparison
 
     # ----------------------------------------------------------------------- rendering
     @classmethod
@@ -557,18 +571,9 @@ class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
         return v
 
     @staticmethod
-    def _quantity(payload: Dict[str, Any], compare_to: str) -> Tuple[float, Any]:
+    def _shown(payload: Dict[str, Any], comparison: "rules.Comparison") -> Tuple[float, Any]:
+        """The risk value and its interval (the p-value has none)."""
         return float(payload["value"]), payload.get("ci")
-
-    def _compared(self, payload: Dict[str, Any], compare_to: str, on: str, estimate: float,
-                  interval: Any) -> float:
-        p = payload.get("p_value")
-        if p is None:
-            raise MetricComputationError(
-                f"{self.expectation_type}: the expectation compares the p-value and metric "
-                f"{payload['metric']!r} reports none (fails closed)"
-            )
-        return float(p)
 
     def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
                   execution_engine=None) -> Dict[str, Any]:

@@ -10,7 +10,7 @@ with_holdout`` / ``no_holdout``) becomes one expectation:
   metric's p-value;
 * the rule's limit is the expectation's ``threshold`` — the gate fires when the quantity is
   strictly above its limit (a test rule: the p-value strictly below), the expectation passes
-  otherwise (:func:`privgate.gates.engine.rule_fires` decides both); a result without the
+  otherwise (:func:`privgate.gates.rules.fires` decides both); a result without the
   interval or p-value a rule compares blocks the gate and errors the expectation;
 * ``block`` → GX severity ``critical`` (a blocking ERROR check through the Dagster bridge),
   ``warn`` → ``warning`` (a WARN check);
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from privgate.errors import ConfigError
-from privgate.gates.config import check_name
+from privgate.gates.config import GateConfig, MetricGate, Rule, check_name, resolve_gate_config
 
 from .core import (
     NAMED,
@@ -58,66 +58,21 @@ def suite_from_gate_config(
     """
     import great_expectations as gx
 
-    from privgate.gates.config import GateConfig, load_gate_config, parse_gate_config
-
-    if isinstance(config, GateConfig):
-        cfg = config
-    elif isinstance(config, dict):
-        cfg = parse_gate_config(config)
-    else:
-        cfg = load_gate_config(config)
+    cfg = resolve_gate_config(config)
     has_holdout = holdout is not None
-    skipped: list[dict[str, Any]] = []
     if cfg.require_holdout and not has_holdout:
         raise ConfigError(
             f"gate config {cfg.source or cfg.dataset!r} has require_holdout: true; pass holdout="
         )
     expectations: list[Any] = []
+    skipped: list[dict[str, Any]] = []
     for gate in cfg.metrics.values():
-        params = {k: v for k, v in gate.params.items() if k not in _CONTEXT_PARAMS}
-        keys = gate.params.get("keys", cfg.keys)
-        sensitive = gate.params.get("sensitive", cfg.sensitive)
-        if isinstance(sensitive, str):
-            sensitive = [sensitive]
-        cls = NAMED.get(gate.name)
         for rule in gate.rules:
-            if rule.kind == "trend" or not rule.applies(has_holdout):
-                if rule.kind == "trend":
-                    skipped.append({"metric": gate.name, **rule.to_dict(),
-                                    "why": "trend rules need the privgate history store"})
-                continue
-            kwargs: dict[str, Any] = {
-                "real": real,
-                "threshold": float(rule.limit),
-                "seed": cfg.seed,
-                "compare_to": "excess" if rule.kind == "baseline" else "value",
-                "on": "estimate" if rule.kind == "test" else rule.on,
-                "severity": "critical" if rule.severity == "block" else "warning",
-                "meta": {
-                    "check_name": check_name(gate.name, rule.kind, rule.severity),
-                    "privgate_rule": rule.to_dict(),
-                    "privgate_optional": bool(gate.optional),
-                },
-            }
-            if gate.description:
-                kwargs["notes"] = gate.description
-            if has_holdout:
-                kwargs["holdout"] = holdout
-            if params:
-                kwargs["params"] = params
-            if keys:
-                kwargs["keys"] = list(keys)
-            if sensitive:
-                kwargs["sensitive"] = list(sensitive)
-            if cfg.schema:
-                kwargs["column_kinds"] = dict(cfg.schema)
-            if rule.kind == "test":
-                expectations.append(
-                    ExpectSyntheticPrivacyTestPValueToBeAbove(metric=gate.name, **kwargs))
-            elif cls is None:
-                expectations.append(ExpectSyntheticPrivacyRiskToBeBelow(metric=gate.name, **kwargs))
-            else:
-                expectations.append(cls(**kwargs))
+            if rule.kind == "trend":
+                skipped.append({"metric": gate.name, **rule.to_dict(),
+                                "why": "trend rules need the privgate history store"})
+            elif rule.applies(has_holdout):
+                expectations.append(_expectation(cfg, gate, rule, real=real, holdout=holdout))
     # built with the constructor: add_expectation would need an active data context
     return gx.ExpectationSuite(
         name=name or f"privgate_{cfg.dataset}",
@@ -125,3 +80,42 @@ def suite_from_gate_config(
         meta={"privgate_gate_dataset": cfg.dataset, "privgate_gate_source": cfg.source,
               "privgate_skipped_rules": skipped},
     )
+
+
+def _expectation(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, holdout: Any) -> Any:
+    """The expectation of one threshold, baseline or test rule that applies to the run."""
+    kwargs = _rule_kwargs(cfg, gate, rule, real=real, holdout=holdout)
+    if rule.kind == "test":
+        return ExpectSyntheticPrivacyTestPValueToBeAbove(metric=gate.name, **kwargs)
+    cls = NAMED.get(gate.name)
+    if cls is None:
+        return ExpectSyntheticPrivacyRiskToBeBelow(metric=gate.name, **kwargs)
+    return cls(**kwargs)
+
+
+def _rule_kwargs(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, holdout: Any) -> dict[str, Any]:
+    """The expectation's fields: the rule's limit, quantity and severity, and the configuration's
+    data settings (the metric's own ``keys`` / ``sensitive`` win)."""
+    kwargs: dict[str, Any] = {
+        "real": real,
+        "threshold": float(rule.limit),
+        "seed": cfg.seed,
+        "compare_to": "excess" if rule.kind == "baseline" else "value",
+        "on": "estimate" if rule.kind == "test" else rule.on,
+        "severity": "critical" if rule.severity == "block" else "warning",
+        "meta": {
+            "check_name": check_name(gate.name, rule.kind, rule.severity),
+            "privgate_rule": rule.to_dict(),
+            "privgate_optional": bool(gate.optional),
+        },
+    }
+    params = {k: v for k, v in gate.params.items() if k not in _CONTEXT_PARAMS}
+    keys = gate.params.get("keys", cfg.keys)
+    sensitive = gate.params.get("sensitive", cfg.sensitive)
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    optional = {"notes": gate.description, "holdout": holdout, "params": params,
+                "keys": list(keys) if keys else None, "sensitive": list(sensitive) if sensitive else None,
+                "column_kinds": dict(cfg.schema) if cfg.schema else None}
+    kwargs.update({k: v for k, v in optional.items() if v})
+    return kwargs

@@ -23,8 +23,8 @@ import polars as pl
 
 from markupsafe import Markup, escape
 
-from ..gates.engine import (_fmt, decision_rows, fmt_p, sampling_summary, unchecked_note,  # the decision table's formats
-                            with_interval)
+from ..gates.decision_table import columns, decision_rows, fmt_number, fmt_p, with_interval
+from ..gates.present import sampling_summary, unchecked_note
 from ..results import _jsonable
 from . import plots
 
@@ -83,8 +83,9 @@ def render_html(outcome: Any, history: Any = None) -> str:
         created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         config_source=cfg_source,
         results=outcome.results,
+        check_columns=columns(),
         check_rows=decision_rows(outcome),
-        fmt=_fmt,
+        fmt=fmt_number,
         fmt_p=fmt_p,
         with_ci=with_interval,
         num=_num,

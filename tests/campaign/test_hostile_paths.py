@@ -152,7 +152,7 @@ def test_history_value_not_finite_in_range_blocks_the_trend_rule(tmp_path, real,
 @pytest.mark.parametrize("previous", [float("nan"), float("inf"), 1.5, None, "0.1", True])
 def test_decide_refuses_a_previous_value_that_is_not_a_metric_value(previous):
     from privgate.gates.config import parse_gate_config
-    from privgate.gates.engine import decide, decision_of
+    from privgate.gates import decide, decision_of
     from privgate.results import MetricResult
 
     cfg = parse_gate_config({"metrics": {"common_rows": {"trend": {"block": 0.0}}}})
@@ -334,7 +334,7 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
         "import sys; sys.path.insert(0, %r)\n"
         "from fault_metrics import fault_metric\n"
         "from privgate.cli import main\n"
-        "import privgate.gates.engine as engine; engine.STOP_GRACE = 0.5\n"
+        "import privgate.gates.deadline as deadline; deadline.STOP_GRACE = 0.5\n"
         "with fault_metric('hang_native') as name:\n"
         "    open(%r, 'w').write('dataset: stuck\\nmetrics:\\n  ' + name + ': {threshold: 0.5}\\n')\n"
         "    sys.exit(main(['gate', '--config', %r, '--real', %r, '--synthetic', %r, '--release-id', 'r',"
@@ -518,8 +518,8 @@ def test_with_deadline_stops_a_python_loop_and_returns_a_result_in_time():
     """The helper every run (and each Dagster family step) goes through."""
     import time
 
-    from privgate.gates.engine import DeadlineExceeded, _with_deadline
-    assert _with_deadline(lambda: 42, 5.0)[0] == 42
+    from privgate.gates.deadline import DeadlineExceeded, with_deadline
+    assert with_deadline(lambda: 42, 5.0)[0] == 42
     ticks = []
 
     def spin():
@@ -528,10 +528,10 @@ def test_with_deadline_stops_a_python_loop_and_returns_a_result_in_time():
             time.sleep(0.01)
 
     with pytest.raises(DeadlineExceeded) as err:
-        _with_deadline(spin, 0.2)
+        with_deadline(spin, 0.2)
     assert not err.value.worker.is_alive()  # stopped, not left running
     n = len(ticks)
     time.sleep(0.05)
     assert len(ticks) == n
     with pytest.raises(ZeroDivisionError):  # what the work raised is raised
-        _with_deadline(lambda: 1 / 0, 5.0)
+        with_deadline(lambda: 1 / 0, 5.0)

@@ -12,7 +12,7 @@ from privgate import evaluate
 from privgate.context import EvaluationContext
 from privgate.errors import (AllNullColumnError, InputLoadError, NonFiniteValueError, NotApplicableError,
                              ParameterError)
-from privgate.gates import engine
+from privgate.gates import run_gate
 
 
 def _frames(n=800, seed=0):
@@ -117,8 +117,8 @@ def test_gate_on_parquet_paths_decides_and_fingerprints_like_frames(files):
     real, release, holdout = files["frames"]
     cfg = {"dataset": "s", "metrics": {"common_rows": {"threshold": {"warn": 0.0, "block": 0.9}},
                                        "authenticity": {"baseline": {"block": 0.5}}}}
-    a = engine.run_gate(cfg, files["real"], files["synthetic"], holdout=files["holdout"], release_id="a")
-    b = engine.run_gate(cfg, real, release, holdout=holdout, release_id="b")
+    a = run_gate(cfg, files["real"], files["synthetic"], holdout=files["holdout"], release_id="a")
+    b = run_gate(cfg, real, release, holdout=holdout, release_id="b")
     assert a.exit_code == b.exit_code == 1
     for role in ("real", "synthetic", "holdout"):
         fa, fb = dict(a.fingerprint[role]), dict(b.fingerprint[role])
@@ -136,6 +136,6 @@ def test_gate_refuses_a_file_replaced_during_the_run(files):
         if i == 2:
             release.head(100).write_parquet(files["synthetic"])
 
-    out = engine.run_gate(cfg, files["real"], files["synthetic"], release_id="a", progress=replace_release)
+    out = run_gate(cfg, files["real"], files["synthetic"], release_id="a", progress=replace_release)
     assert out.exit_code == 3
     assert any("synthetic file(s) changed during the run" in c.message for c in out.checks)

@@ -39,7 +39,7 @@ def _gate_verdicts(outcome) -> dict[str, str]:
 
 @pytest.mark.parametrize("with_holdout", [True, False], ids=["holdout", "no_holdout"])
 def test_suite_decides_like_the_gate(gx_context, frames, with_holdout):
-    from privgate.gates.engine import run_gate
+    from privgate.gates import run_gate
 
     holdout = frames["holdout"] if with_holdout else None
     outcome = run_gate(DEFAULT_CONFIG, frames["real"], frames["release"], holdout)

@@ -102,11 +102,11 @@ def test_unusable_history_fails_closed(files, tmp_path, capsys):
 
 def test_unexpected_failure_exits_3_not_1(files, tmp_path, capsys, monkeypatch):
     # an uncaught exception would exit 1, which reads as "warn" (accepted)
-    from privgate.gates import engine
+    from privgate.gates import run
 
     def broken(*a, **k):
         raise RuntimeError("row of RealPerson-0001")
-    monkeypatch.setattr(engine, "decide", broken)
+    monkeypatch.setattr(run, "decide", broken)
     code = _gate(files, files["pass"], "x", tmp_path / "h.sqlite")
     assert code == 3
     out = capsys.readouterr()

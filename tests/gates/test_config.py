@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from privgate.errors import ConfigError
-from privgate.gates import GateConfig, default_gate_config, load_gate_config, parse_gate_config
+from privgate.gates import GateConfig, default_gate_config, load_gate_config, parse_gate_config, rules
 from privgate.gates.config import Rule
 
 
@@ -146,7 +146,10 @@ def test_evidence_rules_on_and_test():
     assert [(r.kind, r.limit, r.severity, r.on) for r in mem] == [
         ("threshold", 0.0, "warn", "lower"), ("threshold", 0.01, "block", "lower"),
         ("test", 0.05, "warn", "p_value"), ("test", 0.01, "block", "p_value")]
-    assert mem[2].fires_below and not mem[0].fires_below
+    assert all(r.metric == "memorisation" for r in mem) and mem[2].name == "memorisation__test_warn"
+    # a test rule fires below its limit, the others above
+    assert rules.fires(mem[2].kind, 0.04, mem[2].limit) and not rules.fires(mem[2].kind, 0.06, mem[2].limit)
+    assert rules.fires(mem[0].kind, 0.01, mem[0].limit) and not rules.fires(mem[0].kind, 0.0, mem[0].limit)
     assert [r.on for r in cfg.metrics["nnaa"].rules] == ["upper", "estimate"]
     # the default of on is the point estimate: existing configurations decide as before
     assert cfg.metrics["common_rows"].rules[0].on == "estimate"

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from privgate.gates import EXIT_CODES, Decision, decide, decision_of, parse_gate_config, run_gate, safe_message
-from privgate.gates import engine
+from privgate.gates import GateOutcome, format_checks
+from privgate.gates import run as gate_run
 from privgate.results import MetricResult
 
 
@@ -116,7 +117,7 @@ def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
     res = {"common_rows": R("common_rows", 0.005), "authenticity": R("authenticity", 0.6, baseline=0.5)}
     checks = decide(CFG, res, {"hitting_rate": "x"}, has_holdout=True, previous={"authenticity": 0.5})
     decision, code = decision_of(checks)
-    text = engine.format_checks(engine.GateOutcome("rid", "ds", "r1", decision, checks, code))
+    text = format_checks(GateOutcome("rid", "ds", "r1", decision, checks, code))
     lines = text.splitlines()
     assert lines[0].split() == ["metric", "rule", "value", "[95%", "CI]", "compared", "[95%", "CI]",
                                 "limits", "p", "verdict", "note"]
@@ -142,7 +143,7 @@ def test_table_shows_intervals_and_p_values():
     for c in checks:  # what interval and test rules add to a check
         if c.rule == "baseline":
             c.on, c.interval = "lower", (0.02, 0.18)
-    outcome = engine.GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],
+    outcome = GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],
                                  report=FakeReport({"common_rows": common, "authenticity": auth}))
     text = outcome.table()
     assert "0.0120 [0.0040, 0.0310]" in text
@@ -283,7 +284,7 @@ def _stub(monkeypatch, values, errors=None, calls=None):
             calls.append(kw)
         res = {n: R(n, v, baseline=(v - 0.01 if kw.get("baseline") else None)) for n, v in values.items()}
         return FakeReport(res, dict(errors or {}))
-    monkeypatch.setattr(engine, "_evaluate", fake)
+    monkeypatch.setattr(gate_run, "_evaluate", fake)
 
 
 @pytest.mark.parametrize("values, code, decision", [
@@ -354,7 +355,7 @@ def test_run_gate_requires_holdout_when_configured(monkeypatch, frames):
 def test_run_gate_unexpected_evaluation_failure_withholds_details(monkeypatch, frames):
     def boom(*a, **k):
         raise ValueError("row 2 has value 'Jane Doe'")
-    monkeypatch.setattr(engine, "_evaluate", boom)
+    monkeypatch.setattr(gate_run, "_evaluate", boom)
     out = run_gate(CFG, *frames)
     assert out.exit_code == 3 and "Jane" not in out.checks[0].message
 
@@ -413,21 +414,21 @@ def test_run_gate_passes_its_thread_budget_to_the_evaluation(monkeypatch, tmp_pa
     import polars as pl
 
     seen = {}
-    real_eval = engine._evaluate
+    real_eval = gate_run._evaluate
 
     def spy(*args, **kwargs):
         seen["threads"] = kwargs.get("threads")
         return real_eval(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_evaluate", spy)
+    monkeypatch.setattr(gate_run, "_evaluate", spy)
     frame = pl.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"]})
-    out = engine.run_gate({"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}},
+    out = run_gate({"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}},
                           frame, frame.reverse(), threads=1)
     assert seen["threads"] == 1 and out.exit_code == 2  # a copy: every real record copied
 
 
 def test_compared_number_picks_estimate_or_interval_end():
-    from privgate.gates.engine import compared_number
+    from privgate.gates.rules import compared_number
 
     assert compared_number(0.3, (0.1, 0.5), "estimate") == 0.3
     assert compared_number(0.3, (0.1, 0.5), "lower") == 0.1

@@ -11,7 +11,8 @@ import pytest
 
 from privgate.cli import main
 from privgate.errors import ConfigError
-from privgate.gates import engine, parse_gate_config
+from privgate.gates import parse_gate_config, run_gate
+from privgate.gates import run as gate_run
 from privgate.history import HistoryStore
 
 BASE = {"dataset": "opts", "metrics": {"common_rows": {"threshold": {"block": 0.5}},
@@ -63,13 +64,13 @@ def test_threads_do_not_change_the_hash_but_sampling_and_exact_do():
 
 def _spy(monkeypatch):
     seen = {}
-    real_eval = engine._evaluate
+    real_eval = gate_run._evaluate
 
     def spy(*args, **kwargs):
         seen.update({k: kwargs.get(k) for k in ("threads", "exact", "sample_real")})
         return real_eval(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_evaluate", spy)
+    monkeypatch.setattr(gate_run, "_evaluate", spy)
     return seen
 
 
@@ -79,7 +80,7 @@ def test_run_gate_takes_options_from_the_config_and_arguments_override(monkeypat
     cfg = {**BASE, "options": {"threads": 1, "sample_real": 100}}
     store = HistoryStore(f"sqlite:///{tmp_path / 'h.sqlite'}")
     try:
-        out = engine.run_gate(cfg, real, syn, release_id="a", history=store)
+        out = run_gate(cfg, real, syn, release_id="a", history=store)
         assert seen == {"threads": 1, "exact": False, "sample_real": 100}
         assert out.results["authenticity"].details["sampled"]["n"] == 100
         assert out.to_dict()["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 100,
@@ -91,7 +92,7 @@ def test_run_gate_takes_options_from_the_config_and_arguments_override(monkeypat
         with store.engine.connect() as conn:
             text = conn.execute(sa.select(S.runs.c.config_json).where(S.runs.c.run_id == out.run_id)).scalar_one()
         assert json.loads(text)["options"] == {"threads": 1, "exact": False, "sample_real": 100, "sample": "auto"}
-        out2 = engine.run_gate(cfg, real, syn, release_id="b", threads=2, exact=True, sample_real=50)
+        out2 = run_gate(cfg, real, syn, release_id="b", threads=2, exact=True, sample_real=50)
         assert seen == {"threads": 2, "exact": True, "sample_real": 50}
         assert out2.results["common_rows"].details["sampled"]["n"] == 50
     finally:
@@ -101,14 +102,14 @@ def test_run_gate_takes_options_from_the_config_and_arguments_override(monkeypat
 def test_run_gate_records_the_resolved_thread_budget(monkeypatch):
     monkeypatch.setenv("PRIVGATE_THREADS", "1")
     real, syn = _frames()
-    out = engine.run_gate(BASE, real, syn, release_id="a")
+    out = run_gate(BASE, real, syn, release_id="a")
     assert out.config.options.threads == 1 and out.to_dict()["config"]["options"]["threads"] == 1
     assert out.config_hash == parse_gate_config(BASE).hash  # the thread budget does not change it
 
 
 def test_an_invalid_option_override_blocks_with_a_config_error():
     real, syn = _frames()
-    out = engine.run_gate(BASE, real, syn, release_id="a", sample_real=0)
+    out = run_gate(BASE, real, syn, release_id="a", sample_real=0)
     assert out.exit_code == 3 and "options.sample_real" in out.checks[0].message
 
 

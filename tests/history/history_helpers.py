@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from privgate.gates import decide, decision_of, parse_gate_config
-from privgate.gates.engine import GateOutcome
+from privgate.gates import GateOutcome
 from privgate.results import MetricResult
 
 CFG = parse_gate_config({

@@ -1,0 +1,349 @@
+"""Running a gate: evaluate the configured metrics on a release and decide pass / warn / block.
+
+The gate **fails closed**: an input that cannot be loaded, an invalid configuration, a metric
+that errors (unless the configuration marks it ``optional``), a baseline that cannot be computed
+while a holdout is given, or a history store that cannot be read or written all block the
+release (exit codes: :data:`privgate.gates.outcome.EXIT_CODES`).
+
+The gate never computes a distance itself: it calls :func:`privgate.evaluate` and compares the
+results with the rules (:mod:`privgate.gates.decide`). The evaluation runs in a worker thread
+stopped at the run's deadline (:mod:`privgate.gates.deadline`); the run is recorded once, at the
+end (:func:`record_outcome`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ..errors import ConfigError, PrivgateError
+from .config import DEFAULT_DEADLINE, GateConfig, parse_options, resolve_gate_config
+from .deadline import DeadlineExceeded, with_deadline
+from .decide import decide, result_problem, unchecked_checks
+from .fingerprint import inputs_fingerprint
+from .outcome import GateCheck, GateOutcome, add_error, decision_of, error_check, privgate_error_text, safe_message
+from .plan import evaluation_plan, precomputed_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..history.store import HistoryStore
+
+
+def _evaluate(*args: Any, **kwargs: Any) -> Any:
+    """Indirection to :func:`privgate.evaluate` (lets tests substitute a failing metric run)."""
+    from ..evaluate import evaluate
+
+    return evaluate(*args, **kwargs)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("privgate")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def run_gate(
+    cfg: GateConfig | Mapping[str, Any] | str | Path,
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    release_id: str = "r1",
+    history: "HistoryStore | None" = None,
+    *,
+    dataset: str | None = None,
+    progress: Callable[..., Any] | None = None,
+    record: bool = True,
+    threads: int | None = None,
+    report: Any = None,
+    exact: bool | None = None,
+    sample_real: int | None = None,
+    sample: int | str | None = None,
+    deadline: float | None = None,
+    generator_version: str | None = None,
+    memory_limit: int | str | None = "auto",
+) -> GateOutcome:
+    """Gate one synthetic release and, when ``history`` is given, record the run in it.
+
+    ``cfg``: a :class:`GateConfig`, a dict or a path to a YAML/TOML file; ``real``, ``synthetic``
+    and ``holdout``: anything :func:`privgate.io.load_frame` accepts. Never raises (not even for
+    ``SystemExit`` or ``KeyboardInterrupt`` from a metric): anything that stops the gate from
+    deciding gives a blocked outcome, exit code 3. ``history`` is read for trend rules; the run is
+    recorded in it once, at the end, unless ``record=False`` (a caller with more steps that can
+    fail records the final decision itself with :func:`record_outcome`).
+
+    ``threads``, ``exact``, ``sample_real``, ``sample``, ``deadline``: override the configuration's
+    ``options`` (None: keep them); the options used are recorded in the outcome's configuration
+    (the thread budget as resolved). ``memory_limit``: the evaluation's memory guard
+    (:mod:`privgate.memory_guard`). ``deadline``: the evaluation runs in a worker thread; when the
+    deadline passes (or the caller is interrupted) the run is blocked ("did not finish within its
+    deadline") and the worker stopped; one still inside a native call is left behind as a daemon
+    thread, ``outcome.worker`` (docs/gates.md, "Deadline").
+
+    ``report``: results computed beforehand (:func:`evaluate_for_gate` per part, joined with
+    :func:`privgate.report.merge_reports`), checked against this run's plan and inputs; a report
+    that does not match blocks. ``generator_version``: for a configuration's ``require_audit``
+    (:mod:`privgate.gates.audit_rules`).
+    """
+    start = time.perf_counter()
+    created = datetime.now(timezone.utc)
+    run_id = uuid.uuid4().hex
+    release_id = str(release_id)
+    options = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
+               "deadline": deadline}
+    seconds = _deadline_of(cfg, deadline)
+
+    def work() -> GateOutcome:
+        return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
+                    progress=progress, run_id=run_id, created=created, precomputed=report,
+                    generator_version=generator_version, memory_limit=memory_limit)
+
+    worker = None
+    try:
+        outcome, worker = with_deadline(work, seconds)
+    except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
+        worker = getattr(exc, "worker", None)
+        outcome = _stopped(exc, seconds, cfg, dataset, run_id=run_id, release_id=release_id, created=created,
+                           has_holdout=holdout is not None)
+    outcome.worker = worker if worker is not None and worker.is_alive() else None
+    outcome.seconds = time.perf_counter() - start
+    if history is not None and record:
+        record_outcome(outcome, history)
+    return outcome
+
+
+def _stopped(exc: BaseException, seconds: float, cfg: Any, dataset: str | None, **run: Any) -> GateOutcome:
+    """The blocked outcome of a run stopped by its deadline or by whatever escaped it."""
+    if isinstance(exc, DeadlineExceeded):
+        where = "(deadline)"
+        text = (f"the run did not finish within its deadline of {seconds:g} s and was stopped; the release is "
+                "blocked — raise options.deadline (--deadline, the Dagster resource's deadline) or make the "
+                "run lighter (options.sample, fewer metrics)")
+    else:
+        where, text = "(gate)", f"the gate stopped: {privgate_error_text(exc)}"
+    config = _config_of(cfg, dataset)
+    ds = dataset or (config.dataset if config is not None else "unknown")
+    return _outcome([error_check(where, text)], dataset=ds, config=config, **run)
+
+
+def _config_of(cfg: Any, dataset: str | None) -> "GateConfig | None":
+    """The configuration, when it can be read (for a run stopped before it decided), else None."""
+    try:
+        return resolve_gate_config(cfg, dataset)
+    except Exception:  # noqa: BLE001 - the run reports the configuration's problem itself
+        return None
+
+
+def _deadline_of(cfg: Any, deadline: float | None) -> float:
+    """The run's deadline in seconds: ``deadline`` when given (validated), else the configuration's
+    ``options.deadline`` (the default when the configuration cannot be read: the run reports why)."""
+    if deadline is not None:
+        try:
+            return parse_options({"deadline": deadline}).deadline
+        except ConfigError:
+            return DEFAULT_DEADLINE  # _run reports the invalid option and blocks
+    config = _config_of(cfg, None)
+    return config.options.deadline if config is not None else DEFAULT_DEADLINE
+
+
+@dataclass
+class _Inputs:
+    """A run's inputs as loaded: frames (Parquet / Arrow files stay scans), the size and
+    modification time of each scanned file, what was given, and the fingerprint."""
+
+    frames: dict[str, Any] = field(default_factory=dict)
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sources: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+    def evaluated(self) -> dict[str, Any]:
+        """What the evaluation reads: a scanned file's path (its metrics read only the columns
+        they need), else the loaded frame."""
+        return {r: (self.sources[r] if r in self.stamps else f) for r, f in self.frames.items()}
+
+    def changed(self) -> list[str]:
+        """The scanned files that changed since they were fingerprinted."""
+        return [r for r, st in self.stamps.items() if _stamp(self.sources[r]) != st]
+
+
+def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
+         history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
+         created: datetime, options: Mapping[str, Any] | None = None,
+         precomputed: Any = None, generator_version: str | None = None,
+         memory_limit: int | str | None = "auto") -> GateOutcome:
+    checks: list[GateCheck] = []
+    report, previous_release = None, None
+    has_holdout = holdout is not None
+    config = _load_config(cfg, dataset, options, checks)
+    ds = dataset or (config.dataset if config else "unknown")
+    inputs = _load_inputs({"real": real, "synthetic": synthetic, "holdout": holdout}, checks)
+    if config is not None and config.require_holdout and not has_holdout:
+        checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
+    if config is not None and not checks:
+        last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
+        previous_release = last.release_id
+        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress,
+                             memory_limit=memory_limit)
+        if report is not None:
+            results, errors = _gateable(report)
+            changed = inputs.changed()
+            if changed:  # the fingerprint and the scores may describe different content
+                checks.append(error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
+            used = (getattr(report, "params", None) or {}).get("options") or {}
+            if used.get("threads"):
+                config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
+            checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=last.metrics,
+                                 previous_note=last.note, trend_note=last.trend_note))
+    if config is not None and config.require_audit is not None:  # a passing audit of the generator
+        from .audit_rules import requirement_check
+
+        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version)))
+    if config is not None and report is not None:  # a run that evaluated no rule does not pass
+        checks.extend(unchecked_checks(config, checks))
+    return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
+                    has_holdout=has_holdout, report=report, config=config, fingerprint=inputs.fingerprint,
+                    previous_release_id=previous_release)
+
+
+def _load_config(cfg: Any, dataset: str | None, options: Mapping[str, Any] | None,
+                 checks: list[GateCheck]) -> GateConfig | None:
+    """The run's configuration with its ``dataset`` and run ``options`` applied; None (and an
+    error check) when it is invalid."""
+    try:
+        config = resolve_gate_config(cfg, dataset)  # an invalid dataset name is a configuration error
+        return config.with_options(**options) if options else config  # so is an invalid option
+    except ConfigError as exc:
+        checks.append(error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
+    except Exception as exc:  # noqa: BLE001
+        checks.append(error_check("(config)", f"invalid configuration: {privgate_error_text(exc)}"))
+    return None
+
+
+def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
+    """Load (or scan) and fingerprint the inputs; an input that is missing or cannot be loaded
+    is an error check. Parquet / Arrow files stay file scans: fingerprinted in batches and handed
+    to the evaluation as paths, whose metrics read only the columns they need (a group-by streams
+    the file) and load a frame once, when a neighbour search needs the encoded matrix
+    (docs/performance.md)."""
+    from ..io import load_frame, scan_frame
+
+    inputs = _Inputs(sources=sources)
+    for role, data in sources.items():
+        if data is None:
+            if role != "holdout":
+                checks.append(error_check(f"({role})", f"{role} input missing"))
+            continue
+        try:
+            scan = scan_frame(data, role=role)
+            if scan is not None:
+                inputs.stamps[role] = _stamp(data)
+            inputs.frames[role] = scan if scan is not None else load_frame(data, role=role)
+        except Exception as exc:  # noqa: BLE001
+            checks.append(error_check(f"({role})", f"cannot load {role}: {privgate_error_text(exc)}"))
+    try:
+        inputs.fingerprint = inputs_fingerprint(inputs.frames, sources)
+    except Exception as exc:  # noqa: BLE001
+        checks.append(error_check("(input)", f"cannot fingerprint inputs: {privgate_error_text(exc)}"))
+    return inputs
+
+
+@dataclass
+class _Last:
+    """What trend rules compare with: the last accepted release's metric values (None: no
+    comparison possible, ``note`` says why), its id, and a note when the real data changed."""
+
+    metrics: dict[str, Any] | None = None
+    release_id: str | None = None
+    note: str = ""
+    trend_note: str = ""
+
+
+def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
+                   fingerprint: dict[str, Any], checks: list[GateCheck]) -> _Last:
+    """The last accepted release of dataset ``ds`` (for trend rules); a history that cannot be
+    read is an error check."""
+    if not config.needs_history:
+        return _Last()
+    if history is None:
+        return _Last(note="no history store given; trend rule not evaluated")
+    try:
+        last = history.last_accepted(ds)
+    except Exception as exc:  # noqa: BLE001
+        checks.append(error_check("(history)", f"cannot read history: {privgate_error_text(exc)}"))
+        return _Last(note="history unavailable")
+    if last is None:
+        return _Last(note=f"first accepted release of dataset {ds!r}; nothing to compare with")
+    out = _Last(metrics=last.metrics, release_id=last.release_id)
+    # values depend on the real data: say when it changed since then
+    if ((last.fingerprint.get("real") or {}).get("content_sha256")
+            != (fingerprint.get("real") or {}).get("content_sha256")):
+        out.trend_note = f"the real data differ from release {last.release_id!r}'s: compare with care"
+    return out
+
+
+def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precomputed: Any,
+                checks: list[GateCheck], *, progress: Any, memory_limit: int | str | None) -> Any:
+    """The run's report: evaluated here with the configuration's plan and options, or the
+    precomputed one checked against them; None (and an error check) when that failed."""
+    plan = evaluation_plan(config, has_holdout)
+    evaluated = inputs.evaluated()
+    opts = config.options
+    try:
+        if precomputed is not None:
+            return precomputed_report(precomputed, plan, inputs.fingerprint, inputs.frames)
+        return _evaluate(evaluated["real"], evaluated["synthetic"], holdout=evaluated.get("holdout"),
+                         on_error="record", progress=progress, threads=opts.threads, exact=opts.exact,
+                         sample_real=opts.sample_real, sample=opts.sample, memory_limit=memory_limit, **plan)
+    except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
+        what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
+        checks.append(error_check("(input)" if isinstance(exc, PrivgateError) else "(evaluation)",
+                                  f"evaluation {what}: {privgate_error_text(exc)}"))
+        return None
+
+
+def _gateable(report: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The report's results a gate may compare and its errors: a result that is not a finite
+    number in range (:func:`result_problem`) becomes an error and is never rendered, stored or
+    compared. The report is updated in place."""
+    errors = dict(getattr(report, "errors", {}) or {})
+    results = dict(getattr(report, "results", {}) or {})
+    for name, res in list(results.items()):
+        problem = result_problem(res)
+        if problem is not None:
+            errors[name] = f"metric {name!r} {problem}"
+            del results[name]
+    report.results = results
+    report.errors = errors
+    return results, errors
+
+
+def _stamp(path: Any) -> tuple[int, int]:
+    """Size and modification time of an input file (a file replaced during the run is refused)."""
+    st = Path(path).stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def record_outcome(outcome: GateOutcome, history: "HistoryStore") -> GateOutcome:
+    """Record ``outcome`` (its final decision) in ``history`` in one transaction. A run that
+    cannot be recorded is not accepted: its decision becomes block, exit code 3."""
+    try:
+        history.record(outcome)
+        outcome.recorded = True
+    except BaseException as exc:  # noqa: BLE001 - a run that cannot be recorded is not accepted
+        add_error(outcome, "(history)", f"cannot record the run: {privgate_error_text(exc)}")
+    return outcome
+
+
+def _outcome(checks: list[GateCheck], *, run_id: str, dataset: str, release_id: str,
+             created: datetime, has_holdout: bool, **kw: Any) -> GateOutcome:
+    decision, code = decision_of(checks)
+    config = kw.get("config")
+    return GateOutcome(run_id=run_id, dataset=dataset, release_id=release_id, decision=decision,
+                       checks=checks, exit_code=code, created_at=created,
+                       config_hash=config.hash if config else None, privgate_version=_version(),
+                       has_holdout=has_holdout, **kw)
