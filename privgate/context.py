@@ -3,6 +3,7 @@ and computed at most once per evaluation, shared by all metrics."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ import polars as pl
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo, knn, knn_rows
+from .options import RunOptions, call_options
 from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
 from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
@@ -44,6 +46,8 @@ class EvaluationContext:
             side has more than ``AUTO_SAMPLE_ABOVE`` rows and ``exact`` is False (smaller inputs are
             evaluated on every record, unchanged); an integer N samples N records of each side
             (an explicit ``sample_real`` wins on the real side); None or "off": every record.
+        options: these run options as one :class:`privgate.options.RunOptions` (its given fields
+            win over the keywords ``threads`` … ``sample``).
     """
 
     def __init__(
@@ -61,21 +65,50 @@ class EvaluationContext:
         exact: bool = False,
         sample_real: int | None = None,
         sample: int | str | None = "auto",
+        options: RunOptions | None = None,
         _shared: dict | None = None,
     ) -> None:
+        opts = call_options(options, threads=threads, exact=exact, sample_real=sample_real, sample=sample)
         inputs = {"real": real, "synthetic": synthetic}
         if holdout is not None:
             inputs["holdout"] = holdout
-        # Parquet / Arrow files stay lazy scans until a metric needs the whole frame (group-by
-        # metrics read them through ctx.lazy(role)); everything else is loaded now
-        frames: dict[str, pl.DataFrame] = {}
-        scans: dict[str, pl.LazyFrame] = {}
-        for role, data in inputs.items():
-            lf = data.frame if isinstance(data, _Scan) else scan_frame(data, role=role)
-            if lf is None:
-                frames[role] = load_frame(data, role=role)
-            else:
-                scans[role] = lf
+        frames, scans = _load_inputs(inputs)
+        self._validate_inputs(inputs, frames, scans, schema, check_codebooks_=_shared is None)
+        self.seed = int(seed)
+        self.keys = _as_list(keys, "keys")
+        self.sensitive = _as_list(sensitive, "sensitive")
+        self._require_columns("key columns", self.keys)
+        self._require_columns("sensitive columns", self.sensitive)
+        self.pairing = pairing
+        self._set_options(opts)
+        self._samples: dict = {}
+        self._searches_used: dict[str, dict] = {}
+        self._spaces: dict[Any, EncodedSpace] = {}
+        self._nn: dict[Any, Neighbours] = {}
+        # category codes and k-means lists of each searched matrix, shared by its searches
+        self._memo = SearchMemo()
+        self._spaces_read: set[str] = set()
+        self._baseline_ctx: EvaluationContext | None = None
+        # a holdout baseline's (main context, sampled holdout rows | None = all): its spaces are
+        # views of the main context's (:meth:`_baseline_space`)
+        self._encoded_by: tuple[EvaluationContext, np.ndarray | None] | None = None
+        # real-only searches are shared with contexts made by with_synthetic()
+        self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
+
+    def _set_options(self, opts: RunOptions) -> None:
+        """The run options this context computes with (resolved: the thread budget as a number,
+        ``sample`` None for off)."""
+        self.options = opts
+        self.threads = resolve_threads(opts.threads)
+        self.exact = bool(opts.exact)
+        self.sample_real = opts.sample_real
+        self.sample = None if opts.sample == "off" else opts.sample
+
+    def _validate_inputs(self, inputs: dict[str, Any], frames: dict[str, pl.DataFrame],
+                         scans: dict[str, pl.LazyFrame], schema: Any, *, check_codebooks_: bool) -> None:
+        """Check the inputs (not empty, the same columns, values of the inferred kinds, the
+        release's categories the real data's) and keep them normalised, in the real frame's
+        column order."""
         self._heights = {r: f.height for r, f in frames.items()}
         self._heights.update({r: int(lf.select(pl.len()).collect().item()) for r, lf in scans.items()})
         # the frames' columns and dtypes (a scan's as an empty frame) for the checks that read no values
@@ -96,31 +129,8 @@ class EvaluationContext:
             self.schema = infer_schema(shapes, schema)
         self._frames = {r: normalise_frame(f.select(order), self.schema) for r, f in frames.items()}
         self._scans = {r: normalise_frame(lf.select(order), self.schema) for r, lf in scans.items()}
-        if _shared is None:  # a release must use the real data's categories (a baseline's holdout is real)
+        if check_codebooks_:  # a release must use the real data's categories (a baseline's holdout is real)
             check_codebooks(self.lazy("real"), self.lazy("synthetic"), self.schema)
-        self.seed = int(seed)
-        self.keys = _as_list(keys, "keys")
-        self.sensitive = _as_list(sensitive, "sensitive")
-        self._require_columns("key columns", self.keys)
-        self._require_columns("sensitive columns", self.sensitive)
-        self.pairing = pairing
-        self.threads = resolve_threads(threads)
-        self.exact = bool(exact)
-        self.sample_real = _check_sample(sample_real)
-        self.sample = check_sample_option(sample)
-        self._samples: dict = {}
-        self._searches_used: dict[str, dict] = {}
-        self._spaces: dict[Any, EncodedSpace] = {}
-        self._nn: dict[Any, Neighbours] = {}
-        # category codes and k-means lists of each searched matrix, shared by its searches
-        self._memo = SearchMemo()
-        self._spaces_read: set[str] = set()
-        self._baseline_ctx: EvaluationContext | None = None
-        # a holdout baseline's (main context, sampled holdout rows | None = all): its spaces are
-        # views of the main context's (:meth:`_baseline_space`)
-        self._encoded_by: tuple[EvaluationContext, np.ndarray | None] | None = None
-        # real-only searches are shared with contexts made by with_synthetic()
-        self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
 
     # ------------------------------------------------------------------ frames
     @property
@@ -199,8 +209,8 @@ class EvaluationContext:
         real = self.real if self.is_loaded("real") else _Scan(self._scans["real"])
         return EvaluationContext(
             real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
-            sensitive=self.sensitive, seed=self.seed, threads=self.threads, exact=self.exact,
-            sample_real=self.sample_real, sample=self.sample, _shared=self._shared,
+            sensitive=self.sensitive, seed=self.seed, options=replace(self.options, threads=self.threads),
+            _shared=self._shared,
         )
 
     def holdout_baseline(self) -> "EvaluationContext":
@@ -543,6 +553,21 @@ class EvaluationContext:
         raise NotApplicableError(f"this evaluation has no {role} data")
 
 
+def _load_inputs(inputs: dict[str, Any]) -> tuple[dict[str, pl.DataFrame], dict[str, pl.LazyFrame]]:
+    """(loaded frames, lazy scans) of the inputs: Parquet / Arrow files stay lazy scans until a
+    metric needs the whole frame (group-by metrics read them through ``ctx.lazy(role)``);
+    everything else is loaded now."""
+    frames: dict[str, pl.DataFrame] = {}
+    scans: dict[str, pl.LazyFrame] = {}
+    for role, data in inputs.items():
+        lf = data.frame if isinstance(data, _Scan) else scan_frame(data, role=role)
+        if lf is None:
+            frames[role] = load_frame(data, role=role)
+        else:
+            scans[role] = lf
+    return frames, scans
+
+
 class _Scan:
     """A LazyFrame handed between contexts (a holdout baseline's real data and holdout sample)
     that stays lazy — a user's LazyFrame is collected on entry like any other input."""
@@ -564,26 +589,6 @@ EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
 _SAMPLE_STREAMS = {"real": 0x5A4D, "synthetic": 0x5359}
-SAMPLE_CHOICES = "\"auto\", \"off\" (or null), or a positive number of query records per side"
-
-
-def check_sample_option(value: Any) -> int | str | None:
-    """The ``sample`` option validated: "auto", None ("off" → None) or a positive integer."""
-    if value is None or value == "off":
-        return None
-    if value == "auto":
-        return "auto"
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(f"sample must be {SAMPLE_CHOICES}; got {value!r}")
-    return int(value)
-
-
-def _check_sample(n: int | None) -> int | None:
-    if n is None:
-        return None
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ParameterError(f"sample_real must be a positive number of real records or None; got {n!r}")
-    return int(n)
 
 
 def _public(search: dict) -> dict:

@@ -11,6 +11,7 @@ from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
 from .metrics._common import BOOT, intervals_on, jackknife_sources, per_record_mean, widen_excess_for_search
+from .options import RunOptions, call_options
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -55,6 +56,7 @@ def evaluate(
     sample_real: int | None = None,
     sample: int | str | None = "auto",
     memory_limit: int | str | None = "auto",
+    options: RunOptions | None = None,
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
 
@@ -88,6 +90,9 @@ def evaluate(
             check). Before any metric runs, its peak is estimated from the sizes, metrics and
             options (:mod:`privgate.memory_guard`) and a run that would not fit raises
             MemoryLimitError naming the metric and the options that would fit.
+        options: the run options as one :class:`privgate.options.RunOptions`; its given fields
+            win over the keywords ``threads`` … ``memory_limit`` (which keep their documented
+            meaning, ``sample=None`` and ``memory_limit=None`` included: off).
 
     Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
     space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
@@ -98,9 +103,10 @@ def evaluate(
     if on_error not in ("raise", "record"):
         raise ParameterError(f"on_error must be 'raise' or 'record'; got {on_error!r}")
     start = time.perf_counter()
+    opts = call_options(options, threads=threads, exact=exact, sample_real=sample_real, sample=sample,
+                        memory_limit=memory_limit)
     ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys,
-                            sensitive=sensitive, seed=seed, pairing=pairing, threads=threads, exact=exact,
-                            sample_real=sample_real, sample=sample)
+                            sensitive=sensitive, seed=seed, pairing=pairing, options=opts)
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = list(metrics) if metrics is not None else default_metrics(ctx)
@@ -111,7 +117,7 @@ def evaluate(
     specs = [get_metric(n) for n in names]  # unknown names fail before any work
     if baseline and ctx.holdout is None:
         raise ParameterError("baseline=True needs a holdout")
-    check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=memory_limit)
+    check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=opts.memory_limit)
     base_ctx = ctx.holdout_baseline() if baseline else None
     report_fn = _progress_fn(progress)
     results, errors = {}, {}

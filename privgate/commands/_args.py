@@ -1,9 +1,12 @@
-"""Argument types the commands share."""
+"""Argument types and the run-option flags the commands share."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Any, Callable
+
+from ..errors import ParameterError
+from ..options import RunOptions
 
 
 def positive_int(flag: str) -> Callable[[str], int]:
@@ -30,3 +33,44 @@ def positive_seconds(flag: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{flag} must be a positive number of seconds, got {text!r}")
         return x
     return parse
+
+
+def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
+    """``--threads N``, ``--exact/--no-exact``, ``--sample-real N``, ``--sample`` and
+    ``--memory-limit`` (gate and evaluate; an absent flag is not given: None); ``default`` names
+    where an unset option comes from first (gate: the configuration)."""
+    first = f"{default}, else " if default else ""
+    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+                   help=f"thread budget of the run (default: {first}$PRIVGATE_THREADS or the free cores)")
+    p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"exact neighbour searches at every size (default: {first}approximate above "
+                        "~45k × 45k records, with measured recall)")
+    p.add_argument("--sample-real", dest="sample_real", type=positive_int("--sample-real"), default=None,
+                   help=f"estimate per-real-record means on a seeded sample of N real records "
+                        f"(default: {first}as --sample says)")
+    p.add_argument("--sample", dest="sample", type=_option("sample", "--sample must be auto, off or a positive "
+                                                                      "integer, got {text!r}"), default=None,
+                   help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
+                        f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
+    p.add_argument("--memory-limit", dest="memory_limit", type=_option("memory_limit"), default=None,
+                   help="refuse a run estimated to need more memory than this before any metric runs "
+                        "(exit 3, naming the metric and the option that fits): bytes, a size such as 8G, or "
+                        "off (default: $PRIVGATE_MEMORY_LIMIT, else the memory available)")
+
+
+def _option(key: str, message: str = "") -> Callable[[str], Any]:
+    """An argparse ``type`` validating one run option as :class:`RunOptions` does; the error is
+    ``message`` (``{text!r}`` the flag's text), else the option's own."""
+    def parse(text: str) -> Any:
+        value = "auto" if key == "memory_limit" and text.strip().lower() == "auto" else text
+        try:
+            return getattr(RunOptions(**{key: value}), key)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(message.format(text=text) if message else str(exc)) from None
+    return parse
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """The run options the flags give (an absent flag: not given)."""
+    return RunOptions(**{k: getattr(args, k, None) for k in
+                         ("threads", "exact", "sample_real", "sample", "deadline", "memory_limit")})

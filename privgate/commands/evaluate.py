@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..text_tables import TABLE_WIDTH, format_table, wrap_line
+from ._args import add_run_options, run_options
 
 
 def _csv(value: str) -> list[str]:
@@ -31,8 +32,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the full report as JSON to this path")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--wide", action="store_true", help="no width limit on the table (default: 100 columns)")
-    from .gate import add_run_options
-
     add_run_options(p)
     return p
 
@@ -59,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate(real, synthetic, args.metrics, holdout=holdout, keys=keys, sensitive=sensitive,
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),
-                      progress=not args.quiet, threads=args.threads, exact=bool(args.exact),
-                      sample_real=args.sample_real, sample=args.sample if args.sample is not None else "auto",
-                      memory_limit=args.memory_limit)
+                      progress=not args.quiet, options=run_options(args))
     rows = []
     from ..registry import get_metric
 

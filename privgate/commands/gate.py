@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from ._args import positive_int, positive_seconds
+from ._args import add_run_options, positive_seconds, run_options
 
 EXIT_ERROR = 3
 
@@ -61,52 +61,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
-    """``--threads N``, ``--exact/--no-exact`` and ``--sample-real N`` (shared with evaluate);
-    ``default`` names where an unset option comes from first (gate: the configuration)."""
-    first = f"{default}, else " if default else ""
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
-                   help=f"thread budget of the run (default: {first}$PRIVGATE_THREADS or the free cores)")
-    p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
-                   help=f"exact neighbour searches at every size (default: {first}approximate above "
-                        "~45k × 45k records, with measured recall)")
-    p.add_argument("--sample-real", dest="sample_real", type=positive_int("--sample-real"), default=None,
-                   help=f"estimate per-real-record means on a seeded sample of N real records "
-                        f"(default: {first}as --sample says)")
-    p.add_argument("--sample", dest="sample", type=_sample_mode, default=None,
-                   help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
-                        f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
-    p.add_argument("--memory-limit", dest="memory_limit", type=_memory_limit, default="auto",
-                   help="refuse a run estimated to need more memory than this before any metric runs "
-                        "(exit 3, naming the metric and the option that fits): bytes, a size such as 8G, or "
-                        "off (default: $PRIVGATE_MEMORY_LIMIT, else the memory available)")
-
-
-def _memory_limit(text: str):
-    from ..errors import ParameterError
-    from ..memory_guard import parse_limit
-
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        parse_limit(text)
-    except ParameterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _sample_mode(text: str):
-    if text in ("auto", "off"):
-        return text
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--sample must be auto, off or a positive integer, got {text!r}")
-    return n
-
-
 def run(args: argparse.Namespace) -> int:
     """Gate one release; any unexpected failure exits 3 (an uncaught exception would exit 1,
     which a pipeline reads as "warn": accepted)."""
@@ -146,9 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
                            release_id=args.release_id, history=history, dataset=args.dataset,
-                           progress=None if args.quiet else True, record=False, threads=args.threads,
-                           exact=args.exact, sample_real=args.sample_real, sample=args.sample,
-                           deadline=args.deadline, memory_limit=args.memory_limit,
+                           progress=None if args.quiet else True, record=False, options=run_options(args),
                            generator_version=getattr(args, "generator_version", None))
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:

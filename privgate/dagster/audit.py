@@ -116,8 +116,8 @@ def build_generator_audit(
     ``chunk_size``: runs per dynamic step (one process or pod each). ``versions``: the
     partitions — a ``PartitionsDefinition``, a list of versions (static), or None: dynamic
     partitions ``<name>_versions`` (add a version with ``instance.add_dynamic_partitions``).
-    ``run_threads``: thread budget of a run step (default: the resource's ``threads``; 0 or
-    unset there: privgate's default). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
+    ``run_threads``: thread budget of a run step (default: the resource's ``threads``; unset
+    there: privgate's default). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
     op tags (e.g. ``dagster-k8s/config`` for that step's pod). ``retry_policy``: retries of the
     run steps. ``resource_key``: the :class:`~privgate.dagster.PrivgateResource` (its
     ``work_dir`` holds the steps' files, its ``reports_dir`` the saved results).
@@ -170,7 +170,7 @@ def build_generator_audit(
 
         if run_threads is not None:
             return resolve_threads(run_threads)
-        return resolve_threads(resource.threads if resource.threads > 0 else None)
+        return resolve_threads(resource.threads)
 
     def folder_of(context: Any) -> Path:
         resource = getattr(context.resources, resource_key)

@@ -245,7 +245,7 @@ def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
             seconds = resource.deadline if resource.deadline is not None else run_cfg.options.deadline
             report, _ = with_deadline(lambda: evaluate_for_gate(
                 run_cfg, resource.real_path, release, holdout, metrics=metrics,
-                threads=budget if budget > 0 else None), seconds)
+                threads=budget), seconds)
             write_partial(folder, step, report, metrics=metrics)
         except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
             from privgate.gates.outcome import privgate_error_text

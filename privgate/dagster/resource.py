@@ -63,10 +63,10 @@ class PrivgateResource(dg.ConfigurableResource):
                                    "Unset: $PRIVGATE_HISTORY_URL, else ./privgate-history.sqlite."))
     reports_dir: Optional[str] = Field(
         default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")
-    threads: int = Field(
-        default=1, description=("Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM "
-                                "(0: the gate configuration's options.threads, else privgate's default, "
-                                "$PRIVGATE_THREADS or the free cores)."))
+    threads: Optional[int] = Field(
+        default=1, description=("Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM. Unset "
+                                "(null): the gate configuration's options.threads, else privgate's default, "
+                                "$PRIVGATE_THREADS or the free cores."))
     exact: Optional[bool] = Field(
         default=None, description=("True: exact neighbour searches at every size; False: approximate above "
                                    "~45k × 45k records (measured recall). Unset: the configuration's options.exact."))
@@ -94,13 +94,16 @@ class PrivgateResource(dg.ConfigurableResource):
     def load_config(self, declared: "GateConfig | None" = None) -> "GateConfig":
         """The gate configuration of this run: ``gate_config`` when set, else ``declared``, else
         privgate's default; with ``dataset`` applied."""
-        from privgate.gates import default_gate_config, load_gate_config
+        from privgate.gates import DEFAULT_CONFIG_PATH, resolve_gate_config
 
-        if self.gate_config:
-            cfg = load_gate_config(self.gate_config)
-        else:
-            cfg = declared if declared is not None else default_gate_config()
-        return cfg.with_dataset(self.dataset) if self.dataset else cfg
+        source = self.gate_config or (declared if declared is not None else DEFAULT_CONFIG_PATH)
+        return resolve_gate_config(source, self.dataset)
+
+    def run_options(self) -> dict[str, Any]:
+        """The run options this resource sets, as ``run_gate`` keywords (None: not given, the
+        configuration's; validated by the run, which blocks on an invalid one)."""
+        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
+                "sample": self.sample, "deadline": self.deadline}
 
     def open_history(self) -> "HistoryStore":
         from privgate.history import HistoryStore
@@ -151,9 +154,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             cfg, self.real_path, release, holdout=holdout or None,
                             release_id=release_id, dataset=dataset,
                             history=ReleaseOrderedHistory(store, earlier_releases), record=False,
-                            threads=self.threads if self.threads > 0 else None,
-                            exact=self.exact, sample_real=self.sample_real, sample=self.sample, report=report,
-                            deadline=self.deadline)
+                            report=report, **self.run_options())
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()

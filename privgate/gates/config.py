@@ -70,9 +70,9 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..context import AUTO_SAMPLE_ABOVE as AUTO_ABOVE, AUTO_SAMPLE_SIZE as AUTO_SIZE
 from ..errors import ConfigError
 from ..names import identifier
+from ..options import DEFAULTS, FILE_KEYS, RunOptions, parse_options
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
@@ -86,10 +86,6 @@ ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": (
 LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
             "require_holdout", "allow_unchecked", "options", "metrics", "audit", "require_audit")
-OPTION_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
-# seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
-DEFAULT_DEADLINE = 6 * 3600.0
-MAX_DEADLINE = 7 * 24 * 3600.0
 METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
@@ -153,39 +149,6 @@ class MetricGate:
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    """How a gate run computes (not what it decides on): the thread budget (None: privgate's
-    default, $PRIVGATE_THREADS or the free cores), exact neighbour searches at every size, and
-    the size of the seeded sample of real records on which per-real-record means are estimated
-    (None: as ``sample`` says), and ``sample``: "auto" (default; a side of more than
-    200,000 rows is estimated on 50,000 seeded query records, never with ``exact``), "off", or a
-    number N of query records per side. See docs/performance.md "Sampling query records".
-    ``deadline``: seconds after which the run is stopped and blocked (exit 3; docs/gates.md)."""
-
-    threads: int | None = None
-    exact: bool = False
-    sample_real: int | None = None
-    sample: int | str = "auto"
-    deadline: float = DEFAULT_DEADLINE
-
-    @property
-    def is_default(self) -> bool:
-        return self == RunOptions()
-
-    def replace(self, **changes: Any) -> "RunOptions":
-        """These options with every change that is not None applied (validated)."""
-        values = {**self.__dict__, **{k: v for k, v in changes.items() if v is not None}}
-        return parse_options(values, where="options")
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-               "sample": self.sample}
-        if self.deadline != DEFAULT_DEADLINE:  # only when set: stored forms of earlier runs stay alike
-            out["deadline"] = self.deadline
-        return out
-
-
-@dataclass(frozen=True)
 class GateConfig:
     """A validated gate configuration (see the module docstring for the file format)."""
 
@@ -199,7 +162,7 @@ class GateConfig:
     require_holdout: bool = False
     description: str = ""
     source: str | None = None
-    options: RunOptions = field(default_factory=RunOptions)
+    options: RunOptions = DEFAULTS  # as given in the options: block, over privgate's defaults
     allow_unchecked: bool = False
     # generator audits (privgate.gates.audit_rules): rules for audits, a passing audit required
     audit: Any = None
@@ -245,7 +208,7 @@ class GateConfig:
         }
         if self.allow_unchecked:  # only when set: configurations without it keep their hash
             out["allow_unchecked"] = True
-        if not self.options.is_default:
+        if self.options.to_dict() != DEFAULTS.to_dict():
             out["options"] = self.options.to_dict()
         if self.audit is not None:
             out["audit"] = self.audit.to_dict()
@@ -272,14 +235,15 @@ class GateConfig:
         _check_name("dataset", dataset)
         return GateConfig(**{**self.__dict__, "dataset": dataset})
 
-    def with_options(self, *, threads: int | None = None, exact: bool | None = None,
-                     sample_real: int | None = None, sample: int | str | None = None,
-                     deadline: float | None = None) -> "GateConfig":
-        """This configuration with the run options that are given (not None) replaced — what
-        ``privgate gate --threads/--exact/--sample-real/--sample/--deadline`` and the Dagster
-        resource do."""
-        return GateConfig(**{**self.__dict__, "options": self.options.replace(
-            threads=threads, exact=exact, sample_real=sample_real, sample=sample, deadline=deadline)})
+    def with_options(self, options: RunOptions | None = None, **overrides: Any) -> "GateConfig":
+        """This configuration with the run options given in ``options`` and in ``overrides``
+        (``threads``, ``exact``, ``sample_real``, ``sample``, ``deadline``, ``memory_limit``; None:
+        keep) in place of its own — what ``privgate gate``'s flags, ``run_gate``'s arguments and
+        the Dagster resource do. An invalid override raises ConfigError naming ``options.<key>``."""
+        given = parse_options({k: v for k, v in overrides.items() if v is not None},
+                              keys=FILE_KEYS + ("memory_limit",))
+        base = options.over(self.options) if options is not None else self.options
+        return GateConfig(**{**self.__dict__, "options": given.over(base)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,7 +431,7 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     if not isinstance(allow_unchecked, bool):
         raise ConfigError(f"allow_unchecked: must be true or false, got {allow_unchecked!r}")
 
-    options = parse_options(data.get("options"))
+    options = parse_options(data.get("options")).with_defaults()
 
     raw_metrics = data.get("metrics")
     if raw_metrics is None:
@@ -487,54 +451,6 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
                       sensitive=sensitive, schema=schema, require_holdout=require_holdout,
                       description=description, options=options, allow_unchecked=allow_unchecked,
                       audit=audit, require_audit=require_audit)
-
-
-def parse_options(value: Any, *, where: str = "options") -> RunOptions:
-    """Validate the ``options:`` block (absent or null: the defaults)."""
-    if value is None:
-        return RunOptions()
-    if isinstance(value, RunOptions):
-        value = value.to_dict()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: must be a mapping with {', '.join(OPTION_KEYS)}, got {_tname(value)}")
-    unknown = [k for k in value if k not in OPTION_KEYS]
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(OPTION_KEYS)}")
-    threads = value.get("threads")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ConfigError(f"{where}.threads: must be a positive number of threads (or null for the default: "
-                          f"$PRIVGATE_THREADS, else the free cores), got {threads!r}")
-    exact = value.get("exact", False)
-    if exact is None:
-        exact = False
-    if not isinstance(exact, bool):
-        raise ConfigError(f"{where}.exact: must be true or false, got {exact!r}")
-    sample = value.get("sample_real")
-    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
-        raise ConfigError(f"{where}.sample_real: must be a positive number of real records to sample (or null: "
-                          f"every record), got {sample!r}")
-    mode = value.get("sample", "auto")
-    if mode is None:
-        mode = "off"
-    if isinstance(mode, str) and mode.isdigit():  # --sample 100000 from a command line
-        mode = int(mode)
-    if not (mode in ("auto", "off") or (isinstance(mode, int) and not isinstance(mode, bool) and mode >= 1)):
-        raise ConfigError(f"{where}.sample: must be auto (sample {AUTO_SIZE:,} query records of a side only "
-                          f"above {AUTO_ABOVE:,} rows), off (every record) or a positive number of query "
-                          f"records per side, got {mode!r}")
-    deadline = value.get("deadline", DEFAULT_DEADLINE)
-    if deadline is None:
-        deadline = DEFAULT_DEADLINE
-    if isinstance(deadline, str):  # --deadline 600 from a command line
-        try:
-            deadline = float(deadline)
-        except ValueError:
-            pass
-    if (isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline)
-            or not 0 < deadline <= MAX_DEADLINE):
-        raise ConfigError(f"{where}.deadline: must be a number of seconds in (0, {MAX_DEADLINE:g}] after which "
-                          f"the run is stopped and blocked (default {DEFAULT_DEADLINE:g}), got {deadline!r}")
-    return RunOptions(threads=threads, exact=exact, sample_real=sample, sample=mode, deadline=float(deadline))
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

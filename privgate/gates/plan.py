@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..options import RunOptions
 from .config import GateConfig
 
 
@@ -43,11 +44,9 @@ def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: An
         wanted = set(metrics)
         plan["metrics"] = [m for m in plan["metrics"] if m in wanted]
         plan["params"] = {k: v for k, v in plan["params"].items() if k in wanted}
+    options = RunOptions(threads=threads).over(config.options)
     report = evaluate(frames["real"], frames["synthetic"], holdout=frames.get("holdout"),
-                      on_error="record", progress=progress,
-                      threads=threads if threads is not None else config.options.threads,
-                      exact=config.options.exact, sample_real=config.options.sample_real,
-                      sample=config.options.sample, **plan)
+                      on_error="record", progress=progress, options=options, **plan)
     report.params["inputs_sha256"] = {role: frame_fingerprint(f)["content_sha256"]
                                       for role, f in frames.items()}
     report.params["schema_overrides"] = dict(plan["schema"] or {})

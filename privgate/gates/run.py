@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError, PrivgateError
-from .config import DEFAULT_DEADLINE, GateConfig, parse_options, resolve_gate_config
+from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
+from .config import GateConfig, resolve_gate_config
 from .deadline import DeadlineExceeded, with_deadline
 from .decide import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
@@ -66,7 +67,8 @@ def run_gate(
     sample: int | str | None = None,
     deadline: float | None = None,
     generator_version: str | None = None,
-    memory_limit: int | str | None = "auto",
+    memory_limit: int | str | None = None,
+    options: RunOptions | None = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -77,10 +79,11 @@ def run_gate(
     recorded in it once, at the end, unless ``record=False`` (a caller with more steps that can
     fail records the final decision itself with :func:`record_outcome`).
 
-    ``threads``, ``exact``, ``sample_real``, ``sample``, ``deadline``: override the configuration's
-    ``options`` (None: keep them); the options used are recorded in the outcome's configuration
-    (the thread budget as resolved). ``memory_limit``: the evaluation's memory guard
-    (:mod:`privgate.memory_guard`). ``deadline``: the evaluation runs in a worker thread; when the
+    ``options`` (:class:`privgate.options.RunOptions`) and the keywords ``threads``, ``exact``,
+    ``sample_real``, ``sample``, ``deadline``, ``memory_limit`` override the configuration's
+    ``options`` (None: not given, keep them; a keyword wins over ``options``); the options used
+    are recorded in the outcome's configuration (the thread budget as resolved). ``memory_limit``:
+    the evaluation's memory guard (:mod:`privgate.memory_guard`). ``deadline``: the evaluation runs in a worker thread; when the
     deadline passes (or the caller is interrupted) the run is blocked ("did not finish within its
     deadline") and the worker stopped; one still inside a native call is left behind as a daemon
     thread, ``outcome.worker`` (docs/gates.md, "Deadline").
@@ -94,14 +97,14 @@ def run_gate(
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
-    options = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
-               "deadline": deadline}
-    seconds = _deadline_of(cfg, deadline)
+    overrides = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
+                 "deadline": deadline, "memory_limit": memory_limit}
+    seconds = _deadline_of(cfg, options, deadline)
 
     def work() -> GateOutcome:
         return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
-                    progress=progress, run_id=run_id, created=created, precomputed=report,
-                    generator_version=generator_version, memory_limit=memory_limit)
+                    overrides=overrides, progress=progress, run_id=run_id, created=created, precomputed=report,
+                    generator_version=generator_version)
 
     worker = None
     try:
@@ -139,14 +142,17 @@ def _config_of(cfg: Any, dataset: str | None) -> "GateConfig | None":
         return None
 
 
-def _deadline_of(cfg: Any, deadline: float | None) -> float:
-    """The run's deadline in seconds: ``deadline`` when given (validated), else the configuration's
-    ``options.deadline`` (the default when the configuration cannot be read: the run reports why)."""
+def _deadline_of(cfg: Any, options: RunOptions | None, deadline: Any) -> float:
+    """The run's deadline in seconds: ``deadline`` when given (validated), else ``options``',
+    else the configuration's ``options.deadline`` (the default when the configuration cannot be
+    read: the run reports why)."""
     if deadline is not None:
         try:
             return parse_options({"deadline": deadline}).deadline
         except ConfigError:
             return DEFAULT_DEADLINE  # _run reports the invalid option and blocks
+    if options is not None and options.deadline is not None:
+        return options.deadline
     config = _config_of(cfg, None)
     return config.options.deadline if config is not None else DEFAULT_DEADLINE
 
@@ -173,13 +179,12 @@ class _Inputs:
 
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
-         created: datetime, options: Mapping[str, Any] | None = None,
-         precomputed: Any = None, generator_version: str | None = None,
-         memory_limit: int | str | None = "auto") -> GateOutcome:
+         created: datetime, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None,
+         precomputed: Any = None, generator_version: str | None = None) -> GateOutcome:
     checks: list[GateCheck] = []
     report, previous_release = None, None
     has_holdout = holdout is not None
-    config = _load_config(cfg, dataset, options, checks)
+    config = _load_config(cfg, dataset, options, overrides or {}, checks)
     ds = dataset or (config.dataset if config else "unknown")
     inputs = _load_inputs({"real": real, "synthetic": synthetic, "holdout": holdout}, checks)
     if config is not None and config.require_holdout and not has_holdout:
@@ -187,8 +192,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     if config is not None and not checks:
         last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
         previous_release = last.release_id
-        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress,
-                             memory_limit=memory_limit)
+        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress)
         if report is not None:
             results, errors = _gateable(report)
             changed = inputs.changed()
@@ -210,13 +214,14 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
                     previous_release_id=previous_release)
 
 
-def _load_config(cfg: Any, dataset: str | None, options: Mapping[str, Any] | None,
+def _load_config(cfg: Any, dataset: str | None, options: RunOptions | None, overrides: Mapping[str, Any],
                  checks: list[GateCheck]) -> GateConfig | None:
-    """The run's configuration with its ``dataset`` and run ``options`` applied; None (and an
-    error check) when it is invalid."""
+    """The run's configuration with its ``dataset`` and the run's ``options`` / ``overrides``
+    applied (the one place a run's options are resolved); None (and an error check) when it is
+    invalid."""
     try:
         config = resolve_gate_config(cfg, dataset)  # an invalid dataset name is a configuration error
-        return config.with_options(**options) if options else config  # so is an invalid option
+        return config.with_options(options, **overrides)  # so is an invalid option
     except ConfigError as exc:
         checks.append(error_check("(config)", f"invalid configuration: {safe_message(str(exc))}"))
     except Exception as exc:  # noqa: BLE001
@@ -287,18 +292,16 @@ def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
 
 
 def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precomputed: Any,
-                checks: list[GateCheck], *, progress: Any, memory_limit: int | str | None) -> Any:
+                checks: list[GateCheck], *, progress: Any) -> Any:
     """The run's report: evaluated here with the configuration's plan and options, or the
     precomputed one checked against them; None (and an error check) when that failed."""
     plan = evaluation_plan(config, has_holdout)
     evaluated = inputs.evaluated()
-    opts = config.options
     try:
         if precomputed is not None:
             return precomputed_report(precomputed, plan, inputs.fingerprint, inputs.frames)
         return _evaluate(evaluated["real"], evaluated["synthetic"], holdout=evaluated.get("holdout"),
-                         on_error="record", progress=progress, threads=opts.threads, exact=opts.exact,
-                         sample_real=opts.sample_real, sample=opts.sample, memory_limit=memory_limit, **plan)
+                         on_error="record", progress=progress, options=config.options, **plan)
     except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
         what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
         checks.append(error_check("(input)" if isinstance(exc, PrivgateError) else "(evaluation)",

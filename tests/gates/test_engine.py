@@ -417,7 +417,7 @@ def test_run_gate_passes_its_thread_budget_to_the_evaluation(monkeypatch, tmp_pa
     real_eval = gate_run._evaluate
 
     def spy(*args, **kwargs):
-        seen["threads"] = kwargs.get("threads")
+        seen["threads"] = kwargs["options"].threads
         return real_eval(*args, **kwargs)
 
     monkeypatch.setattr(gate_run, "_evaluate", spy)

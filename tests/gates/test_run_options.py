@@ -12,6 +12,7 @@ import pytest
 from privgate.cli import main
 from privgate.errors import ConfigError
 from privgate.gates import parse_gate_config, run_gate
+from privgate.options import DEFAULTS
 from privgate.gates import run as gate_run
 from privgate.history import HistoryStore
 
@@ -31,8 +32,8 @@ def test_options_block_parses_and_defaults():
     assert (cfg.options.threads, cfg.options.exact, cfg.options.sample_real) == (2, True, 100)
     assert cfg.to_dict()["options"] == {"threads": 2, "exact": True, "sample_real": 100, "sample": "auto"}
     plain = parse_gate_config(BASE)
-    assert plain.options.is_default and "options" not in plain.to_dict()
-    assert parse_gate_config({**BASE, "options": None}).options.is_default
+    assert plain.options == DEFAULTS and "options" not in plain.to_dict()
+    assert parse_gate_config({**BASE, "options": None}).options == DEFAULTS
 
 
 @pytest.mark.parametrize("options, message", [
@@ -67,7 +68,7 @@ def _spy(monkeypatch):
     real_eval = gate_run._evaluate
 
     def spy(*args, **kwargs):
-        seen.update({k: kwargs.get(k) for k in ("threads", "exact", "sample_real")})
+        seen.update({k: getattr(kwargs["options"], k) for k in ("threads", "exact", "sample_real")})
         return real_eval(*args, **kwargs)
 
     monkeypatch.setattr(gate_run, "_evaluate", spy)
@@ -175,7 +176,11 @@ def test_dagster_resource_fields_reach_the_evaluation(tmp_path, monkeypatch):
     assert seen == {"threads": 1, "exact": True, "sample_real": 200}  # unset sample_real: the config's
     assert outcome.config.options.to_dict() == {"threads": 1, "exact": True, "sample_real": 200, "sample": "auto"}
     res2 = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
-                            history_url=url, lock_dir=str(tmp_path), threads=0, sample_real=60)
-    outcome, _ = res2.evaluate(syn, release_id="r2")
-    assert seen["sample_real"] == 60 and seen["exact"] is False
+                            history_url=url, lock_dir=str(tmp_path), threads=None, sample_real=60)
+    outcome, _ = res2.evaluate(syn, release_id="r2")  # threads unset: the configuration's, else the default
+    assert seen["sample_real"] == 60 and seen["exact"] is False and seen["threads"] is None
     assert outcome.results["authenticity"].details["sampled"]["n"] == 60
+    zero = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
+                            history_url=url, lock_dir=str(tmp_path), threads=0)
+    outcome, _ = zero.evaluate(syn, release_id="r3")  # 0 is no thread budget: the run is blocked, not defaulted
+    assert outcome.exit_code == 3 and "options.threads" in outcome.checks[0].message

@@ -12,7 +12,8 @@ import privgate.metrics as m
 from privgate import evaluate
 from privgate.context import EvaluationContext
 from privgate.errors import ConfigError, ParameterError
-from privgate.gates.config import parse_gate_config as parse_config, parse_options
+from privgate.gates.config import parse_gate_config as parse_config
+from privgate.options import parse_options
 
 
 def _people(n: int, rng) -> pl.DataFrame:
@@ -173,7 +174,7 @@ def test_sample_option_errors_are_specific():
             parse_options({"sample": bad})
     assert parse_options({"sample": None}).sample == "off"
     assert parse_options({"sample": "100000"}).sample == 100000
-    assert parse_options({}).sample == "auto"
+    assert parse_options({}).sample is None and parse_options({}).with_defaults().sample == "auto"  # not given: the default
 
 
 def test_default_sample_keeps_the_config_hash():

@@ -1,0 +1,211 @@
+"""Run options: how a run computes — never what it decides on — as one validated, immutable
+object, :class:`RunOptions`, taken by :func:`privgate.evaluate`, :class:`~privgate.context.
+EvaluationContext`, :func:`privgate.gates.run_gate`, a gate configuration's ``options:`` block,
+the ``privgate gate`` / ``privgate evaluate`` flags and the Dagster resource.
+
+**Not given is None**, in every field: the value then comes from the next layer — a command-line
+flag or a Dagster resource field, over the gate configuration's ``options:``, over privgate's
+defaults (:meth:`RunOptions.with_defaults`: no forced exact search, ``sample`` "auto", a 6-hour
+deadline, ``memory_limit`` "auto"; the thread budget is resolved when the run starts,
+:func:`privgate.threads.resolve_threads`). Sampling and the memory check are switched off with
+the word ``"off"``.
+
+Two inputs keep their documented older spelling, translated where they are read: a
+configuration file's ``sample: null`` means off (as ``sample: off``; :func:`parse_options`),
+and so do the keywords ``privgate.evaluate(sample=None)``, ``EvaluationContext(sample=None)``
+and ``evaluate(memory_limit=None)`` (:func:`call_options`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError, ParameterError
+
+OFF = "off"
+AUTO = "auto"
+# seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
+DEFAULT_DEADLINE = 6 * 3600.0
+MAX_DEADLINE = 7 * 24 * 3600.0
+# the keys of a gate configuration's options: block
+FILE_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
+
+
+class _Invalid(Exception):
+    """A value an option does not take; ``requirement`` says what it takes."""
+
+    def __init__(self, requirement: str) -> None:
+        super().__init__(requirement)
+        self.requirement = requirement
+
+
+def _integer(x: Any) -> bool:
+    import numpy as np
+
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _threads(x: Any) -> int:
+    if not _integer(x) or x < 1:
+        raise _Invalid("a positive number of threads (or null for the default: $PRIVGATE_THREADS, "
+                       "else the free cores)")
+    return int(x)
+
+
+def _exact(x: Any) -> bool:
+    import numpy as np
+
+    if not isinstance(x, (bool, np.bool_)):
+        raise _Invalid("true or false")
+    return bool(x)
+
+
+def _sample_real(x: Any) -> int:
+    if not _integer(x) or x < 1:
+        raise _Invalid("a positive number of real records to sample (or null: every record)")
+    return int(x)
+
+
+def _sample(x: Any) -> int | str:
+    if isinstance(x, str) and x.isdigit():  # --sample 100000 from a command line
+        x = int(x)
+    if x in (AUTO, OFF) or (_integer(x) and x >= 1):
+        return x if isinstance(x, str) else int(x)
+    from .context import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
+
+    raise _Invalid(f"auto (sample {AUTO_SAMPLE_SIZE:,} query records of a side only above "
+                   f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records "
+                   "per side")
+
+
+def _deadline(x: Any) -> float:
+    if isinstance(x, str):  # --deadline 600 from a command line
+        try:
+            x = float(x)
+        except ValueError:
+            pass
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not 0 < x <= MAX_DEADLINE:
+        raise _Invalid(f"a number of seconds in (0, {MAX_DEADLINE:g}] after which the run is stopped and "
+                       f"blocked (default {DEFAULT_DEADLINE:g})")
+    return float(x)
+
+
+def _memory_limit(x: Any) -> int | str:
+    from .memory_guard import parse_limit
+
+    if x in (AUTO, OFF):
+        return x
+    try:
+        parse_limit(x)
+    except ParameterError:
+        raise _Invalid("bytes, a size such as '8G', 'auto' or 'off'") from None
+    return x
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "threads": _threads, "exact": _exact, "sample_real": _sample_real, "sample": _sample,
+    "deadline": _deadline, "memory_limit": _memory_limit,
+}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run computes; None in a field: not given (module docstring).
+
+    ``threads``: the thread budget of the native libraries (:mod:`privgate.threads`).
+    ``exact``: exact neighbour searches at every size. ``sample_real``: estimate per-real-record
+    means on a seeded sample of this many real records (else as ``sample`` says). ``sample``:
+    query-record sampling of both sides, "auto" (a side of more than 200,000 rows is estimated on
+    50,000 seeded query records, never with ``exact``), "off", or N per side (docs/performance.md
+    "Sampling query records"). ``deadline``: seconds after which a gate run is stopped and blocked
+    (exit 3). ``memory_limit``: the most memory an evaluation may use (bytes, "8G", "auto", "off";
+    :mod:`privgate.memory_guard`).
+
+    Invalid values raise :class:`~privgate.errors.ParameterError` naming the option.
+    """
+
+    threads: int | None = None
+    exact: bool | None = None
+    sample_real: int | None = None
+    sample: int | str | None = None
+    deadline: float | None = None
+    memory_limit: int | str | None = None
+
+    def __post_init__(self) -> None:
+        for key, check in _CHECKS.items():
+            value = getattr(self, key)
+            if value is None:
+                continue
+            try:
+                object.__setattr__(self, key, check(value))
+            except _Invalid as exc:
+                raise ParameterError(f"{key} must be {exc.requirement}; got {value!r}") from None
+
+    def given(self) -> dict[str, Any]:
+        """The options that are given (not None)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def over(self, base: "RunOptions") -> "RunOptions":
+        """These options where given, else ``base``'s."""
+        return replace(base, **self.given())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recorded form (a gate configuration's ``options``, its history row): the thread
+        budget, exact searches and sampling; the deadline only when it is not the default (so
+        stored forms of earlier runs stay alike); never the memory limit (it changes no score)."""
+        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
+               "sample": self.sample}
+        if self.deadline is not None and self.deadline != DEFAULT_DEADLINE:
+            out["deadline"] = self.deadline
+        return out
+
+    def with_defaults(self) -> "RunOptions":
+        """These options over privgate's defaults (the thread budget stays None: resolved when
+        the run starts)."""
+        return self.over(DEFAULTS)
+
+
+DEFAULTS = RunOptions(exact=False, sample=AUTO, deadline=DEFAULT_DEADLINE, memory_limit=AUTO)
+
+
+def call_options(options: RunOptions | None = None, **keywords: Any) -> RunOptions:
+    """The options of one call of :func:`privgate.evaluate` or :class:`EvaluationContext`:
+    ``options`` where given, else the keyword arguments (their documented meaning kept:
+    ``sample=None`` and ``memory_limit=None`` are "off"), over privgate's defaults."""
+    for key in ("sample", "memory_limit"):
+        if key in keywords and keywords[key] is None:
+            keywords[key] = OFF
+    from_keywords = RunOptions(**{k: v for k, v in keywords.items() if v is not None})
+    return (options or RunOptions()).over(from_keywords).with_defaults()
+
+
+def parse_options(value: Any, *, where: str = "options", keys: tuple[str, ...] = FILE_KEYS) -> RunOptions:
+    """Validate a mapping of run options (a configuration's ``options:`` block, a run's
+    overrides) into :class:`RunOptions`; raises :class:`~privgate.errors.ConfigError` whose
+    message starts with ``<where>.<key>``. Absent or null keys are not given, except
+    ``sample: null``, which means off (a configuration file's spelling)."""
+    if value is None:
+        return RunOptions()
+    if isinstance(value, RunOptions):
+        return value
+    if not isinstance(value, Mapping):
+        from .gates.config import _tname
+
+        raise ConfigError(f"{where}: must be a mapping with {', '.join(keys)}, got {_tname(value)}")
+    unknown = [k for k in value if k not in keys]
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(keys)}")
+    given: dict[str, Any] = {}
+    for key in keys:
+        v = value.get(key)
+        if key == "sample" and key in value and v is None:
+            v = OFF
+        if v is None:
+            continue
+        try:
+            given[key] = _CHECKS[key](v)
+        except _Invalid as exc:
+            raise ConfigError(f"{where}.{key}: must be {exc.requirement}, got {v!r}") from None
+    return RunOptions(**given)
