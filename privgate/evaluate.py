@@ -1,4 +1,26 @@
-"""``privgate.evaluate``: run several metrics on one shared context."""
+"""``privgate.evaluate``: run several metrics on one shared context.
+
+Metrics are computed grouped by the encoded space they read (:func:`run_order`); no value depends
+on the order, and the report lists them in the order asked for.
+
+Run options (:class:`privgate.options.RunOptions`, or the keywords of :func:`evaluate`):
+
+* ``threads``: thread budget of the native libraries (privgate.threads): default
+  $PRIVGATE_THREADS, else the cores free at the start of the run.
+* ``exact``: True forces exact neighbour searches at every size (default: an approximate screen
+  with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
+* ``sample_real``: estimate the metrics that are means over real records on a seeded sample of
+  this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
+* ``sample``: query-record sampling of both sides for the metrics that are means, shares or
+  medians over records: "auto" (default: only a side of more than ``context.AUTO_SAMPLE_ABOVE``
+  rows, and not with ``exact``), "off"/None, or N per side (docs/performance.md "Sampling query
+  records").
+* ``memory_limit``: the most memory the run may use (bytes, or "8G"; "auto":
+  $PRIVGATE_MEMORY_LIMIT, else this process's RSS + the memory the system has available;
+  None/"off": no check). Before any metric runs, its peak is estimated from the sizes, metrics and
+  options (:mod:`privgate.memory_guard`) and a run that would not fit raises MemoryLimitError
+  naming the metric and the options that would fit.
+"""
 
 from __future__ import annotations
 
@@ -37,10 +59,7 @@ def default_metrics(ctx: EvaluationContext) -> list[str]:
 
 
 def evaluate(
-    real: Any,
-    synthetic: Any,
-    metrics: Sequence[str] | str | None = None,
-    *,
+    real: Any, synthetic: Any, metrics: Sequence[str] | str | None = None, *,
     holdout: Any = None,
     keys: Sequence[str] | None = None,
     sensitive: Sequence[str] | str | None = None,
@@ -51,11 +70,8 @@ def evaluate(
     baseline: bool = False,
     on_error: str = "raise",
     progress: ProgressFn | bool | None = None,
-    threads: int | None = None,
-    exact: bool = False,
-    sample_real: int | None = None,
-    sample: int | str | None = "auto",
-    memory_limit: int | str | None = "auto",
+    threads: int | None = None, exact: bool = False, sample_real: int | None = None,
+    sample: int | str | None = "auto", memory_limit: int | str | None = "auto",
     options: RunOptions | None = None,
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
@@ -70,33 +86,13 @@ def evaluate(
         pairing: hidden_rate's pairing (True = row i ↔ row i, or per-synthetic real row indices).
         baseline: with a holdout, also score a holdout sample of the release's size in place of
             the synthetic set and attach ``baseline`` / ``excess`` with their intervals to each
-            result (see :func:`attach_baseline`; not to self-controlled metrics, which compare
-            with the holdout themselves, nor to hidden_rate, whose pairing holdout records lack).
+            result that has one (:func:`attach_baseline`, :func:`has_baseline`).
         on_error: "raise" (default) or "record": a metric that fails is recorded in
             ``Report.errors`` and the others still run (gates use this to fail closed).
         progress: True prints one line per metric to stderr, or a callable(name, i, total).
-        threads: thread budget of the native libraries (privgate.threads): default
-            $PRIVGATE_THREADS, else the cores free at the start of the run.
-        exact: True forces exact neighbour searches at every size (default: an approximate
-            screen with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
-        sample_real: estimate the metrics that are means over real records on a seeded sample of
-            this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
-        sample: query-record sampling of both sides for the metrics that are means, shares or
-            medians over records: "auto" (default: only a side of more than
-            ``context.AUTO_SAMPLE_ABOVE`` rows, and not with ``exact``), "off"/None, or N per side
-            (docs/performance.md "Sampling query records").
-        memory_limit: the most memory the run may use (bytes, or "8G"; "auto": $PRIVGATE_MEMORY_LIMIT,
-            else this process's RSS + the memory the system has available; None/"off": no
-            check). Before any metric runs, its peak is estimated from the sizes, metrics and
-            options (:mod:`privgate.memory_guard`) and a run that would not fit raises
-            MemoryLimitError naming the metric and the options that would fit.
-        options: the run options as one :class:`privgate.options.RunOptions`; its given fields
-            win over the keywords ``threads`` … ``memory_limit`` (which keep their documented
-            meaning, ``sample=None`` and ``memory_limit=None`` included: off).
-
-    Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
-    space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
-    the order asked for, and no value depends on the order.
+        threads, exact, sample_real, sample, memory_limit: the run options (module docstring).
+        options: the run options as one :class:`privgate.options.RunOptions`, whose given fields
+            win over those keywords (``sample=None``, ``memory_limit=None`` there: off).
 
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
@@ -105,8 +101,29 @@ def evaluate(
     start = time.perf_counter()
     opts = call_options(options, threads=threads, exact=exact, sample_real=sample_real, sample=sample,
                         memory_limit=memory_limit)
-    ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys,
-                            sensitive=sensitive, seed=seed, pairing=pairing, options=opts)
+    ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys, sensitive=sensitive,
+                            seed=seed, pairing=pairing, options=opts)
+    names, params, specs = _metrics_asked(ctx, metrics, params, baseline=baseline,
+                                          memory_limit=opts.memory_limit)
+    base_ctx = ctx.holdout_baseline() if baseline else None
+    report_fn = _progress_fn(progress)
+    results, errors = {}, {}
+    with limited(ctx.threads):
+        _run_all(run_order(specs), ctx, base_ctx, params, report_fn, on_error, results, errors)
+    return Report(results={n: results[n] for n in names if n in results},  # the order asked for
+                  errors={n: errors[n] for n in names if n in errors}, schema=ctx.schema.as_dict(),
+                  n_real=ctx.n_real, n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
+                  seconds=time.perf_counter() - start,
+                  params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive, "metric_params": params,
+                          "baseline": baseline, "options": run_options(ctx)})
+
+
+def _metrics_asked(ctx: EvaluationContext, metrics: Sequence[str] | str | None,
+                   params: Mapping[str, Mapping[str, Any]] | None, *, baseline: bool,
+                   memory_limit: Any) -> tuple[list[str], dict, list[Any]]:
+    """(names, parameters, registry entries) of the metrics asked for (default: every one these
+    inputs can feed); unknown names, parameters for metrics not evaluated, a baseline without a
+    holdout and a run estimated not to fit in ``memory_limit`` fail before any work."""
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = list(metrics) if metrics is not None else default_metrics(ctx)
@@ -114,23 +131,11 @@ def evaluate(
     unknown_params = sorted(set(params) - set(names))
     if unknown_params:
         raise ParameterError(f"params given for metrics that are not evaluated: {unknown_params}")
-    specs = [get_metric(n) for n in names]  # unknown names fail before any work
+    specs = [get_metric(n) for n in names]
     if baseline and ctx.holdout is None:
         raise ParameterError("baseline=True needs a holdout")
-    check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=opts.memory_limit)
-    base_ctx = ctx.holdout_baseline() if baseline else None
-    report_fn = _progress_fn(progress)
-    results, errors = {}, {}
-    with limited(ctx.threads):
-        _run_all(run_order(specs), ctx, base_ctx, params, report_fn, on_error, results, errors)
-    results = {n: results[n] for n in names if n in results}  # the order asked for
-    errors = {n: errors[n] for n in names if n in errors}
-    return Report(results=results, errors=errors, schema=ctx.schema.as_dict(), n_real=ctx.n_real,
-                  n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
-                  seconds=time.perf_counter() - start,
-                  params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive,
-                          "metric_params": params, "baseline": baseline,
-                          "options": run_options(ctx)})
+    check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=memory_limit)
+    return names, params, specs
 
 
 def run_options(ctx: EvaluationContext) -> dict[str, Any]:

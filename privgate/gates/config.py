@@ -397,7 +397,29 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown key; allowed top-level keys: {', '.join(TOP_KEYS)}")
+    top = _parse_top(data)
+    options = parse_options(data.get("options")).with_defaults()
 
+    raw_metrics = data.get("metrics")
+    if raw_metrics is None:
+        raise ConfigError("metrics: missing; the configuration must list at least one metric")
+    if not isinstance(raw_metrics, Mapping) or not raw_metrics:
+        raise ConfigError("metrics: must be a non-empty mapping metric name → rules")
+    known = _known_metrics() if check_metrics else None
+    metrics: dict[str, MetricGate] = {}
+    for name, body in raw_metrics.items():
+        metrics[str(name)] = _parse_metric(str(name), body, known)
+
+    from .audit_rules import parse_audit_config, parse_requirement
+
+    audit = parse_audit_config(data["audit"]) if data.get("audit") is not None else None
+    require_audit = parse_requirement(data["require_audit"]) if data.get("require_audit") is not None else None
+    return GateConfig(metrics=metrics, options=options, audit=audit, require_audit=require_audit, **top)
+
+
+def _parse_top(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The top-level settings of a configuration other than its options, metrics and audits,
+    validated (GateConfig fields)."""
     version = data.get("version", CONFIG_VERSION)
     if not isinstance(version, int) or isinstance(version, bool) or version != CONFIG_VERSION:
         raise ConfigError(f"version: unsupported configuration version {version!r}; this privgate reads version {CONFIG_VERSION}")
@@ -430,27 +452,8 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
     allow_unchecked = data.get("allow_unchecked", False)
     if not isinstance(allow_unchecked, bool):
         raise ConfigError(f"allow_unchecked: must be true or false, got {allow_unchecked!r}")
-
-    options = parse_options(data.get("options")).with_defaults()
-
-    raw_metrics = data.get("metrics")
-    if raw_metrics is None:
-        raise ConfigError("metrics: missing; the configuration must list at least one metric")
-    if not isinstance(raw_metrics, Mapping) or not raw_metrics:
-        raise ConfigError("metrics: must be a non-empty mapping metric name → rules")
-    known = _known_metrics() if check_metrics else None
-    metrics: dict[str, MetricGate] = {}
-    for name, body in raw_metrics.items():
-        metrics[str(name)] = _parse_metric(str(name), body, known)
-
-    from .audit_rules import parse_audit_config, parse_requirement
-
-    audit = parse_audit_config(data["audit"]) if data.get("audit") is not None else None
-    require_audit = parse_requirement(data["require_audit"]) if data.get("require_audit") is not None else None
-    return GateConfig(dataset=dataset, metrics=metrics, version=version, seed=seed, keys=keys,
-                      sensitive=sensitive, schema=schema, require_holdout=require_holdout,
-                      description=description, options=options, allow_unchecked=allow_unchecked,
-                      audit=audit, require_audit=require_audit)
+    return dict(dataset=dataset, version=version, seed=seed, keys=keys, sensitive=sensitive, schema=schema,
+                require_holdout=require_holdout, description=description, allow_unchecked=allow_unchecked)
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:

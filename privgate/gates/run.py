@@ -6,9 +6,19 @@ while a holdout is given, or a history store that cannot be read or written all 
 release (exit codes: :data:`privgate.gates.outcome.EXIT_CODES`).
 
 The gate never computes a distance itself: it calls :func:`privgate.evaluate` and compares the
-results with the rules (:mod:`privgate.gates.decide`). The evaluation runs in a worker thread
-stopped at the run's deadline (:mod:`privgate.gates.deadline`); the run is recorded once, at the
-end (:func:`record_outcome`).
+results with the rules (:mod:`privgate.gates.decide`). The run is recorded once, at the end
+(:func:`record_outcome`).
+
+**Deadline.** The evaluation runs in a worker thread (:mod:`privgate.gates.deadline`); when the
+run's deadline passes (or the caller is interrupted) the run is blocked ("did not finish within
+its deadline") and the worker stopped; one still inside a native call is left behind as a daemon
+thread, ``outcome.worker``, and ``privgate gate`` then ends its process once the run is recorded
+(docs/gates.md, "Deadline").
+
+**Precomputed results.** ``run_gate(report=...)`` gates results computed beforehand
+(:func:`privgate.gates.plan.evaluate_for_gate` per part, joined with
+:func:`privgate.report.merge_reports`): they are checked against this run's plan and inputs, a
+report that does not match blocks, and the gate then decides exactly as if it had evaluated.
 """
 
 from __future__ import annotations
@@ -79,19 +89,10 @@ def run_gate(
     recorded in it once, at the end, unless ``record=False`` (a caller with more steps that can
     fail records the final decision itself with :func:`record_outcome`).
 
-    ``options`` (:class:`privgate.options.RunOptions`) and the keywords ``threads``, ``exact``,
-    ``sample_real``, ``sample``, ``deadline``, ``memory_limit`` override the configuration's
-    ``options`` (None: not given, keep them; a keyword wins over ``options``); the options used
-    are recorded in the outcome's configuration (the thread budget as resolved). ``memory_limit``:
-    the evaluation's memory guard (:mod:`privgate.memory_guard`). ``deadline``: the evaluation runs in a worker thread; when the
-    deadline passes (or the caller is interrupted) the run is blocked ("did not finish within its
-    deadline") and the worker stopped; one still inside a native call is left behind as a daemon
-    thread, ``outcome.worker`` (docs/gates.md, "Deadline").
-
-    ``report``: results computed beforehand (:func:`evaluate_for_gate` per part, joined with
-    :func:`privgate.report.merge_reports`), checked against this run's plan and inputs; a report
-    that does not match blocks. ``generator_version``: for a configuration's ``require_audit``
-    (:mod:`privgate.gates.audit_rules`).
+    ``options`` (:class:`privgate.options.RunOptions`) and the keywords ``threads`` …
+    ``memory_limit`` override the configuration's ``options`` (None: not given; a keyword wins
+    over ``options``); the options used are recorded in the outcome's configuration. ``report``:
+    precomputed results; ``generator_version``: for ``require_audit`` (module docstring).
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)

@@ -74,9 +74,3 @@ def tiny() -> tuple[pl.DataFrame, pl.DataFrame]:
     real = pl.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "z"]})
     synth = pl.DataFrame({"a": [1.0, 2.0, 9.0], "b": ["x", "q", "x"]})
     return real, synth
-
-
-def has_metric(name: str) -> bool:
-    from privgate.registry import metric_names
-
-    return name in metric_names()

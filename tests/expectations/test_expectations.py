@@ -77,6 +77,13 @@ NAMED_CASES = [
 ]
 
 
+def test_every_metric_these_tests_name_is_registered():
+    """A renamed or removed metric fails here (no test about it is silently skipped)."""
+    named = {case[0] for case in NAMED_CASES} | set(pe.NAMED) | {"hitting_rate", "nndr", "hidden_rate"}
+    missing = sorted(named - set(registry.metric_names()))
+    assert not missing, f"privgate metrics not registered: {missing}"
+
+
 @pytest.mark.parametrize("metric,extra,threshold", NAMED_CASES, ids=[c[0] for c in NAMED_CASES])
 def test_named_expectation_copy_fails_random_passes(gx_context, adult_small, adult_path, adult_random,
                                                      metric, extra, threshold):

@@ -134,24 +134,35 @@ def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
 
 
 def test_table_shows_intervals_and_p_values():
+    """The table's numbers come from the results and the rules: a baseline rule on the lower end
+    of the excess interval compares that end, shown with the interval it decided on."""
+    cfg = parse_gate_config({"dataset": "d", "metrics": {
+        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+        "authenticity": {"baseline": {"on": "lower", "warn": 0.05, "block": 0.15},
+                         "test": {"block": 0.01}},
+    }})
     common = R("common_rows", 0.012).set_ci((0.004, 0.031), "wilson")
     auth = R("authenticity", 0.6)
-    auth.with_baseline(0.5, (0.45, 0.55), (0.02, 0.18))
+    auth.with_baseline(0.5, (0.45, 0.55), (0.02, 0.18))  # excess 0.1, its interval 0.02 to 0.18
     auth.p_value = 0.00002
-    checks = decide(CFG, {"common_rows": common, "authenticity": auth, "hitting_rate": R("hitting_rate", 0.1)},
-                    {}, has_holdout=True, previous=None)
-    for c in checks:  # what interval and test rules add to a check
-        if c.rule == "baseline":
-            c.on, c.interval = "lower", (0.02, 0.18)
+    checks = decide(cfg, {"common_rows": common, "authenticity": auth}, {}, has_holdout=True, previous=None)
     outcome = GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],
-                                 report=FakeReport({"common_rows": common, "authenticity": auth}))
-    text = outcome.table()
-    assert "0.0120 [0.0040, 0.0310]" in text
-    assert "+0.1000 [+0.0200, +0.1800]" in text and "baseline (lower)" in text and "<0.0001" in text
+                          report=FakeReport({"common_rows": common, "authenticity": auth}))
+    rows = {(r.split()[0], r.split()[1]): r for r in outcome.table().splitlines()[2:] if r.strip()}
+    # the threshold rule: the value 0.012 with the result's interval, compared as such
+    assert "0.0120 [0.0040, 0.0310]  0.0120 [0.0040, 0.0310]" in rows[("common_rows", "threshold")]
+    # the baseline rule on: lower compares the lower end 0.02 of the excess interval (≤ 0.05: pass)
+    base_row = rows[("authenticity", "baseline")]
+    assert "baseline (lower)" in base_row and "+0.0200 [+0.0200, +0.1800]" in base_row
+    assert base_row.split()[-1] == "pass"
+    # the test rule: the metric's p-value, shown as <0.0001, below 0.01: blocks
+    assert "<0.0001" in rows[("authenticity", "test")] and "BLOCK" in rows[("authenticity", "test")]
     doc = outcome.to_dict()
     base = next(c for c in doc["checks"] if c["rule"] == "baseline")
-    assert base["on"] == "lower" and base["interval"] == [0.02, 0.18]
+    assert base["on"] == "lower" and base["interval"] == [0.02, 0.18] and base["compared"] == 0.02
     assert doc["results"]["authenticity"]["excess_ci"] == [0.02, 0.18] and doc["results"]["authenticity"]["p_value"] == 0.00002
+
+
 # ------------------------------------------------------------------ rules on evidence
 
 
