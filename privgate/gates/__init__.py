@@ -1,7 +1,7 @@
 """Release gates: a configuration of metrics and rules, and the run that decides
 pass / warn / block for one synthetic release (fails closed). See ``docs/gates.md``.
 
-``config`` (the configuration), ``rules`` (what a rule compares and when it fires), ``decide``
+``config`` (the configuration), ``rules`` (what a rule compares and when it fires), ``deciding``
 (results → checks), ``outcome`` (checks → decision, exit code), ``run`` (evaluating, the
 deadline worker, recording; ``plan``, ``deadline``), ``decision_table`` and ``present`` (the
 decision table and the text ``privgate gate`` prints), ``finalise`` (reports, then the record)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .config import (GateConfig, MetricGate, Rule, check_name, load_gate_config, parse_gate_config,
                      resolve_gate_config)
-from .decide import decide
+from .deciding import decide
 from .decision_table import merged_checks
 from .fingerprint import frame_fingerprint, inputs_fingerprint
 from .outcome import EXIT_CODES, Decision, GateCheck, GateOutcome, decision_of, safe_message

@@ -161,6 +161,7 @@ def missing_check(base: dict[str, Any], optional: bool, what: str) -> GateCheck:
 
 
 def error_check(metric: str, message: str, *, optional: bool = False) -> GateCheck:
+    """A failure as a check: blocks (fails closed, exit 3), or is ignored for an optional metric."""
     if optional:
         return GateCheck(metric=metric, rule="error", value=None, raw=None, threshold=None,
                          severity="warn", verdict="pass", optional=True, skipped=True,

@@ -6,7 +6,7 @@ while a holdout is given, or a history store that cannot be read or written all 
 release (exit codes: :data:`privgate.gates.outcome.EXIT_CODES`).
 
 The gate never computes a distance itself: it calls :func:`privgate.evaluate` and compares the
-results with the rules (:mod:`privgate.gates.decide`). The run is recorded once, at the end
+results with the rules (:mod:`privgate.gates.deciding`). The run is recorded once, at the end
 (:func:`record_outcome`).
 
 **Deadline.** The evaluation runs in a worker thread (:mod:`privgate.gates.deadline`); when the
@@ -34,7 +34,7 @@ from ..errors import ConfigError, PrivgateError
 from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
 from .config import GateConfig, resolve_gate_config
 from .deadline import DeadlineExceeded, with_deadline
-from .decide import decide, result_problem, unchecked_checks
+from .deciding import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
 from .outcome import GateCheck, GateOutcome, add_error, decision_of, error_check, privgate_error_text, safe_message
 from .plan import evaluation_plan, precomputed_report

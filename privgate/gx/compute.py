@@ -188,7 +188,7 @@ def _compute(
 def _valid(result: Any, metric: str) -> Any:
     """The gate's check of a metric result (value finite in [0, 1], intervals and p-value in
     range): junk from a custom metric is errored, not compared (a value below 0 passed)."""
-    from privgate.gates.decide import result_problem
+    from privgate.gates.deciding import result_problem
 
     problem = result_problem(result)
     if problem is not None:

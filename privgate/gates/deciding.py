@@ -78,8 +78,8 @@ def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCh
                           message=f"{text}; the release passes UNCHECKED because the configuration says "
                                   "allow_unchecked: true")]
     return [error_check("(gate)", f"{text}; a gate that checked nothing does not pass — give what the "
-                                   "rules need (a holdout, an earlier accepted release) or add a rule that "
-                                   "applies, or set allow_unchecked: true to let such a release pass")]
+                                  "rules need (a holdout, an earlier accepted release) or add a rule that "
+                                  "applies, or set allow_unchecked: true to let such a release pass")]
 
 
 def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
