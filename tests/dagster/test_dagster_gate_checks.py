@@ -256,6 +256,20 @@ def test_summary():
     assert md.count("\n|") == 4  # header, separator, two rows
 
 
+def test_summary_has_the_columns_and_cells_of_the_cli_table():
+    import re
+
+    from privgate.gates import format_checks
+
+    outcome = _outcome([_check("common_rows", "threshold", "warn", "warn", 0.004, 0.0, message="value 0.0040 > 0")])
+    md_lines = summary_markdown(outcome).splitlines()
+    cli_lines = format_checks(outcome).splitlines()
+    md_head = [h.replace("95 % CI", "95% CI") for h in md_lines[2].strip("| ").split(" | ")]
+    assert md_head == re.split(r"\s{2,}", cli_lines[0].strip())
+    md_row = [c.strip("*") for c in md_lines[4].strip("| ").split(" | ")]
+    assert md_row == re.split(r"\s{2,}", cli_lines[2].strip())
+
+
 @pytest.mark.parametrize("bad", [float("inf"), float("nan"), None, "x", True])
 def test_non_finite_values_are_not_float_metadata(bad):
     checks = [_check("common_rows", "threshold", "block", "pass", bad, 0.01, compared=bad)]
