@@ -90,7 +90,8 @@ def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_hol
                 on=rule.on, p_value=res.p_value)
     prev = None
     if rule.kind == "baseline" and not has_holdout:
-        return GateCheck(**base, verdict="pass", skipped=True, message="no holdout given; baseline rule not evaluated")
+        return GateCheck(**base, verdict="pass", skipped=True,
+                         message="no holdout given; baseline rule not evaluated")
     if rule.kind == "baseline" and (res.excess is None or res.baseline is None):
         return missing_check(base, optional, "holdout baseline could not be computed")
     if rule.kind == "trend":

@@ -92,7 +92,8 @@ class RunRecord:
 
 def _stored_number(v: Any) -> Any:
     """A stored score as a float; a cell that is not a number (SQLite keeps text written into a
-    REAL column) is returned as it is, for the gate to refuse (``engine.history_number``)."""
+    REAL column) is returned as it is, for the gate to refuse
+    (``privgate.gates.deciding.history_number``)."""
     try:
         return float(v)
     except (TypeError, ValueError):
