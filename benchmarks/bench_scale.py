@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 14): the distance family at growing sizes, the full suite quiet and under
+"""Scale benchmark: the distance family at growing sizes, the full suite quiet and under
 a CPU hog, and detection_mlp's trainer against scikit-learn's — every time printed as a RATIO to a
 reference measured in the same run.
 

@@ -1,5 +1,5 @@
 """proximity_score (TTPR/TSPR): hand-computed pieces, a brute-force reference of the whole
-protocol (METRICS.md §3 rule 13), the subset search, copy ≈ 0.82 (documented), parameters, the
+protocol (docs/metrics.md, proximity_score), the subset search, copy ≈ 0.82 (documented), parameters, the
 baseline order on the bundled Adult sample."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_score_from_ratios_hand_computed():
 
 
 def _reference(real: np.ndarray, syn: np.ndarray, alpha: float, seed: int, reps: int = 10) -> float:
-    """The protocol of METRICS.md §3 rule 13 with full distance matrices (test only)."""
+    """The protocol of proximity_score (docs/metrics.md) with full distance matrices (test only)."""
     def dmat(a, b):
         return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
 
