@@ -10,7 +10,8 @@ from . import stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
-from .metrics._common import BOOT, intervals_on, jackknife_sources, per_record_mean, widen_excess_for_search
+from .metrics.intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
+from .metrics.search_error import widen_excess_for_search
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -197,7 +198,7 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
 
     * grouped jackknife when both results carry delete-a-group replicates for the real records
-      and for their synthetic set (``_common.keep_jackknife``; the reconstruction metrics, whose
+      and for their synthetic set (``metrics.intervals.keep_jackknife``; the reconstruction metrics, whose
       per-record scores read count tables or nearest records of the release, so that which
       records the release and the holdout sample hold varies the excess as much as which people
       are in the real data): three independent sources — the real records (the same partition for

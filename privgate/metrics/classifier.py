@@ -26,8 +26,8 @@ from ..registry import register_metric
 from ..results import MetricResult
 from .. import stats
 from ..threads import available_cores, resolve_threads
-from ._common import (MAX_REPETITIONS, OFF, check_work_bound, intervals_on, map_interval, result, set_count_ci,
-                      set_no_ci)
+from .intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
+from .limits import check_work_bound, MAX_REPETITIONS
 
 # work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time
 MAX_FOLDS = 20

@@ -21,10 +21,13 @@ from ..schema import NUMERIC
 from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import stats
-from ._common import (BOOT, MAX_REPETITIONS, OFF, check_work_bound, intervals_on, jackknife_labels, mark_sampled, minmax_normalise,
-                      nearest_outside_groups, on_rows, quantile_summary, real_rows, result, search_k, synthetic_rows,
-                      set_bootstrap_ci, set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
-                      set_share_ci, widen_distance_mean_for_search, widen_share_for_search)
+from ._common import nearest_outside_groups, search_k
+from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
+                        set_jackknife_share_ci, set_mean_ci, set_no_ci, set_share_ci)
+from .limits import check_work_bound, MAX_REPETITIONS
+from .sampling import mark_sampled, on_rows, real_rows, synthetic_rows
+from .search_error import widen_distance_mean_for_search, widen_share_for_search
+from .summaries import minmax_normalise, quantile_summary
 
 # why the min–max normalised metrics have no interval
 NO_INTERVAL_NORMALISED = (

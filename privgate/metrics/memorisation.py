@@ -122,8 +122,10 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import binomial_test, clopper_pearson, holm
 from ..ties import close, lt
-from ._common import (jackknife_labels, mark_sampled, result, search_k, synthetic_rows,
-                      widen_share_for_search)
+from ._common import search_k
+from .intervals import jackknife_labels, result
+from .sampling import mark_sampled, synthetic_rows
+from .search_error import widen_share_for_search
 
 MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)

@@ -29,7 +29,10 @@ from ..neighbours import Neighbours, knn, knn_rows
 from ..registry import register_metric
 from ..results import MetricResult
 from ..ties import REL_TOL, lt
-from ._common import JACKKNIFE_K, MAX_REPETITIONS, check_work_bound, quantile_summary, result, set_bootstrap_ci
+from ._common import JACKKNIFE_K
+from .intervals import result, set_bootstrap_ci
+from .limits import check_work_bound, MAX_REPETITIONS
+from .summaries import quantile_summary
 
 PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 

@@ -34,8 +34,10 @@ from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
 from .. import stats
-from ._common import (jackknife_labels, keep_jackknife, mark_sampled, nearest_outside_groups, on_rows, real_rows,
-                      result, search_k, set_mean_ci, widen_share_for_search)
+from ._common import nearest_outside_groups, search_k
+from .intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
+from .sampling import mark_sampled, on_rows, real_rows
+from .search_error import widen_share_for_search
 
 sparse = lazy_module("scipy.sparse")  # imported on first use (import time)
 
