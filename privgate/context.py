@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from . import seeds
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo, knn, knn_rows
@@ -213,7 +214,7 @@ class EvaluationContext:
             raise NotApplicableError("a holdout baseline needs holdout data")
         if self._baseline_ctx is None:
             size = min(self.n_holdout, self.n_synthetic)
-            rows = np.sort(np.random.default_rng(self.seed).choice(self.n_holdout, size, replace=False))
+            rows = np.sort(seeds.rng(self.seed, "holdout_baseline").choice(self.n_holdout, size, replace=False))
             if self.is_loaded("holdout"):
                 sample = self.holdout[rows]
             else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
@@ -501,7 +502,7 @@ class EvaluationContext:
         store = self._shared.setdefault("samples", {}) if role == "real" else self._samples
         rows = store.get(key)
         if rows is None:
-            rng = np.random.default_rng([self.seed, _SAMPLE_STREAMS[role]])
+            rng = seeds.rng(self.seed, f"sample.{role}")
             rows = np.sort(rng.choice(n, size, replace=False))
             store[key] = rows
         return rows
@@ -563,7 +564,6 @@ EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/
 # half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
-_SAMPLE_STREAMS = {"real": 0x5A4D, "synthetic": 0x5359}
 SAMPLE_CHOICES = "\"auto\", \"off\" (or null), or a positive number of query records per side"
 
 

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from . import stats
+from . import seeds, stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
@@ -225,7 +225,8 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
                       f"records + {sources['holdout'].size} groups of the holdout sample's records deleted in turn; "
                       f"variances added, excess ± t({df:.0f} df)·standard error")
         elif per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
-            ci = stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT, paired=base.per_record)
+            ci = stats.bootstrap_mean_ci(res.per_record, seeds.derive(seed, "bootstrap"), n_boot=BOOT,
+                                         paired=base.per_record)
             method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
                       f"difference over the same {res.per_record.size} real records")
         elif res.ci is not None and base.ci is not None:

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import seeds
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
-from ._control import (REFERENCE, STREAM_ATTACK, STREAM_BASELINE, STREAM_CONTROL, attack_result, check_columns,
-                       check_n_attacks, require_holdout, rng_for, sample_rows)
+from ._control import REFERENCE, attack_result, check_columns, check_n_attacks, require_holdout, sample_rows
 
 
 def correct_guesses(guess: np.ndarray, truth: np.ndarray, numeric: bool, tolerance: float) -> np.ndarray:
@@ -82,7 +82,7 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     ok_c = correct_guesses(guess_c, values["holdout"], numeric, tolerance)
     # naive baseline: a random synthetic record's secret, compared with the SAME target's secret
     # (position by position; anonymeter's inference baseline misaligned the two)
-    donors = rng_for(seed, STREAM_BASELINE).integers(0, ctx.n_synthetic, size=targets.size)
+    donors = seeds.rng(seed, "attack.baseline").integers(0, ctx.n_synthetic, size=targets.size)
     ok_b = correct_guesses(values["synthetic"][donors], values["real"], numeric, tolerance)
     return {"ok": ok_t, "n_success": int(ok_t.sum()), "n_control_success": int(ok_c.sum()),
             "n_baseline_success": int(ok_b.sum()), "numeric": numeric}
@@ -127,8 +127,8 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
     if regression is not None and not isinstance(regression, bool):
         raise ParameterError(f"regression must be true, false or null; got {regression!r}")
     secrets, aux = _resolve_columns(ctx, secret, aux_cols)
-    targets = sample_rows(ctx.n_real, n_attacks, seed, STREAM_ATTACK)
-    controls = sample_rows(ctx.n_holdout, n_attacks, seed, STREAM_CONTROL)
+    targets = sample_rows(ctx.n_real, n_attacks, seed, "attack.targets")
+    controls = sample_rows(ctx.n_holdout, n_attacks, seed, "attack.controls")
     results = {}
     for s in secrets:
         cols = aux if aux is not None else [c for c in (ctx.keys or ctx.schema.columns) if c not in secrets]

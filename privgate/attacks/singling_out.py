@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import seeds
 from .._lazy import lazy_module
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
-from ._control import (REFERENCE, STREAM_BASELINE, STREAM_PREDICATES, attack_result, check_n_attacks,
-                       require_holdout, rng_for)
+from ._control import REFERENCE, attack_result, check_n_attacks, require_holdout
 from .predicates import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, CodedFrames, ConjunctionCounter, Predicates,
                          code_frames, match_counts)
 
@@ -231,7 +231,7 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
             f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates")
     max_attempts = _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
     coded = code_frames({"synthetic": distinct, "real": ctx.real, "holdout": ctx.holdout}, ctx.schema)
-    rng = rng_for(seed, STREAM_PREDICATES)
+    rng = seeds.rng(seed, "attack.predicates")
     if mode == "univariate":
         preds, attempts = univariate_predicates(coded, n_attacks, rng), None
     else:
@@ -242,7 +242,7 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     correction = size_correction(hold_counts, ctx.n_holdout, ctx.n_real)
     n_control_raw = int((hold_counts == 1).sum())
     n_control = min(float(n_attacks), n_control_raw * correction)
-    baseline = random_predicates(coded, n_attacks, n_cols_used, rng_for(seed, STREAM_BASELINE))
+    baseline = random_predicates(coded, n_attacks, n_cols_used, seeds.rng(seed, "attack.baseline"))
     base_counts, _ = match_counts(coded["real"], baseline)
     per_record = np.zeros(ctx.n_real)
     per_record[real_first[success]] = 1.0

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import seeds
+
 ALPHA = 1e-4
 LEARNING_RATE = 1e-3
 BETA1, BETA2, EPSILON = 0.9, 0.999, 1e-8
@@ -93,7 +95,7 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: i
     dt = np.dtype(dtype).type
     if dt not in (np.float32, np.float64):
         raise ValueError(f"train_mlp dtype must be float32 or float64; got {np.dtype(dtype).name}")
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "detection.mlp")
     x = np.ascontiguousarray(x, dtype=dt)
     y = np.asarray(y)
     sizes = [x.shape[1], *(int(h) for h in hidden), 1]

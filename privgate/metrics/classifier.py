@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
-from .. import stats
+from .. import seeds, stats
 from ..threads import available_cores, resolve_threads
 from .intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
 from .limits import check_work_bound, MAX_REPETITIONS
@@ -91,7 +91,8 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
         check_work_bound("detection_mlp", "hidden_layer_sizes (number of layers)", len(hidden_layer_sizes), 10)
     _check_class_sizes(ctx, "detection_mlp", folds)
     x, y, space_details = _labelled(ctx)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=ctx.seed)
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True,
+                               random_state=seeds.derive(ctx.seed, "detection.folds"))
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     seed = ctx.seed
     x = x.astype(np.float32)  # the MLP trains in float32: half the time, same decisions
@@ -200,13 +201,14 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
     x, y, space_details = _labelled(ctx)
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     recalls, hits, positives = [], [], []
-    rng = np.random.default_rng(ctx.seed)
+    rng = seeds.rng(ctx.seed, "membership.splits")
     split_seeds = rng.integers(0, 2**31 - 1, repetitions)
     for rep in range(repetitions):  # a handful of model fits, not a loop over records
         tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
                                   random_state=int(split_seeds[rep]))
         # deterministic: the same scores whatever n_jobs (checked equal for 1 and 2 threads)
-        model = lgb.LGBMClassifier(verbosity=-1, random_state=ctx.seed, n_jobs=jobs, deterministic=True,
+        model = lgb.LGBMClassifier(verbosity=-1, random_state=seeds.derive(ctx.seed, "membership.model"), n_jobs=jobs,
+                                   deterministic=True,
                                    force_col_wise=True)
         model.fit(x[tr], y[tr])
         pred = model.predict(x[te])

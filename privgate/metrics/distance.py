@@ -20,7 +20,7 @@ from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
-from .. import stats
+from .. import seeds, stats
 from ._common import nearest_outside_groups, search_k
 from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
                         set_jackknife_share_ci, set_mean_ci, set_no_ci, set_share_ci)
@@ -358,7 +358,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
             raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
         space = ctx.mixed()
         r, s = space.real, space.synthetic
-        rng = np.random.default_rng(ctx.seed)
+        rng = seeds.rng(ctx.seed, "nnaa.subsample")
         size = min(len(r), len(s))
         subsampled = "real" if len(r) > len(s) else "synthetic"
         reps, sides = [], []
@@ -398,7 +398,8 @@ def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> 
                  per_record=real_side,
                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
     if intervals_on():
-        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, n_boot=BOOT)
+        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
+                                      n_boot=BOOT)
         res.set_ci(ci, f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over "
                        f"{real_side.size} real + ½·share over {syn_side.size} synthetic records (each side "
                        "resampled on its own; nearest-neighbour flags held fixed)")
@@ -456,7 +457,8 @@ def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]])
     size = sides[0][0].size
     real_side = np.concatenate([a for a, _ in sides])
     syn_side = np.concatenate([b for _, b in sides])
-    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, sizes=[size, size], n_boot=BOOT)
+    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
+                                  sizes=[size, size], n_boot=BOOT)
     method = (f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over {size} real "
               f"+ ½·share over {size} synthetic records (nearest-neighbour flags held fixed)")
     if len(sides) > 1:
@@ -539,7 +541,7 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     zr, zs = z["real"], z["synthetic"]
     n = zr.shape[0]
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
-        np.random.default_rng([ctx.seed, 0x44435201]).choice(n, DCR_REFIT_QUERIES, replace=False))
+        seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
     wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
     gram = None if wide else zr.T @ zr
     groups = int(labels.max()) + 1

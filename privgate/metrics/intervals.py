@@ -34,7 +34,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .. import stats
+from .. import seeds, stats
 from ..results import MetricResult
 
 # the metric modules' short name for MetricResult.from_context: the result these helpers attach to
@@ -100,7 +100,7 @@ def set_mean_ci(res: MetricResult, ctx, values: np.ndarray, *, what: str = "real
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return res.set_ci(None, "none: no records")
-    ci = stats.bootstrap_mean_ci(values, ctx.seed, n_boot=BOOT, weights=weights)
+    ci = stats.bootstrap_mean_ci(values, seeds.derive(ctx.seed, "bootstrap"), n_boot=BOOT, weights=weights)
     kind = "weighted mean" if weights is not None else "mean"
     method = f"percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of the {kind} over {values.size} {what}"
     if transform is not None:
@@ -134,16 +134,12 @@ def set_bootstrap_ci(res: MetricResult, ctx, statistic: Callable[[np.ndarray], n
     resampled positions and returns b values of the metric's value."""
     if not intervals_on():
         return res.set_ci(None, OFF)
-    ci = stats.bootstrap_ci(statistic, n, ctx.seed, n_boot=BOOT, batched=True)
+    ci = stats.bootstrap_ci(statistic, n, seeds.derive(ctx.seed, "bootstrap"), n_boot=BOOT, batched=True)
     method = f"percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) over {n} {what}"
     return res.set_ci(clip_unit(ci), method + (f"; {note}" if note else ""))
 
 
 # ------------------------------------------------------------------ grouped jackknife
-# one seed stream per partitioned set, so the real and synthetic partitions are independent
-_STREAMS = {"real": 0x4A4B0001, "synthetic": 0x4A4B0002}
-
-
 def jackknife_labels(ctx, role: str, n: int, *, max_groups: int | None = None) -> np.ndarray | None:
     """The seeded partition of the ``role`` records ("real" or "synthetic") into
     G = min(50, ⌊√n⌋) jackknife groups (:func:`privgate.stats.group_labels`; at most
@@ -157,7 +153,7 @@ def jackknife_labels(ctx, role: str, n: int, *, max_groups: int | None = None) -
         return None
     if max_groups is not None:
         g = min(g, int(max_groups))
-    return stats.group_labels(n, [ctx.seed, _STREAMS[role]], g)
+    return stats.group_labels(n, seeds.derive(ctx.seed, f"jackknife.{role}"), g)
 
 
 def keep_jackknife(res: MetricResult, **sources: np.ndarray) -> MetricResult:

@@ -117,6 +117,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import seeds
 from ..errors import NotApplicableError, ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
@@ -152,7 +153,7 @@ def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
 
 def _parts(n_large: int, n_small: int, seed: int) -> list[np.ndarray]:
     """k = n_large // n_small disjoint random parts of n_small positions each (sorted)."""
-    perm = np.random.default_rng([seed, 0x3E30]).permutation(n_large)
+    perm = seeds.rng(seed, "memorisation.parts").permutation(n_large)
     return [np.sort(perm[j * n_small:(j + 1) * n_small]) for j in range(n_large // n_small)]
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import seeds
 from ..errors import ParameterError
 from ..neighbours import Neighbours, knn, knn_rows
 from ..registry import register_metric
@@ -187,7 +188,7 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     space = ctx.mixed()
     real, syn = space.real, space.synthetic
     n, m = real.shape[0], syn.shape[0]
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "proximity.halves")
     perm = rng.permutation(n)
     h = n // 2
     r1, r2 = real[perm[:h]], real[perm[h:]]
