@@ -122,10 +122,7 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
     require_holdout(ctx, "inference")
     n_attacks = check_n_attacks(n_attacks, allow_all=True)
     seed = ctx.seed if seed is None else int(seed)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-        raise ParameterError(f"tolerance must be a number ≥ 0 (relative error of a numeric guess); got {tolerance!r}")
-    if regression is not None and not isinstance(regression, bool):
-        raise ParameterError(f"regression must be true, false or null; got {regression!r}")
+    _check_options(tolerance, regression)
     secrets, aux = _resolve_columns(ctx, secret, aux_cols)
     targets = sample_rows(ctx.n_real, n_attacks, seed, "attack.targets")
     controls = sample_rows(ctx.n_holdout, n_attacks, seed, "attack.controls")
@@ -136,21 +133,9 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
             raise ParameterError(f"inference of {s!r} needs at least one auxiliary column; the data has none "
                                  "besides the secret(s)")
         out = _one_secret(ctx, s, cols, regression, float(tolerance), targets, controls, seed)
-        per_record = np.zeros(ctx.n_real)
-        per_record[targets[out["ok"]]] = 1.0
-        results[s] = attack_result(
-            ctx, "inference", n_success=out["n_success"], n_attacks=targets.size,
-            n_control_success=out["n_control_success"], n_control=controls.size,
-            n_baseline_success=out["n_baseline_success"], n_baseline=targets.size,
-            params={"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
-                    "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed},
-            details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
-                     "secret_in_aux": s in cols,
-                     "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
-                     "correct_rows": targets[out["ok"]].tolist()},
-            per_record=per_record,
-            per_record_description=f"1 = the secret {s!r} of this training record (row position) was attacked and "
-                                   "guessed right; 0 = guessed wrong or not attacked")
+        params = {"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
+                  "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed}
+        results[s] = _secret_result(ctx, s, cols, out, targets, controls, params)
     worst = max(results, key=lambda s: results[s].raw)
     res = results[worst]
     if len(results) > 1:
@@ -159,3 +144,29 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
                                                                     "risk_unclipped")} | {"ci": list(r.ci)}
                                      for s, r in results.items()}
     return res
+
+
+def _check_options(tolerance: Any, regression: Any) -> None:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
+        raise ParameterError(f"tolerance must be a number ≥ 0 (relative error of a numeric guess); got {tolerance!r}")
+    if regression is not None and not isinstance(regression, bool):
+        raise ParameterError(f"regression must be true, false or null; got {regression!r}")
+
+
+def _secret_result(ctx, s: str, cols: list[str], out: dict[str, Any], targets: np.ndarray, controls: np.ndarray,
+                   params: dict[str, Any]) -> MetricResult:
+    """The attack's result for one secret column ``s`` from its counts ``out`` (:func:`_one_secret`)."""
+    per_record = np.zeros(ctx.n_real)
+    per_record[targets[out["ok"]]] = 1.0
+    return attack_result(
+        ctx, "inference", n_success=out["n_success"], n_attacks=targets.size,
+        n_control_success=out["n_control_success"], n_control=controls.size,
+        n_baseline_success=out["n_baseline_success"], n_baseline=targets.size,
+        params=params,
+        details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
+                 "secret_in_aux": s in cols,
+                 "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
+                 "correct_rows": targets[out["ok"]].tolist()},
+        per_record=per_record,
+        per_record_description=f"1 = the secret {s!r} of this training record (row position) was attacked and "
+                               "guessed right; 0 = guessed wrong or not attacked")
