@@ -40,8 +40,9 @@ _EXPORTS = {
     "DataLocations": ".resources",
     "PolarsParquetIOManager": ".io_manager",
     "build_generator_audit": ".audit",
-    "build_audit_required_check": ".audit",
-    "audit_passes": ".audit",
+    "build_audit_required_check": ".audit_check",
+    "audit_passes": ".audit_check",
+    "PrivgateTranslator": ".translator",
 }
 
 __all__ = [*_EXPORTS, "defs"]
