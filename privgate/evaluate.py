@@ -77,7 +77,7 @@ def evaluate(
         threads: thread budget of the native libraries (privgate.threads): default
             $PRIVGATE_THREADS, else the cores free at the start of the run.
         exact: True forces exact neighbour searches at every size (default: an approximate
-            screen with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
+            screen with measured recall above ``SearchSettings.exact_below_pairs``; docs/performance.md).
         sample_real: estimate the metrics that are means over real records on a seeded sample of
             this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
         sample: query-record sampling of both sides for the metrics that are means, shares or

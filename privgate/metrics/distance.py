@@ -14,14 +14,13 @@ import numpy as np
 import polars as pl
 
 from ..errors import NotApplicableError, ParameterError
-from ..neighbours import any_within_box, knn, pair_distances, refine_group_ids
+from ..neighbours import any_within_box, pair_distances, refine_group_ids, search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import seeds, stats
-from ._common import nearest_outside_groups, search_k
 from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
                         set_jackknife_share_ci, set_mean_ci, set_no_ci, set_share_ci)
 from .limits import check_work_bound, MAX_REPETITIONS
@@ -177,7 +176,7 @@ def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
     are the reference set of this search too, so the jackknife deletes them there as well."""
     sp = ctx.space(_space_key(space))
     nb = ctx.neighbours(space, "real", "real", search_k(labels))
-    return nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
+    return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
 
 
 def _space_key(space) -> tuple:
@@ -337,51 +336,61 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     check_work_bound("nnaa", "repetitions", repetitions, MAX_REPETITIONS)
     ctx.require_rows("real", 2, "nnaa")
     ctx.require_rows("synthetic", 2, "nnaa")
-    if ctx.n_real == ctx.n_synthetic:
-        rows_r, rows_s = real_rows(ctx), synthetic_rows(ctx)
-        if rows_r is not None or rows_s is not None:
-            return _nnaa_sampled(ctx, rows_r, rows_s)
-    labels = jackknife_labels(ctx, "real", ctx.n_real) if ctx.n_real == ctx.n_synthetic else None
-    if ctx.n_real == ctx.n_synthetic:
-        d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
-        d_rr = ctx.neighbours("mixed", "real", "real", search_k(labels)).dist[:, 0]
-        d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
-        d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
-        real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
-        aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
-        per = real_side
-        reps: list[float] = [aa]
-        sides = [(real_side, syn_side)]
-        subsampled = None
-    else:
-        if repetitions < 1:
-            raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
-        space = ctx.mixed()
-        r, s = space.real, space.synthetic
-        rng = seeds.rng(ctx.seed, "nnaa.subsample")
-        size = min(len(r), len(s))
-        subsampled = "real" if len(r) > len(s) else "synthetic"
-        reps, sides = [], []
-        for _ in range(repetitions):
-            if subsampled == "real":
-                rr = r[np.sort(rng.choice(len(r), size, replace=False))]
-                ss = s
-            else:
-                rr = r
-                ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-            sides.append(_not_farther(knn(rr, ss, 1).dist[:, 0], knn(rr, rr, 1, exclude_self=True).dist[:, 0],
-                                      knn(ss, rr, 1).dist[:, 0], knn(ss, ss, 1, exclude_self=True).dist[:, 0]))
-            reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
-        aa = float(np.mean(reps))
-        per = None
-    res = result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
-                 params={"repetitions": repetitions if subsampled else 1},
-                 details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
-                 per_record=per,
-                 per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    if ctx.n_real != ctx.n_synthetic:
+        return _nnaa_subsampled(ctx, repetitions)
+    rows_r, rows_s = real_rows(ctx), synthetic_rows(ctx)
+    if rows_r is not None or rows_s is not None:
+        return _nnaa_sampled(ctx, rows_r, rows_s)
+    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+    d_rr = ctx.neighbours("mixed", "real", "real", search_k(labels)).dist[:, 0]
+    d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
+    d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
+    real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
+    aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
+    res = _nnaa_result(ctx, aa, [aa], None, 1, real_side)
     if labels is not None:
         return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, real_side, syn_side))
+    return widen_share_for_search(_nnaa_ci(res, ctx, [(real_side, syn_side)]))
+
+
+def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
+    """nnaa when the sizes differ: the larger set subsampled to the smaller size ``repetitions``
+    times (seeded by the context's seed), mean AA."""
+    if repetitions < 1:
+        raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
+    space = ctx.mixed()
+    r, s = space.real, space.synthetic
+    rng = seeds.rng(ctx.seed, "nnaa.subsample")
+    size = min(len(r), len(s))
+    subsampled = "real" if len(r) > len(s) else "synthetic"
+    reps, sides = [], []
+    note = f"nnaa mixed, {subsampled} records subsampled to {size}"
+    for _ in range(repetitions):
+        if subsampled == "real":
+            rr = r[np.sort(rng.choice(len(r), size, replace=False))]
+            ss = s
+        else:
+            rr = r
+            ss = s[np.sort(rng.choice(len(s), size, replace=False))]
+        sides.append(_not_farther(ctx.search(rr, ss, 1, name=f"{note}: real→synthetic").dist[:, 0],
+                                  ctx.search(rr, rr, 1, name=f"{note}: real→real", exclude_self=True).dist[:, 0],
+                                  ctx.search(ss, rr, 1, name=f"{note}: synthetic→real").dist[:, 0],
+                                  ctx.search(ss, ss, 1, name=f"{note}: synthetic→synthetic",
+                                             exclude_self=True).dist[:, 0]))
+        reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
+    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled, repetitions, None)
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
+
+
+def _nnaa_result(ctx, aa: float, reps: list[float], subsampled: str | None, repetitions: int,
+                 per: np.ndarray | None) -> MetricResult:
+    return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
+                  params={"repetitions": repetitions if subsampled else 1},
+                  details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
+                  per_record=per,
+                  per_record_description="1 if the real record's nearest synthetic record is not farther than its "
+                                         "nearest other real record")
 
 
 def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> MetricResult:
@@ -554,7 +563,8 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
             _, vecs = np.linalg.eigh(gram - zg.T @ zg)
             v = vecs[:, ::-1][:, :n_components]
         kq = q[labels[q] != g]
-        shift[g] = (knn(zr[kq] @ v, zs @ v, 1).dist[:, 0] - d[kq]).mean()
+        near = ctx.search(zr[kq] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic")
+        shift[g] = (near.dist[:, 0] - d[kq]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 
 

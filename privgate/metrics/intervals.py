@@ -15,14 +15,14 @@ Interval rules (every metric goes through these helpers, so the rule is stated o
   depends on the whole sample — → :func:`set_jackknife_ci` / :func:`set_jackknife_share_ci`: the
   grouped jackknife of :mod:`privgate.stats.jackknife` over a seeded partition of the records
   (:func:`jackknife_labels`), with each search's nearest neighbour outside a deleted group read
-  from the k = ``JACKKNIFE_K`` lists the engine already returned
-  (:func:`privgate.metrics._common.nearest_outside_groups`).
+  from the k = ``SearchSettings.jackknife_k`` lists the engine already returned
+  (:meth:`privgate.context.EvaluationContext.nearest_outside_groups`).
   :func:`keep_jackknife` stores the replicates of every source of variation (real records,
   synthetic records) so that the holdout excess can combine them (``evaluate.attach_baseline``).
 
 The per-record values are what the neighbour searches already produced: no search is repeated
-(the jackknife re-searches only the few rows whose ``JACKKNIFE_K`` nearest neighbours all lie in
-a deleted group; :mod:`privgate.metrics._common`).
+(the jackknife re-searches only the few rows whose ``jackknife_k`` nearest neighbours all lie in
+a deleted group; :mod:`privgate.neighbours.outside_groups`).
 The formulas are :mod:`privgate.stats`'s; these helpers choose the rule, seed it and word the method.
 """
 

@@ -119,11 +119,11 @@ import numpy as np
 
 from .. import seeds
 from ..errors import NotApplicableError, ParameterError, TooFewRowsError
+from ..neighbours import search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import holm, mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from ..ties import close, lt
-from ._common import search_k
 from .intervals import jackknife_labels, result
 from .sampling import mark_sampled, synthetic_rows
 from .search_error import widen_share_for_search

@@ -351,8 +351,7 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     share of release rows whose nearest record may be wrong; exact searches change nothing."""
     import polars as pl
 
-    import privgate.context as context_mod
-    import privgate.neighbours as neighbours_mod
+    import privgate.neighbours.settings as settings_mod
     from privgate.context import EvaluationContext
     from privgate.metrics import memorisation
 
@@ -362,8 +361,8 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     syn = pl.concat([train.head(150), pl.DataFrame({f"x{c}": rng.normal(size=1350) for c in range(14)})])
     exact = memorisation(EvaluationContext(train, syn, holdout=hold, exact=True))
     assert "search_error" not in exact.details
-    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
-    monkeypatch.setattr(neighbours_mod, "IVF_MAX_PROBE_SHARE", 1.0)
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
+                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0))
     approx = memorisation(EvaluationContext(train, syn, holdout=hold))
     err = approx.details["search_error"]
     assert err["share_rows_possibly_wrong"] > 0
