@@ -65,7 +65,8 @@ def knn(
         return Neighbours(np.empty((0, k)), np.empty((0, k), dtype=np.int64))
     if d == 0:
         return _all_at_distance_zero(n, t.shape[0], k, exclude_self)
-    opts = Options(resolve(settings), categorical_slices, grouped, use_faiss, approximate, seed, memo)
+    opts = Options(resolve(settings), categorical_slices=categorical_slices, grouped=grouped, use_faiss=use_faiss,
+                   approximate=approximate, seed=seed, memo=memo)
     if dedupe:
         hit = fold_duplicates(q, t, k, exclude_self, opts, search_rows)
         if hit is not None:
