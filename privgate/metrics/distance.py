@@ -348,7 +348,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
     real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
     aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
-    res = _nnaa_result(ctx, aa, [aa], None, 1, real_side)
+    res = _nnaa_result(ctx, aa, [aa], subsampled=None, repetitions=1, per=real_side)
     if labels is not None:
         return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, real_side, syn_side))
     return widen_share_for_search(_nnaa_ci(res, ctx, [(real_side, syn_side)]))
@@ -379,12 +379,14 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
                                   ctx.search(ss, ss, 1, name=f"{note}: synthetic→synthetic",
                                              exclude_self=True).dist[:, 0]))
         reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
-    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled, repetitions, None)
+    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled=subsampled, repetitions=repetitions,
+                       per=None)
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
 
 
-def _nnaa_result(ctx, aa: float, reps: list[float], subsampled: str | None, repetitions: int,
+def _nnaa_result(ctx, aa: float, reps: list[float], *, subsampled: str | None, repetitions: int,
                  per: np.ndarray | None) -> MetricResult:
+    """nnaa's result: value 1 − AA, raw AA, the repetitions' AA."""
     return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
                   params={"repetitions": repetitions if subsampled else 1},
                   details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},

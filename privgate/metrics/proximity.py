@@ -213,8 +213,8 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     details = {"matched_size": int(size), "subsampled": subsampled, "halves_from_real_search": lists is not None,
                "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
                "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr)}
-    return _proximity_result(ctx, hv, scores, details, ratios, {"alpha": alpha, "repetitions": reps,
-                                                                 "seed": int(seed), "max_rows": max_rows})
+    return _proximity_result(ctx, hv, scores, details=details, ratios=ratios,
+                             params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows})
 
 
 def _checked_options(alpha: float, repetitions: int, seed: int, max_rows: int | None) -> int:
@@ -318,7 +318,7 @@ def _half_distances(ctx, hv: _Halves, lists: Neighbours | None, subsampled: str 
     return d_own, proximity_ratio(other(hv.q1, hv.r2, 1).dist[:, 0], d_own), searched_again
 
 
-def _proximity_result(ctx, hv: _Halves, scores: list[float], details: dict, ratios: list, params: dict
+def _proximity_result(ctx, hv: _Halves, scores: list[float], *, details: dict, ratios: list, params: dict
                       ) -> MetricResult:
     """The metric's result: mean score, details, and the bootstrap interval over R1's scored
     records."""

@@ -62,7 +62,7 @@ def order_rows(d64: np.ndarray, idx: np.ndarray, k: int, unset: np.ndarray | Non
     return np.lexsort((idx, key), axis=-1)[:, :k]
 
 
-def take_sorted(n_rows: int, cr: np.ndarray, cc: np.ndarray, d64: np.ndarray, k: int,
+def take_sorted(cr: np.ndarray, cc: np.ndarray, d64: np.ndarray, *, n_rows: int, k: int,
                 out_d: np.ndarray, out_i: np.ndarray, rows: np.ndarray | None = None) -> None:
     """The k nearest of candidate pairs (row ``cr``, target ``cc``, distance ``d64``) of
     ``n_rows`` rows, ordered by row, then exact distance with tolerant ties snapped to the row

@@ -93,7 +93,7 @@ class ExactSearch:
         cr, cc = np.nonzero(cand)
         del dist, cand
         d64 = distances_of_pairs(self.q, self.t, qrows[cr], cc, self.settings)
-        take_sorted(b, cr, cc, d64, k, out_d, out_i)
+        take_sorted(cr, cc, d64, n_rows=b, k=k, out_d=out_d, out_i=out_i)
 
 
 def one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:

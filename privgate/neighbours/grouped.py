@@ -137,7 +137,7 @@ class _GroupedSearch:
     """One grouped search: the rows' category codes and numeric coordinates, the mismatch costs,
     and the answers it fills."""
 
-    def __init__(self, p: Problem, qc: np.ndarray, tc: np.ndarray, costs: np.ndarray,
+    def __init__(self, p: Problem, qc: np.ndarray, tc: np.ndarray, costs: np.ndarray, *,
                  slices: list[tuple[int, int]], out: tuple[np.ndarray, np.ndarray]) -> None:
         self.p, self.qc, self.tc, self.costs = p, qc, tc, costs
         self.out_d, self.out_i = out
@@ -161,7 +161,7 @@ class _GroupedSearch:
         q, t = p.q, p.t
         if not slices:
             return cls(p, np.zeros((p.n, 0), dtype=np.int64), np.zeros((p.m, 0), dtype=np.int64), np.zeros(0),
-                       slices, (out_d, out_i))
+                       slices=slices, out=(out_d, out_i))
         tag = ("category_codes", tuple(map(tuple, slices)))
         chunk = p.settings.pair_chunk_bytes
         qcodes = SearchMemo.get_or_build(p.memo, q, tag, lambda: category_codes(q, slices, chunk))
@@ -169,7 +169,7 @@ class _GroupedSearch:
         if qcodes is None or tcodes is None:
             return None
         costs = np.array([_slice_cost(q, t, a, b) for a, b in slices])
-        return cls(p, qcodes[0], tcodes[0], costs, slices, (out_d, out_i))
+        return cls(p, qcodes[0], tcodes[0], costs, slices=slices, out=(out_d, out_i))
 
     def ranking_distance(self, qi: np.ndarray, ti: np.ndarray) -> np.ndarray:
         """k = 1: the mixed distance from the compact form (numeric part + mismatch costs), for

@@ -78,7 +78,7 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
                 f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them")
         return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
                 np.setdiff1d(rows, truth.done, assume_unique=True))
-    return _screen(lists, rows, nprobe, truth, out_d, out_i), rows[:0]
+    return _screen(lists, rows, nprobe, truth, out_d=out_d, out_i=out_i), rows[:0]
 
 
 def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, bool]:
@@ -103,7 +103,7 @@ def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, boo
         nprobe = grown
 
 
-def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, out_d: np.ndarray,
+def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d: np.ndarray,
             out_i: np.ndarray) -> dict:
     """Screen every row with ``nprobe`` lists, measure the recall on the check sample, keep the
     checked rows' exact answers; the search's description."""

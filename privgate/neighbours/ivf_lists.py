@@ -120,7 +120,7 @@ class Lists:
         cr, cc, v = self._scan_all(probes)
         if cr is None:
             return np.arange(sel.size), 0
-        return self._decide(sel, probes, cr, cc, v, out_d, out_i), int(cr.size)
+        return self._decide(sel, probes, cr, cc, v, out_d=out_d, out_i=out_i), int(cr.size)
 
     def _probe(self, sel: np.ndarray, nprobe: int) -> _Probes:
         """The lists each row of ``sel`` probes (faiss' quantizer), grouped by list."""
@@ -216,7 +216,7 @@ class Lists:
         cr, cc = np.nonzero(cand)
         return pos[cr], cc + ts, v[cr, cc]
 
-    def _decide(self, sel: np.ndarray, probes: _Probes, cr: np.ndarray, cc: np.ndarray, v: np.ndarray,
+    def _decide(self, sel: np.ndarray, probes: _Probes, cr: np.ndarray, cc: np.ndarray, v: np.ndarray, *,
                 out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
         """The k nearest of each part row among its candidates, decided in float64; returns the
         part positions of rows with fewer than k candidates (left unset)."""
@@ -236,7 +236,7 @@ class Lists:
         keep = lo <= kth[cr]
         cr, cc = cr[keep], self.members[cc[keep]]
         d64 = distances_of_pairs(self.exact.q, self.exact.t, sel[cr], cc, self.exact.settings)
-        take_sorted(sel.size, cr, cc, d64, k, out_d, out_i, np.flatnonzero(enough))
+        take_sorted(cr, cc, d64, n_rows=sel.size, k=k, out_d=out_d, out_i=out_i, rows=np.flatnonzero(enough))
         return np.flatnonzero(~enough)
 
 

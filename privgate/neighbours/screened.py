@@ -29,12 +29,12 @@ def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.n
         for extra in (settings.extra_candidates, settings.retry_candidates):
             if todo.size == 0:
                 break
-            done = _flat_pass(index, ex, todo, extra, out_d, out_i)
+            done = _flat_pass(index, ex, todo, extra, out_d=out_d, out_i=out_i)
             todo = todo[~done]
     return todo
 
 
-def _flat_pass(index, ex: "ExactSearch", rows: np.ndarray, extra: int, out_d: np.ndarray,
+def _flat_pass(index, ex: "ExactSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
                out_i: np.ndarray) -> np.ndarray:
     """One screen of query ``rows`` for k + ``extra`` candidates; returns which rows it settled."""
     k, m = ex.k, index.ntotal
@@ -67,11 +67,11 @@ def _flat_pass(index, ex: "ExactSearch", rows: np.ndarray, extra: int, out_d: np
     sel = np.flatnonzero(complete)
     if sel.size:
         lower = d32[sel] - c * (qn64[sel, None] + tn64[idx[sel]])
-        _decide(ex, rows[sel], idx[sel], lower, upper[sel], out_d, out_i)
+        _decide(ex, rows[sel], idx[sel], lower, upper[sel], out_d=out_d, out_i=out_i)
     return complete
 
 
-def _decide(ex: "ExactSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+def _decide(ex: "ExactSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
             out_d: np.ndarray, out_i: np.ndarray) -> None:
     """The k nearest of settled ``rows`` among their candidates ``idx``. float64 distances only
     for candidates whose float32 lower bound reaches ``upper``: the others have exact
