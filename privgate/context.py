@@ -38,8 +38,9 @@ class EvaluationContext:
         threads: thread budget of every native library in this evaluation (LightGBM, BLAS,
             OpenMP, faiss; privgate.threads): default $PRIVGATE_THREADS, else the free cores.
         exact: True forces exact neighbour searches at every size; by default a search of more
-            than ``SearchSettings.exact_below_pairs`` query × target pairs screens the rows the exact shortcuts
-            leave open approximately and reports its measured recall (privgate.neighbours).
+            than ``SearchSettings.exact_below_pairs`` query × target pairs screens the rows the
+            exact shortcuts leave open approximately and reports its measured recall
+            (privgate.neighbours).
         sample_real: estimate per-real-record means on a seeded sample of this many real records
             (:meth:`real_sample`); None (default): as ``sample`` says.
         sample: query-record sampling of both sides (:meth:`real_sample`, :meth:`synthetic_sample`):

@@ -12,8 +12,8 @@ t = the α-quantile of TTPR; score = 100·min(1, share(TTPR < t) / share(TSPR < 
 TSPR is below t. Before comparing, S and R2 are size-matched (the larger subsampled without
 replacement to the smaller's size; 10 seeded repetitions, mean score), otherwise a larger release
 looks riskier by size alone. Distances are Euclidean in the mixed space fitted on all real
-records; nearest neighbours come from the exact engine through the context (:meth:`EvaluationContext.search
-<privgate.context.EvaluationContext.search>`; the real → synthetic search from the context's shared cache).
+records; nearest neighbours come from the exact engine through the context (``ctx.search``; the
+real → synthetic search from the context's shared cache).
 
 Orientation: raw = score (0..100, 100 = no significant risk); value = 1 − score/100. A copy does
 *not* reach 1: with S = R size-matched to R2, about half of R1 is in the subsample (TSPR = 0)
@@ -23,7 +23,6 @@ and share(TSPR < t) ≈ ½ + ½α, so the score is ≈ 100·α/(½ + ½α) ≈ 1
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from ..neighbours import MatrixSearch, Neighbours, search_matrices
 from ..neighbours.settings import resolve as resolve_settings
 from ..registry import register_metric
 from ..results import MetricResult
+from ..spaces import EncodedSpace
 from ..ties import REL_TOL, lt
 from .intervals import result, set_bootstrap_ci
 from .limits import check_work_bound, MAX_REPETITIONS
@@ -193,13 +193,13 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     big = hv.r2 if subsampled == "real_half" else hv.syn
     candidates = ctx.search(hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0]),
                             name=f"proximity_score mixed first half→{subsampled} candidates") if subsampled else None
+    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
     for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
             pick = np.sort(hv.rng.choice(big.shape[0], size, replace=False))
-            d_sub = nearest_in_subset(hv.q1, big, pick, candidates, _named(ctx, f"proximity_score mixed first "
-                                                                              f"half→{subsampled} subsample"))
+            d_sub = nearest_in_subset(hv.q1, big, pick, candidates, again)
             if subsampled == "real_half":
                 ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
             else:
@@ -236,7 +236,7 @@ def _checked_options(alpha: float, repetitions: int, seed: int, max_rows: int | 
 class _Halves:
     """The seeded split of the real records into R1 and R2, and R1's scored records."""
 
-    space: Any
+    space: EncodedSpace
     syn: np.ndarray
     n: int
     m: int

@@ -376,7 +376,7 @@ def test_list_scan_is_exact_within_the_probed_lists(k, exclude_self):
     np.testing.assert_array_equal(d[enough], np.take_along_axis(full, want, axis=1)[enough])
 
 
-def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact(monkeypatch):
+def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact():
     """Heavy ties at the k-th distance (k = 5 on a few integer levels) keep the calibrated recall
     low; the screen then declines and every row is searched exactly."""
     # an unreachable target recall forces the decline
