@@ -61,8 +61,9 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     settings = ex.settings
     n_check = settings.ivf_check_rows
     m = ex.t.shape[0]
-    nlist = int(min(max(16, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
-                    max(16, m // settings.ivf_train_per_list), 4096))
+    low = settings.ivf_min_lists
+    nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
+                    max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
     rng = np.random.default_rng(seed)
     train = np.sort(rng.choice(m, min(m, nlist * settings.ivf_train_per_list), replace=False))
     # the lists depend on the target set, nlist and seed only: searches of one target set share them
@@ -87,7 +88,7 @@ def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, boo
     lists at which the screen pays)."""
     settings = lists.exact.settings
     calib, k = truth.calib, lists.exact.k
-    nprobe = max(1, nlist // 32)
+    nprobe = max(1, nlist // settings.ivf_first_probe_divisor)
     while True:
         if calib.size:
             cd = np.empty((calib.size, k))

@@ -98,7 +98,7 @@ class Lists:
         step = sel.size
         while s < sel.size:
             step = int(max(1, min(settings.ivf_screen_pairs // probes, budget // (probes * rate),
-                                  4 * step if s else sel.size)))
+                                  settings.ivf_part_growth * step if s else sel.size)))
             part = sel[s:s + step]
             missing, held = self._screen_part(part, nprobe, out_d[s:s + step], out_i[s:s + step])
             self.candidates_held = max(self.candidates_held, held)

@@ -66,8 +66,13 @@ class SearchSettings:
     ivf_train_per_list: int = 39
     #: k-means iterations of the IVF lists.
     ivf_kmeans_iterations: int = 10
-    #: IVF lists per √(target rows).
+    #: IVF lists per √(target rows), kept between ``ivf_min_lists`` and ``ivf_max_lists`` (and at
+    #: most one list per ``ivf_train_per_list`` targets, but never fewer than ``ivf_min_lists``).
     ivf_lists_per_root: float = 2.0
+    ivf_min_lists: int = 16
+    ivf_max_lists: int = 4096
+    #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one).
+    ivf_first_probe_divisor: int = 32
     #: The calibration raises the probe count by this factor each step.
     ivf_probe_growth: float = 1.5
     #: (query, probed list) pairs one part of the IVF list scan handles, at most.
@@ -76,6 +81,8 @@ class SearchSettings:
     ivf_candidate_bytes: int = 48
     #: The next part of the list scan assumes this many times the candidates per pair just seen.
     ivf_rate_margin: float = 1.5
+    #: A part of the list scan has at most this many times the rows of the part before it.
+    ivf_part_growth: int = 4
     #: Neighbours a search returns when a jackknife will delete groups of its target records: the
     #: nearest target outside a deleted group is among the first ``jackknife_k`` unless all of
     #: them are in that group (probability about 1/G^jackknife_k per row; those rows are searched
