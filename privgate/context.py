@@ -392,9 +392,11 @@ class EvaluationContext:
                 return knn(q, t, k, exclude_self=same, **options)
             if same:
                 return knn_rows(q, rows, k, **options)
-            # no duplicate folding: finding the distinct targets costs more than a few hundred
-            # sampled queries (the attacks search 500 targets, not every record)
-            return knn(q[rows], t, k, dedupe=False, **options)
+            # duplicates are folded only where the search would otherwise be screened: finding the
+            # distinct targets costs more than an exact search of a few hundred sampled queries (the
+            # attacks search 500), but a screened search of many sampled queries on few distinct
+            # points (a key space) is exact, bounded and far cheaper folded
+            return knn(q[rows], t, k, dedupe=options["approximate"], **options)
 
     def _search_options(self, sp: EncodedSpace, pairs: int) -> dict:
         """knn's options for a search of ``pairs`` query × target pairs in ``sp``: screened
@@ -470,7 +472,8 @@ class EvaluationContext:
                                   f"{k} {target} rows; got {t.shape[0]}")
         q = np.vstack(queries)
         with limited(self.threads):
-            nb = knn(q, t, k, dedupe=False, **self._search_options(sp, q.shape[0] * t.shape[0]))
+            options = self._search_options(sp, q.shape[0] * t.shape[0])
+            nb = knn(q, t, k, dedupe=options["approximate"], **options)  # folded as in _search_space
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():

@@ -291,6 +291,30 @@ def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
         EvaluationContext(r, s, sample_real=0)
 
 
+def test_a_sampled_search_on_few_distinct_points_is_folded_and_exact_instead_of_screened(monkeypatch):
+    """Sampled query rows on a key space (many records, few distinct points): above the screen's
+    size the search folds duplicates first, so it stays exact and equals the full search's rows
+    (unfolded, every sampled row would be screened with the whole run of tied copies)."""
+    import privgate.neighbours.settings as settings_mod
+
+    rng = np.random.default_rng(8)
+    r = pl.DataFrame({"a": rng.choice(list("pqrs"), 3000), "b": rng.choice(list("xyz"), 3000),
+                      "c": rng.integers(0, 4, 3000).astype(float)})
+    s = pl.DataFrame({"a": rng.choice(list("pqrs"), 2000), "b": rng.choice(list("xyz"), 2000),
+                      "c": rng.integers(0, 4, 2000).astype(float)})
+    full = EvaluationContext(r, s, exact=True).neighbours("mixed", "real", "synthetic", 3)
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(exact_below_pairs=10_000))
+    ctx = EvaluationContext(r, s, sample_real=1000, seed=1)
+    rows = ctx.real_sample()
+    part = ctx.neighbours("mixed", "real", "synthetic", 3, rows=rows)
+    assert part.search["exact"] is True
+    np.testing.assert_array_equal(part.idx, full.idx[rows])
+    np.testing.assert_array_equal(part.dist, full.dist[rows])
+    stacked = EvaluationContext(r, s, seed=1).neighbours_of_rows("mixed", {"real": rows}, "synthetic", 3)
+    assert stacked["real"].search["exact"] is True
+    np.testing.assert_array_equal(stacked["real"].idx, full.idx[rows])
+
+
 def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatch):
     import privgate.neighbours.grouped as nbm
 
