@@ -1,4 +1,4 @@
-"""Benchmark of the synthpop disclosure measures (issue 4).
+"""Benchmark of the synthpop disclosure measures.
 
 1. Texas 25k (../shared/data/texas_25k.parquet, 25,000 rows) against a 25,000-row synthetic set
    (privgate.baselines.noisy_copy, seed 0) through ``multi_disclosure`` with keys DISCHARGE,

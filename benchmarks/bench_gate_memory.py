@@ -1,4 +1,4 @@
-"""Where the default gate's memory goes, metric by metric (issue 14: ≤ 8 GiB at 1M × 1M).
+"""Where the default gate's memory goes, metric by metric (target: ≤ 8 GiB at 1M × 1M).
 
 Runs the shipped default gate with a holdout on N Texas-like real, holdout and release rows
 (``bench_million.texas_like``, Parquet paths) and prints, per metric (its release run and its

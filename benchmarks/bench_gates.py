@@ -1,4 +1,4 @@
-"""Benchmark of gates, history and reports (issue 5).
+"""Benchmark of gates, history and reports.
 
 Prints seconds for: one gate run with the default configuration on the bundled Adult sample
 (3,000 real rows, 3,000-row noisy copy, 3,000-row holdout; evaluate time vs. the gate's own

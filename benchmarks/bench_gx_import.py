@@ -1,4 +1,4 @@
-"""What ``import privgate.gx`` costs beyond Great Expectations' own import (issue 13: ≤ 2 s).
+"""What ``import privgate.gx`` costs beyond Great Expectations' own import (target: ≤ 2 s).
 
 Each repetition is a fresh interpreter that first imports GX (the reference), then privgate.gx
 (GX already loaded: what remains is privgate's own cost). Prints wall and CPU seconds of both,

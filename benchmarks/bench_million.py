@@ -1,4 +1,4 @@
-"""Gate-level scale benchmark (issue 14): the shipped default gate, with a holdout, end to end on
+"""Gate-level scale benchmark: the shipped default gate, with a holdout, end to end on
 Texas-like data of N real, N holdout and N release rows — time as a RATIO to a GEMM 1-NN
 reference measured in the same run, peak RSS, and every metric's value checked against an exact
 computation.

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 14): the distance family at growing sizes, the full suite quiet and under
+"""Scale benchmark: the distance family at growing sizes, the full suite quiet and under
 a CPU hog, and detection_mlp's trainer against scikit-learn's — every time printed as a RATIO to a
 reference measured in the same run.
 
@@ -149,12 +149,14 @@ def _spin(stop) -> None:  # a busy process
 
 class _SuiteClock:
     """Per-metric wall and CPU seconds of one evaluate() run (from its progress callback), with
-    the neighbour searches (privgate.neighbours.knn / knn_rows wherever a module imported them)
+    the neighbour searches (privgate.neighbours.knn / knn_rows / search_matrices wherever a module
+    imported them)
     and the encoded-space builds (privgate.spaces.mixed_space / famd_space) timed apart and
     charged to the metric that triggered them — the context caches both, so the first metric to
     ask pays. Instrumentation only: the wrapped functions are called unchanged."""
 
-    SHARED = {"knn": "search", "knn_rows": "search", "mixed_space": "space", "famd_space": "space"}
+    SHARED = {"knn": "search", "knn_rows": "search", "search_matrices": "search", "mixed_space": "space",
+              "famd_space": "space"}
 
     def __init__(self) -> None:
         self.order: list[str] = []
@@ -188,7 +190,7 @@ class _SuiteClock:
         import privgate.metrics  # noqa: F401  (so every module that imported knn is loaded)
         from privgate import neighbours, spaces
 
-        originals = {getattr(neighbours, a): a for a in ("knn", "knn_rows")}
+        originals = {getattr(neighbours, a): a for a in ("knn", "knn_rows", "search_matrices")}
         originals.update({getattr(spaces, a): a for a in ("mixed_space", "famd_space")})
         for mod in [m for n, m in sys.modules.items() if n.startswith("privgate") and m is not None]:
             for attr, value in list(vars(mod).items()):

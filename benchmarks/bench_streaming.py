@@ -1,4 +1,4 @@
-"""Peak memory of the group-by metrics on a large Parquet release, eager vs lazy (issue 14 item 5).
+"""Peak memory of the group-by metrics on a large Parquet release, eager vs lazy.
 
 Data: N Texas-like real and release rows (a seeded bootstrap of texas_25k with noisy_copy; the
 release = noisy_copy(real) with 10 % exact copies), written to Parquet. Each measurement runs in

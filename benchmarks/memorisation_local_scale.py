@@ -40,9 +40,9 @@ import validity as V  # noqa: E402
 
 from privgate.context import EvaluationContext  # noqa: E402
 from privgate.metrics.memorisation import (  # noqa: E402
-    DEFAULT_TAILS, _parts, distance_ratio, distinct_count, set_weights, tail_test)
+    DEFAULT_TAILS, _parts, distance_ratio, distinct_count, set_weights)
 from privgate.neighbours import knn  # noqa: E402
-from privgate.stats import holm  # noqa: E402
+from privgate.stats import holm, mirrored_tail_test  # noqa: E402
 
 KINDS = ("copula", "marginals", "non-members", "dp ε=1", "dp ε=4", "non-member 1%", "copy 1%",
          "noisy 0.5%", "noisy 1%")
@@ -93,8 +93,9 @@ def lower_bound(dist, idx, rho, is_tr, order_kind: str, side: str) -> float:
     for q in DEFAULT_TAILS:
         sel = order[:max(1, int(math.ceil(q * m - 1e-9)))]
         s = [distinct_count(w[g, sel], idx[g, sel]) for g in range(is_tr.size)]
-        t = tail_test(sum(s[g] for g in range(is_tr.size) if is_tr[g]),
-                      sum(s[g] for g in range(is_tr.size) if not is_tr[g]), m, len(DEFAULT_TAILS), p0=p0)
+        t = mirrored_tail_test(sum(s[g] for g in range(is_tr.size) if is_tr[g]),
+                               sum(s[g] for g in range(is_tr.size) if not is_tr[g]), m, len(DEFAULT_TAILS),
+                               p0=p0)
         best, _ = max(best, t["lower"]), ps.append(t["p"])
     holm(ps)
     return best

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from . import seeds
 from .io import load_frame
 from .schema import NUMERIC, check_not_empty, infer_schema
 
@@ -30,7 +31,7 @@ def noisy_copy(real: Any, seed: int = 0, *, noise: float = 0.1, flip: float = 0.
     frame = load_frame(real, role="real")
     check_not_empty(frame, "real")
     schema = infer_schema({"real": frame})
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "baselines")
     n = frame.height
     cols = []
     for col in frame.columns:
@@ -58,7 +59,7 @@ def independent_marginals(real: Any, seed: int = 0, *, n: int | None = None) -> 
     included): right marginals, no joint structure."""
     frame = load_frame(real, role="real")
     check_not_empty(frame, "real")
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "baselines")
     n = frame.height if n is None else int(n)
     return pl.DataFrame([frame[c].gather(rng.integers(0, frame.height, n)) for c in frame.columns])
 
@@ -69,7 +70,7 @@ def uniform_random(real: Any, seed: int = 0, *, n: int | None = None) -> pl.Data
     frame = load_frame(real, role="real")
     check_not_empty(frame, "real")
     schema = infer_schema({"real": frame})
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "baselines")
     n = frame.height if n is None else int(n)
     cols = []
     for col in frame.columns:

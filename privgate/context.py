@@ -3,15 +3,18 @@ and computed at most once per evaluation, shared by all metrics."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
+from . import seeds
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
-from .neighbours import Neighbours, SearchMemo, knn, knn_rows
+from .neighbours import Neighbours, SearchMemo, knn, knn_rows, nearest_outside_groups, search_matrices
+from .neighbours.settings import resolve as resolve_settings
 from .options import RunOptions, call_options
 from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
@@ -37,8 +40,9 @@ class EvaluationContext:
         threads: thread budget of every native library in this evaluation (LightGBM, BLAS,
             OpenMP, faiss; privgate.threads): default $PRIVGATE_THREADS, else the free cores.
         exact: True forces exact neighbour searches at every size; by default a search of more
-            than ``EXACT_BELOW_PAIRS`` query × target pairs screens the rows the exact shortcuts
-            leave open approximately and reports its measured recall (privgate.neighbours).
+            than ``SearchSettings.exact_below_pairs`` query × target pairs screens the rows the
+            exact shortcuts leave open approximately and reports its measured recall
+            (privgate.neighbours).
         sample_real: estimate per-real-record means on a seeded sample of this many real records
             (:meth:`real_sample`); None (default): as ``sample`` says.
         sample: query-record sampling of both sides (:meth:`real_sample`, :meth:`synthetic_sample`):
@@ -223,7 +227,7 @@ class EvaluationContext:
             raise NotApplicableError("a holdout baseline needs holdout data")
         if self._baseline_ctx is None:
             size = min(self.n_holdout, self.n_synthetic)
-            rows = np.sort(np.random.default_rng(self.seed).choice(self.n_holdout, size, replace=False))
+            rows = np.sort(seeds.rng(self.seed, "holdout_baseline").choice(self.n_holdout, size, replace=False))
             if self.is_loaded("holdout"):
                 sample = self.holdout[rows]
             else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
@@ -371,6 +375,14 @@ class EvaluationContext:
         if hit is not None and hit.k >= k:
             self._note_search(cache_key, hit)
             return hit.first(k)
+        nb = self._search_space(key, query, target, k, rows, target_rows)
+        shared[cache_key] = nb
+        self._note_search(cache_key, nb)
+        return nb
+
+    def _search_space(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None,
+                      target_rows: np.ndarray | None) -> Neighbours:
+        """The search :meth:`neighbours` caches (its arguments as there)."""
         sp = self.space(key)
         q = sp[query] if query in sp.matrices else self._missing(query)
         t = sp[target] if target in sp.matrices else self._missing(target)
@@ -384,22 +396,55 @@ class EvaluationContext:
             raise TooFewRowsError(
                 f"a {k}-nearest-neighbour search among {target} records needs at least "
                 f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
-        n_query = q.shape[0] if rows is None else rows.size
-        approximate = not self.exact and n_query * t.shape[0] > EXACT_BELOW_PAIRS
-        options = {"categorical_slices": sp.categorical_slices, "approximate": approximate, "seed": self.seed,
-                   "memo": self._memo, "exact_below_pairs": EXACT_BELOW_PAIRS}
+        options = self._search_options(sp, (q.shape[0] if rows is None else rows.size) * t.shape[0])
         with limited(self.threads):
             if rows is None:
-                nb = knn(q, t, k, exclude_self=same, **options)
-            elif same:
-                nb = knn_rows(q, rows, k, **options)
-            else:
-                # no duplicate folding: finding the distinct targets costs more than a few hundred
-                # sampled queries (the attacks search 500 targets, not every record)
-                nb = knn(q[rows], t, k, dedupe=False, **options)
-        shared[cache_key] = nb
-        self._note_search(cache_key, nb)
+                return knn(q, t, k, exclude_self=same, **options)
+            if same:
+                return knn_rows(q, rows, k, **options)
+            # duplicates are folded only where the search would otherwise be screened: finding the
+            # distinct targets costs more than an exact search of a few hundred sampled queries (the
+            # attacks search 500), but a screened search of many sampled queries on few distinct
+            # points (a key space) is exact, bounded and far cheaper folded
+            return knn(q[rows], t, k, dedupe=options["approximate"], **options)
+
+    def _search_options(self, sp: EncodedSpace, pairs: int) -> dict:
+        """knn's options for a search of ``pairs`` query × target pairs in ``sp``: screened
+        above ``SearchSettings.exact_below_pairs`` unless the evaluation is ``exact``."""
+        settings = resolve_settings(None)
+        return {"categorical_slices": sp.categorical_slices, "seed": self.seed, "memo": self._memo,
+                "approximate": not self.exact and pairs > settings.exact_below_pairs, "settings": settings}
+
+    def search(self, query: np.ndarray, target: np.ndarray, k: int = 1, *, name: str, exclude_self: bool = False,
+               rows: np.ndarray | None = None) -> Neighbours:
+        """The exact k nearest ``target`` rows of the ``query`` rows ``rows`` (None: all) for
+        matrices a metric makes itself — a subsample of a space, a refitted projection, the rows
+        a jackknife searches again; ``exclude_self``: query and target are one set and a row
+        never lists itself (:func:`privgate.neighbours.search_matrices`). Made inside this
+        evaluation's thread budget with its :class:`SearchMemo`, computed once per evaluation
+        for the same matrices (compared by content), and reported as ``name`` in the metric's
+        ``details["neighbour_search"]`` (:meth:`take_search_report`)."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        cache_key = ("matrices", _digest(query), _digest(target), int(k), bool(exclude_self),
+                     None if rows is None else rows.tobytes())
+        nb = self._nn.get(cache_key)
+        if nb is None:
+            with limited(self.threads):
+                nb = search_matrices(query, target, k, exclude_self=exclude_self, rows=rows, memo=self._memo,
+                                     settings=resolve_settings(None))
+            self._nn[cache_key] = nb
+        self._searches_used[name] = nb.search
         return nb
+
+    def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
+                               same: bool, name: str = "jackknife refill") -> tuple[np.ndarray, np.ndarray]:
+        """:func:`privgate.neighbours.nearest_outside_groups` with its searches again made by
+        :meth:`search` (reported as ``name``)."""
+        def again(q: np.ndarray, t: np.ndarray, k: int = 1, *, exclude_self: bool = False,
+                  rows: np.ndarray | None = None) -> Neighbours:
+            return self.search(q, t, k, name=name, exclude_self=exclude_self, rows=rows)
+
+        return nearest_outside_groups(nb, labels, query, target, same=same, search=again)
 
     def neighbours_of_rows(self, space: tuple | str, rows: Mapping[str, np.ndarray], target: str = "synthetic",
                            k: int = 1) -> dict[str, Neighbours]:
@@ -436,10 +481,9 @@ class EvaluationContext:
             raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
                                   f"{k} {target} rows; got {t.shape[0]}")
         q = np.vstack(queries)
-        approximate = not self.exact and q.shape[0] * t.shape[0] > EXACT_BELOW_PAIRS
         with limited(self.threads):
-            nb = knn(q, t, k, dedupe=False, categorical_slices=sp.categorical_slices, approximate=approximate,
-                     seed=self.seed, memo=self._memo, exact_below_pairs=EXACT_BELOW_PAIRS)
+            options = self._search_options(sp, q.shape[0] * t.shape[0])
+            nb = knn(q, t, k, dedupe=options["approximate"], **options)  # folded as in _search_space
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():
@@ -511,7 +555,7 @@ class EvaluationContext:
         store = self._shared.setdefault("samples", {}) if role == "real" else self._samples
         rows = store.get(key)
         if rows is None:
-            rng = np.random.default_rng([self.seed, _SAMPLE_STREAMS[role]])
+            rng = seeds.rng(self.seed, f"sample.{role}")
             rows = np.sort(rng.choice(n, size, replace=False))
             store[key] = rows
         return rows
@@ -581,14 +625,11 @@ class _Shape:
         self.width, self.height = width, height
 
 
-EXACT_BELOW_PAIRS = 2 * 10**9  # exact searches up to ~45k × 45k records (docs/performance.md)
-
 # sample="auto" (docs/performance.md "Sampling query records"): a side with more than
 # AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query records. A share's 95 %
 # half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
-_SAMPLE_STREAMS = {"real": 0x5A4D, "synthetic": 0x5359}
 
 
 def _public(search: dict) -> dict:
@@ -603,6 +644,13 @@ def _public(search: dict) -> dict:
             value = value.item()
         out[key] = value
     return out
+
+
+def _digest(x: np.ndarray) -> tuple:
+    """A matrix identified by content: its dtype, shape and a hash of its bytes."""
+    a = np.ascontiguousarray(x)
+    return (a.dtype.str, a.shape, hashlib.blake2b(a.view(np.uint8).ravel() if a.size else b"",
+                                                   digest_size=16).hexdigest())
 
 
 def _space_key(space: tuple | str) -> tuple:

@@ -8,7 +8,7 @@ Run options (:class:`privgate.options.RunOptions`, or the keywords of :func:`eva
 * ``threads``: thread budget of the native libraries (privgate.threads): default
   $PRIVGATE_THREADS, else the cores free at the start of the run.
 * ``exact``: True forces exact neighbour searches at every size (default: an approximate screen
-  with measured recall above ``context.EXACT_BELOW_PAIRS``; docs/performance.md).
+  with measured recall above ``SearchSettings.exact_below_pairs``; docs/performance.md).
 * ``sample_real``: estimate the metrics that are means over real records on a seeded sample of
   this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
 * ``sample``: query-record sampling of both sides for the metrics that are means, shares or
@@ -28,11 +28,12 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from . import stats
+from . import seeds, stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
-from .metrics._common import BOOT, intervals_on, jackknife_sources, per_record_mean, widen_excess_for_search
+from .metrics.intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
+from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
@@ -93,6 +94,10 @@ def evaluate(
         threads, exact, sample_real, sample, memory_limit: the run options (module docstring).
         options: the run options as one :class:`privgate.options.RunOptions`, whose given fields
             win over those keywords (``sample=None``, ``memory_limit=None`` there: off).
+
+    Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
+    space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
+    the order asked for, and no value depends on the order.
 
     Input validation errors are always raised: nothing is computed on invalid inputs.
     """
@@ -208,7 +213,7 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
 
     * grouped jackknife when both results carry delete-a-group replicates for the real records
-      and for their synthetic set (``_common.keep_jackknife``; the reconstruction metrics, whose
+      and for their synthetic set (``metrics.intervals.keep_jackknife``; the reconstruction metrics, whose
       per-record scores read count tables or nearest records of the release, so that which
       records the release and the holdout sample hold varies the excess as much as which people
       are in the real data): three independent sources — the real records (the same partition for
@@ -235,7 +240,8 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
                       f"records + {sources['holdout'].size} groups of the holdout sample's records deleted in turn; "
                       f"variances added, excess ± t({df:.0f} df)·standard error")
         elif per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
-            ci = stats.bootstrap_mean_ci(res.per_record, seed, n_boot=BOOT, paired=base.per_record)
+            ci = stats.bootstrap_mean_ci(res.per_record, seeds.derive(seed, "bootstrap"), n_boot=BOOT,
+                                         paired=base.per_record)
             method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
                       f"difference over the same {res.per_record.size} real records")
         elif res.ci is not None and base.ci is not None:

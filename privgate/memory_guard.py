@@ -16,7 +16,7 @@ The model (one line per metric; metrics run one after another, so the run's peak
 * ``SEARCH_BYTES`` (a search's block scratch, independent of the sizes) and ``lists`` only for the
   metrics that read an encoded space;
 * ``lists`` = ``SCREEN_LISTS`` when an approximate screen runs (a search above
-  ``context.EXACT_BELOW_PAIRS`` pairs, not ``exact``): the k-means lists, a float32 copy of the
+  ``SearchSettings.exact_below_pairs`` pairs, not ``exact``): the k-means lists, a float32 copy of the
   searched targets, kept per target matrix.
 
 The coefficients are calibrated by ``benchmarks/bench_metric_costs.py`` (Texas-like data, all
@@ -45,7 +45,7 @@ GIB = 2**30
 #: LightGBM), measured before any metric: 190–250 MiB at 25k–100k rows.
 BASE_BYTES = 256 * MIB
 #: Scratch of a neighbour search, whatever the sizes: the blocked path's float32 distance block
-#: (``neighbours.DEFAULT_BLOCK_BYTES``, 192 MiB) and its candidate copies — the ~270 MiB the
+#: (``SearchSettings.block_bytes``, 192 MiB) and its candidate copies — the ~270 MiB the
 #: 25k→50k fit leaves as intercept for proximity_score and identifiability, rounded up. Counted for
 #: the metrics that read an encoded space (``MetricSpec.spaces``).
 SEARCH_BYTES = 384 * MIB
@@ -206,8 +206,8 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     and ``exact`` option; ``exact`` / ``sample`` override them, to see what an option would
     change). ``baseline``: the holdout baseline is scored too (its context shares the encoded
     matrices)."""
-    from .context import EXACT_BELOW_PAIRS
     from .metrics.proximity import MAX_SCORED_ROWS
+    from .neighbours.settings import resolve
 
     n_r, n_s, n_h = ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0
     n = max(n_r, n_s, 1)
@@ -216,7 +216,7 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     frames = (n_r + n_s + n_h) / n
     exact = ctx.exact if exact is None else exact
     q_sampled = sample if sample is not None else ctx.sample_size("real")
-    lists = SCREEN_LISTS if (not exact and n_r * n_s > EXACT_BELOW_PAIRS) else 0.0
+    lists = SCREEN_LISTS if (not exact and n_r * n_s > resolve(None).exact_below_pairs) else 0.0
     per_metric = {}
     for name in metrics:
         cost = COST.get(name, DEFAULT_COST)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import MetricComputationError, PrivgateError, UnknownMetricError
+from .errors import MetricComputationError, ParameterError, PrivgateError, UnknownMetricError
 from .results import MetricResult
 from .spaces import SPACE_KINDS
 
@@ -93,41 +93,11 @@ def register_metric(
     none), so that an evaluation can drop a space after its last reader. None (the default, for
     a metric that does not say) keeps every space while the metric is still to run.
     """
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    for kind in spaces or ():
-        if kind not in SPACE_KINDS:
-            raise ValueError(f"unknown space kind {kind!r}; expected one of {SPACE_KINDS}")
-    for need in needs:
-        if need not in NEEDS:
-            raise ValueError(f"unknown need {need!r}; expected one of {NEEDS}")
+    _check_declaration(family, needs, spaces)
 
     def decorate(fn: Callable[..., MetricResult]) -> Callable[..., MetricResult]:
         metric_name = name or fn.__name__
-
-        @functools.wraps(fn)
-        def public(real: Any, synthetic: Any = None, /, **kwargs: Any) -> MetricResult:
-            from .context import EvaluationContext
-
-            if isinstance(real, EvaluationContext):
-                if synthetic is not None:
-                    raise TypeError(f"{metric_name}(ctx, ...) takes parameters by keyword only")
-                ctx = real
-                params = kwargs
-            else:
-                if "control" in kwargs and _REGISTRY[metric_name].self_controlled:
-                    # anonymeter's name for the holdout, so a notebook moves over by its import
-                    if "holdout" in kwargs:
-                        from .errors import ParameterError
-
-                        raise ParameterError(f"{metric_name}: give holdout= or anonymeter's control=, not both")
-                    kwargs["holdout"] = kwargs.pop("control")
-                ctx_keys = ("holdout", "schema", "keys", "sensitive", "seed", "pairing")
-                ctx_kwargs = {k: kwargs.pop(k) for k in ctx_keys if k in kwargs}
-                ctx = EvaluationContext(real, synthetic, **ctx_kwargs)
-                params = kwargs
-            return run_spec(_REGISTRY[metric_name], ctx, params)
-
+        public = _public_metric(fn, metric_name)
         spec = MetricSpec(
             name=metric_name,
             func=fn,
@@ -149,6 +119,51 @@ def register_metric(
     return decorate
 
 
+def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None) -> None:
+    """A metric's family, needs and space kinds must be ones privgate knows."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    for kind in spaces or ():
+        if kind not in SPACE_KINDS:
+            raise ValueError(f"unknown space kind {kind!r}; expected one of {SPACE_KINDS}")
+    for need in needs:
+        if need not in NEEDS:
+            raise ValueError(f"unknown need {need!r}; expected one of {NEEDS}")
+
+
+def _public_metric(fn: Callable[..., MetricResult], metric_name: str) -> Callable[..., MetricResult]:
+    """The callable users call: ``fn``'s name and docs, taking a context or raw inputs, running
+    the registered spec of ``metric_name``."""
+
+    @functools.wraps(fn)
+    def public(real: Any, synthetic: Any = None, /, **kwargs: Any) -> MetricResult:
+        ctx, params = _context_and_params(metric_name, real, synthetic, kwargs)
+        return run_spec(_REGISTRY[metric_name], ctx, params)
+
+    return public
+
+
+def _context_and_params(metric_name: str, real: Any, synthetic: Any,
+                        kwargs: dict[str, Any]) -> tuple["EvaluationContext", dict[str, Any]]:
+    """The context a public metric call runs on and the metric's own parameters: the given
+    context, or one built from the raw inputs and the context's keywords among ``kwargs``
+    (anonymeter's ``control=`` taken as the holdout of a self-controlled metric)."""
+    from .context import EvaluationContext
+
+    if isinstance(real, EvaluationContext):
+        if synthetic is not None:
+            raise TypeError(f"{metric_name}(ctx, ...) takes parameters by keyword only")
+        return real, kwargs
+    if "control" in kwargs and _REGISTRY[metric_name].self_controlled:
+        # anonymeter's name for the holdout, so a notebook moves over by its import
+        if "holdout" in kwargs:
+            raise ParameterError(f"{metric_name}: give holdout= or anonymeter's control=, not both")
+        kwargs["holdout"] = kwargs.pop("control")
+    ctx_keys = ("holdout", "schema", "keys", "sensitive", "seed", "pairing")
+    ctx_kwargs = {k: kwargs.pop(k) for k in ctx_keys if k in kwargs}
+    return EvaluationContext(real, synthetic, **ctx_kwargs), kwargs
+
+
 def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any]) -> MetricResult:
     """Run one registered metric on a context; privgate errors pass through, anything else is
     wrapped in :class:`MetricComputationError` naming the metric."""
@@ -162,8 +177,6 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
         raise
     except TypeError as exc:
         if "unexpected keyword argument" in str(exc):
-            from .errors import ParameterError
-
             raise ParameterError(f"metric {spec.name!r}: {exc}") from exc
         raise _wrapped(spec.name, exc) from exc
     except Exception as exc:  # noqa: BLE001 - wrapped with the metric's name

@@ -292,6 +292,30 @@ def infer_schema(
     user_schema = dict(user_schema or {})
     roles = list(frames)
     real = frames[roles[0]]
+    _check_user_schema(user_schema, real)
+    kinds: dict[str, str] = {}
+    inferred: dict[str, bool] = {}
+    schemas = {role: dict(f.schema) for role, f in frames.items()}
+    for col in real.columns:
+        per_role = _column_families(col, frames, schemas)
+        check_compatible_dtypes(col, frames, schemas)
+        if col in user_schema:
+            kinds[col] = user_schema[col]
+            inferred[col] = False
+            if user_schema[col] == NUMERIC:
+                _check_declared_numeric(col, per_role, schemas)
+        else:
+            kinds[col] = _FAMILY_KIND[next(iter(per_role.values()))] if per_role else CATEGORICAL
+            inferred[col] = True
+        if kinds[col] == NUMERIC and check_values:
+            check_finite(col, frames)
+    if check_values:
+        _check_no_all_null_column(real, roles[0])
+    return Schema(kinds, inferred)
+
+
+def _check_user_schema(user_schema: Mapping[str, str], real: pl.DataFrame) -> None:
+    """A user schema names columns of the data, each with a known kind."""
     unknown = sorted(set(user_schema) - set(real.columns))
     if unknown:
         raise ParameterError(f"schema names columns not in the data: {unknown}")
@@ -299,46 +323,45 @@ def infer_schema(
     if bad_kinds:
         raise ParameterError(f"schema kinds must be 'numeric' or 'categorical'; got {bad_kinds}")
 
-    kinds: dict[str, str] = {}
-    inferred: dict[str, bool] = {}
-    schemas = {role: dict(f.schema) for role, f in frames.items()}
-    for col in real.columns:
-        per_role: dict[str, str] = {}
-        for role, frame in frames.items():
-            dtype = schemas[role][col]
-            family = dtype_family(dtype)
-            if family is None:
-                raise UnsupportedDtypeError(
-                    f"column {col!r} in {role} has unsupported dtype {dtype_name(dtype)}; privgate compares "
-                    "numeric (int, float, decimal, date, datetime, duration, time) and categorical "
-                    "(string, categorical, enum, boolean) columns only"
-                )
-            if family != NULL:
-                per_role[role] = family
-        check_compatible_dtypes(col, frames, schemas)
-        if col in user_schema:
-            kinds[col] = user_schema[col]
-            inferred[col] = False
-            if user_schema[col] == NUMERIC:
-                for role, family in per_role.items():
-                    if family not in _DECLARABLE_NUMERIC:
-                        dt = dtype_name(schemas[role][col])
-                        raise IncompatibleDtypeError(
-                            f"column {col!r} is declared numeric but is {dt} in {role}; expected a "
-                            "number, decimal or temporal column"
-                        )
-        else:
-            kinds[col] = _FAMILY_KIND[next(iter(per_role.values()))] if per_role else CATEGORICAL
-            inferred[col] = True
-        if kinds[col] == NUMERIC and check_values:
-            check_finite(col, frames)
 
-    for col in real.columns if check_values else ():
+def _column_families(col: str, frames: Mapping[str, pl.DataFrame],
+                     schemas: Mapping[str, Mapping[str, pl.DataType]]) -> dict[str, str]:
+    """Role → dtype family of column ``col``, for the roles where it is not all-null by dtype;
+    an unsupported dtype in any role is refused."""
+    per_role: dict[str, str] = {}
+    for role in frames:
+        dtype = schemas[role][col]
+        family = dtype_family(dtype)
+        if family is None:
+            raise UnsupportedDtypeError(
+                f"column {col!r} in {role} has unsupported dtype {dtype_name(dtype)}; privgate compares "
+                "numeric (int, float, decimal, date, datetime, duration, time) and categorical "
+                "(string, categorical, enum, boolean) columns only"
+            )
+        if family != NULL:
+            per_role[role] = family
+    return per_role
+
+
+def _check_declared_numeric(col: str, per_role: Mapping[str, str],
+                            schemas: Mapping[str, Mapping[str, pl.DataType]]) -> None:
+    """A column declared numeric must be a number, decimal or temporal column in every role."""
+    for role, family in per_role.items():
+        if family not in _DECLARABLE_NUMERIC:
+            dt = dtype_name(schemas[role][col])
+            raise IncompatibleDtypeError(
+                f"column {col!r} is declared numeric but is {dt} in {role}; expected a "
+                "number, decimal or temporal column"
+            )
+
+
+def _check_no_all_null_column(real: pl.DataFrame, role: str) -> None:
+    """Every column of the real data holds at least one value."""
+    for col in real.columns:
         if _all_missing(real.get_column(col)):
             raise AllNullColumnError(
-                f"column {col!r} of {roles[0]} {_ALL_NULL} ({real.height} rows); drop it or fill it"
+                f"column {col!r} of {role} {_ALL_NULL} ({real.height} rows); drop it or fill it"
             )
-    return Schema(kinds, inferred)
 
 
 # a one-to-one relabelling is flagged when the release's unknown levels hold at least this share of

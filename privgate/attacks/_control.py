@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import seeds
 from ..errors import NotApplicableError, ParameterError
 from ..results import MetricResult
 from ..stats import control_risk, wilson_rate
@@ -17,8 +18,6 @@ RAW_DESCRIPTION = ("residual risk (attack rate − control rate) / (1 − contro
                    "unclipped (Giomi et al. 2023; anonymeter's risk before clipping)")
 REFERENCE = ("Giomi et al., 'A Unified Framework for Quantifying Privacy Risk in Synthetic Data', PoPETs 2023 "
              "(anonymeter); Article 29 Working Party, Opinion 05/2014 on anonymisation techniques (WP216)")
-# separate random streams, so that changing one step (e.g. the baseline) never moves another
-STREAM_ATTACK, STREAM_CONTROL, STREAM_BASELINE, STREAM_PREDICATES = 1, 2, 3, 4
 
 
 def require_holdout(ctx: Any, metric: str) -> None:
@@ -59,15 +58,11 @@ def check_columns(ctx: Any, cols: Any, label: str) -> list[str]:
     return out
 
 
-def rng_for(seed: int, stream: int) -> np.random.Generator:
-    return np.random.default_rng([int(seed), stream])
-
-
-def sample_rows(n_rows: int, n_attacks: int | None, seed: int, stream: int) -> np.ndarray:
-    """min(n_attacks, n_rows) distinct row positions, drawn without replacement, sorted
-    (``n_attacks=None``: every row)."""
+def sample_rows(n_rows: int, n_attacks: int | None, seed: int, stream: str) -> np.ndarray:
+    """min(n_attacks, n_rows) distinct row positions, drawn without replacement from the random
+    stream ``stream`` (:data:`privgate.seeds.STREAMS`), sorted (``n_attacks=None``: every row)."""
     size = n_rows if n_attacks is None else min(n_attacks, n_rows)
-    return np.sort(rng_for(seed, stream).choice(n_rows, size, replace=False))
+    return np.sort(seeds.rng(seed, stream).choice(n_rows, size, replace=False))
 
 
 def attack_result(ctx: Any, name: str, *, n_success: float, n_attacks: int, n_control_success: float,

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import seeds
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
-from ._control import (REFERENCE, STREAM_ATTACK, STREAM_BASELINE, STREAM_CONTROL, attack_result, check_columns,
-                       check_n_attacks, require_holdout, rng_for, sample_rows)
+from ._control import REFERENCE, attack_result, check_columns, check_n_attacks, require_holdout, sample_rows
 
 
 def correct_guesses(guess: np.ndarray, truth: np.ndarray, numeric: bool, tolerance: float) -> np.ndarray:
@@ -82,7 +82,7 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     ok_c = correct_guesses(guess_c, values["holdout"], numeric, tolerance)
     # naive baseline: a random synthetic record's secret, compared with the SAME target's secret
     # (position by position; anonymeter's inference baseline misaligned the two)
-    donors = rng_for(seed, STREAM_BASELINE).integers(0, ctx.n_synthetic, size=targets.size)
+    donors = seeds.rng(seed, "attack.baseline").integers(0, ctx.n_synthetic, size=targets.size)
     ok_b = correct_guesses(values["synthetic"][donors], values["real"], numeric, tolerance)
     return {"ok": ok_t, "n_success": int(ok_t.sum()), "n_control_success": int(ok_c.sum()),
             "n_baseline_success": int(ok_b.sum()), "numeric": numeric}
@@ -122,13 +122,10 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
     require_holdout(ctx, "inference")
     n_attacks = check_n_attacks(n_attacks, allow_all=True)
     seed = ctx.seed if seed is None else int(seed)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-        raise ParameterError(f"tolerance must be a number ≥ 0 (relative error of a numeric guess); got {tolerance!r}")
-    if regression is not None and not isinstance(regression, bool):
-        raise ParameterError(f"regression must be true, false or null; got {regression!r}")
+    _check_options(tolerance, regression)
     secrets, aux = _resolve_columns(ctx, secret, aux_cols)
-    targets = sample_rows(ctx.n_real, n_attacks, seed, STREAM_ATTACK)
-    controls = sample_rows(ctx.n_holdout, n_attacks, seed, STREAM_CONTROL)
+    targets = sample_rows(ctx.n_real, n_attacks, seed, "attack.targets")
+    controls = sample_rows(ctx.n_holdout, n_attacks, seed, "attack.controls")
     results = {}
     for s in secrets:
         cols = aux if aux is not None else [c for c in (ctx.keys or ctx.schema.columns) if c not in secrets]
@@ -136,21 +133,9 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
             raise ParameterError(f"inference of {s!r} needs at least one auxiliary column; the data has none "
                                  "besides the secret(s)")
         out = _one_secret(ctx, s, cols, regression, float(tolerance), targets, controls, seed)
-        per_record = np.zeros(ctx.n_real)
-        per_record[targets[out["ok"]]] = 1.0
-        results[s] = attack_result(
-            ctx, "inference", n_success=out["n_success"], n_attacks=targets.size,
-            n_control_success=out["n_control_success"], n_control=controls.size,
-            n_baseline_success=out["n_baseline_success"], n_baseline=targets.size,
-            params={"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
-                    "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed},
-            details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
-                     "secret_in_aux": s in cols,
-                     "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
-                     "correct_rows": targets[out["ok"]].tolist()},
-            per_record=per_record,
-            per_record_description=f"1 = the secret {s!r} of this training record (row position) was attacked and "
-                                   "guessed right; 0 = guessed wrong or not attacked")
+        params = {"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
+                  "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed}
+        results[s] = _secret_result(ctx, s, cols, out, targets, controls, params)
     worst = max(results, key=lambda s: results[s].raw)
     res = results[worst]
     if len(results) > 1:
@@ -159,3 +144,29 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
                                                                     "risk_unclipped")} | {"ci": list(r.ci)}
                                      for s, r in results.items()}
     return res
+
+
+def _check_options(tolerance: Any, regression: Any) -> None:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
+        raise ParameterError(f"tolerance must be a number ≥ 0 (relative error of a numeric guess); got {tolerance!r}")
+    if regression is not None and not isinstance(regression, bool):
+        raise ParameterError(f"regression must be true, false or null; got {regression!r}")
+
+
+def _secret_result(ctx, s: str, cols: list[str], out: dict[str, Any], targets: np.ndarray, controls: np.ndarray,
+                   params: dict[str, Any]) -> MetricResult:
+    """The attack's result for one secret column ``s`` from its counts ``out`` (:func:`_one_secret`)."""
+    per_record = np.zeros(ctx.n_real)
+    per_record[targets[out["ok"]]] = 1.0
+    return attack_result(
+        ctx, "inference", n_success=out["n_success"], n_attacks=targets.size,
+        n_control_success=out["n_control_success"], n_control=controls.size,
+        n_baseline_success=out["n_baseline_success"], n_baseline=targets.size,
+        params=params,
+        details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
+                 "secret_in_aux": s in cols,
+                 "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
+                 "correct_rows": targets[out["ok"]].tolist()},
+        per_record=per_record,
+        per_record_description=f"1 = the secret {s!r} of this training record (row position) was attacked and "
+                               "guessed right; 0 = guessed wrong or not attacked")

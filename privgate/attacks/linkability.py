@@ -17,8 +17,8 @@ import numpy as np
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
-from ._control import (REFERENCE, STREAM_ATTACK, STREAM_CONTROL, as_column_pair, attack_result, check_columns,
-                       check_n_attacks, require_holdout, sample_rows)
+from ._control import (REFERENCE, as_column_pair, attack_result, check_columns, check_n_attacks, require_holdout,
+                       sample_rows)
 
 
 def default_split(columns: list[str]) -> tuple[list[str], list[str]]:
@@ -92,8 +92,8 @@ def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: i
     k = int(n_neighbors)
     if k > ctx.n_synthetic:
         raise ParameterError(f"n_neighbors={k} exceeds the {ctx.n_synthetic} synthetic records")
-    targets = sample_rows(ctx.n_real, n_attacks, seed, STREAM_ATTACK)
-    controls = sample_rows(ctx.n_holdout, n_attacks, seed, STREAM_CONTROL)
+    targets = sample_rows(ctx.n_real, n_attacks, seed, "attack.targets")
+    controls = sample_rows(ctx.n_holdout, n_attacks, seed, "attack.controls")
     ta, tb = tuple(cols_a), tuple(cols_b)
     found = _linked(ctx, {"real": targets, "holdout": controls}, ta, tb, k)
     linked, control_linked = found["real"], found["holdout"]

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import seeds
 from .._lazy import lazy_module
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
-from ._control import (REFERENCE, STREAM_BASELINE, STREAM_PREDICATES, attack_result, check_n_attacks,
-                       require_holdout, rng_for)
+from ._control import REFERENCE, attack_result, check_n_attacks, require_holdout
 from .predicates import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, CodedFrames, ConjunctionCounter, Predicates,
                          code_frames, match_counts)
 
@@ -180,6 +180,33 @@ def size_correction(holdout_counts: np.ndarray, n_holdout: int, n_real: int) -> 
 
 
 # ------------------------------------------------------------------------- the metric
+def _attempts(n_attacks: int, max_attempts: int | None, n_distinct: int) -> int:
+    """The number of candidate predicates to try: ``max_attempts`` (default
+    ``_ATTEMPTS_PER_ATTACK`` × n_attacks), after refusing an n_attacks above
+    max(DEFAULT_N_ATTACKS, distinct synthetic records) and a max_attempts above
+    max(MAX_ATTEMPTS_PER_ATTACK × n_attacks, MIN_ATTEMPTS_LIMIT): the work stays bounded by the data."""
+    limit = max(DEFAULT_N_ATTACKS, n_distinct)
+    if n_attacks > limit:  # attempts are 100 × n_attacks: the work must stay bounded by the data
+        raise ParameterError(
+            f"singling_out n_attacks={n_attacks} is more than the release's {n_distinct} distinct records "
+            f"(the limit is max({DEFAULT_N_ATTACKS}, distinct synthetic records) = {limit}): each predicate "
+            "isolates one synthetic record, and the unfound ones would count as failed attacks")
+    attempts_limit = max(MAX_ATTEMPTS_PER_ATTACK * n_attacks, MIN_ATTEMPTS_LIMIT)
+    if max_attempts is not None and max_attempts > attempts_limit:
+        raise ParameterError(
+            f"singling_out max_attempts={max_attempts} is above the limit of max({MAX_ATTEMPTS_PER_ATTACK} × "
+            f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates")
+    return _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
+
+
+def _shortfall(n_found: int, n_attacks: int) -> dict[str, str]:
+    """A note when fewer predicates than attacks were found (empty otherwise)."""
+    if n_found >= n_attacks:
+        return {}
+    return {"note": (f"only {n_found} of {n_attacks} predicates isolating one synthetic record were "
+                     "found; the missing ones count as failed attacks (as in anonymeter)")}
+
+
 @register_metric(
     family="gdpr-attack",
     attack="single out one training record with a predicate that isolates one synthetic record",
@@ -218,20 +245,9 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     n_cols_used = _check_params(mode, n_cols, max_attempts, len(ctx.schema.columns))
     seed = ctx.seed if seed is None else int(seed)
     distinct = ctx.synthetic.unique(maintain_order=True)
-    limit = max(DEFAULT_N_ATTACKS, distinct.height)
-    if n_attacks > limit:  # attempts are 100 × n_attacks: the work must stay bounded by the data
-        raise ParameterError(
-            f"singling_out n_attacks={n_attacks} is more than the release's {distinct.height} distinct records "
-            f"(the limit is max({DEFAULT_N_ATTACKS}, distinct synthetic records) = {limit}): each predicate "
-            "isolates one synthetic record, and the unfound ones would count as failed attacks")
-    attempts_limit = max(MAX_ATTEMPTS_PER_ATTACK * n_attacks, MIN_ATTEMPTS_LIMIT)
-    if max_attempts is not None and max_attempts > attempts_limit:
-        raise ParameterError(
-            f"singling_out max_attempts={max_attempts} is above the limit of max({MAX_ATTEMPTS_PER_ATTACK} × "
-            f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates")
-    max_attempts = _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
+    max_attempts = _attempts(n_attacks, max_attempts, distinct.height)
     coded = code_frames({"synthetic": distinct, "real": ctx.real, "holdout": ctx.holdout}, ctx.schema)
-    rng = rng_for(seed, STREAM_PREDICATES)
+    rng = seeds.rng(seed, "attack.predicates")
     if mode == "univariate":
         preds, attempts = univariate_predicates(coded, n_attacks, rng), None
     else:
@@ -242,7 +258,7 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     correction = size_correction(hold_counts, ctx.n_holdout, ctx.n_real)
     n_control_raw = int((hold_counts == 1).sum())
     n_control = min(float(n_attacks), n_control_raw * correction)
-    baseline = random_predicates(coded, n_attacks, n_cols_used, rng_for(seed, STREAM_BASELINE))
+    baseline = random_predicates(coded, n_attacks, n_cols_used, seeds.rng(seed, "attack.baseline"))
     base_counts, _ = match_counts(coded["real"], baseline)
     per_record = np.zeros(ctx.n_real)
     per_record[real_first[success]] = 1.0
@@ -250,11 +266,8 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
         "mode": mode, "n_cols": n_cols_used, "n_predicates": len(preds), "n_candidates_tried": attempts,
         "n_control_success_uncorrected": n_control_raw, "control_size_correction": correction,
         "n_distinct_synthetic": distinct.height, "n_real_singled_out": int(per_record.sum()),
-        "singled_out_rows": np.flatnonzero(per_record).tolist(),
+        "singled_out_rows": np.flatnonzero(per_record).tolist(), **_shortfall(len(preds), n_attacks),
     }
-    if len(preds) < n_attacks:
-        details["note"] = (f"only {len(preds)} of {n_attacks} predicates isolating one synthetic record were "
-                           "found; the missing ones count as failed attacks (as in anonymeter)")
     return attack_result(
         ctx, "singling_out", n_success=int(success.sum()), n_attacks=n_attacks, n_control_success=n_control,
         n_control=n_attacks, n_baseline_success=int((base_counts == 1).sum()), n_baseline=n_attacks,

@@ -138,6 +138,38 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     plan = prepared.plan
     names = resolve_attacks(attacks)
     delta, confidence, claimed_epsilon = _check_numbers(delta, confidence, claimed_epsilon)
+    feats, ok = _run_features(plan, outcomes)
+    alpha = 1.0 - confidence
+    usable = [_has_enough_runs(plan, t) for t in range(plan.n_targets)]
+    n_audited = int(sum(usable))
+    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
+    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
+    targets_out, roc = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each)
+    best = _most_promising_pair(targets_out)
+    targets_out.extend(prepared.not_taken)
+    attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
+    eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
+    if best is not None:
+        best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
+                                                          best["false_negatives"], best["runs_with"],
+                                                          delta=delta, alpha=alpha / 2))
+        eps = max(eps, best["epsilon_lower"])
+    mu = max((a["mu_lower"] for a in attacked), default=0.0)
+    eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
+    violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
+    cost = _cost(prepared, outcomes, ok, execution, wall_seconds, started)
+    failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
+    return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
+                       violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
+                       max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
+                       epsilon_from_mu=eps_mu, best=best, n_audited=n_audited, targets=targets_out,
+                       design=_design_record(plan, names, alpha_each, alpha), cost=cost,
+                       generator=dict(generator or {}), roc=roc, failed_runs=failed)
+
+
+def _run_features(plan: AuditPlan, outcomes: Sequence[RunOutcome]) -> tuple[np.ndarray, np.ndarray]:
+    """The features of every planned run (run × target × feature) and which runs succeeded,
+    once the outcomes are checked: no broken contract, none missing, not every one failed."""
     bad = [o for o in outcomes if o.contract_error]
     if bad:
         raise InputError(f"the generator's release breaks the audit's contract: {bad[0].error}")
@@ -154,24 +186,28 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     # cannot bias the error counts
     feats = np.stack([by_run[r].features if ok[r] else empty_release_features(plan.n_targets)
                       for r in range(plan.n_runs)])
-    n_t = plan.n_targets
-    alpha = 1.0 - confidence
-    described = plan.targets.describe()
-    usable = []
-    for t in range(n_t):
-        runs = plan.assigned[t]
-        y = plan.included[t]
-        counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
-                  int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
-        usable.append(min(counts) >= 2)
-    n_audited = int(sum(usable))
-    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
-    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
+    return feats, ok
+
+
+def _has_enough_runs(plan: AuditPlan, t: int) -> bool:
+    """Whether target ``t`` has at least two runs with it and two without, in the fit runs and
+    in the test runs alike."""
+    runs = plan.assigned[t]
+    y = plan.included[t]
+    counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
+              int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
+    return min(counts) >= 2
+
+
+def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], names: Sequence[str], *,
+                    delta: float, alpha_each: float
+                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]]]:
+    """Each target's record (its description, run counts, status and every attack's analysis)
+    and the test runs' scores and labels per target and attack (the ROC curves)."""
     targets_out: list[dict[str, Any]] = []
     roc: dict[str, dict[str, dict[str, list]]] = {}
-    best: tuple[float, float, dict | None] = (-1.0, -1.0, None)
-    for t in range(n_t):
-        entry = dict(described[t])
+    for t, entry in enumerate(plan.targets.describe()):
+        entry = dict(entry)
         runs = plan.assigned[t]
         fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
         y = plan.included[t]
@@ -184,34 +220,37 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
         results = {}
         for name in names:
             fs, ts = ATTACKS[name](feats[fit_r, t], y[fit_r], feats[test_r, t], seed_int(plan.seed, "shadow", t))
-            a = analyse_attack(fs, y[fit_r], ts, y[test_r], delta=delta, alpha_each=alpha_each)
-            results[name] = a
+            results[name] = analyse_attack(fs, y[fit_r], ts, y[test_r], delta=delta, alpha_each=alpha_each)
             roc.setdefault(entry["target"], {})[name] = {"scores": [float(v) for v in ts],
                                                           "labels": [bool(v) for v in y[test_r]]}
-            key = (a["fit_score"][0], a["fit_score"][1])
-            if key > best[:2]:
-                best = (key[0], key[1], {"target": entry["target"], "kind": entry["kind"], "attack": name,
-                                         "runs_with": a["runs_with"], "runs_without": a["runs_without"],
-                                         "false_positives": a["false_positives"],
-                                         "false_negatives": a["false_negatives"]})
         entry["attacks"] = results
         targets_out.append(entry)
-    targets_out.extend(prepared.not_taken)
-    attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
-    eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
-    chosen = best[2]
-    if chosen is not None:
-        chosen["epsilon_lower"] = float(epsilon_lower_bound(chosen["false_positives"], chosen["runs_without"],
-                                                            chosen["false_negatives"], chosen["runs_with"],
-                                                            delta=delta, alpha=alpha / 2))
-        eps = max(eps, chosen["epsilon_lower"])
-    mu = max((a["mu_lower"] for a in attacked), default=0.0)
-    eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
-    violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
+    return targets_out, roc
+
+
+def _most_promising_pair(targets: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The (target, attack) pair whose fit runs promise the largest ε bound (ties: the larger
+    TPR − FPR, then the first), with its test runs' error counts; None when nothing was attacked."""
+    best_key, best = (-1.0, -1.0), None
+    for entry in targets:
+        for name, a in (entry.get("attacks") or {}).items():
+            key = (a["fit_score"][0], a["fit_score"][1])
+            if key > best_key:
+                best_key = key
+                best = {"target": entry["target"], "kind": entry["kind"], "attack": name,
+                        "runs_with": a["runs_with"], "runs_without": a["runs_without"],
+                        "false_positives": a["false_positives"], "false_negatives": a["false_negatives"]}
+    return best
+
+
+def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarray,
+          execution: Mapping[str, Any] | None, wall_seconds: float | None, started: float) -> dict[str, Any]:
+    """What the audit cost: runs, the generator's and the audit's own seconds (the analysis
+    counted from ``started``), workers and the per-run times."""
     gen = np.array([o.seconds_generate for o in outcomes])
     feat = np.array([o.seconds_features for o in outcomes])
     pre_gen = sum(o.seconds_generate for o in prepared.preflight)
-    cost = {"runs": plan.n_runs, "runs_failed": int((~ok).sum()), "preflight_runs": len(prepared.preflight),
+    cost = {"runs": prepared.plan.n_runs, "runs_failed": int((~ok).sum()), "preflight_runs": len(prepared.preflight),
             "seconds_generate_total": float(gen.sum() + pre_gen), "seconds_generate_mean": float(gen.mean()),
             "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
             "seconds_prepare": prepared.seconds, "workers": (execution or {}).get("workers", 1),
@@ -225,17 +264,17 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     cost["audit_share_of_generator_time"] = own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
     if execution and execution.get("note"):
         cost["note"] = execution["note"]
-    design = {"design": plan.design, "background": plan.background, "runs": int(plan.fit.size if plan.design == "shared"
-                                                                                  else plan.fit.size // max(n_t, 1)),
-              "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
-              "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
-              "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed, "neighbouring": "add/remove one record"}
-    failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
-    return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
-                       violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
-                       max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
-                       epsilon_from_mu=eps_mu, best=best[2], n_audited=n_audited, targets=targets_out, design=design,
-                       cost=cost, generator=dict(generator or {}), roc=roc, failed_runs=failed)
+    return cost
+
+
+def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alpha: float) -> dict[str, Any]:
+    """The audit's design as the result reports it: runs, splits, attacks and the α each test spends."""
+    runs = int(plan.fit.size if plan.design == "shared" else plan.fit.size // max(plan.n_targets, 1))
+    return {"design": plan.design, "background": plan.background, "runs": runs,
+            "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
+            "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
+            "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed,
+            "neighbouring": "add/remove one record"}
 
 
 def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, float, float | None]:

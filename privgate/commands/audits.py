@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import polars as pl
 
 from ..text_tables import TABLE_WIDTH, format_table
+from ._listing import existing_history_url, print_records
 
 AUDIT_VIEW = ["seq", "created_at", "generator", "generator_version", "dataset", "decision", "exit_code",
               "epsilon_lower", "claimed_epsilon", "delta", "auc_lower", "n_audited", "n_targets", "runs", "run_id"]
@@ -33,21 +33,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from ..history import HistoryStore
 
-    from ..history import HistoryStore, resolve_url
-
-    url = resolve_url(args.history)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
-        print(f"privgate audits: no history database at {url[len('sqlite:///'):]}", file=sys.stderr)
+    url = existing_history_url(args.history, "audits")
+    if url is None:
         return 1
     with HistoryStore(url) as store:
         frame = store.audits(args.generator, args.generator_version).select(AUDIT_VIEW)
     frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
-    if args.format == "csv":
-        sys.stdout.write(frame.write_csv())
-    elif args.format == "json":
-        print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
+    if args.format in ("csv", "json"):
+        print_records(frame, args.format)
     else:
         if args.wide:
             print(format_table(frame.columns, frame.rows()))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import polars as pl
 
 from ..text_tables import TABLE_WIDTH, format_table
+from ._listing import existing_history_url, print_records
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -48,13 +48,10 @@ COMPACT = {
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from ..history import HistoryStore
 
-    from ..history import HistoryStore, resolve_url
-
-    url = resolve_url(args.history)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
-        print(f"privgate history: no history database at {url[len('sqlite:///'):]}", file=sys.stderr)
+    url = existing_history_url(args.history, "history")
+    if url is None:
         return 1
     store = HistoryStore(url)
     view = "datasets"
@@ -128,10 +125,8 @@ def _print(frame: pl.DataFrame, fmt: str, compact: list[str] | None = None) -> N
     for column in ("created_at", "last_run"):
         if column in frame.columns:
             frame = frame.with_columns(pl.col(column).dt.strftime(time_format))
-    if fmt == "csv":
-        sys.stdout.write(frame.write_csv())
-    elif fmt == "json":
-        print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False, default=str))
+    if fmt in ("csv", "json"):
+        print_records(frame, fmt)
     else:
         frame = _intervals_as_text(frame)
         if "config_hash" in frame.columns:

@@ -11,7 +11,10 @@ Put the gate on your own release asset::
     audit_ok = build_audit_required_check(my_release, audit)       # releases need a passing audit
     resources = {"privgate": PrivgateResource(real_path="real.parquet")}
 
-or load the bundled pipeline (watched folder → partitions → checks → publication) with
+Every factory takes ``translator=``: a :class:`~privgate.dagster.translator.PrivgateTranslator`
+(subclass it to rename or redescribe the checks, ops, pools, work folders and metadata).
+
+Or load the bundled pipeline (watched folder → partitions → checks → publication) with
 ``dagster dev -m privgate.dagster`` (configuration through environment variables, see
 :mod:`privgate.dagster.definitions`) or :func:`build_definitions`. Importing this package is
 cheap: the names below are imported on first use and the bundled Definitions are built when
@@ -40,8 +43,9 @@ _EXPORTS = {
     "DataLocations": ".resources",
     "PolarsParquetIOManager": ".io_manager",
     "build_generator_audit": ".audit",
-    "build_audit_required_check": ".audit",
-    "audit_passes": ".audit",
+    "build_audit_required_check": ".audit_check",
+    "audit_passes": ".audit_check",
+    "PrivgateTranslator": ".translator",
 }
 
 __all__ = [*_EXPORTS, "defs"]

@@ -38,35 +38,67 @@ parallel pods (op ``<name>__runs`` in ``per_step_k8s_config`` sizes them).
 Failing closed: a run whose generator raises is a failed run of the audit (counted, as in
 ``audit_generator``); a step that dies without writing fails the Dagster run and the audit is not
 materialised — a check requiring it then blocks.
+
+Parameters of :func:`build_generator_audit`:
+
+``generate(training, n_rows, seed)``: the generator (as for
+:func:`privgate.audit.audit_generator`); or ``generate_for(version)`` returning the
+generator of a version. ``real``: the sensitive records — an upstream asset
+(``dg.AssetKey``, ``AssetsDefinition`` or ``AssetSpec``, loaded through its IO manager), a
+file path, or a function returning a frame. ``population``: a path or a function (default:
+``real``). ``claimed_epsilon`` / ``delta``: the generator's DP claim. ``runs``,
+``targets``, ``n_targets``, ``canaries``, ``training_rows``, ``n_rows``, ``design``,
+``background``, ``attacks``, ``confidence``, ``seed``: as ``audit_generator`` (the same
+seed for every version: versions are compared on the same game).
+
+``chunk_size``: runs per dynamic step (one process or pod each). ``versions``: the
+partitions — a ``PartitionsDefinition``, a list of versions (static), or None: dynamic
+partitions ``<name>_versions`` (add a version with ``instance.add_dynamic_partitions``).
+``run_threads``: thread budget of a run step (default: the resource's ``threads``;
+unset there: privgate's default). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
+op tags (e.g. ``dagster-k8s/config`` for that step's pod). ``retry_policy``: retries of the
+run steps. ``resource_key``: the :class:`~privgate.dagster.PrivgateResource` (its
+``work_dir`` holds the steps' files, its ``reports_dir`` the saved results).
+``io_manager_key``: IO manager of the asset's value (the per-target table).
+
+``audit_config``: the audit rules that decide the audit (an ``audit:`` block's path, mapping
+or :class:`~privgate.gates.audit_rules.AuditConfig`; default
+:func:`~privgate.gates.audit_rules.default_audit_config`: block when the ε lower bound
+exceeds the claimed ε, warn / block on the AUC lower bound). ``record``: record the decided
+audit in the resource's score history (``privgate_audits``, what ``require_audit`` of a
+release gate and ``privgate audits`` read); a history that cannot be written fails the step.
+``translator``: names the ops, partitions and work folders and builds the descriptions and
+metadata (:class:`~privgate.dagster.translator.PrivgateTranslator`).
 """
 
 
-import json
 import os
-import pickle
 import shutil
-import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import dagster as dg
 
-from privgate.names import identifier, path_component
+from privgate.names import identifier
+
+from .audit_files import (
+    atomic_write,
+    chunk_of,
+    chunks,
+    read_outcomes,
+    read_prepared,
+    write_outcomes,
+    write_prepared,
+)
+from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privgate.audit import AuditResult, PreparedAudit
     from privgate.audit.runner import Generate
 
 GROUP = "privgate_audit"
-#: the check a release gets from :func:`build_audit_required_check`
-AUDIT_CHECK = "generator_audit_passed"
-PREPARED_FILE = "prepared.pkl"
-STARTED_FILE = "started.json"
-RUNS_DIR = "runs"
-OUTCOMES_FORMAT = 1
-#: digits kept of the numbers recorded as metadata
-DIGITS = 4
+STEPS = ("plan", "runs", "analyse")
 
 
 def build_generator_audit(
@@ -100,39 +132,31 @@ def build_generator_audit(
     io_manager_key: str | None = None,
     audit_config: Any = None,
     record: bool = True,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
 ) -> dg.AssetsDefinition:
-    """A partitioned asset ``name`` auditing a generator, one partition per generator version.
-
-    ``generate(training, n_rows, seed)``: the generator (as for
-    :func:`privgate.audit.audit_generator`); or ``generate_for(version)`` returning the
-    generator of a version. ``real``: the sensitive records — an upstream asset
-    (``dg.AssetKey``, ``AssetsDefinition`` or ``AssetSpec``, loaded through its IO manager), a
-    file path, or a function returning a frame. ``population``: a path or a function (default:
-    ``real``). ``claimed_epsilon`` / ``delta``: the generator's DP claim. ``runs``,
-    ``targets``, ``n_targets``, ``canaries``, ``training_rows``, ``n_rows``, ``design``,
-    ``background``, ``attacks``, ``confidence``, ``seed``: as ``audit_generator`` (the same
-    seed for every version: versions are compared on the same game).
-
-    ``chunk_size``: runs per dynamic step (one process or pod each). ``versions``: the
-    partitions — a ``PartitionsDefinition``, a list of versions (static), or None: dynamic
-    partitions ``<name>_versions`` (add a version with ``instance.add_dynamic_partitions``).
-    ``run_threads``: thread budget of a run step (default: the resource's ``threads``; unset
-    there: privgate's default). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
-    op tags (e.g. ``dagster-k8s/config`` for that step's pod). ``retry_policy``: retries of the
-    run steps. ``resource_key``: the :class:`~privgate.dagster.PrivgateResource` (its
-    ``work_dir`` holds the steps' files, its ``reports_dir`` the saved results).
-    ``io_manager_key``: IO manager of the asset's value (the per-target table).
-
-    ``audit_config``: the audit rules that decide the audit (an ``audit:`` block's path, mapping
-    or :class:`~privgate.gates.audit_rules.AuditConfig`; default
-    :func:`~privgate.gates.audit_rules.default_audit_config`: block when the ε lower bound
-    exceeds the claimed ε, warn / block on the AUC lower bound). ``record``: record the decided
-    audit in the resource's score history (``privgate_audits``, what ``require_audit`` of a
-    release gate and ``privgate audits`` read); a history that cannot be written fails the step.
-    """
+    """A partitioned asset ``name`` auditing a generator, one partition per generator version;
+    its parameters are described in the module docstring (*Parameters*)."""
     from privgate.audit.plan import DEFAULT_RUNS
     from privgate.audit.targets import DEFAULT_TARGETS
 
+    _validate(name, generate, generate_for, chunk_size, step_tags)
+    runs = DEFAULT_RUNS if runs is None else runs
+    spec = AuditSpec(
+        name=name, real=real, real_key=_asset_key_of(real), population=population,
+        resolve=(lambda version: generate) if generate is not None else generate_for,
+        label=generator_name or _generator_label(generate if generate is not None else generate_for),
+        options=dict(targets=targets, n_targets=DEFAULT_TARGETS if n_targets is None else n_targets,
+                     canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
+                     design=design, background=background, seed=seed),
+        runs=runs, chunk_size=chunk_size, claimed_epsilon=claimed_epsilon, delta=delta,
+        confidence=confidence, attacks=attacks, run_threads=run_threads,
+        tags={k: dict(v) for k, v in (step_tags or {}).items()}, retry_policy=retry_policy,
+        resource_key=resource_key, io_manager_key=io_manager_key, rules=_audit_rules(audit_config),
+        record=record, translator=translator)
+    return _audit_asset(spec, _versions(name, versions, translator), group_name, seed)
+
+
+def _validate(name: str, generate: Any, generate_for: Any, chunk_size: Any, step_tags: Any) -> None:
     ident = identifier(name, "audit")
     if ident != name:
         raise dg.DagsterInvalidDefinitionError(
@@ -143,84 +167,142 @@ def build_generator_audit(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise dg.DagsterInvalidDefinitionError(
             f"build_generator_audit({name!r}): chunk_size must be a positive integer; got {chunk_size!r}")
-    unknown = sorted(set(step_tags or {}) - {"plan", "runs", "analyse"})
+    unknown = sorted(set(step_tags or {}) - set(STEPS))
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
             f"build_generator_audit({name!r}): step_tags for unknown steps {unknown}; the steps are "
             "'plan', 'runs' and 'analyse'")
-    from privgate.gates.audit_rules import parse_audit_config
 
-    rules = None if audit_config is None else (
-        audit_config if not isinstance(audit_config, (str, os.PathLike)) else _load_audit_config(audit_config))
-    if rules is not None:
-        rules = parse_audit_config(rules)  # an invalid configuration fails the definitions' load
-    runs = DEFAULT_RUNS if runs is None else runs
-    n_targets = DEFAULT_TARGETS if n_targets is None else n_targets
-    partitions_def = _versions(name, versions)
-    real_key = _asset_key_of(real)
-    options = dict(targets=targets, n_targets=n_targets, canaries=canaries, runs=runs,
-                   training_rows=training_rows, n_rows=n_rows, design=design, background=background,
-                   seed=seed)
-    resolve = (lambda version: generate) if generate is not None else generate_for
-    label = generator_name or _generator_label(generate if generate is not None else generate_for)
-    tags = {k: dict(v) for k, v in (step_tags or {}).items()}
 
-    def budget(resource: Any) -> int:
+def _audit_rules(audit_config: Any) -> Any:
+    """The parsed audit rules (None: the default ones); an invalid configuration fails the
+    definitions' load."""
+    from privgate.gates.audit_rules import load_audit_config, parse_audit_config
+
+    if audit_config is None:
+        return None
+    rules = load_audit_config(audit_config) if isinstance(audit_config, (str, os.PathLike)) else audit_config
+    return parse_audit_config(rules)
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """Everything the three steps of one audit asset share."""
+
+    name: str
+    real: Any
+    real_key: dg.AssetKey | None
+    population: Any
+    resolve: Callable[[str], Any]
+    label: str
+    options: dict[str, Any]
+    runs: int
+    chunk_size: int
+    claimed_epsilon: float | None
+    delta: float
+    confidence: float
+    attacks: Sequence[str] | None
+    run_threads: int | None
+    tags: dict[str, dict[str, Any]]
+    retry_policy: dg.RetryPolicy | None
+    resource_key: str
+    io_manager_key: str | None
+    rules: Any
+    record: bool
+    translator: PrivgateTranslator = field(default=DEFAULT_TRANSLATOR)
+
+    def budget(self, resource: Any) -> int:
+        """The thread budget of a step."""
         from privgate.threads import resolve_threads
 
-        if run_threads is not None:
-            return resolve_threads(run_threads)
+        if self.run_threads is not None:
+            return resolve_threads(self.run_threads)
         return resolve_threads(resource.threads)
 
-    def folder_of(context: Any) -> Path:
-        resource = getattr(context.resources, resource_key)
-        return work_folder(resource.work_dir, context.run, name, context.partition_key)
+    def resource(self, context: Any) -> Any:
+        return getattr(context.resources, self.resource_key)
 
-    plan_ins = {"real": dg.In()} if real_key is not None else {}
+    def folder_of(self, context: Any) -> Path:
+        """The work folder of this run and version."""
+        return self.translator.get_audit_work_folder(self.resource(context).work_dir, context.run,
+                                                     self.name, context.partition_key)
 
-    @dg.op(name=f"{name}__plan", ins=plan_ins, out=dg.DynamicOut(dg.Nothing),
-           required_resource_keys={resource_key}, tags=tags.get("plan", {}),
-           description=f"privgate audit {name}: choose the targets, check the generator takes them "
-                       f"and draw the design of {runs} runs; fan the runs out in chunks of {chunk_size}")
+    def op_kwargs(self, step: str) -> dict[str, Any]:
+        """Name, resources, tags and description of op ``step``."""
+        return dict(name=self.translator.get_audit_op_name(self.name, step),
+                    required_resource_keys={self.resource_key}, tags=self.tags.get(step, {}),
+                    description=self.translator.get_audit_step_description(
+                        self.name, step, self.runs, self.chunk_size))
+
+
+def _audit_asset(spec: AuditSpec, partitions_def: dg.PartitionsDefinition, group_name: str,
+                 seed: int) -> dg.AssetsDefinition:
+    plan, runs, analyse = _plan_op(spec), _runs_op(spec), _analyse_op(spec)
+    asset_kwargs: dict[str, Any] = dict(
+        name=spec.name, partitions_def=partitions_def, group_name=group_name, kinds={"privgate"},
+        description=spec.translator.get_audit_description(spec.label, spec.runs, spec.chunk_size,
+                                                          spec.claimed_epsilon),
+        metadata={"claimed_epsilon": spec.claimed_epsilon if spec.claimed_epsilon is not None else "none",
+                  "runs": spec.runs, "chunk_size": spec.chunk_size, "seed": seed})
+    if spec.real_key is not None:
+        @dg.graph_asset(ins={"real": dg.AssetIn(spec.real_key)}, **asset_kwargs)
+        def _audit_of_asset(real):
+            return analyse(runs=plan(real=real).map(runs).collect())
+
+        return _audit_of_asset
+
+    @dg.graph_asset(**asset_kwargs)
+    def _audit():
+        return analyse(runs=plan().map(runs).collect())
+
+    return _audit
+
+
+def _plan_op(spec: AuditSpec) -> dg.OpDefinition:
+    plan_ins = {"real": dg.In()} if spec.real_key is not None else {}
+
+    @dg.op(ins=plan_ins, out=dg.DynamicOut(dg.Nothing), **spec.op_kwargs("plan"))
     def _plan(context: dg.OpExecutionContext, **inputs: Any):
         from privgate.audit import prepare_audit
 
-        resource = getattr(context.resources, resource_key)
+        resource = spec.resource(context)
         version = context.partition_key
-        folder = folder_of(context)
-        real_frame = inputs["real"] if real_key is not None else _load(real, "real")
-        pop = None if population is None else _load(population, "population")
+        folder = spec.folder_of(context)
+        real_frame = inputs["real"] if spec.real_key is not None else _load(spec.real, "real")
+        pop = None if spec.population is None else _load(spec.population, "population")
         started = time.time()
-        prepared = prepare_audit(resolve(version), real_frame, population=pop, schema=None,
-                                 threads=budget(resource), **options)
+        prepared = prepare_audit(spec.resolve(version), real_frame, population=pop, schema=None,
+                                 threads=spec.budget(resource), **spec.options)
         write_prepared(folder, prepared, started)
         n = prepared.plan.n_runs
-        context.log.info(f"privgate audit {name} of version {version!r}: {prepared.plan.n_targets} targets "
-                         f"({len(prepared.not_taken)} not taken), {n} runs in "
-                         f"{len(chunks(n, chunk_size))} steps; prepared in {prepared.seconds:.1f} s")
-        for first, last in chunks(n, chunk_size):
+        context.log.info(f"privgate audit {spec.name} of version {version!r}: {prepared.plan.n_targets} "
+                         f"targets ({len(prepared.not_taken)} not taken), {n} runs in "
+                         f"{len(chunks(n, spec.chunk_size))} steps; prepared in {prepared.seconds:.1f} s")
+        for first, last in chunks(n, spec.chunk_size):
             yield dg.DynamicOutput(None, mapping_key=f"runs_{first}_{last - 1}")
 
-    @dg.op(name=f"{name}__runs", ins={"chunk": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing),
-           required_resource_keys={resource_key}, tags=tags.get("runs", {}), retry_policy=retry_policy,
-           description=f"privgate audit {name}: train and sample the generator for one chunk of runs "
-                       "and compute the targets' features on each release")
+    return _plan
+
+
+def _runs_op(spec: AuditSpec) -> dg.OpDefinition:
+
+    @dg.op(ins={"chunk": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing), retry_policy=spec.retry_policy,
+           **spec.op_kwargs("runs"))
     def _runs(context: dg.OpExecutionContext):
         from privgate.audit import make_run
 
-        resource = getattr(context.resources, resource_key)
         key = context.get_mapping_key()
-        first, last = _chunk_of(key)
-        folder = folder_of(context)
+        first, last = chunk_of(key)
+        folder = spec.folder_of(context)
         prepared, _ = read_prepared(folder)
-        generate_v = resolve(context.partition_key)
-        threads = budget(resource)
+        generate_v = spec.resolve(context.partition_key)
+        threads = spec.budget(spec.resource(context))
         start = time.perf_counter()
         outcomes = [make_run(prepared.plan, prepared.space, generate_v, r, threads=threads)
                     for r in range(first, last + 1)]
         write_outcomes(folder, key, outcomes)
         failed = sum(o.error is not None for o in outcomes)
-        context.log.info(f"privgate audit {name}: runs {first}–{last} made ({failed} failed) in "
+        context.log.info(f"privgate audit {spec.name}: runs {first}–{last} made ({failed} failed) in "
                          f"{time.perf_counter() - start:.1f} s with {threads} thread(s)")
         return dg.Output(None, metadata={
             "runs": len(outcomes), "runs_failed": failed, "threads": threads,
@@ -228,218 +310,75 @@ def build_generator_audit(
             "seconds_generate": dg.MetadataValue.float(round(sum(o.seconds_generate for o in outcomes), 3)),
             "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib())})
 
-    @dg.op(name=f"{name}__analyse", ins={"runs": dg.In(dg.Nothing)},
-           out=dg.Out(io_manager_key=io_manager_key or "io_manager"),
-           required_resource_keys={resource_key}, tags=tags.get("analyse", {}),
-           description=f"privgate audit {name}: attack every target on the runs' releases and bound ε")
+    return _runs
+
+
+def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
+
+    @dg.op(ins={"runs": dg.In(dg.Nothing)}, out=dg.Out(io_manager_key=spec.io_manager_key or "io_manager"),
+           **spec.op_kwargs("analyse"))
     def _analyse(context: dg.OpExecutionContext):
         from privgate.audit import analyse_runs
-
-        resource = getattr(context.resources, resource_key)
-        version = context.partition_key
-        folder = folder_of(context)
-        prepared, started = read_prepared(folder)
-        outcomes = read_outcomes(folder)
-        n_steps = len(chunks(prepared.plan.n_runs, chunk_size))
-        result = analyse_runs(
-            prepared, outcomes, attacks=attacks, claimed_epsilon=claimed_epsilon, delta=delta,
-            confidence=confidence,
-            execution={"workers": n_steps, "threads": budget(resource),
-                       "note": f"Dagster: {n_steps} run steps of at most {chunk_size} runs"},
-            wall_seconds=time.time() - started if started is not None else None,
-            generator={"name": label, "version": version})
         from privgate.gates.audit_rules import decide_audit
 
-        outcome = decide_audit(result, rules, dataset=resource.dataset)
-        saved = result_path(resource, name, version, context.run.run_id).absolute()
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(saved, result.to_json())
-        if record:
-            store = resource.open_history()
-            try:
-                store.record_audit(outcome, dataset=resource.dataset)
-            finally:
-                store.close()
-        shutil.rmtree(folder, ignore_errors=True)
-        for parent in (folder.parent, folder.parent.parent):  # the asset's, then the run's folder
-            try:
-                parent.rmdir()
-            except OSError:
-                break
-        context.log.info(f"privgate audit {name} of version {version!r}:\n{result.summary()}\n{outcome.table()}")
+        resource = spec.resource(context)
+        version = context.partition_key
+        folder = spec.folder_of(context)
+        prepared, started = read_prepared(folder)
+        outcomes = read_outcomes(folder)
+        n_steps = len(chunks(prepared.plan.n_runs, spec.chunk_size))
+        result = analyse_runs(
+            prepared, outcomes, attacks=spec.attacks, claimed_epsilon=spec.claimed_epsilon,
+            delta=spec.delta, confidence=spec.confidence,
+            execution={"workers": n_steps, "threads": spec.budget(resource),
+                       "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"},
+            wall_seconds=time.time() - started if started is not None else None,
+            generator={"name": spec.label, "version": version})
+        outcome = decide_audit(result, spec.rules, dataset=resource.dataset)
+        saved = _save_and_record(spec, resource, result, outcome, version, context.run.run_id)
+        _remove_work_folder(folder)
+        context.log.info(f"privgate audit {spec.name} of version {version!r}:\n{result.summary()}\n"
+                         f"{outcome.table()}")
         return dg.Output(result.to_polars(), metadata={
-            **decision_metadata(outcome), **audit_metadata(result),
+            **spec.translator.get_audit_decision_metadata(outcome),
+            **spec.translator.get_audit_metadata(result),
             "audit_json": dg.MetadataValue.path(str(saved))})
 
-    asset_kwargs: dict[str, Any] = dict(
-        name=name, partitions_def=partitions_def, group_name=group_name, kinds={"privgate"},
-        description=(f"privgate generator audit ({label}): {runs} runs, fanned out in steps of "
-                     f"{chunk_size}; empirical ε lower bound"
-                     + (f" against the claimed ε = {claimed_epsilon:g}" if claimed_epsilon is not None else "")),
-        metadata={"claimed_epsilon": claimed_epsilon if claimed_epsilon is not None else "none",
-                  "runs": runs, "chunk_size": chunk_size, "seed": seed})
-    if real_key is not None:
-        @dg.graph_asset(ins={"real": dg.AssetIn(real_key)}, **asset_kwargs)
-        def _audit_of_asset(real):
-            return _analyse(runs=_plan(real=real).map(_runs).collect())
-
-        return _audit_of_asset
-
-    @dg.graph_asset(**asset_kwargs)
-    def _audit():
-        return _analyse(runs=_plan().map(_runs).collect())
-
-    return _audit
+    return _analyse
 
 
-# --- what the steps share ---------------------------------------------------------------------------
+def _save_and_record(spec: AuditSpec, resource: Any, result: Any, outcome: Any, version: str,
+                     run_id: str) -> Path:
+    """Save the AuditResult JSON and record the decided audit in the score history."""
+    saved = spec.translator.get_audit_result_path(resource.reports_dir, resource.work_dir, spec.name,
+                                                  version, run_id).absolute()
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(saved, result.to_json())
+    if spec.record:
+        store = resource.open_history()
+        try:
+            store.record_audit(outcome, dataset=resource.dataset)
+        finally:
+            store.close()
+    return saved
 
 
-def chunks(n_runs: int, size: int) -> list[tuple[int, int]]:
-    """[first, end) run numbers of each chunk of at most ``size`` runs."""
-    return [(i, min(i + size, n_runs)) for i in range(0, n_runs, size)]
+def _remove_work_folder(folder: Path) -> None:
+    """Delete the run's files, then the asset's and the run's folders once empty."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in (folder.parent, folder.parent.parent):
+        try:
+            parent.rmdir()
+        except OSError:
+            break
 
 
-def _chunk_of(mapping_key: str) -> tuple[int, int]:
-    _, first, last = mapping_key.split("_")
-    return int(first), int(last)
+# --- the asset's inputs --------------------------------------------------------------------------
 
 
-def work_folder(work_dir: str | None, run: Any, name: str, version: str) -> Path:
-    """Where the steps of one audit run (and its re-executions: the root run id) leave files."""
-    root = Path(work_dir) if work_dir else Path(tempfile.gettempdir()) / "privgate-steps"
-    return root / (run.root_run_id or run.run_id) / name / path_component(version, "version")
-
-
-def result_path(resource: Any, name: str, version: str, run_id: str) -> Path:
-    """Where the analyse step saves the AuditResult JSON: ``<reports_dir>/audits/<name>/
-    <version>/<run id>.json`` (without ``reports_dir``: under the work folder's root)."""
-    root = Path(resource.reports_dir) if resource.reports_dir else (
-        Path(resource.work_dir) if resource.work_dir else Path(tempfile.gettempdir()) / "privgate-steps")
-    return root / "audits" / name / path_component(version, "version") / f"{run_id}.json"
-
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
-def write_prepared(folder: Path, prepared: "PreparedAudit", started: float) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    _atomic_write(folder / STARTED_FILE, json.dumps({"started": started}))
-    _atomic_write(folder / PREPARED_FILE, pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def read_prepared(folder: Path) -> "tuple[PreparedAudit, float | None]":
-    from privgate.errors import AuditError
-
-    path = folder / PREPARED_FILE
-    if not path.exists():
-        raise AuditError(f"the audit's plan is not in {path} (did the plan step run? is the work_dir "
-                         "shared by every step?)")
-    prepared = pickle.loads(path.read_bytes())
-    try:
-        started = json.loads((folder / STARTED_FILE).read_text(encoding="utf-8"))["started"]
-    except (OSError, ValueError, KeyError):
-        started = None
-    return prepared, started
-
-
-def write_outcomes(folder: Path, key: str, outcomes: Sequence[Any]) -> Path:
-    """One chunk's run outcomes as JSON (the targets' features: numbers only)."""
-    out = folder / RUNS_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{key}.json"
-    _atomic_write(path, json.dumps({"format": OUTCOMES_FORMAT, "outcomes": [o.to_dict() for o in outcomes]},
-                                   allow_nan=True))
-    return path
-
-
-def read_outcomes(folder: Path) -> list[Any]:
-    """Every chunk's outcomes in run order (analyse_runs names the runs that are missing)."""
-    from privgate.audit import RunOutcome
-
-    found = []
-    for path in sorted((folder / RUNS_DIR).glob("*.json")):
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        found.extend(RunOutcome.from_dict(d) for d in payload["outcomes"])
-    return sorted(found, key=lambda o: o.run)
-
-
-def _round(x: Any) -> Any:
-    return None if x is None else round(float(x), DIGITS)
-
-
-def verdict_of(result: "AuditResult") -> str:
-    if result.checked_nothing:
-        return "checked nothing"
-    if result.violation is None:
-        return "no claim"
-    return "violation" if result.violation else "no violation found"
-
-
-def audit_metadata(result: "AuditResult") -> dict[str, Any]:
-    """The numbers a person plots across versions — rounded scores, counts and seconds; ids of
-    targets and attacks, never a value of a record."""
-    cost = result.cost
-    own = (cost.get("seconds_features_total") or 0.0) + (cost.get("seconds_analysis") or 0.0) \
-        + (cost.get("seconds_prepare") or 0.0)
-    md: dict[str, Any] = {
-        "verdict": dg.MetadataValue.text(verdict_of(result)),
-        "epsilon_lower": dg.MetadataValue.float(_round(result.epsilon_lower)),
-        "auc_lower": dg.MetadataValue.float(_round(result.auc_lower)),
-        "mu_lower": dg.MetadataValue.float(_round(result.mu_lower)),
-        "delta": dg.MetadataValue.float(float(result.delta)),
-        "confidence": dg.MetadataValue.float(float(result.confidence)),
-        "checked_nothing": dg.MetadataValue.bool(result.checked_nothing),
-        "n_audited": dg.MetadataValue.int(int(result.n_audited)),
-        "targets": dg.MetadataValue.int(len(result.targets)),
-        "runs": dg.MetadataValue.int(int(cost.get("runs", 0))),
-        "runs_failed": dg.MetadataValue.int(int(cost.get("runs_failed", 0))),
-        "preflight_runs": dg.MetadataValue.int(int(cost.get("preflight_runs", 0))),
-        "seconds_generator": dg.MetadataValue.float(_round(cost.get("seconds_generate_total", 0.0))),
-        "seconds_audit": dg.MetadataValue.float(_round(own)),
-        "generator_version": dg.MetadataValue.text(str(result.generator.get("version"))),
-        "generator": dg.MetadataValue.text(str(result.generator.get("name"))),
-    }
-    if result.claimed_epsilon is not None:
-        md["claimed_epsilon"] = dg.MetadataValue.float(float(result.claimed_epsilon))
-    if result.violation is not None:
-        md["violation"] = dg.MetadataValue.bool(bool(result.violation))
-    if result.max_auc is not None:
-        md["max_auc"] = dg.MetadataValue.float(_round(result.max_auc))
-    if result.best:
-        md["strongest_target"] = dg.MetadataValue.text(f"{result.best['target']} ({result.best['kind']})")
-        md["strongest_attack"] = dg.MetadataValue.text(str(result.best["attack"]))
-    if cost.get("wall_seconds") is not None:
-        md["wall_seconds"] = dg.MetadataValue.float(_round(cost["wall_seconds"]))
-    return md
-
-
-def decision_metadata(outcome: Any) -> dict[str, Any]:
-    """The audit rules' decision (:func:`privgate.gates.audit_rules.decide_audit`): what a
-    release check reads (``accepted``: pass or warn)."""
-    return {
-        "decision": dg.MetadataValue.text(outcome.decision),
-        "decision_code": dg.MetadataValue.int(int(outcome.exit_code)),
-        "accepted": dg.MetadataValue.bool(bool(outcome.accepted)),
-        "privgate_run_id": dg.MetadataValue.text(outcome.run_id),
-        "recorded": dg.MetadataValue.bool(bool(outcome.recorded)),
-        "rules": dg.MetadataValue.md("```\n" + outcome.table() + "\n```"),
-    }
-
-
-def _load_audit_config(path: Any) -> Any:
-    from privgate.gates.audit_rules import load_audit_config
-
-    return load_audit_config(path)
-
-
-def _versions(name: str, versions: Any) -> dg.PartitionsDefinition:
+def _versions(name: str, versions: Any, translator: PrivgateTranslator) -> dg.PartitionsDefinition:
     if versions is None:
-        return dg.DynamicPartitionsDefinition(name=f"{name}_versions")
+        return dg.DynamicPartitionsDefinition(name=translator.get_audit_versions_name(name))
     if isinstance(versions, dg.PartitionsDefinition):
         return versions
     if isinstance(versions, str):
@@ -475,115 +414,4 @@ def _peak_rss_mib() -> int:
     return peak()
 
 
-# --- the release check -------------------------------------------------------------------------------
-
-
-def audit_passes(metadata: Mapping[str, Any]) -> tuple[bool, str]:
-    """Whether an audit's materialisation lets a release of its generator through: the audit
-    rules' decision recorded with it (:func:`privgate.gates.audit_rules.decide_audit`) accepted
-    it (pass or warn). A materialisation without a decision fails closed."""
-    def value(key: str) -> Any:
-        v = metadata.get(key)
-        return getattr(v, "value", v)
-
-    decision = value("decision")
-    if decision is None or value("accepted") is None:
-        return False, "the audit's materialisation carries no decision (fails closed)"
-    bound = f"ε lower bound {value('epsilon_lower')}"
-    if value("claimed_epsilon") is not None:
-        bound += f", claimed ε {value('claimed_epsilon')}"
-    if value("accepted"):
-        return True, f"the audit decided {decision} ({bound}; verdict: {value('verdict')})"
-    return False, f"the audit decided {decision} ({bound}; verdict: {value('verdict')})"
-
-
-def build_audit_required_check(
-    release_asset: Any,
-    audit_asset: Any,
-    version_fn: "Callable[[dg.AssetCheckExecutionContext], str] | str" = "generator_version",
-    *,
-    name: str = AUDIT_CHECK,
-    blocking: bool = True,
-) -> dg.AssetChecksDefinition:
-    """A blocking check on ``release_asset``: the generator version that made the release must
-    have a passing audit in ``audit_asset`` (from :func:`build_generator_audit`).
-
-    ``version_fn``: the release's generator version — a function of the check's context, or the
-    name of a metadata entry of the release's latest materialisation (of the check's partition).
-    The check reads the audit's latest materialisation of that version's partition and fails
-    with severity ERROR when there is none or when the audit rules did not accept it (decision
-    block or error: a proven violation, an AUC lower bound over the block limit, an audit that
-    checked nothing; :func:`audit_passes`). Its metadata: the version, the audit's verdict,
-    ε lower bound and claim, and the audit's run id."""
-    from .checks import _asset_key_and_partitions
-
-    key, partitions_def = _asset_key_and_partitions(release_asset)
-    audit_key = audit_asset.key if isinstance(audit_asset, (dg.AssetsDefinition, dg.AssetSpec)) \
-        else dg.AssetKey.from_coercible(audit_asset)
-    spec_kwargs: dict[str, Any] = {}
-    if partitions_def is not None:
-        spec_kwargs["partitions_def"] = partitions_def
-    import warnings
-
-    with warnings.catch_warnings():
-        # partitioned check specs are a Dagster "preview" API (1.13): results carry the partition
-        warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
-        warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
-        spec = dg.AssetCheckSpec(
-            name, asset=key, blocking=blocking, additional_deps=[audit_key],  # lineage: audit → check
-            description=f"the generator version that made {key.to_user_string()} has a passing audit in "
-                        f"{audit_key.to_user_string()}", **spec_kwargs)
-
-    @dg.multi_asset_check(specs=[spec], name=f"{identifier(name)}_{key.to_python_identifier()}",
-                          description=spec.description)
-    def _audit_required(context: dg.AssetCheckExecutionContext):
-        partition = context.partition_key if context.has_partition_key else None
-        try:
-            version = version_fn(context) if callable(version_fn) else _release_metadata(
-                context, key, partition, version_fn)
-        except Exception as exc:  # noqa: BLE001 - no version known: no audit can be required
-            version, why = None, f"the release's generator version is unknown ({type(exc).__name__}: {exc})"
-        else:
-            why = None if version else "the release's generator version is unknown"
-        record = None
-        if version:
-            version = str(version)
-            records = context.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=audit_key, asset_partitions=[version]), limit=1,
-                ascending=False).records
-            record = records[0] if records else None
-            if record is None:
-                why = f"generator version {version!r} has no audit in {audit_key.to_user_string()}"
-        md: dict[str, Any] = {"generator_version": dg.MetadataValue.text(str(version))}
-        if record is None:
-            passed = False
-        else:
-            meta = record.asset_materialization.metadata if record.asset_materialization else {}
-            passed, why = audit_passes(meta)
-            md["audit_run_id"] = dg.MetadataValue.text(record.run_id)
-            for k in ("decision", "verdict", "epsilon_lower", "claimed_epsilon", "auc_lower", "n_audited"):
-                if k in meta:
-                    md[k] = meta[k]
-        prefix = f"release {partition}: " if partition is not None else ""
-        yield dg.AssetCheckResult(check_name=name, asset_key=key, passed=passed,
-                                  severity=dg.AssetCheckSeverity.ERROR, metadata=md,
-                                  description=prefix + str(why))
-
-    return _audit_required
-
-
-def _release_metadata(context: Any, key: dg.AssetKey, partition: str | None, entry: str) -> Any:
-    """The value of metadata entry ``entry`` of the release's latest materialisation."""
-    flt = dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None)
-    records = context.instance.fetch_materializations(flt, limit=1, ascending=False).records
-    if not records or records[0].asset_materialization is None:
-        raise LookupError(f"{key.to_user_string()} has no materialisation"
-                          + (f" of partition {partition!r}" if partition is not None else ""))
-    meta = records[0].asset_materialization.metadata
-    if entry not in meta:
-        raise LookupError(f"its latest materialisation has no metadata entry {entry!r}")
-    return getattr(meta[entry], "value", meta[entry])
-
-
-__all__ = ["AUDIT_CHECK", "audit_metadata", "audit_passes", "build_audit_required_check",
-           "build_generator_audit", "chunks", "decision_metadata"]
+__all__ = ["AuditSpec", "build_generator_audit"]

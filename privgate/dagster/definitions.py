@@ -53,6 +53,7 @@ from .resource import PrivgateResource
 from .resources import DataLocations
 from .schedules import build_reevaluation_schedule
 from .sensors import build_releases_sensor
+from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 EVALUATE_JOB = "evaluate_release"
 REEVALUATE_JOB = "reevaluate_release"
@@ -142,50 +143,98 @@ def build_definitions(
     reevaluate_latest: int | None = None,
     example_audit: bool | None = None,
     env: Mapping[str, str] | None = None,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
 ) -> dg.Definitions:
-    """privgate's Definitions; see the module docstring for the environment variables."""
+    """privgate's Definitions; see the module docstring for the environment variables.
+    ``translator``: names and describes the checks, ops and scorecards
+    (:class:`~privgate.dagster.translator.PrivgateTranslator`)."""
     env = os.environ if env is None else env
-    root = Path(data_dir or _env("PRIVGATE_DAGSTER_DATA_DIR", env) or "privgate-dagster").absolute()
-
-    def pick(arg: Any, var: str, default: Any) -> Any:
-        value = arg if arg is not None else _env(var, env)
-        return default if value is None else value
-
-    locations = DataLocations(
-        releases_dir=str(pick(releases_dir, "PRIVGATE_RELEASES_DIR", root / "releases")),
-        publish_dir=str(pick(publish_dir, "PRIVGATE_PUBLISH_DIR", root / "published")),
+    pick = _Settings(env, Path(data_dir or _env("PRIVGATE_DAGSTER_DATA_DIR", env) or "privgate-dagster").absolute())
+    locations, privgate, storage = _resources(
+        pick, real_path=real_path, holdout_path=holdout_path, releases_dir=releases_dir,
+        publish_dir=publish_dir, reports_dir=reports_dir, storage_dir=storage_dir, gate_config=gate_config,
+        dataset=dataset, history_url=history_url, work_dir=work_dir)
+    cfg = privgate.load_config()  # the checks are declared from it; an invalid configuration fails the load
+    release_checks = _release_checks(pick, cfg, privgate, evaluation, step_threads, translator)
+    published_release = build_published_release(cfg)
+    evaluate_job, reevaluate_job = _jobs(published_release)
+    triggers = _triggers(pick, evaluate_job, reevaluate_job, published_release, cfg, privgate,
+                         sensor_interval=sensor_interval, sensor_settle_seconds=sensor_settle_seconds,
+                         sensor_running=sensor_running, reevaluation_cron=reevaluation_cron,
+                         reevaluate_latest=reevaluate_latest, translator=translator)
+    exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
+    assets: list[Any] = [real_data, synthetic_release, published_release]
+    jobs = [evaluate_job, reevaluate_job]
+    _add_example_audit(pick, example_audit, assets, jobs, translator)
+    return dg.Definitions(
+        assets=[*assets, *build_privgate_scorecards(assets=[synthetic_release], translator=translator)],
+        asset_checks=release_checks,
+        jobs=jobs,
+        **triggers,
+        resources={
+            "locations": locations,
+            "privgate": privgate,
+            "io_manager": PolarsParquetIOManager(base_dir=storage),
+        },
+        executor=exec_def,
     )
-    storage = str(pick(storage_dir, "PRIVGATE_STORAGE_DIR", root / "storage"))
+
+
+def _resources(pick: "_Settings", *, real_path: Any, holdout_path: Any, releases_dir: Any,
+               publish_dir: Any, reports_dir: Any, storage_dir: Any, gate_config: Any, dataset: Any,
+               history_url: Any, work_dir: Any) -> tuple[DataLocations, PrivgateResource, str]:
+    """The data locations, the privgate resource and the IO manager's folder."""
+    locations = DataLocations(
+        releases_dir=str(pick(releases_dir, "PRIVGATE_RELEASES_DIR", pick.root / "releases")),
+        publish_dir=str(pick(publish_dir, "PRIVGATE_PUBLISH_DIR", pick.root / "published")),
+    )
+    storage = str(pick(storage_dir, "PRIVGATE_STORAGE_DIR", pick.root / "storage"))
     privgate = PrivgateResource(
-        real_path=str(pick(real_path, "PRIVGATE_REAL_PATH", root / "real.parquet")),
+        real_path=str(pick(real_path, "PRIVGATE_REAL_PATH", pick.root / "real.parquet")),
         holdout_path=(str(h) if (h := pick(holdout_path, "PRIVGATE_HOLDOUT_PATH", None)) else None),
         gate_config=str(pick(gate_config, "PRIVGATE_GATE_CONFIG", default_gate_config_path())),
         dataset=pick(dataset, "PRIVGATE_DATASET", None),
         # unset: the CLI's default store (privgate.history: $PRIVGATE_HISTORY_URL, else SQLite)
         history_url=pick(history_url, "PRIVGATE_HISTORY_URL", None),
-        reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", root / "reports")),
+        reports_dir=str(pick(reports_dir, "PRIVGATE_REPORTS_DIR", pick.root / "reports")),
         threads=int(pick(None, "PRIVGATE_THREADS", 1)),
-        work_dir=str(pick(work_dir, "PRIVGATE_WORK_DIR", root / "work")),
+        work_dir=str(pick(work_dir, "PRIVGATE_WORK_DIR", pick.root / "work")),
     )
+    return locations, privgate, storage
 
-    cfg = privgate.load_config()  # the checks are declared from it; an invalid configuration fails the load
-    # the bundled pipeline is one use of the factory users call on their own assets
+
+class _Settings:
+    """A setting: the argument when given, else the environment variable, else the default."""
+
+    def __init__(self, env: Mapping[str, str], root: Path) -> None:
+        self.env, self.root = env, root
+
+    def __call__(self, arg: Any, var: str | None, default: Any) -> Any:
+        value = arg if arg is not None else (_env(var, self.env) if var else None)
+        return default if value is None else value
+
+
+def _release_checks(pick: _Settings, cfg: Any, privgate: PrivgateResource, evaluation: str | None,
+                    step_threads: Mapping[str, int] | None,
+                    translator: PrivgateTranslator) -> list[dg.AssetChecksDefinition]:
+    """The gate's checks on the bundled release asset: the bundled pipeline is one use of the
+    factories users call on their own assets."""
     mode = str(pick(evaluation, "PRIVGATE_EVALUATION", "single")).lower()
     if mode not in EVALUATIONS:
         raise ConfigError(f"PRIVGATE_EVALUATION: must be one of {', '.join(EVALUATIONS)}, got {mode!r}")
     if mode == "by_family":
-        threads = step_threads if step_threads is not None else _step_threads(env)
+        threads = step_threads if step_threads is not None else _step_threads(pick.env)
         if threads:  # one setting for every configuration: steps it does not have are ignored
-            threads = {k: v for k, v in threads.items() if k in default_steps(cfg)}
-        release_checks = build_privgate_family_checks(
+            threads = {k: v for k, v in threads.items() if k in default_steps(cfg, translator)}
+        return build_privgate_family_checks(
             assets=[synthetic_release], gate_config=cfg, step_threads=threads,
-            holdout=bool(privgate.holdout_path))
-    else:
-        release_checks = build_privgate_checks(assets=[synthetic_release], gate_config=cfg,
-                                               holdout=bool(privgate.holdout_path))
-    scorecards = build_privgate_scorecards(assets=[synthetic_release])
-    published_release = build_published_release(cfg)
+            holdout=bool(privgate.holdout_path), translator=translator)
+    return build_privgate_checks(assets=[synthetic_release], gate_config=cfg,
+                                 holdout=bool(privgate.holdout_path), translator=translator)
 
+
+def _jobs(published_release: dg.AssetsDefinition) -> tuple[Any, Any]:
+    """The evaluate-and-publish job and the re-evaluation job."""
     evaluate_job = dg.define_asset_job(
         EVALUATE_JOB,
         selection=dg.AssetSelection.assets(real_data, synthetic_release, published_release),
@@ -196,11 +245,21 @@ def build_definitions(
         selection=dg.AssetSelection.assets(synthetic_release),
         description="Re-read a release and re-run its privgate checks (no publication).",
     )
+    return evaluate_job, reevaluate_job
+
+
+def _triggers(pick: _Settings, evaluate_job: Any, reevaluate_job: Any,
+              published_release: dg.AssetsDefinition, cfg: Any, privgate: PrivgateResource, *,
+              sensor_interval: int | None, sensor_settle_seconds: float | None,
+              sensor_running: bool | None, reevaluation_cron: str | None,
+              reevaluate_latest: int | None, translator: PrivgateTranslator) -> dict[str, list[Any]]:
+    """The new-release sensor and the re-evaluation schedule."""
     status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
                   "PRIVGATE_SENSOR_STATUS", "running").lower()
     # runs started by the sensor and the schedule leave out the rules that cannot apply to them
     # (with / without the configured holdout): not shown as executed for those releases
-    planned = applicable_check_keys(synthetic_release, cfg, has_holdout=bool(privgate.holdout_path))
+    planned = applicable_check_keys(synthetic_release, cfg, has_holdout=bool(privgate.holdout_path),
+                                    translator=translator)
     sensor = build_releases_sensor(
         evaluate_job,
         asset_selection=[real_data.key, synthetic_release.key, published_release.key],
@@ -217,34 +276,25 @@ def build_definitions(
         cron_schedule=str(pick(reevaluation_cron, "PRIVGATE_REEVALUATION_CRON", "0 3 * * *")),
         latest=int(pick(reevaluate_latest, "PRIVGATE_REEVALUATE_LATEST", 5)),
     )
-    exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
-    assets: list[Any] = [real_data, synthetic_release, published_release]
-    jobs = [evaluate_job, reevaluate_job]
+    return {"sensors": [sensor], "schedules": [schedule]}
+
+
+def _add_example_audit(pick: _Settings, example_audit: bool | None, assets: list[Any], jobs: list[Any],
+                       translator: PrivgateTranslator) -> None:
+    """With ``PRIVGATE_EXAMPLE_AUDIT=1``: the bundled generator audit example and its job."""
     flag = str(pick(None if example_audit is None else int(example_audit), "PRIVGATE_EXAMPLE_AUDIT", "0")).lower()
     if flag not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise ConfigError(f"PRIVGATE_EXAMPLE_AUDIT: must be 1 or 0, got {flag!r}")
-    if flag in ("1", "true", "yes", "on"):
-        # building the asset is cheap: the audit runs only when a version is materialised
-        from .audit_example import build_example_audit
+    if flag not in ("1", "true", "yes", "on"):
+        return
+    # building the asset is cheap: the audit runs only when a version is materialised
+    from .audit_example import build_example_audit
 
-        audit = build_example_audit()
-        assets.append(audit)
-        jobs.append(dg.define_asset_job(
-            AUDIT_EXAMPLE_JOB, selection=dg.AssetSelection.assets(audit),
-            description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis."))
-    return dg.Definitions(
-        assets=[*assets, *scorecards],
-        asset_checks=release_checks,
-        jobs=jobs,
-        sensors=[sensor],
-        schedules=[schedule],
-        resources={
-            "locations": locations,
-            "privgate": privgate,
-            "io_manager": PolarsParquetIOManager(base_dir=storage),
-        },
-        executor=exec_def,
-    )
+    audit = build_example_audit(translator=translator)
+    assets.append(audit)
+    jobs.append(dg.define_asset_job(
+        AUDIT_EXAMPLE_JOB, selection=dg.AssetSelection.assets(audit),
+        description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis."))
 
 
 __all__ = ["AUDIT_EXAMPLE_JOB", "EVALUATE_JOB", "REEVALUATE_JOB", "build_definitions", "build_executor"]

@@ -51,16 +51,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dagster as dg
 
-from .checks import (
-    PrivgateRunConfig,
-    _asset_key_and_partitions,
-    _identifier,
-    default_release_id,
-    earlier_releases,
-    gate_config_of,
-    log_scorecard,
-)
-from .gate_checks import check_results, check_specs
+from .check_body import CheckTarget, gate_config_of, gate_release
+from .checks import PrivgateRunConfig
+from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig
@@ -71,15 +64,17 @@ GATE_STEP = "gate"
 PARTIAL_FORMAT = 1
 
 
-def default_steps(cfg: "GateConfig") -> dict[str, list[str]]:
-    """One step per registry family of ``cfg``'s metrics (configuration order): step name (the
-    family, as a Python identifier) → that family's name."""
+def default_steps(cfg: "GateConfig",
+                  translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> dict[str, list[str]]:
+    """One step per registry family of ``cfg``'s metrics (configuration order): step name
+    (:meth:`PrivgateTranslator.get_step_name`: the family as a Python identifier) → that
+    family's name."""
     from privgate.registry import get_metric
 
     steps: dict[str, list[str]] = {}
     for name in cfg.metrics:
         family = get_metric(name).family
-        steps.setdefault(_identifier(family), [family])
+        steps.setdefault(translator.get_step_name(family), [family])
     return steps
 
 
@@ -141,6 +136,7 @@ def build_privgate_family_checks(
     pool: str | None = None,
     name_prefix: str = "privgate",
     holdout: bool | None = None,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
 ) -> list[dg.AssetChecksDefinition]:
     """The checks of :func:`~privgate.dagster.build_privgate_checks` (same names, specs and
     results), evaluated in one step per metric family and decided by a join step.
@@ -151,12 +147,13 @@ def build_privgate_family_checks(
     that step's pod resources. ``step_threads``: step name → thread budget of its evaluation
     (default: the resource's ``threads``); match it to the pod's CPU. ``retry_policy``: retries
     of the family steps (e.g. after a pod eviction). ``pool``: concurrency pool of the join
-    step (default ``privgate_<dataset>``). Other arguments as ``build_privgate_checks``.
+    step (default :meth:`PrivgateTranslator.get_pool`, ``privgate_<dataset>``). Other arguments
+    (``translator`` too) as ``build_privgate_checks``.
     """
     cfg = gate_config_of(gate_config)
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_family_checks: no assets given")
-    plan_steps = _check_steps(steps if steps is not None else default_steps(cfg), cfg)
+    plan_steps = _check_steps(steps if steps is not None else default_steps(cfg, translator), cfg)
     tags = dict(step_tags or {})
     unknown = sorted(set(tags) - set(plan_steps) - {GATE_STEP})
     if unknown:
@@ -167,35 +164,33 @@ def build_privgate_family_checks(
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
             f"build_privgate_family_checks: step_threads for unknown steps {unknown}")
-    pool_name = pool if pool is not None else f"privgate_{_identifier(cfg.dataset)}"
-    return [_family_checks_for(a, cfg, plan_steps, tags, dict(step_threads or {}), retry_policy,
-                               resource_key, pool_name, name_prefix, holdout) for a in assets]
+    pool_name = pool if pool is not None else translator.get_pool(cfg.dataset)
+    return [_family_checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), plan_steps,
+                               tags, dict(step_threads or {}), retry_policy, pool_name, name_prefix)
+            for a in assets]
 
 
-def _family_checks_for(asset: Any, cfg: "GateConfig", steps: dict[str, list[str]],
+def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
                        tags: dict[str, Mapping[str, Any]], threads: dict[str, int],
-                       retry_policy: dg.RetryPolicy | None, resource_key: str, pool: str,
-                       name_prefix: str, holdout: bool | None = None) -> dg.AssetChecksDefinition:
-    key, partitions_def = _asset_key_and_partitions(asset)
-    specs = check_specs(cfg, key, partitions_def=partitions_def, has_holdout=holdout)
-    specs_by_output = {spec.get_python_identifier(): spec for spec in specs}
-    graph_name = f"{name_prefix}_{key.to_python_identifier()}"
-    step_ops = {step: _step_op(f"{graph_name}__{step}", step, key, cfg, steps, tags.get(step),
-                               threads.get(step), retry_policy, resource_key)
+                       retry_policy: dg.RetryPolicy | None, pool: str,
+                       name_prefix: str) -> dg.AssetChecksDefinition:
+    key, translator = target.key, target.translator
+    specs_by_output = {spec.get_python_identifier(): spec for spec in target.specs()}
+    step_ops = {step: _step_op(translator.get_step_op_name(key, step, name_prefix), step, target, steps,
+                               tags.get(step), threads.get(step), retry_policy)
                 for step in steps}
-    join = _join_op(f"{graph_name}__{GATE_STEP}", key, partitions_def, cfg, steps, specs_by_output,
-                    tags.get(GATE_STEP), resource_key, pool)
+    join = _join_op(translator.get_step_op_name(key, GATE_STEP, name_prefix), target, steps,
+                    specs_by_output, tags.get(GATE_STEP), pool)
 
     def config_fn(config: Any) -> dict[str, Any]:
         values = config if isinstance(config, dict) else config.model_dump()
         values = {k: v for k, v in values.items() if v is not None}
         return {op.name: {"config": values} for op in (*step_ops.values(), join)}
 
-    @dg.graph(name=graph_name, ins={"release": dg.GraphIn()},
+    @dg.graph(name=translator.get_op_name(key, name_prefix), ins={"release": dg.GraphIn()},
               out={name: dg.GraphOut() for name in specs_by_output},
               config=dg.ConfigMapping(config_fn=config_fn, config_schema=PrivgateRunConfig.to_config_schema()),
-              description=(f"privgate privacy gate on {key.to_user_string()}, one step per metric "
-                           f"family ({', '.join(steps)}) and a join step that decides"))
+              description=translator.get_graph_description(key, list(steps)))
     def _graph(release):
         done = {f"after_{step}": op(release) for step, op in step_ops.items()}
         outs = join(release=release, **done)
@@ -208,24 +203,22 @@ def _family_checks_for(asset: Any, cfg: "GateConfig", steps: dict[str, list[str]
 # --- the family steps ---------------------------------------------------------------------------
 
 
-def _work_folder(resource: Any, context: Any, key: dg.AssetKey) -> Path:
-    """Where the steps of this run (and its re-executions: the root run id) leave results."""
-    root = Path(resource.work_dir) if resource.work_dir else Path(tempfile.gettempdir()) / "privgate-steps"
-    run = context.run
-    return root / (run.root_run_id or run.run_id) / key.to_python_identifier()
+def _work_folder(target: CheckTarget, resource: Any, context: Any) -> Path:
+    """Where the steps of this run leave results (:meth:`PrivgateTranslator.get_step_work_folder`)."""
+    return target.translator.get_step_work_folder(resource.work_dir, context.run, target.key)
 
 
-def _step_op(op_name: str, step: str, key: dg.AssetKey, cfg: "GateConfig",
-             steps: dict[str, list[str]], tags: Mapping[str, Any] | None, threads: int | None,
-             retry_policy: dg.RetryPolicy | None, resource_key: str) -> dg.OpDefinition:
-    members = ", ".join(steps[step])
+def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list[str]],
+             tags: Mapping[str, Any] | None, threads: int | None,
+             retry_policy: dg.RetryPolicy | None) -> dg.OpDefinition:
+    cfg = target.cfg
 
     @dg.op(name=op_name, ins={"release": dg.In()}, out=dg.Out(dg.Nothing),
-           required_resource_keys={resource_key}, tags=dict(tags or {}), retry_policy=retry_policy,
-           description=f"privgate: evaluate the {members} metrics of the gate on {key.to_user_string()}")
+           required_resource_keys={target.resource_key}, tags=dict(tags or {}), retry_policy=retry_policy,
+           description=target.translator.get_step_description(target.key, steps[step]))
     def _evaluate_step(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
-        resource = getattr(context.resources, resource_key)
-        folder = _work_folder(resource, context, key)
+        resource = getattr(context.resources, target.resource_key)
+        folder = _work_folder(target, resource, context)
         start = time.perf_counter()
         metrics: list[str] = []
         from privgate.gates.deadline import DeadlineExceeded, with_deadline
@@ -372,53 +365,47 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
     return merged
 
 
-def _join_op(op_name: str, key: dg.AssetKey, partitions_def: Any, cfg: "GateConfig",
-             steps: dict[str, list[str]], specs_by_output: dict[str, dg.AssetCheckSpec],
-             tags: Mapping[str, Any] | None, resource_key: str, pool: str) -> dg.OpDefinition:
+def _join_op(op_name: str, target: CheckTarget, steps: dict[str, list[str]],
+             specs_by_output: dict[str, dg.AssetCheckSpec], tags: Mapping[str, Any] | None,
+             pool: str) -> dg.OpDefinition:
 
     @dg.op(name=op_name,
            ins={"release": dg.In(), **{f"after_{s}": dg.In(dg.Nothing) for s in steps}},
            out={name: dg.Out(dg.Nothing, is_required=False) for name in specs_by_output},
-           required_resource_keys={resource_key}, tags=dict(tags or {}), pool=pool,
-           description=f"privgate: gate {key.to_user_string()} on the results of the family steps")
+           required_resource_keys={target.resource_key}, tags=dict(tags or {}), pool=pool,
+           description=target.translator.get_join_description(target.key))
     def _gate(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
-        resource = getattr(context.resources, resource_key)
-        folder = _work_folder(resource, context, key)
-        partition = context.partition_key if context.has_partition_key else None
-        release_id = config.release_id or partition or default_release_id(context, key)
-        holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
-        try:
-            # the resource's run options apply to every step as to the single-step evaluation
-            run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
-                                                             sample_real=resource.sample_real,
-                                                             sample=resource.sample)
-        except Exception:  # noqa: BLE001 - run_gate names the invalid configuration and blocks
-            report = None
-        else:
-            report = merged_report(folder, run_cfg, steps, holdout is not None)
-        earlier, in_progress = earlier_releases(context, partition, partitions_def)
-        outcome, reports = resource.evaluate(
-            release, release_id=release_id, declared=cfg, earlier_releases=earlier,
-            earlier_in_progress=in_progress, holdout_path=config.holdout_path, log=context.log,
-            report=report if report is not None else _empty_report())
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            folder.parent.rmdir()  # the run's folder, once no other checked asset uses it
-        except OSError:
-            pass
-        context.log.info(
-            f"privgate gate on release {release_id!r} ({len(steps)} evaluation steps): "
-            f"{outcome.decision} (exit code {outcome.exit_code}, privgate run {outcome.run_id}, "
-            f"recorded: {outcome.recorded})")
-        log_scorecard(context, resource, cfg, outcome, key, partition, reports)
-        extra = {f"{kind}_report": dg.MetadataValue.path(str(path)) for kind, path in reports.items()}
-        extra["evaluation_steps"] = dg.MetadataValue.int(len(steps))
-        selected = {k.name for k in context.selected_asset_check_keys}
-        for result in check_results(cfg, outcome, key, decision_metadata=extra):
-            if result.check_name in selected:
-                yield result
+        resource = getattr(context.resources, target.resource_key)
+        folder = _work_folder(target, resource, context)
+        report = _joined_report(resource, target.cfg, config, folder, steps)
+        yield from gate_release(context, release, config, target, report=report, steps=len(steps),
+                                after_evaluate=lambda: _remove_work_folder(folder))
 
     return _gate
+
+
+def _joined_report(resource: Any, cfg: "GateConfig", config: PrivgateRunConfig, folder: Path,
+                   steps: dict[str, list[str]]) -> "Report":
+    """The steps' merged results for the gate; an empty report (the gate blocks naming the
+    configuration) when the run's configuration is invalid."""
+    holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
+    try:
+        # the resource's run options apply to every step as to the single-step evaluation
+        run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
+                                                         sample_real=resource.sample_real,
+                                                         sample=resource.sample)
+    except Exception:  # noqa: BLE001 - run_gate names the invalid configuration and blocks
+        return _empty_report()
+    return merged_report(folder, run_cfg, steps, holdout is not None)
+
+
+def _remove_work_folder(folder: Path) -> None:
+    """Delete the steps' files, then the run's folder once no other checked asset uses it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        folder.parent.rmdir()
+    except OSError:
+        pass
 
 
 def _empty_report() -> "Report":

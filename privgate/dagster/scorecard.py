@@ -26,37 +26,30 @@ from typing import TYPE_CHECKING, Any, Sequence
 import dagster as dg
 
 from .gate_checks import DECISION_CODES, finite, rule_checks, significant
+from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig, GateOutcome
 
-SUFFIX = "_privacy_scorecard"
 HISTORY_ROWS = 20
 _QUANTITY = {"threshold": "", "baseline": " excess", "trend": " increase", "test": " p-value"}
 
 
-def scorecard_key(asset_key: Any) -> dg.AssetKey:
-    """The scorecard asset key of a release asset: ``<release asset key>_privacy_scorecard``."""
-    key = dg.AssetKey.from_coercible(asset_key)
-    return dg.AssetKey([*key.path[:-1], key.path[-1] + SUFFIX])
-
-
-def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None = None) -> list[dg.AssetSpec]:
-    """The scorecard asset of every release asset in ``assets`` (the same assets given to
-    :func:`~privgate.dagster.build_privgate_checks`), to list among the Definitions' assets.
-    The checks materialise it after every gate run; it is partitioned like the release asset."""
-    from .checks import _asset_key_and_partitions
+def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None = None,
+                              translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> list[dg.AssetSpec]:
+    """The scorecard asset of every release asset in ``assets`` (the same assets and translator
+    given to :func:`~privgate.dagster.build_privgate_checks`), to list among the Definitions'
+    assets. The checks materialise it after every gate run; it is partitioned like the release
+    asset. Its key and description: :meth:`PrivgateTranslator.get_scorecard_key` and
+    :meth:`~PrivgateTranslator.get_scorecard_description`."""
+    from .check_body import asset_key_and_partitions
 
     specs = []
     for asset in assets:
-        key, partitions_def = _asset_key_and_partitions(asset)
+        key, partitions_def = asset_key_and_partitions(asset)
         specs.append(dg.AssetSpec(
-            key=scorecard_key(key), partitions_def=partitions_def, group_name=group_name,
-            kinds={"privgate"},
-            description=(f"privgate privacy scorecard of {key.to_user_string()}: the gate decision, the "
-                         "blocking rules' numbers and the reason for a block, per release (materialised "
-                         "by the privgate checks after every gate run; Metadata → Plots draws each "
-                         "number across releases, the Partitions tab lists the releases)")))
+            key=translator.get_scorecard_key(key), partitions_def=partitions_def, group_name=group_name,
+            kinds={"privgate"}, description=translator.get_scorecard_description(key)))
     return specs
 
 
@@ -117,6 +110,7 @@ def _rounded(x: float | None) -> float | None:
 def scorecard_materialization(
     cfg: "GateConfig | None", outcome: "GateOutcome", asset_key: Any, *,
     partition: str | None = None, history: Any = None, reports: dict[str, Any] | None = None,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
 ) -> dg.AssetMaterialization:
     """The scorecard materialisation of one gate run (see the module docstring). ``history``:
     the dataset's recent runs (a Polars frame of ``HistoryStore.runs``), newest last."""
@@ -157,7 +151,7 @@ def scorecard_materialization(
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
-        asset_key=scorecard_key(asset_key), partition=partition, metadata=md,
+        asset_key=translator.get_scorecard_key(asset_key), partition=partition, metadata=md,
         description=f"release {outcome.release_id}: {decision.upper()} — {reason(outcome)}")
 
 

@@ -309,6 +309,25 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
             lists or a dict of lists).
     """
     options = _dealias(options)
+    ident_meas, attrib_meas = _summary_measures(options, ident_meas, attrib_meas)
+    unknown = sorted(set(options) - set(_MULTI_PER_TARGET) - set(_MULTI_SHARED))
+    if unknown:
+        raise ParameterError(f"unknown multi_disclosure option(s) {unknown}")
+    real_f = load_frame(real, role="real")
+    syns = _as_frames(synthetic)
+    key_list = [keys] if isinstance(keys, str) else list(keys)
+    targets = _multi_targets(real_f, syns, key_list, targets)
+    opts_list = _options_per_target(options, key_list, targets)
+    check_columns(real_f, syns, [*opts_list[0].keys, *targets])
+    check_cont_na(real_f, dict(opts_list[0].cont_na), [*opts_list[0].keys, *targets])
+    pk = _prepare_keys_for(real_f, syns, opts_list[0])  # keys are labelled once for all targets
+    results = {t: _disclosure_prepared(real_f, syns, pk, o) for t, o in zip(targets, opts_list)}
+    return _summarise(pk.keys, targets, results, ident_meas, attrib_meas)
+
+
+def _summary_measures(options: dict[str, Any], ident_meas: str, attrib_meas: str) -> tuple[str, str]:
+    """The summary's identity and attribute measures (taken out of ``options`` when given there
+    too), checked; synthpop's "UiSiO" is "UiOiS"."""
     ident_meas = options.pop("ident_meas", ident_meas)
     attrib_meas = options.pop("attrib_meas", attrib_meas)
     if ident_meas not in ("repU", "UiOiS", "UiSiO"):
@@ -317,12 +336,13 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
         ident_meas = "UiOiS"
     if attrib_meas not in ("DiSCO", "DiSDiO", "DCAP"):
         raise ParameterError(f"attrib_meas must be 'DiSCO', 'DiSDiO' or 'DCAP', got {attrib_meas!r}")
-    unknown = sorted(set(options) - set(_MULTI_PER_TARGET) - set(_MULTI_SHARED))
-    if unknown:
-        raise ParameterError(f"unknown multi_disclosure option(s) {unknown}")
-    real_f = load_frame(real, role="real")
-    syns = _as_frames(synthetic)
-    key_list = [keys] if isinstance(keys, str) else list(keys)
+    return ident_meas, attrib_meas
+
+
+def _multi_targets(real_f: pl.DataFrame, syns: list[pl.DataFrame], key_list: list[str],
+                   targets: Sequence[str] | str | None) -> list[str]:
+    """The targets as a list without repeats; by default every column common to all synthetic
+    sets that is not a key, in the real data's column order."""
     if targets is None:
         common = set.intersection(*[set(s.columns) for s in syns])
         targets = [c for c in real_f.columns if c in common and c not in key_list]
@@ -331,7 +351,28 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
     targets = [targets] if isinstance(targets, str) else list(targets)
     if len(set(targets)) != len(targets):
         raise ParameterError(f"targets name a column more than once: {targets}")
+    return targets
+
+
+def _options_per_target(options: Mapping[str, Any], key_list: list[str],
+                        targets: list[str]) -> list[DisclosureOptions]:
+    """Each target's :func:`build_options`: the shared options and that target's entry of every
+    per-target option."""
     shared = {k: options[k] for k in _MULTI_SHARED if k in options}
+    per = _per_target_values(options, targets)
+    opts_list = []
+    for i, t in enumerate(targets):
+        kw = dict(shared)
+        for dest, vals in per.items():
+            if vals[i] is not None:
+                kw[dest] = vals[i]
+        opts_list.append(build_options(key_list, t, **kw))
+    return opts_list
+
+
+def _per_target_values(options: Mapping[str, Any], targets: list[str]) -> dict[str, list[Any]]:
+    """Option → one value per target, for the per-target options given (one value for all, a
+    list, or a dict by target; an exclude_* option's bare list of levels is one target's)."""
     per: dict[str, list[Any]] = {}
     for name, value in options.items():
         if name not in _MULTI_PER_TARGET:
@@ -350,18 +391,7 @@ def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
                 per[dest] = _per_target(name, items, targets, ())
         else:
             per[dest] = _per_target(name, value, targets, (str, bool, int, float))
-    opts_list = []
-    for i, t in enumerate(targets):
-        kw = dict(shared)
-        for dest, vals in per.items():
-            if vals[i] is not None:
-                kw[dest] = vals[i]
-        opts_list.append(build_options(key_list, t, **kw))
-    check_columns(real_f, syns, [*opts_list[0].keys, *targets])
-    check_cont_na(real_f, dict(opts_list[0].cont_na), [*opts_list[0].keys, *targets])
-    pk = _prepare_keys_for(real_f, syns, opts_list[0])  # keys are labelled once for all targets
-    results = {t: _disclosure_prepared(real_f, syns, pk, o) for t, o in zip(targets, opts_list)}
-    return _summarise(pk.keys, targets, results, ident_meas, attrib_meas)
+    return per
 
 
 def _summarise(keys: list[str], targets: list[str], results: dict[str, DisclosureResult],

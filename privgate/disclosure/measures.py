@@ -34,16 +34,31 @@ CAP_COLS = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_syn: list[int]
                      ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[int]]:
     """(ident, attrib, allcaps, TCAP_denom) — one row per synthetic set, in set order."""
-    m = len(n_syn)
-    ns = pl.DataFrame({SYN_COL: pl.Series(range(1, m + 1), dtype=pl.Int32),
+    ns = pl.DataFrame({SYN_COL: pl.Series(range(1, len(n_syn) + 1), dtype=pl.Int32),
                        "__ns": pl.Series(n_syn, dtype=pl.Float64)})
     nd = float(n_orig)
-    per_key = cells.group_by([SYN_COL, *key_cols]).agg(
+    per_key = _key_totals(cells, key_cols)
+    ident = _identity_counts(per_key, ns)
+    sums = _cell_sums(cells, per_key, key_cols, ns)
+    nsv = ident["__ns"].to_numpy()
+    tcap_denom = ident["tcap_denom"].to_numpy().astype(np.int64)
+    return (_identity_measures(ident, nd, nsv), _attribute_measures(sums, nd, nsv),
+            _cap_measures(sums, _base_capd(cells, nd), tcap_denom, nd, nsv), [int(x) for x in tcap_denom])
+
+
+def _key_totals(cells: pl.DataFrame, key_cols: list[str]) -> pl.DataFrame:
+    """Per set and key: d_.q, s_.q (after exclusions) and s_.q before exclusions."""
+    return cells.group_by([SYN_COL, *key_cols]).agg(
         pl.col("d").sum().alias("dq"), pl.col("s").sum().alias("sq"),
         pl.col("s_pre").sum().alias("sq_pre"),
     )
+
+
+def _identity_counts(per_key: pl.DataFrame, ns: pl.DataFrame) -> pl.DataFrame:
+    """Per set (every set, in order, with its size ``__ns``): the unique-key counts behind the
+    identity measures and TCAP's denominator."""
     uo = pl.col("dq") == 1
-    ident = (
+    return (
         per_key.group_by(SYN_COL).agg(
             uo.sum().alias("n_uio"), (pl.col("sq") == 1).sum().alias("n_uis"),
             (uo & (pl.col("sq_pre") > 0)).sum().alias("n_uiois"),
@@ -54,6 +69,11 @@ def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_sy
         .fill_null(0)
         .sort(SYN_COL)
     )
+
+
+def _cell_sums(cells: pl.DataFrame, per_key: pl.DataFrame, key_cols: list[str], ns: pl.DataFrame) -> pl.DataFrame:
+    """Per set, in order: the attribute tables' sums, the DiSCO cells' largest and mean, and the
+    CAP numerators."""
     # the float sums below (CAPs, mean_denom) run in one fixed order of the cells: a hash join's
     # or group-by's row order varies from run to run, and with it the last bits of a float sum
     with_q = cells.join(per_key.select(SYN_COL, *key_cols, "dq", "sq"), on=[SYN_COL, *key_cols],
@@ -68,40 +88,55 @@ def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_sy
         (pd_ * d).sum().alias("capd"), (ps * s).sum().alias("caps"),
         (ps * d).sum().alias("dcap"),
     )
-    sums = sums.join(ns, on=SYN_COL, how="right").sort(SYN_COL)
-    # baseCAPd from the original's row totals before exclusions (the same for every set)
+    return sums.join(ns, on=SYN_COL, how="right").sort(SYN_COL)
+
+
+def _base_capd(cells: pl.DataFrame, nd: float) -> float:
+    """baseCAPd from the original's row totals before exclusions (the same for every set)."""
     first = cells.filter(pl.col(SYN_COL) == 1)
     row_tot = first.group_by(TARGET_COL).agg(pl.col("d_pre").sum()).sort(TARGET_COL, nulls_last=True
                                                                            ).get_column("d_pre").to_numpy()
-    base_capd = 100.0 * float(np.sum((row_tot / nd) ** 2))
+    return 100.0 * float(np.sum((row_tot / nd) ** 2))
 
-    nsv = ident["__ns"].to_numpy()
-    ident_df = pl.DataFrame({
+
+def _identity_measures(ident: pl.DataFrame, nd: float, nsv: np.ndarray) -> pl.DataFrame:
+    """UiO, UiS, UiOiS and repU per set."""
+    return pl.DataFrame({
         "UiO": 100.0 * ident["n_uio"].to_numpy() / nd,
         "UiS": 100.0 * ident["n_uis"].to_numpy() / nsv,
         "UiOiS": 100.0 * ident["n_uiois"].to_numpy() / nd,
         "repU": 100.0 * ident["n_repu"].to_numpy() / nd,
     })
-    col = lambda name: sums[name].fill_null(0).cast(pl.Float64).to_numpy()  # noqa: E731
-    mean_denom = sums["mean_denom"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
-    attrib_df = pl.DataFrame({
-        "Dorig": 100.0 * col("did") / nd,
-        "Dsyn": 100.0 * col("dis") / nsv,
-        "iS": 100.0 * col("iS") / nd,
-        "DiS": 100.0 * col("DiS") / nd,
-        "DiSCO": 100.0 * col("DiSCO") / nd,
-        "DiSDiO": 100.0 * col("DiSDiO") / nd,
-        "max_denom": col("max_denom"),
-        "mean_denom": mean_denom,
+
+
+def _sum_of(sums: pl.DataFrame, name: str) -> np.ndarray:
+    """A per-set sum as floats, 0 for a set without cells."""
+    return sums[name].fill_null(0).cast(pl.Float64).to_numpy()
+
+
+def _attribute_measures(sums: pl.DataFrame, nd: float, nsv: np.ndarray) -> pl.DataFrame:
+    """Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO, max_denom and mean_denom per set."""
+    return pl.DataFrame({
+        "Dorig": 100.0 * _sum_of(sums, "did") / nd,
+        "Dsyn": 100.0 * _sum_of(sums, "dis") / nsv,
+        "iS": 100.0 * _sum_of(sums, "iS") / nd,
+        "DiS": 100.0 * _sum_of(sums, "DiS") / nd,
+        "DiSCO": 100.0 * _sum_of(sums, "DiSCO") / nd,
+        "DiSDiO": 100.0 * _sum_of(sums, "DiSDiO") / nd,
+        "max_denom": _sum_of(sums, "max_denom"),
+        "mean_denom": sums["mean_denom"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
     })
-    tcap_denom = ident["tcap_denom"].to_numpy().astype(np.int64)
+
+
+def _cap_measures(sums: pl.DataFrame, base_capd: float, tcap_denom: np.ndarray, nd: float,
+                  nsv: np.ndarray) -> pl.DataFrame:
+    """baseCAPd, CAPd, CAPs, DCAP and TCAP per set."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        tcap = 100.0 * col("DiSCO") / tcap_denom.astype(np.float64)
-    caps_df = pl.DataFrame({
-        "baseCAPd": np.full(m, base_capd),
-        "CAPd": 100.0 * col("capd") / nd,
-        "CAPs": 100.0 * col("caps") / nsv,
-        "DCAP": 100.0 * col("dcap") / nd,
+        tcap = 100.0 * _sum_of(sums, "DiSCO") / tcap_denom.astype(np.float64)
+    return pl.DataFrame({
+        "baseCAPd": np.full(len(nsv), base_capd),
+        "CAPd": 100.0 * _sum_of(sums, "capd") / nd,
+        "CAPs": 100.0 * _sum_of(sums, "caps") / nsv,
+        "DCAP": 100.0 * _sum_of(sums, "dcap") / nd,
         "TCAP": tcap,
     })
-    return ident_df, attrib_df, caps_df, [int(x) for x in tcap_denom]

@@ -60,6 +60,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..errors import ConfigError
+from ..finite import finite_or_none
 
 AUDIT_RULE_KINDS = ("epsilon", "auc_lower")
 AUDIT_KEYS = ("claimed_epsilon", "delta", "rules", "description")
@@ -357,7 +358,7 @@ def decide_audit(result: Any, config: AuditConfig | Mapping[str, Any] | None = N
     if not checks:
         if bool(getattr(result, "checked_nothing", True)):
             checks.append(_error("no target could be audited: the audit proves nothing either way"))
-        if cfg.delta is not None and _finite_number(getattr(result, "delta", None)) is not None \
+        if cfg.delta is not None and finite_or_none(getattr(result, "delta", None)) is not None \
                 and abs(float(result.delta) - cfg.delta) > _EPS:
             checks.append(_error(f"the configuration's δ = {cfg.delta:g} differs from the δ the audit's bound "
                                  f"holds at ({float(result.delta):g})"))
@@ -374,7 +375,7 @@ def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | N
         checks.append(_error(f"not an audit result: {type(result).__name__}"))
         return cfg.claimed_epsilon
     theirs = getattr(result, "claimed_epsilon", None)
-    if theirs is not None and _finite_number(theirs) is None:
+    if theirs is not None and finite_or_none(theirs) is None:
         checks.append(_error("the audit's claimed ε is not a finite number"))
         return None
     if cfg.claimed_epsilon is not None and theirs is not None and abs(float(theirs) - cfg.claimed_epsilon) > _EPS:
@@ -385,7 +386,7 @@ def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | N
 
 def _rule_check(result: Any, rule: AuditRule, claim: float | None) -> AuditCheck:
     name = "epsilon_lower" if rule.kind == "epsilon" else "auc_lower"
-    value = _finite_number(getattr(result, name, None))
+    value = finite_or_none(getattr(result, name, None))
     if rule.claimed:
         if claim is None:
             if not rule.needs_claim:
@@ -465,18 +466,8 @@ def _number(where: str, x: Any, lo: float, hi: float, what: str | None = None) -
     return v
 
 
-def _finite_number(x: Any) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def _num(x: Any) -> str:
-    v = _finite_number(x)
+    v = finite_or_none(x)
     return "-" if v is None else f"{v:.4f}"
 
 

@@ -9,7 +9,6 @@ counts, target ids and row positions — an audit result holds no value of a rec
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -18,6 +17,7 @@ import polars as pl
 import sqlalchemy as sa
 
 from ..errors import HistoryError
+from ..finite import finite_or_none
 from . import schema as S
 
 AUDIT_COLUMNS = {
@@ -98,7 +98,7 @@ class AuditHistory:
             return None
         return AuditRecord(
             run_id=row["run_id"], generator=row["generator"], generator_version=row["generator_version"],
-            dataset=row["dataset"], created_at=_utc(row["created_at"]), decision=row["decision"],
+            dataset=row["dataset"], created_at=S.utc(row["created_at"]), decision=row["decision"],
             exit_code=int(row["exit_code"]), accepted=bool(row["accepted"]), epsilon_lower=row["epsilon_lower"],
             claimed_epsilon=row["claimed_epsilon"], delta=row["delta"], auc_lower=row["auc_lower"],
             checks=json.loads(row["checks_json"] or "[]"), result=json.loads(row["result_json"] or "{}"))
@@ -120,13 +120,15 @@ def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
         "generator_version": None if outcome.generator_version is None else str(outcome.generator_version)[:100],
         "dataset": dataset or outcome.dataset, "created_at": created, "decision": str(outcome.decision),
         "exit_code": int(outcome.exit_code), "accepted": bool(outcome.accepted),
-        "epsilon_lower": _f(res.get("epsilon_lower")), "claimed_epsilon": _f(outcome.claimed_epsilon),
-        "delta": _f(res.get("delta")), "confidence": _f(res.get("confidence")),
-        "auc_lower": _f(res.get("auc_lower")), "max_auc": _f(res.get("max_auc")),
-        "mu_lower": _f(res.get("mu_lower")), "n_audited": _i(res.get("n_audited")),
+        "epsilon_lower": finite_or_none(res.get("epsilon_lower")),
+        "claimed_epsilon": finite_or_none(outcome.claimed_epsilon),
+        "delta": finite_or_none(res.get("delta")), "confidence": finite_or_none(res.get("confidence")),
+        "auc_lower": finite_or_none(res.get("auc_lower")), "max_auc": finite_or_none(res.get("max_auc")),
+        "mu_lower": finite_or_none(res.get("mu_lower")), "n_audited": _i(res.get("n_audited")),
         "n_targets": len(res.get("targets") or []), "runs": _i(design.get("total_runs")),
         "design": None if design.get("design") is None else str(design["design"])[:20],
-        "seconds": _f(cost.get("wall_seconds")), "seconds_generate": _f(cost.get("seconds_generate_total")),
+        "seconds": finite_or_none(cost.get("wall_seconds")),
+        "seconds_generate": finite_or_none(cost.get("seconds_generate_total")),
         "config_hash": outcome.config.hash if outcome.config is not None else None,
         "privgate_version": _version(),
         "checks_json": json.dumps([c.to_dict() for c in outcome.checks], allow_nan=False, default=str),
@@ -134,26 +136,8 @@ def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
     }
 
 
-def _f(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def _i(x: Any) -> int | None:
     return None if x is None or isinstance(x, bool) else int(x)
-
-
-def _utc(x: Any) -> Any:
-    if isinstance(x, datetime):
-        return x.replace(tzinfo=timezone.utc) if x.tzinfo is None else x.astimezone(timezone.utc)
-    if isinstance(x, str):
-        return _utc(datetime.fromisoformat(x))
-    return x
 
 
 def _redacted(store: Any) -> str:

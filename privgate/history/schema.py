@@ -26,7 +26,8 @@ schema lock) and bumps ``SCHEMA_VERSION``; an older privgate refuses a newer dat
 
 from __future__ import annotations
 
-from typing import Callable
+from datetime import datetime, timezone
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -174,3 +175,13 @@ def _create_audits(conn: sa.Connection) -> None:
 
 
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits}
+
+
+def utc(x: Any) -> Any:
+    """A time read back from these tables as an aware UTC datetime: SQLite returns it naive (in
+    UTC) or as ISO text; anything else is returned as it is."""
+    if isinstance(x, datetime):
+        return x.replace(tzinfo=timezone.utc) if x.tzinfo is None else x.astimezone(timezone.utc)
+    if isinstance(x, str):
+        return utc(datetime.fromisoformat(x))
+    return x

@@ -22,7 +22,7 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -34,13 +34,12 @@ from ..dburl import sqlalchemy_url
 from ..errors import HistoryError
 from . import schema as S
 from .audits import AuditHistory
+from .rows import gate_rows
 
 DEFAULT_SQLITE_FILE = "privgate-history.sqlite"
 ENV_URL = "PRIVGATE_HISTORY_URL"
 _PG_LOCK_KEY = 0x70726976  # "priv"
 _T = TypeVar("_T")
-
-_RANK = {"pass": 0, "warn": 1, "block": 2}
 
 SCORE_COLUMNS = {
     "seq": pl.Int64, "run_id": pl.String, "release_id": pl.String,
@@ -260,7 +259,7 @@ class HistoryStore(AuditHistory):
     def record(self, outcome: Any, *, dataset: str | None = None) -> str:
         """Store one gate outcome (one run row, one score row per configured metric, one row per
         check) in a single transaction; returns the run id."""
-        run_row, score_rows, check_rows = _rows_of(outcome, dataset)
+        run_row, score_rows, check_rows = gate_rows(outcome, dataset)
 
         def write() -> None:
             with self.engine.begin() as conn:
@@ -288,7 +287,7 @@ class HistoryStore(AuditHistory):
             raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
         for r in rows:
             if "created_at" in r:
-                r["created_at"] = _utc(r["created_at"])
+                r["created_at"] = S.utc(r["created_at"])
         return pl.DataFrame(rows, schema=columns, orient="row") if rows else pl.DataFrame(schema=columns)
 
     def datasets(self) -> list[str]:
@@ -324,7 +323,7 @@ class HistoryStore(AuditHistory):
         """The rows ``record(outcome)`` would add, as ``runs()`` and ``metric_history()`` frames
         (the run numbered after the last stored one): a report written before its run is
         recorded shows the run in the history it reports."""
-        run_row, score_rows, _ = _rows_of(outcome, None)
+        run_row, score_rows, _ = gate_rows(outcome, None)
         last = self.runs(run_row["dataset"])["seq"].max()
         run = {**run_row, "seq": int(last or 0) + 1}
         runs = pl.DataFrame([{k: run.get(k) for k in RUN_COLUMNS}], schema=RUN_COLUMNS, orient="row")
@@ -366,7 +365,7 @@ class HistoryStore(AuditHistory):
                                "that run") from None
         return RunRecord(
             run_id=row["run_id"], dataset=row["dataset"], release_id=row["release_id"],
-            created_at=_utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
+            created_at=S.utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
             accepted=bool(row["accepted"]), config_hash=row["config_hash"],
             privgate_version=row["privgate_version"],
             fingerprint=fingerprint if isinstance(fingerprint, dict) else {},
@@ -396,103 +395,3 @@ class HistoryStore(AuditHistory):
             .sort("seq", "metric")
         )
         return out.select(list(REGRESSION_COLUMNS)).cast(REGRESSION_COLUMNS)
-
-
-def _utc(x: Any) -> Any:
-    if isinstance(x, datetime):
-        return x.replace(tzinfo=timezone.utc) if x.tzinfo is None else x.astimezone(timezone.utc)
-    if isinstance(x, str):
-        return _utc(datetime.fromisoformat(x))
-    return x
-
-
-def _f(x: Any) -> float | None:
-    if x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v and v not in (float("inf"), float("-inf")) else None
-
-
-def _interval_cols(prefix: str, ci: Any) -> dict[str, float | None]:
-    """``{prefix}_low`` / ``{prefix}_high`` of an interval (None when absent or not two numbers)."""
-    try:
-        lo, hi = (None, None) if ci is None else (_f(ci[0]), _f(ci[1]))
-    except (TypeError, IndexError, KeyError):
-        lo, hi = None, None
-    return {f"{prefix}_low": lo, f"{prefix}_high": hi}
-
-
-def _on(value: Any) -> str | None:
-    return None if value is None else str(value)[:10]
-
-
-def _rows_of(outcome: Any, dataset: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Flatten a GateOutcome into the three tables' rows (scores, aggregates and messages only)."""
-    run_id = outcome.run_id
-    fp = outcome.fingerprint or {}
-    cfg = outcome.config
-    created = outcome.created_at
-    if created.tzinfo is not None:
-        created = created.astimezone(timezone.utc)
-    run_row = {
-        "run_id": run_id,
-        "dataset": dataset or outcome.dataset,
-        "release_id": outcome.release_id,
-        "created_at": created,
-        "decision": str(outcome.decision),
-        "exit_code": int(outcome.exit_code),
-        "accepted": str(outcome.decision) != "block",
-        "config_hash": outcome.config_hash,
-        "config_json": json.dumps(cfg.to_dict(), sort_keys=True, default=str) if cfg is not None else None,
-        "fingerprint_json": json.dumps(fp, sort_keys=True, default=str),
-        "privgate_version": outcome.privgate_version,
-        "has_holdout": bool(outcome.has_holdout),
-        "n_real": (fp.get("real") or {}).get("rows"),
-        "n_synthetic": (fp.get("synthetic") or {}).get("rows"),
-        "n_holdout": (fp.get("holdout") or {}).get("rows"),
-        "seconds": float(outcome.seconds or 0.0),
-    }
-    results = outcome.results
-    by_metric: dict[str, list[Any]] = {}
-    for c in outcome.checks:
-        by_metric.setdefault(c.metric, []).append(c)
-    metric_names = list(cfg.metrics) if cfg is not None else []
-    metric_names += [m for m in results if m not in metric_names]
-    score_rows = []
-    for name in metric_names:
-        res = results.get(name)
-        cs = by_metric.get(name, [])
-        live = [c for c in cs if not c.skipped] or cs
-        deciding = max(live, key=lambda c: _RANK[c.verdict], default=None)
-        if deciding is not None and deciding.verdict == "pass":
-            deciding = next((c for c in live if c.threshold is not None), deciding)
-        err = next((c.message for c in cs if c.rule == "error"), None)
-        score_rows.append({
-            "run_id": run_id, "metric": name,
-            "value": _f(res.value) if res is not None else None,
-            "raw": _f(res.raw) if res is not None else None,
-            "baseline": _f(res.baseline) if res is not None else None,
-            "excess": _f(res.excess) if res is not None else None,
-            "threshold": _f(deciding.threshold) if deciding is not None else None,
-            "severity": deciding.severity if deciding is not None else None,
-            "verdict": deciding.verdict if deciding is not None else "pass",
-            "seconds": _f(res.seconds) if res is not None else None,
-            "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
-            "error": err,
-            **_interval_cols("ci", getattr(res, "ci", None)),
-            **_interval_cols("baseline_ci", getattr(res, "baseline_ci", None)),
-            **_interval_cols("excess_ci", getattr(res, "excess_ci", None)),
-            "p_value": _f(getattr(res, "p_value", None)),
-        })
-    check_rows = [{
-        "run_id": run_id, "metric": c.metric, "rule": c.rule, "value": _f(c.value),
-        "compared": _f(c.compared), "threshold": _f(c.threshold), "severity": c.severity,
-        "verdict": c.verdict, "skipped": bool(c.skipped), "message": c.message,
-        "decided_on": _on(getattr(c, "on", None)),
-        **_interval_cols("interval", getattr(c, "interval", None)),
-        "p_value": _f(getattr(c, "p_value", None)),
-    } for c in outcome.checks]
-    return run_row, score_rows, check_rows

@@ -24,10 +24,10 @@ import numpy as np
 from ..errors import ParameterError, TooFewRowsError
 from ..registry import register_metric
 from ..results import MetricResult
-from .. import stats
+from .. import seeds, stats
 from ..threads import available_cores, resolve_threads
-from ._common import (MAX_REPETITIONS, OFF, check_work_bound, intervals_on, map_interval, result, set_count_ci,
-                      set_no_ci)
+from .intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
+from .limits import check_work_bound, MAX_REPETITIONS
 
 # work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time
 MAX_FOLDS = 20
@@ -91,7 +91,8 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
         check_work_bound("detection_mlp", "hidden_layer_sizes (number of layers)", len(hidden_layer_sizes), 10)
     _check_class_sizes(ctx, "detection_mlp", folds)
     x, y, space_details = _labelled(ctx)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=ctx.seed)
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True,
+                               random_state=seeds.derive(ctx.seed, "detection.folds"))
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     seed = ctx.seed
     x = x.astype(np.float32)  # the MLP trains in float32: half the time, same decisions
@@ -182,38 +183,11 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
 
     Orientation: risk (value); raw = recall (higher = real records are recognisable).
     """
-    import lightgbm as lgb
-    from sklearn.model_selection import train_test_split
-
-    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
-        raise ParameterError(f"membership_inference repetitions must be an integer ≥ 1; got {repetitions!r}")
-    check_work_bound("membership_inference", "repetitions", repetitions, MAX_REPETITIONS)
-    if not 0 < test_size < 1:
-        raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
-    _check_class_sizes(ctx, "membership_inference", 2)
-    n = ctx.n_real + ctx.n_synthetic
-    n_test = math.ceil(test_size * n)
-    if n_test < 2 or n - n_test < 2:  # a stratified split needs both classes on both sides
-        raise TooFewRowsError(
-            f"membership_inference with test_size={test_size} splits {ctx.n_real} real + {ctx.n_synthetic} "
-            f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
+    _check_membership_params(ctx, repetitions, test_size)
     x, y, space_details = _labelled(ctx)
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
-    recalls, hits, positives = [], [], []
-    rng = np.random.default_rng(ctx.seed)
-    split_seeds = rng.integers(0, 2**31 - 1, repetitions)
-    for rep in range(repetitions):  # a handful of model fits, not a loop over records
-        tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
-                                  random_state=int(split_seeds[rep]))
-        # deterministic: the same scores whatever n_jobs (checked equal for 1 and 2 threads)
-        model = lgb.LGBMClassifier(verbosity=-1, random_state=ctx.seed, n_jobs=jobs, deterministic=True,
-                                   force_col_wise=True)
-        model.fit(x[tr], y[tr])
-        pred = model.predict(x[te])
-        real_test = y[te] == 1
-        hits.append(int((pred[real_test] == 1).sum()))
-        positives.append(int(real_test.sum()))
-        recalls.append(hits[-1] / positives[-1])
+    hits, positives = _membership_fits(ctx, x, y, repetitions, test_size, jobs)
+    recalls = [h / p for h, p in zip(hits, positives)]
     recall = float(np.mean(recalls))
     res = result(ctx, "membership_inference", _from_rate(recall), recall,
                  "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
@@ -228,3 +202,43 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
                         transform_text="value = clip(2·(1 − recall))",
                         note=f"recall over one test part's {n_pos:g} real records "
                              "(the repetitions overlap; conservative)")
+
+
+def _check_membership_params(ctx, repetitions: int, test_size: float) -> None:
+    """repetitions an integer in [1, MAX_REPETITIONS], test_size in (0, 1), and a stratified
+    split that leaves both classes on both sides."""
+    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+        raise ParameterError(f"membership_inference repetitions must be an integer ≥ 1; got {repetitions!r}")
+    check_work_bound("membership_inference", "repetitions", repetitions, MAX_REPETITIONS)
+    if not 0 < test_size < 1:
+        raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
+    _check_class_sizes(ctx, "membership_inference", 2)
+    n = ctx.n_real + ctx.n_synthetic
+    n_test = math.ceil(test_size * n)
+    if n_test < 2 or n - n_test < 2:  # a stratified split needs both classes on both sides
+        raise TooFewRowsError(
+            f"membership_inference with test_size={test_size} splits {ctx.n_real} real + {ctx.n_synthetic} "
+            f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
+
+
+def _membership_fits(ctx, x: np.ndarray, y: np.ndarray, repetitions: int, test_size: float,
+                     jobs: int) -> tuple[list[int], list[int]]:
+    """Per repetition (a seeded stratified split, a LightGBM fit): how many real test records
+    are predicted real, and how many real test records there are."""
+    import lightgbm as lgb
+    from sklearn.model_selection import train_test_split
+
+    hits, positives = [], []
+    split_seeds = seeds.rng(ctx.seed, "membership.splits").integers(0, 2**31 - 1, repetitions)
+    for rep in range(repetitions):  # a handful of model fits, not a loop over records
+        tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
+                                  random_state=int(split_seeds[rep]))
+        # deterministic: the same scores whatever n_jobs (checked equal for 1 and 2 threads)
+        model = lgb.LGBMClassifier(verbosity=-1, random_state=seeds.derive(ctx.seed, "membership.model"),
+                                   n_jobs=jobs, deterministic=True, force_col_wise=True)
+        model.fit(x[tr], y[tr])
+        pred = model.predict(x[te])
+        real_test = y[te] == 1
+        hits.append(int((pred[real_test] == 1).sum()))
+        positives.append(int(real_test.sum()))
+    return hits, positives

@@ -14,17 +14,19 @@ import numpy as np
 import polars as pl
 
 from ..errors import NotApplicableError, ParameterError
-from ..neighbours import any_within_box, knn, pair_distances, refine_group_ids
+from ..neighbours import any_within_box, pair_distances, refine_group_ids, search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes, famd_inputs
 from ..ties import ge, gt, le, lt
-from .. import stats
-from ._common import (BOOT, MAX_REPETITIONS, OFF, check_work_bound, intervals_on, jackknife_labels, mark_sampled, minmax_normalise,
-                      nearest_outside_groups, on_rows, quantile_summary, real_rows, result, search_k, synthetic_rows,
-                      set_bootstrap_ci, set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
-                      set_share_ci, widen_distance_mean_for_search, widen_share_for_search)
+from .. import seeds, stats
+from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
+                        set_jackknife_share_ci, set_mean_ci, set_no_ci, set_share_ci)
+from .limits import check_work_bound, MAX_REPETITIONS
+from .sampling import mark_sampled, on_rows, real_rows, synthetic_rows
+from .search_error import widen_distance_mean_for_search, widen_share_for_search
+from .summaries import minmax_normalise, quantile_summary
 
 # why the min–max normalised metrics have no interval
 NO_INTERVAL_NORMALISED = (
@@ -174,7 +176,7 @@ def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
     are the reference set of this search too, so the jackknife deletes them there as well."""
     sp = ctx.space(_space_key(space))
     nb = ctx.neighbours(space, "real", "real", search_k(labels))
-    return nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
+    return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
 
 
 def _space_key(space) -> tuple:
@@ -334,51 +336,63 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     check_work_bound("nnaa", "repetitions", repetitions, MAX_REPETITIONS)
     ctx.require_rows("real", 2, "nnaa")
     ctx.require_rows("synthetic", 2, "nnaa")
-    if ctx.n_real == ctx.n_synthetic:
-        rows_r, rows_s = real_rows(ctx), synthetic_rows(ctx)
-        if rows_r is not None or rows_s is not None:
-            return _nnaa_sampled(ctx, rows_r, rows_s)
-    labels = jackknife_labels(ctx, "real", ctx.n_real) if ctx.n_real == ctx.n_synthetic else None
-    if ctx.n_real == ctx.n_synthetic:
-        d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
-        d_rr = ctx.neighbours("mixed", "real", "real", search_k(labels)).dist[:, 0]
-        d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
-        d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
-        real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
-        aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
-        per = real_side
-        reps: list[float] = [aa]
-        sides = [(real_side, syn_side)]
-        subsampled = None
-    else:
-        if repetitions < 1:
-            raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
-        space = ctx.mixed()
-        r, s = space.real, space.synthetic
-        rng = np.random.default_rng(ctx.seed)
-        size = min(len(r), len(s))
-        subsampled = "real" if len(r) > len(s) else "synthetic"
-        reps, sides = [], []
-        for _ in range(repetitions):
-            if subsampled == "real":
-                rr = r[np.sort(rng.choice(len(r), size, replace=False))]
-                ss = s
-            else:
-                rr = r
-                ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-            sides.append(_not_farther(knn(rr, ss, 1).dist[:, 0], knn(rr, rr, 1, exclude_self=True).dist[:, 0],
-                                      knn(ss, rr, 1).dist[:, 0], knn(ss, ss, 1, exclude_self=True).dist[:, 0]))
-            reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
-        aa = float(np.mean(reps))
-        per = None
-    res = result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
-                 params={"repetitions": repetitions if subsampled else 1},
-                 details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
-                 per_record=per,
-                 per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    if ctx.n_real != ctx.n_synthetic:
+        return _nnaa_subsampled(ctx, repetitions)
+    rows_r, rows_s = real_rows(ctx), synthetic_rows(ctx)
+    if rows_r is not None or rows_s is not None:
+        return _nnaa_sampled(ctx, rows_r, rows_s)
+    labels = jackknife_labels(ctx, "real", ctx.n_real)
+    d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
+    d_rr = ctx.neighbours("mixed", "real", "real", search_k(labels)).dist[:, 0]
+    d_sr = ctx.neighbours("mixed", "synthetic", "real", 1).dist[:, 0]
+    d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1).dist[:, 0]
+    real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
+    aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
+    res = _nnaa_result(ctx, aa, [aa], subsampled=None, repetitions=1, per=real_side)
     if labels is not None:
         return widen_share_for_search(_nnaa_jackknife_ci(res, ctx, labels, d_rs, real_side, syn_side))
+    return widen_share_for_search(_nnaa_ci(res, ctx, [(real_side, syn_side)]))
+
+
+def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
+    """nnaa when the sizes differ: the larger set subsampled to the smaller size ``repetitions``
+    times (seeded by the context's seed), mean AA."""
+    if repetitions < 1:
+        raise ParameterError(f"nnaa repetitions must be ≥ 1; got {repetitions}")
+    space = ctx.mixed()
+    r, s = space.real, space.synthetic
+    rng = seeds.rng(ctx.seed, "nnaa.subsample")
+    size = min(len(r), len(s))
+    subsampled = "real" if len(r) > len(s) else "synthetic"
+    reps, sides = [], []
+    note = f"nnaa mixed, {subsampled} records subsampled to {size}"
+    for _ in range(repetitions):
+        if subsampled == "real":
+            rr = r[np.sort(rng.choice(len(r), size, replace=False))]
+            ss = s
+        else:
+            rr = r
+            ss = s[np.sort(rng.choice(len(s), size, replace=False))]
+        sides.append(_not_farther(ctx.search(rr, ss, 1, name=f"{note}: real→synthetic").dist[:, 0],
+                                  ctx.search(rr, rr, 1, name=f"{note}: real→real", exclude_self=True).dist[:, 0],
+                                  ctx.search(ss, rr, 1, name=f"{note}: synthetic→real").dist[:, 0],
+                                  ctx.search(ss, ss, 1, name=f"{note}: synthetic→synthetic",
+                                             exclude_self=True).dist[:, 0]))
+        reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
+    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled=subsampled, repetitions=repetitions,
+                       per=None)
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
+
+
+def _nnaa_result(ctx, aa: float, reps: list[float], *, subsampled: str | None, repetitions: int,
+                 per: np.ndarray | None) -> MetricResult:
+    """nnaa's result: value 1 − AA, raw AA, the repetitions' AA."""
+    return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
+                  params={"repetitions": repetitions if subsampled else 1},
+                  details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
+                  per_record=per,
+                  per_record_description="1 if the real record's nearest synthetic record is not farther than its "
+                                         "nearest other real record")
 
 
 def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> MetricResult:
@@ -395,7 +409,8 @@ def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> 
                  per_record=real_side,
                  per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
     if intervals_on():
-        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, n_boot=BOOT)
+        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
+                                      n_boot=BOOT)
         res.set_ci(ci, f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over "
                        f"{real_side.size} real + ½·share over {syn_side.size} synthetic records (each side "
                        "resampled on its own; nearest-neighbour flags held fixed)")
@@ -453,7 +468,8 @@ def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]])
     size = sides[0][0].size
     real_side = np.concatenate([a for a, _ in sides])
     syn_side = np.concatenate([b for _, b in sides])
-    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], ctx.seed, sizes=[size, size], n_boot=BOOT)
+    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
+                                  sizes=[size, size], n_boot=BOOT)
     method = (f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over {size} real "
               f"+ ½·share over {size} synthetic records (nearest-neighbour flags held fixed)")
     if len(sides) > 1:
@@ -536,7 +552,7 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     zr, zs = z["real"], z["synthetic"]
     n = zr.shape[0]
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
-        np.random.default_rng([ctx.seed, 0x44435201]).choice(n, DCR_REFIT_QUERIES, replace=False))
+        seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
     wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
     gram = None if wide else zr.T @ zr
     groups = int(labels.max()) + 1
@@ -549,7 +565,8 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
             _, vecs = np.linalg.eigh(gram - zg.T @ zg)
             v = vecs[:, ::-1][:, :n_components]
         kq = q[labels[q] != g]
-        shift[g] = (knn(zr[kq] @ v, zs @ v, 1).dist[:, 0] - d[kq]).mean()
+        near = ctx.search(zr[kq] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic")
+        shift[g] = (near.dist[:, 0] - d[kq]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 
 

@@ -113,17 +113,20 @@ training records much nearer than chance gives; 1 = every record); raw = the who
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
+from dataclasses import dataclass
 
 import numpy as np
 
+from .. import seeds
 from ..errors import NotApplicableError, ParameterError, TooFewRowsError
+from ..neighbours import search_k
 from ..registry import register_metric
 from ..results import MetricResult
-from ..stats import binomial_test, clopper_pearson, holm
+from ..stats import holm, mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from ..ties import close, lt
-from ._common import (jackknife_labels, mark_sampled, result, search_k, synthetic_rows,
-                      widen_share_for_search)
+from .intervals import jackknife_labels, result
+from .sampling import mark_sampled, synthetic_rows
+from .search_error import widen_share_for_search
 
 MIN_ROWS = 50
 DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
@@ -150,7 +153,7 @@ def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
 
 def _parts(n_large: int, n_small: int, seed: int) -> list[np.ndarray]:
     """k = n_large // n_small disjoint random parts of n_small positions each (sorted)."""
-    perm = np.random.default_rng([seed, 0x3E30]).permutation(n_large)
+    perm = seeds.rng(seed, "memorisation.parts").permutation(n_large)
     return [np.sort(perm[j * n_small:(j + 1) * n_small]) for j in range(n_large // n_small)]
 
 
@@ -212,16 +215,15 @@ def _sets(ctx, sample: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray
     return (np.array(dist), np.array(idx), np.array(scl), np.array([g[2] for g in groups]), note, scale)
 
 
-def sampling_halfwidth(w: np.ndarray, is_tr: np.ndarray, p0: float, sel: np.ndarray, m: int, scale: float,
-                       z: float) -> float:
-    """z × the standard error, over a simple random sample of m release records, of a tail's
-    share estimate scale·Σ_i d_i / m, d_i = (training-side − p0/(1 − p0)·holdout-side weight)
-    of record i when it is in the tail ``sel`` (0 otherwise): the record-sampling error the
-    binomial bounds (conditional on the tail's A + B) leave out. Counted per record, without the
-    distinct-record rule (which only lowers the counts)."""
+def tail_contributions(w: np.ndarray, is_tr: np.ndarray, p0: float, sel: np.ndarray, m: int) -> np.ndarray:
+    """Per record of the m (sampled) release records: its contribution d_i to a tail's share
+    Σ_i d_i / m — (training-side − p0/(1 − p0)·holdout-side weight) when it is in the tail
+    ``sel``, 0 otherwise. Counted per record, without the distinct-record rule (which only lowers
+    the counts); :func:`privgate.stats.sampled_share_halfwidth` turns them into the
+    record-sampling error of the share."""
     d = np.zeros(m)
     d[sel] = w[is_tr][:, sel].sum(axis=0) - p0 / (1.0 - p0) * w[~is_tr][:, sel].sum(axis=0)
-    return float(z * scale * d.std(ddof=1) / math.sqrt(m)) if m > 1 else 0.0
+    return d
 
 
 def set_weights(dist: np.ndarray, ratio: float) -> np.ndarray:
@@ -283,28 +285,6 @@ def distinct_count(weight: np.ndarray, nearest: np.ndarray) -> float:
     return float(best.sum())
 
 
-def _half_up(x: float) -> int:
-    return int(math.floor(x + 0.5))
-
-
-def tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = ALPHA,
-              scale: float = 1.0, p0: float = 0.5) -> dict[str, float]:
-    """One tail's binomial test and share bounds from its training-side (a) and holdout-side
-    (b) counts in a release of m records (see the module docstring): A against Bin(A + B, p0),
-    share (A − p0/(1 − p0)·B)/m, bounds n·(π − p0)/((1 − p0)·m); shares are multiplied by
-    ``scale`` (n_T / (k_T·n_H) when training records were left out)."""
-    k, n = _half_up(a), _half_up(a + b)
-    k = min(k, n)
-    if n == 0:
-        return {"p": 1.0, "share": 0.0, "lower": 0.0, "upper": 0.0}
-    p = binomial_test(k, n, p0, "greater")
-    lo = clopper_pearson(k, n, 1.0 - alpha / k_tails)[0]   # one-sided at alpha / (2K)
-    hi = clopper_pearson(k, n, 1.0 - alpha)[1]             # one-sided at alpha / 2
-    to_share = scale * n / ((1.0 - p0) * m)
-    return {"p": p, "share": scale * (a - p0 / (1.0 - p0) * b) / m, "lower": to_share * (lo - p0),
-            "upper": to_share * (hi - p0)}
-
-
 @register_metric(family="tracing", attack="membership: synthetic records much nearer to a training record than to any holdout record",
                  reference="Chen et al., GAN-Leaks (CCS 2020); Platzer & Reutterer, Front. Big Data 2021 (DCR vs holdout); "
                            "mirrored tail test: privgate",
@@ -332,87 +312,124 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     (A − B)/m. See the module docstring for the method and references.
     """
     tails_t = _check_params(ratio, tails)
+    _check_sizes(ctx)
+    sample = synthetic_rows(ctx)
+    dist, idx, local, is_tr, parts_note, scale = _sets(ctx, sample)
+    w = set_weights(dist, float(ratio))
+    m = dist.shape[1]  # the release's records, or the sampled ones
+    scan = _Scan(w=w, idx=idx, is_tr=is_tr, order=np.lexsort((np.arange(m), tail_key(dist, local))), m=m,
+                 scale=scale, p0=int(is_tr.sum()) / is_tr.size, k_tails=len(tails_t), sampled=sample is not None)
+    per_tail = scan.tails(tails_t)
+    chosen = per_tail[max(range(scan.k_tails), key=lambda i: (per_tail[i]["lower"], -i))]
+    whole, whole_a, whole_b = scan.whole(per_tail, tails_t)
+    res = _result(ctx, scan, float(ratio), tails_t, per_tail, chosen, whole, whole_a, whole_b, sample, parts_note)
+    # an approximate search (large inputs) may give a record a wrong nearest record on one side:
+    # its side then moves, changing A or B by at most 1 — the share by at most
+    # scale·max(1, p0/(1 − p0))/m — so both ends move out by that times the rows possibly wrong
+    return widen_share_for_search(res, influence=scale * max(1.0, scan.p0 / (1.0 - scan.p0)))
+
+
+def _check_sizes(ctx) -> None:
+    """A holdout, and at least ``MIN_ROWS`` training, holdout and release rows."""
     if ctx.holdout is None:
         raise NotApplicableError("memorisation needs holdout data (real records not used for training)")
     sizes = f"training {ctx.n_real}, holdout {ctx.n_holdout}, release {ctx.n_synthetic} rows"
     for role, n in (("holdout", ctx.n_holdout), ("training", ctx.n_real), ("release", ctx.n_synthetic)):
         if n < MIN_ROWS:
             raise TooFewRowsError(f"memorisation needs at least {MIN_ROWS} {role} rows for its test; got {sizes}")
-    sample = synthetic_rows(ctx)
-    dist, idx, local, is_tr, parts_note, scale = _sets(ctx, sample)
-    w = set_weights(dist, float(ratio))
-    k_t = int(is_tr.sum())
-    p0 = k_t / is_tr.size
-    m = dist.shape[1]  # the release's records, or the sampled ones
-    order = np.lexsort((np.arange(m), tail_key(dist, local)))
-    k_tails = len(tails_t)
 
-    def counts(sel: np.ndarray) -> tuple[float, float]:
-        sides = [distinct_count(w[g, sel], idx[g, sel]) for g in range(is_tr.size)]
-        return (float(sum(s for s, t in zip(sides, is_tr) if t)),
-                float(sum(s for s, t in zip(sides, is_tr) if not t)))
 
-    per_tail = []
-    for q in tails_t:
-        size = max(1, int(math.ceil(q * m - 1e-9)))
-        sel = order[:size]
-        ta, tb = counts(sel)
-        per_tail.append({"fraction": q, "size": size, "training_side": ta, "holdout_side": tb,
-                         "ties": int(np.count_nonzero((w[:, sel] == 0.5).sum(axis=0) >= 2)),
-                         **tail_test(ta, tb, m, k_tails, scale=scale, p0=p0)})
-    if sample is not None:  # the record-sampling error of each tail's share, outside its binomial bounds
-        z_lo, z_hi = NormalDist().inv_cdf(1.0 - ALPHA / (2 * k_tails)), NormalDist().inv_cdf(1.0 - ALPHA / 2)
-        for t in per_tail:
-            t["sampling_halfwidth"] = sampling_halfwidth(w, is_tr, p0, order[:t["size"]], m, scale, z_lo)
-            t["lower"] -= t["sampling_halfwidth"]
-    adjusted = holm([t["p"] for t in per_tail])
-    for t, p_adj in zip(per_tail, adjusted):
-        t["p_holm"] = float(p_adj)
-    best = max(range(k_tails), key=lambda i: (per_tail[i]["lower"], -i))
-    chosen = per_tail[best]
-    whole_a, whole_b = counts(np.arange(m)) if tails_t[-1] != 1.0 else (per_tail[-1]["training_side"],
-                                                                         per_tail[-1]["holdout_side"])
-    whole = dict(per_tail[-1]) if tails_t[-1] == 1.0 else tail_test(whole_a, whole_b, m, k_tails, scale=scale, p0=p0)
-    if sample is not None:
-        whole["upper"] += sampling_halfwidth(w, is_tr, p0, np.arange(m), m, scale, z_hi)
+@dataclass
+class _Scan:
+    """The sets' side weights ``w`` (set × record), each record's nearest record ``idx`` per set,
+    which sets are training parts, the tail order, the release size m (or the sample's), the
+    share scale, the null training share p0 and the number of tails."""
+    w: np.ndarray
+    idx: np.ndarray
+    is_tr: np.ndarray
+    order: np.ndarray
+    m: int
+    scale: float
+    p0: float
+    k_tails: int
+    sampled: bool
+
+    def counts(self, sel: np.ndarray) -> tuple[float, float]:
+        """(A, B): distinct training-side and holdout-side counts of the records ``sel``."""
+        sides = [distinct_count(self.w[g, sel], self.idx[g, sel]) for g in range(self.is_tr.size)]
+        return (float(sum(s for s, t in zip(sides, self.is_tr) if t)),
+                float(sum(s for s, t in zip(sides, self.is_tr) if not t)))
+
+    def test(self, a: float, b: float) -> dict[str, float]:
+        return mirrored_tail_test(a, b, self.m, self.k_tails, ALPHA, scale=self.scale, p0=self.p0)
+
+    def halfwidth(self, sel: np.ndarray, z: float) -> float:
+        return sampled_share_halfwidth(tail_contributions(self.w, self.is_tr, self.p0, sel, self.m), z, self.scale)
+
+    def tails(self, tails_t: tuple[float, ...]) -> list[dict]:
+        """Per tail: its size, counts, ties and test, the lower bound moved down by the
+        record-sampling half-width when sampled, and the Holm-adjusted p-value."""
+        per_tail = []
+        for q in tails_t:
+            size = max(1, int(math.ceil(q * self.m - 1e-9)))
+            sel = self.order[:size]
+            ta, tb = self.counts(sel)
+            per_tail.append({"fraction": q, "size": size, "training_side": ta, "holdout_side": tb,
+                             "ties": int(np.count_nonzero((self.w[:, sel] == 0.5).sum(axis=0) >= 2)),
+                             **self.test(ta, tb)})
+        if self.sampled:  # the record-sampling error of each tail's share, outside its binomial bounds
+            z_lo = tail_quantiles(ALPHA, self.k_tails)[0]
+            for t in per_tail:
+                t["sampling_halfwidth"] = self.halfwidth(self.order[:t["size"]], z_lo)
+                t["lower"] -= t["sampling_halfwidth"]
+        for t, p_adj in zip(per_tail, holm([t["p"] for t in per_tail])):
+            t["p_holm"] = float(p_adj)
+        return per_tail
+
+    def whole(self, per_tail: list[dict], tails_t: tuple[float, ...]) -> tuple[dict, float, float]:
+        """The whole release's test (its upper bound moved up by the sampling half-width when
+        sampled) and its counts (A, B)."""
+        if tails_t[-1] == 1.0:
+            whole_a, whole_b = per_tail[-1]["training_side"], per_tail[-1]["holdout_side"]
+            whole = dict(per_tail[-1])
+        else:
+            whole_a, whole_b = self.counts(np.arange(self.m))
+            whole = self.test(whole_a, whole_b)
+        if self.sampled:
+            whole["upper"] += self.halfwidth(np.arange(self.m), tail_quantiles(ALPHA, self.k_tails)[1])
+        return whole, whole_a, whole_b
+
+    def flags(self, chosen: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Per record: its training-side flag (capped at 1; 0 unless training-side beats the
+        chance share); and the positions of the flagged records in the chosen tail."""
+        a_rec, b_rec = self.w[self.is_tr].sum(axis=0), self.w[~self.is_tr].sum(axis=0)
+        flags = np.minimum(1.0, a_rec) * (a_rec * (1.0 - self.p0) > b_rec * self.p0)
+        in_tail = np.zeros(self.m, dtype=bool)
+        in_tail[self.order[:chosen["size"]]] = True
+        return flags, np.flatnonzero((flags > 0) & in_tail)
+
+
+def _result(ctx, scan: _Scan, ratio: float, tails_t: tuple[float, ...], per_tail: list[dict], chosen: dict,
+            whole: dict, whole_a: float, whole_b: float, sample: np.ndarray | None,
+            parts_note: str | None) -> MetricResult:
+    """The metric result: value, raw, details, per-record flags and the simultaneous interval."""
     value = min(1.0, max(0.0, chosen["share"]))
     lower = min(1.0, max(0.0, chosen["lower"]))
     upper = min(1.0, max(lower, value, whole["upper"]))
-    a_rec, b_rec = w[is_tr].sum(axis=0), w[~is_tr].sum(axis=0)
-    flags = np.minimum(1.0, a_rec) * (a_rec * (1.0 - p0) > b_rec * p0)
-    in_tail = np.zeros(m, dtype=bool)
-    in_tail[order[:chosen["size"]]] = True
-    flagged = np.flatnonzero((flags > 0) & in_tail)
-    raw = float(scale * (whole_a - p0 / (1.0 - p0) * whole_b) / m)
+    flags, flagged = scan.flags(chosen)
+    raw = float(mirrored_share(whole_a, whole_b, scan.m, scale=scan.scale, p0=scan.p0))
     res = result(
         ctx, "memorisation", value, raw,
         f"whole-release (A − B)/m: distinct training records nearest to a training-side record minus the "
         f"holdout-side count (ratio {ratio:g}), over release size",
-        params={"ratio": float(ratio), "tails": list(tails_t)},
-        details={
-            "estimates": ESTIMATES.format(ratio=float(ratio)),
-            "p_value_correction": f"Holm over the {k_tails} tails (family-wise error of the scan)",
-            "tail_order": ("distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
-                           "nearest set's record over that record's distance to its nearest other record "
-                           "of its set), smallest first"),
-            "counting": "distinct nearest real records per side (largest weight each)",
-            "selected_tail": chosen["fraction"],
-            "lower_bound": lower,
-            "tails": per_tail,
-            "training_side": whole_a, "holdout_side": whole_b,
-            "null_training_share": p0,
-            "n_flagged": int(flagged.size),
-            "flagged_rows": [int(i) for i in (flagged if sample is None else sample[flagged])[:MAX_LISTED_ROWS]],
-            "flagged_rows_truncated": bool(flagged.size > MAX_LISTED_ROWS),
-            "parts": parts_note,
-            "sizes": {"training": ctx.n_real, "holdout": ctx.n_holdout, "release": ctx.n_synthetic},
-            "share_scale": scale,
-        },
+        params={"ratio": ratio, "tails": list(tails_t)},
+        details=_details(ctx, scan, ratio, per_tail, chosen, lower, whole_a, whole_b, flagged, sample, parts_note),
         per_record=flags,
         per_record_description=(f"per synthetic record (by row position; the sampled ones when sampled): 1 if its nearest training record is "
                                 f"less than {ratio:g}× as far as its nearest holdout record, 0.5 on the boundary"),
     )
-    res.p_value = float(min(adjusted))
+    res.p_value = float(min(t["p_holm"] for t in per_tail))
+    k_tails = scan.k_tails
     res.set_ci((lower, upper), f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
                                f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
                                "one-sided 97.5 % Clopper–Pearson")
@@ -421,7 +438,27 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
         mark_sampled(res, ctx, sample, "synthetic")
         res.details["ci_method"] += ("; sampled: each tail's lower bound moved down, and the upper bound up, by "
                                      "z × the record-sampling standard error of its share (details.tails[].sampling_halfwidth)")
-    # an approximate search (large inputs) may give a record a wrong nearest record on one side:
-    # its side then moves, changing A or B by at most 1 — the share by at most
-    # scale·max(1, p0/(1 − p0))/m — so both ends move out by that times the rows possibly wrong
-    return widen_share_for_search(res, influence=scale * max(1.0, p0 / (1.0 - p0)))
+    return res
+
+
+def _details(ctx, scan: _Scan, ratio: float, per_tail: list[dict], chosen: dict, lower: float, whole_a: float,
+             whole_b: float, flagged: np.ndarray, sample: np.ndarray | None, parts_note: str | None) -> dict:
+    return {
+        "estimates": ESTIMATES.format(ratio=ratio),
+        "p_value_correction": f"Holm over the {scan.k_tails} tails (family-wise error of the scan)",
+        "tail_order": ("distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
+                       "nearest set's record over that record's distance to its nearest other record "
+                       "of its set), smallest first"),
+        "counting": "distinct nearest real records per side (largest weight each)",
+        "selected_tail": chosen["fraction"],
+        "lower_bound": lower,
+        "tails": per_tail,
+        "training_side": whole_a, "holdout_side": whole_b,
+        "null_training_share": scan.p0,
+        "n_flagged": int(flagged.size),
+        "flagged_rows": [int(i) for i in (flagged if sample is None else sample[flagged])[:MAX_LISTED_ROWS]],
+        "flagged_rows_truncated": bool(flagged.size > MAX_LISTED_ROWS),
+        "parts": parts_note,
+        "sizes": {"training": ctx.n_real, "holdout": ctx.n_holdout, "release": ctx.n_synthetic},
+        "share_scale": scan.scale,
+    }

@@ -12,7 +12,7 @@ t = the α-quantile of TTPR; score = 100·min(1, share(TTPR < t) / share(TSPR < 
 TSPR is below t. Before comparing, S and R2 are size-matched (the larger subsampled without
 replacement to the smaller's size; 10 seeded repetitions, mean score), otherwise a larger release
 looks riskier by size alone. Distances are Euclidean in the mixed space fitted on all real
-records; nearest neighbours come from the exact engine (:func:`privgate.neighbours.knn`; the
+records; nearest neighbours come from the exact engine through the context (``ctx.search``; the
 real → synthetic search from the context's shared cache).
 
 Orientation: raw = score (0..100, 100 = no significant risk); value = 1 − score/100. A copy does
@@ -22,14 +22,21 @@ and share(TSPR < t) ≈ ½ + ½α, so the score is ≈ 100·α/(½ + ½α) ≈ 1
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .. import seeds
 from ..errors import ParameterError
-from ..neighbours import Neighbours, knn, knn_rows
+from ..neighbours import MatrixSearch, Neighbours, search_matrices
+from ..neighbours.settings import resolve as resolve_settings
 from ..registry import register_metric
 from ..results import MetricResult
+from ..spaces import EncodedSpace
 from ..ties import REL_TOL, lt
-from ._common import JACKKNIFE_K, MAX_REPETITIONS, check_work_bound, quantile_summary, result, set_bootstrap_ci
+from .intervals import result, set_bootstrap_ci
+from .limits import check_work_bound, MAX_REPETITIONS
+from .summaries import quantile_summary
 
 PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"
 
@@ -53,12 +60,13 @@ SUBSET_CANDIDATES = 16
 MAX_SCORED_ROWS = 25_000
 
 
-def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, candidates: Neighbours) -> np.ndarray:
+def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, candidates: Neighbours,
+                      search: MatrixSearch = search_matrices) -> np.ndarray:
     """Distance from each query row to its nearest row among ``target[pick]``, given the exact
     sorted k nearest ``candidates`` of every query row in the whole ``target``: the first
     candidate inside the subset is the subset's nearest (every row outside the k candidates is at
     least as far as the k-th); rows with no candidate in the subset are searched again exactly on
-    the subset. Equals ``knn(query, target[pick], 1).dist[:, 0]``."""
+    the subset (by ``search``). Equals ``knn(query, target[pick], 1).dist[:, 0]``."""
     inside = np.zeros(target.shape[0], dtype=bool)
     inside[pick] = True
     hit = inside[candidates.idx]
@@ -67,7 +75,7 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     out = candidates.dist[np.arange(query.shape[0]), first]
     rest = np.flatnonzero(~found)
     if rest.size:
-        out[rest] = knn(query[rest], target[pick], 1).dist[:, 0]
+        out[rest] = search(query, target[pick], 1, rows=rest).dist[:, 0]
     return out
 
 
@@ -169,72 +177,29 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     Orientation: risk (value = 1 − score/100); raw = score (100 = no significant risk).
     By definition a copy scores below 1 (≈ 0.82): see the module docstring.
     """
-    if not 0.0 < alpha < 1.0:
-        raise ParameterError(f"proximity_score alpha must be in (0, 1); got {alpha!r}")
-    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
-        raise ParameterError(f"proximity_score repetitions must be an integer ≥ 1; got {repetitions!r}")
-    check_work_bound("proximity_score", "repetitions", repetitions, MAX_REPETITIONS)
-    seed = ctx.seed if seed is None else seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")
-    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer))
-                                 or max_rows < 2):
-        raise ParameterError(f"proximity_score max_rows must be an integer ≥ 2 or None; got {max_rows!r}")
+    seed = _checked_options(alpha, repetitions, seed if seed is not None else ctx.seed, max_rows)
     ctx.require_rows("real", 4, "proximity_score (two halves of at least 2 records)")
-    space = ctx.mixed()
-    real, syn = space.real, space.synthetic
-    n, m = real.shape[0], syn.shape[0]
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    h = n // 2
-    r1, r2 = real[perm[:h]], real[perm[h:]]
-    # the scored records: R1's first s (R1 is a seeded random half, so they are a seeded simple
-    # random sample of it); every distance below is still to the whole R1, R2 and release
-    s = h if max_rows is None else min(h, int(max_rows))
-    scored = perm[:s]
-    q1 = r1[:s]
-    # d(r, R1 \ {r}) and d(r, R2) from the real → real search the distance metrics share (its
-    # k-lists decide almost every row; the rest are searched on the half), else searched here
-    lists = ctx.neighbours("mixed", "real", "real", JACKKNIFE_K) if n > JACKKNIFE_K else None
-    if lists is not None and not lists.exact:
-        lists = None
-    halves = np.empty(n, dtype=np.int64)
-    halves[perm[:h]], halves[perm[h:]] = 0, 1
-    position = np.empty(n, dtype=np.int64)
-    position[perm[:h]], position[perm[h:]] = np.arange(h), np.arange(n - h)
-    searched_again = {}
-    if lists is not None:
-        d_own, searched_again["own_half"] = nearest_in_part(
-            lists, scored, np.where(halves == 0, position, -1),
-            lambda rest: knn_rows(r1, rest, 1).dist[:, 0])
-    elif s == h:
-        d_own = knn(r1, r1, 1, exclude_self=True).dist[:, 0]
-    else:
-        d_own = knn_rows(r1, np.arange(s), 1).dist[:, 0]
-    size = min(r2.shape[0], m)
-    if r2.shape[0] == m:
+    hv = _Halves.of(ctx, seed, max_rows)
+    size = min(hv.r2.shape[0], hv.m)
+    if hv.r2.shape[0] == hv.m:
         subsampled, reps = None, 1
     else:
-        subsampled, reps = ("real_half" if r2.shape[0] > m else "synthetic"), repetitions
-    if subsampled == "real_half":
-        full_tt = None
-    elif lists is not None:
-        d_r2, searched_again["other_half"] = nearest_in_part(
-            lists, scored, np.where(halves == 1, position, -1), lambda rest: knn(q1[rest], r2, 1).dist[:, 0])
-        full_tt = proximity_ratio(d_r2, d_own)
-    else:
-        full_tt = proximity_ratio(knn(q1, r2, 1).dist[:, 0], d_own)
+        subsampled, reps = ("real_half" if hv.r2.shape[0] > hv.m else "synthetic"), repetitions
+    lists = _real_lists(ctx, hv.n)
+    d_own, full_tt, searched_again = _half_distances(ctx, hv, lists, subsampled)
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(
-        ctx.neighbours("mixed", "real", "synthetic", 1).dist[scored, 0], d_own)
-    big = r2 if subsampled == "real_half" else syn
-    candidates = knn(q1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
+        ctx.neighbours("mixed", "real", "synthetic", 1).dist[hv.scored, 0], d_own)
+    big = hv.r2 if subsampled == "real_half" else hv.syn
+    candidates = ctx.search(hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0]),
+                            name=f"proximity_score mixed first half→{subsampled} candidates") if subsampled else None
+    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
     for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
-            pick = np.sort(rng.choice(big.shape[0], size, replace=False))
-            d_sub = nearest_in_subset(q1, big, pick, candidates)
+            pick = np.sort(hv.rng.choice(big.shape[0], size, replace=False))
+            d_sub = nearest_in_subset(hv.q1, big, pick, candidates, again)
             if subsampled == "real_half":
                 ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
             else:
@@ -245,23 +210,132 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         ratios.append((ttpr, tspr))
         scores.append(score)
         per_rep.append(info)
+    details = {"matched_size": int(size), "subsampled": subsampled, "halves_from_real_search": lists is not None,
+               "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
+               "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr)}
+    return _proximity_result(ctx, hv, scores, details=details, ratios=ratios,
+                             params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows})
+
+
+def _checked_options(alpha: float, repetitions: int, seed: int, max_rows: int | None) -> int:
+    """proximity_score's options checked; returns the seed."""
+    if not 0.0 < alpha < 1.0:
+        raise ParameterError(f"proximity_score alpha must be in (0, 1); got {alpha!r}")
+    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+        raise ParameterError(f"proximity_score repetitions must be an integer ≥ 1; got {repetitions!r}")
+    check_work_bound("proximity_score", "repetitions", repetitions, MAX_REPETITIONS)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer))
+                                 or max_rows < 2):
+        raise ParameterError(f"proximity_score max_rows must be an integer ≥ 2 or None; got {max_rows!r}")
+    return seed
+
+
+@dataclass
+class _Halves:
+    """The seeded split of the real records into R1 and R2, and R1's scored records."""
+
+    space: EncodedSpace
+    syn: np.ndarray
+    n: int
+    m: int
+    rng: np.random.Generator
+    perm: np.ndarray
+    h: int
+    s: int
+    r1: np.ndarray
+    r2: np.ndarray
+
+    @classmethod
+    def of(cls, ctx, seed: int, max_rows: int | None) -> "_Halves":
+        space = ctx.mixed()
+        real, syn = space.real, space.synthetic
+        n = real.shape[0]
+        rng = seeds.rng(seed, "proximity.halves")
+        perm = rng.permutation(n)
+        h = n // 2
+        # the scored records: R1's first s (R1 is a seeded random half, so they are a seeded simple
+        # random sample of it); every distance is still to the whole R1, R2 and release
+        s = h if max_rows is None else min(h, int(max_rows))
+        return cls(space, syn, n, syn.shape[0], rng, perm, h, s, real[perm[:h]], real[perm[h:]])
+
+    @property
+    def scored(self) -> np.ndarray:
+        return self.perm[:self.s]
+
+    @property
+    def q1(self) -> np.ndarray:
+        return self.r1[:self.s]
+
+    def part_positions(self, half: int) -> np.ndarray:
+        """Each real record's position in half ``half`` (0: R1, 1: R2), −1 outside it."""
+        halves = np.empty(self.n, dtype=np.int64)
+        halves[self.perm[:self.h]], halves[self.perm[self.h:]] = 0, 1
+        position = np.empty(self.n, dtype=np.int64)
+        position[self.perm[:self.h]], position[self.perm[self.h:]] = np.arange(self.h), np.arange(self.n - self.h)
+        return np.where(halves == half, position, -1)
+
+
+def _named(ctx, name: str) -> MatrixSearch:
+    """The context's search of matrices, reported as ``name``."""
+    def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
+               rows: np.ndarray | None = None) -> Neighbours:
+        return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows)
+    return search
+
+
+def _real_lists(ctx, n: int) -> Neighbours | None:
+    """The exact real → real k-lists the distance metrics share (k = the jackknife's), or None
+    when there are too few records or the search was screened."""
+    k = resolve_settings(None).jackknife_k
+    lists = ctx.neighbours("mixed", "real", "real", k) if n > k else None
+    return lists if lists is not None and lists.exact else None
+
+
+def _half_distances(ctx, hv: _Halves, lists: Neighbours | None, subsampled: str | None
+                    ) -> tuple[np.ndarray, np.ndarray | None, dict]:
+    """d(r, R1 \\ {r}) and TTPR = d(r, R2)/d(r, R1 \\ {r}) of the scored records (None when R2 is
+    the subsampled side), from the real → real k-lists where they decide a row (the rest are
+    searched on the half), else searched here; and how many rows were searched again."""
+    own, other = _named(ctx, "proximity_score mixed first half→first half"), _named(
+        ctx, "proximity_score mixed first half→second half")
+    searched_again = {}
+    if lists is not None:
+        d_own, searched_again["own_half"] = nearest_in_part(
+            lists, hv.scored, hv.part_positions(0),
+            lambda rest: own(hv.r1, hv.r1, 1, exclude_self=True, rows=rest).dist[:, 0])
+    elif hv.s == hv.h:
+        d_own = own(hv.r1, hv.r1, 1, exclude_self=True).dist[:, 0]
+    else:
+        d_own = own(hv.r1, hv.r1, 1, exclude_self=True, rows=np.arange(hv.s)).dist[:, 0]
+    if subsampled == "real_half":
+        return d_own, None, searched_again
+    if lists is not None:
+        d_r2, searched_again["other_half"] = nearest_in_part(
+            lists, hv.scored, hv.part_positions(1), lambda rest: other(hv.q1, hv.r2, 1, rows=rest).dist[:, 0])
+        return d_own, proximity_ratio(d_r2, d_own), searched_again
+    return d_own, proximity_ratio(other(hv.q1, hv.r2, 1).dist[:, 0], d_own), searched_again
+
+
+def _proximity_result(ctx, hv: _Halves, scores: list[float], *, details: dict, ratios: list, params: dict
+                      ) -> MetricResult:
+    """The metric's result: mean score, details, and the bootstrap interval over R1's scored
+    records."""
     score = float(np.mean(scores))
+    s, h = hv.s, hv.h
     res = result(ctx, "proximity_score", 1.0 - score / 100.0, score,
                  "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
-                 params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows},
-                 details={"n_half_1": int(h), "n_half_2": int(n - h), "matched_size": int(size),
-                          "n_scored": int(s),
-                          "subsampled": subsampled, "halves_from_real_search": lists is not None,
-                          "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
-                          "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr),
-                          "mean_imputed": space.details.get("mean_imputed", {})})
+                 params=params,
+                 details={"n_half_1": int(h), "n_half_2": int(hv.n - h), "matched_size": details.pop("matched_size"),
+                          "n_scored": int(s), **details,
+                          "mean_imputed": hv.space.details.get("mean_imputed", {})})
     if s < h:
-        res.details["sampled"] = {"n": int(s), "of": int(h), "seed": int(seed),
+        res.details["sampled"] = {"n": int(s), "of": int(h), "seed": params["seed"],
                                   "method": "seeded simple random sample of the first real half's records "
                                             "(distances to every record)"}
     # the same resampled R1 records for every repetition; ratios (the searches) held fixed
     what = ("records of the first real half (ratios held fixed, one resample for all repetitions)" if s == h else
             f"sampled records of the first real half ({s} of {h}; ratios held fixed, one resample for all "
             "repetitions; finite-population correction ignored)")
-    return set_bootstrap_ci(res, ctx, _bootstrap_values(ratios, alpha), int(s), what=what)
-
+    return set_bootstrap_ci(res, ctx, _bootstrap_values(ratios, params["alpha"]), int(s), what=what)

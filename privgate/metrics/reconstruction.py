@@ -20,6 +20,7 @@ numeric keys into k quantile bins of the real data (:mod:`privgate.binning` with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -34,8 +35,10 @@ from ..schema import NUMERIC
 from ..spaces import category_codes
 from ..ties import le
 from .. import stats
-from ._common import (jackknife_labels, keep_jackknife, mark_sampled, nearest_outside_groups, on_rows, real_rows,
-                      result, search_k, set_mean_ci, widen_share_for_search)
+from ..neighbours import search_k
+from .intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
+from .sampling import mark_sampled, on_rows, real_rows
+from .search_error import widen_share_for_search
 
 sparse = lazy_module("scipy.sparse")  # imported on first use (import time)
 
@@ -280,34 +283,90 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
     keys, sensitive = ctx.key_sensitive(keys, sensitive)
     real, syn, kc, sc = _coded_frames(ctx, keys, sensitive, key_bins)
     sample = real_rows(ctx)
-    real = on_rows(real, sample).with_row_index("__row")
-    # distinct synthetic key combinations with their counts, numbered j = 0..J-1
-    syn_k = syn.group_by(kc).agg(pl.len().alias("__m")).with_row_index("__j")
-    syn = syn.join(syn_k.select(kc + ["__j"]), on=kc, how="left")
-    # distinct real key combinations, numbered i, with the exact synthetic match j when there is one
-    real_k = real.select(kc).unique().with_row_index("__i").join(syn_k.select(kc + ["__j"]), on=kc, how="left")
-    real = real.join(real_k, on=kc, how="left", maintain_order="left")
-    m_j = syn_k["__m"].to_numpy().astype(np.float64)
-    exact = real_k.filter(pl.col("__j").is_not_null())
-    unmatched = real_k.filter(pl.col("__j").is_null())
-    n_i = real_k.height
-    # Hamming scan: per unmatched distinct real combination, the tied synthetic combinations
-    syn_key_mat = syn_k.select(kc).to_numpy().astype(np.int64)
-    un_key_mat = unmatched.select(kc).to_numpy().astype(np.int64)
-    un_i = unmatched["__i"].to_numpy()
-    dmin_i = np.zeros(n_i)
-    total_i = np.zeros(n_i)
-    total_i[exact["__i"].to_numpy()] = m_j[exact["__j"].to_numpy()]
-    masks: list[tuple[np.ndarray, sparse.csr_matrix]] = []
-    for rows, dmin, mask in _nearest_combos(un_key_mat, syn_key_mat):
-        ii = un_i[rows]
-        dmin_i[ii] = dmin
-        total_i[ii] = mask.astype(np.float64) @ m_j
-        masks.append((ii, sparse.csr_matrix(mask, dtype=np.float64)))
+    c = _HammingCombos.of(on_rows(real, sample).with_row_index("__row"), syn, kc)
+    real, syn = c.real, c.syn
     per_attr, extra = {}, {}
     for s, col in sc.items():
+        per_attr[col] = c.correct(s) / c.total_i[real["__i"].to_numpy()]
+        extra[col] = {}
+    real_i = real["__i"].to_numpy()
+    dmin_r = c.dmin_i[real_i]
+    res = _combine(ctx, "generalized_cap", keys, sensitive, per_attr, extra,
+                   "Generalized CAP: mean share of the nearest (Hamming) synthetic records with the real sensitive value",
+                   "share of the synthetic records at the minimum Hamming distance on the keys that share the sensitive value",
+                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
+    res.details.update({
+        "share_real_with_key_match": float((dmin_r == 0).mean()) if c.exact.height else 0.0,
+        "mean_min_hamming_distance": float(dmin_r.mean()),
+        "mean_tied_synthetic_records": float(c.total_i[real_i].mean()),
+        "n_distinct_real_key_combinations": int(c.n_i),
+        "n_distinct_synthetic_key_combinations": int(c.syn_k.height),
+    })
+    if sample is not None:  # estimated on a sample of real records: no jackknife replicates
+        return mark_sampled(res, ctx, sample)
+    key_mat = c.real_k.sort("__i").select(kc).to_numpy().astype(np.int64)
+    tied = _tied_sets(c.n_i, c.syn_k.height, c.exact, c.masks)
+
+    def without_synthetic(real_, syn_, kc_, s_, labels):
+        return _gcap_without_synthetic_groups(real, syn, s_, labels, tied, key_mat, c.syn_key_mat)
+
+    return _keep_cap_jackknife(ctx, res, real, syn, kc, sc, without_synthetic)
+
+
+@dataclass
+class _HammingCombos:
+    """The distinct key combinations of generalized_cap: ``real`` with its combination i
+    (``__i``) and exact synthetic match j (``__j``, null without one), ``syn`` with its j,
+    ``syn_k`` the distinct synthetic combinations with their counts (``__m``), ``real_k`` the
+    distinct real ones, ``exact`` those with an exact match; per distinct real combination the
+    minimum Hamming distance ``dmin_i`` and the number of synthetic records at it ``total_i``;
+    ``masks``: (unmatched combinations i, sparse mask of their tied synthetic combinations)."""
+    real: pl.DataFrame
+    syn: pl.DataFrame
+    syn_k: pl.DataFrame
+    real_k: pl.DataFrame
+    exact: pl.DataFrame
+    n_i: int
+    syn_key_mat: np.ndarray
+    dmin_i: np.ndarray
+    total_i: np.ndarray
+    masks: list[tuple[np.ndarray, "sparse.csr_matrix"]]
+
+    @classmethod
+    def of(cls, real: pl.DataFrame, syn: pl.DataFrame, kc: list[str]) -> "_HammingCombos":
+        """Exact matches by a join, the rest by a blocked Hamming scan of distinct real
+        combinations against distinct synthetic combinations."""
+        # distinct synthetic key combinations with their counts, numbered j = 0..J-1
+        syn_k = syn.group_by(kc).agg(pl.len().alias("__m")).with_row_index("__j")
+        syn = syn.join(syn_k.select(kc + ["__j"]), on=kc, how="left")
+        # distinct real key combinations, numbered i, with the exact synthetic match j when there is one
+        real_k = real.select(kc).unique().with_row_index("__i").join(syn_k.select(kc + ["__j"]), on=kc, how="left")
+        real = real.join(real_k, on=kc, how="left", maintain_order="left")
+        m_j = syn_k["__m"].to_numpy().astype(np.float64)
+        exact = real_k.filter(pl.col("__j").is_not_null())
+        unmatched = real_k.filter(pl.col("__j").is_null())
+        n_i = real_k.height
+        # Hamming scan: per unmatched distinct real combination, the tied synthetic combinations
+        syn_key_mat = syn_k.select(kc).to_numpy().astype(np.int64)
+        un_key_mat = unmatched.select(kc).to_numpy().astype(np.int64)
+        un_i = unmatched["__i"].to_numpy()
+        dmin_i = np.zeros(n_i)
+        total_i = np.zeros(n_i)
+        total_i[exact["__i"].to_numpy()] = m_j[exact["__j"].to_numpy()]
+        masks: list[tuple[np.ndarray, sparse.csr_matrix]] = []
+        for rows, dmin, mask in _nearest_combos(un_key_mat, syn_key_mat):
+            ii = un_i[rows]
+            dmin_i[ii] = dmin
+            total_i[ii] = mask.astype(np.float64) @ m_j
+            masks.append((ii, sparse.csr_matrix(mask, dtype=np.float64)))
+        return cls(real, syn, syn_k, real_k, exact, n_i, syn_key_mat, dmin_i, total_i, masks)
+
+    def correct(self, s: str) -> np.ndarray:
+        """Per real record: how many of its nearest synthetic records share its value of the
+        sensitive column ``s``."""
+        real, syn_k, masks = self.real, self.syn_k, self.masks
         # synthetic counts per (combination j, sensitive code)
-        js = syn.group_by(["__j", s]).agg(pl.len().alias("__ms"))
+        js = self.syn.group_by(["__j", s]).agg(pl.len().alias("__ms"))
         # exact-match combinations: join counts directly
         correct = real.join(js.rename({s: "__s"}), left_on=["__j", s], right_on=["__j", "__s"], how="left",
                             maintain_order="left")["__ms"].fill_null(0).to_numpy().astype(np.float64)
@@ -316,7 +375,7 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
             n_codes = int(max(js[s].max(), real[s].max())) + 1
             mat = sparse.csr_matrix((js["__ms"].to_numpy().astype(np.float64),
                                      (js["__j"].to_numpy(), js[s].to_numpy())), shape=(syn_k.height, n_codes))
-            pos = np.full(n_i, -1, dtype=np.int64)  # unmatched i → row in the stacked products
+            pos = np.full(self.n_i, -1, dtype=np.int64)  # unmatched i → row in the stacked products
             stacked = []
             offset = 0
             for ii, msk in masks:
@@ -328,32 +387,7 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
             need = np.flatnonzero(pos[real_i] >= 0)
             if need.size:
                 correct[need] = np.asarray(prod[pos[real_i[need]], real[s].to_numpy()[need]]).ravel()
-        total = total_i[real["__i"].to_numpy()]
-        per = correct / total
-        per_attr[col] = per
-        extra[col] = {}
-    real_i = real["__i"].to_numpy()
-    dmin_r = dmin_i[real_i]
-    res = _combine(ctx, "generalized_cap", keys, sensitive, per_attr, extra,
-                   "Generalized CAP: mean share of the nearest (Hamming) synthetic records with the real sensitive value",
-                   "share of the synthetic records at the minimum Hamming distance on the keys that share the sensitive value",
-                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
-    res.details.update({
-        "share_real_with_key_match": float((dmin_r == 0).mean()) if exact.height else 0.0,
-        "mean_min_hamming_distance": float(dmin_r.mean()),
-        "mean_tied_synthetic_records": float(total_i[real_i].mean()),
-        "n_distinct_real_key_combinations": int(n_i),
-        "n_distinct_synthetic_key_combinations": int(syn_k.height),
-    })
-    if sample is not None:  # estimated on a sample of real records: no jackknife replicates
-        return mark_sampled(res, ctx, sample)
-    key_mat = real_k.sort("__i").select(kc).to_numpy().astype(np.int64)
-    tied = _tied_sets(n_i, syn_k.height, exact, masks)
-
-    def without_synthetic(real_, syn_, kc_, s_, labels):
-        return _gcap_without_synthetic_groups(real, syn, s_, labels, tied, key_mat, syn_key_mat)
-
-    return _keep_cap_jackknife(ctx, res, real, syn, kc, sc, without_synthetic)
+        return correct
 
 
 def _tied_sets(n_i: int, n_j: int, exact: pl.DataFrame, masks: list) -> sparse.csr_matrix:
@@ -516,6 +550,6 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     reps_r = (_weights_without_groups(ctx, lab_r) * per_attr[worst][None, :]).sum(axis=1)
     sp = ctx.mixed(tuple(keys))
     nb = ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", search_k(lab_s))
-    idx_g = nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False)[1]
+    idx_g = ctx.nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False)[1]
     reps_s = (_correct_guess(ctx, worst, idx_g) * weights[None, :]).sum(axis=1)
     return widen_share_for_search(keep_jackknife(res, real=reps_r, synthetic=reps_s), weights=weights)

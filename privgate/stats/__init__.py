@@ -14,6 +14,9 @@ no metric computes its own interval formula (docs/architecture.md, "Uncertainty"
 - :mod:`.combine` — intervals of a difference of two estimates (MOVER) and the control-set risk
   ``(attack − control) / (1 − control)`` with its propagated error.
 - :mod:`.testing` — exact binomial tests and multiple-testing corrections (Bonferroni, Holm).
+- :mod:`.mirrored` — the mirrored-count test of a tail (memorisation): a side's count against its
+  mirror's, the share beyond chance with simultaneous Clopper–Pearson bounds, and the
+  record-sampling half-width of a share estimated on a sample.
 - :mod:`.dp_audit` — empirical ε (and Gaussian-DP μ) lower bounds from an audit's error counts
   (one-sided Clopper–Pearson on both error rates), the GDP ↔ (ε, δ) conversion, and the
   Bonferroni level for many bounds.
@@ -31,6 +34,7 @@ from .jackknife import (combine_variances, counts_without_groups, default_groups
 from .combine import ControlRisk, control_risk, difference_interval
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, bonferroni, holm
+from .mirrored import mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, gdp_delta, gdp_epsilon,
                        gdp_mu_lower_bound, rate_upper_bound)
 
@@ -44,4 +48,5 @@ __all__ = [
     "wilson_rate", "z_value",
     "bonferroni_alpha", "epsilon_estimate", "epsilon_lower_bound", "gdp_delta", "gdp_epsilon",
     "gdp_mu_lower_bound", "rate_upper_bound",
+    "mirrored_share", "mirrored_tail_test", "sampled_share_halfwidth", "tail_quantiles",
 ]

@@ -55,11 +55,11 @@ def test_exact_baseline_has_no_error():
 
 
 def test_target_sample_is_seeded_sorted_and_capped():
-    a = sample_rows(100, 10, seed=3, stream=1)
-    assert np.array_equal(a, sample_rows(100, 10, seed=3, stream=1))
-    assert not np.array_equal(a, sample_rows(100, 10, seed=4, stream=1))
+    a = sample_rows(100, 10, seed=3, stream="attack.targets")
+    assert np.array_equal(a, sample_rows(100, 10, seed=3, stream="attack.targets"))
+    assert not np.array_equal(a, sample_rows(100, 10, seed=4, stream="attack.targets"))
     assert np.all(np.diff(a) > 0) and a.size == 10
-    assert np.array_equal(sample_rows(5, 10, seed=0, stream=1), np.arange(5))
+    assert np.array_equal(sample_rows(5, 10, seed=0, stream="attack.targets"), np.arange(5))
 
 
 @pytest.mark.parametrize("name", ATTACKS)

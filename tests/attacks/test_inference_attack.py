@@ -70,7 +70,7 @@ def test_sampled_rows_only_search_equals_the_whole_space_search(secret):
     """inference encodes only the sampled training and holdout rows (plus the release) and searches
     them together; the guesses must be those of the whole mixed space searched per role (nulls,
     duplicates and ties included)."""
-    from privgate.attacks._control import STREAM_ATTACK, STREAM_CONTROL, sample_rows
+    from privgate.attacks._control import sample_rows
     from privgate.context import EvaluationContext
 
     rng = np.random.default_rng(9)
@@ -86,7 +86,7 @@ def test_sampled_rows_only_search_equals_the_whole_space_search(secret):
     aux = ["x", "c"] + (["y"] if secret == "s" else ["s"])
     res = privgate.metrics.inference(real, syn, holdout=hold, secret=secret, aux_cols=aux, n_attacks=120, seed=4)
     ctx = EvaluationContext(real, syn, holdout=hold, seed=4)
-    targets, controls = sample_rows(300, 120, 4, STREAM_ATTACK), sample_rows(280, 120, 4, STREAM_CONTROL)
+    targets, controls = sample_rows(300, 120, 4, "attack.targets"), sample_rows(280, 120, 4, "attack.controls")
     space = ("mixed", tuple(aux))
     guess_t = syn[secret].to_numpy()[ctx.neighbours(space, "real", "synthetic", 1, rows=targets).idx[:, 0]]
     guess_c = syn[secret].to_numpy()[ctx.neighbours(space, "holdout", "synthetic", 1, rows=controls).idx[:, 0]]

@@ -69,7 +69,7 @@ def test_target_searches_go_through_the_context_and_match_the_full_search():
 def test_stacked_sampled_searches_link_as_the_per_role_searches(k):
     """linkability searches each column set's targets and controls together with only those rows
     encoded (neighbours_of_rows); the links must be those of per-role searches in the whole space."""
-    from privgate.attacks._control import STREAM_ATTACK, STREAM_CONTROL, sample_rows
+    from privgate.attacks._control import sample_rows
 
     rng = np.random.default_rng(1)
 
@@ -88,7 +88,7 @@ def test_stacked_sampled_searches_link_as_the_per_role_searches(k):
         b = ctx.neighbours(("mixed", ("c", "d")), role, "synthetic", k, rows=rows).idx
         return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
-    targets, controls = sample_rows(260, 100, 2, STREAM_ATTACK), sample_rows(220, 100, 2, STREAM_CONTROL)
+    targets, controls = sample_rows(260, 100, 2, "attack.targets"), sample_rows(220, 100, 2, "attack.controls")
     ok_t, ok_c = linked("real", targets), linked("holdout", controls)
     assert res.details["linked_rows"] == targets[ok_t].tolist()
     assert res.details["n_control_success"] == int(ok_c.sum())

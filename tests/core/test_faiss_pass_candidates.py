@@ -3,9 +3,10 @@ reaches the k-th upper bound; answers must equal brute force (ties → lowest in
 import numpy as np
 import pytest
 
-from privgate.neighbours import _faiss, knn
+from privgate.neighbours import SearchSettings, knn
+from privgate.neighbours.backends import faiss_module
 
-pytestmark = pytest.mark.skipif(_faiss() is None, reason="faiss missing")
+pytestmark = pytest.mark.skipif(faiss_module() is None, reason="faiss missing")
 
 
 def brute(q, t, k, exclude_self):
@@ -30,7 +31,7 @@ def test_faiss_pass_matches_brute_force(k, exclude_self, kind):
         t = rng.normal(size=(300, 6)) * rng.uniform(0.1, 50, size=6)
     q = t if exclude_self else rng.integers(0, 3, size=(120, 6)).astype(float) if kind == "ties" else t[:120] + 0.01
     # dedupe off and a small block so the faiss screen (not the one-block path) decides the rows
-    nb = knn(q, t, k, exclude_self=exclude_self, dedupe=False, block_bytes=1024)
+    nb = knn(q, t, k, exclude_self=exclude_self, dedupe=False, settings=SearchSettings(block_bytes=1024))
     assert nb.search["settled_by"].get("faiss_flat", 0) > 0
     bd, bi = brute(q, t, k, exclude_self)
     np.testing.assert_array_equal(nb.idx, bi)

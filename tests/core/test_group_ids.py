@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgate.neighbours import _group_ids, refine_group_ids
+from privgate.neighbours import refine_group_ids
+from privgate.neighbours.grouped import group_ids
 
 
 def _folded(cols):
@@ -36,6 +37,6 @@ def test_one_column_is_its_dense_rank_and_empty_input_stays_empty():
 def test_the_grouped_search_ids_are_shared_by_query_and_target_rows():
     qc = np.array([[0, 1], [2, 0], [0, 1]])
     tc = np.array([[2, 0], [1, 1], [0, 1]])
-    q_ids, t_ids = _group_ids(qc, tc)
+    q_ids, t_ids = group_ids(qc, tc)
     np.testing.assert_array_equal(q_ids, [0, 2, 0])
     np.testing.assert_array_equal(t_ids, [2, 1, 0])

@@ -1,4 +1,4 @@
-"""The IVF screen's list scan (privgate.neighbours._Lists._screen_part) split between threads:
+"""The IVF screen's list scan (privgate.neighbours.ivf_lists.Lists._scan_all) split between threads:
 the same neighbours and distances, bit for bit, as one thread's scan, and never nearer than the
 exact answer."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgate.neighbours import knn
+from privgate.neighbours import SearchSettings, knn
 from privgate.threads import limited
 
 
@@ -19,7 +19,8 @@ def test_threaded_list_scan_equals_the_single_thread_scan(k, exclude_self, decim
     runs = {}
     for threads in (1, 2):
         with limited(threads):
-            runs[threads] = knn(q, t, k, exclude_self=exclude_self, approximate=True, n_check=100, seed=4)
+            runs[threads] = knn(q, t, k, exclude_self=exclude_self, approximate=True, seed=4,
+                                settings=SearchSettings(exact_below_pairs=0, ivf_check_rows=100))
     np.testing.assert_array_equal(runs[1].idx, runs[2].idx)
     np.testing.assert_array_equal(runs[1].dist, runs[2].dist)
     assert runs[1].search["n_screened"] > 0  # the list scan ran

@@ -9,7 +9,10 @@ import pytest
 
 from privgate.context import EvaluationContext
 from privgate.data import load_example
-from privgate.neighbours import any_within_box, knn
+from privgate.neighbours import SearchSettings, any_within_box, knn
+
+# a screen at every size, calibrated and checked on 200 rows each
+SCREEN_200 = SearchSettings(exact_below_pairs=0, ivf_check_rows=200)
 
 
 def brute(q, t, k, exclude_self=False):
@@ -47,7 +50,7 @@ def test_ties_go_to_the_lowest_index_and_self_is_excluded_by_index(use_faiss):
 def test_tiny_blocks_give_the_same_answer():
     rng = np.random.default_rng(1)
     q, t = rng.integers(0, 3, size=(200, 4)).astype(float), rng.integers(0, 3, size=(180, 4)).astype(float)
-    a = knn(q, t, 2, use_faiss=False, block_bytes=4 * 180 * 7)  # 7 query rows per block
+    a = knn(q, t, 2, use_faiss=False, settings=SearchSettings(block_bytes=4 * 180 * 7))  # 7 query rows per block
     b = knn(q, t, 2, use_faiss=False)
     np.testing.assert_array_equal(a.idx, b.idx)
     np.testing.assert_array_equal(a.dist, b.dist)
@@ -227,7 +230,7 @@ def test_approximate_screen_reports_its_measured_recall(exclude_self):
     rng = np.random.default_rng(5)
     q = rng.normal(size=(2000, 8))
     t = q if exclude_self else rng.normal(size=(2500, 8))
-    approx = knn(q, t, 1, exclude_self=exclude_self, approximate=True, n_check=200, seed=3)
+    approx = knn(q, t, 1, exclude_self=exclude_self, approximate=True, settings=SCREEN_200, seed=3)
     exact = knn(q, t, 1, exclude_self=exclude_self)
     s = approx.search
     assert s["exact"] is False and s["n_checked"] == 200 and s["n_screened"] == 2000 - 400
@@ -240,13 +243,13 @@ def test_approximate_screen_reports_its_measured_recall(exclude_self):
     # rows, never below the true nearest
     np.testing.assert_allclose(approx.dist[:, 0], np.linalg.norm(q - t[approx.idx[:, 0]], axis=1), rtol=1e-12)
     assert (approx.dist >= exact.dist - 1e-12).all()
-    again = knn(q, t, 1, exclude_self=exclude_self, approximate=True, n_check=200, seed=3)
+    again = knn(q, t, 1, exclude_self=exclude_self, approximate=True, settings=SCREEN_200, seed=3)
     np.testing.assert_array_equal(again.idx, approx.idx)  # seeded: deterministic
 
 
 def test_context_switches_to_the_screen_above_the_size_and_exact_true_forces_exact(monkeypatch):
-    import privgate.context as context_mod
     import privgate.metrics as m
+    import privgate.neighbours.settings as settings_mod
 
     rng = np.random.default_rng(6)
     r = pl.DataFrame({"a": rng.normal(size=900), "b": rng.normal(size=900), "c": rng.normal(size=900),
@@ -256,7 +259,7 @@ def test_context_switches_to_the_screen_above_the_size_and_exact_true_forces_exa
     exact = m.authenticity(EvaluationContext(r, s))
     assert exact.details["neighbour_search"]["exact"] is True
     assert exact.details["neighbour_search"]["share_rows_possibly_wrong"] == 0.0
-    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(exact_below_pairs=1000))
     approx = m.authenticity(EvaluationContext(r, s))
     search = approx.details["neighbour_search"]
     assert search["exact"] is False and set(search["searches"]) == {"mixed real→synthetic", "mixed real→real"}
@@ -288,8 +291,32 @@ def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
         EvaluationContext(r, s, sample_real=0)
 
 
+def test_a_sampled_search_on_few_distinct_points_is_folded_and_exact_instead_of_screened(monkeypatch):
+    """Sampled query rows on a key space (many records, few distinct points): above the screen's
+    size the search folds duplicates first, so it stays exact and equals the full search's rows
+    (unfolded, every sampled row would be screened with the whole run of tied copies)."""
+    import privgate.neighbours.settings as settings_mod
+
+    rng = np.random.default_rng(8)
+    r = pl.DataFrame({"a": rng.choice(list("pqrs"), 3000), "b": rng.choice(list("xyz"), 3000),
+                      "c": rng.integers(0, 4, 3000).astype(float)})
+    s = pl.DataFrame({"a": rng.choice(list("pqrs"), 2000), "b": rng.choice(list("xyz"), 2000),
+                      "c": rng.integers(0, 4, 2000).astype(float)})
+    full = EvaluationContext(r, s, exact=True).neighbours("mixed", "real", "synthetic", 3)
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(exact_below_pairs=10_000))
+    ctx = EvaluationContext(r, s, sample_real=1000, seed=1)
+    rows = ctx.real_sample()
+    part = ctx.neighbours("mixed", "real", "synthetic", 3, rows=rows)
+    assert part.search["exact"] is True
+    np.testing.assert_array_equal(part.idx, full.idx[rows])
+    np.testing.assert_array_equal(part.dist, full.dist[rows])
+    stacked = EvaluationContext(r, s, seed=1).neighbours_of_rows("mixed", {"real": rows}, "synthetic", 3)
+    assert stacked["real"].search["exact"] is True
+    np.testing.assert_array_equal(stacked["real"].idx, full.idx[rows])
+
+
 def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatch):
-    import privgate.neighbours as nbm
+    import privgate.neighbours.grouped as nbm
 
     rng = np.random.default_rng(12)
     q, slices = _mixed_points(400, rng)
@@ -308,12 +335,17 @@ def test_grouped_search_without_mixed_radix_ids_gives_the_same_answer(monkeypatc
 
 # ------------------------------------------------------------------ the IVF list scan
 def _lists_for(q, t, k, exclude_self, nlist, seed=0):
-    from privgate.neighbours import IVF_TRAIN_PER_LIST, _Exact, _Lists
+    from privgate.neighbours import DEFAULT_SETTINGS
+    from privgate.neighbours.exact import ExactSearch
+    from privgate.neighbours.ivf_lists import Lists
+    from privgate.neighbours.problem import Problem
 
-    exact = _Exact.of(q, t, k, exclude_self)
+    exact = ExactSearch(Problem(np.ascontiguousarray(q, dtype=np.float64), np.ascontiguousarray(t, dtype=np.float64),
+                                k, exclude_self, DEFAULT_SETTINGS))
     m = t.shape[0]
-    train = np.sort(np.random.default_rng(seed).choice(m, min(m, nlist * IVF_TRAIN_PER_LIST), replace=False))
-    return exact, _Lists(exact, nlist, train, seed)
+    per_list = DEFAULT_SETTINGS.ivf_train_per_list
+    train = np.sort(np.random.default_rng(seed).choice(m, min(m, nlist * per_list), replace=False))
+    return exact, Lists(exact, nlist, train, seed)
 
 
 @pytest.mark.parametrize("k", [1, 2, 5])
@@ -368,16 +400,15 @@ def test_list_scan_is_exact_within_the_probed_lists(k, exclude_self):
     np.testing.assert_array_equal(d[enough], np.take_along_axis(full, want, axis=1)[enough])
 
 
-def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact(monkeypatch):
+def test_screen_declines_when_calibration_needs_too_many_lists_and_search_is_exact():
     """Heavy ties at the k-th distance (k = 5 on a few integer levels) keep the calibrated recall
     low; the screen then declines and every row is searched exactly."""
-    import privgate.neighbours as nbm
-
-    monkeypatch.setattr(nbm, "IVF_TARGET_RECALL", 1.01)  # unreachable: forces the decline
+    # an unreachable target recall forces the decline
+    declining = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_target_recall=1.01)
     rng = np.random.default_rng(23)
     q = rng.integers(0, 3, size=(1500, 5)).astype(float)
     t = rng.integers(0, 3, size=(1200, 5)).astype(float)
-    nb = knn(q, t, 5, approximate=True, n_check=100)
+    nb = knn(q, t, 5, approximate=True, settings=declining)
     assert nb.search["exact"] is True and nb.search["screen"].startswith("declined")
     assert "ivf_screen" not in nb.search["settled_by"]
     assert sum(nb.search["settled_by"].values()) == q.shape[0]
@@ -400,14 +431,15 @@ def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_
         assert nb.search["settled_by"].get("grouped", 0) > 0
 
 
-def test_category_codes_in_row_blocks_equal_the_whole_matrix_at_once(monkeypatch):
-    import privgate.neighbours as nb
+def test_category_codes_in_row_blocks_equal_the_whole_matrix_at_once():
+    from privgate.neighbours import DEFAULT_SETTINGS
+    from privgate.neighbours.grouped import category_codes
 
     adult = load_example()
     sp = EvaluationContext(adult[:600], adult[600:900]).mixed()
-    whole = nb._category_codes(sp.real, sp.categorical_slices)
-    monkeypatch.setattr(nb, "PAIR_CHUNK_BYTES", 8 * 7 * sum(b - a for a, b in sp.categorical_slices))  # 7-row blocks
-    blocked = nb._category_codes(sp.real, sp.categorical_slices)
+    whole = category_codes(sp.real, sp.categorical_slices, DEFAULT_SETTINGS.pair_chunk_bytes)
+    seven_rows = 8 * 7 * sum(b - a for a, b in sp.categorical_slices)  # 7-row blocks
+    blocked = category_codes(sp.real, sp.categorical_slices, seven_rows)
     assert np.array_equal(whole[0], blocked[0]) and whole[1] == blocked[1] == 0.0
     # by hand: the position of the one nonzero of each slice
     expect = np.stack([np.argmax(sp.real[:, a:b] != 0, axis=1) for a, b in sp.categorical_slices], axis=1)
@@ -416,7 +448,7 @@ def test_category_codes_in_row_blocks_equal_the_whole_matrix_at_once(monkeypatch
     bad = sp.real.copy()
     a, b = sp.categorical_slices[0]
     bad[-1, a:b] = 0.0
-    assert nb._category_codes(bad, sp.categorical_slices) is None
+    assert category_codes(bad, sp.categorical_slices, seven_rows) is None
     scaled = sp.real.copy()
     scaled[-1, a:b] *= 2.0  # another nonzero value than the other rows'
-    assert nb._category_codes(scaled, sp.categorical_slices) is None
+    assert category_codes(scaled, sp.categorical_slices, seven_rows) is None

@@ -12,7 +12,7 @@ import pytest
 
 from privgate.context import EvaluationContext
 from privgate.errors import NotApplicableError
-from privgate.neighbours import knn
+from privgate.neighbours import SearchSettings, knn
 from privgate.spaces import mixed_space
 
 
@@ -110,7 +110,7 @@ def test_one_block_rule_gives_faiss_and_brute_force_answers():
     t = rng.integers(0, 3, size=(900, 7)).astype(float)
     one = knn(q, t, 1, dedupe=False)  # 120 × 900 × 4 bytes: one block
     assert one.search["settled_by"] == {"blocked": 120}
-    screened = knn(q, t, 1, dedupe=False, block_bytes=4 * 900 * 50)  # 50 rows a block: faiss screens
+    screened = knn(q, t, 1, dedupe=False, settings=SearchSettings(block_bytes=4 * 900 * 50))  # 50 rows a block: faiss screens
     assert screened.search["settled_by"].get("faiss_flat", 0) > 0
     np.testing.assert_array_equal(one.idx, screened.idx)
     np.testing.assert_array_equal(one.dist, screened.dist)
@@ -134,7 +134,7 @@ def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
     x = np.hstack(cols)
     q, t = x[:500], x[500:]
     skip = knn(q, t, 1, categorical_slices=slices, dedupe=False)
-    level1 = knn(q, t, 1, categorical_slices=slices, dedupe=False, block_bytes=4 * 400 * 20)
+    level1 = knn(q, t, 1, categorical_slices=slices, dedupe=False, settings=SearchSettings(block_bytes=4 * 400 * 20))
     assert 0 < skip.search["settled_by"]["grouped"] < level1.search["settled_by"]["grouped"]
     assert set(skip.search["settled_by"]) == {"grouped", "blocked"}
     np.testing.assert_array_equal(skip.idx, level1.idx)

@@ -4,13 +4,17 @@ the last bit, it is really reused, and it never outlives or confuses its arrays.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 import numpy as np
 import pytest
 
-import privgate.neighbours as nb_mod
-from privgate.neighbours import SearchMemo, knn
+import privgate.neighbours.ivf_lists as lists_mod
+from privgate.neighbours import SearchMemo, SearchSettings, knn
+
+# a screen at every size, calibrated and checked on 100 rows each
+SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
 
 
 def _mixed(n, rng, levels=(3, 2, 4), n_numeric=3):
@@ -26,9 +30,9 @@ def _mixed(n, rng, levels=(3, 2, 4), n_numeric=3):
     return x, slices
 
 
-def _searches(real, syn, slices, memo):
+def _searches(real, syn, slices, memo, settings=SCREEN):
     """The family's four mixed searches, screened (approximate) so that lists are built."""
-    opt = dict(categorical_slices=slices, approximate=True, n_check=100, seed=4, memo=memo, dedupe=False)
+    opt = dict(categorical_slices=slices, approximate=True, settings=settings, seed=4, memo=memo, dedupe=False)
     return [knn(real, syn, 1, **opt), knn(real, real, 3, exclude_self=True, **opt),
             knn(syn, real, 1, **opt), knn(syn, syn, 1, exclude_self=True, **opt)]
 
@@ -38,19 +42,19 @@ def test_memo_gives_the_same_answers_and_builds_each_target_structure_once(monke
     real, slices = _mixed(1500, rng)
     syn = _mixed(1400, rng)[0]
     built = []
-    original = nb_mod._Lists.__init__
+    original = lists_mod.Lists.__init__
 
     def counting(self, exact, nlist, train_rows, seed):
         built.append(exact.t.shape[0])
         original(self, exact, nlist, train_rows, seed)
 
-    monkeypatch.setattr(nb_mod._Lists, "__init__", counting)
-    monkeypatch.setattr(nb_mod, "GROUPED_MAX_NUMERIC", -1)  # no grouped search: every row screened
-    plain = _searches(real, syn, slices, None)
+    monkeypatch.setattr(lists_mod.Lists, "__init__", counting)
+    ungrouped = dataclasses.replace(SCREEN, grouped_max_numeric=-1)  # no grouped search: every row screened
+    plain = _searches(real, syn, slices, None, ungrouped)
     assert len(built) == 4
     built.clear()
     memo = SearchMemo()
-    shared = _searches(real, syn, slices, memo)
+    shared = _searches(real, syn, slices, memo, ungrouped)
     assert sorted(built) == [1400, 1500]  # one list set per target matrix
     for a, b in zip(plain, shared):
         assert a.search.get("exact") is False  # the screen ran

@@ -1,4 +1,4 @@
-"""The mixed space and the FAMD projection (METRICS.md §1, §3 rules 2 and 5)."""
+"""The mixed space and the FAMD projection (docs/metrics.md: the mixed space and FAMD)."""
 
 from __future__ import annotations
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import privgate.neighbours as nb
+from privgate.neighbours.memo import target_cache_size
 
 
 def _mixed(n: int, seed: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -21,24 +24,25 @@ def _mixed(n: int, seed: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
 
 
 @pytest.mark.parametrize("approximate", [False, True])
-def test_cached_target_preparations_give_the_uncached_answers(monkeypatch, approximate):
+def test_cached_target_preparations_give_the_uncached_answers(approximate):
     t, slices = _mixed(3000, 1)
     q1, _ = _mixed(400, 2)
     q2, _ = _mixed(500, 3)
-    opts = dict(categorical_slices=slices, approximate=approximate, seed=5, dedupe=False)
-    monkeypatch.setattr(nb, "IVF_MAX_PROBE_SHARE", 1.0)  # never decline the screen
+    # a screen at every size that never declines
+    settings = nb.SearchSettings(exact_below_pairs=0, ivf_max_probe_share=1.0)
+    opts = dict(categorical_slices=slices, approximate=approximate, seed=5, dedupe=False, settings=settings)
     plain = [nb.knn(q, t, 2, **opts) for q in (q1, q2)]
     plain_rows = nb.knn_rows(t, np.arange(0, 3000, 7), 1, **opts)
-    monkeypatch.setattr(nb, "TARGET_CACHE_MIN_ROWS", 100)
+    opts["settings"] = dataclasses.replace(settings, target_cache_min_rows=100)
     nb.clear_target_cache()
     cached = [nb.knn(q, t, 2, **opts) for q in (q1, q2)]  # the second search reuses the first's
     cached_rows = nb.knn_rows(t, np.arange(0, 3000, 7), 1, **opts)
-    assert len(nb._TARGET_PREP) == 1 and nb._TARGET_PREP[next(iter(nb._TARGET_PREP))]
+    assert target_cache_size() == 1
     for a, b in zip(plain + [plain_rows], cached + [cached_rows]):
         np.testing.assert_array_equal(a.idx, b.idx)
         np.testing.assert_array_equal(a.dist, b.dist)
         assert repr(a.search) == repr(b.search)  # (a recall of nan compares unequal to itself)
     other, _ = _mixed(2000, 4)
     nb.knn(q1, other, 1, **opts)
-    assert len(nb._TARGET_PREP) == nb.TARGET_CACHE_SIZE  # least recently used target dropped
+    assert target_cache_size() == settings.target_cache_size  # least recently used target dropped
     nb.clear_target_cache()

@@ -5,12 +5,18 @@ at most its block budget of candidate pairs at once."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import polars as pl
 import pytest
 
 from privgate.context import EvaluationContext
-from privgate.neighbours import IVF_CANDIDATE_BYTES, _first_copies, knn
+from privgate.neighbours import DEFAULT_SETTINGS, SearchSettings, knn
+from privgate.neighbours.duplicates import first_copies
+
+# a screen at every size, calibrated and checked on 100 rows each
+SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
 
 
 def _key_space(n, rng, levels=(4, 3, 5, 2)):
@@ -28,7 +34,7 @@ def _key_space(n, rng, levels=(4, 3, 5, 2)):
 
 def test_first_copies_keeps_the_k_lowest_rows_of_each_point():
     t = np.array([[0.0], [1.0], [0.0], [0.0], [1.0], [2.0], [0.0]] * 3)
-    keep = _first_copies(t, 2)
+    keep = first_copies(t, 2, DEFAULT_SETTINGS.dedup_max_share)
     # point 0 at rows 0, 2, 3, 6, …; point 1 at rows 1, 4, …; point 2 at rows 5, 12, 19
     np.testing.assert_array_equal(keep, [0, 1, 2, 4, 5, 12])
 
@@ -53,13 +59,13 @@ def test_an_approximate_search_that_folds_small_is_exact():
     t = _key_space(1000, rng)[0]
     exact = knn(q, t, 3, categorical_slices=slices)
     # 1.3M pairs before folding; distinct queries × kept copies are far fewer
-    folded = knn(q, t, 3, categorical_slices=slices, approximate=True, exact_below_pairs=10**5)
+    folded = knn(q, t, 3, categorical_slices=slices, approximate=True,
+                 settings=SearchSettings(exact_below_pairs=10**5))
     assert folded.search["exact"] is True
     np.testing.assert_array_equal(folded.idx, exact.idx)
     np.testing.assert_array_equal(folded.dist, exact.dist)
     # still too big: every row is screened (recall sampled over rows), over the kept copies only
-    screened = knn(q, t, 3, categorical_slices=slices, approximate=True, exact_below_pairs=0, grouped=False,
-                   n_check=100)
+    screened = knn(q, t, 3, categorical_slices=slices, approximate=True, grouped=False, settings=SCREEN)
     assert "distinct_queries" not in screened.search
     assert screened.search["targets_searched"] <= 3 * np.unique(t, axis=0).shape[0]
     assert (screened.dist >= exact.dist - 1e-12).all()
@@ -70,20 +76,21 @@ def test_the_list_scan_holds_at_most_its_budget_of_candidates():
     # ties everywhere and no folding: each list's whole run of equal distances is a candidate
     q, _ = _key_space(3000, rng)
     t = _key_space(2500, rng)[0]
-    block = IVF_CANDIDATE_BYTES * 20_000
-    small = knn(q, t, 3, approximate=True, dedupe=False, n_check=100, seed=2, block_bytes=block)
+    block = SCREEN.ivf_candidate_bytes * 20_000
+    small = knn(q, t, 3, approximate=True, dedupe=False, seed=2,
+                settings=dataclasses.replace(SCREEN, block_bytes=block))
     held = small.search["candidates_held"]
     assert 0 < held <= 20_000
     # parts change no answer (every row's screen is its own)
-    whole = knn(q, t, 3, approximate=True, dedupe=False, n_check=100, seed=2)
+    whole = knn(q, t, 3, approximate=True, dedupe=False, seed=2, settings=SCREEN)
     assert whole.search["candidates_held"] > held
     np.testing.assert_array_equal(small.idx, whole.idx)
     np.testing.assert_array_equal(small.dist, whole.dist)
 
 
 def test_attribute_inference_above_the_screen_size_equals_the_exact_value(monkeypatch):
-    import privgate.context as context_mod
     import privgate.metrics as m
+    import privgate.neighbours.settings as settings_mod
 
     rng = np.random.default_rng(8)
 
@@ -94,7 +101,8 @@ def test_attribute_inference_above_the_screen_size_equals_the_exact_value(monkey
     real, syn = frame(1200), frame(1100)
     opts = dict(keys=["k1", "k2", "k3"], sensitive="s")
     exact = m.attribute_inference(EvaluationContext(real, syn, exact=True), **opts)
-    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)  # every search above it
+    # every search above the size
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(exact_below_pairs=1000))
     ctx = EvaluationContext(real, syn)
     res = m.attribute_inference(ctx, **opts)
     assert res.value == exact.value

@@ -207,7 +207,7 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
 
 
 def test_audit_passes_reads_the_recorded_decision():
-    from privgate.dagster.audit import audit_passes
+    from privgate.dagster.audit_check import audit_passes
 
     base = {"epsilon_lower": 0.2, "claimed_epsilon": 1.0, "verdict": "no violation found"}
     assert audit_passes({**base, "decision": "pass", "accepted": True}) == (

@@ -34,9 +34,10 @@ def _specs(defs) -> dict:
     return {k.name: graph.get_check_spec(k) for k in graph.asset_check_keys}
 
 
-@pytest.mark.parametrize("target", [["-m", "privgate.dagster"], ["-m", "dagster_defs"],
+@pytest.mark.parametrize("target", [["-m", "privgate.dagster"],
+                                    ["-f", str(REPO / "dagster_defs" / "definitions.py")],
                                     ["-w", str(REPO / "deploy" / "workspace.yaml")]],
-                         ids=["module", "deprecated-module", "workspace"])
+                         ids=["module", "code-location", "workspace"])
 def test_dagster_definitions_validate_cli(example, tmp_path, target):
     proc = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", *target],

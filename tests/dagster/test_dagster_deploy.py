@@ -3,6 +3,7 @@ workspace files agree with each other, and the Helm values use real chart and ex
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -126,16 +127,32 @@ def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp
         assert [r.partition_key for r in published] == ["r-pass"]
 
 
+def _image_code_location() -> str:
+    """The code location file inside the image: the Dockerfile's WORKDIR and the folder it copies."""
+    text = (DEPLOY / "Dockerfile").read_text()
+    workdir = re.search(r"^WORKDIR (\S+)", text, re.M).group(1)
+    assert "COPY dagster_defs ./dagster_defs" in text
+    return f"{workdir}/dagster_defs/definitions.py"
+
+
 def test_workspaces_point_at_the_code():
-    local = _yaml("workspace.yaml")["load_from"]
-    assert local == [{"python_module": {"module_name": "privgate.dagster", "location_name": "privgate"}}]
+    """Every deployment loads the project's code location, dagster_defs/definitions.py."""
+    (local,) = _yaml("workspace.yaml")["load_from"]
+    target = local["python_file"]
+    assert (DEPLOY / target["relative_path"]).resolve() == REPO / "dagster_defs" / "definitions.py"
+    assert (DEPLOY / target["working_directory"]).resolve() == REPO
     grpc = _yaml("docker/workspace.yaml")["load_from"][0]["grpc_server"]
     compose = _yaml("docker-compose.yml")
     assert grpc["host"] in compose["services"]
     user_cmd = compose["services"][grpc["host"]]["command"]
     assert user_cmd[:3] == ["dagster", "code-server", "start"]
     assert user_cmd[user_cmd.index("-p") + 1] == str(grpc["port"])
-    assert user_cmd[user_cmd.index("-m") + 1] == "privgate.dagster"
+    image_file = _image_code_location()
+    assert image_file.endswith("/" + user_cmd[user_cmd.index("-f") + 1])  # relative to WORKDIR
+    dockerfile_cmd = json.loads(re.search(r"^CMD (.+)$", (DEPLOY / "Dockerfile").read_text(), re.M).group(1))
+    assert image_file.endswith("/" + dockerfile_cmd[dockerfile_cmd.index("-f") + 1])
+    dep = _yaml("helm/values.yaml")["dagster-user-deployments"]["deployments"][0]
+    assert dep["codeServerArgs"] == ["-f", image_file]
 
 
 def test_compose_services_and_environment():
@@ -218,7 +235,6 @@ def test_helm_values_use_chart_keys_and_the_k8s_executor():
     (dep,) = deps["deployments"]
     assert set(dep) <= USER_DEPLOYMENT, set(dep) - USER_DEPLOYMENT
     assert {"repository", "tag", "pullPolicy"} <= set(dep["image"])
-    assert dep["codeServerArgs"] == ["-m", "privgate.dagster"]
     env = {e["name"]: e["value"] for e in dep["env"]}
     assert env["PRIVGATE_EXECUTOR"] == "k8s"
     # the run pods, the step pods and the code server all mount the shared data volume

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from privgate.dagster import PrivgateResource, build_privgate_checks, build_privgate_scorecards
-from privgate.dagster.scorecard import reason, scorecard_key
+from privgate.dagster.scorecard import reason
+from privgate.dagster.translator import PrivgateTranslator
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def _run_three(tmp_path, real_frame, instance):
     job = defs.resolve_implicit_global_asset_job_def()
     results = [job.execute_in_process(instance=instance, partition_key=p, raise_on_error=False)
                for p in RELEASES]
-    return {"results": results, "instance": instance, "key": scorecard_key(monthly_release.key)}
+    return {"results": results, "instance": instance, "key": PrivgateTranslator().get_scorecard_key(monthly_release.key)}
 
 
 def test_scorecard_across_releases(runs):

@@ -1,5 +1,6 @@
-"""Packaging: the library does not need Dagster or GX; the adapters live
-under privgate.dagster / privgate.gx; the old top-level names still work, with a warning."""
+"""Packaging: the library does not need Dagster or GX; the adapters live under
+privgate.dagster / privgate.gx; the package is the library alone (the repository's dagster_defs/
+and expectations/ folders are not installed)."""
 
 import subprocess
 import sys
@@ -48,41 +49,20 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "great_exp
     assert out.strip().endswith("[]")
 
 
-def test_old_names_warn_and_are_the_same_modules():
-    code = """
-import warnings
-warnings.simplefilter("always")
-with warnings.catch_warnings(record=True) as w:
-    import dagster_defs, dagster_defs.definitions, dagster_defs.gate_checks
-    import privgate.dagster.definitions, privgate.dagster.gate_checks
-print("dagster", dagster_defs.definitions is privgate.dagster.definitions,
-      dagster_defs.gate_checks is privgate.dagster.gate_checks,
-      dagster_defs.build_definitions is privgate.dagster.build_definitions,
-      [str(x.message) for x in w if issubclass(x.category, DeprecationWarning)
-       and "dagster_defs" in str(x.message)])
-with warnings.catch_warnings(record=True) as w:
-    import expectations, expectations.core
-    import privgate.gx.core
-print("gx", expectations.core is privgate.gx.core,
-      expectations.ExpectSyntheticExactCopyRateToBeBelow is privgate.gx.core.ExpectSyntheticExactCopyRateToBeBelow,
-      [str(x.message) for x in w if issubclass(x.category, DeprecationWarning)
-       and "'expectations'" in str(x.message)])
-"""
-    proc = _run(code)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
-    assert lines["dagster"].startswith("True True True [")
-    assert "the top-level package 'dagster_defs' is deprecated" in lines["dagster"]
-    assert "import 'privgate.dagster' instead" in lines["dagster"]
-    assert lines["gx"].startswith("True True [")
-    assert "the top-level package 'expectations' is deprecated" in lines["gx"]
+def test_only_the_library_is_packaged():
+    """What setuptools finds with the project's package configuration: privgate and its
+    subpackages, nothing from the repository's other top-level folders."""
+    from setuptools import find_packages
 
-
-def test_python_m_old_example_still_runs(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "dagster_defs.example", "--dir", str(tmp_path / "ex"),
-                           "--prepare-only"], capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "dagster dev -m privgate.dagster" in proc.stdout
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    found = find_packages(str(REPO), include=find["include"], exclude=find.get("exclude", ()))
+    assert "privgate" in found and "privgate.dagster" in found and "privgate.gx" in found
+    assert {name.split(".")[0] for name in found} == {"privgate"}
+    # the project's folders exist but are not packages
+    assert (REPO / "dagster_defs" / "definitions.py").is_file()
+    assert (REPO / "expectations" / "default_gate.json").is_file()
+    assert not (REPO / "dagster_defs" / "__init__.py").exists()
+    assert not (REPO / "expectations" / "__init__.py").exists()
 
 
 def test_extras_split_the_dependencies():

@@ -68,7 +68,7 @@ def tiny() -> tuple[pl.DataFrame, pl.DataFrame]:
 
     real      (1, x) (2, y) (3, x) (4, z)
     synthetic (1.0, x) (2, q) (9, x)
-    common_rows: (1, x) has an identical synthetic record (1 == 1.0, METRICS.md §3 rule 14);
+    common_rows: (1, x) has an identical synthetic record (1 == 1.0: numbers compare as numbers);
     (2, y), (3, x), (4, z) do not → 1/4 = 0.25.
     """
     real = pl.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "z"]})

@@ -128,7 +128,7 @@ def test_default_config_loads_and_follows_validity():
     assert {r.on for r in mem.rules if r.kind == "threshold"} == {"lower"}
     assert all(r.when == "with_holdout" for r in mem.rules)
     assert "memorisation" in cfg.metrics_for(True) and "memorisation" not in cfg.metrics_for(False)
-    # the metrics VALIDITY.md shows to be ≈ 1 for every realistic release are not gated
+    # the metrics docs/validity.md shows to be ≈ 1 for every realistic release are not gated
     assert not {"close_values", "distant_values", "nsnd", "nndr"} & set(cfg.metrics)
     # holdout-relative rules exist, and only apply with a holdout
     assert cfg.rules("baseline")

@@ -178,9 +178,9 @@ def _make_v1_database(url: str) -> None:
             continue
         sa.Table(t.name, md, *[c._copy() for c in t.columns if c.name not in V2_ADDED.get(t.name, ())])
     outcome = make_outcome({"common_rows": 0.0, "authenticity": 0.2, "nnaa": 0.1}, release_id="old")
-    from privgate.history.store import _rows_of
+    from privgate.history.rows import gate_rows
 
-    run_row, score_rows, check_rows = _rows_of(outcome, None)
+    run_row, score_rows, check_rows = gate_rows(outcome, None)
     engine = sa.create_engine(url if "://" in url else f"sqlite:///{url}")
     with engine.begin() as conn:
         md.create_all(conn)

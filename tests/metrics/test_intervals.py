@@ -16,7 +16,7 @@ from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
 from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
                               zero_cap)
-from privgate.metrics._common import BOOT, jackknife_labels, jackknife_sources, without_intervals
+from privgate.metrics.intervals import BOOT, jackknife_labels, jackknife_sources, without_intervals
 from privgate.neighbours import knn
 from privgate.spaces import famd_inputs
 

@@ -15,8 +15,7 @@ from privgate import baselines
 from privgate.data import load_example
 from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
 from privgate.metrics import memorisation
-from privgate.metrics.memorisation import (_sets, distance_ratio, distinct_count, set_weights, side_counts,
-                                           tail_key, tail_test)
+from privgate.metrics.memorisation import _sets, distance_ratio, distinct_count, set_weights, side_counts, tail_key
 from privgate.registry import get_metric
 
 
@@ -100,12 +99,6 @@ def test_hand_computed_tail_scan_with_holm():
     assert res.value == pytest.approx(0.05) and res.ci[0] == 0.0
     assert res.ci[1] == pytest.approx(25 * (2 * st.beta.ppf(0.975, 16, 10) - 1) / 100)
     assert res.details["flagged_rows"] == [0, 1, 2, 3, 4]
-
-
-def test_tail_test_without_trials_and_by_hand():
-    assert tail_test(0.0, 0.0, 100, 5) == {"p": 1.0, "share": 0.0, "lower": 0.0, "upper": 0.0}
-    t = tail_test(3.0, 1.0, 10, 1)
-    assert t["p"] == pytest.approx(5 / 16) and t["share"] == pytest.approx(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -358,8 +351,7 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     share of release rows whose nearest record may be wrong; exact searches change nothing."""
     import polars as pl
 
-    import privgate.context as context_mod
-    import privgate.neighbours as neighbours_mod
+    import privgate.neighbours.settings as settings_mod
     from privgate.context import EvaluationContext
     from privgate.metrics import memorisation
 
@@ -369,8 +361,8 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     syn = pl.concat([train.head(150), pl.DataFrame({f"x{c}": rng.normal(size=1350) for c in range(14)})])
     exact = memorisation(EvaluationContext(train, syn, holdout=hold, exact=True))
     assert "search_error" not in exact.details
-    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
-    monkeypatch.setattr(neighbours_mod, "IVF_MAX_PROBE_SHARE", 1.0)
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
+                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0))
     approx = memorisation(EvaluationContext(train, syn, holdout=hold))
     err = approx.details["search_error"]
     assert err["share_rows_possibly_wrong"] > 0

@@ -1,5 +1,5 @@
 """proximity_score (TTPR/TSPR): hand-computed pieces, a brute-force reference of the whole
-protocol (METRICS.md §3 rule 13), the subset search, copy ≈ 0.82 (documented), parameters, the
+protocol (docs/metrics.md, proximity_score), the subset search, copy ≈ 0.82 (documented), parameters, the
 baseline order on the bundled Adult sample."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_score_from_ratios_hand_computed():
 
 
 def _reference(real: np.ndarray, syn: np.ndarray, alpha: float, seed: int, reps: int = 10) -> float:
-    """The protocol of METRICS.md §3 rule 13 with full distance matrices (test only)."""
+    """The protocol of proximity_score (docs/metrics.md) with full distance matrices (test only)."""
     def dmat(a, b):
         return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
 
@@ -167,10 +167,10 @@ def test_halves_read_from_the_real_search_equal_searches_on_the_halves(seed):
     assert 0 < again_own < h and 0 < again_other < h  # both ways of deciding a row were exercised
 
 
-def test_proximity_score_with_and_without_the_shared_real_search_is_identical():
+def test_proximity_score_with_and_without_the_shared_real_search_is_identical(monkeypatch):
     """The score and interval are the same whether the halves' distances come from the context's
     real → real search or from searches on the halves (the previous implementation)."""
-    from privgate.metrics import proximity as prox
+    import privgate.neighbours.settings as settings_mod
 
     real = baselines.noisy_copy(pl.DataFrame({"a": np.repeat(np.arange(40.0), 5),
                                               "c": np.tile(["x", "y", "z", "w", "v"], 40)}), seed=3)
@@ -178,12 +178,9 @@ def test_proximity_score_with_and_without_the_shared_real_search_is_identical():
     shared = proximity_score(EvaluationContext(real, release, seed=0))
     assert shared.details["halves_from_real_search"]
     ctx = EvaluationContext(real, release, seed=0)
-    original = prox.JACKKNIFE_K
-    try:
-        prox.JACKKNIFE_K = 10**9  # no real → real lists: the halves are searched directly
-        direct = proximity_score(ctx)
-    finally:
-        prox.JACKKNIFE_K = original
+    # no real → real lists: the halves are searched directly
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", settings_mod.SearchSettings(jackknife_k=10**9))
+    direct = proximity_score(ctx)
     assert not direct.details["halves_from_real_search"]
     assert shared.value == direct.value and shared.ci == direct.ci
 
@@ -191,27 +188,26 @@ def test_proximity_score_with_and_without_the_shared_real_search_is_identical():
 @pytest.mark.parametrize("n_syn", [900, 1000, 300])  # release subsampled / none / real half subsampled
 def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_stays_in_its_interval(
         monkeypatch, n_syn):
-    import privgate.metrics.proximity as prox
-
     rng = np.random.default_rng(4)
     real = pl.DataFrame({"x": rng.normal(size=1000), "y": rng.normal(size=1000), "c": rng.choice(list("ab"), 1000)})
     syn = pl.DataFrame({"x": rng.normal(size=n_syn), "y": rng.normal(size=n_syn), "c": rng.choice(list("ab"), n_syn)})
     full = proximity_score(real, syn, seed=2, max_rows=None)
     same = proximity_score(real, syn, seed=2, max_rows=500)  # R1 has 500 records: all scored
     assert same.raw == full.raw and same.ci == full.ci and "sampled" not in same.details
-    # the k = 16 search is made for the scored records only
+    # every search of the metric's own (the k = 16 one too) is made for the scored records only
     sizes = []
-    original = prox.knn
+    original = EvaluationContext.search
 
-    def counting(q, t, k=1, **kw):
-        sizes.append((q.shape[0], k))
-        return original(q, t, k, **kw)
+    def counting(self, q, t, k=1, **kw):
+        rows = kw.get("rows")
+        sizes.append((q.shape[0] if rows is None else len(rows), k))
+        return original(self, q, t, k, **kw)
 
-    monkeypatch.setattr(prox, "knn", counting)
+    monkeypatch.setattr(EvaluationContext, "search", counting)
     part = proximity_score(real, syn, seed=2, max_rows=200)
     assert part.details["n_scored"] == 200
     assert part.details["sampled"]["n"] == 200 and part.details["sampled"]["of"] == 500
-    assert all(rows <= 200 for rows, _ in sizes)
+    assert (200, 16) in sizes and all(rows <= 200 for rows, _ in sizes)
     assert part.ci[0] <= full.value <= part.ci[1]
     assert part.ci[1] - part.ci[0] > full.ci[1] - full.ci[0]  # fewer records, wider
     with pytest.raises(ParameterError, match="max_rows"):

@@ -129,7 +129,7 @@ def test_attribute_inference_weights_favour_rare_records():
 
 
 def test_attribute_inference_single_distinct_record():
-    # H = 0 (all real records identical) → that record has weight 1 (METRICS.md §3 rule 11);
+    # H = 0 (all real records identical) → that record has weight 1 (generalized_cap, docs/metrics.md);
     # nearest synthetic record on k is s0: |3 − 3.2| = 0.2 ≤ 0.1·3.2 → correct → 1;
     # with s0 = 4: |3 − 4| = 1 > 0.4 → 0
     real = pl.DataFrame({"k": ["a", "a"], "v": [3.0, 3.0]})

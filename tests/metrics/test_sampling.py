@@ -127,14 +127,13 @@ def test_holdout_baseline_is_paired_on_the_same_sample():
 # ----------------------------------------------------------- the search's own error
 @pytest.fixture
 def approximate(monkeypatch):
-    import privgate.context as context_mod
+    import privgate.neighbours.settings as settings_mod
 
-    import privgate.neighbours as neighbours_mod
-
-    monkeypatch.setattr(context_mod, "EXACT_BELOW_PAIRS", 1000)
-    # never decline the screen: these small, 14-D searches would need most lists to calibrate and
-    # would be searched exactly, leaving no search error to fold into the intervals
-    monkeypatch.setattr(neighbours_mod, "IVF_MAX_PROBE_SHARE", 1.0)
+    # screened above 1000 pairs, and never declined: these small, 14-D searches would need most
+    # lists to calibrate and would be searched exactly, leaving no search error to fold into the
+    # intervals
+    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
+                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0))
 
 
 def _numeric(n: int, seed: int):

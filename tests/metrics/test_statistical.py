@@ -1,5 +1,5 @@
-"""chi_squared, inverse_kl, jensen_shannon, kolmogorov_smirnov: hand-computed cases, the rules of
-METRICS.md §3 rule 12, copy → 1, the baseline order on the bundled Adult sample."""
+"""chi_squared, inverse_kl, jensen_shannon, kolmogorov_smirnov: hand-computed cases, the binning
+rules of docs/metrics.md, copy → 1, the baseline order on the bundled Adult sample."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The grouped (delete-a-group) jackknife of privgate.stats.jackknife and the neighbour look-up
-that deletes groups of reference records (privgate.metrics._common.nearest_outside_groups),
+that deletes groups of reference records (privgate.neighbours.nearest_outside_groups),
 against values computed by hand on tiny arrays."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from privgate import stats
-from privgate.metrics._common import nearest_outside_groups
-from privgate.neighbours import knn
+from privgate.neighbours import SearchSettings, knn, nearest_outside_groups
 
 
 def test_default_groups_and_partition():
@@ -109,18 +108,16 @@ def test_nearest_outside_groups_by_hand():
     assert iq.tolist() == [[1, 4], [0, 3], [0, 4]] and dq[1].tolist() == pytest.approx([0.4, 3.0])
 
 
-def test_nearest_outside_groups_exact_search_when_the_refill_is_all_deleted(monkeypatch):
-    from privgate.metrics import _common
-
+def test_nearest_outside_groups_exact_search_when_the_refill_is_all_deleted():
     # a refill of one neighbour cannot leave the deleted group either: the exact search decides
-    monkeypatch.setattr(_common, "REFILL_K", 1)
+    one = SearchSettings(refill_k=1)
     x = np.array([[0.0], [1.0], [3.0], [6.0], [10.0]])
     lab = np.array([0, 1, 2, 0, 1])
-    d, i = nearest_outside_groups(knn(x, x, 1, exclude_self=True), lab, x, x, same=True)
+    d, i = nearest_outside_groups(knn(x, x, 1, exclude_self=True), lab, x, x, same=True, settings=one)
     full = nearest_outside_groups(knn(x, x, 3, exclude_self=True), lab, x, x, same=True)
     assert np.allclose(d, full[0], equal_nan=True) and np.array_equal(i, full[1])
     q = np.array([[0.4], [9.0]])
-    dq, iq = nearest_outside_groups(knn(q, x, 1), lab, q, x, same=False)
+    dq, iq = nearest_outside_groups(knn(q, x, 1), lab, q, x, same=False, settings=one)
     assert iq.tolist() == [[1, 4], [0, 3], [0, 4]]
 
 

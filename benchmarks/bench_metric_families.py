@@ -1,4 +1,4 @@
-"""Benchmark of the reconstruction, statistical, classifier and proximity metrics (issue 3).
+"""Benchmark of the reconstruction, statistical, classifier and proximity metrics.
 
 Texas hospital discharges, 25,000 real records vs a 25,000-record ``noisy_copy`` (seed 0);
 keys DISCHARGE, SEX_CODE, PAT_AGE, RACE, TYPE_OF_ADMISSION; sensitive ILLNESS_SEVERITY and
@@ -8,7 +8,7 @@ peak resident memory of the process.
 Budgets: reconstruction (3 metrics) ≤ 10 s, statistical (4) ≤ 2 s, detection_mlp +
 membership_inference ≤ 60 s, proximity_score ≤ 15 s, peak RSS ≤ 4 GiB.
 
-Run from the repository root: ``python benchmarks/bench_issue3.py [path/to/texas_25k.parquet]``.
+Run from the repository root: ``python benchmarks/bench_metric_families.py [path/to/texas_25k.parquet]``.
 """
 
 from __future__ import annotations

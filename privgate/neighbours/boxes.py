@@ -1,0 +1,28 @@
+"""Box queries: is some target within a given Chebyshev distance of each query row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backends import workers
+
+
+def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0) -> np.ndarray:
+    """For each query row, whether some target row differs by at most ``radius`` in every
+    coordinate (Chebyshev distance ≤ radius, inclusive up to 1e-9 relative slack).
+
+    Used by hitting_rate on coordinates scaled so that one unit is the allowed difference; a
+    k-d tree answers the box query exactly without any n×m matrix.
+    """
+    from scipy.spatial import cKDTree
+
+    q = np.ascontiguousarray(query, dtype=np.float64)
+    t = np.ascontiguousarray(target, dtype=np.float64)
+    if q.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    if q.shape[1] == 0:
+        return np.full(q.shape[0], t.shape[0] > 0)
+    tree = cKDTree(t)
+    bound = radius * (1 + 1e-9) + 1e-12
+    dist, _ = tree.query(q, k=1, p=np.inf, distance_upper_bound=bound * (1 + 1e-12), workers=workers())
+    return dist <= bound

@@ -1,0 +1,153 @@
+"""Exact shortcuts for data with many exact duplicates (categorical data): search distinct
+points only, with the same answers as searching every row."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from .problem import Options
+from .result import Neighbours
+
+#: the engine's search without duplicate folding: (query, target, k, exclude_self, options)
+Search = Callable[[np.ndarray, np.ndarray, int, bool, Options], Neighbours]
+
+
+def fold_duplicates(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: Options,
+                    search: Search) -> Neighbours | None:
+    """The search's answer by a duplicate-folding shortcut, or None when none applies (too few
+    pairs, too few duplicates, or k > 1 with query set == target set)."""
+    if q.shape[0] * t.shape[0] < opts.settings.dedup_min_pairs:
+        return None
+    if k == 1:
+        return _knn1_deduplicated(q, t, exclude_self, opts, search)
+    if not exclude_self:
+        return _knn_folded(q, t, k, opts, search)
+    return None
+
+
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``x`` ordered by their first occurrence: (rows, first index, inverse)."""
+    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return x[first[order]], first[order], rank[inv.ravel()]
+
+
+def _distinct_lower_bound(x: np.ndarray) -> int:
+    """A lower bound of the number of distinct rows: the number of distinct values of a fixed
+    random projection (equal rows project equally) — a cheap test that duplicates are too few to
+    pay off, before sorting whole rows."""
+    w = np.random.default_rng(0).normal(size=x.shape[1])
+    return int(np.unique(x @ w).size)
+
+
+def _knn1_deduplicated(q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: Options,
+                       search: Search) -> Neighbours | None:
+    """k = 1 on data with many exact duplicates: search distinct points only.
+
+    Distinct target points are ordered by their first row, so the lowest-index tie rule carries
+    over; a query with an exact duplicate elsewhere in its own set (exclude_self) gets the lowest
+    other row of its group at distance 0. Returns None when duplicates are too few to pay off.
+    """
+    share = opts.settings.dedup_max_share
+    if _distinct_lower_bound(t) > share * t.shape[0]:
+        return None
+    tu, tfirst, tinv = _distinct_rows(t)
+    if tu.shape[0] > share * t.shape[0]:
+        return None
+    if not exclude_self:
+        qu, _, qinv = _distinct_rows(q)
+        nb = search(qu, tu, 1, False, opts)
+        return Neighbours(nb.dist[qinv], tfirst[nb.idx[qinv]], {**nb.search, "distinct_points": True})
+    # query set == target set
+    n = q.shape[0]
+    counts = np.bincount(tinv, minlength=tu.shape[0])
+    out_d = np.empty((n, 1))
+    out_i = np.empty((n, 1), dtype=np.int64)
+    # rows of a group with ≥ 2 members: the lowest other member, at distance 0
+    order = np.lexsort((np.arange(n), tinv))          # rows grouped, ascending within group
+    start = np.searchsorted(tinv[order], np.arange(tu.shape[0]))
+    first_of = order[start]
+    second_of = order[np.minimum(start + 1, n - 1)]
+    dup = counts[tinv] >= 2
+    rows = np.arange(n)
+    other = np.where(first_of[tinv] == rows, second_of[tinv], first_of[tinv])
+    out_i[dup, 0] = other[dup]
+    out_d[dup, 0] = 0.0
+    single = ~dup
+    found = {"exact": True, "settled_by": {"duplicates": int(dup.sum())}, "distinct_points": True}
+    if single.any():
+        if tu.shape[0] < 2:
+            return None
+        nb = search(tu, tu, 1, True, opts)
+        g = tinv[single]
+        out_i[single, 0] = tfirst[nb.idx[g, 0]]
+        out_d[single, 0] = nb.dist[g, 0]
+        found = {**nb.search, "distinct_points": True}
+    return Neighbours(out_d, out_i, found)
+
+
+def first_copies(t: np.ndarray, k: int, max_share: float) -> np.ndarray | None:
+    """The target rows a k-nearest search needs of a set with many exact duplicates: for each
+    distinct point, its k lowest-index copies (sorted row positions). Copies of one point are at
+    the same float64 distance from any query (the same arithmetic on the same coordinates), so
+    under the tie rule (equal distances → lowest index) a copy behind k lower-index copies of its
+    point is never among the k nearest: searching the kept rows gives the same lists as searching
+    all. A run of equal neighbours is thereby bounded by k per point instead of materialised.
+    None when duplicates are too few to pay off (more than ``max_share`` of the rows kept)."""
+    m = t.shape[0]
+    if _distinct_lower_bound(t) > max_share * m:
+        return None
+    _, _, inv = _distinct_rows(t)
+    order = np.lexsort((np.arange(m), inv))          # rows grouped by point, ascending within
+    start = np.searchsorted(inv[order], np.arange(int(inv.max()) + 1))
+    rank = np.arange(m) - start[inv[order]]          # 0 for a point's first copy, 1 for its second, …
+    keep = np.sort(order[rank < k])
+    if keep.size > max_share * m:
+        return None
+    return keep
+
+
+def _knn_folded(q: np.ndarray, t: np.ndarray, k: int, opts: Options, search: Search) -> Neighbours | None:
+    """k > 1 neighbours (query set ≠ target set) on data with many exact duplicates — e.g. the
+    key columns of the reconstruction metrics: 25k Texas records hold 1.3k distinct key
+    combinations. Two exact reductions:
+
+    * targets: only each distinct point's k lowest-index copies are searched
+      (:func:`first_copies`);
+    * queries: the distinct query rows are searched once each and every row gets its distinct
+      row's answer (an exact search's answer depends on the query point alone).
+
+    The search left is exact when its pairs (distinct queries × kept targets) are at most
+    ``exact_below_pairs`` or ``approximate`` is off. Otherwise it is screened — over every query
+    row, not the distinct ones, so that the screen's seeded recall sample and
+    ``share_rows_possibly_wrong`` stay shares of rows. Returns None when neither reduction
+    applies."""
+    n = q.shape[0]
+    share = opts.settings.dedup_max_share
+    keep = first_copies(t, k, share)
+    tt = t if keep is None else t[keep]
+    qu = qinv = None
+    if _distinct_lower_bound(q) <= share * n:
+        qu, _, qinv = _distinct_rows(q)
+        if qu.shape[0] > share * n:
+            qu = qinv = None
+    n_search = n if qu is None else qu.shape[0]
+    screen = opts.approximate and n_search * tt.shape[0] > opts.settings.exact_below_pairs
+    if screen:
+        qu = qinv = None
+    if keep is None and qu is None:
+        return None
+    nb = search(q if qu is None else qu, tt, k, False, replace(opts, approximate=screen))
+    idx = nb.idx if keep is None else keep[nb.idx]
+    found = dict(nb.search)
+    if keep is not None:
+        found["targets_searched"] = int(keep.size)
+    if qu is not None:
+        found["distinct_queries"] = int(qu.shape[0])
+        return Neighbours(nb.dist[qinv], idx[qinv], found)
+    return Neighbours(nb.dist, idx, found)

@@ -1,0 +1,131 @@
+"""The approximate screen (``approximate=True``): a faiss inverted-file index whose error is
+measured, not assumed.
+
+The targets are split into ⌈2√m⌉ lists by k-means (faiss, 10 iterations on a seeded sample of 39
+targets per list); each query scans the targets of its ``nprobe`` nearest lists only
+(:class:`.ivf_lists.Lists`), and within those the search is the exact one (float32 blocks with
+the rigorous error bound, the k nearest decided in float64 with the tie rule of
+:mod:`privgate.ties`). A row can only be wrong when one of its k nearest lies in a list it did
+not probe.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ties import REL_TOL
+from .ivf_lists import Lists
+from .memo import SearchMemo
+
+if TYPE_CHECKING:
+    from .exact import ExactSearch
+
+
+class _Truth:
+    """The exact answers of the calibration and check samples, and whether a screen found them."""
+
+    def __init__(self, ex: "ExactSearch", calib: np.ndarray, check: np.ndarray) -> None:
+        self.calib, self.check = calib, check
+        self.done = np.concatenate([calib, check])
+        self.d = np.empty((ex.q.shape[0], ex.k))
+        self.i = np.empty((ex.q.shape[0], ex.k), dtype=np.int64)
+        ex.rows(self.done, self.d, self.i)
+
+    def found(self, sel: np.ndarray, dist: np.ndarray) -> np.ndarray:
+        tol = REL_TOL * (1.0 + np.abs(self.d[sel]))
+        return (np.abs(dist - self.d[sel]) <= tol).all(axis=1)
+
+    def fill(self, out_d: np.ndarray, out_i: np.ndarray) -> None:
+        """Checked rows keep their exact answers."""
+        out_d[self.done], out_i[self.done] = self.d[self.done], self.i[self.done]
+
+
+def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
+            out_i: np.ndarray) -> tuple[dict, np.ndarray]:
+    """Approximate k nearest neighbours of query ``rows`` by the inverted-file screen; returns
+    (the search's description, the rows left to search exactly).
+
+    A seeded calibration sample of ``ivf_check_rows`` rows is searched exactly and the number of
+    probed lists raised by half (from 1/32 of them) until the screen finds ≥ 99 % of those rows'
+    k nearest distances — when that would take more than a quarter of the lists, the screen
+    declines (returns ``{"exact": True, "screen": "declined: …"}`` and the rows to search
+    exactly; many ties at the k-th distance, common for k > 1 on categorical data, do that).
+    Otherwise a second, independent seeded sample of ``ivf_check_rows`` rows is searched exactly
+    and the share the screen got right is the reported recall (with its Wilson interval). Checked
+    rows keep their exact answers. ``share_rows_possibly_wrong`` = (1 − the interval's lower
+    end) × the screened share of all query rows: a bound, at 95 % confidence, on the share of
+    records whose neighbour may be wrong — what a metric that is a share or mean of per-record
+    terms bounded by 1 can be off by."""
+    settings = ex.settings
+    n_check = settings.ivf_check_rows
+    m = ex.t.shape[0]
+    low = settings.ivf_min_lists
+    nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
+                    max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
+    rng = np.random.default_rng(seed)
+    train = np.sort(rng.choice(m, min(m, nlist * settings.ivf_train_per_list), replace=False))
+    # the lists depend on the target set, nlist and seed only: searches of one target set share them
+    lists = SearchMemo.get_or_build(ex.problem.memo, ex.t, ("ivf_lists", nlist, int(seed)),
+                                    lambda: Lists(ex, nlist, train, seed).for_search(None)).for_search(ex)
+    lists.candidates_held = 0
+    samples = rng.permutation(rows)[:2 * n_check]
+    truth = _Truth(ex, np.sort(samples[:n_check]), np.sort(samples[n_check:]))
+    nprobe, recall, accepted = _calibrate(lists, truth, nlist)
+    if not accepted:  # the screen would scan more than the share at which it pays: search exactly
+        truth.fill(out_d, out_i)
+        note = (f"declined: {recall:.3f} recall at {nprobe} of {nlist} lists; "
+                f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them")
+        return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
+                np.setdiff1d(rows, truth.done, assume_unique=True))
+    return _screen(lists, rows, nprobe, truth, out_d=out_d, out_i=out_i), rows[:0]
+
+
+def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, bool]:
+    """Raise the probe count from 1/32 of the lists until the calibration rows reach the target
+    recall: (probe count, its recall, whether the target was reached within the share of the
+    lists at which the screen pays)."""
+    settings = lists.exact.settings
+    calib, k = truth.calib, lists.exact.k
+    nprobe = max(1, nlist // settings.ivf_first_probe_divisor)
+    while True:
+        if calib.size:
+            cd = np.empty((calib.size, k))
+            lists.screen(calib, nprobe, cd, np.empty((calib.size, k), dtype=np.int64))
+            ok = truth.found(calib, cd).mean()
+        else:
+            ok = 1.0
+        if ok >= settings.ivf_target_recall:
+            return nprobe, ok, True
+        grown = min(nlist, max(nprobe + 1, int(np.ceil(settings.ivf_probe_growth * nprobe))))
+        if grown > settings.ivf_max_probe_share * nlist:
+            return nprobe, ok, False
+        nprobe = grown
+
+
+def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d: np.ndarray,
+            out_i: np.ndarray) -> dict:
+    """Screen every row with ``nprobe`` lists, measure the recall on the check sample, keep the
+    checked rows' exact answers; the search's description."""
+    from ..stats import wilson
+
+    ex, check = lists.exact, truth.check
+    rest = np.setdiff1d(rows, truth.done, assume_unique=True)
+    screened_d = np.empty((rows.size, ex.k))
+    screened_i = np.empty((rows.size, ex.k), dtype=np.int64)
+    lists.screen(rows, nprobe, screened_d, screened_i)
+    out_d[rows], out_i[rows] = screened_d, screened_i
+    hits = int(truth.found(check, out_d[check]).sum())
+    truth.fill(out_d, out_i)
+    lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
+    share = rest.size / max(ex.q.shape[0], 1)
+    return {"exact": False,
+            "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
+                      "with the error bound) + float64 decision",
+            "recall": hits / check.size if check.size else float("nan"),
+            "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
+            "n_checked": int(check.size), "n_screened": int(rest.size),
+            # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
+            "candidates_held": int(lists.candidates_held),
+            "share_rows_possibly_wrong": float((1.0 - lo) * share)}

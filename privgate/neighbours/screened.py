@@ -1,0 +1,88 @@
+"""faiss' exact flat index as a float32 screen: k + 16 candidates per query (multi-threaded BLAS
+and heap selection; measured 5× faster than NumPy's argpartition on 25k × 25k), then a rigorous
+float32 error bound checks, row by row, that no target outside the candidates could be among the
+k nearest in exact arithmetic; the candidates are decided in float64. Rows that fail the check
+(long runs of tied distances) are left for the blocked path."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ties import REL_TOL
+from .backends import faiss_blas, faiss_module
+from .decide import distances_of_pairs, drop_self, order_rows
+
+if TYPE_CHECKING:
+    from .exact import ExactSearch
+
+
+def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
+    """Screen query rows ``todo`` with faiss' exact flat index; fill the rows whose candidates
+    provably contain the exact k nearest; return the rows that still need the NumPy path. Rows
+    with long runs of tied candidates are retried once with ``retry_candidates`` extra."""
+    settings = ex.settings
+    index = faiss_module().IndexFlatL2(ex.t32.shape[1])
+    index.add(ex.t32)
+    with faiss_blas(settings.faiss_blas_threshold):
+        for extra in (settings.extra_candidates, settings.retry_candidates):
+            if todo.size == 0:
+                break
+            done = _flat_pass(index, ex, todo, extra, out_d=out_d, out_i=out_i)
+            todo = todo[~done]
+    return todo
+
+
+def _flat_pass(index, ex: "ExactSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
+               out_i: np.ndarray) -> np.ndarray:
+    """One screen of query ``rows`` for k + ``extra`` candidates; returns which rows it settled."""
+    k, m = ex.k, index.ntotal
+    available = m - 1 if ex.exclude_self else m
+    kk = min(available, k + extra)
+    search_k = min(m, kk + (1 if ex.exclude_self else 0))
+    d32, i32 = index.search(ex.q32[rows], search_k)
+    idx = i32.astype(np.int64)
+    if ex.exclude_self:  # drop the self entry (or the last one when self was not returned)
+        idx, d32 = drop_self(rows, idx, d32)
+    idx = idx[:, :kk]
+    d32 = d32[:, :kk].astype(np.float64)
+    bad = (idx < 0).any(axis=1)
+    idx = np.where(idx < 0, 0, idx)
+    qn64 = ex.qn[rows].astype(np.float64)
+    tn64 = ex.tn.astype(np.float64)
+    c = ex.c
+    # upper bound of the exact k-th smallest d² (max over the first k candidates' upper bounds)
+    upper = (d32[:, :k] + c * (qn64[:, None] + tn64[idx[:, :k]])).max(axis=1)
+    upper = upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
+    if kk < available:
+        # A target j outside the candidates has float32 d² ≥ the last candidate's. If its norm
+        # is at most cap, its exact d² ≥ d32_last − c(‖q‖² + cap); if larger, the triangle
+        # inequality gives d ≥ √cap − ‖q‖. cap is chosen so the second bound exceeds `upper`.
+        cap = 1.25 * (np.sqrt(qn64) + np.sqrt(np.maximum(upper, 0)) + 1e-6) ** 2
+        complete = d32[:, -1] - c * (qn64 + cap) > upper
+    else:
+        complete = np.ones(rows.size, dtype=bool)
+    complete &= ~bad
+    sel = np.flatnonzero(complete)
+    if sel.size:
+        lower = d32[sel] - c * (qn64[sel, None] + tn64[idx[sel]])
+        _decide(ex, rows[sel], idx[sel], lower, upper[sel], out_d=out_d, out_i=out_i)
+    return complete
+
+
+def _decide(ex: "ExactSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+            out_d: np.ndarray, out_i: np.ndarray) -> None:
+    """The k nearest of settled ``rows`` among their candidates ``idx``. float64 distances only
+    for candidates whose float32 lower bound reaches ``upper``: the others have exact
+    d² > upper ≥ the first k candidates' exact d², beyond the tie tolerance of the row minimum,
+    so they sort after those k (same answer as computing all)."""
+    k = ex.k
+    need = lower <= upper[:, None] * (1 + 1e-6) + 1e-6
+    need[:, :k] = True
+    si, sj = np.nonzero(need)
+    d64 = np.full(idx.shape, np.inf)
+    d64[si, sj] = distances_of_pairs(ex.q, ex.t, rows[si], idx[si, sj], ex.settings)
+    order = order_rows(d64, idx, k, ~need)
+    out_i[rows] = np.take_along_axis(idx, order, axis=1)
+    out_d[rows] = np.take_along_axis(d64, order, axis=1)

@@ -1,0 +1,101 @@
+"""Every tunable of the neighbour engine, in one frozen dataclass.
+
+None of them changes an exact search's answer: they choose which path settles a row and how much
+memory a step holds. Three decide what a screened (approximate) search measures or when one is
+made at all: ``exact_below_pairs``, ``ivf_check_rows`` and ``ivf_target_recall``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The neighbour engine's tunables (:data:`DEFAULT_SETTINGS` is the one every search uses
+    unless handed another)."""
+
+    #: With ``approximate=True``, a search (after exact duplicates are folded) of at most this many
+    #: query × target pairs is exact anyway: exact searches up to ~45k × 45k records
+    #: (docs/performance.md). The evaluation context asks for a screen above it unless ``exact``.
+    exact_below_pairs: int = 2 * 10**9
+    #: Bytes of float32 distances the blocked search holds at once (never an n×m matrix); also the
+    #: IVF list scan's candidate budget and the k = 1 one-block shape rule.
+    block_bytes: int = 192 * 2**20
+    #: Bytes of coordinate differences held at once when float64 pair distances are recomputed
+    #: (and when one-hot category codes are read, in blocks of rows).
+    pair_chunk_bytes: int = 64 * 2**20
+    #: Candidates beyond the k nearest the flat and k-d tree screens return per query; rows whose
+    #: last candidate is not clear of the k-th go on to the next path.
+    extra_candidates: int = 16
+    #: Extra candidates of faiss' flat screen's second pass, for rows with long runs of ties.
+    retry_candidates: int = 256
+    #: Spaces of at most this many dimensions (the 2-D FAMD projection) are searched by scipy's
+    #: cKDTree instead of the flat screen.
+    low_dim: int = 3
+    #: The grouped search (equal categorical values) runs when the mixed space has at most this
+    #: many numeric dimensions: k-d trees stay efficient up to about this many.
+    grouped_max_numeric: int = 12
+    #: Extra candidates of the grouped search's short lists (a row cut inside a tie run is
+    #: retried with ``extra_candidates``).
+    grouped_extra: int = 2
+    #: Searches of at least this many query × target pairs try exact-duplicate folding first.
+    dedup_min_pairs: int = 10**6
+    #: Duplicate folding is used only when the distinct rows are at most this share of the rows.
+    dedup_max_share: float = 0.8
+    #: The exact search's target-side preparations of a target matrix of at least this many rows
+    #: are kept for the next search of the same matrix object (at 1M targets they cost about half
+    #: of a 100k-query search, bench_million.py).
+    target_cache_min_rows: int = 200_000
+    #: At most this many target preparations are kept (least recently used first out; ~0.4 GiB
+    #: each at 1M × 95).
+    target_cache_size: int = 1
+    #: Queries per search from which faiss' flat search uses BLAS (faiss' historical value; the
+    #: faiss-cpu wheels ship 128000, which made small searches 15× slower per row).
+    faiss_blas_threshold: int = 20
+    #: Rows of the IVF screen searched exactly to calibrate it, and as many again to measure its
+    #: recall: 500 rather than 200 because 99 % on 200 calibration rows was met by a screen whose
+    #: recall over all rows was 97.4 % (k = 5, Texas 25k).
+    ivf_check_rows: int = 500
+    #: The IVF probe count is raised until the calibration sample reaches this recall.
+    ivf_target_recall: float = 0.99
+    #: Above this share of the lists probed the IVF screen declines and the rows are searched
+    #: exactly: the list scan costs about twice the exact flat search per target pair.
+    ivf_max_probe_share: float = 0.25
+    #: Training points per k-means list (faiss' minimum).
+    ivf_train_per_list: int = 39
+    #: k-means iterations of the IVF lists.
+    ivf_kmeans_iterations: int = 10
+    #: IVF lists per √(target rows), kept between ``ivf_min_lists`` and ``ivf_max_lists`` (and at
+    #: most one list per ``ivf_train_per_list`` targets, but never fewer than ``ivf_min_lists``).
+    ivf_lists_per_root: float = 2.0
+    ivf_min_lists: int = 16
+    ivf_max_lists: int = 4096
+    #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one).
+    ivf_first_probe_divisor: int = 32
+    #: The calibration raises the probe count by this factor each step.
+    ivf_probe_growth: float = 1.5
+    #: (query, probed list) pairs one part of the IVF list scan handles, at most.
+    ivf_screen_pairs: int = 2**22
+    #: Memory per candidate pair held by the IVF list scan (its part size rule), in bytes.
+    ivf_candidate_bytes: int = 48
+    #: The next part of the list scan assumes this many times the candidates per pair just seen.
+    ivf_rate_margin: float = 1.5
+    #: A part of the list scan has at most this many times the rows of the part before it.
+    ivf_part_growth: int = 4
+    #: Neighbours a search returns when a jackknife will delete groups of its target records: the
+    #: nearest target outside a deleted group is among the first ``jackknife_k`` unless all of
+    #: them are in that group (probability about 1/G^jackknife_k per row; those rows are searched
+    #: again).
+    jackknife_k: int = 3
+    #: Neighbours of the second, batched search for the rows whose ``jackknife_k`` were all deleted.
+    refill_k: int = 16
+
+
+#: The settings every search uses unless handed others.
+DEFAULT_SETTINGS = SearchSettings()
+
+
+def resolve(settings: SearchSettings | None) -> SearchSettings:
+    """``settings``, or the module's :data:`DEFAULT_SETTINGS` (read at call time) when None."""
+    return DEFAULT_SETTINGS if settings is None else settings

@@ -1,0 +1,83 @@
+"""Searches of matrices a metric makes itself go through the evaluation context
+(EvaluationContext.search): the engine's exact answer, made once per evaluation for the same
+matrices and reported in the metric's details["neighbour_search"]."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privgate.context as context_mod
+from privgate.context import EvaluationContext
+from privgate.neighbours import knn, knn_rows
+from privgate.neighbours.decide import drop_self
+
+
+def _ctx(n_real: int = 120, n_syn: int = 120, seed: int = 0) -> EvaluationContext:
+    rng = np.random.default_rng(seed)
+    frame = lambda n: pl.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 3, n).astype(float),  # noqa: E731
+                                    "c": rng.choice(list("xyz"), n)})
+    return EvaluationContext(frame(n_real), frame(n_syn))
+
+
+def test_search_gives_the_engine_answer_once_per_content_and_reports_it(monkeypatch):
+    ctx = _ctx()
+    rng = np.random.default_rng(1)
+    q = np.round(rng.normal(size=(80, 3)), 1)  # ties and duplicates
+    t = np.round(rng.normal(size=(90, 3)), 1)
+    calls = []
+    real = context_mod.search_matrices
+
+    def counting(*a, **kw):
+        calls.append(a[0].shape)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(context_mod, "search_matrices", counting)
+    got = ctx.search(q, t, 2, name="first")
+    again = ctx.search(q.copy(), t.copy(), 2, name="second")  # equal content, other objects
+    assert len(calls) == 1
+    want = knn(q, t, 2)
+    for nb in (got, again):
+        np.testing.assert_array_equal(nb.idx, want.idx)
+        np.testing.assert_array_equal(nb.dist, want.dist)
+    ctx.search(q, t + 1.0, 2, name="moved")  # other content: searched again
+    assert len(calls) == 2
+    report = ctx.take_search_report()
+    assert set(report["searches"]) == {"first", "second", "moved"} and report["exact"] is True
+    assert ctx.take_search_report() is None
+
+
+def test_search_of_rows_excluding_themselves_is_knn_rows():
+    ctx = _ctx()
+    x = np.round(np.random.default_rng(2).normal(size=(60, 2)), 1)
+    rows = np.array([5, 0, 41])
+    got = ctx.search(x, x, 3, name="rows", exclude_self=True, rows=rows)
+    want = knn_rows(x, rows, 3)
+    np.testing.assert_array_equal(got.idx, want.idx)
+    assert not (got.idx == rows[:, None]).any()
+    whole = ctx.search(x, x, 1, name="all", exclude_self=True)
+    np.testing.assert_array_equal(whole.idx, knn(x, x, 1, exclude_self=True).idx)
+
+
+def test_nnaa_of_unequal_sizes_reports_its_subsample_searches():
+    import privgate.metrics as m
+
+    res = m.nnaa(_ctx(120, 90), repetitions=2)
+    searches = res.details["neighbour_search"]["searches"]
+    assert {name.rsplit(": ", 1)[1] for name in searches} == {"real→synthetic", "real→real", "synthetic→real",
+                                                              "synthetic→synthetic"}
+    assert all(s["exact"] for s in searches.values())
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_drop_self_removes_the_own_row_or_the_last_entry(listed):
+    """A search of a set against itself drops each row's own entry (wherever it is listed), or,
+    when the row is not listed, its last entry; the distances lose the same entries."""
+    idx = np.array([[3, 0, 7], [1, 5, 2]]) if listed else np.array([[3, 5, 7], [0, 2, 4]])
+    dist = np.array([[0.0, 0.1, 0.2], [1.0, 1.1, 1.2]])
+    got_i, got_d = drop_self(np.array([0, 1]), idx, dist)
+    if listed:  # row 0 lists itself second, row 1 first
+        assert got_i.tolist() == [[3, 7], [5, 2]] and got_d.tolist() == [[0.0, 0.2], [1.1, 1.2]]
+    else:
+        assert got_i.tolist() == [[3, 5], [0, 2]] and got_d.tolist() == [[0.0, 0.1], [1.0, 1.1]]
