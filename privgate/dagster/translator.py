@@ -34,7 +34,9 @@ import dagster as dg
 
 from privgate.names import identifier, path_component
 
-from .gate_checks import DECISION_CHECK, RuleCheck
+from privgate.gates.config import Rule
+
+from .gate_checks import DECISION_CHECK
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.audit import AuditResult
@@ -45,12 +47,12 @@ class PrivgateTranslator:
 
     # --- the gate's checks -----------------------------------------------------------------------
 
-    def get_check_name(self, asset_key: dg.AssetKey, rule: RuleCheck | None) -> str:
+    def get_check_name(self, asset_key: dg.AssetKey, rule: Rule | None) -> str:
         """The asset-check name of one gate rule on ``asset_key`` (``<metric>__<kind>_<severity>``),
         or of the overall decision when ``rule`` is None (``gate_decision``)."""
         return DECISION_CHECK if rule is None else rule.name
 
-    def get_check_spec(self, asset_key: dg.AssetKey, rule: RuleCheck | None,
+    def get_check_spec(self, asset_key: dg.AssetKey, rule: Rule | None,
                        spec: dg.AssetCheckSpec) -> dg.AssetCheckSpec:
         """The spec declared for one check. ``spec`` is privgate's (blocking for ``block``
         rules and the decision, the rule's description and metadata); the default names it with
