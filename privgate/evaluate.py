@@ -1,7 +1,8 @@
 """``privgate.evaluate``: run several metrics on one shared context.
 
-Metrics are computed grouped by the encoded space they read (:func:`run_order`); no value depends
-on the order, and the report lists them in the order asked for.
+Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each space is
+dropped after its last reader (:func:`spaces_still_read`); no value depends on the order, and the
+report lists them in the order asked for.
 
 Run options (:class:`privgate.options.RunOptions`, or the keywords of :func:`evaluate`):
 
@@ -95,11 +96,8 @@ def evaluate(
         options: the run options as one :class:`privgate.options.RunOptions`, whose given fields
             win over those keywords (``sample=None``, ``memory_limit=None`` there: off).
 
-    Metrics are computed grouped by the encoded space they read (:func:`run_order`) and each
-    space is dropped after its last reader (:func:`spaces_still_read`); the report lists them in
-    the order asked for, and no value depends on the order.
-
-    Input validation errors are always raised: nothing is computed on invalid inputs.
+    Metrics run grouped by the space they read, each space dropped after its last reader (module
+    docstring); invalid inputs always raise, before anything is computed.
     """
     if on_error not in ("raise", "record"):
         raise ParameterError(f"on_error must be 'raise' or 'record'; got {on_error!r}")

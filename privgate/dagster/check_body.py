@@ -44,13 +44,10 @@ def asset_key_and_partitions(asset: Any, factory: str = "build_privgate_checks")
 def gate_config_of(gate_config: "str | Path | GateConfig | None") -> "GateConfig":
     """The gate configuration a check factory was given: a GateConfig as is, a path loaded and
     validated, None the shipped default."""
-    from privgate.gates import GateConfig, default_gate_config, load_gate_config
+    from privgate.gates import default_gate_config
+    from privgate.gates.config import resolve_gate_config
 
-    if isinstance(gate_config, GateConfig):
-        return gate_config
-    if gate_config is None:
-        return default_gate_config()
-    return load_gate_config(gate_config)
+    return default_gate_config() if gate_config is None else resolve_gate_config(gate_config)
 
 
 @dataclass(frozen=True)

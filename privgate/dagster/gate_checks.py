@@ -30,11 +30,11 @@ significant digits, and the ``release`` id.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from privgate.finite import finite_or_none
 from privgate.gates import rules
 from privgate.gates.config import check_name as gate_check_name
 
@@ -247,7 +247,7 @@ def _put_interval(md: dict[str, Any], ci: Any) -> None:
 
 
 def _put_float(md: dict[str, Any], key: str, x: Any) -> None:
-    f = finite(x)
+    f = finite_or_none(x)
     if f is not None:
         md[key] = dg.MetadataValue.float(significant(f))
 
@@ -255,17 +255,6 @@ def _put_float(md: dict[str, Any], key: str, x: Any) -> None:
 def significant(x: float, digits: int = 4) -> float:
     """``x`` rounded to ``digits`` significant digits (-0.35050000000000003 → -0.3505)."""
     return float(f"{x:.{digits}g}") if x else 0.0
-
-
-def finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite number, else None (metadata floats must be finite)."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _md_escape(text: str) -> str:

@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import dagster as dg
 
-from .gate_checks import DECISION_CODES, finite, rule_checks, significant
+from privgate.finite import finite_or_none as finite
+from privgate.gates.rules import check_quantity
+
+from .gate_checks import DECISION_CODES, rule_checks, significant
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,21 +84,7 @@ def _headline(cfg: "GateConfig | None", outcome: "GateOutcome") -> list[dict[str
                       and c.severity == rc.severity), None)
         if match is None or match.skipped:
             continue
-        res = results.get(rc.metric)
-        interval = getattr(match, "interval", None)
-        if rc.kind == "threshold":
-            value = match.value
-            interval = interval if interval is not None else getattr(res, "ci", None)
-        elif rc.kind == "baseline":
-            value = getattr(res, "excess", None)
-            value = value if finite(value) is not None else match.compared
-            interval = interval if interval is not None else getattr(res, "excess_ci", None)
-        elif rc.kind == "test":
-            value = getattr(match, "p_value", None)
-            value = value if value is not None else match.compared
-            interval = None
-        else:
-            value, interval = match.compared, None
+        value, interval = check_quantity(match, results.get(rc.metric))
         lo, hi = (interval if interval is not None else (None, None))
         rows.append({"label": rule_label(rc.metric, rc.kind), "metric": rc.metric, "rule": rc.kind,
                      "value": finite(value), "lower": finite(lo), "upper": finite(hi),
