@@ -30,7 +30,7 @@ AUTO = "auto"
 DEFAULT_DEADLINE = 6 * 3600.0
 MAX_DEADLINE = 7 * 24 * 3600.0
 # the keys of a gate configuration's options: block
-FILE_KEYS = ("threads", "exact", "sample_real", "sample", "deadline")
+FILE_KEYS = ("threads", "exact", "sample_real", "sample", "deadline", "memory_limit")
 
 
 class _Invalid(Exception):
@@ -185,7 +185,8 @@ def parse_options(value: Any, *, where: str = "options", keys: tuple[str, ...] =
     """Validate a mapping of run options (a configuration's ``options:`` block, a run's
     overrides) into :class:`RunOptions`; raises :class:`~privgate.errors.ConfigError` whose
     message starts with ``<where>.<key>``. Absent or null keys are not given, except
-    ``sample: null``, which means off (a configuration file's spelling)."""
+    ``sample: null``, which means off (a configuration file's spelling); ``sample`` and
+    ``memory_limit`` false mean off too (a YAML file's bare ``off`` reads as false)."""
     if value is None:
         return RunOptions()
     if isinstance(value, RunOptions):
@@ -201,6 +202,8 @@ def parse_options(value: Any, *, where: str = "options", keys: tuple[str, ...] =
     for key in keys:
         v = value.get(key)
         if key == "sample" and key in value and v is None:
+            v = OFF
+        if key in ("sample", "memory_limit") and v is False:  # YAML 1.1 reads a bare `off` as false
             v = OFF
         if v is None:
             continue

@@ -80,6 +80,11 @@ class PrivgateResource(dg.ConfigurableResource):
     deadline: Optional[float] = Field(
         default=None, description=("Seconds a gate run may take; then it is stopped and the release blocked "
                                    "(recorded). Unset: the configuration's options.deadline (default 6 hours)."))
+    memory_limit: Optional[str] = Field(
+        default=None, description=("The most memory an evaluation may use ('8G', bytes, 'auto' or 'off'); a run "
+                                   "estimated above it is refused before any metric runs (blocked, recorded, "
+                                   "naming the options that would fit). Unset: the configuration's "
+                                   "options.memory_limit, else $PRIVGATE_MEMORY_LIMIT, else the memory available."))
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
     lock_dir: Optional[str] = Field(
@@ -103,7 +108,7 @@ class PrivgateResource(dg.ConfigurableResource):
         """The run options this resource sets, as ``run_gate`` keywords (None: not given, the
         configuration's; validated by the run, which blocks on an invalid one)."""
         return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-                "sample": self.sample, "deadline": self.deadline}
+                "sample": self.sample, "deadline": self.deadline, "memory_limit": self.memory_limit}
 
     def open_history(self) -> "HistoryStore":
         from privgate.history import HistoryStore

@@ -240,8 +240,7 @@ class GateConfig:
         (``threads``, ``exact``, ``sample_real``, ``sample``, ``deadline``, ``memory_limit``; None:
         keep) in place of its own — what ``privgate gate``'s flags, ``run_gate``'s arguments and
         the Dagster resource do. An invalid override raises ConfigError naming ``options.<key>``."""
-        given = parse_options({k: v for k, v in overrides.items() if v is not None},
-                              keys=FILE_KEYS + ("memory_limit",))
+        given = parse_options({k: v for k, v in overrides.items() if v is not None}, keys=FILE_KEYS)
         base = options.over(self.options) if options is not None else self.options
         return GateConfig(**{**self.__dict__, "options": given.over(base)})
 
