@@ -271,7 +271,7 @@ class EvaluationContext:
         return self.space(("mixed", tuple(columns) if columns else None))
 
     def entropies(self) -> dict[str, float]:
-        """Natural-log entropy of every real column (rule 8)."""
+        """Natural-log entropy of every real column (identifiability's weights, Yoon et al. 2020)."""
         ent = self._shared["entropy"]
         if not ent:
             for col in self.schema.columns:
@@ -283,7 +283,7 @@ class EvaluationContext:
         return self.space(("identifiability", None))
 
     def famd(self, n_components: int = 2) -> EncodedSpace:
-        """The FAMD projection fitted on the real data (rule 5)."""
+        """The FAMD projection fitted on the real data (dcr, hidden_rate, nndr; Pagès 2004)."""
         return self.space(("famd", n_components))
 
     def space(self, key: tuple) -> EncodedSpace:

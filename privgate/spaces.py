@@ -263,7 +263,7 @@ def famd_matrix(frame: pl.DataFrame, real: pl.DataFrame, schema: Schema) -> np.n
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:
-    """Natural-log entropy of a real column (numerics over the 10 quantile bins of rule 10, null a
+    """Natural-log entropy of a real column (numerics over the 10 real-quantile bins of privgate.binning, null a
     bin; categoricals over their levels, null a level)."""
     from .binning import assign_bins, quantile_edges
 

@@ -1,4 +1,4 @@
-"""synthpop's 1-way and 2-way checks on the DiSCO table (notes §5-§6).
+"""synthpop's 1-way and 2-way checks on the DiSCO table.
 
 * check_1way: the target level with the most DiSCO records (ties → first level in code-point
   order); flagged when its DiSCO count > ``thresh_1way[0]`` **and** its share of all DiSCO

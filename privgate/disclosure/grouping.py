@@ -1,5 +1,5 @@
 """Grouping numeric keys/targets with synthpop's exact break rules (synthpop ``group_num`` with
-``classInt::classIntervals``; synthpop-disclosure-notes.md §1.2).
+``classInt::classIntervals``).
 
 Breaks come from the original's non-missing values pooled with the non-missing values of **all**
 m synthetic sets (``cont_na`` codes and nulls left out); every set is cut with the same breaks:

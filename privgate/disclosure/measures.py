@@ -1,4 +1,4 @@
-"""Identity, attribute and CAP measures from the cell tables (notes §4), all in percent.
+"""Identity, attribute and CAP measures from the cell tables, all in percent.
 
 Raab, Nowok & Dibben, "Practical privacy metrics for synthetic data" (synthpop's disclosure
 vignette, Appendix 1/2), as synthpop 1.9-2 codes them. Orientation: higher = more disclosure.

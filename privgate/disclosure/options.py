@@ -1,6 +1,6 @@
 """Options of ``disclosure()`` with synthpop 1.9-2's defaults, validated once.
 
-Defaults (synthpop-disclosure-notes.md §0): ``denom_lim = 5``, ``exclude_ov_denom_lim = False``,
+Defaults (synthpop 1.9-2's ``disclosure()``): ``denom_lim = 5``, ``exclude_ov_denom_lim = False``,
 ``not_targetlev = None``, ``usekeys_na = True``, ``usetarget_na = True``, ``exclude_keys =
 exclude_keylevs = exclude_targetlevs = None``, ``ngroups_keys = None``, ``ngroups_target =
 None``, ``cont_na = None``, ``thresh_1way = (50, 90)``, ``thresh_2way = (4, 80)`` (the code's

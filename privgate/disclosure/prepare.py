@@ -1,4 +1,4 @@
-"""Turn keys and target into the labels synthpop tabulates (notes §0-§1).
+"""Turn keys and target into the labels synthpop tabulates.
 
 Every key and the target become strings per record, for the original and each synthetic set:
 

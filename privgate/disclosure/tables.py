@@ -1,4 +1,4 @@
-"""The (target level × composite key) tables of synthpop's ``disclosure()`` (notes §2-§3), held
+"""The (target level × composite key) tables of synthpop's ``disclosure()``, held
 as one long Polars frame of the non-empty cells per synthetic set.
 
 Columns of the cell frame (one row per synthesis × target level × key with an original or

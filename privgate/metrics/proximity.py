@@ -165,7 +165,7 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     ``seed``, default the context's) and R2; S and R2 size-matched by subsampling the larger
     without replacement (``repetitions`` seeded draws, mean score; one draw when the sizes are
     equal); t = linear α-quantile of TTPR; score = 100·min(1, share(TTPR < t)/share(TSPR < t)),
-    100 when no TSPR is below t; ratios 0/0 → 1, x/0 → ∞; comparisons with t tolerant (rule 1).
+    100 when no TSPR is below t; ratios 0/0 → 1, x/0 → ∞; comparisons with t tolerant (privgate.ties).
 
     ``max_rows``: the R1 records whose ratios are computed — all of them when R1 has at most this
     many, else a seeded simple random sample of this many (the first ``max_rows`` of R1's seeded
