@@ -185,11 +185,10 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
         subsampled, reps = None, 1
     else:
         subsampled, reps = ("real_half" if hv.r2.shape[0] > hv.m else "synthetic"), repetitions
-    lists = _real_lists(ctx, hv.n)
+    lists = _real_lists(ctx, hv)
     d_own, full_tt, searched_again = _half_distances(ctx, hv, lists, subsampled)
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
-    full_ts = None if subsampled == "synthetic" else proximity_ratio(
-        ctx.neighbours("mixed", "real", "synthetic", 1).dist[hv.scored, 0], d_own)
+    full_ts = None if subsampled == "synthetic" else proximity_ratio(_to_release(ctx, hv), d_own)
     big = hv.r2 if subsampled == "real_half" else hv.syn
     candidates = ctx.search(hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0]),
                             name=f"proximity_score mixed first half→{subsampled} candidates") if subsampled else None
@@ -285,15 +284,35 @@ def _named(ctx, name: str) -> MatrixSearch:
     return search
 
 
-def _real_lists(ctx, n: int) -> Neighbours | None:
-    """The exact real → real k-lists the distance metrics share (k = the jackknife's), or None
-    when there are too few records or the search was screened."""
-    k = resolve_settings(None).jackknife_k
-    lists = ctx.neighbours("mixed", "real", "real", k) if n > k else None
-    return lists if lists is not None and lists.exact else None
+def _real_lists(ctx, hv: "_Halves") -> tuple[Neighbours, np.ndarray] | None:
+    """The exact real → real k-lists (k = the jackknife's) of the scored records and each scored
+    record's row in them, or None when there are too few records or the lists are not exact.
+    Every R1 record scored: the whole search the distance metrics share. A sample scored: the
+    scored rows' lists only (sliced from the whole search when it is cached), and none when that
+    search would be screened — its rows would be searched again on the half anyway."""
+    settings = resolve_settings(None)
+    k = settings.jackknife_k
+    if hv.n <= k:
+        return None
+    if hv.s == hv.h:
+        lists, rows = ctx.neighbours("mixed", "real", "real", k), hv.scored
+    elif ctx.exact or hv.s * hv.n <= settings.exact_below_pairs:
+        lists, rows = ctx.neighbours("mixed", "real", "real", k, rows=hv.scored), np.arange(hv.s)
+    else:
+        return None
+    return (lists, rows) if lists.exact else None
 
 
-def _half_distances(ctx, hv: _Halves, lists: Neighbours | None, subsampled: str | None
+def _to_release(ctx, hv: "_Halves") -> np.ndarray:
+    """d(r, S) of the scored records: from the real → synthetic search the distance metrics
+    share when every R1 record is scored, else a search of the scored rows only (sliced from the
+    whole search when it is cached) — so a sample keeps the cost linear in the release."""
+    if hv.s == hv.h:
+        return ctx.neighbours("mixed", "real", "synthetic", 1).dist[hv.scored, 0]
+    return ctx.neighbours("mixed", "real", "synthetic", 1, rows=hv.scored).dist[:, 0]
+
+
+def _half_distances(ctx, hv: _Halves, lists: tuple[Neighbours, np.ndarray] | None, subsampled: str | None
                     ) -> tuple[np.ndarray, np.ndarray | None, dict]:
     """d(r, R1 \\ {r}) and TTPR = d(r, R2)/d(r, R1 \\ {r}) of the scored records (None when R2 is
     the subsampled side), from the real → real k-lists where they decide a row (the rest are
@@ -303,7 +322,7 @@ def _half_distances(ctx, hv: _Halves, lists: Neighbours | None, subsampled: str 
     searched_again = {}
     if lists is not None:
         d_own, searched_again["own_half"] = nearest_in_part(
-            lists, hv.scored, hv.part_positions(0),
+            *lists, hv.part_positions(0),
             lambda rest: own(hv.r1, hv.r1, 1, exclude_self=True, rows=rest).dist[:, 0])
     elif hv.s == hv.h:
         d_own = own(hv.r1, hv.r1, 1, exclude_self=True).dist[:, 0]
@@ -313,7 +332,7 @@ def _half_distances(ctx, hv: _Halves, lists: Neighbours | None, subsampled: str 
         return d_own, None, searched_again
     if lists is not None:
         d_r2, searched_again["other_half"] = nearest_in_part(
-            lists, hv.scored, hv.part_positions(1), lambda rest: other(hv.q1, hv.r2, 1, rows=rest).dist[:, 0])
+            *lists, hv.part_positions(1), lambda rest: other(hv.q1, hv.r2, 1, rows=rest).dist[:, 0])
         return d_own, proximity_ratio(d_r2, d_own), searched_again
     return d_own, proximity_ratio(other(hv.q1, hv.r2, 1).dist[:, 0], d_own), searched_again
 

@@ -212,3 +212,31 @@ def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_sta
     assert part.ci[1] - part.ci[0] > full.ci[1] - full.ci[0]  # fewer records, wider
     with pytest.raises(ParameterError, match="max_rows"):
         proximity_score(real, syn, max_rows=1)
+
+
+def test_a_sampled_score_searches_the_scored_rows_only_and_equals_the_shared_searches(monkeypatch):
+    """With max_rows below R1's size, proximity_score alone searches the release and the real
+    records for its scored rows only (so its cost is linear in the data), and gives the same
+    value and interval as when the whole searches of the distance metrics are cached."""
+    rng = np.random.default_rng(3)
+
+    def frame(n):
+        return pl.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(list("xyz"), n)})
+
+    real, syn = frame(600), frame(500)
+    ctx = EvaluationContext(real, syn, seed=2)
+    made = []
+    search_space = ctx._search_space
+
+    def recording(key, query, target, k, rows, target_rows):
+        made.append((query, target, rows is None))
+        return search_space(key, query, target, k, rows, target_rows)
+
+    monkeypatch.setattr(ctx, "_search_space", recording)
+    alone = proximity_score(ctx, max_rows=60)
+    assert made and not any(whole for _, _, whole in made), made
+    shared = EvaluationContext(real, syn, seed=2)
+    shared.neighbours("mixed", "real", "synthetic", 1)
+    shared.neighbours("mixed", "real", "real", 3)
+    again = proximity_score(shared, max_rows=60)
+    assert (again.value, again.ci) == (alone.value, alone.ci)
