@@ -1,8 +1,9 @@
-"""Argument types and the run-option flags the commands share."""
+"""Argument types, the run-option flags and the usage-error exit the commands share."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Callable
 
 from ..errors import ParameterError
@@ -74,3 +75,16 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     """The run options the flags give (an absent flag: not given)."""
     return RunOptions(**{k: getattr(args, k, None) for k in
                          ("threads", "exact", "sample_real", "sample", "deadline", "memory_limit")})
+
+
+def exit_usage_errors_with(parser: argparse.ArgumentParser, code: int) -> None:
+    """Make ``parser``'s usage errors exit with ``code`` (argparse exits 2, which for the gate and
+    audit commands means "block"), printing the usage and the error with its "did you mean"."""
+    def usage_error(message: str) -> None:
+        from ..cli import explain_usage_error
+
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {explain_usage_error(parser, message)}", file=sys.stderr)
+        raise SystemExit(code)
+
+    parser.error = usage_error  # type: ignore[method-assign]

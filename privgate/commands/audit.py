@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._args import positive_int, positive_seconds
+from ._args import exit_usage_errors_with, positive_int, positive_seconds
 
 EXIT_ERROR = 3
 
@@ -75,12 +75,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
-    def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
-        p.print_usage(sys.stderr)
-        print(f"{p.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR)
-
-    p.error = usage_error  # type: ignore[method-assign]
+    exit_usage_errors_with(p, EXIT_ERROR)
     return p
 
 

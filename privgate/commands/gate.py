@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from ._args import add_run_options, positive_seconds, run_options
+from ._args import add_run_options, exit_usage_errors_with, positive_seconds, run_options
 
 EXIT_ERROR = 3
 
@@ -50,14 +50,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "recorded) (default: the configuration's options.deadline, else 21600 = 6 hours)")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
-    def usage_error(message: str) -> None:  # argparse would exit 2, which means "block" here
-        from ..cli import explain_usage_error
-
-        p.print_usage(sys.stderr)
-        print(f"{p.prog}: error: {explain_usage_error(p, message)}", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR)
-
-    p.error = usage_error  # type: ignore[method-assign]
+    exit_usage_errors_with(p, EXIT_ERROR)
     return p
 
 
