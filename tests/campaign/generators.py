@@ -176,3 +176,17 @@ def real_tokens(real: pl.DataFrame) -> set[str]:
             out |= {repr(float(v))[:12] for v in s.drop_nulls().to_list()
                     if np.isfinite(v) and abs(v) > 1000}
     return out
+
+
+SECRET = "Zq"  # every real string cell of secret_real starts with it: none may reach any output
+
+
+def secret_real(n: int = 60, *, second_text_column: bool = False) -> pl.DataFrame:
+    """A small real frame whose text cells all start with SECRET (a numeric, a boolean and one or
+    two text columns), for tests that search every output for a real value."""
+    rng = np.random.default_rng(3)
+    cols = {"x": rng.normal(size=n).round(3), "flag": rng.random(n) < 0.4,
+            "c": [f"{SECRET}{i % 7:03d}" for i in range(n)]}
+    if second_text_column:
+        cols["d"] = [f"{SECRET}d{(i * 5) % 3}" for i in range(n)]
+    return pl.DataFrame(cols)

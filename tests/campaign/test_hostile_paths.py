@@ -1,5 +1,5 @@
-"""The last fail-open paths found by an attacker's campaign, one test each (each fails on the
-code before its fix): a relabelled copy, duplicate configuration keys, non-finite history
+"""Fail-open paths an attacker's campaign looks for, one test each (each fails where the path
+is open): a relabelled copy, duplicate configuration keys, non-finite history
 values, gates that checked nothing, headerless files, unbounded work, runs without a deadline
 and errors that did not name their cause."""
 
@@ -9,21 +9,18 @@ import numpy as np
 import polars as pl
 import pytest
 
+from generators import SECRET, secret_real
 from privgate.cli import main
 from privgate.context import EvaluationContext
 from privgate.errors import CodebookMismatchError
 from privgate.history import HistoryStore
 
 N = 60
-SECRET = "Zq"  # every real string cell starts with it: none may reach any output
 
 
 @pytest.fixture(scope="module")
 def real() -> pl.DataFrame:
-    rng = np.random.default_rng(3)
-    return pl.DataFrame({"x": rng.normal(size=N).round(3), "flag": rng.random(N) < 0.4,
-                         "c": [f"{SECRET}{i % 7:03d}" for i in range(N)],
-                         "d": [f"{SECRET}d{(i * 5) % 3}" for i in range(N)]})
+    return secret_real(N, second_text_column=True)
 
 
 def _write(frame: pl.DataFrame, path):

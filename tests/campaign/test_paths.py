@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from fault_metrics import fault_metric
+from generators import SECRET, secret_real
 from privgate import baselines
 from privgate.cli import main
 from privgate.errors import HistoryError, IncompatibleDtypeError
@@ -20,14 +21,11 @@ from privgate.history import HistoryStore
 from privgate.schema import infer_schema
 
 N = 60
-SECRET = "Zq"  # every real string cell starts with it: none may reach any output
 
 
 @pytest.fixture(scope="module")
 def real() -> pl.DataFrame:
-    rng = np.random.default_rng(3)
-    return pl.DataFrame({"x": rng.normal(size=N).round(3), "flag": rng.random(N) < 0.4,
-                         "c": [f"{SECRET}{i % 7:03d}" for i in range(N)]})
+    return secret_real(N)
 
 
 def _write(frame: pl.DataFrame, path: Path) -> Path:
