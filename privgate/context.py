@@ -13,7 +13,8 @@ import polars as pl
 from . import seeds
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
-from .neighbours import Neighbours, SearchMemo, knn, knn_rows, nearest_outside_groups, search_matrices
+from .neighbours import (Neighbours, SearchMemo, any_within_box, knn, knn_rows, nearest_outside_groups,
+                         search_matrices)
 from .neighbours.settings import resolve as resolve_settings
 from .options import RunOptions, call_options
 from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
@@ -435,6 +436,18 @@ class EvaluationContext:
             self._nn[cache_key] = nb
         self._searches_used[name] = nb.search
         return nb
+
+    def any_within_box(self, query: np.ndarray, target: np.ndarray, radius: float = 1.0, *,
+                       name: str) -> np.ndarray:
+        """:func:`privgate.neighbours.any_within_box` (whether some target row lies within
+        ``radius`` of each query row in every coordinate; exact, a k-d tree) made inside this
+        evaluation's thread budget and reported as ``name`` in the metric's
+        ``details["neighbour_search"]``."""
+        with limited(self.threads):
+            hit = any_within_box(query, target, radius)
+        self._searches_used[name] = {"exact": True, "method": "k-d tree box query (Chebyshev distance)",
+                                     "n_query": int(query.shape[0]), "n_target": int(target.shape[0])}
+        return hit
 
     def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
                                same: bool, name: str = "jackknife refill") -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import NotApplicableError, ParameterError
-from ..neighbours import any_within_box, pair_distances, refine_group_ids, search_k
+from ..neighbours import pair_distances, refine_group_ids, search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
@@ -667,7 +667,7 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0) -> MetricResult:
     rows = real_rows(ctx)
     q = on_rows(np.column_stack(coords["real"]), rows)
     t = np.column_stack(coords["synthetic"])
-    hit = any_within_box(q, t, 1.0)
+    hit = ctx.any_within_box(q, t, 1.0, name="hitting_rate box query real→synthetic")
     share = float(hit.mean())
     res = result(ctx, "hitting_rate", share, share, "share of real records hit by a synthetic record",
                  params={"tolerance_divisor": tolerance_divisor},

@@ -81,3 +81,28 @@ def test_drop_self_removes_the_own_row_or_the_last_entry(listed):
         assert got_i.tolist() == [[3, 7], [5, 2]] and got_d.tolist() == [[0.0, 0.2], [1.1, 1.2]]
     else:
         assert got_i.tolist() == [[3, 5], [0, 2]] and got_d.tolist() == [[0.0, 0.1], [1.0, 1.1]]
+
+
+def test_hitting_rate_box_query_goes_through_the_context_and_is_reported(monkeypatch):
+    """hitting_rate's box query is made by the context (inside its thread budget) and named in
+    the metric's details, with the engine's answer."""
+    import privgate.metrics as m
+    from privgate.neighbours import any_within_box
+
+    ctx = _ctx()
+    calls = []
+    real_box = context_mod.any_within_box
+
+    def counting(q, t, radius):
+        calls.append((q.shape, t.shape, radius))
+        return real_box(q, t, radius)
+
+    monkeypatch.setattr(context_mod, "any_within_box", counting)
+    res = m.hitting_rate(ctx)
+    assert calls and calls[0][2] == 1.0
+    searches = res.details["neighbour_search"]["searches"]
+    assert list(searches) == ["hitting_rate box query real→synthetic"]
+    assert searches["hitting_rate box query real→synthetic"]["n_query"] == 120
+    rng = np.random.default_rng(1)
+    q, t = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
+    np.testing.assert_array_equal(ctx.any_within_box(q, t, 0.5, name="x"), any_within_box(q, t, 0.5))
