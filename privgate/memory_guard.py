@@ -72,6 +72,11 @@ COST: dict[str, float] = {
 }
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
+#: detection_mlp trains its folds in worker processes when the run has more than one thread: each
+#: worker holds a fold's training copies besides the main process (measured at 1M × 1M with two
+#: workers: 4.6 GiB for both, 3.2 units each), per unit and worker.
+FOLD_WORKER_COST = 4.0
+DETECTION_FOLDS = 5
 #: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
 SAMPLED = {"common_rows", "hitting_rate", "authenticity", "identifiability", "dcr", "hidden_rate", "zero_cap",
            "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation"}
@@ -228,12 +233,22 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
         else:
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
+        if name == "detection_mlp":
+            extra += FOLD_WORKER_COST * _fold_workers(ctx)
         per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
                           inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
                                   "sample": q_sampled})
+
+
+def _fold_workers(ctx) -> int:
+    """detection_mlp's fold worker processes in this run (0: the folds run in this process)."""
+    from .metrics.classifier import _n_jobs
+
+    workers = min(_n_jobs(None, getattr(ctx, "threads", None)), DETECTION_FOLDS)
+    return workers if workers > 1 else 0
 
 
 def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_limit: Any = "auto"

@@ -126,3 +126,21 @@ def test_the_estimate_does_not_load_a_scanned_input(tmp_path):
     est = guard.estimate_run(ctx, ["chi_squared"])
     assert est.features == 8
     assert "real" not in ctx._frames  # still a scan
+
+
+def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
+    """With more than one thread detection_mlp trains its folds in worker processes, each holding
+    a fold's training copies: the estimate adds them (FOLD_WORKER_COST units per worker), and
+    with one thread (folds in this process) it does not."""
+    from privgate.data import load_example
+    from privgate.memory_guard import FOLD_WORKER_COST, estimate_run
+    from privgate.threads import available_cores
+
+    if available_cores() < 2:
+        pytest.skip("one core: detection_mlp never starts fold workers here")
+    real = load_example().head(400)
+    one = estimate_run(EvaluationContext(real, real, threads=1), ["detection_mlp", "nnaa"])
+    two = estimate_run(EvaluationContext(real, real, threads=2), ["detection_mlp", "nnaa"])
+    assert two.per_metric["nnaa"] == one.per_metric["nnaa"]
+    assert two.per_metric["detection_mlp"] - one.per_metric["detection_mlp"] == pytest.approx(
+        2 * FOLD_WORKER_COST * one.unit)
