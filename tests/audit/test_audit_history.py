@@ -4,6 +4,7 @@ database, and no value of a record in a stored row."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -96,6 +97,8 @@ def test_a_stored_audit_holds_no_value_of_a_record(tmp_path):
         with store.engine.connect() as conn:
             row = conn.execute(sa.select(S.audits)).mappings().one()
     text = json.dumps({k: str(v) for k, v in row.items()})
+    # measured seconds are not record values, and their digits can contain the marker's by chance
+    text = re.sub(r'(seconds[a-z_]*|[a-z_]*_time)\\*"?: ?[0-9.e+-]+', "", text)
     assert MARKER_TEXT not in text
     assert "9137" not in text and str(MARKER_NUMBER) not in text
     assert 7 in [t["real_row"] for t in json.loads(row["result_json"])["targets"]]
