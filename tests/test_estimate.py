@@ -107,6 +107,8 @@ def test_the_cli_on_bundled_files_gives_the_guards_figure(files, capsys):
 def test_the_table_names_no_column_of_the_data(files, capsys):
     code, out, _ = _run(capsys, "--real", files["real"], "--synthetic", files["synthetic"])
     assert code == 0
+    assert json.loads(_run(capsys, "--real", files["real"], "--synthetic", files["synthetic"], "--format",
+                           "json")[1])["sizes"]["n_real"] == 3000
     assert "(single step)" in out and "re_identification" in out and "3,000 real × 3,000 release" in out
     columns = pl.read_parquet_schema(files["real"])
     assert not [c for c in columns if c in out]
@@ -173,6 +175,8 @@ def test_pod_memory_rounding():
     (["--rows", "10", "--features", "3", "--metrics", "no_such_metric"], "no_such_metric"),
     (["--rows", "10", "--features", "3", "--baseline"], "--baseline needs a holdout"),
     (["--rows", "10", "--features", "3", "--step-threads", "[4]"], "JSON object of positive integers"),
+    (["--config", "/nonexistent/gate.yaml", "--rows", "10", "--features", "3"],
+     "config: file not found: /nonexistent/gate.yaml"),
 ])
 def test_bad_inputs_exit_2_with_a_specific_message(argv, message, capsys):
     code, out, err = _run(capsys, *argv)

@@ -73,7 +73,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--sample", dest="sample", type=_option("sample", "--sample must be auto, off or a positive "
                                                                       "integer, got {text!r}"), default=None,
                    help="query-record sampling: auto, off or N (default: the configuration's options)")
-    p.add_argument("--json", dest="json_out", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="print JSON (--format json)")
     p.set_defaults(_error_exit_code=EXIT_BAD_INPUT, _usage_exit_code=EXIT_BAD_INPUT)
     return p
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"privgate estimate: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     result = estimate(**plan)
-    print(json.dumps(result, indent=2) if args.json_out else format_estimate(result))
+    print(json.dumps(result, indent=2) if args.format == "json" else format_estimate(result))
     return 0
 
 
