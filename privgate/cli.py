@@ -16,6 +16,7 @@ COMMANDS = [
     "privgate.commands.evaluate",
     "privgate.commands.metrics",
     "privgate.commands.gate",
+    "privgate.commands.estimate",
     "privgate.commands.history",
     "privgate.commands.audit",
     "privgate.commands.audits",

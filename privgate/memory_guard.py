@@ -179,16 +179,21 @@ def resolve_limit(memory_limit: Any = "auto") -> tuple[int | None, str]:
 
 
 def _features(ctx) -> int:
-    """Columns of the encoded mixed space, from the schema and the real data's level counts (no
-    encoding is made, and a scanned input is not loaded)."""
+    """Columns of the encoded mixed space of the context ``ctx`` (:func:`encoded_features`)."""
+    return encoded_features(ctx.schema.as_dict(), ctx.lazy("real"))
+
+
+def encoded_features(kinds: dict[str, str], real) -> int:
+    """Columns of the encoded mixed space, from the column kinds (column → "numeric" or
+    "categorical") and the real data's level counts (``real``: a LazyFrame; no encoding is
+    made, and a scanned input is not loaded)."""
     import polars as pl
 
-    kinds = ctx.schema.as_dict()
     cats = [c for c, kind in kinds.items() if kind != "numeric"]
     levels = 0
     if cats:
         # a lazy query: a Parquet input still being scanned is read column by column, not loaded
-        counts = ctx.lazy("real").select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0)
+        counts = real.select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0)
         levels = int(sum(counts))
     return max(1, len(kinds) - len(cats) + levels)
 
@@ -210,17 +215,33 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     """The guard's estimate for running ``metrics`` on the context ``ctx`` (its sizes, sampling
     and ``exact`` option; ``exact`` / ``sample`` override them, to see what an option would
     change). ``baseline``: the holdout baseline is scored too (its context shares the encoded
-    matrices)."""
+    matrices). The sizes go to :func:`estimate_sizes`."""
+    from .metrics.classifier import _n_jobs
+
+    exact = ctx.exact if exact is None else exact
+    q_sampled = sample if sample is not None else ctx.sample_size("real")
+    return estimate_sizes(ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0, _features(ctx), metrics,
+                          exact=exact, sample=q_sampled, threads=_n_jobs(None, getattr(ctx, "threads", None)),
+                          baseline=baseline)
+
+
+def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
+                   exact: bool, sample: int | None, threads: int, baseline: bool = False) -> MemoryEstimate:
+    """The guard's estimate from sizes alone (no data): ``n_real`` / ``n_synthetic`` /
+    ``n_holdout`` rows (0: no holdout), ``features`` columns of the encoded mixed space
+    (:func:`encoded_features`), ``metrics`` run one after another, ``exact`` searches forced
+    exact, ``sample`` the real query records a sampled metric computes on (None: every record;
+    what ``EvaluationContext.sample_size("real")`` gives), ``threads`` the run's classifier
+    workers (detection_mlp's folds run in worker processes above 1), ``baseline`` the holdout
+    baseline scored too. Pure: the same sizes give the same estimate on any machine."""
     from .metrics.proximity import MAX_SCORED_ROWS
     from .neighbours.settings import resolve
 
-    n_r, n_s, n_h = ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0
+    n_r, n_s, n_h = n_real, n_synthetic, n_holdout or 0
     n = max(n_r, n_s, 1)
-    features = _features(ctx)
     unit = float(n) * features * 8
     frames = (n_r + n_s + n_h) / n
-    exact = ctx.exact if exact is None else exact
-    q_sampled = sample if sample is not None else ctx.sample_size("real")
+    q_sampled = sample
     lists = SCREEN_LISTS if (not exact and n_r * n_s > resolve(None).exact_below_pairs) else 0.0
     per_metric = {}
     for name in metrics:
@@ -234,7 +255,7 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
         if name == "detection_mlp":
-            extra += FOLD_WORKER_COST * _fold_workers(ctx)
+            extra += FOLD_WORKER_COST * _fold_workers(threads)
         per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
@@ -243,11 +264,41 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
                                   "sample": q_sampled})
 
 
-def _fold_workers(ctx) -> int:
-    """detection_mlp's fold worker processes in this run (0: the folds run in this process)."""
-    from .metrics.classifier import _n_jobs
+def metric_family(name: str) -> str:
+    """The registry family of metric ``name`` (:mod:`privgate.registry`); raises
+    UnknownMetricError naming the known metrics."""
+    from .registry import get_metric
 
-    workers = min(_n_jobs(None, getattr(ctx, "threads", None)), DETECTION_FOLDS)
+    return get_metric(name).family
+
+
+def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
+                     exact: bool, sample: int | None, threads: int, baseline: bool = False,
+                     step_threads: dict[str, int] | None = None) -> dict[str, MemoryEstimate]:
+    """The estimate of each family step of an evaluation split by metric family (privgate.dagster's
+    ``build_privgate_family_checks``): family → the estimate of a step that loads the inputs,
+    builds its own context (the held frames) and runs that family's ``metrics`` alone, its peak
+    the largest of them. ``step_threads``: a step's threads by step name (the family as a
+    Python identifier, ``re_identification``) or family, else ``threads``. Families in the
+    order their first metric comes in ``metrics``."""
+    from .names import identifier
+
+    groups: dict[str, list[str]] = {}
+    for name in metrics:
+        groups.setdefault(metric_family(name), []).append(name)
+    step_threads = dict(step_threads or {})
+    out = {}
+    for family, names in groups.items():
+        n_threads = step_threads.get(identifier(family), step_threads.get(family, threads))
+        out[family] = estimate_sizes(n_real, n_synthetic, n_holdout, features, names, exact=exact,
+                                     sample=sample, threads=n_threads, baseline=baseline)
+    return out
+
+
+def _fold_workers(threads: int) -> int:
+    """detection_mlp's fold worker processes in a run of ``threads`` classifier workers (0: the
+    folds run in the main process)."""
+    workers = min(threads, DETECTION_FOLDS)
     return workers if workers > 1 else 0
 
 

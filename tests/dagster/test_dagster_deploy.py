@@ -247,3 +247,41 @@ def test_helm_values_use_chart_keys_and_the_k8s_executor():
     mount = env["PRIVGATE_DAGSTER_DATA_DIR"]
     assert {m["mountPath"] for m in ex["volume_mounts"]} == {mount}
     assert {m["mountPath"] for m in k8s["volumeMounts"]} == {mount}
+
+
+def _gib(quantity: str) -> float:
+    """A Kubernetes memory quantity ("13Gi", "8704Mi") in GiB."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Gi|Mi)", quantity)
+    assert match, quantity
+    return float(match.group(1)) / (1 if match.group(2) == "Gi" else 1024)
+
+
+def test_helm_family_pods_memory_covers_the_estimate_the_values_state(capsys):
+    """The `privgate estimate` commands in values.yaml's comment, run now: every family pod's
+    memory limit is at least the limit they suggest (1.5 x the estimate) and its request at
+    least the estimate, each family checked against the first command listing it; together
+    the commands cover every registry family, with the pods' own thread budgets."""
+    import shlex
+
+    from privgate.cli import main
+    from privgate.registry import FAMILIES
+
+    text = (DEPLOY / "helm" / "values.yaml").read_text(encoding="utf-8")
+    commands = [shlex.split(m)[1:] for m in re.findall(r"^#\s+(privgate estimate .*)$", text, re.M)]
+    assert len(commands) == 2, commands
+    values = yaml.safe_load(text)
+    (dep,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e["value"] for e in dep["env"]}
+    per_step = json.loads(env["PRIVGATE_K8S_EXECUTOR_CONFIG"])["per_step_k8s_config"]
+    sized: dict[str, dict] = {}
+    for argv in commands:
+        assert "--step-threads" in argv and json.loads(argv[argv.index("--step-threads") + 1]) == json.loads(
+            env["PRIVGATE_STEP_THREADS"])  # sized with the pods' thread budgets
+        assert main(argv + ["--json"]) == 0
+        for step, figure in json.loads(capsys.readouterr().out)["family_steps"].items():
+            sized.setdefault(step, figure)
+    assert set(sized) == {re.sub(r"[^A-Za-z0-9_]", "_", f) for f in FAMILIES}
+    for step, figure in sized.items():
+        resources = per_step[f"privgate_synthetic_release__{step}"]["container_config"]["resources"]
+        assert _gib(resources["limits"]["memory"]) >= figure["limit_gib"], (step, figure)
+        assert _gib(resources["requests"]["memory"]) >= figure["peak_gib"], (step, figure)
