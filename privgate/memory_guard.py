@@ -73,8 +73,11 @@ COST: dict[str, float] = {
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
 #: detection_mlp trains its folds in worker processes when the run has more than one thread: each
-#: worker holds a fold's training copies besides the main process (measured at 1M × 1M with two
-#: workers: 4.6 GiB for both, 3.2 units each), per unit and worker.
+#: worker holds a fold's training copies besides the main process (measured at 1M × 1M on every
+#: record with two workers: 4.6 GiB for both, 3.2 units each), per unit and worker. Like
+#: COST["detection_mlp"] it is scaled by the share of records the metric stacks: at most
+#: ``MAX_DETECTION_RECORDS`` per class (privgate.metrics.classifier), so above that its own cost
+#: stays the same however many rows the run has.
 FOLD_WORKER_COST = 4.0
 DETECTION_FOLDS = 5
 #: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
@@ -230,17 +233,35 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
             share = min(1.0, q_sampled / max(n_r, 1))
         elif name == "proximity_score":
             share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
+        elif name == "detection_mlp":
+            share = _detection_share(ctx, sample)
         else:
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
         if name == "detection_mlp":
-            extra += FOLD_WORKER_COST * _fold_workers(ctx)
+            extra += FOLD_WORKER_COST * share * _fold_workers(ctx)
         per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
                           inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
                                   "sample": q_sampled})
+
+
+def _detection_share(ctx, sample: int | None = None) -> float:
+    """The share of the real and release records detection_mlp stacks: at most
+    ``MAX_DETECTION_RECORDS`` per class (its default), lowered to an explicit ``sample``; every
+    record when the run's ``sample`` is off (``sample`` here: the size the guard tries)."""
+    from .metrics.classifier import MAX_DETECTION_RECORDS, class_size
+
+    total = max(ctx.n_real + ctx.n_synthetic, 1)
+    used = 0
+    for role, n in (("real", ctx.n_real), ("synthetic", ctx.n_synthetic)):
+        size, _ = class_size(ctx, role, MAX_DETECTION_RECORDS)
+        if sample is not None:
+            size = min(sample, n if size is None else size)
+        used += n if size is None else min(size, n)
+    return min(1.0, used / total)
 
 
 def _fold_workers(ctx) -> int:

@@ -258,7 +258,7 @@ def _check_training_parts(splits, y: np.ndarray, folds: int) -> None:
         raise TooFewRowsError(
             f"detection_mlp needs each of the {folds} training parts to hold at least {_MIN_TRAIN} records, 2 of "
             f"each class (10 % is held out for early stopping); {int(y.sum())} real and {int((y == 0).sum())} "
-            f"synthetic records give {smallest} records, {fewest} of the smaller class")
+            f"synthetic rows give {smallest} records, {fewest} of the smaller class")
 
 
 def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:

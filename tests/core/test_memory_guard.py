@@ -144,3 +144,24 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     assert two.per_metric["nnaa"] == one.per_metric["nnaa"]
     assert two.per_metric["detection_mlp"] - one.per_metric["detection_mlp"] == pytest.approx(
         2 * FOLD_WORKER_COST * one.unit)
+
+
+def test_detection_mlp_estimate_stops_growing_above_its_records_per_class():
+    """detection_mlp stacks at most MAX_DETECTION_RECORDS records per class: its own term of the
+    estimate (the peak minus the base, the search scratch and the held frames) grows with the
+    rows up to that cap and stays flat above it; with sample off it grows with every record."""
+    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.metrics.classifier import MAX_DETECTION_RECORDS
+
+    def own(n, sample="auto"):
+        ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
+        est = estimate_run(ctx, ["detection_mlp"], exact=True)
+        return est.per_metric["detection_mlp"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+
+    small, est = own(20_000)
+    assert small == pytest.approx(COST["detection_mlp"] * est.unit)  # every record below the cap
+    capped = [own(n)[0] for n in (30_000, 60_000, 120_000)]
+    assert capped == pytest.approx([capped[0]] * 3)
+    assert capped[0] == pytest.approx(COST["detection_mlp"] * est.unit * MAX_DETECTION_RECORDS / 20_000)
+    off = [own(n, "off")[0] for n in (60_000, 120_000)]
+    assert off[1] == pytest.approx(2 * off[0]) and off[0] > capped[0]
