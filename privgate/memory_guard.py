@@ -76,8 +76,9 @@ DEFAULT_COST = 2.0
 #: worker holds a fold's training copies besides the main process (measured at 1M × 1M on every
 #: record with two workers: 4.6 GiB for both, 3.2 units each), per unit and worker. Like
 #: COST["detection_mlp"] it is scaled by the share of records the metric stacks: at most
-#: ``MAX_DETECTION_RECORDS`` per class (privgate.metrics.classifier), so above that its own cost
-#: stays the same however many rows the run has.
+#: ``MAX_DETECTION_RECORDS`` per class (privgate.metrics.classifier; membership_inference's
+#: COST likewise with ``MAX_MEMBERSHIP_RECORDS``), so above that its own cost stays the same
+#: however many rows the run has.
 FOLD_WORKER_COST = 4.0
 DETECTION_FOLDS = 5
 #: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
@@ -233,8 +234,8 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
             share = min(1.0, q_sampled / max(n_r, 1))
         elif name == "proximity_score":
             share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
-        elif name == "detection_mlp":
-            share = _detection_share(ctx, sample)
+        elif name in ("detection_mlp", "membership_inference"):
+            share = _classifier_share(ctx, name, sample)
         else:
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
@@ -248,20 +249,25 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
                                   "sample": q_sampled})
 
 
-def _detection_share(ctx, sample: int | None = None) -> float:
-    """The share of the real and release records detection_mlp stacks: at most
-    ``MAX_DETECTION_RECORDS`` per class (its default), lowered to an explicit ``sample``; every
-    record when the run's ``sample`` is off (``sample`` here: the size the guard tries)."""
-    from .metrics.classifier import MAX_DETECTION_RECORDS, class_size
+def _classifier_share(ctx, name: str, sample: int | None = None) -> float:
+    """The share of the real and release records a classifier metric (detection_mlp,
+    membership_inference) stacks: its default ``max_records`` per class (privgate.metrics.classifier),
+    lowered to an explicit ``sample``; every record when the run's ``sample`` is off (``sample``
+    here: the size the guard tries)."""
+    from .metrics.classifier import MAX_DETECTION_RECORDS, MAX_MEMBERSHIP_RECORDS, class_size, _same_share
 
-    total = max(ctx.n_real + ctx.n_synthetic, 1)
-    used = 0
-    for role, n in (("real", ctx.n_real), ("synthetic", ctx.n_synthetic)):
-        size, _ = class_size(ctx, role, MAX_DETECTION_RECORDS)
+    cap = MAX_DETECTION_RECORDS if name == "detection_mlp" else MAX_MEMBERSHIP_RECORDS
+    counts = {"real": ctx.n_real, "synthetic": ctx.n_synthetic}
+    sizes = {}
+    for role, n in counts.items():
+        size, _ = class_size(ctx, role, cap)
         if sample is not None:
             size = min(sample, n if size is None else size)
-        used += n if size is None else min(size, n)
-    return min(1.0, used / total)
+        sizes[role] = (None if size is None or size >= n else size, False)
+    if name == "membership_inference":
+        sizes = _same_share(ctx, sizes)
+    used = sum(n if sizes[role][0] is None else sizes[role][0] for role, n in counts.items())
+    return min(1.0, used / max(sum(counts.values()), 1))
 
 
 def _fold_workers(ctx) -> int:

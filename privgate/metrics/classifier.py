@@ -8,9 +8,9 @@
 
 Features are the mixed space of the context (numerics standardised with the real statistics,
 nulls imputed with the real mean, categoricals one-hot × 1/√2). Labels: real = 1, synthetic = 0.
-``detection_mlp`` trains on a seeded sample of at most ``max_records`` records per class
-(:func:`class_rows`, docs/performance.md "detection_mlp on a sample"); ``None`` or the run's
-``sample: off`` use every record.
+Both train on a seeded sample of at most ``max_records`` records per class (:func:`class_rows`;
+docs/performance.md "The classifier metrics on a sample"); ``None`` or the run's ``sample: off``
+use every record.
 Every random step (folds, splits, model initialisation) is seeded by the context's seed; both use
 the run's thread budget (``ctx.threads``, privgate.threads) unless ``n_jobs`` says otherwise.
 
@@ -70,6 +70,9 @@ def _labelled(ctx, dtype: type = np.float64, rows: dict | None = None) -> tuple[
 #: cost the same at any size (at 1M × 1M they took 1,094 CPU-s and 9 GiB on every record); the
 #: same bound as proximity_score's MAX_SCORED_ROWS
 MAX_DETECTION_RECORDS = 25_000
+#: membership_inference's records per class by default: its interval counts one test part's real
+#: records (30 %), 15,000 at this cap — a recall interval of at most ±0.008 (±0.011 at 25,000)
+MAX_MEMBERSHIP_RECORDS = 50_000
 _SIDES = ("real", "synthetic")
 
 
@@ -92,28 +95,44 @@ def class_size(ctx, role: str, max_records: int | None) -> tuple[int | None, boo
     return int(size), explicit is not None and size == explicit
 
 
-def class_rows(ctx, max_records: int | None, stream: str) -> tuple[dict, dict]:
+def class_rows(ctx, max_records: int | None, stream: str, same_share: bool = False) -> tuple[dict, dict]:
     """The seeded sample of each class ({role: sorted row positions | None for every record}) and
     its description ({role: description} of the sampled sides, as ``ctx.sample_description``
     gives). The run's own sample (``ctx.real_sample()`` / ``ctx.synthetic_sample()``) when its
     explicit size is the one used, else a simple random sample without replacement from the seed
-    stream ``stream`` (index 0 real, 1 synthetic)."""
+    stream ``stream`` (index 0 real, 1 synthetic). ``same_share``: both classes are sampled at the
+    same rate (the smaller of their sampled shares), so their ratio is kept — always from
+    ``stream``."""
+    sizes = {role: class_size(ctx, role, max_records) for role in _SIDES}
+    rule = f"at most {max_records:,} records per class (max_records)" if max_records else "explicit sample size"
+    if same_share:
+        sizes = _same_share(ctx, sizes)
+        rule += ", the same share of each class"
     rows, descs = {}, {}
     for index, role in enumerate(_SIDES):
-        size, own = class_size(ctx, role, max_records)
+        size, own = sizes[role]
         if size is None:
             rows[role] = None
-            continue
-        if own:
+        elif own:
             rows[role] = ctx.real_sample(auto=False) if role == "real" else ctx.synthetic_sample()
             descs[role] = ctx.sample_description(role)
-            continue
-        n = ctx.n_real if role == "real" else ctx.n_synthetic
-        rows[role] = np.sort(seeds.rng(ctx.seed, stream, index).choice(n, size, replace=False))
-        descs[role] = {"n": size, "of": n, "seed": ctx.seed, "side": role,
-                       "method": "simple random sample without replacement",
-                       "rule": f"at most {max_records:,} records per class (max_records)"}
+        else:
+            n = ctx.n_real if role == "real" else ctx.n_synthetic
+            rows[role] = np.sort(seeds.rng(ctx.seed, stream, index).choice(n, size, replace=False))
+            descs[role] = {"n": size, "of": n, "seed": ctx.seed, "side": role,
+                           "method": "simple random sample without replacement", "rule": rule}
     return rows, descs
+
+
+def _same_share(ctx, sizes: dict) -> dict:
+    """Per-class sizes lowered to one share of each class (the smallest sampled share)."""
+    counts = {"real": ctx.n_real, "synthetic": ctx.n_synthetic}
+    share = min((size / counts[role] for role, (size, _) in sizes.items() if size is not None), default=1.0)
+    out = {}
+    for role, n in counts.items():
+        size = min(n, max(2, round(share * n)))
+        out[role] = (None if size >= n else size, False)
+    return out
 
 
 def _mark_classes(res: MetricResult, descs: dict) -> MetricResult:
@@ -280,8 +299,8 @@ def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
                  reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
                  orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0",
                  spaces=("mixed",))
-def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
-                         n_jobs: int | None = None) -> MetricResult:
+def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3, n_jobs: int | None = None,
+                         max_records: int | None = MAX_MEMBERSHIP_RECORDS) -> MetricResult:
     """Membership Inference Risk: LightGBM (default hyper-parameters) trained to tell real (1)
     from synthetic (0) records in the mixed space, on a stratified 70/30 split (seeded, a new
     split per repetition); raw = mean recall of the real class on the test part (threshold 0.5)
@@ -294,30 +313,55 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3,
     capital_gain / capital_loss into small non-zero values, so it scores below
     ``independent_marginals`` there (without those columns the baseline order holds).
 
+    Records: when a class has more than ``max_records`` (default 50,000), both classes are
+    replaced by a seeded simple random sample of the same share of their records (stream
+    ``membership.sample``; the larger class keeps ``max_records``), drawn before anything is
+    stacked — the same share, so the class ratio the recall at threshold 0.5 depends on is kept;
+    an explicit smaller run sample (``sample: N`` / ``sample_real``) lowers it.
+    ``max_records=None`` or the run's ``sample: off``: every record. Up to 50,000 records per
+    class nothing is sampled and the result is that of every record. A classifier trained on
+    fewer records is typically weaker (a lower recall), so the sampled value errs high:
+    conservative for a risk. The count interval is over the sampled test records, so it contains
+    the record-sampling error; ``details["sampled"]`` says which records were used.
+
     Orientation: risk (value); raw = recall (higher = real records are recognisable).
     """
-    _check_membership_params(ctx, repetitions, test_size)
-    x, y, space_details = _labelled(ctx)
+    _check_max_records("membership_inference", max_records)
+    rows, descs = class_rows(ctx, max_records, "membership.sample", same_share=True)
+    _check_membership_params(ctx, repetitions, test_size, _sampled_counts(ctx, rows))
+    x, y, space_details = _labelled(ctx, np.float64, rows)
     jobs = _n_jobs(n_jobs, getattr(ctx, "threads", None))
     hits, positives = _membership_fits(ctx, x, y, repetitions, test_size, jobs)
     recalls = [h / p for h, p in zip(hits, positives)]
     recall = float(np.mean(recalls))
     res = result(ctx, "membership_inference", _from_rate(recall), recall,
                  "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
-                 params={"repetitions": repetitions, "test_size": test_size, "seed": ctx.seed},
+                 params={"repetitions": repetitions, "test_size": test_size, "max_records": max_records,
+                         "seed": ctx.seed},
                  details={"recall_per_repetition": recalls, "n_jobs": jobs, "n_features": int(x.shape[1]),
                           "mean_imputed": space_details.get("mean_imputed", {})})
+    _mark_classes(res, descs)
     # the repetitions' test parts overlap, so their positives are not independent trials: the
     # interval counts one test part's real records (the mean hit count over them), which is
     # conservative for the mean of several repetitions
     n_pos = float(np.mean(positives))
+    note = f"recall over one test part's {n_pos:g} real records (the repetitions overlap; conservative)"
+    if descs:
+        sides = ", ".join(f"{d['n']:,} of {d['of']:,} {role} records" for role, d in descs.items())
+        note += (f"; the records are a seeded simple random sample ({sides}), so the interval contains the "
+                 "record-sampling error (finite-population correction ignored, which only widens it); "
+                 "the trained models are held fixed")
     return set_count_ci(res, recall * n_pos, n_pos, transform=_from_rate,
-                        transform_text="value = clip(2·(1 − recall))",
-                        note=f"recall over one test part's {n_pos:g} real records "
-                             "(the repetitions overlap; conservative)")
+                        transform_text="value = clip(2·(1 − recall))", note=note)
 
 
-def _check_membership_params(ctx, repetitions: int, test_size: float) -> None:
+def _sampled_counts(ctx, rows: dict) -> tuple[int, int]:
+    """(real, synthetic) records a classifier metric uses: the sampled counts, else every row."""
+    return (ctx.n_real if rows["real"] is None else int(rows["real"].size),
+            ctx.n_synthetic if rows["synthetic"] is None else int(rows["synthetic"].size))
+
+
+def _check_membership_params(ctx, repetitions: int, test_size: float, counts: tuple[int, int]) -> None:
     """repetitions an integer in [1, MAX_REPETITIONS], test_size in (0, 1), and a stratified
     split that leaves both classes on both sides."""
     if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
@@ -326,11 +370,11 @@ def _check_membership_params(ctx, repetitions: int, test_size: float) -> None:
     if not 0 < test_size < 1:
         raise ParameterError(f"membership_inference test_size must be in (0, 1); got {test_size!r}")
     _check_class_sizes(ctx, "membership_inference", 2)
-    n = ctx.n_real + ctx.n_synthetic
+    n = sum(counts)
     n_test = math.ceil(test_size * n)
     if n_test < 2 or n - n_test < 2:  # a stratified split needs both classes on both sides
         raise TooFewRowsError(
-            f"membership_inference with test_size={test_size} splits {ctx.n_real} real + {ctx.n_synthetic} "
+            f"membership_inference with test_size={test_size} splits {counts[0]} real + {counts[1]} "
             f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
 
 

@@ -165,3 +165,19 @@ def test_detection_mlp_estimate_stops_growing_above_its_records_per_class():
     assert capped[0] == pytest.approx(COST["detection_mlp"] * est.unit * MAX_DETECTION_RECORDS / 20_000)
     off = [own(n, "off")[0] for n in (60_000, 120_000)]
     assert off[1] == pytest.approx(2 * off[0]) and off[0] > capped[0]
+
+
+def test_membership_inference_estimate_stops_growing_above_its_records_per_class():
+    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.metrics.classifier import MAX_MEMBERSHIP_RECORDS
+
+    def own(n, sample="auto"):
+        ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
+        est = estimate_run(ctx, ["membership_inference"], exact=True)
+        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+
+    capped = [own(n)[0] for n in (60_000, 120_000)]
+    unit_60k = own(60_000)[1].unit
+    assert capped == pytest.approx([COST["membership_inference"] * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
+    off = own(120_000, "off")[0]
+    assert off == pytest.approx(2 * COST["membership_inference"] * unit_60k)

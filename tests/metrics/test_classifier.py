@@ -347,3 +347,33 @@ def test_detection_mlp_sample_is_seeded():
     ctx = EvaluationContext(real, syn, seed=5, threads=1)
     first, second = detection_mlp(ctx, **FAST), detection_mlp(ctx, **FAST)
     assert (first.raw, first.ci) == (second.raw, second.ci)
+
+
+def test_membership_inference_samples_the_same_share_of_each_class(monkeypatch):
+    from privgate.metrics import classifier
+
+    seen, fits = [], classifier._membership_fits
+
+    def spy(ctx, x, y, *a, **k):
+        seen.append(y.copy())
+        return fits(ctx, x, y, *a, **k)
+
+    monkeypatch.setattr(classifier, "_membership_fits", spy)
+    assert classifier.MAX_MEMBERSHIP_RECORDS == 50_000
+    real, syn = _two_by(3_000)
+    syn = syn.head(1_500)
+    res = membership_inference(EvaluationContext(real, syn, seed=5, threads=1), repetitions=1, max_records=1_000)
+    # the larger class keeps max_records, the other the same share: the class ratio is kept
+    assert np.bincount(seen[-1]).tolist() == [500, 1_000]
+    sampled = res.details["sampled"]
+    assert (sampled["n"], sampled["of"], sampled["synthetic"]["n"], sampled["synthetic"]["of"]) == (1_000, 3_000, 500, 1_500)
+    assert "record-sampling error" in res.details["ci_method"]
+    again = membership_inference(EvaluationContext(real, syn, seed=5, threads=1), repetitions=1, max_records=1_000)
+    assert (again.raw, again.ci) == (res.raw, res.ci)
+    # sample off, max_records=None, or at most max_records per class: every record, the same result
+    every = [membership_inference(EvaluationContext(real, syn, seed=5, threads=1, sample=sample), repetitions=1,
+                                  **kw) for kw, sample in (({"max_records": None}, "auto"), ({"max_records": 1_000}, "off"),
+                                                           ({}, "auto"))]
+    assert all(np.bincount(y).tolist() == [1_500, 3_000] for y in seen[-3:])
+    assert len({(r.value, r.raw, r.ci) for r in every}) == 1
+    assert not any("sampled" in r.details for r in every)
