@@ -190,7 +190,8 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     fold_results = _detection_folds(ctx, x, y, folds, hidden, max_iter, jobs)
     aucs = [a for a, _ in fold_results]
     auc = float(np.mean(aucs))
-    res = result(ctx, "detection_mlp", _from_rate(auc), auc, "mean ROC AUC of an MLP telling real from synthetic records",
+    res = result(ctx, "detection_mlp", _from_rate(auc), auc,
+                 "mean ROC AUC of an MLP telling real from synthetic records",
                  params={"folds": folds, "hidden_layer_sizes": list(hidden_layer_sizes), "max_iter": max_iter,
                          "max_records": max_records, "seed": ctx.seed},
                  details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
