@@ -146,7 +146,7 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
         2 * FOLD_WORKER_COST * one.unit)
 
 
-def test_detection_mlp_estimate_stops_growing_above_its_records_per_class():
+def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
     """detection_mlp stacks at most MAX_DETECTION_RECORDS records per class: its own term of the
     estimate (the peak minus the base, the search scratch and the held frames) grows with the
     rows up to that cap and stays flat above it; with sample off it grows with every record."""
@@ -167,7 +167,7 @@ def test_detection_mlp_estimate_stops_growing_above_its_records_per_class():
     assert off[1] == pytest.approx(2 * off[0]) and off[0] > capped[0]
 
 
-def test_membership_inference_estimate_stops_growing_above_its_records_per_class():
+def test_membership_inference_estimate_is_flat_above_its_records_per_class():
     from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
     from privgate.metrics.classifier import MAX_MEMBERSHIP_RECORDS
 
