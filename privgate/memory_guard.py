@@ -73,8 +73,12 @@ COST: dict[str, float] = {
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
 #: detection_mlp trains its folds in worker processes when the run has more than one thread: each
-#: worker holds a fold's training copies besides the main process (measured at 1M × 1M with two
-#: workers: 4.6 GiB for both, 3.2 units each), per unit and worker.
+#: worker holds a fold's training copies besides the main process (measured at 1M × 1M on every
+#: record with two workers: 4.6 GiB for both, 3.2 units each), per unit and worker. Like
+#: COST["detection_mlp"] it is scaled by the share of records the metric stacks: at most
+#: ``MAX_DETECTION_RECORDS`` per class (privgate.metrics.classifier; membership_inference's
+#: COST likewise with ``MAX_MEMBERSHIP_RECORDS``), so above that its own cost stays the same
+#: however many rows the run has.
 FOLD_WORKER_COST = 4.0
 DETECTION_FOLDS = 5
 #: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
@@ -222,18 +226,21 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     q_sampled = sample if sample is not None else ctx.sample_size("real")
     return estimate_sizes(ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0, _features(ctx), metrics,
                           exact=exact, sample=q_sampled, threads=_n_jobs(None, getattr(ctx, "threads", None)),
-                          baseline=baseline)
+                          baseline=baseline, sample_off=sample is None and getattr(ctx, "sample", "auto") is None)
 
 
 def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
-                   exact: bool, sample: int | None, threads: int, baseline: bool = False) -> MemoryEstimate:
+                   exact: bool, sample: int | None, threads: int, baseline: bool = False,
+                   sample_off: bool = False) -> MemoryEstimate:
     """The guard's estimate from sizes alone (no data): ``n_real`` / ``n_synthetic`` /
     ``n_holdout`` rows (0: no holdout), ``features`` columns of the encoded mixed space
     (:func:`encoded_features`), ``metrics`` run one after another, ``exact`` searches forced
     exact, ``sample`` the real query records a sampled metric computes on (None: every record;
     what ``EvaluationContext.sample_size("real")`` gives), ``threads`` the run's classifier
     workers (detection_mlp's folds run in worker processes above 1), ``baseline`` the holdout
-    baseline scored too. Pure: the same sizes give the same estimate on any machine."""
+    baseline scored too, ``sample_off`` the run's ``sample`` is off (the classifier metrics then
+    stack every record instead of their per-class caps). Pure: the same sizes give the same
+    estimate on any machine."""
     from .metrics.proximity import MAX_SCORED_ROWS
     from .neighbours.settings import resolve
 
@@ -251,17 +258,38 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
             share = min(1.0, q_sampled / max(n_r, 1))
         elif name == "proximity_score":
             share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
+        elif name in ("detection_mlp", "membership_inference"):
+            share = _classifier_share(name, n_r, n_s, sample, sample_off)
         else:
             share = 1.0
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
         if name == "detection_mlp":
-            extra += FOLD_WORKER_COST * _fold_workers(threads)
+            extra += FOLD_WORKER_COST * share * _fold_workers(threads)
         per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
                           inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
                                   "sample": q_sampled})
+
+
+def _classifier_share(name: str, n_real: int, n_synthetic: int, sample: int | None, sample_off: bool) -> float:
+    """The share of the real and release records a classifier metric (detection_mlp,
+    membership_inference) stacks, from sizes: its default ``max_records`` per class
+    (privgate.metrics.classifier), lowered to ``sample`` (the run's query sample: its explicit size,
+    or "auto"'s, which is at least either cap); every record when the run's ``sample`` is off.
+    membership_inference samples both classes at the same share (the smaller)."""
+    from .metrics.classifier import MAX_DETECTION_RECORDS, MAX_MEMBERSHIP_RECORDS
+
+    if sample_off:
+        return 1.0
+    cap = MAX_DETECTION_RECORDS if name == "detection_mlp" else MAX_MEMBERSHIP_RECORDS
+    size = cap if sample is None else min(cap, sample)
+    counts = (max(n_real, 1), max(n_synthetic, 1))
+    shares = [min(1.0, size / n) for n in counts]
+    if name == "membership_inference":
+        shares = [min(shares)] * 2
+    return sum(s * n for s, n in zip(shares, counts)) / sum(counts)
 
 
 def metric_family(name: str) -> str:
@@ -274,7 +302,8 @@ def metric_family(name: str) -> str:
 
 def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
                      exact: bool, sample: int | None, threads: int, baseline: bool = False,
-                     step_threads: dict[str, int] | None = None) -> dict[str, MemoryEstimate]:
+                     step_threads: dict[str, int] | None = None, sample_off: bool = False
+                     ) -> dict[str, MemoryEstimate]:
     """The estimate of each family step of an evaluation split by metric family (privgate.dagster's
     ``build_privgate_family_checks``): family → the estimate of a step that loads the inputs,
     builds its own context (the held frames) and runs that family's ``metrics`` alone, its peak
@@ -291,6 +320,7 @@ def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: in
     for family, names in groups.items():
         n_threads = step_threads.get(identifier(family), step_threads.get(family, threads))
         out[family] = estimate_sizes(n_real, n_synthetic, n_holdout, features, names, exact=exact,
+                                     sample_off=sample_off,
                                      sample=sample, threads=n_threads, baseline=baseline)
     return out
 

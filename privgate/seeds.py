@@ -44,6 +44,8 @@ STREAMS: dict[str, int | None] = {
     # ---- numbered: metrics' own random splits
     "memorisation.parts": 0x3E30,   # the larger of training / holdout split into parts of the other's size
     "dcr.refit_queries": 0x44435201,  # dcr: the real records its FAMD refit change is measured on
+    "detection.sample": 0x44455401,  # detection_mlp: records per class above max_records (index 0 real, 1 synth.)
+    "membership.sample": 0x4D495301,  # membership_inference: one share of each class above max_records (same)
     # ---- numbered: the anonymeter-style attacks
     "attack.targets": 1,            # which real records are attacked
     "attack.controls": 2,           # which holdout records the control attack targets

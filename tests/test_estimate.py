@@ -144,7 +144,14 @@ def test_planning_with_rows_and_features(capsys):
     assert result["single_step"]["peak_bytes"] == math.ceil(single.peak)
     assert set(result["family_steps"]) == {f.replace("-", "_") for f in FAMILIES}
     step = result["family_steps"]["re_identification"]
-    assert step["threads"] == 4 and step["peak_metric"] == "detection_mlp"
+    assert step["threads"] == 4 and step["peak_metric"] == "close_values"
+    # with the run's sample off, detection_mlp stacks every record and its four fold workers
+    # hold their training copies: it becomes that step's peak
+    code, out, _ = _run(capsys, "--rows", "1000000", "--holdout-rows", "1000000", "--features", "100",
+                        "--metrics", "all", "--step-threads", '{"re_identification": 4}', "--sample", "off",
+                        "--json")
+    off = json.loads(out)["family_steps"]["re_identification"]
+    assert off["peak_metric"] == "detection_mlp" and off["peak_bytes"] > step["peak_bytes"] + 8 * GIB
     for figure in [*result["family_steps"].values(), result["single_step"]]:
         assert figure["request_gib"] * GIB >= figure["peak_bytes"]
         assert figure["limit_gib"] * GIB >= 1.5 * figure["peak_bytes"]

@@ -245,7 +245,7 @@ def estimate(*, sizes: dict[str, Any], metrics: list[str], baseline: bool, optio
         n_real=sizes["n_real"], n_synthetic=sizes["n_synthetic"], sample_real=options.sample_real,
         sample=None if options.sample == "off" else options.sample, exact=exact), "real")
     shape = (sizes["n_real"], sizes["n_synthetic"], sizes["n_holdout"], sizes["features"], metrics)
-    common = {"exact": exact, "sample": sample, "baseline": baseline}
+    common = {"exact": exact, "sample": sample, "baseline": baseline, "sample_off": options.sample == "off"}
     single = estimate_sizes(*shape, threads=threads, **common)
     by_family = family_estimates(*shape, threads=threads, step_threads=step_threads, **common)
     steps = {}

@@ -144,3 +144,40 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     assert two.per_metric["nnaa"] == one.per_metric["nnaa"]
     assert two.per_metric["detection_mlp"] - one.per_metric["detection_mlp"] == pytest.approx(
         2 * FOLD_WORKER_COST * one.unit)
+
+
+def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
+    """detection_mlp stacks at most MAX_DETECTION_RECORDS records per class: its own term of the
+    estimate (the peak minus the base, the search scratch and the held frames) grows with the
+    rows up to that cap and stays flat above it; with sample off it grows with every record."""
+    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.metrics.classifier import MAX_DETECTION_RECORDS
+
+    def own(n, sample="auto"):
+        ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
+        est = estimate_run(ctx, ["detection_mlp"], exact=True)
+        return est.per_metric["detection_mlp"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+
+    small, est = own(20_000)
+    assert small == pytest.approx(COST["detection_mlp"] * est.unit)  # every record below the cap
+    capped = [own(n)[0] for n in (60_000, 120_000, 240_000)]
+    assert capped == pytest.approx([capped[0]] * 3)
+    assert capped[0] == pytest.approx(COST["detection_mlp"] * est.unit * MAX_DETECTION_RECORDS / 20_000)
+    off = [own(n, "off")[0] for n in (60_000, 120_000)]
+    assert off[1] == pytest.approx(2 * off[0]) and off[0] > capped[0]
+
+
+def test_membership_inference_estimate_is_flat_above_its_records_per_class():
+    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.metrics.classifier import MAX_MEMBERSHIP_RECORDS
+
+    def own(n, sample="auto"):
+        ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
+        est = estimate_run(ctx, ["membership_inference"], exact=True)
+        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+
+    capped = [own(n)[0] for n in (60_000, 120_000)]
+    unit_60k = own(60_000)[1].unit
+    assert capped == pytest.approx([COST["membership_inference"] * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
+    off = own(120_000, "off")[0]
+    assert off == pytest.approx(2 * COST["membership_inference"] * unit_60k)

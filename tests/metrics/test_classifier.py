@@ -263,3 +263,118 @@ def test_adult_baseline_order_membership_inference(adult, adult_values):
     w = {name: membership_inference(trimmed, fn(trimmed, seed=0), seed=0).value
          for name, fn in baselines.BASELINES.items()}
     assert w["uniform_random"] <= w["independent_marginals"] <= w["noisy_copy"] <= w["copy"], w
+
+
+# ------------------------------------------------------------- detection_mlp's records per class
+def _two_by(n: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rng = np.random.default_rng(seed)
+    real = pl.DataFrame({"x": rng.normal(0, 1, n), "c": rng.choice(["a", "b", "c"], n)})
+    syn = pl.DataFrame({"x": rng.normal(0.5, 1, n), "c": rng.choice(["a", "b"], n)})
+    return real, syn
+
+
+def _stacked(monkeypatch) -> list:
+    """Record the labels detection_mlp cross-validates on (one entry per call)."""
+    from privgate.metrics import classifier
+
+    seen, folds = [], classifier._detection_folds
+
+    def spy(ctx, x, y, *a, **k):
+        seen.append(y.copy())
+        return folds(ctx, x, y, *a, **k)
+
+    monkeypatch.setattr(classifier, "_detection_folds", spy)
+    return seen
+
+
+FAST = {"hidden_layer_sizes": (4,), "max_iter": 2}
+
+
+def test_detection_mlp_samples_max_records_per_class_and_says_so(monkeypatch):
+    from privgate.metrics.classifier import MAX_DETECTION_RECORDS
+
+    seen = _stacked(monkeypatch)
+    real, syn = _two_by(60_000)
+    res = detection_mlp(EvaluationContext(real, syn, seed=5, threads=1), **FAST)
+    assert MAX_DETECTION_RECORDS == 50_000
+    assert np.bincount(seen[-1]).tolist() == [50_000, 50_000]  # synthetic, real
+    sampled = res.details["sampled"]
+    assert (sampled["side"], sampled["n"], sampled["of"], sampled["seed"]) == ("real", 50_000, 60_000, 5)
+    assert (sampled["synthetic"]["n"], sampled["synthetic"]["of"]) == (50_000, 60_000)
+    assert "record-sampling error" in res.details["ci_method"] and "50,000 of 60,000 real" in res.details["ci_method"]
+    assert res.params["max_records"] == 50_000
+    # a smaller cap, and an explicit smaller run sample (the run's own sampled rows)
+    detection_mlp(EvaluationContext(real, syn, seed=5, threads=1), max_records=1_000, **FAST)
+    assert np.bincount(seen[-1]).tolist() == [1_000, 1_000]
+    ctx = EvaluationContext(real, syn, seed=5, threads=1, sample=2_000)
+    res = detection_mlp(ctx, **FAST)
+    assert np.bincount(seen[-1]).tolist() == [2_000, 2_000]
+    assert res.details["sampled"]["rule"] == "explicit sample size"
+
+
+def test_detection_mlp_max_records_none_or_sample_off_uses_every_record(monkeypatch):
+    seen = _stacked(monkeypatch)
+    real, syn = _two_by(30_000)
+    for kw, sample in (({"max_records": None}, "auto"), ({}, "off"), ({}, None)):
+        res = detection_mlp(EvaluationContext(real, syn, seed=5, threads=1, sample=sample), **kw, **FAST)
+        assert np.bincount(seen[-1]).tolist() == [30_000, 30_000]
+        assert "sampled" not in res.details and "sampl" not in res.details["ci_method"]
+    # at most max_records per class: nothing is sampled, the same result as every record
+    small_r, small_s = real.head(3_000), syn.head(2_000)
+    a = detection_mlp(EvaluationContext(small_r, small_s, seed=5, threads=1), **FAST)
+    b = detection_mlp(EvaluationContext(small_r, small_s, seed=5, threads=1), max_records=None, **FAST)
+    assert (a.value, a.raw, a.ci, a.details["auc_per_fold"]) == (b.value, b.raw, b.ci, b.details["auc_per_fold"])
+    assert "sampled" not in a.details
+    with pytest.raises(ParameterError, match="max_records"):
+        detection_mlp(EvaluationContext(small_r, small_s), max_records=1)
+
+
+def test_detection_mlp_sample_is_seeded():
+    from privgate.metrics.classifier import class_rows
+
+    real, syn = _two_by(30_000)
+
+    def rows(seed):
+        got, _ = class_rows(EvaluationContext(real, syn, seed=seed), 25_000, "detection.sample")
+        return got
+
+    a, b, c = rows(5), rows(5), rows(6)
+    for role in ("real", "synthetic"):
+        np.testing.assert_array_equal(a[role], b[role])
+        assert a[role].size == 25_000 and np.all(np.diff(a[role]) > 0)
+        assert not np.array_equal(a[role], c[role])
+    assert not np.array_equal(a["real"], a["synthetic"])  # the two classes draw independently
+    ctx = EvaluationContext(real, syn, seed=5, threads=1)
+    first, second = detection_mlp(ctx, **FAST), detection_mlp(ctx, **FAST)
+    assert (first.raw, first.ci) == (second.raw, second.ci)
+
+
+def test_membership_inference_samples_the_same_share_of_each_class(monkeypatch):
+    from privgate.metrics import classifier
+
+    seen, fits = [], classifier._membership_fits
+
+    def spy(ctx, x, y, *a, **k):
+        seen.append(y.copy())
+        return fits(ctx, x, y, *a, **k)
+
+    monkeypatch.setattr(classifier, "_membership_fits", spy)
+    assert classifier.MAX_MEMBERSHIP_RECORDS == 50_000
+    real, syn = _two_by(3_000)
+    syn = syn.head(1_500)
+    res = membership_inference(EvaluationContext(real, syn, seed=5, threads=1), repetitions=1, max_records=1_000)
+    # the larger class keeps max_records, the other the same share: the class ratio is kept
+    assert np.bincount(seen[-1]).tolist() == [500, 1_000]
+    sampled = res.details["sampled"]
+    assert (sampled["n"], sampled["of"]) == (1_000, 3_000)
+    assert (sampled["synthetic"]["n"], sampled["synthetic"]["of"]) == (500, 1_500)
+    assert "record-sampling error" in res.details["ci_method"]
+    again = membership_inference(EvaluationContext(real, syn, seed=5, threads=1), repetitions=1, max_records=1_000)
+    assert (again.raw, again.ci) == (res.raw, res.ci)
+    # sample off, max_records=None, or at most max_records per class: every record, the same result
+    cases = (({"max_records": None}, "auto"), ({"max_records": 1_000}, "off"), ({}, "auto"))
+    every = [membership_inference(EvaluationContext(real, syn, seed=5, threads=1, sample=sample), repetitions=1, **kw)
+             for kw, sample in cases]
+    assert all(np.bincount(y).tolist() == [1_500, 3_000] for y in seen[-3:])
+    assert len({(r.value, r.raw, r.ci) for r in every}) == 1
+    assert not any("sampled" in r.details for r in every)
