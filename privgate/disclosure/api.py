@@ -165,11 +165,15 @@ def _disclosure_prepared(real: pl.DataFrame, syns: list[pl.DataFrame], pk: Prepa
     c2, msg2 = check_2way(cells, tables.orig_records, pk.keys, tables.key_cols, m,
                           opts.thresh_2way)
     key_str = pl.concat_str([pl.col(c) for c in tables.key_cols], separator=" | ")
-    cell_out = cells.select(
+    # the printed key's order, ranked on the few distinct keys (equal strings, equal ranks)
+    key_rank = (cells.select(tables.key_cols).unique()
+                .with_columns(key_str.rank("dense").alias("__krank")))
+    cell_out = cells.join(key_rank, on=tables.key_cols, how="left").sort(
+        [SYN_COL, "__krank", ORDER_COL]).select(  # ORDER_COL: the level's position in code-point order
         pl.col(SYN_COL).alias("synthesis"), pl.col(TARGET_COL).alias("target_level"),
         key_str.alias("key"), "d_pre", "s_pre", "pd_pre", "ps_pre", "d", "s",
-        "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO", ORDER_COL,
-    ).sort(["synthesis", "key", ORDER_COL]).drop(ORDER_COL)  # the level's position: its code-point order
+        "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO",
+    )
     orig_rec = tables.orig_records.select(
         pl.lit("orig").alias("source"), pl.lit(0, dtype=pl.Int32).alias("synthesis"),
         pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("row"), key_str.alias("keys"),
