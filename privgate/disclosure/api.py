@@ -36,8 +36,8 @@ from ..io import load_frame
 from .checks import check_1way, check_2way
 from .measures import compute_measures
 from .options import DisclosureOptions, build_options, warn
-from .prepare import (SYN_COL, TARGET_COL, PreparedKeys, check_columns, check_cont_na,
-                      data_order_keys, prepare_keys, prepare_target)
+from .prepare import (ORDER_COL, SYN_COL, TARGET_COL, PreparedKeys, check_columns, check_cont_na,
+                      data_order_keys, prepare_keys, prepare_target, target_order)
 from .tables import build_cells
 
 
@@ -155,21 +155,25 @@ def _disclosure_prepared(real: pl.DataFrame, syns: list[pl.DataFrame], pk: Prepa
     m = len(syns)
     target = prepare_target(real, syns, opts.target, opts.ngroups_target, dict(opts.cont_na))
     usekeys = _usekeys_data_order(opts, pk.keys)
-    tables = build_cells(pk, target, opts, usekeys, m)
+    order = target_order(target)
+    tables = build_cells(pk, target, order, opts, usekeys, m)
     cells = tables.cells
     ident, attrib, allcaps, tcap_denom = compute_measures(cells, tables.key_cols, pk.n_orig,
                                                           pk.n_syn)
-    observed = set(target.orig.unique().to_list()) | set(target.syn.unique().to_list())
-    target_levels = sorted(observed | set(target.declared_levels))
-    c1, msg1 = check_1way(cells, opts.target, target_levels, m, opts.thresh_1way)
+    target_levels = order.levels.to_list()
+    c1, msg1 = check_1way(cells, opts.target, order.levels, m, opts.thresh_1way)
     c2, msg2 = check_2way(cells, tables.orig_records, pk.keys, tables.key_cols, m,
                           opts.thresh_2way)
     key_str = pl.concat_str([pl.col(c) for c in tables.key_cols], separator=" | ")
-    cell_out = cells.select(
+    # the printed key's order, ranked on the few distinct keys (equal strings, equal ranks)
+    key_rank = (cells.select(tables.key_cols).unique()
+                .with_columns(key_str.rank("dense").alias("__krank")))
+    cell_out = cells.join(key_rank, on=tables.key_cols, how="left").sort(
+        [SYN_COL, "__krank", ORDER_COL]).select(  # ORDER_COL: the level's position in code-point order
         pl.col(SYN_COL).alias("synthesis"), pl.col(TARGET_COL).alias("target_level"),
         key_str.alias("key"), "d_pre", "s_pre", "pd_pre", "ps_pre", "d", "s",
         "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO",
-    ).sort(["synthesis", "key", "target_level"])
+    )
     orig_rec = tables.orig_records.select(
         pl.lit("orig").alias("source"), pl.lit(0, dtype=pl.Int32).alias("synthesis"),
         pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("row"), key_str.alias("keys"),

@@ -18,26 +18,28 @@ from __future__ import annotations
 
 import polars as pl
 
-from .prepare import SYN_COL, TARGET_COL
+from .prepare import ORDER_COL, SYN_COL, TARGET_COL
 
 ONEWAY_COLS = ("Level", "All", "PctLevelAll", "totalDisclosive", "nLevelDis", "PctLevelDis")
 TWOWAY_COLS = ("row", "target_key_levs", "npairs", "key", "key_target_total", "key_total",
                "PctTargetKeyLevel")
 
 
-def check_1way(cells: pl.DataFrame, target: str, target_levels: list[str], m: int,
+def check_1way(cells: pl.DataFrame, target: str, target_levels: pl.Series, m: int,
                thresh: tuple[float, float]) -> tuple[list[pl.DataFrame | None], str]:
     """Per synthetic set the flagged-level frame (or None) and synthpop's ``check1`` message
-    (that of the last flagged set; "" if none)."""
-    levels = pl.DataFrame({TARGET_COL: target_levels}, schema={TARGET_COL: pl.String})
-    per_level = cells.group_by([SYN_COL, TARGET_COL]).agg(
+    (that of the last flagged set; "" if none). ``target_levels``: every level in code-point
+    order, the cells' ``ORDER_COL`` numbering them."""
+    levels = pl.DataFrame({TARGET_COL: target_levels.cast(pl.String),
+                           ORDER_COL: pl.Series(range(len(target_levels)), dtype=pl.UInt32)})
+    per_level = cells.group_by([SYN_COL, ORDER_COL]).agg(
         pl.col("d").sum().alias("all"), pl.col("DiSCO").sum().alias("dis"))
     out: list[pl.DataFrame | None] = []
     message = ""
     for j in range(1, m + 1):
-        tab = (levels.join(per_level.filter(pl.col(SYN_COL) == j).drop(SYN_COL), on=TARGET_COL,
+        tab = (levels.join(per_level.filter(pl.col(SYN_COL) == j).drop(SYN_COL), on=ORDER_COL,
                            how="left")
-               .fill_null(0).sort(TARGET_COL))
+               .fill_null(0).sort(ORDER_COL))
         total_dis = int(tab["dis"].sum())
         total_all = int(tab["all"].sum())
         top = tab.sort("dis", descending=True, maintain_order=True).row(0, named=True)

@@ -49,8 +49,48 @@ def r_double_label(x: float) -> str:
 
 
 def r_double_labels(values: Iterable[float]) -> list[str]:
-    """``as.character`` of each distinct double (called on unique values only)."""
-    return [r_double_label(float(v)) for v in values]
+    """``as.character`` of each distinct double (called on unique values only): the labels
+    :func:`r_double_label` gives, one by one, but with the notation and digit count of every
+    value read from one ``%.14e`` pass and each label written by one ``%`` format per (notation,
+    digits) pair, so that the Python work per value is two string formats."""
+    x = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64).ravel()
+    out = np.empty(x.size, dtype=object)
+    out[np.isnan(x)] = "NA"
+    out[x == np.inf] = "Inf"
+    out[x == -np.inf] = "-Inf"
+    out[x == 0] = "0"
+    plain = np.flatnonzero(np.isfinite(x) & (x != 0))
+    if plain.size:
+        out[plain] = _finite_labels(x[plain])
+    return out.tolist()
+
+
+def _finite_labels(x: np.ndarray) -> np.ndarray:
+    """:func:`r_double_label` of finite non-zero doubles (object array of str)."""
+    # "d.dddddddddddddde±XX[X]" of |x|: its digits are those of x's mantissa without the sign
+    sci = np.array(["%.14e" % v for v in np.abs(x).tolist()], dtype="S21").view(np.uint8).reshape(x.size, 21)
+    digits = sci[:, [0, *range(2, 16)]] != ord("0")
+    nsig = 15 - np.argmax(digits[:, ::-1], axis=1)
+    three = sci[:, 20] != 0
+    exp = (sci[:, 18].astype(np.int64) - 48) * 10 + (sci[:, 19].astype(np.int64) - 48)
+    exp = np.where(three, exp * 10 + (sci[:, 20].astype(np.int64) - 48), exp)
+    kpower = np.where(sci[:, 17] == ord("-"), -exp, exp)
+    neg = (x < 0).astype(np.int64)
+    rgt = np.maximum(0, nsig - kpower - 1)
+    left = np.where(kpower >= 0, kpower + 1, 1)
+    width_fixed = neg + left + np.where(rgt > 0, rgt + 1, 0)
+    d = nsig - 1
+    width_sci = neg + (d > 0) + d + 4 + np.where(np.abs(kpower) >= 100, 2, 1)
+    fixed = width_fixed <= width_sci
+    precision = np.where(fixed, rgt, d)
+    out = np.empty(x.size, dtype=object)
+    # one format per (notation, digits) pair: a loop over at most a few hundred formats, not records
+    form = precision * 2 + fixed
+    for f in np.unique(form):
+        sel = np.flatnonzero(form == f)
+        fmt = "%%.%d%s" % (f // 2, "f" if f % 2 else "e")
+        out[sel] = [fmt % v for v in x[sel].tolist()]
+    return out
 
 
 def r_integer_labels(values: Iterable[float]) -> list[str]:

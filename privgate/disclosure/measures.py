@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .prepare import SYN_COL, TARGET_COL
+from .prepare import ORDER_COL, SYN_COL
 
 IDENT_COLS = ("UiO", "UiS", "UiOiS", "repU")
 ATTRIB_COLS = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom")
@@ -76,8 +76,12 @@ def _cell_sums(cells: pl.DataFrame, per_key: pl.DataFrame, key_cols: list[str], 
     CAP numerators."""
     # the float sums below (CAPs, mean_denom) run in one fixed order of the cells: a hash join's
     # or group-by's row order varies from run to run, and with it the last bits of a float sum
-    with_q = cells.join(per_key.select(SYN_COL, *key_cols, "dq", "sq"), on=[SYN_COL, *key_cols],
-                        how="left").sort([SYN_COL, *key_cols, TARGET_COL], nulls_last=True)
+    # (set, key) in that order numbered on the few keys, so the cells sort by integers; the set
+    # leads the sort although the number implies it: a set column flagged sorted takes the
+    # group-by below down the path whose float sums the tests pin (other paths differ in the last bits)
+    keys = (per_key.select(SYN_COL, *key_cols, "dq", "sq").sort([SYN_COL, *key_cols], nulls_last=True)
+            .with_row_index("__kord"))
+    with_q = cells.join(keys, on=[SYN_COL, *key_cols], how="left").sort([SYN_COL, "__kord", ORDER_COL])
     d, s, dq, sq = pl.col("d"), pl.col("s"), pl.col("dq"), pl.col("sq")
     ps = pl.when(sq > 0).then(s / sq).otherwise(0.0)
     pd_ = pl.when(dq > 0).then(d / dq).otherwise(0.0)
@@ -94,8 +98,7 @@ def _cell_sums(cells: pl.DataFrame, per_key: pl.DataFrame, key_cols: list[str], 
 def _base_capd(cells: pl.DataFrame, nd: float) -> float:
     """baseCAPd from the original's row totals before exclusions (the same for every set)."""
     first = cells.filter(pl.col(SYN_COL) == 1)
-    row_tot = first.group_by(TARGET_COL).agg(pl.col("d_pre").sum()).sort(TARGET_COL, nulls_last=True
-                                                                           ).get_column("d_pre").to_numpy()
+    row_tot = first.group_by(ORDER_COL).agg(pl.col("d_pre").sum()).sort(ORDER_COL).get_column("d_pre").to_numpy()
     return 100.0 * float(np.sum((row_tot / nd) ** 2))
 
 

@@ -92,12 +92,19 @@ def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray
     orig = rec.filter(pl.col("source") == "orig").sort("row")
     syn = rec.filter(pl.col("source") == "syn").sort("row")
     both = pl.concat([orig.select("keys", "target"), syn.select("keys", "target")])
-    ids = both.select(pl.col("keys").rank("dense").alias("k"),
-                      pl.struct("keys", "target").rank("dense").alias("c"))
+    # the dense ranks of the keys and of the (keys, target) pairs, from the few distinct keys and
+    # the target levels already in code-point order (no sort of every record's labels)
+    keys = both.select("keys").unique().sort("keys").with_row_index("__k")
+    levels = pl.DataFrame({"target": pl.Series(r.target_levels, dtype=pl.String)}).with_row_index("__t")
+    coded = both.join(keys, on="keys", how="left", maintain_order="left").join(
+        levels, on="target", how="left", maintain_order="left")
+    k = coded["__k"].to_numpy().astype(np.int64)
+    pair = k * len(r.target_levels) + coded["__t"].to_numpy().astype(np.int64)
+    ids = {"k": k, "c": np.unique(pair, return_inverse=True)[1].ravel()}
     n = orig.height
     out = []
     for col in ("k", "c"):
-        v = ids[col].to_numpy().astype(np.int64) - 1
+        v = ids[col]
         present = np.unique(v[:n])
         pos = np.full(int(v.max()) + 1, present.size, dtype=np.int64)
         pos[present] = np.arange(present.size)

@@ -31,6 +31,9 @@ from .options import warn
 
 SYN_COL = "__synthesis"
 TARGET_COL = "__target"
+#: the position of a record's target level among every target level in code-point order: the
+#: tables group and sort by it instead of the label (one string sort per target, not one per table)
+ORDER_COL = "__tord"
 
 
 def key_col(i: int) -> str:
@@ -208,3 +211,24 @@ def prepare_target(real: pl.DataFrame, syns: list[pl.DataFrame], target: str, ng
                    cont_na: dict[str, tuple[Any, ...]]) -> LabelledColumn:
     return label_column(target, real[target], [s[target] for s in syns], ngroups,
                         cont_na.get(target, ()), "target")
+
+
+@dataclass(frozen=True)
+class TargetOrder:
+    """Every target level (observed in the original or a synthetic set, or declared) in
+    code-point order, and the position in it of each original and each synthetic record's level."""
+
+    levels: pl.Series   # String, sorted, distinct
+    orig: pl.Series     # UInt32 per original record
+    syn: pl.Series      # UInt32 per synthetic record (all sets stacked)
+
+
+def target_order(target: LabelledColumn) -> TargetOrder:
+    """The :class:`TargetOrder` of a labelled target, by one dense rank of the labels (Polars
+    compares strings byte by byte, which for UTF-8 is code-point order, Python's order)."""
+    n, n_syn = len(target.orig), len(target.syn)
+    every = pl.concat([target.orig.rename("l"), target.syn.rename("l"),
+                       pl.Series("l", sorted(set(target.declared_levels)), dtype=pl.String)])
+    rank = (every.rank("dense") - 1).cast(pl.UInt32)
+    levels = (pl.DataFrame({"l": every, "r": rank}).unique("r", keep="any").sort("r")["l"])
+    return TargetOrder(levels, rank[:n].rename(ORDER_COL), rank[n:n + n_syn].rename(ORDER_COL))

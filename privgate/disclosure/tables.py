@@ -29,7 +29,7 @@ import polars as pl
 from ..errors import ParameterError
 from .labels import MISSING
 from .options import DisclosureOptions
-from .prepare import SYN_COL, TARGET_COL, LabelledColumn, PreparedKeys, key_col
+from .prepare import ORDER_COL, SYN_COL, TARGET_COL, LabelledColumn, PreparedKeys, TargetOrder, key_col
 
 TABLES = ("d", "s", "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO")
 TABLE_ROWS = ("original", "synthetic", "Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO")
@@ -46,20 +46,23 @@ class CellTables:
     orig_has_missing_target: bool
 
 
-def build_cells(pk: PreparedKeys, target: LabelledColumn, opts: DisclosureOptions,
+def build_cells(pk: PreparedKeys, target: LabelledColumn, order: TargetOrder, opts: DisclosureOptions,
                 usekeys_data_order: list[bool], m: int) -> CellTables:
-    """Cell counts, disclosive flags and exclusions for all m synthetic sets at once."""
+    """Cell counts, disclosive flags and exclusions for all m synthetic sets at once. Cells are
+    counted by the target level's position in ``order`` (integers group faster than labels) and
+    carry both the position (``ORDER_COL``) and the label."""
     kc = [key_col(i) for i in range(len(pk.keys))]
-    orig = pk.orig.with_columns(target.orig.alias(TARGET_COL))
-    syn = pk.syn.with_columns(target.syn.alias(TARGET_COL))
-    d_cells = orig.group_by([TARGET_COL, *kc]).agg(pl.len().cast(pl.Int64).alias("d"))
-    s_cells = syn.group_by([SYN_COL, TARGET_COL, *kc]).agg(pl.len().cast(pl.Int64).alias("s"))
+    orig = pk.orig.with_columns(target.orig.alias(TARGET_COL), order.orig)
+    syn = pk.syn.with_columns(order.syn)
+    d_cells = orig.group_by([ORDER_COL, *kc]).agg(pl.len().cast(pl.Int64).alias("d"))
+    s_cells = syn.group_by([SYN_COL, ORDER_COL, *kc]).agg(pl.len().cast(pl.Int64).alias("s"))
     synth = pl.DataFrame({SYN_COL: pl.Series(range(1, m + 1), dtype=pl.Int32)})
     cells = (
         d_cells.join(synth, how="cross")
-        .join(s_cells, on=[SYN_COL, TARGET_COL, *kc], how="full", coalesce=True)
+        .join(s_cells, on=[SYN_COL, ORDER_COL, *kc], how="full", coalesce=True)
         .with_columns(pl.col("d").fill_null(0), pl.col("s").fill_null(0))
     )
+    cells = cells.with_columns(order.levels.gather(cells[ORDER_COL]).alias(TARGET_COL))
     q = [SYN_COL, *kc]
     cells = cells.with_columns(
         pl.col("d").sum().over(q).alias("d_q_pre"),

@@ -30,11 +30,48 @@ def fold_duplicates(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, op
 
 def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of ``x`` ordered by their first occurrence: (rows, first index, inverse)."""
-    _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    groups = _hashed_row_groups(x)
+    if groups is None:  # a hash collision or a NaN: the row sort decides
+        _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    else:
+        first, inv = groups
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return x[first[order]], first[order], rank[inv.ravel()]
+
+
+def _hashed_row_groups(x: np.ndarray, chunk_bytes: int = 64 * 2**20) -> tuple[np.ndarray, np.ndarray] | None:
+    """The groups of equal rows of float ``x`` (equal by value, as ``np.unique(x, axis=0)`` compares
+    them: -0.0 equals 0.0), as (first row of each group, group of each row), by a 64-bit hash of
+    each row's words, checked row by row against its group's first row: a sort of n integers
+    instead of n rows (``np.unique(axis=0)`` took 4.6 CPU-s on a million rows of 47 features).
+    None when two different rows share a hash or a value is NaN (then the caller sorts rows)."""
+    n, d = x.shape
+    if n == 0 or d == 0:
+        return None
+    z = np.ascontiguousarray(x, dtype=np.float64) + 0.0  # -0.0 → 0.0: equal values, equal words
+    if np.isnan(z).any():
+        return None
+    mult = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    h = np.empty(n, dtype=np.uint64)
+    step = max(1, chunk_bytes // (8 * d))
+    for s in range(0, n, step):  # blocks of rows: the word products stay small
+        h[s:s + step] = (_mix64(z[s:s + step].view(np.uint64)) * mult).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    for s in range(0, n, step):
+        if not (z[s:s + step] == z[first[inv[s:s + step]]]).all():
+            return None
+    return first, inv
+
+
+def _mix64(w: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser of each 64-bit word: every input bit moves the low bits too (a
+    float's low mantissa bits are often all zero)."""
+    w = (w ^ (w >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    w = (w ^ (w >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return w ^ (w >> np.uint64(31))
 
 
 def _distinct_lower_bound(x: np.ndarray) -> int:

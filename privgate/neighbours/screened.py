@@ -13,6 +13,7 @@ import numpy as np
 from ..ties import REL_TOL
 from .backends import faiss_blas, faiss_module
 from .decide import distances_of_pairs, drop_self, order_rows
+from .ivf_lists import nonzero_2d
 
 if TYPE_CHECKING:
     from .exact import ExactSearch
@@ -80,7 +81,7 @@ def _decide(ex: "ExactSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndar
     k = ex.k
     need = lower <= upper[:, None] * (1 + 1e-6) + 1e-6
     need[:, :k] = True
-    si, sj = np.nonzero(need)
+    si, sj = nonzero_2d(need)
     d64 = np.full(idx.shape, np.inf)
     d64[si, sj] = distances_of_pairs(ex.q, ex.t, rows[si], idx[si, sj], ex.settings)
     order = order_rows(d64, idx, k, ~need)

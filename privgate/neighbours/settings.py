@@ -59,6 +59,13 @@ class SearchSettings:
     ivf_check_rows: int = 500
     #: The IVF probe count is raised until the calibration sample reaches this recall.
     ivf_target_recall: float = 0.99
+    #: The screen declines before building its lists (the rows are searched exactly) when its
+    #: least cost in target pairs — every target assigned to a list, the k-means training, the
+    #: exact calibration and check samples, each row's smallest probe — is not below the rows'
+    #: exact search: few rows against many targets (an attack's 4,000 sampled records against a
+    #: million). Checked for target sets of at least this many rows: below, the lists cost
+    #: little and small screened searches (tests) keep their screen.
+    ivf_decline_costly_targets: int = 200_000
     #: Above this share of the lists probed the IVF screen declines and the rows are searched
     #: exactly: the list scan costs about twice the exact flat search per target pair.
     ivf_max_probe_share: float = 0.25
