@@ -86,7 +86,9 @@ def _from_arrow(table: pa.Table, role: str) -> pl.DataFrame:
     return out
 
 
-def _read_path(path: Path, role: str) -> pl.DataFrame:
+def input_kind(path: Path, role: str) -> str:
+    """The kind of input file ``path`` is ("parquet", "csv", "arrow"); InputLoadError naming
+    ``role`` for a missing file, a folder or an unknown suffix."""
     if not path.exists():
         raise InputLoadError(f"{role}: file not found: {path}")
     if path.is_dir():
@@ -97,6 +99,11 @@ def _read_path(path: Path, role: str) -> pl.DataFrame:
             f"{role}: unsupported file suffix {path.suffix!r} for {path}; expected one of "
             f"{', '.join(sorted(SUFFIXES))}"
         )
+    return kind
+
+
+def _read_path(path: Path, role: str) -> pl.DataFrame:
+    kind = input_kind(path, role)
     try:
         if kind == "parquet":
             return pl.read_parquet(path)

@@ -205,18 +205,10 @@ def scan_input(path: str | Path, role: str):
     missing file, a folder or an unknown suffix raises InputLoadError naming ``role``."""
     import polars as pl
 
-    from ..errors import InputLoadError
-    from ..io import SUFFIXES, _check_csv_header, _read_error, scan_frame
+    from ..io import _check_csv_header, _read_error, input_kind, scan_frame
 
     path = Path(path)
-    if not path.exists():
-        raise InputLoadError(f"{role}: file not found: {path}")
-    if path.is_dir():
-        raise InputLoadError(f"{role}: {path} is a folder; expected a .parquet, .csv or .arrow file")
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise InputLoadError(f"{role}: unsupported file suffix {path.suffix!r} for {path}; expected one of "
-                             f"{', '.join(sorted(SUFFIXES))}")
+    kind = input_kind(path, role)
     if kind != "csv":
         return scan_frame(path, role=role)
     _check_csv_header(path, role)
