@@ -300,13 +300,24 @@ class EvaluationContext:
 
     def _build_space(self, key: tuple) -> EncodedSpace:
         kind, arg = key
+        compact = self.compact_spaces()
+        dtype = np.float32 if compact else np.float64
         if kind == "mixed":
-            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key))
+            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key),
+                               dtype=dtype)
         if kind == "famd":
-            return famd_space(self.frames, self.schema, arg, name=_space_name(key))
+            return famd_space(self.frames, self.schema, arg, name=_space_name(key),
+                              block_rows=FAMD_BLOCK_ROWS if compact else None)
         ent = self.entropies()
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability")
+        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype)
+
+    def compact_spaces(self) -> bool:
+        """Whether this evaluation's encoded spaces are compact: some frame has more than
+        ``COMPACT_SPACES_ABOVE`` rows (a holdout baseline's are its main evaluation's)."""
+        if self._encoded_by is not None:
+            return self._encoded_by[0].compact_spaces()
+        return max(self._heights.values()) > COMPACT_SPACES_ABOVE
 
     def _baseline_space(self, key: tuple) -> EncodedSpace:
         """A holdout baseline's space: the main evaluation's encoding of the same real records
@@ -487,7 +498,8 @@ class EvaluationContext:
             queries = [sp[role][r] for role, r in todo.items()]
         else:
             sp = mixed_space(self._frames, self.schema, list(key[1]) if key[1] is not None else None,
-                             name=_space_name(key), rows=todo)
+                             name=_space_name(key), rows=todo,
+                             dtype=np.float32 if self.compact_spaces() else np.float64)
             queries = [sp[role] for role in todo]
         t = sp[target] if target in sp.matrices else self._missing(target)
         if t.shape[0] < k:
@@ -643,6 +655,15 @@ class _Shape:
 # half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
+# Compact encoded spaces (docs/performance.md "Memory of the default gate at scale"): when a frame
+# has more than COMPACT_SPACES_ABOVE rows, the mixed and identifiability spaces are held as
+# float32 matrices (half the bytes, and the exact search reads them without a centred float32
+# copy; distances are computed in float64 from the float32 coordinates, ~6e-8 relative from the
+# float64 ones) and the FAMD projection is fitted and applied in FAMD_BLOCK_ROWS-row blocks
+# (blocked QR, agreeing with the whole-matrix SVD to rounding) instead of on whole input
+# matrices. At or below it every value is bit for bit what float64 spaces give.
+COMPACT_SPACES_ABOVE = 200_000
+FAMD_BLOCK_ROWS = 65_536
 
 
 def _public(search: dict) -> dict:

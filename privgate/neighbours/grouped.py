@@ -151,7 +151,9 @@ class _GroupedSearch:
         span = float(np.sqrt(((hi - lo) ** 2).sum())) if num.size else 0.0
         self.gap = 2.0 * span + 1.0  # farther than any two records of one group
         self.ordered = np.sort(costs)
-        self.qnum, self.tnum = np.ascontiguousarray(q[:, num]), np.ascontiguousarray(t[:, num])
+        # float64 (of float32 coordinates in a compact space): ranked as the full distances are computed
+        self.qnum = np.ascontiguousarray(q[:, num], dtype=np.float64)
+        self.tnum = np.ascontiguousarray(t[:, num], dtype=np.float64)
         self.groups = _Groups(qc, tc, self.gap)
 
     @classmethod
@@ -249,8 +251,9 @@ class _GroupedSearch:
         rows = rows[live]
         # targets of the groups queried (the tree's positions map back through `members`)
         members = np.flatnonzero(np.isin(tg, np.unique(qg[rows])))
-        qz = np.column_stack([self.p.q[rows][:, self.num], qg[rows].astype(np.float64) * gap])
-        tz = np.column_stack([self.p.t[members][:, self.num], tg[members].astype(np.float64) * gap])
+        # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
+        qz = np.column_stack([self.qnum[rows], qg[rows].astype(np.float64) * gap])
+        tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
         m = members.size
         search_k = min(m, kk + (1 if exclude_self else 0))
         bound = beyond * (1 + 1e-6) + 1e-12 if np.isfinite(beyond) else np.inf

@@ -1,0 +1,111 @@
+"""Compact encoded spaces for large inputs (privgate.context.COMPACT_SPACES_ABOVE): float32
+mixed and identifiability matrices searched without a float64 copy, and the FAMD projection fitted
+and applied in row blocks (docs/performance.md "Memory of the default gate at scale")."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privgate.context as context_module
+from privgate.baselines import noisy_copy
+from privgate.context import EvaluationContext
+from privgate.data import load_example
+from privgate.neighbours import SearchSettings, knn
+from privgate.spaces import famd_space
+
+
+def _mixed32(n, rng, levels=(3, 2, 4), n_numeric=2):
+    """float32 mixed-space-like points: continuous numerics (rounded to float32) and one-hot
+    categoricals of value float32(1/√2), with their one-hot slices."""
+    cols, slices, pos = [rng.normal(size=(n, n_numeric))], [], n_numeric
+    for n_levels in levels:
+        onehot = np.zeros((n, n_levels))
+        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
+        cols.append(onehot)
+        slices.append((pos, pos + n_levels))
+        pos += n_levels
+    return np.hstack(cols).astype(np.float32), slices
+
+
+SEARCHES = [  # (knn keyword options, settings): the grouped, flat, blocked, folded and screened paths
+    ({"categorical_slices": None, "dedupe": False}, None),
+    ({"categorical_slices": "slices", "dedupe": False}, None),
+    ({"categorical_slices": None, "dedupe": False, "use_faiss": False}, SearchSettings(block_bytes=4096)),
+    ({"categorical_slices": None, "dedupe": True}, SearchSettings(dedup_min_pairs=0)),
+    ({"categorical_slices": None, "approximate": True, "seed": 3},
+     SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0)),
+]
+
+
+@pytest.mark.parametrize("options,settings", SEARCHES)
+@pytest.mark.parametrize("k,exclude_self", [(1, False), (1, True), (3, False), (2, True)])
+def test_float32_matrices_are_searched_as_their_float64_values(options, settings, k, exclude_self):
+    """A float32 query and target give, to the last bit, the answer of the same coordinates held
+    as float64 — no float64 copy is made, and no path computes a distance in float32."""
+    rng = np.random.default_rng(7)
+    q, slices = _mixed32(700, rng)
+    q[::7] = q[1::7][: q[::7].shape[0]]  # exact duplicates
+    t = q if exclude_self else _mixed32(600, rng)[0]
+    opts = {**options, "categorical_slices": slices if options["categorical_slices"] else None}
+    got = knn(q, t, k, exclude_self=exclude_self, settings=settings, **opts)
+    want = knn(q.astype(np.float64), t.astype(np.float64), k, exclude_self=exclude_self, settings=settings, **opts)
+    np.testing.assert_array_equal(got.idx, want.idx)
+    np.testing.assert_array_equal(got.dist, want.dist)
+    assert got.dist.dtype == np.float64
+
+
+def _inputs(n=1200, seed=0):
+    base = load_example("adult_sample").head(n)
+    return base, noisy_copy(base, seed=seed + 1), noisy_copy(base, seed=seed + 2)
+
+
+def test_spaces_are_float64_up_to_the_threshold_and_float32_above(monkeypatch):
+    real, syn, hold = _inputs(300)
+    assert context_module.COMPACT_SPACES_ABOVE >= 200_000  # tests and bundled data stay float64
+    ctx = EvaluationContext(real, syn, holdout=hold)
+    assert not ctx.compact_spaces()
+    assert ctx.mixed().real.dtype == np.float64 and "fit" not in ctx.famd().details
+    monkeypatch.setattr(context_module, "COMPACT_SPACES_ABOVE", 299)
+    small = EvaluationContext(real, syn, holdout=hold)
+    assert small.compact_spaces() and small.holdout_baseline().compact_spaces()
+    sp, full = small.mixed(), ctx.mixed()
+    for role in ("real", "synthetic", "holdout"):
+        assert sp[role].dtype == np.float32
+        np.testing.assert_array_equal(sp[role], full[role].astype(np.float32))  # the nearest float32
+    assert small.identifiability_space().real.dtype == np.float32
+    assert small.holdout_baseline().mixed().real is sp.real  # the baseline reads the same matrices
+    assert "blocked QR" in small.famd().details["fit"]
+
+
+def test_compact_spaces_move_neighbour_distances_by_float32_rounding_only(monkeypatch):
+    real, syn, hold = _inputs(800)
+    exact = EvaluationContext(real, syn, holdout=hold).neighbours("mixed", "real", "synthetic", 1)
+    monkeypatch.setattr(context_module, "COMPACT_SPACES_ABOVE", 100)
+    compact = EvaluationContext(real, syn, holdout=hold).neighbours("mixed", "real", "synthetic", 1)
+    np.testing.assert_allclose(compact.dist, exact.dist, rtol=1e-6, atol=1e-6)
+    assert (compact.idx == exact.idx).mean() > 0.99  # only near-ties may change
+
+
+@pytest.mark.parametrize("block_rows", [7, 64, 10_000])
+def test_blocked_famd_agrees_with_the_whole_matrix_svd(block_rows):
+    real, syn, hold = _inputs(500)
+    frames = {"real": real, "synthetic": syn, "holdout": hold}
+    schema = EvaluationContext(real, syn, holdout=hold).schema
+    whole = famd_space(frames, schema, 2)
+    blocked = famd_space(frames, schema, 2, block_rows=block_rows)
+    for role in frames:
+        assert blocked[role].shape == whole[role].shape
+        np.testing.assert_allclose(blocked[role], whole[role], rtol=1e-9, atol=1e-9)  # signs fixed alike
+    for key in ("n_components", "n_input_features", "degenerate_projection"):
+        assert blocked.details[key] == whole.details[key]
+    np.testing.assert_allclose(blocked.details["explained_variance_ratio"],
+                               whole.details["explained_variance_ratio"], rtol=1e-12)
+
+
+def test_blocked_famd_of_an_empty_release_frame_has_no_rows():
+    real, _, _ = _inputs(100)
+    schema = EvaluationContext(real, real).schema
+    sp = famd_space({"real": real, "synthetic": real.head(0)}, schema, 2, block_rows=16)
+    assert sp["synthetic"].shape == (0, 2) and sp["real"].shape == (100, 2)
