@@ -65,10 +65,7 @@ def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
     → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
     mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"])."""
-    real = (frames["real"] if reference is None else reference)[column].to_numpy().astype(np.float64, copy=False)
-    ok = ~np.isnan(real)
-    mean = float(real[ok].mean()) if ok.any() else 0.0
-    std = float(real[ok].std()) if ok.any() else 0.0
+    mean, std = _real_stats(frames["real"] if reference is None else reference, column)
     out = {}
     nulls = {}
     for role, frame in frames.items():
@@ -120,43 +117,40 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     whole = frames
     if rows:
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
-    # each feature block is written once into a preallocated matrix (no per-column one-hot
-    # blocks stacked afterwards): per block, (first feature, role → numeric values | level codes)
-    numeric_at: list[tuple[int, dict[str, np.ndarray]]] = []
-    codes_at: list[tuple[int, dict[str, np.ndarray], float]] = []
-    imputed: dict[str, dict[str, int]] = {}
+    cat = [c for c in columns if schema.kind(c) != NUMERIC and float(weights.get(c, 1.0)) != 0.0]
+    levels = _levels(whole, cat)
+    # the layout: per numeric feature (first feature, column, weight), per categorical column
+    # (first feature, column, scale); a constant or zero-weight numeric column has no feature
+    numeric_at: list[tuple[int, str, float]] = []
+    codes_at: list[tuple[int, str, float]] = []
     constant: list[str] = []
     n_features = 0
     slices: list[tuple[int, int]] = []
-    coded = _levels_and_codes(frames, whole, [c for c in columns if schema.kind(c) != NUMERIC
-                                              and float(weights.get(c, 1.0)) != 0.0])
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
-            vals, info = numeric_block(frames, col, reference=whole["real"])
-            if info["mean_imputed"]:
-                imputed[col] = info["mean_imputed"]
-            if info["constant"]:
+            if _real_stats(whole["real"], col)[1] == 0:
                 constant.append(col)
-                continue
-            if w == 0.0:
-                continue
-            numeric_at.append((n_features, {r: vals[r] * w for r in frames}))
-            n_features += 1
-        else:
-            if w == 0.0:
-                continue
-            codes, levels = coded[col]
-            codes_at.append((n_features, codes, INV_SQRT2 * w))
-            slices.append((n_features, n_features + len(levels)))
-            n_features += len(levels)
-    mats = {r: np.zeros((frames[r].height, n_features), dtype=dtype) for r in frames}
-    for r, mat in mats.items():
-        for j, vals in numeric_at:
-            mat[:, j] = vals[r]
-        for start, codes, scale in codes_at:
-            mat[np.arange(mat.shape[0]), start + codes[r]] = scale
-    details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
+            elif w != 0.0:
+                numeric_at.append((n_features, col, w))
+                n_features += 1
+        elif w != 0.0:
+            codes_at.append((n_features, col, INV_SQRT2 * w))
+            slices.append((n_features, n_features + len(levels[col])))
+            n_features += len(levels[col])
+    # each frame's matrix is written feature block by feature block (no per-column one-hot blocks
+    # stacked afterwards), one frame at a time: only that frame's columns are held beside it
+    mats = {}
+    for r, frame in frames.items():
+        mat = np.zeros((frame.height, n_features), dtype=dtype)
+        for j, col, w in numeric_at:
+            mat[:, j] = numeric_block({r: frame}, col, reference=whole["real"])[0][r] * w
+        codes = _codes(frame, [col for _, col, _ in codes_at], levels)
+        for start, col, scale in codes_at:
+            mat[np.arange(mat.shape[0]), start + codes[col]] = scale
+        del codes
+        mats[r] = mat
+    details = {"columns": columns, "n_features": n_features, "mean_imputed": _nulls(frames, columns, schema),
                "constant_columns": constant}
     if np.dtype(dtype) != np.float64:
         details["dtype"] = np.dtype(dtype).name
@@ -165,11 +159,30 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     return EncodedSpace(name, mats, details, categorical_slices=slices)
 
 
-def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl.DataFrame],
-                      columns: list[str]) -> dict[str, tuple[dict[str, np.ndarray], list[str]]]:
-    """What :func:`category_levels` and :func:`category_codes` give for each of ``columns`` (levels:
-    the sorted union over the ``whole`` frames, null a level; codes of the rows in ``frames``),
-    computed with one Polars query per frame for all columns instead of several per column."""
+def _real_stats(real: pl.DataFrame, column: str) -> tuple[float, float]:
+    """A numeric column's real mean and population standard deviation over its non-null values
+    (0, 0 when it has none): what :func:`numeric_block` standardises with."""
+    v = real[column].to_numpy().astype(np.float64, copy=False)
+    ok = ~np.isnan(v)
+    return (float(v[ok].mean()), float(v[ok].std())) if ok.any() else (0.0, 0.0)
+
+
+def _nulls(frames: Mapping[str, pl.DataFrame], columns: list[str], schema: Schema) -> dict[str, dict[str, int]]:
+    """Per numeric column with nulls, the null count of each frame that has some (the values
+    :func:`numeric_block` imputes with the real mean)."""
+    out = {}
+    for col in columns:
+        if schema.kind(col) != NUMERIC:
+            continue
+        counts = {r: int(np.isnan(f[col].to_numpy().astype(np.float64, copy=False)).sum()) for r, f in frames.items()}
+        if any(counts.values()):
+            out[col] = {r: c for r, c in counts.items() if c}
+    return out
+
+
+def _levels(whole: Mapping[str, pl.DataFrame], columns: list[str]) -> dict[str, list[str]]:
+    """What :func:`category_levels` gives for each of ``columns`` (the sorted union over the
+    ``whole`` frames, null a level), with one Polars query per frame for all columns."""
     if not columns:
         return {}
     found = [f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0)
@@ -178,10 +191,16 @@ def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl
     for j, col in enumerate(columns):
         levels[col] = sorted(set().union(*(u[j] for u in found)))
         _check_levels(col, len(levels[col]))
-    # an Enum's physical value is the position of the value in its categories: the level code
-    codes = {r: f.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
-             for r, f in frames.items()}
-    return {c: ({r: codes[r][c].to_numpy().astype(np.int64) for r in frames}, levels[c]) for c in columns}
+    return levels
+
+
+def _codes(frame: pl.DataFrame, columns: list[str], levels: Mapping[str, list[str]]) -> dict[str, np.ndarray]:
+    """What :func:`category_codes` gives for ``frame``'s ``columns`` over ``levels``, with one
+    Polars query: an Enum's physical value is the position of the value in its categories."""
+    if not columns:
+        return {}
+    codes = frame.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
+    return {c: codes[c].to_numpy().astype(np.int64) for c in columns}
 
 
 def _check_levels(column: str, n_levels: int) -> None:
