@@ -28,11 +28,12 @@ class ExactSearch:
         prep = target_prep(t, settings)
         if prep is not None and "exact" in prep:
             centre, t32, tn = prep["exact"]
+            t32 = t if t32 is None else t32
         else:
             centre, t32 = _centred32(t)
             tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
-            if prep is not None:
-                prep["exact"] = (centre, t32, tn)
+            if prep is not None:  # never the matrix itself: the entry must not keep it alive
+                prep["exact"] = (centre, None if t32 is t else t32, tn)
         self.problem, self.settings = problem, settings
         self.q, self.t, self.k, self.exclude_self = q, t, problem.k, problem.exclude_self
         self.q32 = q if centre is None else np.ascontiguousarray((q - centre).astype(np.float32))
@@ -42,7 +43,10 @@ class ExactSearch:
         self.c = np.float32(4.0 * (q.shape[1] + 8) * EPS32)
         self.ctn = self.c * tn
         self.block_bytes = settings.block_bytes
-        self.use_faiss = use_faiss and faiss_module() is not None
+        # faiss' flat index copies the targets whole; a compact (float32) target matrix larger than
+        # a block is read in place by the blocked path instead (the same exact answers)
+        in_place = t.dtype == np.float32 and t.nbytes > settings.block_bytes
+        self.use_faiss = use_faiss and faiss_module() is not None and not in_place
 
     def rows(self, todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray, settled: dict | None = None) -> None:
         """Fill ``out_d`` / ``out_i`` at the query rows ``todo``; count the rows per path in

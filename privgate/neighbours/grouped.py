@@ -43,7 +43,9 @@ def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: in
     member = np.zeros((cols.size, len(slices)))
     member[np.arange(cols.size), np.repeat(np.arange(len(slices)), width)] = 1.0
     position = member * np.concatenate([np.arange(w) for w in width]).astype(np.float64)[:, None]
-    codes = np.empty((x.shape[0], len(slices)), dtype=np.int64)
+    # held per searched matrix for the evaluation (SearchMemo): the narrowest integer that holds
+    # every level index (11 Texas columns: 22 bytes a row instead of 88)
+    codes = np.empty((x.shape[0], len(slices)), dtype=np.int16 if max(width) <= 2**15 else np.int32)
     first = None
     step = max(1, chunk_bytes // (8 * cols.size))
     for start in range(0, x.shape[0], step):
@@ -89,7 +91,7 @@ class _Groups:
 
     def __init__(self, qc: np.ndarray, tc: np.ndarray, gap: float) -> None:
         self.qc, self.tc = qc, tc
-        levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)) + 1
+        levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)).astype(np.int64) + 1
         self.strides = np.concatenate([[1], np.cumprod(levels)[:-1]]).astype(np.int64) if levels.size else levels
         total = float(np.prod(levels.astype(np.float64))) if levels.size else 1.0
         self.radix = total * (gap + 1.0) < 2.0**52
@@ -103,8 +105,8 @@ class _Groups:
         if self.radix:
             if drop is None:
                 return self.q_all, self.t_all
-            return (self.q_all - self.qc[:, drop] * self.strides[drop],
-                    self.t_all - self.tc[:, drop] * self.strides[drop])
+            return (self.q_all - self.qc[:, drop].astype(np.int64) * self.strides[drop],
+                    self.t_all - self.tc[:, drop].astype(np.int64) * self.strides[drop])
         keep = np.arange(self.qc.shape[1]) != drop if drop is not None else slice(None)
         return group_ids(self.qc[:, keep], self.tc[:, keep])
 

@@ -109,3 +109,45 @@ def test_blocked_famd_of_an_empty_release_frame_has_no_rows():
     schema = EvaluationContext(real, real).schema
     sp = famd_space({"real": real, "synthetic": real.head(0)}, schema, 2, block_rows=16)
     assert sp["synthetic"].shape == (0, 2) and sp["real"].shape == (100, 2)
+
+
+def test_a_cached_float32_target_is_not_kept_alive_by_its_preparation():
+    """The target cache keys entries weakly by the matrix; a float32 target's preparation is the
+    matrix itself, which the entry must not hold (else the matrix, and every SearchMemo entry of
+    it, would outlive the space that dropped it)."""
+    import gc
+    import weakref
+
+    from privgate.neighbours.memo import clear_target_cache, target_cache_size
+
+    clear_target_cache()
+    rng = np.random.default_rng(1)
+    t = rng.normal(size=(400, 6)).astype(np.float32)
+    settings = SearchSettings(target_cache_min_rows=100)
+    first = knn(t[:50], t, 1, settings=settings, dedupe=False)
+    again = knn(t[:50], t, 1, settings=settings, dedupe=False)  # from the cache
+    np.testing.assert_array_equal(first.idx, again.idx)
+    assert target_cache_size() == 1
+    alive = weakref.ref(t)
+    del t
+    gc.collect()
+    assert alive() is None and target_cache_size() == 0
+
+
+def test_a_large_float32_target_is_searched_in_place_without_faiss_flat_copy():
+    from privgate.neighbours.exact import ExactSearch
+    from privgate.neighbours.problem import Problem
+
+    rng = np.random.default_rng(2)
+    t = rng.normal(size=(3000, 4)).astype(np.float32)
+    small = SearchSettings(block_bytes=t.nbytes - 1)
+    ex = ExactSearch(Problem(t[:10], t, 1, False, small))
+    assert not ex.use_faiss and ex.t32 is t
+    from privgate.neighbours.backends import faiss_module
+
+    # below a block (the default 192 MiB) the faiss flat screen is used as for float64 targets
+    assert ExactSearch(Problem(t[:10], t, 1, False, SearchSettings())).use_faiss == (faiss_module() is not None)
+    got = knn(t[:200], t, 2, settings=small, dedupe=False)
+    want = knn(t[:200].astype(np.float64), t.astype(np.float64), 2, settings=small, dedupe=False)
+    np.testing.assert_array_equal(got.idx, want.idx)
+    np.testing.assert_array_equal(got.dist, want.dist)
