@@ -3,6 +3,7 @@ and computed at most once per evaluation, shared by all metrics."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
@@ -347,6 +348,8 @@ class EvaluationContext:
         gone = [key for key in self._spaces if key[0] not in keep]
         for key in gone:
             del self._spaces[key]
+        if gone:  # the search structures of a matrix sit in reference cycles: free them before the next space
+            gc.collect()
         return [_space_name(key) for key in gone]
 
     def spaces_read(self) -> set[str]:
