@@ -43,10 +43,7 @@ class ExactSearch:
         self.c = np.float32(4.0 * (q.shape[1] + 8) * EPS32)
         self.ctn = self.c * tn
         self.block_bytes = settings.block_bytes
-        # faiss' flat index copies the targets whole; a compact (float32) target matrix larger than
-        # a block is read in place by the blocked path instead (the same exact answers)
-        in_place = t.dtype == np.float32 and t.nbytes > settings.block_bytes
-        self.use_faiss = use_faiss and faiss_module() is not None and not in_place
+        self.use_faiss = use_faiss and faiss_module() is not None
 
     def rows(self, todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray, settled: dict | None = None) -> None:
         """Fill ``out_d`` / ``out_i`` at the query rows ``todo``; count the rows per path in

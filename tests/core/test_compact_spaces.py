@@ -133,21 +133,3 @@ def test_a_cached_float32_target_is_not_kept_alive_by_its_preparation():
     gc.collect()
     assert alive() is None and target_cache_size() == 0
 
-
-def test_a_large_float32_target_is_searched_in_place_without_faiss_flat_copy():
-    from privgate.neighbours.exact import ExactSearch
-    from privgate.neighbours.problem import Problem
-
-    rng = np.random.default_rng(2)
-    t = rng.normal(size=(3000, 4)).astype(np.float32)
-    small = SearchSettings(block_bytes=t.nbytes - 1)
-    ex = ExactSearch(Problem(t[:10], t, 1, False, small))
-    assert not ex.use_faiss and ex.t32 is t
-    from privgate.neighbours.backends import faiss_module
-
-    # below a block (the default 192 MiB) the faiss flat screen is used as for float64 targets
-    assert ExactSearch(Problem(t[:10], t, 1, False, SearchSettings())).use_faiss == (faiss_module() is not None)
-    got = knn(t[:200], t, 2, settings=small, dedupe=False)
-    want = knn(t[:200].astype(np.float64), t.astype(np.float64), 2, settings=small, dedupe=False)
-    np.testing.assert_array_equal(got.idx, want.idx)
-    np.testing.assert_array_equal(got.dist, want.dist)
