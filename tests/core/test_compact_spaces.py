@@ -133,3 +133,17 @@ def test_a_cached_float32_target_is_not_kept_alive_by_its_preparation():
     gc.collect()
     assert alive() is None and target_cache_size() == 0
 
+
+
+def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch):
+    from privgate import memory_guard as guard
+
+    real, syn, hold = _inputs(300)
+    assert guard.held_per_frame(300) == guard.HELD_PER_FRAME
+    assert guard.HELD_PER_FRAME_COMPACT < guard.HELD_PER_FRAME
+    before = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
+    monkeypatch.setattr(context_module, "COMPACT_SPACES_ABOVE", 299)
+    assert guard.held_per_frame(300) == guard.HELD_PER_FRAME_COMPACT
+    after = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
+    drop = before.unit * 3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
+    assert after.peak == pytest.approx(before.peak - drop)
