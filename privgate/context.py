@@ -350,6 +350,8 @@ class EvaluationContext:
             del self._spaces[key]
         if gone:  # the search structures of a matrix sit in reference cycles: free them before the next space
             gc.collect()
+        if self.compact_spaces():
+            _return_freed_heap()
         return [_space_name(key) for key in gone]
 
     def spaces_read(self) -> set[str]:
@@ -391,6 +393,8 @@ class EvaluationContext:
             self._note_search(cache_key, hit)
             return hit.first(k)
         nb = self._search_space(key, query, target, k, rows, target_rows)
+        if self.compact_spaces():  # a large search's scratch, freed: back to the system before the next
+            _return_freed_heap()
         shared[cache_key] = nb
         self._note_search(cache_key, nb)
         return nb
@@ -667,6 +671,27 @@ AUTO_SAMPLE_SIZE = 50_000
 # matrices. At or below it every value is bit for bit what float64 spaces give.
 COMPACT_SPACES_ABOVE = 200_000
 FAMD_BLOCK_ROWS = 65_536
+
+
+def _return_freed_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim``; nothing elsewhere).
+    The searches of a million rows free many arrays of a few MiB, which glibc keeps in its heap
+    (below its mmap threshold) as resident but unused memory: measured at 250k rows, 100–130 MiB
+    returned after each metric. Called after each search and each metric of an evaluation with
+    compact spaces (a call costs milliseconds; such a search, seconds). Values are untouched."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def _public(search: dict) -> dict:
