@@ -135,6 +135,11 @@ def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, ou
     return search.level1(todo)
 
 
+#: bytes held per candidate pair while rows are settled (int64 lists and their sorted copy, float64
+#: distances and their sorted copy, pair positions, the coordinates differenced per pair)
+SETTLE_BYTES_PER_PAIR = 128
+
+
 class _GroupedSearch:
     """One grouped search: the rows' category codes and numeric coordinates, the mismatch costs,
     and the answers it fills."""
@@ -273,6 +278,19 @@ class _GroupedSearch:
 
     def settle(self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
                ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`settle_rows` in blocks of rows whose candidate arrays (sorted lists, distances,
+        pair copies: ~``SETTLE_BYTES_PER_PAIR`` bytes per candidate) fit ``block_bytes`` — level 1
+        of a million-row self-search holds ~60 candidates a row. Each row is decided on its own
+        row of ``idx``, so the blocking changes no bit."""
+        step = max(1, self.p.settings.block_bytes // (SETTLE_BYTES_PER_PAIR * max(1, idx.shape[1])))
+        if rows.size <= step:
+            return self.settle_rows(rows, idx, reaches, beyond, kk)
+        parts = [self.settle_rows(rows[s:s + step], idx[s:s + step], [r[s:s + step] for r in reaches], beyond, kk)
+                 for s in range(0, rows.size, step)]
+        return np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+
+    def settle_rows(self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """Decide the rows whose candidate lists ``idx`` provably hold their k nearest (module
         docstring); return the others, and among them those that failed only because a list was
         too short."""

@@ -147,3 +147,25 @@ def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch)
     after = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
     drop = before.unit * 3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
     assert after.peak == pytest.approx(before.peak - drop)
+
+
+@pytest.mark.parametrize("k,exclude_self", [(1, False), (3, True)])
+def test_grouped_rows_settled_in_blocks_give_the_same_answer(k, exclude_self, monkeypatch):
+    """The grouped search settles rows in blocks of ``block_bytes``; blocks of a few rows give
+    the answer of one block, to the last bit (each row is decided on its own candidates)."""
+    from privgate.neighbours import grouped
+
+    rng = np.random.default_rng(5)
+    q, slices = _mixed32(900, rng, levels=(3, 3, 2, 2))
+    q = q.astype(np.float64)
+    t = q if exclude_self else _mixed32(700, rng, levels=(3, 3, 2, 2))[0].astype(np.float64)
+    whole = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    calls = []
+    original = grouped._GroupedSearch.settle_rows
+    monkeypatch.setattr(grouped._GroupedSearch, "settle_rows",
+                        lambda self, *a: calls.append(a[0].size) or original(self, *a))
+    tiny = SearchSettings(block_bytes=grouped.SETTLE_BYTES_PER_PAIR * 40)
+    blocked = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False, settings=tiny)
+    assert max(calls) < 40 and len(calls) > 10 and blocked.search["settled_by"]["grouped"] > 0
+    np.testing.assert_array_equal(blocked.idx, whole.idx)
+    np.testing.assert_array_equal(blocked.dist, whole.dist)
