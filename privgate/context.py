@@ -172,8 +172,23 @@ class EvaluationContext:
         if role not in self._heights:
             raise NotApplicableError(f"this evaluation has no {role} data")
         if role not in self._frames:
-            self._frames[role] = collect_scan(self._scans.pop(role), role)
+            same = self._parent_frame(role)
+            self._frames[role] = same() if same else collect_scan(self._scans.pop(role), role)
+            self._scans.pop(role, None)
         return self._frames[role]
+
+    def _parent_frame(self, role: str):
+        """For a holdout baseline, the main evaluation's loaded frame of the same records (its
+        real frame; its holdout frame when every holdout record is scored), as a callable — not a
+        second copy of a million rows read from the same file — else None."""
+        if self._encoded_by is None:
+            return None
+        parent, rows = self._encoded_by
+        if role == "real":
+            return lambda: parent.frame("real")
+        if role == "synthetic" and rows is None:
+            return lambda: parent.frame("holdout")
+        return None
 
     def lazy(self, role: str) -> pl.LazyFrame:
         """The normalised frame of ``role`` as a LazyFrame: a scan of its Parquet / Arrow file
@@ -230,7 +245,9 @@ class EvaluationContext:
         if self._baseline_ctx is None:
             size = min(self.n_holdout, self.n_synthetic)
             rows = np.sort(seeds.rng(self.seed, "holdout_baseline").choice(self.n_holdout, size, replace=False))
-            if self.is_loaded("holdout"):
+            if size == self.n_holdout:  # every holdout record, in order: the frame itself, not a copy
+                sample = self.holdout if self.is_loaded("holdout") else _Scan(self._scans["holdout"])
+            elif self.is_loaded("holdout"):
                 sample = self.holdout[rows]
             else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
                 keep = pl.LazyFrame({"__pg_row": pl.Series(rows, dtype=pl.UInt32)})

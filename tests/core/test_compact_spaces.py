@@ -169,3 +169,29 @@ def test_grouped_rows_settled_in_blocks_give_the_same_answer(k, exclude_self, mo
     assert max(calls) < 40 and len(calls) > 10 and blocked.search["settled_by"]["grouped"] > 0
     np.testing.assert_array_equal(blocked.idx, whole.idx)
     np.testing.assert_array_equal(blocked.dist, whole.dist)
+
+
+def test_a_holdout_baseline_reads_the_main_frames_instead_of_loading_its_own(tmp_path):
+    """A baseline scoring every holdout record reads the main evaluation's real and holdout frames
+    (the same objects, not second copies from the files), with the same values as in memory."""
+    from privgate import evaluate
+
+    real, syn, hold = _inputs(400)
+    paths = {}
+    for role, frame in (("real", real), ("synthetic", syn), ("holdout", hold)):
+        paths[role] = tmp_path / f"{role}.parquet"
+        frame.write_parquet(paths[role])
+    ctx = EvaluationContext(paths["real"], paths["synthetic"], holdout=paths["holdout"])
+    base = ctx.holdout_baseline()
+    assert not base.is_loaded("real")
+    assert base.frame("real") is ctx.frame("real")
+    assert base.frame("synthetic").equals(ctx.frame("holdout"))
+    smaller = EvaluationContext(paths["real"], paths["synthetic"].parent / "synthetic.parquet",
+                                holdout=paths["holdout"]).with_synthetic(syn.head(100))
+    assert smaller._parent_frame("synthetic") is None  # not a baseline
+    metrics = ["authenticity", "dcr", "hitting_rate"]
+    on_files = evaluate(paths["real"], paths["synthetic"], metrics, holdout=paths["holdout"], baseline=True)
+    in_memory = evaluate(real, syn, metrics, holdout=hold, baseline=True)
+    for name in metrics:
+        a, b = on_files.results[name], in_memory.results[name]
+        assert (a.value, a.ci, a.excess) == (b.value, b.ci, b.excess)
