@@ -57,8 +57,8 @@ HELD_PER_FRAME = 3.0
 #: The same above ``privgate.context.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
 #: (half a unit each), the exact search reads them without a centred copy, category codes are
 #: int16 and FAMD is fitted in row blocks: the default gate with a holdout on Texas-like rows
-#: (bench_million.py, 95 features, sample auto) peaked at 4.12 GiB at 1M and 10.32 GiB at 3M,
-#: which 1.12 would reach; 1.25 estimates 4.41 and 11.1 GiB (measured / estimated 0.93).
+#: (bench_million.py, 95 features, sample auto) peaked at 3.66 GiB at 1M and 10.32 GiB at 3M,
+#: which 1.12 would reach; 1.25 estimates 4.41 and 11.1 GiB (measured / estimated 0.83, 0.93).
 HELD_PER_FRAME_COMPACT = 1.25
 
 
