@@ -47,6 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mem import peak_rss_mib, reset_peak  # noqa: E402
 from _reference import gemm_1nn_seconds  # noqa: E402
+from _rss_profile import RssProfile  # noqa: E402
 
 TEXAS = Path(__file__).resolve().parents[2] / "shared/data/texas_25k.parquet"
 
@@ -86,8 +87,15 @@ def gemm_reference(paths: dict[str, Path], threads: int, queries: int) -> tuple[
 
 
 def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None,
-                     sample="auto"):
+                     sample="auto", profile: bool = False):
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
+
+    prof = RssProfile().start() if profile else None
+
+    def progress(name: str, i: int, total: int) -> None:
+        if prof is not None:
+            prof.set_phase(name)
+        print(f"    [{i}/{total}] {name} ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     reset_peak()
     load = os.getloadavg()
@@ -96,10 +104,12 @@ def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_r
     outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
                        release_id="bench", record=False, threads=threads, exact=exact,
                        sample_real=sample_real, sample=sample,
-                       progress=lambda name, i, total: print(f"    [{i}/{total}] {name} "
-                                                             f"({time.perf_counter() - t0:.0f} s)", flush=True))
+                       progress=progress)
     seconds = time.perf_counter() - t0
     cpu = _cpu() - cpu0
+    if prof is not None:
+        prof.stop()
+        prof.show()
     print(f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"CPU {cpu:.0f} s (user + system) = {cpu / threads:.0f} s per thread of the {threads}: the wall "
           f"time on {threads} otherwise idle cores is about that", flush=True)
@@ -190,6 +200,8 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true", help="skip the exact check")
     ap.add_argument("--ref-queries", type=int, default=20_000, help="real rows the GEMM reference searches")
     ap.add_argument("--ref-seconds", type=float, default=None, help="skip the reference: its seconds from an earlier run")
+    ap.add_argument("--rss-profile", action="store_true",
+                    help="print the main run's peak RSS per metric and where it was reached")
     ap.add_argument("--workdir", default=None, help="where the Parquet files go (default: a temporary folder)")
     args = ap.parse_args()
 
@@ -209,7 +221,8 @@ def main() -> None:
         print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, {how}, "
               f"{args.threads} threads): {ref:.1f} s", flush=True)
         sample = int(args.sample) if args.sample.isdigit() else args.sample
-        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample)
+        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample,
+                                                profile=args.rss_profile)
         show(outcome, seconds, peak, ref, f"default gate with holdout, n = {args.n:,}")
         if args.no_check:
             return

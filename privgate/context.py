@@ -3,6 +3,7 @@ and computed at most once per evaluation, shared by all metrics."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
@@ -171,8 +172,23 @@ class EvaluationContext:
         if role not in self._heights:
             raise NotApplicableError(f"this evaluation has no {role} data")
         if role not in self._frames:
-            self._frames[role] = collect_scan(self._scans.pop(role), role)
+            same = self._parent_frame(role)
+            self._frames[role] = same() if same else collect_scan(self._scans.pop(role), role)
+            self._scans.pop(role, None)
         return self._frames[role]
+
+    def _parent_frame(self, role: str):
+        """For a holdout baseline, the main evaluation's loaded frame of the same records (its
+        real frame; its holdout frame when every holdout record is scored), as a callable — not a
+        second copy of a million rows read from the same file — else None."""
+        if self._encoded_by is None:
+            return None
+        parent, rows = self._encoded_by
+        if role == "real":
+            return lambda: parent.frame("real")
+        if role == "synthetic" and rows is None:
+            return lambda: parent.frame("holdout")
+        return None
 
     def lazy(self, role: str) -> pl.LazyFrame:
         """The normalised frame of ``role`` as a LazyFrame: a scan of its Parquet / Arrow file
@@ -229,7 +245,9 @@ class EvaluationContext:
         if self._baseline_ctx is None:
             size = min(self.n_holdout, self.n_synthetic)
             rows = np.sort(seeds.rng(self.seed, "holdout_baseline").choice(self.n_holdout, size, replace=False))
-            if self.is_loaded("holdout"):
+            if size == self.n_holdout:  # every holdout record, in order: the frame itself, not a copy
+                sample = self.holdout if self.is_loaded("holdout") else _Scan(self._scans["holdout"])
+            elif self.is_loaded("holdout"):
                 sample = self.holdout[rows]
             else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
                 keep = pl.LazyFrame({"__pg_row": pl.Series(rows, dtype=pl.UInt32)})
@@ -300,13 +318,24 @@ class EvaluationContext:
 
     def _build_space(self, key: tuple) -> EncodedSpace:
         kind, arg = key
+        compact = self.compact_spaces()
+        dtype = np.float32 if compact else np.float64
         if kind == "mixed":
-            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key))
+            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key),
+                               dtype=dtype)
         if kind == "famd":
-            return famd_space(self.frames, self.schema, arg, name=_space_name(key))
+            return famd_space(self.frames, self.schema, arg, name=_space_name(key),
+                              block_rows=FAMD_BLOCK_ROWS if compact else None)
         ent = self.entropies()
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability")
+        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype)
+
+    def compact_spaces(self) -> bool:
+        """Whether this evaluation's encoded spaces are compact: some frame has more than
+        ``COMPACT_SPACES_ABOVE`` rows (a holdout baseline's are its main evaluation's)."""
+        if self._encoded_by is not None:
+            return self._encoded_by[0].compact_spaces()
+        return max(self._heights.values()) > COMPACT_SPACES_ABOVE
 
     def _baseline_space(self, key: tuple) -> EncodedSpace:
         """A holdout baseline's space: the main evaluation's encoding of the same real records
@@ -336,6 +365,10 @@ class EvaluationContext:
         gone = [key for key in self._spaces if key[0] not in keep]
         for key in gone:
             del self._spaces[key]
+        if gone:  # the search structures of a matrix sit in reference cycles: free them before the next space
+            gc.collect()
+        if self.compact_spaces():
+            _return_freed_heap()
         return [_space_name(key) for key in gone]
 
     def spaces_read(self) -> set[str]:
@@ -377,6 +410,8 @@ class EvaluationContext:
             self._note_search(cache_key, hit)
             return hit.first(k)
         nb = self._search_space(key, query, target, k, rows, target_rows)
+        if self.compact_spaces():  # a large search's scratch, freed: back to the system before the next
+            _return_freed_heap()
         shared[cache_key] = nb
         self._note_search(cache_key, nb)
         return nb
@@ -487,7 +522,8 @@ class EvaluationContext:
             queries = [sp[role][r] for role, r in todo.items()]
         else:
             sp = mixed_space(self._frames, self.schema, list(key[1]) if key[1] is not None else None,
-                             name=_space_name(key), rows=todo)
+                             name=_space_name(key), rows=todo,
+                             dtype=np.float32 if self.compact_spaces() else np.float64)
             queries = [sp[role] for role in todo]
         t = sp[target] if target in sp.matrices else self._missing(target)
         if t.shape[0] < k:
@@ -643,6 +679,36 @@ class _Shape:
 # half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
+# Compact encoded spaces (docs/performance.md "Memory of the default gate at scale"): when a frame
+# has more than COMPACT_SPACES_ABOVE rows, the mixed and identifiability spaces are held as
+# float32 matrices (half the bytes, and the exact search reads them without a centred float32
+# copy; distances are computed in float64 from the float32 coordinates, ~6e-8 relative from the
+# float64 ones) and the FAMD projection is fitted and applied in FAMD_BLOCK_ROWS-row blocks
+# (blocked QR, agreeing with the whole-matrix SVD to rounding) instead of on whole input
+# matrices. At or below it every value is bit for bit what float64 spaces give.
+COMPACT_SPACES_ABOVE = 200_000
+FAMD_BLOCK_ROWS = 65_536
+
+
+def _return_freed_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim``; nothing elsewhere).
+    The searches of a million rows free many arrays of a few MiB, which glibc keeps in its heap
+    (below its mmap threshold) as resident but unused memory: measured at 250k rows, 100–130 MiB
+    returned after each metric. Called after each search and each metric of an evaluation with
+    compact spaces (a call costs milliseconds; such a search, seconds). Values are untouched."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def _public(search: dict) -> dict:

@@ -4,12 +4,14 @@ when it would not fit, instead of being killed by the system part-way.
 
 The model (one line per metric; metrics run one after another, so the run's peak is the largest):
 
-    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (HELD_PER_FRAME · frames + COST[metric] · q/n + lists)
+    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (held · frames + COST[metric] · q/n + lists)
 
 * ``unit`` = n × features × 8 bytes: one frame's encoded mixed space (n = the larger of the real
   and release row counts; features = numeric columns + the categorical levels of the real data);
 * ``frames`` = the real, release and holdout row counts over n: the encoded spaces, the input
-  frames and the searches a context keeps for every record;
+  frames and the searches a context keeps for every record; ``held`` = ``HELD_PER_FRAME`` units
+  per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context.COMPACT_SPACES_ABOVE`` rows
+  (float32 spaces, :func:`held_per_frame`);
 * ``COST[metric]`` the metric's own transient memory per unit when it computes on every record;
   ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
   ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
@@ -52,6 +54,20 @@ SEARCH_BYTES = 384 * MIB
 #: Held per frame, in units, for the rest of the run: the frame, its encoded mixed space
 #: (float64), cached neighbour lists of every record, prepared target copies.
 HELD_PER_FRAME = 3.0
+#: The same above ``privgate.context.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
+#: (half a unit each), the exact search reads them without a centred copy, category codes are
+#: int16 and FAMD is fitted in row blocks: the default gate with a holdout on Texas-like rows
+#: (bench_million.py, 95 features, sample auto) peaked at 3.66 GiB at 1M and 10.32 GiB at 3M,
+#: which 1.12 would reach; 1.25 estimates 4.41 and 11.1 GiB (measured / estimated 0.83, 0.93).
+HELD_PER_FRAME_COMPACT = 1.25
+
+
+def held_per_frame(n: int) -> float:
+    """HELD_PER_FRAME, or HELD_PER_FRAME_COMPACT when an input of ``n`` rows makes the
+    evaluation's spaces compact."""
+    from .context import COMPACT_SPACES_ABOVE
+
+    return HELD_PER_FRAME_COMPACT if n > COMPACT_SPACES_ABOVE else HELD_PER_FRAME
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
 SCREEN_LISTS = 1.0
 #: Each metric's own memory on every record, in units: the slope of (peak during the metric −
@@ -265,7 +281,7 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
         extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
         if name == "detection_mlp":
             extra += FOLD_WORKER_COST * share * _fold_workers(threads)
-        per_metric[name] = BASE_BYTES + search + unit * (HELD_PER_FRAME * frames + cost * share + extra
+        per_metric[name] = BASE_BYTES + search + unit * (held_per_frame(n) * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
@@ -363,7 +379,7 @@ def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_lim
     keep = [m for m in metrics if m not in over]
     if keep:
         options.append(f"fewer metrics: leave out {', '.join(repr(m) for m in over)}")
-    held = BASE_BYTES + est.unit * HELD_PER_FRAME * (ctx.n_real + ctx.n_synthetic + (ctx.n_holdout or 0)) / est.n
+    held = BASE_BYTES + est.unit * held_per_frame(est.n) * (ctx.n_real + ctx.n_synthetic + (ctx.n_holdout or 0)) / est.n
     if held > limit:
         options.append("fewer rows (the encoded records alone need about "
                        f"{held / GIB:.1f} GiB)")

@@ -65,10 +65,7 @@ def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
     → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
     mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"])."""
-    real = (frames["real"] if reference is None else reference)[column].to_numpy().astype(np.float64, copy=False)
-    ok = ~np.isnan(real)
-    mean = float(real[ok].mean()) if ok.any() else 0.0
-    std = float(real[ok].std()) if ok.any() else 0.0
+    mean, std = _real_stats(frames["real"] if reference is None else reference, column)
     out = {}
     nulls = {}
     for role, frame in frames.items():
@@ -103,8 +100,13 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
 
 def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
                 weights: Mapping[str, float] | None = None, name: str = "mixed",
-                rows: Mapping[str, np.ndarray] | None = None) -> EncodedSpace:
+                rows: Mapping[str, np.ndarray] | None = None, dtype: type = np.float64) -> EncodedSpace:
     """Encode ``columns`` (default: all) of every frame in the mixed space.
+
+    ``dtype``: the matrices' element type — float64, or float32 for inputs too large to hold
+    twice (the evaluation context's ``COMPACT_SPACES_ABOVE`` rule): each coordinate is then the
+    float32 nearest the float64 one, and the searches compute their float64 distances from those
+    coordinates.
 
     ``rows`` (role → row positions): encode only these rows of those frames (the others whole),
     e.g. the few hundred records an attack samples. The standardisation and the levels still come
@@ -115,54 +117,72 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     whole = frames
     if rows:
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
-    # each feature block is written once into a preallocated matrix (no per-column one-hot
-    # blocks stacked afterwards): per block, (first feature, role → numeric values | level codes)
-    numeric_at: list[tuple[int, dict[str, np.ndarray]]] = []
-    codes_at: list[tuple[int, dict[str, np.ndarray], float]] = []
-    imputed: dict[str, dict[str, int]] = {}
+    cat = [c for c in columns if schema.kind(c) != NUMERIC and float(weights.get(c, 1.0)) != 0.0]
+    levels = _levels(whole, cat)
+    # the layout: per numeric feature (first feature, column, weight), per categorical column
+    # (first feature, column, scale); a constant or zero-weight numeric column has no feature
+    numeric_at: list[tuple[int, str, float]] = []
+    codes_at: list[tuple[int, str, float]] = []
     constant: list[str] = []
     n_features = 0
     slices: list[tuple[int, int]] = []
-    coded = _levels_and_codes(frames, whole, [c for c in columns if schema.kind(c) != NUMERIC
-                                              and float(weights.get(c, 1.0)) != 0.0])
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
-            vals, info = numeric_block(frames, col, reference=whole["real"])
-            if info["mean_imputed"]:
-                imputed[col] = info["mean_imputed"]
-            if info["constant"]:
+            if _real_stats(whole["real"], col)[1] == 0:
                 constant.append(col)
-                continue
-            if w == 0.0:
-                continue
-            numeric_at.append((n_features, {r: vals[r] * w for r in frames}))
-            n_features += 1
-        else:
-            if w == 0.0:
-                continue
-            codes, levels = coded[col]
-            codes_at.append((n_features, codes, INV_SQRT2 * w))
-            slices.append((n_features, n_features + len(levels)))
-            n_features += len(levels)
-    mats = {r: np.zeros((frames[r].height, n_features)) for r in frames}
-    for r, mat in mats.items():
-        for j, vals in numeric_at:
-            mat[:, j] = vals[r]
-        for start, codes, scale in codes_at:
-            mat[np.arange(mat.shape[0]), start + codes[r]] = scale
-    details = {"columns": columns, "n_features": n_features, "mean_imputed": imputed,
+            elif w != 0.0:
+                numeric_at.append((n_features, col, w))
+                n_features += 1
+        elif w != 0.0:
+            codes_at.append((n_features, col, INV_SQRT2 * w))
+            slices.append((n_features, n_features + len(levels[col])))
+            n_features += len(levels[col])
+    # each frame's matrix is written feature block by feature block (no per-column one-hot blocks
+    # stacked afterwards), one frame at a time: only that frame's columns are held beside it
+    mats = {}
+    for r, frame in frames.items():
+        mat = np.zeros((frame.height, n_features), dtype=dtype)
+        for j, col, w in numeric_at:
+            mat[:, j] = numeric_block({r: frame}, col, reference=whole["real"])[0][r] * w
+        codes = _codes(frame, [col for _, col, _ in codes_at], levels)
+        for start, col, scale in codes_at:
+            mat[np.arange(mat.shape[0]), start + codes[col]] = scale
+        del codes
+        mats[r] = mat
+    details = {"columns": columns, "n_features": n_features, "mean_imputed": _nulls(frames, columns, schema),
                "constant_columns": constant}
+    if np.dtype(dtype) != np.float64:
+        details["dtype"] = np.dtype(dtype).name
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
     return EncodedSpace(name, mats, details, categorical_slices=slices)
 
 
-def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl.DataFrame],
-                      columns: list[str]) -> dict[str, tuple[dict[str, np.ndarray], list[str]]]:
-    """What :func:`category_levels` and :func:`category_codes` give for each of ``columns`` (levels:
-    the sorted union over the ``whole`` frames, null a level; codes of the rows in ``frames``),
-    computed with one Polars query per frame for all columns instead of several per column."""
+def _real_stats(real: pl.DataFrame, column: str) -> tuple[float, float]:
+    """A numeric column's real mean and population standard deviation over its non-null values
+    (0, 0 when it has none): what :func:`numeric_block` standardises with."""
+    v = real[column].to_numpy().astype(np.float64, copy=False)
+    ok = ~np.isnan(v)
+    return (float(v[ok].mean()), float(v[ok].std())) if ok.any() else (0.0, 0.0)
+
+
+def _nulls(frames: Mapping[str, pl.DataFrame], columns: list[str], schema: Schema) -> dict[str, dict[str, int]]:
+    """Per numeric column with nulls, the null count of each frame that has some (the values
+    :func:`numeric_block` imputes with the real mean)."""
+    out = {}
+    for col in columns:
+        if schema.kind(col) != NUMERIC:
+            continue
+        counts = {r: int(np.isnan(f[col].to_numpy().astype(np.float64, copy=False)).sum()) for r, f in frames.items()}
+        if any(counts.values()):
+            out[col] = {r: c for r, c in counts.items() if c}
+    return out
+
+
+def _levels(whole: Mapping[str, pl.DataFrame], columns: list[str]) -> dict[str, list[str]]:
+    """What :func:`category_levels` gives for each of ``columns`` (the sorted union over the
+    ``whole`` frames, null a level), with one Polars query per frame for all columns."""
     if not columns:
         return {}
     found = [f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0)
@@ -171,10 +191,16 @@ def _levels_and_codes(frames: Mapping[str, pl.DataFrame], whole: Mapping[str, pl
     for j, col in enumerate(columns):
         levels[col] = sorted(set().union(*(u[j] for u in found)))
         _check_levels(col, len(levels[col]))
-    # an Enum's physical value is the position of the value in its categories: the level code
-    codes = {r: f.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
-             for r, f in frames.items()}
-    return {c: ({r: codes[r][c].to_numpy().astype(np.int64) for r in frames}, levels[c]) for c in columns}
+    return levels
+
+
+def _codes(frame: pl.DataFrame, columns: list[str], levels: Mapping[str, list[str]]) -> dict[str, np.ndarray]:
+    """What :func:`category_codes` gives for ``frame``'s ``columns`` over ``levels``, with one
+    Polars query: an Enum's physical value is the position of the value in its categories."""
+    if not columns:
+        return {}
+    codes = frame.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
+    return {c: codes[c].to_numpy().astype(np.int64) for c in columns}
 
 
 def _check_levels(column: str, n_levels: int) -> None:
@@ -189,39 +215,67 @@ def _check_levels(column: str, n_levels: int) -> None:
 
 
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
-               name: str = "famd") -> EncodedSpace:
+               name: str = "famd", block_rows: int | None = None) -> EncodedSpace:
     """FAMD fitted on the real frame, every frame projected with that fit. One frame's input
-    matrix exists at a time (the real one while the SVD runs), not every frame's at once."""
-    zr = famd_matrix(frames["real"], frames["real"], schema)
-    nc = int(min(n_components, zr.shape[1], zr.shape[0]))
-    _, s, vt = np.linalg.svd(zr, full_matrices=False)
-    v = vt[:nc].T
-    # deterministic signs: the largest absolute loading of each component is positive
-    pivot = np.abs(v).argmax(axis=0)
-    signs = np.sign(v[pivot, np.arange(nc)])
-    signs[signs == 0] = 1.0
-    v = v * signs
-    real_projected = zr @ v
-    n_input = int(zr.shape[1])
-    del zr  # before the other frames are encoded
-    mats = {r: real_projected if r == "real" else famd_matrix(f, frames["real"], schema) @ v
-            for r, f in frames.items()}
+    matrix exists at a time (the real one while the SVD runs), not every frame's at once.
+
+    ``block_rows``: encode and project the frames in blocks of this many rows instead, and
+    take the singular values and right singular vectors from the R factor of a blocked QR
+    (TSQR: the R of the stacked blocks' R factors; Z = QR gives Z's singular values and right
+    vectors as R's) — no input matrix of a whole frame, nor the SVD's n × p left factor, is held.
+    The projection then agrees with the unblocked one to rounding (the evaluation context's
+    ``COMPACT_SPACES_ABOVE`` rule uses it for large inputs only)."""
+    encoder = FamdEncoder(frames["real"], schema)
+    if block_rows is None:
+        zr = encoder.encode(frames["real"])
+        _, s, vt = np.linalg.svd(zr, full_matrices=False)
+    else:
+        zr = None
+        parts = [np.linalg.qr(z, mode="r") for z in _famd_blocks(encoder, frames["real"], block_rows)]
+        _, s, vt = np.linalg.svd(np.linalg.qr(np.vstack(parts), mode="r"), full_matrices=False)
+    nc = int(min(n_components, vt.shape[1], frames["real"].height))
+    v = _fixed_signs(vt[:nc].T)
+    if zr is not None:
+        real_projected = zr @ v
+        del zr  # before the other frames are encoded
+        mats = {r: real_projected if r == "real" else encoder.encode(f) @ v for r, f in frames.items()}
+    else:
+        mats = {r: np.vstack([z @ v for z in _famd_blocks(encoder, f, block_rows)]) if f.height
+                else np.empty((0, nc)) for r, f in frames.items()}
     total = float((s ** 2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     # A tie between the last kept and the first dropped singular value leaves the projection
     # undefined (any rotation within the tied subspace is an equally valid PCA): reported, since
     # metrics in this space then depend on LAPACK's arbitrary choice (row/column order).
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
-    return EncodedSpace(name, mats, {"n_components": nc, "explained_variance_ratio": explained,
-                                     "n_input_features": n_input,
-                                     "degenerate_projection": degenerate})
+    details = {"n_components": nc, "explained_variance_ratio": explained, "n_input_features": encoder.width,
+               "degenerate_projection": degenerate}
+    if block_rows is not None:
+        details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
+    return EncodedSpace(name, mats, details)
+
+
+def _fixed_signs(v: np.ndarray) -> np.ndarray:
+    """Deterministic signs: the largest absolute loading of each component is positive."""
+    nc = v.shape[1]
+    pivot = np.abs(v).argmax(axis=0)
+    signs = np.sign(v[pivot, np.arange(nc)])
+    signs[signs == 0] = 1.0
+    return v * signs
+
+
+def _famd_blocks(encoder: "FamdEncoder", frame: pl.DataFrame, block_rows: int):
+    """The FAMD input matrix of ``frame`` block by block of ``block_rows`` rows."""
+    for start in range(0, frame.height, block_rows):
+        yield encoder.encode(frame.slice(start, block_rows))
 
 
 def famd_inputs(frames: Mapping[str, pl.DataFrame], schema: Schema) -> dict[str, np.ndarray]:
     """The FAMD input matrix of every frame (:func:`famd_matrix`): the projection is its leading
     right singular vectors on the real rows (:func:`famd_space`; a jackknife refits them without
     a group of real rows)."""
-    return {r: famd_matrix(f, frames["real"], schema) for r, f in frames.items()}
+    encoder = FamdEncoder(frames["real"], schema)
+    return {r: encoder.encode(f) for r, f in frames.items()}
 
 
 def famd_matrix(frame: pl.DataFrame, real: pl.DataFrame, schema: Schema) -> np.ndarray:
@@ -229,37 +283,55 @@ def famd_matrix(frame: pl.DataFrame, real: pl.DataFrame, schema: Schema) -> np.n
     indicators scaled by 1/√p (p the real level shares; a level the real data lacks gives an
     all-zero indicator row), both with the ``real`` frame's statistics — written block by block
     into one preallocated matrix."""
-    blocks: list[tuple[str, object]] = []
-    width = 0
-    for col in schema.columns:
-        if schema.kind(col) == NUMERIC:
-            blocks.append((col, None))
-            width += 1
-        else:
-            real_codes, levels = category_codes({"real": real}, col)
-            _check_levels(col, len(levels))
-            p = np.bincount(real_codes["real"], minlength=len(levels)) / real.height
-            blocks.append((col, (levels, p)))
-            width += len(levels)
-    out = np.empty((frame.height, width))
-    start = 0
-    for col, cat in blocks:
-        if cat is None:
-            vals, _ = numeric_block({"frame": frame}, col, reference=real)
-            out[:, start] = vals["frame"]
-            start += 1
-            continue
-        levels, p = cat
-        codes, _ = category_codes({"frame": frame}, col, levels)
-        c = codes["frame"]
-        sq = np.sqrt(p)
-        mat = out[:, start:start + len(levels)]
-        mat[:] = -p / sq
-        seen = c >= 0
-        mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
-        mat[~seen] = 0.0  # unseen level: all-zero indicator row
-        start += len(levels)
-    return out
+    return FamdEncoder(real, schema).encode(frame)
+
+
+class FamdEncoder:
+    """The real frame's statistics FAMD encodes with (per numeric column its mean and population
+    standard deviation, per categorical column its levels and their shares p), computed once,
+    and :meth:`encode`, which writes any frame's (or block's) FAMD input matrix with them."""
+
+    def __init__(self, real: pl.DataFrame, schema: Schema) -> None:
+        self.blocks: list[tuple[str, object]] = []
+        width = 0
+        for col in schema.columns:
+            if schema.kind(col) == NUMERIC:
+                v = real[col].to_numpy().astype(np.float64, copy=False)
+                ok = ~np.isnan(v)  # as numeric_block: real mean, population std, nulls → the mean
+                mean = float(v[ok].mean()) if ok.any() else 0.0
+                std = float(v[ok].std()) if ok.any() else 0.0
+                self.blocks.append((col, (mean, std)))
+                width += 1
+            else:
+                real_codes, levels = category_codes({"real": real}, col)
+                _check_levels(col, len(levels))
+                p = np.bincount(real_codes["real"], minlength=len(levels)) / real.height
+                self.blocks.append((col, (levels, p)))
+                width += len(levels)
+        self.width = width
+
+    def encode(self, frame: pl.DataFrame) -> np.ndarray:
+        """The FAMD input matrix of ``frame``, block by block into one preallocated matrix."""
+        out = np.empty((frame.height, self.width))
+        start = 0
+        for col, stats in self.blocks:
+            if isinstance(stats[0], float):
+                mean, std = stats
+                v = frame[col].to_numpy().astype(np.float64, copy=True)
+                v[np.isnan(v)] = mean
+                out[:, start] = (v - mean) / std if std > 0 else 0.0
+                start += 1
+                continue
+            levels, p = stats
+            c = category_codes({"frame": frame}, col, levels)[0]["frame"]
+            sq = np.sqrt(p)
+            mat = out[:, start:start + len(levels)]
+            mat[:] = -p / sq
+            seen = c >= 0
+            mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
+            mat[~seen] = 0.0  # unseen level: all-zero indicator row
+            start += len(levels)
+        return out
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:

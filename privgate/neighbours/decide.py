@@ -20,13 +20,14 @@ def snap_ties(d: np.ndarray, rowmin: np.ndarray) -> np.ndarray:
 def distances_of_pairs(q: np.ndarray, t: np.ndarray, qi: np.ndarray, ti: np.ndarray,
                        settings: SearchSettings) -> np.ndarray:
     """Exact float64 Euclidean distances of the pairs (q[qi], t[ti]) from coordinate differences
-    (in chunks of ``settings.pair_chunk_bytes``; the chunking changes no bit)."""
+    (in chunks of ``settings.pair_chunk_bytes``; the chunking changes no bit). Float32
+    coordinates (compact spaces) are differenced in float64."""
     d = q.shape[1]
     out = np.empty(qi.size, dtype=np.float64)
     chunk = max(1024, settings.pair_chunk_bytes // (8 * max(d, 1)))
     for s in range(0, qi.size, chunk):
         e = min(qi.size, s + chunk)
-        diff = q[qi[s:e]] - t[ti[s:e]]
+        diff = np.subtract(q[qi[s:e]], t[ti[s:e]], dtype=np.float64)  # float32 coordinates: in float64
         out[s:e] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     return out
 

@@ -79,7 +79,12 @@ def _distinct_lower_bound(x: np.ndarray) -> int:
     random projection (equal rows project equally) — a cheap test that duplicates are too few to
     pay off, before sorting whole rows."""
     w = np.random.default_rng(0).normal(size=x.shape[1])
-    return int(np.unique(x @ w).size)
+    if x.dtype == np.float64:
+        return int(np.unique(x @ w).size)
+    # float32 rows (compact spaces) in blocks: x @ w would first copy the whole matrix to float64
+    step = 2**16
+    return int(np.unique(np.concatenate([x[s:s + step].astype(np.float64) @ w
+                                         for s in range(0, x.shape[0], step)])).size)
 
 
 def _knn1_deduplicated(q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: Options,

@@ -75,9 +75,12 @@ def knn(
 
 
 def _checked(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The query and target as C-contiguous float64, checked for shape and k."""
-    q = np.ascontiguousarray(query, dtype=np.float64)
-    t = np.ascontiguousarray(target, dtype=np.float64)
+    """The query and target as C-contiguous float64, checked for shape and k — or both float32
+    when both are given as float32 (compact encoded spaces: no float64 copy of a million rows is
+    made; every path computes its float64 distances from the float32 coordinates)."""
+    dtype = storage_dtype(query, target)
+    q = np.ascontiguousarray(query, dtype=dtype)
+    t = np.ascontiguousarray(target, dtype=dtype)
     if q.ndim != 2 or t.ndim != 2 or q.shape[1] != t.shape[1]:
         raise ValueError(f"query {q.shape} and target {t.shape} must be 2-D with equal widths")
     n, m = q.shape[0], t.shape[0]
@@ -87,6 +90,11 @@ def _checked(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool) 
     if k < 1 or k > available:
         raise ValueError(f"cannot find {k} neighbours among {available} candidate rows")
     return q, t
+
+
+def storage_dtype(*arrays: np.ndarray) -> type:
+    """float32 when every array is float32 (kept as given), else float64."""
+    return np.float32 if all(np.asarray(a).dtype == np.float32 for a in arrays) else np.float64
 
 
 def _all_at_distance_zero(n: int, m: int, k: int, exclude_self: bool) -> Neighbours:
@@ -101,7 +109,7 @@ def _all_at_distance_zero(n: int, m: int, k: int, exclude_self: bool) -> Neighbo
 
 
 def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: Options) -> Neighbours:
-    """The search of checked float64 ``q`` against ``t`` without duplicate folding: the exact
+    """The search of checked ``q`` against ``t`` (:func:`_checked`) without duplicate folding: the exact
     shortcuts, then the screen (when allowed and the search is large enough) or the exact
     search for the rows left."""
     n, d = q.shape

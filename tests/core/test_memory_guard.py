@@ -150,13 +150,13 @@ def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
     """detection_mlp stacks at most MAX_DETECTION_RECORDS records per class: its own term of the
     estimate (the peak minus the base, the search scratch and the held frames) grows with the
     rows up to that cap and stays flat above it; with sample off it grows with every record."""
-    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.memory_guard import BASE_BYTES, COST, SEARCH_BYTES, estimate_run, held_per_frame
     from privgate.metrics.classifier import MAX_DETECTION_RECORDS
 
     def own(n, sample="auto"):
         ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
         est = estimate_run(ctx, ["detection_mlp"], exact=True)
-        return est.per_metric["detection_mlp"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+        return est.per_metric["detection_mlp"] - BASE_BYTES - SEARCH_BYTES - est.unit * held_per_frame(est.n) * 2, est
 
     small, est = own(20_000)
     assert small == pytest.approx(COST["detection_mlp"] * est.unit)  # every record below the cap
@@ -168,13 +168,13 @@ def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
 
 
 def test_membership_inference_estimate_is_flat_above_its_records_per_class():
-    from privgate.memory_guard import BASE_BYTES, COST, HELD_PER_FRAME, SEARCH_BYTES, estimate_run
+    from privgate.memory_guard import BASE_BYTES, COST, SEARCH_BYTES, estimate_run, held_per_frame
     from privgate.metrics.classifier import MAX_MEMBERSHIP_RECORDS
 
     def own(n, sample="auto"):
         ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
         est = estimate_run(ctx, ["membership_inference"], exact=True)
-        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * HELD_PER_FRAME * 2, est
+        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * held_per_frame(est.n) * 2, est
 
     capped = [own(n)[0] for n in (60_000, 120_000)]
     unit_60k = own(60_000)[1].unit

@@ -143,18 +143,18 @@ def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
 
 
 def test_batched_level_codes_equal_the_per_column_ones(ctx):
-    from privgate.spaces import _levels_and_codes, category_codes, category_levels
+    from privgate.spaces import _codes, _levels, category_codes, category_levels
 
     rows = {"holdout": np.array([5, 0, 299, 5])}
     part = {r: (f[rows[r]] if r in rows else f) for r, f in ctx.frames.items()}
-    got = _levels_and_codes(part, ctx.frames, ["c", "e"])
+    got = _levels(ctx.frames, ["c", "e"])
     for col in ("c", "e"):
         levels = category_levels(ctx.frames, col)
         codes, _ = category_codes(part, col, levels)
-        assert got[col][1] == levels
+        assert got[col] == levels
         for role in part:
-            np.testing.assert_array_equal(got[col][0][role], codes[role])
-    assert "d" in got["c"][1]  # a level only the holdout has
+            np.testing.assert_array_equal(_codes(part[role], ["c", "e"], got)[col], codes[role])
+    assert "d" in got["c"]  # a level only the holdout has
 
 
 def test_k_above_one_on_duplicated_queries_searches_distinct_rows_with_every_row_answer_unchanged():
