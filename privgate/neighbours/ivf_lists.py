@@ -60,11 +60,12 @@ class Lists:
         self.position = np.empty(m, dtype=np.int64)
         self.position[order] = np.arange(m)        # stored position of each target
         # float32 targets (compact spaces) are read through the list order, one probed list at a
-        # time, instead of a reordered copy (4·d bytes per target, ~1.16 GiB per million rows of
-        # the default gate): the gathered rows are the copy's rows, so every product is the same.
-        # Centred float32 copies of float64 targets keep the reordered copy.
-        self.source = t32 if t32 is exact.t else None
-        self.t32 = None if self.source is not None else np.ascontiguousarray(t32[order])
+        # time, from the search's own matrix instead of a reordered copy (4·d bytes per target,
+        # ~1.16 GiB per million rows of the default gate): the gathered rows are the copy's rows,
+        # so every product is the same. Never a reference to the matrix here: the memo keeps the
+        # lists weakly keyed by it. Centred float32 copies of float64 targets keep the copy.
+        self.in_place = t32 is exact.t
+        self.t32 = None if self.in_place else np.ascontiguousarray(t32[order])
         ctn = exact.ctn[order]
         self.tlow = exact.tn[order] - ctn          # ‖t‖² − c‖t‖² (float32)
         self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
@@ -172,9 +173,9 @@ class Lists:
     def list_rows(self, ts: int, te: int) -> np.ndarray:
         """The float32 targets at stored positions ts:te (one list), C-contiguous: a slice of the
         reordered copy, or the rows gathered from the float32 target matrix in stored order."""
-        if self.source is None:
+        if not self.in_place:
             return self.t32[ts:te]
-        return self.source[self.members[ts:te]]
+        return self.exact.t32[self.members[ts:te]]
 
     def _scan(self, probes: _Probes, mine_lists: np.ndarray) -> tuple[list, list, list]:
         """The candidates of the probed lists ``mine_lists`` (each list's arithmetic is the same

@@ -6,10 +6,14 @@ answers, bit for bit, as the copies gave."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 from privgate.neighbours import SearchSettings, knn
+from privgate.neighbours.memo import SearchMemo
 from privgate.neighbours import ivf_lists
 from privgate.neighbours.backends import faiss_module
 
@@ -29,9 +33,9 @@ def _built_lists(monkeypatch, copy: bool) -> list:
 
     def init(self, exact, nlist, train_rows, seed):
         original(self, exact, nlist, train_rows, seed)
-        if copy and self.source is not None:
-            self.t32 = np.ascontiguousarray(self.source[self.members])
-            self.source = None
+        if copy and self.in_place:
+            self.t32 = np.ascontiguousarray(exact.t32[self.members])
+            self.in_place = False
         built.append(self)
 
     monkeypatch.setattr(ivf_lists.Lists, "__init__", init)
@@ -53,9 +57,25 @@ def test_lists_read_float32_targets_in_place_with_the_copy_s_answers(monkeypatch
     np.testing.assert_array_equal(runs[False].dist, runs[True].dist)
     assert runs[False].search["n_screened"] > 0  # the list scan ran
     lists = built[0]
-    assert lists.t32 is None and lists.source is t  # the targets themselves, no reordered copy
-    held = [a for a in vars(lists).values() if isinstance(a, np.ndarray) and a is not t]
+    assert lists.in_place and lists.t32 is None  # the targets themselves, no reordered copy
+    held = [a for a in vars(lists).values() if isinstance(a, np.ndarray)]
     assert all(a.ndim == 1 and a.itemsize <= 8 for a in held)  # per-target scalars only
+
+
+def test_memoised_lists_do_not_keep_their_float32_targets_alive():
+    """The memo holds lists weakly keyed by their target matrix: lists reading that matrix in place
+    must not hold it, or neither would ever be freed."""
+    rng = np.random.default_rng(9)
+    q, t = _points(900, rng, 1), _points(1600, rng, 1)
+    memo = SearchMemo()
+    first = knn(q, t, 1, approximate=True, seed=2, settings=SCREEN, memo=memo)
+    again = knn(q, t, 1, approximate=True, seed=2, settings=SCREEN, memo=memo)  # the memo's lists
+    np.testing.assert_array_equal(first.idx, again.idx)
+    assert any(isinstance(v, ivf_lists.Lists) for _, v in memo._items.values())
+    gone = weakref.ref(t)
+    del t
+    gc.collect()
+    assert gone() is None and not memo._items
 
 
 def test_float64_targets_keep_the_reordered_copy(monkeypatch):
@@ -65,7 +85,7 @@ def test_float64_targets_keep_the_reordered_copy(monkeypatch):
     with monkeypatch.context() as patch:
         built = _built_lists(patch, copy=False)
         knn(q, t, 2, approximate=True, seed=1, settings=SCREEN)
-    assert built[0].source is None and built[0].t32.shape == t.shape
+    assert not built[0].in_place and built[0].t32.shape == t.shape
 
 
 @pytest.mark.parametrize("k, exclude_self", [(1, False), (3, False), (2, True)])
