@@ -5,6 +5,7 @@ and applied in row blocks (docs/performance.md "Memory of the default gate at sc
 from __future__ import annotations
 
 import numpy as np
+from onehot_points import one_hot_blocks
 import polars as pl
 import pytest
 
@@ -19,13 +20,8 @@ from privgate.spaces import famd_space
 def _mixed32(n, rng, levels=(3, 2, 4), n_numeric=2):
     """float32 mixed-space-like points: continuous numerics (rounded to float32) and one-hot
     categoricals of value float32(1/√2), with their one-hot slices."""
-    cols, slices, pos = [rng.normal(size=(n, n_numeric))], [], n_numeric
-    for n_levels in levels:
-        onehot = np.zeros((n, n_levels))
-        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
-        cols.append(onehot)
-        slices.append((pos, pos + n_levels))
-        pos += n_levels
+    blocks, slices = one_hot_blocks(n, rng, levels, start=n_numeric)
+    cols = [rng.normal(size=(n, n_numeric)), *blocks]
     return np.hstack(cols).astype(np.float32), slices
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import gc
 
 import numpy as np
+from onehot_points import one_hot_blocks
 import pytest
 
 import privgate.neighbours.ivf_lists as lists_mod
@@ -18,13 +19,8 @@ SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
 
 
 def _mixed(n, rng, levels=(3, 2, 4), n_numeric=3):
-    cols, slices, pos = [rng.integers(0, 5, size=(n, n_numeric)).astype(float)], [], n_numeric
-    for n_levels in levels:
-        onehot = np.zeros((n, n_levels))
-        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
-        cols.append(onehot)
-        slices.append((pos, pos + n_levels))
-        pos += n_levels
+    blocks, slices = one_hot_blocks(n, rng, levels, start=n_numeric)
+    cols = [rng.integers(0, 5, size=(n, n_numeric)).astype(float), *blocks]
     x = np.hstack(cols)
     x[rng.random(n) < 0.05, 0] = 9.0  # a far "null-like" value, and integer ties everywhere
     return x, slices

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from onehot_points import one_hot_blocks
 import polars as pl
 import pytest
 
@@ -22,13 +23,7 @@ SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
 def _key_space(n, rng, levels=(4, 3, 5, 2)):
     """All-categorical one-hot rows (like the reconstruction metrics' key space): few distinct
     points, each repeated many times, and many distinct points at equal distances."""
-    cols, slices, pos = [], [], 0
-    for n_levels in levels:
-        onehot = np.zeros((n, n_levels))
-        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
-        cols.append(onehot)
-        slices.append((pos, pos + n_levels))
-        pos += n_levels
+    cols, slices = one_hot_blocks(n, rng, levels)
     return np.hstack(cols), slices
 
 
