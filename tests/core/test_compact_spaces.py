@@ -5,8 +5,6 @@ and applied in row blocks (docs/performance.md "Memory of the default gate at sc
 from __future__ import annotations
 
 import numpy as np
-from onehot_points import one_hot_blocks
-import polars as pl
 import pytest
 
 import privgate.context as context_module
@@ -15,6 +13,8 @@ from privgate.context import EvaluationContext
 from privgate.data import load_example
 from privgate.neighbours import SearchSettings, knn
 from privgate.spaces import famd_space
+
+from onehot_points import one_hot_blocks
 
 
 def _mixed32(n, rng, levels=(3, 2, 4), n_numeric=2):

@@ -8,11 +8,12 @@ import dataclasses
 import gc
 
 import numpy as np
-from onehot_points import one_hot_blocks
 import pytest
 
 import privgate.neighbours.ivf_lists as lists_mod
 from privgate.neighbours import SearchMemo, SearchSettings, knn
+
+from onehot_points import one_hot_blocks
 
 # a screen at every size, calibrated and checked on 100 rows each
 SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
