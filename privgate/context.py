@@ -452,14 +452,18 @@ class EvaluationContext:
                 "approximate": not self.exact and pairs > settings.exact_below_pairs, "settings": settings}
 
     def search(self, query: np.ndarray, target: np.ndarray, k: int = 1, *, name: str, exclude_self: bool = False,
-               rows: np.ndarray | None = None) -> Neighbours:
+               rows: np.ndarray | None = None, categorical_slices: list[tuple[int, int]] | None = None
+               ) -> Neighbours:
         """The exact k nearest ``target`` rows of the ``query`` rows ``rows`` (None: all) for
         matrices a metric makes itself — a subsample of a space, a refitted projection, the rows
         a jackknife searches again; ``exclude_self``: query and target are one set and a row
         never lists itself (:func:`privgate.neighbours.search_matrices`). Made inside this
         evaluation's thread budget with its :class:`SearchMemo`, computed once per evaluation
         for the same matrices (compared by content), and reported as ``name`` in the metric's
-        ``details["neighbour_search"]`` (:meth:`take_search_report`)."""
+        ``details["neighbour_search"]`` (:meth:`take_search_report`). ``categorical_slices``:
+        the one-hot feature ranges when the matrices are rows of a mixed space
+        (:attr:`EncodedSpace.categorical_slices`), so that rows are first settled inside groups of
+        equal categories, as the space's own searches are — the same answers, found sooner."""
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         cache_key = ("matrices", _digest(query), _digest(target), int(k), bool(exclude_self),
                      None if rows is None else rows.tobytes())
@@ -467,7 +471,7 @@ class EvaluationContext:
         if nb is None:
             with limited(self.threads):
                 nb = search_matrices(query, target, k, exclude_self=exclude_self, rows=rows, memo=self._memo,
-                                     settings=resolve_settings(None))
+                                     settings=resolve_settings(None), categorical_slices=categorical_slices)
             self._nn[cache_key] = nb
         self._searches_used[name] = nb.search
         return nb

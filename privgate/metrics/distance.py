@@ -373,11 +373,11 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
         else:
             rr = r
             ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-        sides.append(_not_farther(ctx.search(rr, ss, 1, name=f"{note}: real→synthetic").dist[:, 0],
-                                  ctx.search(rr, rr, 1, name=f"{note}: real→real", exclude_self=True).dist[:, 0],
-                                  ctx.search(ss, rr, 1, name=f"{note}: synthetic→real").dist[:, 0],
-                                  ctx.search(ss, ss, 1, name=f"{note}: synthetic→synthetic",
-                                             exclude_self=True).dist[:, 0]))
+        def nearest(query: np.ndarray, target: np.ndarray, what: str, exclude_self: bool = False) -> np.ndarray:
+            return ctx.search(query, target, 1, name=f"{note}: {what}", exclude_self=exclude_self,
+                              categorical_slices=space.categorical_slices).dist[:, 0]
+        sides.append(_not_farther(nearest(rr, ss, "real→synthetic"), nearest(rr, rr, "real→real", True),
+                                  nearest(ss, rr, "synthetic→real"), nearest(ss, ss, "synthetic→synthetic", True)))
         reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
     res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled=subsampled, repetitions=repetitions,
                        per=None)

@@ -190,8 +190,8 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(_to_release(ctx, hv), d_own)
     big = hv.r2 if subsampled == "real_half" else hv.syn
-    candidates = ctx.search(hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0]),
-                            name=f"proximity_score mixed first half→{subsampled} candidates") if subsampled else None
+    candidates = _named(ctx, f"proximity_score mixed first half→{subsampled} candidates")(
+        hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
     again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
@@ -277,10 +277,14 @@ class _Halves:
 
 
 def _named(ctx, name: str) -> MatrixSearch:
-    """The context's search of matrices, reported as ``name``."""
+    """The context's search of rows of the mixed space (settled inside categorical groups first),
+    reported as ``name``."""
+    slices = ctx.mixed().categorical_slices
+
     def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                rows: np.ndarray | None = None) -> Neighbours:
-        return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows)
+        return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows,
+                          categorical_slices=slices)
     return search
 
 

@@ -106,3 +106,21 @@ def test_hitting_rate_box_query_goes_through_the_context_and_is_reported(monkeyp
     rng = np.random.default_rng(1)
     q, t = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
     np.testing.assert_array_equal(ctx.any_within_box(q, t, 0.5, name="x"), any_within_box(q, t, 0.5))
+
+
+def test_search_of_mixed_space_rows_settles_inside_categorical_groups_with_the_same_answers():
+    rng = np.random.default_rng(3)
+    n = 600
+    frame = lambda: pl.DataFrame({"a": np.round(rng.normal(size=n), 1),  # noqa: E731
+                                  "c": rng.choice(list("xyz"), n), "d": rng.choice(list("pq"), n)})
+    ctx = EvaluationContext(frame(), frame())
+    space = ctx.mixed()
+    q, t = space.real[:200], space.synthetic
+    flat = knn(q, t, 3)
+    grouped = ctx.search(q, t, 3, name="grouped", categorical_slices=space.categorical_slices)
+    assert np.array_equal(grouped.idx, flat.idx) and np.array_equal(grouped.dist, flat.dist)
+    assert grouped.search["settled_by"].get("grouped", 0) > 0
+    own = ctx.search(space.real, space.real, 1, name="own", exclude_self=True, rows=np.arange(50),
+                     categorical_slices=space.categorical_slices)
+    want = knn_rows(space.real, np.arange(50), 1)
+    assert np.array_equal(own.idx, want.idx) and np.array_equal(own.dist, want.dist)
