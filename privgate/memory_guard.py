@@ -11,7 +11,8 @@ The model (one line per metric; metrics run one after another, so the run's peak
 * ``frames`` = the real, release and holdout row counts over n: the encoded spaces, the input
   frames and the searches a context keeps for every record; ``held`` = ``HELD_PER_FRAME`` units
   per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context.COMPACT_SPACES_ABOVE`` rows
-  (float32 spaces, :func:`held_per_frame`);
+  (float32 spaces), ``HELD_PER_FRAME_NO_SPACE`` when none of the run's metrics reads an encoded
+  space (:func:`held_per_frame`);
 * ``COST[metric]`` the metric's own transient memory per unit when it computes on every record;
   ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
   ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
@@ -62,12 +63,26 @@ HELD_PER_FRAME = 3.0
 HELD_PER_FRAME_COMPACT = 1.25
 
 
-def held_per_frame(n: int) -> float:
-    """HELD_PER_FRAME, or HELD_PER_FRAME_COMPACT when an input of ``n`` rows makes the
-    evaluation's spaces compact."""
+#: The same above ``COMPACT_SPACES_ABOVE`` rows when no metric of the run reads an encoded space
+#: (a step of the statistical, disclosure or attack family when an evaluation is split by family,
+#: or a run of such metrics alone): the input frames and what those metrics build from them, no
+#: encoded space, no neighbour lists. Measured at 1M Texas-like rows per frame with a holdout
+#: (bench_metric_costs.py, those metrics in one process): disclosure_identity peaked at
+#: 2,321 MiB, which 0.79 units per frame reach with its COST; 1.1 estimates 2,980. Below
+#: that size the fixed parts dominate (the same metric at 100k needed 1.06) and HELD_PER_FRAME
+#: is kept.
+HELD_PER_FRAME_NO_SPACE = 1.1
+
+
+def held_per_frame(n: int, reads_space: bool = True) -> float:
+    """Units held per frame: HELD_PER_FRAME, or above ``COMPACT_SPACES_ABOVE`` rows
+    HELD_PER_FRAME_COMPACT (the spaces are float32) — HELD_PER_FRAME_NO_SPACE when none of the
+    run's metrics reads an encoded space (``reads_space`` False)."""
     from .context import COMPACT_SPACES_ABOVE
 
-    return HELD_PER_FRAME_COMPACT if n > COMPACT_SPACES_ABOVE else HELD_PER_FRAME
+    if n <= COMPACT_SPACES_ABOVE:
+        return HELD_PER_FRAME
+    return HELD_PER_FRAME_COMPACT if reads_space else HELD_PER_FRAME_NO_SPACE
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
 SCREEN_LISTS = 1.0
 #: Each metric's own memory on every record, in units: the slope of (peak during the metric −
@@ -84,8 +99,10 @@ COST: dict[str, float] = {
     "disclosure_attribute": 0.5, "close_values": 6.0, "distant_values": 0.5, "nsnd": 0.5, "authenticity": 7.0,
     "median_dcr": 4.0, "nnaa": 8.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
     "membership_inference": 4.0, "proximity_score": 4.0, "identifiability": 4.0, "nndr": 4.0, "dcr": 2.0,
-    "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 2.0,
+    "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 4.5,
 }
+# singling_out: 2.0 from the 25k–50k fit; at 1M rows per frame it peaked at 5,333 MiB (its
+# predicates evaluated over every record), above the 4,424 that 2.0 estimated; 4.5 estimates 5,848.
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
 #: detection_mlp trains its folds in worker processes when the run has more than one thread: each
@@ -230,6 +247,20 @@ def _searches(name: str) -> bool:
     return spaces is None or bool(spaces)
 
 
+def _scores_baseline(name: str) -> bool:
+    """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
+    attacks, not the metrics that need a pairing: ``privgate.evaluate.has_baseline``); True for a
+    metric the registry does not know."""
+    from .evaluate import has_baseline
+    from .registry import get_metric
+
+    try:
+        spec = get_metric(name)
+    except Exception:  # noqa: BLE001 - unknown here: assume it does
+        return True
+    return has_baseline(spec)
+
+
 def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: bool | None = None,
                  sample: int | None = None) -> MemoryEstimate:
     """The guard's estimate for running ``metrics`` on the context ``ctx`` (its sizes, sampling
@@ -266,6 +297,7 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
     frames = (n_r + n_s + n_h) / n
     q_sampled = sample
     lists = SCREEN_LISTS if (not exact and n_r * n_s > resolve(None).exact_below_pairs) else 0.0
+    held = held_per_frame(n, any(_searches(name) for name in metrics))
     per_metric = {}
     for name in metrics:
         cost = COST.get(name, DEFAULT_COST)
@@ -278,15 +310,16 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
             share = _classifier_share(name, n_r, n_s, sample, sample_off)
         else:
             share = 1.0
-        extra = (1.0 if baseline and n_h else 0.0) * cost * share * 0.5  # the baseline's own scratch
+        # the baseline's own scratch, for the metrics that score one
+        extra = (1.0 if baseline and n_h and _scores_baseline(name) else 0.0) * cost * share * 0.5
         if name == "detection_mlp":
             extra += FOLD_WORKER_COST * share * _fold_workers(threads)
-        per_metric[name] = BASE_BYTES + search + unit * (held_per_frame(n) * frames + cost * share + extra
+        per_metric[name] = BASE_BYTES + search + unit * (held * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
     return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
                           inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
-                                  "sample": q_sampled})
+                                  "sample": q_sampled, "held_per_frame": held})
 
 
 def _classifier_share(name: str, n_real: int, n_synthetic: int, sample: int | None, sample_off: bool) -> float:
@@ -379,7 +412,8 @@ def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_lim
     keep = [m for m in metrics if m not in over]
     if keep:
         options.append(f"fewer metrics: leave out {', '.join(repr(m) for m in over)}")
-    held = BASE_BYTES + est.unit * held_per_frame(est.n) * (ctx.n_real + ctx.n_synthetic + (ctx.n_holdout or 0)) / est.n
+    held = BASE_BYTES + est.unit * est.inputs["held_per_frame"] * (ctx.n_real + ctx.n_synthetic
+                                                                    + (ctx.n_holdout or 0)) / est.n
     if held > limit:
         options.append("fewer rows (the encoded records alone need about "
                        f"{held / GIB:.1f} GiB)")

@@ -67,6 +67,26 @@ def test_the_estimate_follows_its_model():
         guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.COST["chi_squared"]))
 
 
+def test_a_large_run_whose_metrics_read_no_space_holds_the_frames_only():
+    sizes = (10**6, 10**6, 10**6, 100)
+    alone = guard.estimate_sizes(*sizes, ["chi_squared", "disclosure_identity"], exact=False, sample=50_000,
+                                 threads=1)
+    assert alone.inputs["held_per_frame"] == guard.HELD_PER_FRAME_NO_SPACE < guard.HELD_PER_FRAME_COMPACT
+    assert alone.per_metric["chi_squared"] == pytest.approx(
+        guard.BASE_BYTES + alone.unit * (guard.HELD_PER_FRAME_NO_SPACE * 3 + guard.COST["chi_squared"]))
+    # the same metric beside one that encodes a space counts the space the run will hold
+    mixed = guard.estimate_sizes(*sizes, ["chi_squared", "authenticity"], exact=False, sample=50_000, threads=1)
+    assert mixed.inputs["held_per_frame"] == guard.HELD_PER_FRAME_COMPACT
+    assert mixed.per_metric["chi_squared"] > alone.per_metric["chi_squared"]
+    # split by family, the statistical step is estimated without the search families' spaces
+    steps = guard.family_estimates(*sizes, ["chi_squared", "authenticity"], exact=False, sample=50_000, threads=1)
+    assert steps["statistical"].inputs["held_per_frame"] == guard.HELD_PER_FRAME_NO_SPACE
+    assert steps["statistical"].peak < steps["re-identification"].peak
+    # small runs keep the calibrated HELD_PER_FRAME whatever they read (fixed parts dominate there)
+    small = guard.estimate_run(EvaluationContext(_frames(1000), _frames(800, 1)), ["chi_squared"])
+    assert small.inputs["held_per_frame"] == guard.HELD_PER_FRAME
+
+
 def test_a_run_that_would_not_fit_is_refused_before_any_metric():
     real, syn = _frames(3000), _frames(3000, 1)
     ctx = EvaluationContext(real, syn)
@@ -181,3 +201,14 @@ def test_membership_inference_estimate_is_flat_above_its_records_per_class():
     assert capped == pytest.approx([COST["membership_inference"] * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
     off = own(120_000, "off")[0]
     assert off == pytest.approx(2 * COST["membership_inference"] * unit_60k)
+
+
+def test_a_holdout_baseline_is_counted_only_for_the_metrics_that_score_one():
+    sizes = (10**6, 10**6, 10**6, 100)
+    names = ["authenticity", "singling_out", "memorisation"]
+    without = guard.estimate_sizes(*sizes, names, exact=False, sample=50_000, threads=1)
+    with_ = guard.estimate_sizes(*sizes, names, exact=False, sample=50_000, threads=1, baseline=True)
+    assert with_.per_metric["authenticity"] > without.per_metric["authenticity"]
+    # self-controlled: the attacks and memorisation compare with the holdout themselves
+    assert with_.per_metric["singling_out"] == without.per_metric["singling_out"]
+    assert with_.per_metric["memorisation"] == without.per_metric["memorisation"]
