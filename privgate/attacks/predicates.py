@@ -210,7 +210,16 @@ class ConjunctionCounter:
 
     def counts(self, preds: Predicates) -> np.ndarray:
         """Number of records matching each predicate (operators EQ on levels, GE/LE/ISNULL on
-        numbers)."""
+        numbers), in blocks of predicates whose bitsets (n/64 words each) fill about
+        ``_BLOCK_BYTES`` — so the memory a batch needs stays bounded however many records."""
+        b = len(preds)
+        per_block = max(1, _BLOCK_BYTES // (8 * self.n_words))
+        if b <= per_block:
+            return self._counts(preds)
+        return np.concatenate([self._counts(preds.take(np.arange(s, min(b, s + per_block))))
+                               for s in range(0, b, per_block)])
+
+    def _counts(self, preds: Predicates) -> np.ndarray:
         b, c = preds.cols.shape
         if b == 0:
             return np.zeros(0, dtype=np.int64)

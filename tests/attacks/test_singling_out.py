@@ -73,6 +73,25 @@ def test_bitset_counter_equals_broadcast_counts(n):
     assert np.array_equal(ConjunctionCounter(x, numeric).counts(preds), match_counts(x, preds)[0])
 
 
+def test_bitset_counter_counts_in_bounded_blocks_of_predicates(monkeypatch):
+    import privgate.attacks.predicates as predicates_mod
+
+    rng = np.random.default_rng(5)
+    n, b = 3000, 700
+    numeric = np.array([False, True])
+    x = np.column_stack([rng.integers(0, 4, n), rng.normal(size=n).round(2)]).astype(float)
+    rows = rng.integers(0, n, b)
+    preds = Predicates(np.tile([0, 1], (b, 1)), np.tile(np.array([EQ, GE], np.int8), (b, 1)), x[rows])
+    whole = ConjunctionCounter(x, numeric).counts(preds)
+    blocks = []
+    real_counts = ConjunctionCounter._counts
+    monkeypatch.setattr(ConjunctionCounter, "_counts", lambda self, p: blocks.append(len(p)) or real_counts(self, p))
+    monkeypatch.setattr(predicates_mod, "_BLOCK_BYTES", 8 * 47 * 100)  # 100 predicates of 47 words
+    assert np.array_equal(ConjunctionCounter(x, numeric).counts(preds), whole)
+    assert blocks == [100] * 7
+    assert np.array_equal(whole, match_counts(x, preds)[0])
+
+
 def test_size_correction_by_hand():
     # equal sizes: no correction
     assert size_correction(np.array([0, 1, 5]), 100, 100) == 1.0
