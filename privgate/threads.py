@@ -8,6 +8,8 @@ start one thread per core whether the core is free or not. privgate therefore
 * asks the OpenMP runtimes to sleep rather than spin when idle: ``OMP_WAIT_POLICY=PASSIVE`` (and
   ``KMP_BLOCKTIME=0`` for Intel's runtime) are set when this module is imported — before the first
   OpenMP library loads, since a runtime reads them once — unless the user set them already;
+* sizes Polars' one process-wide pool from ``PRIVGATE_THREADS`` when it is set (as
+  ``POLARS_MAX_THREADS``, unless the user set that), for the same reason and at the same moment;
 * runs every evaluation with one thread budget, ``threads``: LightGBM's ``n_jobs``, the number of
   detection_mlp fold workers, faiss' ``omp_set_num_threads`` and the BLAS/OpenMP pools (through
   threadpoolctl) inside :func:`limited`.
@@ -33,6 +35,19 @@ ENV_VAR = "PRIVGATE_THREADS"
 # read once by each OpenMP runtime when it starts: set before lightgbm / faiss / sklearn load it
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
+def _polars_pool_from_budget() -> None:
+    """Polars' thread pool is sized once, when Polars is first imported, from
+    ``POLARS_MAX_THREADS`` (else every core): when ``PRIVGATE_THREADS`` gives this process a budget
+    and the user set no Polars size, the pool takes the budget — so a run given one thread does
+    not spread its table work over every core. Without effect when Polars was imported first."""
+    budget = os.environ.get(ENV_VAR, "").strip()
+    if budget.isdigit() and int(budget) >= 1:
+        os.environ.setdefault("POLARS_MAX_THREADS", budget)
+
+
+_polars_pool_from_budget()
 
 
 def available_cores() -> int:

@@ -59,6 +59,21 @@ def test_openmp_is_told_not_to_spin_unless_the_user_chose(given, expected):
     assert out == expected
 
 
+@pytest.mark.parametrize("budget, polars_size, expected", [("1", None, 1), ("1", "2", 2), (None, "2", 2)])
+def test_polars_pool_takes_the_budget_unless_the_user_sized_it(budget, polars_size, expected):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PRIVGATE_THREADS", "POLARS_MAX_THREADS")}
+    if budget:
+        env["PRIVGATE_THREADS"] = budget
+    if polars_size:
+        env["POLARS_MAX_THREADS"] = polars_size
+    out = subprocess.run([sys.executable, "-c", "import privgate, polars; print(polars.thread_pool_size())"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert int(out) == expected
+
+
 def test_context_and_evaluate_take_a_budget():
     import polars as pl
 
