@@ -13,8 +13,9 @@ The model (one line per metric; metrics run one after another, so the run's peak
   per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context.COMPACT_SPACES_ABOVE`` rows
   (float32 spaces), ``HELD_PER_FRAME_NO_SPACE`` when none of the run's metrics reads an encoded
   space (:func:`held_per_frame`);
-* ``COST[metric]`` the metric's own transient memory per unit when it computes on every record;
-  ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
+* ``COST[metric]`` the metric's own transient memory per unit when it computes on every record
+  (× ``COMPACT_COST_SHARE`` above ``COMPACT_SPACES_ABOVE`` rows for a metric that reads an encoded
+  space); ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
   ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
 * ``SEARCH_BYTES`` (a search's block scratch, independent of the sizes) and ``lists`` only for the
   metrics that read an encoded space;
@@ -74,13 +75,17 @@ HELD_PER_FRAME_COMPACT = 1.25
 HELD_PER_FRAME_NO_SPACE = 1.1
 
 
+def _compact_above() -> int:
+    from .context import COMPACT_SPACES_ABOVE
+
+    return COMPACT_SPACES_ABOVE
+
+
 def held_per_frame(n: int, reads_space: bool = True) -> float:
     """Units held per frame: HELD_PER_FRAME, or above ``COMPACT_SPACES_ABOVE`` rows
     HELD_PER_FRAME_COMPACT (the spaces are float32) — HELD_PER_FRAME_NO_SPACE when none of the
     run's metrics reads an encoded space (``reads_space`` False)."""
-    from .context import COMPACT_SPACES_ABOVE
-
-    if n <= COMPACT_SPACES_ABOVE:
+    if n <= _compact_above():
         return HELD_PER_FRAME
     return HELD_PER_FRAME_COMPACT if reads_space else HELD_PER_FRAME_NO_SPACE
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
@@ -105,6 +110,14 @@ COST: dict[str, float] = {
 # peak, under the 4,056 that 2.0 estimates without a space held (5,253 before the blocks).
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
+#: Above ``privgate.context.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
+#: its searches settle in blocks: a metric that reads an encoded space needs this share of its
+#: COST. The full suite with a holdout at 1M Texas-like rows per frame (bench_metric_costs.py, one
+#: process, each metric's peak including what earlier ones left held) peaked at 3,571 MiB; with
+#: this share every metric's estimate is at least 1.16 times its measured peak (proximity_score's
+#: the closest) and the run's 7.1 GiB (10.3 with the whole COST); the 5M default gate's phases
+#: at least 1.5 times.
+COMPACT_COST_SHARE = 0.5
 #: detection_mlp trains its folds in worker processes when the run has more than one thread: each
 #: worker holds a fold's training copies besides the main process (measured at 1M × 1M on every
 #: record with two workers: 4.6 GiB for both, 3.2 units each), per unit and worker. Like
@@ -298,10 +311,11 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
     q_sampled = sample
     lists = SCREEN_LISTS if (not exact and n_r * n_s > resolve(None).exact_below_pairs) else 0.0
     held = held_per_frame(n, any(_searches(name) for name in metrics))
+    compact_share = COMPACT_COST_SHARE if n > _compact_above() else 1.0
     per_metric = {}
     for name in metrics:
-        cost = COST.get(name, DEFAULT_COST)
         search = SEARCH_BYTES if _searches(name) else 0
+        cost = COST.get(name, DEFAULT_COST) * (compact_share if search else 1.0)
         if name in SAMPLED and q_sampled is not None:
             share = min(1.0, q_sampled / max(n_r, 1))
         elif name == "proximity_score":

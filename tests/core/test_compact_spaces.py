@@ -141,8 +141,14 @@ def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch)
     monkeypatch.setattr(context_module, "COMPACT_SPACES_ABOVE", 299)
     assert guard.held_per_frame(300) == guard.HELD_PER_FRAME_COMPACT
     after = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
-    drop = before.unit * 3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
+    # the held frames drop, and a metric that reads a space needs COMPACT_COST_SHARE of its COST
+    drop = before.unit * (3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
+                          + guard.COST["authenticity"] * (1 - guard.COMPACT_COST_SHARE))
     assert after.peak == pytest.approx(before.peak - drop)
+    # a metric that reads no space keeps its whole COST
+    plain = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity", "chi_squared"])
+    assert plain.per_metric["chi_squared"] == pytest.approx(
+        guard.BASE_BYTES + before.unit * (3 * guard.HELD_PER_FRAME_COMPACT + guard.COST["chi_squared"]))
 
 
 @pytest.mark.parametrize("k,exclude_self", [(1, False), (3, True)])
