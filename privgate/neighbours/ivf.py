@@ -49,7 +49,7 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     (the search's description, the rows left to search exactly).
 
     A seeded calibration sample of ``ivf_check_rows`` rows is searched exactly and the number of
-    probed lists raised by half (from 1/``ivf_first_probe_divisor`` of them) until the screen finds ≥ 99 % of those rows'
+    probed lists raised by half (from 1/32 of them) until the screen finds ≥ 99 % of those rows'
     k nearest distances — when that would take more than a quarter of the lists, the screen
     declines (returns ``{"exact": True, "screen": "declined: …"}`` and the rows to search
     exactly; many ties at the k-th distance, common for k > 1 on categorical data, do that).
@@ -103,7 +103,7 @@ def screen_pays(rows: int, m: int, nlist: int, settings: "SearchSettings") -> bo
 
 
 def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, bool]:
-    """Raise the probe count from 1/``ivf_first_probe_divisor`` of the lists until the calibration rows reach the target
+    """Raise the probe count from 1/32 of the lists until the calibration rows reach the target
     recall: (probe count, its recall, whether the target was reached within the share of the
     lists at which the screen pays)."""
     settings = lists.exact.settings

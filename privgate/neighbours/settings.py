@@ -78,12 +78,8 @@ class SearchSettings:
     ivf_lists_per_root: float = 2.0
     ivf_min_lists: int = 16
     ivf_max_lists: int = 4096
-    #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one)
-    #: and raises the count until the target recall: each screened row scans at least m /
-    #: divisor targets, so the start bounds the screen's growth. From 1/128 close_values' search
-    #: at 1M reached 99 % at 35 of 2,000 lists where 1/32 started at 62 (101 → 83 CPU-s; the value
-    #: equal to an exact search's in both).
-    ivf_first_probe_divisor: int = 128
+    #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one).
+    ivf_first_probe_divisor: int = 32
     #: The calibration raises the probe count by this factor each step.
     ivf_probe_growth: float = 1.5
     #: (query, probed list) pairs one part of the IVF list scan handles, at most.
