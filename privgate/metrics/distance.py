@@ -366,6 +366,11 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
     subsampled = "real" if len(r) > len(s) else "synthetic"
     reps, sides = [], []
     note = f"nnaa mixed, {subsampled} records subsampled to {size}"
+
+    def nearest(query: np.ndarray, target: np.ndarray, what: str, exclude_self: bool = False) -> np.ndarray:
+        return ctx.search(query, target, 1, name=f"{note}: {what}", exclude_self=exclude_self,
+                          categorical_slices=space.categorical_slices).dist[:, 0]
+
     for _ in range(repetitions):
         if subsampled == "real":
             rr = r[np.sort(rng.choice(len(r), size, replace=False))]
@@ -373,9 +378,6 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
         else:
             rr = r
             ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-        def nearest(query: np.ndarray, target: np.ndarray, what: str, exclude_self: bool = False) -> np.ndarray:
-            return ctx.search(query, target, 1, name=f"{note}: {what}", exclude_self=exclude_self,
-                              categorical_slices=space.categorical_slices).dist[:, 0]
         sides.append(_not_farther(nearest(rr, ss, "real→synthetic"), nearest(rr, rr, "real→real", True),
                                   nearest(ss, rr, "synthetic→real"), nearest(ss, ss, "synthetic→synthetic", True)))
         reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
