@@ -78,7 +78,8 @@ def main() -> None:
     total = time.perf_counter() - t0
     total_cpu = time.process_time() - c0
     guess = estimate_run(EvaluationContext(real, syn, holdout=holdout, keys=KEYS, sensitive=SENSITIVE,
-                                           pairing=True, seed=0), [r["metric"] for r in rows])
+                                           pairing=True, seed=0), [r["metric"] for r in rows],
+                         baseline=holdout is not None)  # the run scores the baselines: so does its estimate
     for r in rows:
         res = rep.results.get(r["metric"])
         r["interval"] = bool(res is not None and res.ci is not None)
