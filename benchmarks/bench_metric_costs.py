@@ -2,7 +2,8 @@
 
 Runs ``evaluate`` with every registered metric these inputs feed (keys, sensitive columns,
 pairing; with ``--holdout`` also n holdout rows, so memorisation, the attacks and every holdout
-baseline run too) on n Texas-like real and release rows (``bench_scale.texas_like``) and
+baseline run too — ``--no-baseline`` leaves the baselines out, as ``privgate evaluate --holdout``
+does without ``--baseline``) on n Texas-like real and release rows (``bench_scale.texas_like``) and
 prints, per metric in the order evaluate runs them, the wall and CPU seconds, the peak resident
 memory reached during it (the counter is reset when the metric starts, so the peak includes what
 earlier metrics left held: encoded spaces, cached searches) and that peak minus the base before
@@ -39,6 +40,9 @@ def main() -> None:
     ap.add_argument("--holdout", action="store_true", help="also n holdout rows (real people not trained on)")
     ap.add_argument("--ref25", action="store_true", help="time the 25k GEMM 1-NN reference before and after")
     ap.add_argument("--sample", default="auto", help="the run's sample option (auto | off | N)")
+    ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
+                    help="with --holdout, also score every holdout baseline (default; --no-baseline: the "
+                         "suite as `privgate evaluate --holdout` runs it, without --baseline)")
     args = ap.parse_args()
 
     import privgate.metrics  # noqa: F401  (imports are not a metric's work)
@@ -49,6 +53,7 @@ def main() -> None:
 
     real, syn = texas_like(args.n)
     holdout = holdout_like(args.n) if args.holdout else None
+    baseline = holdout is not None and args.baseline
     ref_before = reference_seconds(args.threads) if args.ref25 else None
     features = EvaluationContext(real.head(20_000), syn.head(20_000)).mixed().dim
     unit = args.n * features * 8 / 2**20
@@ -73,13 +78,13 @@ def main() -> None:
     sample = int(args.sample) if args.sample.isdigit() else args.sample
     rep = evaluate(real, syn, metrics, holdout=holdout, keys=KEYS, sensitive=SENSITIVE, pairing=True,
                    seed=0, threads=args.threads, on_error="record", progress=progress, memory_limit=None,
-                   sample=sample, baseline=holdout is not None)
+                   sample=sample, baseline=baseline)
     close()
     total = time.perf_counter() - t0
     total_cpu = time.process_time() - c0
     guess = estimate_run(EvaluationContext(real, syn, holdout=holdout, keys=KEYS, sensitive=SENSITIVE,
                                            pairing=True, seed=0), [r["metric"] for r in rows],
-                         baseline=holdout is not None)  # the run scores the baselines: so does its estimate
+                         baseline=baseline)  # the run scores the baselines: so does its estimate
     for r in rows:
         res = rep.results.get(r["metric"])
         r["interval"] = bool(res is not None and res.ci is not None)
@@ -106,7 +111,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"n": args.n, "features": features, "base_mib": base, "total_s": total, "total_cpu_s": total_cpu,
-             "holdout": args.holdout, "ref25": ref, "peak_mib": top, "rows": rows,
+             "holdout": args.holdout, "baseline": baseline, "ref25": ref, "peak_mib": top, "rows": rows,
              "values": {k: v.value for k, v in rep.results.items()}}, indent=1, default=float))
 
 
