@@ -22,6 +22,7 @@ from ..ties import REL_TOL
 from .backends import workers
 from .decide import distances_of_pairs, drop_self, order_rows
 from .exact import one_block
+from .ivf_lists import nonzero_2d
 from .memo import SearchMemo
 from .problem import Problem
 
@@ -135,6 +136,12 @@ def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, ou
     return search.level1(todo)
 
 
+#: k > 1: candidates whose compact distance is within this relative margin of the row's k-th compact
+#: distance get their full-coordinate distance (the two forms differ by rounding, ~1e-15 relative;
+#: the tie tolerance is 1e-9): a margin far above both, so no candidate that can rank among the k
+#: nearest or tie with them is left on its compact distance
+FULL_DISTANCE_MARGIN = 1e-6
+
 #: bytes held per candidate pair while rows are settled (int64 lists and their sorted copy, float64
 #: distances and their sorted copy, pair positions, the coordinates differenced per pair)
 SETTLE_BYTES_PER_PAIR = 128
@@ -180,18 +187,38 @@ class _GroupedSearch:
         costs = np.array([_slice_cost(q, t, a, b) for a, b in slices])
         return cls(p, qcodes[0], tcodes[0], costs, slices=slices, out=(out_d, out_i))
 
-    def ranking_distance(self, qi: np.ndarray, ti: np.ndarray) -> np.ndarray:
-        """k = 1: the mixed distance from the compact form (numeric part + mismatch costs), for
-        ranking only (the nearest is decided with the tie tolerance; the distance returned is
-        recomputed from the full coordinates). k > 1: the full coordinates, so that the order of
-        the 2nd, 3rd, … nearest is the same to the last bit as on every other path."""
-        if self.p.k > 1:
-            return distances_of_pairs(self.p.q, self.p.t, qi, ti, self.p.settings)
+    def compact_distance(self, qi: np.ndarray, ti: np.ndarray) -> np.ndarray:
+        """The mixed distance of pairs (qi, ti) from the compact form (numeric part + mismatch
+        costs): equal to the full coordinates' distance up to rounding (a few ulps)."""
         diff = self.qnum[qi] - self.tnum[ti]
         d2 = np.einsum("ij,ij->i", diff, diff)
         if self.costs.size:
             d2 += (self.qc[qi] != self.tc[ti]) @ self.costs
         return np.sqrt(d2)
+
+    def ranking_distances(self, rows: np.ndarray, idx: np.ndarray, unset: np.ndarray) -> np.ndarray:
+        """(rows, width) distances of the candidate lists ``idx`` of query ``rows`` (inf where
+        ``unset``), for ranking. k = 1: the compact form (the nearest is decided with the tie
+        tolerance; the distance returned is recomputed from the full coordinates). k > 1: the
+        full coordinates' float64 distance for every candidate whose compact distance is within
+        ``FULL_DISTANCE_MARGIN`` of the row's k-th compact distance — the k nearest and everything
+        tied with them, so the order of the 2nd, 3rd, … nearest is the same to the last bit as on
+        every other path — and the compact distance for the rest, which are provably beyond the
+        k-th and its tie tolerance (the compact and full forms differ by rounding only, far less
+        than the margin), so they sort after the k nearest as their full distances would."""
+        d = np.full(idx.shape, np.inf)
+        r, c = nonzero_2d(~unset)
+        d[r, c] = self.compact_distance(rows[r], idx[r, c])
+        k = self.p.k
+        if k == 1:
+            return d
+        full = ~unset
+        if idx.shape[1] > k:
+            kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]  # inf when a row has fewer than k
+            full &= d <= kth * (1.0 + FULL_DISTANCE_MARGIN) + FULL_DISTANCE_MARGIN  # distances ≥ 0
+        r, c = nonzero_2d(full)
+        d[r, c] = distances_of_pairs(self.p.q, self.p.t, rows[r], idx[r, c], self.p.settings)
+        return d
 
     def level0(self) -> np.ndarray:
         """Own group; every other record mismatches ≥ 1 column. Rows whose short list was cut
@@ -301,9 +328,7 @@ class _GroupedSearch:
         idx = np.sort(idx, axis=1)
         dup = idx < 0
         dup[:, 1:] |= idx[:, 1:] == idx[:, :-1]
-        d64 = np.full((n, width), np.inf)
-        r, c = np.nonzero(~dup)
-        d64[r, c] = self.ranking_distance(rows[r], idx[r, c])
+        d64 = self.ranking_distances(rows, idx, dup)
         n_unique = (~dup).sum(axis=1)
         kth = np.sort(d64, axis=1)[:, k - 1]
         tol = REL_TOL * (1.0 + np.abs(kth))
@@ -314,9 +339,11 @@ class _GroupedSearch:
                 complete &= reach > kth + 2 * tol
         sel = np.flatnonzero(complete)
         if sel.size:
-            chosen = np.take_along_axis(idx[sel], order_rows(d64[sel], idx[sel], k, dup[sel]), axis=1)
+            order = order_rows(d64[sel], idx[sel], k, dup[sel])
+            chosen = np.take_along_axis(idx[sel], order, axis=1)
             self.out_i[rows[sel]] = chosen
             # the reported distances: float64 from the full coordinates, as on every other path
-            self.out_d[rows[sel]] = distances_of_pairs(p.q, p.t, np.repeat(rows[sel], k), chosen.ravel(),
-                                                       p.settings).reshape(sel.size, k)
+            # (k > 1: the ranking's own, computed from the full coordinates for the k nearest)
+            self.out_d[rows[sel]] = (np.take_along_axis(d64[sel], order, axis=1) if k > 1 else distances_of_pairs(
+                p.q, p.t, np.repeat(rows[sel], k), chosen.ravel(), p.settings).reshape(sel.size, k))
         return rows[~complete], rows[far_enough & ~complete]

@@ -431,6 +431,50 @@ def test_grouped_search_with_mostly_empty_groups_matches_brute_force(k, exclude_
         assert nb.search["settled_by"].get("grouped", 0) > 0
 
 
+@pytest.mark.parametrize("k", [1, 2, 5, 16])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_grouped_search_ranks_k_nearest_on_full_distances_only_where_needed(k, exclude_self, monkeypatch):
+    """k > 1: the grouped search ranks candidates by the compact form and computes full-coordinate
+    distances only near each row's k-th (ties included); the answer is still the general path's
+    to the last bit — with exact duplicate records (tie runs at every rank) — even when the
+    compact form is off in its last digits (here made 1e-12 larger, as rounding could: a compact
+    value that reached the k nearest or the reported distances would show), and fewer pairs are
+    computed in full than there are candidates."""
+    import privgate.neighbours.grouped as gm
+
+    rng = np.random.default_rng(31)
+    q, slices = _mixed_points(600, rng, levels=(3, 2, 3), n_numeric=2)
+    q[:, :2] += rng.normal(0, 0.3, size=(600, 2))
+    q[300:360] = q[:60]  # duplicates: runs of equal distances across the k-th
+    q = q.astype(np.float32)
+    t = q if exclude_self else np.vstack([q[::3], q[:50]])
+    full_pairs, candidates = [], []
+    compact, ranking, pairs = (gm._GroupedSearch.compact_distance, gm._GroupedSearch.ranking_distances,
+                               gm.distances_of_pairs)
+
+    def rounded(self, qi, ti):
+        return compact(self, qi, ti) * (1 + 1e-12)
+
+    def counted(self, rows, idx, unset):
+        candidates.append(int((~unset).sum()))
+        return ranking(self, rows, idx, unset)
+
+    def counted_pairs(q_, t_, qi, ti, settings):
+        full_pairs.append(qi.size)
+        return pairs(q_, t_, qi, ti, settings)
+
+    monkeypatch.setattr(gm._GroupedSearch, "compact_distance", rounded)
+    monkeypatch.setattr(gm._GroupedSearch, "ranking_distances", counted)
+    monkeypatch.setattr(gm, "distances_of_pairs", counted_pairs)
+    nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
+    flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(nb.idx, flat.idx)
+    np.testing.assert_array_equal(nb.dist, flat.dist)
+    assert nb.search["settled_by"].get("grouped", 0) > 0
+    if k > 1:
+        assert 0 < sum(full_pairs) < sum(candidates)
+
+
 def test_category_codes_in_row_blocks_equal_the_whole_matrix_at_once():
     from privgate.neighbours import DEFAULT_SETTINGS
     from privgate.neighbours.grouped import category_codes
