@@ -438,11 +438,7 @@ class EvaluationContext:
                 return knn(q, t, k, exclude_self=same, **options)
             if same:
                 return knn_rows(q, rows, k, **options)
-            # duplicates are folded only where the search would otherwise be screened: finding the
-            # distinct targets costs more than an exact search of a few hundred sampled queries (the
-            # attacks search 500), but a screened search of many sampled queries on few distinct
-            # points (a key space) is exact, bounded and far cheaper folded
-            return knn(q[rows], t, k, dedupe=options["approximate"], **options)
+            return knn(q[rows], t, k, dedupe=_folds(options, rows.size), **options)
 
     def _search_options(self, sp: EncodedSpace, pairs: int) -> dict:
         """knn's options for a search of ``pairs`` query × target pairs in ``sp``: screened
@@ -536,7 +532,7 @@ class EvaluationContext:
         q = np.vstack(queries)
         with limited(self.threads):
             options = self._search_options(sp, q.shape[0] * t.shape[0])
-            nb = knn(q, t, k, dedupe=options["approximate"], **options)  # folded as in _search_space
+            nb = knn(q, t, k, dedupe=_folds(options, q.shape[0]), **options)
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():
@@ -727,6 +723,15 @@ def _public(search: dict) -> dict:
             value = value.item()
         out[key] = value
     return out
+
+
+def _folds(options: dict, n_query: int) -> bool:
+    """Whether a search of ``n_query`` chosen query rows folds exact duplicates: where it would
+    otherwise be screened (a screened search of many sampled queries on few distinct points — a
+    key space — is exact, bounded and far cheaper folded) or has at least
+    ``SearchSettings.dedup_min_queries`` rows; not for a few hundred rows, which cost less to
+    search than finding the distinct targets does."""
+    return bool(options["approximate"]) or n_query >= options["settings"].dedup_min_queries
 
 
 def _digest(x: np.ndarray) -> tuple:
