@@ -189,12 +189,19 @@ class _GroupedSearch:
 
     def compact_distance(self, qi: np.ndarray, ti: np.ndarray) -> np.ndarray:
         """The mixed distance of pairs (qi, ti) from the compact form (numeric part + mismatch
-        costs): equal to the full coordinates' distance up to rounding (a few ulps)."""
-        diff = self.qnum[qi] - self.tnum[ti]
-        d2 = np.einsum("ij,ij->i", diff, diff)
-        if self.costs.size:
-            d2 += (self.qc[qi] != self.tc[ti]) @ self.costs
-        return np.sqrt(d2)
+        costs): equal to the full coordinates' distance up to rounding (a few ulps). In chunks of
+        pairs whose gathered coordinates fit ``settings.pair_chunk_bytes``."""
+        out = np.empty(qi.size)
+        width = self.qnum.shape[1] + self.costs.size
+        chunk = max(1024, self.p.settings.pair_chunk_bytes // (8 * max(width, 1)))
+        for s in range(0, qi.size, chunk):
+            q, t = qi[s:s + chunk], ti[s:s + chunk]
+            diff = self.qnum[q] - self.tnum[t]
+            d2 = np.einsum("ij,ij->i", diff, diff)
+            if self.costs.size:
+                d2 += (self.qc[q] != self.tc[t]) @ self.costs
+            out[s:s + chunk] = np.sqrt(d2)
+        return out
 
     def ranking_distances(self, rows: np.ndarray, idx: np.ndarray, unset: np.ndarray) -> np.ndarray:
         """(rows, width) distances of the candidate lists ``idx`` of query ``rows`` (inf where
