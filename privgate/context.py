@@ -455,7 +455,9 @@ class EvaluationContext:
         a jackknife searches again; ``exclude_self``: query and target are one set and a row
         never lists itself (:func:`privgate.neighbours.search_matrices`). Made inside this
         evaluation's thread budget with its :class:`SearchMemo`, computed once per evaluation
-        for the same matrices (compared by content), and reported as ``name`` in the metric's
+        for the same matrices (compared by content — so a holdout baseline's context, which
+        shares this one's real-side caches, reuses the searches among real records), and reported
+        as ``name`` in the metric's
         ``details["neighbour_search"]`` (:meth:`take_search_report`). ``categorical_slices``:
         the one-hot feature ranges when the matrices are rows of a mixed space
         (:attr:`EncodedSpace.categorical_slices`), so that rows are first settled inside groups of
@@ -463,12 +465,13 @@ class EvaluationContext:
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         cache_key = ("matrices", _digest(query), _digest(target), int(k), bool(exclude_self),
                      None if rows is None else rows.tobytes())
-        nb = self._nn.get(cache_key)
+        cache = self._shared.setdefault("matrices", {})
+        nb = cache.get(cache_key)
         if nb is None:
             with limited(self.threads):
                 nb = search_matrices(query, target, k, exclude_self=exclude_self, rows=rows, memo=self._memo,
                                      settings=resolve_settings(None), categorical_slices=categorical_slices)
-            self._nn[cache_key] = nb
+            cache[cache_key] = nb
         self._searches_used[name] = nb.search
         return nb
 

@@ -48,6 +48,32 @@ def test_search_gives_the_engine_answer_once_per_content_and_reports_it(monkeypa
     assert ctx.take_search_report() is None
 
 
+def test_a_holdout_baseline_reuses_the_searches_of_the_same_matrices(monkeypatch):
+    """The baseline's context shares the main one's searches of matrices by content: a search
+    among real records (the same content) is made once for both; another content is searched."""
+    rng = np.random.default_rng(3)
+    frame = lambda n: pl.DataFrame({"a": rng.normal(size=n), "c": rng.choice(list("xyz"), n)})  # noqa: E731
+    ctx = EvaluationContext(frame(100), frame(100), holdout=frame(100))
+    calls = []
+    real = context_mod.search_matrices
+
+    def counting(*a, **kw):
+        calls.append(a[0].shape)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(context_mod, "search_matrices", counting)
+    base = ctx.holdout_baseline()
+    r = ctx.mixed().real
+    main = ctx.search(r[:40], r, 2, name="main")
+    again = base.search(base.mixed().real[:40], base.mixed().real, 2, name="baseline")
+    assert len(calls) == 1
+    np.testing.assert_array_equal(main.idx, again.idx)
+    np.testing.assert_array_equal(main.dist, again.dist)
+    base.search(base.mixed().real[:40], base.mixed().synthetic, 1, name="baseline holdout")
+    assert len(calls) == 2
+    assert set(base.take_search_report()["searches"]) == {"baseline", "baseline holdout"}  # each its own report
+
+
 def test_search_of_rows_excluding_themselves_is_knn_rows():
     ctx = _ctx()
     x = np.round(np.random.default_rng(2).normal(size=(60, 2)), 1)
