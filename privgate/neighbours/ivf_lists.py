@@ -216,7 +216,7 @@ class Lists:
         nearest list; ``lower``: set here). Each such bound is at least the row's k-th upper
         bound over all its probed lists, so the row's k nearest and every candidate
         :meth:`_decide` keeps pass either way: the same decision from fewer pairs (at 100k ×
-        100k, k = 3, ~8× fewer)."""
+        100k, k = 3, 18× fewer held)."""
         ex = self.exact
         k = ex.k
         tlow, ctn2 = self.tlow[ts:te], self.ctn2[ts:te]
