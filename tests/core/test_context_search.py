@@ -21,11 +21,8 @@ def _ctx(n_real: int = 120, n_syn: int = 120, seed: int = 0) -> EvaluationContex
     return EvaluationContext(frame(n_real), frame(n_syn))
 
 
-def test_search_gives_the_engine_answer_once_per_content_and_reports_it(monkeypatch):
-    ctx = _ctx()
-    rng = np.random.default_rng(1)
-    q = np.round(rng.normal(size=(80, 3)), 1)  # ties and duplicates
-    t = np.round(rng.normal(size=(90, 3)), 1)
+def _count_searches(monkeypatch) -> list:
+    """The query shapes of the engine searches the context makes from now on."""
     calls = []
     real = context_mod.search_matrices
 
@@ -34,6 +31,15 @@ def test_search_gives_the_engine_answer_once_per_content_and_reports_it(monkeypa
         return real(*a, **kw)
 
     monkeypatch.setattr(context_mod, "search_matrices", counting)
+    return calls
+
+
+def test_search_gives_the_engine_answer_once_per_content_and_reports_it(monkeypatch):
+    ctx = _ctx()
+    rng = np.random.default_rng(1)
+    q = np.round(rng.normal(size=(80, 3)), 1)  # ties and duplicates
+    t = np.round(rng.normal(size=(90, 3)), 1)
+    calls = _count_searches(monkeypatch)
     got = ctx.search(q, t, 2, name="first")
     again = ctx.search(q.copy(), t.copy(), 2, name="second")  # equal content, other objects
     assert len(calls) == 1
@@ -54,14 +60,7 @@ def test_a_holdout_baseline_reuses_the_searches_of_the_same_matrices(monkeypatch
     rng = np.random.default_rng(3)
     frame = lambda n: pl.DataFrame({"a": rng.normal(size=n), "c": rng.choice(list("xyz"), n)})  # noqa: E731
     ctx = EvaluationContext(frame(100), frame(100), holdout=frame(100))
-    calls = []
-    real = context_mod.search_matrices
-
-    def counting(*a, **kw):
-        calls.append(a[0].shape)
-        return real(*a, **kw)
-
-    monkeypatch.setattr(context_mod, "search_matrices", counting)
+    calls = _count_searches(monkeypatch)
     base = ctx.holdout_baseline()
     r = ctx.mixed().real
     main = ctx.search(r[:40], r, 2, name="main")
