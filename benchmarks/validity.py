@@ -26,6 +26,9 @@ nearer-training-vs-nearer-holdout binomial test (ties half) gives p < 0.01. Fina
 reachability check: a copy of the training set must fire every threshold, baseline and test limit
 of the default configuration (with and without a holdout).
 
+Disguised copies (``--disguises``): copies of the training set whose category labels were
+permuted, renamed, split or merged (``privgate.baselines.disguised_copy``) must all be blocked.
+
 Run small first:  python3 benchmarks/validity.py --datasets bundled --seeds 3 --shares 1
 Full:             python3 benchmarks/validity.py --seeds 20
 """
@@ -116,9 +119,11 @@ def inject(base: pl.DataFrame, rows: pl.DataFrame, seed: int) -> pl.DataFrame:
 
 
 def releases(train, fresh, n_release: int, shares: list[float], seed: int,
-             domain: list | None = None) -> dict[str, tuple[pl.DataFrame, float | None]]:
+             domain: list | None = None, disguises: bool = False) -> dict[str, tuple[pl.DataFrame, float | None]]:
     """name → (release, known memorised share or None); the DP releases need the public
-    ``domain``."""
+    ``domain``; ``disguises``: also copies of the training set with disguised category labels
+    (``privgate.baselines.disguised_copy``: every column, every other column, with 0.1 % noise on
+    numerics, with one junk label per column)."""
     rng = np.random.default_rng(seed)
     base = fit_sample(train, n_release, seed)
     out: dict[str, tuple[pl.DataFrame, float | None]] = {
@@ -136,6 +141,11 @@ def releases(train, fresh, n_release: int, shares: list[float], seed: int,
         out[f"noisy {p:g}%"] = (inject(base, noisy(copies, train, seed + 3), seed + 2), None)
         others = fresh[np.sort(rng.choice(fresh.height, min(k, fresh.height), replace=False))]
         out[f"non-member {p:g}%"] = (inject(base, others, seed + 2), None)
+    if disguises:
+        for kind in baselines.DISGUISES:
+            out[f"disguised {kind}"] = (baselines.disguised_copy(train, kind, seed), 1.0)
+            out[f"disguised {kind} /2 +noise"] = (baselines.disguised_copy(train, kind, seed, every=2, noise=0.001), None)
+            out[f"disguised {kind} +junk"] = (baselines.disguised_copy(train, kind, seed, junk=1), None)
     return out
 
 
@@ -215,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=5000, help="training = holdout = release size for the shared data")
     ap.add_argument("--shares", default="0.5,1,2,5", help="leak shares in percent")
     ap.add_argument("--no-reachability", action="store_true")
+    ap.add_argument("--disguises", action="store_true",
+                    help="also gate copies of the training set with disguised category labels")
     ap.add_argument("--only", default=None, help="gate with one metric's rules only (e.g. memorisation: cheaper)")
     args = ap.parse_args(argv)
     shares = [float(x) for x in args.shares.split(",") if x]
@@ -233,9 +245,15 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             train, hold, fresh = split(name, args.n, seed)
             gate = Gate(train, hold, seed, only=args.only)
-            for kind, (rel, truth) in releases(train, fresh, train.height, shares, seed, domain).items():
-                decision, checks, results, ctx = gate.run(rel)
+            for kind, (rel, truth) in releases(train, fresh, train.height, shares, seed, domain, args.disguises).items():
                 s = stats[kind]
+                try:
+                    decision, checks, results, ctx = gate.run(rel)
+                except PrivgateError:  # refused before any metric (a relabelled codebook): the gate blocks
+                    s["flag"].append(True)
+                    s["block"].append(True)
+                    s["fired:refused"].append(1.0)
+                    continue
                 s["flag"].append(decision != "pass")
                 s["block"].append(decision == "block")
                 mem = results.get("memorisation")

@@ -95,3 +95,55 @@ def uniform_random(real: Any, seed: int = 0, *, n: int | None = None) -> pl.Data
 
 BASELINES = {"copy": copy, "noisy_copy": noisy_copy, "independent_marginals": independent_marginals,
              "uniform_random": uniform_random}
+
+
+DISGUISES = ("permuted", "renamed", "split", "merged")
+
+
+def disguised_copy(real: Any, kind: str = "permuted", seed: int = 0, *, every: int = 1, noise: float = 0.0,
+                   junk: int = 0) -> pl.DataFrame:
+    """A copy of the real data whose categorical labels were disguised — what a generator whose
+    label encoder is out of step with its decoder releases, or an attacker who wants a copy to
+    pass a label-comparing check. Every ``every``-th categorical column (by position) is:
+
+    * ``permuted``: each level mapped to another existing level of the column (a random
+      permutation of the levels; no unknown level appears);
+    * ``renamed``: each level renamed one to one to a new label;
+    * ``split``: each cell's level renamed at random to one of two new labels;
+    * ``merged``: the levels paired at random and each pair given one new label.
+
+    ``noise`` adds Gaussian noise of ``noise`` × the column's sd to numerics; ``junk`` sets that
+    many cells of each disguised column (seeded positions) to a new label. Row i is real row i
+    disguised. Seeded; the labels made are ``"d<column>_<number>"``."""
+    if kind not in DISGUISES:
+        raise ValueError(f"unknown disguise {kind!r}; expected one of {DISGUISES}")
+    frame = load_frame(real, role="real")
+    check_not_empty(frame, "real")
+    schema = infer_schema({"real": frame})
+    rng = seeds.rng(seed, "baselines")
+    out = noisy_copy(frame, seed, noise=noise, flip=0.0) if noise > 0 else frame.clone()
+    n = frame.height
+    for j, col in enumerate(schema.categorical):
+        if j % max(1, int(every)):
+            continue
+        s = out[col].cast(pl.String)
+        levels = s.drop_nulls().unique().sort().to_list()
+        if kind == "permuted":
+            new = [levels[i] for i in rng.permutation(len(levels))]
+            s = s.replace_strict(levels, new, default=None)
+        elif kind == "renamed":
+            s = s.replace_strict(levels, [f"d{j}_{i}" for i in rng.permutation(len(levels))], default=None)
+        elif kind == "split":
+            base = s.replace_strict(levels, [f"d{j}_{2 * i}" for i in range(len(levels))], default=None)
+            second = pl.Series(rng.random(n) < 0.5)
+            s = pl.select(pl.when(second & base.is_not_null()).then(
+                base.str.replace(r"_(\d+)$", "_x$1")).otherwise(base)).to_series()
+        else:  # merged
+            pairs = rng.permutation(len(levels)) // 2
+            s = s.replace_strict(levels, [f"d{j}_{p}" for p in pairs], default=None)
+        if junk:
+            at = rng.choice(n, min(int(junk), n), replace=False)
+            s = s.scatter(at, [f"d{j}_junk{i}" for i in range(at.size)])
+        out = out.with_columns(s.alias(col).cast(frame.schema[col]) if frame.schema[col] == pl.String
+                               else s.alias(col))
+    return out

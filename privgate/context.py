@@ -100,6 +100,9 @@ class EvaluationContext:
         self._encoded_by: tuple[EvaluationContext, np.ndarray | None] | None = None
         # real-only searches are shared with contexts made by with_synthetic()
         self._shared = _shared if _shared is not None else {"real_nn": {}, "entropy": {}}
+        # what a metric derives from this context's frames once and others reuse (the label-free
+        # view's level correspondence)
+        self.derived: dict[str, Any] = {}
 
     def _set_options(self, opts: RunOptions) -> None:
         """The run options this context computes with (resolved: the thread budget as a number,

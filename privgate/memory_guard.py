@@ -105,6 +105,10 @@ COST: dict[str, float] = {
     "median_dcr": 4.0, "nnaa": 8.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
     "membership_inference": 4.0, "proximity_score": 4.0, "identifiability": 4.0, "nndr": 4.0, "dcr": 2.0,
     "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 2.0,
+    # the label-free metrics: on a release that kept the labels, the plain metric's searches again
+    # (cached: nothing more); on a relabelled one, the plain metric on recoded copies of the frames
+    # (estimated, not measured: the plain metric's cost plus the copies, rounded to nnaa's 8.0)
+    "label_free_memorisation": 8.0, "label_free_copies": 1.0, "label_free_authenticity": 8.0,
 }
 # singling_out at 1M rows per frame (its candidates counted in bounded blocks of bitsets): 3,384 MiB
 # peak, under the 4,056 that 2.0 estimates without a space held (5,253 before the blocks).
@@ -129,7 +133,8 @@ FOLD_WORKER_COST = 4.0
 DETECTION_FOLDS = 5
 #: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
 SAMPLED = {"common_rows", "hitting_rate", "authenticity", "identifiability", "dcr", "hidden_rate", "zero_cap",
-           "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation"}
+           "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation",
+           "label_free_memorisation", "label_free_copies", "label_free_authenticity"}
 #: The smallest sample the guard suggests (a smaller one gives intervals too wide to gate on).
 MIN_SUGGESTED_SAMPLE = 5_000
 

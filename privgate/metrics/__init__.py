@@ -22,5 +22,6 @@ from .classifier import detection_mlp, membership_inference  # noqa: F401
 from .statistical import chi_squared, inverse_kl, jensen_shannon, kolmogorov_smirnov  # noqa: F401
 from .proximity import proximity_score  # noqa: F401
 from .memorisation import memorisation  # noqa: F401
+from .label_free import label_free_authenticity, label_free_copies, label_free_memorisation  # noqa: F401
 from ..disclosure.metrics import disclosure_attribute, disclosure_identity  # noqa: F401
 from ..attacks import inference, linkability, singling_out  # noqa: F401

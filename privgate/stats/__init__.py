@@ -33,7 +33,7 @@ from .jackknife import (combine_variances, counts_without_groups, default_groups
                         leave_group_out_means, t_interval)
 from .combine import ControlRisk, control_risk, difference_interval
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
-from .testing import binomial_test, bonferroni, holm
+from .testing import binomial_test, binomial_upper_p, bonferroni, holm
 from .mirrored import mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, gdp_delta, gdp_epsilon,
                        gdp_mu_lower_bound, rate_upper_bound)
@@ -41,7 +41,7 @@ from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, 
 DEFAULT_LEVEL = 0.95
 
 __all__ = [
-    "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
+    "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "binomial_upper_p", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
     "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "combine_variances", "control_risk",
     "default_groups", "delong_auc", "difference_interval", "effective_share_interval", "group_deleted_means",
     "counts_without_groups", "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",

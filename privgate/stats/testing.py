@@ -25,6 +25,13 @@ def binomial_test(k: float, n: int, p: float = 0.5, alternative: str = "greater"
     return float(_st.binomtest(k_int, int(n), p, alternative=alternative).pvalue)
 
 
+def binomial_upper_p(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Elementwise exact one-sided binomial p-values P(X ≥ k), X ~ Bin(n, p) (vectorised
+    ``binomial_test(k, n, p)`` for whole integer counts)."""
+    k, n, p = (np.asarray(a, dtype=np.float64) for a in (k, n, p))
+    return np.asarray(_st.binom.sf(k - 1, n, p), dtype=np.float64)
+
+
 def bonferroni(p_values: np.ndarray | list[float]) -> np.ndarray:
     """Bonferroni-adjusted p-values: min(1, m·p)."""
     p = np.asarray(p_values, dtype=np.float64)

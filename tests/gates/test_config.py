@@ -121,13 +121,16 @@ def test_default_config_loads_and_follows_validity():
     # raw thresholds only where a raw value means something on its own
     raw_threshold_metrics = {m.name for m, r in cfg.rules("threshold") if r.when != "no_holdout"}
     assert raw_threshold_metrics <= {"common_rows", "hitting_rate", "disclosure_identity",
-                                      "disclosure_attribute", "memorisation"}
+                                      "disclosure_attribute", "memorisation", "label_free_memorisation"}
     # memorisation (its value is already relative to the holdout) decides on its lower bound and
-    # runs only with a holdout
-    mem = cfg.metrics["memorisation"]
-    assert {r.on for r in mem.rules if r.kind == "threshold"} == {"lower"}
-    assert all(r.when == "with_holdout" for r in mem.rules)
-    assert "memorisation" in cfg.metrics_for(True) and "memorisation" not in cfg.metrics_for(False)
+    # runs only with a holdout; so does its label-free view
+    for name in ("memorisation", "label_free_memorisation"):
+        mem = cfg.metrics[name]
+        assert {r.on for r in mem.rules if r.kind == "threshold"} == {"lower"}
+        assert all(r.when == "with_holdout" for r in mem.rules)
+        assert name in cfg.metrics_for(True) and name not in cfg.metrics_for(False)
+    # a copy is a copy whatever its labels: the label-free views are gated with and without a holdout
+    assert {"label_free_copies", "label_free_authenticity"} <= set(cfg.metrics_for(False))
     # the metrics docs/validity.md shows to be ≈ 1 for every realistic release are not gated
     assert not {"close_values", "distant_values", "nsnd", "nndr"} & set(cfg.metrics)
     # holdout-relative rules exist, and only apply with a holdout

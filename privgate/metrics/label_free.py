@@ -1,0 +1,125 @@
+"""The label-free metrics: memorisation and exact copies compared up to the correspondence
+between release and reference category levels (``privgate.label_free``).
+
+A copy of the training data with its category labels permuted, renamed, split or merged keeps
+every record — only the names of the levels changed — yet every metric that compares labels
+sees no copy. These metrics learn which release levels stand for which reference levels from
+records anchored in a label-invariant encoding, recode both sides to the classes of that
+correspondence and compute the published definitions on the recoded frames:
+
+* ``label_free_memorisation`` — the memorisation test (``privgate.metrics.memorisation``) with
+  the correspondence learnt from the training and holdout records pooled: a symmetric function of
+  the two sets, so the test's mirrored null (training and holdout exchangeable) holds in the
+  recoded view as it does in the plain one.
+* ``label_free_copies`` — the Common Rows Proportion (``privgate.metrics.common_rows``) in the
+  same view.
+* ``label_free_authenticity`` — authenticity (``privgate.metrics.authenticity``) with the same
+  correspondence: a disguised copy whose numerics were also slightly perturbed is no exact copy,
+  but its records are still nearer their sources than any other real record.
+
+When the correspondence is the identity on every column (a release that kept the reference's
+labels), the result IS the plain metric's (the same searches, value, interval and test), so an
+honest release meets no second test. ``details["label_free"]`` says whether the view was the
+identity and, per recoded column (by position), how many levels and classes it has — never a
+level. Orientation: risk, as the plain metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import polars as pl
+
+from ..label_free import Correspondence, learn, recode
+from ..registry import register_metric
+from ..results import MetricResult
+from .distance import authenticity, common_rows
+from .memorisation import DEFAULT_TAILS, memorisation
+
+REFERENCE = ("label-free view: privgate (levels matched through records anchored on label-invariant "
+             "coordinates); ")
+
+
+def correspondence(ctx) -> Correspondence:
+    """The context's release ↔ reference correspondence, learnt once per context: the reference is
+    the training and holdout records pooled when there is a holdout (a symmetric function of the
+    two, as memorisation's null needs), else the training records."""
+    if "label_free" not in ctx.derived:
+        pooled = ctx.holdout is not None
+        reference = pl.concat([ctx.real, ctx.holdout]) if pooled else ctx.real
+        ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference,
+                                          name="label_free anchors" + (" (training ∪ holdout)" if pooled else ""))
+    return ctx.derived["label_free"]
+
+
+def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
+    """A context on the recoded frames (same schema, seed and options; its own searches)."""
+    from ..context import EvaluationContext  # the metrics are imported by the context's package
+
+    return EvaluationContext(
+        recode(ctx.real, corr.reference_codes), recode(ctx.synthetic, corr.release_codes),
+        holdout=recode(ctx.holdout, corr.reference_codes) if with_holdout else None,
+        schema=ctx.schema.as_dict(), seed=ctx.seed, options=replace(ctx.options, threads=ctx.threads),
+        _shared={"real_nn": {}, "entropy": {}})
+
+
+def _labelled(res: MetricResult, name: str, corr: Correspondence, ctx) -> MetricResult:
+    details = dict(res.details)
+    details["label_free"] = corr.describe(ctx.schema)
+    return replace(res, name=name, details=details)
+
+
+@register_metric(family="tracing",
+                 attack="membership of copies whose category labels were permuted, renamed, split or merged",
+                 reference=REFERENCE + "memorisation test as privgate.metrics.memorisation",
+                 orientation="value = estimated share of the release detectably memorised, comparing categories "
+                             "up to the learnt level correspondence; its interval's lower bound decides",
+                 needs=("holdout",), self_controlled=True, spaces=("mixed",))
+def label_free_memorisation(ctx, *, ratio: float = 0.5,
+                            tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
+    """Memorisation test in the label-free view: the share of the release much nearer to a
+    distinct training record than to any holdout record, the categories compared up to the
+    correspondence learnt from the training and holdout records pooled. Equals ``memorisation``
+    when the correspondence is the identity.
+
+    Orientation: risk; value, raw, interval and p-value as ``memorisation``'s.
+    """
+    corr = correspondence(ctx)
+    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=True)
+    return _labelled(memorisation(view, ratio=ratio, tails=tails), "label_free_memorisation", corr, ctx)
+
+
+@register_metric(family="re-identification",
+                 attack="exact copies of real records whose category labels were permuted, renamed, split or merged",
+                 reference=REFERENCE + "Common Rows Proportion (PrivEval §2.1.4)",
+                 orientation="value = share of real records copied, comparing categories up to the learnt level "
+                             "correspondence; 1 = every real record is in the release", spaces=())
+def label_free_copies(ctx) -> MetricResult:
+    """Common Rows Proportion in the label-free view: the share of real records with an identical
+    release record once the categories are compared up to the correspondence learnt from the
+    training (and holdout) records. Equals ``common_rows`` when the correspondence is the identity.
+
+    Orientation: risk; raw = value.
+    """
+    corr = correspondence(ctx)
+    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=False)
+    return _labelled(common_rows(view), "label_free_copies", corr, ctx)
+
+
+@register_metric(family="re-identification",
+                 attack="near copies of real records whose category labels were permuted, renamed, split or merged",
+                 reference=REFERENCE + "authenticity (Alaa et al., ICML 2022) as privgate.metrics.authenticity",
+                 orientation="value = share of real records whose nearest release record is nearer than their nearest "
+                             "other real record, comparing categories up to the learnt level correspondence; "
+                             "~0.5 for real non-members, 1 for a copy", spaces=("mixed",))
+def label_free_authenticity(ctx) -> MetricResult:
+    """Authenticity in the label-free view: the share of real records whose nearest release record
+    is not farther than their nearest other real record, the categories compared up to the
+    correspondence learnt from the training (and holdout) records. Equals ``authenticity`` when the
+    correspondence is the identity.
+
+    Orientation: risk; raw and interval as ``authenticity``'s.
+    """
+    corr = correspondence(ctx)
+    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=False)
+    return _labelled(authenticity(view), "label_free_authenticity", corr, ctx)
