@@ -276,3 +276,21 @@ def test_non_finite_values_are_not_float_metadata(bad):
     res = _by_name(check_results(CFG, _outcome(checks)))
     md = res["common_rows__threshold_block"].metadata
     assert "value" not in md
+
+
+def test_a_copy_with_permuted_labels_fails_the_decision_check(tmp_path):
+    """The checks built from the default gate fail a copy of the training data whose category
+    levels were permuted within each column (no unknown level appears): nothing publishes it."""
+    import privgate
+    from privgate.data import load_example
+    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.gates import default_gate_config, run_gate
+
+    real, holdout = load_example().head(800), load_example("adult_holdout").head(800)
+    release = privgate.baselines.disguised_copy(real, "permuted", seed=2)
+    cfg = default_gate_config("disguise")
+    for h in (holdout, None):
+        outcome = run_gate(cfg, real, release, h, release_id="r1")
+        results = {r.check_name: r for r in check_results(cfg, outcome)}
+        assert outcome.exit_code == 2 and not results[DECISION_CHECK].passed
+        assert any(not r.passed for name, r in results.items() if name.startswith("label_free"))

@@ -90,3 +90,23 @@ def test_require_holdout_without_holdout_refuses(frames):
            "metrics": {"common_rows": {"threshold": {"block": 0.0}}}}
     with pytest.raises(ConfigError, match="require_holdout"):
         pe.suite_from_gate_config(cfg, real=frames["real"])
+
+
+@pytest.mark.parametrize("kind", ["permuted", "split"])
+def test_the_default_suite_fails_a_copy_with_disguised_labels(gx_context, frames, kind, tmp_path):
+    """A copy of the training data whose category labels were permuted or split passes every
+    label-comparing expectation; the label-free ones of the default suite fail it, with and
+    without a holdout, and no real cell appears in the result."""
+    import json
+
+    real = pl.read_parquet(frames["real"])
+    release = privgate.baselines.disguised_copy(real, kind, seed=3)
+    for holdout in (frames["holdout"], None):
+        suite = pe.suite_from_gate_config(DEFAULT_CONFIG, real=frames["real"], holdout=holdout)
+        result = pe.validate_release(release, suite, context=gx_context)
+        rows = {pe.summarise(r)["meta"]["check_name"]: pe.summarise(r) for r in result.results}
+        assert result.success is False
+        failed = {name for name, row in rows.items() if row["status"] == "failed"}
+        assert any(name.startswith("label_free") for name in failed), (kind, holdout, rows)
+        text = json.dumps(result.to_json_dict(), default=str)
+        assert "Never-married" not in text and "Husband" not in text
