@@ -24,7 +24,8 @@ from .attacks import ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
 from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
 from .result import AuditResult
-from .runner import Generate, Progress, RunOutcome, execute, make_run
+from . import runner
+from .runner import Generate, Progress, RunOutcome, execute, isolated_run, make_run
 from .seeds import seed_int
 from .targets import DEFAULT_TARGETS, Targets, select_targets
 
@@ -48,7 +49,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
                   background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
-                  threads: int | None = None) -> PreparedAudit:
+                  threads: int | None = None, stop_at: float | None = None) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
     None skips the preflight."""
@@ -76,7 +77,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         probe = make_plan(pool_avail, chosen, sch, runs=max(runs, 8), training_rows=training_rows,
                           n_rows=n_rows, design="shared", background=background, seed=seed)
         suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
-        refused = _preflight(probe, space, generate, suspects, budget, preflight)
+        refused = _preflight(probe, space, generate, suspects, budget, preflight, stop_at)
         if refused:
             not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
             keep = [i for i in range(len(chosen)) if i not in refused]
@@ -106,12 +107,23 @@ def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) ->
 
 
 def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspects: list[int], threads: int,
-               log: list[RunOutcome]) -> dict[int, str]:
+               log: list[RunOutcome], stop_at: float | None = None) -> dict[int, str]:
     """Index → why, for the suspects the generator fails on: one run with all of them, then one
-    per suspect only when that failed. Preflight runs are numbered after the design's runs."""
+    per suspect only when that failed. Preflight runs are numbered after the design's runs.
+    ``stop_at`` (a ``time.monotonic()`` instant): the audit's deadline — each run is then made in
+    a worker process of its own (:func:`~privgate.audit.runner.isolated_run`) and ended there."""
     if not suspects:
         return {}
     base = plan.n_runs
+
+    def make_run(plan, space, generate, run, *, targets_in, threads):  # noqa: ANN001 - as runner.make_run
+        if stop_at is None:
+            return runner.make_run(plan, space, generate, run, targets_in=targets_in, threads=threads)
+        left = stop_at - time.monotonic()
+        if left <= 0:
+            raise AuditError("the audit's deadline passed before its preflight runs were made")
+        return isolated_run(plan, space, generate, run, targets_in, threads=threads, deadline=left)
+
     together = make_run(plan, space, generate, base, targets_in=np.asarray(suspects), threads=threads)
     log.append(together)
     if together.contract_error:
@@ -277,6 +289,23 @@ def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alp
             "neighbouring": "add/remove one record"}
 
 
+# an audit's default deadline, as the gate's (``privgate audit --deadline``), and its largest one
+DEFAULT_AUDIT_DEADLINE = 6 * 3600.0
+MAX_AUDIT_DEADLINE = 7 * 24 * 3600.0
+# the largest sizes an audit takes: far beyond any audit that ends (a run is a generator fit), and
+# small enough that a typo is refused by name before anything is allocated
+MAX_SIZES = {"runs": 100_000, "n_targets": 1_000, "training_rows": 10_000_000, "n_rows": 10_000_000}
+
+
+def check_sizes(**sizes: Any) -> None:
+    """Each given size a whole number from 1 to its ``MAX_SIZES`` bound, or a ParameterError naming it."""
+    for name, value in sizes.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIZES[name]:
+            raise ParameterError(f"{name} must be a whole number from 1 to {MAX_SIZES[name]:,}; got {value!r}")
+
+
 def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, float, float | None]:
     def num(x: Any, name: str) -> float:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not math.isfinite(x):
@@ -333,19 +362,32 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         workers / threads: worker processes and the thread budget (default: the budget's cores).
         generator_name / generator_version: recorded with the result (and in the history).
         progress: called with (runs done, runs in all).
-        deadline: seconds the generator runs may take (the preflight runs, in this process, are
-            not counted); then the worker processes are ended and an AuditError is raised. The
-            runs then go to at least one worker process, so the generator must be picklable.
+        deadline: seconds the whole audit may take — the preparation, the preflight runs (then
+            each in a worker process of its own) and the runs; then the worker processes are ended
+            and an AuditError is raised. The runs then go to at least one worker process, so the
+            generator must be picklable. None: no deadline (``privgate audit`` always has one:
+            ``DEFAULT_AUDIT_DEADLINE``).
     """
     start = time.perf_counter()
     names = resolve_attacks(attacks)
     _check_numbers(delta, confidence, claimed_epsilon)
+    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows)
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or not 0 < deadline <= MAX_AUDIT_DEADLINE):
+        raise ParameterError(f"deadline must be a number of seconds in (0, {MAX_AUDIT_DEADLINE:g}]; got {deadline!r}")
+    stop_at = None if deadline is None else time.monotonic() + float(deadline)
     prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                              canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                              design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
-                             threads=threads)
+                             threads=threads, stop_at=stop_at)
+    left = None
+    if stop_at is not None:
+        left = stop_at - time.monotonic()
+        if left <= 0:
+            raise AuditError(f"the audit's deadline of {deadline:g} s passed while it was being prepared "
+                             "(targets, plan and preflight runs)")
     outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
-                            threads=threads, progress=progress, deadline=deadline)
+                            threads=threads, progress=progress, deadline=left)
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -74,7 +76,12 @@ def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int,
         with limited(threads):
             release = generate(training, plan.n_rows, seed)
     except Exception as exc:  # noqa: BLE001 - the generator's failure is a result of the run
-        return RunOutcome(run, None, time.perf_counter() - start, 0.0, 0, describe_error(exc))
+        # the type alone: the generator is user code, and its message (privgate's own exception
+        # types included, when the generator raises them) may quote a training record
+        return RunOutcome(run, None, time.perf_counter() - start, 0.0, 0, type(exc).__name__)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit raised by the generator
+        raise AuditError(f"the generator raised {type(exc).__name__} in run {run}: an audit whose generator "
+                         "exits has no result") from None
     generated = time.perf_counter()
     try:
         frame = space.prepare(release, role=f"release of run {run}")
@@ -90,7 +97,25 @@ def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int,
 _WORKER: dict[str, Any] = {}
 
 
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the process that started it dies (even by SIGKILL),
+    so an ended audit leaves no worker behind; elsewhere nothing (the pool's own pipes end it
+    when it next reads)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def _init_worker(payload: bytes, threads: int) -> None:
+    _die_with_parent()
     plan, space, generate = pickle.loads(payload)
     _WORKER.update(plan=plan, space=space, generate=generate, threads=threads)
 
@@ -102,6 +127,41 @@ def _started() -> bool:
 def _worker_runs(runs: Sequence[int]) -> list[RunOutcome]:
     w = _WORKER
     return [make_run(w["plan"], w["space"], w["generate"], r, threads=w["threads"]) for r in runs]
+
+
+def _worker_preflight(run: int, targets_in: np.ndarray) -> RunOutcome:
+    w = _WORKER
+    return make_run(w["plan"], w["space"], w["generate"], run, targets_in=targets_in, threads=w["threads"])
+
+
+def isolated_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int, targets_in: np.ndarray, *,
+                 threads: int = 1, deadline: float | None = None) -> RunOutcome:
+    """One run (a preflight run with ``targets_in``) in a worker process of its own, so that a
+    generator that ends its process (``os._exit``, a crash) or hangs ends this run, not the audit's
+    process: the process ending is an :class:`AuditError`, so is ``deadline`` seconds passing. A
+    generator that cannot be pickled runs here."""
+    if not picklable(generate):
+        return make_run(plan, space, generate, run, targets_in=targets_in, threads=threads)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(pickle.dumps((plan, space, generate)), threads))
+    finished = False
+    try:
+        fut = pool.submit(_worker_preflight, run, np.asarray(targets_in))
+        try:
+            out = fut.result(timeout=deadline)
+        except BrokenProcessPool:
+            raise AuditError("the generator ended its worker process on the preflight run (a crash or an exit "
+                             "inside it): the audit has no result") from None
+        except FuturesTimeout:
+            raise AuditError(f"the preflight run did not finish within what was left of the audit's deadline "
+                             f"({deadline:.1f} s); the worker process was ended") from None
+        finished = True
+        return out
+    finally:
+        if not finished:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def picklable(generate: Generate) -> bool:

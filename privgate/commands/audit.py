@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._args import exit_usage_errors_with, positive_int, positive_seconds
+from ._args import bounded_number, exit_usage_errors_with, positive_int
 
 EXIT_ERROR = 3
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
+    from ..audit.api import DEFAULT_AUDIT_DEADLINE, MAX_AUDIT_DEADLINE, MAX_SIZES
     from ..audit.plan import DEFAULT_RUNS
     from ..audit.targets import DEFAULT_TARGETS
 
@@ -44,25 +45,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-version", dest="generator_version", help="the generator's version (recorded)")
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
-    p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=float,
+    p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=bounded_number("--claimed-epsilon", 0, 100),
                    help="the generator's DP claim (default: the configuration's)")
-    p.add_argument("--delta", type=float, help="the claim's δ (default: the configuration's, else 0)")
-    p.add_argument("--runs", type=positive_int("--runs"), default=DEFAULT_RUNS,
+    p.add_argument("--delta", type=bounded_number("--delta", 0, 1, high_open=True), help="the claim's δ (default: the configuration's, else 0)")
+    p.add_argument("--runs", type=bounded_number("--runs", 1, MAX_SIZES["runs"], integer=True), default=DEFAULT_RUNS,
                    help=f"generator runs per target (default {DEFAULT_RUNS})")
     p.add_argument("--targets", default="auto", help="auto (outliers and canaries) or a file of target records")
-    p.add_argument("--n-targets", dest="n_targets", type=positive_int("--n-targets"), default=DEFAULT_TARGETS,
+    p.add_argument("--n-targets", dest="n_targets", type=bounded_number("--n-targets", 1, MAX_SIZES["n_targets"], integer=True), default=DEFAULT_TARGETS,
                    help=f"targets 'auto' picks (default {DEFAULT_TARGETS})")
-    p.add_argument("--training-rows", dest="training_rows", type=positive_int("--training-rows"),
+    p.add_argument("--training-rows", dest="training_rows", type=bounded_number("--training-rows", 1, MAX_SIZES["training_rows"], integer=True),
                    help="background rows per run (default min(1000, population))")
-    p.add_argument("--n-rows", dest="n_rows", type=positive_int("--n-rows"),
+    p.add_argument("--n-rows", dest="n_rows", type=bounded_number("--n-rows", 1, MAX_SIZES["n_rows"], integer=True),
                    help="records asked of the generator per run (default: --training-rows)")
     p.add_argument("--design", choices=("shared", "separate"), default="shared")
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=bounded_number("--seed", 0, 2**32 - 1, integer=True), default=0)
     p.add_argument("--workers", type=positive_int("--workers"), help="worker processes (default: the thread budget)")
-    p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
-                   help="seconds the generator runs may take; then the worker processes are ended and the "
-                        "audit fails (exit 3) (default: none)")
+    p.add_argument("--deadline", type=bounded_number("--deadline", 1, MAX_AUDIT_DEADLINE),
+                   default=DEFAULT_AUDIT_DEADLINE,
+                   help="seconds the whole audit may take (preparation, preflight and generator runs, each "
+                        "run in a worker process); then the workers are ended and the audit fails (exit 3) "
+                        f"(default {DEFAULT_AUDIT_DEADLINE:g} s, as the gate's)")
     p.add_argument("--threads", type=positive_int("--threads"),
                    help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
@@ -88,10 +91,11 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except PrivgateError:
         raise  # the CLI prints it and exits 3
-    except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, SystemExit) and exc.code in (0, None):
-            raise
-        print(f"privgate audit: error: unexpected {type(exc).__name__} (exit {EXIT_ERROR})", file=sys.stderr)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
+        # arguments are parsed before this runs: a SystemExit here comes from the generator or its
+        # module (an exit on import or inside a run), never a reason to report success
+        print(f"privgate audit: error: the audit ended on {type(exc).__name__} raised by the generator or its "
+              f"module; it has no result (exit {EXIT_ERROR})", file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -260,6 +264,8 @@ def load_generator(spec: str, args_json: str | None = None) -> Any:
         except TypeError as exc:
             raise ParameterError(f"--generator: {spec} does not take these --generator-args: "
                                  f"{type(exc).__name__}") from None
+        except Exception as exc:  # noqa: BLE001 - user code: its message may quote records
+            raise ParameterError(f"--generator: making {spec} failed: {type(exc).__name__}") from None
     if not callable(obj):
         method = getattr(obj, "generate", None)
         if not callable(method):
