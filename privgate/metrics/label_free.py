@@ -63,10 +63,14 @@ def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
         _shared={"real_nn": {}, "entropy": {}})
 
 
-def _labelled(res: MetricResult, name: str, corr: Correspondence, ctx) -> MetricResult:
-    details = dict(res.details)
-    details["label_free"] = corr.describe(ctx.schema)
-    return replace(res, name=name, details=details)
+def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> MetricResult:
+    """``metric`` (a registered plain metric) on the label-free view of ``ctx``, reported as
+    ``name`` with the view's description; the plain metric on ``ctx`` itself when the
+    correspondence is the identity."""
+    corr = correspondence(ctx)
+    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=with_holdout)
+    res = metric(view, **params)
+    return replace(res, name=name, details={**res.details, "label_free": corr.describe(ctx.schema)})
 
 
 @register_metric(family="tracing",
@@ -84,9 +88,7 @@ def label_free_memorisation(ctx, *, ratio: float = 0.5,
 
     Orientation: risk; value, raw, interval and p-value as ``memorisation``'s.
     """
-    corr = correspondence(ctx)
-    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=True)
-    return _labelled(memorisation(view, ratio=ratio, tails=tails), "label_free_memorisation", corr, ctx)
+    return in_view(ctx, memorisation, "label_free_memorisation", with_holdout=True, ratio=ratio, tails=tails)
 
 
 @register_metric(family="re-identification",
@@ -101,9 +103,7 @@ def label_free_copies(ctx) -> MetricResult:
 
     Orientation: risk; raw = value.
     """
-    corr = correspondence(ctx)
-    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=False)
-    return _labelled(common_rows(view), "label_free_copies", corr, ctx)
+    return in_view(ctx, common_rows, "label_free_copies")
 
 
 @register_metric(family="re-identification",
@@ -120,6 +120,4 @@ def label_free_authenticity(ctx) -> MetricResult:
 
     Orientation: risk; raw and interval as ``authenticity``'s.
     """
-    corr = correspondence(ctx)
-    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=False)
-    return _labelled(authenticity(view), "label_free_authenticity", corr, ctx)
+    return in_view(ctx, authenticity, "label_free_authenticity")
