@@ -90,10 +90,13 @@ def _metric_list(text: str) -> list[str] | str:
 
 def _step_threads(text: str) -> dict[str, int]:
     """A JSON object step name → positive threads (the form of PRIVGATE_STEP_THREADS)."""
+    from ..config_files import parse_json
+    from ..errors import ConfigError
+
     try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
+        value = parse_json(text, what="--step-threads")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()):
         raise argparse.ArgumentTypeError(

@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     elif real is None or synthetic is None:
         print("privgate evaluate: give both --real and --synthetic (or neither for the example)", file=sys.stderr)
         return 2
-    schema = json.loads(args.schema) if args.schema else None
+    from ..config_files import parse_json
+
+    schema = parse_json(args.schema, what="--schema") if args.schema else None
     report = evaluate(real, synthetic, args.metrics, holdout=holdout, keys=keys, sensitive=sensitive,
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),

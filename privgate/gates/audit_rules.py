@@ -50,14 +50,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
-
-import yaml
 
 from ..errors import ConfigError
 from ..finite import finite_or_none
@@ -232,27 +229,10 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
 def load_audit_config(path: str | Path) -> AuditConfig:
     """Read the audit block of a YAML or TOML file (its own file, or a gate configuration with an
     ``audit:`` block)."""
+    from ..config_files import read_config_file
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"audit config: file not found: {p}")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"audit config: cannot read {p}: {type(exc).__name__}") from None
-    if p.suffix.lower() == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"audit config: {p} is not valid TOML: {exc}") from None
-    elif p.suffix.lower() in (".yaml", ".yml", ""):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(f"audit config: {p} is not valid YAML{at}") from None
-    else:
-        raise ConfigError(f"audit config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
+    data = read_config_file(p, what="audit config")
     if isinstance(data, Mapping) and "metrics" in data and "audit" not in data:
         raise ConfigError(f"audit: missing; {p} is a gate configuration without an audit block")
     cfg = parse_audit_config(data)
