@@ -22,6 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..options import MAX_THREADS
 from ._args import _option, positive_int
 
 EXIT_BAD_INPUT = 2
@@ -60,7 +61,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                    help="count the holdout baselines (default: the configuration's baseline rules; with "
                         "--metrics: whenever there is a holdout)")
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+    p.add_argument("--threads", type=positive_int("--threads", MAX_THREADS), default=None,
                    help="thread budget of the run (default: the configuration's options.threads, else "
                         "$PRIVGATE_THREADS, else 1)")
     p.add_argument("--step-threads", dest="step_threads", type=_step_threads, default=None,

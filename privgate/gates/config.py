@@ -69,7 +69,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..names import identifier
-from ..options import DEFAULTS, FILE_KEYS, RunOptions, parse_options
+from ..options import DEFAULTS, FILE_KEYS, MAX_SEED, RunOptions, parse_options
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
@@ -319,8 +319,8 @@ def _parse_top(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(description, str):
         raise ConfigError(f"description: must be a string, got {_tname(description)}")
     seed = data.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"seed: must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed: must be an integer in [0, {MAX_SEED}], got {seed!r}")
     keys = _column_list("keys", data.get("keys"))
     sensitive = _column_list("sensitive", data.get("sensitive"))
     if keys and sensitive:
@@ -370,6 +370,8 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if not isinstance(params, Mapping):
         raise ConfigError(f"{where}.params: must be a mapping parameter → value, got {_tname(params)}")
     params = dict(params)
+    for key, value in params.items():
+        _check_finite(f"{where}.params.{key}", value)
     if known is not None:
         _check_params(where, known[name], params)
     for col_param in CONTEXT_PARAMS:
@@ -445,6 +447,27 @@ def _limit(where: str, x: Any, lo: float, hi: float) -> float:
     if not math.isfinite(v) or v < lo or v > hi:
         raise ConfigError(f"{where}: the limit must be a finite number in [{lo:g}, {hi:g}], got {x!r}")
     return v
+
+
+# the largest magnitude a metric parameter may have: beyond it a number is a typo or an attack
+# (a count no run can reach, a limit that is no limit), never a setting
+MAX_PARAM = 1e15
+
+
+def _check_finite(where: str, value: Any) -> None:
+    """Refuse a parameter holding .inf, .nan or a number beyond ``MAX_PARAM`` (at any depth of a
+    list or mapping), naming its key."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        if not (isinstance(value, int) or math.isfinite(value)) or abs(value) > MAX_PARAM:
+            raise ConfigError(f"{where}: must be a finite number of magnitude at most {MAX_PARAM:g}, got {value!r}")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(f"{where}.{k}", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite(f"{where}.{i}", v)
 
 
 def _column_list(where: str, value: Any) -> list[str] | None:
