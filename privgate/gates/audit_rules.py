@@ -60,6 +60,8 @@ from ..errors import ConfigError
 from ..finite import finite_or_none
 
 AUDIT_RULE_KINDS = ("epsilon", "auc_lower")
+# the largest DP claim an audit configuration states: far beyond any bound an audit can show
+MAX_CLAIMED_EPSILON = 1000.0
 AUDIT_KEYS = ("claimed_epsilon", "delta", "rules", "description")
 REQUIRE_KEYS = ("generator", "version")
 SEVERITIES = ("warn", "block")
@@ -150,7 +152,7 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(AUDIT_KEYS)}")
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
-        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, math.inf)
+        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, MAX_CLAIMED_EPSILON)
     delta = data.get("delta")
     if delta is not None:
         delta = _number(f"{where}.delta", delta, 0.0, 1.0)
@@ -359,8 +361,8 @@ def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | N
         checks.append(_error("the audit's claimed ε is not a finite number"))
         return None
     if cfg.claimed_epsilon is not None and theirs is not None and abs(float(theirs) - cfg.claimed_epsilon) > _EPS:
-        checks.append(_error(f"the configuration claims ε = {cfg.claimed_epsilon:g} but the audit was run for "
-                             f"a claim of {float(theirs):g}"))
+        checks.append(_error(f"claimed_epsilon: the configuration claims ε = {cfg.claimed_epsilon:g} but the "
+                             f"audit was run for a claim of {float(theirs):g} (--claimed-epsilon); give one claim"))
     return cfg.claimed_epsilon if cfg.claimed_epsilon is not None else (None if theirs is None else float(theirs))
 
 
