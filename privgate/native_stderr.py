@@ -55,7 +55,9 @@ def native_stderr_guard() -> Iterator[None]:
         reader.join(5.0)
         if rebound is not None:
             sys.stderr = rebound.original  # type: ignore[attr-defined]
-        os.close(saved)
+            rebound.close()
+        if not reader.is_alive():
+            os.close(saved)  # else the reader still writes to it: left to the process's end
 
 
 class _Rebound:
@@ -75,6 +77,9 @@ class _Rebound:
 
     def fileno(self) -> int:
         return self._file.fileno()
+
+    def close(self) -> None:
+        self._file.close()
 
     def isatty(self) -> bool:
         return self._file.isatty()
