@@ -97,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command in GUARDED:
+            from .native_stderr import native_stderr_guard
+
+            with native_stderr_guard():
+                return int(args._run(args) or 0)
         return int(args._run(args) or 0)
     except PrivgateError as exc:
         print(f"privgate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -106,9 +111,20 @@ def main(argv: list[str] | None = None) -> int:
         # when Python flushes stdout; 141 = 128 + SIGPIPE, what a shell reports for such a writer
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one line, the type only: the text may quote data values
+        if args.command not in GUARDED:
+            raise
+        print(f"privgate {args.command}: error: unexpected {type(exc).__name__} (details withheld: they may "
+              "quote data values)", file=sys.stderr)
+        return getattr(args, "_error_exit_code", 3)
 
 
 EXIT_BROKEN_PIPE = 141
+# the commands that read data: a native library's panic message is kept off their standard error
+# (privgate/native_stderr.py), and an unexpected exception is reported by type, one line
+GUARDED = ("gate", "evaluate", "estimate")
 
 
 def _silence_stdout() -> None:

@@ -80,7 +80,9 @@ class EvaluationContext:
             inputs["holdout"] = holdout
         frames, scans = _load_inputs(inputs)
         self._validate_inputs(inputs, frames, scans, schema, check_codebooks_=_shared is None)
-        self.seed = int(seed)
+        from .options import check_seed
+
+        self.seed = check_seed(seed)
         self.keys = _as_list(keys, "keys")
         self.sensitive = _as_list(sensitive, "sensitive")
         self._require_columns("key columns", self.keys)

@@ -158,6 +158,10 @@ def _first_invalid_utf8(path: Path, chunk: int = 1 << 20) -> int | None:
 
 # rows read below the header to confirm that it names columns rather than holding a record
 HEADER_CHECK_ROWS = 2000
+# ... fewer on a wide file, so that about this many cells are compared (never fewer than
+# HEADER_CHECK_MIN_ROWS rows)
+HEADER_CHECK_CELLS = 400_000
+HEADER_CHECK_MIN_ROWS = 50
 
 
 def _check_csv_header(path: Path, role: str) -> None:
@@ -165,7 +169,9 @@ def _check_csv_header(path: Path, role: str) -> None:
     ``age_duplicated_0`` and gate it as a column of its own), and a first line that is a record
     rather than a header (:func:`_refuse_record_header`): its cells would become column names and
     reach every output."""
-    head = pl.read_csv(path, has_header=False, n_rows=HEADER_CHECK_ROWS + 1, infer_schema=False)
+    width = pl.read_csv(path, has_header=False, n_rows=1, infer_schema=False).width
+    rows = max(HEADER_CHECK_MIN_ROWS, min(HEADER_CHECK_ROWS, HEADER_CHECK_CELLS // max(width, 1)))
+    head = pl.read_csv(path, has_header=False, n_rows=rows + 1, infer_schema=False)
     header = head.head(1)
     names = [str(v) for v in header.row(0)] if header.height else []
     first: dict[str, int] = {}
@@ -185,36 +191,141 @@ def _check_csv_header(path: Path, role: str) -> None:
 
 
 def _refuse_record_header(head: pl.DataFrame, path: Path, role: str) -> None:
-    """Refuse a CSV whose first line cannot be confirmed as a header: in more than half of the
-    columns the first line's cell is a number while the cells below are numbers (≥ 90 % of the
-    first ``HEADER_CHECK_ROWS``), or it equals a cell below it in that column. A header names
-    columns; a line like the records under it is a record, and a file without a header row would
-    otherwise turn its first record into column names. The message gives column positions,
-    never the cells."""
-    if head.height < 2 or head.width == 0:
+    """Refuse a CSV whose first line cannot be confirmed as a header: a header row names
+    columns, and a file without one would turn its first record into column names that reach
+    every output. Each column's first cell is compared with the cells below it (the first
+    ``HEADER_CHECK_ROWS``) and counts as a **value** or a **name**:
+
+    - a column of numbers (≥ 90 % of its cells): a number is a value, anything else a name;
+    - a cell equal to one of the column's cells is a value;
+    - a column whose values recur (levels: at most half of its cells distinct, and at most 50
+      levels or each seen 10 times on average): a cell that is none of them is a name;
+    - any other column of strings (names, e-mails, identifiers): a cell of the same shape as one
+      of them (letters, digits, spaces and punctuation in the same order, :func:`_shape`), or
+      made of the same kinds of character as 5 % of them (hexadecimal identifiers: letters and
+      digits), or holding every mark 80 % of them hold (:func:`_marks`: "@" and "." for e-mails,
+      " " for full names), and of a length within half their shortest and twice their longest, is a value; else a
+      name.
+
+    The first line is a header only when more columns say name than value. A file of one line
+    cannot show a header apart from a record (nothing to compare with) and is refused. The
+    message gives column positions, never the cells."""
+    if head.width == 0:
         return
-    body = head.slice(1)
-    cols = head.columns
-    first = head.row(0)
-    number = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
-    stats = body.select(
-        [pl.col(c).str.contains(number).mean().alias(f"n{j}") for j, c in enumerate(cols)]
-        + [pl.col(c).is_in([first[j]] if first[j] is not None else []).any().alias(f"e{j}")
-           for j, c in enumerate(cols)]).row(0)
-    k = len(cols)
-    numeric = [j + 1 for j in range(k) if first[j] is not None and _is_number(first[j])
-               and (stats[j] or 0.0) >= 0.9]
-    equal = [j + 1 for j in range(k) if stats[k + j]]
-    if 2 * len(set(numeric) | set(equal)) > k:  # most columns: one coincidence ("c" over a, b, c) is not enough
-        why = []
-        if numeric:
-            why.append(f"the name of column(s) {_positions(numeric)} is a number like the values below it")
-        if equal:
-            why.append(f"the name of column(s) {_positions(equal)} is also one of that column's values")
+    if head.height == 1:
         raise InputLoadError(
-            f"{role}: the first line of {path} looks like a record, not a header ({'; '.join(why)}); "
-            "privgate reads the first line of a CSV file as the column names — add a header row naming "
-            "the columns, or convert the file to Parquet")
+            f"{role}: {path} has a single line, which cannot be told apart from a record without a header "
+            "(there are no rows below it to compare with); a CSV input needs a header row and records — "
+            "or convert the file to Parquet")
+    if head.height == 0:
+        return
+    values, names = _header_evidence(head)
+    if len(names) > len(values):
+        return
+    why = (f"the first cell of column(s) {_positions(values)} is like the values below it"
+           if values else "no cell of it reads as a column name")
+    if names:
+        why += f"; only column(s) {_positions(names)} look named"
+    raise InputLoadError(
+        f"{role}: the first line of {path} looks like a record, not a header ({why}); privgate reads the "
+        "first line of a CSV file as the column names — add a header row naming the columns, or convert "
+        "the file to Parquet")
+
+
+_NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+
+
+def _shape(e: pl.Expr) -> pl.Expr:
+    """A text's shape: each run of upper-case letters becomes ``A``, of other letters ``a``, of
+    digits ``9``, of white space one space; punctuation is kept ("John Smith" → "Aa Aa",
+    "j.doe@mail.com" → "a.a@a.a", "first_name" → "a_a")."""
+    return (e.str.replace_all(r"\p{Lu}+", "A").str.replace_all(r"[\p{L}--\p{Lu}--A]+", "a")
+            .str.replace_all(r"\p{Nd}+", "9").str.replace_all(r"\s+", " "))
+
+
+# a mark held by this share of a column's values is one a value of that column holds
+MOST_VALUES = 0.8
+
+
+def _char_set(e: pl.Expr) -> pl.Expr:
+    """The distinct characters of a text, sorted (of a shape: its kinds of character)."""
+    return e.str.split("").list.unique().list.sort().list.join("")
+
+
+def _marks(e: pl.Expr) -> pl.Expr:
+    """The set of marks a text uses: its characters other than letters and digits, each once,
+    sorted ("j.doe@mail.com" → ".@", "John Smith" → " ", "first_name" → "_")."""
+    return _char_set(e.str.replace_all(r"[\p{L}\p{N}]+", "").str.replace_all(r"\s", " "))
+
+
+def _header_evidence(head: pl.DataFrame) -> tuple[list[int], list[int]]:
+    """(positions of the columns whose first cell reads as a value, positions of those whose
+    first cell reads as a name), 1-based (:func:`_refuse_record_header`). One long table and
+    group-bys, no loop over cells; the shapes are computed only for the string columns whose
+    first cell the cheaper tests leave undecided."""
+    cols = head.columns
+    long = (head.rename({c: str(j) for j, c in enumerate(cols)})
+            .with_row_index("__row")
+            .unpivot(index="__row", variable_name="__col", value_name="v"))
+    first = long.filter(pl.col("__row") == 0).select("__col", pl.col("v").alias("f"))
+    body = long.filter(pl.col("__row") > 0).drop_nulls("v").join(first.drop_nulls("f"), on="__col")
+    stats = body.group_by("__col").agg(
+        pl.len().alias("n"), pl.col("v").n_unique().alias("distinct"),
+        pl.col("v").str.contains(_NUMBER).mean().alias("numeric"),
+        (pl.col("v") == pl.col("f")).any().alias("equal"))
+    by_col = {r["__col"]: r for r in stats.iter_rows(named=True)}
+    values, names, open_ = [], [], []
+    for j, f in zip(first["__col"], first["f"]):
+        r = by_col.get(j)
+        pos = int(j) + 1
+        if f is None or not f.strip():
+            continue  # an empty first cell says nothing either way
+        if r is None:  # nothing below it: a name over an empty column
+            names.append(pos)
+        elif r["numeric"] >= 0.9:
+            (values if _is_number(f) else names).append(pos)
+        elif r["equal"]:
+            values.append(pos)
+        elif 2 * r["distinct"] <= r["n"] and (r["distinct"] <= 50 or 10 * r["distinct"] <= r["n"]):
+            names.append(pos)  # none of the levels that recur below it
+        else:
+            open_.append(j)
+    for j, like in _string_likeness(body.filter(pl.col("__col").is_in(open_))).items():
+        (values if like else names).append(int(j) + 1)
+    return sorted(values), sorted(names)
+
+
+def _string_likeness(body: pl.DataFrame) -> dict[str, bool]:
+    """Per column of ``body`` (long: ``__col``, value ``v``, first cell ``f``): whether the first
+    cell reads as one of the values (:func:`_refuse_record_header`, last case)."""
+    if body.is_empty():
+        return {}
+    body = body.with_columns(_shape(pl.col("v")).alias("sv"), _shape(pl.col("f")).alias("sf"),
+                             _marks(pl.col("v")).alias("mv"), _marks(pl.col("f")).alias("mf"),
+                             pl.col("v").str.len_chars().alias("lv"), pl.col("f").str.len_chars().alias("lf"))
+    stats = body.group_by("__col").agg(
+        pl.len().alias("n"),
+        (pl.col("sv") == pl.col("sf")).any().alias("same_shape"),
+        (_char_set(pl.col("sv")) == _char_set(pl.col("sf"))).mean().alias("same_classes"),
+        pl.col("mf").first().alias("cell_marks"),
+        ((2 * pl.col("lf") >= pl.col("lv").min()) & (pl.col("lf") <= 2 * pl.col("lv").max()))
+        .first().alias("in_length"))
+    # the marks most of a column's values hold ("@" and "." of e-mails, " " of full names)
+    common = (body.select("__col", pl.col("mv").str.split("").alias("m")).explode("m")
+              .filter(pl.col("m").is_not_null() & (pl.col("m") != ""))
+              .group_by("__col", "m").len()
+              .join(stats.select("__col", "n"), on="__col")
+              .filter(pl.col("len") >= MOST_VALUES * pl.col("n")))
+    majority: dict[str, set[str]] = {}
+    for j, m in common.select("__col", "m").iter_rows():
+        majority.setdefault(j, set()).add(m)
+    out = {}
+    for r in stats.iter_rows(named=True):
+        marks = majority.get(r["__col"], set())
+        like = (r["same_shape"] or r["same_classes"] >= 0.05
+                or (bool(marks) and marks <= set(r["cell_marks"] or "")))
+        out[r["__col"]] = bool(like and r["in_length"])
+    return out
 
 
 def _is_number(text: str) -> bool:

@@ -35,6 +35,7 @@ smaller. "off" (or 0) switches the guard off.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,8 +161,8 @@ def parse_limit(value: Any) -> int | None:
     if isinstance(value, bool):
         raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise ParameterError(f"memory_limit must be a finite number of bytes ≥ 0; got {value!r}")
         return int(value)
     text = str(value).strip().lower()
     if text in ("off", "none", "0", ""):
@@ -174,6 +175,8 @@ def parse_limit(value: Any) -> int | None:
         out = float(number) * mult
     except ValueError:
         raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}") from None
+    if not math.isfinite(out):
+        raise ParameterError(f"memory_limit must be a finite size; got {value!r}")
     if out < 0:
         raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
     return int(out)

@@ -29,6 +29,13 @@ AUTO = "auto"
 # seconds a gate run may take before it is stopped and blocked (options.deadline, --deadline)
 DEFAULT_DEADLINE = 6 * 3600.0
 MAX_DEADLINE = 7 * 24 * 3600.0
+# the largest values the numeric options take: beyond them a value is a typo or an attack, never
+# a setting (an unbounded number of threads or records, a limit no machine has)
+MAX_THREADS = 1024
+MAX_RECORDS = 10**12
+MAX_MEMORY_LIMIT = 2**60  # bytes (1 EiB): a larger limit is no limit, say "off"
+# seeds are handed to NumPy, scikit-learn and LightGBM, which take 32-bit unsigned seeds
+MAX_SEED = 2**32 - 1
 # the keys of a gate configuration's options: block
 FILE_KEYS = ("threads", "exact", "sample_real", "sample", "deadline", "memory_limit")
 
@@ -48,8 +55,8 @@ def _integer(x: Any) -> bool:
 
 
 def _threads(x: Any) -> int:
-    if not _integer(x) or x < 1:
-        raise _Invalid("a positive number of threads (or null for the default: $PRIVGATE_THREADS, "
+    if not _integer(x) or not 1 <= x <= MAX_THREADS:
+        raise _Invalid(f"a positive number of threads, at most {MAX_THREADS} (or null for the default: $PRIVGATE_THREADS, "
                        "else the free cores)")
     return int(x)
 
@@ -63,21 +70,22 @@ def _exact(x: Any) -> bool:
 
 
 def _sample_real(x: Any) -> int:
-    if not _integer(x) or x < 1:
-        raise _Invalid("a positive number of real records to sample (or null: every record)")
+    if not _integer(x) or not 1 <= x <= MAX_RECORDS:
+        raise _Invalid(f"a positive number of real records to sample, at most {MAX_RECORDS:,} (or null: every "
+                       "record)")
     return int(x)
 
 
 def _sample(x: Any) -> int | str:
     if isinstance(x, str) and x.isdigit():  # --sample 100000 from a command line
         x = int(x)
-    if x in (AUTO, OFF) or (_integer(x) and x >= 1):
+    if x in (AUTO, OFF) or (_integer(x) and 1 <= x <= MAX_RECORDS):
         return x if isinstance(x, str) else int(x)
     from .context import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 
     raise _Invalid(f"auto (sample {AUTO_SAMPLE_SIZE:,} query records of a side only above "
-                   f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records "
-                   "per side")
+                   f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records per "
+                   f"side, at most {MAX_RECORDS:,}")
 
 
 def _deadline(x: Any) -> float:
@@ -95,13 +103,31 @@ def _deadline(x: Any) -> float:
 def _memory_limit(x: Any) -> int | str:
     from .memory_guard import parse_limit
 
-    if x in (AUTO, OFF):
-        return x
+    if isinstance(x, str) and x.strip().lower() in (AUTO, OFF):
+        return x.strip().lower()
+    requirement = "bytes or a size such as '8G' (at most 2**60 bytes = 1 EiB), 'auto' or 'off'"
+    if isinstance(x, float) and not math.isfinite(x):  # YAML .inf / .nan
+        raise _Invalid(requirement)
     try:
-        parse_limit(x)
+        limit = parse_limit(x)
     except ParameterError:
-        raise _Invalid("bytes, a size such as '8G', 'auto' or 'off'") from None
+        raise _Invalid(requirement) from None
+    if limit is not None and limit > MAX_MEMORY_LIMIT:
+        raise _Invalid(requirement)
     return x
+
+
+def check_seed(x: Any, *, where: str = "seed") -> int:
+    """``x`` as a seed: an integer in [0, 2**32 − 1] (what NumPy, scikit-learn and LightGBM
+    take); :class:`~privgate.errors.ParameterError` naming ``where`` otherwise."""
+    if isinstance(x, str):  # a command line's text
+        try:
+            x = int(x.strip())
+        except ValueError:
+            pass
+    if not _integer(x) or not 0 <= x <= MAX_SEED:
+        raise ParameterError(f"{where} must be an integer in [0, {MAX_SEED}]; got {x!r}")
+    return int(x)
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {

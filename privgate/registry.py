@@ -171,6 +171,8 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
     take = getattr(ctx, "take_search_report", None)
     if callable(take):
         take()  # searches read before this metric are not its searches
+    if not is_builtin(spec):
+        return _finish(spec, ctx, _run_user_metric(spec, ctx, params), start, take)
     try:
         result = spec.func(ctx, **params)
     except PrivgateError:
@@ -181,6 +183,41 @@ def run_spec(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any])
         raise _wrapped(spec.name, exc) from exc
     except Exception as exc:  # noqa: BLE001 - wrapped with the metric's name
         raise _wrapped(spec.name, exc) from exc
+    return _finish(spec, ctx, result, start, take)
+
+
+def is_builtin(spec: MetricSpec) -> bool:
+    """Whether ``spec`` is one of privgate's own metrics (a plugin's is user code)."""
+    return getattr(spec.func, "__module__", "").startswith("privgate.")
+
+
+def _run_user_metric(spec: MetricSpec, ctx: "EvaluationContext", params: dict[str, Any]) -> MetricResult:
+    """A plugin metric's result. Whatever it raises is user code's: reported by type only, privgate's
+    own error types included (a plugin may put a record in an InputError's message). Parameters it
+    does not take are refused by name before it runs."""
+    import inspect
+
+    try:
+        inspect.signature(spec.func).bind(ctx, **params)
+    except TypeError:
+        raise ParameterError(f"metric {spec.name!r} does not take the parameter(s) "
+                             f"{', '.join(sorted(map(str, params)))} (or misses one it needs)") from None
+    except ValueError:  # no signature to read: the call says
+        pass
+    try:
+        result = spec.func(ctx, **params)
+    except Exception as exc:  # noqa: BLE001 - user code: the type only
+        raise MetricComputationError(
+            f"metric {spec.name!r} failed: {type(exc).__name__} (message withheld: the metric is not "
+            "privgate's and its message may quote data values; the original exception is chained for "
+            "debugging)") from exc
+    if not isinstance(result, MetricResult):
+        raise MetricComputationError(f"metric {spec.name!r} returned {type(result).__name__}, not a MetricResult")
+    return result
+
+
+def _finish(spec: MetricSpec, ctx: "EvaluationContext", result: MetricResult, start: float, take: Any) -> MetricResult:
+    """``result`` with its time, name, searches, row counts and schema filled in."""
     result.seconds = time.perf_counter() - start
     result.name = spec.name
     late = take() if callable(take) else None

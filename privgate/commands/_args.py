@@ -7,18 +7,18 @@ import sys
 from typing import Any, Callable
 
 from ..errors import ParameterError
-from ..options import RunOptions
+from ..options import MAX_DEADLINE, MAX_RECORDS, MAX_THREADS, RunOptions, check_seed
 
 
-def positive_int(flag: str) -> Callable[[str], int]:
-    """An argparse ``type`` accepting a positive integer; the error names ``flag``."""
+def positive_int(flag: str, most: int = MAX_RECORDS) -> Callable[[str], int]:
+    """An argparse ``type`` accepting an integer in [1, ``most``]; the error names ``flag``."""
     def parse(text: str) -> int:
         try:
             n = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}")
+            n = 0
+        if not 1 <= n <= most:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r} (at most {most:,})")
         return n
     return parse
 
@@ -43,16 +43,26 @@ def bounded_number(flag: str, low: float, high: float, *, integer: bool = False,
     return parse
 
 
-def positive_seconds(flag: str) -> Callable[[str], float]:
-    """An argparse ``type`` accepting a positive, finite number of seconds; the error names ``flag``."""
+def positive_seconds(flag: str, most: float = MAX_DEADLINE) -> Callable[[str], float]:
+    """An argparse ``type`` accepting a number of seconds in (0, ``most``]; the error names ``flag``."""
     def parse(text: str) -> float:
         try:
             x = float(text)
         except ValueError:
             x = float("nan")
-        if not 0 < x < float("inf"):
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive number of seconds, got {text!r}")
+        if not 0 < x <= most:  # false for nan and inf
+            raise argparse.ArgumentTypeError(f"{flag} must be a number of seconds in (0, {most:g}], got {text!r}")
         return x
+    return parse
+
+
+def seed_value(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` accepting a seed, an integer in [0, 2**32 − 1]; the error names ``flag``."""
+    def parse(text: str) -> int:
+        try:
+            return check_seed(text, where=flag)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return parse
 
 
@@ -61,7 +71,7 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
     ``--memory-limit`` (gate and evaluate; an absent flag is not given: None); ``default`` names
     where an unset option comes from first (gate: the configuration)."""
     first = f"{default}, else " if default else ""
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+    p.add_argument("--threads", type=positive_int("--threads", MAX_THREADS), default=None,
                    help=f"thread budget of the run (default: {first}$PRIVGATE_THREADS or the free cores)")
     p.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
                    help=f"exact neighbour searches at every size (default: {first}approximate above "
@@ -70,24 +80,28 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
                    help=f"estimate per-real-record means on a seeded sample of N real records "
                         f"(default: {first}as --sample says)")
     p.add_argument("--sample", dest="sample", type=_option("sample", "--sample must be auto, off or a positive "
-                                                                      "integer, got {text!r}"), default=None,
+                                                                      f"integer (at most {MAX_RECORDS:,}), "
+                                                                      "got {text!r}"), default=None,
                    help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
                         f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
-    p.add_argument("--memory-limit", dest="memory_limit", type=_option("memory_limit"), default=None,
+    p.add_argument("--memory-limit", dest="memory_limit", type=_option("memory_limit", flag="--memory-limit"),
+                   default=None,
                    help="refuse a run estimated to need more memory than this before any metric runs "
                         "(exit 3, naming the metric and the option that fits): bytes, a size such as 8G, or "
                         "off (default: $PRIVGATE_MEMORY_LIMIT, else the memory available)")
 
 
-def _option(key: str, message: str = "") -> Callable[[str], Any]:
+def _option(key: str, message: str = "", *, flag: str = "") -> Callable[[str], Any]:
     """An argparse ``type`` validating one run option as :class:`RunOptions` does; the error is
-    ``message`` (``{text!r}`` the flag's text), else the option's own."""
+    ``message`` (``{text!r}`` the flag's text), else the option's own with ``flag`` in place of
+    the option's name."""
     def parse(text: str) -> Any:
         value = "auto" if key == "memory_limit" and text.strip().lower() == "auto" else text
         try:
             return getattr(RunOptions(**{key: value}), key)
         except ParameterError as exc:
-            raise argparse.ArgumentTypeError(message.format(text=text) if message else str(exc)) from None
+            own = str(exc).replace(key, flag, 1) if flag else str(exc)
+            raise argparse.ArgumentTypeError(message.format(text=text) if message else own) from None
     return parse
 
 

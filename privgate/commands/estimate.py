@@ -22,6 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..options import MAX_THREADS
 from ._args import _option, positive_int
 
 EXIT_BAD_INPUT = 2
@@ -60,7 +61,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                    help="count the holdout baselines (default: the configuration's baseline rules; with "
                         "--metrics: whenever there is a holdout)")
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+    p.add_argument("--threads", type=positive_int("--threads", MAX_THREADS), default=None,
                    help="thread budget of the run (default: the configuration's options.threads, else "
                         "$PRIVGATE_THREADS, else 1)")
     p.add_argument("--step-threads", dest="step_threads", type=_step_threads, default=None,
@@ -90,10 +91,13 @@ def _metric_list(text: str) -> list[str] | str:
 
 def _step_threads(text: str) -> dict[str, int]:
     """A JSON object step name → positive threads (the form of PRIVGATE_STEP_THREADS)."""
+    from ..config_files import parse_json
+    from ..errors import ConfigError
+
     try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
+        value = parse_json(text, what="--step-threads")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()):
         raise argparse.ArgumentTypeError(

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..text_tables import TABLE_WIDTH, format_table, wrap_line
-from ._args import add_run_options, run_options
+from ._args import add_run_options, run_options, seed_value
 
 
 def _csv(value: str) -> list[str]:
@@ -28,7 +27,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--schema", help='JSON object column → "numeric"|"categorical"')
     p.add_argument("--paired", action="store_true", help="synthetic row i was generated from real row i (hidden_rate)")
     p.add_argument("--baseline", action="store_true", help="score a holdout sample too and report the excess")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_value("--seed"), default=0,
+                   help="seed of every random step, an integer in [0, 2**32 - 1] (default: 0)")
     p.add_argument("--json", dest="json_out", help="write the full report as JSON to this path")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--wide", action="store_true", help="no width limit on the table (default: 100 columns)")
@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     elif real is None or synthetic is None:
         print("privgate evaluate: give both --real and --synthetic (or neither for the example)", file=sys.stderr)
         return 2
-    schema = json.loads(args.schema) if args.schema else None
+    from ..config_files import parse_json
+
+    schema = parse_json(args.schema, what="--schema") if args.schema else None
     report = evaluate(real, synthetic, args.metrics, holdout=holdout, keys=keys, sensitive=sensitive,
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),

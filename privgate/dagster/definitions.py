@@ -35,13 +35,13 @@ Environment variables (all optional; arguments of :func:`build_definitions` win)
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 import dagster as dg
 
+from privgate.config_files import parse_json
 from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
@@ -91,11 +91,7 @@ def build_executor(kind: str | None = None, *, max_concurrent: int | None = None
             raise ConfigError("PRIVGATE_EXECUTOR=k8s needs dagster-k8s (pip install 'privgate[k8s]')") from exc
         if k8s_config is None:
             text = _env("PRIVGATE_K8S_EXECUTOR_CONFIG", env)
-            try:
-                k8s_config = json.loads(text) if text else {}
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"PRIVGATE_K8S_EXECUTOR_CONFIG: not valid JSON ({exc.msg} at "
-                                  f"position {exc.pos})") from None
+            k8s_config = parse_json(text, what="PRIVGATE_K8S_EXECUTOR_CONFIG") if text else {}
         if not isinstance(k8s_config, Mapping):
             raise ConfigError("PRIVGATE_K8S_EXECUTOR_CONFIG: must be a JSON object")
         return k8s_job_executor.configured(dict(k8s_config), name="privgate_k8s_job_executor") \
@@ -110,10 +106,7 @@ def _step_threads(env: Mapping[str, str]) -> dict[str, int] | None:
     text = _env("PRIVGATE_STEP_THREADS", env)
     if not text:
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"PRIVGATE_STEP_THREADS: not valid JSON ({exc.msg} at position {exc.pos})") from None
+    value = parse_json(text, what="PRIVGATE_STEP_THREADS")
     if not isinstance(value, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
                                               for v in value.values()):
         raise ConfigError('PRIVGATE_STEP_THREADS: must be a JSON object of step → threads, e.g. {"tracing": 4}')

@@ -50,19 +50,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ..errors import ConfigError
 from ..finite import finite_or_none
 
 AUDIT_RULE_KINDS = ("epsilon", "auc_lower")
+# the largest DP claim an audit configuration states: far beyond any bound an audit can show
+MAX_CLAIMED_EPSILON = 1000.0
 AUDIT_KEYS = ("claimed_epsilon", "delta", "rules", "description")
 REQUIRE_KEYS = ("generator", "version")
 SEVERITIES = ("warn", "block")
@@ -153,7 +152,7 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(AUDIT_KEYS)}")
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
-        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, math.inf)
+        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, MAX_CLAIMED_EPSILON)
     delta = data.get("delta")
     if delta is not None:
         delta = _number(f"{where}.delta", delta, 0.0, 1.0)
@@ -232,27 +231,10 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
 def load_audit_config(path: str | Path) -> AuditConfig:
     """Read the audit block of a YAML or TOML file (its own file, or a gate configuration with an
     ``audit:`` block)."""
+    from ..config_files import read_config_file
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"audit config: file not found: {p}")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"audit config: cannot read {p}: {type(exc).__name__}") from None
-    if p.suffix.lower() == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"audit config: {p} is not valid TOML: {exc}") from None
-    elif p.suffix.lower() in (".yaml", ".yml", ""):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(f"audit config: {p} is not valid YAML{at}") from None
-    else:
-        raise ConfigError(f"audit config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
+    data = read_config_file(p, what="audit config")
     if isinstance(data, Mapping) and "metrics" in data and "audit" not in data:
         raise ConfigError(f"audit: missing; {p} is a gate configuration without an audit block")
     cfg = parse_audit_config(data)
@@ -379,8 +361,8 @@ def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | N
         checks.append(_error("the audit's claimed ε is not a finite number"))
         return None
     if cfg.claimed_epsilon is not None and theirs is not None and abs(float(theirs) - cfg.claimed_epsilon) > _EPS:
-        checks.append(_error(f"the configuration claims ε = {cfg.claimed_epsilon:g} but the audit was run for "
-                             f"a claim of {float(theirs):g}"))
+        checks.append(_error(f"claimed_epsilon: the configuration claims ε = {cfg.claimed_epsilon:g} but the "
+                             f"audit was run for a claim of {float(theirs):g} (--claimed-epsilon); give one claim"))
     return cfg.claimed_epsilon if cfg.claimed_epsilon is not None else (None if theirs is None else float(theirs))
 
 

@@ -63,16 +63,13 @@ import inspect
 import json
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ..errors import ConfigError
 from ..names import identifier
-from ..options import DEFAULTS, FILE_KEYS, RunOptions, parse_options
+from ..options import DEFAULTS, FILE_KEYS, MAX_SEED, RunOptions, parse_options
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
@@ -255,37 +252,10 @@ def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateCon
     Raises :class:`ConfigError` when the file is missing, cannot be parsed, or any key is invalid
     (the message names the key).
     """
+    from ..config_files import read_config_file
+
     p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config: file not found: {p}")
-    if p.is_dir():
-        raise ConfigError(f"config: {p} is a directory, not a configuration file")
-    suffix = p.suffix.lower()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config: cannot read {p}: {type(exc).__name__}") from None
-    if suffix == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            dup = _toml_duplicate(text, str(exc))
-            if dup is not None:
-                raise ConfigError(f"{dup[0]}: duplicate key in {p} (line {dup[1]}); each key may appear once") from None
-            raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
-    elif suffix in (".yaml", ".yml", ""):
-        try:
-            data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-        except _DuplicateKey as exc:
-            raise ConfigError(f"{exc.path}: duplicate key in {p} (line {exc.line}); each key may appear "
-                              "once — the later entry would silently replace the earlier one") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or type(exc).__name__
-            raise ConfigError(f"config: {p} is not valid YAML{where}: {problem}") from None
-    else:
-        raise ConfigError(f"config: unsupported file suffix {p.suffix!r} for {p}; expected .yaml, .yml or .toml")
+    data = read_config_file(p, what="config")
     cfg = parse_gate_config(data, check_metrics=check_metrics)
     return GateConfig(**{**cfg.__dict__, "source": str(p)})
 
@@ -302,85 +272,6 @@ def resolve_gate_config(cfg: Any, dataset: str | None = None) -> GateConfig:
     else:
         config = parse_gate_config(cfg)
     return config.with_dataset(dataset) if dataset else config
-
-
-def _toml_duplicate(text: str, message: str) -> tuple[str, int] | None:
-    """(dotted path, line) of the key a TOML parser refused as written twice, or None. The path is
-    the table header in force at that line plus the key on it (a repeated ``[table]`` header is
-    its own path)."""
-    import re
-
-    m = re.search(r"(Cannot overwrite a value|Cannot declare .* twice|Cannot mutate) \(at line (\d+)", message)
-    if m is None:
-        return None
-    line = int(m.group(2))
-    lines = text.splitlines()
-    here = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", here)
-    if header:
-        return header.group(1).replace('"', ""), line
-    table = ""
-    for previous in reversed(lines[: line - 1]):
-        h = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?", previous)
-        if h:
-            table = h.group(1).replace('"', "")
-            break
-    key = here.split("=", 1)[0].strip().strip('"') if "=" in here else ""
-    return ".".join(part for part in (table, key) if part) or "config", line
-
-
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, path: str, line: int) -> None:
-        super().__init__(path)
-        self.path, self.line = path, line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader refusing a key repeated in one mapping (PyYAML keeps the last one,
-    so a strict rule followed by a lax one of the same name would silently win). The dotted path
-    of the key is kept for the message (mapping keys of a configuration are names, not data)."""
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        self._pg_root = node
-        return super().construct_document(node)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                repeated = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: the base loader reports it
-                continue
-            if repeated:
-                raise _DuplicateKey(_key_path(self, node, key), key_node.start_mark.line + 1)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _key_path(loader: yaml.SafeLoader, node: yaml.Node, key: Any) -> str:
-    """The dotted path of ``key`` in mapping ``node`` (found by walking from the document root)."""
-    root = getattr(loader, "_pg_root", None)
-    parts = _find_path(root, node) if root is not None else None
-    return ".".join([*(parts or []), str(key)])
-
-
-def _find_path(at: yaml.Node, target: yaml.Node) -> list[str] | None:
-    if at is target:
-        return []
-    if isinstance(at, yaml.MappingNode):
-        for k, v in at.value:
-            found = _find_path(v, target)
-            if found is not None:
-                return [str(k.value), *found]
-    elif isinstance(at, yaml.SequenceNode):
-        for i, v in enumerate(at.value):
-            found = _find_path(v, target)
-            if found is not None:
-                return [str(i), *found]
-    return None
 
 
 def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
@@ -428,8 +319,8 @@ def _parse_top(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(description, str):
         raise ConfigError(f"description: must be a string, got {_tname(description)}")
     seed = data.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"seed: must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed: must be an integer in [0, {MAX_SEED}], got {seed!r}")
     keys = _column_list("keys", data.get("keys"))
     sensitive = _column_list("sensitive", data.get("sensitive"))
     if keys and sensitive:
@@ -479,6 +370,8 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if not isinstance(params, Mapping):
         raise ConfigError(f"{where}.params: must be a mapping parameter → value, got {_tname(params)}")
     params = dict(params)
+    for key, value in params.items():
+        _check_finite(f"{where}.params.{key}", value)
     if known is not None:
         _check_params(where, known[name], params)
     for col_param in CONTEXT_PARAMS:
@@ -554,6 +447,27 @@ def _limit(where: str, x: Any, lo: float, hi: float) -> float:
     if not math.isfinite(v) or v < lo or v > hi:
         raise ConfigError(f"{where}: the limit must be a finite number in [{lo:g}, {hi:g}], got {x!r}")
     return v
+
+
+# the largest magnitude a metric parameter may have: beyond it a number is a typo or an attack
+# (a count no run can reach, a limit that is no limit), never a setting
+MAX_PARAM = 1e15
+
+
+def _check_finite(where: str, value: Any) -> None:
+    """Refuse a parameter holding .inf, .nan or a number beyond ``MAX_PARAM`` (at any depth of a
+    list or mapping), naming its key."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        if not (isinstance(value, int) or math.isfinite(value)) or abs(value) > MAX_PARAM:
+            raise ConfigError(f"{where}: must be a finite number of magnitude at most {MAX_PARAM:g}, got {value!r}")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(f"{where}.{k}", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite(f"{where}.{i}", v)
 
 
 def _column_list(where: str, value: Any) -> list[str] | None:

@@ -1,7 +1,13 @@
 """A gate run's deadline: the run's work in a daemon worker thread, stopped when the deadline
 passes (or the waiting thread is interrupted). Stopping raises :class:`DeadlineExceeded` in the
 worker, which takes effect as soon as it runs Python code again; a worker still inside one native
-call after ``STOP_GRACE`` seconds is left behind (the caller says so)."""
+call after ``STOP_GRACE`` seconds is left behind (the caller says so).
+
+A stop that lands in Python code a native library called (a Polars callback) can make that library
+panic: the panic reaches the waiting side as whatever the worker raised and is ignored there (the
+run is blocked for its deadline), ``run_gate`` reports any other escaping exception, a
+``PanicException`` included, by its type only, and the data-reading commands keep the panic's own
+message off standard error (:mod:`privgate.native_stderr`)."""
 
 from __future__ import annotations
 

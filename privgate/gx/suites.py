@@ -62,10 +62,13 @@ def load_suite_json(path: str | Path):
     """Read a suite saved with :func:`save_suite_json` (or by a GX file context); every
     expectation must load, otherwise :class:`ConfigError`."""
     path = Path(path)
+    from ..config_files import parse_json
+
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read suite JSON {path}: {type(exc).__name__}: {exc}") from None
+        raise ConfigError(f"cannot read suite JSON {path}: {type(exc).__name__}") from None
+    data = parse_json(text, what=f"suite JSON {path}")  # a key set twice is refused
     return _build_strict(data, source=str(path))
 
 

@@ -257,15 +257,18 @@ def test_headerless_csv_leaks_no_record(tmp_path, real, capsys, which):
 
 
 def test_header_check_spares_ordinary_headers(tmp_path):
+    from privgate.errors import InputLoadError
     from privgate.io import load_frame
     p = tmp_path / "ok.csv"
     p.write_text("x,y,c\n1.5,2,a\n2.5,3,c\n3.5,4,b\n")  # one name equal to a value is a coincidence
     assert load_frame(p).columns == ["x", "y", "c"]
-    p.write_text("2019,2020,name,city\n1,2,a,k\n3,4,b,l\n")  # numbers as names in half the columns
+    p.write_text("2019,2020,name,city,zone\n1,2,a,k,n\n3,4,b,l,s\n")  # numbers as names in a minority of columns
     assert load_frame(p).height == 2
+    p.write_text("2019,2020,name,city\n1,2,a,k\n3,4,b,l\n")  # as many numbers as names: not confirmed
+    with pytest.raises(InputLoadError, match=r"looks like a record, not a header"):
+        load_frame(p)
     p.write_text("10,20,30\n1,2,3\n4,5,6\n")
-    from privgate.errors import InputLoadError
-    with pytest.raises(InputLoadError, match=r"the name of column\(s\) 1, 2, 3 is a number like the values"):
+    with pytest.raises(InputLoadError, match=r"the first cell of column\(s\) 1, 2, 3 is like the values below it"):
         load_frame(p, role="real")
 
 

@@ -36,7 +36,7 @@ def test_evaluate_refuses_and_a_malformed_limit_is_a_usage_error(files, capsys):
     with pytest.raises(SystemExit) as bad:
         main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["syn"]), "--memory-limit", "lots"])
     assert bad.value.code != 0
-    assert "memory_limit must be bytes" in capsys.readouterr().err
+    assert "--memory-limit must be bytes" in capsys.readouterr().err  # the flag named
 
 
 def _config(tmp_path, limit: str):
