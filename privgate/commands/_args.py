@@ -10,8 +10,9 @@ from ..errors import ParameterError
 from ..options import RunOptions
 
 
-def positive_int(flag: str) -> Callable[[str], int]:
-    """An argparse ``type`` accepting a positive integer; the error names ``flag``."""
+def positive_int(flag: str, most: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` accepting a positive integer (at most ``most`` when given); the error
+    names ``flag``."""
     def parse(text: str) -> int:
         try:
             n = int(text)
@@ -19,6 +20,8 @@ def positive_int(flag: str) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
         if n < 1:
             raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}")
+        if most is not None and n > most:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {most:,}, got {text!r}")
         return n
     return parse
 
