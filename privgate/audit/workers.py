@@ -257,10 +257,27 @@ def _flush() -> None:
             pass
 
 
+def _forget_fork_server() -> None:
+    """Close this worker's copy of the fork server's lifeline (every forked process inherits
+    one): the server then ends as soon as the audit's process does, and the kernel's parent-death
+    signal reaches this worker even while it is inside native code."""
+    try:
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver
+        fd = server._forkserver_alive_fd
+        if fd is not None:
+            server._forkserver_alive_fd = None
+            os.close(fd)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
 def _die_with_parent(lifeline: Any) -> None:
     """SIGKILL from the kernel when the parent dies (Linux; the parent is the fork server, which
     exits when the audit's process does), and a watchdog on the lifeline pipe (its only writer is
     the audit's process)."""
+    _forget_fork_server()
     if sys.platform.startswith("linux"):
         try:
             import ctypes
