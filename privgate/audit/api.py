@@ -1,6 +1,6 @@
 """``audit_generator``: audit a synthetic-data generator itself, in four steps that any executor
 can split — :func:`prepare_audit` (targets, preflight, design), the runs
-(:func:`privgate.audit.runner.make_run` per run number, here on a process pool), and
+(:func:`privgate.audit.runner.make_run` per run number, here on worker processes), and
 :func:`analyse_runs` (attacks and bounds). The Dagster adapter fans the runs out as dynamic steps
 and calls the same functions."""
 
@@ -24,8 +24,8 @@ from .attacks import ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
 from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
 from .result import AuditResult
-from . import runner
-from .runner import Generate, Progress, RunOutcome, execute, isolated_run, make_run
+from .limits import Clock, check_sizes
+from .runner import Generate, Progress, RunOutcome, Runs, make_run
 from .seeds import seed_int
 from .targets import DEFAULT_TARGETS, Targets, select_targets
 
@@ -49,11 +49,15 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
                   background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
-                  threads: int | None = None, stop_at: float | None = None) -> PreparedAudit:
+                  threads: int | None = None, runs_via: Runs | None = None) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
-    None skips the preflight."""
+    None skips the preflight. ``runs_via``: the audit's :class:`~privgate.audit.runner.Runs`
+    (its worker processes make the preflight runs, its deadline covers the planning); without
+    it the preflight runs are made in this process."""
     start = time.perf_counter()
+    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
+    step = (lambda what: None) if runs_via is None else runs_via.clock.check
     real_f = load_frame(real, role="real")
     pool_is_real = population is None
     pool_f = real_f if pool_is_real else load_frame(population, role="population")
@@ -66,6 +70,8 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
     chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
                             pool_is_real=pool_is_real, seed=seed)
+    check_sizes(runs=runs, n_targets=None, user_targets=len(chosen), design=design)
+    step("building the feature space")
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
     if pool_avail.height == 0:
         raise InputError("population: no rows are left for training sets once the targets are set aside")
@@ -77,7 +83,8 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         probe = make_plan(pool_avail, chosen, sch, runs=max(runs, 8), training_rows=training_rows,
                           n_rows=n_rows, design="shared", background=background, seed=seed)
         suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
-        refused = _preflight(probe, space, generate, suspects, budget, preflight, stop_at)
+        step("the preflight runs")
+        refused = _preflight(probe, space, generate, suspects, budget, preflight, runs_via)
         if refused:
             not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
             keep = [i for i in range(len(chosen)) if i not in refused]
@@ -86,6 +93,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                                  "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
             chosen = chosen.subset(keep)
             space = FeatureSpace.build(pool_avail, chosen.frame, sch)
+    step("drawing the design")
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
                      training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
@@ -107,35 +115,32 @@ def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) ->
 
 
 def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspects: list[int], threads: int,
-               log: list[RunOutcome], stop_at: float | None = None) -> dict[int, str]:
+               log: list[RunOutcome], runs_via: Runs | None = None) -> dict[int, str]:
     """Index → why, for the suspects the generator fails on: one run with all of them, then one
-    per suspect only when that failed. Preflight runs are numbered after the design's runs.
-    ``stop_at`` (a ``time.monotonic()`` instant): the audit's deadline — each run is then made in
-    a worker process of its own (:func:`~privgate.audit.runner.isolated_run`) and ended there."""
+    per suspect only when that failed. Preflight runs are numbered after the design's runs and
+    made by ``runs_via`` (else in this process)."""
     if not suspects:
         return {}
     base = plan.n_runs
 
-    def make_run(plan, space, generate, run, *, targets_in, threads):  # noqa: ANN001 - as runner.make_run
-        if stop_at is None:
-            return runner.make_run(plan, space, generate, run, targets_in=targets_in, threads=threads)
-        left = stop_at - time.monotonic()
-        if left <= 0:
-            raise AuditError("the audit's deadline passed before its preflight runs were made")
-        return isolated_run(plan, space, generate, run, targets_in, threads=threads, deadline=left)
+    def make(targets_in: dict[int, list[int]]) -> list[RunOutcome]:
+        if runs_via is not None:
+            return runs_via.make(plan, space, sorted(targets_in), targets_in=targets_in)
+        return [make_run(plan, space, generate, r, targets_in=np.asarray(t), threads=threads)
+                for r, t in sorted(targets_in.items())]
 
-    together = make_run(plan, space, generate, base, targets_in=np.asarray(suspects), threads=threads)
+    together = make({base: list(suspects)})[0]
     log.append(together)
     if together.contract_error:
         raise InputError(f"the generator's release breaks the audit's contract: {together.error}")
     if together.error is None:
         return {}
     refused = {}
-    for j, i in enumerate(suspects, start=1):
-        alone = make_run(plan, space, generate, base + j, targets_in=np.asarray([i]), threads=threads)
-        log.append(alone)
-        if alone.error is not None:
-            refused[i] = alone.error
+    alone = make({base + j: [i] for j, i in enumerate(suspects, start=1)})
+    log.extend(alone)
+    for i, outcome in zip(suspects, alone):
+        if outcome.error is not None:
+            refused[i] = outcome.error
     if not refused:  # failing together but not alone: the background or the mix, not a target
         raise AuditError(f"the generator failed on the preflight run ({together.error}) but on no target alone")
     return refused
@@ -289,23 +294,6 @@ def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alp
             "neighbouring": "add/remove one record"}
 
 
-# an audit's default deadline, as the gate's (``privgate audit --deadline``), and its largest one
-DEFAULT_AUDIT_DEADLINE = 6 * 3600.0
-MAX_AUDIT_DEADLINE = 7 * 24 * 3600.0
-# the largest sizes an audit takes: far beyond any audit that ends (a run is a generator fit), and
-# small enough that a typo is refused by name before anything is allocated
-MAX_SIZES = {"runs": 100_000, "n_targets": 1_000, "training_rows": 10_000_000, "n_rows": 10_000_000}
-
-
-def check_sizes(**sizes: Any) -> None:
-    """Each given size a whole number from 1 to its ``MAX_SIZES`` bound, or a ParameterError naming it."""
-    for name, value in sizes.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIZES[name]:
-            raise ParameterError(f"{name} must be a whole number from 1 to {MAX_SIZES[name]:,}; got {value!r}")
-
-
 def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, float, float | None]:
     def num(x: Any, name: str) -> float:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not math.isfinite(x):
@@ -362,32 +350,30 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         workers / threads: worker processes and the thread budget (default: the budget's cores).
         generator_name / generator_version: recorded with the result (and in the history).
         progress: called with (runs done, runs in all).
-        deadline: seconds the whole audit may take — the preparation, the preflight runs (then
-            each in a worker process of its own) and the runs; then the worker processes are ended
-            and an AuditError is raised. The runs then go to at least one worker process, so the
-            generator must be picklable. None: no deadline (``privgate audit`` always has one:
-            ``DEFAULT_AUDIT_DEADLINE``).
+        deadline: seconds the whole audit may take — planning, preflight runs, every run
+            (default :data:`privgate.audit.limits.DEFAULT_DEADLINE`, 24 hours); then the worker
+            processes are killed and an AuditError is raised.
+
+    The generator runs on spawned worker processes (a generator that cannot be pickled — a
+    lambda, a nested function — runs in this process, the deadline then checked between runs).
+    A generator that raises SystemExit or KeyboardInterrupt, or whose process ends (``os._exit``,
+    a crash), stops the audit with an AuditError naming the exception's type only. Sizes are
+    bounded (:mod:`privgate.audit.limits`).
     """
     start = time.perf_counter()
+    clock = Clock(deadline)
     names = resolve_attacks(attacks)
     _check_numbers(delta, confidence, claimed_epsilon)
-    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows)
-    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
-                                 or not 0 < deadline <= MAX_AUDIT_DEADLINE):
-        raise ParameterError(f"deadline must be a number of seconds in (0, {MAX_AUDIT_DEADLINE:g}]; got {deadline!r}")
-    stop_at = None if deadline is None else time.monotonic() + float(deadline)
-    prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
-                             canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
-                             design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
-                             threads=threads, stop_at=stop_at)
-    left = None
-    if stop_at is not None:
-        left = stop_at - time.monotonic()
-        if left <= 0:
-            raise AuditError(f"the audit's deadline of {deadline:g} s passed while it was being prepared "
-                             "(targets, plan and preflight runs)")
-    outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
-                            threads=threads, progress=progress, deadline=left)
+    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
+    with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
+        prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
+                                 canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
+                                 design=design, background=background, fit_share=fit_share, schema=schema,
+                                 seed=seed, threads=threads, runs_via=runner)
+        clock.check("the runs")
+        outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
+        how = dict(runner.how)
+    clock.check("the analysis")
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)

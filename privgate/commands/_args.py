@@ -23,26 +23,6 @@ def positive_int(flag: str, most: int = MAX_RECORDS) -> Callable[[str], int]:
     return parse
 
 
-def bounded_number(flag: str, low: float, high: float, *, integer: bool = False,
-                   high_open: bool = False) -> Callable[[str], float | int]:
-    """An argparse ``type`` accepting a finite number (a whole one with ``integer``) in
-    [``low``, ``high``] (``high`` excluded with ``high_open``); inf, nan and anything else are
-    refused by a message naming ``flag`` and the range."""
-    kind = "a whole number" if integer else "a number"
-    show = (lambda v: f"{int(v):,}") if integer else (lambda v: f"{v:g}")
-    rng = f"[{show(low)}, {show(high)}{')' if high_open else ']'}"
-
-    def parse(text: str) -> float | int:
-        try:
-            x = int(text) if integer else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be {kind} in {rng}, got {text!r}") from None
-        if not (low <= x < high if high_open else low <= x <= high):  # nan fails both
-            raise argparse.ArgumentTypeError(f"{flag} must be {kind} in {rng}, got {text!r}")
-        return x
-    return parse
-
-
 def positive_seconds(flag: str, most: float = MAX_DEADLINE) -> Callable[[str], float]:
     """An argparse ``type`` accepting a number of seconds in (0, ``most``]; the error names ``flag``."""
     def parse(text: str) -> float:

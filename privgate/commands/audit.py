@@ -10,22 +10,54 @@ audit is recorded in the history when ``--history`` or ``--dataset`` is given.
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import json
 import os
 import sys
+import math
+import signal
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ._args import bounded_number, exit_usage_errors_with, positive_int
+from ._args import exit_usage_errors_with, positive_int
 
 EXIT_ERROR = 3
+#: the largest DP claim the command takes (a claim this large promises nothing; an audit never disproves it)
+MAX_EPSILON = 1000.0
+MAX_SEED = 2 ** 63 - 1
+
+
+def number(flag: str, low: float, high: float, *, low_open: bool = False,
+           high_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in the interval; the error names ``flag``."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            x = math.nan
+        ok = (math.isfinite(x) and (x > low if low_open else x >= low) and (x < high if high_open else x <= high))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"{flag} must be a finite number in {interval}, got {text!r}")
+        return x
+    return parse
+
+
+def seed_int(text: str) -> int:
+    """An argparse ``type``: the audit's seed, an integer in [0, MAX_SEED]."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer in [0, {MAX_SEED}], got {text!r}")
+    return n
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..audit.api import DEFAULT_AUDIT_DEADLINE, MAX_AUDIT_DEADLINE, MAX_SIZES
+    from ..audit.limits import DEFAULT_DEADLINE, MAX_DEADLINE, MAX_ROWS, MAX_RUNS, MAX_TARGETS, MAX_WORKERS
     from ..audit.plan import DEFAULT_RUNS
     from ..audit.targets import DEFAULT_TARGETS
 
@@ -45,27 +77,30 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-version", dest="generator_version", help="the generator's version (recorded)")
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
-    p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=bounded_number("--claimed-epsilon", 0, 100),
-                   help="the generator's DP claim (default: the configuration's)")
-    p.add_argument("--delta", type=bounded_number("--delta", 0, 1, high_open=True), help="the claim's δ (default: the configuration's, else 0)")
-    p.add_argument("--runs", type=bounded_number("--runs", 1, MAX_SIZES["runs"], integer=True), default=DEFAULT_RUNS,
-                   help=f"generator runs per target (default {DEFAULT_RUNS})")
+    p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=number("--claimed-epsilon", 0.0, MAX_EPSILON),
+                   help=f"the generator's DP claim, in [0, {MAX_EPSILON:g}] (default: the configuration's)")
+    p.add_argument("--delta", type=number("--delta", 0.0, 1.0, high_open=True),
+                   help="the claim's δ, in [0, 1) (default: the configuration's, else 0)")
+    p.add_argument("--runs", type=positive_int("--runs", MAX_RUNS), default=DEFAULT_RUNS,
+                   help=f"generator runs per target (default {DEFAULT_RUNS}, at most {MAX_RUNS:,})")
     p.add_argument("--targets", default="auto", help="auto (outliers and canaries) or a file of target records")
-    p.add_argument("--n-targets", dest="n_targets", type=bounded_number("--n-targets", 1, MAX_SIZES["n_targets"], integer=True), default=DEFAULT_TARGETS,
-                   help=f"targets 'auto' picks (default {DEFAULT_TARGETS})")
-    p.add_argument("--training-rows", dest="training_rows", type=bounded_number("--training-rows", 1, MAX_SIZES["training_rows"], integer=True),
-                   help="background rows per run (default min(1000, population))")
-    p.add_argument("--n-rows", dest="n_rows", type=bounded_number("--n-rows", 1, MAX_SIZES["n_rows"], integer=True),
-                   help="records asked of the generator per run (default: --training-rows)")
+    p.add_argument("--n-targets", dest="n_targets", type=positive_int("--n-targets", MAX_TARGETS),
+                   default=DEFAULT_TARGETS, help=f"targets 'auto' picks (default {DEFAULT_TARGETS}, at most "
+                                                 f"{MAX_TARGETS:,})")
+    p.add_argument("--training-rows", dest="training_rows", type=positive_int("--training-rows", MAX_ROWS),
+                   help=f"background rows per run (default min(1000, population), at most {MAX_ROWS:,})")
+    p.add_argument("--n-rows", dest="n_rows", type=positive_int("--n-rows", MAX_ROWS),
+                   help=f"records asked of the generator per run (default: --training-rows, at most {MAX_ROWS:,})")
     p.add_argument("--design", choices=("shared", "separate"), default="shared")
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
-    p.add_argument("--seed", type=bounded_number("--seed", 0, 2**32 - 1, integer=True), default=0)
-    p.add_argument("--workers", type=positive_int("--workers"), help="worker processes (default: the thread budget)")
-    p.add_argument("--deadline", type=bounded_number("--deadline", 1, MAX_AUDIT_DEADLINE),
-                   default=DEFAULT_AUDIT_DEADLINE,
-                   help="seconds the whole audit may take (preparation, preflight and generator runs, each "
-                        "run in a worker process); then the workers are ended and the audit fails (exit 3) "
-                        f"(default {DEFAULT_AUDIT_DEADLINE:g} s, as the gate's)")
+    p.add_argument("--seed", type=seed_int, default=0, help=f"the audit's seed, an integer in [0, {MAX_SEED}] "
+                                                             "(default 0)")
+    p.add_argument("--workers", type=positive_int("--workers", MAX_WORKERS),
+                   help="worker processes (default: the thread budget)")
+    p.add_argument("--deadline", type=number("--deadline", 0.0, MAX_DEADLINE, low_open=True), default=None,
+                   help=f"seconds the whole audit may take — planning, preflight and every run; then the worker "
+                        f"processes are killed and the audit fails (exit 3) (default {DEFAULT_DEADLINE:g}: 24 hours, "
+                        f"at most {MAX_DEADLINE:g})")
     p.add_argument("--threads", type=positive_int("--threads"),
                    help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
@@ -82,21 +117,49 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(BaseException):
+    """The audit's process received SIGTERM: the workers are killed and the audit exits 3."""
+
+
 def run(args: argparse.Namespace) -> int:
-    """Audit; any unexpected failure exits 3 with one line (its type only: a generator's message
-    may quote training records)."""
+    """Audit; whatever ends it early — privgate's errors, the generator's exit, an interrupt,
+    SIGTERM — exits 3 with one line. A message is shown only when privgate's own code wrote it;
+    otherwise the exception's type alone (the user's code may quote training records, in its
+    own exceptions or in privgate's)."""
+    from ..audit.runner import _raised_by_privgate
     from ..errors import PrivgateError
 
+    previous = _on_sigterm()
     try:
         return _run(args)
-    except PrivgateError:
-        raise  # the CLI prints it and exits 3
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
-        # arguments are parsed before this runs: a SystemExit here comes from the generator or its
-        # module (an exit on import or inside a run), never a reason to report success
-        print(f"privgate audit: error: the audit ended on {type(exc).__name__} raised by the generator or its "
-              f"module; it has no result (exit {EXIT_ERROR})", file=sys.stderr)
-        return EXIT_ERROR
+    except PrivgateError as exc:
+        if _raised_by_privgate(exc):
+            raise  # the CLI prints it and exits 3
+        return fail(f"{type(exc).__name__} raised by the generator's code")
+    except Terminated:
+        return fail("the audit received SIGTERM and was stopped; its worker processes were ended")
+    except KeyboardInterrupt:
+        return fail("the audit was interrupted and stopped; its worker processes were ended")
+    except BaseException as exc:  # noqa: BLE001 - SystemExit of any code included: never a false exit 0
+        return fail(f"unexpected {type(exc).__name__}")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm() -> Any:
+    """Make SIGTERM raise :class:`Terminated` in this (main) thread, so the workers are killed
+    and the audit exits 3; returns the handler to restore (None off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):
+        return None
 
 
 def fail(message: str) -> int:
@@ -124,7 +187,11 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"audit.delta: the configuration says {config.delta:g} and --delta {delta:g}; give one")
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
-    generate = load_generator(args.generator, args.generator_args)
+    from ..audit.loader import GeneratorRef
+
+    # imported by the audit's worker processes, never here: a module that exits, hangs or
+    # crashes while importing ends a worker under the audit's deadline, and the audit says so
+    generate = GeneratorRef(args.generator, args.generator_args)
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
@@ -225,50 +292,7 @@ def target_table(result: Any) -> str:
 
 
 def load_generator(spec: str, args_json: str | None = None) -> Any:
-    """``module:name`` → the generate callable: a function or callable instance as is; a class
-    instantiated with the ``args_json`` keyword arguments; a function given ``args_json`` is a
-    factory called with them. The module is imported with the current directory on the path."""
-    from ..errors import ParameterError
+    """``module:name`` → the generate callable (:func:`privgate.audit.loader.load_generator`)."""
+    from ..audit.loader import load_generator as load
 
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ParameterError(f"--generator must be module:name, got {spec!r}")
-    kwargs: dict[str, Any] | None = None
-    if args_json is not None:
-        try:
-            kwargs = json.loads(args_json)
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"--generator-args is not valid JSON: {exc.msg} at character {exc.pos}") from None
-        if not isinstance(kwargs, dict):
-            raise ParameterError(f"--generator-args must be a JSON object of keyword arguments, got "
-                                 f"{type(kwargs).__name__}")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ParameterError(f"--generator: cannot import module {exc.name or module_name!r}") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
-        raise ParameterError(f"--generator: importing module {module_name!r} failed: {type(exc).__name__}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ParameterError(f"--generator: module {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if inspect.isclass(obj) or kwargs is not None:
-        if not callable(obj):
-            raise ParameterError(f"--generator-args given but {spec} is not a class or factory")
-        try:
-            obj = obj(**(kwargs or {}))
-        except TypeError as exc:
-            raise ParameterError(f"--generator: {spec} does not take these --generator-args: "
-                                 f"{type(exc).__name__}") from None
-        except Exception as exc:  # noqa: BLE001 - user code: its message may quote records
-            raise ParameterError(f"--generator: making {spec} failed: {type(exc).__name__}") from None
-    if not callable(obj):
-        method = getattr(obj, "generate", None)
-        if not callable(method):
-            raise ParameterError(f"--generator: {spec} is not callable (and has no generate method)")
-        obj = method
-    return obj
+    return load(spec, args_json)

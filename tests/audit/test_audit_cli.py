@@ -104,7 +104,7 @@ def test_a_class_or_factory_with_generator_args(workdir, capsys):
      "audit.claimed_epsilon"),
     (["--generator", "cli_audit_gens:copy_gen", "--config", "bad.yaml"], "audit.rules.epsilon.block"),
     (["--generator", "cli_audit_gens:copy_gen", "--history", "afile/sub/h.sqlite"], "history"),
-    (["--generator", "cli_audit_gens:copy_gen", "--runs", "0"], "--runs must be a whole number in [1, 100,000]"),
+    (["--generator", "cli_audit_gens:copy_gen", "--runs", "0"], "--runs must be a positive integer"),
 ])
 def test_bad_input_exits_3_with_one_line_and_writes_nothing(workdir, capsys, args, words):
     (workdir / "audit.yaml").write_text("audit:\n  claimed_epsilon: 1\n  rules: {epsilon: {block: claimed}}\n")
