@@ -42,6 +42,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-name", dest="generator_name",
                    help="name the audit is recorded under (default: the --generator text)")
     p.add_argument("--generator-version", dest="generator_version", help="the generator's version (recorded)")
+    # the generator's digest (module source + --generator-args) is recorded with the audit; a
+    # release gate's require_audit matches it (privgate gate --generator / --generator-digest)
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
     p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=float,
@@ -121,6 +123,9 @@ def _run(args: argparse.Namespace) -> int:
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
     generate = load_generator(args.generator, args.generator_args)
+    from ..audit.identity import spec_digest
+
+    digest = spec_digest(args.generator, args.generator_args)
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
@@ -130,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
         deadline=args.deadline,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
+        generator_digest=digest,
         progress=None if args.quiet else progress_printer(started))
     outcome = decide_audit(result, config, dataset=args.dataset)
     return finish(outcome, args)
