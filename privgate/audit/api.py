@@ -320,7 +320,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
-                    deadline: float | None = None) -> AuditResult:
+                    deadline: float | None = None, generator_digest: str | None = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -349,6 +349,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         seed: every random step of the audit; run r's generator gets a seed derived from it.
         workers / threads: worker processes and the thread budget (default: the budget's cores).
         generator_name / generator_version: recorded with the result (and in the history).
+        generator_digest: the generator's identity recorded with the result (default: computed
+            from ``generate``, :func:`privgate.audit.identity.callable_digest`); what a release
+            gate's ``require_audit`` matches.
         progress: called with (runs done, runs in all).
         deadline: seconds the whole audit may take — planning, preflight runs, every run
             (default :data:`privgate.audit.limits.DEFAULT_DEADLINE`, 24 hours); then the worker
@@ -364,6 +367,13 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     clock = Clock(deadline)
     names = resolve_attacks(attacks)
     _check_numbers(delta, confidence, claimed_epsilon)
+    if generator_version is not None and not isinstance(generator_version, str):
+        raise ParameterError(f"generator_version must be a string (a number loses digits: 2.10 is 2.1), got "
+                             f"{type(generator_version).__name__}")
+    from .identity import callable_digest, is_digest
+
+    if generator_digest is not None and not is_digest(generator_digest):
+        raise ParameterError("generator_digest must be 64 lowercase hex characters (privgate.audit.identity)")
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
@@ -374,7 +384,8 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
         how = dict(runner.how)
     clock.check("the analysis")
-    meta = {"name": generator_name or _name_of(generate), "version": generator_version}
+    meta = {"name": generator_name or _name_of(generate), "version": generator_version,
+            "digest": generator_digest or callable_digest(generate)}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)
     result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis

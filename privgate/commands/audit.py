@@ -75,6 +75,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--generator-name", dest="generator_name",
                    help="name the audit is recorded under (default: the --generator text)")
     p.add_argument("--generator-version", dest="generator_version", help="the generator's version (recorded)")
+    # the generator's digest (module source + --generator-args) is recorded with the audit; a
+    # release gate's require_audit matches it (privgate gate --generator / --generator-digest)
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
     p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=number("--claimed-epsilon", 0.0, MAX_EPSILON),
@@ -187,11 +189,14 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"audit.delta: the configuration says {config.delta:g} and --delta {delta:g}; give one")
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
+    from ..audit.identity import spec_digest
     from ..audit.loader import GeneratorRef
 
     # imported by the audit's worker processes, never here: a module that exits, hangs or
-    # crashes while importing ends a worker under the audit's deadline, and the audit says so
+    # crashes while importing ends a worker under the audit's deadline, and the audit says so;
+    # its digest reads the module's source file without running it
     generate = GeneratorRef(args.generator, args.generator_args)
+    digest = spec_digest(args.generator, args.generator_args)
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
@@ -201,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
         design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
         deadline=args.deadline,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
+        generator_digest=digest,
         progress=None if args.quiet else progress_printer(started))
     outcome = decide_audit(result, config, dataset=args.dataset)
     return finish(outcome, args)

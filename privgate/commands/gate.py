@@ -44,6 +44,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--generator-version", dest="generator_version",
                    help="version of the generator that made the release (for the configuration's require_audit)")
+    p.add_argument("--generator-digest", dest="generator_digest",
+                   help="digest of the generator that made the release, as privgate audit printed and recorded "
+                        "it (for require_audit: only an audit of this very generator counts)")
+    p.add_argument("--generator", dest="generator_spec", metavar="MODULE:NAME",
+                   help="the generator that made the release, as given to privgate audit --generator: its "
+                        "digest (module source and --generator-args) is computed without running it")
+    p.add_argument("--generator-args", dest="generator_args",
+                   help="JSON object of keyword arguments, as given to privgate audit --generator-args")
     add_run_options(p, "the configuration's options")
     p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
                    help="seconds the run may take; then it is stopped and the release blocked (exit 3, "
@@ -83,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.config and not args.quiet:
         print(f"Using the default gate configuration {DEFAULT_CONFIG_PATH}", file=sys.stderr)
 
+    digest = _generator_digest(args)
     history = None
     if not args.no_history:
         try:
@@ -94,7 +103,8 @@ def _run(args: argparse.Namespace) -> int:
         outcome = run_gate(config, args.real, args.synthetic, holdout=args.holdout,
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, options=run_options(args),
-                           generator_version=getattr(args, "generator_version", None))
+                           generator_version=getattr(args, "generator_version", None),
+                           generator_digest=digest)
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:
@@ -124,6 +134,25 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(outcome.exit_code)
     return outcome.exit_code
+
+
+def _generator_digest(args: argparse.Namespace) -> str | None:
+    """The release's generator digest: --generator-digest, or computed from --generator (and
+    --generator-args); both given must agree."""
+    from ..audit.identity import spec_digest
+    from ..errors import ParameterError
+
+    given = getattr(args, "generator_digest", None)
+    spec = getattr(args, "generator_spec", None)
+    if spec is None:
+        if getattr(args, "generator_args", None) is not None:
+            raise ParameterError("--generator-args needs --generator module:name")
+        return given
+    computed = spec_digest(spec, getattr(args, "generator_args", None))
+    if given is not None and given != computed:
+        raise ParameterError("--generator-digest differs from the digest of --generator (and --generator-args); "
+                             "give one")
+    return computed
 
 
 def finish(outcome, history, *, html: str | None = None, json_path: str | None = None):

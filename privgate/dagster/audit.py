@@ -313,6 +313,17 @@ def _runs_op(spec: AuditSpec) -> dg.OpDefinition:
     return _runs
 
 
+def _digest(spec: "AuditSpec", version: str) -> "str | None":
+    """The audited generator's digest (:func:`privgate.audit.identity.callable_digest`), what a
+    release gate's ``require_audit`` matches; None when it has none."""
+    from privgate.audit.identity import callable_digest
+
+    try:
+        return callable_digest(spec.resolve(version))
+    except Exception:  # noqa: BLE001 - no digest: the audit satisfies no require_audit
+        return None
+
+
 def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
 
     @dg.op(ins={"runs": dg.In(dg.Nothing)}, out=dg.Out(io_manager_key=spec.io_manager_key or "io_manager"),
@@ -333,7 +344,7 @@ def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
             execution={"workers": n_steps, "threads": spec.budget(resource),
                        "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"},
             wall_seconds=time.time() - started if started is not None else None,
-            generator={"name": spec.label, "version": version})
+            generator={"name": spec.label, "version": version, "digest": _digest(spec, version)})
         outcome = decide_audit(result, spec.rules, dataset=resource.dataset)
         saved = _save_and_record(spec, resource, result, outcome, version, context.run.run_id)
         _remove_work_folder(folder)

@@ -63,7 +63,10 @@ AUDIT_RULE_KINDS = ("epsilon", "auc_lower")
 # the largest DP claim an audit configuration states: far beyond any bound an audit can show
 MAX_CLAIMED_EPSILON = 1000.0
 AUDIT_KEYS = ("claimed_epsilon", "delta", "rules", "description")
-REQUIRE_KEYS = ("generator", "version")
+REQUIRE_KEYS = ("generator", "version", "digest", "dataset", "min_runs", "claimed_epsilon", "rules")
+#: the fewest generator runs an audit must have made to satisfy ``require_audit`` by default
+#: (half an audit of the default size, :data:`privgate.audit.plan.DEFAULT_RUNS`)
+DEFAULT_MIN_RUNS = 100
 SEVERITIES = ("warn", "block")
 EXIT_CODES: dict[str, int] = {"pass": 0, "warn": 1, "block": 2, "error": 3}
 _RANK = {"pass": 0, "warn": 1, "block": 2, "error": 3}
@@ -115,14 +118,35 @@ class AuditConfig:
 
 @dataclass(frozen=True)
 class AuditRequirement:
-    """A release gate's requirement: the most recent audit of ``generator`` at ``version`` (or
-    the version given at run time) in the history passed."""
+    """A release gate's requirement (see the module docstring): the most recent audit of
+    ``generator`` at ``version`` (or the version given at run time) on ``dataset`` (default: the
+    gate's) holds evidence — its stored decision re-derived from its numbers — of the generator
+    whose digest is ``digest`` (or the one given at run time), made with at least ``min_runs``
+    runs that could show a bound above the claim (``claimed_epsilon``, default: the audit's),
+    and its numbers pass ``rules`` (default: the default audit rules)."""
 
     generator: str
     version: str | None = None
+    digest: str | None = None
+    dataset: str | None = None
+    min_runs: int = DEFAULT_MIN_RUNS
+    claimed_epsilon: float | None = None
+    rules: tuple[AuditRule, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"generator": self.generator, "version": self.version}
+        out: dict[str, Any] = {"generator": self.generator, "version": self.version}
+        for k in ("digest", "dataset", "claimed_epsilon"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        out["min_runs"] = self.min_runs
+        if self.rules is not None:
+            out["rules"] = AuditConfig(rules=self.rules).to_dict()["rules"]
+        return out
+
+    def gate_rules(self) -> AuditConfig:
+        """The rules the audit's stored numbers must pass, with the requirement's claim."""
+        rules = self.rules if self.rules is not None else default_audit_config().rules
+        return AuditConfig(rules=rules, claimed_epsilon=self.claimed_epsilon)
 
 
 def default_audit_config() -> AuditConfig:
@@ -203,8 +227,9 @@ def _parse_rule(where: str, kind: str, spec: Any) -> list[AuditRule]:
 
 
 def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequirement:
-    """Validate a ``require_audit`` block: ``{generator: name, version: v}`` (version optional)
-    or a bare generator name."""
+    """Validate a ``require_audit`` block (a mapping of :data:`REQUIRE_KEYS`; only
+    ``generator`` is required) or a bare generator name. ``version`` must be a string: a YAML
+    number (``2.10`` read as 2.1) is refused."""
     if isinstance(data, AuditRequirement):
         return data
     if isinstance(data, str):
@@ -217,15 +242,47 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
     gen = data.get("generator")
     if not isinstance(gen, str) or not gen.strip() or len(gen) > 200:
         raise ConfigError(f"{where}.generator: must be the generator's name (a non-empty string of at most "
-                          f"200 characters), got {gen!r}")
+                          f"200 characters), got {_tname(gen)}")
     version = data.get("version")
     if version is not None:
-        if isinstance(version, bool) or not isinstance(version, (str, int, float)):
-            raise ConfigError(f"{where}.version: must be a version string, got {_tname(version)}")
-        version = str(version)
+        if not isinstance(version, str):
+            raise ConfigError(f"{where}.version: must be a version string, got {_tname(version)}"
+                              + ("; quote it (\"2.10\"): a YAML number loses digits (2.10 is read as 2.1)"
+                                 if isinstance(version, (int, float)) and not isinstance(version, bool) else ""))
         if not version.strip() or len(version) > 100:
             raise ConfigError(f"{where}.version: must be a non-empty string of at most 100 characters")
-    return AuditRequirement(generator=gen, version=version)
+    digest = data.get("digest")
+    if digest is not None:
+        from ..audit.identity import is_digest
+
+        if not is_digest(digest):
+            raise ConfigError(f"{where}.digest: must be a generator digest (64 lowercase hex characters, as "
+                              f"privgate audit records it), got {_tname(digest)}")
+    dataset = data.get("dataset")
+    if dataset is not None and (not isinstance(dataset, str) or not dataset.strip() or len(dataset) > 200):
+        raise ConfigError(f"{where}.dataset: must be a dataset name (a non-empty string of at most 200 "
+                          f"characters), got {_tname(dataset)}")
+    min_runs = data.get("min_runs", DEFAULT_MIN_RUNS)
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or not 1 <= min_runs <= 10**9:
+        raise ConfigError(f"{where}.min_runs: must be a whole number of generator runs in [1, 10^9], "
+                          f"got {_tname(min_runs)}")
+    claimed = data.get("claimed_epsilon")
+    if claimed is not None:
+        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, 1e6, "a finite number in [0, 1e6]")
+    rules = None
+    if data.get("rules") is not None:
+        raw = data["rules"]
+        if not isinstance(raw, Mapping) or not raw:
+            raise ConfigError(f"{where}.rules: must be a non-empty mapping rule → limits "
+                              f"({', '.join(AUDIT_RULE_KINDS)}), got {_tname(raw)}")
+        parsed: list[AuditRule] = []
+        for kind, spec in raw.items():
+            if kind not in AUDIT_RULE_KINDS:
+                raise ConfigError(f"{where}.rules.{kind}: unknown rule; allowed: {', '.join(AUDIT_RULE_KINDS)}")
+            parsed.extend(_parse_rule(f"{where}.rules.{kind}", kind, spec))
+        rules = tuple(parsed)
+    return AuditRequirement(generator=gen, version=version, digest=digest, dataset=dataset, min_runs=min_runs,
+                            claimed_epsilon=claimed, rules=rules)
 
 
 def load_audit_config(path: str | Path) -> AuditConfig:
@@ -293,12 +350,20 @@ class AuditOutcome:
         v = (getattr(self.result, "generator", None) or {}).get("version")
         return None if v is None else str(v)
 
+    @property
+    def generator_digest(self) -> str | None:
+        """The audited generator's digest (:mod:`privgate.audit.identity`), what a release gate's
+        ``require_audit`` matches; None when the generator has none."""
+        d = (getattr(self.result, "generator", None) or {}).get("digest")
+        return d if isinstance(d, str) else None
+
     def to_dict(self, *, roc: bool = True) -> dict[str, Any]:
         res = self.result.to_dict() if hasattr(self.result, "to_dict") else None
         if res is not None and not roc:
             res.pop("roc", None)
         return _finite({"run_id": self.run_id, "created_at": self.created_at.isoformat(), "dataset": self.dataset,
                         "generator": self.generator, "generator_version": self.generator_version,
+                        "generator_digest": self.generator_digest,
                         "decision": self.decision, "exit_code": self.exit_code, "accepted": self.accepted,
                         "claimed_epsilon": self.claimed_epsilon, "config": self.config.to_dict(),
                         "config_hash": self.config.hash, "checks": [c.to_dict() for c in self.checks],
@@ -324,7 +389,8 @@ class AuditOutcome:
                          c.severity, c.verdict.upper() if c.verdict != "pass" else "pass", note))
         lines = format_table(("rule", "compared", "limit", "severity", "verdict", "note"), rows).splitlines()
         label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR (the audit cannot be decided; fails closed)"}
-        lines += notes + ["", f"generator: {self.generator!r}, version {self.generator_version!r}",
+        lines += notes + ["", f"generator: {self.generator!r}, version {self.generator_version!r}"[:100],
+                          f"generator digest: {self.generator_digest or 'none (no require_audit can match it)'}",
                           f"decision: {label[self.exit_code]}  (exit code {self.exit_code})"]
         return "\n".join(line.rstrip() for line in lines)
 
@@ -400,39 +466,93 @@ def _error(message: str, rule: AuditRule | None = None) -> AuditCheck:
 # a release gate's requirement
 
 
-def requirement_check(req: AuditRequirement, history: Any, version: str | None) -> dict[str, Any]:
-    """Whether the history holds a passing audit for ``req`` (the keyword arguments of a
-    :class:`~privgate.gates.outcome.GateCheck` of rule ``audit``: verdict pass or block; an error
-    verdict is marked with ``rule="error"``). ``version`` is the one given at run time."""
+def requirement_check(req: AuditRequirement, history: Any, version: str | None, *,
+                      digest: str | None = None, dataset: str | None = None) -> dict[str, Any]:
+    """Whether the history holds evidence that the generator passed its audit (the keyword
+    arguments of a :class:`~privgate.gates.outcome.GateCheck` of rule ``audit``: verdict pass or
+    block; a check that cannot be decided, or a stored audit that is not evidence, is marked
+    ``rule="error"``, exit 3). ``version`` and ``digest`` are the ones given at run time;
+    ``dataset`` the gate's (``req.dataset`` wins). See the module docstring."""
+    from ..audit.identity import is_digest
+    from .audit_evidence import Refused, largest_showable_bound, stored_audit_problem, stored_decision
+
     base = {"metric": "(audit)", "rule": "audit", "value": None, "raw": None, "threshold": None,
             "severity": "block"}
+
+    def error(text: str) -> dict[str, Any]:
+        return {**base, "rule": "error", "verdict": "block", "message": f"require_audit: {text} (fails closed)"}
+
+    def block(text: str) -> dict[str, Any]:
+        return {**base, "verdict": "block", "message": text}
+
+    if version is not None and not isinstance(version, str):
+        return error(f"the generator version given at run time must be a string, got {_tname(version)}")
     want = req.version
-    if version is not None and want is not None and str(version) != want:
-        return {**base, "rule": "error", "verdict": "block",
-                "message": f"require_audit: the configuration requires version {want!r} of generator "
-                           f"{req.generator!r} but the release names version {str(version)!r} (fails closed)"}
-    want = want if want is not None else (None if version is None else str(version))
+    if version is not None and want is not None and version != want:
+        return error(f"the configuration requires version {want!r} of generator {req.generator!r} but the "
+                     f"release names version {version!r}")
+    want = want if want is not None else version
     if want is None:
-        return {**base, "rule": "error", "verdict": "block",
-                "message": f"require_audit: no version of generator {req.generator!r} to check; give "
-                           "require_audit.version or the generator version at run time (fails closed)"}
+        return error(f"no version of generator {req.generator!r} to check; give require_audit.version or the "
+                     "generator version at run time")
+    if digest is not None and not is_digest(digest):
+        return error("the generator digest given at run time is not a digest (64 lowercase hex characters)")
+    if digest is not None and req.digest is not None and digest != req.digest:
+        return error("the configuration's require_audit.digest differs from the generator digest given at "
+                     "run time")
+    want_digest = req.digest or digest
+    if want_digest is None:
+        return error(f"no identity of generator {req.generator!r} to match; give require_audit.digest, "
+                     "--generator-digest, or --generator module:function (the digest privgate audit records)")
+    on = req.dataset or dataset
+    if not on:
+        return error("no dataset to match the audit with; give require_audit.dataset or the gate's dataset")
     if history is None:
-        return {**base, "rule": "error", "verdict": "block",
-                "message": "require_audit: no history store to look the audit up in (fails closed)"}
+        return error("no history store to look the audit up in")
     try:
-        last = history.last_audit(req.generator, want)
+        last = history.last_audit(req.generator, want, dataset=on)
     except Exception as exc:  # noqa: BLE001 - fails closed
-        return {**base, "rule": "error", "verdict": "block",
-                "message": f"require_audit: cannot read the audit history: {type(exc).__name__} (fails closed)"}
-    who = f"generator {req.generator!r} version {want!r}"
+        return error(f"cannot read the audit history: {type(exc).__name__}")
+    who = f"generator {req.generator!r} version {want!r} on dataset {on!r}"
     if last is None:
-        return {**base, "verdict": "block", "message": f"no audit of {who} in the history"}
-    if not last.accepted:
-        return {**base, "verdict": "block",
-                "message": f"the last audit of {who} (run {last.run_id}) decided {last.decision}"}
+        return block(f"no audit of {who} in the history")
+    row = getattr(last, "row", None) or {}
+    run = f"run {str(row.get('run_id'))[:64]}"
+    try:
+        decision = stored_decision(row)
+        if decision not in ("pass", "warn"):
+            return block(f"the last audit of {who} ({run}) decided {decision}")
+        result, _ = stored_audit_problem(row)
+    except Refused as exc:
+        return error(f"the last audit of {who} ({run}) is not evidence: {exc}; the history was altered or "
+                     "corrupted — re-run the audit")
+    if row.get("generator_digest") != want_digest:
+        return block(f"the last audit of {who} ({run}) audited another generator: its digest differs from "
+                     "the one required (different source, arguments, or adapter settings)")
+    runs = int(result.design["total_runs"])
+    if runs < req.min_runs:
+        return block(f"the last audit of {who} ({run}) made {runs} generator runs, fewer than the "
+                     f"{req.min_runs} require_audit.min_runs asks")
+    gate_rules = req.gate_rules()
+    claim = gate_rules.claimed_epsilon if gate_rules.claimed_epsilon is not None else result.claimed_epsilon
+    if claim is not None:
+        power = largest_showable_bound(result)
+        if power <= float(claim) + _EPS:
+            return block(f"the last audit of {who} ({run}) could not have shown a violation of the claim "
+                         f"ε = {float(claim):g}: its test runs show at most ε ≥ {power:.3f} even for an attack "
+                         "that never errs — audit with more runs")
+    import types
+
+    numbers = types.SimpleNamespace(epsilon_lower=result.epsilon_lower, auc_lower=result.auc_lower)
+    checks = [_rule_check(numbers, r, None if claim is None else float(claim)) for r in gate_rules.rules]
+    worst = max((c.verdict for c in checks), key=_RANK.__getitem__, default="pass")
+    if worst in ("block", "error"):
+        why = "; ".join(c.message for c in checks if c.verdict in ("block", "error"))
+        return block(f"the last audit of {who} ({run}) does not pass the gate's audit rules: {why}")
     return {**base, "verdict": "pass",
-            "message": f"the last audit of {who} (run {last.run_id}) decided {last.decision}: "
-                       f"ε lower bound {_num(last.epsilon_lower)}"}
+            "message": f"the last audit of {who} ({run}) decided {decision}, re-derived from its numbers: "
+                       f"ε lower bound {_num(result.epsilon_lower)}"
+                       + ("" if claim is None else f" ≤ claimed {float(claim):g}") + f", {runs} runs"}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ def run_gate(
     sample: int | str | None = None,
     deadline: float | None = None,
     generator_version: str | None = None,
+    generator_digest: str | None = None,
     memory_limit: int | str | None = None,
     options: RunOptions | None = None,
 ) -> GateOutcome:
@@ -92,7 +93,9 @@ def run_gate(
     ``options`` (:class:`privgate.options.RunOptions`) and the keywords ``threads`` …
     ``memory_limit`` override the configuration's ``options`` (None: not given; a keyword wins
     over ``options``); the options used are recorded in the outcome's configuration. ``report``:
-    precomputed results; ``generator_version``: for ``require_audit`` (module docstring).
+    precomputed results; ``generator_version`` and ``generator_digest``
+    (:mod:`privgate.audit.identity`): the generator that made the release, for ``require_audit``
+    (:func:`privgate.gates.audit_rules.requirement_check`).
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -105,7 +108,7 @@ def run_gate(
     def work() -> GateOutcome:
         return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
                     overrides=overrides, progress=progress, run_id=run_id, created=created, precomputed=report,
-                    generator_version=generator_version)
+                    generator_version=generator_version, generator_digest=generator_digest)
 
     worker = None
     try:
@@ -181,7 +184,8 @@ class _Inputs:
 def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None,
-         precomputed: Any = None, generator_version: str | None = None) -> GateOutcome:
+         precomputed: Any = None, generator_version: str | None = None,
+         generator_digest: str | None = None) -> GateOutcome:
     checks: list[GateCheck] = []
     report, previous_release = None, None
     has_holdout = holdout is not None
@@ -207,8 +211,10 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     if config is not None and config.require_audit is not None:  # a passing audit of the generator
         from .audit_rules import requirement_check
 
-        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version)))
-    if config is not None and report is not None:  # a run that evaluated no rule does not pass
+        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version,
+                                                    digest=generator_digest, dataset=ds)))
+    if config is not None and report is not None:  # a run that evaluated no rule about the release
+        # does not pass — a passing audit is about the generator, not this release
         checks.extend(unchecked_checks(config, checks))
     return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                     has_holdout=has_holdout, report=report, config=config, fingerprint=inputs.fingerprint,

@@ -1,15 +1,18 @@
-"""Generator audits in the history store (table ``privgate_audits``, schema version 3).
+"""Generator audits in the history store (table ``privgate_audits``, schema versions 3 and 4).
 
 :class:`AuditHistory` gives :class:`~privgate.history.HistoryStore` ``record_audit``,
 ``audits`` and ``last_audit``. A row holds the audit's decision and its aggregates, the checks
 and the :class:`~privgate.audit.AuditResult` as JSON without the ROC score arrays: scores,
-counts, target ids and row positions — an audit result holds no value of a record.
+counts, target ids and row positions — an audit result holds no value of a record — plus the
+generator's digest and the audit rules as JSON (version 4). ``last_audit`` returns the cells as
+stored (``AuditRecord.row``): a release gate checks them itself before it trusts any
+(:func:`privgate.gates.audit_rules.requirement_check`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -28,12 +31,15 @@ AUDIT_COLUMNS = {
     "auc_lower": pl.Float64, "max_auc": pl.Float64, "mu_lower": pl.Float64, "n_audited": pl.Int64,
     "n_targets": pl.Int64, "runs": pl.Int64, "design": pl.String, "seconds": pl.Float64,
     "seconds_generate": pl.Float64, "config_hash": pl.String, "privgate_version": pl.String,
+    "generator_digest": pl.String,
 }
 
 
 @dataclass(frozen=True)
 class AuditRecord:
-    """One stored audit; ``result`` is the AuditResult's dict without ``roc``."""
+    """One stored audit as read: ``row`` holds every cell as the database returned it (unchecked:
+    text where a number belongs stays text); the other fields are convenience reads of it, with
+    ``checks`` / ``result`` empty when their JSON cannot be read."""
 
     run_id: str
     generator: str
@@ -49,6 +55,7 @@ class AuditRecord:
     auc_lower: float | None
     checks: list[dict[str, Any]]
     result: dict[str, Any]
+    row: dict[str, Any] = field(default_factory=dict)
 
 
 class AuditHistory:
@@ -82,12 +89,19 @@ class AuditHistory:
             stmt = stmt.where(a.c.generator_version == str(version))
         return self._frame(stmt, AUDIT_COLUMNS)  # type: ignore[attr-defined]
 
-    def last_audit(self, generator: str, version: str | None = None) -> AuditRecord | None:
-        """The most recent audit of ``generator`` (at ``version``; None: any version), or None."""
+    def last_audit(self, generator: str, version: str | None = None, *,
+                   dataset: str | None = None) -> AuditRecord | None:
+        """The most recent audit of ``generator`` (at ``version``; None: any version; on
+        ``dataset`` when given), or None."""
         a = S.audits
-        stmt = sa.select(a).where(a.c.generator == generator)
+        # the cells as stored, without SQLAlchemy's conversions (SQLite keeps text written into a
+        # boolean or REAL column, which a Boolean type would read as True)
+        raw = [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in a.c]
+        stmt = sa.select(*raw).where(a.c.generator == generator)
         if version is not None:
             stmt = stmt.where(a.c.generator_version == str(version))
+        if dataset is not None:
+            stmt = stmt.where(a.c.dataset == str(dataset))
         stmt = stmt.order_by(a.c.seq.desc()).limit(1)
         try:
             with self.engine.connect() as conn:  # type: ignore[attr-defined]
@@ -96,12 +110,17 @@ class AuditHistory:
             raise HistoryError(f"history: query failed at {_redacted(self)}: {type(exc).__name__}") from exc
         if row is None:
             return None
+        cells = dict(row)
+        try:
+            created = S.utc(cells["created_at"])
+        except (TypeError, ValueError):
+            created = cells["created_at"]
         return AuditRecord(
-            run_id=row["run_id"], generator=row["generator"], generator_version=row["generator_version"],
-            dataset=row["dataset"], created_at=S.utc(row["created_at"]), decision=row["decision"],
-            exit_code=int(row["exit_code"]), accepted=bool(row["accepted"]), epsilon_lower=row["epsilon_lower"],
-            claimed_epsilon=row["claimed_epsilon"], delta=row["delta"], auc_lower=row["auc_lower"],
-            checks=json.loads(row["checks_json"] or "[]"), result=json.loads(row["result_json"] or "{}"))
+            run_id=cells["run_id"], generator=cells["generator"], generator_version=cells["generator_version"],
+            dataset=cells["dataset"], created_at=created, decision=cells["decision"],
+            exit_code=cells["exit_code"], accepted=cells["accepted"], epsilon_lower=cells["epsilon_lower"],
+            claimed_epsilon=cells["claimed_epsilon"], delta=cells["delta"], auc_lower=cells["auc_lower"],
+            checks=_json_or(cells["checks_json"], list), result=_json_or(cells["result_json"], dict), row=cells)
 
 
 def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
@@ -130,10 +149,29 @@ def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
         "seconds": finite_or_none(cost.get("wall_seconds")),
         "seconds_generate": finite_or_none(cost.get("seconds_generate_total")),
         "config_hash": outcome.config.hash if outcome.config is not None else None,
+        "config_json": (None if outcome.config is None else
+                        json.dumps(outcome.config.to_dict(), sort_keys=True, allow_nan=False, default=str)),
+        "generator_digest": _digest_of(outcome),
         "privgate_version": _version(),
         "checks_json": json.dumps([c.to_dict() for c in outcome.checks], allow_nan=False, default=str),
         "result_json": json.dumps(res, allow_nan=False, default=str),
     }
+
+
+def _digest_of(outcome: Any) -> str | None:
+    from ..audit.identity import is_digest
+
+    d = (getattr(outcome.result, "generator", None) or {}).get("digest")
+    return d if is_digest(d) else None
+
+
+def _json_or(text: Any, kind: type) -> Any:
+    """The JSON cell parsed, or an empty ``kind`` when it is missing or not JSON of that kind."""
+    try:
+        x = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        x = None
+    return x if isinstance(x, kind) else kind()
 
 
 def _i(x: Any) -> int | None:

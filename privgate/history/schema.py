@@ -1,6 +1,7 @@
 """The score history's tables (SQLAlchemy Core) and its schema version.
 
-Schema version 3 (version 1 plus the intervals of version 2 and the audits table of version 3;
+Schema version 4 (version 1 plus the intervals of version 2, the audits table of version 3 and
+the audit's evidence columns of version 4;
 :data:`MIGRATIONS` upgrades an older database in place):
 
 - ``privgate_meta``: key/value pairs; ``schema_version`` is the version of these tables.
@@ -18,7 +19,10 @@ Schema version 3 (version 1 plus the intervals of version 2 and the audits table
 - ``privgate_audits`` (version 3): one row per generator audit — generator name and version,
   dataset, time, decision, exit code, accepted flag, the ε lower bound, the claim, δ, confidence,
   the AUC lower bound, targets audited and in all, runs, seconds, the checks and the result as
-  JSON without the ROC score arrays (scores, counts and row positions; never values).
+  JSON without the ROC score arrays (scores, counts and row positions; never values); since
+  version 4 the generator's digest (``generator_digest``, :mod:`privgate.audit.identity`) and
+  the audit rules it was decided under (``config_json``, whose sha256 is ``config_hash``), which
+  a release gate's ``require_audit`` re-derives the decision with.
 
 A newer privgate adds its migration to ``MIGRATIONS`` (version → function applied inside the
 schema lock) and bumps ``SCHEMA_VERSION``; an older privgate refuses a newer database.
@@ -31,7 +35,7 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -136,6 +140,9 @@ audits = sa.Table(
     sa.Column("privgate_version", sa.String(50)),
     sa.Column("checks_json", sa.Text),
     sa.Column("result_json", sa.Text),
+    # version 4
+    sa.Column("generator_digest", sa.String(64)),
+    sa.Column("config_json", sa.Text),
 )
 
 # columns each version added, per table (nullable: old rows read as NULL)
@@ -145,6 +152,7 @@ ADDED_COLUMNS: dict[int, dict[str, list[str]]] = {
                             "excess_ci_low", "excess_ci_high", "p_value"],
         "privgate_checks": ["decided_on", "interval_low", "interval_high", "p_value"],
     },
+    4: {"privgate_audits": ["generator_digest", "config_json"]},
 }
 
 
@@ -174,7 +182,8 @@ def _create_audits(conn: sa.Connection) -> None:
     audits.create(conn, checkfirst=True)
 
 
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits,
+                                                          4: _add_columns(4)}
 
 
 def utc(x: Any) -> Any:

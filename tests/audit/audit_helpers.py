@@ -65,3 +65,42 @@ def make_result(eps: float = 0.5, auc_lower: float = 0.55, *, claimed: float | N
                              "seconds_analysis": 0.1, "wall_seconds": 6.0, "workers": 1, "threads": 1,
                              "audit_share_of_generator_time": 0.08},
                        generator={"name": name, "version": version}, roc=roc)
+
+
+DIGEST = "ab" * 32  # a generator digest (privgate.audit.identity)
+
+
+def evidence_result(*, fp: int = 25, fn: int = 25, n_out: int = 50, n_in: int = 50, claimed: float | None = 1.0,
+                    delta: float = 0.0, confidence: float = 0.95, n_audited: int = 2, auc_lower: float = 0.55,
+                    total_runs: int = 200, name: str | None = "g", version: str | None = "1",
+                    digest: str | None = DIGEST) -> AuditResult:
+    """An AuditResult whose numbers follow from its error counts, as an audit computes them:
+    target 0's attack (also the best pair) erred ``fp`` of ``n_out`` and ``fn`` of ``n_in``
+    times; the other targets' attacks erred half the time. The default is an honest generator
+    (no bound); ``fp=fn=0`` a proven violation of ε = 1."""
+    from privgate.stats.dp_audit import epsilon_lower_bound
+
+    alpha = 1.0 - confidence
+    alpha_each = alpha / 2 / n_audited
+
+    def one(f: int, g: int, auc: float) -> dict:
+        a = attack(float(epsilon_lower_bound(f, n_out, g, n_in, delta=delta, alpha=alpha_each)), 0.7, auc)
+        return {**a, "false_positives": f, "runs_without": n_out, "false_negatives": g, "runs_with": n_in}
+
+    targets = [{"target": f"t{i}", "kind": "outlier", "real_row": 10 + i, "outlier_score": 2.0, "fit_runs": 50,
+                "test_runs": 50, "status": "audited",
+                "attacks": {"distance": one(fp, fn, auc_lower) if i == 0 else one(n_out // 2, n_in // 2, 0.4)}}
+               for i in range(n_audited)]
+    targets.append({"target": f"t{n_audited}", "kind": "canary_range", "real_row": None, "outlier_score": None,
+                    "fit_runs": 1, "test_runs": 1, "status": "too few runs", "attacks": {}})
+    best = {"target": "t0", "kind": "outlier", "attack": "distance", "runs_with": n_in, "runs_without": n_out,
+            "false_positives": fp, "false_negatives": fn,
+            "epsilon_lower": float(epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha / 2))}
+    eps = max([best["epsilon_lower"]] + [t["attacks"]["distance"]["epsilon_lower"] for t in targets[:n_audited]])
+    result = make_result(eps, max(auc_lower, 0.4), claimed=claimed, delta=delta, n_audited=n_audited, name=name,
+                         version=version)
+    result.targets, result.best, result.confidence = targets, best, confidence
+    result.design = {"design": "shared", "total_runs": total_runs, "runs": total_runs, "attacks": ["distance"],
+                     "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2}
+    result.generator = {"name": name, "version": version, "digest": digest}
+    return result

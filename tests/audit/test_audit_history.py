@@ -78,12 +78,12 @@ def test_a_version_2_database_is_migrated_in_place(store_url):
     url = store_url if "://" in store_url else f"sqlite:///{store_url}"
     _version_2_database(url)
     with HistoryStore(store_url) as store:
-        assert SCHEMA_VERSION == 3 and store.schema_version == 3
+        assert SCHEMA_VERSION == 4 and store.schema_version == 4
         assert store.runs()["run_id"].to_list() == ["old"]
         store.record_audit(decide_audit(make_result(name="g")))
         assert store.audits()["generator"].to_list() == ["g"]
     with HistoryStore(store_url) as again:  # reopening a migrated database changes nothing
-        assert again.schema_version == 3 and again.audits().height == 1
+        assert again.schema_version == 4 and again.audits().height == 1
 
 
 def test_a_stored_audit_holds_no_value_of_a_record(tmp_path):

@@ -138,7 +138,7 @@ def test_audit_block_in_a_gate_file_and_in_its_own_file(tmp_path):
     gate = tmp_path / "gate.yaml"
     gate.write_text("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.01}}\n"
                     "audit:\n  claimed_epsilon: 2\n  rules:\n    epsilon: {block: claimed}\n"
-                    "require_audit: {generator: g, version: 3}\n", encoding="utf-8")
+                    "require_audit: {generator: g, version: \"3\"}\n", encoding="utf-8")
     cfg = parse_gate_config(__import__("yaml").safe_load(gate.read_text()))
     assert cfg.audit.claimed_epsilon == 2.0 and cfg.require_audit == AuditRequirement("g", "3")
     assert load_audit_config(gate).claimed_epsilon == 2.0

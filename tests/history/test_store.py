@@ -195,7 +195,7 @@ def _make_v1_database(url: str) -> None:
 def test_version_1_database_is_migrated_and_keeps_its_rows(store_url):
     _make_v1_database(store_url)
     store = HistoryStore(store_url)
-    assert store.schema_version == SCHEMA_VERSION == 3
+    assert store.schema_version == SCHEMA_VERSION == 4
     assert store.audits().is_empty()  # version 3's table, created by the migration
     old = store.metric_history("adult", "authenticity")
     assert old["value"].to_list() == [0.2] and old["ci_low"].to_list() == [None]

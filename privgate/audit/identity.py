@@ -1,0 +1,150 @@
+"""A generator's identity: a digest of what makes it the generator it is, recorded with every
+audit and matched by a release gate's ``require_audit`` — so a passing audit of some other
+function, recorded under the production generator's name and version, does not count.
+
+- ``module:function`` (what ``privgate audit --generator`` and ``privgate gate --generator``
+  take): sha256 of the named module's source file (its bytes, found without running it), the
+  attribute's dotted name and the keyword arguments (``--generator-args``, canonical JSON; none
+  given and ``{}`` differ).
+- An adapter (:mod:`privgate.audit.generators`): its class, the library's name and installed
+  version and the adapter's settings (canonical JSON).
+- Any other callable given to :func:`privgate.audit.audit_generator`: a module-level function
+  or class has the digest of ``module:qualname``; an instance of a class, its class's digest
+  with its attributes as the arguments (when they are plain JSON data; else no digest).
+
+Orientation: equal digests say the same code and settings, not that the generator is private;
+the digest covers the named module's own file, not the modules it imports (state a version for
+those). The digest is 64 lowercase hex characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from typing import Any, Mapping
+
+from ..errors import ParameterError
+
+DIGEST_FORMAT = 1
+DIGEST_LENGTH = 64
+
+
+def _canonical(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _digest(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(_canonical({"format": DIGEST_FORMAT, **identity}).encode("ascii")).hexdigest()
+
+
+def _file_sha256(path: str, what: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError as exc:
+        raise ParameterError(f"{what}: cannot read the module's source file: {type(exc).__name__}") from None
+
+
+def parse_generator_args(args_json: str | None) -> dict[str, Any] | None:
+    """``--generator-args`` as a dict (None when not given); a clear error naming the flag."""
+    if args_json is None:
+        return None
+    try:
+        kwargs = json.loads(args_json)
+    except json.JSONDecodeError as exc:
+        raise ParameterError(f"--generator-args is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    if not isinstance(kwargs, dict):
+        raise ParameterError(f"--generator-args must be a JSON object of keyword arguments, got "
+                             f"{type(kwargs).__name__}")
+    return kwargs
+
+
+def spec_digest(spec: str, args: Mapping[str, Any] | str | None = None) -> str:
+    """The digest of ``module:attribute`` called with keyword arguments ``args`` (a mapping, its
+    JSON text, or None). The module's source file is found as an import would find it (the
+    current directory on the path) but not run."""
+    module_name, sep, attr = str(spec).partition(":")
+    if not sep or not module_name or not attr:
+        raise ParameterError(f"--generator must be module:name, got a value without that form")
+    kwargs = parse_generator_args(args) if isinstance(args, str) or args is None else dict(args)
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        found = None
+    origin = getattr(found, "origin", None)
+    if found is None or not origin or not os.path.isfile(origin):
+        raise ParameterError(f"--generator: cannot import module {module_name!r}: no source file of it is found "
+                             "(a module with a file is needed for the generator's digest)")
+    return _source_identity(_file_sha256(origin, "--generator"), attr, kwargs)
+
+
+def _source_identity(source_sha: str, attr: str, kwargs: Mapping[str, Any] | None) -> str:
+    try:
+        return _digest({"kind": "source", "source_sha256": source_sha, "attribute": attr,
+                        "args": None if kwargs is None else dict(kwargs)})
+    except (TypeError, ValueError):
+        raise ParameterError("--generator-args: the arguments are not plain JSON data (finite numbers, "
+                             "strings, lists, mappings)") from None
+
+
+def adapter_digest(adapter: Any) -> str:
+    """The digest of an adapter instance: class, library name and installed version, settings."""
+    cls = type(adapter)
+    library = str(getattr(adapter, "library", "") or "")
+    try:
+        settings = json.loads(_canonical({k: v for k, v in vars(adapter).items() if not k.startswith("_")}))
+    except (TypeError, ValueError):
+        raise ParameterError(f"generator adapter {cls.__name__}: its settings are not plain JSON data") from None
+    return _digest({"kind": "adapter", "class": f"{cls.__module__}:{cls.__qualname__}", "library": library,
+                    "library_version": _library_version(library), "settings": settings})
+
+
+def _library_version(library: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in (library, library.lower(), library.lower().replace(" ", "-")):
+        if not name:
+            continue
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+def callable_digest(generate: Any) -> str | None:
+    """The digest of a generate callable (see the module docstring); None when it has no
+    source file or its settings are not plain data (such an audit satisfies no ``require_audit``)."""
+    from .generators._common import Adapter
+
+    from .loader import GeneratorRef
+
+    try:
+        if isinstance(generate, Adapter):
+            return adapter_digest(generate)
+        if isinstance(generate, GeneratorRef):  # module:name, imported by the workers only
+            return spec_digest(generate.spec, generate.args_json)
+        target, kwargs = generate, None
+        if not (inspect.isfunction(generate) or inspect.isclass(generate)):
+            target = type(generate)
+            kwargs = {k: v for k, v in vars(generate).items() if not k.startswith("_")} \
+                if hasattr(generate, "__dict__") else {}
+        module = inspect.getmodule(target)
+        path = getattr(module, "__file__", None)
+        if not path or not os.path.isfile(path) or "<locals>" in target.__qualname__:
+            return None
+        return _source_identity(_file_sha256(path, "generator"), target.__qualname__, kwargs)
+    except ParameterError:
+        return None
+
+
+def is_digest(x: Any) -> bool:
+    """Whether ``x`` has the form of a generator digest (64 lowercase hex characters)."""
+    return isinstance(x, str) and len(x) == DIGEST_LENGTH and all(c in "0123456789abcdef" for c in x)

@@ -1,0 +1,76 @@
+"""``privgate audit`` records the generator's digest and ``privgate gate --generator`` (or
+``--generator-digest``) matches it: an audit of a harmless function recorded under the production
+generator's name and version does not let the production generator's release through."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from audit_helpers import real_frame
+from privgate.cli import main
+
+GENERATORS = textwrap.dedent('''
+    import numpy as np
+    import polars as pl
+
+    def production(training, n_rows, seed):
+        return training.sample(n_rows, with_replacement=True, seed=seed)
+
+    def harmless(training, n_rows, seed):
+        rng = np.random.default_rng(seed)
+        return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
+                             "region": rng.choice(["north", "south"], n_rows)})
+''')
+FAST = ["--real", "real.parquet", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1",
+        "--attacks", "distance", "--claimed-epsilon", "1", "--history", "h.sqlite", "--dataset", "d",
+        "--generator-version", "1", "--quiet"]
+GATE = ("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.9}}\n"
+        "require_audit: {generator: 'gens_rq:production', version: '1'}\n")
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    real = real_frame()
+    real.write_parquet(tmp_path / "real.parquet")
+    real.sample(200, seed=1).write_parquet(tmp_path / "syn.parquet")
+    (tmp_path / "gens_rq.py").write_text(GENERATORS, encoding="utf-8")
+    (tmp_path / "gate.yaml").write_text(GATE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def gate(*extra):
+    return main(["gate", "--config", "gate.yaml", "--real", "real.parquet", "--synthetic", "syn.parquet",
+                 "--release-id", "r1", "--history", "h.sqlite", "--quiet", *extra])
+
+
+def test_only_an_audit_of_the_generator_itself_lets_its_release_through(workdir, capsys):
+    assert main(["audit", "--generator", "gens_rq:production", *FAST]) == 2  # a training-data copier
+    # a passing audit of a harmless function recorded under the production name and version
+    assert main(["audit", "--generator", "gens_rq:harmless", "--generator-name", "gens_rq:production", *FAST]) == 0
+    out = capsys.readouterr().out
+    harmless_digest = re.findall(r"generator digest: ([0-9a-f]{64})", out)[-1]
+    assert gate("--generator", "gens_rq:production") == 2
+    assert "audited another generator" in capsys.readouterr().out
+    # the harmless function's own digest matches its audit: the identity, not the name, decides
+    assert gate("--generator", "gens_rq:harmless") == 0
+    assert gate("--generator-digest", harmless_digest) == 0
+    assert gate("--generator", "gens_rq:harmless", "--generator-digest", "0" * 64) == 3
+    assert gate() == 3  # no identity to match
+    assert "no identity" in capsys.readouterr().out
+    assert gate("--generator-args", "{}") == 3
+    assert "--generator-args needs --generator" in capsys.readouterr().err
+    # the module changed after its audit: another generator
+    (workdir / "gens_rq.py").write_text(GENERATORS + "\n# changed\n", encoding="utf-8")
+    assert gate("--generator", "gens_rq:harmless") == 2
+
+
+def test_a_version_given_as_a_yaml_number_is_refused_naming_the_key(workdir, capsys):
+    (workdir / "gate.yaml").write_text(GATE.replace("version: '1'", "version: 2.10"), encoding="utf-8")
+    assert gate("--generator", "gens_rq:production") == 3
+    captured = capsys.readouterr()
+    assert "require_audit.version" in captured.out + captured.err
