@@ -299,6 +299,7 @@ class PanicException(BaseException):
 
 @register_metric(family="statistical", attack="none", reference="test", orientation="risk", spaces=())
 def panicky_plugin_metric(ctx, **params):
+    os.write(2, b"native note: an ordinary line\\n")
     os.write(2, b"thread '<unnamed>' panicked at crates/x/src/lib.rs:1:2:\\n{SECRET} Traceback\\nnote: run\\n")
     raise PanicException("{SECRET}")
 
@@ -321,6 +322,7 @@ def test_a_native_panic_message_never_reaches_stderr(data, tmp_path):
     assert SECRET not in done.stdout + done.stderr
     assert "panicked" not in done.stderr.replace("a native library panicked", "")
     assert "a native library panicked; its message is withheld" in done.stderr
+    assert "native note: an ordinary line" in done.stderr  # native output before a panic passes
     assert "unexpected PanicException" in done.stderr
 
 
