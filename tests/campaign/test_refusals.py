@@ -361,3 +361,15 @@ def test_generated_people_tables_header_or_not(seed, tmp_path):
         p.write_text(body)
         with pytest.raises(InputLoadError, match="looks like a record"):
             load_frame(p)
+
+
+def test_dagster_version_fn_message_withheld():
+    """A user's version function for the audit-required check is user code: type only."""
+    pytest.importorskip("dagster")
+    from privgate.dagster.audit_check import _version
+
+    def version_fn(context):
+        raise ValueError(f"row {SECRET} has no version")
+
+    version, why = _version(None, None, None, version_fn)
+    assert version is None and "ValueError" in why and SECRET not in why
