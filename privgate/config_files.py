@@ -196,7 +196,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 for sub in merged:
                     if isinstance(sub, yaml.MappingNode):
                         for key, _, sub_how in self._keys_of(sub, visiting):
-                            out.append((key, line, f"by the merge (<<) at line {line} (key {sub_how.removeprefix('at ')})"))
+                            origin = sub_how.removeprefix("at ")
+                            out.append((key, line, f"by the merge (<<) at line {line} (key {origin})"))
                 continue
             line = key_node.start_mark.line + 1
             out.append((self.construct_object(key_node, deep=True), line, f"at line {line}"))

@@ -204,8 +204,8 @@ def _refuse_record_header(head: pl.DataFrame, path: Path, role: str) -> None:
       of them (letters, digits, spaces and punctuation in the same order, :func:`_shape`), or
       made of the same kinds of character as 5 % of them (hexadecimal identifiers: letters and
       digits), or holding every mark 80 % of them hold (:func:`_marks`: "@" and "." for e-mails,
-      " " for full names), and of a length within half their shortest and twice their longest, is a value; else a
-      name.
+      " " for full names), and of a length within half their shortest and twice their longest,
+      is a value; else a name.
 
     The first line is a header only when more columns say name than value. A file of one line
     cannot show a header apart from a record (nothing to compare with) and is refused. The
@@ -239,11 +239,12 @@ def _shape(e: pl.Expr) -> pl.Expr:
     """A text's shape: each run of upper-case letters becomes ``A``, of other letters ``a``, of
     digits ``9``, of white space one space; punctuation is kept ("John Smith" → "Aa Aa",
     "j.doe@mail.com" → "a.a@a.a", "first_name" → "a_a")."""
-    return (e.str.replace_all(r"\p{Lu}+", "A").str.replace_all(r"[\p{L}--\p{Lu}--A]+", "a")
+    return (e.str.replace_all(r"\p{Lu}+", "A").str.replace_all(r"[\p{L}--\p{Lu}]+", "a")
             .str.replace_all(r"\p{Nd}+", "9").str.replace_all(r"\s+", " "))
 
 
-# a mark held by this share of a column's values is one a value of that column holds
+# the share of a column's values holding a mark for that mark to count as the column's (a first
+# cell holding every such mark reads as a value)
 MOST_VALUES = 0.8
 
 

@@ -56,8 +56,8 @@ def _integer(x: Any) -> bool:
 
 def _threads(x: Any) -> int:
     if not _integer(x) or not 1 <= x <= MAX_THREADS:
-        raise _Invalid(f"a positive number of threads, at most {MAX_THREADS} (or null for the default: $PRIVGATE_THREADS, "
-                       "else the free cores)")
+        raise _Invalid(f"a positive number of threads, at most {MAX_THREADS} (or null for the default: "
+                       "$PRIVGATE_THREADS, else the free cores)")
     return int(x)
 
 

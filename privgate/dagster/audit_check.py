@@ -114,7 +114,9 @@ def _version(context: Any, key: dg.AssetKey, partition: str | None,
         version = version_fn(context) if callable(version_fn) else _release_metadata(
             context, key, partition, version_fn)
     except Exception as exc:  # noqa: BLE001 - no version known: no audit can be required
-        return None, f"the release's generator version is unknown ({type(exc).__name__}: {exc})"
+        # a user's version_fn is user code: its message may quote data, keep the type only
+        why = type(exc).__name__ if callable(version_fn) else f"{type(exc).__name__}: {exc}"
+        return None, f"the release's generator version is unknown ({why})"
     return version, None if version else "the release's generator version is unknown"
 
 

@@ -299,6 +299,7 @@ class PanicException(BaseException):
 
 @register_metric(family="statistical", attack="none", reference="test", orientation="risk", spaces=())
 def panicky_plugin_metric(ctx, **params):
+    os.write(2, b"native note: an ordinary line\\n")
     os.write(2, b"thread '<unnamed>' panicked at crates/x/src/lib.rs:1:2:\\n{SECRET} Traceback\\nnote: run\\n")
     raise PanicException("{SECRET}")
 
@@ -321,4 +322,54 @@ def test_a_native_panic_message_never_reaches_stderr(data, tmp_path):
     assert SECRET not in done.stdout + done.stderr
     assert "panicked" not in done.stderr.replace("a native library panicked", "")
     assert "a native library panicked; its message is withheld" in done.stderr
+    assert "native note: an ordinary line" in done.stderr  # native output before a panic passes
     assert "unexpected PanicException" in done.stderr
+
+
+def _person(r) -> dict[str, str]:
+    first = r.choice("James Mary John Patricia Robert Jennifer Michael Linda Anne-Marie Jean-Luc Zoë José".split())
+    last = r.choice("Smith Johnson Williams Brown Garcia Miller Davis O'Neil Wilson Taylor Lee Perez".split())
+    sep = r.choice([".", "_", "", "-"])
+    number = r.choice(["", str(r.randint(1, 99))])
+    email = f"{first.lower()}{sep}{last.lower()}{number}@{r.choice(['gmail.com', 'mail.co.uk', 'proton.me'])}"
+    return {"full_name": f"{first} {last}", "first": first, "email": email.replace("'", ""),
+            "phone": f"+33 6 {r.randint(10, 99)} {r.randint(10, 99)} {r.randint(10, 99)}",
+            "city": r.choice(["Paris", "Lyon", "Nice", "New York"]), "age": str(r.randint(18, 90)),
+            "id": "".join(r.choices("0123456789abcdef", k=12)),
+            "joined": f"20{r.randint(10, 24)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_generated_people_tables_header_or_not(seed, tmp_path):
+    """Tables of people (names, e-mails, phones, identifiers, dates, small numbers) of 5 to 3,000
+    rows: every headerless file is refused, every file with its header row loads."""
+    import random
+
+    from privgate.errors import InputLoadError
+    from privgate.io import load_frame
+
+    r = random.Random(seed)
+    column_sets = [["full_name", "email"], ["first", "email", "phone"], ["email"], ["full_name"],
+                   ["id", "email", "joined"], ["full_name", "email", "age", "city"], ["email", "phone"],
+                   ["full_name", "email", "phone", "city", "age", "id", "joined"]]
+    for t, cols in enumerate(column_sets):
+        rows = [_person(r) for _ in range(r.choice([5, 40, 400, 3000]))]
+        body = "".join(",".join(row[c] for c in cols) + "\n" for row in rows)
+        p = tmp_path / f"t{t}.csv"
+        p.write_text(",".join(cols) + "\n" + body)
+        assert load_frame(p).columns == cols
+        p.write_text(body)
+        with pytest.raises(InputLoadError, match="looks like a record"):
+            load_frame(p)
+
+
+def test_dagster_version_fn_message_withheld():
+    """A user's version function for the audit-required check is user code: type only."""
+    pytest.importorskip("dagster")
+    from privgate.dagster.audit_check import _version
+
+    def version_fn(context):
+        raise ValueError(f"row {SECRET} has no version")
+
+    version, why = _version(None, None, None, version_fn)
+    assert version is None and "ValueError" in why and SECRET not in why
