@@ -1,5 +1,5 @@
 """Making the generator runs of an audit: one run (:func:`make_run`: train, sample, features) and
-many (:class:`Runs`, :func:`execute`) on spawned worker processes under the audit's deadline. Any
+many (:class:`Runs`, :func:`execute`) on worker processes under the audit's deadline. Any
 other fan-out (Dagster's dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of the run numbers with the same plan: a run's training
 set and seed depend on the plan and the run number alone, so every executor gives the same
 features."""
@@ -113,8 +113,9 @@ def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int,
 # ---------------------------------------------------------------- making many runs
 class Runs:
     """How one audit makes its generator runs, phase after phase (preflight, then the design's
-    runs), under one deadline: on spawned worker processes (:mod:`privgate.audit.workers`), or in
-    this process when the generator cannot be pickled or no worker can start.
+    runs), under one deadline: on worker processes (:mod:`privgate.audit.workers`: forked from a
+    fork server, else spawned), or in this process when the generator cannot be pickled or no
+    worker can start.
 
     ``threads``: the audit's thread budget (default $PRIVGATE_THREADS, else the free cores);
     ``workers``: processes (default: the budget), each given budget // workers threads (at least 1)

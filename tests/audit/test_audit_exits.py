@@ -253,7 +253,7 @@ def _gone_within(pids: set[int], seconds: float) -> set[int]:
 def test_kill_9_of_an_audit_leaves_no_worker_alive(workdir):
     proc, family = _start_audit(workdir)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    proc.communicate(timeout=10)
     assert _gone_within(family, 10) == set()
 
 
