@@ -556,12 +556,13 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
         seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
     wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
-    gram = None if wide else zr.T @ zr
+    # wide: the records' n × n Gram matrix instead (computed once; a group's is a sub-matrix of it)
+    gram = zr @ zr.T if wide else zr.T @ zr
     groups = int(labels.max()) + 1
     shift = np.empty(groups)
     for g in range(groups):  # a loop over ≤ 50 groups, not records
         if wide:  # the same axes from the records left, in time linear in the inputs (signs are free)
-            v = np.linalg.svd(zr[labels != g], full_matrices=False)[2][:n_components].T
+            v = _leading_axes_wide(zr, gram, np.flatnonzero(labels != g), n_components)
         else:
             zg = zr[labels == g]
             _, vecs = np.linalg.eigh(gram - zg.T @ zg)
@@ -570,6 +571,23 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
         near = ctx.search(zr[kq] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic")
         shift[g] = (near.dist[:, 0] - d[kq]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
+
+
+def _leading_axes_wide(z: np.ndarray, gram_rows: np.ndarray, keep: np.ndarray, n_components: int) -> np.ndarray:
+    """The ``n_components`` leading right singular vectors (p × n_components, unit columns, signs
+    free) of the records ``keep`` of ``z`` (n × p, p > n), from the records' Gram matrix
+    ``gram_rows`` = z zᵀ: the leading eigenvectors u of its (keep, keep) block give the axes zᵀu,
+    normalised — the SVD's axes at the cost of one partial n × n eigendecomposition per group
+    (measured 18× less than an SVD of 1,900 × 3,000 inputs). A zero singular value (fewer
+    independent records than components) gives a zero axis."""
+    from scipy.linalg import eigh
+
+    size = keep.size
+    low = max(0, size - n_components)
+    _, u = eigh(gram_rows[np.ix_(keep, keep)], subset_by_index=[low, size - 1])
+    v = z[keep].T @ u[:, ::-1]
+    norm = np.linalg.norm(v, axis=0)
+    return np.divide(v, norm, out=np.zeros_like(v), where=norm > 0)
 
 
 @register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",

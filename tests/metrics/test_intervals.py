@@ -294,6 +294,42 @@ def test_dcr_jackknife_refits_the_famd_axes_without_each_group():
     assert "FAMD axes refitted" in res.details["ci_method"]
 
 
+def test_dcr_jackknife_refit_of_a_wide_table_is_the_svd_of_the_records_left():
+    # more FAMD inputs (one-hot levels) than real records: the axes come from the records' Gram
+    # matrix; they must be the SVD's axes of the records left (up to sign)
+    rng = np.random.default_rng(4)
+    cols = {f"n{j}": rng.normal(size=30) for j in range(8)}
+    cols.update({f"c{j}": rng.choice(list("pqrst"), 30) for j in range(8)})
+    real = pl.DataFrame(cols)
+    syn = pl.DataFrame({c: (rng.normal(size=25) if c.startswith("n") else rng.choice(list("pqrst"), 25)) for c in cols})
+    ctx = EvaluationContext(real, syn, seed=2)
+    res = dcr(ctx)
+    z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
+    assert z["real"].shape[1] > z["real"].shape[0]
+    want = []
+    for keep in _by_group(ctx, "real", 30)[1]:
+        v = np.linalg.svd(z["real"][keep], full_matrices=False)[2][:2].T
+        want.append(1.0 / (1.0 + knn(z["real"][keep] @ v, z["synthetic"] @ v, 1).dist[:, 0].mean()))
+    assert jackknife_sources(res)["real"] == pytest.approx(want, rel=1e-9)
+
+
+def test_leading_axes_of_a_wide_matrix_from_its_gram_matrix():
+    from privgate.metrics.distance import _leading_axes_wide
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(12, 40))
+    keep = np.flatnonzero(np.arange(12) % 4 != 1)
+    got = _leading_axes_wide(z, z @ z.T, keep, 3)
+    want = np.linalg.svd(z[keep], full_matrices=False)[2][:3].T
+    assert np.abs(np.abs((got * want).sum(axis=0)) - 1).max() < 1e-10  # the same unit axes, signs free
+    # rank 1: the second axis has a zero singular value and comes out as zero
+    one = np.outer(rng.normal(size=5), rng.normal(size=9))
+    axes = _leading_axes_wide(one, one @ one.T, np.arange(5), 2)
+    assert abs(abs(axes[:, 0] @ np.linalg.svd(one)[2][0]) - 1) < 1e-10
+    assert np.isfinite(axes).all()
+    assert np.linalg.norm(axes[:, 1]) < 1e-6 or abs(np.linalg.norm(axes[:, 1]) - 1) < 1e-10
+
+
 def test_reconstruction_jackknife_replicates_are_the_metrics_without_each_group():
     # categorical keys: the key space does not depend on the real sample, so deleting a group and
     # recomputing from scratch must give the stored replicate exactly
