@@ -139,7 +139,8 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
     hits = int(truth.found(check, out_d[check]).sum())
     truth.fill(out_d, out_i)
     lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
-    share = rest.size / max(ex.q.shape[0], 1)
+    resolved = _resolve(lists, rest, nprobe, out_d, out_i)
+    share = resolved["n_unresolved"] / max(ex.q.shape[0], 1)
     return {"exact": False,
             "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
                       "with the error bound) + float64 decision",
@@ -148,4 +149,29 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
             "n_checked": int(check.size), "n_screened": int(rest.size),
             # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
             "candidates_held": int(lists.candidates_held),
-            "share_rows_possibly_wrong": float((1.0 - lo) * share)}
+            # rows the certificate could not prove right: searched again exactly within the budget;
+            # only the rest may be wrong (their share, not a statistical bound)
+            **resolved,
+            "share_rows_possibly_wrong": float(share)}
+
+
+def _resolve(lists: Lists, rest: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray) -> dict:
+    """Certify the screened rows ``rest`` (:func:`.certify.uncertain_rows`) and search the
+    uncertain ones exactly, at most ``ivf_resolve_share`` of ``rest`` (those whose certificate
+    failed by the least margin are not preferred: the first by row order, a deterministic
+    choice); their exact answers replace the screen's."""
+    from .certify import uncertain_rows
+
+    ex = lists.exact
+    if rest.size == 0:
+        return {"n_uncertain": 0, "n_resolved": 0, "n_unresolved": 0}
+    unsure = rest[uncertain_rows(lists, rest, nprobe, out_d[rest, ex.k - 1])]
+    budget = int(np.floor(ex.settings.ivf_resolve_share * rest.size))
+    todo = unsure[:budget]
+    if todo.size:
+        d = np.empty((ex.q.shape[0], ex.k))
+        i = np.empty((ex.q.shape[0], ex.k), dtype=np.int64)
+        ex.rows(todo, d, i)
+        out_d[todo], out_i[todo] = d[todo], i[todo]
+    return {"n_uncertain": int(unsure.size), "n_resolved": int(todo.size),
+            "n_unresolved": int(unsure.size - todo.size)}

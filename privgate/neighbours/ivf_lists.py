@@ -71,6 +71,7 @@ class Lists:
         self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
         self.exact = exact
         self.candidates_held = 0  # the most candidate pairs one part of a scan held (memory check)
+        self.certificate: dict = {}  # the lists' geometry for the per-row certificate (.certify), once
 
     def for_search(self, exact: "ExactSearch | None") -> "Lists":
         """These lists (made for a search of the same target set) for the search ``exact``: the

@@ -75,6 +75,10 @@ class SearchSettings:
     #: Above this share of the lists probed the IVF screen declines and the rows are searched
     #: exactly: the list scan costs about twice the exact flat search per target pair.
     ivf_max_probe_share: float = 0.25
+    #: The screened rows the per-row certificate cannot prove right are searched again exactly,
+    #: at most this share of the screened rows (those nearest to failing it last); the rest stay
+    #: "possibly wrong" and widen the intervals that read them.
+    ivf_resolve_share: float = 0.25
     #: Training points per k-means list (faiss' minimum).
     ivf_train_per_list: int = 39
     #: k-means iterations of the IVF lists.
