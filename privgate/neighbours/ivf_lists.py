@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import progress
 from .backends import faiss_blas, faiss_module, workers
 from .decide import distances_of_pairs, take_sorted
 
@@ -112,6 +113,7 @@ class Lists:
             rate = max(float(ex.k), held / (part.size * probes)) * settings.ivf_rate_margin
             short.append(s + missing)
             s += part.size
+            progress.report(s, sel.size, "query rows of a screened search")
         short = np.concatenate(short) if short else np.zeros(0, dtype=np.int64)
         if short.size:
             full_d = np.empty((ex.q.shape[0], ex.k))
