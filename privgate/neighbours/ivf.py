@@ -140,7 +140,11 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
     truth.fill(out_d, out_i)
     lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
     resolved = _resolve(lists, rest, nprobe, out_d, out_i)
-    share = resolved["n_unresolved"] / max(ex.q.shape[0], 1)
+    # the rows left unresolved may be wrong; so may, at 95 % confidence, no more than the share the
+    # measured recall allows among all screened rows (re-searching rows only removes wrong ones):
+    # the smaller of the two
+    n_all = max(ex.q.shape[0], 1)
+    share = min(resolved["n_unresolved"] / n_all, (1.0 - lo) * rest.size / n_all)
     return {"exact": False,
             "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
                       "with the error bound) + float64 decision",
@@ -150,7 +154,7 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
             # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
             "candidates_held": int(lists.candidates_held),
             # rows the certificate could not prove right: searched again exactly within the budget;
-            # only the rest may be wrong (their share, not a statistical bound)
+            # only the rest may be wrong
             **resolved,
             "share_rows_possibly_wrong": float(share)}
 
