@@ -482,7 +482,8 @@ class EvaluationContext:
         query row's own target position, not counted) made inside this evaluation's thread budget
         and reported as ``name`` in the metric's ``details["neighbour_search"]``."""
         with limited(self.threads):
-            hit = any_within_box(query, target, radius, self_rows=self_rows)
+            hit = (any_within_box(query, target, radius) if self_rows is None
+                   else any_within_box(query, target, radius, self_rows=self_rows))
         self._searches_used[name] = {"exact": True, "method": "k-d tree box query (Chebyshev distance)",
                                      "n_query": int(query.shape[0]), "n_target": int(target.shape[0])}
         return hit

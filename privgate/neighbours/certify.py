@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ties import REL_TOL
-from .backends import faiss_blas
 
 if TYPE_CHECKING:
     from .ivf_lists import Lists
@@ -56,9 +55,9 @@ def _list_geometry(lists: "Lists") -> dict:
     return geo
 
 
-def uncertain_rows(lists: "Lists", rows: np.ndarray, nprobe: int, kth: np.ndarray) -> np.ndarray:
-    """Which of the screened query ``rows`` (their k-th distances ``kth``) the certificate cannot
-    prove right: a boolean mask over ``rows``."""
+def uncertain_rows(lists: "Lists", rows: np.ndarray, probed: np.ndarray, kth: np.ndarray) -> np.ndarray:
+    """Which of the screened query ``rows`` (their k-th distances ``kth``, the lists the screen
+    probed for each, −1: none) the certificate cannot prove right: a boolean mask over ``rows``."""
     ex = lists.exact
     geo = _list_geometry(lists)
     cent, cn2, cc = geo["cent"], geo["cn2"], geo["cc"]
@@ -82,10 +81,8 @@ def uncertain_rows(lists: "Lists", rows: np.ndarray, nprobe: int, kth: np.ndarra
             half = np.where(sep > 0, gap / (2.0 * sep), -np.inf)
         bound = np.maximum(ball, half)
         bound -= 2.0 * EPS32 * (np.sqrt(qn2)[:, None] + geo["tmax"]) if ex.q32 is not ex.q else 0.0
-        with faiss_blas(ex.settings.faiss_blas_threshold):
-            _, probe = lists.quantizer.search(ex.q32[sel], min(nprobe, lists.nlist))
-        probed = probe[probe >= 0]
-        bound[np.repeat(r, probe.shape[1])[probe.ravel() >= 0], probed] = np.inf
+        probe = probed[s:s + block]
+        bound[np.repeat(r, probe.shape[1])[probe.ravel() >= 0], probe[probe >= 0]] = np.inf
         bound[:, geo["empty"]] = np.inf                 # a list without targets holds no neighbour
         d = kth[s:s + block]
         out[s:s + block] = ~(bound.min(axis=1) > d + 2 * REL_TOL * (1.0 + np.abs(d)))

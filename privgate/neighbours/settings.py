@@ -87,6 +87,9 @@ class SearchSettings:
     #: most one list per ``ivf_train_per_list`` targets, but never fewer than ``ivf_min_lists``).
     ivf_lists_per_root: float = 2.0
     ivf_min_lists: int = 16
+    #: When > 0, also at most this many lists per √(query rows) (0: off; see
+    #: benchmarks/bench_ivf_lists.py).
+    ivf_lists_per_query_root: float = 0.0
     ivf_max_lists: int = 4096
     #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one).
     ivf_first_probe_divisor: int = 32
