@@ -481,13 +481,14 @@ class EvaluationContext:
         return nb
 
     def any_within_box(self, query: np.ndarray, target: np.ndarray, radius: float = 1.0, *,
-                       name: str) -> np.ndarray:
+                       name: str, self_rows: np.ndarray | None = None) -> np.ndarray:
         """:func:`privgate.neighbours.any_within_box` (whether some target row lies within
-        ``radius`` of each query row in every coordinate; exact, a k-d tree) made inside this
-        evaluation's thread budget and reported as ``name`` in the metric's
-        ``details["neighbour_search"]``."""
+        ``radius`` of each query row in every coordinate; exact, a k-d tree; ``self_rows``: each
+        query row's own target position, not counted) made inside this evaluation's thread budget
+        and reported as ``name`` in the metric's ``details["neighbour_search"]``."""
         with limited(self.threads):
-            hit = any_within_box(query, target, radius)
+            hit = (any_within_box(query, target, radius) if self_rows is None
+                   else any_within_box(query, target, radius, self_rows=self_rows))
         self._searches_used[name] = {"exact": True, "method": "k-d tree box query (Chebyshev distance)",
                                      "n_query": int(query.shape[0]), "n_target": int(target.shape[0])}
         return hit

@@ -25,6 +25,7 @@ Run options (:class:`privgate.options.RunOptions`, or the keywords of :func:`eva
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -36,6 +37,8 @@ from .memory_guard import check_run
 from .metrics.intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
 from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
+from .progress import line as progress_line
+from .progress import within as progress_within
 from .registry import get_metric, metric_names, run_spec
 from .report import Report
 from .results import MetricResult
@@ -91,7 +94,11 @@ def evaluate(
             result that has one (:func:`attach_baseline`, :func:`has_baseline`).
         on_error: "raise" (default) or "record": a metric that fails is recorded in
             ``Report.errors`` and the others still run (gates use this to fail closed).
-        progress: True prints one line per metric to stderr, or a callable(name, i, total).
+        progress: True prints one line per metric to stderr, and inside a long metric how far
+            its neighbour searches are (rows done, seconds; at most one line per
+            ``privgate.progress.PROGRESS_EVERY`` = 10 s); or a callable(name, i, total), called
+            also as callable(name, done, total, detail={...}) inside a metric when it takes a
+            ``detail`` keyword.
         threads, exact, sample_real, sample, memory_limit: the run options (module docstring).
         options: the run options as one :class:`privgate.options.RunOptions`, whose given fields
             win over those keywords (``sample=None``, ``memory_limit=None`` there: off).
@@ -151,14 +158,17 @@ def run_options(ctx: EvaluationContext) -> dict[str, Any]:
 
 
 def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors) -> None:
+    within_fn = _within_fn(report_fn)
     for i, spec in enumerate(specs, 1):
         if report_fn:
             report_fn(spec.name, i, len(specs))
         p = params.get(spec.name, {})
         try:
-            res = run_spec(spec, ctx, p)
+            with progress_within(spec.name, within_fn):
+                res = run_spec(spec, ctx, p)
             if base_ctx is not None and has_baseline(spec):
-                attach_baseline(res, run_spec(spec, base_ctx, p), ctx.seed)
+                with progress_within(f"{spec.name} (holdout baseline)", within_fn):
+                    attach_baseline(res, run_spec(spec, base_ctx, p), ctx.seed)
             results[spec.name] = res
         except PrivgateError as exc:
             if on_error == "raise":
@@ -255,12 +265,30 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
 
 def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
     if progress is True:
-        def show(name: str, i: int, total: int) -> None:
-            print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+        def show(name: str, i: int, total: int, *, detail: dict | None = None) -> None:
+            if detail is not None:
+                print(progress_line(detail), file=sys.stderr, flush=True)
+            else:
+                print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
         return show
     if callable(progress):
         return progress
     return None
+
+
+def _within_fn(report_fn: ProgressFn | None) -> Callable[[dict], Any] | None:
+    """Progress inside a metric (:mod:`privgate.progress`) for a progress callable that takes a
+    ``detail`` keyword (or ``**kwargs``): called as ``fn(metric, done, total, detail=...)``;
+    None for a callable of (name, i, total) only, which keeps its one call per metric."""
+    if report_fn is None:
+        return None
+    try:
+        params = inspect.signature(report_fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if not any(p.name == "detail" or p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return lambda detail: report_fn(detail["metric"], detail["done"], detail["total"], detail=detail)
 
 
 __all__ = ["attach_baseline", "evaluate", "default_metrics"]

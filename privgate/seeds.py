@@ -36,6 +36,7 @@ STREAMS: dict[str, int | None] = {
     "membership.splits": None,      # membership_inference: the seeds of its repeated train/test splits
     "membership.model": None,       # membership_inference: LightGBM's random_state
     "baselines": None,              # the calibration releases of privgate.baselines
+    "hitting_rate.sizes": None,     # hitting_rate beyond chance: the larger side's subset of the smaller's size
     # ---- numbered: sampled query records (sample_real / sample) and jackknife partitions
     "sample.real": 0x5A4D,
     "sample.synthetic": 0x5359,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import progress
 from ..ties import REL_TOL
 from .backends import faiss_module, workers
 from .decide import distances_of_pairs, drop_self, order_rows, take_sorted
@@ -64,6 +65,7 @@ class ExactSearch:
             self._block(rows, bd, bi)
             out_d[rows] = bd
             out_i[rows] = bi
+            progress.report(s + rows.size, todo.size, "query rows of an exact search")
 
     def _block(self, qrows: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> None:
         """One block of query rows: one float32 GEMM, the candidates whose lower bound reaches

@@ -65,6 +65,10 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     low = settings.ivf_min_lists
     nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
                     max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
+    if settings.ivf_lists_per_query_root > 0:
+        # few query rows against many targets: assigning every target to a list costs m × nlist,
+        # more than the rows' scan at a fixed probed share, so the lists follow the rows
+        nlist = int(min(nlist, max(low, np.ceil(settings.ivf_lists_per_query_root * np.sqrt(rows.size)))))
     if m >= settings.ivf_decline_costly_targets and not screen_pays(rows.size, m, nlist, settings):
         # few rows against many targets: building the lists alone costs more than searching the
         # rows exactly (an attack's 2 × 2,000 sampled records against a million)
@@ -134,12 +138,19 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
     rest = np.setdiff1d(rows, truth.done, assume_unique=True)
     screened_d = np.empty((rows.size, ex.k))
     screened_i = np.empty((rows.size, ex.k), dtype=np.int64)
-    lists.screen(rows, nprobe, screened_d, screened_i)
+    probed = np.empty((rows.size, min(nprobe, lists.nlist)), dtype=np.int64)
+    lists.screen(rows, nprobe, screened_d, screened_i, probes_out=probed)
     out_d[rows], out_i[rows] = screened_d, screened_i
     hits = int(truth.found(check, out_d[check]).sum())
     truth.fill(out_d, out_i)
     lo, _ = wilson(hits, check.size) if check.size else (0.0, 1.0)
-    share = rest.size / max(ex.q.shape[0], 1)
+    order = np.argsort(rows, kind="stable")
+    resolved = _resolve(lists, rest, probed[order[np.searchsorted(rows[order], rest)]], out_d, out_i)
+    # the rows left unresolved may be wrong; so may, at 95 % confidence, no more than the share the
+    # measured recall allows among all screened rows (re-searching rows only removes wrong ones):
+    # the smaller of the two
+    n_all = max(ex.q.shape[0], 1)
+    share = min(resolved["n_unresolved"] / n_all, (1.0 - lo) * rest.size / n_all)
     return {"exact": False,
             "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
                       "with the error bound) + float64 decision",
@@ -148,4 +159,29 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
             "n_checked": int(check.size), "n_screened": int(rest.size),
             # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
             "candidates_held": int(lists.candidates_held),
-            "share_rows_possibly_wrong": float((1.0 - lo) * share)}
+            # rows the certificate could not prove right: searched again exactly within the budget;
+            # only the rest may be wrong
+            **resolved,
+            "share_rows_possibly_wrong": float(share)}
+
+
+def _resolve(lists: Lists, rest: np.ndarray, probed: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> dict:
+    """Certify the screened rows ``rest`` (:func:`.certify.uncertain_rows`) and search the
+    uncertain ones exactly, at most ``ivf_resolve_share`` of ``rest`` (those whose certificate
+    failed by the least margin are not preferred: the first by row order, a deterministic
+    choice); their exact answers replace the screen's."""
+    from .certify import uncertain_rows
+
+    ex = lists.exact
+    if rest.size == 0:
+        return {"n_uncertain": 0, "n_resolved": 0, "n_unresolved": 0}
+    unsure = rest[uncertain_rows(lists, rest, probed, out_d[rest, ex.k - 1])]
+    budget = int(np.floor(ex.settings.ivf_resolve_share * rest.size))
+    todo = unsure[:budget]
+    if todo.size:
+        d = np.empty((ex.q.shape[0], ex.k))
+        i = np.empty((ex.q.shape[0], ex.k), dtype=np.int64)
+        ex.rows(todo, d, i)
+        out_d[todo], out_i[todo] = d[todo], i[todo]
+    return {"n_uncertain": int(unsure.size), "n_resolved": int(todo.size),
+            "n_unresolved": int(unsure.size - todo.size)}

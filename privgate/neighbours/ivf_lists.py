@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import progress
 from .backends import faiss_blas, faiss_module, workers
 from .decide import distances_of_pairs, take_sorted
 
@@ -71,6 +72,7 @@ class Lists:
         self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
         self.exact = exact
         self.candidates_held = 0  # the most candidate pairs one part of a scan held (memory check)
+        self.certificate: dict = {}  # the lists' geometry for the per-row certificate (.certify), once
 
     def for_search(self, exact: "ExactSearch | None") -> "Lists":
         """These lists (made for a search of the same target set) for the search ``exact``: the
@@ -83,7 +85,8 @@ class Lists:
         other.exact = exact
         return other
 
-    def screen(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray) -> None:
+    def screen(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray,
+               probes_out: np.ndarray | None = None) -> None:
         """The k nearest of query rows ``sel`` among the targets of their ``nprobe`` nearest
         lists, exact within those lists; rows whose lists hold fewer than k targets are searched
         exactly over all targets.
@@ -93,7 +96,8 @@ class Lists:
         (row, probed list) is k plus the list's run of near-ties. The first part assumes the
         worst (every target of the largest list a candidate); each next part is sized by the
         candidates per pair just seen (times a margin), growing at most 4× per part and never
-        past ``ivf_screen_pairs`` (row, list) pairs."""
+        past ``ivf_screen_pairs`` (row, list) pairs. ``probes_out`` (rows × min(nprobe, nlist)):
+        receives each row's probed lists (−1: none)."""
         ex = self.exact
         settings = ex.settings
         budget = max(1, ex.block_bytes // settings.ivf_candidate_bytes)
@@ -106,11 +110,13 @@ class Lists:
             step = int(max(1, min(settings.ivf_screen_pairs // probes, budget // (probes * rate),
                                   settings.ivf_part_growth * step if s else sel.size)))
             part = sel[s:s + step]
-            missing, held = self._screen_part(part, nprobe, out_d[s:s + step], out_i[s:s + step])
+            missing, held = self._screen_part(part, nprobe, out_d[s:s + step], out_i[s:s + step],
+                                              None if probes_out is None else probes_out[s:s + step])
             self.candidates_held = max(self.candidates_held, held)
             rate = max(float(ex.k), held / (part.size * probes)) * settings.ivf_rate_margin
             short.append(s + missing)
             s += part.size
+            progress.report(s, sel.size, "query rows of a screened search")
         short = np.concatenate(short) if short else np.zeros(0, dtype=np.int64)
         if short.size:
             full_d = np.empty((ex.q.shape[0], ex.k))
@@ -118,17 +124,17 @@ class Lists:
             ex.rows(sel[short], full_d, full_i)
             out_d[short], out_i[short] = full_d[sel[short]], full_i[sel[short]]
 
-    def _screen_part(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray
-                     ) -> tuple[np.ndarray, int]:
+    def _screen_part(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray,
+                     probes_out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """One part of :meth:`screen`: returns the part positions of rows whose probed lists held
         fewer than k candidates, and how many candidate pairs the part held."""
-        phases = self._probe(sel, nprobe)
+        phases = self._probe(sel, nprobe, probes_out)
         cr, cc, v = self._scan_all(phases)
         if cr is None:
             return np.arange(sel.size), 0
         return self._decide(sel, phases[0], cr, cc, v, out_d=out_d, out_i=out_i), int(cr.size)
 
-    def _probe(self, sel: np.ndarray, nprobe: int) -> tuple[_Probes, _Probes]:
+    def _probe(self, sel: np.ndarray, nprobe: int, probes_out: np.ndarray | None = None) -> tuple[_Probes, _Probes]:
         """The lists each row of ``sel`` probes (faiss' quantizer), grouped by list, in two
         phases: each row's nearest list (its first probe), then the others."""
         ex = self.exact
@@ -137,6 +143,8 @@ class Lists:
         cqn = float(ex.c) * ex.qn[sel].astype(np.float64)
         with faiss_blas(ex.settings.faiss_blas_threshold):
             _, probe = self.quantizer.search(ex.q32[sel], min(nprobe, self.nlist))
+        if probes_out is not None:
+            probes_out[:] = probe
         flat = probe.ravel().astype(np.int64)
         qpos = np.repeat(np.arange(sel.size), probe.shape[1])
         first = np.tile(np.arange(probe.shape[1]) == 0, sel.size)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import progress
 from ..ties import REL_TOL
 from .decide import distances_of_pairs, drop_self, order_rows
 from .flat import flat_candidates
@@ -18,6 +19,9 @@ from .ivf_lists import nonzero_2d
 
 if TYPE_CHECKING:
     from .exact import ExactSearch
+
+#: Query rows per call of the flat screen (progress is reported between calls).
+FLAT_PART_ROWS = 16_384
 
 
 def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
@@ -29,7 +33,13 @@ def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.n
     for extra in (settings.extra_candidates, settings.retry_candidates):
         if todo.size == 0:
             break
-        done = _flat_pass(t32, ex, todo, extra, out_d=out_d, out_i=out_i)
+        # in parts of rows, so that a long search reports its progress (each row's answer is
+        # decided from its own candidates and the error bound: the parts change no answer)
+        done = np.zeros(todo.size, dtype=bool)
+        for s in range(0, todo.size, FLAT_PART_ROWS):
+            done[s:s + FLAT_PART_ROWS] = _flat_pass(t32, ex, todo[s:s + FLAT_PART_ROWS], extra,
+                                                    out_d=out_d, out_i=out_i)
+            progress.report(min(todo.size, s + FLAT_PART_ROWS), todo.size, "query rows of an exact search")
         todo = todo[~done]
     return todo
 

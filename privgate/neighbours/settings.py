@@ -75,6 +75,10 @@ class SearchSettings:
     #: Above this share of the lists probed the IVF screen declines and the rows are searched
     #: exactly: the list scan costs about twice the exact flat search per target pair.
     ivf_max_probe_share: float = 0.25
+    #: The screened rows the per-row certificate cannot prove right are searched again exactly,
+    #: at most this share of the screened rows (those nearest to failing it last); the rest stay
+    #: "possibly wrong" and widen the intervals that read them.
+    ivf_resolve_share: float = 0.25
     #: Training points per k-means list (faiss' minimum).
     ivf_train_per_list: int = 39
     #: k-means iterations of the IVF lists.
@@ -83,6 +87,9 @@ class SearchSettings:
     #: most one list per ``ivf_train_per_list`` targets, but never fewer than ``ivf_min_lists``).
     ivf_lists_per_root: float = 2.0
     ivf_min_lists: int = 16
+    #: When > 0, also at most this many lists per √(query rows) (0: off; see
+    #: benchmarks/bench_ivf_lists.py).
+    ivf_lists_per_query_root: float = 0.0
     ivf_max_lists: int = 4096
     #: The calibration starts by probing 1/``ivf_first_probe_divisor`` of the lists (at least one).
     ivf_first_probe_divisor: int = 32
