@@ -104,7 +104,7 @@ def test_duplicate_yaml_keys_are_a_config_error_naming_the_key(tmp_path, real, c
     assert f"{key}: duplicate key" in out
     from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
-    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d\)"):
+    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d: set at line \d and at line \d\)"):
         load_gate_config(cfg)
 
 
