@@ -249,8 +249,8 @@ class GateConfig:
 def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateConfig:
     """Read and validate a YAML or TOML gate configuration file.
 
-    Raises :class:`ConfigError` when the file is missing, cannot be parsed, or any key is invalid
-    (the message names the key).
+    Raises :class:`ConfigError` when the file is missing, cannot be parsed, sets a key twice (merge
+    keys included: :mod:`privgate.config_files`) or any key is invalid (the message names the key).
     """
     from ..config_files import read_config_file
 

@@ -104,17 +104,24 @@ def test_duplicate_yaml_keys_are_a_config_error_naming_the_key(tmp_path, real, c
     assert f"{key}: duplicate key" in out
     from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
-    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d\)"):
+    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d: set at line \d and at line \d\)"):
         load_gate_config(cfg)
 
 
 def test_yaml_merge_keys_still_load(tmp_path):
+    """A merge key bringing keys the mapping does not set loads; one whose key the mapping sets
+    again is two values for one key (YAML lets the mapping's win silently) and is refused."""
+    from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
     cfg = tmp_path / "gate.yaml"
-    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001, block: 0.01}\n"
+    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001}\n"
                    "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
     rules = load_gate_config(cfg).metrics["hitting_rate"].rules
     assert sorted((r.severity, r.limit) for r in rules) == [("block", 0.5), ("warn", 0.001)]
+    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001, block: 0.01}\n"
+                   "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
+    with pytest.raises(ConfigError, match=r"^metrics.hitting_rate.threshold.block: duplicate key .*line 5"):
+        load_gate_config(cfg)
 
 
 # non-finite history values -------------------------------------------------------------------
