@@ -13,7 +13,8 @@ is still stopped within a day, before a daily scheduled audit starts again. ``de
 run: at most :data:`MAX_RUNS` runs per target, :data:`MAX_TARGETS` targets,
 :data:`MAX_RUN_TARGET_CELLS` (run, target) pairs in all (the design's arrays and the features of
 every target on every release are this many rows), :data:`MAX_ROWS` records per training set and
-per release, :data:`MAX_WORKERS` worker processes. A size beyond its bound raises :class:`~privgate.errors.ParameterError` naming it.
+per release, :data:`MAX_WORKERS` worker processes. A size beyond its bound raises
+:class:`~privgate.errors.ParameterError` naming it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Making the generator runs of an audit: one run (:func:`make_run`: train, sample, features) and
 many (:class:`Runs`, :func:`execute`) on worker processes under the audit's deadline. Any
-other fan-out (Dagster's dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of the run numbers with the same plan: a run's training
-set and seed depend on the plan and the run number alone, so every executor gives the same
-features."""
+other fan-out (Dagster's dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of
+the run numbers with the same plan: a run's training set and seed depend on the plan and the run
+number alone, so every executor gives the same features."""
 
 from __future__ import annotations
 
@@ -151,6 +151,8 @@ class Runs:
         self.how.update(workers=0, threads_per_worker=per_worker)
         self.pool = Pool(int(n_workers), per_worker, payload)
         self._grow(1)
+        if not self.pool.workers:
+            self._without_workers()
 
     def __enter__(self) -> "Runs":
         return self
@@ -175,11 +177,14 @@ class Runs:
             try:
                 return self._on_pool(plan, space, requests, progress)
             except _NoWorkers:
-                self.close(kill=True)
-                self.how.update(workers=1, threads_per_worker=self.how["threads"],
-                                note="no worker process could start: the runs were made in this process, the "
-                                     "deadline checked between runs only")
+                self._without_workers()
         return self._in_process(plan, space, requests, progress)
+
+    def _without_workers(self) -> None:
+        self.close(kill=True)
+        self.how.update(workers=1, threads_per_worker=self.how["threads"],
+                        note="no worker process could start: the runs were made in this process, the deadline "
+                             "checked between runs only")
 
     def _deadline_error(self, n_done: int, n_runs: int) -> AuditError:
         return AuditError(f"the audit's runs did not finish within their deadline of {self.clock.seconds:g} s "
@@ -204,6 +209,8 @@ class Runs:
         os.environ.update({k: str(self.pool.threads) for k in _THREAD_VARS})
         try:
             self.pool.grow(n)
+        except Exception:  # noqa: BLE001 - the platform refused a process: go on with those started
+            pass
         finally:
             for k, v in env_before.items():
                 if v is None:

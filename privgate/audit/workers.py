@@ -177,6 +177,11 @@ def _exitcode(w: Worker) -> int | None:
 def worker_main(inbox: Any, outbox: Any, lifeline: Any, threads: int) -> None:
     """A worker's life: die with the parent, say ready, then answer messages until told to stop."""
     try:
+        import signal
+
+        # Ctrl-C reaches the whole foreground process group: the audit's process stops and kills
+        # its workers; a worker interrupted inside the generator would only blur which one it was
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _die_with_parent(lifeline)
         outbox.send_bytes(pickle.dumps(("ready", os.getpid())))
         _serve(inbox, outbox, threads)
