@@ -108,7 +108,8 @@ def test_flat_screen_searches_the_targets_without_an_index_copy(monkeypatch, k, 
         patch.setattr(faiss, "IndexFlatL2", counted("index", index))
         patch.setattr(faiss, "knn", counted("knn", search))
         got = knn(q, t, k, exclude_self=exclude_self, dedupe=False, settings=flat)
-    assert calls == {"index": 0, "knn": calls["knn"]} and calls["knn"] > 0
+    # the flat screen is NumPy's GEMM over the float32 targets in place: no faiss index, no copy
+    assert calls == {"index": 0, "knn": 0}
     want = knn(q, t, k, exclude_self=exclude_self, dedupe=False, use_faiss=False, settings=flat)
     np.testing.assert_array_equal(got.idx, want.idx)
     np.testing.assert_array_equal(got.dist, want.dist)
