@@ -20,6 +20,7 @@ from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
 from .analysis import analyse_attack
+from .cluster import is_cluster
 from .attacks import ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
 from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
@@ -303,7 +304,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
-                    deadline: float | None = None) -> AuditResult:
+                    deadline: float | None = None, executor: Any = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -336,16 +337,30 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         deadline: seconds the generator runs may take (the preflight runs, in this process, are
             not counted); then the worker processes are ended and an AuditError is raised. The
             runs then go to at least one worker process, so the generator must be picklable.
+        executor: where the runs are made — None or ``"local"``: processes of this machine
+            (``workers``); a Dask scheduler address (``"dask://host:port"``) or a
+            ``distributed.Client``: the cluster's workers, ``threads`` threads per run (default
+            1; :mod:`privgate.audit.cluster`, extra ``[dask]``). The result is the same.
     """
     start = time.perf_counter()
     names = resolve_attacks(attacks)
     _check_numbers(delta, confidence, claimed_epsilon)
+    on_cluster = is_cluster(executor)
+    if on_cluster and workers is not None:
+        raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
     prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                              canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                              design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
                              threads=threads)
-    outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
-                            threads=threads, progress=progress, deadline=deadline)
+    if on_cluster:
+        from .cluster import execute_on_cluster
+
+        outcomes, how = execute_on_cluster(executor, prepared.plan, prepared.space, generate,
+                                           range(prepared.plan.n_runs), threads=threads, progress=progress,
+                                           deadline=deadline)
+    else:
+        outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs),
+                                workers=workers, threads=threads, progress=progress, deadline=deadline)
     meta = {"name": generator_name or _name_of(generate), "version": generator_version}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)

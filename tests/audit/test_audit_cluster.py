@@ -1,0 +1,126 @@
+"""The audit's generator runs on a real Dask cluster: a scheduler and two worker processes started
+here, joining over TCP (tests/audit/local_dask.py). The result equals the local audit's bit for
+bit; a worker killed mid-audit loses its runs, which the other worker makes again, the same."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from local_dask import Failing, Slowed, local_dask
+from privgate.audit import analyse_runs, audit_generator, execute, prepare_audit
+from privgate.audit.cluster import execute_on_cluster, is_cluster
+from privgate.audit.mechanisms import LaplaceHistogram
+from privgate.errors import AuditError, InputError
+from test_audit_soundness import DOMAIN, data
+
+pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
+
+OPTIONS = dict(runs=24, n_targets=4, training_rows=150, claimed_epsilon=1.0, seed=5)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with local_dask(n_workers=2) as c:
+        yield c
+
+
+def without_cost(result) -> dict:
+    d = result.to_dict()
+    d.pop("cost")
+    return d
+
+
+def same_outcomes(a, b) -> bool:
+    return [o.run for o in a] == [o.run for o in b] and all(
+        (x.features is None) == (y.features is None) and x.error == y.error
+        and (x.features is None or x.features.tobytes() == y.features.tobytes()) for x, y in zip(a, b))
+
+
+def test_audit_on_the_cluster_equals_the_local_audit_bit_for_bit(cluster):
+    gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
+    local = audit_generator(gen, data(seed=1), workers=1, threads=1, **OPTIONS)
+    remote = audit_generator(gen, data(seed=1), executor=cluster.address.replace("tcp://", "dask://"), threads=1,
+                             **OPTIONS)
+    assert without_cost(remote) == without_cost(local)
+    assert remote.auc_lower > 0.5  # a leaky mechanism: the equality compares real numbers
+    assert "Dask cluster" in remote.cost["note"] and remote.cost["workers"] == 2
+    # and the runs' features themselves, bit for bit, against the local pool of processes
+    prepared = prepare_audit(gen, data(seed=1), n_targets=4, runs=24, training_rows=150, seed=5)
+    runs = range(prepared.plan.n_runs)
+    on_pool, _ = execute(prepared.plan, prepared.space, gen, runs, workers=2, threads=2)
+    on_cluster, how = execute_on_cluster(cluster.address, prepared.plan, prepared.space, gen, runs)
+    assert same_outcomes(on_cluster, on_pool)
+    assert set(how["run_workers"]) == set(runs) and sum(how["runs_per_worker"].values()) == len(runs)
+
+
+def test_a_generator_that_raises_is_a_failed_run_as_locally(cluster):
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    outcomes, _ = execute_on_cluster(cluster.address, prepared.plan, prepared.space, Failing(), range(4))
+    assert [o.error for o in outcomes] == ["ZeroDivisionError"] * 4 and all(o.features is None for o in outcomes)
+
+
+def test_a_killed_worker_loses_runs_that_the_other_makes_again_with_the_same_result():
+    from distributed import Client
+
+    gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
+    slow = Slowed(gen, 0.4)
+    prepared = prepare_audit(gen, data(seed=3), n_targets=4, runs=16, training_rows=150, seed=7)
+    runs = range(prepared.plan.n_runs)
+    local, _ = execute(prepared.plan, prepared.space, gen, runs, workers=1, threads=1)
+    with local_dask(n_workers=2) as c:
+        names = c.worker_addresses()
+        victim, survivor = names["w0"], names["w1"]
+        lost: list[int] = []
+        with Client(c.address, timeout=30, set_as_default=False) as watcher:
+
+            def progress(done: int, total: int) -> None:
+                if lost or done < 2:
+                    return
+                running = watcher.processing(workers=[victim])[victim]
+                if not running:
+                    return
+                lost.extend(int(str(k).rsplit("-", 1)[-1]) for k in running if "-run-" in str(k))
+                c.kill_worker("w0")
+
+            outcomes, how = execute_on_cluster(c.address, prepared.plan, prepared.space, slow, runs,
+                                               progress=progress)
+    assert lost, "the worker was killed while it was making runs"
+    assert c.workers["w0"].poll() is not None
+    # the runs it was making were made again by the survivor; the outcomes are the local ones
+    assert all(how["run_workers"][r] == survivor for r in lost)
+    assert same_outcomes(outcomes, local)
+    a = analyse_runs(prepared, outcomes, claimed_epsilon=1.0)
+    b = analyse_runs(prepared, local, claimed_epsilon=1.0)
+    assert without_cost(a) == without_cost(b)
+
+
+def test_executor_names_are_checked():
+    assert not is_cluster(None) and not is_cluster("local")
+    assert is_cluster("dask://10.0.0.1:8786") and is_cluster("tcp://scheduler:8786")
+    with pytest.raises(InputError, match="executor must be"):
+        is_cluster("ray://head:10001")
+    with pytest.raises(InputError, match="executor must be"):
+        is_cluster(4)
+    with pytest.raises(InputError, match="workers"):
+        audit_generator(LaplaceHistogram(1.0, DOMAIN), data(), executor="dask://127.0.0.1:1", workers=2, runs=8)
+
+
+def test_an_unreachable_scheduler_is_an_audit_error():
+    from privgate.audit.cluster import connect
+
+    with pytest.raises(AuditError, match="cannot reach the Dask scheduler at dask://127.0.0.1:9"):
+        connect("dask://127.0.0.1:9", timeout=2)
+
+
+def test_privgate_imports_without_distributed_and_the_executor_names_the_extra():
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "import privgate, privgate.audit\n"
+            "from privgate.audit.cluster import connect\n"
+            "try:\n    connect('dask://127.0.0.1:9')\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "pip install 'privgate[dask]'" in out.stdout
