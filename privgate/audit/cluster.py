@@ -81,6 +81,33 @@ def connect(executor: Any, timeout: float = CONNECT_TIMEOUT) -> tuple["Client", 
                          f"({type(exc).__name__}); is it running and is the address right?") from None
 
 
+def send_module_by_value(generate: Any, folder: str | None = None) -> bool:
+    """Send the generator's module to the workers with the generator when it is one file of the
+    current directory (``privgate audit --generator my_gen:fit`` run beside ``my_gen.py``), which
+    the workers cannot import; a module of a package is sent by name. Returns whether it is."""
+    import inspect  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    if inspect.ismethod(generate):
+        target: Any = type(generate.__self__)
+    elif inspect.isfunction(generate) or inspect.isclass(generate):
+        target = generate
+    else:
+        target = type(generate)
+    module = sys.modules.get(getattr(target, "__module__", "") or "")
+    path = getattr(module, "__file__", None) if module is not None else None
+    if module is None or path is None or "." in module.__name__ or inspect.ismodule(generate):
+        return False
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(folder or os.getcwd()):
+        return False
+    _distributed()
+    import cloudpickle  # noqa: PLC0415
+
+    cloudpickle.register_pickle_by_value(module)
+    return True
+
+
 # ---------------------------------------------------------------- what runs on a worker
 def _unpack(payload: bytes) -> tuple[AuditPlan, FeatureSpace, Generate]:
     import cloudpickle  # noqa: PLC0415 - a dependency of distributed

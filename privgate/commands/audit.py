@@ -60,6 +60,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=positive_int("--workers"), help="worker processes (default: the thread budget)")
+    p.add_argument("--executor", default=None,
+                   help="where the generator runs are made: local (processes of this machine, the default) or "
+                        "a Dask scheduler address, dask://host:port (extra [dask]; --threads is then per run, "
+                        "default 1)")
     p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
                    help="seconds the generator runs may take; then the worker processes are ended and the "
                         "audit fails (exit 3) (default: none)")
@@ -121,6 +125,10 @@ def _run(args: argparse.Namespace) -> int:
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
     generate = load_generator(args.generator, args.generator_args)
+    if args.executor not in (None, "local"):
+        from ..audit.cluster import send_module_by_value
+
+        send_module_by_value(generate)
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
@@ -128,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         generate, args.real, population=args.population, claimed_epsilon=claimed, delta=delta, targets=targets,
         n_targets=args.n_targets, runs=args.runs, training_rows=args.training_rows, n_rows=args.n_rows,
         design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
-        deadline=args.deadline,
+        deadline=args.deadline, executor=args.executor,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
         progress=None if args.quiet else progress_printer(started))
     outcome = decide_audit(result, config, dataset=args.dataset)

@@ -124,3 +124,43 @@ def test_privgate_imports_without_distributed_and_the_executor_names_the_extra()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "pip install 'privgate[dask]'" in out.stdout
+
+
+GENERATOR_FILE = '''
+import numpy as np
+import polars as pl
+
+
+class Noisy:
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def __call__(self, training, n_rows, seed):
+        rng = np.random.default_rng(seed)
+        out = training.sample(n_rows, with_replacement=True, seed=seed)
+        return out.with_columns(pl.col("x") + rng.normal(scale=self.scale, size=n_rows))
+'''
+
+
+def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_locally(cluster, tmp_path, monkeypatch):
+    # the module is a file of the current directory, which the workers cannot import: it goes by value
+    import json
+
+    from privgate.cli import main
+
+    data(seed=4).write_parquet(tmp_path / "real.parquet")
+    (tmp_path / "cluster_cli_gen.py").write_text(GENERATOR_FILE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    common = ["audit", "--real", "real.parquet", "--generator", "cluster_cli_gen:Noisy", "--generator-args",
+              '{"scale": 0.01}', "--runs", "30", "--n-targets", "2", "--training-rows", "100", "--threads", "1",
+              "--claimed-epsilon", "1", "--quiet"]
+    codes = [main([*common, "--workers", "1", "--json", "local.json"]),
+             main([*common, "--executor", cluster.address.replace("tcp://", "dask://"), "--json", "cluster.json"])]
+    reports = [json.loads((tmp_path / f).read_text()) for f in ("local.json", "cluster.json")]
+    for r in reports:
+        r["result"].pop("cost")
+        r.pop("run_id", None)
+        r.pop("recorded_at", None)
+    assert codes[0] == codes[1] == 2  # a copy with tiny noise: a proven violation, on both
+    assert reports[0]["result"] == reports[1]["result"]
