@@ -4,6 +4,7 @@ bit; a worker killed mid-audit loses its runs, which the other worker makes agai
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -144,8 +145,6 @@ class Noisy:
 
 def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_locally(cluster, tmp_path, monkeypatch):
     # the module is a file of the current directory, which the workers cannot import: it goes by value
-    import json
-
     from privgate.cli import main
 
     data(seed=4).write_parquet(tmp_path / "real.parquet")
@@ -164,3 +163,33 @@ def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_local
         r.pop("recorded_at", None)
     assert codes[0] == codes[1] == 2  # a copy with tiny noise: a proven violation, on both
     assert reports[0]["result"] == reports[1]["result"]
+
+
+def test_dagster_run_steps_send_their_runs_to_the_cluster_with_the_local_result(cluster, tmp_path):
+    dg = pytest.importorskip("dagster")
+    from privgate.dagster import PrivgateResource, build_generator_audit
+
+    gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
+    settings = dict(runs=16, n_targets=3, training_rows=150, claimed_epsilon=1.0, seed=2)
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="executor must be"):
+        build_generator_audit("bad", generate=gen, real=lambda: data(seed=6), executor="ray://head:1")
+    audit = build_generator_audit("cluster_audit", generate=gen, real=lambda: data(seed=6), chunk_size=8,
+                                  versions=["v1"], generator_name="lap", run_threads=1, record=False,
+                                  executor=cluster.address.replace("tcp://", "dask://"), **settings)
+    defs = dg.Definitions(
+        assets=[audit], jobs=[dg.define_asset_job("cluster_audit_job", selection=[audit])],
+        resources={"privgate": PrivgateResource(real_path="unused", work_dir=str(tmp_path / "work"),
+                                                reports_dir=str(tmp_path / "reports")),
+                   "io_manager": dg.FilesystemIOManager(base_dir=str(tmp_path / "storage"))},
+        executor=dg.in_process_executor)
+    job = defs.resolve_job_def("cluster_audit_job")  # the job builds with the executor
+    with dg.DagsterInstance.ephemeral() as instance:
+        run = job.execute_in_process(instance=instance, partition_key="v1")
+    assert run.success
+    (event,) = run.get_asset_materialization_events()
+    saved = json.loads(open(event.materialization.metadata["audit_json"].value).read())
+    assert "Dask cluster" in saved["cost"]["note"]
+    saved.pop("cost")
+    ref = audit_generator(gen, data(seed=6), workers=1, threads=1, generator_name="lap", generator_version="v1",
+                          **settings)
+    assert saved == without_cost(ref)
