@@ -22,6 +22,7 @@ runs a worker makes at once × ``threads`` is its cores (docs/cluster.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Sequence
@@ -150,34 +151,25 @@ def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, gene
                          "module-level function or class instance, importable on the workers") from None
     client, opened = connect(executor)
     tag = f"privgate-audit-{uuid.uuid4().hex[:12]}"
-    futures: list[Any] = []
+    submitted: list[Any] = []
+    done: dict[int, tuple[RunOutcome, str]] = {}
     try:
-        n_workers = len(client.scheduler_info(n_workers=-1).get("workers", {})) if runs else 0
+        n_workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
         job = client.submit(_unpack, payload, key=f"{tag}-job", pure=False)
         futures = [client.submit(_run_on_worker, job, r, per_run, key=f"{tag}-run-{r}", pure=False) for r in runs]
-        done: dict[int, tuple[RunOutcome, str]] = {}
+        submitted = [job, *futures]
         left = None if stop_at is None else max(stop_at - time.monotonic(), 0.001)
         try:
             for fut in distributed.as_completed(futures, loop=client.loop, timeout=left):
-                try:
-                    outcome, worker = fut.result()
-                except distributed.KilledWorker:
-                    raise AuditError(f"run {_run_of(fut.key)} was on {_allowed_failures()} workers that died: the "
-                                     "generator ends its worker (a crash or too much memory); make one run with "
-                                     "workers=1 locally to see the failure") from None
-                except Exception as exc:  # noqa: BLE001 - a worker-side failure outside the generator
-                    raise AuditError(f"run {_run_of(fut.key)} failed on the cluster outside the generator "
-                                     f"({type(exc).__name__}); are privgate and the generator's module "
-                                     "installed on the workers?") from None
+                outcome, worker = _outcome(fut, distributed)
                 done[outcome.run] = (outcome, worker)
                 if progress is not None:
                     progress(len(done), len(runs))
         except (TimeoutError, distributed.TimeoutError):
             raise _deadline_error(deadline, len(done), len(runs)) from None
-        job.release()
     finally:
-        if futures and len(futures) != sum(f.status == "finished" for f in futures):
-            client.cancel(futures, force=True)
+        if submitted and len(done) < len(runs):
+            client.cancel(submitted, force=True)  # the runs not made: off the cluster
         if opened:
             client.close()
     per_worker: dict[str, int] = {}
@@ -188,6 +180,20 @@ def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, gene
            "run_workers": {r: w for r, (_, w) in done.items()},
            "note": f"Dask cluster {_shown_address(executor, client)}: {n_workers} workers, {per_run} thread(s) a run"}
     return [done[r][0] for r in runs], how
+
+
+def _outcome(fut: Any, distributed: Any) -> tuple[RunOutcome, str]:
+    """A finished run's outcome and worker; a run that could not be made is an AuditError."""
+    try:
+        return fut.result()
+    except distributed.KilledWorker:
+        raise AuditError(f"run {_run_of(fut.key)} was on {_allowed_failures()} workers that died: the generator "
+                         "ends its worker (a crash or too much memory); make one run with workers=1 locally to "
+                         "see the failure") from None
+    except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - a failure outside the generator
+        raise AuditError(f"run {_run_of(fut.key)} failed on the cluster outside the generator "
+                         f"({type(exc).__name__}); are privgate and the generator's module installed on the "
+                         "workers?") from None
 
 
 def _run_of(key: Any) -> str:

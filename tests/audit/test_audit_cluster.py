@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from local_dask import Failing, Slowed, local_dask
+from local_dask import Exiting, Failing, Slowed, local_dask
 from privgate.audit import analyse_runs, audit_generator, execute, prepare_audit
 from privgate.audit.cluster import execute_on_cluster, is_cluster
 from privgate.audit.mechanisms import LaplaceHistogram
@@ -97,6 +97,25 @@ def test_a_killed_worker_loses_runs_that_the_other_makes_again_with_the_same_res
     a = analyse_runs(prepared, outcomes, claimed_epsilon=1.0)
     b = analyse_runs(prepared, local, claimed_epsilon=1.0)
     assert without_cost(a) == without_cost(b)
+
+
+def test_a_deadline_cancels_the_runs_not_made(cluster):
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    slow = Slowed(LaplaceHistogram(1.0, DOMAIN), 3.0)
+    with pytest.raises(AuditError, match=r"deadline of 1 s \(0 of 8 runs made\)"):
+        execute_on_cluster(cluster.address, prepared.plan, prepared.space, slow, range(8), deadline=1)
+
+
+def test_a_generator_that_ends_every_worker_it_runs_on_stops_the_audit(cluster):
+    # each death is a lost worker whose run is given to another; past allowed-failures it is the generator
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    with pytest.raises(AuditError, match="run 0 was on 4 workers that died"):
+        execute_on_cluster(cluster.address, prepared.plan, prepared.space, Exiting(), [0])
+    # the nannies restart their workers: the cluster is whole again
+    from distributed import Client
+
+    with Client(cluster.address, timeout=30, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=120)
 
 
 def test_executor_names_are_checked():
