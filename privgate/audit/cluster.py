@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
 SCHEMES = ("dask://", "tcp://", "tls://", "inproc://")
-LOCAL = ("local", "processes")
+LOCAL = ("local",)
 CONNECT_TIMEOUT = 30.0
 
 
