@@ -13,7 +13,7 @@ and does the same (the speed-up a cluster of machines gives, free of this machin
 cores).
 
     python benchmarks/audit_cluster.py                 # cpu, 40 runs (about 1.5 min)
-    python benchmarks/audit_cluster.py --generator sleep --runs 40
+    python benchmarks/audit_cluster.py --generator sleep --seconds 1 --training-rows 300
 """
 
 from __future__ import annotations
@@ -43,15 +43,16 @@ class HalfSecond:
     """Spends 0.5 s (of CPU, or asleep), then draws n_rows records from independent marginals
     of its training rows."""
 
-    def __init__(self, how: str) -> None:
+    def __init__(self, how: str, seconds: float = 0.5) -> None:
         self.how = how
+        self.seconds = seconds
 
     def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
         if self.how == "sleep":
-            time.sleep(0.5)
+            time.sleep(self.seconds)
         else:
             start, x = time.process_time(), 0
-            while time.process_time() - start < 0.5:
+            while time.process_time() - start < self.seconds:
                 x += sum(range(1000))
         rng = np.random.default_rng(seed)
         return pl.DataFrame({c: training[c].to_numpy()[rng.integers(0, training.height, n_rows)]
@@ -62,11 +63,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generator", choices=("cpu", "sleep"), default="cpu")
     ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--seconds", type=float, default=0.5, help="a run's seconds in the generator")
+    ap.add_argument("--training-rows", type=int, default=1000)
     args = ap.parse_args()
     pop = load_example().select(COLUMNS)
-    gen = HalfSecond(args.generator)
-    common = dict(runs=args.runs, n_targets=4, training_rows=1000, seed=0, claimed_epsilon=1.0)
-    print(f"## a 0.5 s generator ({args.generator}), {args.runs} runs, 1,000 training rows, 1 thread a run")
+    gen = HalfSecond(args.generator, args.seconds)
+    common = dict(runs=args.runs, n_targets=4, training_rows=args.training_rows, seed=0, claimed_epsilon=1.0)
+    print(f"## a {args.seconds:g} s generator ({args.generator}), {args.runs} runs, {args.training_rows} training "
+          "rows, 1 thread a run")
+    audit_generator(HalfSecond("sleep", 0.0), pop, **{**common, "runs": 8}, workers=1, threads=1)  # warm-up imports
     walls, runs_phase, results = {}, {}, {}
     with local_dask(n_workers=2, nthreads=1) as cluster:
         ways = {"local, 1 process": dict(workers=1, threads=1),
@@ -81,7 +86,8 @@ def main() -> None:
             results[name] = d
             runs_phase[name] = walls[name] - r.cost["seconds_prepare"] - r.cost["seconds_analysis"]
             print(f"{name:28s} wall {walls[name]:6.1f} s (runs {runs_phase[name]:6.1f} s)  generator "
-                  f"{r.cost['seconds_generate_total']:6.1f} s  speed-up {walls['local, 1 process'] / walls[name]:.2f}x "
+                  f"{r.cost['seconds_generate_total']:6.1f} s  features {r.cost['seconds_features_total']:5.1f} s  "
+                  f"speed-up {walls['local, 1 process'] / walls[name]:.2f}x "
                   f"(runs {runs_phase['local, 1 process'] / runs_phase[name]:.2f}x)", flush=True)
     ref = results["local, 1 process"]
     print("results equal to the one-process audit:", all(v == ref for v in results.values()))
