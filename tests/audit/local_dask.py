@@ -82,7 +82,10 @@ def local_dask(n_workers: int = 2, nthreads: int = 1) -> Iterator[LocalDask]:
 
     try:
         sched = start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                       "--no-dashboard", "--scheduler-file", str(sched_file)], "scheduler.log")
+                       "--no-dashboard", "--scheduler-file", str(sched_file),
+                       # if this process is killed before it can end them: the workers end when the
+                       # scheduler is gone (--death-timeout), the scheduler once idle this long
+                       "--idle-timeout", "900"], "scheduler.log")
         deadline = time.monotonic() + START_TIMEOUT
         while not sched_file.exists() or sched_file.stat().st_size == 0:
             if sched.poll() is not None or time.monotonic() > deadline:
