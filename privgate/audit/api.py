@@ -20,6 +20,7 @@ from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
 from .analysis import analyse_attack
+from .cluster import is_cluster
 from .attacks import ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
 from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
@@ -320,7 +321,8 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
-                    deadline: float | None = None, generator_digest: str | None = None) -> AuditResult:
+                    deadline: float | None = None, generator_digest: str | None = None,
+                    executor: Any = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -356,6 +358,11 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         deadline: seconds the whole audit may take — planning, preflight runs, every run
             (default :data:`privgate.audit.limits.DEFAULT_DEADLINE`, 24 hours); then the worker
             processes are killed and an AuditError is raised.
+        executor: where the runs are made — None or ``"local"``: processes of this machine
+            (``workers``); a Dask scheduler address (``"dask://host:port"``) or a
+            ``distributed.Client``: the cluster's workers, ``threads`` threads per run (default
+            1; :mod:`privgate.audit.cluster`, extra ``[dask]``). The result is the same. The
+            preflight runs are made on this machine's worker processes either way.
 
     The generator runs on spawned worker processes (a generator that cannot be pickled — a
     lambda, a nested function — runs in this process, the deadline then checked between runs).
@@ -374,6 +381,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
 
     if generator_digest is not None and not is_digest(generator_digest):
         raise ParameterError("generator_digest must be 64 lowercase hex characters (privgate.audit.identity)")
+    on_cluster = is_cluster(executor)
+    if on_cluster and workers is not None:
+        raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
@@ -381,8 +391,15 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                                  design=design, background=background, fit_share=fit_share, schema=schema,
                                  seed=seed, threads=threads, runs_via=runner)
         clock.check("the runs")
-        outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
-        how = dict(runner.how)
+        if on_cluster:
+            from .cluster import execute_on_cluster
+
+            outcomes, how = execute_on_cluster(executor, prepared.plan, prepared.space, generate,
+                                               range(prepared.plan.n_runs), threads=threads, progress=progress,
+                                               deadline=clock.left())
+        else:
+            outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
+            how = dict(runner.how)
     clock.check("the analysis")
     meta = {"name": generator_name or _name_of(generate), "version": generator_version,
             "digest": generator_digest or callable_digest(generate)}

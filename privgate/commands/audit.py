@@ -99,6 +99,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                              "(default 0)")
     p.add_argument("--workers", type=positive_int("--workers", MAX_WORKERS),
                    help="worker processes (default: the thread budget)")
+    p.add_argument("--executor", default=None,
+                   help="where the generator runs are made: local (processes of this machine, the default) or "
+                        "a Dask scheduler address, dask://host:port (extra [dask]; --threads is then per run, "
+                        "default 1)")
     p.add_argument("--deadline", type=number("--deadline", 0.0, MAX_DEADLINE, low_open=True), default=None,
                    help=f"seconds the whole audit may take — planning, preflight and every run; then the worker "
                         f"processes are killed and the audit fails (exit 3) (default {DEFAULT_DEADLINE:g}: 24 hours, "
@@ -197,6 +201,13 @@ def _run(args: argparse.Namespace) -> int:
     # its digest reads the module's source file without running it
     generate = GeneratorRef(args.generator, args.generator_args)
     digest = spec_digest(args.generator, args.generator_args)
+    if args.executor not in (None, "local"):
+        # a cluster's workers may not have the generator's module: it is imported here and sent
+        # with the generator (cloudpickle by value)
+        from ..audit.cluster import send_module_by_value
+
+        generate = generate.resolve()
+        send_module_by_value(generate)
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
@@ -204,7 +215,7 @@ def _run(args: argparse.Namespace) -> int:
         generate, args.real, population=args.population, claimed_epsilon=claimed, delta=delta, targets=targets,
         n_targets=args.n_targets, runs=args.runs, training_rows=args.training_rows, n_rows=args.n_rows,
         design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
-        deadline=args.deadline,
+        deadline=args.deadline, executor=args.executor,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
         generator_digest=digest,
         progress=None if args.quiet else progress_printer(started))

@@ -55,7 +55,11 @@ seed for every version: versions are compared on the same game).
 partitions — a ``PartitionsDefinition``, a list of versions (static), or None: dynamic
 partitions ``<name>_versions`` (add a version with ``instance.add_dynamic_partitions``).
 ``run_threads``: thread budget of a run step (default: the resource's ``threads``;
-unset there: privgate's default). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
+unset there: privgate's default). ``executor``: a Dask scheduler address
+(``dask://host:port``, extra ``[dask]``): each run step sends its chunk's runs to that cluster,
+one task a run with ``run_threads`` threads (default 1), instead of making them in its own
+process — the steps stay light and the cluster's workers make the fits
+(:mod:`privgate.audit.cluster`; a worker lost mid-step: its runs are made again). ``step_tags``: ``"plan"`` / ``"runs"`` / ``"analyse"`` →
 op tags (e.g. ``dagster-k8s/config`` for that step's pod). ``retry_policy``: retries of the
 run steps. ``resource_key``: the :class:`~privgate.dagster.PrivgateResource` (its
 ``work_dir`` holds the steps' files, its ``reports_dir`` the saved results).
@@ -133,6 +137,7 @@ def build_generator_audit(
     audit_config: Any = None,
     record: bool = True,
     translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
+    executor: Any = None,
 ) -> dg.AssetsDefinition:
     """A partitioned asset ``name`` auditing a generator, one partition per generator version;
     its parameters are described in the module docstring (*Parameters*)."""
@@ -140,6 +145,7 @@ def build_generator_audit(
     from privgate.audit.targets import DEFAULT_TARGETS
 
     _validate(name, generate, generate_for, chunk_size, step_tags)
+    executor = _cluster(name, executor)
     runs = DEFAULT_RUNS if runs is None else runs
     spec = AuditSpec(
         name=name, real=real, real_key=_asset_key_of(real), population=population,
@@ -152,7 +158,7 @@ def build_generator_audit(
         confidence=confidence, attacks=attacks, run_threads=run_threads,
         tags={k: dict(v) for k, v in (step_tags or {}).items()}, retry_policy=retry_policy,
         resource_key=resource_key, io_manager_key=io_manager_key, rules=_audit_rules(audit_config),
-        record=record, translator=translator)
+        record=record, translator=translator, executor=executor)
     return _audit_asset(spec, _versions(name, versions, translator), group_name, seed)
 
 
@@ -172,6 +178,17 @@ def _validate(name: str, generate: Any, generate_for: Any, chunk_size: Any, step
         raise dg.DagsterInvalidDefinitionError(
             f"build_generator_audit({name!r}): step_tags for unknown steps {unknown}; the steps are "
             "'plan', 'runs' and 'analyse'")
+
+
+def _cluster(name: str, executor: Any) -> Any:
+    """The Dask scheduler the run steps send their runs to (None: the steps make them)."""
+    from privgate.audit.cluster import is_cluster
+    from privgate.errors import InputError
+
+    try:
+        return executor if is_cluster(executor) else None
+    except InputError as exc:
+        raise dg.DagsterInvalidDefinitionError(f"build_generator_audit({name!r}): {exc}") from None
 
 
 def _audit_rules(audit_config: Any) -> Any:
@@ -210,6 +227,8 @@ class AuditSpec:
     rules: Any
     record: bool
     translator: PrivgateTranslator = field(default=DEFAULT_TRANSLATOR)
+    #: a Dask scheduler address: the run steps make their runs on that cluster
+    executor: Any = None
 
     def budget(self, resource: Any) -> int:
         """The thread budget of a step."""
@@ -298,8 +317,15 @@ def _runs_op(spec: AuditSpec) -> dg.OpDefinition:
         generate_v = spec.resolve(context.partition_key)
         threads = spec.budget(spec.resource(context))
         start = time.perf_counter()
-        outcomes = [make_run(prepared.plan, prepared.space, generate_v, r, threads=threads)
-                    for r in range(first, last + 1)]
+        if spec.executor is not None:
+            from privgate.audit.cluster import execute_on_cluster
+
+            threads = spec.run_threads or 1  # per run, on the cluster's workers
+            outcomes, _ = execute_on_cluster(spec.executor, prepared.plan, prepared.space, generate_v,
+                                             range(first, last + 1), threads=threads)
+        else:
+            outcomes = [make_run(prepared.plan, prepared.space, generate_v, r, threads=threads)
+                        for r in range(first, last + 1)]
         write_outcomes(folder, key, outcomes)
         failed = sum(o.error is not None for o in outcomes)
         context.log.info(f"privgate audit {spec.name}: runs {first}–{last} made ({failed} failed) in "
@@ -342,7 +368,8 @@ def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
             prepared, outcomes, attacks=spec.attacks, claimed_epsilon=spec.claimed_epsilon,
             delta=spec.delta, confidence=spec.confidence,
             execution={"workers": n_steps, "threads": spec.budget(resource),
-                       "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"},
+                       "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"
+                               + ("" if spec.executor is None else ", made on a Dask cluster")},
             wall_seconds=time.time() - started if started is not None else None,
             generator={"name": spec.label, "version": version, "digest": _digest(spec, version)})
         outcome = decide_audit(result, spec.rules, dataset=resource.dataset)

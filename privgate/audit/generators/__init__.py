@@ -5,8 +5,10 @@ generator audit, each an optional extra:
 * ``gaussian_copula``: :class:`.sdv.GaussianCopulaGenerator`, extra ``sdv``, no guarantee
 * ``copula``: :class:`.copulas.CopulaGenerator` (the same model from Copulas and RDT, without SDV
   and torch), extra ``copulas``, no guarantee
-* ``dpmm_mst``: :class:`.dpmm.MSTGenerator`, extra ``dpmm``, (ε, δ)-DP claim
-* ``dpmm_aim``: :class:`.dpmm.AIMGenerator`, extra ``dpmm``, (ε, δ)-DP claim
+* ``dpmm_mst``: :class:`.dpmm.MSTGenerator`, (ε, δ)-DP claim
+* ``dpmm_aim``: :class:`.dpmm.AIMGenerator`, (ε, δ)-DP claim — dpmm pins a stack that cannot
+  live beside privgate's: no extra; it runs in an environment of its own through
+  :class:`.isolated.IsolatedGenerator` (any adapter can)
 
 Every adapter is a picklable class (an audit's process pool pickles it) taking a PUBLIC
 ``domain`` (column → levels, or ``(low, high)`` for a numeric column); without one it reads the

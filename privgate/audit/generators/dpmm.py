@@ -1,4 +1,4 @@
-"""dpmm's marginal-based DP generators, MST and AIM, as generators to audit (extra ``[dpmm]``).
+"""dpmm's marginal-based DP generators, MST and AIM, as generators to audit (in their own environment).
 
 MST (McKenna, Miklau, Sheldon, "Winning the NIST Contest: A scalable and general approach to
 differentially private synthetic data", Journal of Privacy and Confidentiality 2021) measures the
@@ -9,8 +9,9 @@ graphical model to the noisy marginals (Private-PGM) and sample it. dpmm (Mahiou
 Wu, Abbey, Silva, Ganev, "dpmm: Differentially Private Multi-Marginal Models", 2025) packages them
 with numeric binning.
 
-dpmm 0.1.9 pins numpy 1.26.4, pandas 2.1.0 and scikit-learn 1.5.0 exactly, so it installs only in
-an environment of its own (privgate runs there too); see docs/audit-generators.md.
+dpmm 0.1.9 pins numpy 1.26.4, pandas 2.1.0 and scikit-learn 1.5.0 exactly, so it is no extra of
+privgate: it installs in an environment of its own, where :class:`.isolated.IsolatedGenerator`
+runs this adapter (docs/audit-generators.md).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_epsilon, check_threads, DPAdapter, global_seed, missing_extra,
+from ._common import (NUMERIC, check_epsilon, check_threads, DPAdapter, global_seed,
                       restore_types)
 
 __all__ = ["MSTGenerator", "AIMGenerator"]
@@ -103,7 +104,9 @@ class _DpmmGenerator(DPAdapter):
         try:
             import dpmm.pipelines as pipelines
         except ImportError:
-            raise missing_extra("dpmm", "dpmm") from None
+            raise ImportError("this generator adapter needs dpmm, which pins NumPy 1.26 and cannot be installed "
+                              "beside privgate: install it in an environment of its own and audit it through "
+                              "IsolatedGenerator(python, 'dpmm_mst', ...) (docs/audit-generators.md)") from None
         from numpy.random import RandomState
 
         frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)

@@ -1,0 +1,99 @@
+"""Every extra installs beside the base: pip resolves the base dependencies with every optional
+extra of pyproject.toml at once under constraints.txt (``pip install --dry-run``: nothing is
+installed; what this environment already holds counts where it satisfies the pins, the rest is
+resolved from the index's metadata), and the base's NumPy, pyarrow, Polars, pandas and
+scikit-learn pins hold, as does every pin of a library an extra names. One set of versions for
+the base and every extra together means each extra alone installs beside the base too. A library
+that pins a stack incompatible with the base is not offered as an extra (dpmm:
+docs/audit-generators.md). Needs the package index for what is not installed (CI has it)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
+CONSTRAINTS = REPO / "constraints.txt"
+
+
+def pins() -> dict[str, str]:
+    out = {}
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        name, sep, version = line.strip().partition("==")
+        if sep:
+            out[_norm(name)] = version
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirements(extra: str) -> list[str]:
+    """The extra's requirements with privgate's own extras (``privgate[a,b]``) expanded."""
+    out: list[str] = []
+    for req in EXTRAS[extra]:
+        m = re.fullmatch(r"privgate\[([^\]]+)\]", req.replace(" ", ""))
+        if m:
+            for sub in m.group(1).split(","):
+                out.extend(requirements(sub))
+        else:
+            out.append(req)
+    return out
+
+
+def resolve(reqs: list[str], tmp_path: Path) -> dict[str, str]:
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+         "--disable-pip-version-check", "--report", str(report), "-c", str(CONSTRAINTS), *reqs],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"pip cannot resolve {reqs} with constraints.txt:\n{done.stderr[-3000:]}"
+    items = json.loads(report.read_text())["install"]
+    # what pip would install, and what is installed already and satisfies the requirements
+    installed = {_norm(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    return installed | {_norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
+
+
+def _release(version: str) -> str:
+    return version.split("+", 1)[0]  # 2.13.0+cpu is a build of 2.13.0
+
+
+def test_no_extra_needs_a_library_outside_the_constraints():
+    pinned = pins()
+    for extra in EXTRAS:
+        for req in requirements(extra):
+            name = _norm(re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0])
+            if name not in ("pytest", "hypothesis"):
+                assert name in pinned, f"[{extra}] needs {name}, which constraints.txt does not pin"
+    assert "dpmm" not in EXTRAS and "dpmm" not in pinned  # its own environment
+
+
+@pytest.mark.slow
+def test_every_extra_resolves_beside_the_pinned_base(tmp_path):
+    reqs = list(PROJECT["dependencies"]) + [r for e in sorted(EXTRAS) for r in requirements(e)]
+    got = resolve(reqs, tmp_path)
+    pinned = pins()
+    for name in ("numpy", "pyarrow", "polars", "pandas", "scikit-learn"):
+        assert _release(got[name]) == pinned[name], f"the extras move {name} to {got[name]}"
+    needed = {_norm(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for e in EXTRAS for r in requirements(e)}
+    assert {n: got[n] for n in needed if n in pinned and _release(got[n]) != pinned[n]} == {}
+    assert needed <= set(got)
+
+
+def test_privgate_and_its_adapters_import_in_this_environment():
+    code = ("import privgate, privgate.audit, privgate.audit.cluster, privgate.audit.generators.isolated\n"
+            "from privgate.audit.generators import ADAPTERS, load_adapter\n"
+            "[load_adapter(n) for n in ADAPTERS]\n"
+            "import numpy, pyarrow; print(numpy.__version__, pyarrow.__version__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
