@@ -19,14 +19,15 @@ from ..io import load_frame
 from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
-from .analysis import analyse_attack
-from .attacks import ATTACKS, resolve as resolve_attacks
+from ..stats.one_run import largest_provable_epsilon
+from .analysis import analyse_attack, pooled_guesses
+from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
-from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
+from .plan import CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
 from .result import AuditResult
 from .runner import Generate, Progress, RunOutcome, execute, make_run
 from .seeds import seed_int
-from .targets import DEFAULT_TARGETS, Targets, select_targets
+from .targets import DEFAULT_TARGETS, Targets, canary_targets, select_targets
 
 DEFAULT_CONFIDENCE = 0.95
 
@@ -44,9 +45,9 @@ class PreparedAudit:
 
 
 def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
-                  n_targets: int = DEFAULT_TARGETS, canaries: bool = True, runs: int = DEFAULT_RUNS,
+                  n_targets: int | None = None, canaries: bool = True, runs: int = DEFAULT_RUNS,
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
-                  background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
+                  background: str = "fixed", fit_share: float | None = None,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
                   threads: int | None = None) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
@@ -63,8 +64,16 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         check_same_columns({"real": real_f, "population": pool_f})
         real_f = real_f.select(pool_f.columns)
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
-    chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
-                            pool_is_real=pool_is_real, seed=seed)
+    many = design == "canaries"
+    if n_targets is None:
+        n_targets = CANARY_TARGETS if many else DEFAULT_TARGETS
+    if fit_share is None:
+        fit_share = CANARY_FIT_SHARE if many else DEFAULT_FIT_SHARE
+    if many and isinstance(targets, str) and targets == "auto":
+        chosen = canary_targets(pool_f, sch, n_targets, seed=seed)
+    else:
+        chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
+                                pool_is_real=pool_is_real, seed=seed)
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
     if pool_avail.height == 0:
         raise InputError("population: no rows are left for training sets once the targets are set aside")
@@ -140,26 +149,47 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     delta, confidence, claimed_epsilon = _check_numbers(delta, confidence, claimed_epsilon)
     feats, ok = _run_features(plan, outcomes)
     alpha = 1.0 - confidence
-    usable = [_has_enough_runs(plan, t) for t in range(plan.n_targets)]
-    n_audited = int(sum(usable))
-    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
-    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
-    targets_out, roc = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each)
-    best = _most_promising_pair(targets_out)
+    many = plan.design == "canaries"
+    if many and delta > 0:
+        raise ParameterError("the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
+                             f"with δ = {delta:g} — use design='shared'")
+    usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
+    groups = _pooled_groups(plan, names)
+    pooled_targets = {t for _, members in groups for t in members}
+    n_audited = int(sum(usable)) if not many else len(pooled_targets)
+    n_audited = max(n_audited, int(sum(usable)))
+    n_tests = int(sum(usable)) * len(names) + len(groups)
+    # half of α for the one candidate chosen on the fit runs, half shared by every candidate (analysis.py)
+    alpha_each = alpha / 2 / max(n_tests, 1)
+    targets_out, roc, scores = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each,
+                                               keep=pooled_targets)
+    pooled = _pooled(plan, groups, scores, alpha_each)
+    best = _most_promising(targets_out, pooled)
     targets_out.extend(prepared.not_taken)
     attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
-    eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
+    eps = max([a["epsilon_lower"] for a in attacked] + [p["epsilon_lower"] for p in pooled], default=0.0)
     if best is not None:
-        best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
-                                                          best["false_negatives"], best["runs_with"],
-                                                          delta=delta, alpha=alpha / 2))
+        if best.get("pooled"):
+            p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
+            again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"])
+            best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
+                        correct=again["correct"], guesses=again["guesses"])
+        else:
+            best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
+                                                              best["false_negatives"], best["runs_with"],
+                                                              delta=delta, alpha=alpha / 2))
+            best["epsilon_provable"] = largest_provable_epsilon(best["runs_without"], best["runs_with"],
+                                                                delta=delta, alpha=alpha / 2)
         eps = max(eps, best["epsilon_lower"])
+    for p in pooled:
+        p.pop("_arrays", None)
     mu = max((a["mu_lower"] for a in attacked), default=0.0)
     eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
     violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
     cost = _cost(prepared, outcomes, ok, execution, wall_seconds, started)
     failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
-    return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
+    provable = None if best is None else best.get("epsilon_provable")
+    return AuditResult(epsilon_lower=float(eps), epsilon_provable=provable, pooled=pooled, delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
                        violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
                        max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
                        epsilon_from_mu=eps_mu, best=best, n_audited=n_audited, targets=targets_out,
@@ -200,20 +230,27 @@ def _has_enough_runs(plan: AuditPlan, t: int) -> bool:
 
 
 def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], names: Sequence[str], *,
-                    delta: float, alpha_each: float
-                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]]]:
-    """Each target's record (its description, run counts, status and every attack's analysis)
-    and the test runs' scores and labels per target and attack (the ROC curves)."""
+                    delta: float, alpha_each: float, keep: set[int] | None = None
+                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]], dict]:
+    """Each target's record (its description, run counts, status and every attack's analysis),
+    the test runs' scores and labels per target and attack (the ROC curves), and the fixed
+    attacks' (fit, test) scores of the targets in ``keep`` (for the pooled evidence)."""
     targets_out: list[dict[str, Any]] = []
     roc: dict[str, dict[str, dict[str, list]]] = {}
+    kept: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    keep = keep or set()
     for t, entry in enumerate(plan.targets.describe()):
         entry = dict(entry)
         runs = plan.assigned[t]
         fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
         y = plan.included[t]
         entry.update(fit_runs=int(fit_r.size), test_runs=int(test_r.size))
+        if t in keep:
+            for name in names:
+                if name in FIXED_ATTACKS:
+                    kept[(t, name)] = ATTACKS[name](feats[fit_r, t], y[fit_r], feats[test_r, t], 0)
         if not usable[t]:
-            entry.update(status="too few runs", attacks={})
+            entry.update(status="pooled" if t in keep and plan.design == "canaries" else "too few runs", attacks={})
             targets_out.append(entry)
             continue
         entry["status"] = "audited"
@@ -225,21 +262,67 @@ def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], name
                                                           "labels": [bool(v) for v in y[test_r]]}
         entry["attacks"] = results
         targets_out.append(entry)
-    return targets_out, roc
+    return targets_out, roc, kept
 
 
-def _most_promising_pair(targets: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The (target, attack) pair whose fit runs promise the largest ε bound (ties: the larger
-    TPR − FPR, then the first), with its test runs' error counts; None when nothing was attacked."""
+#: target kinds whose raw scores are on one scale (crafted alike); others are ranked per target
+_LIKE_KINDS = ("canary_cell", "canary_level", "canary_range")
+
+
+def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """(kind, targets) of every kind with at least two targets that share every run (the shared
+    and canaries designs with independent inclusions, probability 1/2): their guesses are pooled
+    (Steinke et al.). None otherwise."""
+    if not plan.independent or not any(n in FIXED_ATTACKS for n in names):
+        return []
+    out = []
+    for kind in dict.fromkeys(plan.targets.kinds):
+        members = [t for t, k in enumerate(plan.targets.kinds) if k == kind]
+        if len(members) >= 2:
+            out.append((kind, members))
+    return [(k, m) for k, m in out for n in names if n in FIXED_ATTACKS]
+
+
+def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int]]], scores: dict, alpha_each: float
+            ) -> list[dict[str, Any]]:
+    """The pooled evidence of each (kind, fixed attack): every target of the kind guessed at once."""
+    out = []
+    names = [n for n in FIXED_ATTACKS if any((t, n) in scores for _, m in groups for t in m)]
+    seen: set[tuple[str, str]] = set()
+    for kind, members in groups:
+        for name in names:
+            if (kind, name) in seen or (members[0], name) not in scores:
+                continue
+            seen.add((kind, name))
+            fit_s = np.stack([scores[(t, name)][0] for t in members], axis=1)
+            test_s = np.stack([scores[(t, name)][1] for t in members], axis=1)
+            fit_y = plan.included[np.asarray(members)][:, plan.fit].T
+            test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
+            arrays = (fit_s, fit_y, test_s, test_y)
+            p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS)
+            out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
+    return out
+
+
+def _most_promising(targets: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The candidate — a (target, attack) pair or a pooled (kind, attack) — whose fit runs
+    promise the largest ε bound (ties: the larger second score, then the first found), with its
+    test runs' counts; None when nothing was attacked."""
     best_key, best = (-1.0, -1.0), None
     for entry in targets:
         for name, a in (entry.get("attacks") or {}).items():
-            key = (a["fit_score"][0], a["fit_score"][1])
+            key = (a["fit_score"][0], a["fit_score"][1] / 1e9)
             if key > best_key:
                 best_key = key
                 best = {"target": entry["target"], "kind": entry["kind"], "attack": name,
                         "runs_with": a["runs_with"], "runs_without": a["runs_without"],
                         "false_positives": a["false_positives"], "false_negatives": a["false_negatives"]}
+    for p in pooled:
+        key = (p["fit_score"][0], p["fit_score"][1] / 1e9)
+        if key > best_key:
+            best_key = key
+            best = {"target": f"all {p['kind']} ({p['targets']})", "kind": p["kind"], "attack": p["attack"],
+                    "pooled": True, "targets": p["targets"]}
     return best
 
 
@@ -269,11 +352,12 @@ def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarra
 
 def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alpha: float) -> dict[str, Any]:
     """The audit's design as the result reports it: runs, splits, attacks and the α each test spends."""
-    runs = int(plan.fit.size if plan.design == "shared" else plan.fit.size // max(plan.n_targets, 1))
+    runs = int(plan.fit.size if plan.design != "separate" else plan.fit.size // max(plan.n_targets, 1))
     return {"design": plan.design, "background": plan.background, "runs": runs,
             "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
             "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
             "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed,
+            "inclusion": "independent, probability 1/2" if plan.independent else "half of the fit and of the test runs",
             "neighbouring": "add/remove one record"}
 
 
@@ -296,10 +380,10 @@ def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, fl
 
 
 def audit_generator(generate: Generate, real: Any, *, population: Any = None, claimed_epsilon: float | None = None,
-                    delta: float = 0.0, targets: Any = "auto", n_targets: int = DEFAULT_TARGETS,
+                    delta: float = 0.0, targets: Any = "auto", n_targets: int | None = None,
                     canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
                     n_rows: int | None = None, design: str = "shared", background: str = "fixed",
-                    fit_share: float = DEFAULT_FIT_SHARE, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
+                    fit_share: float | None = None, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
