@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -23,7 +23,8 @@ from ..stats.one_run import largest_provable_epsilon
 from .analysis import analyse_attack, pooled_guesses
 from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
-from .plan import CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
+from .plan import (CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, MIN_RUNS, AuditPlan,
+                   look_schedule, make_plan)
 from .result import AuditResult
 from .runner import Generate, Progress, RunOutcome, execute, make_run
 from .seeds import seed_int
@@ -49,7 +50,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
                   background: str = "fixed", fit_share: float | None = None,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
-                  threads: int | None = None) -> PreparedAudit:
+                  threads: int | None = None, interleave: bool = False) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
     None skips the preflight."""
@@ -95,7 +96,8 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
             chosen = chosen.subset(keep)
             space = FeatureSpace.build(pool_avail, chosen.frame, sch)
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
-                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed)
+                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed,
+                     interleave=interleave)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
 
 
@@ -387,7 +389,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
-                    deadline: float | None = None) -> AuditResult:
+                    deadline: float | None = None, looks: int | None = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -420,6 +422,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         deadline: seconds the generator runs may take (the preflight runs, in this process, are
             not counted); then the worker processes are ended and an AuditError is raised. The
             runs then go to at least one worker process, so the generator must be picklable.
+        looks: a sequential audit (:func:`_sequential`): the runs are made in ``looks`` batches
+            and the audit stops at the first look whose bound exceeds ``claimed_epsilon``, each
+            look spending (1 − ``confidence``)/looks.
     """
     start = time.perf_counter()
     names = resolve_attacks(attacks)
@@ -427,14 +432,65 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                              canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                              design=design, background=background, fit_share=fit_share, schema=schema, seed=seed,
-                             threads=threads)
+                             threads=threads, interleave=looks is not None)
+    meta = {"name": generator_name or _name_of(generate), "version": generator_version}
+    if looks is not None:
+        return _sequential(prepared, generate, looks, names=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                           confidence=confidence, meta=meta, start=start, run_kw=dict(
+                               workers=workers, threads=threads, progress=progress, deadline=deadline))
     outcomes, how = execute(prepared.plan, prepared.space, generate, range(prepared.plan.n_runs), workers=workers,
                             threads=threads, progress=progress, deadline=deadline)
-    meta = {"name": generator_name or _name_of(generate), "version": generator_version}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)
     result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
     return result
+
+
+def _sequential(prepared: PreparedAudit, generate: Generate, looks: int, *, names: Sequence[str],
+                claimed_epsilon: float | None, delta: float, confidence: float, meta: Mapping[str, Any],
+                start: float, run_kw: dict[str, Any]) -> AuditResult:
+    """A sequential audit: the plan's runs are made in batches; after each, the runs so far are
+    analysed at confidence 1 − α/L (L looks on a schedule fixed in advance by ``runs`` and
+    ``looks``), and the audit stops at the first look whose bound exceeds the claim. By the union
+    bound over the L looks, the probability that ANY look's bound exceeds the true ε is ≤ α, so
+    the bound reported (the stopping look's, or the last look's) holds at confidence 1 − α
+    (Bonferroni α-spending over a fixed schedule of looks)."""
+    plan = prepared.plan
+    if plan.design == "separate":
+        raise ParameterError("looks: a sequential audit needs every run to serve every target "
+                             "(design 'shared' or 'canaries'), not 'separate'")
+    if claimed_epsilon is None:
+        raise ParameterError("looks: a sequential audit stops when the bound exceeds the claim; give claimed_epsilon")
+    least = 2 if plan.design == "canaries" else MIN_RUNS
+    schedule = look_schedule(plan.n_runs, looks, least)
+    alpha = 1.0 - confidence
+    alpha_look = alpha / len(schedule)
+    outcomes: list[RunOutcome] = []
+    deadline = run_kw.pop("deadline", None)
+    how: dict[str, Any] = {}
+    result = None
+    done = 0
+    for n in schedule:
+        left = None if deadline is None else max(deadline - (time.perf_counter() - start), 1e-3)
+        more, how = execute(plan, prepared.space, generate, range(done, n), deadline=left, **run_kw)
+        outcomes.extend(more)
+        done = n
+        view = PreparedAudit(_prefix(plan, n), prepared.space, prepared.not_taken, prepared.preflight, prepared.seconds)
+        result = analyse_runs(view, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                              confidence=1.0 - alpha_look, execution=how, generator=meta)
+        if result.violation:
+            break
+    assert result is not None
+    result.confidence = confidence
+    result.design.update(sequential={"looks": schedule, "alpha_per_look": alpha_look, "stopped_after_runs": done,
+                                     "stopped_early": done < plan.n_runs, "planned_runs": plan.n_runs})
+    result.cost["wall_seconds"] = time.perf_counter() - start
+    return result
+
+
+def _prefix(plan: AuditPlan, n: int) -> AuditPlan:
+    """The plan's first ``n`` runs (a sequential audit's look)."""
+    return replace(plan, included=plan.included[:, :n], assigned=plan.assigned[:, :n], fit=plan.fit[:n])
 
 
 def _name_of(generate: Any) -> str:

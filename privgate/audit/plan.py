@@ -39,6 +39,7 @@ shuffled, so a target's position says nothing either.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,8 +119,11 @@ class AuditPlan:
 
 def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: str = "shared",
               background: str = "fixed", runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0) -> AuditPlan:
-    """Draw the design (see the module docstring); every choice is seeded by ``seed``."""
+              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0,
+              interleave: bool = False) -> AuditPlan:
+    """Draw the design (see the module docstring); every choice is seeded by ``seed``.
+    ``interleave``: fit runs spread evenly among the test runs (every prefix of the runs has its
+    share of both, as a sequential audit's looks need) instead of first."""
     if design not in DESIGNS:
         raise ParameterError(f"design must be one of {list(DESIGNS)}; got {design!r}")
     if background not in BACKGROUNDS:
@@ -146,7 +150,12 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
     least = 1 if design == "canaries" else MIN_RUNS // 2
     n_fit = min(max(n_fit, least), runs - least)
     split = np.zeros(runs, dtype=bool)
-    split[:n_fit] = True
+    if interleave:  # run r fits when ⌊(r + 1)·n_fit/runs⌋ steps up: evenly spread, run 0 first
+        r = np.arange(runs)
+        split[((r + 1) * n_fit) // runs > (r * n_fit) // runs] = True
+        split = np.roll(split, -int(np.argmax(split))) if split.any() else split
+    else:
+        split[:n_fit] = True
     independent = design == "canaries" or (design == "shared" and runs >= INDEPENDENT_FROM)
     if design in ("shared", "canaries"):
         total = runs
@@ -168,6 +177,15 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
     return AuditPlan(pool=pool, targets=targets, schema=schema, design=design, background=background,
                      training_rows=training_rows, n_rows=n_rows, seed=int(seed), included=included,
                      assigned=assigned, fit=fit, independent=independent)
+
+
+def look_schedule(runs: int, looks: int, least: int) -> list[int]:
+    """The run counts at which a sequential audit looks: ``looks`` evenly spaced prefixes of
+    ``runs`` (the last is ``runs``), none below ``least``; duplicates dropped."""
+    if isinstance(looks, bool) or not isinstance(looks, (int, np.integer)) or looks < 1:
+        raise ParameterError(f"looks must be a positive integer; got {looks!r}")
+    at = sorted({max(int(least), int(math.ceil(runs * (i + 1) / looks))) for i in range(int(looks))})
+    return [min(a, runs) for a in at if a <= runs] or [runs]
 
 
 def _balanced(split: np.ndarray, gen: np.random.Generator) -> np.ndarray:
