@@ -156,7 +156,8 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
         raise ParameterError("the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
                              f"with δ = {delta:g} — use design='shared'")
     usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
-    groups = _pooled_groups(plan, names)
+    # the pooled bound is for pure ε (δ = 0): with a δ > 0 claim only the per-target bounds hold
+    groups = _pooled_groups(plan, names) if delta == 0.0 else []
     pooled_targets = {t for _, members in groups for t in members}
     n_audited = int(sum(usable)) if not many else len(pooled_targets)
     n_audited = max(n_audited, int(sum(usable)))
