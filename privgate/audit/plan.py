@@ -15,7 +15,7 @@ the DP bound and the audit's lower bound is sound.
 Designs:
 
 - ``shared`` (default): every run serves every target; each target is in each run independently
-  with probability 1/2 from ``INDEPENDENT_FROM`` (40) runs on (below, in exactly half of the fit
+  with probability 1/2 from ``INDEPENDENT_FROM`` (200, the default) runs on (below, in exactly half of the fit
   runs and half of the test runs, so that every target has runs of both kinds; the pooled
   evidence is then not computed) (the design of Steinke, Nasr, Jagielski, "Privacy Auditing with One (1)
   Training Run", NeurIPS 2023). It is analysed per target, with a Bonferroni correction over the
@@ -58,7 +58,7 @@ DEFAULT_FIT_SHARE = 0.4
 #: fewest runs per target: 4 fit and 4 test runs, half with the target in each
 MIN_RUNS = 8
 #: from this many runs the shared design includes targets independently (pooled evidence possible)
-INDEPENDENT_FROM = 40
+INDEPENDENT_FROM = 200
 #: fewest runs of the many-canary design: one to fit the guessing rule, one to guess
 MIN_CANARY_RUNS = 2
 #: canaries of the many-canary design when ``n_targets`` is not given

@@ -94,7 +94,7 @@ def test_pooled_evidence_on_pure_noise_proves_nothing():
 
 
 # ------------------------------------------------------------------ designs
-def test_shared_design_includes_targets_independently_from_40_runs():
+def test_shared_design_includes_targets_independently_from_200_runs():
     real = data(200)
     sch = infer_schema({"real": real})
     t = canary_targets(real, sch, 6)
