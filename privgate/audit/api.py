@@ -158,9 +158,8 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
     # the pooled bound is for pure ε (δ = 0): with a δ > 0 claim only the per-target bounds hold
     groups = _pooled_groups(plan, names) if delta == 0.0 else []
-    pooled_targets = {t for _, members in groups for t in members}
-    n_audited = int(sum(usable)) if not many else len(pooled_targets)
-    n_audited = max(n_audited, int(sum(usable)))
+    pooled_targets = {t for _, members, _ in groups for t in members}
+    n_audited = len(pooled_targets) if many else int(sum(usable))
     n_tests = int(sum(usable)) * len(names) + len(groups)
     # half of α for the one candidate chosen on the fit runs, half shared by every candidate (analysis.py)
     alpha_each = alpha / 2 / max(n_tests, 1)
@@ -272,38 +271,34 @@ def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], name
 _LIKE_KINDS = ("canary_cell", "canary_level", "canary_range")
 
 
-def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, list[int]]]:
-    """(kind, targets) of every kind with at least two targets that share every run (the shared
-    and canaries designs with independent inclusions, probability 1/2): their guesses are pooled
+def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, list[int], str]]:
+    """(kind, targets, attack) for every kind with at least two targets and every attack that
+    learns nothing, when each target is in each run independently with probability 1/2 (the
+    shared design from ``INDEPENDENT_FROM`` runs, the canaries design): their guesses are pooled
     (Steinke et al.). None otherwise."""
-    if not plan.independent or not any(n in FIXED_ATTACKS for n in names):
+    if not plan.independent:
         return []
+    fixed = [n for n in names if n in FIXED_ATTACKS]
     out = []
     for kind in dict.fromkeys(plan.targets.kinds):
         members = [t for t, k in enumerate(plan.targets.kinds) if k == kind]
         if len(members) >= 2:
-            out.append((kind, members))
-    return [(k, m) for k, m in out for n in names if n in FIXED_ATTACKS]
+            out.extend((kind, members, name) for name in fixed)
+    return out
 
 
-def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int]]], scores: dict, alpha_each: float
+def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: dict, alpha_each: float
             ) -> list[dict[str, Any]]:
-    """The pooled evidence of each (kind, fixed attack): every target of the kind guessed at once."""
+    """The pooled evidence of each (kind, attack): every target of the kind guessed at once."""
     out = []
-    names = [n for n in FIXED_ATTACKS if any((t, n) in scores for _, m in groups for t in m)]
-    seen: set[tuple[str, str]] = set()
-    for kind, members in groups:
-        for name in names:
-            if (kind, name) in seen or (members[0], name) not in scores:
-                continue
-            seen.add((kind, name))
-            fit_s = np.stack([scores[(t, name)][0] for t in members], axis=1)
-            test_s = np.stack([scores[(t, name)][1] for t in members], axis=1)
-            fit_y = plan.included[np.asarray(members)][:, plan.fit].T
-            test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
-            arrays = (fit_s, fit_y, test_s, test_y)
-            p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS)
-            out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
+    for kind, members, name in groups:
+        fit_s = np.stack([scores[(t, name)][0] for t in members], axis=1)
+        test_s = np.stack([scores[(t, name)][1] for t in members], axis=1)
+        fit_y = plan.included[np.asarray(members)][:, plan.fit].T
+        test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
+        arrays = (fit_s, fit_y, test_s, test_y)
+        p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS)
+        out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
     return out
 
 
