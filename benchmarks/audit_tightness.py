@@ -122,7 +122,7 @@ def soundness(audits: int, runs: int, canary_audits: int) -> None:
 def fits(audits: int) -> None:
     pop = population()
     gen = LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True)
-    designs = [("shared, 200 runs (today's design)", dict(runs=200)),
+    designs = [("shared, 200 runs (the default design)", dict(runs=200)),
                ("shared, 200 runs, 10 sequential looks", dict(runs=200, looks=10)),
                ("canaries, 4 runs", dict(runs=4, design="canaries")),
                ("canaries, 8 runs, sequential looks", dict(runs=8, design="canaries", looks=7))]
