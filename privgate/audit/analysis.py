@@ -104,3 +104,99 @@ def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
         "auc": float(auc), "auc_ci": auc_ci, "auc_lower_corrected": float(auc_lower),
         "tpr_at_fpr": [tpr_at_fpr(fit_scores, fit_labels, test_scores, test_labels, f) for f in FIXED_FPRS],
     }
+
+
+#: thresholds tried per direction when pooling guesses over targets (quantiles of the fit scores)
+POOLED_THRESHOLDS = 64
+
+
+def _beta_lower(correct: np.ndarray, guesses: np.ndarray, alpha: float) -> np.ndarray:
+    """Vectorised one-sided Clopper–Pearson lower bound of an accuracy (0 where nothing is right)."""
+    from scipy.stats import beta
+
+    c = np.asarray(correct, dtype=np.float64)
+    k = np.asarray(guesses, dtype=np.float64)
+    ok = c > 0
+    out = np.zeros(np.broadcast(c, k).shape)
+    with np.errstate(all="ignore"):
+        out[ok] = beta.ppf(alpha, c[ok], (k - c)[ok] + 1.0)
+    return np.nan_to_num(out)
+
+
+def _logit_bound(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0.5, np.log(p / np.maximum(1.0 - p, 1e-300)), 0.0)
+
+
+def rank_within(fit: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Each column of ``other`` as mid-ranks (in [0, 1]) among the same column of ``fit``: a
+    transform fixed by the fit runs alone that puts targets whose raw scores differ in scale on
+    one scale."""
+    out = np.empty(other.shape, dtype=np.float64)
+    n = max(fit.shape[0], 1)
+    for g in range(fit.shape[1]):
+        s = np.sort(fit[:, g])
+        out[:, g] = (np.searchsorted(s, other[:, g], "left") + np.searchsorted(s, other[:, g], "right")) / (2.0 * n)
+    return out
+
+
+def _guess_counts(scores: np.ndarray, labels: np.ndarray, taus: np.ndarray) -> tuple[np.ndarray, ...]:
+    """For every threshold τ: right and total "in" guesses (score ≥ τ) and "out" guesses (< τ)."""
+    order = np.argsort(scores, kind="stable")
+    s, y = scores[order], labels[order]
+    n = s.size
+    below = np.searchsorted(s, taus, "left")  # observations with score < τ
+    cum_in = np.concatenate([[0], np.cumsum(y)])
+    cum_out = np.concatenate([[0], np.cumsum(~y)])
+    k_out = below
+    c_out = cum_out[below]
+    k_in = n - below
+    c_in = cum_in[n] - cum_in[below]
+    return c_in, k_in, c_out, k_out
+
+
+def pooled_guesses(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray,
+                   test_labels: np.ndarray, *, alpha_fit: float, alpha: float, rank: bool) -> dict[str, Any]:
+    """The many-canary evidence of one attack over several targets (Steinke, Nasr, Jagielski,
+    NeurIPS 2023): every (run, target) of the test runs is one canary guess — "in" when its
+    score is at or above τ_in, "out" below τ_out, abstain between — with τ_out ≤ τ_in and the
+    direction chosen on the fit runs to maximise the bound they would give; the number right
+    among the test runs' guesses bounds ε by
+    :func:`privgate.stats.one_run.canary_epsilon_lower_bound` at ``alpha``. Valid when each
+    target is included in each run independently with probability 1/2 (the audit's designs),
+    whatever the dependence between targets in one run. Arrays are (runs, targets); ``rank``
+    first maps each target's scores to mid-ranks among its own fit scores (targets of unlike
+    scales)."""
+    from ..stats.one_run import canary_epsilon_lower_bound, largest_canary_bound
+
+    fs = np.asarray(fit_scores, dtype=np.float64)
+    ts = np.asarray(test_scores, dtype=np.float64)
+    if rank:
+        fs, ts = rank_within(fs, fs), rank_within(fs, ts)
+    fy, ty = np.asarray(fit_labels, dtype=bool).ravel(), np.asarray(test_labels, dtype=bool).ravel()
+    fs, ts = fs.ravel(), ts.ravel()
+    best = (-1.0, -1, 1, math.inf, math.inf)
+    for direction in (1, -1):
+        s = direction * fs
+        uniq = np.unique(s)
+        if uniq.size > POOLED_THRESHOLDS:
+            uniq = np.unique(np.quantile(uniq, np.linspace(0.0, 1.0, POOLED_THRESHOLDS), method="lower"))
+        taus = np.concatenate([uniq, [math.inf]])
+        c_in, k_in, c_out, k_out = _guess_counts(s, fy, taus)
+        # pair (i = τ_in, j = τ_out) with τ_out ≤ τ_in: "out" below taus[j], "in" at or above taus[i]
+        c = c_in[:, None] + c_out[None, :]
+        k = k_in[:, None] + k_out[None, :]
+        valid = np.arange(taus.size)[None, :] <= np.arange(taus.size)[:, None]
+        eps = np.where(valid, _logit_bound(_beta_lower(c, k, alpha_fit)), -1.0)
+        i, j = np.unravel_index(int(np.argmax(eps + 1e-12 * k)), eps.shape)
+        if (eps[i, j], k[i, j]) > best[:2]:
+            best = (float(eps[i, j]), int(k[i, j]), direction, float(taus[i]), float(taus[j]))
+    _, _, direction, tau_in, tau_out = best
+    s = direction * ts
+    guess_in, guess_out = s >= tau_in, s < tau_out
+    right = int((guess_in & ty).sum() + (guess_out & ~ty).sum())
+    guesses = int(guess_in.sum() + guess_out.sum())
+    return {"epsilon_lower": float(canary_epsilon_lower_bound(right, guesses, alpha=alpha)),
+            "fit_score": [best[0], float(best[1])], "direction": int(direction), "threshold_in": tau_in,
+            "threshold_out": tau_out, "correct": right, "guesses": guesses, "observations": int(ts.size),
+            "epsilon_provable": float(largest_canary_bound(int(ts.size), alpha=alpha)), "ranked": bool(rank)}

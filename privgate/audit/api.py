@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -19,16 +19,18 @@ from ..io import load_frame
 from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
-from .analysis import analyse_attack
+from ..stats.one_run import largest_provable_epsilon
+from .analysis import analyse_attack, pooled_guesses
+from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .cluster import is_cluster
-from .attacks import ATTACKS, resolve as resolve_attacks
 from .features import FeatureSpace, empty_release_features
-from .plan import DEFAULT_FIT_SHARE, DEFAULT_RUNS, AuditPlan, make_plan
+from .plan import (CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, MIN_RUNS, AuditPlan,
+                   look_schedule, make_plan)
 from .result import AuditResult
 from .limits import Clock, check_sizes
-from .runner import Generate, Progress, RunOutcome, Runs, make_run
+from .runner import Generate, Progress, RunOutcome, Runs, execute, make_run
 from .seeds import seed_int
-from .targets import DEFAULT_TARGETS, Targets, select_targets
+from .targets import DEFAULT_TARGETS, Targets, canary_targets, select_targets
 
 DEFAULT_CONFIDENCE = 0.95
 
@@ -46,11 +48,12 @@ class PreparedAudit:
 
 
 def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
-                  n_targets: int = DEFAULT_TARGETS, canaries: bool = True, runs: int = DEFAULT_RUNS,
+                  n_targets: int | None = None, canaries: bool = True, runs: int = DEFAULT_RUNS,
                   training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
-                  background: str = "fixed", fit_share: float = DEFAULT_FIT_SHARE,
+                  background: str = "fixed", fit_share: float | None = None,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
-                  threads: int | None = None, runs_via: Runs | None = None) -> PreparedAudit:
+                  threads: int | None = None, runs_via: Runs | None = None,
+                  interleave: bool = False) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
     None skips the preflight. ``runs_via``: the audit's :class:`~privgate.audit.runner.Runs`
@@ -69,8 +72,16 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         check_same_columns({"real": real_f, "population": pool_f})
         real_f = real_f.select(pool_f.columns)
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
-    chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
-                            pool_is_real=pool_is_real, seed=seed)
+    many = design == "canaries"
+    if n_targets is None:
+        n_targets = CANARY_TARGETS if many else DEFAULT_TARGETS
+    if fit_share is None:
+        fit_share = CANARY_FIT_SHARE if many else DEFAULT_FIT_SHARE
+    if many and isinstance(targets, str) and targets == "auto":
+        chosen = canary_targets(pool_f, sch, n_targets, seed=seed)
+    else:
+        chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
+                                pool_is_real=pool_is_real, seed=seed)
     check_sizes(runs=runs, n_targets=None, user_targets=len(chosen), design=design)
     step("building the feature space")
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
@@ -96,7 +107,8 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
             space = FeatureSpace.build(pool_avail, chosen.frame, sch)
     step("drawing the design")
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
-                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed)
+                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed,
+                     interleave=interleave)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
 
 
@@ -158,26 +170,47 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     delta, confidence, claimed_epsilon = _check_numbers(delta, confidence, claimed_epsilon)
     feats, ok = _run_features(plan, outcomes)
     alpha = 1.0 - confidence
-    usable = [_has_enough_runs(plan, t) for t in range(plan.n_targets)]
-    n_audited = int(sum(usable))
-    # half of α for the one pair chosen on the fit runs, half shared by every pair (analysis.py)
-    alpha_each = alpha / 2 / max(n_audited * len(names), 1)
-    targets_out, roc = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each)
-    best = _most_promising_pair(targets_out)
+    many = plan.design == "canaries"
+    if many and delta > 0:
+        raise ParameterError("the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
+                             f"with δ = {delta:g} — use design='shared'")
+    usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
+    # the pooled bound is for pure ε (δ = 0): with a δ > 0 claim only the per-target bounds hold
+    groups = _pooled_groups(plan, names) if delta == 0.0 else []
+    pooled_targets = {t for _, members, _ in groups for t in members}
+    n_audited = len(pooled_targets) if many else int(sum(usable))
+    n_tests = int(sum(usable)) * len(names) + len(groups)
+    # half of α for the one candidate chosen on the fit runs, half shared by every candidate (analysis.py)
+    alpha_each = alpha / 2 / max(n_tests, 1)
+    targets_out, roc, scores = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each,
+                                               keep=pooled_targets)
+    pooled = _pooled(plan, groups, scores, alpha_each)
+    best = _most_promising(targets_out, pooled)
     targets_out.extend(prepared.not_taken)
     attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
-    eps = max((a["epsilon_lower"] for a in attacked), default=0.0)
+    eps = max([a["epsilon_lower"] for a in attacked] + [p["epsilon_lower"] for p in pooled], default=0.0)
     if best is not None:
-        best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
-                                                          best["false_negatives"], best["runs_with"],
-                                                          delta=delta, alpha=alpha / 2))
+        if best.get("pooled"):
+            p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
+            again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"])
+            best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
+                        correct=again["correct"], guesses=again["guesses"])
+        else:
+            best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
+                                                              best["false_negatives"], best["runs_with"],
+                                                              delta=delta, alpha=alpha / 2))
+            best["epsilon_provable"] = largest_provable_epsilon(best["runs_without"], best["runs_with"],
+                                                                delta=delta, alpha=alpha / 2)
         eps = max(eps, best["epsilon_lower"])
+    for p in pooled:
+        p.pop("_arrays", None)
     mu = max((a["mu_lower"] for a in attacked), default=0.0)
     eps_mu = float(gdp_epsilon(mu, delta)) if mu > 0 and delta > 0 else None
     violation = None if claimed_epsilon is None or n_audited == 0 else bool(eps > claimed_epsilon)
     cost = _cost(prepared, outcomes, ok, execution, wall_seconds, started)
     failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
-    return AuditResult(epsilon_lower=float(eps), delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
+    provable = None if best is None else best.get("epsilon_provable")
+    return AuditResult(epsilon_lower=float(eps), epsilon_provable=provable, pooled=pooled, delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
                        violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
                        max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
                        epsilon_from_mu=eps_mu, best=best, n_audited=n_audited, targets=targets_out,
@@ -218,20 +251,27 @@ def _has_enough_runs(plan: AuditPlan, t: int) -> bool:
 
 
 def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], names: Sequence[str], *,
-                    delta: float, alpha_each: float
-                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]]]:
-    """Each target's record (its description, run counts, status and every attack's analysis)
-    and the test runs' scores and labels per target and attack (the ROC curves)."""
+                    delta: float, alpha_each: float, keep: set[int] | None = None
+                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]], dict]:
+    """Each target's record (its description, run counts, status and every attack's analysis),
+    the test runs' scores and labels per target and attack (the ROC curves), and the fixed
+    attacks' (fit, test) scores of the targets in ``keep`` (for the pooled evidence)."""
     targets_out: list[dict[str, Any]] = []
     roc: dict[str, dict[str, dict[str, list]]] = {}
+    kept: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    keep = keep or set()
     for t, entry in enumerate(plan.targets.describe()):
         entry = dict(entry)
         runs = plan.assigned[t]
         fit_r, test_r = np.flatnonzero(runs & plan.fit), np.flatnonzero(runs & ~plan.fit)
         y = plan.included[t]
         entry.update(fit_runs=int(fit_r.size), test_runs=int(test_r.size))
+        if t in keep:
+            for name in names:
+                if name in FIXED_ATTACKS:
+                    kept[(t, name)] = ATTACKS[name](feats[fit_r, t], y[fit_r], feats[test_r, t], 0)
         if not usable[t]:
-            entry.update(status="too few runs", attacks={})
+            entry.update(status="pooled" if t in keep and plan.design == "canaries" else "too few runs", attacks={})
             targets_out.append(entry)
             continue
         entry["status"] = "audited"
@@ -243,21 +283,63 @@ def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], name
                                                           "labels": [bool(v) for v in y[test_r]]}
         entry["attacks"] = results
         targets_out.append(entry)
-    return targets_out, roc
+    return targets_out, roc, kept
 
 
-def _most_promising_pair(targets: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The (target, attack) pair whose fit runs promise the largest ε bound (ties: the larger
-    TPR − FPR, then the first), with its test runs' error counts; None when nothing was attacked."""
+#: target kinds whose raw scores are on one scale (crafted alike); others are ranked per target
+_LIKE_KINDS = ("canary_cell", "canary_level", "canary_range")
+
+
+def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, list[int], str]]:
+    """(kind, targets, attack) for every kind with at least two targets and every attack that
+    learns nothing, when each target is in each run independently with probability 1/2 (the
+    shared design from ``INDEPENDENT_FROM`` runs, the canaries design): their guesses are pooled
+    (Steinke et al.). None otherwise."""
+    if not plan.independent:
+        return []
+    fixed = [n for n in names if n in FIXED_ATTACKS]
+    out = []
+    for kind in dict.fromkeys(plan.targets.kinds):
+        members = [t for t, k in enumerate(plan.targets.kinds) if k == kind]
+        if len(members) >= 2:
+            out.extend((kind, members, name) for name in fixed)
+    return out
+
+
+def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: dict, alpha_each: float
+            ) -> list[dict[str, Any]]:
+    """The pooled evidence of each (kind, attack): every target of the kind guessed at once."""
+    out = []
+    for kind, members, name in groups:
+        fit_s = np.stack([scores[(t, name)][0] for t in members], axis=1)
+        test_s = np.stack([scores[(t, name)][1] for t in members], axis=1)
+        fit_y = plan.included[np.asarray(members)][:, plan.fit].T
+        test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
+        arrays = (fit_s, fit_y, test_s, test_y)
+        p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS)
+        out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
+    return out
+
+
+def _most_promising(targets: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The candidate — a (target, attack) pair or a pooled (kind, attack) — whose fit runs
+    promise the largest ε bound (ties: the larger second score, then the first found), with its
+    test runs' counts; None when nothing was attacked."""
     best_key, best = (-1.0, -1.0), None
     for entry in targets:
         for name, a in (entry.get("attacks") or {}).items():
-            key = (a["fit_score"][0], a["fit_score"][1])
+            key = (a["fit_score"][0], a["fit_score"][1] / 1e9)
             if key > best_key:
                 best_key = key
                 best = {"target": entry["target"], "kind": entry["kind"], "attack": name,
                         "runs_with": a["runs_with"], "runs_without": a["runs_without"],
                         "false_positives": a["false_positives"], "false_negatives": a["false_negatives"]}
+    for p in pooled:
+        key = (p["fit_score"][0], p["fit_score"][1] / 1e9)
+        if key > best_key:
+            best_key = key
+            best = {"target": f"all {p['kind']} ({p['targets']})", "kind": p["kind"], "attack": p["attack"],
+                    "pooled": True, "targets": p["targets"]}
     return best
 
 
@@ -287,11 +369,12 @@ def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarra
 
 def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alpha: float) -> dict[str, Any]:
     """The audit's design as the result reports it: runs, splits, attacks and the α each test spends."""
-    runs = int(plan.fit.size if plan.design == "shared" else plan.fit.size // max(plan.n_targets, 1))
+    runs = int(plan.fit.size if plan.design != "separate" else plan.fit.size // max(plan.n_targets, 1))
     return {"design": plan.design, "background": plan.background, "runs": runs,
             "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
             "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
             "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed,
+            "inclusion": "independent, probability 1/2" if plan.independent else "half of the fit and of the test runs",
             "neighbouring": "add/remove one record"}
 
 
@@ -314,15 +397,15 @@ def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, fl
 
 
 def audit_generator(generate: Generate, real: Any, *, population: Any = None, claimed_epsilon: float | None = None,
-                    delta: float = 0.0, targets: Any = "auto", n_targets: int = DEFAULT_TARGETS,
+                    delta: float = 0.0, targets: Any = "auto", n_targets: int | None = None,
                     canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
                     n_rows: int | None = None, design: str = "shared", background: str = "fixed",
-                    fit_share: float = DEFAULT_FIT_SHARE, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
+                    fit_share: float | None = None, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
                     deadline: float | None = None, generator_digest: str | None = None,
-                    executor: Any = None) -> AuditResult:
+                    executor: Any = None, looks: int | None = None) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -363,6 +446,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
             ``distributed.Client``: the cluster's workers, ``threads`` threads per run (default
             1; :mod:`privgate.audit.cluster`, extra ``[dask]``). The result is the same. The
             preflight runs are made on this machine's worker processes either way.
+        looks: a sequential audit (:func:`_sequential`): the runs are made in ``looks`` batches
+            and the audit stops at the first look whose bound exceeds ``claimed_epsilon``, each
+            look spending (1 − ``confidence``)/looks.
 
     The generator runs on spawned worker processes (a generator that cannot be pickled — a
     lambda, a nested function — runs in this process, the deadline then checked between runs).
@@ -389,8 +475,16 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                                  canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                                  design=design, background=background, fit_share=fit_share, schema=schema,
-                                 seed=seed, threads=threads, runs_via=runner)
+                                 seed=seed, threads=threads, runs_via=runner, interleave=looks is not None)
         clock.check("the runs")
+        meta = {"name": generator_name or _name_of(generate), "version": generator_version,
+                "digest": generator_digest or callable_digest(generate)}
+        if looks is not None:
+            if on_cluster:
+                raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
+            return _sequential(prepared, generate, looks, names=names, claimed_epsilon=claimed_epsilon,
+                               delta=delta, confidence=confidence, meta=meta, start=start, run_kw=dict(
+                                   workers=workers, threads=threads, progress=progress, deadline=clock.left()))
         if on_cluster:
             from .cluster import execute_on_cluster
 
@@ -401,12 +495,57 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
             outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
             how = dict(runner.how)
     clock.check("the analysis")
-    meta = {"name": generator_name or _name_of(generate), "version": generator_version,
-            "digest": generator_digest or callable_digest(generate)}
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)
     result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
     return result
+
+
+def _sequential(prepared: PreparedAudit, generate: Generate, looks: int, *, names: Sequence[str],
+                claimed_epsilon: float | None, delta: float, confidence: float, meta: Mapping[str, Any],
+                start: float, run_kw: dict[str, Any]) -> AuditResult:
+    """A sequential audit: the plan's runs are made in batches; after each, the runs so far are
+    analysed at confidence 1 − α/L (L looks on a schedule fixed in advance by ``runs`` and
+    ``looks``), and the audit stops at the first look whose bound exceeds the claim. By the union
+    bound over the L looks, the probability that ANY look's bound exceeds the true ε is ≤ α, so
+    the bound reported (the stopping look's, or the last look's) holds at confidence 1 − α
+    (Bonferroni α-spending over a fixed schedule of looks)."""
+    plan = prepared.plan
+    if plan.design == "separate":
+        raise ParameterError("looks: a sequential audit needs every run to serve every target "
+                             "(design 'shared' or 'canaries'), not 'separate'")
+    if claimed_epsilon is None:
+        raise ParameterError("looks: a sequential audit stops when the bound exceeds the claim; give claimed_epsilon")
+    least = 2 if plan.design == "canaries" else MIN_RUNS
+    schedule = look_schedule(plan.n_runs, looks, least)
+    alpha = 1.0 - confidence
+    alpha_look = alpha / len(schedule)
+    outcomes: list[RunOutcome] = []
+    deadline = run_kw.pop("deadline", None)
+    how: dict[str, Any] = {}
+    result = None
+    done = 0
+    for n in schedule:
+        left = None if deadline is None else max(deadline - (time.perf_counter() - start), 1e-3)
+        more, how = execute(plan, prepared.space, generate, range(done, n), deadline=left, **run_kw)
+        outcomes.extend(more)
+        done = n
+        view = PreparedAudit(_prefix(plan, n), prepared.space, prepared.not_taken, prepared.preflight, prepared.seconds)
+        result = analyse_runs(view, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
+                              confidence=1.0 - alpha_look, execution=how, generator=meta)
+        if result.violation:
+            break
+    assert result is not None
+    result.confidence = confidence
+    result.design.update(sequential={"looks": schedule, "alpha_per_look": alpha_look, "stopped_after_runs": done,
+                                     "stopped_early": done < plan.n_runs, "planned_runs": plan.n_runs})
+    result.cost["wall_seconds"] = time.perf_counter() - start
+    return result
+
+
+def _prefix(plan: AuditPlan, n: int) -> AuditPlan:
+    """The plan's first ``n`` runs (a sequential audit's look)."""
+    return replace(plan, included=plan.included[:, :n], assigned=plan.assigned[:, :n], fit=plan.fit[:n])
 
 
 def _name_of(generate: Any) -> str:

@@ -13,6 +13,11 @@ USENIX Security 2022), computed through privgate's data layer and neighbour engi
   below and above every population value), the share of synthetic records with the target's
   rarest value and with its two rarest values together, and the mean and minimum share over its
   values and over pairs of its rarest values;
+- how many synthetic records fall in the target's cell (every column's code equal to the
+  target's) and in its region (categories equal, numeric bins within one of the target's): for a
+  generator that publishes noisy counts, a threshold on the count of the target's cell is the
+  likelihood-ratio test of its presence (the Laplace mechanism's output density ratio is
+  monotone in the count), so these are counts, not shares;
 - the release size (log).
 
 Rows of the release are never looped over in Python; targets are (a few dozen at most).
@@ -35,7 +40,8 @@ from ..ties import REL_TOL
 
 FEATURES = ("exact_copies", "nearest_distance", "second_distance", "mean_distance_k", "within_radius",
             "within_half_radius", "rarest_value_share", "two_rarest_share", "value_share_mean",
-            "value_share_min", "pair_share_mean", "pair_share_min", "release_rows_log")
+            "value_share_min", "pair_share_mean", "pair_share_min", "release_rows_log", "cell_count",
+            "region_count")
 #: nearest synthetic records read per target
 K_NEAREST = 16
 #: columns (the target's rarest values) whose pairs are counted
@@ -58,6 +64,7 @@ class FeatureSpace:
     target_codes: np.ndarray      # (T, d) value codes of the targets
     rarity: np.ndarray            # (T, d) column order per target, rarest value first
     radius: np.ndarray            # (T,) distance to the nearest population record
+    bins: np.ndarray | None = None  # (d,) numeric columns: their bin count B; categorical: 0
 
     @classmethod
     def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema) -> "FeatureSpace":
@@ -72,6 +79,8 @@ class FeatureSpace:
             levels[c] = sorted(found)
         space = cls(schema, pool_n, targets_n, edges, levels, np.zeros((0, 0), dtype=np.int64),
                     np.zeros((0, 0), dtype=np.int64), np.zeros(0))
+        space.bins = np.array([max(edges[c].size - 1, 1) if schema.kind(c) == NUMERIC else 0
+                               for c in schema.columns], dtype=np.int64)
         space.target_codes = space.codes(targets_n)
         pool_codes = space.codes(pool_n)
         freq = np.stack([_code_shares(pool_codes[:, j], space.target_codes[:, j]) for j in range(pool_codes.shape[1])],
@@ -157,6 +166,21 @@ class FeatureSpace:
             else:
                 out[t, 10] = out[t, 11] = shares[0]
         out[:, 12] = np.log(m)
+        out[:, 13:15] = self._cell_counts(codes)
+        return out
+
+    def _cell_counts(self, codes: np.ndarray) -> np.ndarray:
+        """(T, 2): release records in each target's cell (all codes equal) and region (categories
+        equal, numeric bins within one; a null or out-of-range code only equal)."""
+        bins = self.bins if self.bins is not None else np.zeros(codes.shape[1], dtype=np.int64)
+        numeric = bins > 0
+        inside = numeric & (codes < bins)  # (m, d): a numeric code inside the population's bins
+        out = np.zeros((self.target_codes.shape[0], 2))
+        for t, tc in enumerate(self.target_codes):
+            equal = codes == tc
+            near = equal | (inside & (tc < bins) & numeric & (np.abs(codes - tc) <= 1))
+            out[t, 0] = equal.all(axis=1).sum()
+            out[t, 1] = near.all(axis=1).sum()
         return out
 
 

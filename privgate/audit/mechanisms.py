@@ -213,7 +213,10 @@ class LaplaceHistogram:
         resolved = self._resolve(training)
         counts, _ = self._counts(training, resolved)
         rng = np.random.default_rng(seed)
-        return counts + rng.laplace(0.0, self.scale, counts.size)
+        return counts + self._noise(rng, counts.size)
+
+    def _noise(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.laplace(0.0, self.scale, size)
 
     def _counts(self, training: pl.DataFrame, resolved) -> tuple[np.ndarray, list[int]]:
         cell, sizes = self._cells(training, resolved)
@@ -228,7 +231,7 @@ class LaplaceHistogram:
         resolved = self._resolve(training)
         counts, sizes = self._counts(training, resolved)
         rng = np.random.default_rng(seed)
-        noisy = counts + rng.laplace(0.0, self.scale, counts.size)
+        noisy = counts + self._noise(rng, counts.size)
         positive = np.maximum(noisy, 0.0)
         if self.release == "rounded":
             reps = np.rint(positive).astype(np.int64)
@@ -319,6 +322,42 @@ def _decode(training: pl.DataFrame, resolved, sizes: list[int], cells: np.ndarra
             levels = pl.Series(c, list(spec), dtype=base)
             series.append(levels.gather(pl.Series(code, dtype=pl.UInt32)).cast(dtype))
     return pl.DataFrame(series) if series else pl.DataFrame()
+
+
+class GaussianHistogram(LaplaceHistogram):
+    """The Gaussian mechanism on the same histogram (Dwork & Roth 2014, App. A; Balle & Wang,
+    "Improving the Gaussian mechanism for differential privacy", ICML 2018): N(0, σ²) noise on
+    every cell count. With L2 sensitivity 1 under add/remove it is exactly μ-GDP with μ = 1/σ
+    (Dong, Roth & Su 2022), hence (ε, δ)-DP for ε = ``epsilon_at(δ)`` (the GDP conversion,
+    tight), and not ε-DP for any finite ε at δ = 0 (``true_epsilon`` = inf). ``sigma`` is the noise's standard deviation;
+    the other arguments are LaplaceHistogram's (``epsilon`` there is unused: pass ``sigma``)."""
+
+    def __init__(self, sigma: float, domain: Mapping[str, Sequence[Any]] | None, *, release: str = "sampled",
+                 bins: int = 10) -> None:
+        if not (isinstance(sigma, (int, float)) and 0.0 < sigma < math.inf):
+            raise ParameterError(f"sigma must be a finite number > 0; got {sigma!r}")
+        super().__init__(1.0, domain, release=release, bins=bins)
+        self.sigma = float(sigma)
+
+    @property
+    def mu(self) -> float:
+        return 1.0 / self.sigma
+
+    @property
+    def true_epsilon(self) -> float:
+        return math.inf
+
+    def epsilon_at(self, delta: float) -> float:
+        """The smallest ε at which the mechanism is (ε, δ)-DP (inf at δ = 0)."""
+        from ..stats.dp_audit import gdp_epsilon
+
+        return gdp_epsilon(self.mu, delta)
+
+    def _noise(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.normal(0.0, self.sigma, size)
+
+    def __repr__(self) -> str:
+        return f"GaussianHistogram(sigma={self.sigma:g}, release={self.release!r})"
 
 
 class TrainingCopy:

@@ -14,11 +14,17 @@ the DP bound and the audit's lower bound is sound.
 
 Designs:
 
-- ``shared`` (default): every run serves every target; each target is in exactly half of the fit
-  runs and half of the test runs, drawn independently per target (the design of Steinke, Nasr,
-  Jagielski, "Privacy Auditing with One (1) Training Run", NeurIPS 2023, analysed here per target
-  with a Bonferroni correction over the targets, which is sound whatever the dependence between
-  them). ``runs`` generator runs in all.
+- ``shared`` (default): every run serves every target; each target is in each run independently
+  with probability 1/2 from ``INDEPENDENT_FROM`` (200, the default) runs on (below, in exactly half of the fit
+  runs and half of the test runs, so that every target has runs of both kinds; the pooled
+  evidence is then not computed) (the design of Steinke, Nasr, Jagielski, "Privacy Auditing with One (1)
+  Training Run", NeurIPS 2023). It is analysed per target, with a Bonferroni correction over the
+  targets (sound whatever the dependence between them), and pooled over targets of one kind with
+  Steinke et al.'s bound, which needs exactly these independent fair inclusions. ``runs``
+  generator runs in all.
+- ``canaries``: the many-canary design of the same paper — many crafted canaries (``n_targets``,
+  default 64), each in each run with probability 1/2, a handful of runs (at least 2: one fits
+  the guessing rule, the others are guessed), the bound from all guesses together.
 - ``separate``: each target has its own ``runs`` runs in which it is the only target, in half of
   them. ``runs × targets`` generator runs.
 
@@ -33,6 +39,7 @@ shuffled, so a target's position says nothing either.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,13 +50,21 @@ from ..schema import Schema
 from .seeds import rng, seed_int
 from .targets import Targets
 
-DESIGNS = ("shared", "separate")
+DESIGNS = ("shared", "separate", "canaries")
 BACKGROUNDS = ("fixed", "redrawn")
 DEFAULT_RUNS = 200
 DEFAULT_TRAINING_ROWS = 1000
 DEFAULT_FIT_SHARE = 0.4
 #: fewest runs per target: 4 fit and 4 test runs, half with the target in each
 MIN_RUNS = 8
+#: from this many runs the shared design includes targets independently (pooled evidence possible)
+INDEPENDENT_FROM = 200
+#: fewest runs of the many-canary design: one to fit the guessing rule, one to guess
+MIN_CANARY_RUNS = 2
+#: canaries of the many-canary design when ``n_targets`` is not given
+CANARY_TARGETS = 64
+#: share of the many-canary design's runs that fit its rule (at least one run)
+CANARY_FIT_SHARE = 0.2
 
 
 @dataclass
@@ -60,7 +75,8 @@ class AuditPlan:
     ``included[t, r]``: target t is in run r's training set; ``assigned[t, r]``: run r counts
     for target t (every run in the shared design; t's own block in the separate design);
     ``fit[r]``: run r is used to choose thresholds and train shadow models (else: to estimate
-    the error rates)."""
+    the error rates). ``independent``: every target is in every run independently with
+    probability 1/2 (what the pooled many-canary bound needs)."""
 
     pool: pl.DataFrame
     targets: Targets
@@ -73,6 +89,7 @@ class AuditPlan:
     included: np.ndarray
     assigned: np.ndarray
     fit: np.ndarray
+    independent: bool = False
 
     @property
     def n_runs(self) -> int:
@@ -102,14 +119,21 @@ class AuditPlan:
 
 def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: str = "shared",
               background: str = "fixed", runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0) -> AuditPlan:
-    """Draw the design (see the module docstring); every choice is seeded by ``seed``."""
+              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0,
+              interleave: bool = False) -> AuditPlan:
+    """Draw the design (see the module docstring); every choice is seeded by ``seed``.
+    ``interleave``: fit runs spread evenly among the test runs (every prefix of the runs has its
+    share of both, as a sequential audit's looks need) instead of first."""
     if design not in DESIGNS:
         raise ParameterError(f"design must be one of {list(DESIGNS)}; got {design!r}")
     if background not in BACKGROUNDS:
         raise ParameterError(f"background must be one of {list(BACKGROUNDS)}; got {background!r}")
     runs = _positive_int(runs, "runs")
-    if runs < MIN_RUNS:
+    if design == "canaries":
+        if runs < MIN_CANARY_RUNS:
+            raise ParameterError(f"runs must be at least {MIN_CANARY_RUNS} in the canaries design (one fits the "
+                                 f"guessing rule, the others are guessed); got {runs}")
+    elif runs < MIN_RUNS:
         raise ParameterError(f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
                              f"with and without every target); got {runs}")
     if not (0.0 < float(fit_share) < 1.0):
@@ -123,16 +147,24 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
     n_rows = training_rows if n_rows is None else _positive_int(n_rows, "n_rows")
     n_targets = len(targets)
     n_fit = int(round(runs * float(fit_share)))
-    n_fit = min(max(n_fit, MIN_RUNS // 2), runs - MIN_RUNS // 2)
+    least = 1 if design == "canaries" else MIN_RUNS // 2
+    n_fit = min(max(n_fit, least), runs - least)
     split = np.zeros(runs, dtype=bool)
-    split[:n_fit] = True
-    if design == "shared":
+    if interleave:  # run r fits when ⌊(r + 1)·n_fit/runs⌋ steps up: evenly spread, run 0 first
+        r = np.arange(runs)
+        split[((r + 1) * n_fit) // runs > (r * n_fit) // runs] = True
+        split = np.roll(split, -int(np.argmax(split))) if split.any() else split
+    else:
+        split[:n_fit] = True
+    independent = design == "canaries" or (design == "shared" and runs >= INDEPENDENT_FROM)
+    if design in ("shared", "canaries"):
         total = runs
         fit = split
         assigned = np.ones((n_targets, total), dtype=bool)
         included = np.zeros((n_targets, total), dtype=bool)
         for t in range(n_targets):
-            included[t] = _balanced(split, rng(seed, "design", t))
+            gen = rng(seed, "design", t)
+            included[t] = gen.random(total) < 0.5 if independent else _balanced(split, gen)
     else:
         total = runs * n_targets
         fit = np.tile(split, n_targets)
@@ -144,12 +176,21 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
             included[t, block] = _balanced(split, rng(seed, "design", t))
     return AuditPlan(pool=pool, targets=targets, schema=schema, design=design, background=background,
                      training_rows=training_rows, n_rows=n_rows, seed=int(seed), included=included,
-                     assigned=assigned, fit=fit)
+                     assigned=assigned, fit=fit, independent=independent)
+
+
+def look_schedule(runs: int, looks: int, least: int) -> list[int]:
+    """The run counts at which a sequential audit looks: ``looks`` evenly spaced prefixes of
+    ``runs`` (the last is ``runs``), none below ``least``; duplicates dropped."""
+    if isinstance(looks, bool) or not isinstance(looks, (int, np.integer)) or looks < 1:
+        raise ParameterError(f"looks must be a positive integer; got {looks!r}")
+    at = sorted({max(int(least), int(math.ceil(runs * (i + 1) / looks))) for i in range(int(looks))})
+    return [min(a, runs) for a in at if a <= runs] or [runs]
 
 
 def _balanced(split: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-    """Inclusion of one target: exactly half (rounded down) of the fit runs and of the test runs,
-    at random."""
+    """Inclusion of one target when not independent: exactly half (rounded down) of its fit
+    runs and of its test runs, at random."""
     out = np.zeros(split.size, dtype=bool)
     for part in (np.flatnonzero(split), np.flatnonzero(~split)):
         out[gen.choice(part, part.size // 2, replace=False)] = True

@@ -23,7 +23,11 @@ class AuditResult:
     (outliers), whether it was audited, and per attack the AUC with its interval, TPR at FPR
     1 % and 0.1 %, the ε and μ lower bounds and the error counts behind them. ``roc``: the test
     runs' scores and labels per target and attack (numbers only). ``cost``: seconds per run in
-    the generator and in the audit's own work."""
+    the generator and in the audit's own work. ``epsilon_provable``: the largest bound the
+    strongest candidate's test runs could have shown (no error at all): a bound near it means
+    the run count, not the attack, is the limit — raise ``runs``. ``pooled``: per target kind
+    and fixed attack, the many-canary evidence (every target of the kind guessed at once,
+    Steinke et al. 2023): right guesses among guesses, the bound, the largest bound possible."""
 
     epsilon_lower: float
     delta: float
@@ -42,6 +46,8 @@ class AuditResult:
     generator: dict[str, Any] = field(default_factory=dict)
     roc: dict[str, dict[str, dict[str, list]]] = field(default_factory=dict)
     failed_runs: list[dict[str, Any]] = field(default_factory=list)
+    epsilon_provable: float | None = None
+    pooled: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def checked_nothing(self) -> bool:
@@ -98,6 +104,10 @@ class AuditResult:
                  f"targets audited {self.n_audited} of {len(self.targets)}; largest AUC lower bound "
                  f"{self.auc_lower:.3f}; runs {self.design.get('total_runs')} "
                  f"({self.cost.get('runs_failed', 0)} failed)"]
+        if self.epsilon_provable is not None:
+            limit = ("the run count is the limit: raise runs" if self.epsilon_lower >= 0.9 * self.epsilon_provable
+                     else "the attack, not the run count, is the limit")
+            lines.append(f"largest bound these runs could show: {self.epsilon_provable:.3f} ({limit})")
         if self.best:
             alone = self.best.get("epsilon_lower")
             lines.append(f"strongest evidence: target {self.best['target']} ({self.best['kind']}), "

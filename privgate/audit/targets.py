@@ -12,6 +12,15 @@
   ``canary_level`` gives every string column a level never seen in the population (a generator
   that takes its domain from the private data can emit that level only when the canary was in).
   Every other column of a canary holds the population's most frequent value.
+- **Cell canaries** (``canary_cell``), the worst case for a generator that publishes counts over a
+  public domain (a histogram, a graphical model's marginals): records whose every value lies
+  well inside the population's domain (a category level it shows, a numeric value at one of its
+  quartiles) but whose combination the population lacks — no population record shares their
+  categories with numeric values within one quantile bin of theirs. Alone in their cell, they
+  move its count from (about) 0 to 1, the largest change one record can make, and a threshold
+  on that count is the likelihood-ratio test for Laplace-noised counts (Annamalai, Ganev &
+  De Cristofaro, USENIX Security 2024, audit with such worst-case records and backgrounds).
+  Several cell canaries lie in distinct regions, so each one's count answers for it alone.
 - A frame of the user's own targets (kind ``user``).
 
 Targets never leave the audit as values: results name them by id, kind and row position.
@@ -28,6 +37,7 @@ import polars as pl
 from ..errors import InputError, ParameterError
 from ..io import load_frame
 from ..neighbours import knn, knn_rows
+from ..binning import assign_bins, quantile_edges
 from ..schema import NUMERIC, Schema, check_same_columns, normalise_frame
 from ..spaces import mixed_space
 from .seeds import rng
@@ -40,7 +50,13 @@ OUTLIER_CANDIDATES = 20_000
 RANGE_FACTOR = 3.0
 CANARY_LEVEL = "privgate-canary-{j}"
 DEFAULT_TARGETS = 10
-KINDS = ("outlier", "canary_range", "canary_level", "user")
+KINDS = ("outlier", "canary_range", "canary_level", "canary_cell", "user")
+#: numeric values a cell canary may take: these population quantiles (inside any public domain)
+CELL_QUANTILES = (0.25, 0.5, 0.75)
+#: candidate value combinations scored when searching for empty cells
+CELL_CANDIDATES = 4096
+#: population rows the empty-cell search counts (a seeded sample of a larger population)
+CELL_POOL_ROWS = 50_000
 
 
 @dataclass
@@ -90,6 +106,9 @@ def select_targets(real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, targe
         for kind, frame in (("canary_range", range_canary(pool, schema)), ("canary_level", level_canary(pool, schema))):
             if frame is not None and len(made) < n_targets:
                 made.append((kind, frame))
+        n_cells = (int(n_targets) - len(made)) // 2
+        cells = cell_canaries(pool, schema, n_cells, seed=seed)
+        made.extend(("canary_cell", cells[i:i + 1]) for i in range(cells.height))
     n_outliers = min(int(n_targets) - len(made), real.height)
     rows, scores = outlier_rows(real, pool, schema, n_outliers, pool_is_real=pool_is_real, seed=seed)
     frames = [real[rows.tolist()]] + [f for _, f in made]
@@ -175,6 +194,148 @@ def level_canary(pool: pl.DataFrame, schema: Schema) -> pl.DataFrame | None:
         row = row.with_columns(pl.lit(level).cast(dtype).alias(col))
         changed = True
     return row if changed else None
+
+
+def level_canaries(pool: pl.DataFrame, schema: Schema, n: int) -> pl.DataFrame:
+    """``n`` records each with ONE string column at a level of its own that the population never
+    shows (the columns taken in turn), every other column at the population's most frequent
+    value: a generator that reads its domain from the private data can emit canary j's level
+    only when canary j was trained on, whatever the other canaries do. No rows when the data has
+    no string column."""
+    cols = [c for c in pool.columns if schema.kind(c) != NUMERIC and isinstance(pool.schema[c], (pl.String, pl.Categorical))]
+    if n <= 0 or not cols:
+        return pool.head(0)
+    mode = _mode_row(pool)
+    seen = {c: set(pool[c].cast(pl.String).drop_nulls().unique().to_list()) for c in cols}
+    rows = []
+    for j in range(n):
+        col = cols[j % len(cols)]
+        level = CANARY_LEVEL.format(j=f"{pool.columns.index(col)}-{j}")
+        while level in seen[col]:
+            level += "-x"
+        rows.append(mode.with_columns(pl.lit(level).cast(pool.schema[col]).alias(col)))
+    return pl.concat(rows, how="vertical")
+
+
+def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) -> Targets:
+    """The many-canary design's ``n`` crafted canaries: cell canaries in distinct sparse regions
+    (half, or all when the data has no string column) and single-column level canaries for the
+    rest (or as many cell canaries as distinct regions allow)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ParameterError(f"n_targets must be an integer ≥ 2 in the canaries design; got {n!r}")
+    has_text = level_canaries(pool, schema, 1).height > 0
+    cells = cell_canaries(pool, schema, n // 2 if has_text else n, seed=seed)
+    levels = level_canaries(pool, schema, n - cells.height)
+    frames = [f for f in (cells, levels) if f.height]
+    if not frames:
+        raise InputError("the canaries design found no canary to craft: the data has neither a string column "
+                         "nor columns whose values can be combined into an empty cell")
+    frame = pl.concat([f.cast(dict(pool.schema)) for f in frames], how="vertical")
+    kinds = ["canary_cell"] * cells.height + ["canary_level"] * levels.height
+    return Targets(frame, kinds, [None] * frame.height, [None] * frame.height)
+
+
+def cell_canaries(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) -> pl.DataFrame:
+    """Up to ``n`` records in distinct, sparsely populated regions of the population's domain (see
+    the module docstring), emptiest first; a frame with no rows when ``n`` ≤ 0 or no column can
+    vary. A region: the same categories, numeric values within one population quantile bin
+    (10 bins); two canaries never share a region."""
+    out = pool.head(0)
+    if n <= 0 or pool.height == 0:
+        return out
+    gen = rng(seed, "targets", 1)
+    sample = pool if pool.height <= CELL_POOL_ROWS else pool[np.sort(gen.choice(pool.height, CELL_POOL_ROWS, replace=False)).tolist()]
+    options, numeric, codes = [], [], []
+    for col in pool.columns:
+        s = sample[col]
+        dtype = pool.schema[col]
+        if schema.kind(col) == NUMERIC and (dtype.is_integer() or dtype.is_float()):
+            x = s.cast(pl.Float64).drop_nulls().to_numpy()
+            x = x[np.isfinite(x)]
+            if x.size == 0:
+                return out
+            edges = quantile_edges(x)
+            vals = np.unique(np.quantile(x, CELL_QUANTILES, method="lower"))
+            options.append(vals)
+            numeric.append(True)
+            codes.append((assign_bins(s.cast(pl.Float64).fill_null(np.nan).to_numpy(), edges),
+                          assign_bins(vals, edges)))
+        elif isinstance(dtype, (pl.String, pl.Categorical, pl.Boolean)) or schema.kind(col) != NUMERIC:
+            levels = s.drop_nulls().unique(maintain_order=True)
+            if levels.len() == 0:
+                return out
+            lv = np.asarray(levels.cast(pl.String).to_list(), dtype=object)
+            options.append(levels)
+            numeric.append(False)
+            index = {v: i for i, v in enumerate(lv)}
+            uniq, inverse = np.unique(s.cast(pl.String).fill_null("").to_numpy().astype(str), return_inverse=True)
+            pool_code = np.array([index.get(v, -1) for v in uniq], dtype=np.int64)[inverse.ravel()]
+            pool_code[s.is_null().to_numpy()] = -1
+            codes.append((pool_code, np.arange(lv.size)))
+        else:  # a column of another kind (dates): its most frequent value
+            options.append(None)
+            numeric.append(False)
+            codes.append(None)
+    sizes = [len(c[1]) if c is not None else 1 for c in codes]
+    total = int(np.prod(np.asarray(sizes, dtype=np.float64)))
+    if total <= CELL_CANDIDATES:
+        cand = np.stack(np.unravel_index(np.arange(total), sizes), axis=1) if total else np.zeros((0, len(sizes)), int)
+    else:
+        cand = np.stack([gen.integers(0, k, CELL_CANDIDATES) for k in sizes], axis=1)
+        cand = np.unique(cand, axis=0)
+    counts = _region_counts(cand, codes, numeric)
+    order = np.lexsort((gen.random(cand.shape[0]), counts))
+    chosen: list[np.ndarray] = []
+    for i in order:
+        c = cand[i]
+        if any(_same_region(c, o, codes, numeric) for o in chosen):
+            continue
+        chosen.append(c)
+        if len(chosen) == n:
+            break
+    if not chosen:
+        return out
+    mode = _mode_row(pool)
+    rows = []
+    for c in chosen:
+        row = {}
+        for j, col in enumerate(pool.columns):
+            if codes[j] is None:
+                row[col] = mode[col]
+            elif numeric[j]:
+                v = float(options[j][c[j]])
+                row[col] = pl.Series(col, [round(v) if pool.schema[col].is_integer() else v]).cast(pool.schema[col])
+            else:
+                row[col] = options[j][int(c[j]):int(c[j]) + 1].cast(pool.schema[col])
+        rows.append(pl.DataFrame(row))
+    return pl.concat(rows, how="vertical")
+
+
+def _region_counts(cand: np.ndarray, codes: list, numeric: list[bool]) -> np.ndarray:
+    """Population records in each candidate's region: equal categories, numeric bins within 1."""
+    out = np.zeros(cand.shape[0], dtype=np.int64)
+    cols = [j for j, c in enumerate(codes) if c is not None]
+    for start in range(0, cand.shape[0], 64):
+        block = cand[start:start + 64]
+        hit = None
+        for j in cols:
+            pool_code, cand_code = codes[j]
+            want = cand_code[block[:, j]][:, None]
+            ok = np.abs(pool_code[None, :] - want) <= 1 if numeric[j] else pool_code[None, :] == want
+            hit = ok if hit is None else hit & ok
+        out[start:start + 64] = hit.sum(axis=1) if hit is not None else 0
+    return out
+
+
+def _same_region(a: np.ndarray, b: np.ndarray, codes: list, numeric: list[bool]) -> bool:
+    """Whether two candidates' regions overlap (equal categories, numeric bins within 2)."""
+    for j, c in enumerate(codes):
+        if c is None:
+            continue
+        ca, cb = c[1][a[j]], c[1][b[j]]
+        if (abs(int(ca) - int(cb)) > 2) if numeric[j] else ca != cb:
+            return False
+    return True
 
 
 def _integer_max(dtype: pl.DataType) -> int:

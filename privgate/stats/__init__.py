@@ -20,6 +20,8 @@ no metric computes its own interval formula (docs/architecture.md, "Uncertainty"
 - :mod:`.dp_audit` — empirical ε (and Gaussian-DP μ) lower bounds from an audit's error counts
   (one-sided Clopper–Pearson on both error rates), the GDP ↔ (ε, δ) conversion, and the
   Bonferroni level for many bounds.
+- :mod:`.one_run` — the many-canary ε bound (Steinke, Nasr, Jagielski 2023: correct guesses
+  among many canaries against Binomial(r, e^ε/(1+e^ε))) and the largest bound a run count allows.
 
 Every interval is a ``(lower, upper)`` tuple of floats at ``level`` (default 0.95); every random
 step takes a seed, so the same inputs and seed give the same interval.
@@ -37,6 +39,8 @@ from .testing import binomial_test, binomial_upper_p, bonferroni, holm
 from .mirrored import mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, gdp_delta, gdp_epsilon,
                        gdp_mu_lower_bound, rate_upper_bound)
+from .one_run import (canary_epsilon_lower_bound, guess_accuracy_lower, largest_canary_bound,
+                      largest_provable_epsilon)
 
 DEFAULT_LEVEL = 0.95
 
@@ -48,5 +52,6 @@ __all__ = [
     "wilson_rate", "z_value",
     "bonferroni_alpha", "epsilon_estimate", "epsilon_lower_bound", "gdp_delta", "gdp_epsilon",
     "gdp_mu_lower_bound", "rate_upper_bound",
+    "canary_epsilon_lower_bound", "guess_accuracy_lower", "largest_canary_bound", "largest_provable_epsilon",
     "mirrored_share", "mirrored_tail_test", "sampled_share_halfwidth", "tail_quantiles",
 ]

@@ -81,7 +81,8 @@ def test_canaries_lie_beyond_every_value_and_level():
     lc = level_canary(real, sch)
     assert lc["sex"][0] not in real["sex"].to_list() and lc["job"][0] not in real["job"].to_list()
     t = select_targets(real, real, sch, n_targets=5)
-    assert t.kinds == ["outlier"] * 3 + ["canary_range", "canary_level"]
+    # the three places left: one cell canary (half of them, rounded down), two outliers
+    assert t.kinds == ["outlier"] * 2 + ["canary_range", "canary_level", "canary_cell"]
 
 
 def test_user_targets_must_share_the_columns():
@@ -188,14 +189,18 @@ def test_tpr_at_fixed_fpr_keeps_the_fit_runs_fpr():
 def test_a_generator_that_returns_its_training_records_is_caught():
     r = audit_generator(copy_training, people(), runs=100, n_targets=3, training_rows=100,
                         claimed_epsilon=1.0, seed=0, workers=1, threads=1)
-    # every attack separates perfectly: 30 test runs with and 30 without the chosen target, none
-    # wrong, bounded at α/2 = 0.025 (one-sided Clopper–Pearson at 0.0125 per rate)
-    hi = 1 - 0.0125 ** (1 / 30)
-    assert r.epsilon_lower == pytest.approx(math.log((1 - hi) / hi), rel=1e-9)
+    # every attack separates perfectly: no test run wrong, bounded at α/2 = 0.025 (one-sided
+    # Clopper–Pearson at 0.0125 per rate) — the largest bound these runs can show
+    b = r.best
+    assert b["false_positives"] == b["false_negatives"] == 0 and b["runs_with"] + b["runs_without"] == 60
+    hi_in, hi_out = 1 - 0.0125 ** (1 / b["runs_with"]), 1 - 0.0125 ** (1 / b["runs_without"])
+    want = max(math.log((1 - hi_in) / hi_out), math.log((1 - hi_out) / hi_in))
+    assert r.epsilon_lower == pytest.approx(want, rel=1e-9)
+    assert r.epsilon_provable == pytest.approx(want, rel=1e-9)
     assert r.violation is True and r.epsilon_lower > 1.0
     assert r.max_auc >= 0.9 and r.n_audited == 3
-    assert r.design["attacks"] == ["distance", "rare_value", "shadow"]
-    assert r.design["alpha_per_test"] == pytest.approx(0.05 / 2 / 9)
+    assert r.design["attacks"] == ["distance", "rare_value", "cell", "region", "shadow"]
+    assert r.design["alpha_per_test"] == pytest.approx(0.05 / 2 / 15)
     assert r.best["epsilon_lower"] == r.epsilon_lower
 
 
@@ -230,7 +235,8 @@ def test_a_target_the_generator_refuses_is_reported_not_a_crash():
     r = audit_generator(refuses_new_levels, people(), runs=20, n_targets=4, training_rows=60, workers=1, threads=1)
     refused = [t for t in r.targets if t["status"] == "not taken"]
     assert [t["kind"] for t in refused] == ["canary_level"] and refused[0]["why"] == "KeyError"
-    assert r.n_audited == 3 and r.cost["preflight_runs"] == 3
+    # one preflight run with the three canaries (range, level, cell), then one per canary
+    assert r.n_audited == 3 and r.cost["preflight_runs"] == 4
 
 
 def test_failed_runs_stay_in_the_analysis_as_empty_releases():

@@ -7,6 +7,8 @@ the threshold is chosen on scores the attack did not train on) and for the test 
   (no training);
 - ``rare_value`` (:mod:`.rare_value`): how many synthetic records carry the target's rarest value
   (no training);
+- ``cell`` and ``region`` (:mod:`.cell`): how many synthetic records fall in the target's cell or
+  its region — the likelihood-ratio test for generators that publish noisy counts (no training);
 - ``shadow`` (:mod:`.shadow`): a classifier trained on every feature of the fit runs' releases
   (shadow-model attack).
 """
@@ -18,13 +20,15 @@ from typing import Callable
 import numpy as np
 
 from ...errors import ParameterError
-from . import distance, rare_value, shadow
+from . import cell, distance, rare_value, shadow
 
 #: name → scores(fit_x, fit_y, test_x, seed) -> (fit scores, test scores)
 Attack = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 ATTACKS: dict[str, Attack] = {"distance": distance.scores, "rare_value": rare_value.scores,
-                              "shadow": shadow.scores}
-DEFAULT_ATTACKS = ("distance", "rare_value", "shadow")
+                              "shadow": shadow.scores, "cell": cell.cell_scores, "region": cell.region_scores}
+DEFAULT_ATTACKS = ("distance", "rare_value", "cell", "region", "shadow")
+#: the attacks that learn nothing from fit runs (usable where there are none to learn from)
+FIXED_ATTACKS = ("distance", "rare_value", "cell", "region")
 
 
 def resolve(names: object) -> tuple[str, ...]:
