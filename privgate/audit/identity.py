@@ -10,7 +10,9 @@ function, recorded under the production generator's name and version, does not c
   version and the adapter's settings (canonical JSON).
 - Any other callable given to :func:`privgate.audit.audit_generator`: a module-level function
   or class has the digest of ``module:qualname``; an instance of a class, its class's digest
-  with its attributes as the arguments (when they are plain JSON data; else no digest).
+  with its attributes as the arguments (plain data as it is, NumPy arrays by their bytes' sha256,
+  nested objects and functions by their class or name, module source and attributes, so a
+  wrapper's digest covers what it wraps; anything else: no digest).
 
 Orientation: equal digests say the same code and settings, not that the generator is private;
 the digest covers the named module's own file, not the modules it imports (state a version for
@@ -134,15 +136,73 @@ def callable_digest(generate: Any) -> str | None:
         target, kwargs = generate, None
         if not (inspect.isfunction(generate) or inspect.isclass(generate)):
             target = type(generate)
-            kwargs = {k: v for k, v in vars(generate).items() if not k.startswith("_")} \
-                if hasattr(generate, "__dict__") else {}
-        module = inspect.getmodule(target)
-        path = getattr(module, "__file__", None)
-        if not path or not os.path.isfile(path) or "<locals>" in target.__qualname__:
+            kwargs = _plain(_settings(generate), 0)
+        source = _source_of(target)
+        if source is None:
             return None
-        return _source_identity(_file_sha256(path, "generator"), target.__qualname__, kwargs)
-    except ParameterError:
+        return _source_identity(source, target.__qualname__, kwargs)
+    except (ParameterError, TypeError, ValueError, RecursionError):
         return None
+
+
+def _settings(obj: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(obj).items() if not k.startswith("_")} if hasattr(obj, "__dict__") else {}
+
+
+def _source_of(target: Any) -> str | None:
+    """sha256 of the source file of the module defining ``target`` (None: no file, or a
+    function or class defined inside a function)."""
+    if "<locals>" in getattr(target, "__qualname__", "<locals>"):
+        return None
+    path = getattr(inspect.getmodule(target), "__file__", None)
+    if not path:  # a module loaded from a file but not registered (e.g. by an orchestrator)
+        code = getattr(target, "__code__", None)
+        if code is None and inspect.isclass(target):
+            code = next((f.__code__ for f in vars(target).values() if inspect.isfunction(f)), None)
+        path = getattr(code, "co_filename", None)
+    if not path or not os.path.isfile(path):
+        return None
+    return _file_sha256(path, "generator")
+
+
+def _plain(x: Any, depth: int) -> Any:
+    """``x`` as plain JSON data for the digest: numbers, text, lists, mappings as they are;
+    a NumPy array by the sha256 of its bytes; a function or an object by its class, the source
+    of its module and (an object) its attributes — so a wrapper's digest covers what it wraps.
+    TypeError for anything else (no digest)."""
+    import numpy as np
+
+    if depth > 8:
+        raise TypeError("nested too deeply")
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if x == x and abs(x) != float("inf") else repr(x)
+    if isinstance(x, np.generic):
+        return _plain(x.item(), depth + 1)
+    if isinstance(x, np.ndarray):
+        if x.dtype == object:
+            return [_plain(v, depth + 1) for v in x.tolist()]
+        return {"ndarray": hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest(), "dtype": str(x.dtype),
+                "shape": list(x.shape)}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v, depth + 1) for v in x]
+    if isinstance(x, (set, frozenset)):
+        return sorted((_plain(v, depth + 1) for v in x), key=_canonical)
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in x.items()}
+    if inspect.isfunction(x) or inspect.isclass(x):
+        source = _source_of(x)
+        if source is None:
+            raise TypeError("a function without a source file")
+        return {"function": x.__qualname__, "source_sha256": source}
+    if hasattr(x, "__dict__"):
+        source = _source_of(type(x))
+        if source is None:
+            raise TypeError("an object of a class without a source file")
+        return {"class": type(x).__qualname__, "source_sha256": source,
+                "attributes": _plain(_settings(x), depth + 1)}
+    raise TypeError(f"{type(x).__name__} is not plain data")
 
 
 def is_digest(x: Any) -> bool:

@@ -74,9 +74,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                                    "or factory, e.g. '{\"epsilon\": 1}'")
     p.add_argument("--generator-name", dest="generator_name",
                    help="name the audit is recorded under (default: the --generator text)")
-    p.add_argument("--generator-version", dest="generator_version", help="the generator's version (recorded)")
-    # the generator's digest (module source + --generator-args) is recorded with the audit; a
-    # release gate's require_audit matches it (privgate gate --generator / --generator-digest)
+    p.add_argument("--generator-version", dest="generator_version",
+                   help="the generator's version (recorded with the generator's digest — module source and "
+                        "--generator-args, printed under the decision — which a release gate's require_audit "
+                        "matches: privgate gate --generator / --generator-digest)")
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
     p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=number("--claimed-epsilon", 0.0, MAX_EPSILON),
@@ -112,8 +113,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
                                     "{block: claimed}, auc_lower {warn: 0.6, block: 0.8})")
     p.add_argument("--history", help="record the audit in this history database (SQLAlchemy URL or SQLite path)")
-    p.add_argument("--dataset", help="dataset name recorded with the audit (records in the default history "
-                                     "when --history is not given)")
+    p.add_argument("--dataset", help="dataset name recorded with the audit, the one a release gate's "
+                                     "require_audit matches (records in the default history when --history "
+                                     "is not given)")
     p.add_argument("--json", dest="json_out", help="write the JSON report (decision, checks, result) here")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

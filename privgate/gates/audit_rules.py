@@ -37,12 +37,23 @@ A release gate requires a passing audit with ``require_audit`` in its configurat
 
     require_audit:
       generator: my-generator       # the name the audit was recorded under
-      version: "2.1"                # optional: else given at run time (run_gate(generator_version=),
-                                    # privgate gate --generator-version)
+      version: "2.1"                # a string (a YAML number is refused); optional: else given at
+                                    # run time (run_gate(generator_version=), --generator-version)
+      digest: <64 hex>              # optional: else run_gate(generator_digest=), --generator-digest,
+                                    # or privgate gate --generator module:name
+      dataset: adult                # optional: the dataset the audit ran on (default: the gate's)
+      min_runs: 100                 # optional: the fewest generator runs (DEFAULT_MIN_RUNS)
+      claimed_epsilon: 1.0          # optional: the claim held to (default: the audit's)
+      rules: {auc_lower: {block: 0.8}}   # optional: limits on the audit's numbers (default rules)
 
-The release blocks (exit 2) when the most recent audit of that generator version in the history
-did not pass (pass or warn), or when there is none; it cannot decide (exit 3) without a history
-store, without a version, or when the history cannot be read.
+:func:`requirement_check` reads the most recent audit of that generator version on that dataset
+and passes only when its stored row is evidence (:mod:`privgate.gates.audit_evidence`: the
+decision re-derived from its error counts and rules; else exit 3), its generator digest
+(:mod:`privgate.audit.identity`) is the one required, it made at least ``min_runs`` runs whose
+test runs could show a bound above the claim, and its ε / AUC lower bounds pass the
+requirement's rules; else the release blocks (exit 2). It cannot decide (exit 3) without a
+history store, a version, a digest or a dataset, or when the history cannot be read. The check is
+about the generator: it never makes a run count as having checked the release.
 """
 
 from __future__ import annotations
