@@ -94,9 +94,11 @@ def test_flat_screen_searches_the_targets_without_an_index_copy(monkeypatch, k, 
     q = _points(1200, rng, 0, d=12)
     t = q if exclude_self else _points(1800, rng, 0, d=12)
     flat = SearchSettings(block_bytes=1 << 16)  # more than one block: the flat screen runs
+    import privgate.neighbours.screened as screened
+
     faiss = faiss_module()
-    calls = {"index": 0, "knn": 0}
-    index, search = faiss.IndexFlatL2, faiss.knn
+    calls = {"index": 0, "knn": 0, "flat": 0}
+    index, search, flat_search = faiss.IndexFlatL2, faiss.knn, screened.flat_candidates
 
     def counted(name, fn):
         def call(*args, **kwargs):
@@ -107,8 +109,10 @@ def test_flat_screen_searches_the_targets_without_an_index_copy(monkeypatch, k, 
     with monkeypatch.context() as patch:
         patch.setattr(faiss, "IndexFlatL2", counted("index", index))
         patch.setattr(faiss, "knn", counted("knn", search))
+        patch.setattr(screened, "flat_candidates", counted("flat", flat_search))
         got = knn(q, t, k, exclude_self=exclude_self, dedupe=False, settings=flat)
-    assert calls == {"index": 0, "knn": calls["knn"]} and calls["knn"] > 0
+    # no index copy of the targets, and the candidates come from NumPy's GEMM, not faiss' BLAS
+    assert calls == {"index": 0, "knn": 0, "flat": calls["flat"]} and calls["flat"] > 0
     want = knn(q, t, k, exclude_self=exclude_self, dedupe=False, use_faiss=False, settings=flat)
     np.testing.assert_array_equal(got.idx, want.idx)
     np.testing.assert_array_equal(got.dist, want.dist)
