@@ -30,6 +30,7 @@ import sys
 from typing import Any, Mapping
 
 from ..errors import ParameterError
+from .loader import parse_args
 
 DIGEST_FORMAT = 1
 DIGEST_LENGTH = 64
@@ -51,20 +52,6 @@ def _file_sha256(path: str, what: str) -> str:
         raise ParameterError(f"{what}: cannot read the module's source file: {type(exc).__name__}") from None
 
 
-def parse_generator_args(args_json: str | None) -> dict[str, Any] | None:
-    """``--generator-args`` as a dict (None when not given); a clear error naming the flag."""
-    if args_json is None:
-        return None
-    try:
-        kwargs = json.loads(args_json)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"--generator-args is not valid JSON: {exc.msg} at character {exc.pos}") from None
-    if not isinstance(kwargs, dict):
-        raise ParameterError(f"--generator-args must be a JSON object of keyword arguments, got "
-                             f"{type(kwargs).__name__}")
-    return kwargs
-
-
 def spec_digest(spec: str, args: Mapping[str, Any] | str | None = None) -> str:
     """The digest of ``module:attribute`` called with keyword arguments ``args`` (a mapping, its
     JSON text, or None). The module's source file is found as an import would find it (the
@@ -72,7 +59,7 @@ def spec_digest(spec: str, args: Mapping[str, Any] | str | None = None) -> str:
     module_name, sep, attr = str(spec).partition(":")
     if not sep or not module_name or not attr:
         raise ParameterError(f"--generator must be module:name, got a value without that form")
-    kwargs = parse_generator_args(args) if isinstance(args, str) or args is None else dict(args)
+    kwargs = parse_args(args) if isinstance(args, str) or args is None else dict(args)
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
