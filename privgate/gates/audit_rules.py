@@ -199,6 +199,12 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
     raw = data.get("rules")
     if raw is None:
         raise ConfigError(f"{where}.rules: missing; give at least one of {', '.join(AUDIT_RULE_KINDS)}")
+    return AuditConfig(rules=_parse_rules(where, raw), claimed_epsilon=claimed, delta=delta,
+                       description=description)
+
+
+def _parse_rules(where: str, raw: Any) -> tuple[AuditRule, ...]:
+    """A ``rules`` block: a non-empty mapping rule kind → limits, each kind one privgate knows."""
     if not isinstance(raw, Mapping) or not raw:
         raise ConfigError(f"{where}.rules: must be a non-empty mapping rule → limits "
                           f"({', '.join(AUDIT_RULE_KINDS)}), got {_tname(raw)}")
@@ -207,7 +213,7 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
         if kind not in AUDIT_RULE_KINDS:
             raise ConfigError(f"{where}.rules.{kind}: unknown rule; allowed: {', '.join(AUDIT_RULE_KINDS)}")
         rules.extend(_parse_rule(f"{where}.rules.{kind}", kind, spec))
-    return AuditConfig(rules=tuple(rules), claimed_epsilon=claimed, delta=delta, description=description)
+    return tuple(rules)
 
 
 def _parse_rule(where: str, kind: str, spec: Any) -> list[AuditRule]:
@@ -280,18 +286,7 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
         claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, 1e6, "a finite number in [0, 1e6]")
-    rules = None
-    if data.get("rules") is not None:
-        raw = data["rules"]
-        if not isinstance(raw, Mapping) or not raw:
-            raise ConfigError(f"{where}.rules: must be a non-empty mapping rule → limits "
-                              f"({', '.join(AUDIT_RULE_KINDS)}), got {_tname(raw)}")
-        parsed: list[AuditRule] = []
-        for kind, spec in raw.items():
-            if kind not in AUDIT_RULE_KINDS:
-                raise ConfigError(f"{where}.rules.{kind}: unknown rule; allowed: {', '.join(AUDIT_RULE_KINDS)}")
-            parsed.extend(_parse_rule(f"{where}.rules.{kind}", kind, spec))
-        rules = tuple(parsed)
+    rules = None if data.get("rules") is None else _parse_rules(where, data["rules"])
     return AuditRequirement(generator=gen, version=version, digest=digest, dataset=dataset, min_runs=min_runs,
                             claimed_epsilon=claimed, rules=rules)
 
