@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _dp  # noqa: E402
+from validity import inject, noisy  # noqa: E402 - the validity benchmark's copies, the same here
 
 from privgate import baselines  # noqa: E402
 
@@ -88,29 +89,6 @@ def latent_class(n: int, seed: int, model_seed: int = 20260, concentration: floa
         s = pl.Series(f"x{j}", v).fill_nan(None)
         cols[s.name] = s
     return pl.DataFrame(list(cols.values()))
-
-
-def noisy(rows: pl.DataFrame, train: pl.DataFrame, seed: int, noise: float = 0.05) -> pl.DataFrame:
-    """The rows with Gaussian noise of ``noise`` × the training column's sd on numerics."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for c in rows.columns:
-        s = rows[c]
-        if s.dtype.is_numeric():
-            sd = float(np.nanstd(train[c].cast(pl.Float64).to_numpy()))
-            v = pl.Series(c, s.cast(pl.Float64).to_numpy() + rng.normal(0.0, noise * sd, rows.height)).fill_nan(None)
-            out.append((v.round(0) if s.dtype.is_integer() else v).cast(s.dtype, strict=False))
-        else:
-            out.append(s)
-    return pl.DataFrame(out)
-
-
-def inject(base: pl.DataFrame, rows: pl.DataFrame, seed: int) -> pl.DataFrame:
-    """``base`` with as many of its rows as ``rows`` has replaced by them (positions seeded)."""
-    rng = np.random.default_rng(seed)
-    keep = np.ones(base.height, dtype=bool)
-    keep[rng.choice(base.height, rows.height, replace=False)] = False
-    return pl.concat([base.filter(pl.Series(keep)), rows.select(base.columns).cast(base.schema)])
 
 
 def release(kind: str, real: pl.DataFrame, seed: int, share: float = 0.01) -> pl.DataFrame:
