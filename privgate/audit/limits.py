@@ -40,8 +40,11 @@ MAX_RUN_TARGET_CELLS = 10_000_000
 MAX_ROWS = 10_000_000
 #: worker processes of one audit
 MAX_WORKERS = 1_024
+#: looks of a sequential audit (each spends 1/looks of the error budget: more looks than this
+#: leave each too little to show anything)
+MAX_LOOKS = 100
 
-__all__ = ["DEFAULT_DEADLINE", "MAX_DEADLINE", "MAX_ROWS", "MAX_RUNS", "MAX_RUN_TARGET_CELLS", "MAX_TARGETS",
+__all__ = ["DEFAULT_DEADLINE", "MAX_DEADLINE", "MAX_LOOKS", "MAX_ROWS", "MAX_RUNS", "MAX_RUN_TARGET_CELLS", "MAX_TARGETS",
            "MAX_WORKERS",
            "Clock", "check_sizes", "deadline_seconds"]
 

@@ -47,6 +47,7 @@ import polars as pl
 
 from ..errors import ParameterError
 from ..schema import Schema
+from .limits import MAX_LOOKS
 from .seeds import rng, seed_int
 from .targets import Targets
 
@@ -182,8 +183,8 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
 def look_schedule(runs: int, looks: int, least: int) -> list[int]:
     """The run counts at which a sequential audit looks: ``looks`` evenly spaced prefixes of
     ``runs`` (the last is ``runs``), none below ``least``; duplicates dropped."""
-    if isinstance(looks, bool) or not isinstance(looks, (int, np.integer)) or looks < 1:
-        raise ParameterError(f"looks must be a positive integer; got {looks!r}")
+    if isinstance(looks, bool) or not isinstance(looks, (int, np.integer)) or not 1 <= looks <= MAX_LOOKS:
+        raise ParameterError(f"looks must be an integer in [1, {MAX_LOOKS}]; got {looks!r}")
     at = sorted({max(int(least), int(math.ceil(runs * (i + 1) / looks))) for i in range(int(looks))})
     return [min(a, runs) for a in at if a <= runs] or [runs]
 

@@ -57,8 +57,9 @@ def seed_int(text: str) -> int:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..audit.limits import DEFAULT_DEADLINE, MAX_DEADLINE, MAX_ROWS, MAX_RUNS, MAX_TARGETS, MAX_WORKERS
-    from ..audit.plan import DEFAULT_RUNS
+    from ..audit.limits import (DEFAULT_DEADLINE, MAX_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS,
+                                MAX_WORKERS)
+    from ..audit.plan import BACKGROUNDS, DEFAULT_RUNS, DESIGNS
     from ..audit.targets import DEFAULT_TARGETS
 
     p = sub.add_parser(
@@ -94,7 +95,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"background rows per run (default min(1000, population), at most {MAX_ROWS:,})")
     p.add_argument("--n-rows", dest="n_rows", type=positive_int("--n-rows", MAX_ROWS),
                    help=f"records asked of the generator per run (default: --training-rows, at most {MAX_ROWS:,})")
-    p.add_argument("--design", choices=("shared", "separate"), default="shared")
+    p.add_argument("--design", choices=DESIGNS, default="shared",
+                   help="shared (every run serves every target), separate (runs per target) or canaries "
+                        "(many canaries in a handful of runs, bound from all their guesses: a few fits); "
+                        "see privgate.audit.plan")
+    p.add_argument("--background", choices=BACKGROUNDS, default="fixed",
+                   help="fixed (one background set for every run: the strongest audit) or redrawn")
+    p.add_argument("--no-canaries", dest="canaries", action="store_false",
+                   help="targets=auto picks outliers of --real only, no crafted canaries")
+    p.add_argument("--looks", type=positive_int("--looks", MAX_LOOKS), default=None,
+                   help="sequential audit: the runs in this many batches, stopping at the first whose bound "
+                        "exceeds the claim (confidence split over the looks; needs --claimed-epsilon)")
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=seed_int, default=0, help=f"the audit's seed, an integer in [0, {MAX_SEED}] "
                                                              "(default 0)")
@@ -216,7 +227,8 @@ def _run(args: argparse.Namespace) -> int:
     result = audit_generator(
         generate, args.real, population=args.population, claimed_epsilon=claimed, delta=delta, targets=targets,
         n_targets=args.n_targets, runs=args.runs, training_rows=args.training_rows, n_rows=args.n_rows,
-        design=args.design, attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
+        design=args.design, background=args.background, canaries=args.canaries, looks=args.looks,
+        attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
         deadline=args.deadline, executor=args.executor,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,
         generator_digest=digest,

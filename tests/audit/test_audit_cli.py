@@ -149,3 +149,49 @@ def test_audit_and_audits_tables_fit_100_columns(workdir, capsys):
     assert main(["audits", "--history", "h.sqlite"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines and max(len(ln) for ln in lines) <= 100, [ln for ln in lines if len(ln) > 100]
+
+
+BROKEN_HISTOGRAM = ["--generator", "privgate.audit.mechanisms:LaplaceHistogram", "--generator-args",
+                    json.dumps({"epsilon": 1.0, "domain": None, "release": "rounded", "domain_from_data": True}),
+                    "--claimed-epsilon", "1", "--training-rows", "150", "--workers", "1", "--threads", "1",
+                    "--quiet", "--json", "out.json"]
+
+
+def _categorical_real(path):
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    pl.DataFrame({"a": rng.choice(list("pqrs"), 400, p=[0.4, 0.3, 0.2, 0.1]), "b": rng.choice(list("xyz"), 400),
+                  "x": rng.normal(0.0, 1.0, 400)}).write_parquet(path)
+
+
+def test_the_canaries_design_from_the_command_line_proves_the_domain_fault_in_a_few_fits(workdir, capsys):
+    _categorical_real(workdir / "cat.parquet")
+    code = main(["audit", "--real", "cat.parquet", "--design", "canaries", "--runs", "4", "--n-targets", "40",
+                 *BROKEN_HISTOGRAM])
+    assert code == 2, capsys.readouterr()
+    result = AuditResult.from_dict(json.loads((workdir / "out.json").read_text())["result"])
+    assert result.violation and result.cost["runs"] + result.cost["preflight_runs"] <= 5
+    assert result.design["design"] == "canaries"
+
+
+def test_a_sequential_audit_from_the_command_line_stops_at_the_first_convincing_look(workdir, capsys):
+    _categorical_real(workdir / "cat.parquet")
+    code = main(["audit", "--real", "cat.parquet", "--runs", "120", "--n-targets", "4", "--looks", "4",
+                 "--seed", "1", *BROKEN_HISTOGRAM])
+    assert code == 2, capsys.readouterr()
+    seq = AuditResult.from_dict(json.loads((workdir / "out.json").read_text())["result"]).design["sequential"]
+    assert seq["stopped_early"] and seq["stopped_after_runs"] < 120
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--looks", "0"], "--looks must be a positive integer"),
+    (["--looks", "101"], "--looks"),
+    (["--design", "many"], "--design"),
+    (["--background", "shuffled"], "--background"),
+])
+def test_design_flags_out_of_range_exit_3_naming_the_flag(workdir, capsys, args, words):
+    with pytest.raises(SystemExit) as stop:
+        audit("--generator", "cli_audit_gens:copy_gen", *args)
+    assert stop.value.code == 3 and words in capsys.readouterr().err
