@@ -138,6 +138,12 @@ def test_audits_listing_filters_and_says_when_there_is_no_database(workdir, caps
     assert main(["audits", "--history", "h.sqlite"]) == 0
     table = capsys.readouterr().out
     assert "cli_audit_gens:blind_gen" in table and "pass" in table
+    assert main(["audits", "--history", "h.sqlite", "--format", "json"]) == 0
+    digest = json.loads(capsys.readouterr().out)[0]["generator_digest"]
+    assert len(digest) == 64
+    for wanted, count in ((digest, 1), (digest.upper(), 1), ("0" * 64, 0)):
+        assert main(["audits", "--history", "h.sqlite", "--generator-digest", wanted, "--format", "json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)) == count
 
 
 def test_audit_and_audits_tables_fit_100_columns(workdir, capsys):
