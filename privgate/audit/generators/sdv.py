@@ -178,6 +178,9 @@ class _TorchGenerator(_SDVGenerator):
     NOT across thread counts: the same seed with one and with two threads gave different
     releases (torch splits its float reductions by thread, so the weights drift apart over the
     epochs). An audit's runs all use the adapter's one ``threads``, so they are reproducible.
+    torch's and NumPy's global generators and torch's thread count belong to the process: two
+    calls at once in one process (a Dask worker with ``--nthreads 2``) would draw from the same
+    generators and lose reproducibility (not soundness) — give such workers one thread.
     """
 
     def __init__(self, *, domain: Mapping[str, Any] | None = None, epochs: int = 300, batch_size: int = 500,
