@@ -126,6 +126,9 @@ def test_adapters_are_listed_by_import_path():
 LIBRARIES = [
     pytest.param("privbayes", "DataSynthesizer", {}, id="datasynthesizer-privbayes"),
     pytest.param("gaussian_copula", "sdv", {}, id="sdv-gaussian-copula"),
+    # SDV's torch models, 2 epochs: a fit of 60 records takes well under a second
+    pytest.param("tvae", "sdv", {"epochs": 2, "batch_size": 50}, id="sdv-tvae"),
+    pytest.param("ctgan", "sdv", {"epochs": 2, "batch_size": 50}, id="sdv-ctgan"),
     pytest.param("copula", "copulas", {}, id="copulas-rdt"),
     pytest.param("dpmm_aim", "dpmm", {"n_iters": 20}, id="dpmm-aim"),
 ]
@@ -249,6 +252,37 @@ def test_copulas_claim_nothing():
         CopulaGenerator(threads=0)
 
 
+def test_sdv_torch_models_claim_nothing_and_refuse_bad_parameters():
+    from privgate.audit.generators.sdv import CTGANGenerator, TVAEGenerator
+    assert TVAEGenerator().claimed_epsilon is None and CTGANGenerator().claimed_epsilon is None
+    for cls in (TVAEGenerator, CTGANGenerator):
+        for option, bad in (("epochs", 0), ("epochs", 10**6), ("epochs", 2.0), ("epochs", True),
+                            ("batch_size", 0), ("batch_size", 10**7), ("batch_size", "50"), ("threads", 0)):
+            with pytest.raises(ParameterError, match=option):
+                cls(**{option: bad})
+    with pytest.raises(ParameterError, match="batch_size must be a multiple of 10"):
+        CTGANGenerator(batch_size=55)
+    assert "zz" not in repr(TVAEGenerator(domain={"city": ["zz"]}))
+
+
+@pytest.mark.parametrize("name", ["tvae", "ctgan"])
+def test_sdv_torch_models_restore_torchs_seed_and_threads(name):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sdv")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        torch.manual_seed(5)
+        expected = torch.rand(3)
+        torch.manual_seed(5)
+        out = _make(name, epochs=1, batch_size=50, threads=1)(_training(canary=False), 10, 4)
+        assert out.height == 10
+        assert torch.equal(torch.rand(3), expected)  # the caller's torch draws are unchanged
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_privbayes_on_one_column_uses_its_noisy_marginal():
     pytest.importorskip("DataSynthesizer")
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
@@ -286,7 +320,8 @@ def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
 
 
 @pytest.mark.parametrize("name, module, extra", [
-    ("privbayes", "DataSynthesizer", "datasynthesizer"), ("gaussian_copula", "sdv", "sdv"),
+    ("privbayes", "DataSynthesizer", "datasynthesizer"), ("gaussian_copula", "sdv", "sdv"), ("tvae", "sdv", "sdv"),
+    ("ctgan", "sdv", "sdv"),
     ("copula", "copulas", "copulas"), ("dpmm_mst", "dpmm", None)])
 def test_a_missing_library_names_the_extra_to_install(name, module, extra, monkeypatch):
     import sys

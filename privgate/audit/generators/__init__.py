@@ -3,6 +3,8 @@ generator audit, each an optional extra:
 
 * ``privbayes``: :class:`.datasynthesizer.PrivBayesGenerator`, extra ``datasynthesizer``, ε-DP claim
 * ``gaussian_copula``: :class:`.sdv.GaussianCopulaGenerator`, extra ``sdv``, no guarantee
+* ``tvae``, ``ctgan``: :class:`.sdv.TVAEGenerator`, :class:`.sdv.CTGANGenerator` (SDV's torch
+  models, trained on the CPU), extra ``sdv``, no guarantee
 * ``copula``: :class:`.copulas.CopulaGenerator` (the same model from Copulas and RDT, without SDV
   and torch), extra ``copulas``, no guarantee
 * ``dpmm_mst``: :class:`.dpmm.MSTGenerator`, (ε, δ)-DP claim
@@ -25,6 +27,8 @@ from typing import Any
 ADAPTERS: dict[str, str] = {
     "privbayes": "privgate.audit.generators.datasynthesizer:PrivBayesGenerator",
     "gaussian_copula": "privgate.audit.generators.sdv:GaussianCopulaGenerator",
+    "tvae": "privgate.audit.generators.sdv:TVAEGenerator",
+    "ctgan": "privgate.audit.generators.sdv:CTGANGenerator",
     "copula": "privgate.audit.generators.copulas:CopulaGenerator",
     "dpmm_mst": "privgate.audit.generators.dpmm:MSTGenerator",
     "dpmm_aim": "privgate.audit.generators.dpmm:AIMGenerator",
