@@ -58,7 +58,12 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     rows keep their exact answers. ``share_rows_possibly_wrong`` = (1 − the interval's lower
     end) × the screened share of all query rows: a bound, at 95 % confidence, on the share of
     records whose neighbour may be wrong — what a metric that is a share or mean of per-record
-    terms bounded by 1 can be off by."""
+    terms bounded by 1 can be off by. The calibration rows' screened answers are certified
+    (:mod:`.certify`) before any other row is screened: when more than
+    ``ivf_max_uncertain_share`` of them cannot be proven right the screen declines too (the
+    rows it screens are then searched again, which costs more than searching them exactly);
+    otherwise every screened row the certificate cannot prove right is searched again exactly
+    (up to ``ivf_resolve_share`` of them), so the widening is 0 unless that share was lowered."""
     settings = ex.settings
     n_check = settings.ivf_check_rows
     m = ex.t.shape[0]
@@ -90,7 +95,32 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
                 f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them")
         return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
                 np.setdiff1d(rows, truth.done, assume_unique=True))
+    unsure = _uncertain_share(lists, truth.calib, nprobe)
+    if unsure > settings.ivf_max_uncertain_share:
+        # most screened rows would be searched again exactly (every one the certificate cannot
+        # prove right is): the exact search alone costs less
+        truth.fill(out_d, out_i)
+        note = (f"declined: the certificate proves only {1.0 - unsure:.0%} of the calibration rows' screened "
+                f"answers right at {nprobe} of {nlist} lists (at least "
+                f"{1.0 - settings.ivf_max_uncertain_share:.0%} needed); searched exactly")
+        return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
+                np.setdiff1d(rows, truth.done, assume_unique=True))
     return _screen(lists, rows, nprobe, truth, out_d=out_d, out_i=out_i), rows[:0]
+
+
+def _uncertain_share(lists: Lists, calib: np.ndarray, nprobe: int) -> float:
+    """The share of the calibration rows whose screened answers at ``nprobe`` lists the per-row
+    certificate (:func:`.certify.uncertain_rows`) cannot prove right: what the screen would
+    leave to search again exactly (0 without calibration rows)."""
+    from .certify import uncertain_rows
+
+    if calib.size == 0:
+        return 0.0
+    k = lists.exact.k
+    cd = np.empty((calib.size, k))
+    probed = np.empty((calib.size, min(nprobe, lists.nlist)), dtype=np.int64)
+    lists.screen(calib, nprobe, cd, np.empty((calib.size, k), dtype=np.int64), probes_out=probed)
+    return float(uncertain_rows(lists, calib, probed, cd[:, k - 1]).mean())
 
 
 def screen_pays(rows: int, m: int, nlist: int, settings: "SearchSettings") -> bool:

@@ -20,7 +20,7 @@ def test_threaded_list_scan_equals_the_single_thread_scan(k, exclude_self, decim
     for threads in (1, 2):
         with limited(threads):
             runs[threads] = knn(q, t, k, exclude_self=exclude_self, approximate=True, seed=4,
-                                settings=SearchSettings(exact_below_pairs=0, ivf_check_rows=100))
+                                settings=SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0))
     np.testing.assert_array_equal(runs[1].idx, runs[2].idx)
     np.testing.assert_array_equal(runs[1].dist, runs[2].dist)
     assert runs[1].search["n_screened"] > 0  # the list scan ran
@@ -40,7 +40,7 @@ def test_nearest_list_threshold_changes_no_answer_and_holds_fewer_candidates(k, 
     rng = np.random.default_rng(5)
     q = np.round(rng.normal(size=(1800, 6)), decimals)  # rounded: ties and duplicate rows
     t = q if exclude_self else np.round(rng.normal(size=(2500, 6)), decimals)
-    settings = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
+    settings = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0)
 
     def search(threads):
         with limited(threads):

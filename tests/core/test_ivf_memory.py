@@ -17,7 +17,8 @@ from privgate.neighbours.memo import SearchMemo
 from privgate.neighbours import ivf_lists
 from privgate.neighbours.backends import faiss_module
 
-SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0)
+SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0,
+                        ivf_max_uncertain_share=1.0)
 
 
 def _points(n: int, rng: np.random.Generator, decimals: int, d: int = 6) -> np.ndarray:

@@ -82,3 +82,26 @@ def test_intervals_widen_only_for_unresolved_rows(monkeypatch, share, widened):
     else:
         assert "search_error" not in approx.details and approx.ci == exact.ci
         assert approx.value == exact.value
+
+
+def test_a_screen_its_certificate_cannot_prove_declines_to_the_exact_search():
+    """Isotropic data in 64 dimensions: the lists' triangle and bisector bounds prove almost no
+    screened answer right, so screening and then re-searching nearly every row would cost more
+    than the exact search: the screen declines on its calibration rows and every answer is exact."""
+    rng = np.random.default_rng(7)
+    q, t = rng.normal(size=(1200, 64)), rng.normal(size=(3000, 64))
+    settings = SearchSettings(exact_below_pairs=1000, ivf_check_rows=100, ivf_max_probe_share=1.0)
+    approx = knn(q, t, 1, approximate=True, settings=settings, grouped=False)
+    s = approx.search
+    assert s["exact"] is True and "certificate proves only" in s["screen"]
+    assert s.get("share_rows_possibly_wrong", 0.0) == 0.0
+    exact = knn(q, t, 1)
+    np.testing.assert_array_equal(approx.idx, exact.idx)
+    np.testing.assert_array_equal(approx.dist, exact.dist)
+    # the same search with the rule off keeps its screen and resolves the rows it cannot prove
+    kept = knn(q, t, 1, approximate=True, grouped=False,
+               settings=SearchSettings(exact_below_pairs=1000, ivf_check_rows=100, ivf_max_probe_share=1.0,
+                                       ivf_max_uncertain_share=1.0))
+    assert kept.search["exact"] is False and kept.search["n_uncertain"] > 0.5 * 1000
+    assert kept.search["n_unresolved"] == 0 and kept.search["share_rows_possibly_wrong"] == 0.0
+    np.testing.assert_array_equal(kept.idx, exact.idx)

@@ -12,7 +12,7 @@ from privgate.data import load_example
 from privgate.neighbours import SearchSettings, any_within_box, knn
 
 # a screen at every size, calibrated and checked on 200 rows each
-SCREEN_200 = SearchSettings(exact_below_pairs=0, ivf_check_rows=200)
+SCREEN_200 = SearchSettings(exact_below_pairs=0, ivf_check_rows=200, ivf_max_uncertain_share=1.0)
 
 
 def brute(q, t, k, exclude_self=False):

@@ -16,7 +16,7 @@ from privgate.neighbours import SearchMemo, SearchSettings, knn
 from onehot_points import one_hot_blocks
 
 # a screen at every size, calibrated and checked on 100 rows each
-SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)
+SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0)
 
 
 def _mixed(n, rng, levels=(3, 2, 4), n_numeric=3):
