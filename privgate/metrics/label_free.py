@@ -43,7 +43,15 @@ REFERENCE = ("label-free view: privgate (levels matched through records anchored
 def correspondence(ctx) -> Correspondence:
     """The context's release ↔ reference correspondence, learnt once per context: the reference is
     the training and holdout records pooled when there is a holdout (a symmetric function of the
-    two, as memorisation's null needs), else the training records."""
+    two, as memorisation's null needs), else the training records. A holdout baseline's context
+    takes its main context's reference codes for both sides (its records are real ones)."""
+    if "label_free" not in ctx.derived and ctx._encoded_by is not None:
+        # a holdout baseline's context (EvaluationContext.holdout_baseline): its "release" is real
+        # holdout records, labelled as the reference is, so nothing is learnt — both sides take
+        # the main view's reference codes, and the baseline is scored in the same classes
+        main = correspondence(ctx._encoded_by[0])
+        codes = main.reference_codes
+        ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
     if "label_free" not in ctx.derived:
         pooled = ctx.holdout is not None
         reference = pl.concat([ctx.real, ctx.holdout]) if pooled else ctx.real

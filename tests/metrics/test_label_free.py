@@ -122,6 +122,24 @@ def test_a_disguised_copy_is_seen_as_a_copy(adult, kind):
     assert privgate.metrics.label_free_copies(ctx).value > 0.5
 
 
+
+def test_the_holdout_baseline_reuses_the_main_views_reference_codes_without_learning(adult):
+    """The baseline's records are real (holdout) ones, labelled as the reference is: nothing is
+    anchored for it, both its sides take the main view's reference codes, and in those classes
+    the holdout is scored as real non-members — a small baseline beside the copy's value."""
+    real, holdout = adult
+    release = disguised_copy(real, "permuted", seed=1)
+    ctx = EvaluationContext(real, release, holdout=holdout, _shared={"real_nn": {}, "entropy": {}})
+    main = correspondence(ctx)
+    base = correspondence(ctx.holdout_baseline())
+    assert not main.identity and main.anchored > 0
+    assert base.anchored == 0 and base.remapped == main.remapped
+    assert base.release_codes == base.reference_codes == main.reference_codes
+    res = privgate.evaluate(real, release, ["label_free_copies"], holdout=holdout,
+                            baseline=True).results["label_free_copies"]
+    assert res.value > 0.5 and res.baseline is not None and res.baseline < 0.05
+
+
 # ------------------------------------------------------------------------ through the CLI
 @pytest.fixture(scope="module")
 def files(adult, tmp_path_factory):
