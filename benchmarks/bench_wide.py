@@ -7,7 +7,8 @@ of this process (one thread), which a busy shared machine stretches far less tha
 Columns are 5-level integer codes (``--kind int``, an exact copy as release) or mixed: every
 other column numeric (Gaussian, 3 decimals), the others 5 string levels, with independent release
 and holdout draws (``--kind mixed``). Time should grow about linearly with the number of cells
-(docs/performance.md, "Work bounds and wide tables").
+(docs/performance.md, "Wide tables and work bounds"; measurements: benchmarks/LOG.md, "Work bounds
+and wide tables").
 
     PRIVGATE_THREADS=1 python3 benchmarks/bench_wide.py --rows 200 --columns 2000,5000,10000 [--holdout]
     PRIVGATE_THREADS=1 python3 benchmarks/bench_wide.py --kind mixed --rows 2000 --columns 1000,2000 --holdout

@@ -683,12 +683,13 @@ class _Shape:
         self.width, self.height = width, height
 
 
-# sample="auto" (docs/performance.md "Sampling query records"): a side with more than
-# AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query records. A share's 95 %
-# half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
+# sample="auto" (docs/performance.md "Sampling"; benchmarks/LOG.md "Sampling query records"): a
+# side with more than AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query
+# records. A share's 95 % half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the
+# 0.01 the scale target allows.
 AUTO_SAMPLE_ABOVE = 200_000
 AUTO_SAMPLE_SIZE = 50_000
-# Compact encoded spaces (docs/performance.md "Memory of the default gate at scale"): when a frame
+# Compact encoded spaces (benchmarks/LOG.md "Compact spaces above 200,000 rows"): when a frame
 # has more than COMPACT_SPACES_ABOVE rows, the mixed and identifiability spaces are held as
 # float32 matrices (half the bytes, and the exact search reads them without a centred float32
 # copy; distances are computed in float64 from the float32 coordinates, ~6e-8 relative from the

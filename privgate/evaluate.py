@@ -9,13 +9,13 @@ Run options (:class:`privgate.options.RunOptions`, or the keywords of :func:`eva
 * ``threads``: thread budget of the native libraries (privgate.threads): default
   $PRIVGATE_THREADS, else the cores free at the start of the run.
 * ``exact``: True forces exact neighbour searches at every size (default: an approximate screen
-  with measured recall above ``SearchSettings.exact_below_pairs``; docs/performance.md).
+  with measured recall above ``SearchSettings.exact_below_pairs``; docs/performance.md "Exact searches and the
+  neighbour search settings").
 * ``sample_real``: estimate the metrics that are means over real records on a seeded sample of
   this many real records (their ``details["sampled"]`` says so; None: as ``sample`` says).
 * ``sample``: query-record sampling of both sides for the metrics that are means, shares or
   medians over records: "auto" (default: only a side of more than ``context.AUTO_SAMPLE_ABOVE``
-  rows, and not with ``exact``), "off"/None, or N per side (docs/performance.md "Sampling query
-  records").
+  rows, and not with ``exact``), "off"/None, or N per side (docs/performance.md "Sampling").
 * ``memory_limit``: the most memory the run may use (bytes, or "8G"; "auto":
   $PRIVGATE_MEMORY_LIMIT, else this process's RSS + the memory the system has available;
   None/"off": no check). Before any metric runs, its peak is estimated from the sizes, metrics and

@@ -132,7 +132,7 @@ COMPACT_COST_SHARE = 0.5
 #: however many rows the run has.
 FOLD_WORKER_COST = 4.0
 DETECTION_FOLDS = 5
-#: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md).
+#: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md, "Sampling").
 SAMPLED = {"common_rows", "hitting_rate", "authenticity", "identifiability", "dcr", "hidden_rate", "zero_cap",
            "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation",
            "label_free_memorisation", "label_free_copies", "label_free_authenticity"}

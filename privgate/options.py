@@ -145,7 +145,7 @@ class RunOptions:
     means on a seeded sample of this many real records (else as ``sample`` says). ``sample``:
     query-record sampling of both sides, "auto" (a side of more than 200,000 rows is estimated on
     50,000 seeded query records, never with ``exact``), "off", or N per side (docs/performance.md
-    "Sampling query records"). ``deadline``: seconds after which a gate run is stopped and blocked
+    "Sampling"). ``deadline``: seconds after which a gate run is stopped and blocked
     (exit 3). ``memory_limit``: the most memory an evaluation may use (bytes, "8G", "auto", "off";
     :mod:`privgate.memory_guard`).
 

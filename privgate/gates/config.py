@@ -216,7 +216,7 @@ class GateConfig:
     @property
     def hash(self) -> str:
         """sha256 of the canonical JSON form: two configs that decide alike hash alike. The
-        thread budget is left out (scores do not depend on it, docs/performance.md); exact
+        thread budget is left out (scores do not depend on it, docs/performance.md "Threads"); exact
         searches and a sample change scores, so they count when set (the default ``sample: auto``
         is left out: configurations written before it existed keep their hash)."""
         form = self.to_dict()

@@ -241,7 +241,7 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
     is an error check. Parquet / Arrow files stay file scans: fingerprinted in batches and handed
     to the evaluation as paths, whose metrics read only the columns they need (a group-by streams
     the file) and load a frame once, when a neighbour search needs the encoded matrix
-    (docs/performance.md)."""
+    (docs/performance.md, "Compact spaces and streaming inputs")."""
     from ..io import load_frame, scan_frame
 
     inputs = _Inputs(sources=sources)

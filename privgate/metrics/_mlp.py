@@ -12,7 +12,7 @@ epoch gathers its shuffled rows once so that each batch is a contiguous slice, a
 in one flat array updated by one vectorised Adam step, and the forward/backward pass writes into
 buffers allocated once. The random streams differ from scikit-learn's (NumPy's Generator seeded by
 ``seed``), so individual fits differ as two seeds of scikit-learn's do; cross-validated AUCs agree
-within that noise (docs/performance.md).
+within that noise (benchmarks/LOG.md, "detection_mlp's trainer").
 """
 
 from __future__ import annotations

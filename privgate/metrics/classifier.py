@@ -9,7 +9,8 @@
 Features are the mixed space of the context (numerics standardised with the real statistics,
 nulls imputed with the real mean, categoricals one-hot × 1/√2). Labels: real = 1, synthetic = 0.
 Both train on a seeded sample of at most ``max_records`` records per class (:func:`class_rows`;
-docs/performance.md "The classifier metrics on a sample"); ``None`` or the run's ``sample: off``
+docs/performance.md "Sampling"; measured: benchmarks/LOG.md "The classifier metrics on a
+sample"); ``None`` or the run's ``sample: off``
 use every record.
 Every random step (folds, splits, model initialisation) is seeded by the context's seed; both use
 the run's thread budget (``ctx.threads``, privgate.threads) unless ``n_jobs`` says otherwise.
@@ -70,7 +71,7 @@ def _labelled(ctx, dtype: type = np.float64, rows: dict | None = None) -> tuple[
 #: cost the same at any size (at 1M × 1M they took 1,094 CPU-s and 9 GiB on every record). A
 #: detector trained on fewer records is weaker: at 100k × 100k Texas-like rows the AUC was 0.749
 #: on every record, 0.737 at 50,000 per class and 0.717 at 25,000 — this cap halves that bias
-#: for 4 CPU-s more than 25,000 (docs/performance.md)
+#: for 4 CPU-s more than 25,000 (benchmarks/LOG.md, "The classifier metrics on a sample")
 MAX_DETECTION_RECORDS = 50_000
 #: membership_inference's records per class by default: its interval counts one test part's real
 #: records (30 %), 15,000 at this cap — a recall interval of at most ±0.008 (±0.011 at 25,000)

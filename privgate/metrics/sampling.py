@@ -1,6 +1,7 @@
 """Metrics computed on a seeded sample of real or synthetic records: which rows, and saying so.
 
-docs/performance.md, "Sampling real records": the sample itself is drawn by the context
+docs/performance.md, "Sampling" (the design and its checks: benchmarks/LOG.md, "Sampling real
+records" and "Sampling query records"): the sample itself is drawn by the context
 (``ctx.real_sample()``, ``ctx.synthetic_sample()``); a metric reads its rows here and marks its
 result as sampled, so its interval method says the interval contains the sampling error.
 """

@@ -1,6 +1,7 @@
 """Intervals widened for the approximate neighbour search's own error.
 
-docs/performance.md, "Folding the search error into intervals": a search that is not exact
+docs/performance.md, "Exact searches and the neighbour search settings" (in full: benchmarks/LOG.md,
+"Folding the search error into intervals"): a search that is not exact
 reports the share of rows whose nearest neighbour may be wrong
 (``share_rows_possibly_wrong``); a metric's interval moves out by the most those rows can move
 its value.

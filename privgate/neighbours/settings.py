@@ -17,7 +17,8 @@ class SearchSettings:
 
     #: With ``approximate=True``, a search (after exact duplicates are folded) of at most this many
     #: query × target pairs is exact anyway: exact searches up to ~45k × 45k records
-    #: (docs/performance.md). The evaluation context asks for a screen above it unless ``exact``.
+    #: (docs/performance.md, "Exact searches and the neighbour search settings"). The evaluation
+    #: context asks for a screen above it unless ``exact``.
     exact_below_pairs: int = 2 * 10**9
     #: Bytes of float32 distances the blocked search holds at once (never an n×m matrix); also the
     #: IVF list scan's candidate budget and the k = 1 one-block shape rule.

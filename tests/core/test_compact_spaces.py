@@ -1,6 +1,6 @@
 """Compact encoded spaces for large inputs (privgate.context.COMPACT_SPACES_ABOVE): float32
 mixed and identifiability matrices searched without a float64 copy, and the FAMD projection fitted
-and applied in row blocks (docs/performance.md "Memory of the default gate at scale")."""
+and applied in row blocks (benchmarks/LOG.md "Compact spaces above 200,000 rows")."""
 
 from __future__ import annotations
 

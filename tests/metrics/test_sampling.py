@@ -1,5 +1,6 @@
 """Metrics estimated on a seeded sample of real records (EvaluationContext(sample_real=N)) and
-intervals widened for the approximate neighbour search (docs/performance.md)."""
+intervals widened for the approximate neighbour search (docs/performance.md, "Sampling" and
+"Exact searches and the neighbour search settings")."""
 
 from __future__ import annotations
 
