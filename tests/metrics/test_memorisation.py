@@ -347,8 +347,9 @@ def test_local_scale_orders_an_isolated_noisy_copy_before_a_dense_region_record(
 
 
 def test_interval_widens_for_an_approximate_search(monkeypatch):
-    """With a screened (approximate) search the lower bound the gate decides on moves down by the
-    share of release rows whose nearest record may be wrong; exact searches change nothing."""
+    """With a screened (approximate) search whose uncertain rows are left unresolved (a lowered
+    ``ivf_resolve_share``) the lower bound the gate decides on moves down by the share of release
+    rows whose nearest record may be wrong; exact searches change nothing."""
     import polars as pl
 
     import privgate.neighbours.settings as settings_mod
@@ -362,7 +363,8 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     exact = memorisation(EvaluationContext(train, syn, holdout=hold, exact=True))
     assert "search_error" not in exact.details
     monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
-                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0))
+                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0,
+                                                    ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0))
     approx = memorisation(EvaluationContext(train, syn, holdout=hold))
     err = approx.details["search_error"]
     assert err["share_rows_possibly_wrong"] > 0

@@ -130,11 +130,12 @@ def test_holdout_baseline_is_paired_on_the_same_sample():
 def approximate(monkeypatch):
     import privgate.neighbours.settings as settings_mod
 
-    # screened above 1000 pairs, and never declined: these small, 14-D searches would need most
-    # lists to calibrate and would be searched exactly, leaving no search error to fold into the
-    # intervals
+    # screened above 1000 pairs, never declined and nothing re-searched: these small, 14-D searches
+    # would need most lists to calibrate (and their certificate proves little), so they would be
+    # searched exactly, leaving no search error to fold into the intervals
     monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
-                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0))
+                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0,
+                                                    ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0))
 
 
 def _numeric(n: int, seed: int):
