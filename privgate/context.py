@@ -17,7 +17,7 @@ from .io import collect_scan, load_frame, scan_frame
 from .neighbours import (Neighbours, SearchMemo, any_within_box, knn, knn_rows, nearest_outside_groups,
                          search_matrices)
 from .neighbours.settings import resolve as resolve_settings
-from .options import RunOptions, call_options
+from .options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE, RunOptions, call_options  # sample="auto"
 from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
                      normalise_frame)
 from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
@@ -683,11 +683,6 @@ class _Shape:
         self.width, self.height = width, height
 
 
-# sample="auto" (docs/performance.md "Sampling query records"): a side with more than
-# AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query records. A share's 95 %
-# half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the 0.01 the scale target allows.
-AUTO_SAMPLE_ABOVE = 200_000
-AUTO_SAMPLE_SIZE = 50_000
 # Compact encoded spaces (docs/performance.md "Memory of the default gate at scale"): when a frame
 # has more than COMPACT_SPACES_ABOVE rows, the mixed and identifiability spaces are held as
 # float32 matrices (half the bytes, and the exact search reads them without a centred float32

@@ -35,13 +35,13 @@ smaller. "off" (or 0) switches the guard off.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import MemoryLimitError, ParameterError, UnknownMetricError
+from .errors import MemoryLimitError, UnknownMetricError
+from .options import parse_limit  # noqa: F401  (the memory_limit option is parsed where the options are)
 
 MIB = 2**20
 GIB = 2**30
@@ -153,35 +153,6 @@ class MemoryEstimate:
     inputs: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_limit(value: Any) -> int | None:
-    """A memory limit in bytes from an int or a string ("8G", "512M", "8000000000"); None for
-    "off", "none" or 0 (no guard)."""
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
-        return None
-    if isinstance(value, bool):
-        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or value < 0:
-            raise ParameterError(f"memory_limit must be a finite number of bytes ≥ 0; got {value!r}")
-        return int(value)
-    text = str(value).strip().lower()
-    if text in ("off", "none", "0", ""):
-        return None
-    scale = {"k": 2**10, "m": MIB, "g": GIB, "t": 2**40}
-    number, mult = text.rstrip("ib").rstrip("b"), 1
-    if number and number[-1] in scale:
-        number, mult = number[:-1], scale[number[-1]]
-    try:
-        out = float(number) * mult
-    except ValueError:
-        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}") from None
-    if not math.isfinite(out):
-        raise ParameterError(f"memory_limit must be a finite size; got {value!r}")
-    if out < 0:
-        raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
-    return int(out)
-
-
 def _read_int(path: str) -> int | None:
     try:
         text = Path(path).read_text().strip()
@@ -270,10 +241,9 @@ def _searches(name: str) -> bool:
 
 def _scores_baseline(name: str) -> bool:
     """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
-    attacks, not the metrics that need a pairing: ``privgate.evaluate.has_baseline``); True for a
+    attacks, not the metrics that need a pairing: ``privgate.registry.has_baseline``); True for a
     metric the registry does not know."""
-    from .evaluate import has_baseline
-    from .registry import get_metric
+    from .registry import get_metric, has_baseline
 
     try:
         spec = get_metric(name)

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..errors import type_name as _tname
 from ..finite import finite_or_none
 
 AUDIT_RULE_KINDS = ("epsilon", "auc_lower")
@@ -589,5 +590,3 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def _tname(x: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)

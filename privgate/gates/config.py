@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..errors import type_name as _tname
 from ..names import identifier
 from ..options import DEFAULTS, FILE_KEYS, MAX_SEED, RunOptions, parse_options
 
@@ -487,8 +488,6 @@ def _check_name(where: str, value: Any) -> None:
         raise ConfigError(f"{where}: must be a non-empty string of at most 200 characters, got {value!r}")
 
 
-def _tname(x: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)
 
 
 def _known_metrics() -> dict[str, Any]:
