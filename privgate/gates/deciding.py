@@ -18,7 +18,7 @@ import numpy as np
 from ..results import MetricResult
 from . import rules
 from .config import GateConfig, Rule
-from .outcome import GateCheck, error_check, missing_check, safe_message
+from .checks import GateCheck, error_check, missing_check, safe_message
 
 
 def decide(

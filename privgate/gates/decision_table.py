@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import rules
-from .outcome import VERDICT_RANK, GateCheck
+from .checks import VERDICT_RANK, GateCheck
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import GateOutcome

@@ -4,11 +4,13 @@ prints; the HTML report and the Dagster checks reuse its notes."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..text_tables import TABLE_WIDTH, format_table, table_blocks, wrap_line
 from .decision_table import columns, decision_rows
-from .outcome import GateOutcome
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .outcome import GateOutcome
 
 DECISION_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
 
