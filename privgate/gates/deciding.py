@@ -17,7 +17,7 @@ import numpy as np
 
 from ..results import MetricResult
 from . import rules
-from .config import GateConfig, Rule
+from .config_model import GateConfig, Rule
 from .checks import GateCheck, error_check, missing_check, safe_message
 
 

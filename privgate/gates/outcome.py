@@ -12,7 +12,7 @@ from typing import Any
 from ..results import MetricResult, _jsonable
 from .checks import (EXIT_CODES, VERDICT_RANK, Decision, GateCheck, _check_dict, decision_of,  # noqa: F401
                      error_check, missing_check, privgate_error_text, safe_message)
-from .config import GateConfig
+from .config_model import GateConfig
 
 
 @dataclass
