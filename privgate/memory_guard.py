@@ -10,7 +10,7 @@ The model (one line per metric; metrics run one after another, so the run's peak
   and release row counts; features = numeric columns + the categorical levels of the real data);
 * ``frames`` = the real, release and holdout row counts over n: the encoded spaces, the input
   frames and the searches a context keeps for every record; ``held`` = ``HELD_PER_FRAME`` units
-  per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context.COMPACT_SPACES_ABOVE`` rows
+  per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows
   (float32 spaces), ``HELD_PER_FRAME_NO_SPACE`` when none of the run's metrics reads an encoded
   space (:func:`held_per_frame`);
 * ``COST[metric]`` the metric's own transient memory per unit when it computes on every record
@@ -57,7 +57,7 @@ SEARCH_BYTES = 384 * MIB
 #: Held per frame, in units, for the rest of the run: the frame, its encoded mixed space
 #: (float64), cached neighbour lists of every record, prepared target copies.
 HELD_PER_FRAME = 3.0
-#: The same above ``privgate.context.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
+#: The same above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
 #: (half a unit each), the exact search reads them without a centred copy, category codes are
 #: int16 and FAMD is fitted in row blocks: the default gate with a holdout on Texas-like rows
 #: (bench_million.py, 95 features, sample auto) peaked at 3.66 GiB at 1M and 10.32 GiB at 3M,
@@ -77,7 +77,7 @@ HELD_PER_FRAME_NO_SPACE = 1.1
 
 
 def _compact_above() -> int:
-    from .context import COMPACT_SPACES_ABOVE
+    from .context_spaces import COMPACT_SPACES_ABOVE
 
     return COMPACT_SPACES_ABOVE
 
@@ -115,7 +115,7 @@ COST: dict[str, float] = {
 # peak, under the 4,056 that 2.0 estimates without a space held (5,253 before the blocks).
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
-#: Above ``privgate.context.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
+#: Above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
 #: its searches settle in blocks: a metric that reads an encoded space needs this share of its
 #: COST. The full suite with a holdout at 1M Texas-like rows per frame (bench_metric_costs.py, one
 #: process, each metric's peak including what earlier ones left held) peaked at 3,571 MiB; with

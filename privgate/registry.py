@@ -222,7 +222,7 @@ def _finish(spec: MetricSpec, ctx: "EvaluationContext", result: MetricResult, st
     result.name = spec.name
     late = take() if callable(take) else None
     if late is not None:  # searches read after the result was made (e.g. by its interval)
-        from .context import merge_search_reports
+        from .context_search import merge_search_reports
 
         result.details["neighbour_search"] = merge_search_reports(result.details.get("neighbour_search"), late)
     if not result.n_real:
