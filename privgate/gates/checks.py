@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Mapping, Protocol
 
 from ..errors import PrivgateError
 from ..results import _jsonable
@@ -79,6 +79,22 @@ class GateCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
+
+
+class CheckedRun(Protocol):
+    """What the decision table and the text presentation read of a gate run — a
+    :class:`~privgate.gates.outcome.GateOutcome` — so that they name these fields, not the outcome
+    class (which sits above them and calls them)."""
+
+    run_id: str
+    dataset: str
+    release_id: str
+    checks: list[GateCheck]
+    decision: Decision
+    exit_code: int
+
+    @property
+    def results(self) -> Mapping[str, Any]: ...
 
 
 def _check_dict(c: "GateCheck") -> dict[str, Any]:
