@@ -1,8 +1,9 @@
 """Making the generator runs of an audit: one run (:func:`make_run`: train, sample, features;
 defined in :mod:`privgate.audit.single_run`, re-exported here) and many (:class:`Runs`,
-:func:`execute`) on worker processes under the audit's deadline. Any other fan-out (Dagster's dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of
-the run numbers with the same plan: a run's training set and seed depend on the plan and the run
-number alone, so every executor gives the same features."""
+:func:`execute`) on worker processes under the audit's deadline. Any other fan-out (Dagster's
+dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of the run numbers with the
+same plan: a run's training set and seed depend on the plan and the run number alone, so every
+executor gives the same features."""
 
 from __future__ import annotations
 
