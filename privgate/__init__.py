@@ -12,10 +12,9 @@ One metric alone: ``privgate.metrics.<name>(real, synthetic, **params)``; every 
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from . import threads  # noqa: E402,F401  (first: sets the OpenMP wait policy before any runtime loads)
 from . import baselines, errors  # noqa: E402,F401
+from ._version import __version__  # noqa: E402,F401
 from .context import EvaluationContext  # noqa: E402
 from .errors import PrivgateError  # noqa: E402
 from .evaluate import evaluate  # noqa: E402

@@ -91,3 +91,9 @@ class AuditError(PrivgateError):
 class MemoryLimitError(PrivgateError):
     """A run's estimated peak memory exceeds the memory it may use (privgate.memory_guard); the
     message names the metric, the sizes, the limit and the options that would fit."""
+
+
+def type_name(x: object) -> str:
+    """How a configuration error names the type of a value it refused ("a mapping", "a list",
+    "a string", else the type's name) — the type only, never the value."""
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)

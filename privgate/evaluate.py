@@ -39,7 +39,7 @@ from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
 from .progress import line as progress_line
 from .progress import within as progress_within
-from .registry import get_metric, metric_names, run_spec
+from .registry import get_metric, has_baseline, metric_names, run_spec  # noqa: F401  (has_baseline: also imported from here)
 from .report import Report
 from .results import MetricResult
 from .threads import limited
@@ -208,12 +208,6 @@ def spaces_still_read(specs: Sequence[Any]) -> set[str] | None:
             return None
         keep.update(spec.spaces)
     return keep
-
-
-def has_baseline(spec) -> bool:
-    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
-    (which real record each synthetic record came from) have none for holdout records."""
-    return not spec.self_controlled and "pairing" not in spec.needs
 
 
 def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricResult:

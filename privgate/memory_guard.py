@@ -10,7 +10,7 @@ The model (one line per metric; metrics run one after another, so the run's peak
   and release row counts; features = numeric columns + the categorical levels of the real data);
 * ``frames`` = the real, release and holdout row counts over n: the encoded spaces, the input
   frames and the searches a context keeps for every record; ``held`` = ``HELD_PER_FRAME`` units
-  per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context.COMPACT_SPACES_ABOVE`` rows
+  per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows
   (float32 spaces), ``HELD_PER_FRAME_NO_SPACE`` when none of the run's metrics reads an encoded
   space (:func:`held_per_frame`);
 * ``COST[metric]`` the metric's own transient memory per unit when it computes on every record
@@ -35,13 +35,13 @@ smaller. "off" (or 0) switches the guard off.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import MemoryLimitError, ParameterError, UnknownMetricError
+from .errors import MemoryLimitError, UnknownMetricError
+from .options import parse_limit  # noqa: F401  (the memory_limit option is parsed where the options are)
 
 MIB = 2**20
 GIB = 2**30
@@ -57,7 +57,7 @@ SEARCH_BYTES = 384 * MIB
 #: Held per frame, in units, for the rest of the run: the frame, its encoded mixed space
 #: (float64), cached neighbour lists of every record, prepared target copies.
 HELD_PER_FRAME = 3.0
-#: The same above ``privgate.context.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
+#: The same above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows, where the spaces are float32
 #: (half a unit each), the exact search reads them without a centred copy, category codes are
 #: int16 and FAMD is fitted in row blocks: the default gate with a holdout on Texas-like rows
 #: (bench_million.py, 95 features, sample auto) peaked at 3.66 GiB at 1M and 10.32 GiB at 3M,
@@ -77,7 +77,7 @@ HELD_PER_FRAME_NO_SPACE = 1.1
 
 
 def _compact_above() -> int:
-    from .context import COMPACT_SPACES_ABOVE
+    from .context_spaces import COMPACT_SPACES_ABOVE
 
     return COMPACT_SPACES_ABOVE
 
@@ -115,7 +115,7 @@ COST: dict[str, float] = {
 # peak, under the 4,056 that 2.0 estimates without a space held (5,253 before the blocks).
 #: A metric the table does not know (a plugin's).
 DEFAULT_COST = 2.0
-#: Above ``privgate.context.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
+#: Above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
 #: its searches settle in blocks: a metric that reads an encoded space needs this share of its
 #: COST. The full suite with a holdout at 1M Texas-like rows per frame (bench_metric_costs.py, one
 #: process, each metric's peak including what earlier ones left held) peaked at 3,571 MiB; with
@@ -151,35 +151,6 @@ class MemoryEstimate:
     features: int
     n: int
     inputs: dict[str, Any] = field(default_factory=dict)
-
-
-def parse_limit(value: Any) -> int | None:
-    """A memory limit in bytes from an int or a string ("8G", "512M", "8000000000"); None for
-    "off", "none" or 0 (no guard)."""
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
-        return None
-    if isinstance(value, bool):
-        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or value < 0:
-            raise ParameterError(f"memory_limit must be a finite number of bytes ≥ 0; got {value!r}")
-        return int(value)
-    text = str(value).strip().lower()
-    if text in ("off", "none", "0", ""):
-        return None
-    scale = {"k": 2**10, "m": MIB, "g": GIB, "t": 2**40}
-    number, mult = text.rstrip("ib").rstrip("b"), 1
-    if number and number[-1] in scale:
-        number, mult = number[:-1], scale[number[-1]]
-    try:
-        out = float(number) * mult
-    except ValueError:
-        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}") from None
-    if not math.isfinite(out):
-        raise ParameterError(f"memory_limit must be a finite size; got {value!r}")
-    if out < 0:
-        raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
-    return int(out)
 
 
 def _read_int(path: str) -> int | None:
@@ -270,10 +241,9 @@ def _searches(name: str) -> bool:
 
 def _scores_baseline(name: str) -> bool:
     """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
-    attacks, not the metrics that need a pairing: ``privgate.evaluate.has_baseline``); True for a
+    attacks, not the metrics that need a pairing: ``privgate.registry.has_baseline``); True for a
     metric the registry does not know."""
-    from .evaluate import has_baseline
-    from .registry import get_metric
+    from .registry import get_metric, has_baseline
 
     try:
         spec = get_metric(name)

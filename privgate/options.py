@@ -22,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Mapping
 
-from .errors import ConfigError, ParameterError
+from .errors import ConfigError, ParameterError, type_name
 
 OFF = "off"
 AUTO = "auto"
@@ -36,6 +36,14 @@ MAX_RECORDS = 10**12
 MAX_MEMORY_LIMIT = 2**60  # bytes (1 EiB): a larger limit is no limit, say "off"
 # seeds are handed to NumPy, scikit-learn and LightGBM, which take 32-bit unsigned seeds
 MAX_SEED = 2**32 - 1
+
+# sample="auto" (docs/performance.md "Sampling"; benchmarks/LOG.md "Sampling query records"): a
+# side with more than AUTO_SAMPLE_ABOVE rows is estimated on AUTO_SAMPLE_SIZE seeded query
+# records. A share's 95 % half-width is then at most 1.96·0.5/√50,000 = 0.0044, under half the
+# 0.01 the scale target allows.
+# (privgate.context, which samples, imports them from here.)
+AUTO_SAMPLE_ABOVE = 200_000
+AUTO_SAMPLE_SIZE = 50_000
 # the keys of a gate configuration's options: block
 FILE_KEYS = ("threads", "exact", "sample_real", "sample", "deadline", "memory_limit")
 
@@ -81,8 +89,6 @@ def _sample(x: Any) -> int | str:
         x = int(x)
     if x in (AUTO, OFF) or (_integer(x) and 1 <= x <= MAX_RECORDS):
         return x if isinstance(x, str) else int(x)
-    from .context import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
-
     raise _Invalid(f"auto (sample {AUTO_SAMPLE_SIZE:,} query records of a side only above "
                    f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records per "
                    f"side, at most {MAX_RECORDS:,}")
@@ -101,8 +107,6 @@ def _deadline(x: Any) -> float:
 
 
 def _memory_limit(x: Any) -> int | str:
-    from .memory_guard import parse_limit
-
     if isinstance(x, str) and x.strip().lower() in (AUTO, OFF):
         return x.strip().lower()
     requirement = "bytes or a size such as '8G' (at most 2**60 bytes = 1 EiB), 'auto' or 'off'"
@@ -115,6 +119,35 @@ def _memory_limit(x: Any) -> int | str:
     if limit is not None and limit > MAX_MEMORY_LIMIT:
         raise _Invalid(requirement)
     return x
+
+
+def parse_limit(value: Any) -> int | None:
+    """A memory limit in bytes from an int or a string ("8G", "512M", "8000000000"); None for
+    "off", "none" or 0 (no guard)."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
+        return None
+    if isinstance(value, bool):
+        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ParameterError(f"memory_limit must be a finite number of bytes ≥ 0; got {value!r}")
+        return int(value)
+    text = str(value).strip().lower()
+    if text in ("off", "none", "0", ""):
+        return None
+    scale = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    number, mult = text.rstrip("ib").rstrip("b"), 1
+    if number and number[-1] in scale:
+        number, mult = number[:-1], scale[number[-1]]
+    try:
+        out = float(number) * mult
+    except ValueError:
+        raise ParameterError(f"memory_limit must be bytes, a size such as '8G', or 'off'; got {value!r}") from None
+    if not math.isfinite(out):
+        raise ParameterError(f"memory_limit must be a finite size; got {value!r}")
+    if out < 0:
+        raise ParameterError(f"memory_limit must be ≥ 0 bytes; got {value!r}")
+    return int(out)
 
 
 def check_seed(x: Any, *, where: str = "seed") -> int:
@@ -218,9 +251,7 @@ def parse_options(value: Any, *, where: str = "options", keys: tuple[str, ...] =
     if isinstance(value, RunOptions):
         return value
     if not isinstance(value, Mapping):
-        from .gates.config import _tname
-
-        raise ConfigError(f"{where}: must be a mapping with {', '.join(keys)}, got {_tname(value)}")
+        raise ConfigError(f"{where}: must be a mapping with {', '.join(keys)}, got {type_name(value)}")
     unknown = [k for k in value if k not in keys]
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(keys)}")

@@ -222,7 +222,7 @@ def _finish(spec: MetricSpec, ctx: "EvaluationContext", result: MetricResult, st
     result.name = spec.name
     late = take() if callable(take) else None
     if late is not None:  # searches read after the result was made (e.g. by its interval)
-        from .context import merge_search_reports
+        from .context_search import merge_search_reports
 
         result.details["neighbour_search"] = merge_search_reports(result.details.get("neighbour_search"), late)
     if not result.n_real:
@@ -278,6 +278,39 @@ def list_metrics() -> list[dict[str, Any]]:
     return [s.describe() for s in _REGISTRY.values()]
 
 
+def has_baseline(spec: MetricSpec) -> bool:
+    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
+    (which real record each synthetic record came from) have none for holdout records."""
+    return not spec.self_controlled and "pairing" not in spec.needs
+
+
+# The modules that register privgate's own metrics, in registration order (the order of
+# metric_names() and of an evaluation's default metrics). They import this module, never the other
+# way round: the registry learns them by name, importing them when a lookup first needs them.
+BUILTIN_METRIC_MODULES = (
+    "privgate.metrics.distance",
+    "privgate.metrics.reconstruction",
+    "privgate.metrics.classifier",
+    "privgate.metrics.statistical",
+    "privgate.metrics.proximity",
+    "privgate.metrics.memorisation",
+    "privgate.metrics.label_free",
+    "privgate.disclosure.metrics",
+    "privgate.attacks.inference",
+    "privgate.attacks.linkability",
+    "privgate.attacks.singling_out",
+)
+_loaded = False
+
+
 def _load_builtin_metrics() -> None:
-    # importing the package registers every built-in metric module
-    from . import metrics  # noqa: F401
+    """Import every module of :data:`BUILTIN_METRIC_MODULES` (each registers its metrics when
+    imported) once."""
+    global _loaded
+    if _loaded:
+        return
+    import importlib
+
+    for module in BUILTIN_METRIC_MODULES:
+        importlib.import_module(module)
+    _loaded = True

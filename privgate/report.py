@@ -36,7 +36,7 @@ class Report:
         return {n: r.value for n, r in self.results.items()}
 
     def to_dict(self, include_per_record: bool = False) -> dict[str, Any]:
-        from . import __version__
+        from ._version import __version__
 
         return {
             "privgate_version": __version__,

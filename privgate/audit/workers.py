@@ -192,7 +192,7 @@ def worker_main(inbox: Any, outbox: Any, lifeline: Any, threads: int) -> None:
 
 
 def _serve(inbox: Any, outbox: Any, threads: int) -> None:
-    from .runner import GeneratorExited, describe_error, make_run
+    from .single_run import GeneratorExited, describe_error, make_run
 
     generate: Any = None
     plan = space = None
@@ -240,7 +240,7 @@ def _setup(path: list[str], cwd: str, env: dict[str, str]) -> None:
 def _load(payload: bytes) -> Any:
     """Unpickle the generator (importing its module) and resolve a GeneratorRef."""
     from .loader import GeneratorRef
-    from .runner import GeneratorExited
+    from .single_run import GeneratorExited
 
     try:
         generate = pickle.loads(payload)

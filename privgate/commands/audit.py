@@ -280,7 +280,7 @@ def finish(outcome: Any, args: argparse.Namespace) -> int:
 
 
 def _temp(path: str, text: str) -> str:
-    from ..render.reports import write_temporary
+    from ..render.files import write_temporary
 
     return write_temporary(path, text)
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 import dagster as dg
 
-from .check_body import asset_key_and_partitions
+from .asset_keys import asset_key_and_partitions
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 #: the check a release gets from :func:`build_audit_required_check`

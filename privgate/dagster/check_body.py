@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import dagster as dg
 
+from .asset_keys import asset_key_and_partitions  # noqa: F401  (also imported from here)
 from .gate_checks import DECISION_CHECK, check_results, check_specs, rule_checks
 from .translator import PrivgateTranslator
 
@@ -25,20 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: statuses of a Dagster run that is evaluating (or about to evaluate) right now
 _ACTIVE = ("STARTING", "STARTED")
-
-
-def asset_key_and_partitions(asset: Any, factory: str = "build_privgate_checks") -> tuple[dg.AssetKey, Any]:
-    """The key and partitions of a release asset given as an ``AssetsDefinition`` (one asset),
-    an ``AssetSpec`` or anything ``AssetKey.from_coercible`` takes (no partitions)."""
-    if isinstance(asset, dg.AssetsDefinition):
-        if len(asset.keys) != 1:
-            raise dg.DagsterInvalidDefinitionError(
-                f"{factory}: {asset.node_def.name} defines {len(asset.keys)} assets; "
-                "pass the release asset's key (or AssetSpec) instead")
-        return asset.key, asset.partitions_def
-    if isinstance(asset, dg.AssetSpec):
-        return asset.key, asset.partitions_def
-    return dg.AssetKey.from_coercible(asset), None
 
 
 def gate_config_of(gate_config: "str | Path | GateConfig | None") -> "GateConfig":

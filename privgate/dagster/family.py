@@ -241,7 +241,7 @@ def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list
                 threads=budget), seconds)
             write_partial(folder, step, report, metrics=metrics)
         except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
-            from privgate.gates.outcome import privgate_error_text
+            from privgate.gates.checks import privgate_error_text
 
             reason = ("the step did not finish within the run's deadline and was stopped"
                       if isinstance(exc, DeadlineExceeded) else privgate_error_text(exc))
@@ -318,7 +318,7 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
     or disagrees with the others gives each of its planned metrics an error (the gate blocks)."""
     from privgate.errors import PrivgateError
     from privgate.gates import evaluation_plan
-    from privgate.gates.outcome import safe_message
+    from privgate.gates.checks import safe_message
     from privgate.report import Report, merge_reports
 
     planned = evaluation_plan(cfg, has_holdout)["metrics"]

@@ -45,7 +45,7 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
     assets. The checks materialise it after every gate run; it is partitioned like the release
     asset. Its key and description: :meth:`PrivgateTranslator.get_scorecard_key` and
     :meth:`~PrivgateTranslator.get_scorecard_description`."""
-    from .check_body import asset_key_and_partitions
+    from .asset_keys import asset_key_and_partitions
 
     specs = []
     for asset in assets:

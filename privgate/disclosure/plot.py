@@ -9,15 +9,24 @@ Only aggregates are drawn (percentages and target names), never values of record
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .api import MultiDisclosureResult
+from typing import Any, Protocol
 
 
-def plot_multi(res: "MultiDisclosureResult", path: Any = None):
-    """Draw (and save to ``path`` when given: .png, .pdf, .svg) the summary; returns the
-    matplotlib Figure."""
+class MultiMeasures(Protocol):
+    """What the plot reads of a :class:`~privgate.disclosure.api.MultiDisclosureResult` (which
+    calls it from its ``plot`` method, so the plot names the fields, not the class)."""
+
+    keys: list[str]
+    attrib_table: Any            # polars DataFrame
+    attrib_meas: str
+    ident_orig: list[float]
+    ident_syn: list[float]
+    ident_meas: str
+
+
+def plot_multi(res: MultiMeasures, path: Any = None):
+    """Draw (and save to ``path`` when given: .png, .pdf, .svg) the summary of ``res`` (a
+    :class:`~privgate.disclosure.api.MultiDisclosureResult`); returns the matplotlib Figure."""
     # a bare Figure (no pyplot) needs no backend switch, so the caller's backend is left alone
     from matplotlib.figure import Figure
 

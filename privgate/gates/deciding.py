@@ -17,8 +17,8 @@ import numpy as np
 
 from ..results import MetricResult
 from . import rules
-from .config import GateConfig, Rule
-from .outcome import GateCheck, error_check, missing_check, safe_message
+from .config_model import GateConfig, Rule
+from .checks import GateCheck, error_check, missing_check, safe_message
 
 
 def decide(

@@ -12,13 +12,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import rules
-from .outcome import VERDICT_RANK, GateCheck
+from .checks import VERDICT_RANK, CheckedRun, GateCheck
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .outcome import GateOutcome
 
 @dataclass(frozen=True)
 class Column:
@@ -118,7 +116,7 @@ def with_interval(x: float | None, ci: Any, signed: bool = False) -> str:
     return f"{text} {iv}" if iv else text
 
 
-def check_row(outcome: "GateOutcome", c: GateCheck, limits: str, verdict: str) -> dict[str, str]:
+def check_row(outcome: CheckedRun, c: GateCheck, limits: str, verdict: str) -> dict[str, str]:
     """One decision-table row as text: the value with the metric's interval, the compared
     quantity with the rule's interval (the check's own, else the result's: ``ci`` for threshold
     rules, ``excess_ci`` for baseline rules), the interval end the rule decided on and the
@@ -145,7 +143,7 @@ def check_row(outcome: "GateOutcome", c: GateCheck, limits: str, verdict: str) -
     }
 
 
-def decision_rows(outcome: "GateOutcome") -> list[tuple[GateCheck, str, dict[str, str]]]:
+def decision_rows(outcome: CheckedRun) -> list[tuple[GateCheck, str, dict[str, str]]]:
     """The decision table (warn and block limits of one rule on one row): (the deciding check,
     its verdict, its row as text)."""
     return [(c, verdict, check_row(outcome, c, limits, verdict))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..options import RunOptions
-from .config import GateConfig
+from .config_model import GateConfig
 
 
 def evaluation_plan(config: GateConfig, has_holdout: bool) -> dict[str, Any]:

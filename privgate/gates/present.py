@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..text_tables import TABLE_WIDTH, format_table, table_blocks, wrap_line
+from .checks import CheckedRun
 from .decision_table import columns, decision_rows
-from .outcome import GateOutcome
 
 DECISION_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
 
 
-def unchecked_note(outcome: GateOutcome) -> str:
+def unchecked_note(outcome: CheckedRun) -> str:
     """A sentence for a release that passed with nothing checked (``allow_unchecked``), else ""."""
     if any(c.rule == "unchecked" for c in outcome.checks):
         return (" Nothing was checked: no rule of the gate could be evaluated on this run, and the "
@@ -37,7 +37,7 @@ def sampling_summary(results: Mapping[str, Any]) -> str | None:
     return "sampled query records (seeded; intervals include the sampling error): " + "; ".join(parts)
 
 
-def format_checks(outcome: GateOutcome, compact: bool = False) -> str:
+def format_checks(outcome: CheckedRun, compact: bool = False) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row; values with
     their 95 % intervals; p-values) followed by the decision line.
 
@@ -59,13 +59,13 @@ def format_checks(outcome: GateOutcome, compact: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _wide_table(outcome: GateOutcome) -> list[str]:
+def _wide_table(outcome: CheckedRun) -> list[str]:
     cols = columns()
     rows = [tuple(r[c.key] for c in cols) for _, _, r in decision_rows(outcome)]
     return [line.rstrip() for line in format_table([c.header() for c in cols], rows).splitlines()]
 
 
-def _compact_table(outcome: GateOutcome) -> list[str]:
+def _compact_table(outcome: CheckedRun) -> list[str]:
     cols = columns(compact=True, with_p=any(c.rule == "test" for c in outcome.checks))
     text_rows = [r for _, _, r in decision_rows(outcome)]
     lines, blocks = table_blocks([c.header() for c in cols], [[r[c.key] for c in cols] for r in text_rows],

@@ -95,7 +95,7 @@ def run_gate(
     over ``options``); the options used are recorded in the outcome's configuration. ``report``:
     precomputed results; ``generator_version`` and ``generator_digest``
     (:mod:`privgate.audit.identity`): the generator that made the release, for ``require_audit``
-    (:func:`privgate.gates.audit_rules.requirement_check`).
+    (:func:`privgate.gates.require_audit.requirement_check`).
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -209,7 +209,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
             checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=last.metrics,
                                  previous_note=last.note, trend_note=last.trend_note))
     if config is not None and config.require_audit is not None:  # a passing audit of the generator
-        from .audit_rules import requirement_check
+        from .require_audit import requirement_check
 
         checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version,
                                                     digest=generator_digest, dataset=ds)))

@@ -166,7 +166,7 @@ def _compute(
             f"{metric!r}: comparing against the holdout baseline needs a holdout reference"
         )
     if baseline:
-        from privgate.evaluate import has_baseline
+        from privgate.registry import has_baseline
 
         if not has_baseline(spec):  # as privgate.evaluate(baseline=True) and the gate decide
             raise ParameterError(

@@ -2,8 +2,9 @@
 
 Importing this module imports GX (~8 s) and registers, with GX's registries:
 
-* the table metric ``table.privgate.privacy_risk`` (pandas execution engine), which runs one
-  registered privgate metric with the batch as the synthetic release;
+* the table metric ``table.privgate.privacy_risk`` (:mod:`privgate.gx.risk_metric`: pandas and
+  SQL execution engines), which runs one registered privgate metric with the batch as the
+  synthetic release;
 * :class:`ExpectSyntheticPrivacyRiskToBeBelow` — any registered metric by name;
 * named expectations for the main attacks, each fixed to one metric (see :data:`NAMED`);
 * :class:`ExpectSyntheticPrivacyTestPValueToBeAbove` — the p-value of a metric that is a
@@ -29,15 +30,11 @@ import math
 from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, Union
 
 from great_expectations.compatibility import pydantic
-from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.suite_parameters import SuiteParameterDict
-from great_expectations.execution_engine import PandasExecutionEngine, SqlAlchemyExecutionEngine
 from great_expectations.expectations.expectation import (
     BatchExpectation,
     render_suite_parameter_string,
 )
-from great_expectations.expectations.metrics.metric_provider import metric_value
-from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from great_expectations.render import LegacyRendererType, RenderedStringTemplateContent
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
@@ -45,72 +42,10 @@ from great_expectations.validator.metric_configuration import MetricConfiguratio
 from privgate.errors import MetricComputationError, ParameterError
 from privgate.gates import rules
 
-from .compute import compute_risk
 from .references import describe_reference
-
-RISK_METRIC = "table.privgate.privacy_risk"
-VALUE_KEYS = (
-    "metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds", "paired",
-    "compare_to",
-)
-
-
-class TablePrivgatePrivacyRisk(TableMetricProvider):
-    """GX table metric: one privgate metric with the batch as the synthetic release."""
-
-    metric_name = RISK_METRIC
-    value_keys = VALUE_KEYS
-
-    @metric_value(engine=PandasExecutionEngine)
-    def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
-                runtime_configuration):
-        df, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
-        return _risk(df, metric_value_kwargs)
-
-    @metric_value(engine=SqlAlchemyExecutionEngine)
-    def _sqlalchemy(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
-                    runtime_configuration):
-        # a SQL table or query asset: the whole batch is read once into Polars (the metrics
-        # compare every synthetic record with the real data; nothing is computed in SQL)
-        selectable, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
-        return _risk(sql_batch_frame(execution_engine.engine, selectable), metric_value_kwargs)
-
-
-def sql_batch_frame(engine: Any, selectable: Any):
-    """Every row of a GX SQL batch (a table or a query) as a Polars DataFrame."""
-    import polars as pl
-    import sqlalchemy as sa
-
-    if isinstance(selectable, sa.sql.expression.TextClause):
-        stmt: Any = selectable
-    else:
-        if not isinstance(selectable, sa.sql.expression.FromClause):
-            selectable = selectable.subquery()
-        stmt = sa.select(sa.text("*")).select_from(selectable)
-    with engine.connect() as conn:
-        return pl.read_database(stmt, connection=conn, infer_schema_length=None)
-
-
-def _risk(batch: Any, metric_value_kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    kw = {k: metric_value_kwargs.get(k) for k in VALUE_KEYS}
-    return compute_risk(
-        batch,
-        metric=kw["metric"],
-        real=kw["real"],
-        holdout=kw["holdout"],
-        params=kw["params"],
-        keys=kw["keys"],
-        sensitive=kw["sensitive"],
-        seed=kw["seed"] if kw["seed"] is not None else 0,
-        schema=kw["column_kinds"],
-        paired=bool(kw["paired"]),
-        baseline=kw["compare_to"] == "excess",
-    )
-
+# the table metric the expectations read (importing it registers it with GX); its names are
+# importable from here too
+from .risk_metric import RISK_METRIC, VALUE_KEYS, TablePrivgatePrivacyRisk, _risk, sql_batch_frame  # noqa: F401
 
 def _fmt(x: Any) -> str:
     if x is None:

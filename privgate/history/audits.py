@@ -6,7 +6,7 @@ and the :class:`~privgate.audit.AuditResult` as JSON without the ROC score array
 counts, target ids and row positions — an audit result holds no value of a record — plus the
 generator's digest and the audit rules as JSON (version 4). ``last_audit`` returns the cells as
 stored (``AuditRecord.row``): a release gate checks them itself before it trusts any
-(:func:`privgate.gates.audit_rules.requirement_check`).
+(:func:`privgate.gates.require_audit.requirement_check`).
 """
 
 from __future__ import annotations

@@ -8,43 +8,19 @@ import numpy as np
 
 from .. import progress
 from ..ties import REL_TOL
-from .backends import faiss_module, workers
+from .backends import workers
 from .decide import distances_of_pairs, drop_self, order_rows, take_sorted
-from .memo import target_prep
+from .prepared import EPS32, PreparedSearch, _centred32  # noqa: F401  (also imported from here)
 from .problem import Problem
 from .screened import knn_flat
 
-EPS32 = float(np.finfo(np.float32).eps)
-
-
-class ExactSearch:
+class ExactSearch(PreparedSearch):
     """The exact general search of chosen query rows of ``problem``: faiss' flat index with the
     float32 error bound, then the blocked NumPy path for rows the bound cannot settle. Holds
     float32 copies centred on the target mean (smaller norms, so a tighter error bound) and their
     squared norms — float32 matrices (compact spaces) themselves, uncentred — the target side
-    from the target cache when the matrix is large."""
-
-    def __init__(self, problem: Problem, use_faiss: bool = True) -> None:
-        q, t, settings = problem.q, problem.t, problem.settings
-        prep = target_prep(t, settings)
-        if prep is not None and "exact" in prep:
-            centre, t32, tn = prep["exact"]
-            t32 = t if t32 is None else t32
-        else:
-            centre, t32 = _centred32(t)
-            tn = np.einsum("ij,ij->i", t32, t32, dtype=np.float32)
-            if prep is not None:  # never the matrix itself: the entry must not keep it alive
-                prep["exact"] = (centre, None if t32 is t else t32, tn)
-        self.problem, self.settings = problem, settings
-        self.q, self.t, self.k, self.exclude_self = q, t, problem.k, problem.exclude_self
-        self.q32 = q if centre is None else np.ascontiguousarray((q - centre).astype(np.float32))
-        self.qn = np.einsum("ij,ij->i", self.q32, self.q32, dtype=np.float32)
-        self.t32, self.tn = t32, tn
-        # a bound on |float32 d² − exact d²| for a pair (i, j): c·(‖q_i‖² + ‖t_j‖²)
-        self.c = np.float32(4.0 * (q.shape[1] + 8) * EPS32)
-        self.ctn = self.c * tn
-        self.block_bytes = settings.block_bytes
-        self.use_faiss = use_faiss and faiss_module() is not None
+    from the target cache when the matrix is large (:class:`.prepared.PreparedSearch`, whose
+    constructor it uses)."""
 
     def rows(self, todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray, settled: dict | None = None) -> None:
         """Fill ``out_d`` / ``out_i`` at the query rows ``todo``; count the rows per path in
@@ -97,17 +73,6 @@ class ExactSearch:
         del dist, cand
         d64 = distances_of_pairs(self.q, self.t, qrows[cr], cc, self.settings)
         take_sorted(cr, cc, d64, n_rows=b, k=k, out_d=out_d, out_i=out_i)
-
-
-def _centred32(t: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """(centre, float32 target rows minus it). Float32 targets (compact spaces) are used as they
-    are, uncentred (centre None): a centred copy would double them, and the error bound holds for
-    any centre (centring only tightens it); their float32 products then carry no rounding of the
-    coordinates at all."""
-    if t.dtype == np.float32:
-        return None, t
-    centre = t.mean(axis=0)
-    return centre, np.ascontiguousarray((t - centre).astype(np.float32))
 
 
 def one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:

@@ -18,7 +18,7 @@ from .backends import faiss_blas, faiss_module, workers
 from .decide import distances_of_pairs, take_sorted
 
 if TYPE_CHECKING:
-    from .exact import ExactSearch
+    from .prepared import PreparedSearch
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class _Probes:
 class Lists:
     """The targets split into k-means lists, stored list by list, for the IVF screen."""
 
-    def __init__(self, exact: "ExactSearch", nlist: int, train_rows: np.ndarray, seed: int) -> None:
+    def __init__(self, exact: "PreparedSearch", nlist: int, train_rows: np.ndarray, seed: int) -> None:
         faiss = faiss_module()
         settings = exact.settings
         t32 = exact.t32
@@ -74,7 +74,7 @@ class Lists:
         self.candidates_held = 0  # the most candidate pairs one part of a scan held (memory check)
         self.certificate: dict = {}  # the lists' geometry for the per-row certificate (.certify), once
 
-    def for_search(self, exact: "ExactSearch | None") -> "Lists":
+    def for_search(self, exact: "PreparedSearch | None") -> "Lists":
         """These lists (made for a search of the same target set) for the search ``exact``: the
         target-side arrays are the same (centred on the target mean, the bound's c depends on the
         width only); the query side and k are the new search's. None: detached from any search

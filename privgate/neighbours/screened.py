@@ -18,13 +18,13 @@ from .flat import flat_candidates
 from .ivf_lists import nonzero_2d
 
 if TYPE_CHECKING:
-    from .exact import ExactSearch
+    from .prepared import PreparedSearch
 
 #: Query rows per call of the flat screen (progress is reported between calls).
 FLAT_PART_ROWS = 16_384
 
 
-def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
+def knn_flat(ex: "PreparedSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
     """Screen query rows ``todo`` with the flat float32 search; fill the rows whose candidates
     provably contain the exact k nearest; return the rows that still need the blocked path. Rows
     with long runs of tied candidates are retried once with ``retry_candidates`` extra."""
@@ -44,7 +44,7 @@ def knn_flat(ex: "ExactSearch", todo: np.ndarray, out_d: np.ndarray, out_i: np.n
     return todo
 
 
-def _flat_pass(t32: np.ndarray, ex: "ExactSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
+def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
                out_i: np.ndarray) -> np.ndarray:
     """One screen of query ``rows`` against the float32 targets ``t32`` for k + ``extra``
     candidates; returns which rows it settled."""
@@ -81,7 +81,7 @@ def _flat_pass(t32: np.ndarray, ex: "ExactSearch", rows: np.ndarray, extra: int,
     return complete
 
 
-def _decide(ex: "ExactSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+def _decide(ex: "PreparedSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
             out_d: np.ndarray, out_i: np.ndarray) -> None:
     """The k nearest of settled ``rows`` among their candidates ``idx``. float64 distances only
     for candidates whose float32 lower bound reaches ``upper``: the others have exact

@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .plots import COLOURS, figure_to_data_uri
-from .reports import _atomic_write
+from .files import _atomic_write
 
 _LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR"}
 MAX_ROC_PANELS = 12

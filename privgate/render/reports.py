@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..gates.decision_table import columns, decision_rows, fmt_number, fmt_p, wi
 from ..gates.present import sampling_summary, unchecked_note
 from ..results import _jsonable
 from . import plots
+from .files import _atomic_write, write_temporary  # noqa: F401  (also imported from here)
 
 REPORT_FORMAT = 1
 _LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error)"}
@@ -117,37 +117,6 @@ def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:
                                  for r in scores.to_dicts()]),
         }
     return out
-
-
-def write_temporary(path: str | os.PathLike[str], text: str) -> str:
-    """Write ``text`` to a new temporary file beside ``path`` (the folder must exist), with the
-    permissions a plain write would give; the caller moves it into place (``os.replace``) once
-    everything else succeeded, so a report is complete or absent."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _atomic_write(path: str | os.PathLike[str], text: str) -> Path:
-    """Write via a temporary file in the same folder: a report is complete or absent."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = write_temporary(p, text)
-    try:
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
 
 
 def write_html_report(outcome: Any, path: str | os.PathLike[str], history: Any = None) -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import privgate.context as context_module
+import privgate.context_spaces as context_module  # where the rule and the memory guard read it
 from privgate.baselines import noisy_copy
 from privgate.context import EvaluationContext
 from privgate.data import load_example

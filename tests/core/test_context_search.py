@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import privgate.context as context_mod
+import privgate.context_search as context_mod  # where the context's searches call the engine
 from privgate.context import EvaluationContext
 from privgate.neighbours import knn, knn_rows
 from privgate.neighbours.decide import drop_self

@@ -88,7 +88,7 @@ def test_box_query_is_inclusive():
 
 
 def test_context_computes_each_search_once_and_shares_it(monkeypatch):
-    import privgate.context as context_mod
+    import privgate.context_search as context_mod  # where the context's searches call knn
 
     calls = []
     real_knn = context_mod.knn

@@ -1,0 +1,178 @@
+"""The import graph of ``privgate/``: which module imports which, and the circles in it.
+
+Every ``import`` and ``from ... import`` statement of a privgate module that names another privgate
+module is an arrow, at module level or inside a function alike (a function-local import is a
+circle postponed, not undone); imports under ``if TYPE_CHECKING:`` are not (they never run), nor
+are ``importlib.import_module`` calls (a lookup by name, how the metric registry learns its
+metrics without importing them at module level). ``from .pkg import name`` points at
+``pkg/name.py`` when that is a module, else at ``pkg``.
+
+A circle is a strongly connected component of more than one module (Tarjan, 1972, "Depth-first
+search and linear graph algorithms", SIAM J. Comput. 1(2)).
+
+    python benchmarks/import_graph.py                 # the circles, one per line, and their count
+    python benchmarks/import_graph.py --arrows        # also every arrow, "a -> b"
+    python benchmarks/import_graph.py --packages      # also count importing pkg.mod as importing pkg
+    python benchmarks/import_graph.py --typing        # also count the imports for type checkers
+
+``--packages`` adds the arrow a Python import really takes: importing ``privgate.gates.run`` first
+runs ``privgate/gates/__init__.py``. Exit status 1 when there is a circle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "privgate"
+
+
+def module_names(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the package under ``root``: dotted name → file."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST, typing: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of ``tree`` that run: everywhere except ``if TYPE_CHECKING:`` bodies
+    (those too with ``typing``)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if not typing and isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _resolve(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> list[str]:
+    """The privgate modules one import statement of ``module`` names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in known]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        if sub in known:
+            out.append(sub)
+        elif target in known:
+            out.append(target)
+    return out
+
+
+def graph(root: Path = ROOT, packages: bool = False, typing: bool = False) -> dict[str, set[str]]:
+    """module → the privgate modules it imports (itself never); ``packages``: importing
+    ``a.b.c`` also imports ``a.b``; ``typing``: the imports for type checkers count too."""
+    mods = module_names(root)
+    known = set(mods)
+    arrows: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in _imports(tree, typing):
+            for target in _resolve(mod, path.name == "__init__.py", node, known):
+                names = [target]
+                if packages:  # importing a.b.c runs a/__init__ and a/b/__init__ first
+                    parts = target.split(".")
+                    names += [".".join(parts[:i]) for i in range(2, len(parts))]
+                arrows[mod].update(n for n in names if n != mod and n in known)
+    return arrows
+
+
+def cycles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm,
+    iterative), each sorted, largest first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for start in sorted(arrows):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(arrows[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(arrows.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    comp.append(top)
+                    if top == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out, key=lambda c: (-len(c), c))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the circles (and with ``--arrows`` every arrow); exit 1 when there is one."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arrows", action="store_true", help="print every arrow too")
+    ap.add_argument("--packages", action="store_true",
+                    help="importing pkg.mod also counts as importing pkg (its __init__ runs first)")
+    ap.add_argument("--typing", action="store_true",
+                    help="the imports under `if TYPE_CHECKING:` count too (names for type checkers only)")
+    args = ap.parse_args(argv)
+    arrows = graph(packages=args.packages, typing=args.typing)
+    if args.arrows:
+        for mod in sorted(arrows):
+            for target in sorted(arrows[mod]):
+                print(f"{mod} -> {target}")
+    found = cycles(arrows)
+    for comp in found:
+        inner = sum(1 for a in comp for b in arrows[a] if b in comp)
+        print(f"circle of {len(comp)} modules, {inner} arrows: {' '.join(comp)}")
+    n_arrows = sum(len(v) for v in arrows.values())
+    print(f"{len(arrows)} modules, {n_arrows} arrows, {len(found)} circles")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""benchmarks/import_graph.py: relative and function-local imports become arrows, imports for type
+checkers only on request, circles are found — and privgate has none, so no module imports one
+that imports it back (docs/architecture.md "Layers")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import import_graph  # noqa: E402
+
+
+def _package(tmp_path: Path) -> Path:
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text("from .low import X\n")
+    (root / "low.py").write_text("X = 1\n")
+    (root / "high.py").write_text("from . import low\n\ndef f():\n    from .sub import leaf\n")
+    (root / "sub" / "__init__.py").write_text("")
+    (root / "sub" / "leaf.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom .. import low\nif TYPE_CHECKING:\n    from ..high import f\n")
+    return root
+
+
+def test_arrows_of_relative_local_and_typing_imports(tmp_path):
+    root = _package(tmp_path)
+    arrows = import_graph.graph(root)
+    assert arrows["pkg"] == {"pkg.low"}
+    assert arrows["pkg.high"] == {"pkg.low", "pkg.sub.leaf"}  # the function-local import counts
+    assert arrows["pkg.sub.leaf"] == {"pkg.low"}
+    assert import_graph.cycles(arrows) == []
+    typed = import_graph.graph(root, typing=True)
+    assert typed["pkg.sub.leaf"] == {"pkg.low", "pkg.high"}
+    assert import_graph.cycles(typed) == [["pkg.high", "pkg.sub.leaf"]]
+    assert "pkg.sub" in import_graph.graph(root, packages=True)["pkg.high"]
+
+
+def test_cycles_are_the_strongly_connected_components():
+    arrows = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}, "g": set()}
+    assert import_graph.cycles(arrows) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_privgate_has_no_import_circle():
+    assert import_graph.cycles(import_graph.graph()) == []
+    assert import_graph.cycles(import_graph.graph(typing=True)) == []
