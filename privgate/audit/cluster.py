@@ -60,7 +60,7 @@ def _distributed() -> Any:
     try:
         import distributed  # noqa: PLC0415
     except ImportError as exc:
-        raise ImportError("running an audit on a Dask cluster needs Dask distributed: pip install 'privgate[dask]'") \
+        raise ImportError("running on a Dask cluster needs Dask distributed: pip install 'privgate[dask]'") \
             from exc
     return distributed
 

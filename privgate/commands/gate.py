@@ -56,6 +56,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--deadline", type=positive_seconds("--deadline"), default=None,
                    help="seconds the run may take; then it is stopped and the release blocked (exit 3, "
                         "recorded) (default: the configuration's options.deadline, else 21600 = 6 hours)")
+    p.add_argument("--executor", default=None, metavar="dask://HOST:PORT",
+                   help="evaluate each metric family on a worker of this Dask cluster (extra [dask]); the "
+                        "results and decision are those of a local run (default: this process)")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
     exit_usage_errors_with(p, EXIT_ERROR)
@@ -104,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, options=run_options(args),
                            generator_version=getattr(args, "generator_version", None),
-                           generator_digest=digest)
+                           generator_digest=digest, executor=args.executor)
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:

@@ -80,6 +80,7 @@ def run_gate(
     generator_digest: str | None = None,
     memory_limit: int | str | None = None,
     options: RunOptions | None = None,
+    executor: Any = None,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -95,7 +96,10 @@ def run_gate(
     over ``options``); the options used are recorded in the outcome's configuration. ``report``:
     precomputed results; ``generator_version`` and ``generator_digest``
     (:mod:`privgate.audit.identity`): the generator that made the release, for ``require_audit``
-    (:func:`privgate.gates.require_audit.requirement_check`).
+    (:func:`privgate.gates.require_audit.requirement_check`). ``executor``: None or ``"local"``
+    evaluates here; a Dask scheduler address (``"dask://host:port"``) or a ``distributed.Client``
+    evaluates each metric family on a worker of that cluster (:mod:`privgate.gates.cluster`,
+    extra ``[dask]``), with the same results and decision.
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -108,7 +112,7 @@ def run_gate(
     def work() -> GateOutcome:
         return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
                     overrides=overrides, progress=progress, run_id=run_id, created=created, precomputed=report,
-                    generator_version=generator_version, generator_digest=generator_digest)
+                    generator_version=generator_version, generator_digest=generator_digest, executor=executor)
 
     worker = None
     try:
@@ -185,7 +189,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None,
          precomputed: Any = None, generator_version: str | None = None,
-         generator_digest: str | None = None) -> GateOutcome:
+         generator_digest: str | None = None, executor: Any = None) -> GateOutcome:
     checks: list[GateCheck] = []
     report, previous_release = None, None
     has_holdout = holdout is not None
@@ -197,7 +201,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     if config is not None and not checks:
         last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
         previous_release = last.release_id
-        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress)
+        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor)
         if report is not None:
             results, errors = _gateable(report)
             changed = inputs.changed()
@@ -299,12 +303,25 @@ def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
 
 
 def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precomputed: Any,
-                checks: list[GateCheck], *, progress: Any) -> Any:
-    """The run's report: evaluated here with the configuration's plan and options, or the
-    precomputed one checked against them; None (and an error check) when that failed."""
+                checks: list[GateCheck], *, progress: Any, executor: Any = None) -> Any:
+    """The run's report: evaluated here with the configuration's plan and options, on a cluster's
+    workers (``executor``), or the precomputed one — the last two checked against the plan and
+    the inputs; None (and an error check) when that failed."""
     plan = evaluation_plan(config, has_holdout)
     evaluated = inputs.evaluated()
     try:
+        if precomputed is None and executor is not None:
+            from ..audit.cluster import is_cluster
+
+            if is_cluster(executor):
+                import polars as pl
+
+                from .cluster import evaluate_on_cluster
+
+                loaded = {r: (f.collect() if isinstance(f, pl.LazyFrame) else f) for r, f in inputs.frames.items()}
+                precomputed = evaluate_on_cluster(config, loaded["real"], loaded["synthetic"], loaded.get("holdout"),
+                                                  executor=executor, threads=config.options.threads,
+                                                  progress=progress)
         if precomputed is not None:
             return precomputed_report(precomputed, plan, inputs.fingerprint, inputs.frames)
         return _evaluate(evaluated["real"], evaluated["synthetic"], holdout=evaluated.get("holdout"),
