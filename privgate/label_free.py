@@ -152,9 +152,14 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
     sample = release[rows] if rows.size < release.height else release
     tables: dict[str, list[pl.DataFrame]] = {c: [] for c in cat}
+    # every column encoded once (shares and standardisation are per column); a view takes its
+    # columns, in the same order as anchor_matrices would put them
+    q_all, t_all = anchor_matrices(sample, reference, schema)
+    position = {c: i for i, c in enumerate([*schema.numeric, *schema.categorical])}
     for label, view, taught in _views(schema):
-        q, t = anchor_matrices(sample, reference, view)
-        q, t = np.ascontiguousarray(q, dtype=np.float32), np.ascontiguousarray(t, dtype=np.float32)
+        cols = [position[c] for c in (*view.numeric, *view.categorical)]
+        q = np.ascontiguousarray(q_all[:, cols], dtype=np.float32)
+        t = np.ascontiguousarray(t_all[:, cols], dtype=np.float32)
         anchor = ctx.search(q, t, 1, name=f"{name}, {label}").idx[:, 0]
         for c in taught:
             tables[c].append(pl.DataFrame({"s": sample.get_column(c), "r": reference.get_column(c).gather(anchor)})
