@@ -34,7 +34,7 @@ from . import seeds, stats
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
-from .metrics.intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
+from .stats.metric_intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
 from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
 from .progress import line as progress_line

@@ -52,7 +52,7 @@ def _run(ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None,
 def _share_ci(out: MetricResult, res: MultiDisclosureResult, target: str) -> MetricResult:
     """value = a share of the Nd real records (repU, DiSCO in percent / 100): its interval by the
     share rule; with m > 1 synthetic sets the count is the mean over the sets."""
-    from ..metrics.intervals import set_count_ci  # here: privgate.metrics imports this module
+    from ..stats.metric_intervals import set_count_ci
 
     r = res.per_target[target]
     n = float(r.n_orig)
@@ -132,7 +132,7 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
 
     Skipped (the value's share interval is kept, and the excess falls back to MOVER) when the
     replicate is not the measure recomputed without the group (:func:`_jackknife_obstacle`)."""
-    from ..metrics.intervals import jackknife_labels, keep_jackknife
+    from ..stats.metric_intervals import jackknife_labels, keep_jackknife
     from ..stats import counts_without_groups, leave_group_out_means
 
     lab_r = jackknife_labels(ctx, "real", ctx.n_real)
