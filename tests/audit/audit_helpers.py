@@ -104,3 +104,46 @@ def evidence_result(*, fp: int = 25, fn: int = 25, n_out: int = 50, n_in: int = 
                      "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2}
     result.generator = {"name": name, "version": version, "digest": digest}
     return result
+
+
+# a generator module the CLI tests write into their work folder (``module:name`` as a user gives it)
+GENERATOR_MODULE = '''
+import numpy as np
+import polars as pl
+
+
+def copy_gen(training, n_rows, seed):
+    return training.sample(n_rows, with_replacement=True, seed=seed)
+
+
+def blind_gen(training, n_rows, seed):
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
+                         "region": rng.choice(["north", "south"], n_rows)})
+
+
+class Noisy:
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def __call__(self, training, n_rows, seed):
+        rng = np.random.default_rng(seed)
+        out = training.sample(n_rows, with_replacement=True, seed=seed)
+        return out.with_columns(pl.col("x") + rng.normal(scale=self.scale, size=n_rows))
+
+
+def factory(kind):
+    return copy_gen if kind == "copy" else blind_gen
+'''
+
+
+def work_folder(tmp_path, monkeypatch, real: pl.DataFrame, files: dict[str, str]):
+    """``tmp_path`` as the current directory and on the import path, holding ``real.parquet`` and
+    the given text files (generator modules, configurations): what a user's folder holds when they
+    run ``privgate audit --generator module:name``."""
+    real.write_parquet(tmp_path / "real.parquet")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path

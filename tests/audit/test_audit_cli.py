@@ -4,39 +4,14 @@ that leave nothing half-written."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
-from audit_helpers import real_frame
+from audit_helpers import GENERATOR_MODULE, real_frame, work_folder
 from privgate.audit import AuditResult
 from privgate.cli import main
 from privgate.history import HistoryStore
 
-GENERATORS = textwrap.dedent('''
-    import numpy as np
-    import polars as pl
-
-    def copy_gen(training, n_rows, seed):
-        return training.sample(n_rows, with_replacement=True, seed=seed)
-
-    def blind_gen(training, n_rows, seed):
-        rng = np.random.default_rng(seed)
-        return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
-                             "region": rng.choice(["north", "south"], n_rows)})
-
-    class Noisy:
-        def __init__(self, scale=1.0):
-            self.scale = scale
-
-        def __call__(self, training, n_rows, seed):
-            rng = np.random.default_rng(seed)
-            out = training.sample(n_rows, with_replacement=True, seed=seed)
-            return out.with_columns(pl.col("x") + rng.normal(scale=self.scale, size=n_rows))
-
-    def factory(kind):
-        return copy_gen if kind == "copy" else blind_gen
-''')
 
 FAST = ["--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1"]
 
@@ -44,11 +19,7 @@ FAST = ["--runs", "100", "--n-targets", "2", "--training-rows", "100", "--worker
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     """A folder holding the real data and a generator module, as the current directory."""
-    real_frame().write_parquet(tmp_path / "real.parquet")
-    (tmp_path / "cli_audit_gens.py").write_text(GENERATORS, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return work_folder(tmp_path, monkeypatch, real_frame(), {"cli_audit_gens.py": GENERATOR_MODULE})
 
 
 def audit(*extra):

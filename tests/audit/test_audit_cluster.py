@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from audit_helpers import GENERATOR_MODULE, work_folder
 from local_dask import Exiting, Failing, Slowed, local_dask
 from privgate.audit import analyse_runs, audit_generator, execute, prepare_audit
 from privgate.audit.cluster import execute_on_cluster, is_cluster
@@ -146,30 +147,11 @@ def test_privgate_imports_without_distributed_and_the_executor_names_the_extra()
     assert "pip install 'privgate[dask]'" in out.stdout
 
 
-GENERATOR_FILE = '''
-import numpy as np
-import polars as pl
-
-
-class Noisy:
-    def __init__(self, scale=1.0):
-        self.scale = scale
-
-    def __call__(self, training, n_rows, seed):
-        rng = np.random.default_rng(seed)
-        out = training.sample(n_rows, with_replacement=True, seed=seed)
-        return out.with_columns(pl.col("x") + rng.normal(scale=self.scale, size=n_rows))
-'''
-
-
 def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_locally(cluster, tmp_path, monkeypatch):
     # the module is a file of the current directory, which the workers cannot import: it goes by value
     from privgate.cli import main
 
-    data(seed=4).write_parquet(tmp_path / "real.parquet")
-    (tmp_path / "cluster_cli_gen.py").write_text(GENERATOR_FILE, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    work_folder(tmp_path, monkeypatch, data(seed=4), {"cluster_cli_gen.py": GENERATOR_MODULE})
     common = ["audit", "--real", "real.parquet", "--generator", "cluster_cli_gen:Noisy", "--generator-args",
               '{"scale": 0.01}', "--runs", "30", "--n-targets", "2", "--training-rows", "100", "--threads", "1",
               "--claimed-epsilon", "1", "--quiet"]

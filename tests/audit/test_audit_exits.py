@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_helpers import real_frame
+from audit_helpers import real_frame, work_folder
 from privgate.audit import audit_generator
 from privgate.audit.limits import MAX_ROWS, MAX_RUNS, MAX_TARGETS, check_sizes, deadline_seconds
 from privgate.audit.runner import GeneratorExited
@@ -63,13 +63,8 @@ FAST = ["--runs", "8", "--n-targets", "2", "--training-rows", "40", "--workers",
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    real_frame(120).write_parquet(tmp_path / "real.parquet")
-    (tmp_path / "hostile_gens.py").write_text(HOSTILE, encoding="utf-8")
-    (tmp_path / "exits_on_import.py").write_text(EXITS_ON_IMPORT, encoding="utf-8")
-    (tmp_path / "hangs_on_import.py").write_text(HANGS_ON_IMPORT, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return work_folder(tmp_path, monkeypatch, real_frame(120), {
+        "hostile_gens.py": HOSTILE, "exits_on_import.py": EXITS_ON_IMPORT, "hangs_on_import.py": HANGS_ON_IMPORT})
 
 
 def cli(*args):

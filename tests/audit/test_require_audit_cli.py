@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from audit_helpers import real_frame
+from audit_helpers import real_frame, work_folder
 from privgate.cli import main
 
 GENERATORS = textwrap.dedent('''
@@ -34,13 +34,8 @@ GATE = ("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.9}}\n"
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     real = real_frame()
-    real.write_parquet(tmp_path / "real.parquet")
     real.sample(200, seed=1).write_parquet(tmp_path / "syn.parquet")
-    (tmp_path / "gens_rq.py").write_text(GENERATORS, encoding="utf-8")
-    (tmp_path / "gate.yaml").write_text(GATE, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return work_folder(tmp_path, monkeypatch, real, {"gens_rq.py": GENERATORS, "gate.yaml": GATE})
 
 
 def gate(*extra):
