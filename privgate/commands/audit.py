@@ -301,23 +301,39 @@ def progress_printer(started: float):
 
 def target_table(result: Any) -> str:
     """One line per target (at most 100 characters): kind, status, best attack, AUC with its
-    interval, TPR at FPR 1 %, ε lower bound."""
+    interval, TPR at FPR 1 %, ε lower bound. A run of consecutive targets of one kind with no
+    attack of their own (the canaries design's pooled canaries) is one line, ``t0–t19``, since
+    their evidence is the pooled bound of the summary."""
     from ..render.audit import best_attack
     from ..text_tables import format_table
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
+    run: list[dict] = []
+
+    def flush() -> None:
+        if run:
+            first, last = str(run[0]["target"]), str(run[-1]["target"])
+            label = first if len(run) == 1 else f"{first}–{last}"
+            kind = str(run[0]["kind"]) + (f" ×{len(run)}" if len(run) > 1 else "")
+            rows.append((label[:12], kind[:16], str(run[0].get("status", ""))[:12], "-", "-", "-", "-"))
+            run.clear()
+
     for t in result.targets:
         b = best_attack(t)
         status = str(t.get("status", ""))[:12]
         if b is None:
-            rows.append((str(t["target"])[:8], str(t["kind"])[:12], status, "-", "-", "-", "-"))
+            if run and (run[-1]["kind"], run[-1].get("status")) != (t["kind"], t.get("status")):
+                flush()
+            run.append(t)
             continue
+        flush()
         name, a = b
         ci = a.get("auc_ci") or [None, None]
         auc = f"{a['auc']:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "")
         tprs = a.get("tpr_at_fpr") or []
         rows.append((str(t["target"])[:8], str(t["kind"])[:12], status, str(name)[:10], auc,
                      f"{tprs[0]['tpr']:.3f}" if tprs else "-", f"{a['epsilon_lower']:.3f}"))
+    flush()
     lines = format_table(("target", "kind", "status", "attack", "AUC [95% CI]", "TPR@1%", "ε lower"), rows)
     return "\n".join(line.rstrip() for line in lines.splitlines())
 

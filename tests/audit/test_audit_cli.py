@@ -147,10 +147,14 @@ def test_the_canaries_design_from_the_command_line_proves_the_domain_fault_in_a_
     _categorical_real(workdir / "cat.parquet")
     code = main(["audit", "--real", "cat.parquet", "--design", "canaries", "--runs", "4", "--n-targets", "40",
                  *BROKEN_HISTOGRAM])
-    assert code == 2, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert code == 2, out
     result = AuditResult.from_dict(json.loads((workdir / "out.json").read_text())["result"])
     assert result.violation and result.cost["runs"] + result.cost["preflight_runs"] <= 5
     assert result.design["design"] == "canaries"
+    # the 40 pooled canaries are one line per kind in the target table, not 40 lines of dashes
+    pooled = [line for line in out.splitlines() if " pooled " in line]
+    assert 1 <= len(pooled) <= 3 and any(line.startswith("t0–t") and "×" in line for line in pooled)
 
 
 def test_a_sequential_audit_from_the_command_line_stops_at_the_first_convincing_look(workdir, capsys):
