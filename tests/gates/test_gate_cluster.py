@@ -66,3 +66,12 @@ def test_a_scheduler_that_cannot_be_reached_blocks_the_release(frames, monkeypat
     real, synth, holdout = frames
     out = run_gate(CFG, real, synth, holdout=holdout, record=False, executor="dask://127.0.0.1:9")
     assert out.exit_code == 3 and any("Dask scheduler" in c.message for c in out.checks if c.rule == "error")
+
+
+def test_an_executor_that_is_no_cluster_address_blocks_naming_it(frames):
+    real, synth, holdout = frames
+    out = run_gate(CFG, real, synth, holdout=holdout, record=False, executor="spark://somewhere")
+    assert out.exit_code == 3
+    assert any("executor must be 'local', a Dask scheduler address" in c.message for c in out.checks if c.rule == "error")
+    local = run_gate(CFG, real, synth, holdout=holdout, record=False, executor="local")
+    assert local.exit_code == 2  # "local" evaluates here
