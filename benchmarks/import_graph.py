@@ -14,6 +14,8 @@ search and linear graph algorithms", SIAM J. Comput. 1(2)).
     python benchmarks/import_graph.py --arrows        # also every arrow, "a -> b"
     python benchmarks/import_graph.py --packages      # also count importing pkg.mod as importing pkg
     python benchmarks/import_graph.py --typing        # also count the imports for type checkers
+    python benchmarks/import_graph.py --by-package    # the rooms: privgate's subpackages and
+                                                      # top-level modules, each one node, in layers
 
 ``--packages`` adds the arrow a Python import really takes: importing ``privgate.gates.run`` first
 runs ``privgate/gates/__init__.py``. Exit status 1 when there is a circle.
@@ -102,6 +104,37 @@ def graph(root: Path = ROOT, packages: bool = False, typing: bool = False) -> di
     return arrows
 
 
+def by_package(arrows: dict[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
+    """The same graph between rooms: every module counted as its first ``depth`` name parts
+    (``privgate.gates.run`` → ``privgate.gates``; a top-level module is a room of its own);
+    arrows inside a room dropped."""
+    def room(m: str) -> str:
+        return ".".join(m.split(".")[:depth])
+
+    out: dict[str, set[str]] = {}
+    for mod, targets in arrows.items():
+        out.setdefault(room(mod), set()).update(room(t) for t in targets if room(t) != room(mod))
+    return out
+
+
+def layers(arrows: dict[str, set[str]]) -> dict[str, int]:
+    """Each node's layer in a graph without circles: 0 for a node that imports nothing, else one
+    above the highest node it imports — so every arrow points down."""
+    layer: dict[str, int] = {}
+
+    def visit(node: str, seen: tuple[str, ...] = ()) -> int:
+        if node not in layer:
+            if node in seen:
+                raise ValueError(f"circle through {node}")
+            below = [visit(t, seen + (node,)) for t in arrows.get(node, ())]
+            layer[node] = 1 + max(below) if below else 0
+        return layer[node]
+
+    for node in sorted(arrows):
+        visit(node)
+    return layer
+
+
 def cycles(arrows: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan's algorithm,
     iterative), each sorted, largest first."""
@@ -159,13 +192,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="importing pkg.mod also counts as importing pkg (its __init__ runs first)")
     ap.add_argument("--typing", action="store_true",
                     help="the imports under `if TYPE_CHECKING:` count too (names for type checkers only)")
+    ap.add_argument("--by-package", action="store_true",
+                    help="one node per subpackage or top-level module, printed by layer")
     args = ap.parse_args(argv)
     arrows = graph(packages=args.packages, typing=args.typing)
+    if args.by_package:
+        arrows = by_package(arrows)
     if args.arrows:
         for mod in sorted(arrows):
             for target in sorted(arrows[mod]):
                 print(f"{mod} -> {target}")
     found = cycles(arrows)
+    if args.by_package and not found:
+        for node, level in sorted(layers(arrows).items(), key=lambda kv: (kv[1], kv[0])):
+            print(f"layer {level:2d}  {node}")
     for comp in found:
         inner = sum(1 for a in comp for b in arrows[a] if b in comp)
         print(f"circle of {len(comp)} modules, {inner} arrows: {' '.join(comp)}")

@@ -68,13 +68,6 @@ class AuditResult:
             Path(path).write_text(text, encoding="utf-8")
         return text
 
-    def to_html(self, path: str | Path, outcome: Any = None) -> Path:
-        """Write the self-contained HTML report (:mod:`privgate.render.audit`); ``outcome``, an
-        :class:`~privgate.gates.audit_rules.AuditOutcome` of this result, adds the decision."""
-        from ..render.audit import write_audit_html
-
-        return write_audit_html(self, path, outcome)
-
     def to_polars(self) -> pl.DataFrame:
         """One row per (target, attack): the numbers a person compares."""
         rows = []

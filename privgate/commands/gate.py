@@ -160,9 +160,9 @@ def _generator_digest(args: argparse.Namespace) -> str | None:
 
 def finish(outcome, history, *, html: str | None = None, json_path: str | None = None):
     """Write the reports, then record the run's FINAL decision once
-    (:func:`privgate.gates.finalise.finalise_run`); a report that cannot be written is named on
+    (:func:`privgate.finalise.finalise_run`); a report that cannot be written is named on
     stderr. Returns the paths written."""
-    from ..gates.finalise import finalise_run
+    from ..finalise import finalise_run
 
     def tell(path, kind, reason):
         print(f"privgate gate: error: cannot write report {path}: {reason}; the release is blocked "

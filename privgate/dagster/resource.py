@@ -176,10 +176,10 @@ class PrivgateResource(dg.ConfigurableResource):
 
     def _write_reports(self, outcome: "GateOutcome", store: "HistoryStore", log: Any) -> dict[str, Path]:
         """Write the HTML and JSON reports of ``outcome``, then record its final decision
-        (:func:`privgate.gates.finalise.finalise_run`, as ``privgate gate`` does): a report that
+        (:func:`privgate.finalise.finalise_run`, as ``privgate gate`` does): a report that
         cannot be written blocks the release before the run is recorded, so the history row is
         the run's final decision."""
-        from privgate.gates.finalise import finalise_run
+        from privgate.finalise import finalise_run
 
         def tell(path: Any, kind: str, reason: str) -> None:
             if log is not None:

@@ -4,7 +4,8 @@ pass / warn / block for one synthetic release (fails closed). See ``docs/gates.m
 ``config`` (the configuration), ``rules`` (what a rule compares and when it fires), ``deciding``
 (results → checks), ``outcome`` (checks → decision, exit code), ``run`` (evaluating, the
 deadline worker, recording; ``plan``, ``deadline``), ``decision_table`` and ``present`` (the
-decision table and the text ``privgate gate`` prints), ``finalise`` (reports, then the record)."""
+decision table and the text ``privgate gate`` prints). Writing a run's reports and then its record is
+:mod:`privgate.finalise`, above the gates and :mod:`privgate.render`."""
 
 from pathlib import Path
 

@@ -8,7 +8,7 @@ import pytest
 from audit_helpers import MARKER_NUMBER, MARKER_TEXT, copy_gen, make_result, real_frame
 from privgate.audit import audit_generator
 from privgate.gates.audit_rules import decide_audit
-from privgate.render.audit import render_audit_html, roc_points, target_rows, verdict_words
+from privgate.render.audit import render_audit_html, roc_points, target_rows, verdict_words, write_audit_html
 
 
 def test_roc_points_by_hand():
@@ -43,7 +43,7 @@ def real_audit():
 
 def test_the_report_states_the_verdict_and_holds_no_value_of_a_record(real_audit, tmp_path):
     outcome = decide_audit(real_audit)
-    path = real_audit.to_html(tmp_path / "audit.html", outcome)
+    path = write_audit_html(real_audit, tmp_path / "audit.html", outcome)
     html = path.read_text(encoding="utf-8")
     assert verdict_words(real_audit) in html.replace("&#39;", "'")
     assert f"badge {'block' if outcome.exit_code >= 2 else 'pass' if outcome.exit_code == 0 else 'warn'}" in html

@@ -42,6 +42,24 @@ def test_cycles_are_the_strongly_connected_components():
     assert import_graph.cycles(arrows) == [["a", "b", "c"], ["d", "e"]]
 
 
+def test_rooms_and_layers():
+    arrows = {"p.a.x": {"p.a.y", "p.b.z"}, "p.a.y": set(), "p.b.z": {"p.c"}, "p.c": set()}
+    rooms = import_graph.by_package(arrows)
+    assert rooms == {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": set()}
+    assert import_graph.layers(rooms) == {"p.c": 0, "p.b": 1, "p.a": 2}
+    rooms["p.c"].add("p.a")
+    assert import_graph.cycles(rooms) == [["p.a", "p.b", "p.c"]]
+
+
 def test_privgate_has_no_import_circle():
     assert import_graph.cycles(import_graph.graph()) == []
     assert import_graph.cycles(import_graph.graph(typing=True)) == []
+
+
+def test_privgate_rooms_have_no_circle_and_every_arrow_points_down():
+    """Counted by subpackage and top-level module too: no room imports one that imports it back
+    (the gates decide, render draws, finalise writes the reports and then the record)."""
+    rooms = import_graph.by_package(import_graph.graph(typing=True))
+    assert import_graph.cycles(rooms) == []
+    layer = import_graph.layers(rooms)
+    assert all(layer[a] > layer[b] for a, targets in rooms.items() for b in targets)

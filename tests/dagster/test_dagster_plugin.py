@@ -268,7 +268,7 @@ def test_sensor_runs_plan_only_the_rules_that_apply(tmp_path):
 
 def test_unwritable_reports_block_the_release_and_the_history_says_so(tmp_path):
     """A fail-open path through Dagster: the resource writes the reports before it records the
-    run (privgate.gates.finalise.finalise_run, as `privgate gate` does), so a reports folder
+    run (privgate.finalise.finalise_run, as `privgate gate` does), so a reports folder
     that cannot be written blocks the release and the history row is that final decision."""
     from privgate.dagster import PrivgateResource
     from privgate.data import load_example

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from privgate.gates import finalise
+from privgate import finalise
 from privgate.gates import run_gate
 
 CFG = {"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}}

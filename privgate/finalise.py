@@ -1,5 +1,8 @@
 """Finishing a gate run: write its reports, then record its FINAL decision once.
 
+It sits above both the gates (which decide) and :mod:`privgate.render` (which draws a decision):
+neither of those imports the other's caller.
+
 Shared by every way a run ends (``privgate gate``, ``privgate demo``, the Dagster checks): a
 report that was asked for and cannot be written blocks the release (exit 3) *before* anything is
 recorded, and a run that cannot be recorded blocks too — then the reports already written are
@@ -12,11 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from .outcome import GateOutcome, add_error
-from .run import record_outcome
+from .gates.outcome import GateOutcome, add_error
+from .gates.run import record_outcome
+from . import render
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..history.store import HistoryStore
+    from .history.store import HistoryStore
 
 ReportTarget = tuple[str | Path, str]          # (path, "html" | "json")
 OnReportError = Callable[[str | Path, str, str], None]
@@ -43,9 +47,7 @@ def finalise_run(outcome: GateOutcome, history: "HistoryStore | None", reports: 
 
 def _write(outcome: GateOutcome, targets: Sequence[ReportTarget], history: "HistoryStore | None",
            on_error: OnReportError | None) -> list[ReportTarget]:
-    from ..render import write_html_report, write_json_report
-
-    writers = {"html": write_html_report, "json": write_json_report}
+    writers = {"html": render.write_html_report, "json": render.write_json_report}
     ok: list[ReportTarget] = []
     for path, kind in targets:
         try:
