@@ -79,7 +79,9 @@ def gemm_reference_cpu(ctx) -> float:
 
 
 def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, float, dict, dict]:
-    import privgate.metrics  # noqa: F401  (imports — scipy.stats etc. — are not the family's work)
+    from _reference import load_code
+
+    load_code()  # every metric module and native library: a process pays them once, not the work timed
     from privgate.context import EvaluationContext
     from privgate.registry import get_metric, run_spec
     from privgate.threads import limited
