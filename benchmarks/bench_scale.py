@@ -15,6 +15,7 @@ exact copies); release = noisy_copy(real, seed=1), row-aligned (hidden_rate pair
     python benchmarks/bench_scale.py --n 100000 --check-exact  # also exact=True, max |Δ value|
     python benchmarks/bench_scale.py --suite                    # full suite quiet vs 2 busy procs
     python benchmarks/bench_scale.py --suite --breakdown-only --values v.json  # per-metric table only
+    python benchmarks/bench_scale.py --suite --suite-n 100000 --breakdown-only --threads 1  # at 100k
 
 The suite prints its seconds as × ref25 (timed right before and after the quiet run) and a
 per-metric table: wall and main-process CPU seconds (detection_mlp's fold workers are other
@@ -240,10 +241,13 @@ def _shapes(args, kwargs) -> str:
     return " ".join(parts)
 
 
-def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None) -> float:
+def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None,
+               n: int = 25_000) -> float:
     from privgate import evaluate
+    from _reference import load_code
 
-    real, syn = texas_like(25_000)
+    load_code()  # the process's one-off imports are not the suite's work
+    real, syn = texas_like(n)
     if clock is not None:
         clock.install()
     t0 = time.perf_counter()
@@ -272,13 +276,14 @@ def suite_ref25(threads: int | None) -> float:
     return gemm_reference(EvaluationContext(*texas_like(25_000), threads=threads))
 
 
-def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None) -> None:
+def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None,
+              n: int = 25_000) -> None:
     ref_before = suite_ref25(threads)
     clock = _SuiteClock()
-    quiet = full_suite(threads, clock, values)
+    quiet = full_suite(threads, clock, values, n)
     ref_after = suite_ref25(threads)
     ref25 = float(np.sqrt(ref_before * ref_after))
-    print(f"full suite quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
+    print(f"full suite at {n:,} rows, quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
           f"{ref_after:.2f} s after; load average {' '.join(f'{x:.1f}' for x in _loadavg())})", flush=True)
     print(clock.table(quiet, ref25), flush=True)
     print("    shared calls over 0.2 s (metric, function, arguments, seconds):")
@@ -292,7 +297,7 @@ def run_suite(threads: int | None, breakdown_only: bool = False, values: str | N
     for h in hogs:
         h.start()
     try:
-        busy = full_suite(threads)
+        busy = full_suite(threads, n=n)
     finally:
         stop.set()
         for h in hogs:
@@ -361,7 +366,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="*", default=[], help="distance-family sizes (real = release rows)")
     ap.add_argument("--check-exact", action="store_true", help="also run exact=True and print the max value gap")
     ap.add_argument("--ref-each", action="store_true", help="also time the GEMM 1-NN reference at every n")
-    ap.add_argument("--suite", action="store_true", help="full suite at 25k quiet vs under 2 busy processes")
+    ap.add_argument("--suite", action="store_true", help="full suite quiet vs under 2 busy processes")
+    ap.add_argument("--suite-n", type=int, default=25_000, help="the suite's rows (real = release rows; default 25k)")
     ap.add_argument("--breakdown-only", action="store_true",
                     help="with --suite: only the quiet run with its per-metric table (no hog run)")
     ap.add_argument("--values", default=None, help="with --suite: write every metric's value, raw and "
@@ -373,7 +379,7 @@ def main() -> None:
     if args.n:
         run_distance(args.n, args.check_exact, args.threads, args.ref_each)
     if args.suite:
-        run_suite(args.threads, args.breakdown_only, args.values)
+        run_suite(args.threads, args.breakdown_only, args.values, args.suite_n)
     if args.mlp:
         run_mlp(args.folds)
 
