@@ -4,17 +4,23 @@ squared distance).
 
 Level 0: a k-d tree over the numeric coordinates plus one far-apart group coordinate (one group
 per combination of categories) returns each query's k + 2 nearest records of its own group (rows
-cut inside a run of near-equal distances are retried with k + 16). Level 1, for rows level 0
-left open: one such tree per categorical column c, grouping records equal on every column but c.
-A row is settled when (i) every tree's candidate list reaches past the k-th nearest distance
-found (no unseen record of those groups can be nearer or tied: its numeric distance alone is at
-least the list's last), and (ii) every record outside the groups searched is provably farther:
-level 0 — it mismatches at least one column, d² ≥ min c_c; level 1 — at least two, d² ≥ the two
+cut inside a run of near-equal distances are retried with k + 16). Level L (1, and up to
+``SearchSettings.grouped_levels``), for the rows the levels before left open: one such tree per
+set of L categorical columns, grouping records equal on every column but those L (C(c, L) trees;
+a level needing more than ``grouped_max_trees`` is not searched), rows with a list cut inside
+their k-th distance retried once with k + 16. A record that mismatches the query in at most L
+columns is in one of those groups. A row is settled when (i) every tree's candidate list
+reaches past the k-th nearest distance found (no unseen record of those groups can be nearer or
+tied: its numeric distance alone is at least the list's last), and (ii) every record outside the
+groups searched is provably farther: it mismatches at least L + 1 columns, d² ≥ the L + 1
 smallest c_c summed. Distances are recomputed in float64 from the full coordinates and ties
 broken by the lowest index, as on every other path. The rows left open go to the general search.
 """
 
 from __future__ import annotations
+
+from itertools import combinations
+from math import comb
 
 import numpy as np
 
@@ -99,16 +105,18 @@ class _Groups:
         if self.radix:
             self.q_all, self.t_all = qc @ self.strides, tc @ self.strides
 
-    def ids(self, drop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(query ids, target ids) grouping rows equal on every column (but ``drop``)."""
+    def ids(self, drop: int | tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(query ids, target ids) grouping rows equal on every column (but those in ``drop``)."""
         if self.qc.shape[1] == 0:
             return np.zeros(self.qc.shape[0], dtype=np.int64), np.zeros(self.tc.shape[0], dtype=np.int64)
+        dropped = () if drop is None else (drop,) if isinstance(drop, (int, np.integer)) else tuple(drop)
         if self.radix:
-            if drop is None:
-                return self.q_all, self.t_all
-            return (self.q_all - self.qc[:, drop].astype(np.int64) * self.strides[drop],
-                    self.t_all - self.tc[:, drop].astype(np.int64) * self.strides[drop])
-        keep = np.arange(self.qc.shape[1]) != drop if drop is not None else slice(None)
+            q, t = self.q_all, self.t_all
+            for j in dropped:
+                q = q - self.qc[:, j].astype(np.int64) * self.strides[j]
+                t = t - self.tc[:, j].astype(np.int64) * self.strides[j]
+            return q, t
+        keep = ~np.isin(np.arange(self.qc.shape[1]), dropped)
         return group_ids(self.qc[:, keep], self.tc[:, keep])
 
 
@@ -125,15 +133,18 @@ def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, ou
     if search is None:
         return np.arange(p.n)
     todo = search.level0()
-    if todo.size == 0 or search.costs.size == 0:
-        return todo
-    if one_block(todo.size, p.m, p.k, p.settings.block_bytes):
-        # shape rule: level 1 builds one tree over all m targets per categorical column; when the
-        # open rows fit one GEMM block (k = 1) that block costs less (1,000 × 25,000 × 90, 10
-        # categorical columns: the 10 trees settled 145 of 580 rows for ~0.2 CPU-s, the block
-        # does all 580 for ~0.1)
-        return todo
-    return search.level1(todo)
+    settings = p.settings
+    for depth in range(1, settings.grouped_levels + 1):
+        if todo.size == 0 or search.costs.size < depth or comb(search.costs.size, depth) > settings.grouped_max_trees:
+            return todo
+        if one_block(todo.size, p.m, p.k, settings.block_bytes):
+            # shape rule: a level builds one tree over the targets per set of dropped columns;
+            # when the open rows fit one GEMM block (k = 1) that block costs less (1,000 × 25,000
+            # × 90, 10 categorical columns: level 1's 10 trees settled 145 of 580 rows for ~0.2
+            # CPU-s, the block does all 580 for ~0.1)
+            return todo
+        todo = search.level(todo, depth)
+    return todo
 
 
 #: k > 1: candidates whose compact distance is within this relative margin of the row's k-th compact
@@ -247,20 +258,32 @@ class _GroupedSearch:
         left, _ = self.settle(cut, idx, [reach], beyond0, width)
         return np.union1d(todo, left)
 
-    def level1(self, todo: np.ndarray) -> np.ndarray:
-        """Equal on all columns but one; every other record mismatches ≥ 2 columns. Returns the
-        rows left open."""
+    def level(self, todo: np.ndarray, depth: int) -> np.ndarray:
+        """Equal on all columns but ``depth`` of them; every other record mismatches at least
+        depth + 1 columns. Rows whose short lists were cut inside their k-th distance (a group
+        with many records numerically near the row) are retried once with k +
+        ``extra_candidates``, as at level 0. Returns the rows left open."""
         ordered = self.ordered
-        beyond1 = float(np.sqrt(ordered[0] + ordered[1])) if self.costs.size > 1 else np.inf
-        kk = min(self.p.available, self.p.k + self.p.settings.grouped_extra)
+        beyond = float(np.sqrt(ordered[:depth + 1].sum())) if self.costs.size > depth else np.inf
+        available = self.p.available
+        kk = min(available, self.p.k + self.p.settings.grouped_extra)
+        left, cut = self._level_pass(todo, depth, kk, beyond)
+        if cut.size == 0 or kk == available:
+            return left
+        kk = min(available, self.p.k + self.p.settings.extra_candidates)
+        again, _ = self._level_pass(cut, depth, kk, beyond)
+        return np.union1d(np.setdiff1d(left, cut, assume_unique=True), again)
+
+    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float) -> tuple[np.ndarray, np.ndarray]:
+        """One pass of level ``depth`` over ``rows`` with lists of ``kk``: (rows left open, those of
+        them left open only because a list was too short)."""
         cands, reaches = [], []
-        for j in range(self.costs.size):
-            qg_j, tg_j = self.groups.ids(drop=j)
-            idx, reach = self.candidates(todo, qg_j, tg_j, kk, beyond1)
+        for drop in combinations(range(self.costs.size), depth):
+            qg_j, tg_j = self.groups.ids(drop=drop)
+            idx, reach = self.candidates(rows, qg_j, tg_j, kk, beyond)
             cands.append(idx)
             reaches.append(reach)
-        left, _ = self.settle(todo, np.hstack(cands), reaches, beyond1, kk)
-        return left
+        return self.settle(rows, np.hstack(cands), reaches, beyond, kk)
 
     def candidates(self, rows: np.ndarray, qg: np.ndarray, tg: np.ndarray, kk: int, beyond: float = np.inf
                    ) -> tuple[np.ndarray, np.ndarray]:
