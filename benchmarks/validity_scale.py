@@ -20,7 +20,8 @@ Each is gated by the shipped default gate with the holdout, one thread (``sample
 200,000 rows the sampled metrics use 50,000 query records). Printed per run: the decision, the
 rules that fired (the deciding metrics), every gated metric's value, raw value, holdout baseline
 and compared quantity, the memorisation interval and the search's unresolved rows, seconds and
-CPU seconds. The decision must be the same at every size: honest and DP pass, copies flagged by
+CPU seconds — the run's also as a ratio to ref25, one exact GEMM 1-NN of 25,000 × 25,000
+records of the same model, timed before and after the run — and each metric's. The decision must be the same at every size: honest and DP pass, copies flagged by
 memorisation (warn or block). One JSON line per run is appended to ``--out``.
 
     python benchmarks/validity_scale.py --sizes 20000,100000 --releases honest,dp,copies,noisy
@@ -116,14 +117,41 @@ def searches_unresolved(res) -> tuple[int, float]:
     return n, float(((res.details or {}).get("search_error") or {}).get("share_rows_possibly_wrong", 0.0))
 
 
+def ref25_cpu(seed: int) -> float:
+    """CPU seconds of one exact GEMM 1-NN search, 25,000 real records against 25,000 of the
+    honest release in the mixed space (benchmarks/_reference.py): the run's reference cost."""
+    from _reference import gemm_1nn_seconds
+    from privgate.context import EvaluationContext
+
+    real = latent_class(25_000, seed)
+    sp = EvaluationContext(real, release("honest", real, seed + 2), threads=1).mixed()
+    c0 = time.process_time()
+    gemm_1nn_seconds(sp.real, sp.synthetic, 1)
+    return time.process_time() - c0
+
+
 def run_one(n: int, kind: str, seed: int) -> dict:
+    from _reference import load_code
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
+    load_code()
+    ref_before = ref25_cpu(seed)
     real = latent_class(n, seed)
     holdout = latent_class(n, seed + 1)
     syn = release(kind, real, seed + 2)
     t0, c0 = time.perf_counter(), time.process_time()
     last = [t0]
+    cpu_at = [c0]
+    running = [None]
+    per_metric: dict[str, float] = {}
+
+    def close_metric(starting: str | None) -> None:
+        """The CPU since the last call goes to the metric that was running (progress is called
+        when the next one starts)."""
+        now = time.process_time()
+        if running[0] is not None:
+            per_metric[running[0]] = round(now - cpu_at[0], 1)
+        running[0], cpu_at[0] = starting, now
 
     def progress(name: str, i: int, total: int, *, detail: dict | None = None) -> None:
         now = time.perf_counter()
@@ -133,10 +161,13 @@ def run_one(n: int, kind: str, seed: int) -> dict:
             return
         print(f"      [{i}/{total}] {name} ({now - t0:.0f} s, +{now - last[0]:.0f} s)", flush=True)
         last[0] = now
+        close_metric(name)
 
     out = run_gate(DEFAULT_CONFIG_PATH, real, syn, holdout=holdout, release_id=f"{kind}-{n}", record=False,
                    threads=1, progress=progress)
+    close_metric(None)  # the last metric, with the gate's own work after it
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    ref25 = float(np.sqrt(ref_before * ref25_cpu(seed)))
     fired = [f"{c.metric} {c.rule} {c.severity}" for c in out.checks if c.verdict != "pass" and not c.skipped]
     metrics = {}
     for name, res in (out.results or {}).items():
@@ -147,7 +178,8 @@ def run_one(n: int, kind: str, seed: int) -> dict:
                          "unresolved_rows": unresolved, "widened_by": widened,
                          "chance": (res.details or {}).get("chance_share_hit")}
     return {"n": n, "release": kind, "seed": seed, "decision": str(out.decision), "fired": fired,
-            "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "metrics": metrics,
+            "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "ref25_cpu": round(ref25, 3),
+            "x_ref25": round(cpu / ref25, 1), "metric_cpu_seconds": per_metric, "metrics": metrics,
             "errors": [c.message for c in out.checks if c.rule == "error"]}
 
 
@@ -160,8 +192,11 @@ def show(row: dict) -> None:
           f"memorisation {mem.get('value', float('nan')):.4f} [{ci[0]:.4f}, {ci[1]:.4f}] "
           f"unresolved {mem.get('unresolved_rows')} widened {mem.get('widened_by', 0):.4f}; "
           f"hitting raw {hr.get('raw', float('nan')):.3f} chance {hr.get('chance') or float('nan'):.3f} "
-          f"value {hr.get('value', float('nan')):.3f}; {row['seconds']:.0f} s, {row['cpu_seconds']:.0f} CPU-s",
+          f"value {hr.get('value', float('nan')):.3f}; {row['seconds']:.0f} s, {row['cpu_seconds']:.0f} CPU-s "
+          f"= {row['x_ref25']}× ref25 (GEMM 1-NN 25k × 25k, {row['ref25_cpu']:.2f} CPU-s, before and after)",
           flush=True)
+    print("      CPU-s per metric: " + ", ".join(f"{k} {v}" for k, v in sorted(
+        row["metric_cpu_seconds"].items(), key=lambda kv: -kv[1])), flush=True)
     for name, r in m.items():
         print(f"      {name:<16} value {r['value']:.4f} raw {r['raw'] if r['raw'] is None else round(r['raw'], 4)} "
               f"baseline {r['baseline'] if r['baseline'] is None else round(r['baseline'], 4)} "
