@@ -92,12 +92,26 @@ def latent_class(n: int, seed: int, model_seed: int = 20260, concentration: floa
     return pl.DataFrame(list(cols.values()))
 
 
+def public_domain(seed: int) -> list:
+    """The DP generator's public domain: numeric bins from a separate draw of 50,000 records, and
+    every categorical column's levels as the model defines them (its schema, public) — a draw
+    misses a level of probability below ~1/50,000 that a million records hold."""
+    domain = _dp.public_domain(latent_class(50_000, seed + 999))
+    out = []
+    for col in domain:
+        if col.kind == "cat":
+            j = int(col.name[1:])
+            levels = [f"L{j}_{v}" for v in range(LEVELS[j])] + ([_dp.NULL] if j == 3 else [])
+            col = _dp.Column(col.name, "cat", np.array(sorted(levels)), dtype=col.dtype)
+        out.append(col)
+    return out
+
+
 def release(kind: str, real: pl.DataFrame, seed: int, share: float = 0.01) -> pl.DataFrame:
     """The release of ``kind`` (module docstring) of the real table's size."""
     n = real.height
     if kind == "dp":
-        domain = _dp.public_domain(latent_class(50_000, seed + 999))
-        return _dp.fit_sample(real, n, 1.0, seed, domain=domain)
+        return _dp.fit_sample(real, n, 1.0, seed, domain=public_domain(seed))
     honest = baselines.independent_marginals(real, seed)
     if kind == "honest":
         return honest
