@@ -13,6 +13,7 @@ import pytest
 
 from privgate.neighbours import SearchSettings, knn
 
+from onehot_points import one_hot_blocks
 from test_neighbours import brute_tolerant
 
 LEVELS = (3, 4, 2, 3, 5, 3)
@@ -21,14 +22,8 @@ LEVELS = (3, 4, 2, 3, 5, 3)
 def _points(n, rng, numeric_range=4):
     """Two integer numerics (small range: neighbours often differ in one or two categories) and
     six one-hot categoricals scaled so that a mismatch adds 1 to d²."""
-    cols, slices, pos = [rng.integers(0, numeric_range, size=(n, 2)).astype(float)], [], 2
-    for n_levels in LEVELS:
-        onehot = np.zeros((n, n_levels))
-        onehot[np.arange(n), rng.integers(0, n_levels, n)] = 1 / np.sqrt(2)
-        cols.append(onehot)
-        slices.append((pos, pos + n_levels))
-        pos += n_levels
-    return np.hstack(cols), slices
+    blocks, slices = one_hot_blocks(n, rng, LEVELS, start=2)
+    return np.hstack([rng.integers(0, numeric_range, size=(n, 2)).astype(float)] + blocks), slices
 
 
 def _settings(**kw):
