@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _dp  # noqa: E402
+from _mem import peak_rss_mib, reset_peak  # noqa: E402
 from validity import inject, noisy  # noqa: E402 - the validity benchmark's copies, the same here
 
 from privgate import baselines  # noqa: E402
@@ -153,6 +154,7 @@ def run_one(n: int, kind: str, seed: int) -> dict:
     real = latent_class(n, seed)
     holdout = latent_class(n, seed + 1)
     syn = release(kind, real, seed + 2)
+    reset_peak()  # the gate's peak, from the frames in memory on
     t0, c0 = time.perf_counter(), time.process_time()
     last = [t0]
     cpu_at = [c0]
@@ -181,6 +183,7 @@ def run_one(n: int, kind: str, seed: int) -> dict:
                    threads=1, progress=progress)
     close_metric(None)  # the last metric, with the gate's own work after it
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = peak_rss_mib() / 1024
     ref25 = float(np.sqrt(ref_before * ref25_cpu(seed)))
     fired = [f"{c.metric} {c.rule} {c.severity}" for c in out.checks if c.verdict != "pass" and not c.skipped]
     metrics = {}
@@ -193,7 +196,8 @@ def run_one(n: int, kind: str, seed: int) -> dict:
                          "chance": (res.details or {}).get("chance_share_hit")}
     return {"n": n, "release": kind, "seed": seed, "decision": str(out.decision), "fired": fired,
             "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "ref25_cpu": round(ref25, 3),
-            "x_ref25": round(cpu / ref25, 1), "metric_cpu_seconds": per_metric, "metrics": metrics,
+            "x_ref25": round(cpu / ref25, 1), "metric_cpu_seconds": per_metric, "peak_rss_gib": round(peak, 2),
+            "metrics": metrics,
             "errors": [c.message for c in out.checks if c.rule == "error"]}
 
 
@@ -207,7 +211,7 @@ def show(row: dict) -> None:
           f"unresolved {mem.get('unresolved_rows')} widened {mem.get('widened_by', 0):.4f}; "
           f"hitting raw {hr.get('raw', float('nan')):.3f} chance {hr.get('chance') or float('nan'):.3f} "
           f"value {hr.get('value', float('nan')):.3f}; {row['seconds']:.0f} s, {row['cpu_seconds']:.0f} CPU-s "
-          f"= {row['x_ref25']}× ref25 (GEMM 1-NN 25k × 25k, {row['ref25_cpu']:.2f} CPU-s, before and after)",
+          f"= {row['x_ref25']}× ref25 (GEMM 1-NN 25k × 25k, {row['ref25_cpu']:.2f} CPU-s, before and after); peak RSS {row['peak_rss_gib']:.2f} GiB",
           flush=True)
     print("      CPU-s per metric: " + ", ".join(f"{k} {v}" for k, v in sorted(
         row["metric_cpu_seconds"].items(), key=lambda kv: -kv[1])), flush=True)
