@@ -47,6 +47,9 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=20_000)
     ap.add_argument("--metrics", default="nnaa,authenticity,memorisation,identifiability")
     args = ap.parse_args()
+    from _reference import load_code
+
+    load_code()  # one-off imports are not the first size's work
     for metric in args.metrics.split(","):
         a, pa = cost(args.n, args.sample, metric)
         b, pb = cost(2 * args.n, args.sample, metric)
