@@ -679,13 +679,13 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
                 missing[role] = np.isnan(v)
                 if h > 0:
                     coords[role].append(np.where(missing[role], 0.0, v / h))
-            group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]))
+            group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]), ordered=False)
             if h == 0:
                 codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
-                group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]))
+                group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
         else:
             codes, _ = category_codes(frames, col)
-            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]))
+            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
         del frames
     # the group number spaced 3 apart: a record of another group is ≥ 3 > 1 box unit away on that
     # coordinate, as it was on the mismatching column's own code coordinate — the same answer from

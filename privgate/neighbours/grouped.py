@@ -68,17 +68,23 @@ def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: in
     return codes, 0.0
 
 
-def refine_group_ids(ids: np.ndarray | None, codes: np.ndarray) -> np.ndarray:
+def refine_group_ids(ids: np.ndarray | None, codes: np.ndarray, *, ordered: bool = True) -> np.ndarray:
     """Dense group numbers of the rows after one more integer code column: ``ids`` (the numbers so
     far, None before the first column) refined by ``codes``. Folding columns in one at a time
     numbers the distinct rows in lexicographic order — the inverse of ``np.unique(columns,
     axis=0)`` — without holding all columns, and renumbering after each column keeps the
-    (number, code) pairs from overflowing."""
+    (number, code) pairs from overflowing. ``ordered=False``: the same groups numbered in order of
+    first appearance, by a hash table in time linear in the rows (a caller that only compares
+    numbers for equality; the sort of ``np.unique`` grew as n^1.3 from 2M to 4M rows)."""
     codes = np.asarray(codes).astype(np.int64, copy=False)
     if codes.size == 0:
         return np.zeros(0, dtype=np.int64)
     low = int(codes.min())
     pairs = codes - low if ids is None else ids * (int(codes.max()) - low + 1) + (codes - low)
+    if not ordered:
+        import pandas as pd  # noqa: PLC0415 - a dependency; its hash-table factorize
+
+        return pd.factorize(pairs)[0].astype(np.int64, copy=False)
     return np.unique(pairs, return_inverse=True)[1].ravel().astype(np.int64, copy=False)
 
 

@@ -29,6 +29,23 @@ def test_folded_group_numbers_equal_the_lexicographic_unique_of_all_columns(seed
     np.testing.assert_array_equal(_folded(cols), expected)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_unordered_numbers_are_the_same_groups_in_order_of_first_appearance(seed):
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(0, k, 800) for k in (3, 4, 2, 6)] + [rng.random(800) < 0.2]
+    ordered, unordered = None, None
+    for c in cols:
+        ordered = refine_group_ids(ordered, c)
+        unordered = refine_group_ids(unordered, c, ordered=False)
+    # the same partition: a one-to-one map between the two numberings
+    pairs = np.unique(np.column_stack([ordered, unordered]), axis=0)
+    assert len(np.unique(pairs[:, 0])) == len(np.unique(pairs[:, 1])) == len(pairs)
+    # numbered 0, 1, 2, ... in order of first appearance
+    _, first = np.unique(unordered, return_index=True)
+    np.testing.assert_array_equal(unordered[np.sort(first)], np.arange(unordered.max() + 1))
+    np.testing.assert_array_equal(refine_group_ids(None, np.array([5, 9, 5, 7]), ordered=False), [0, 1, 0, 2])
+
+
 def test_one_column_is_its_dense_rank_and_empty_input_stays_empty():
     np.testing.assert_array_equal(refine_group_ids(None, np.array([5, 9, 5, 7])), [0, 2, 0, 1])
     assert refine_group_ids(None, np.zeros(0, dtype=np.int64)).size == 0
