@@ -6,6 +6,8 @@ never contains a value of a real record.
 
 from __future__ import annotations
 
+import math
+
 
 class PrivgateError(Exception):
     """Base class of every error privgate raises on purpose."""
@@ -97,3 +99,21 @@ def type_name(x: object) -> str:
     """How a configuration error names the type of a value it refused ("a mapping", "a list",
     "a string", else the type's name) — the type only, never the value."""
     return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)
+
+
+def bounded_number(where: str, x: object, lo: float, hi: float, what: str | None = None, *,
+                   name: str = "") -> float:
+    """A configuration value that must be a finite number in [``lo``, ``hi``], as a float; else a
+    :class:`ConfigError` that starts with ``where`` (the offending key's dotted path) and says
+    what was expected (``what``, by default the interval) and what came: a refused number, or
+    only the type of a value that is no number (never a string's text). ``name``: what the value
+    is ("the limit"), put before "must be"."""
+    what = what or f"a finite number in [{lo:g}, {hi:g}]"
+    subject = f"{name} " if name else ""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ConfigError(f"{where}: {subject}must be {what}, got {type_name(x)}")
+    v = float(x)
+    if not math.isfinite(v) or v < lo or v > hi:
+        raise ConfigError(f"{where}: {subject}must be {what}, got {x!r}")
+    return v
+

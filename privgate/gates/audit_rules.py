@@ -68,7 +68,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, bounded_number
 from ..errors import type_name as _tname
 from ..finite import finite_or_none
 
@@ -189,10 +189,10 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(AUDIT_KEYS)}")
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
-        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, MAX_CLAIMED_EPSILON)
+        claimed = bounded_number(f"{where}.claimed_epsilon", claimed, 0.0, MAX_CLAIMED_EPSILON)
     delta = data.get("delta")
     if delta is not None:
-        delta = _number(f"{where}.delta", delta, 0.0, 1.0)
+        delta = bounded_number(f"{where}.delta", delta, 0.0, 1.0)
         if delta >= 1.0:
             raise ConfigError(f"{where}.delta: must be in [0, 1), got {data.get('delta')!r}")
     description = data.get("description", "") or ""
@@ -236,7 +236,7 @@ def _parse_rule(where: str, kind: str, spec: Any) -> list[AuditRule]:
         what = "a number ≥ 0 or 'claimed'" if kind == "epsilon" else "a number in [0, 1]"
         if isinstance(x, str):
             raise ConfigError(f"{where}.{sev}: the limit must be {what}, got {x!r}")
-        out.append(AuditRule(kind, sev, _number(f"{where}.{sev}", x, 0.0, hi, what)))
+        out.append(AuditRule(kind, sev, bounded_number(f"{where}.{sev}", x, 0.0, hi, what)))
     if not out:
         raise ConfigError(f"{where}: give a warn and/or block limit")
     if len(out) == 2 and not any(r.claimed for r in out) and out[0].limit > out[1].limit:
@@ -287,7 +287,7 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
                           f"got {_tname(min_runs)}")
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
-        claimed = _number(f"{where}.claimed_epsilon", claimed, 0.0, 1e6, "a finite number in [0, 1e6]")
+        claimed = bounded_number(f"{where}.claimed_epsilon", claimed, 0.0, 1e6, "a finite number in [0, 1e6]")
     rules = None if data.get("rules") is None else _parse_rules(where, data["rules"])
     return AuditRequirement(generator=gen, version=version, digest=digest, dataset=dataset, min_runs=min_runs,
                             claimed_epsilon=claimed, rules=rules)
@@ -471,16 +471,6 @@ def _error(message: str, rule: AuditRule | None = None) -> AuditCheck:
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def _number(where: str, x: Any, lo: float, hi: float, what: str | None = None) -> float:
-    what = what or f"a finite number in [{lo:g}, {hi:g}]"
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ConfigError(f"{where}: must be {what}, got {_tname(x)}")
-    v = float(x)
-    if not math.isfinite(v) or v < lo or v > hi:
-        raise ConfigError(f"{where}: must be {what}, got {x!r}")
-    return v
 
 
 def _num(x: Any) -> str:

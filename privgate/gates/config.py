@@ -71,7 +71,7 @@ from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, DEFAULT_ON, LIMITS_BY
                            METRIC_KEYS, ON, ON_BY_KIND, RULE_KINDS, SEVERITIES, TOP_KEYS, WHEN, GateConfig,
                            MetricGate, Rule, _check_name, check_name)
 from .config_validate import (MAX_PARAM, _check_finite, _check_params, _column_list,  # noqa: F401
-                              _known_metrics, _limit, _parse_metric, _parse_rules, _parse_top, _rule_limit,
+                              _known_metrics, _parse_metric, _parse_rules, _parse_top, _rule_limit,
                               parse_gate_config)
 from ..errors import type_name as _tname  # noqa: F401
 

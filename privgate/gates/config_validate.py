@@ -13,7 +13,7 @@ import inspect
 import math
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, bounded_number
 from ..errors import type_name as _tname
 from ..options import MAX_SEED, parse_options
 from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, LIMITS_BY_KIND, METRIC_KEYS, ON_BY_KIND, RULE_KINDS,
@@ -179,19 +179,10 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
 
 
 def _rule_limit(where: str, kind: str, x: Any, lo: float, hi: float) -> float:
-    v = _limit(where, x, lo, hi)
+    v = bounded_number(where, x, lo, hi, name="the limit")
     if kind == "test" and v <= 0:
         raise ConfigError(f"{where}: a p-value limit must be above 0 (a p-value is never below 0, so the "
                           f"rule could never fire), got {x!r}")
-    return v
-
-
-def _limit(where: str, x: Any, lo: float, hi: float) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ConfigError(f"{where}: the limit must be a number, got {_tname(x)} {x!r}")
-    v = float(x)
-    if not math.isfinite(v) or v < lo or v > hi:
-        raise ConfigError(f"{where}: the limit must be a finite number in [{lo:g}, {hi:g}], got {x!r}")
     return v
 
 

@@ -192,3 +192,14 @@ def test_check_names_cover_test_rules():
     cfg = parse_gate_config(_cfg(memorisation={"test": {"warn": 0.05, "block": 0.01}}))
     names = [check_name(m.name, r.kind, r.severity) for m, r in cfg.rules()]
     assert names == ["memorisation__test_warn", "memorisation__test_block"]
+
+
+def test_a_limit_that_is_no_number_is_named_by_its_type_never_its_text():
+    """A limit is read by privgate.errors.bounded_number, as an audit rule's numbers are: the
+    message names the key and the type; a refused number is shown, a string's text is not."""
+    with pytest.raises(ConfigError) as info:
+        parse_gate_config({"metrics": {"common_rows": {"threshold": {"block": "Ann Smith 1970"}}}})
+    assert str(info.value) == ("metrics.common_rows.threshold.block: the limit must be a finite number in "
+                               "[0, 1], got a string")
+    with pytest.raises(ConfigError, match=r"threshold\.block: the limit must be a finite number in \[0, 1\], got 2$"):
+        parse_gate_config({"metrics": {"common_rows": {"threshold": {"block": 2}}}})
