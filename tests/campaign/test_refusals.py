@@ -30,7 +30,9 @@ def _people(n: int = N) -> pl.DataFrame:
     return pl.DataFrame({
         "name": [f"{first[i % 8]}{SECRET}{i} {last[(i * 3) % 7]}" for i in range(n)],
         "email": [f"{first[i % 8].lower()}.{SECRET.lower()}{i}@mail{i % 4}.org" for i in range(n)],
-        "age": [float(20 + (i * 7) % 50) for i in range(n)],
+        # ages with four decimals: a cell the leak checks look for cannot turn up by chance (a
+        # whole "20.0" is inside any "120.0" a run prints or stores)
+        "age": [20.4721 + (i * 7) % 50 for i in range(n)],
     })
 
 
