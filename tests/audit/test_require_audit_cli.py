@@ -5,25 +5,14 @@ generator's name and version does not let the production generator's release thr
 from __future__ import annotations
 
 import re
-import textwrap
 
 import pytest
 
-from audit_helpers import real_frame, work_folder
+from audit_helpers import GENERATOR_MODULE, real_frame, work_folder
 from privgate.cli import main
 
-GENERATORS = textwrap.dedent('''
-    import numpy as np
-    import polars as pl
-
-    def production(training, n_rows, seed):
-        return training.sample(n_rows, with_replacement=True, seed=seed)
-
-    def harmless(training, n_rows, seed):
-        rng = np.random.default_rng(seed)
-        return pl.DataFrame({"x": rng.normal(size=n_rows), "y": rng.normal(size=n_rows),
-                             "region": rng.choice(["north", "south"], n_rows)})
-''')
+# the production generator copies its training rows; the harmless one draws from nothing
+GENERATORS = GENERATOR_MODULE + "\nproduction = copy_gen\nharmless = blind_gen\n"
 FAST = ["--real", "real.parquet", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1",
         "--attacks", "distance", "--claimed-epsilon", "1", "--history", "h.sqlite", "--dataset", "d",
         "--generator-version", "1", "--quiet"]
