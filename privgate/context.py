@@ -302,7 +302,7 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         the ``sample`` option — an integer N, or "auto": ``AUTO_SAMPLE_SIZE`` when the side has
         more than ``AUTO_SAMPLE_ABOVE`` rows and the searches are not forced exact. ``auto=False``:
         only an explicit size counts (a metric whose full computation is cheap at any size —
-        common_rows' join, dcr's 2-D search — is not sampled by "auto")."""
+        common_rows' join — is not sampled by "auto")."""
         n = self.n_real if role == "real" else self.n_synthetic
         size = self.sample_real if role == "real" else None
         if size is None:

@@ -262,14 +262,17 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
 
     exact = ctx.exact if exact is None else exact
     q_sampled = sample if sample is not None else ctx.sample_size("real")
+    # "auto"'s size lowers no classifier's cap (they take explicit samples only)
+    auto = sample is None and q_sampled is not None and ctx.sample_size("real", auto=False) is None
     return estimate_sizes(ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0, _features(ctx), metrics,
                           exact=exact, sample=q_sampled, threads=_n_jobs(None, getattr(ctx, "threads", None)),
-                          baseline=baseline, sample_off=sample is None and getattr(ctx, "sample", "auto") is None)
+                          baseline=baseline, sample_off=sample is None and getattr(ctx, "sample", "auto") is None,
+                          sample_auto=auto)
 
 
 def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
                    exact: bool, sample: int | None, threads: int, baseline: bool = False,
-                   sample_off: bool = False) -> MemoryEstimate:
+                   sample_off: bool = False, sample_auto: bool = False) -> MemoryEstimate:
     """The guard's estimate from sizes alone (no data): ``n_real`` / ``n_synthetic`` /
     ``n_holdout`` rows (0: no holdout), ``features`` columns of the encoded mixed space
     (:func:`encoded_features`), ``metrics`` run one after another, ``exact`` searches forced
@@ -277,7 +280,8 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
     what ``EvaluationContext.sample_size("real")`` gives), ``threads`` the run's classifier
     workers (detection_mlp's folds run in worker processes above 1), ``baseline`` the holdout
     baseline scored too, ``sample_off`` the run's ``sample`` is off (the classifier metrics then
-    stack every record instead of their per-class caps). Pure: the same sizes give the same
+    stack every record instead of their per-class caps), ``sample_auto`` ``sample`` is the size
+    "auto" chose (the classifier metrics keep their caps: only an explicit sample lowers them). Pure: the same sizes give the same
     estimate on any machine."""
     from .metrics.proximity import MAX_SCORED_ROWS
     from .neighbours.settings import resolve
@@ -299,7 +303,7 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
         elif name == "proximity_score":
             share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
         elif name in ("detection_mlp", "membership_inference"):
-            share = _classifier_share(name, n_r, n_s, sample, sample_off)
+            share = _classifier_share(name, n_r, n_s, None if sample_auto else sample, sample_off)
         else:
             share = 1.0
         # the baseline's own scratch, for the metrics that score one
@@ -317,8 +321,8 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
 def _classifier_share(name: str, n_real: int, n_synthetic: int, sample: int | None, sample_off: bool) -> float:
     """The share of the real and release records a classifier metric (detection_mlp,
     membership_inference) stacks, from sizes: its default ``max_records`` per class
-    (privgate.metrics.classifier), lowered to ``sample`` (the run's query sample: its explicit size,
-    or "auto"'s, which is at least either cap); every record when the run's ``sample`` is off.
+    (privgate.metrics.classifier), lowered to ``sample`` (the run's explicit query sample; None:
+    no explicit one); every record when the run's ``sample`` is off.
     membership_inference samples both classes at the same share (the smaller)."""
     from .metrics.classifier import MAX_DETECTION_RECORDS, MAX_MEMBERSHIP_RECORDS
 
@@ -343,8 +347,8 @@ def metric_family(name: str) -> str:
 
 def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
                      exact: bool, sample: int | None, threads: int, baseline: bool = False,
-                     step_threads: dict[str, int] | None = None, sample_off: bool = False
-                     ) -> dict[str, MemoryEstimate]:
+                     step_threads: dict[str, int] | None = None, sample_off: bool = False,
+                     sample_auto: bool = False) -> dict[str, MemoryEstimate]:
     """The estimate of each family step of an evaluation split by metric family (privgate.dagster's
     ``build_privgate_family_checks``): family → the estimate of a step that loads the inputs,
     builds its own context (the held frames) and runs that family's ``metrics`` alone, its peak
@@ -361,7 +365,7 @@ def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: in
     for family, names in groups.items():
         n_threads = step_threads.get(identifier(family), step_threads.get(family, threads))
         out[family] = estimate_sizes(n_real, n_synthetic, n_holdout, features, names, exact=exact,
-                                     sample_off=sample_off,
+                                     sample_off=sample_off, sample_auto=sample_auto,
                                      sample=sample, threads=n_threads, baseline=baseline)
     return out
 

@@ -15,6 +15,7 @@ from privgate.cli import main
 from privgate.commands.estimate import pod_memory_gib, quantity, read_sizes
 from privgate.context import EvaluationContext
 from privgate.data import example_path, load_example
+from privgate.options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 from privgate.memory_guard import GIB, estimate_run, estimate_sizes, family_estimates
 from privgate.metrics.classifier import _n_jobs
 from privgate.registry import FAMILIES, get_metric, metric_names
@@ -143,8 +144,10 @@ def test_planning_with_rows_and_features(capsys):
     names = metric_names()
     assert result["sizes"] == {"n_real": 10**6, "n_synthetic": 10**6, "n_holdout": 10**6, "features": 100,
                                "source": "planned"}
-    assert result["options"]["real_records_sampled"] == 50_000  # sample "auto" above 200,000 rows
-    single = estimate_sizes(10**6, 10**6, 10**6, 100, names, exact=False, sample=50_000, threads=1, baseline=True)
+    assert result["options"]["real_records_sampled"] == AUTO_SAMPLE_SIZE  # sample "auto" above AUTO_SAMPLE_ABOVE rows
+    assert AUTO_SAMPLE_ABOVE < 10**6
+    single = estimate_sizes(10**6, 10**6, 10**6, 100, names, exact=False, sample=AUTO_SAMPLE_SIZE, threads=1, sample_auto=True,
+                            baseline=True)
     assert result["single_step"]["peak_bytes"] == math.ceil(single.peak)
     assert set(result["family_steps"]) == {f.replace("-", "_") for f in FAMILIES}
     step = result["family_steps"]["re_identification"]

@@ -7,7 +7,7 @@ import sys
 from typing import Any, Callable
 
 from ..errors import ParameterError
-from ..options import MAX_DEADLINE, MAX_RECORDS, MAX_THREADS, RunOptions, check_seed
+from ..options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE, MAX_DEADLINE, MAX_RECORDS, MAX_THREADS, RunOptions, check_seed
 
 
 def positive_int(flag: str, most: int = MAX_RECORDS) -> Callable[[str], int]:
@@ -62,8 +62,8 @@ def add_run_options(p: argparse.ArgumentParser, default: str = "") -> None:
     p.add_argument("--sample", dest="sample", type=_option("sample", "--sample must be auto, off or a positive "
                                                                       f"integer (at most {MAX_RECORDS:,}), "
                                                                       "got {text!r}"), default=None,
-                   help=f"query-record sampling of both sides: auto (only a side of more than 200,000 rows: "
-                        f"50,000 seeded records), off (every record) or N per side (default: {first}auto)")
+                   help=f"query-record sampling of both sides: auto (only a side of more than {AUTO_SAMPLE_ABOVE:,} rows: "
+                        f"{AUTO_SAMPLE_SIZE:,} seeded records), off (every record) or N per side (default: {first}auto)")
     p.add_argument("--memory-limit", dest="memory_limit", type=_option("memory_limit", flag="--memory-limit"),
                    default=None,
                    help="refuse a run estimated to need more memory than this before any metric runs "

@@ -237,11 +237,13 @@ def estimate(*, sizes: dict[str, Any], metrics: list[str], baseline: bool, optio
     threads = _threads(options.threads)
     exact = bool(options.exact)
     # the real query records a sampled metric computes on, as the run's context decides it
-    sample = EvaluationContext.sample_size(SimpleNamespace(
-        n_real=sizes["n_real"], n_synthetic=sizes["n_synthetic"], sample_real=options.sample_real,
-        sample=None if options.sample == "off" else options.sample, exact=exact), "real")
+    planned = SimpleNamespace(n_real=sizes["n_real"], n_synthetic=sizes["n_synthetic"], sample_real=options.sample_real,
+                              sample=None if options.sample == "off" else options.sample, exact=exact)
+    sample = EvaluationContext.sample_size(planned, "real")
+    auto = sample is not None and EvaluationContext.sample_size(planned, "real", auto=False) is None
     shape = (sizes["n_real"], sizes["n_synthetic"], sizes["n_holdout"], sizes["features"], metrics)
-    common = {"exact": exact, "sample": sample, "baseline": baseline, "sample_off": options.sample == "off"}
+    common = {"exact": exact, "sample": sample, "baseline": baseline, "sample_off": options.sample == "off",
+              "sample_auto": auto}
     single = estimate_sizes(*shape, threads=threads, **common)
     by_family = family_estimates(*shape, threads=threads, step_threads=step_threads, **common)
     steps = {}

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from privgate.errors import PrivgateError
 from privgate.names import path_component
+from privgate.options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig, GateOutcome
@@ -74,8 +75,8 @@ class PrivgateResource(dg.ConfigurableResource):
         default=None, description=("Estimate per-real-record means on a seeded sample of this many real records. "
                                    "Unset: the configuration's options.sample_real (default: as sample says)."))
     sample: Optional[str] = Field(
-        default=None, description=("Query-record sampling of both sides: 'auto' (a side of more than 200,000 rows "
-                                   "is estimated on 50,000 seeded records), 'off', or a number N per side. "
+        default=None, description=(f"Query-record sampling of both sides: 'auto' (a side of more than {AUTO_SAMPLE_ABOVE:,} rows "
+                                   f"is estimated on {AUTO_SAMPLE_SIZE:,} seeded records), 'off', or a number N per side. "
                                    "Unset: the configuration's options.sample (default auto)."))
     deadline: Optional[float] = Field(
         default=None, description=("Seconds a gate run may take; then it is stopped and the release blocked "

@@ -16,7 +16,7 @@ starts with the dotted path of the offending key (``metrics.common_rows.threshol
       exact: false                  # true: exact neighbour searches at every size
       sample_real: 100000           # estimate per-real-record means on a sample of this many records
       sample: auto                  # query-record sampling of both sides: auto (default: only a side of
-                                    # more than 200,000 rows, 50,000 sampled), off, or N per side
+                                    # more than 100,000 rows, 10,000 sampled), off, or N per side
       deadline: 21600               # seconds before the run is stopped and blocked (default 6 hours)
     metrics:
       common_rows:

@@ -264,12 +264,12 @@ def median_dcr(ctx) -> MetricResult:
     r = 0 (copy) → 1, r → ∞ → 0. Both medians 0 → value 1 (r undefined); only the real–real
     median 0 → r = ∞ → value 0.
 
-    Sampled (``ctx.real_sample()``, e.g. ``sample: auto`` on more than 200,000 real records): both
+    Sampled (``ctx.real_sample()``, e.g. ``sample: auto`` on more than 100,000 real records): both
     medians over the sampled real records, each searched against every synthetic / other real
     record; the interval is the percentile bootstrap of both medians over the sampled records,
     which contains the sampling error of a median of a simple random sample (the real records'
-    second role, reference points of the real → real search, is held fixed — at 50,000 sampled
-    of ≥ 200,000 that error is far smaller than the sample's).
+    second role, reference points of the real → real search, is held fixed — at 10,000 sampled
+    of more than 100,000 that error is far smaller than the sample's).
 
     Orientation: risk (value); raw = r (higher = more private).
     """
@@ -325,7 +325,7 @@ def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     mixed space is fitted once on all real records.
 
     Sampled (equal sizes; ``ctx.real_sample()`` / ``ctx.synthetic_sample()``, e.g. ``sample:
-    auto`` above 200,000 rows): each side's share over its seeded sample of query records, each
+    auto`` above 100,000 rows): each side's share over its seeded sample of query records, each
     searched against every record of both sets — an unbiased estimate of each side's share; the
     interval is the stratified bootstrap of the two samples' flags (each side resampled on its
     own), which contains both samples' sampling error (the records' role as reference points held
@@ -512,7 +512,11 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
 
     Orientation: risk (value); raw = m̄ (higher = more private).
     """
-    rows = real_rows(ctx, auto=False)  # a 2-D k-d tree search: cheap at any size, "auto" keeps it exact
+    # sampled under "auto" as the other per-real-record means: the 2-D search is cheap, but the
+    # jackknife's FAMD refits search the release again per group (40 of the 58 CPU-s at 1M); on a
+    # sample the interval is the sample's mean interval with the FAMD axes, fitted on every real
+    # record, held fixed — their refit moves a mean over > 100,000 records far less than the sample
+    rows = real_rows(ctx)
     d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     m = float(d.mean())
     res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",

@@ -91,7 +91,7 @@ are not, so the shares are multiplied by n_T / (k_T·n_H) (1 when n_T is a multi
 ``details["parts"]`` says how the sets were made.
 
 **Sampled release** (``ctx.synthetic_sample()``: ``sample: auto`` on a release of more than
-200,000 records, or an explicit ``sample``): the test runs on a seeded simple random sample of
+100,000 records, or an explicit ``sample``): the test runs on a seeded simple random sample of
 m' release records, each searched against ALL training and holdout records (local scales read
 for the nearest records found). The symmetry argument is untouched: the sample is drawn from
 the release's row positions by a seed, independently of which real records were trained on, so

@@ -146,8 +146,12 @@ def test_auto_does_nothing_below_its_size(monkeypatch):
     big = EvaluationContext(real, release, holdout=holdout)
     assert big.real_sample().size == 100 and big.synthetic_sample().size == 100
     assert big.sample_description("synthetic")["rule"].startswith("auto")
-    # common_rows (a join) and dcr (a 2-D search) stay exact under auto; an explicit size samples them
-    assert "sampled" not in m.common_rows(big).details and "sampled" not in m.dcr(big).details
+    # common_rows (a join) stays exact under auto; dcr is sampled as the other per-record means (its
+    # jackknife refits the FAMD axes per group); an explicit size samples both
+    assert "sampled" not in m.common_rows(big).details
+    dcr_auto = m.dcr(big)
+    assert dcr_auto.details["sampled"]["n"] == 100 and "FAMD projection held fixed" in dcr_auto.details["ci_method"]
+    assert m.common_rows(EvaluationContext(real, release, sample=100)).details["sampled"]["n"] == 100
     assert m.nnaa(big).details["sampled"]["n"] == 100
     assert m.dcr(EvaluationContext(real, release, sample=100)).details["sampled"]["n"] == 100
     assert EvaluationContext(real, release, exact=True).real_sample() is None
