@@ -187,6 +187,37 @@ class _TargetGroups:
         return np.flatnonzero(mask)
 
 
+class _KeptTrees:
+    """The k-d trees of one level's first pass, kept for its retry (the retried rows are some of
+    the first pass's rows, so their groups are among those a kept tree holds) while their
+    estimated memory stays within ``budget`` bytes: the retry of a million-target level 1 would
+    otherwise build all its trees again. Only for the duration of one level of one search."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.items: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = {}
+
+    @staticmethod
+    def nbytes(members: np.ndarray, width: int) -> int:
+        """Estimated bytes of a tree over ``members`` points of ``width`` coordinates (the
+        coordinates, the tree's index and nodes, the member positions)."""
+        return int(members.size) * (8 * width + 32)
+
+    def offer(self, key: tuple, groups: np.ndarray, members: np.ndarray, tree: object, width: int) -> None:
+        """Keep ``tree`` (over ``members``, the targets of group positions ``groups``) if it fits."""
+        size = self.nbytes(members, width)
+        if size <= self.budget:
+            self.budget -= size
+            self.items[key] = (groups, members, tree)
+
+    def get(self, key: tuple, groups: np.ndarray) -> tuple[np.ndarray, object] | None:
+        """(members, tree) kept under ``key`` when it holds every group of ``groups``, else None."""
+        hit = self.items.get(key)
+        if hit is None or not np.isin(groups, hit[0]).all():
+            return None
+        return hit[1], hit[2]
+
+
 def _slice_cost(q: np.ndarray, t: np.ndarray, a: int, b: int) -> float:
     """Squared distance a mismatch in the one-hot slice [a, b) adds (2·scale²)."""
     v = q[0, a:b] if q.shape[0] else t[0, a:b]
@@ -326,13 +357,14 @@ class _GroupedSearch:
         # a short candidate list: with numeric columns ties are rare, and a row whose list is cut
         # in a tie run is retried, then goes on to the general search
         width = min(p.available, p.k + settings.grouped_extra)
-        idx, reach = self.candidates(np.arange(p.n), qg, tg, sorted_t, width, beyond0)
+        kept = _KeptTrees(settings.block_bytes)
+        idx, reach = self.candidates(np.arange(p.n), qg, tg, sorted_t, width, beyond0, kept=kept)
         todo, cut = self.settle(np.arange(p.n), idx, [reach], beyond0, width)
         if cut.size == 0 or width == p.available:
             return todo
         todo = np.setdiff1d(todo, cut)
         width = min(p.available, p.k + settings.extra_candidates)
-        idx, reach = self.candidates(cut, qg, tg, sorted_t, width, beyond0)
+        idx, reach = self.candidates(cut, qg, tg, sorted_t, width, beyond0, kept=kept)
         left, _ = self.settle(cut, idx, [reach], beyond0, width)
         return np.union1d(todo, left)
 
@@ -345,26 +377,31 @@ class _GroupedSearch:
         beyond = float(np.sqrt(ordered[:depth + 1].sum())) if self.costs.size > depth else np.inf
         available = self.p.available
         kk = min(available, self.p.k + self.p.settings.grouped_extra)
-        left, cut = self._level_pass(todo, depth, kk, beyond)
+        kept = _KeptTrees(self.p.settings.block_bytes)
+        left, cut = self._level_pass(todo, depth, kk, beyond, kept)
         if cut.size == 0 or kk == available:
             return left
         kk = min(available, self.p.k + self.p.settings.extra_candidates)
-        again, _ = self._level_pass(cut, depth, kk, beyond)
+        again, _ = self._level_pass(cut, depth, kk, beyond, kept)
         return np.union1d(np.setdiff1d(left, cut, assume_unique=True), again)
 
-    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float) -> tuple[np.ndarray, np.ndarray]:
+    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float, kept: _KeptTrees | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """One pass of level ``depth`` over ``rows`` with lists of ``kk``: (rows left open, those of
-        them left open only because a list was too short)."""
+        them left open only because a list was too short). ``kept``: trees kept from the first
+        pass (reused) or for the retry (offered)."""
         cands, reaches = [], []
         for drop in combinations(range(self.costs.size), depth):
             qg_j, tg_j = self.groups.ids(drop=drop)
-            idx, reach = self.candidates(rows, qg_j, tg_j, self.target_groups(drop, tg_j), kk, beyond)
+            idx, reach = self.candidates(rows, qg_j, tg_j, self.target_groups(drop, tg_j), kk, beyond,
+                                         kept=kept, key=drop)
             cands.append(idx)
             reaches.append(reach)
         return self.settle(rows, np.hstack(cands), reaches, beyond, kk)
 
     def candidates(self, rows: np.ndarray, qg: np.ndarray, tg: np.ndarray, sorted_t: _TargetGroups, kk: int,
-                   beyond: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+                   beyond: float = np.inf, *, kept: _KeptTrees | None = None, key: tuple = ()
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the
         same group (ids ``qg`` of every query row, ``tg`` of every target, ``sorted_t`` the
         targets sorted by ``tg``), and how far the list
@@ -376,7 +413,10 @@ class _GroupedSearch:
         (``distance_upper_bound`` slightly above it): a row with fewer than kk group records
         within it gets the ones found and reach ``beyond`` — every record it did not see is
         farther. And only targets of groups some query row belongs to go into the tree (at level
-        1 often a small part of them; the others can be no row's candidate)."""
+        1 often a small part of them; the others can be no row's candidate). ``kept``: a tree of
+        the same ids (under ``key``) holding every queried group is queried instead of building
+        one (its other groups' records are at least ``gap`` away: a list that reaches them has
+        seen all of the row's group); a tree built here is offered to it."""
         from scipy.spatial import cKDTree
 
         exclude_self, gap = self.p.exclude_self, self.gap
@@ -390,15 +430,23 @@ class _GroupedSearch:
         if live.size == 0:
             return out_idx, out_reach
         rows = rows[live]
-        # targets of the groups queried (the tree's positions map back through `members`)
-        members = sorted_t.members(at[live])
-        # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
+        groups = np.unique(at[live])
+        hit = None if kept is None else kept.get(key, groups)
+        if hit is None:
+            # targets of the groups queried (the tree's positions map back through `members`)
+            members = sorted_t.members(groups)
+            # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
+            tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
+            tree = cKDTree(tz)
+            if kept is not None:
+                kept.offer(key, groups, members, tree, tz.shape[1])
+        else:
+            members, tree = hit
         qz = np.column_stack([self.qnum[rows], qg[rows].astype(np.float64) * gap])
-        tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
         m = members.size
         search_k = min(m, kk + (1 if exclude_self else 0))
         bound = beyond * (1 + 1e-6) + 1e-12 if np.isfinite(beyond) else np.inf
-        dist, pos = cKDTree(tz).query(qz, k=search_k, distance_upper_bound=bound, workers=workers())
+        dist, pos = tree.query(qz, k=search_k, distance_upper_bound=bound, workers=workers())
         dist = dist.reshape(rows.size, search_k)
         pos = pos.reshape(rows.size, search_k)
         idx = np.where(pos < m, members[np.minimum(pos, m - 1)], -1)
