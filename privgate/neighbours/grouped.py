@@ -148,14 +148,17 @@ class _TargetGroups:
 
     def __init__(self, tg: np.ndarray) -> None:
         order = np.argsort(tg, kind="stable")
-        self.order = order.astype(np.int32) if tg.size < 2**31 else order
         ordered = tg[order]
         edge = np.empty(ordered.size, dtype=bool)
         edge[:1] = True
         np.not_equal(ordered[1:], ordered[:-1], out=edge[1:])
-        self.starts = np.flatnonzero(edge)
-        self.groups = ordered[self.starts]
-        self.counts = np.diff(np.append(self.starts, ordered.size))
+        starts = np.flatnonzero(edge)
+        self.groups = ordered[starts]
+        counts = np.diff(np.append(starts, ordered.size))
+        # kept per target and dropped-column set: positions in int32 where they fit (a level-1 set
+        # of a million targets has hundreds of thousands of groups)
+        small = np.int32 if tg.size < 2**31 else np.int64
+        self.order, self.starts, self.counts = order.astype(small), starts.astype(small), counts.astype(small)
         self.size = int(tg.size)
 
     def count(self, qg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
