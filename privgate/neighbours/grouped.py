@@ -100,11 +100,17 @@ def group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class _Groups:
     """Group ids of query and target rows for a set of categorical columns: mixed-radix numbers of
     the codes when they stay exact in float64 after scaling by the gap (then dropping a column is
-    a subtraction), else dense ids from successive np.unique."""
+    a subtraction), else dense ids from successive np.unique.
 
-    def __init__(self, qc: np.ndarray, tc: np.ndarray, gap: float) -> None:
+    The radix of column j is its slice's width (``levels``: every code is below it), not the
+    largest code seen, so a target's numbers depend on the target alone and its sorted groups
+    (:class:`_TargetGroups`) can be kept for every search of that target."""
+
+    def __init__(self, qc: np.ndarray, tc: np.ndarray, gap: float, levels: np.ndarray | None = None) -> None:
         self.qc, self.tc = qc, tc
-        levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)).astype(np.int64) + 1
+        if levels is None:  # no slice widths given: the codes' own range
+            levels = np.maximum(qc.max(axis=0, initial=0), tc.max(axis=0, initial=0)) + 1
+        levels = np.asarray(levels, dtype=np.int64)
         self.strides = np.concatenate([[1], np.cumprod(levels)[:-1]]).astype(np.int64) if levels.size else levels
         total = float(np.prod(levels.astype(np.float64))) if levels.size else 1.0
         self.radix = total * (gap + 1.0) < 2.0**52
@@ -115,7 +121,7 @@ class _Groups:
         """(query ids, target ids) grouping rows equal on every column (but those in ``drop``)."""
         if self.qc.shape[1] == 0:
             return np.zeros(self.qc.shape[0], dtype=np.int64), np.zeros(self.tc.shape[0], dtype=np.int64)
-        dropped = () if drop is None else (drop,) if isinstance(drop, (int, np.integer)) else tuple(drop)
+        dropped = _dropped(drop)
         if self.radix:
             q, t = self.q_all, self.t_all
             for j in dropped:
@@ -124,6 +130,95 @@ class _Groups:
             return q, t
         keep = ~np.isin(np.arange(self.qc.shape[1]), dropped)
         return group_ids(self.qc[:, keep], self.tc[:, keep])
+
+
+def _dropped(drop: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """The dropped columns as a tuple of ints (a memo key part)."""
+    if drop is None:
+        return ()
+    return (int(drop),) if isinstance(drop, (int, np.integer)) else tuple(int(j) for j in drop)
+
+
+class _TargetGroups:
+    """The target rows sorted by group id (one set of dropped columns): ``order`` (target positions,
+    ascending within a group), the distinct ``groups`` ascending, each one's ``starts`` offset in
+    ``order`` and ``counts``. Depends on the target ids alone; with mixed-radix ids of slice widths
+    it is kept in the :class:`SearchMemo` for every search of the same target — the sort of a
+    million ids (two per tree and retry before: np.unique and np.isin) is made once."""
+
+    def __init__(self, tg: np.ndarray) -> None:
+        order = np.argsort(tg, kind="stable")
+        ordered = tg[order]
+        edge = np.empty(ordered.size, dtype=bool)
+        edge[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        self.groups = ordered[starts]
+        counts = np.diff(np.append(starts, ordered.size))
+        # kept per target and dropped-column set: positions in int32 where they fit (a level-1 set
+        # of a million targets has hundreds of thousands of groups)
+        small = np.int32 if tg.size < 2**31 else np.int64
+        self.order, self.starts, self.counts = order.astype(small), starts.astype(small), counts.astype(small)
+        self.size = int(tg.size)
+
+    def count(self, qg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per query id: (its position among ``groups``, its target count — 0 when no target has it)."""
+        if self.groups.size == 0:
+            return np.zeros(qg.size, dtype=np.int64), np.zeros(qg.size, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.groups, qg), self.groups.size - 1)
+        return at, np.where(self.groups[at] == qg, self.counts[at], 0)
+
+    def members(self, at: np.ndarray) -> np.ndarray:
+        """The target positions of the groups at positions ``at`` (repeats allowed), ascending —
+        the order ``np.flatnonzero(np.isin(tg, those ids))`` gives, so each tree is built over
+        the same points in the same order as before."""
+        at = np.unique(at)
+        counts = self.counts[at]
+        total = int(counts.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        # positions in `order`: each group's run start, then +1 along the run
+        step = np.ones(total, dtype=np.int64)
+        heads = np.cumsum(counts)[:-1]
+        step[0] = self.starts[at[0]]
+        step[heads] = self.starts[at[1:]] - (self.starts[at[:-1]] + counts[:-1] - 1)
+        picked = self.order[np.cumsum(step)]
+        if total * 16 < self.size:  # few: sort them
+            return np.sort(picked).astype(np.int64, copy=False)
+        mask = np.zeros(self.size, dtype=bool)  # many: one pass over the targets
+        mask[picked] = True
+        return np.flatnonzero(mask)
+
+
+class _KeptTrees:
+    """The k-d trees of one level's first pass, kept for its retry (the retried rows are some of
+    the first pass's rows, so their groups are among those a kept tree holds) while their
+    estimated memory stays within ``budget`` bytes: the retry of a million-target level 1 would
+    otherwise build all its trees again. Only for the duration of one level of one search."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.items: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = {}
+
+    @staticmethod
+    def nbytes(members: np.ndarray, width: int) -> int:
+        """Estimated bytes of a tree over ``members`` points of ``width`` coordinates (the
+        coordinates, the tree's index and nodes, the member positions)."""
+        return int(members.size) * (8 * width + 32)
+
+    def offer(self, key: tuple, groups: np.ndarray, members: np.ndarray, tree: object, width: int) -> None:
+        """Keep ``tree`` (over ``members``, the targets of group positions ``groups``) if it fits."""
+        size = self.nbytes(members, width)
+        if size <= self.budget:
+            self.budget -= size
+            self.items[key] = (groups, members, tree)
+
+    def get(self, key: tuple, groups: np.ndarray) -> tuple[np.ndarray, object] | None:
+        """(members, tree) kept under ``key`` when it holds every group of ``groups``, else None."""
+        hit = self.items.get(key)
+        if hit is None or not np.isin(groups, hit[0]).all():
+            return None
+        return hit[1], hit[2]
 
 
 def _slice_cost(q: np.ndarray, t: np.ndarray, a: int, b: int) -> float:
@@ -185,7 +280,17 @@ class _GroupedSearch:
         # float64 (of float32 coordinates in a compact space): ranked as the full distances are computed
         self.qnum = np.ascontiguousarray(q[:, num], dtype=np.float64)
         self.tnum = np.ascontiguousarray(t[:, num], dtype=np.float64)
-        self.groups = _Groups(qc, tc, self.gap)
+        self.groups = _Groups(qc, tc, self.gap, np.array([b - a for a, b in slices], dtype=np.int64))
+        self.slices_key = tuple((int(a), int(b)) for a, b in slices)
+
+    def target_groups(self, drop: int | tuple[int, ...] | None, tg: np.ndarray) -> _TargetGroups:
+        """The target ids ``tg`` (of the columns but ``drop``) sorted by group: kept in the search
+        memo for this target matrix when the ids are mixed-radix numbers of the slice widths
+        (then they depend on the target alone); built for this call otherwise."""
+        if not self.groups.radix:  # dense ids of query and target together: this search's own
+            return _TargetGroups(tg)
+        tag = ("grouped_target_groups", self.slices_key, _dropped(drop))
+        return SearchMemo.get_or_build(self.p.memo, self.p.t, tag, lambda: _TargetGroups(tg))
 
     @classmethod
     def of(cls, p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray
@@ -251,16 +356,18 @@ class _GroupedSearch:
         p, settings = self.p, self.p.settings
         beyond0 = float(np.sqrt(self.ordered[0])) if self.costs.size else np.inf
         qg, tg = self.groups.ids()
+        sorted_t = self.target_groups(None, tg)
         # a short candidate list: with numeric columns ties are rare, and a row whose list is cut
         # in a tie run is retried, then goes on to the general search
         width = min(p.available, p.k + settings.grouped_extra)
-        idx, reach = self.candidates(np.arange(p.n), qg, tg, width, beyond0)
+        kept = _KeptTrees(settings.block_bytes)
+        idx, reach = self.candidates(np.arange(p.n), qg, tg, sorted_t, width, beyond0, kept=kept)
         todo, cut = self.settle(np.arange(p.n), idx, [reach], beyond0, width)
         if cut.size == 0 or width == p.available:
             return todo
         todo = np.setdiff1d(todo, cut)
         width = min(p.available, p.k + settings.extra_candidates)
-        idx, reach = self.candidates(cut, qg, tg, width, beyond0)
+        idx, reach = self.candidates(cut, qg, tg, sorted_t, width, beyond0, kept=kept)
         left, _ = self.settle(cut, idx, [reach], beyond0, width)
         return np.union1d(todo, left)
 
@@ -273,28 +380,34 @@ class _GroupedSearch:
         beyond = float(np.sqrt(ordered[:depth + 1].sum())) if self.costs.size > depth else np.inf
         available = self.p.available
         kk = min(available, self.p.k + self.p.settings.grouped_extra)
-        left, cut = self._level_pass(todo, depth, kk, beyond)
+        kept = _KeptTrees(self.p.settings.block_bytes)
+        left, cut = self._level_pass(todo, depth, kk, beyond, kept)
         if cut.size == 0 or kk == available:
             return left
         kk = min(available, self.p.k + self.p.settings.extra_candidates)
-        again, _ = self._level_pass(cut, depth, kk, beyond)
+        again, _ = self._level_pass(cut, depth, kk, beyond, kept)
         return np.union1d(np.setdiff1d(left, cut, assume_unique=True), again)
 
-    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float) -> tuple[np.ndarray, np.ndarray]:
+    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float, kept: _KeptTrees | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """One pass of level ``depth`` over ``rows`` with lists of ``kk``: (rows left open, those of
-        them left open only because a list was too short)."""
+        them left open only because a list was too short). ``kept``: trees kept from the first
+        pass (reused) or for the retry (offered)."""
         cands, reaches = [], []
         for drop in combinations(range(self.costs.size), depth):
             qg_j, tg_j = self.groups.ids(drop=drop)
-            idx, reach = self.candidates(rows, qg_j, tg_j, kk, beyond)
+            idx, reach = self.candidates(rows, qg_j, tg_j, self.target_groups(drop, tg_j), kk, beyond,
+                                         kept=kept, key=drop)
             cands.append(idx)
             reaches.append(reach)
         return self.settle(rows, np.hstack(cands), reaches, beyond, kk)
 
-    def candidates(self, rows: np.ndarray, qg: np.ndarray, tg: np.ndarray, kk: int, beyond: float = np.inf
+    def candidates(self, rows: np.ndarray, qg: np.ndarray, tg: np.ndarray, sorted_t: _TargetGroups, kk: int,
+                   beyond: float = np.inf, *, kept: _KeptTrees | None = None, key: tuple = ()
                    ) -> tuple[np.ndarray, np.ndarray]:
         """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the
-        same group (ids ``qg`` of every query row, ``tg`` of every target), and how far the list
+        same group (ids ``qg`` of every query row, ``tg`` of every target, ``sorted_t`` the
+        targets sorted by ``tg``), and how far the list
         reaches: no target of the row's group left out of it is nearer (numerically) than that.
         Records of other groups are at least ``gap`` away and come last; -1 marks an empty slot.
 
@@ -303,31 +416,40 @@ class _GroupedSearch:
         (``distance_upper_bound`` slightly above it): a row with fewer than kk group records
         within it gets the ones found and reach ``beyond`` — every record it did not see is
         farther. And only targets of groups some query row belongs to go into the tree (at level
-        1 often a small part of them; the others can be no row's candidate)."""
+        1 often a small part of them; the others can be no row's candidate). ``kept``: a tree of
+        the same ids (under ``key``) holding every queried group is queried instead of building
+        one (its other groups' records are at least ``gap`` away: a list that reaches them has
+        seen all of the row's group); a tree built here is offered to it."""
         from scipy.spatial import cKDTree
 
         exclude_self, gap = self.p.exclude_self, self.gap
         # rows whose group holds no target (but themselves) have nothing to find here: their list
         # is empty (-1) and reaches everywhere — about half the rows of a Texas-like search, and a
         # tree query costs as much for them as for the others
-        groups, members = np.unique(tg, return_counts=True)
-        at = np.minimum(np.searchsorted(groups, qg[rows]), max(groups.size - 1, 0))
-        others = np.where(groups[at] == qg[rows], members[at], 0) - (1 if exclude_self else 0)
-        live = np.flatnonzero(others > 0)
+        at, count = sorted_t.count(qg[rows])
+        live = np.flatnonzero(count - (1 if exclude_self else 0) > 0)
         out_idx = np.full((rows.size, kk), -1, dtype=np.int64)
         out_reach = np.full(rows.size, np.inf)
         if live.size == 0:
             return out_idx, out_reach
         rows = rows[live]
-        # targets of the groups queried (the tree's positions map back through `members`)
-        members = np.flatnonzero(np.isin(tg, np.unique(qg[rows])))
-        # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
+        groups = np.unique(at[live])
+        hit = None if kept is None else kept.get(key, groups)
+        if hit is None:
+            # targets of the groups queried (the tree's positions map back through `members`)
+            members = sorted_t.members(groups)
+            # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
+            tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
+            tree = cKDTree(tz)
+            if kept is not None:
+                kept.offer(key, groups, members, tree, tz.shape[1])
+        else:
+            members, tree = hit
         qz = np.column_stack([self.qnum[rows], qg[rows].astype(np.float64) * gap])
-        tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
         m = members.size
         search_k = min(m, kk + (1 if exclude_self else 0))
         bound = beyond * (1 + 1e-6) + 1e-12 if np.isfinite(beyond) else np.inf
-        dist, pos = cKDTree(tz).query(qz, k=search_k, distance_upper_bound=bound, workers=workers())
+        dist, pos = tree.query(qz, k=search_k, distance_upper_bound=bound, workers=workers())
         dist = dist.reshape(rows.size, search_k)
         pos = pos.reshape(rows.size, search_k)
         idx = np.where(pos < m, members[np.minimum(pos, m - 1)], -1)
