@@ -74,6 +74,8 @@ def flat_candidates(q32: np.ndarray, qn: np.ndarray, t32: np.ndarray, tn: np.nda
     step = max(MIN_TILE_ROWS, tile_bytes // max(1, 4 * m))
     parts = step < BLOCK_ROWS and m > kk
     target_major = parts and q32.shape[1] <= TARGET_MAJOR_MAX_DIM
+    if parts:  # row-major parts: tiles of BLOCK_ROWS rows × `width` targets
+        step = BLOCK_ROWS
     blocks = _row_blocks(n, step, target_major)
     if target_major:
         t32 = np.ascontiguousarray(t32)
