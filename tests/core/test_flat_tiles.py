@@ -40,8 +40,8 @@ def _brute(q, qn, t, tn, kk):
 def test_parts_give_the_candidates_of_one_tile(seed, n, m, d, kk, tied):
     q, qn, t, tn = _case(seed, n, m, d, tied)
     whole_d, whole_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=10**12)
-    # 4 · 256 · 41 bytes: row blocks of 256 × parts of ~41 targets (tile rows would be < 256)
-    parts_d, parts_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=4 * flat.BLOCK_ROWS * 41)
+    # 4 · PART_ROWS · 41 bytes: row blocks of PART_ROWS × parts of ~41 targets (tile rows would be < 256)
+    parts_d, parts_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=4 * flat.PART_ROWS * 41)
     rows_d, rows_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=4 * m * 20)  # whole-row tiles of 20
     for d_, i_ in ((parts_d, parts_i), (rows_d, rows_i)):
         np.testing.assert_array_equal(i_, whole_i)
@@ -61,3 +61,43 @@ def test_a_large_target_set_is_tiled_in_parts(monkeypatch):
     calls.clear()
     flat.flat_candidates(q, qn, t, tn, 3, tile_bytes=4 * 3_000 * flat.BLOCK_ROWS)
     assert not calls
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 7, 8, 15, 16, 17, 31])
+def test_target_major_products_equal_the_row_major_ones(d):
+    """Up to TARGET_MAJOR_MAX_DIM dimensions the parts path computes t_part @ (−2q)ᵀ, the other
+    paths (−2q) @ tᵀ: the same float32 values, bit for bit, for blocks of 2 rows or more (tails
+    of rows and targets included; one-row blocks are searched row-major)."""
+    assert d <= flat.TARGET_MAJOR_MAX_DIM
+    rng = np.random.default_rng(d)
+    for b, w in ((2, 1), (3, 17), (37, 1_000), (512, 1_024), (129, 2_049)):
+        q2 = rng.normal(size=(b, d)).astype(np.float32) * np.float32(-2.0)
+        t = (rng.normal(size=(w, d)) * rng.choice([1e-3, 1.0, 1e3], size=(w, 1))).astype(np.float32)
+        np.testing.assert_array_equal((t @ q2.T).T, q2 @ np.ascontiguousarray(t.T))
+
+
+@pytest.mark.parametrize("kk", [1, 2, 5])
+@pytest.mark.parametrize("d, tied", [(7, True), (15, True), (16, False), (7, False), (31, False), (95, True)])
+def test_small_kk_parts_with_ties(kk, d, tied):
+    """k = 1, 2, 5 (kk the screen's candidates): the parts path — rows skipped when no value of
+    a part is below their kk-th best, few rows selected from by their columns — gives the
+    candidates of one whole tile and (exact small integers) of a brute-force sort."""
+    q, qn, t, tn = _case(10 + kk + d, 700, 9_001, d, tied)
+    whole_d, whole_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=10**12)
+    for width in (37, 300):
+        parts_d, parts_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=4 * flat.PART_ROWS * width)
+        np.testing.assert_array_equal(parts_i, whole_i)
+        np.testing.assert_array_equal(parts_d, whole_d)
+    if tied:
+        np.testing.assert_array_equal(whole_i, _brute(q, qn, t, tn, kk))
+
+
+@pytest.mark.parametrize("n", [1, 2, 257, 513, 1_025])
+def test_a_last_row_alone_keeps_its_row_major_values(n):
+    """Row counts whose row-major parts end in a one-row block (a GEMV): that row is still
+    searched alone, so its float32 values are the same as one row searched alone."""
+    q, qn, t, tn = _case(20, n, 5_000, 7, False)
+    d_, i_ = flat.flat_candidates(q, qn, t, tn, 3, tile_bytes=4 * flat.PART_ROWS * 200)
+    one_d, one_i = flat.flat_candidates(q[-1:], qn[-1:], t, tn, 3, tile_bytes=4 * flat.PART_ROWS * 200)
+    np.testing.assert_array_equal(i_[-1:], one_i)
+    np.testing.assert_array_equal(d_[-1:], one_d)
