@@ -41,10 +41,11 @@ TRANSPOSED_COPY_BYTES = 64 * 2**20
 #: A part's rows are selected from one by one (their columns copied) when at most 1/this of
 #: them have a value below their kk-th best; else the whole part is compared.
 FEW_ROWS_DIVISOR = 4
-#: Spaces of at most this many dimensions take the target-major parts (:func:`_tiles_of_parts`).
-#: Up to 31 its products equal the row-major GEMM's bit for bit for every block of at least 2
-#: rows (checked for 2–512 rows × 1–1,024 targets); from 32 on OpenBLAS' kernels differ in the
-#: last bit for small blocks, so wider spaces keep the row-major parts (near GEMM speed there).
+#: Spaces of at most this many dimensions take the target-major parts (:func:`_tiles_of_parts`),
+#: measured 1.5–1.9× faster there (2,000 × 2M targets, d = 7–16); wider spaces keep the row-major
+#: parts, near GEMM speed already. The two layouts' float32 products may differ in the last bit
+#: (the BLAS kernel's summation order; on this project's machine they agreed up to d = 31); the
+#: caller's error bound holds for any order, so the decided answers are the same either way.
 TARGET_MAJOR_MAX_DIM = 31
 
 
@@ -149,10 +150,9 @@ def _tiles_of_parts(q: np.ndarray, qn: np.ndarray, t: np.ndarray, tn: np.ndarray
     fewer than kk finite values, at or below a value kk of them reach), merged with the best so
     far by (value, index) — the kk smallest (value, index) pairs overall, as :func:`_tile` gives.
 
-    The part's distances are computed target-major, ``t_part @ (−2q)ᵀ`` (targets × rows): the same
-    float32 products as ``(−2q) @ t_partᵀ`` (each an FMA chain over the coordinates in order; checked
-    bit for bit by tests/core/test_flat_tiles.py) at 1.2–3× the speed of OpenBLAS' kernels at few
-    dimensions. A part's target never displaces an equal kk-th best (its index is higher), so only
+    The part's distances are computed target-major, ``t_part @ (−2q)ᵀ`` (targets × rows): the
+    products of ``(−2q) @ t_partᵀ`` up to the kernel's rounding order (which the caller's error
+    bound covers) at 1.2–3× the speed of OpenBLAS' row-major kernels at few dimensions. A part's target never displaces an equal kk-th best (its index is higher), so only
     values strictly below it are taken; after the first parts few rows have any, and when few do,
     only their columns are selected from."""
     b, m = q.shape[0], t.shape[0]
