@@ -15,7 +15,7 @@ against all N release rows and scaled by N / queries (the cost is linear in the 
 reference of a 1M × 1M search does not take an hour.
 
 Sampling: the main run uses the gate's ``sample`` option (``--sample``, default ``auto``: a side of
-more than 200,000 rows is estimated on 50,000 seeded query records; docs/performance.md "Sampling").
+more than 100,000 rows is estimated on 10,000 seeded query records; docs/performance.md "Sampling").
 
 Check (``--check-n``, default 100k):
 * N ≤ check-n: the gate again with ``exact=True`` and ``sample=off`` end to end; |value − exact| and

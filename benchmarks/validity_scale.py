@@ -17,7 +17,7 @@ Releases of N records:
                sd on numerics (benchmarks/validity.py ``noisy``).
 
 Each is gated by the shipped default gate with the holdout, one thread (``sample: auto``: above
-200,000 rows the sampled metrics use 50,000 query records). Printed per run: the decision, the
+100,000 rows the sampled metrics use 10,000 query records). Printed per run: the decision, the
 rules that fired (the deciding metrics), every gated metric's value, raw value, holdout baseline
 and compared quantity, the memorisation interval and the search's unresolved rows, seconds and
 CPU seconds — the run's also as a ratio to ref25, one exact GEMM 1-NN of 25,000 × 25,000
