@@ -19,6 +19,14 @@ DEFAULT_BOOT = 1000
 _CHUNK = 64
 # resampled positions held at once per block (int64): 4M cells = 32 MB
 _BLOCK_CELLS = 4_000_000
+#: A mean over more than this many records whose values take at most ``COUNTS_MAX_LEVELS``
+#: distinct values (a share's 0/1 flags, a paired difference of two flags: −1, 0, 1) is
+#: bootstrapped by drawing, per replicate, how many resampled records carry each value — a
+#: multinomial of n draws over the values' shares, the same distribution as the mean of n
+#: resampled records, in time independent of n (at a million records the resampled positions
+#: took 4–8 CPU-s per interval). Smaller inputs keep the positions, so their intervals are as before.
+COUNTS_ABOVE = 100_000
+COUNTS_MAX_LEVELS = 256
 
 
 def bootstrap_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
@@ -76,6 +84,11 @@ def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, *, n_boot: int = DEFAUL
             raise ValueError(f"weights must have the shape of values: {w.shape} vs {x.shape}")
     n = x.size
     rng = np.random.default_rng(seed)
+    if weights is None and n > COUNTS_ABOVE:
+        levels, counts = np.unique(x, return_counts=True)
+        if levels.size <= COUNTS_MAX_LEVELS and np.isfinite(levels).all():
+            draws = rng.multinomial(n, counts / n, size=n_boot)
+            return percentile_interval(draws @ levels / n, level)
     reps = []
     for idx in resample_blocks(rng, n, n_boot):
         if weights is None:

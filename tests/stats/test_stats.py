@@ -164,3 +164,34 @@ def test_delong_variance_undefined_with_one_record_of_a_class():
     assert auc == 1.0 and math.isnan(var)
     with pytest.raises(ValueError, match="one positive and one negative"):
         stats.delong_auc([1, 1], [0.2, 0.3])
+
+
+def test_a_large_mean_of_few_values_is_bootstrapped_by_counts(monkeypatch):
+    """Above COUNTS_ABOVE records with few distinct values the replicates are multinomial counts
+    of the values: the same distribution as resampled positions (compared here with the
+    positions path forced), seeded, and the paired difference of two flag arrays included."""
+    from privgate.stats import bootstrap as boot
+
+    rng = np.random.default_rng(7)
+    n = boot.COUNTS_ABOVE + 1
+    flags = (rng.random(n) < 0.03).astype(np.float64)
+    other = (rng.random(n) < 0.02).astype(np.float64)
+    by_counts = stats.bootstrap_mean_ci(flags, seed=2, paired=other)
+    assert by_counts == stats.bootstrap_mean_ci(flags, seed=2, paired=other)  # seeded
+    d = flags - other
+    se = d.std() / np.sqrt(n)
+    assert by_counts[0] < d.mean() < by_counts[1]
+    assert by_counts[1] - by_counts[0] == pytest.approx(2 * 1.96 * se, rel=0.1)
+    monkeypatch.setattr(boot, "COUNTS_ABOVE", 10**9)  # the positions path on the same data
+    by_positions = stats.bootstrap_mean_ci(flags, seed=2, paired=other)
+    assert by_counts == pytest.approx(by_positions, abs=0.15 * se)
+    assert by_counts != by_positions  # a different path was taken
+
+
+def test_a_large_mean_of_many_values_keeps_resampled_positions(monkeypatch):
+    from privgate.stats import bootstrap as boot
+
+    x = np.random.default_rng(8).normal(size=boot.COUNTS_ABOVE + 1)
+    a = stats.bootstrap_mean_ci(x, seed=1, n_boot=50)
+    monkeypatch.setattr(boot, "COUNTS_ABOVE", 10**9)
+    assert stats.bootstrap_mean_ci(x, seed=1, n_boot=50) == a  # the same path: positions
