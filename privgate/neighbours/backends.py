@@ -38,3 +38,18 @@ def faiss_blas(threshold: int) -> Iterator[None]:
         yield
     finally:
         faiss.cvar.distance_compute_blas_threshold = before
+
+
+#: How the engine builds scipy's k-d trees: sliding-midpoint splits and uncompacted node boxes
+#: build 2.2-2.6× faster than the default median splits over a million points of 8 coordinates
+#: (0.21 against 0.47-0.55 CPU-s; 10,000 to 100,000 queries as fast or faster). The grouped
+#: search builds one per categorical column set and search (about 190 at a 1M gate). The trees
+#: answer the same queries either way: only the build's split rule differs.
+KDTREE_BUILD = {"balanced_tree": False, "compact_nodes": False}
+
+
+def kdtree(points):
+    """scipy's cKDTree over ``points``, built as :data:`KDTREE_BUILD` says."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(points, **KDTREE_BUILD)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import workers
+from .backends import kdtree, workers
 
 
 def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0, *,
@@ -18,7 +18,6 @@ def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0, *
     Used by hitting_rate on coordinates scaled so that one unit is the allowed difference; a
     k-d tree answers the box query exactly without any n×m matrix.
     """
-    from scipy.spatial import cKDTree
 
     q = np.ascontiguousarray(query, dtype=np.float64)
     t = np.ascontiguousarray(target, dtype=np.float64)
@@ -26,7 +25,7 @@ def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0, *
         return np.zeros(0, dtype=bool)
     if q.shape[1] == 0:
         return np.full(q.shape[0], t.shape[0] > 0)
-    tree = cKDTree(t)
+    tree = kdtree(t)
     bound = radius * (1 + 1e-9) + 1e-12
     if self_rows is None:
         dist, _ = tree.query(q, k=1, p=np.inf, distance_upper_bound=bound * (1 + 1e-12), workers=workers())

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import progress
 from ..ties import REL_TOL
-from .backends import workers
+from .backends import kdtree, workers
 from .decide import distances_of_pairs, drop_self, order_rows, take_sorted
 from .prepared import EPS32, PreparedSearch, _centred32  # noqa: F401  (also imported from here)
 from .problem import Problem
@@ -87,12 +87,11 @@ def knn_kdtree(p: Problem, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
     """Low-dimensional spaces (the 2-D FAMD projection): scipy's cKDTree gives the exact k + 16
     nearest in float64; rows whose last candidate is not strictly beyond the k-th (a run of ties)
     are returned open, for the NumPy path."""
-    from scipy.spatial import cKDTree
 
     n, k, available = p.n, p.k, p.available
     kk = min(available, k + p.settings.extra_candidates)
     search_k = min(p.m, kk + (1 if p.exclude_self else 0))
-    dist, idx = cKDTree(p.t).query(p.q, k=search_k, workers=workers())
+    dist, idx = kdtree(p.t).query(p.q, k=search_k, workers=workers())
     idx = idx.reshape(n, search_k).astype(np.int64)
     rows = np.arange(n)
     if p.exclude_self:

@@ -25,7 +25,7 @@ from math import comb
 import numpy as np
 
 from ..ties import REL_TOL
-from .backends import workers
+from .backends import kdtree, workers
 from .decide import distances_of_pairs, drop_self, order_rows
 from .exact import one_block
 from .ivf_lists import nonzero_2d
@@ -440,7 +440,7 @@ class _GroupedSearch:
             members = sorted_t.members(groups)
             # (from the numeric columns alone: a whole-width copy of the members is a million rows × every feature)
             tz = np.column_stack([self.tnum[members], tg[members].astype(np.float64) * gap])
-            tree = cKDTree(tz)
+            tree = kdtree(tz)
             if kept is not None:
                 kept.offer(key, groups, members, tree, tz.shape[1])
         else:
