@@ -53,8 +53,17 @@ def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
+# candidate lists for the nearest record of each size-matched subsample (nearest_in_subset): every
+# scored record gets the SUBSET_FIRST_CANDIDATES nearest of the whole set, only the records whose
+# short list holds no record of some subsample (with 10 half-size subsamples, 1 − (1 − 2⁻⁷)¹⁰ ≈ 7.5 %
+# of them) also the SUBSET_CANDIDATES nearest. An exact k-list costs more the larger k (the
+# grouped search must prove k neighbours inside groups of equal categories, so it settles fewer
+# rows and the rest go to the flat screen): 25,000 scored × 100,000 Texas-like records, k = 16 for
+# every row took 8.8 CPU-s, k = 7 then k = 16 for the 7.5 % 5.7 + 0.8 (k = 5, 6, 8 measured no
+# cheaper); the same lists are read, so every distance is the same
 SUBSET_CANDIDATES = 16
-# R1 records scored by default: above it a seeded sample, so the k = 16 search grows linearly
+SUBSET_FIRST_CANDIDATES = 7
+# R1 records scored by default: above it a seeded sample, so the candidate searches grow linearly
 # (its exact cost, n/2 × (n + m) pairs, grew as n^1.6 at 25k–100k); at most 50,000 real records
 # are scored whole
 MAX_SCORED_ROWS = 25_000
@@ -75,8 +84,39 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     out = candidates.dist[np.arange(query.shape[0]), first]
     rest = np.flatnonzero(~found)
     if rest.size:
-        out[rest] = search(query, target[pick], 1, rows=rest).dist[:, 0]
+        out[rest] = search(query[rest], target[pick], 1).dist[:, 0]
     return out
+
+
+def subset_candidates(query: np.ndarray, target: np.ndarray, picks: list[np.ndarray],
+                      search: MatrixSearch = search_matrices, first: int = SUBSET_FIRST_CANDIDATES,
+                      wide: int = SUBSET_CANDIDATES, wide_search: MatrixSearch | None = None) -> Neighbours:
+    """Exact sorted candidate lists for :func:`nearest_in_subset` of every subset ``target[pick]``
+    of ``picks``: the ``first`` nearest target rows of every query row, and the ``wide`` nearest
+    of the rows whose ``first`` hold no row of some subset (searched for those rows only). A short
+    list is padded to ``wide`` columns by repeating its last candidate: that adds no candidate, so
+    the padded list is read as the short one — and a row with a short list has a candidate inside
+    every subset of ``picks`` among its first ones. ``wide_search``: the search of the long lists
+    (default ``search``)."""
+    m = target.shape[0]
+    first, wide = min(first, m), min(max(first, wide), m)
+    short = search(query, target, first)
+    if wide == first:
+        return short
+    missing = np.zeros(query.shape[0], dtype=bool)
+    inside = np.zeros(m, dtype=bool)
+    for pick in picks:
+        inside[:] = False
+        inside[pick] = True
+        missing |= ~inside[short.idx].any(axis=1)
+    pad = wide - first
+    idx = np.concatenate([short.idx, np.repeat(short.idx[:, -1:], pad, axis=1)], axis=1)
+    dist = np.concatenate([short.dist, np.repeat(short.dist[:, -1:], pad, axis=1)], axis=1)
+    rows = np.flatnonzero(missing)
+    if rows.size:
+        long = (wide_search or search)(query, target, wide, rows=rows)
+        idx[rows], dist[rows] = long.idx, long.dist
+    return Neighbours(dist, idx, short.search)
 
 
 def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray,
@@ -190,15 +230,17 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(_to_release(ctx, hv), d_own)
     big = hv.r2 if subsampled == "real_half" else hv.syn
-    candidates = _named(ctx, f"proximity_score mixed first half→{subsampled} candidates")(
-        hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
+    # the seeded subsamples, drawn in order before any is resolved (the same draws as one by one)
+    picks = [np.sort(hv.rng.choice(big.shape[0], size, replace=False)) for _ in range(reps)] if subsampled else []
+    named = f"proximity_score mixed first half→{subsampled}"
+    candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
+                                   SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates")) if subsampled else None
     again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
-    for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
+    for rep in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
-            pick = np.sort(hv.rng.choice(big.shape[0], size, replace=False))
-            d_sub = nearest_in_subset(hv.q1, big, pick, candidates, again)
+            d_sub = nearest_in_subset(hv.q1, big, picks[rep], candidates, again)
             if subsampled == "real_half":
                 ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
             else:
