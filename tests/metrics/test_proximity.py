@@ -318,3 +318,23 @@ def test_short_candidate_lists_leave_every_value_and_detail_unchanged(monkeypatc
         searches = short.details["neighbour_search"]["searches"]
         assert any(name.endswith("long candidates") for name in searches), searches
 
+
+def test_a_sample_reads_the_whole_real_search_another_metric_made(monkeypatch):
+    """A sample too large for its own exact real → real rows search (the sizes above
+    exact_below_pairs) reads the whole search when it is already made, instead of searching
+    on the halves: the same value and interval either way."""
+    import privgate.metrics.proximity as prox
+    from privgate.neighbours.settings import SearchSettings
+
+    monkeypatch.setattr(prox, "resolve_settings", lambda _s=None: SearchSettings(exact_below_pairs=0))
+    rng = np.random.default_rng(6)
+    real = pl.DataFrame({"x": rng.normal(size=300).round(1), "c": rng.choice(list("ab"), 300)})
+    syn = pl.DataFrame({"x": rng.normal(size=260).round(1), "c": rng.choice(list("ab"), 260)})
+    alone = proximity_score(EvaluationContext(real, syn, seed=4), max_rows=80)
+    assert not alone.details["halves_from_real_search"]
+    ctx = EvaluationContext(real, syn, seed=4)
+    ctx.neighbours("mixed", "real", "real", 3)
+    shared = proximity_score(ctx, max_rows=80)
+    assert shared.details["halves_from_real_search"]
+    assert (shared.value, shared.raw, shared.ci) == (alone.value, alone.raw, alone.ci)
+    assert shared.details["score_per_repetition"] == alone.details["score_per_repetition"]
