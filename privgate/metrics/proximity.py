@@ -63,6 +63,8 @@ def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 # cheaper); the same lists are read, so every distance is the same
 SUBSET_CANDIDATES = 16
 SUBSET_FIRST_CANDIDATES = 7
+# a search of fewer query rows than this skips the grouped search (see proximity_score's searches again)
+GROUPED_FROM_ROWS = 1_000
 # R1 records scored by default: above it a seeded sample, so the candidate searches grow linearly
 # (its exact cost, n/2 × (n + m) pairs, grew as n^1.6 at 25k–100k); at most 50,000 real records
 # are scored whole
@@ -235,7 +237,11 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     named = f"proximity_score mixed first half→{subsampled}"
     candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
                                    SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates")) if subsampled else None
-    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
+    # a subsample's search again (the rows none of whose candidates it holds: with half-size
+    # subsamples a handful) goes straight to the blocked search below GROUPED_FROM_ROWS rows: the
+    # grouped search would first compute the whole subsample's category codes (100,000 Texas-like
+    # rows: ~0.06 CPU-s a subsample, for 1 or 2 rows); every path gives the same answers
+    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample", GROUPED_FROM_ROWS)
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
     for rep in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
@@ -318,15 +324,16 @@ class _Halves:
         return np.where(halves == half, position, -1)
 
 
-def _named(ctx, name: str) -> MatrixSearch:
-    """The context's search of rows of the mixed space (settled inside categorical groups first),
-    reported as ``name``."""
+def _named(ctx, name: str, grouped_from: int = 0) -> MatrixSearch:
+    """The context's search of rows of the mixed space (settled inside categorical groups first
+    when it has at least ``grouped_from`` query rows), reported as ``name``."""
     slices = ctx.mixed().categorical_slices
 
     def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                rows: np.ndarray | None = None) -> Neighbours:
+        n = query.shape[0] if rows is None else len(rows)
         return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows,
-                          categorical_slices=slices)
+                          categorical_slices=slices if n >= grouped_from else None)
     return search
 
 

@@ -338,3 +338,24 @@ def test_a_sample_reads_the_whole_real_search_another_metric_made(monkeypatch):
     assert shared.details["halves_from_real_search"]
     assert (shared.value, shared.raw, shared.ci) == (alone.value, alone.raw, alone.ci)
     assert shared.details["score_per_repetition"] == alone.details["score_per_repetition"]
+
+
+def test_subsample_searches_again_with_or_without_the_grouped_search_are_identical(monkeypatch):
+    """The rows a subsample's candidate lists miss are searched again on the subsample; below
+    GROUPED_FROM_ROWS rows without the grouped search (a small search's blocked path is cheaper
+    than the subsample's category codes): the same value, interval and details either way."""
+    import privgate.metrics.proximity as prox
+
+    rng = np.random.default_rng(2)
+    real = pl.DataFrame({"a": rng.normal(size=400).round(1), "c": rng.choice(list("xyz"), 400)})
+    syn = pl.DataFrame({"a": rng.normal(size=20).round(1), "c": rng.choice(list("xyz"), 20)})
+    results = {}
+    for grouped_from in (0, 10**9):
+        monkeypatch.setattr(prox, "GROUPED_FROM_ROWS", grouped_from)
+        res = proximity_score(EvaluationContext(real, syn, seed=3))
+        searches = res.details["neighbour_search"]["searches"]
+        again = searches["proximity_score mixed first half→real_half subsample"]["settled_by"]
+        assert ("grouped" in again) == (grouped_from == 0), again
+        results[grouped_from] = (res.value, res.raw, res.ci,
+                                 {k: v for k, v in res.details.items() if k != "neighbour_search"})
+    assert results[0] == results[10**9]
