@@ -165,10 +165,44 @@ def _score_rows(ttpr: np.ndarray, tspr: np.ndarray, alpha: float
 
 def _threshold_rows(ttpr: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a (b, h) block of TTPRs: (threshold t = linear α-quantile, share(TTPR < t))."""
+    t = _quantile_rows(ttpr, alpha)
+    return t, lt(ttpr, t[:, None]).mean(axis=1)
+
+
+def _quantile_rows(ttpr: np.ndarray, alpha: float) -> np.ndarray:
+    """Per row of a (b, h) block of TTPRs: the threshold t = linear α-quantile."""
     with np.errstate(invalid="ignore"):
         t = np.quantile(ttpr, alpha, axis=1, method="linear")
-    t = np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
-    return t, lt(ttpr, t[:, None]).mean(axis=1)
+    return np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
+
+
+class _RankedRatios:
+    """One set of ratios (≥ 0, possibly ∞) sorted once, for the share of a resample below
+    thresholds: ``lt(ratios[idx], t[:, None]).mean(axis=1)`` by integer comparisons. For ratios
+    ≥ 0, lt(v, t) holds for every value below one for which it holds (v < t by more than the
+    tolerance of t, which does not depend on v), so the values below t are the first c of the sorted
+    ratios — c found by a binary search with lt itself — and a ratio is below t exactly when the
+    sorted position of its first copy is below c: the same booleans, so the same shares."""
+
+    def __init__(self, ratios: np.ndarray) -> None:
+        self.sorted = np.sort(ratios)
+        self.rank = np.searchsorted(self.sorted, ratios, side="left").astype(np.int32)
+
+    def count_below(self, t: np.ndarray) -> np.ndarray:
+        """Per threshold: how many of the ratios are below it (tolerant, privgate.ties.lt)."""
+        n = self.sorted.size
+        lo, hi = np.zeros(t.size, dtype=np.int64), np.full(t.size, n, dtype=np.int64)
+        while (open_rows := lo < hi).any():
+            mid = (lo + hi) // 2
+            below = lt(self.sorted[np.minimum(mid, n - 1)], t)
+            lo = np.where(open_rows & below, mid + 1, lo)
+            hi = np.where(open_rows & ~below, mid, hi)
+        return lo
+
+    def share_below(self, idx: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Per row of a (b, h) block of resampled positions: share(ratios[idx] < t[row])."""
+        below = self.rank[idx] < self.count_below(t)[:, None]
+        return np.count_nonzero(below, axis=1) / idx.shape[1]
 
 
 def _score_from_shares(share_tt: np.ndarray, share_ts: np.ndarray) -> np.ndarray:
@@ -183,14 +217,17 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
     is the subsampled side: R2 is whole in every repetition) share its resampled threshold, which
     is computed once per block instead of once per repetition — the same numbers, a tenth of the
     quantiles."""
+    ranked = {id(x): _RankedRatios(x) for pair in ratios for x in pair}
+
     def statistic(idx: np.ndarray) -> np.ndarray:
         thresholds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         scores = []
         for tt, ts in ratios:
             if id(tt) not in thresholds:
-                thresholds[id(tt)] = _threshold_rows(tt[idx], alpha)
+                t = _quantile_rows(tt[idx], alpha)
+                thresholds[id(tt)] = t, ranked[id(tt)].share_below(idx, t)
             t, share_tt = thresholds[id(tt)]
-            scores.append(_score_from_shares(share_tt, lt(ts[idx], t[:, None]).mean(axis=1)))
+            scores.append(_score_from_shares(share_tt, ranked[id(ts)].share_below(idx, t)))
         return 1.0 - np.mean(scores, axis=0) / 100.0
     return statistic
 

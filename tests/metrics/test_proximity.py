@@ -359,3 +359,22 @@ def test_subsample_searches_again_with_or_without_the_grouped_search_are_identic
         results[grouped_from] = (res.value, res.raw, res.ci,
                                  {k: v for k, v in res.details.items() if k != "neighbour_search"})
     assert results[0] == results[10**9]
+
+
+def test_ranked_shares_below_thresholds_equal_the_tolerant_comparison():
+    """The bootstrap's shares of resampled ratios below thresholds, by sorted positions, equal
+    lt(ratios[idx], t).mean() bit for bit — with zeros, ∞, ties, and thresholds equal to a
+    ratio, within its tolerance (1e-9 relative) or just beyond it, 0 and ∞."""
+    from privgate.metrics.proximity import _RankedRatios
+    from privgate.ties import lt
+
+    rng = np.random.default_rng(5)
+    r = rng.choice([0.0, 0.5, 1.0, 1.0 + 5e-10, 1.0 + 3e-9, 2.0, np.inf], 300)
+    r[:100] = rng.lognormal(size=100)
+    ranked = _RankedRatios(r)
+    idx = rng.integers(0, 300, (40, 300))
+    t = np.r_[r[rng.integers(0, 300, 20)], 1.0, 1.0 - 5e-10, 1.0 + 1e-9, 1.0 - 2.5e-9, 2.0 * (1 + 1e-12),
+              0.0, np.inf, r[:100][:13] * (1 + 1e-9)]
+    assert t.size == 40
+    np.testing.assert_array_equal(ranked.share_below(idx, t), lt(r[idx], t[:, None]).mean(axis=1))
+    np.testing.assert_array_equal(ranked.count_below(t), lt(r[None, :], t[:, None]).sum(axis=1))
