@@ -77,7 +77,10 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     sorted k nearest ``candidates`` of every query row in the whole ``target``: the first
     candidate inside the subset is the subset's nearest (every row outside the k candidates is at
     least as far as the k-th); rows with no candidate in the subset are searched again exactly on
-    the subset (by ``search``). Equals ``knn(query, target[pick], 1).dist[:, 0]``."""
+    the subset (by ``search``). Equals ``knn(query, target[pick], 1).dist[:, 0]`` — up to ties
+    within the tolerance (privgate.ties) that are not at the whole target's nearest distance: a
+    k-list orders those by exact distance, a search of the subset snaps them to its own nearest
+    and takes the lowest index, so the two distances may differ within the tolerance."""
     inside = np.zeros(target.shape[0], dtype=bool)
     inside[pick] = True
     hit = inside[candidates.idx]
