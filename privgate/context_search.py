@@ -67,6 +67,16 @@ class SearchMixin:
         self._note_search(cache_key, nb)
         return nb
 
+    def has_neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
+                       k: int = 1, *, exact: bool = False) -> bool:
+        """Whether the whole search :meth:`neighbours` (``space``, ``query``, ``target``, at least
+        ``k`` neighbours) is already made in this evaluation — so a metric can read rows of it
+        instead of searching them apart; ``exact``: and its answers are exact (not screened).
+        Makes no search and notes none in the search report."""
+        shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
+        full = shared.get((_space_key(space), query, target))
+        return full is not None and full.k >= k and (full.exact or not exact)
+
     def _search_space(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None,
                       target_rows: np.ndarray | None) -> Neighbours:
         """The search :meth:`neighbours` caches (its arguments as there)."""

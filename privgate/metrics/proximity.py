@@ -53,8 +53,19 @@ def proximity_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
+# candidate lists for the nearest record of each size-matched subsample (nearest_in_subset): every
+# scored record gets the SUBSET_FIRST_CANDIDATES nearest of the whole set, only the records whose
+# short list holds no record of some subsample (with 10 half-size subsamples, 1 − (1 − 2⁻⁷)¹⁰ ≈ 7.5 %
+# of them) also the SUBSET_CANDIDATES nearest. An exact k-list costs more the larger k (the
+# grouped search must prove k neighbours inside groups of equal categories, so it settles fewer
+# rows and the rest go to the flat screen): 25,000 scored × 100,000 Texas-like records, k = 16 for
+# every row took 8.8 CPU-s, k = 7 then k = 16 for the 7.5 % 5.7 + 0.8 (k = 5, 6, 8 measured no
+# cheaper); the same lists are read, so every distance is the same
 SUBSET_CANDIDATES = 16
-# R1 records scored by default: above it a seeded sample, so the k = 16 search grows linearly
+SUBSET_FIRST_CANDIDATES = 7
+# a search of fewer query rows than this skips the grouped search (see proximity_score's searches again)
+GROUPED_FROM_ROWS = 1_000
+# R1 records scored by default: above it a seeded sample, so the candidate searches grow linearly
 # (its exact cost, n/2 × (n + m) pairs, grew as n^1.6 at 25k–100k); at most 50,000 real records
 # are scored whole
 MAX_SCORED_ROWS = 25_000
@@ -66,7 +77,10 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     sorted k nearest ``candidates`` of every query row in the whole ``target``: the first
     candidate inside the subset is the subset's nearest (every row outside the k candidates is at
     least as far as the k-th); rows with no candidate in the subset are searched again exactly on
-    the subset (by ``search``). Equals ``knn(query, target[pick], 1).dist[:, 0]``."""
+    the subset (by ``search``). Equals ``knn(query, target[pick], 1).dist[:, 0]`` — up to ties
+    within the tolerance (privgate.ties) that are not at the whole target's nearest distance: a
+    k-list orders those by exact distance, a search of the subset snaps them to its own nearest
+    and takes the lowest index, so the two distances may differ within the tolerance."""
     inside = np.zeros(target.shape[0], dtype=bool)
     inside[pick] = True
     hit = inside[candidates.idx]
@@ -75,8 +89,39 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     out = candidates.dist[np.arange(query.shape[0]), first]
     rest = np.flatnonzero(~found)
     if rest.size:
-        out[rest] = search(query, target[pick], 1, rows=rest).dist[:, 0]
+        out[rest] = search(query[rest], target[pick], 1).dist[:, 0]
     return out
+
+
+def subset_candidates(query: np.ndarray, target: np.ndarray, picks: list[np.ndarray],
+                      search: MatrixSearch = search_matrices, first: int = SUBSET_FIRST_CANDIDATES,
+                      wide: int = SUBSET_CANDIDATES, wide_search: MatrixSearch | None = None) -> Neighbours:
+    """Exact sorted candidate lists for :func:`nearest_in_subset` of every subset ``target[pick]``
+    of ``picks``: the ``first`` nearest target rows of every query row, and the ``wide`` nearest
+    of the rows whose ``first`` hold no row of some subset (searched for those rows only). A short
+    list is padded to ``wide`` columns by repeating its last candidate: that adds no candidate, so
+    the padded list is read as the short one — and a row with a short list has a candidate inside
+    every subset of ``picks`` among its first ones. ``wide_search``: the search of the long lists
+    (default ``search``)."""
+    m = target.shape[0]
+    first, wide = min(first, m), min(max(first, wide), m)
+    short = search(query, target, first)
+    if wide == first:
+        return short
+    missing = np.zeros(query.shape[0], dtype=bool)
+    inside = np.zeros(m, dtype=bool)
+    for pick in picks:
+        inside[:] = False
+        inside[pick] = True
+        missing |= ~inside[short.idx].any(axis=1)
+    pad = wide - first
+    idx = np.concatenate([short.idx, np.repeat(short.idx[:, -1:], pad, axis=1)], axis=1)
+    dist = np.concatenate([short.dist, np.repeat(short.dist[:, -1:], pad, axis=1)], axis=1)
+    rows = np.flatnonzero(missing)
+    if rows.size:
+        long = (wide_search or search)(query, target, wide, rows=rows)
+        idx[rows], dist[rows] = long.idx, long.dist
+    return Neighbours(dist, idx, short.search)
 
 
 def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray,
@@ -123,10 +168,44 @@ def _score_rows(ttpr: np.ndarray, tspr: np.ndarray, alpha: float
 
 def _threshold_rows(ttpr: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a (b, h) block of TTPRs: (threshold t = linear α-quantile, share(TTPR < t))."""
+    t = _quantile_rows(ttpr, alpha)
+    return t, lt(ttpr, t[:, None]).mean(axis=1)
+
+
+def _quantile_rows(ttpr: np.ndarray, alpha: float) -> np.ndarray:
+    """Per row of a (b, h) block of TTPRs: the threshold t = linear α-quantile."""
     with np.errstate(invalid="ignore"):
         t = np.quantile(ttpr, alpha, axis=1, method="linear")
-    t = np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
-    return t, lt(ttpr, t[:, None]).mean(axis=1)
+    return np.where(np.isnan(t), np.inf, t)  # interpolation between two infinite ratios
+
+
+class _RankedRatios:
+    """One set of ratios (≥ 0, possibly ∞) sorted once, for the share of a resample below
+    thresholds: ``lt(ratios[idx], t[:, None]).mean(axis=1)`` by integer comparisons. For ratios
+    ≥ 0, lt(v, t) holds for every value below one for which it holds (v < t by more than the
+    tolerance of t, which does not depend on v), so the values below t are the first c of the sorted
+    ratios — c found by a binary search with lt itself — and a ratio is below t exactly when the
+    sorted position of its first copy is below c: the same booleans, so the same shares."""
+
+    def __init__(self, ratios: np.ndarray) -> None:
+        self.sorted = np.sort(ratios)
+        self.rank = np.searchsorted(self.sorted, ratios, side="left").astype(np.int32)
+
+    def count_below(self, t: np.ndarray) -> np.ndarray:
+        """Per threshold: how many of the ratios are below it (tolerant, privgate.ties.lt)."""
+        n = self.sorted.size
+        lo, hi = np.zeros(t.size, dtype=np.int64), np.full(t.size, n, dtype=np.int64)
+        while (open_rows := lo < hi).any():
+            mid = (lo + hi) // 2
+            below = lt(self.sorted[np.minimum(mid, n - 1)], t)
+            lo = np.where(open_rows & below, mid + 1, lo)
+            hi = np.where(open_rows & ~below, mid, hi)
+        return lo
+
+    def share_below(self, idx: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Per row of a (b, h) block of resampled positions: share(ratios[idx] < t[row])."""
+        below = self.rank[idx] < self.count_below(t)[:, None]
+        return np.count_nonzero(below, axis=1) / idx.shape[1]
 
 
 def _score_from_shares(share_tt: np.ndarray, share_ts: np.ndarray) -> np.ndarray:
@@ -141,14 +220,17 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
     is the subsampled side: R2 is whole in every repetition) share its resampled threshold, which
     is computed once per block instead of once per repetition — the same numbers, a tenth of the
     quantiles."""
+    ranked = {id(x): _RankedRatios(x) for pair in ratios for x in pair}
+
     def statistic(idx: np.ndarray) -> np.ndarray:
         thresholds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         scores = []
         for tt, ts in ratios:
             if id(tt) not in thresholds:
-                thresholds[id(tt)] = _threshold_rows(tt[idx], alpha)
+                t = _quantile_rows(tt[idx], alpha)
+                thresholds[id(tt)] = t, ranked[id(tt)].share_below(idx, t)
             t, share_tt = thresholds[id(tt)]
-            scores.append(_score_from_shares(share_tt, lt(ts[idx], t[:, None]).mean(axis=1)))
+            scores.append(_score_from_shares(share_tt, ranked[id(ts)].share_below(idx, t)))
         return 1.0 - np.mean(scores, axis=0) / 100.0
     return statistic
 
@@ -190,15 +272,21 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(_to_release(ctx, hv), d_own)
     big = hv.r2 if subsampled == "real_half" else hv.syn
-    candidates = _named(ctx, f"proximity_score mixed first half→{subsampled} candidates")(
-        hv.q1, big, min(SUBSET_CANDIDATES, big.shape[0])) if subsampled else None
-    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample")
+    # the seeded subsamples, drawn in order before any is resolved (the same draws as one by one)
+    picks = [np.sort(hv.rng.choice(big.shape[0], size, replace=False)) for _ in range(reps)] if subsampled else []
+    named = f"proximity_score mixed first half→{subsampled}"
+    candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
+                                   SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates")) if subsampled else None
+    # a subsample's search again (the rows none of whose candidates it holds: with half-size
+    # subsamples a handful) goes straight to the blocked search below GROUPED_FROM_ROWS rows: the
+    # grouped search would first compute the whole subsample's category codes (100,000 Texas-like
+    # rows: ~0.06 CPU-s a subsample, for 1 or 2 rows); every path gives the same answers
+    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample", GROUPED_FROM_ROWS)
     scores, per_rep, ratios = [], [], []
     ttpr = tspr = None
-    for _ in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
+    for rep in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
         if subsampled:
-            pick = np.sort(hv.rng.choice(big.shape[0], size, replace=False))
-            d_sub = nearest_in_subset(hv.q1, big, pick, candidates, again)
+            d_sub = nearest_in_subset(hv.q1, big, picks[rep], candidates, again)
             if subsampled == "real_half":
                 ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
             else:
@@ -276,15 +364,16 @@ class _Halves:
         return np.where(halves == half, position, -1)
 
 
-def _named(ctx, name: str) -> MatrixSearch:
-    """The context's search of rows of the mixed space (settled inside categorical groups first),
-    reported as ``name``."""
+def _named(ctx, name: str, grouped_from: int = 0) -> MatrixSearch:
+    """The context's search of rows of the mixed space (settled inside categorical groups first
+    when it has at least ``grouped_from`` query rows), reported as ``name``."""
     slices = ctx.mixed().categorical_slices
 
     def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                rows: np.ndarray | None = None) -> Neighbours:
+        n = query.shape[0] if rows is None else len(rows)
         return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows,
-                          categorical_slices=slices)
+                          categorical_slices=slices if n >= grouped_from else None)
     return search
 
 
@@ -293,14 +382,18 @@ def _real_lists(ctx, hv: "_Halves") -> tuple[Neighbours, np.ndarray] | None:
     record's row in them, or None when there are too few records or the lists are not exact.
     Every R1 record scored: the whole search the distance metrics share. A sample scored: the
     scored rows' lists only (sliced from the whole search when it is cached), and none when that
-    search would be screened — its rows would be searched again on the half anyway."""
+    search would be screened and is not made yet — its rows would be searched again on the half
+    anyway (a whole exact search another metric made is read: in a full evaluation at 100,000
+    rows only the ~25 % of rows its 3-lists leave undecided are searched on the halves, 1.2
+    instead of 2.3 CPU-s)."""
     settings = resolve_settings(None)
     k = settings.jackknife_k
     if hv.n <= k:
         return None
     if hv.s == hv.h:
         lists, rows = ctx.neighbours("mixed", "real", "real", k), hv.scored
-    elif ctx.exact or hv.s * hv.n <= settings.exact_below_pairs:
+    elif (ctx.exact or hv.s * hv.n <= settings.exact_below_pairs
+          or ctx.has_neighbours("mixed", "real", "real", k, exact=True)):
         lists, rows = ctx.neighbours("mixed", "real", "real", k, rows=hv.scored), np.arange(hv.s)
     else:
         return None

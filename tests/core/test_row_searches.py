@@ -176,3 +176,24 @@ def test_k_above_one_on_duplicated_queries_searches_distinct_rows_with_every_row
     np.testing.assert_array_equal(folded.idx, brute)
     # a search within one set (each row excluding itself) is not folded
     assert "distinct_queries" not in knn(q, q, 3, exclude_self=True).search
+
+
+def test_has_neighbours_says_whether_a_whole_search_is_made_without_making_one(ctx):
+    assert not ctx.has_neighbours("mixed", "real", "real", 3)
+    ctx.neighbours("mixed", "real", "real", 3, rows=np.arange(10))  # rows only: not the whole search
+    assert not ctx.has_neighbours("mixed", "real", "real", 3)
+    ctx.neighbours("mixed", "real", "real", 3)
+    assert ctx.has_neighbours("mixed", "real", "real", 2) and ctx.has_neighbours("mixed", "real", "real", 3)
+    assert not ctx.has_neighbours("mixed", "real", "real", 4)
+    assert ctx.has_neighbours("mixed", "real", "real", 3, exact=True)
+    assert not ctx.has_neighbours("mixed", "real", "synthetic", 1)
+    ctx.neighbours("mixed", "real", "synthetic", 1)
+    assert ctx.has_neighbours("mixed", "real", "synthetic", 1)
+    # a screened whole search is made but not exact
+    full = ctx._nn[(("mixed", None), "real", "synthetic")]
+    ctx._nn[(("mixed", None), "real", "synthetic")] = type(full)(full.dist, full.idx, {"exact": False})
+    assert ctx.has_neighbours("mixed", "real", "synthetic", 1)
+    assert not ctx.has_neighbours("mixed", "real", "synthetic", 1, exact=True)
+    assert ctx.take_search_report() is not None  # (the searches made above; has_neighbours notes none)
+    ctx.has_neighbours("mixed", "real", "real", 3)
+    assert ctx.take_search_report() is None

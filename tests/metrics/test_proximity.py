@@ -12,7 +12,8 @@ from privgate import baselines
 from privgate.context import EvaluationContext
 from privgate.errors import ParameterError, TooFewRowsError
 from privgate.metrics import proximity_score
-from privgate.metrics.proximity import nearest_in_subset, proximity_from_ratios, proximity_ratio
+from privgate.metrics.proximity import nearest_in_subset, proximity_from_ratios, proximity_ratio, subset_candidates
+from privgate.metrics.proximity import SUBSET_FIRST_CANDIDATES
 from privgate.neighbours import knn
 
 
@@ -97,6 +98,56 @@ def test_nearest_in_subset_equals_search_on_subset():
         cand = knn(q, t, k)
         pick = np.sort(rng.choice(300, size, replace=False))
         np.testing.assert_array_equal(nearest_in_subset(q, t, pick, cand), knn(q, t[pick], 1).dist[:, 0])
+
+
+@pytest.mark.parametrize("near_ties", [False, True])
+def test_short_then_long_candidates_give_the_distances_of_one_long_list(near_ties):
+    """subset_candidates' lists (short for every row, long for the rows whose short list misses
+    some subset) read by nearest_in_subset give, bit for bit, the distances of one long list for
+    every row (the short list is the long one's first columns, and the same rows are searched
+    again) — and on data of exact ties (integer coordinates) those of a search of each subset.
+    Also with ties broken only in the last bits, short lists of 1 and 2 (most rows need the long
+    list, some the search again) and a long list as long as the target."""
+    rng = np.random.default_rng(11)
+    q = rng.integers(0, 3, (150, 4)).astype(float)
+    t = rng.integers(0, 3, (120, 4)).astype(float)
+    if near_ties:
+        t *= 1.0 + rng.integers(-2, 3, t.shape) * 1e-15
+    picks = [np.sort(rng.choice(120, size, replace=False)) for size in (60, 60, 10, 119)]
+    calls = []
+
+    def search(query, target, k=1, rows=None):
+        calls.append((k, query.shape[0] if rows is None else len(rows)))
+        return knn(query if rows is None else query[rows], target, k)
+
+    for first, wide in ((1, 4), (2, 16), (3, 200), (5, 5)):
+        calls.clear()
+        cand = subset_candidates(q, t, picks, search, first, wide)
+        assert cand.k == min(max(first, wide), 120)
+        assert calls[0] == (first, 150) and all(k == cand.k and n <= 150 for k, n in calls[1:])
+        one_list = knn(q, t, cand.k)
+        for pick in picks:
+            got = nearest_in_subset(q, t, pick, cand)
+            np.testing.assert_array_equal(got, nearest_in_subset(q, t, pick, one_list))
+            if not near_ties:
+                np.testing.assert_array_equal(got, knn(q, t[pick], 1).dist[:, 0])
+
+
+def test_subset_candidates_hand_checked():
+    # queries at 0 and 0.9 on a line of targets at 1, 2, 3, 4 (indices 0..3): both 1-lists are [0];
+    # subset {0, 2} holds it, subset {1, 3} does not, so both rows get the 3-list [0, 1, 2] (with
+    # {0, 2} alone: the 1-list padded); nearest in {1, 3}: target 1 at 2 and 1.1; in {3} (no listed
+    # candidate: searched again) target 3 at 4 and 3.1
+    q = np.array([[0.0], [0.9]])
+    t = np.array([[1.0], [2.0], [3.0], [4.0]])
+    picks = [np.array([0, 2]), np.array([1, 3])]
+    cand = subset_candidates(q, t, picks, first=1, wide=3)
+    np.testing.assert_array_equal(cand.idx, [[0, 1, 2], [0, 1, 2]])
+    np.testing.assert_allclose(cand.dist, [[1.0, 2.0, 3.0], [0.1, 1.1, 2.1]])
+    only_first = subset_candidates(q, t, [np.array([0, 2])], first=1, wide=3)
+    np.testing.assert_array_equal(only_first.idx, [[0, 0, 0], [0, 0, 0]])  # padded short lists
+    np.testing.assert_allclose(nearest_in_subset(q, t, picks[1], cand), [2.0, 1.1])
+    np.testing.assert_allclose(nearest_in_subset(q, t, np.array([3]), cand), [4.0, 3.1])
 
 
 def test_parameters_and_determinism():
@@ -194,7 +245,7 @@ def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_sta
     full = proximity_score(real, syn, seed=2, max_rows=None)
     same = proximity_score(real, syn, seed=2, max_rows=500)  # R1 has 500 records: all scored
     assert same.raw == full.raw and same.ci == full.ci and "sampled" not in same.details
-    # every search of the metric's own (the k = 16 one too) is made for the scored records only
+    # every search of the metric's own (the candidate lists too) is made for the scored records only
     sizes = []
     original = EvaluationContext.search
 
@@ -207,7 +258,7 @@ def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_sta
     part = proximity_score(real, syn, seed=2, max_rows=200)
     assert part.details["n_scored"] == 200
     assert part.details["sampled"]["n"] == 200 and part.details["sampled"]["of"] == 500
-    assert (200, 16) in sizes and all(rows <= 200 for rows, _ in sizes)
+    assert (200, SUBSET_FIRST_CANDIDATES) in sizes and all(rows <= 200 for rows, _ in sizes)
     assert part.ci[0] <= full.value <= part.ci[1]
     assert part.ci[1] - part.ci[0] > full.ci[1] - full.ci[0]  # fewer records, wider
     with pytest.raises(ParameterError, match="max_rows"):
@@ -240,3 +291,90 @@ def test_a_sampled_score_searches_the_scored_rows_only_and_equals_the_shared_sea
     shared.neighbours("mixed", "real", "real", 3)
     again = proximity_score(shared, max_rows=60)
     assert (again.value, again.ci) == (alone.value, alone.ci)
+
+
+@pytest.mark.parametrize("n_syn", [600, 200, 60])  # release subsampled / none / real half subsampled
+def test_short_candidate_lists_leave_every_value_and_detail_unchanged(monkeypatch, n_syn):
+    """proximity_score with short candidate lists first (the default) equals the one search of
+    SUBSET_CANDIDATES for every row, bit for bit: value, raw, interval and every detail but the
+    report of the searches made — on records with many exact ties (integer and categorical
+    columns), where rows need the long lists and the search again."""
+    import privgate.metrics.proximity as prox
+
+    rng = np.random.default_rng(8)
+
+    def frame(n):
+        return pl.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.integers(0, 2, n).astype(float),
+                             "c": rng.choice(list("xyz"), n)})
+
+    real, syn = frame(400), frame(n_syn)
+    short = proximity_score(EvaluationContext(real, syn, seed=1))
+    monkeypatch.setattr(prox, "SUBSET_FIRST_CANDIDATES", prox.SUBSET_CANDIDATES)
+    one = proximity_score(EvaluationContext(real, syn, seed=1))
+    assert (short.value, short.raw, short.ci) == (one.value, one.raw, one.ci)
+    assert ({k: v for k, v in short.details.items() if k != "neighbour_search"}
+            == {k: v for k, v in one.details.items() if k != "neighbour_search"})
+    if short.details["subsampled"]:
+        searches = short.details["neighbour_search"]["searches"]
+        assert any(name.endswith("long candidates") for name in searches), searches
+
+
+def test_a_sample_reads_the_whole_real_search_another_metric_made(monkeypatch):
+    """A sample too large for its own exact real → real rows search (the sizes above
+    exact_below_pairs) reads the whole search when it is already made, instead of searching
+    on the halves: the same value and interval either way."""
+    import privgate.metrics.proximity as prox
+    from privgate.neighbours.settings import SearchSettings
+
+    monkeypatch.setattr(prox, "resolve_settings", lambda _s=None: SearchSettings(exact_below_pairs=0))
+    rng = np.random.default_rng(6)
+    real = pl.DataFrame({"x": rng.normal(size=300).round(1), "c": rng.choice(list("ab"), 300)})
+    syn = pl.DataFrame({"x": rng.normal(size=260).round(1), "c": rng.choice(list("ab"), 260)})
+    alone = proximity_score(EvaluationContext(real, syn, seed=4), max_rows=80)
+    assert not alone.details["halves_from_real_search"]
+    ctx = EvaluationContext(real, syn, seed=4)
+    ctx.neighbours("mixed", "real", "real", 3)
+    shared = proximity_score(ctx, max_rows=80)
+    assert shared.details["halves_from_real_search"]
+    assert (shared.value, shared.raw, shared.ci) == (alone.value, alone.raw, alone.ci)
+    assert shared.details["score_per_repetition"] == alone.details["score_per_repetition"]
+
+
+def test_subsample_searches_again_with_or_without_the_grouped_search_are_identical(monkeypatch):
+    """The rows a subsample's candidate lists miss are searched again on the subsample; below
+    GROUPED_FROM_ROWS rows without the grouped search (a small search's blocked path is cheaper
+    than the subsample's category codes): the same value, interval and details either way."""
+    import privgate.metrics.proximity as prox
+
+    rng = np.random.default_rng(2)
+    real = pl.DataFrame({"a": rng.normal(size=400).round(1), "c": rng.choice(list("xyz"), 400)})
+    syn = pl.DataFrame({"a": rng.normal(size=20).round(1), "c": rng.choice(list("xyz"), 20)})
+    results = {}
+    for grouped_from in (0, 10**9):
+        monkeypatch.setattr(prox, "GROUPED_FROM_ROWS", grouped_from)
+        res = proximity_score(EvaluationContext(real, syn, seed=3))
+        searches = res.details["neighbour_search"]["searches"]
+        again = searches["proximity_score mixed first half→real_half subsample"]["settled_by"]
+        assert ("grouped" in again) == (grouped_from == 0), again
+        results[grouped_from] = (res.value, res.raw, res.ci,
+                                 {k: v for k, v in res.details.items() if k != "neighbour_search"})
+    assert results[0] == results[10**9]
+
+
+def test_ranked_shares_below_thresholds_equal_the_tolerant_comparison():
+    """The bootstrap's shares of resampled ratios below thresholds, by sorted positions, equal
+    lt(ratios[idx], t).mean() bit for bit — with zeros, ∞, ties, and thresholds equal to a
+    ratio, within its tolerance (1e-9 relative) or just beyond it, 0 and ∞."""
+    from privgate.metrics.proximity import _RankedRatios
+    from privgate.ties import lt
+
+    rng = np.random.default_rng(5)
+    r = rng.choice([0.0, 0.5, 1.0, 1.0 + 5e-10, 1.0 + 3e-9, 2.0, np.inf], 300)
+    r[:100] = rng.lognormal(size=100)
+    ranked = _RankedRatios(r)
+    idx = rng.integers(0, 300, (40, 300))
+    t = np.r_[r[rng.integers(0, 300, 20)], 1.0, 1.0 - 5e-10, 1.0 + 1e-9, 1.0 - 2.5e-9, 2.0 * (1 + 1e-12),
+              0.0, np.inf, r[:100][:13] * (1 + 1e-9)]
+    assert t.size == 40
+    np.testing.assert_array_equal(ranked.share_below(idx, t), lt(r[idx], t[:, None]).mean(axis=1))
+    np.testing.assert_array_equal(ranked.count_below(t), lt(r[None, :], t[:, None]).sum(axis=1))
