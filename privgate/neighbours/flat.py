@@ -198,25 +198,32 @@ def _merge_part(v: np.ndarray, thr: np.ndarray, best_v: np.ndarray, best_i: np.n
     """Merge the values at or below the row's ``thr`` of the target-major part ``v`` (targets ×
     rows; its first target is ``c0``) into the rows' sorted kk best (``best_v`` / ``best_i``,
     updated in place), sorted with the best by (value, index)."""
-    b, kk = best_v.shape
+    b = best_v.shape[0]
     flat = np.flatnonzero(v <= thr[None, :])
     if flat.size == 0:
         return
     tc, cr = np.divmod(flat, b)
     vals = v.ravel()[flat]
     by_row = np.argsort(cr, kind="stable")
-    cr, tc, vals = cr[by_row], tc[by_row], vals[by_row]
-    counts = np.bincount(cr, minlength=b)
+    best_v[:], best_i[:] = _merged(best_v, best_i, cr[by_row], tc[by_row] + c0, vals[by_row], m)
+
+
+def _merged(best_v: np.ndarray, best_i: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+            m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' kk best (value, index) pairs of their sorted kk best so far (``best_v`` /
+    ``best_i``) and the new candidates (``rows`` ascending, target index ``cols``, value
+    ``vals``), sorted by (value, index)."""
+    b, kk = best_v.shape
+    counts = np.bincount(rows, minlength=b)
     first = np.concatenate(([0], np.cumsum(counts)[:-1]))
     pad_v = np.full((b, kk + int(counts.max())), np.inf, dtype=np.float32)
     pad_i = np.full(pad_v.shape, m, dtype=np.int64)
     pad_v[:, :kk], pad_i[:, :kk] = best_v, best_i
-    slot = kk + np.arange(cr.size) - first[cr]
-    pad_v[cr, slot] = vals
-    pad_i[cr, slot] = tc + c0
+    slot = kk + np.arange(rows.size) - first[rows]
+    pad_v[rows, slot] = vals
+    pad_i[rows, slot] = cols
     order = np.lexsort((pad_i, pad_v), axis=1)[:, :kk]
-    best_v[:] = np.take_along_axis(pad_v, order, axis=1)
-    best_i[:] = np.take_along_axis(pad_i, order, axis=1)
+    return np.take_along_axis(pad_v, order, axis=1), np.take_along_axis(pad_i, order, axis=1)
 
 
 def _row_major_parts(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int, width: int,
@@ -242,17 +249,7 @@ def _row_major_parts(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarr
         flat = np.flatnonzero(v <= thr[:, None])
         if flat.size == 0:
             continue
-        cr, cc = np.divmod(flat, w)
-        counts = np.bincount(cr, minlength=b)
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        pad_v = np.full((b, kk + int(counts.max())), np.inf, dtype=np.float32)
-        pad_i = np.full(pad_v.shape, m, dtype=np.int64)
-        pad_v[:, :kk], pad_i[:, :kk] = best_v, best_i
-        slot = kk + np.arange(cr.size) - first[cr]
-        pad_v[cr, slot] = v.ravel()[flat]
-        pad_i[cr, slot] = cc + c0
-        order = np.lexsort((pad_i, pad_v), axis=1)[:, :kk]
-        best_v = np.take_along_axis(pad_v, order, axis=1)
-        best_i = np.take_along_axis(pad_i, order, axis=1)
+        cr, cc = np.divmod(flat, w)  # rows ascending (row-major)
+        best_v, best_i = _merged(best_v, best_i, cr, cc + c0, v.ravel()[flat], m)
     out_i[:] = best_i
     out_d[:] = best_v + qn[:, None]
