@@ -47,7 +47,7 @@ class SearchMixin:
                 raise ValueError("target_rows cannot be combined with query rows of the same set")
             target_rows = np.asarray(target_rows, dtype=np.int64)
             cache_key = (key, query, target, "target_rows", target_rows.tobytes())
-        shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
+        shared = self._cache_of(query, target)
         if rows is not None:
             rows = np.asarray(rows, dtype=np.int64)
             full = shared.get(cache_key)
@@ -73,9 +73,14 @@ class SearchMixin:
         ``k`` neighbours) is already made in this evaluation — so a metric can read rows of it
         instead of searching them apart; ``exact``: and its answers are exact (not screened).
         Makes no search and notes none in the search report."""
-        shared = self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
+        shared = self._cache_of(query, target)
         full = shared.get((_space_key(space), query, target))
         return full is not None and full.k >= k and (full.exact or not exact)
+
+    def _cache_of(self, query: str, target: str) -> dict:
+        """Where :meth:`neighbours` keeps a search of ``query`` against ``target``: the real → real
+        searches in the cache shared with the holdout baseline's context, the others in this one's."""
+        return self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
 
     def _search_space(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None,
                       target_rows: np.ndarray | None) -> Neighbours:

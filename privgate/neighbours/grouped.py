@@ -420,8 +420,6 @@ class _GroupedSearch:
         the same ids (under ``key``) holding every queried group is queried instead of building
         one (its other groups' records are at least ``gap`` away: a list that reaches them has
         seen all of the row's group); a tree built here is offered to it."""
-        from scipy.spatial import cKDTree
-
         exclude_self, gap = self.p.exclude_self, self.gap
         # rows whose group holds no target (but themselves) have nothing to find here: their list
         # is empty (-1) and reaches everywhere — about half the rows of a Texas-like search, and a
