@@ -44,8 +44,8 @@ FEW_ROWS_DIVISOR = 4
 #: Spaces of at most this many dimensions take the target-major parts (:func:`_tiles_of_parts`),
 #: measured 1.5–1.9× faster there (2,000 × 2M targets, d = 7–16); wider spaces keep the row-major
 #: parts, near GEMM speed already. The two layouts' float32 products may differ in the last bit
-#: (the BLAS kernel's summation order; on this project's machine they agreed up to d = 31); the
-#: caller's error bound holds for any order, so the decided answers are the same either way.
+#: (the BLAS kernel's summation order, which depends on the CPU); the caller's error bound holds
+#: for any order, so the decided answers are the same either way.
 TARGET_MAJOR_MAX_DIM = 31
 
 
