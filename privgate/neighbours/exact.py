@@ -1,6 +1,6 @@
 """The exact general search: float32 distances on centred data with a rigorous error bound,
-decided in float64 — faiss' flat screen (:mod:`.screened`) where it pays, else blocks of one
-GEMM each (never an n×m matrix) — and scipy's cKDTree for low-dimensional spaces."""
+decided in float64 — the flat screen (:mod:`.screened`), then, for the rows it cannot settle,
+blocks of one GEMM each (never an n×m matrix) — and scipy's cKDTree for low-dimensional spaces."""
 
 from __future__ import annotations
 
@@ -10,12 +10,19 @@ from .. import progress
 from ..ties import REL_TOL
 from .backends import kdtree, workers
 from .decide import distances_of_pairs, drop_self, order_rows, take_sorted
+from .flat import TILE_BYTES
 from .prepared import EPS32, PreparedSearch, _centred32  # noqa: F401  (also imported from here)
 from .problem import Problem
 from .screened import knn_flat
 
+#: Fewest query rows of a block of the blocked path (within ``block_bytes``): each block's GEMM
+#: reads every target, so with many targets few rows a block make it memory-bound (200 rows ×
+#: 1M targets × 95, k = 1: 1.26 CPU-s in blocks of 16 rows, 1.03 in blocks of 50).
+BLOCK_MIN_ROWS = 64
+
+
 class ExactSearch(PreparedSearch):
-    """The exact general search of chosen query rows of ``problem``: faiss' flat index with the
+    """The exact general search of chosen query rows of ``problem``: the flat screen with the
     float32 error bound, then the blocked NumPy path for rows the bound cannot settle. Holds
     float32 copies centred on the target mean (smaller norms, so a tighter error bound) and their
     squared norms — float32 matrices (compact spaces) themselves, uncentred — the target side
@@ -26,14 +33,19 @@ class ExactSearch(PreparedSearch):
         """Fill ``out_d`` / ``out_i`` at the query rows ``todo``; count the rows per path in
         ``settled``."""
         settled = {} if settled is None else settled
-        if todo.size and self.use_faiss and not one_block(todo.size, self.t.shape[0], self.k, self.block_bytes):
+        if todo.size and self.use_faiss:
             left = knn_flat(self, todo, out_d, out_i)
             settled["faiss_flat"] = settled.get("faiss_flat", 0) + int(todo.size - left.size)
             todo = left
         if todo.size:
             settled["blocked"] = settled.get("blocked", 0) + int(todo.size)
         m, k = self.t.shape[0], self.k
-        block = max(1, min(max(todo.size, 1), self.block_bytes // max(1, 4 * m)))
+        # blocks whose float32 distances stay in the CPU's caches, as the flat screen's tiles: its
+        # elementwise passes over a block of 192 MiB ran at memory speed (2,556 rows × 25,000
+        # targets × 95 dimensions, k = 1: 0.55–0.80 CPU-s in one block each, 0.27 in 8 MiB
+        # blocks); at least BLOCK_MIN_ROWS rows, as each block's GEMM streams every target
+        tile = max(BLOCK_MIN_ROWS, TILE_BYTES // max(1, 4 * m))
+        block = max(1, min(max(todo.size, 1), tile, self.block_bytes // max(1, 4 * m)))
         for s in range(0, todo.size, block):
             rows = todo[s:s + block]
             bd = np.empty((rows.size, k))
@@ -73,14 +85,6 @@ class ExactSearch(PreparedSearch):
         del dist, cand
         d64 = distances_of_pairs(self.q, self.t, qrows[cr], cc, self.settings)
         take_sorted(cr, cc, d64, n_rows=b, k=k, out_d=out_d, out_i=out_i)
-
-
-def one_block(n_rows: int, m: int, k: int, block_bytes: int) -> bool:
-    """Shape rule: for k = 1, open rows whose float32 distances to every target fit in one block
-    skip faiss' flat screen and go straight to the blocked path — one GEMM and an argmin, with the
-    same error bound and float64 decision, cost less than faiss' search of k + 16 candidates at
-    this shape (measured 2–2.5× less CPU at 435 and 1,000 × 25,000 × 90, 1 and 2 threads)."""
-    return k == 1 and n_rows * m * 4 <= block_bytes
 
 
 def knn_kdtree(p: Problem, out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:

@@ -27,7 +27,6 @@ import numpy as np
 from ..ties import REL_TOL
 from .backends import kdtree, workers
 from .decide import distances_of_pairs, drop_self, order_rows
-from .exact import one_block
 from .ivf_lists import nonzero_2d
 from .memo import SearchMemo
 from .problem import Problem
@@ -238,14 +237,19 @@ def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, ou
     for depth in range(1, settings.grouped_levels + 1):
         if todo.size == 0 or search.costs.size < depth or comb(search.costs.size, depth) > settings.grouped_max_trees:
             return todo
-        if one_block(todo.size, p.m, p.k, settings.block_bytes):
-            # shape rule: a level builds one tree over the targets per set of dropped columns;
-            # when the open rows fit one GEMM block (k = 1) that block costs less (1,000 × 25,000
-            # × 90, 10 categorical columns: level 1's 10 trees settled 145 of 580 rows for ~0.2
-            # CPU-s, the block does all 580 for ~0.1)
+        if few_open_rows(todo.size, p.m, p.k, settings.block_bytes):
             return todo
         todo = search.level(todo, depth)
     return todo
+
+
+def few_open_rows(n_rows: int, m: int, k: int, block_bytes: int) -> bool:
+    """Shape rule: a level builds one tree over the targets per set of dropped columns; for k = 1,
+    open rows whose float32 distances to every target fit in ``block_bytes`` cost less in the
+    exact search (1,000 × 25,000 × 90, 10 categorical columns: level 1's 10 trees settled 145 of
+    580 rows for ~0.2 CPU-s; one GEMM block did all 580 for ~0.1, the flat screen does them for
+    ~0.04), so the level is skipped."""
+    return k == 1 and n_rows * m * 4 <= block_bytes
 
 
 #: k > 1: candidates whose compact distance is within this relative margin of the row's k-th compact

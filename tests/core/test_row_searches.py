@@ -103,26 +103,26 @@ def _brute_tolerant(q, t):
     return np.lexsort((np.broadcast_to(np.arange(t.shape[0]), d.shape), key), axis=-1)[:, :1]
 
 
-def test_one_block_rule_gives_faiss_and_brute_force_answers():
+def test_flat_screen_and_blocked_path_give_the_brute_force_answers():
     rng = np.random.default_rng(8)
     # integer coordinates: many exact ties, broken by the lowest index on every path
     q = rng.integers(0, 3, size=(120, 7)).astype(float)
     t = rng.integers(0, 3, size=(900, 7)).astype(float)
-    one = knn(q, t, 1, dedupe=False)  # 120 × 900 × 4 bytes: one block
-    assert one.search["settled_by"] == {"blocked": 120}
-    screened = knn(q, t, 1, dedupe=False, settings=SearchSettings(block_bytes=4 * 900 * 50))  # 50 rows a block: faiss screens
+    screened = knn(q, t, 1, dedupe=False)
     assert screened.search["settled_by"].get("faiss_flat", 0) > 0
-    np.testing.assert_array_equal(one.idx, screened.idx)
-    np.testing.assert_array_equal(one.dist, screened.dist)
+    one = knn(q, t, 1, dedupe=False, use_faiss=False)  # 120 × 900 × 4 bytes: one block
+    assert one.search["settled_by"] == {"blocked": 120}
+    small = knn(q, t, 1, dedupe=False, use_faiss=False, settings=SearchSettings(block_bytes=4 * 900 * 50))
+    for other in (one, small):
+        np.testing.assert_array_equal(screened.idx, other.idx)
+        np.testing.assert_array_equal(screened.dist, other.dist)
     np.testing.assert_array_equal(one.idx, _brute_tolerant(q, t))
-    # k > 1 keeps faiss' screen (the rule is for the argmin path only)
-    assert knn(q, t, 2, dedupe=False).search["settled_by"].get("faiss_flat", 0) > 0
 
 
 def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
-    """k = 1: the rows level 0 of the grouped search leaves open go straight to one GEMM block when
-    they fit (level 1's per-column trees cost more there); with smaller blocks level 1 runs and
-    settles more rows. Both give the brute-force answer."""
+    """k = 1: the rows level 0 of the grouped search leaves open go straight to the exact search
+    when their distances fit one GEMM block (level 1's per-column trees cost more there); with
+    smaller blocks level 1 runs and settles more rows. Both give the brute-force answer."""
     rng = np.random.default_rng(11)
     cols, slices, pos = [rng.integers(0, 6, size=(900, 2)).astype(float)], [], 2
     for n_levels in (3, 2, 4):
@@ -136,7 +136,7 @@ def test_grouped_level_one_is_skipped_only_when_the_open_rows_fit_one_block():
     skip = knn(q, t, 1, categorical_slices=slices, dedupe=False)
     level1 = knn(q, t, 1, categorical_slices=slices, dedupe=False, settings=SearchSettings(block_bytes=4 * 400 * 20))
     assert 0 < skip.search["settled_by"]["grouped"] < level1.search["settled_by"]["grouped"]
-    assert set(skip.search["settled_by"]) == {"grouped", "blocked"}
+    assert set(skip.search["settled_by"]) == {"grouped", "faiss_flat"}
     np.testing.assert_array_equal(skip.idx, level1.idx)
     np.testing.assert_array_equal(skip.dist, level1.dist)
     np.testing.assert_array_equal(skip.idx, _brute_tolerant(q, t))
