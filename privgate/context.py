@@ -47,9 +47,9 @@ class EvaluationContext(SpacesMixin, SearchMixin):
             integer array giving, per synthetic row, the real row it was generated from.
         threads: thread budget of every native library in this evaluation (LightGBM, BLAS,
             OpenMP, faiss; privgate.threads): default $PRIVGATE_THREADS, else the free cores.
-        exact: True forces exact neighbour searches at every size; by default a search of more
-            than ``SearchSettings.exact_below_pairs`` query × target pairs screens the rows the
-            exact shortcuts leave open approximately and reports its measured recall
+        exact: True forces exact neighbour searches at every size; by default the rows the exact
+            shortcuts leave open of a search are screened approximately when they still make
+            more than ``SearchSettings.exact_below_pairs`` query × target pairs and reports its measured recall
             (privgate.neighbours).
         sample_real: estimate per-real-record means on a seeded sample of this many real records
             (:meth:`real_sample`); None (default): as ``sample`` says.

@@ -384,8 +384,7 @@ def _real_lists(ctx, hv: "_Halves") -> tuple[Neighbours, np.ndarray] | None:
     scored rows' lists only (sliced from the whole search when it is cached), and none when that
     search would be screened and is not made yet — its rows would be searched again on the half
     anyway (a whole exact search another metric made is read: in a full evaluation at 100,000
-    rows only the ~25 % of rows its 3-lists leave undecided are searched on the halves, 1.2
-    instead of 2.3 CPU-s)."""
+    rows only the rows its 2-lists leave undecided are searched on the halves)."""
     settings = resolve_settings(None)
     k = settings.jackknife_k
     if hv.n <= k:
