@@ -131,6 +131,30 @@ def test_low_dimensional_kdtree_path_matches_brute_force_with_ties(exclude_self)
     np.testing.assert_array_equal(nb.idx, i)
 
 
+@pytest.mark.parametrize("k, exclude_self", [(1, False), (2, True), (3, False)])
+def test_kdtree_short_lists_then_long_lists_match_brute_force(monkeypatch, k, exclude_self):
+    """The k-d tree path asks k + 2 candidates, then k + 16 for rows cut inside a run of ties,
+    then leaves rows with longer runs to the general search: continuous points with copies
+    repeated 3 times (the long lists settle them) and 40 times (open)."""
+    from privgate.neighbours import exact
+
+    widths = []
+    real = exact._kdtree_rows
+    monkeypatch.setattr(exact, "_kdtree_rows", lambda p, tree, rows, kk, *a: widths.append((rows.size, kk))
+                        or real(p, tree, rows, kk, *a))
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(600, 2))
+    x = np.vstack([base, np.repeat(base[:20], 3, axis=0), np.repeat(base[20:22], 40, axis=0)])
+    t = x if exclude_self else np.vstack([rng.normal(size=(500, 2)), np.repeat(x[:30], 4, axis=0),
+                                          np.repeat(x[-1:], 40, axis=0)])
+    nb = knn(x, t, k, exclude_self=exclude_self, dedupe=False)
+    d, i = brute(x, t, k, exclude_self=exclude_self)
+    np.testing.assert_array_equal(nb.idx, i)
+    np.testing.assert_allclose(nb.dist, d)
+    assert [w for _, w in widths] == [k + 2, k + 16] and 0 < widths[1][0] < widths[0][0]
+    assert 0 < nb.search["settled_by"]["kdtree"] < x.shape[0]
+
+
 @pytest.mark.parametrize("exclude_self", [False, True])
 def test_deduplicated_k1_path_matches_brute_force(exclude_self):
     rng = np.random.default_rng(7)
