@@ -149,3 +149,34 @@ def test_search_of_mixed_space_rows_settles_inside_categorical_groups_with_the_s
                      categorical_slices=space.categorical_slices)
     want = knn_rows(space.real, np.arange(50), 1)
     assert np.array_equal(own.idx, want.idx) and np.array_equal(own.dist, want.dist)
+
+
+def test_jackknife_replicates_are_computed_once_for_every_metric_that_reads_them(monkeypatch):
+    """authenticity, median_dcr and nnaa delete the same groups of real records from the same
+    real → real lists: the (G, n) nearest-outside-group replicates are computed once, reported
+    (with the refill search) in each metric's details, and read-only; the values are those of a
+    fresh evaluation per metric."""
+    import privgate.metrics as m
+
+    calls = []
+    real = context_mod.nearest_outside_groups
+    monkeypatch.setattr(context_mod, "nearest_outside_groups", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    ctx = _ctx(400, 380, seed=3)
+    together = [m.authenticity(ctx), m.median_dcr(ctx), m.nnaa(ctx, repetitions=2)]
+    assert len(calls) == 1
+    for res in together:
+        fresh = getattr(m, res.name)(_ctx(400, 380, seed=3), **({"repetitions": 2} if res.name == "nnaa" else {}))
+        assert (res.value, res.ci) == (fresh.value, fresh.ci)
+        assert set(res.details["neighbour_search"]["searches"]) == set(fresh.details["neighbour_search"]["searches"])
+    key = next(iter(ctx._shared["outside_groups"]))
+    assert not key["out"][0].flags.writeable
+
+
+def test_jackknife_replicates_over_the_cache_budget_are_not_kept(monkeypatch):
+    import privgate.metrics as m
+
+    monkeypatch.setattr(context_mod, "OUTSIDE_GROUPS_CACHE_BYTES", 0)
+    ctx = _ctx(400, 380, seed=3)
+    first = m.authenticity(ctx)
+    assert ctx._shared.get("outside_groups") == []
+    assert m.median_dcr(ctx).ci == m.median_dcr(_ctx(400, 380, seed=3)).ci and first.ci is not None
