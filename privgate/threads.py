@@ -97,18 +97,33 @@ def resolve_threads(threads: int | None = None) -> int:
 def limited(threads: int) -> Iterator[int]:
     """Run the block with BLAS, OpenMP and faiss limited to ``threads`` threads; restores the
     previous limits afterwards."""
-    from threadpoolctl import threadpool_limits
-
     faiss = _faiss()
     before = faiss.omp_get_max_threads() if faiss is not None else None
     try:
         if faiss is not None:
             faiss.omp_set_num_threads(int(threads))
-        with threadpool_limits(limits=int(threads)):
+        with _controller().limit(limits=int(threads)):
             yield int(threads)
     finally:
         if faiss is not None and before is not None:
             faiss.omp_set_num_threads(before)
+
+
+_CONTROLLER: list = []  # [(len(sys.modules) when made, threadpoolctl.ThreadpoolController)]
+
+
+def _controller():
+    """threadpoolctl's controller of the native thread pools loaded in this process, made again
+    only after a module was imported (a new native library is loaded by an import): making one
+    reads /proc/self/maps, ~2.4 ms, and limited() is entered per metric and per search."""
+    import sys
+
+    from threadpoolctl import ThreadpoolController
+
+    n = len(sys.modules)
+    if not _CONTROLLER or _CONTROLLER[0][0] != n:
+        _CONTROLLER[:] = [(n, ThreadpoolController())]
+    return _CONTROLLER[0][1]
 
 
 def _faiss():

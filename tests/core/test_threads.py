@@ -84,3 +84,18 @@ def test_context_and_evaluate_take_a_budget():
     assert EvaluationContext(r, r, threads=1).threads == 1
     rep = evaluate(r, r, ["membership_inference"], threads=1)
     assert rep.results["membership_inference"].details["n_jobs"] == 1
+
+
+def test_the_thread_pool_controller_is_made_again_after_an_import(monkeypatch):
+    """limited() reuses threadpoolctl's controller until a module is imported (a native library
+    loads only through an import), so a pool loaded later is limited too."""
+    import sys
+    import types
+
+    from privgate import threads
+
+    first = threads._controller()
+    assert threads._controller() is first
+    monkeypatch.setitem(sys.modules, "privgate_test_fresh_module", types.ModuleType("privgate_test_fresh_module"))
+    again = threads._controller()
+    assert again is not first and threads._controller() is again
