@@ -155,7 +155,8 @@ class SearchMixin:
         return hit
 
     def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
-                               same: bool, name: str = "jackknife refill") -> tuple[np.ndarray, np.ndarray]:
+                               same: bool, name: str = "jackknife refill",
+                               categorical_slices: list[tuple[int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:func:`privgate.neighbours.nearest_outside_groups` with its searches again made by
         :meth:`search` (reported as ``name``). Computed once per evaluation for the same lists,
         matrices and labels (authenticity, median_dcr and nnaa read the same real → real
@@ -173,7 +174,8 @@ class SearchMixin:
 
         def again(q: np.ndarray, t: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                   rows: np.ndarray | None = None) -> Neighbours:
-            found = self.search(q, t, k, name=name, exclude_self=exclude_self, rows=rows)
+            found = self.search(q, t, k, name=name, exclude_self=exclude_self, rows=rows,
+                                categorical_slices=categorical_slices)
             report["search"] = found.search
             return found
 

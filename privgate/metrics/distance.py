@@ -176,7 +176,8 @@ def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
     are the reference set of this search too, so the jackknife deletes them there as well."""
     sp = ctx.space(_space_key(space))
     nb = ctx.neighbours(space, "real", "real", search_k(labels))
-    return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True)[0]
+    return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True,
+                                      categorical_slices=sp.categorical_slices)[0]
 
 
 def _space_key(space) -> tuple:
