@@ -130,7 +130,7 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     search: dict = {"exact": True, "settled_by": settled}
     if todo.size == 0:
         return Neighbours(out_d, out_i, search)
-    exact = ExactSearch(p, opts.use_faiss and d > settings.low_dim)
+    exact = ExactSearch(p, opts.use_faiss and d > settings.low_dim, slices, rows=todo)
     # the screen only where the search is big enough (the context's rule, applied again here to
     # the rows left open: after duplicates are folded and the grouped search settled its rows, a
     # search is often small enough to be exact — and a screen declined after its k-means training
