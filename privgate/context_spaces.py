@@ -110,9 +110,13 @@ class SpacesMixin:
         if keep is None:
             return []
         gone = [key for key in self._spaces if key[0] not in keep]
+        freed = sum(m.nbytes for key in gone for m in self._spaces[key].matrices.values())
         for key in gone:
             del self._spaces[key]
-        if gone:  # the search structures of a matrix sit in reference cycles: free them before the next space
+        if freed >= COLLECT_FROM_BYTES:
+            # the search structures of a matrix sit in reference cycles: free them before the next
+            # space (a full collection costs 0.05–0.5 s in a process holding many objects: only
+            # where it returns memory that matters)
             gc.collect()
         if self.compact_spaces():
             _return_freed_heap()
@@ -122,6 +126,10 @@ class SpacesMixin:
         """The kinds of space read since the last call (and forget them): what a metric read."""
         out, self._spaces_read = self._spaces_read, set()
         return out
+
+
+#: Encoded matrices dropped at once from which release_spaces runs a full garbage collection.
+COLLECT_FROM_BYTES = 64 * 2**20
 
 
 def _return_freed_heap() -> None:

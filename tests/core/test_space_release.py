@@ -153,3 +153,20 @@ def test_register_metric_rejects_an_unknown_space_kind():
 
     with pytest.raises(ValueError, match="unknown space kind 'gower'"):
         register_metric(family="tracing", attack="a", reference="r", orientation="o", spaces=("gower",))
+
+
+def test_a_full_garbage_collection_runs_only_when_the_dropped_spaces_are_large(frames, monkeypatch):
+    import gc
+
+    import privgate.context_spaces as spaces_mod
+
+    runs = []
+    monkeypatch.setattr(gc, "collect", lambda *a: runs.append(1) or 0)
+    ctx = _ctx(frames)
+    ctx.mixed(), ctx.identifiability_space()
+    ctx.release_spaces({"mixed"})
+    assert runs == []  # a few KiB: nothing worth a collection
+    monkeypatch.setattr(spaces_mod, "COLLECT_FROM_BYTES", 1)
+    ctx.identifiability_space()
+    ctx.release_spaces({"mixed"})
+    assert runs == [1]
