@@ -20,8 +20,10 @@ class SearchSettings:
     #: (docs/performance.md, "Exact searches and the neighbour search settings"). The evaluation
     #: context asks for a screen above it unless ``exact``.
     exact_below_pairs: int = 2 * 10**9
-    #: Bytes of float32 distances the blocked search holds at once (never an n×m matrix); also the
-    #: IVF list scan's candidate budget and the k = 1 one-block shape rule.
+    #: At most this many bytes of float32 distances the blocked search holds at once (never an n×m
+    #: matrix; its blocks are cache-sized, :data:`.flat.TILE_BYTES`, at least 64 rows); also the
+    #: IVF list scan's candidate budget and the grouped search's k = 1 rule for skipping a level
+    #: (:func:`.grouped.few_open_rows`).
     block_bytes: int = 192 * 2**20
     #: Bytes of coordinate differences held at once when float64 pair distances are recomputed
     #: (and when one-hot category codes are read, in blocks of rows).
