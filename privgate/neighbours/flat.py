@@ -243,7 +243,10 @@ def _row_major_parts(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarr
         v += tn[None, c0:c1]
         w = c1 - c0
         thr = best_v[:, kk - 1]
-        if w > kk:  # a value at least kk of the part's targets reach: the largest of kk groups' minima
+        if c0 == 0 and w > kk:
+            # the first part: a value at least kk of its targets reach (the largest of kk groups'
+            # minima); later parts compare with the row's kk-th best so far, which already holds
+            # over every earlier target (a pass over each later tile saved: ~15 % of the screen)
             group = w // kk
             thr = np.minimum(thr, v[:, :kk * group].reshape(b, kk, group).min(axis=2).max(axis=1))
         flat = np.flatnonzero(v <= thr[:, None])
