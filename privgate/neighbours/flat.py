@@ -15,7 +15,8 @@ GEMMs would stream the whole target matrix from memory for them (a memory-bound 
 rows against 300,000 targets took 1.6× the same GEMM's time); there the tiles are
 ``PART_ROWS`` query rows × a part of the targets (computed target-major, see
 :func:`_tiles_of_parts`), and each row keeps its ``kk`` best candidates from one target part to
-the next (merged by distance, ties by the lower index: the same candidates). Only speed depends on the tiling; the float32 values are those of the GEMM, whose
+the next (merged by distance, ties by the lower index: the same candidates; after the first
+part a row's ``kk``-th best so far is its threshold). Only speed depends on the tiling; the float32 values are those of the GEMM, whose
 rounding the caller's error bound covers (as it covers faiss').
 """
 
