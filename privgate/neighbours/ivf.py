@@ -82,8 +82,9 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
         return {"exact": True, "screen": note, "candidates_held": 0}, rows
     rng = np.random.default_rng(seed)
     train = np.sort(rng.choice(m, min(m, nlist * settings.ivf_train_per_list), replace=False))
-    # the lists depend on the target set, nlist and seed only: searches of one target set share them
-    lists = SearchMemo.get_or_build(ex.problem.memo, ex.t, ("ivf_lists", nlist, int(seed)),
+    # the lists depend on the target set, nlist, seed and the float32 copies' coordinates only:
+    # searches of one target set share them
+    lists = SearchMemo.get_or_build(ex.problem.memo, ex.t, ("ivf_lists", nlist, int(seed), ex.reduced),
                                     lambda: Lists(ex, nlist, train, seed).for_search(None)).for_search(ex)
     lists.candidates_held = 0
     samples = rng.permutation(rows)[:2 * n_check]

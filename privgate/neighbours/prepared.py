@@ -49,6 +49,9 @@ class PreparedSearch:
                 prep["exact"] = (centre, None if t32 is t else t32, tn, reduced)
         self.problem, self.settings = problem, settings
         self.q, self.t, self.k, self.exclude_self = q, t, problem.k, problem.exclude_self
+        # the one-hot columns the float32 copies reduced: part of the key of anything built
+        # from them and kept for other searches of the same target (the IVF lists)
+        self.reduced = reduced
         if centre is None:
             self.q32 = q
             self.qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)

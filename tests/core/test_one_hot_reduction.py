@@ -10,7 +10,7 @@ import pytest
 from privgate.neighbours import knn
 from privgate.neighbours.prepared import PreparedSearch, _helmert, _rows32, one_hot_reduction, reducible_columns
 from privgate.neighbours.problem import Problem
-from privgate.neighbours.settings import DEFAULT_SETTINGS
+from privgate.neighbours.settings import DEFAULT_SETTINGS, SearchSettings
 
 
 def _mixed(n: int, rng, levels=(3, 7, 2, 12), scales=(0.7, 1.3, 0.2, 2.0), zero_row_in: int | None = None):
@@ -79,3 +79,24 @@ def test_reduced_screen_gives_the_full_coordinates_answers(k, exclude_self, tied
         assert grouped.search["settled_by"]["grouped"] > 0
     np.testing.assert_array_equal(grouped.idx, full.idx)
     np.testing.assert_array_equal(grouped.dist, full.dist)
+
+
+def test_screens_of_one_target_with_other_reductions_keep_lists_of_their_own_coordinates():
+    """The IVF lists kept for a target (trained on its float32 copies) are shared only by searches
+    whose copies have the same coordinates: a second query set with a row of zeros in a one-hot
+    column keeps that column whole, so its screen builds lists of its own — both answers exact."""
+    from privgate.neighbours.memo import SearchMemo
+
+    rng = np.random.default_rng(9)
+    t, slices = _mixed(3000, rng)
+    q1, _ = _mixed(400, rng)
+    q2, _ = _mixed(400, rng, zero_row_in=2)
+    memo = SearchMemo()
+    screened = SearchSettings(exact_below_pairs=0, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0)
+    for q in (q1, q2):
+        got = knn(q, t, 2, categorical_slices=slices, grouped=False, dedupe=False, approximate=True,
+                  settings=screened, memo=memo, seed=1)
+        assert "ivf_screen" in got.search["settled_by"]
+        exact = knn(q, t, 2, grouped=False, dedupe=False)
+        np.testing.assert_array_equal(got.idx, exact.idx)
+        np.testing.assert_array_equal(got.dist, exact.dist)
