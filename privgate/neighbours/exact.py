@@ -11,7 +11,7 @@ from ..ties import REL_TOL
 from .backends import kdtree, workers
 from .decide import distances_of_pairs, drop_self, order_rows, take_sorted
 from .flat import TILE_BYTES
-from .prepared import EPS32, PreparedSearch, _centred32  # noqa: F401  (also imported from here)
+from .prepared import PreparedSearch
 from .problem import Problem
 from .screened import knn_flat
 
