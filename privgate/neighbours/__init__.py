@@ -7,7 +7,8 @@ one module each:
 * :mod:`.grouped` — the nearest records inside groups of equal categorical values (mixed space);
 * :mod:`.exact` — the general exact search: blocked float32 GEMMs on centred data with a
   rigorous error bound (never an n×m matrix), and scipy's cKDTree for d ≤ 3;
-* :mod:`.screened` — faiss' flat index as a float32 screen checked by that bound;
+* :mod:`.screened` — the flat float32 screen checked by that bound (:mod:`.flat`), comparing only
+  the targets whose categories could hold a row's k nearest (:mod:`.category_tiles`);
 * :mod:`.ivf` / :mod:`.ivf_lists` — the approximate IVF screen with measured recall
   (``approximate=True``);
 * :mod:`.decide` — the float64 decision all of them end with: distances recomputed from the

@@ -48,6 +48,7 @@ class PreparedSearch:
             if prep is not None:  # never the matrix itself: the entry must not keep it alive
                 prep["exact"] = (centre, None if t32 is t else t32, tn, reduced)
         self.problem, self.settings = problem, settings
+        self.slices = list(categorical_slices or [])
         self.q, self.t, self.k, self.exclude_self = q, t, problem.k, problem.exclude_self
         # the one-hot columns the float32 copies reduced: part of the key of anything built
         # from them and kept for other searches of the same target (the IVF lists)

@@ -14,6 +14,7 @@ import numpy as np
 from .. import progress
 from ..ties import REL_TOL
 from .decide import distances_of_pairs, drop_self, order_rows
+from .category_tiles import pruned_candidates, tiles_for
 from .flat import flat_candidates
 from .ivf_lists import nonzero_2d
 
@@ -30,6 +31,9 @@ def knn_flat(ex: "PreparedSearch", todo: np.ndarray, out_d: np.ndarray, out_i: n
     with long runs of tied candidates are retried once with ``retry_candidates`` extra."""
     settings = ex.settings
     t32 = np.ascontiguousarray(ex.t32)
+    # the first pass compares only the tiles of targets whose categories could hold a row's k
+    # nearest (:mod:`.category_tiles`); the retry with many extra candidates compares every target
+    tiles = tiles_for(ex) if todo.size else None
     for extra in (settings.extra_candidates, settings.retry_candidates):
         if todo.size == 0:
             break
@@ -38,27 +42,37 @@ def knn_flat(ex: "PreparedSearch", todo: np.ndarray, out_d: np.ndarray, out_i: n
         done = np.zeros(todo.size, dtype=bool)
         for s in range(0, todo.size, FLAT_PART_ROWS):
             done[s:s + FLAT_PART_ROWS] = _flat_pass(t32, ex, todo[s:s + FLAT_PART_ROWS], extra,
-                                                    out_d=out_d, out_i=out_i)
+                                                    out_d=out_d, out_i=out_i, tiles=tiles)
             progress.report(min(todo.size, s + FLAT_PART_ROWS), todo.size, "query rows of an exact search")
         todo = todo[~done]
+        tiles = None
     return todo
 
 
 def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
-               out_i: np.ndarray) -> np.ndarray:
+               out_i: np.ndarray, tiles: tuple | None = None) -> np.ndarray:
     """One screen of query ``rows`` against the float32 targets ``t32`` for k + ``extra``
-    candidates; returns which rows it settled."""
+    candidates; returns which rows it settled. ``tiles`` (:func:`.category_tiles.tiles_for`):
+    only the tiles that could hold a row's k nearest are compared, when few enough are."""
     k, m = ex.k, t32.shape[0]
     available = m - 1 if ex.exclude_self else m
     kk = min(available, k + extra)
     search_k = min(m, kk + (1 if ex.exclude_self else 0))
-    d32, idx = flat_candidates(ex.q32[rows], ex.qn[rows], t32, ex.tn, search_k)
+    pruned = None
+    if tiles is not None:
+        pruned = pruned_candidates(ex, rows, search_k, min(m, k + (1 if ex.exclude_self else 0)), tiles)
+    if pruned is None:
+        d32, idx = flat_candidates(ex.q32[rows], ex.qn[rows], t32, ex.tn, search_k)
+        beyond = None
+    else:
+        d32, idx, beyond = pruned
     if ex.exclude_self:  # drop the self entry (or the last one when self was not returned)
         idx, d32 = drop_self(rows, idx, d32)
     idx = idx[:, :kk]
     d32 = d32[:, :kk].astype(np.float64)
-    bad = (idx < 0).any(axis=1)
-    idx = np.where(idx < 0, 0, idx)
+    # an empty slot (a pruned list shorter than kk): the row goes on to the retry
+    bad = ((idx < 0) | (idx >= m)).any(axis=1)
+    idx = np.where((idx < 0) | (idx >= m), 0, idx)
     qn64 = ex.qn[rows].astype(np.float64)
     tn64 = ex.tn.astype(np.float64)
     c = ex.c
@@ -74,6 +88,8 @@ def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: i
     else:
         complete = np.ones(rows.size, dtype=bool)
     complete &= ~bad
+    if beyond is not None:  # every target not compared lies beyond the k-th and its ties
+        complete &= beyond > upper
     sel = np.flatnonzero(complete)
     if sel.size:
         lower = d32[sel] - c * (qn64[sel, None] + tn64[idx[sel]])
