@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from itertools import combinations
 from math import comb
+from typing import Callable
 
 import numpy as np
 
@@ -226,9 +227,12 @@ def _slice_cost(q: np.ndarray, t: np.ndarray, a: int, b: int) -> float:
     return 2.0 * float(np.abs(v).max()) ** 2
 
 
-def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
+def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray,
+                deeper: Callable[[np.ndarray], bool] | None = None) -> np.ndarray:
     """Settle the rows of ``p`` the grouped search can (module docstring) into ``out_d`` /
-    ``out_i``; return the rows still open, for the general search."""
+    ``out_i``; return the rows still open, for the general search. ``deeper(open rows)``: asked
+    before each level after level 0 — False ends the search there (the general search of those
+    rows costs less than the level)."""
     search = _GroupedSearch.of(p, slices, out_d, out_i)
     if search is None:
         return np.arange(p.n)
@@ -238,6 +242,8 @@ def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, ou
         if todo.size == 0 or search.costs.size < depth or comb(search.costs.size, depth) > settings.grouped_max_trees:
             return todo
         if few_open_rows(todo.size, p.m, p.k, settings.block_bytes):
+            return todo
+        if deeper is not None and not deeper(todo):
             return todo
         todo = search.level(todo, depth)
     return todo

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import faiss_module
+from .category_tiles import compared_share
 from .decide import drop_self
 from .duplicates import fold_duplicates
 from .exact import ExactSearch, knn_kdtree
@@ -47,7 +48,9 @@ def knn(
     mixed space) lets rows be settled by the grouped search first.
 
     ``approximate=True``: when the rows the exact shortcuts (duplicates, groups, k-d tree) leave
-    open still make more than ``settings.exact_below_pairs`` query × target pairs, they are
+    open still make more than ``settings.exact_below_pairs`` query × target pairs — counting only
+    the targets the exact screen's categorical tile bounds (:mod:`.category_tiles`) would
+    compare — they are
     screened by a faiss inverted-file index and decides them in
     float64 among the screen's candidates; ``settings.ivf_check_rows`` of them, drawn with
     ``seed``, are also searched exactly, and the share whose k nearest distances the screen found
@@ -124,18 +127,31 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     if d <= settings.low_dim:
         todo = knn_kdtree(p, out_d, out_i)
         settled["kdtree"] = int(n - todo.size)
-    elif opts.grouped and opts.categorical_slices is not None and n_numeric <= settings.grouped_max_numeric:
-        todo = knn_grouped(p, slices, out_d, out_i)
+    exact = None
+    if d > settings.low_dim and opts.grouped and opts.categorical_slices is not None \
+            and n_numeric <= settings.grouped_max_numeric:
+        def deeper(rows: np.ndarray) -> bool:
+            """Whether the next level pays: not when the screen's categorical tile bounds would
+            compare few of the targets for the rows left open."""
+            nonlocal exact
+            exact = ExactSearch(p, opts.use_faiss, slices, rows=rows)
+            return compared_share(exact, rows, *_list_widths(p, settings)) > settings.grouped_deeper_share
+
+        todo = knn_grouped(p, slices, out_d, out_i, deeper)
         settled["grouped"] = int(n - todo.size)
     search: dict = {"exact": True, "settled_by": settled}
     if todo.size == 0:
         return Neighbours(out_d, out_i, search)
-    exact = ExactSearch(p, opts.use_faiss and d > settings.low_dim, slices, rows=todo)
+    if exact is None:
+        exact = ExactSearch(p, opts.use_faiss and d > settings.low_dim, slices, rows=todo)
     # the screen only where the search is big enough (the context's rule, applied again here to
     # the rows left open: after duplicates are folded and the grouped search settled its rows, a
     # search is often small enough to be exact — and a screen declined after its k-means training
     # and calibration costs ~0.6 CPU-s at 100,000 targets)
     approximate = opts.approximate and todo.size * t.shape[0] > settings.exact_below_pairs
+    if approximate:  # the pairs the exact screen would compare, after its categorical tile bounds
+        share = compared_share(exact, todo, *_list_widths(p, settings))
+        approximate = todo.size * t.shape[0] * share > settings.exact_below_pairs
     if approximate and faiss_module() is not None and d > settings.low_dim:
         search, left = knn_ivf(exact, todo, opts.seed, out_d, out_i)
         if search["exact"]:  # the screen declined; the rows it checked exactly are done
@@ -146,6 +162,13 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     exact.rows(todo, out_d, out_i, settled)
     search["settled_by"] = settled
     return Neighbours(out_d, out_i, search)
+
+
+def _list_widths(p: Problem, settings: SearchSettings) -> tuple[int, int]:
+    """(candidates the flat screen lists per row, the rank whose upper bound prunes its tiles),
+    the query's own row included in a search of a set against itself."""
+    own = 1 if p.exclude_self else 0
+    return min(p.m, p.k + settings.extra_candidates + own), min(p.m, p.k + own)
 
 
 def knn_rows(points: np.ndarray, rows: np.ndarray, k: int = 1, **options) -> Neighbours:
