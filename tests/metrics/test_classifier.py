@@ -198,6 +198,72 @@ def test_numpy_mlp_one_step_matches_the_definition():
         np.testing.assert_allclose(got, expect, atol=2e-6)
 
 
+def _plain_train_mlp(x, y, hidden, max_iter, seed, dt):
+    """train_mlp written plainly (a temporary per operation, np.matmul for every product,
+    np.maximum against 0, the epoch's rows fancy-indexed): the arithmetic the trainer's
+    shortcuts must reproduce bit for bit."""
+    from privgate import seeds
+    from privgate.metrics import _mlp
+    from scipy.special import expit
+
+    rng = seeds.rng(seed, "detection.mlp")
+    x = np.ascontiguousarray(x, dtype=dt)
+    net = _mlp._Trainer([x.shape[1], *hidden, 1], rng, dt)  # the initial weights only
+    theta, decay, layout = net.theta.copy(), net.decay, net.layout
+    m, v, t = np.zeros_like(theta), np.zeros_like(theta), 0
+    train, val = _mlp._stratified_validation(y, _mlp.VALIDATION_FRACTION, rng)
+    x_train, y_train, x_val, y_val = x[train], y[train].astype(dt), x[val], y[val]
+    best, best_theta, stall, epochs = -np.inf, theta.copy(), 0, 0
+    for _ in range(max_iter):
+        order = rng.permutation(train.size)
+        xs, ys = x_train[order], y_train[order]
+        for s in range(0, train.size, _mlp.BATCH_SIZE):
+            xb, yb = xs[s:s + _mlp.BATCH_SIZE], ys[s:s + _mlp.BATCH_SIZE]
+            n = xb.shape[0]
+            layers = [(theta[ws].reshape(shape), theta[bs]) for ws, shape, bs in layout]
+            acts = [xb]
+            for w, b in layers[:-1]:
+                acts.append(np.maximum(acts[-1] @ w + b, 0))
+            p = expit(acts[-1] @ layers[-1][0] + layers[-1][1])[:, 0]
+            delta = ((p - yb) * dt(1.0 / n))[:, np.newaxis]
+            grads = []
+            for i in range(len(layers) - 1, -1, -1):
+                grads[:0] = [(acts[i].T @ delta).ravel(), delta.sum(axis=0)]
+                if i:
+                    delta = (delta @ layers[i][0].T) * (acts[i] > 0)
+            grad = np.concatenate(grads) + theta * decay * dt(1.0 / n)
+            t += 1
+            m = m * dt(_mlp.BETA1) + grad * dt(1 - _mlp.BETA1)
+            v = v * dt(_mlp.BETA2) + grad * grad * dt(1 - _mlp.BETA2)
+            step = _mlp.LEARNING_RATE * np.sqrt(1 - _mlp.BETA2 ** t) / (1 - _mlp.BETA1 ** t)
+            theta = theta - m / (np.sqrt(v) + dt(_mlp.EPSILON)) * dt(step)
+        epochs += 1
+        layers = [(theta[ws].reshape(shape), theta[bs]) for ws, shape, bs in layout]
+        score = float(((_mlp.MLP(layers, epochs, best).predict_proba(x_val) > 0.5) == (y_val == 1)).mean())
+        stall = stall + 1 if score < best + _mlp.TOL else 0
+        if score > best:
+            best, best_theta = score, theta.copy()
+        if stall > _mlp.N_ITER_NO_CHANGE:
+            break
+    return [(best_theta[ws].reshape(shape), best_theta[bs]) for ws, shape, bs in layout], epochs, best
+
+
+@pytest.mark.parametrize("hidden, dtype", [((20, 10), np.float32), ((6, 1), np.float32), ((9,), np.float64)])
+def test_numpy_mlp_is_bit_identical_to_the_plain_formulation(hidden, dtype):
+    # the trainer's buffers, zeros operand of ReLU, epoch gather and outer product for the output
+    # layer's δWᵀ change NumPy's overhead, never a rounding: every weight, the epoch count and the
+    # best validation accuracy equal the plain formulation's exactly (701 rows: 630 training rows,
+    # the last batch 30)
+    x, y = _blobs(350, 0.7, d=5)
+    x = np.vstack([x, x[:1] + 1])
+    y = np.r_[y, 0]
+    model = train_mlp(x, y, hidden, 300, seed=1, dtype=dtype)
+    layers, epochs, best = _plain_train_mlp(x, y, hidden, 300, 1, np.dtype(dtype).type)
+    assert model.n_epochs == epochs > 11 and model.best_validation_accuracy == best
+    for (w, b), (w_plain, b_plain) in zip(model.layers, layers):
+        assert w.dtype == np.dtype(dtype) and w.tobytes() == w_plain.tobytes() and b.tobytes() == b_plain.tobytes()
+
+
 def test_invalid_parameters_and_too_few_rows():
     real, syn = _separable(20)
     ctx = EvaluationContext(real, syn)
