@@ -18,7 +18,7 @@ its smallest pruned bound also lies beyond its final k-th upper bound
 
 Sorting the targets by category keeps a tile's levels few: on a Texas-like 100,000 × 100,000
 search in identifiability's entropy-weighted space, a row left open by the grouped search keeps
-about 2 % of the tiles; in the mixed space, whose mismatch costs are equal, about a third.
+3–4 % of the tiles; in the mixed space, whose mismatch costs are equal, about a third.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ if TYPE_CHECKING:
 TILE_TARGETS = 128
 MAX_TILES = 1024
 #: The pruned screen is used for a part of rows only when at most this share of its (row, tile)
-#: pairs is kept; else the full flat screen is cheaper than the tile-by-tile products.
-MAX_KEPT_SHARE = 0.2
+#: pairs is kept: a pair compared tile by tile costs about twice a pair of the full flat screen
+#: (the rows' gathers and merges). Texas-like 100k, mixed space: ~0.3 kept, real → real k = 2
+#: 10.5 → 8.3 CPU-s; proximity_score's 25k → 100k, k = 7, ~0.5 kept: the metric 16.7 → 13.2.
+MAX_KEPT_SHARE = 0.5
 #: Relative margin taken off the float32 lower bounds (sums of at most a few hundred costs:
 #: their rounding is ~1e-7 relative).
 BOUND_MARGIN = 1e-5
@@ -226,21 +228,24 @@ def _compare(ex: "PreparedSearch", q2: np.ndarray, sel: np.ndarray, tt: TargetTi
     candidates yet."""
     members = tt.members[tt.bounds[j]:tt.bounds[j + 1]]
     kk = best_v.shape[1]
-    v = q2[sel] @ ex.t32[members].T
-    v += ex.tn[members][None, :]
+    # np.take: a row gather ~2× faster than fancy indexing
+    v = np.take(q2, sel, axis=0) @ np.take(ex.t32, members, axis=0).T
+    v += np.take(ex.tn, members)[None, :]
     if first:  # the tile holds at least kk targets: its kk best by (value, index)
         order = np.argsort(v, axis=1, kind="stable")[:, :kk]  # members ascending: ties by index
         best_v[sel] = np.take_along_axis(v, order, axis=1)
         best_i[sel] = members[order]
         return
-    thr = best_v[sel, kk - 1]
+    thr = np.take(best_v[:, kk - 1], sel)
     flat = np.flatnonzero(v <= thr[:, None])
     if flat.size == 0:
         return
-    cr, cc = np.divmod(flat, members.size)
-    took = np.unique(cr)
-    local = np.searchsorted(took, cr)
-    at = sel[took]
+    cr, cc = np.divmod(flat, members.size)  # rows ascending
+    starts = np.empty(cr.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(cr[1:], cr[:-1], out=starts[1:])
+    local = np.cumsum(starts) - 1
+    at = sel[cr[starts]]
     best_v[at], best_i[at] = _merged(best_v[at], best_i[at], local, members[cc], v.ravel()[flat], ex.t32.shape[0])
 
 
