@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ties import REL_TOL
+from .backends import workers
 from .flat import _merged
 from .grouped import category_codes
 from .memo import SearchMemo
@@ -49,6 +50,8 @@ MAX_KEPT_SHARE = 0.5
 BOUND_MARGIN = 1e-5
 #: Bytes of (row, tile) bounds held at once: rows go through the tiles in chunks of this size.
 BOUND_BYTES = 64 * 2**20
+#: With more than one thread, each takes a share of the rows of at least this many.
+MIN_WORKER_ROWS = 1024
 
 
 class TargetTiles:
@@ -159,7 +162,28 @@ def pruned_candidates(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: 
     tt, qcodes, level_costs = tiles
     if tt.smallest < kk:
         return None
-    q2, best_v, best_i, keep, bound = _first_pass(ex, rows, kk, k_bound, tt, qcodes, _absent(tt, level_costs))
+    absent = _absent(tt, level_costs)
+    n_workers = min(max(1, workers()), rows.size // MIN_WORKER_ROWS)
+    if n_workers <= 1:
+        return _pruned(ex, rows, kk, k_bound, tt, qcodes, absent)
+    # the rows split between threads, each GEMM single-threaded (NumPy releases the GIL); each
+    # row's candidates are those of its own comparisons, whichever thread made them
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    parts = np.array_split(rows, n_workers)
+    with threadpool_limits(limits=1), ThreadPoolExecutor(n_workers) as pool:
+        done = list(pool.map(lambda part: _pruned(ex, part, kk, k_bound, tt, qcodes, absent), parts))
+    if any(d is None for d in done):
+        return None
+    return tuple(np.concatenate([d[i] for d in done]) for i in range(3))
+
+
+def _pruned(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, tt: TargetTiles, qcodes: np.ndarray,
+            absent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`pruned_candidates` of ``rows`` in one thread."""
+    q2, best_v, best_i, keep, bound = _first_pass(ex, rows, kk, k_bound, tt, qcodes, absent)
     if keep.sum() > MAX_KEPT_SHARE * keep.size:
         return None
     by_tile = np.ascontiguousarray(keep.T)
@@ -205,7 +229,7 @@ def _first_pass(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, t
     upper = _kth_upper(ex, rows, best_v, best_i, k_bound)
     keep = np.empty((b, tt.n_tiles), dtype=bool)
     bound = np.empty(b)
-    step = max(1, BOUND_BYTES // (8 * tt.n_tiles))
+    step = max(1, BOUND_BYTES // (8 * max(tt.n_tiles, tt.levels)))  # the bounds and the indicators
     for s in range(0, b, step):
         e = min(b, s + step)
         indicator = np.zeros((e - s, tt.levels), dtype=np.float32)

@@ -165,3 +165,19 @@ def test_grouped_levels_after_level_0_only_where_the_screen_would_compare_many_t
     np.testing.assert_array_equal(got[0.0].dist, got[1.0].dist)
     full = knn(q, q, 2, exclude_self=True, grouped=False, dedupe=False)
     np.testing.assert_array_equal(got[1.0].idx, full.idx)
+
+
+def test_two_threads_share_the_rows_and_give_the_same_answers(monkeypatch):
+    from privgate.threads import limited
+
+    rng = np.random.default_rng(12)
+    q, slices = _mixed(2200, rng)
+    t, _ = _mixed(3000, rng)
+    calls = _used(monkeypatch)
+    with limited(1):
+        one = knn(q, t, 3, categorical_slices=slices, grouped=False, dedupe=False)
+    with limited(2):
+        two = knn(q, t, 3, categorical_slices=slices, grouped=False, dedupe=False)
+    assert calls and all(c is not None for c in calls)
+    np.testing.assert_array_equal(one.idx, two.idx)
+    np.testing.assert_array_equal(one.dist, two.dist)
