@@ -86,17 +86,18 @@ class TargetTiles:
         self.smallest = int(np.diff(self.bounds).min())
 
     def _prefix_keys(self, codes: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """(strides, sorted keys): the leading columns' codes as one mixed-radix int64 per target
-        (as many columns as fit), in sort order; None when not even the first fits."""
-        strides, total = [], 1
+        """(the key columns, the targets' keys in sort order — non-decreasing): the leading
+        columns' codes as one mixed-radix int64 per target (as many columns as fit); None when
+        not even the first fits."""
+        leading, total = [], 1
         for j in self.priority:
             if total * int(widths[j]) >= 2**62:
                 break
-            strides.append(j)
+            leading.append(j)
             total *= int(widths[j])
-        if not strides:
+        if not leading:
             return None
-        cols = np.array(strides)
+        cols = np.array(leading)
         radix = np.array([int(widths[j]) for j in cols], dtype=np.int64)
         weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
         self.key_columns, self.key_weights = cols, weights
