@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ties import REL_TOL
 from .backends import workers
 from .flat import _merged
 from .grouped import category_codes
@@ -277,13 +276,10 @@ def _compare(ex: "PreparedSearch", q2: np.ndarray, sel: np.ndarray, tt: TargetTi
 def _kth_upper(ex: "PreparedSearch", rows: np.ndarray, best_v: np.ndarray, best_i: np.ndarray, k_bound: int
                ) -> np.ndarray:
     """Per row, an upper bound of its ``k_bound``-th smallest exact d² from its first candidates
-    (float32 values plus the error bound, with the tie margin :func:`.screened.knn_flat` adds);
-    inf when it has fewer than ``k_bound``."""
+    (:meth:`.prepared.PreparedSearch.kth_upper`, the flat screen's own bound); inf when it has
+    fewer than ``k_bound``."""
     idx = best_i[:, :k_bound]
     ok = (idx < ex.t32.shape[0]).all(axis=1)
     idx = np.where(ok[:, None], idx, 0)
-    qn64 = ex.qn[rows].astype(np.float64)
-    d = best_v[:, :k_bound].astype(np.float64) + qn64[:, None]
-    upper = (d + float(ex.c) * (qn64[:, None] + ex.tn[idx].astype(np.float64))).max(axis=1)
-    upper = upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
-    return np.where(ok, upper, np.inf)
+    d = best_v[:, :k_bound].astype(np.float64) + ex.qn[rows].astype(np.float64)[:, None]
+    return np.where(ok, ex.kth_upper(d, idx, rows, k_bound), np.inf)

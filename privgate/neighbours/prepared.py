@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ties import REL_TOL
 from .backends import faiss_module
 from .memo import target_prep
 from .problem import Problem
@@ -73,6 +74,17 @@ class PreparedSearch:
         self.ctn = self.c * tn
         self.block_bytes = settings.block_bytes
         self.use_faiss = use_faiss and faiss_module() is not None
+
+
+    def kth_upper(self, d2: np.ndarray, idx: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+        """Per query row of ``rows``, an upper bound of its k-th smallest exact d² from its first
+        ``k`` candidates ``idx`` (valid target indices) and their float32 squared distances
+        ``d2`` (float64 array, ‖q‖² included): the largest float32 value plus the error bound,
+        widened by the tie margin (a target beyond it is beyond the k-th and its ties). The
+        flat screen settles a row by it, and the category-tile screen prunes by it."""
+        qn64 = self.qn[rows].astype(np.float64)
+        upper = (d2[:, :k] + self.c * (qn64[:, None] + self.tn[idx[:, :k]].astype(np.float64))).max(axis=1)
+        return upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
 
 
 def _centred32(t: np.ndarray, basis: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray]:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import progress
-from ..ties import REL_TOL
 from .decide import distances_of_pairs, drop_self, order_rows
 from .category_tiles import pruned_candidates, tiles_for
 from .flat import flat_candidates
@@ -77,8 +76,7 @@ def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: i
     tn64 = ex.tn.astype(np.float64)
     c = ex.c
     # upper bound of the exact k-th smallest d² (max over the first k candidates' upper bounds)
-    upper = (d32[:, :k] + c * (qn64[:, None] + tn64[idx[:, :k]])).max(axis=1)
-    upper = upper * (1 + 4 * REL_TOL) + 4 * REL_TOL
+    upper = ex.kth_upper(d32, idx, rows, k)
     if kk < available:
         # A target j outside the candidates has float32 d² ≥ the last candidate's. If its norm
         # is at most cap, its exact d² ≥ d32_last − c(‖q‖² + cap); if larger, the triangle
