@@ -16,7 +16,8 @@ class SearchSettings:
     unless handed another)."""
 
     #: With ``approximate=True``, a search (after exact duplicates are folded, of the rows the
-    #: grouped search leaves open) of at most this many query × target pairs is exact anyway: exact searches up to ~45k × 45k records
+    #: grouped search leaves open, counting only the targets the category-tile screen would
+    #: compare) of at most this many query × target pairs is exact anyway: exact searches up to ~45k × 45k records
     #: (docs/performance.md, "Exact searches and the neighbour search settings"). The evaluation
     #: context asks for a screen above it unless ``exact``.
     exact_below_pairs: int = 2 * 10**9
@@ -53,7 +54,7 @@ class SearchSettings:
     #: (:mod:`.category_tiles`) would compare more than this share of the targets for the rows
     #: left open; below it the screen settles them for less than the level's trees (Texas-like
     #: 100k real → real, k = 2: in identifiability's entropy-weighted space, share 0.03–0.04,
-    #: 6.3 CPU-s with level 1, 4.1 without; in the mixed space, share ~0.3, 11.5 with, 23.5 without).
+    #: 6.3 CPU-s with level 1, 4.1 without; in the mixed space, share ~0.3, 9.3 with, 11.5 without).
     grouped_deeper_share: float = 0.1
     #: A level is searched only when it needs at most this many trees (C(columns, L)): 66 is
     #: level 2 of 12 categorical columns; wider tables stop at level 1.

@@ -181,3 +181,26 @@ def test_two_threads_share_the_rows_and_give_the_same_answers(monkeypatch):
     assert calls and all(c is not None for c in calls)
     np.testing.assert_array_equal(one.idx, two.idx)
     np.testing.assert_array_equal(one.dist, two.dist)
+
+
+def test_the_ivf_screen_counts_only_the_pairs_the_tiles_keep():
+    """With ``approximate=True`` the IVF screen is tried only when the pairs the tile bounds keep
+    pass ``exact_below_pairs``: here every pair would pass it, the kept ones do not, so the
+    search is exact; where the categories separate nothing (one level each) it is screened."""
+    from privgate.neighbours import SearchSettings
+
+    rng = np.random.default_rng(13)
+    screened = dict(ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0)
+    q, slices = _mixed(700, rng)
+    t, _ = _mixed(3000, rng)
+    limit = int(0.55 * q.shape[0] * t.shape[0])
+    got = knn(q, t, 2, categorical_slices=slices, grouped=False, dedupe=False, approximate=True, seed=1,
+              settings=SearchSettings(exact_below_pairs=limit, **screened))
+    assert got.search["exact"] is True and "ivf_screen" not in got.search["settled_by"]
+    full = knn(q, t, 2, grouped=False, dedupe=False)
+    np.testing.assert_array_equal(got.idx, full.idx)
+    q1, slices1 = _mixed(700, rng, levels=(1, 1), scales=(1.0, 1.0))
+    t1, _ = _mixed(3000, rng, levels=(1, 1), scales=(1.0, 1.0))
+    other = knn(q1, t1, 2, categorical_slices=slices1, grouped=False, dedupe=False, approximate=True, seed=1,
+                settings=SearchSettings(exact_below_pairs=limit, **screened))
+    assert "ivf_screen" in other.search["settled_by"]
