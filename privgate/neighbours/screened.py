@@ -64,19 +64,26 @@ def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: i
         d32, idx = flat_candidates(ex.q32[rows], ex.qn[rows], t32, ex.tn, search_k)
         beyond = None
     else:
-        d32, idx, beyond = pruned
+        d32, idx, beyond, pruned_upper = pruned
     if ex.exclude_self:  # drop the self entry (or the last one when self was not returned)
         idx, d32 = drop_self(rows, idx, d32)
     idx = idx[:, :kk]
     d32 = d32[:, :kk].astype(np.float64)
-    # an empty slot (a pruned list shorter than kk): the row goes on to the retry
-    bad = ((idx < 0) | (idx >= m)).any(axis=1)
-    idx = np.where((idx < 0) | (idx >= m), 0, idx)
+    empty = (idx < 0) | (idx >= m)
+    idx = np.where(empty, 0, idx)
     qn64 = ex.qn[rows].astype(np.float64)
     tn64 = ex.tn.astype(np.float64)
     c = ex.c
     # upper bound of the exact k-th smallest d² (max over the first k candidates' upper bounds)
     upper = ex.kth_upper(d32, idx, rows, k)
+    if pruned is None:  # an empty slot: the row goes on to the retry
+        bad = empty.any(axis=1)
+    else:
+        # the pruned screen's lists leave out only targets beyond the bound it pruned by (also an
+        # upper bound of the k-th exact d²), and have an empty slot only where nothing else is
+        # below it; its first k slots are never empty
+        upper = np.minimum(upper, pruned_upper)
+        bad = empty[:, :k].any(axis=1)
     if kk < available:
         # A target j outside the candidates has float32 d² ≥ the last candidate's. If its norm
         # is at most cap, its exact d² ≥ d32_last − c(‖q‖² + cap); if larger, the triangle

@@ -102,16 +102,20 @@ def test_a_tiles_bound_is_below_every_squared_distance_of_its_records():
     # the bound a row reports is the smallest of the tiles it did not compare: every record of
     # those tiles lies at least that far
     kk = 2 + 16
-    d32, idx, bound = pruned_candidates(ex, np.arange(q.shape[0]), kk, 2, tiles)
+    d32, idx, bound, upper = pruned_candidates(ex, np.arange(q.shape[0]), kk, 2, tiles)
+    assert (np.sort(d2, axis=1)[:, 1] <= upper).all()  # U bounds the 2nd smallest d² from above
     listed = np.zeros(d2.shape, dtype=bool)
-    listed[np.arange(q.shape[0])[:, None], idx] = True
+    real = idx < t.shape[0]
+    listed[np.nonzero(real)[0], idx[real]] = True
+    assert real[:, :2].all()  # never fewer than k_bound listed
     beyond_list = np.where(listed, np.inf, d2)
     # a record never compared is at least `bound` away; a compared one not listed is at least as
-    # far (in float32) as the last listed candidate
+    # far (in float32) as the last listed candidate, or beyond U
     for r in range(q.shape[0]):
         far = beyond_list[r] < bound[r] * (1 - 1e-4) - 1e-9
-        assert (d2[r, far] >= d32[r, -1] - 1e-3).all()
+        assert ((d2[r, far] >= d32[r, -1] - 1e-3) | (d2[r, far] > upper[r])).all()
     assert np.isfinite(bound).mean() > 0.5  # most rows pruned some tiles
+    assert (~real).any()  # the lists leave out targets beyond U
 
 
 def test_the_screen_declines_where_the_categories_do_not_separate(monkeypatch):
