@@ -129,7 +129,10 @@ class SearchMixin:
         (:attr:`EncodedSpace.categorical_slices`), so that rows are first settled inside groups of
         equal categories, as the space's own searches are — the same answers, found sooner."""
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        cache_key = ("matrices", _digest(query), _digest(target), int(k), bool(exclude_self),
+        # the digest of a matrix object is kept in the search memo, as its category codes are:
+        # a metric hands the same matrices to several searches (76 MB hashed per 100,000 × 95)
+        cache_key = ("matrices", self._memo.get(query, ("digest",), lambda: _digest(query)),
+                     self._memo.get(target, ("digest",), lambda: _digest(target)), int(k), bool(exclude_self),
                      None if rows is None else rows.tobytes())
         cache = self._shared.setdefault("matrices", {})
         nb = cache.get(cache_key)

@@ -36,7 +36,7 @@ class PreparedSearch:
     def __init__(self, problem: Problem, use_faiss: bool = True,
                  categorical_slices: list[tuple[int, int]] | None = None, rows: np.ndarray | None = None) -> None:
         q, t, settings = problem.q, problem.t, problem.settings
-        prep = target_prep(t, settings)
+        prep = target_prep(t, settings, problem.memo)
         reduce = t.dtype != np.float32 and q.shape[1] <= REDUCE_MAX_DIM
         reduced = reducible_columns(q, t, categorical_slices) if reduce else ()
         basis = one_hot_reduction(q.shape[1], reduced)
