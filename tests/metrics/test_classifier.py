@@ -62,6 +62,20 @@ def test_deterministic_and_parallel_equals_serial():
     assert b.params["seed"] == 11
 
 
+def test_membership_inference_is_the_same_on_one_thread_and_two():
+    """One thread builds LightGBM's histograms row-wise, several column-wise: the same sums in
+    the same order, so the same models and recalls."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    real = pl.DataFrame({"x": rng.normal(0, 1, n), "y": rng.gamma(2.0, 1.0, n), "c": rng.choice(list("abcde"), n)})
+    syn = pl.DataFrame({"x": rng.normal(0.1, 1.1, n), "y": rng.gamma(2.2, 1.0, n), "c": rng.choice(list("abcde"), n)})
+    ctx = EvaluationContext(real, syn, seed=2)
+    one = membership_inference(ctx, repetitions=3, n_jobs=1)
+    two = membership_inference(ctx, repetitions=3, n_jobs=2)
+    assert one.details["recall_per_repetition"] == two.details["recall_per_repetition"]
+    assert 0.3 < one.raw < 0.9  # a classifier that learnt something, not a constant
+
+
 def test_n_jobs_respects_cores():
     cores = available_cores()
     assert _n_jobs(None, 1) == 1  # the run's thread budget
