@@ -18,14 +18,14 @@ Search = Callable[[np.ndarray, np.ndarray, int, bool, Options], Neighbours]
 def fold_duplicates(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: Options,
                     search: Search) -> Neighbours | None:
     """The search's answer by a duplicate-folding shortcut, or None when none applies (too few
-    pairs, too few duplicates, or k > 1 with query set == target set)."""
+    pairs or too few duplicates)."""
     if q.shape[0] * t.shape[0] < opts.settings.dedup_min_pairs:
         return None
     if k == 1:
         return _knn1_deduplicated(q, t, exclude_self, opts, search)
     if not exclude_self:
         return _knn_folded(q, t, k, opts, search)
-    return None
+    return _knn_self_folded(t, k, opts, search)
 
 
 def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,6 +133,23 @@ def _knn1_deduplicated(q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: O
     return Neighbours(out_d, out_i, found)
 
 
+def _copy_ranks(t: np.ndarray, max_share: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(distinct point of each row, the row's rank among its point's copies — 0 for the lowest
+    index —, the first row of each point), or None when the distinct points are more than
+    ``max_share`` of the rows."""
+    m = t.shape[0]
+    if _distinct_lower_bound(t) > max_share * m:
+        return None
+    _, first, inv = _distinct_rows(t)
+    if first.size > max_share * m:
+        return None
+    order = np.lexsort((np.arange(m), inv))          # rows grouped by point, ascending within
+    start = np.searchsorted(inv[order], np.arange(first.size))
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m) - start[inv[order]]
+    return inv, rank, first
+
+
 def first_copies(t: np.ndarray, k: int, max_share: float) -> np.ndarray | None:
     """The target rows a k-nearest search needs of a set with many exact duplicates: for each
     distinct point, its k lowest-index copies (sorted row positions). Copies of one point are at
@@ -141,17 +158,52 @@ def first_copies(t: np.ndarray, k: int, max_share: float) -> np.ndarray | None:
     point is never among the k nearest: searching the kept rows gives the same lists as searching
     all. A run of equal neighbours is thereby bounded by k per point instead of materialised.
     None when duplicates are too few to pay off (more than ``max_share`` of the rows kept)."""
-    m = t.shape[0]
-    if _distinct_lower_bound(t) > max_share * m:
+    ranks = _copy_ranks(t, max_share)
+    if ranks is None:
         return None
-    _, _, inv = _distinct_rows(t)
-    order = np.lexsort((np.arange(m), inv))          # rows grouped by point, ascending within
-    start = np.searchsorted(inv[order], np.arange(int(inv.max()) + 1))
-    rank = np.arange(m) - start[inv[order]]          # 0 for a point's first copy, 1 for its second, …
-    keep = np.sort(order[rank < k])
-    if keep.size > max_share * m:
+    keep = np.flatnonzero(ranks[1] < k)
+    if keep.size > max_share * t.shape[0]:
         return None
     return keep
+
+
+def _knn_self_folded(t: np.ndarray, k: int, opts: Options, search: Search) -> Neighbours | None:
+    """k > 1 nearest other rows of a set with many exact duplicates (query set == target set;
+    numeric data of few distinct points, where every row's run of distance-0 copies would
+    otherwise be materialised: 10,000 rows of 5 binary columns took 3.4 CPU-s, quadratic in the
+    rows). With each point's k + 1 lowest-index copies kept (:func:`first_copies`' argument: a
+    copy behind them is never listed, and a row's own copy, when kept, leaves k others):
+
+    * a kept row's k nearest other rows are those among the kept rows — one exact search of the
+      kept rows against themselves;
+    * a row behind its point's first k + 1 copies is never among its own k nearest (k + 1 lower
+      copies precede it at distance 0), so its list is that of its point searched against the
+      kept rows with nothing excluded — one search per distinct point.
+
+    Exact (``approximate`` off) when the kept rows make at most ``exact_below_pairs`` pairs;
+    otherwise None, as when duplicates are too few."""
+    n = t.shape[0]
+    share = opts.settings.dedup_max_share
+    ranks = _copy_ranks(t, share)
+    if ranks is None:
+        return None
+    inv, rank, first = ranks
+    keep = np.flatnonzero(rank <= k)
+    if keep.size > share * n or keep.size * keep.size > opts.settings.exact_below_pairs:
+        return None
+    exact = replace(opts, approximate=False)
+    out_d = np.empty((n, k))
+    out_i = np.empty((n, k), dtype=np.int64)
+    kept = t[keep]
+    nb = search(kept, kept, k, True, exact)
+    out_d[keep], out_i[keep] = nb.dist, keep[nb.idx]
+    behind = np.flatnonzero(rank > k)
+    found = {**nb.search, "targets_searched": int(keep.size), "rows_behind_copies": int(behind.size)}
+    if behind.size:
+        points, at = np.unique(inv[behind], return_inverse=True)
+        pts = search(t[first[points]], kept, k, False, exact)
+        out_d[behind], out_i[behind] = pts.dist[at], keep[pts.idx[at]]
+    return Neighbours(out_d, out_i, found)
 
 
 def _knn_folded(q: np.ndarray, t: np.ndarray, k: int, opts: Options, search: Search) -> Neighbours | None:

@@ -107,3 +107,22 @@ def test_attribute_inference_above_the_screen_size_equals_the_exact_value(monkey
     assert search["exact"] is True
     nb = ctx.neighbours(("mixed", ("k1", "k2", "k3")), "real", "synthetic", 3)
     assert nb.search["targets_searched"] <= 3 * 4 * 3 * 5
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_a_self_search_of_few_distinct_points_is_folded_and_exact(k):
+    """Numeric rows of a few points repeated hundreds of times (every row's run of distance-0
+    copies), some distinct rows beside them, and near copies inside the tie tolerance with lower
+    indices: the folded self-search gives the unfolded one's lists bit for bit."""
+    rng = np.random.default_rng(20 + k)
+    t = rng.integers(0, 2, size=(3000, 4)).astype(float)
+    t[::9] += rng.normal(size=(t[::9].shape[0], 4)) * 1e-3     # distinct rows
+    t[1:40:5] = t[100:140:5] + 1e-12                          # tied with copies of higher index
+    folded = knn(t, t, k, exclude_self=True)
+    plain = knn(t, t, k, exclude_self=True, dedupe=False)
+    np.testing.assert_array_equal(folded.idx, plain.idx)
+    np.testing.assert_array_equal(folded.dist, plain.dist)
+    assert folded.search["rows_behind_copies"] > 2000
+    distinct = np.unique(t, axis=0).shape[0]
+    assert folded.search["targets_searched"] <= (k + 1) * distinct
+    assert (folded.idx != np.arange(t.shape[0])[:, None]).all()
