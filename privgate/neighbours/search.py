@@ -3,7 +3,8 @@
 Before any n×m work, rows are settled exactly where the data allow: exact duplicates
 (:mod:`.duplicates`) and, in a mixed space (``categorical_slices``), the nearest records inside
 groups of equal categorical values (:mod:`.grouped`); low-dimensional spaces go to a k-d tree
-(:func:`.exact.knn_kdtree`). With ``approximate=True`` the rows still open are screened by a faiss
+(:func:`.exact.knn_kdtree`: up to ``low_dim`` dimensions, or ``kdtree_max_dim`` in large
+searches without categorical columns). With ``approximate=True`` the rows still open are screened by a faiss
 IVF index (:mod:`.ivf`) when the search is larger than ``settings.exact_below_pairs``; else, and
 for every row the screen declines, the exact search (:class:`.exact.ExactSearch`). Every result
 says how it was made in ``Neighbours.search``.
@@ -124,11 +125,13 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     n_numeric = d - sum(b - a for a, b in slices)
     settled: dict[str, int] = {}
     todo = np.arange(n)
-    if d <= settings.low_dim:
+    tree = d <= settings.low_dim or (not slices and d <= settings.kdtree_max_dim
+                                     and n * t.shape[0] >= settings.kdtree_min_pairs)
+    if tree:
         todo = knn_kdtree(p, out_d, out_i)
         settled["kdtree"] = int(n - todo.size)
     exact = None
-    if d > settings.low_dim and opts.grouped and opts.categorical_slices is not None \
+    if not tree and opts.grouped and opts.categorical_slices is not None \
             and n_numeric <= settings.grouped_max_numeric:
         def deeper(rows: np.ndarray) -> bool:
             """Whether the next level pays: not when the screen's categorical tile bounds would
@@ -143,7 +146,7 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     if todo.size == 0:
         return Neighbours(out_d, out_i, search)
     if exact is None:
-        exact = ExactSearch(p, opts.use_faiss and d > settings.low_dim, slices, rows=todo)
+        exact = ExactSearch(p, opts.use_faiss and not tree, slices, rows=todo)
     # the screen only where the search is big enough (the context's rule, applied again here to
     # the rows left open: after duplicates are folded and the grouped search settled its rows, a
     # search is often small enough to be exact — and a screen declined after its k-means training
@@ -152,7 +155,7 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     if approximate:  # the pairs the exact screen would compare, after its categorical tile bounds
         share = compared_share(exact, todo, *_list_widths(p, settings))
         approximate = todo.size * t.shape[0] * share > settings.exact_below_pairs
-    if approximate and faiss_module() is not None and d > settings.low_dim:
+    if approximate and faiss_module() is not None and not tree:
         search, left = knn_ivf(exact, todo, opts.seed, out_d, out_i)
         if search["exact"]:  # the screen declined; the rows it checked exactly are done
             settled["faiss_flat"] = int(todo.size - left.size)

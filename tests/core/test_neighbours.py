@@ -131,6 +131,32 @@ def test_low_dimensional_kdtree_path_matches_brute_force_with_ties(exclude_self)
     np.testing.assert_array_equal(nb.idx, i)
 
 
+@pytest.mark.parametrize("d, k, exclude_self, grid", [(5, 1, False, False), (8, 3, True, False),
+                                                     (6, 2, False, True), (4, 5, True, True)])
+def test_numeric_spaces_up_to_eight_dimensions_take_the_kdtree_with_the_flat_screens_answers(
+        d, k, exclude_self, grid):
+    rng = np.random.default_rng(d + k)
+    x = rng.normal(size=(700, d)) * rng.uniform(0.1, 10, size=d)
+    if grid:
+        x = np.round(x)  # runs of tied distances
+    t = x if exclude_self else rng.normal(size=(900, d)) * rng.uniform(0.1, 10, size=d)
+    if grid and not exclude_self:
+        t = np.round(t)
+    tree = knn(x, t, k, exclude_self=exclude_self, dedupe=False, settings=SearchSettings(kdtree_min_pairs=0))
+    assert "kdtree" in tree.search["settled_by"]
+    flat = knn(x, t, k, exclude_self=exclude_self, dedupe=False, settings=SearchSettings(kdtree_max_dim=3))
+    assert "kdtree" not in flat.search["settled_by"]
+    np.testing.assert_array_equal(tree.idx, flat.idx)
+    np.testing.assert_array_equal(tree.dist, flat.dist)
+    # small searches and mixed spaces keep their paths
+    assert "kdtree" not in knn(x, t, k, exclude_self=exclude_self, dedupe=False).search["settled_by"]
+    one_hot = np.eye(3)[rng.integers(0, 3, x.shape[0])]
+    mixed = np.hstack([x[:, :2], one_hot])
+    nb = knn(mixed, mixed, 1, exclude_self=True, categorical_slices=[(2, 5)], dedupe=False,
+             settings=SearchSettings(kdtree_min_pairs=0))
+    assert "kdtree" not in nb.search["settled_by"]
+
+
 @pytest.mark.parametrize("k, exclude_self", [(1, False), (2, True), (3, False)])
 def test_kdtree_short_lists_then_long_lists_match_brute_force(monkeypatch, k, exclude_self):
     """The k-d tree path asks k + 2 candidates, then k + 16 for rows cut inside a run of ties,
