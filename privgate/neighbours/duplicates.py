@@ -180,8 +180,8 @@ def _knn_self_folded(t: np.ndarray, k: int, opts: Options, search: Search) -> Ne
       copies precede it at distance 0), so its list is that of its point searched against the
       kept rows with nothing excluded — one search per distinct point.
 
-    Exact (``approximate`` off) when the kept rows make at most ``exact_below_pairs`` pairs;
-    otherwise None, as when duplicates are too few."""
+    Exact (``approximate`` off); with ``approximate`` on, only when the kept rows make at most
+    ``exact_below_pairs`` pairs — otherwise None, as when duplicates are too few."""
     n = t.shape[0]
     share = opts.settings.dedup_max_share
     ranks = _copy_ranks(t, share)
@@ -189,8 +189,8 @@ def _knn_self_folded(t: np.ndarray, k: int, opts: Options, search: Search) -> Ne
         return None
     inv, rank, first = ranks
     keep = np.flatnonzero(rank <= k)
-    if keep.size > share * n or keep.size * keep.size > opts.settings.exact_below_pairs:
-        return None
+    if keep.size > share * n or (opts.approximate and keep.size * keep.size > opts.settings.exact_below_pairs):
+        return None  # a screen, when allowed, keeps its recall sample over every row
     exact = replace(opts, approximate=False)
     out_d = np.empty((n, k))
     out_i = np.empty((n, k), dtype=np.int64)

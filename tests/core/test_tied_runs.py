@@ -126,3 +126,13 @@ def test_a_self_search_of_few_distinct_points_is_folded_and_exact(k):
     distinct = np.unique(t, axis=0).shape[0]
     assert folded.search["targets_searched"] <= (k + 1) * distinct
     assert (folded.idx != np.arange(t.shape[0])[:, None]).all()
+
+
+def test_a_screened_self_search_too_large_to_fold_exactly_is_left_to_the_screen():
+    rng = np.random.default_rng(30)
+    t = rng.integers(0, 2, size=(2000, 4)).astype(float)
+    t[::3] += rng.normal(size=(t[::3].shape[0], 4)) * 1e-3
+    exact = knn(t, t, 2, exclude_self=True)
+    assert exact.search["rows_behind_copies"] > 0
+    screened = knn(t, t, 2, exclude_self=True, approximate=True, settings=SCREEN)
+    assert "rows_behind_copies" not in screened.search
