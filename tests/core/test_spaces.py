@@ -107,3 +107,15 @@ def test_famd_matrix_is_the_hand_built_famd_input_one_frame_at_a_time():
     expect = np.array([[((s == lv) - pi) / np.sqrt(pi) for lv, pi in zip(levels, p)] if s in levels
                        else [0.0] * len(levels) for s in sc.to_list()])
     np.testing.assert_allclose(got[:, 1:], expect, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(300, 7), (5, 9), (12, 7)])
+def test_the_right_singular_vectors_of_tall_and_wide_inputs_are_those_of_the_full_svd(shape):
+    from privgate.spaces import _svd_right
+
+    z = np.random.default_rng(shape[0]).normal(size=shape)
+    s, vt = _svd_right(z)
+    _, s_ref, vt_ref = np.linalg.svd(z, full_matrices=False)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-12)
+    signs = np.sign((vt * vt_ref).sum(axis=1))  # each vector up to its sign
+    np.testing.assert_allclose(vt * signs[:, None], vt_ref, atol=1e-10)
