@@ -129,8 +129,9 @@ class SearchMixin:
         (:attr:`EncodedSpace.categorical_slices`), so that rows are first settled inside groups of
         equal categories, as the space's own searches are — the same answers, found sooner."""
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        # the digest of a matrix object is kept in the search memo, as its category codes are:
-        # a metric hands the same matrices to several searches (76 MB hashed per 100,000 × 95)
+        # the digest of a matrix object is kept in the search memo, as its category codes are (a
+        # metric hands the same matrices to several searches: 76 MB hashed per 100,000 × 95), so
+        # a matrix must not change in place once searched — every caller searches fresh arrays
         cache_key = ("matrices", self._memo.get(query, ("digest",), lambda: _digest(query)),
                      self._memo.get(target, ("digest",), lambda: _digest(target)), int(k), bool(exclude_self),
                      None if rows is None else rows.tobytes())

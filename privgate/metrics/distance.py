@@ -703,9 +703,11 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
     rows = real_rows(ctx)
     # every real record's coordinates only when the other real records are searched too (beyond
     # chance); else the sampled query records' alone (at 2M records the whole matrix took 0.3 CPU-s)
-    real_all = _stacked(coords["real"], ctx.n_real) if beyond_chance else None
-    q = on_rows(real_all, rows) if beyond_chance else _stacked([on_rows(c, rows) for c in coords["real"]],
-                                                               ctx.n_real if rows is None else rows.size)
+    if beyond_chance:
+        real_all = _stacked(coords["real"], ctx.n_real)
+        q = on_rows(real_all, rows)
+    else:
+        q = _stacked([on_rows(c, rows) for c in coords["real"]], ctx.n_real if rows is None else rows.size)
     t = _stacked(coords["synthetic"], ctx.n_synthetic)
     hit = ctx.any_within_box(q, t, 1.0, name="hitting_rate box query real→synthetic")
     share = float(hit.mean())

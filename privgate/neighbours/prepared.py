@@ -75,7 +75,6 @@ class PreparedSearch:
         self.block_bytes = settings.block_bytes
         self.use_faiss = use_faiss and faiss_module() is not None
 
-
     def kth_upper(self, d2: np.ndarray, idx: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
         """Per query row of ``rows``, an upper bound of its k-th smallest exact d² from its first
         ``k`` candidates ``idx`` (valid target indices) and their float32 squared distances

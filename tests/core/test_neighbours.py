@@ -148,6 +148,8 @@ def test_numeric_spaces_up_to_eight_dimensions_take_the_kdtree_with_the_flat_scr
     assert "kdtree" not in flat.search["settled_by"]
     np.testing.assert_array_equal(tree.idx, flat.idx)
     np.testing.assert_array_equal(tree.dist, flat.dist)
+    d_brute, _ = brute(x, t, k, exclude_self=exclude_self)
+    np.testing.assert_allclose(tree.dist, d_brute, rtol=1e-12, atol=1e-12)
     # small searches and mixed spaces keep their paths
     assert "kdtree" not in knn(x, t, k, exclude_self=exclude_self, dedupe=False).search["settled_by"]
     one_hot = np.eye(3)[rng.integers(0, 3, x.shape[0])]

@@ -183,3 +183,20 @@ def test_excess_interval_carries_both_sides_search_error(approximate):
     assert res.details["search_error"]["upper_by"] > 0
     width = res.excess_ci[1] - res.excess_ci[0]
     assert width > plain.excess_ci[1] - plain.excess_ci[0]
+
+
+@pytest.mark.parametrize("beyond_chance", [False, True])
+def test_hitting_rate_on_a_sample_hits_the_sampled_records_as_the_full_run_does(beyond_chance):
+    """The sampled query records' coordinates, whether stacked alone or taken from every real
+    record's: each sampled record is hit exactly when the unsampled run hits it."""
+    real, syn = _data(600, 3)
+    full = m.hitting_rate(_ctx(real, syn))
+    ctx = _ctx(real, syn, sample_real=150)
+    rows = ctx.real_sample()
+    sampled = m.hitting_rate(ctx, beyond_chance=beyond_chance)
+    assert rows is not None and rows.size == 150
+    if beyond_chance:
+        assert sampled.raw == pytest.approx(full.per_record[rows].mean(), abs=1e-12)
+    else:
+        np.testing.assert_array_equal(sampled.per_record, full.per_record[rows])
+    assert 0 < full.per_record[rows].sum() < 150  # some hit, some not: a wrong row would show
