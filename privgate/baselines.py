@@ -147,3 +147,73 @@ def disguised_copy(real: Any, kind: str = "permuted", seed: int = 0, *, every: i
         out = out.with_columns(s.alias(col).cast(frame.schema[col]) if frame.schema[col] == pl.String
                                else s.alias(col))
     return out
+
+
+#: what :func:`transformed_copy` may do to numeric columns: each an invertible, monotone map
+NUMERIC_DISGUISES = ("scaled", "shifted", "standardised", "negated", "log", "power", "affine")
+
+
+def _transformed(v: np.ndarray, how: str, rng: np.random.Generator) -> np.ndarray:
+    """``v`` (float64, NaN for null) under the numeric disguise ``how``."""
+    mean, sd = np.nanmean(v), np.nanstd(v)
+    lo = np.nanmin(v) if np.isfinite(v).any() else 0.0
+    if how == "scaled":
+        return v * 1000.0
+    if how == "shifted":
+        return v + 7.0
+    if how == "standardised":
+        return (v - mean) / (sd if sd > 0 else 1.0)
+    if how == "negated":
+        return -v
+    if how == "log":
+        return np.log1p(v - lo)
+    if how == "power":
+        return np.power(v - lo, 1.5)
+    # affine: a seeded scale (either sign) and shift
+    return v * float(rng.choice([-1.0, 1.0]) * rng.uniform(0.01, 100.0)) + float(rng.normal(0.0, 1000.0))
+
+
+def transformed_copy(real: Any, numeric: str | None = "scaled", *, labels: str | None = None,
+                     columns: list[str] | None = None, seed: int = 0) -> pl.DataFrame:
+    """A copy of the real data (row i ↔ row i) in disguise: every numeric column of ``columns``
+    (default: every numeric column) under the invertible map ``numeric`` (one of
+    ``NUMERIC_DISGUISES``: ×1000, +7, standardised on its own mean and sd, negated, log(1 + x − min),
+    (x − min)^1.5, a seeded affine map; None leaves numerics as they are) and, when ``labels`` is one
+    of ``DISGUISES``, every categorical column's levels disguised as :func:`disguised_copy` does —
+    what a generator that forgot its inverse transform releases, or a copy made to pass a
+    value-comparing check. Numeric columns come back as Float64; nulls stay null."""
+    if numeric is not None and numeric not in NUMERIC_DISGUISES:
+        raise ValueError(f"unknown numeric disguise {numeric!r}; expected one of {NUMERIC_DISGUISES}")
+    frame = load_frame(real, role="real")
+    check_not_empty(frame, "real")
+    out = disguised_copy(frame, labels, seed) if labels is not None else frame.clone()
+    if numeric is None:
+        return out
+    schema = infer_schema({"real": frame})
+    chosen = list(schema.numeric) if columns is None else list(columns)
+    rng = seeds.rng(seed, "baselines")
+    for col in chosen:
+        if schema.kind(col) != NUMERIC or not frame[col].dtype.is_numeric():
+            raise ValueError(f"column {col!r} is not a numeric column of the real data")
+        v = frame[col].cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+        out = out.with_columns(pl.Series(col, _transformed(v, numeric, rng)).fill_nan(None))
+    return out
+
+
+def with_copies(honest: Any, copies: Any, share: float, seed: int = 0) -> pl.DataFrame:
+    """``honest`` with a seeded ``share`` of its rows (seeded) replaced by as many seeded,
+    distinct rows of ``copies``, which come last (numerics of both cast to their common type): a release in
+    which a minority of the records are (disguised) copies."""
+    base = load_frame(honest, role="synthetic")
+    extra = load_frame(copies, role="synthetic")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    rng = seeds.rng(seed, "baselines")
+    k = min(int(round(share * base.height)), extra.height)
+    at = np.sort(rng.choice(base.height, k, replace=False))
+    taken = extra[np.sort(rng.choice(extra.height, k, replace=False))]
+    keep = np.ones(base.height, dtype=bool)
+    keep[at] = False
+    # a disguised copy's numerics may be floats where the honest release has integers: both to
+    # the common supertype, never truncated
+    return pl.concat([base.filter(pl.Series(keep)), taken.select(base.columns)], how="vertical_relaxed")

@@ -52,50 +52,57 @@ import polars as pl
 
 from . import seeds
 from .schema import Schema
-from .stats import binomial_upper_p
+from .disguised_records import DisguisedRecords, find_disguised_records, put_sources
+from .level_classes import CODE_PREFIX, KEEP_PREFIX, level_classes, level_shares  # noqa: F401 - public via this module
+from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 
 ANCHOR_ROWS = 2000      # release records anchored (a seeded sample above this)
-MIN_SUPPORT = 3         # anchored records a level needs before it is joined to another
-MAJORITY = 0.5          # share of a level's anchored records that the joined level must hold
-EDGE_P = 1e-3           # and its count beyond that level's base share of the anchors (one-sided binomial)
-COLLAPSED = 0.99        # a release column this concentrated on one level ...
-SPREAD = 0.1            # ... where the reference's top level holds at most 90 %: all levels merged
 MAX_GROUPS = 4          # categorical columns are learnt in at most this many groups (one search each)
-CODE_PREFIX = "\x00lf:"  # class codes: never a label a frame can hold after normalisation
-KEEP_PREFIX = "\x00lv:"  # a level joined to nothing keeps its label behind this prefix
 
 
 @dataclass(frozen=True)
 class Correspondence:
-    """Per categorical column: release level → code and reference level → code, and a
-    description of what was learnt (positions and counts only)."""
+    """Per categorical column: release level → code and reference level → code; per numeric
+    column the map back to the reference's scale (``privgate.numeric_maps``); the release records
+    found to be disguised copies one by one (``privgate.disguised_records``); and a description of
+    what was learnt (positions and counts only)."""
 
     release_codes: dict[str, dict[str, str]]
     reference_codes: dict[str, dict[str, str]]
     remapped: tuple[str, ...]                  # columns whose correspondence is not the identity
     columns: dict[str, dict] = field(default_factory=dict)
     anchored: int = 0
+    numeric_maps: dict[str, NumericMap] = field(default_factory=dict)
+    records: DisguisedRecords | None = None
 
     @property
     def identity(self) -> bool:
-        return not self.remapped
+        return not self.remapped and not self.numeric_maps and self.records is None
 
     def describe(self, schema: Schema) -> dict:
-        """What a report shows: how many columns were recoded (by position in the schema), and per
-        recoded column the numbers of levels and classes."""
+        """What a report shows: how many columns were recoded (by position in the schema), per
+        recoded column the numbers of levels and classes, per mapped numeric column the map's
+        kind and support, and how many records were found disguised one by one."""
         order = list(schema.columns)
         return {
             "identity": self.identity,
             "anchored_release_records": self.anchored,
             "recoded_columns": [order.index(c) for c in self.remapped],
             "recoded": {str(order.index(c)): self.columns[c] for c in self.remapped},
+            "mapped_numeric_columns": [order.index(c) for c in self.numeric_maps],
+            "numeric_maps": {str(order.index(c)): m.describe() for c, m in self.numeric_maps.items()},
+            "disguised_records": None if self.records is None else self.records.describe(),
         }
 
-
-def _shares(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
-    """Each categorical cell as the share of its level (null counts as a level) in ``frame``."""
-    n = max(frame.height, 1)
-    return frame.select([(pl.len().over(c) / n).cast(pl.Float64).alias(c) for c in cols])
+    def release_view(self, release: pl.DataFrame, reference: pl.DataFrame) -> pl.DataFrame:
+        """``release`` in the view: numerics mapped to the reference's scale, levels recoded, and
+        each record found disguised replaced by the (recoded) reference record it copies
+        (``reference``: the frame the correspondence was learnt against)."""
+        out = recode(apply_numeric_maps(release, reference, self.numeric_maps), self.release_codes)
+        if self.records is None:
+            return out
+        sources = recode(reference[self.records.sources], self.reference_codes)
+        return put_sources(out, sources, self.records.rows)
 
 
 def anchor_matrices(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
@@ -107,8 +114,8 @@ def anchor_matrices(release: pl.DataFrame, reference: pl.DataFrame, schema: Sche
         parts_s.append(release.select(num))
         parts_r.append(reference.select(num))
     if cat:
-        parts_s.append(_shares(release, cat))
-        parts_r.append(_shares(reference, cat))
+        parts_s.append(level_shares(release, cat))
+        parts_r.append(level_shares(reference, cat))
     s = pl.concat(parts_s, how="horizontal").to_numpy().astype(np.float64)
     r = pl.concat(parts_r, how="horizontal").to_numpy().astype(np.float64)
     mean = np.nanmean(r, axis=0)
@@ -140,16 +147,21 @@ def _views(schema: Schema) -> list[tuple[str, Schema, list[str]]]:
 
 
 def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> Correspondence:
-    """The correspondence between ``release``'s and ``reference``'s categorical levels (both
-    normalised frames of ``ctx.schema``), from anchors found by ``ctx.search`` (reported as
-    ``name``)."""
+    """The correspondence between ``release`` and ``reference`` (both normalised frames of
+    ``ctx.schema``): numeric maps to the reference's scale, then the categorical levels' classes
+    from anchors found by ``ctx.search`` (reported as ``name``), then the records disguised one by
+    one. Raises :class:`privgate.numeric_maps.ForeignScaleError` for a numeric column that no
+    learnt map brings to the reference's scale."""
     schema: Schema = ctx.schema
     cat = list(schema.categorical)
-    if not cat:
-        return Correspondence({}, {}, ())
     rows = np.arange(release.height)
     if release.height > ANCHOR_ROWS:
         rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
+    maps = learn_numeric_maps(ctx, release, reference, rows, name=name)
+    release = apply_numeric_maps(release, reference, maps)
+    check_scales(release, reference, schema, maps)
+    if not cat:
+        return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
     sample = release[rows] if rows.size < release.height else release
     tables: dict[str, list[pl.DataFrame]] = {c: [] for c in cat}
     # every column encoded once (shares and standardisation are per column); a view takes its
@@ -169,7 +181,7 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         # the anchors that explain this column best: the largest share of anchored records in
         # their level's most frequent cell (no view holds the column itself)
         table = max(tables[c], key=lambda tb: _purity(tb, "s", "r"), default=None)
-        rc, fc, col = _classes(table if table is not None else pl.DataFrame(
+        rc, fc, col = level_classes(table if table is not None else pl.DataFrame(
                                    {"s": [], "r": [], "len": []}, schema={"s": pl.String, "r": pl.String, "len": pl.UInt32}),
                                "s", "r",
                                release.get_column(c).drop_nulls().unique().to_list(),
@@ -178,100 +190,14 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         described[c] = col
         if not col["identity"]:
             remapped.append(c)
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size))
+    records = find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
 
 
 def _purity(table: pl.DataFrame, s: str, r: str) -> float:
     """Share of the anchored records that sit in their release level's most frequent cell."""
     total = int(table["len"].sum())
     return float(table.group_by(s).agg(pl.col("len").max())["len"].sum()) / total if total else 0.0
-
-
-def _majority_edges(table: pl.DataFrame, by: str, other: str) -> pl.DataFrame:
-    """For each level of ``by`` with at least MIN_SUPPORT anchored records, the level of ``other``
-    holding more than MAJORITY of them, when its count is also far beyond what that level's share
-    of all anchored records gives (one-sided binomial p < ``EDGE_P``): an association a release
-    that kept the labels shows only towards the same label."""
-    t = (table.drop_nulls([by, other])
-         .with_columns(pl.col("len").sum().over(by).alias("total"),
-                       (pl.col("len").sum().over(other) / pl.col("len").sum()).alias("base"))
-         .filter((pl.col("total") >= MIN_SUPPORT) & (pl.col("len") > MAJORITY * pl.col("total"))))
-    if t.height == 0:
-        return t.select(by, other)
-    p = binomial_upper_p(t["len"].to_numpy(), t["total"].to_numpy(), t["base"].to_numpy())
-    return t.filter(pl.Series(p < EDGE_P)).select(by, other)
-
-
-def _collapsed_edges(table: pl.DataFrame, s: str, r: str) -> pl.DataFrame:
-    """A release column collapsed to one level (at least ``COLLAPSED`` of its anchored records)
-    where the reference's is not (its top level at most ``1 − SPREAD``): every merge at once, which
-    no test against base shares can show — the one release level joined to every reference level
-    with ``MIN_SUPPORT`` anchors."""
-    t = table.drop_nulls([s, r])
-    total = int(t["len"].sum())
-    if total < MIN_SUPPORT:
-        return t.select(s, r).clear()
-    rel = t.group_by(s).agg(pl.col("len").sum()).sort("len", descending=True)
-    ref = t.group_by(r).agg(pl.col("len").sum())
-    if rel["len"][0] < COLLAPSED * total or ref["len"].max() > (1 - SPREAD) * total:
-        return t.select(s, r).clear()
-    top = rel[s][0]
-    return ref.filter(pl.col("len") >= MIN_SUPPORT).select(pl.lit(top, dtype=t.schema[s]).alias(s), r)
-
-
-def _classes(table: pl.DataFrame, s: str, r: str, rel_levels: list, ref_levels: list
-             ) -> tuple[dict[str, str], dict[str, str], dict]:
-    """Union–find over the levels of both sides joined by majority edges: the codes of each side's
-    levels and a description (counts only)."""
-    edges = pl.concat([_majority_edges(table, s, r), _majority_edges(table, r, s).select(s, r),
-                       _collapsed_edges(table, s, r)]).unique()
-    nodes = [("s", v) for v in rel_levels] + [("r", v) for v in ref_levels]
-    index = {node: i for i, node in enumerate(nodes)}
-    parent = np.arange(len(nodes))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for a, b in edges.iter_rows():  # one edge per joined level: at most the number of levels
-        ia, ib = index.get(("s", a)), index.get(("r", b))
-        if ia is None or ib is None:
-            continue
-        ra, rb = find(ia), find(ib)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    members: dict[int, list[tuple[str, str]]] = {}
-    for node, i in index.items():
-        members.setdefault(find(i), []).append(node)
-    rel_codes, ref_codes = {}, {}
-    identity = True
-    n_joined = 0
-    for root, group in members.items():
-        if len(group) == 1:  # joined to nothing: keeps its label
-            side, v = group[0]
-            (rel_codes if side == "s" else ref_codes)[v] = KEEP_PREFIX + v
-            continue
-        n_joined += 1
-        rel = [v for side, v in group if side == "s"]
-        ref = [v for side, v in group if side == "r"]
-        if not (len(rel) == 1 and len(ref) == 1 and rel[0] == ref[0]):
-            identity = False
-        code = f"{CODE_PREFIX}{root}"
-        for v in rel:
-            rel_codes[v] = code
-        for v in ref:
-            ref_codes[v] = code
-    if identity:
-        # a level joined to nothing on one side may share a label with a joined level on the other:
-        # it would keep its label while its namesake gets a class code — not the identity
-        identity = all(rel_codes[v].startswith(KEEP_PREFIX) == ref_codes[v].startswith(KEEP_PREFIX)
-                       for v in set(rel_codes) & set(ref_codes))
-    return rel_codes, ref_codes, {
-        "identity": identity, "release_levels": len(rel_levels), "reference_levels": len(ref_levels),
-        "classes": n_joined, "levels_unjoined": sum(len(g) == 1 for g in members.values()),
-    }
 
 
 def recode(frame: pl.DataFrame, codes: dict[str, dict[str, str]]) -> pl.DataFrame:

@@ -53,11 +53,16 @@ def correspondence(ctx) -> Correspondence:
         codes = main.reference_codes
         ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
     if "label_free" not in ctx.derived:
-        pooled = ctx.holdout is not None
-        reference = pl.concat([ctx.real, ctx.holdout]) if pooled else ctx.real
-        ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference,
-                                          name="label_free anchors" + (" (training ∪ holdout)" if pooled else ""))
+        ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference(ctx),
+                                          name="label_free anchors" + (" (training ∪ holdout)" if ctx.holdout is not None
+                                                                       else ""))
     return ctx.derived["label_free"]
+
+
+def reference(ctx) -> pl.DataFrame:
+    """The records the view is learnt against: the training records pooled with the holdout when
+    there is one (a symmetric function of the two sets, as memorisation's null needs)."""
+    return pl.concat([ctx.real, ctx.holdout]) if ctx.holdout is not None else ctx.real
 
 
 def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
@@ -65,7 +70,7 @@ def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
     from ..context import EvaluationContext  # the metrics are imported by the context's package
 
     return EvaluationContext(
-        recode(ctx.real, corr.reference_codes), recode(ctx.synthetic, corr.release_codes),
+        recode(ctx.real, corr.reference_codes), corr.release_view(ctx.synthetic, reference(ctx)),
         holdout=recode(ctx.holdout, corr.reference_codes) if with_holdout else None,
         schema=ctx.schema.as_dict(), seed=ctx.seed, options=replace(ctx.options, threads=ctx.threads),
         _shared={"real_nn": {}, "entropy": {}})

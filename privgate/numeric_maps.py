@@ -1,0 +1,336 @@
+"""The scale-free part of the label-free view: each numeric release column brought back to the
+reference's scale by the invertible map the records themselves show, or refused when it is on a
+scale no real data could have and no map explains it.
+
+A copy of the training data whose numeric columns were scaled (×1000), shifted (+7), negated,
+standardised and never de-standardised, or put through a non-linear monotone map (log, a power)
+keeps every record — only the units changed — yet every metric that measures distances on the
+values sees records far from all real data, and calls the copy *more* private than an honest
+release. This module learns, per numeric column, a map from release values to reference values
+(the training records, pooled with the holdout when there is one — a symmetric function of the
+two sets, as memorisation's null needs):
+
+1. **Anchors in a scale- and label-free view.** Every record is encoded by the per-side rank of
+   each numeric value (its mid-rank in its own frame over that frame's size: any increasing map
+   leaves it unchanged) and the share of each categorical level in its own frame (a relabelling
+   keeps it). A column whose release marginal is the reference's mirrored (its standardised
+   quantiles match the reference's reversed ones far better than the reference's own) or whose
+   anchored ranks run against the reference's is taken as decreasing, and its ranks are flipped.
+   A seeded sample of at most ``label_free.ANCHOR_ROWS`` release records is searched against
+   every reference record (the project's neighbour engine, ``ctx.search``).
+2. **Maps the anchors support.** Per column, the anchored (release value, reference value) pairs
+   vote: every affine map through two anchored pairs (a seeded draw of ``AFFINE_DRAWS``) is
+   supported by the pairs it sends onto each other within the tie tolerance, and the best one is
+   refitted on its supporters. Among the pairs on which it and the identity disagree, it is taken
+   (scale, shift, sign, standardisation) when it is supported by at least ``MIN_MAP_SUPPORT``
+   pairs and ``MAP_SHARE`` of them and by far more than the identity (``IDENTITY_MARGIN``), and
+   when it brings the release marginal nearer the reference's than the identity leaves it (a
+   lattice of values, such as integers, gives a shift by one step the support of poorly anchored
+   pairs, never a nearer marginal): a copy puts
+   every correctly anchored pair on one line, an honest release puts none beyond chance. When
+   no affine map is supported but the column is off the reference's scale (step 3), a monotone
+   map — the reference quantile at each release value's rank — is taken when the anchored pairs'
+   rank correlation is at least ``MONOTONE_RHO`` (a copy under log or a power); affine images
+   are snapped to the nearest reference value within the tie tolerance of the column's scale.
+3. **No silent pass on a foreign scale.** A release column, after its map, is *foreign* when at
+   least ``FOREIGN_MIN`` values (and ``FOREIGN_SHARE`` of them) lie more than one real range
+   outside the real range, or when ``OFF_QUANTILES`` of its deciles and quartiles are more than
+   ``OFF_SD`` real standard deviations from the reference's. Distances there would make every
+   record look far from every real one, so the column is refused by name
+   (:class:`ForeignScaleError`) — which a gate reports as a block, never a pass.
+
+A release on the reference's scale gets the identity on every column, and the label-free view is
+then exactly what it was without this step. What it cannot see: a map applied to a minority of
+the records that leaves their values inside the real range (a shift of a few percent of the
+records), which no whole-column map and no range explains, and a column whose disguise also
+destroyed the ranks (values permuted between records) — that is no invertible map of a column.
+
+Nothing here reports a value: descriptions carry column positions, counts and map kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from . import seeds
+from .errors import InputError
+from .level_classes import level_shares
+from .schema import Schema
+from .ties import REL_TOL
+
+MIN_MAP_SUPPORT = 10     # anchored pairs a map needs before it replaces the identity ...
+MAP_SHARE = 0.2          # ... and this share of the anchored pairs ...
+IDENTITY_MARGIN = 3.0    # ... and this many times the identity's support (plus MIN_MAP_SUPPORT)
+AFFINE_DRAWS = 256       # affine maps drawn through two anchored pairs each (seeded)
+MONOTONE_RHO = 0.95      # rank correlation of the anchored pairs a monotone map needs
+MIRRORED = 0.5           # a marginal this much closer to the reversed reference one is decreasing
+RANK_AGAINST = -0.3      # anchored rank correlation below this: the column runs against the reference
+FOREIGN_MIN = 3          # values beyond one real range outside the real range before a column is foreign
+FOREIGN_SHARE = 0.001    # ... and this share of the column's values
+OFF_SD = 1.5             # a quantile this many real standard deviations from the reference's is off ...
+OFF_QUANTILES = 3        # ... and a column with this many of the five off is off the reference's scale
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+SNAP_TOL = 1e-7          # an affine image within this × (1 + the column's scale) of a reference value is it
+
+
+class ForeignScaleError(InputError):
+    """A release column is on a scale no real data could have, and no invertible map learnt from
+    the records explains it."""
+
+
+@dataclass(frozen=True)
+class NumericMap:
+    """Release value → reference value for one column: ``kind`` "affine" (a·v + b) or
+    "monotone" (the reference quantile at the release value's rank, ``decreasing`` flipped)."""
+
+    kind: str
+    a: float = 1.0
+    b: float = 0.0
+    decreasing: bool = False
+    support: int = 0
+    anchored: int = 0
+
+    def describe(self) -> dict:
+        """Kind, direction and support (counts): never a value or a coefficient."""
+        return {"kind": self.kind, "decreasing": bool(self.decreasing or self.a < 0),
+                "supporting_anchors": self.support, "anchored": self.anchored}
+
+
+@dataclass(frozen=True)
+class ScaleCheck:
+    """Why a column is off the reference's scale: values beyond the range, quantiles off."""
+
+    beyond_range: int
+    quantiles_off: int
+
+    @property
+    def off(self) -> bool:
+        return self.beyond_range > 0 or self.quantiles_off >= OFF_QUANTILES
+
+
+def _finite(s: pl.Series) -> np.ndarray:
+    v = s.cast(pl.Float64).to_numpy()
+    return v[np.isfinite(v)]
+
+
+def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
+    """How far the finite ``release`` values are from the ``reference`` values' scale:
+    the number of values beyond one real range outside the real range (when there are at least
+    ``FOREIGN_MIN`` and ``FOREIGN_SHARE`` of them; else 0) and how many of ``QUANTILES`` are more
+    than ``OFF_SD`` real standard deviations from the reference's."""
+    if release.size == 0 or reference.size == 0:
+        return ScaleCheck(0, 0)
+    lo, hi = float(reference.min()), float(reference.max())
+    sd = float(reference.std())
+    width = max(hi - lo, 4.0 * sd, REL_TOL * (1.0 + abs(lo) + abs(hi)))
+    beyond = int(np.count_nonzero((release < lo - width) | (release > hi + width)))
+    if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * release.size):
+        beyond = 0
+    q_s = np.quantile(release, QUANTILES)
+    q_r = np.quantile(reference, QUANTILES)
+    scale = max(sd, REL_TOL * (1.0 + abs(lo) + abs(hi)))
+    return ScaleCheck(beyond, int(np.count_nonzero(np.abs(q_s - q_r) > OFF_SD * scale)))
+
+
+def _ranks(s: pl.Series) -> np.ndarray:
+    """Mid-rank of each value over the frame's size, in (0, 1); a null is 0.5."""
+    n = max(s.len(), 1)
+    r = s.rank("average").cast(pl.Float64).to_numpy()
+    return np.where(np.isnan(r), 0.5, (r - 0.5) / n)
+
+
+def mirrored(release: np.ndarray, reference: np.ndarray) -> bool:
+    """True when the standardised release marginal matches the reversed reference one far better
+    than the reference's own (a negated or otherwise decreasing copy)."""
+    if release.size < 2 or reference.size < 2:
+        return False
+    p = np.linspace(0.01, 0.99, 99)
+
+    def z(v: np.ndarray) -> np.ndarray:
+        q = np.quantile(v, p)
+        sd = v.std()
+        return (q - v.mean()) / (sd if sd > 0 else 1.0)
+
+    zs, zr = z(release), z(reference)
+    same, reversed_ = np.abs(zs - zr).mean(), np.abs(zs + zr[::-1]).mean()
+    return bool(reversed_ < MIRRORED * same)
+
+
+def _view(frame: pl.DataFrame, schema: Schema, flip: set[str]) -> np.ndarray:
+    """Per-side ranks (flipped for the columns of ``flip``: the release's decreasing ones) of the
+    numerics and shares of the categoricals."""
+    parts = []
+    for c in schema.numeric:
+        r = _ranks(frame.get_column(c))
+        parts.append((1.0 - r) if c in flip else r)
+    out = np.column_stack(parts) if parts else np.empty((frame.height, 0))
+    if schema.categorical:
+        out = np.hstack([out, level_shares(frame, list(schema.categorical)).to_numpy()])
+    return out
+
+
+def _standardised(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean, sd = t.mean(axis=0), t.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return (np.ascontiguousarray((q - mean) / sd, dtype=np.float32),
+            np.ascontiguousarray((t - mean) / sd, dtype=np.float32))
+
+
+def _anchor_pairs(ctx, release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, rows: np.ndarray,
+                  flip: set[str], name: str) -> np.ndarray:
+    """The reference row nearest each sampled release row in the scale- and label-free view."""
+    q, t = _standardised(_view(release, schema, flip)[rows], _view(reference, schema, set()))
+    return ctx.search(q, t, 1, name=name).idx[:, 0]
+
+
+def _tolerance(ref: np.ndarray) -> float:
+    return SNAP_TOL * (1.0 + float(np.abs(ref).max()) if ref.size else 1.0)
+
+
+def _affine(s: np.ndarray, r: np.ndarray, tol: float, rng: np.random.Generator) -> tuple[float, float, int]:
+    """The affine map a·s + b through two anchored pairs that sends the most pairs onto each
+    other within ``tol`` (seeded draws), refitted on its supporters: (a, b, support)."""
+    m = s.size
+    if m < 2:
+        return 1.0, 0.0, 0
+    i, k = rng.integers(0, m, AFFINE_DRAWS), rng.integers(0, m, AFFINE_DRAWS)
+    ok = (s[i] != s[k]) & (r[i] != r[k])
+    i, k = i[ok], k[ok]
+    if i.size == 0:
+        return 1.0, 0.0, 0
+    a = (r[i] - r[k]) / (s[i] - s[k])
+    b = r[i] - a * s[i]
+    support = (np.abs(a[:, None] * s[None, :] + b[:, None] - r[None, :]) <= tol).sum(axis=1)
+    best = int(np.argmax(support))
+    a0, b0, n0 = float(a[best]), float(b[best]), int(support[best])
+    on = np.abs(a0 * s + b0 - r) <= tol
+    if on.sum() >= 2 and np.ptp(s[on]) > 0:  # least squares on the supporters: the rounding of two pairs averaged out
+        a1, b1 = np.polyfit(s[on], r[on], 1)
+        n1 = int((np.abs(a1 * s + b1 - r) <= tol).sum())
+        if n1 >= n0:
+            return float(a1), float(b1), n1
+    return a0, b0, n0
+
+
+def _marginal_gap(release: np.ndarray, reference: np.ndarray) -> float:
+    """The mean absolute difference of the two marginals' percentiles (a 1-Wasserstein distance)."""
+    if release.size == 0 or reference.size == 0:
+        return 0.0
+    p = np.linspace(0.005, 0.995, 100)
+    return float(np.abs(np.quantile(release, p) - np.quantile(reference, p)).mean())
+
+
+def _rank_correlation(s: np.ndarray, r: np.ndarray) -> float:
+    if s.size < 3:
+        return 0.0
+    rs = pl.Series(s).rank("average").to_numpy()
+    rr = pl.Series(r).rank("average").to_numpy()
+    if rs.std() == 0 or rr.std() == 0:
+        return 0.0
+    return float(np.corrcoef(rs, rr)[0, 1])
+
+
+def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, *,
+                       name: str) -> dict[str, NumericMap]:
+    """Per numeric column of ``ctx.schema`` whose release values are not the reference's as they
+    are, the map that brings them back (both frames normalised; ``rows``: the sampled release
+    rows that are anchored). Columns absent from the result keep their values."""
+    schema: Schema = ctx.schema
+    num = list(schema.numeric)
+    if not num:
+        return {}
+    values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
+    flip = {c for c in num if mirrored(*values[c])}
+    anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares")
+    pairs = {}
+    for c in num:
+        s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
+        r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
+        ok = np.isfinite(s) & np.isfinite(r)
+        pairs[c] = (s[ok], r[ok])
+    against = {c for c in num if c not in flip and _rank_correlation(*pairs[c]) < RANK_AGAINST}
+    if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
+        flip |= against
+        anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares, flipped")
+        for c in num:
+            s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
+            r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
+            ok = np.isfinite(s) & np.isfinite(r)
+            pairs[c] = (s[ok], r[ok])
+    rng = seeds.rng(ctx.seed, "label_free.maps")
+    maps: dict[str, NumericMap] = {}
+    for c in num:
+        s, r = pairs[c]
+        tol = _tolerance(values[c][1])
+        a, b, _ = _affine(s, r, tol, rng)
+        # the two maps compared where they disagree (a copy's zeros stay zeros under ×1000:
+        # those pairs support both and decide nothing)
+        differ = np.abs(a * s + b - s) > tol
+        support = int((differ & (np.abs(a * s + b - r) <= tol)).sum())
+        identity = int((differ & (np.abs(s - r) <= tol)).sum())
+        if (support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
+                and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
+                and _marginal_gap(a * values[c][0] + b, values[c][1]) < _marginal_gap(*values[c])):
+            maps[c] = NumericMap("affine", a, b, support=support, anchored=int(s.size))
+            continue
+        if not scale_check(*values[c]).off:
+            continue
+        rho = _rank_correlation(s, r)
+        if abs(rho) >= MONOTONE_RHO:
+            maps[c] = NumericMap("monotone", decreasing=rho < 0, support=int(s.size), anchored=int(s.size))
+    return maps
+
+
+def _snap(v: np.ndarray, ref_sorted: np.ndarray, tol: float) -> np.ndarray:
+    """Each value replaced by the nearest reference value when within ``tol`` of it."""
+    if ref_sorted.size == 0:
+        return v
+    at = np.clip(np.searchsorted(ref_sorted, v), 1, max(ref_sorted.size - 1, 1))
+    lo, hi = ref_sorted[at - 1], ref_sorted[np.minimum(at, ref_sorted.size - 1)]
+    near = np.where(np.abs(v - lo) <= np.abs(hi - v), lo, hi)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(near - v) <= tol, near, v)
+
+
+def apply_numeric_maps(release: pl.DataFrame, reference: pl.DataFrame, maps: dict[str, NumericMap]) -> pl.DataFrame:
+    """``release`` with each mapped column on the reference's scale (nulls stay null)."""
+    if not maps:
+        return release
+    out = []
+    for c, m in maps.items():
+        v = release.get_column(c).cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+        ref = np.sort(_finite(reference.get_column(c)))
+        if m.kind == "affine":
+            mapped = _snap(m.a * v + m.b, ref, _tolerance(ref))
+        else:
+            u = _ranks(release.get_column(c))
+            u = 1.0 - u if m.decreasing else u
+            mapped = ref[np.clip((u * ref.size).astype(np.int64), 0, ref.size - 1)] if ref.size else v
+        out.append(pl.Series(c, np.where(np.isnan(v), np.nan, mapped)).fill_nan(None))
+    return release.with_columns(out)
+
+
+def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, maps: dict[str, NumericMap],
+                 *, role: str = "synthetic") -> None:
+    """Refuse, naming the first, a numeric column that is still off the reference's scale once
+    its learnt map (if any) is applied: ``release`` is the mapped release."""
+    for c in schema.numeric:
+        chk = scale_check(_finite(release.get_column(c)), _finite(reference.get_column(c)))
+        if not chk.off:
+            continue
+        how = []
+        if chk.beyond_range:
+            how.append(f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the "
+                       "real range")
+        if chk.quantiles_off >= OFF_QUANTILES:
+            how.append(f"{chk.quantiles_off} of its {len(QUANTILES)} deciles and quartiles are more than {OFF_SD:g} "
+                       "real standard deviations from the real ones")
+        learnt = f" (a {maps[c].kind} map was learnt from the records and applied)" if c in maps else ""
+        raise ForeignScaleError(
+            f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "
+            f"learnt from the records explains it{learnt}. Distances to the real records would make every record "
+            "look far from every real one, so the release is not scored: put the column back on the real data's "
+            "scale (undo the generator's transform) and gate it again")
