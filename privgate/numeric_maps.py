@@ -13,15 +13,17 @@ two sets, as memorisation's null needs):
 1. **Anchors in a scale- and label-free view.** Every record is encoded by the per-side rank of
    each numeric value (its mid-rank in its own frame over that frame's size: any increasing map
    leaves it unchanged) and the share of each categorical level in its own frame (a relabelling
-   keeps it). A column whose release marginal is the reference's mirrored (its standardised
-   quantiles match the reference's reversed ones far better than the reference's own) or whose
-   anchored ranks run against the reference's is taken as decreasing, and its ranks are flipped.
+   keeps it). A column whose anchored ranks run against the reference's (rank correlation below
+   ``RANK_AGAINST``) is taken as decreasing, its ranks flipped and the records anchored again; a
+   column off the reference's scale (step 3) is judged from anchors searched in the view without
+   it, whose own ranks would line any release up with the reference.
    A seeded sample of at most ``label_free.ANCHOR_ROWS`` release records is searched against
    every reference record (the project's neighbour engine, ``ctx.search``).
 2. **Maps the anchors support.** Per column, the anchored (release value, reference value) pairs
    vote: every affine map through two anchored pairs (a seeded draw of ``AFFINE_DRAWS``) is
    supported by the pairs it sends onto each other within the tie tolerance, and the best one is
-   refitted on its supporters. Among the pairs on which it and the identity disagree, it is taken
+   refitted on its supporters; on a column of few values it must join at least three of them (a
+   line passes through any two). Among the pairs on which it and the identity disagree, it is taken
    (scale, shift, sign, standardisation) when it is supported by at least ``MIN_MAP_SUPPORT``
    pairs and ``MAP_SHARE`` of them and by far more than the identity (``IDENTITY_MARGIN``), and
    when it brings the release marginal nearer the reference's than the identity leaves it (a
@@ -29,13 +31,17 @@ two sets, as memorisation's null needs):
    pairs, never a nearer marginal): a copy puts
    every correctly anchored pair on one line, an honest release puts none beyond chance. When
    no affine map is supported but the column is off the reference's scale (step 3), a monotone
-   map — the reference quantile at each release value's rank — is taken when the anchored pairs'
-   rank correlation is at least ``MONOTONE_RHO`` (a copy under log or a power); affine images
+   map — the reference quantile at each release value's rank — is taken when, among the pairs
+   anchored in the view without that column (its own ranks would line any release up), at least
+   ``MIN_MAP_SUPPORT`` and ``MAP_SHARE`` have per-side ranks within ``RANK_TOL`` (a copy under
+   log or a power: its correctly anchored pairs; chance gives about 2·``RANK_TOL``); affine images
    are snapped to the nearest reference value within the tie tolerance of the column's scale.
 3. **No silent pass on a foreign scale.** A release column, after its map, is *foreign* when at
    least ``FOREIGN_MIN`` values (and ``FOREIGN_SHARE`` of them) lie more than one real range
-   outside the real range, or when ``OFF_QUANTILES`` of its deciles and quartiles are more than
-   ``OFF_SD`` real standard deviations from the reference's. Distances there would make every
+   outside the real range, or when its marginal is at least ``OFF_KS`` from the reference's (the
+   two-sample Kolmogorov–Smirnov distance: the share of the real distribution the release's has
+   moved past; scale-free, and an honest generator's marginals stay far below it). Distances
+   there would make every
    record look far from every real one, so the column is refused by name
    (:class:`ForeignScaleError`) — which a gate reports as a block, never a pass.
 
@@ -65,20 +71,21 @@ MIN_MAP_SUPPORT = 10     # anchored pairs a map needs before it replaces the ide
 MAP_SHARE = 0.2          # ... and this share of the anchored pairs ...
 IDENTITY_MARGIN = 3.0    # ... and this many times the identity's support (plus MIN_MAP_SUPPORT)
 AFFINE_DRAWS = 256       # affine maps drawn through two anchored pairs each (seeded)
-MONOTONE_RHO = 0.95      # rank correlation of the anchored pairs a monotone map needs
-MIRRORED = 0.5           # a marginal this much closer to the reversed reference one is decreasing
+RANK_TOL = 0.02          # a monotone map's supporting pair: per-side ranks this close (chance: about 4 %)
 RANK_AGAINST = -0.3      # anchored rank correlation below this: the column runs against the reference
 FOREIGN_MIN = 3          # values beyond one real range outside the real range before a column is foreign
 FOREIGN_SHARE = 0.001    # ... and this share of the column's values
-OFF_SD = 1.5             # a quantile this many real standard deviations from the reference's is off ...
-OFF_QUANTILES = 3        # ... and a column with this many of the five off is off the reference's scale
-QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+OFF_KS = 0.5             # a marginal this far (Kolmogorov–Smirnov) from the reference's is off its scale
 SNAP_TOL = 1e-7          # an affine image within this × (1 + the column's scale) of a reference value is it
 
 
 class ForeignScaleError(InputError):
     """A release column is on a scale no real data could have, and no invertible map learnt from
-    the records explains it."""
+    the records explains it (``column``: its name)."""
+
+    def __init__(self, message: str, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -101,14 +108,14 @@ class NumericMap:
 
 @dataclass(frozen=True)
 class ScaleCheck:
-    """Why a column is off the reference's scale: values beyond the range, quantiles off."""
+    """Why a column is off the reference's scale: values beyond the range, a distant marginal."""
 
     beyond_range: int
-    quantiles_off: int
+    ks: float
 
     @property
     def off(self) -> bool:
-        return self.beyond_range > 0 or self.quantiles_off >= OFF_QUANTILES
+        return self.beyond_range > 0 or self.ks >= OFF_KS
 
 
 def _finite(s: pl.Series) -> np.ndarray:
@@ -116,23 +123,29 @@ def _finite(s: pl.Series) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov–Smirnov distance: the largest gap between the two empirical
+    distribution functions (0 for the same marginal, 1 for disjoint ones)."""
+    if a.size == 0 or b.size == 0:
+        return 0.0
+    a, b = np.sort(a), np.sort(b)
+    grid = np.concatenate([a, b])
+    return float(np.abs(np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size).max())
+
+
 def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
-    """How far the finite ``release`` values are from the ``reference`` values' scale:
-    the number of values beyond one real range outside the real range (when there are at least
-    ``FOREIGN_MIN`` and ``FOREIGN_SHARE`` of them; else 0) and how many of ``QUANTILES`` are more
-    than ``OFF_SD`` real standard deviations from the reference's."""
+    """How far the finite ``release`` values are from the ``reference`` values' scale: the number
+    of values beyond one real range (or four real standard deviations, the wider) outside the
+    real range, when there are at least ``FOREIGN_MIN`` and ``FOREIGN_SHARE`` of them (else 0),
+    and the two marginals' Kolmogorov–Smirnov distance."""
     if release.size == 0 or reference.size == 0:
-        return ScaleCheck(0, 0)
+        return ScaleCheck(0, 0.0)
     lo, hi = float(reference.min()), float(reference.max())
-    sd = float(reference.std())
-    width = max(hi - lo, 4.0 * sd, REL_TOL * (1.0 + abs(lo) + abs(hi)))
+    width = max(hi - lo, 4.0 * float(reference.std()), REL_TOL * (1.0 + abs(lo) + abs(hi)))
     beyond = int(np.count_nonzero((release < lo - width) | (release > hi + width)))
     if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * release.size):
         beyond = 0
-    q_s = np.quantile(release, QUANTILES)
-    q_r = np.quantile(reference, QUANTILES)
-    scale = max(sd, REL_TOL * (1.0 + abs(lo) + abs(hi)))
-    return ScaleCheck(beyond, int(np.count_nonzero(np.abs(q_s - q_r) > OFF_SD * scale)))
+    return ScaleCheck(beyond, ks_distance(release, reference))
 
 
 def _ranks(s: pl.Series) -> np.ndarray:
@@ -140,23 +153,6 @@ def _ranks(s: pl.Series) -> np.ndarray:
     n = max(s.len(), 1)
     r = s.rank("average").cast(pl.Float64).to_numpy()
     return np.where(np.isnan(r), 0.5, (r - 0.5) / n)
-
-
-def mirrored(release: np.ndarray, reference: np.ndarray) -> bool:
-    """True when the standardised release marginal matches the reversed reference one far better
-    than the reference's own (a negated or otherwise decreasing copy)."""
-    if release.size < 2 or reference.size < 2:
-        return False
-    p = np.linspace(0.01, 0.99, 99)
-
-    def z(v: np.ndarray) -> np.ndarray:
-        q = np.quantile(v, p)
-        sd = v.std()
-        return (q - v.mean()) / (sd if sd > 0 else 1.0)
-
-    zs, zr = z(release), z(reference)
-    same, reversed_ = np.abs(zs - zr).mean(), np.abs(zs + zr[::-1]).mean()
-    return bool(reversed_ < MIRRORED * same)
 
 
 def _view(frame: pl.DataFrame, schema: Schema, flip: set[str]) -> np.ndarray:
@@ -233,6 +229,15 @@ def _rank_correlation(s: np.ndarray, r: np.ndarray) -> float:
     return float(np.corrcoef(rs, rr)[0, 1])
 
 
+def _column_pairs(release: pl.DataFrame, reference: pl.DataFrame, c: str, rows: np.ndarray,
+                  anchor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The finite (release value, anchored reference value) pairs of column ``c``."""
+    s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
+    r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
+    ok = np.isfinite(s) & np.isfinite(r)
+    return s[ok], r[ok]
+
+
 def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, *,
                        name: str) -> dict[str, NumericMap]:
     """Per numeric column of ``ctx.schema`` whose release values are not the reference's as they
@@ -243,44 +248,64 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
     if not num:
         return {}
     values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
-    flip = {c for c in num if mirrored(*values[c])}
+    off = [c for c in num if scale_check(*values[c]).off]
+    # an off-scale column's direction comes from anchors that never saw an off-scale column
+    # (their own ranks would line any release up, and an unflipped decreasing one misleads)
+    on_scale = [c for c in schema.columns if c not in off]
+    flip: set[str] = set()
+    if off and on_scale:
+        anchor = _anchor_pairs(ctx, release, reference, schema.subset(on_scale), rows, set(), f"{name}, on-scale columns")
+        flip = {c for c in off if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
+    elif off:
+        for c in off:
+            others = [o for o in schema.columns if o != c]
+            if others:
+                anchor = _anchor_pairs(ctx, release, reference, schema.subset(others), rows, set(),
+                                       f"{name}, without a column")
+                if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST:
+                    flip.add(c)
     anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares")
-    pairs = {}
-    for c in num:
-        s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
-        r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
-        ok = np.isfinite(s) & np.isfinite(r)
-        pairs[c] = (s[ok], r[ok])
-    against = {c for c in num if c not in flip and _rank_correlation(*pairs[c]) < RANK_AGAINST}
+    against = {c for c in num if c not in flip
+               and _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
     if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
         flip |= against
         anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares, flipped")
-        for c in num:
-            s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
-            r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
-            ok = np.isfinite(s) & np.isfinite(r)
-            pairs[c] = (s[ok], r[ok])
     rng = seeds.rng(ctx.seed, "label_free.maps")
     maps: dict[str, NumericMap] = {}
     for c in num:
-        s, r = pairs[c]
+        s, r = _column_pairs(release, reference, c, rows, anchor)
         tol = _tolerance(values[c][1])
         a, b, _ = _affine(s, r, tol, rng)
         # the two maps compared where they disagree (a copy's zeros stay zeros under ×1000:
         # those pairs support both and decide nothing)
         differ = np.abs(a * s + b - s) > tol
-        support = int((differ & (np.abs(a * s + b - r) <= tol)).sum())
+        on = differ & (np.abs(a * s + b - r) <= tol)
+        support = int(on.sum())
+        # a line passes through any two points: on a column of few values it must join at
+        # least three of them (or all the column has) to be evidence of a map
+        if np.unique(s[on]).size < min(3, np.unique(values[c][0]).size):
+            support = 0
         identity = int((differ & (np.abs(s - r) <= tol)).sum())
         if (support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
                 and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
                 and _marginal_gap(a * values[c][0] + b, values[c][1]) < _marginal_gap(*values[c])):
             maps[c] = NumericMap("affine", a, b, support=support, anchored=int(s.size))
             continue
-        if not scale_check(*values[c]).off:
+        others = [o for o in schema.columns if o != c]
+        if c not in off or not others:
             continue
-        rho = _rank_correlation(s, r)
-        if abs(rho) >= MONOTONE_RHO:
-            maps[c] = NumericMap("monotone", decreasing=rho < 0, support=int(s.size), anchored=int(s.size))
+        # a monotone map's support from anchors searched without this column, the others'
+        # directions known
+        alone = _anchor_pairs(ctx, release, reference, schema.subset(others), rows, flip - {c},
+                              f"{name}, without a column")
+        u_s = _ranks(release.get_column(c))[rows]
+        u_s = 1.0 - u_s if c in flip else u_s
+        u_r = _ranks(reference.get_column(c))[alone]
+        known = (release.get_column(c).is_not_null().to_numpy()[rows]
+                 & reference.get_column(c).is_not_null().to_numpy()[alone])
+        support = int((known & (np.abs(u_s - u_r) <= RANK_TOL)).sum())
+        if support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(known.sum())):
+            maps[c] = NumericMap("monotone", decreasing=c in flip, support=support, anchored=int(known.sum()))
     return maps
 
 
@@ -325,12 +350,12 @@ def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema,
         if chk.beyond_range:
             how.append(f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the "
                        "real range")
-        if chk.quantiles_off >= OFF_QUANTILES:
-            how.append(f"{chk.quantiles_off} of its {len(QUANTILES)} deciles and quartiles are more than {OFF_SD:g} "
-                       "real standard deviations from the real ones")
+        if chk.ks >= OFF_KS:
+            how.append(f"its distribution is {chk.ks:.2f} from the real one (two-sample Kolmogorov–Smirnov "
+                       f"distance; {OFF_KS:g} or more is off the real scale)")
         learnt = f" (a {maps[c].kind} map was learnt from the records and applied)" if c in maps else ""
         raise ForeignScaleError(
             f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "
             f"learnt from the records explains it{learnt}. Distances to the real records would make every record "
             "look far from every real one, so the release is not scored: put the column back on the real data's "
-            "scale (undo the generator's transform) and gate it again")
+            "scale (undo the generator's transform) and gate it again", column=c)

@@ -182,7 +182,19 @@ def _compute(
 
         base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
         attach_baseline(result, base, ctx.seed)  # the excess interval privgate.evaluate gives
-    return payload_from_result(_valid(result, metric), spec)
+    payload = payload_from_result(_valid(result, metric), spec)
+    payload["release_view"] = _release_view(ctx, spec)
+    return payload
+
+
+def _release_view(ctx: Any, spec: Any) -> dict[str, Any] | None:
+    """For a metric that compares labels or values as they are (not a label-free one), whether
+    the batch's labels or scales differ from the real data's (the label-free view's finding,
+    ``privgate.metrics.label_free.view_status``): its "0.0" then says nothing about copies in
+    disguise. None for the label-free metrics, which compare in that view themselves."""
+    from privgate.metrics.label_free import LABEL_FREE_METRICS, view_status
+
+    return None if spec.name in LABEL_FREE_METRICS else view_status(ctx)
 
 
 def _valid(result: Any, metric: str) -> Any:

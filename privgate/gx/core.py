@@ -43,6 +43,7 @@ from privgate.errors import MetricComputationError, ParameterError
 from privgate.gates import rules
 
 from .references import describe_reference
+from .results import release_view_warning
 # the table metric the expectations read (importing it registers it with GX); its names are
 # importable from here too
 from .risk_metric import RISK_METRIC, VALUE_KEYS, TablePrivgatePrivacyRisk, _risk, sql_batch_frame  # noqa: F401
@@ -211,6 +212,11 @@ class PrivacyRiskExpectation(BatchExpectation):
         details["excess_ci"] = payload.get("excess_ci")
         details["interval"] = interval
         details["p_value"] = payload.get("p_value")
+        view = payload.get("release_view")
+        if view is not None:
+            details["release_view"] = view
+            if view["differs"]:
+                details["warning"] = release_view_warning(payload["metric"], view)
         return {
             "success": not rules.fires(comparison.kind, compared, thr),
             "result": {"observed_value": compared, "details": details},

@@ -153,6 +153,8 @@ def _metadata(dg: Any, row: dict[str, Any]) -> dict[str, Any]:
         md["real"] = dg.MetadataValue.text(row["real"])
     if row["error"]:
         md["error"] = dg.MetadataValue.text(row["error"])
+    if row.get("warning"):
+        md["warning"] = dg.MetadataValue.text(row["warning"])
     return md
 
 

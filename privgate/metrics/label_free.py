@@ -36,6 +36,9 @@ from ..results import MetricResult
 from .distance import authenticity, common_rows
 from .memorisation import DEFAULT_TAILS, memorisation
 
+#: the metrics that compare in the label-free view themselves
+LABEL_FREE_METRICS = ("label_free_memorisation", "label_free_copies", "label_free_authenticity")
+
 REFERENCE = ("label-free view: privgate (levels matched through records anchored on label-invariant "
              "coordinates); ")
 
@@ -134,3 +137,23 @@ def label_free_authenticity(ctx) -> MetricResult:
     Orientation: risk; raw and interval as ``authenticity``'s.
     """
     return in_view(ctx, authenticity, "label_free_authenticity")
+
+
+def view_status(ctx) -> dict:
+    """Whether the release's labels or scales differ from the real data's, as the label-free view
+    of ``ctx`` sees them (learnt once per context): a metric that compares labels or values as
+    they are reads a disguised copy as far from every real record, so its low risk is no evidence
+    of privacy. Counts and column positions only."""
+    from ..numeric_maps import ForeignScaleError
+
+    order = list(ctx.schema.columns)
+    try:
+        corr = correspondence(ctx)
+    except ForeignScaleError as exc:
+        return {"differs": True, "foreign_scale": True,
+                "foreign_column_position": order.index(exc.column) if exc.column in order else None,
+                "labels_recoded": 0, "numeric_columns_mapped": 0, "records_disguised": 0}
+    records = 0 if corr.records is None else int(corr.records.rows.size)
+    return {"differs": not corr.identity, "foreign_scale": False, "foreign_column_position": None,
+            "labels_recoded": len(corr.remapped), "numeric_columns_mapped": len(corr.numeric_maps),
+            "records_disguised": records}
