@@ -92,15 +92,21 @@ def test_require_holdout_without_holdout_refuses(frames):
         pe.suite_from_gate_config(cfg, real=frames["real"])
 
 
-@pytest.mark.parametrize("kind", ["permuted", "split"])
+@pytest.mark.parametrize("kind", ["permuted", "split", "scaled", "permuted-scaled"])
 def test_the_default_suite_fails_a_copy_with_disguised_labels(gx_context, frames, kind, tmp_path):
-    """A copy of the training data whose category labels were permuted or split passes every
-    label-comparing expectation; the label-free ones of the default suite fail it, with and
-    without a holdout, and no real cell appears in the result."""
+    """A copy of the training data whose category labels were permuted or split, whose numerics
+    were ×1000, or both, passes every label- or value-comparing expectation; the label-free ones
+    of the default suite fail it, with and without a holdout, and no real cell appears in the
+    result."""
     import json
 
     real = pl.read_parquet(frames["real"])
-    release = privgate.baselines.disguised_copy(real, kind, seed=3)
+    if kind == "scaled":
+        release = privgate.baselines.transformed_copy(real, "scaled")
+    elif kind == "permuted-scaled":
+        release = privgate.baselines.transformed_copy(real, "scaled", labels="permuted", seed=3)
+    else:
+        release = privgate.baselines.disguised_copy(real, kind, seed=3)
     for holdout in (frames["holdout"], None):
         suite = pe.suite_from_gate_config(DEFAULT_CONFIG, real=frames["real"], holdout=holdout)
         result = pe.validate_release(release, suite, context=gx_context)
@@ -110,3 +116,21 @@ def test_the_default_suite_fails_a_copy_with_disguised_labels(gx_context, frames
         assert any(name.startswith("label_free") for name in failed), (kind, holdout, rows)
         text = json.dumps(result.to_json_dict(), default=str)
         assert "Never-married" not in text and "Husband" not in text
+
+
+def test_a_single_value_comparing_expectation_says_when_the_release_is_disguised(gx_context, frames):
+    """common_rows alone on a ×1000 copy with permuted labels: 0 exact copies, which the result
+    must not let a reader take for "no copy" — it says the labels and scales differ; on the
+    honest-ish release of the fixture it says nothing."""
+    real = pl.read_parquet(frames["real"])
+    release = privgate.baselines.transformed_copy(real, "scaled", labels="permuted", seed=3)
+    exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=frames["real"], threshold=0.01)
+    r = pe.validate_release(release, exp, context=gx_context)
+    d = r.result["details"]
+    assert r.result["observed_value"] == 0.0
+    assert d["release_view"]["differs"] and d["release_view"]["numeric_columns_mapped"] >= 1
+    assert d["release_view"]["labels_recoded"] >= 1
+    assert "does not show copies in disguise" in d["warning"]
+    assert "does not show copies in disguise" in pe.summarise(r)["warning"]
+    plain = pe.validate_release(frames["release"], exp, context=gx_context).result["details"]
+    assert plain["release_view"]["differs"] is False and "warning" not in plain
