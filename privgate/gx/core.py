@@ -43,7 +43,7 @@ from privgate.errors import MetricComputationError, ParameterError
 from privgate.gates import rules
 
 from .references import describe_reference
-from .results import release_view_warning
+from .release_view import release_view_warning
 # the table metric the expectations read (importing it registers it with GX); its names are
 # importable from here too
 from .risk_metric import RISK_METRIC, VALUE_KEYS, TablePrivgatePrivacyRisk, _risk, sql_batch_frame  # noqa: F401
