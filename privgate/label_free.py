@@ -1,44 +1,51 @@
-"""The label-free view of a release: its categorical columns compared with the reference's up to
-the correspondence between their levels that the records themselves show.
+"""The label-free view of a release: its records compared with the reference's up to the
+invertible changes of their columns that the records themselves show — category levels up to
+the correspondence between them, numeric columns up to a monotone map — for the whole release
+and, for a disguised minority, record by record.
 
 A copy of the training data whose category labels were permuted within a column, renamed, split
-into several labels or merged is still a copy: only the names of the levels changed, and every
-metric that compares labels takes each renamed level for another one. This module learns, per
-categorical column, which release levels stand for which reference levels and recodes both frames
-to the classes of that correspondence, so the metrics of ``privgate.metrics.label_free`` can
-compare records whatever their labels say.
+into several labels or merged, or whose numeric columns were scaled, shifted, negated,
+standardised or put through a log, is still a copy: only the names of the levels and the units
+changed, and every metric that compares labels and values as they are takes the copy for new
+people. This module learns, in order (deterministic for a seed):
 
-How the correspondence is learnt (deterministic for a seed):
+0. **Numeric maps** (``privgate.numeric_maps``): per numeric column, the affine or monotone map
+   back to the reference's scale that anchored records support; a column still off the real
+   scale after it is refused by name (``ForeignScaleError``: a gate blocks, exit 3). A release
+   on the real scale keeps every value.
+1. **Anchors in label-invariant views** (on the mapped release). Records are encoded without
+   their labels: numeric columns as they are, and each categorical cell as the share of its
+   level in its own frame (a renaming or a permutation of the levels keeps every level's share,
+   so a copied record has the same coordinates as its source). Coordinates are standardised on
+   the reference. The categorical columns are dealt into at most ``MAX_GROUPS`` groups; a group
+   is learnt from anchors searched in a view WITHOUT its own columns (numerics and the other
+   groups' shares), and every column also from the numerics alone; per column the view whose
+   anchors agree best on its levels is used. A seeded sample of at most ``ANCHOR_ROWS`` release
+   records is searched against every reference record (the project's neighbour engine,
+   ``EvaluationContext.search``): each one's nearest reference record is its anchor.
+2. **Level graph and classes** (``privgate.level_classes``). Per categorical column, the anchored
+   pairs give a contingency table of (release level, reference level); each level is joined to
+   the level of the other side holding the majority of its anchored records far beyond that
+   level's base share (release → reference catches renamings and splits, reference → release
+   merges), and the connected components are the classes both frames are recoded to. A level
+   joined to nothing keeps its own label (so an unchanged rare level still meets its namesake).
+3. **Records disguised one by one** (``privgate.disguised_records``): release records whose
+   numerics equal one reference record's exactly and whose levels a correspondence learnt from
+   such pairs alone explains — beyond what the same pairs with shuffled anchors explain — are
+   held in the view as the reference records they copy: a disguise applied to 1 % of the
+   records counts like 1 % of plain copies.
 
-1. **Anchors in label-invariant views.** Records are encoded without their labels: numeric
-   columns as they are, and each categorical cell as the share of its level in its own frame
-   (a renaming or a permutation of the levels keeps every level's share, so a copied record has the
-   same coordinates as its source). Coordinates are standardised on the reference. The categorical
-   columns are dealt into at most ``MAX_GROUPS`` groups; a group is learnt from anchors searched
-   in a view WITHOUT its own columns (numerics and the other groups' shares), and every column
-   also from the numerics alone; per column the view whose anchors agree best on its levels is
-   used. A seeded sample of at most ``ANCHOR_ROWS`` release records is searched against every
-   reference record (the project's neighbour engine, ``EvaluationContext.search``): each one's
-   nearest reference record is its anchor.
-2. **Level graph.** Per categorical column, the anchored pairs give a contingency table of
-   (release level, reference level). Each level with at least ``MIN_SUPPORT`` anchored records is
-   joined to the level of the other side that holds the majority (more than ``MAJORITY``) of its
-   anchored records, when that count is also far beyond the joined level's base share of all
-   anchors (one-sided binomial p < ``EDGE_P``) — release → reference catches renamings and
-   splits, reference → release catches merges. A release that kept the labels shows such an
-   association only towards the same label.
-3. **Classes.** The connected components of that graph are the joint classes; both frames are
-   recoded to class codes. A level joined to nothing keeps its own label (so an unchanged rare
-   level still meets its namesake).
-
-The correspondence is the **identity** on a column when every class holds at most one level of
-each side, under the same label; a release that kept the reference's labels gets the identity
-and the label-free metrics then report the plain metrics' results unchanged (no second test).
+The correspondence is the **identity** when no numeric column is mapped, every class holds at
+most one level of each side under the same label, and no record was found disguised; a release
+that kept the reference's labels and scale gets the identity and the label-free metrics then
+report the plain metrics' results unchanged (no second test).
 
 What it cannot see: a column whose levels were relabelled AND whose records can be told apart by
 nothing else (all-categorical data in which every column was split at random: shares change,
-anchors are lost) keeps its labels, and a copy whose every column was perturbed beyond the
-holdout's own distances is not a copy (docs/validity.md).
+anchors are lost) keeps its labels; a copy whose every column was perturbed beyond the
+holdout's own distances is not a copy; and a disguise of a minority of the records whose values
+stay inside the real ranges and whose numerics were changed too (a shift of a few percent of the
+records) is matched neither by a whole-column map nor record by record (docs/validity.md).
 
 Nothing here reports a level or a value: the description carries column positions and counts.
 """

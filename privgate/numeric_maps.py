@@ -30,7 +30,8 @@ two sets, as memorisation's null needs):
    lattice of values, such as integers, gives a shift by one step the support of poorly anchored
    pairs, never a nearer marginal): a copy puts
    every correctly anchored pair on one line, an honest release puts none beyond chance. When
-   no affine map is supported but the column is off the reference's scale (step 3), a monotone
+   no affine map is supported but the column is suspect (off the reference's scale, step 3, or
+   far from its marginal), a monotone
    map — the reference quantile at each release value's rank — is taken when, among the pairs
    anchored in the view without that column (its own ranks would line any release up), at least
    ``MIN_MAP_SUPPORT`` and ``MAP_SHARE`` have per-side ranks within ``RANK_TOL`` (a copy under
@@ -38,10 +39,14 @@ two sets, as memorisation's null needs):
    are snapped to the nearest reference value within the tie tolerance of the column's scale.
 3. **No silent pass on a foreign scale.** A release column, after its map, is *foreign* when at
    least ``FOREIGN_MIN`` values (and ``FOREIGN_SHARE`` of them) lie more than one real range
-   outside the real range, or when its marginal is at least ``OFF_KS`` from the reference's (the
-   two-sample Kolmogorov–Smirnov distance: the share of the real distribution the release's has
-   moved past; scale-free, and an honest generator's marginals stay far below it). Distances
-   there would make every
+   outside the real range, or when at least ``OUTSIDE_SHARE`` of its values lie outside the real
+   range widened by ``MARGIN``, or when its standard deviation is ``SPREAD_FACTOR`` times the
+   real one's or less than its ``1/SPREAD_FACTOR`` (a log compresses a wide column into a corner
+   of its range) — a scale test, not a shape test: a uniform, noisy or DP release inside the real
+   range is on the scale however unlike its marginal is. A column is *searched* for a monotone
+   map (step 2) more widely: also when its marginal is at least ``SUSPECT_KS`` from the
+   reference's (two-sample Kolmogorov–Smirnov), as a log inside the range leaves it. Distances there would
+   make every
    record look far from every real one, so the column is refused by name
    (:class:`ForeignScaleError`) — which a gate reports as a block, never a pass.
 
@@ -75,7 +80,10 @@ RANK_TOL = 0.02          # a monotone map's supporting pair: per-side ranks this
 RANK_AGAINST = -0.3      # anchored rank correlation below this: the column runs against the reference
 FOREIGN_MIN = 3          # values beyond one real range outside the real range before a column is foreign
 FOREIGN_SHARE = 0.001    # ... and this share of the column's values
-OFF_KS = 0.5             # a marginal this far (Kolmogorov–Smirnov) from the reference's is off its scale
+OUTSIDE_SHARE = 0.5      # a column with this share of its values outside the real range is off its scale ...
+MARGIN = 0.1             # ... the range widened by this share of its width on each side
+SPREAD_FACTOR = 100.0    # a column whose standard deviation is this many times the real one's (or 1/it) is off
+SUSPECT_KS = 0.5         # a marginal this far (Kolmogorov–Smirnov) from the reference's is searched for a map
 SNAP_TOL = 1e-7          # an affine image within this × (1 + the column's scale) of a reference value is it
 
 
@@ -108,14 +116,17 @@ class NumericMap:
 
 @dataclass(frozen=True)
 class ScaleCheck:
-    """Why a column is off the reference's scale: values beyond the range, a distant marginal."""
+    """Why a column is off the reference's scale: values far beyond the real range, or most
+    values outside it."""
 
     beyond_range: int
-    ks: float
+    outside_share: float
+    spread_ratio: float = 1.0
 
     @property
     def off(self) -> bool:
-        return self.beyond_range > 0 or self.ks >= OFF_KS
+        return (self.beyond_range > 0 or self.outside_share >= OUTSIDE_SHARE
+                or not 1.0 / SPREAD_FACTOR <= self.spread_ratio <= SPREAD_FACTOR)
 
 
 def _finite(s: pl.Series) -> np.ndarray:
@@ -133,11 +144,20 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size).max())
 
 
+def suspect(release: np.ndarray, reference: np.ndarray) -> bool:
+    """A column worth a search for a monotone map: off the reference's scale, or a marginal at
+    least ``SUSPECT_KS`` from the reference's (a log squeezes a column inside its range; so does
+    nothing an honest generator does, but a poor one may — the records decide)."""
+    return scale_check(release, reference).off or ks_distance(release, reference) >= SUSPECT_KS
+
+
 def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
     """How far the finite ``release`` values are from the ``reference`` values' scale: the number
     of values beyond one real range (or four real standard deviations, the wider) outside the
     real range, when there are at least ``FOREIGN_MIN`` and ``FOREIGN_SHARE`` of them (else 0),
-    and the two marginals' Kolmogorov–Smirnov distance."""
+    the share of values outside the real range widened by ``MARGIN`` of it on each side, and the
+    ratio of the two standard deviations — a scale, not a shape: a uniform or noisy release
+    inside the real range is on it."""
     if release.size == 0 or reference.size == 0:
         return ScaleCheck(0, 0.0)
     lo, hi = float(reference.min()), float(reference.max())
@@ -145,7 +165,11 @@ def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
     beyond = int(np.count_nonzero((release < lo - width) | (release > hi + width)))
     if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * release.size):
         beyond = 0
-    return ScaleCheck(beyond, ks_distance(release, reference))
+    pad = MARGIN * max(hi - lo, REL_TOL * (1.0 + abs(lo) + abs(hi)))
+    outside = float(np.count_nonzero((release < lo - pad) | (release > hi + pad))) / release.size
+    sd_s, sd_r = float(release.std()), float(reference.std())
+    ratio = 1.0 if sd_s == sd_r else (sd_s / sd_r if sd_r > 0 else np.inf)
+    return ScaleCheck(beyond, outside, ratio)
 
 
 def _ranks(s: pl.Series) -> np.ndarray:
@@ -248,7 +272,7 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
     if not num:
         return {}
     values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
-    off = [c for c in num if scale_check(*values[c]).off]
+    off = [c for c in num if suspect(*values[c])]
     # an off-scale column's direction comes from anchors that never saw an off-scale column
     # (their own ranks would line any release up, and an unflipped decreasing one misleads)
     on_scale = [c for c in schema.columns if c not in off]
@@ -350,9 +374,10 @@ def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema,
         if chk.beyond_range:
             how.append(f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the "
                        "real range")
-        if chk.ks >= OFF_KS:
-            how.append(f"its distribution is {chk.ks:.2f} from the real one (two-sample Kolmogorov–Smirnov "
-                       f"distance; {OFF_KS:g} or more is off the real scale)")
+        if chk.outside_share >= OUTSIDE_SHARE:
+            how.append(f"{chk.outside_share:.0%} of its values lie outside the real range")
+        if not 1.0 / SPREAD_FACTOR <= chk.spread_ratio <= SPREAD_FACTOR:
+            how.append(f"its standard deviation is {chk.spread_ratio:.3g} times the real one's")
         learnt = f" (a {maps[c].kind} map was learnt from the records and applied)" if c in maps else ""
         raise ForeignScaleError(
             f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "

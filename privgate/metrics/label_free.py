@@ -1,11 +1,13 @@
-"""The label-free metrics: memorisation and exact copies compared up to the correspondence
-between release and reference category levels (``privgate.label_free``).
+"""The label-free metrics: memorisation, exact copies and authenticity compared up to the
+invertible changes of the release's columns that the records show (``privgate.label_free``):
+the correspondence between release and reference category levels, the maps of numeric columns
+back to the reference's scale, and the records disguised one by one.
 
-A copy of the training data with its category labels permuted, renamed, split or merged keeps
-every record — only the names of the levels changed — yet every metric that compares labels
-sees no copy. These metrics learn which release levels stand for which reference levels from
-records anchored in a label-invariant encoding, recode both sides to the classes of that
-correspondence and compute the published definitions on the recoded frames:
+A copy of the training data with its category labels permuted, renamed, split or merged, or its
+numeric columns scaled, shifted, negated or standardised, keeps every record — only the names
+and units changed — yet every metric that compares labels and values as they are sees no copy.
+These metrics learn the view from records anchored in a label- and scale-invariant encoding,
+put both sides in it and compute the published definitions on the recoded frames:
 
 * ``label_free_memorisation`` — the memorisation test (``privgate.metrics.memorisation``) with
   the correspondence learnt from the training and holdout records pooled: a symmetric function of
@@ -17,11 +19,14 @@ correspondence and compute the published definitions on the recoded frames:
   correspondence: a disguised copy whose numerics were also slightly perturbed is no exact copy,
   but its records are still nearer their sources than any other real record.
 
-When the correspondence is the identity on every column (a release that kept the reference's
-labels), the result IS the plain metric's (the same searches, value, interval and test), so an
-honest release meets no second test. ``details["label_free"]`` says whether the view was the
-identity and, per recoded column (by position), how many levels and classes it has — never a
-level. Orientation: risk, as the plain metrics.
+When the view is the identity (a release that kept the reference's labels and scales), the
+result IS the plain metric's (the same searches, value, interval and test), so an honest release
+meets no second test. A numeric column that no learnt map brings to the real scale makes these
+metrics fail (``ForeignScaleError``, naming the column): a gate blocks, never passes.
+``details["label_free"]`` says whether the view was the identity and, per recoded column (by
+position), how many levels and classes it has, per mapped numeric column the map's kind and
+support, and how many records were found disguised — never a level or a value. Orientation:
+risk, as the plain metrics.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import privgate
 from privgate.baselines import NUMERIC_DISGUISES, transformed_copy
 from privgate.context import EvaluationContext
 from privgate.metrics.label_free import correspondence, view_status
-from privgate.numeric_maps import (ForeignScaleError, NumericMap, _marginal_gap, _snap, apply_numeric_maps, scale_check)
+from privgate.numeric_maps import (ForeignScaleError, NumericMap, _marginal_gap, _snap, apply_numeric_maps, ks_distance,
+                                   scale_check, suspect)
 
 
 def _ctx(real, release, holdout=None):
@@ -32,10 +33,22 @@ def test_scale_check_by_hand():
     # three values beyond 22.65 (3 ≥ FOREIGN_MIN and ≥ 0.1 % of 14): off; two are not enough
     assert scale_check(np.r_[ref, 23.0, 25.0, 30.0], ref).beyond_range == 3
     assert scale_check(np.r_[ref, 22.0, 25.0, 30.0], ref).beyond_range == 0
-    # moved by 6: the empirical distribution functions differ by 6/11 at most: off (≥ 0.5)
-    assert scale_check(ref + 6.0, ref).ks == pytest.approx(6 / 11) and scale_check(ref + 6.0, ref).off
-    # moved by 3: 3/11 apart, on the scale
-    assert scale_check(ref + 3.0, ref).ks == pytest.approx(3 / 11) and not scale_check(ref + 3.0, ref).off
+    # moved by 7 (7..17): 6 of 11 values above 10 + 1 (the range widened by 10 %): off (≥ half)
+    assert scale_check(ref + 7.0, ref).outside_share == pytest.approx(6 / 11) and scale_check(ref + 7.0, ref).off
+    # moved by 3 (3..13): 12 and 13 outside, on the scale; a uniform draw inside the range is on it too
+    assert scale_check(ref + 3.0, ref).outside_share == pytest.approx(2 / 11) and not scale_check(ref + 3.0, ref).off
+    assert not scale_check(np.random.default_rng(0).uniform(0, 10, 500), ref).off
+    # squeezed into a corner of the range: sd 0.01 against 3.16 (ratio 1/316 < 1/100): off
+    assert scale_check(ref / 316.2, ref).spread_ratio == pytest.approx(1 / 316.2) and scale_check(ref / 316.2, ref).off
+
+
+def test_ks_and_suspect_by_hand():
+    ref = np.arange(10, dtype=float)
+    assert ks_distance(ref, ref) == 0.0
+    assert ks_distance(ref + 5.0, ref) == pytest.approx(0.5)   # half the mass moved past
+    assert ks_distance(ref + 100.0, ref) == 1.0
+    assert suspect(np.log1p(ref), ref) and not scale_check(np.log1p(ref), ref).off
+    assert not suspect(ref + 1.0, ref)
 
 
 def test_snap_and_gap_by_hand():
@@ -61,7 +74,7 @@ def test_an_affine_map_is_learnt_exactly_and_undone():
 
 def test_a_monotone_map_is_learnt_where_no_affine_one_fits():
     real = _tiny()
-    release = real.with_columns(pl.col("y").log().alias("y"))
+    release = real.with_columns(pl.col("y").log().alias("y"))  # inside the real range, far from its marginal
     corr = correspondence(_ctx(real, release))
     assert corr.numeric_maps["y"].kind == "monotone"
     back = apply_numeric_maps(release, real, corr.numeric_maps)
