@@ -48,6 +48,7 @@ COMPACT = {
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..gates.checks import EXIT_CODES
     from ..history import HistoryStore
 
     url = existing_history_url(args.history, "history")
@@ -69,13 +70,14 @@ def run(args: argparse.Namespace) -> int:
             names = store.datasets()
             frame = pl.DataFrame({"dataset": names}, schema={"dataset": pl.String})
             frame = frame.join(store.runs().group_by("dataset").agg(
-                pl.len().alias("runs"), pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
+                pl.len().alias("runs"), (pl.col("exit_code") == EXIT_CODES["error"]).sum().cast(pl.Int64).alias("errors"),
+                pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
         elif args.regressions:
             frame, view = store.regressions(args.dataset, args.metric, min_increase=args.min_increase), "regressions"
         elif args.runs:
             frame, view = store.runs(args.dataset).select(RUN_VIEW), "runs"
         else:
-            frame, view = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW), "scores"
+            frame, view = _scores(store, args.dataset, args.metric), "scores"
         if args.metric and frame.is_empty():
             _check_metric(store, args.dataset, args.metric)
     finally:
@@ -84,6 +86,16 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset and frame.is_empty() and args.format == "table":
         print(f"(no rows for dataset {args.dataset!r})", file=sys.stderr)
     return 0
+
+
+def _scores(store, dataset: str, metric: str | None) -> pl.DataFrame:
+    """Every stored score of ``dataset``, and — unless one metric is asked for — one row per run
+    that stored none (it evaluated nothing: verdict ``error``, its first error as ``error``), in
+    run order: an error run is listed, never hidden."""
+    frame = store.metric_history(dataset, metric)
+    if metric is None:
+        frame = pl.concat([frame, store.unscored_runs(dataset)]).sort("seq", maintain_order=True)
+    return frame.select(SCORE_VIEW)
 
 
 def _check_metric(store, dataset: str | None, metric: str) -> None:

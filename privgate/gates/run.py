@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError, PrivgateError
 from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
-from .config import GateConfig, resolve_gate_config
+from .config import GateConfig, declared_dataset, resolve_gate_config
 from .deadline import DeadlineExceeded, with_deadline
 from .deciding import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
@@ -41,6 +41,10 @@ from .plan import evaluation_plan, precomputed_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..history.store import HistoryStore
+
+
+# the dataset of a run whose configuration names none that can be read
+UNKNOWN_DATASET = "unknown"
 
 
 def _evaluate(*args: Any, **kwargs: Any) -> Any:
@@ -138,7 +142,7 @@ def _stopped(exc: BaseException, seconds: float, cfg: Any, dataset: str | None, 
     else:
         where, text = "(gate)", f"the gate stopped: {privgate_error_text(exc)}"
     config = _config_of(cfg, dataset)
-    ds = dataset or (config.dataset if config is not None else "unknown")
+    ds = dataset or (config.dataset if config is not None else declared_dataset(cfg) or UNKNOWN_DATASET)
     return _outcome([error_check(where, text)], dataset=ds, config=config, **run)
 
 
@@ -194,7 +198,10 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     report, previous_release = None, None
     has_holdout = holdout is not None
     config = _load_config(cfg, dataset, options, overrides or {}, checks)
-    ds = dataset or (config.dataset if config else "unknown")
+    ds = dataset or (config.dataset if config else declared_dataset(cfg) or UNKNOWN_DATASET)
+    if config is None:  # errors first: an invalid configuration is reported before any input is opened
+        return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
+                        has_holdout=has_holdout, config=None)
     inputs = _load_inputs({"real": real, "synthetic": synthetic, "holdout": holdout}, checks)
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))

@@ -313,6 +313,25 @@ class HistoryStore(AuditHistory):
             stmt = stmt.where(s.c.metric == metric)
         return self._frame(stmt, SCORE_COLUMNS)
 
+    def unscored_runs(self, dataset: str) -> pl.DataFrame:
+        """The runs of ``dataset`` that stored no score (they evaluated nothing: an invalid
+        configuration, an input that could not be read, a deadline), oldest first, as
+        :meth:`metric_history` rows: no metric, verdict ``error`` and the first error check's
+        message as ``error``."""
+        r, s, c = S.runs, S.scores, S.checks
+        first_error = (sa.select(c.c.message).where(c.c.run_id == r.c.run_id, c.c.rule == "error")
+                       .order_by(c.c.id).limit(1).scalar_subquery())
+        stmt = (sa.select(r.c.seq, r.c.run_id, r.c.release_id, r.c.created_at, r.c.decision, r.c.accepted,
+                          first_error.label("error"))
+                .where(r.c.dataset == dataset, ~sa.exists().where(s.c.run_id == r.c.run_id))
+                .order_by(r.c.seq))
+        cols = {k: SCORE_COLUMNS[k] for k in ("seq", "run_id", "release_id", "created_at", "decision",
+                                               "accepted", "error")}
+        frame = self._frame(stmt, cols)
+        return frame.with_columns(pl.lit("error", pl.String).alias("verdict")).select(
+            [pl.col(k) if k in frame.columns or k == "verdict" else pl.lit(None, dtype).alias(k)
+             for k, dtype in SCORE_COLUMNS.items()])
+
     def checks(self, run_id: str) -> pl.DataFrame:
         """The evaluated rules of one run."""
         c = S.checks
