@@ -268,11 +268,29 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
             inputs.frames[role] = scan if scan is not None else load_frame(data, role=role)
         except Exception as exc:  # noqa: BLE001
             checks.append(error_check(f"({role})", f"cannot load {role}: {privgate_error_text(exc)}"))
+    if not checks:
+        _check_columns(inputs, checks)
     try:
         inputs.fingerprint = inputs_fingerprint(inputs.frames, sources)
     except Exception as exc:  # noqa: BLE001
         checks.append(error_check("(input)", f"cannot fingerprint inputs: {privgate_error_text(exc)}"))
     return inputs
+
+
+def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
+    """Inputs whose columns differ are an error check naming the columns where the input's format
+    keeps names apart from records (Parquet, Arrow, frames) and by position, counted from 1, in a
+    CSV (:func:`privgate.io.column_difference`)."""
+    import polars as pl
+
+    from ..io import column_difference, header_is_names
+
+    columns = {r: (f.collect_schema().names() if isinstance(f, pl.LazyFrame) else list(f.columns))
+               for r, f in inputs.frames.items()}
+    certain = {r: header_is_names(inputs.sources[r]) for r in columns}
+    problem = column_difference(columns, certain) if "real" in columns else None
+    if problem is not None:
+        checks.append(error_check("(input)", f"the inputs do not match: {problem}"))
 
 
 @dataclass

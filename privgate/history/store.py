@@ -313,6 +313,23 @@ class HistoryStore(AuditHistory):
             stmt = stmt.where(s.c.metric == metric)
         return self._frame(stmt, SCORE_COLUMNS)
 
+    def last_config(self, dataset: str) -> dict[str, Any] | None:
+        """The gate configuration (its canonical dict) of the newest run of ``dataset`` that had
+        a valid one, or None: what a trend view draws the limits of."""
+        r = S.runs
+        stmt = (sa.select(r.c.config_json).where(r.c.dataset == dataset, r.c.config_json.is_not(None))
+                .order_by(r.c.seq.desc()).limit(1))
+        try:
+            with self.engine.connect() as conn:
+                text = conn.execute(stmt).scalar()
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        try:
+            config = json.loads(text) if text else None
+        except (TypeError, ValueError):
+            return None
+        return config if isinstance(config, dict) else None
+
     def unscored_runs(self, dataset: str) -> pl.DataFrame:
         """The runs of ``dataset`` that stored no score (they evaluated nothing: an invalid
         configuration, an input that could not be read, a deadline), oldest first, as
