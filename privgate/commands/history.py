@@ -16,7 +16,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "history", help="show the recorded gate runs and scores of a dataset",
         description="Show a dataset's score history: every metric score per gate run (default), the "
                     "runs (--runs), or the scores that rose against the last accepted release "
-                    "(--regressions). Without --dataset, lists the datasets.")
+                    "(--regressions). Without --dataset, lists the datasets. --html FILE also writes the "
+                    "trends by release as one self-contained page.")
     p.add_argument("--dataset", help="dataset name")
     p.add_argument("--metric", help="only this metric")
     p.add_argument("--runs", action="store_true", help="one row per run instead of per score")
@@ -27,6 +28,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="table (default; fits 100 columns, --wide for every column), json or csv "
                         "(every column)")
     p.add_argument("--wide", action="store_true", help="every column in the table; no width limit")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML page of the trends by release (of --dataset, else of "
+                        "every dataset): each gated metric's value and interval per release with its limits")
     p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
                                      "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
     return p
@@ -80,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
             frame, view = _scores(store, args.dataset, args.metric), "scores"
         if args.metric and frame.is_empty():
             _check_metric(store, args.dataset, args.metric)
+        if args.html:
+            from ..render.trends import write_trend_page
+
+            page = write_trend_page(store, args.html, [args.dataset] if args.dataset else None)
+            print(f"trends: {page}", file=sys.stderr)
     finally:
         store.close()
     _print(frame, args.format, None if args.wide else COMPACT.get(view, frame.columns))
