@@ -39,13 +39,13 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width
 def table_blocks(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
                  wrap: Sequence[str] = ()) -> tuple[list[str], list[list[str]]]:
     """:func:`format_table` as (the header lines, the lines of each row): a wrapped row has
-    more than one line. A table too wide for ``width`` first closes its column gaps to one space
-    (no cell is wrapped when that is enough), then narrows columns."""
+    more than one line. A table too wide for ``width`` that fits with one space between its
+    columns gets one space (no cell is wrapped); one that does not keeps two and narrows columns."""
     cells = [[cell_text(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     gap = _GAP
     if width is not None:
-        if _line_width(widths, gap) > width:
+        if _line_width(widths, gap) > width >= _line_width(widths, _NARROW_GAP):
             gap = _NARROW_GAP
         _narrow(widths, [i for i, h in enumerate(headers) if h in wrap], width, gap)
         _narrow(widths, list(range(len(widths))), width, gap)

@@ -45,3 +45,4 @@ def test_gaps_close_before_a_cell_is_wrapped():
     rows = [["a" * 50, "b" * 50, "c" * 10]]
     wrapped = format_table(["x", "y", "z"], rows, width=100).splitlines()
     assert max(len(line) for line in wrapped) <= 100 and len(wrapped) > 3
+    assert "-  -" in wrapped[1]  # wrapping anyway: the gaps stay two spaces
