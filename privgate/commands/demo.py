@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     say(f"Real data: {real_path.name} ({real.height} rows of UCI Adult, CC BY 4.0); "
         f"holdout: {holdout_path.name}")
     cfg = default_gate_config(DATASET)
-    say(f"Gating {len(EXPECTED)} releases with {DEFAULT_CONFIG_PATH.name} and the holdout (about a minute a "
-        "release on 2 cores); each metric is named as it starts")
+    say(f"Gating {len(EXPECTED)} releases with {DEFAULT_CONFIG_PATH.name} and the holdout; each metric is "
+        "named as it starts")
     history = HistoryStore(db)
     summary = []
     for release_id, frame in make_releases(real, seed=args.seed).items():

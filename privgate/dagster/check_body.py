@@ -97,7 +97,7 @@ def gate_release(context: Any, release: Any, config: Any, target: CheckTarget, *
         f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
     log_scorecard(context, resource, target, outcome, partition, reports)
     extra = target.translator.get_decision_metadata(target.key, reports, steps)
-    from .latest import report_latest_release
+    from .latest_report import report_latest_release
 
     report_latest_release(context, target, outcome, partition, extra)
     selected = {k.name for k in context.selected_asset_check_keys}
