@@ -162,7 +162,7 @@ def trends_markdown(charts: Sequence[Any]) -> str:
         blocked = [r for r, d in zip(chart.releases, chart.decisions) if d == "block"]
         parts.append(f"**{chart.title}** — limits: {limits}"
                      + (f"; blocked: {', '.join(blocked)}" if blocked else "")
-                     + f"\n\n![{chart.title}]({trend_figure(chart, dpi=70)})")
+                     + f"\n\n![{chart.title}]({trend_figure(chart, dpi=70, colours=64)})")
     return "\n\n".join(parts)
 
 
