@@ -119,6 +119,32 @@ def header_is_names(data: Any) -> bool:
     return not (isinstance(data, (str, Path)) and SUFFIXES.get(Path(data).suffix.lower()) == "csv")
 
 
+def input_columns(data: Any) -> list[str] | None:
+    """The column names of input ``data`` read cheaply — a frame's, a Parquet / Arrow file's
+    schema, a CSV's first line — or None when they cannot be read (loading the input then says
+    why)."""
+    try:
+        if isinstance(data, (pl.DataFrame, pl.LazyFrame)):
+            return list(data.collect_schema().names())
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return [str(c) for c in data.schema.names]
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            kind = SUFFIXES.get(path.suffix.lower())
+            if not path.is_file() or path.stat().st_size == 0 or kind is None:
+                return None
+            if kind == "parquet":
+                return list(pl.scan_parquet(path).collect_schema().names())
+            if kind == "ipc":
+                return list(pl.scan_ipc(path).collect_schema().names())
+            return list(pl.read_csv(path, n_rows=0, infer_schema=False).columns)
+        if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+            return [str(c) for c in data.columns]
+    except Exception:  # noqa: BLE001 - the loader reports the input's problem
+        return None
+    return None
+
+
 def column_difference(columns: dict[str, list[str]], names_certain: dict[str, bool], *,
                       release: str = "synthetic") -> str | None:
     """Why the inputs' columns differ (``columns``: role → column names; the first role is the

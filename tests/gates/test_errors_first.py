@@ -118,3 +118,21 @@ def test_an_empty_file_is_called_empty(tmp_path, suffix):
     for read in (load_frame, scan_frame) if suffix != ".csv" else (load_frame,):  # a CSV is never scanned
         with pytest.raises(Exception, match=r"synthetic: .* is empty \(0 bytes\)"):
             read(path, role="synthetic")
+
+
+def test_evaluate_names_or_places_differing_columns_before_loading(tmp_path, frames, capsys, monkeypatch):
+    real, release = frames
+    real.write_parquet(tmp_path / "real.parquet")
+    real.write_csv(tmp_path / "real.csv")
+    release.write_parquet(tmp_path / "release.parquet")
+    evaluated = []
+    monkeypatch.setattr("privgate.evaluate", lambda *a, **k: evaluated.append(a))
+    for real_path, expected in (("real.parquet", "only in real: 'secret_col'"),
+                                ("real.csv", "only in real: 1 column(s) not in the release at position(s) 2")):
+        assert main(["evaluate", "--real", str(tmp_path / real_path), "--synthetic",
+                     str(tmp_path / "release.parquet"), "--quiet"]) == 3
+        err = capsys.readouterr().err
+        assert expected in err
+        if real_path.endswith(".csv"):
+            assert "secret_col" not in err
+    assert evaluated == []
