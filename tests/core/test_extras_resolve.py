@@ -121,3 +121,29 @@ def test_privgate_and_its_adapters_import_in_this_environment():
             "import numpy, pyarrow; print(numpy.__version__, pyarrow.__version__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_all_installs_and_privgate_imports_with_it(tmp_path):
+    """``pip install -c constraints.txt 'privgate[all]'`` in a fresh virtual environment (it sees
+    this environment's packages, so only what they lack is installed: SDV and torch's CPU build),
+    then privgate, its adapters and every generator adapter import there."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own privgate
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "-c", str(CONSTRAINTS), f"{REPO}[all]"], capture_output=True, text=True, timeout=1800,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    code = ("import privgate, privgate.dagster, privgate.gx, privgate.audit.cluster, torch\n"
+            "from privgate.audit.generators import ADAPTERS, load_adapter\n"
+            "[load_adapter(n) for n in ADAPTERS]\n"
+            "print(privgate.__file__, torch.__version__)")
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    where, torch_version = done.stdout.split()
+    assert where.startswith(str(venv)) and torch_version.endswith("+cpu")

@@ -120,3 +120,26 @@ def test_an_unreadable_config_is_still_listed(tmp_path, files, capsys):
     assert main(["history", "--history", str(db), "--dataset", "unknown", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["release_id"], r["verdict"]) for r in rows] == [("u1", "error")]
+
+
+def test_unscored_runs_and_last_config_on_every_back_end(store_url):
+    """The store's queries behind the listing and the trend page, on SQLite and PostgreSQL."""
+    import uuid
+
+    from privgate.gates import GateOutcome, decision_of, parse_gate_config
+    from privgate.gates.checks import error_check
+
+    cfg = parse_gate_config({"dataset": "honest", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
+    checks = [error_check("(synthetic)", "cannot load synthetic: file not found"),
+              error_check("(input)", "second error")]
+    decision, code = decision_of(checks)
+    outcome = GateOutcome(run_id=uuid.uuid4().hex, dataset="honest", release_id="r-missing", decision=decision,
+                          checks=checks, exit_code=code, config=cfg, config_hash=cfg.hash)
+    with HistoryStore(store_url) as store:
+        assert store.last_config("honest") is None
+        store.record(outcome)
+        assert store.metric_history("honest").is_empty()
+        rows = store.unscored_runs("honest").to_dicts()
+        assert [(r["release_id"], r["verdict"], r["error"], r["metric"]) for r in rows] == [
+            ("r-missing", "error", "cannot load synthetic: file not found (fails closed)", None)]
+        assert store.last_config("honest")["metrics"]["common_rows"]["rules"][0]["limit"] == 0.01
