@@ -52,6 +52,7 @@ def report_latest_release(context: Any, target: Any, outcome: "GateOutcome",
 
 
 def _blocking(target: Any, name: str) -> bool:
+    """Whether the target's check ``name`` is declared blocking."""
     return any(spec.name == name and spec.blocking for spec in target.specs())
 
 
@@ -76,9 +77,9 @@ def _shown_release(instance: Any, view: dg.AssetKey) -> str | None:
 
 def replay_newest(resource: Any, target: Any, instance: Any = None) -> "GateOutcome | None":
     """The newest recorded release of the target's dataset (the last in partition order among
-    the recorded ones; ``instance`` resolves dynamic partitions), rebuilt from the history's run and check rows as a
-    :class:`~privgate.gates.GateOutcome` without results (its checks carry the numbers), or
-    None when none is recorded."""
+    the recorded ones; ``instance`` resolves dynamic partitions), rebuilt from the history's run
+    and check rows as a :class:`~privgate.gates.GateOutcome` without results (its checks carry
+    the numbers), or None when none is recorded."""
     import json
 
     import polars as pl
