@@ -278,13 +278,20 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
 
 
 def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
-    """Inputs whose columns differ are an error check naming the columns where the input's format
+    """An input without records is an error check calling it empty; inputs whose columns differ
+    are an error check naming the columns where the input's format
     keeps names apart from records (Parquet, Arrow, frames) and by position, counted from 1, in a
     CSV (:func:`privgate.io.column_difference`)."""
     import polars as pl
 
     from ..io import column_difference, header_is_names
 
+    for role, frame in inputs.frames.items():  # a file with a header and no record is empty too
+        rows = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else frame.height
+        if rows == 0:
+            checks.append(error_check(f"({role})", f"the {role} input is empty: it has columns but 0 records"))
+    if checks:
+        return
     columns = {r: (f.collect_schema().names() if isinstance(f, pl.LazyFrame) else list(f.columns))
                for r, f in inputs.frames.items()}
     certain = {r: header_is_names(inputs.sources[r]) for r in columns}

@@ -136,3 +136,17 @@ def test_evaluate_names_or_places_differing_columns_before_loading(tmp_path, fra
         if real_path.endswith(".csv"):
             assert "secret_col" not in err
     assert evaluated == []
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow", "frame"])
+def test_an_input_with_columns_and_no_record_is_called_empty(tmp_path, frames, suffix):
+    real, release = frames
+    empty = release.head(0)
+    if suffix != "frame":
+        path = tmp_path / f"release{suffix}"
+        empty.write_parquet(path) if suffix == ".parquet" else empty.write_ipc(path)
+        empty = path
+    outcome = run_gate(CFG, real, empty)
+    assert outcome.exit_code == 3 and outcome.report is None
+    assert [c.message for c in outcome.checks if c.rule == "error"] == [
+        "the synthetic input is empty: it has columns but 0 records (fails closed)"]
