@@ -7,9 +7,11 @@
 #    its holdout, three releases in a watched folder, a SQLite Dagster instance;
 # 2. starts `dagster dev` on 127.0.0.1:PORT in its own process group; the release sensor turns
 #    the releases into partitions and runs the gate (one run at a time: pool granularity run);
-# 3. waits until the three releases have their gate_decision check result, then takes headless
-#    Chromium screenshots of the asset's checks, the gate_decision check, a rule check and the
-#    release asset's privacy scorecard (its overview and its partitions = releases);
+# 3. waits until the three releases have their gate_decision check result, drops a fourth, honest
+#    release after the blocked one and waits for it, then takes headless Chromium screenshots of
+#    the asset's checks, the gate_decision check, a rule check, the release asset's privacy
+#    scorecard (its overview and its partitions = releases, with the trends by release) and the
+#    latest-release view's checks;
 # 4. stops its own process group. PNGs land in OUT_DIR (default ./privgate-screenshots).
 set -euo pipefail
 OUT=$(realpath -m "${1:-privgate-screenshots}")
@@ -39,6 +41,23 @@ PY
   sleep 5
 done
 sleep 20                            # let the last run's events reach the UI
+# then an honest release after the blocked one: the latest-release view follows it
+python3 - "$OUT/example/releases" <<'PY'
+import sys
+from pathlib import Path
+from privgate import baselines
+from privgate.data import load_example
+folder = Path(sys.argv[1])
+tmp = folder / ".release-4-marginals.parquet.tmp"
+baselines.independent_marginals(load_example("adult_sample"), seed=11).write_parquet(tmp)
+tmp.rename(folder / "release-4-marginals.parquet")
+PY
+for i in $(seq 1 180); do
+  n=$(python3 -c "from privgate.history import HistoryStore; s=HistoryStore('$PRIVGATE_HISTORY_URL'); print(s.runs().height)" 2>/dev/null || echo 0)
+  [ "$n" -ge 4 ] && break
+  sleep 5
+done
+sleep 20
 graphql "$Q" > "$OUT/checks.json" || true
 shot() {  # name url
   "$BROWSER" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1500,1100 \
@@ -48,6 +67,11 @@ shot asset-checks "/assets/synthetic_release?view=checks"
 shot gate-decision "/assets/synthetic_release?view=checks&checkDetail=gate_decision"
 shot rule-check "/assets/synthetic_release?view=checks&checkDetail=hitting_rate__baseline_block"
 shot scorecard "/assets/synthetic_release_privacy_scorecard"
+shot latest-release-checks "/assets/synthetic_release_latest_release?view=checks"
+shot release-checks-all-partitions "/assets/synthetic_release?view=checks"
+# the scorecard of the newest release; docs/img/dagster-scorecard-trends.png is this page with the
+# `trends` entry's "Show Markdown" dialog opened (a click: by hand, or over the DevTools protocol)
+shot scorecard-trends "/assets/synthetic_release_privacy_scorecard?view=partitions&partition=release-4-marginals"
 shot scorecard-partitions "/assets/synthetic_release_privacy_scorecard?view=partitions&partition=release-3-noisy-copy"
 
 ls -l "$OUT"/*.png

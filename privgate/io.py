@@ -58,6 +58,7 @@ def scan_frame(data: Any, *, role: str = "input") -> pl.LazyFrame | None:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind not in ("parquet", "ipc") or not path.is_file():
         return None  # load_frame gives the specific error (missing, folder, suffix, CSV)
+    _refuse_empty_file(path, role)
     try:
         lf = pl.scan_parquet(path) if kind == "parquet" else pl.scan_ipc(path)
         lf.collect_schema()
@@ -99,7 +100,82 @@ def input_kind(path: Path, role: str) -> str:
             f"{role}: unsupported file suffix {path.suffix!r} for {path}; expected one of "
             f"{', '.join(sorted(SUFFIXES))}"
         )
+    _refuse_empty_file(path, role)
     return kind
+
+
+def _refuse_empty_file(path: Path, role: str) -> None:
+    """An empty file (0 bytes) is called empty, not unreadable."""
+    if path.stat().st_size == 0:
+        raise InputLoadError(f"{role}: {path} is empty (0 bytes); expected a file with a header and records")
+
+
+def header_is_names(data: Any) -> bool:
+    """Whether the column names of input ``data`` are certainly names: True for a Parquet or
+    Arrow file and for a frame or table in memory (their format keeps a schema apart from the
+    records), False for a CSV file, whose header is its first line — a file without a header row
+    would make a record its column names (so a column of the real data alone is then given by its
+    position, never by its name)."""
+    return not (isinstance(data, (str, Path)) and SUFFIXES.get(Path(data).suffix.lower()) == "csv")
+
+
+def input_columns(data: Any) -> list[str] | None:
+    """The column names of input ``data`` read cheaply — a frame's, a Parquet / Arrow file's
+    schema, a CSV's first line — or None when they cannot be read (loading the input then says
+    why)."""
+    try:
+        if isinstance(data, (pl.DataFrame, pl.LazyFrame)):
+            return list(data.collect_schema().names())
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return [str(c) for c in data.schema.names]
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            kind = SUFFIXES.get(path.suffix.lower())
+            if not path.is_file() or path.stat().st_size == 0 or kind is None:
+                return None
+            if kind == "parquet":
+                return list(pl.scan_parquet(path).collect_schema().names())
+            if kind == "ipc":
+                return list(pl.scan_ipc(path).collect_schema().names())
+            return list(pl.read_csv(path, n_rows=0, infer_schema=False).columns)
+        if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+            return [str(c) for c in data.columns]
+    except Exception:  # noqa: BLE001 - the loader reports the input's problem
+        return None
+    return None
+
+
+def column_difference(columns: dict[str, list[str]], names_certain: dict[str, bool], *,
+                      release: str = "synthetic") -> str | None:
+    """Why the inputs' columns differ (``columns``: role → column names; the first role is the
+    reference), or None when every role has the reference's columns. A column of the
+    ``release`` is named; a column only in another input is named when that input's header is
+    certainly names (``names_certain``, :func:`header_is_names`), else given by its position,
+    counted from 1."""
+    roles = list(columns)
+    ref = roles[0]
+    released = set(columns.get(release, ()))
+    for role in roles[1:]:
+        a, b = set(columns[ref]), set(columns[role])
+        if a == b:
+            continue
+        parts = [f"only in {where}: {_named_or_placed(columns[where], only, released, names_certain[where])}"
+                 for where, only in ((ref, a - b), (role, b - a)) if only]
+        return f"{ref} and {role} have different columns ({'; '.join(parts)})"
+    return None
+
+
+def _named_or_placed(order: list[str], only: set[str], released: set[str], certain: bool, limit: int = 10) -> str:
+    """``only``'s columns by name (a release column, or any column of an input whose names are
+    certain), the others by position counted from 1."""
+    named = [c for c in order if c in only and (certain or c in released)]
+    placed = [i + 1 for i, c in enumerate(order) if c in only and not (certain or c in released)]
+    parts = [", ".join(map(repr, named[:limit])) + (f" and {len(named) - limit} more" if len(named) > limit else "")
+             ] if named else []
+    if placed:
+        parts.append(f"{len(placed)} column(s) not in the release at position(s) {_positions(placed, limit)} "
+                     "(counted from 1; not named: a CSV's first line may be a record)")
+    return "; ".join(parts)
 
 
 def _read_path(path: Path, role: str) -> pl.DataFrame:

@@ -273,7 +273,7 @@ def _column_names(frame: pl.DataFrame, names: set[str], release: set[str]) -> st
     if hidden:
         more = f" and {len(hidden) - 10} more" if len(hidden) > 10 else ""
         parts.append(f"{len(hidden)} column(s) not in the release, at position(s) "
-                     f"{', '.join(map(str, hidden[:10]))}{more}")
+                     f"{', '.join(map(str, hidden[:10]))}{more} (counted from 1)")
     return "; ".join(parts)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 # the width every CLI table fits by default (``--wide``: no limit, every column)
 TABLE_WIDTH = 100
 _GAP = "  "
+_NARROW_GAP = " "  # a table that does not fit with two spaces between its columns
 _MIN_COLUMN = 8
 
 
@@ -38,19 +39,27 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width
 def table_blocks(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
                  wrap: Sequence[str] = ()) -> tuple[list[str], list[list[str]]]:
     """:func:`format_table` as (the header lines, the lines of each row): a wrapped row has
-    more than one line."""
+    more than one line. A table too wide for ``width`` that fits with one space between its
+    columns gets one space (no cell is wrapped); one that does not keeps two and narrows columns."""
     cells = [[cell_text(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    gap = _GAP
     if width is not None:
-        _narrow(widths, [i for i, h in enumerate(headers) if h in wrap], width)
-        _narrow(widths, list(range(len(widths))), width)
-    head = _row_lines(list(headers), widths) + [_GAP.join("-" * w for w in widths)]
+        if _line_width(widths, gap) > width >= _line_width(widths, _NARROW_GAP):
+            gap = _NARROW_GAP
+        _narrow(widths, [i for i, h in enumerate(headers) if h in wrap], width, gap)
+        _narrow(widths, list(range(len(widths))), width, gap)
+    head = _row_lines(list(headers), widths, gap) + [gap.join("-" * w for w in widths)]
     return ([line.rstrip() for line in head],
-            [[line.rstrip() for line in _row_lines(r, widths)] for r in cells])
+            [[line.rstrip() for line in _row_lines(r, widths, gap)] for r in cells])
 
 
-def _narrow(widths: list[int], candidates: list[int], width: int) -> None:
-    excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
+def _line_width(widths: Sequence[int], gap: str) -> int:
+    return sum(widths) + len(gap) * (len(widths) - 1)
+
+
+def _narrow(widths: list[int], candidates: list[int], width: int, gap: str = _GAP) -> None:
+    excess = _line_width(widths, gap) - width
     while excess > 0:
         shrinkable = [i for i in candidates if widths[i] > _MIN_COLUMN]
         if not shrinkable:
@@ -60,10 +69,10 @@ def _narrow(widths: list[int], candidates: list[int], width: int) -> None:
         excess -= 1
 
 
-def _row_lines(values: Sequence[str], widths: Sequence[int]) -> list[str]:
+def _row_lines(values: Sequence[str], widths: Sequence[int], gap: str = _GAP) -> list[str]:
     parts = [_wrap(v, w) if len(v) > w else [v] for v, w in zip(values, widths)]
     height = max(len(p) for p in parts)
-    return [_GAP.join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths))
+    return [gap.join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths))
             for k in range(height)]
 
 

@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     say(f"Real data: {real_path.name} ({real.height} rows of UCI Adult, CC BY 4.0); "
         f"holdout: {holdout_path.name}")
     cfg = default_gate_config(DATASET)
+    say(f"Gating {len(EXPECTED)} releases with {DEFAULT_CONFIG_PATH.name} and the holdout; each metric is "
+        "named as it starts")
     history = HistoryStore(db)
     summary = []
     for release_id, frame in make_releases(real, seed=args.seed).items():
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         frame.write_parquet(rel_path)
         say(f"\n=== {release_id} ===")
         outcome = run_gate(cfg, real_path, rel_path, holdout=holdout_path, release_id=release_id,
-                           history=history, record=False)
+                           history=history, record=False, progress=None if args.quiet else True)
         html, js = reports / f"{release_id}.html", reports / f"{release_id}.json"
         finish(outcome, history, html=str(html), json_path=str(js))  # as `privgate gate` does
         if not args.quiet:

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config_files import parse_json
 
     schema = parse_json(args.schema, what="--schema") if args.schema else None
+    _refuse_different_columns({"real": real, "synthetic": synthetic, "holdout": holdout})
     report = evaluate(real, synthetic, args.metrics, holdout=holdout, keys=keys, sensitive=sensitive,
                       schema=schema, seed=args.seed, pairing=True if args.paired else None,
                       baseline=args.baseline or (holdout is not None and args.real is None),
@@ -80,6 +81,21 @@ def run(args: argparse.Namespace) -> int:
         report.to_json(args.json_out)
         print(f"JSON report: {args.json_out}")
     return 0
+
+
+def _refuse_different_columns(inputs: dict) -> None:
+    """Inputs whose columns differ are refused before anything is loaded, naming the columns
+    where the format keeps names apart from records and giving a CSV's by position
+    (:func:`privgate.io.column_difference`)."""
+    from ..errors import SchemaMismatchError
+    from ..io import column_difference, header_is_names, input_columns
+
+    columns = {r: input_columns(d) for r, d in inputs.items() if d is not None}
+    if any(c is None for c in columns.values()):
+        return  # an input that cannot be read: loading it says why
+    problem = column_difference(columns, {r: header_is_names(inputs[r]) for r in columns})
+    if problem is not None:
+        raise SchemaMismatchError(problem)
 
 
 def _sampled(sampled: dict | None) -> str:

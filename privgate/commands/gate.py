@@ -93,6 +93,11 @@ def _run(args: argparse.Namespace) -> int:
     config = args.config or DEFAULT_CONFIG_PATH
     if not args.config and not args.quiet:
         print(f"Using the default gate configuration {DEFAULT_CONFIG_PATH}", file=sys.stderr)
+    problem = _config_problem(config, args)
+    if problem is not None:  # errors first: said now, before the history is opened or an input read;
+        # the run below (which opens no input either) records it as a blocked run and prints its table
+        print(f"privgate gate: error: invalid configuration {config}: {problem}; the release is blocked "
+              f"(exit {EXIT_ERROR})", file=sys.stderr)
 
     digest = _generator_digest(args)
     history = None
@@ -137,6 +142,20 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(outcome.exit_code)
     return outcome.exit_code
+
+
+def _config_problem(config, args: argparse.Namespace) -> str | None:
+    """Why the gate configuration ``config`` (with ``--dataset`` and the run-option flags) is
+    invalid, or None: validated before anything else so a typo is reported in a second."""
+    from ..errors import ConfigError
+    from ..gates.config import resolve_gate_config
+    from ..gates.outcome import safe_message
+
+    try:
+        resolve_gate_config(config, args.dataset).with_options(run_options(args))
+    except ConfigError as exc:
+        return safe_message(str(exc))
+    return None
 
 
 def _generator_digest(args: argparse.Namespace) -> str | None:

@@ -16,7 +16,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "history", help="show the recorded gate runs and scores of a dataset",
         description="Show a dataset's score history: every metric score per gate run (default), the "
                     "runs (--runs), or the scores that rose against the last accepted release "
-                    "(--regressions). Without --dataset, lists the datasets.")
+                    "(--regressions). Without --dataset, lists the datasets. --html FILE also writes the "
+                    "trends by release as one self-contained page.")
     p.add_argument("--dataset", help="dataset name")
     p.add_argument("--metric", help="only this metric")
     p.add_argument("--runs", action="store_true", help="one row per run instead of per score")
@@ -27,6 +28,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="table (default; fits 100 columns, --wide for every column), json or csv "
                         "(every column)")
     p.add_argument("--wide", action="store_true", help="every column in the table; no width limit")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML page of the trends by release (of --dataset, else of "
+                        "every dataset): each gated metric's value and interval per release with its limits")
     p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
                                      "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
     return p
@@ -48,6 +52,7 @@ COMPACT = {
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..gates.checks import EXIT_CODES
     from ..history import HistoryStore
 
     url = existing_history_url(args.history, "history")
@@ -69,21 +74,37 @@ def run(args: argparse.Namespace) -> int:
             names = store.datasets()
             frame = pl.DataFrame({"dataset": names}, schema={"dataset": pl.String})
             frame = frame.join(store.runs().group_by("dataset").agg(
-                pl.len().alias("runs"), pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
+                pl.len().alias("runs"), (pl.col("exit_code") == EXIT_CODES["error"]).sum().cast(pl.Int64).alias("errors"),
+                pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
         elif args.regressions:
             frame, view = store.regressions(args.dataset, args.metric, min_increase=args.min_increase), "regressions"
         elif args.runs:
             frame, view = store.runs(args.dataset).select(RUN_VIEW), "runs"
         else:
-            frame, view = store.metric_history(args.dataset, args.metric).select(SCORE_VIEW), "scores"
+            frame, view = _scores(store, args.dataset, args.metric), "scores"
         if args.metric and frame.is_empty():
             _check_metric(store, args.dataset, args.metric)
+        if args.html:
+            from ..render.trends import write_trend_page
+
+            page = write_trend_page(store, args.html, [args.dataset] if args.dataset else None)
+            print(f"trends: {page}", file=sys.stderr)
     finally:
         store.close()
     _print(frame, args.format, None if args.wide else COMPACT.get(view, frame.columns))
     if args.dataset and frame.is_empty() and args.format == "table":
         print(f"(no rows for dataset {args.dataset!r})", file=sys.stderr)
     return 0
+
+
+def _scores(store, dataset: str, metric: str | None) -> pl.DataFrame:
+    """Every stored score of ``dataset``, and — unless one metric is asked for — one row per run
+    that stored none (it evaluated nothing: verdict ``error``, its first error as ``error``), in
+    run order: an error run is listed, never hidden."""
+    frame = store.metric_history(dataset, metric)
+    if metric is None:
+        frame = pl.concat([frame, store.unscored_runs(dataset)]).sort("seq", maintain_order=True)
+    return frame.select(SCORE_VIEW)
 
 
 def _check_metric(store, dataset: str | None, metric: str) -> None:

@@ -38,6 +38,7 @@ _EXPORTS = {
     "build_privgate_checks": ".checks",
     "build_privgate_family_checks": ".family",
     "build_privgate_scorecards": ".scorecard",
+    "build_privgate_latest_release": ".latest",
     "build_definitions": ".definitions",
     "build_executor": ".definitions",
     "DataLocations": ".resources",

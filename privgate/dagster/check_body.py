@@ -97,6 +97,9 @@ def gate_release(context: Any, release: Any, config: Any, target: CheckTarget, *
         f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
     log_scorecard(context, resource, target, outcome, partition, reports)
     extra = target.translator.get_decision_metadata(target.key, reports, steps)
+    from .latest_report import report_latest_release
+
+    report_latest_release(context, target, outcome, partition, extra)
     selected = {k.name for k in context.selected_asset_check_keys}
     for result in target.results(outcome, extra):
         if result.check_name in selected:
@@ -130,7 +133,7 @@ def log_scorecard(context: Any, resource: Any, target: CheckTarget, outcome: Any
     """Materialise the release asset's privacy scorecard for this gate run
     (:mod:`privgate.dagster.scorecard`); a failure to build it is logged, never raised (the gate
     has decided)."""
-    from .scorecard import recent_runs, scorecard_materialization
+    from .scorecard import recent_runs, recent_trends, scorecard_materialization
 
     try:
         try:
@@ -139,7 +142,8 @@ def log_scorecard(context: Any, resource: Any, target: CheckTarget, outcome: Any
             run_cfg = target.cfg
         event = scorecard_materialization(
             run_cfg, outcome, target.key, partition=partition, reports=reports,
-            history=recent_runs(resource, outcome.dataset), translator=target.translator)
+            history=recent_runs(resource, outcome.dataset), translator=target.translator,
+            trends=recent_trends(resource, outcome.dataset))
         op_context = getattr(context, "op_execution_context", context)
         op_context.log_event(event)
     except Exception as exc:  # noqa: BLE001

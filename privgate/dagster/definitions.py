@@ -46,6 +46,7 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .checks import applicable_check_keys, build_privgate_checks
+from .latest import build_privgate_latest_release
 from .scorecard import build_privgate_scorecards
 from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
@@ -160,7 +161,9 @@ def build_definitions(
     jobs = [evaluate_job, reevaluate_job]
     _add_example_audit(pick, example_audit, assets, jobs, translator)
     return dg.Definitions(
-        assets=[*assets, *build_privgate_scorecards(assets=[synthetic_release], translator=translator)],
+        assets=[*assets, *build_privgate_scorecards(assets=[synthetic_release], translator=translator),
+                *build_privgate_latest_release(assets=[synthetic_release], gate_config=cfg,
+                                               holdout=bool(privgate.holdout_path), translator=translator)],
         asset_checks=release_checks,
         jobs=jobs,
         **triggers,

@@ -147,7 +147,11 @@ class PrivgateResource(dg.ConfigurableResource):
             if log is not None:
                 log.error(f"gate configuration {self.gate_config} is invalid: {exc}")
             cfg = self.gate_config
-            dataset = self.dataset or (declared.dataset if declared is not None else "unknown")
+            from privgate.gates.config import declared_dataset
+            from privgate.gates.run import UNKNOWN_DATASET
+
+            dataset = self.dataset or (declared.dataset if declared is not None
+                                       else declared_dataset(self.gate_config) or UNKNOWN_DATASET)
         holdout = holdout_path if holdout_path is not None else self.holdout_path
         deadline = time.monotonic() + max(0.0, float(self.wait_seconds))
         while True:

@@ -35,6 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig, GateOutcome
 
 HISTORY_ROWS = 20
+MAX_TREND_CHARTS = 16
+# a release's decision as the scorecard's tables write it: a blocked release says BLOCKED
+DECIDED = {"pass": "passed", "warn": "WARNED", "block": "BLOCKED"}
 _QUANTITY = {"threshold": "", "baseline": " excess", "trend": " increase", "test": " p-value"}
 
 
@@ -99,10 +102,11 @@ def _rounded(x: float | None) -> float | None:
 def scorecard_materialization(
     cfg: "GateConfig | None", outcome: "GateOutcome", asset_key: Any, *,
     partition: str | None = None, history: Any = None, reports: dict[str, Any] | None = None,
-    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR, trends: Sequence[Any] = (),
 ) -> dg.AssetMaterialization:
     """The scorecard materialisation of one gate run (see the module docstring). ``history``:
-    the dataset's recent runs (a Polars frame of ``HistoryStore.runs``), newest last."""
+    the dataset's recent runs (a Polars frame of ``HistoryStore.runs``), newest last;
+    ``trends``: the dataset's trend charts (:func:`recent_trends`)."""
     from .metadata import summary_markdown
 
     decision = str(outcome.decision)
@@ -131,17 +135,53 @@ def scorecard_materialization(
         md["releases"] = dg.MetadataValue.table(
             records=[dg.TableRecord({"release": str(r["release_id"]),
                                      "recorded (UTC)": r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                                     "decision": str(r["decision"])})
+                                     "decision": DECIDED.get(str(r["decision"]), str(r["decision"]))})
                      for r in recent.iter_rows(named=True)],
             schema=dg.TableSchema(columns=[dg.TableColumn("release", "string"),
                                            dg.TableColumn("recorded (UTC)", "string"),
                                            dg.TableColumn("decision", "string")]))
+    if trends:
+        md["trends"] = dg.MetadataValue.md(trends_markdown(trends))
     md["report"] = dg.MetadataValue.md(summary_markdown(outcome))
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
         asset_key=translator.get_scorecard_key(asset_key), partition=partition, metadata=md,
-        description=f"release {outcome.release_id}: {decision.upper()} — {reason(outcome)}")
+        description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}")
+
+
+def trends_markdown(charts: Sequence[Any]) -> str:
+    """The trend charts as Markdown: per chart its title, its limits in words and the chart as
+    an inline PNG (the Dagster UI renders Markdown metadata; nothing is fetched)."""
+    from privgate.render.trends import trend_figure
+
+    parts = []
+    for chart in charts:
+        limits = ", ".join(f"{sev} {lim:g}" + ("" if on == "estimate" else f" on the {on} end")
+                           for sev, lim, on in chart.limits)
+        blocked = [r for r, d in zip(chart.releases, chart.decisions) if d == "block"]
+        parts.append(f"**{chart.title}** — limits: {limits}"
+                     + (f"; blocked: {', '.join(blocked)}" if blocked else "")
+                     + f"\n\n![{chart.title}]({trend_figure(chart, dpi=70, colours=64)})")
+    return "\n\n".join(parts)
+
+
+def recent_trends(resource: Any, dataset: str, *, max_charts: int = MAX_TREND_CHARTS) -> list[Any]:
+    """The dataset's trend charts by release (:mod:`privgate.render.trends`) of the rules with a
+    block limit (at most ``max_charts``), or [] when the history cannot be read."""
+    from privgate.render.trends import dataset_charts
+
+    try:
+        store = resource.open_history()
+    except Exception:  # noqa: BLE001 - the scorecard is informative; the gate already decided
+        return []
+    try:
+        charts = dataset_charts(store, dataset, max_runs=HISTORY_ROWS)
+    except Exception:  # noqa: BLE001
+        return []
+    finally:
+        store.close()
+    return [c for c in charts if any(sev == "block" for sev, _, _ in c.limits)][:max_charts]
 
 
 def recent_runs(resource: Any, dataset: str) -> Any:

@@ -143,6 +143,18 @@ class PrivgateTranslator:
                 "by the privgate checks after every gate run; Metadata → Plots draws each "
                 "number across releases, the Partitions tab lists the releases)")
 
+    def get_latest_release_key(self, asset_key: Any) -> dg.AssetKey:
+        """The latest-release view of a partitioned release asset: ``<release asset key>_latest_release``
+        (:mod:`privgate.dagster.latest`)."""
+        key = dg.AssetKey.from_coercible(asset_key)
+        return dg.AssetKey([*key.path[:-1], key.path[-1] + "_latest_release"])
+
+    def get_latest_release_description(self, asset_key: dg.AssetKey) -> str:
+        """Description of the latest-release view of ``asset_key``."""
+        return (f"The newest gated release of {asset_key.to_user_string()} (in partition order): its "
+                "checks are that release's, passed or failed — the release asset's own check list sums up "
+                "every partition. Updated by every gate run; the materialisation names the release.")
+
     # --- generator audits ------------------------------------------------------------------------
 
     def get_audit_op_name(self, name: str, step: str) -> str:

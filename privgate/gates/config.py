@@ -102,3 +102,20 @@ def resolve_gate_config(cfg: Any, dataset: str | None = None) -> GateConfig:
     else:
         config = parse_gate_config(cfg)
     return config.with_dataset(dataset) if dataset else config
+
+
+def declared_dataset(cfg: Any) -> str | None:
+    """The ``dataset`` a configuration names even when the configuration is invalid (a typo in
+    another key), so the blocked run of a broken gate file is recorded under its dataset rather
+    than under ``unknown``; None when the document cannot be read or names no valid dataset."""
+    from ..config_files import read_config_file
+
+    try:
+        if isinstance(cfg, GateConfig):
+            return cfg.dataset
+        data = read_config_file(cfg) if isinstance(cfg, (str, os.PathLike)) else cfg
+        name = data.get("dataset", "default") if hasattr(data, "get") else None
+        _check_name("dataset", name)
+        return name
+    except Exception:  # noqa: BLE001 - best effort: the run reports the configuration's problem
+        return None

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError, bounded_number
 from ..errors import type_name as _tname
-from ..options import MAX_SEED, parse_options
+from ..options import FILE_KEYS, MAX_SEED, parse_options
 from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, LIMITS_BY_KIND, METRIC_KEYS, ON_BY_KIND, RULE_KINDS,
                            SEVERITIES, TOP_KEYS, WHEN, GateConfig, MetricGate, Rule, _check_name)
 
@@ -30,9 +30,9 @@ def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
         raise ConfigError("config: the configuration is empty")
     if not isinstance(data, Mapping):
         raise ConfigError(f"config: the top level must be a mapping, got {_tname(data)}")
-    unknown = [k for k in data if k not in TOP_KEYS]
-    if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown key; allowed top-level keys: {', '.join(TOP_KEYS)}")
+    _refuse_unknown_keys("", data, TOP_KEYS, "allowed top-level keys")
+    if isinstance(data.get("options"), Mapping):
+        _refuse_unknown_keys("options.", data["options"], FILE_KEYS)
     top = _parse_top(data)
     options = parse_options(data.get("options")).with_defaults()
 
@@ -103,9 +103,7 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
         body = {}
     if not isinstance(body, Mapping):
         raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(RULE_KINDS)}, got {_tname(body)}")
-    unknown = [k for k in body if k not in METRIC_KEYS]
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(METRIC_KEYS)}")
+    _refuse_unknown_keys(f"{where}.", body, METRIC_KEYS)
     optional = body.get("optional", False)
     if not isinstance(optional, bool):
         raise ConfigError(f"{where}.optional: must be true or false, got {optional!r}")
@@ -150,9 +148,7 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
         hint = ("; on applies to threshold and baseline rules" if kind in ("trend", "test") else "")
         raise ConfigError(f"{where}.on: must be one of {', '.join(allowed_on)}, got {on!r}{hint}")
     if "max" in spec or "severity" in spec:
-        unknown = [k for k in spec if k not in ("max", "severity", "when", "on")]
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; with 'max' use only max, severity, when, on")
+        _refuse_unknown_keys(f"{where}.", spec, ("max", "severity", "when", "on"), "with 'max' use only")
         if "max" not in spec:
             what = "the p-value must not fall below" if kind == "test" else f"the {kind} must not exceed"
             raise ConfigError(f"{where}.max: missing; give the limit {what}")
@@ -160,9 +156,8 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
         if sev not in SEVERITIES:
             raise ConfigError(f"{where}.severity: must be 'warn' or 'block', got {sev!r}")
         return [Rule(kind, _rule_limit(f"{where}.max", kind, spec["max"], lo, hi), sev, when, on)]
-    unknown = [k for k in spec if k not in SEVERITIES + ("when", "on")]
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: warn, block, when, on (or max, severity, when, on)")
+    _refuse_unknown_keys(f"{where}.", spec, SEVERITIES + ("when", "on", "max", "severity"),
+                         listing="allowed: warn, block, when, on (or max, severity, when, on)")
     rules = [Rule(kind, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
              for sev in SEVERITIES if sev in spec]
     if not rules:
@@ -176,6 +171,19 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
             raise ConfigError(f"{where}.warn: the warn limit {warn.limit} is above the block limit "
                               f"{block.limit}; warn must be ≤ block")
     return rules
+
+
+def _refuse_unknown_keys(prefix: str, mapping: Mapping[Any, Any], allowed: tuple[str, ...],
+                         lead: str = "allowed", *, listing: str | None = None) -> None:
+    """Refuse the first key of ``mapping`` not in ``allowed``: a :class:`ConfigError` naming its
+    dotted path (``prefix`` + key), the closest allowed key ("did you mean") and the allowed ones
+    (``lead: a, b, c``, or ``listing`` as given)."""
+    from ..suggest import did_you_mean
+
+    for key in mapping:
+        if key not in allowed:
+            raise ConfigError(f"{prefix}{key}: unknown key{did_you_mean(str(key), allowed)}; "
+                              f"{listing or lead + ': ' + ', '.join(allowed)}")
 
 
 def _rule_limit(where: str, kind: str, x: Any, lo: float, hi: float) -> float:
@@ -240,5 +248,8 @@ def _check_params(where: str, spec: Any, params: dict[str, Any]) -> None:
         accepted.add(pname)
     for pname in params:
         if pname not in accepted:
+            from ..suggest import did_you_mean
+
             raise ConfigError(f"{where}.params.{pname}: metric {spec.name!r} has no parameter "
-                              f"{pname!r}; it takes: {', '.join(sorted(accepted)) or 'none'}")
+                              f"{pname!r}{did_you_mean(pname, accepted)}; it takes: "
+                              f"{', '.join(sorted(accepted)) or 'none'}")

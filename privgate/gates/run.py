@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError, PrivgateError
 from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
-from .config import GateConfig, resolve_gate_config
+from .config import GateConfig, declared_dataset, resolve_gate_config
 from .deadline import DeadlineExceeded, with_deadline
 from .deciding import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
@@ -41,6 +41,10 @@ from .plan import evaluation_plan, precomputed_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..history.store import HistoryStore
+
+
+# the dataset of a run whose configuration names none that can be read
+UNKNOWN_DATASET = "unknown"
 
 
 def _evaluate(*args: Any, **kwargs: Any) -> Any:
@@ -138,7 +142,7 @@ def _stopped(exc: BaseException, seconds: float, cfg: Any, dataset: str | None, 
     else:
         where, text = "(gate)", f"the gate stopped: {privgate_error_text(exc)}"
     config = _config_of(cfg, dataset)
-    ds = dataset or (config.dataset if config is not None else "unknown")
+    ds = dataset or (config.dataset if config is not None else declared_dataset(cfg) or UNKNOWN_DATASET)
     return _outcome([error_check(where, text)], dataset=ds, config=config, **run)
 
 
@@ -194,7 +198,10 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     report, previous_release = None, None
     has_holdout = holdout is not None
     config = _load_config(cfg, dataset, options, overrides or {}, checks)
-    ds = dataset or (config.dataset if config else "unknown")
+    ds = dataset or (config.dataset if config else declared_dataset(cfg) or UNKNOWN_DATASET)
+    if config is None:  # errors first: an invalid configuration is reported before any input is opened
+        return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
+                        has_holdout=has_holdout, config=None)
     inputs = _load_inputs({"real": real, "synthetic": synthetic, "holdout": holdout}, checks)
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
@@ -261,11 +268,36 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
             inputs.frames[role] = scan if scan is not None else load_frame(data, role=role)
         except Exception as exc:  # noqa: BLE001
             checks.append(error_check(f"({role})", f"cannot load {role}: {privgate_error_text(exc)}"))
+    if not checks:
+        _check_columns(inputs, checks)
     try:
         inputs.fingerprint = inputs_fingerprint(inputs.frames, sources)
     except Exception as exc:  # noqa: BLE001
         checks.append(error_check("(input)", f"cannot fingerprint inputs: {privgate_error_text(exc)}"))
     return inputs
+
+
+def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
+    """An input without records is an error check calling it empty; inputs whose columns differ
+    are an error check naming the columns where the input's format
+    keeps names apart from records (Parquet, Arrow, frames) and by position, counted from 1, in a
+    CSV (:func:`privgate.io.column_difference`)."""
+    import polars as pl
+
+    from ..io import column_difference, header_is_names
+
+    for role, frame in inputs.frames.items():  # a file with a header and no record is empty too
+        rows = frame.select(pl.len()).collect().item() if isinstance(frame, pl.LazyFrame) else frame.height
+        if rows == 0:
+            checks.append(error_check(f"({role})", f"the {role} input is empty: it has columns but 0 records"))
+    if checks:
+        return
+    columns = {r: (f.collect_schema().names() if isinstance(f, pl.LazyFrame) else list(f.columns))
+               for r, f in inputs.frames.items()}
+    certain = {r: header_is_names(inputs.sources[r]) for r in columns}
+    problem = column_difference(columns, certain) if "real" in columns else None
+    if problem is not None:
+        checks.append(error_check("(input)", f"the inputs do not match: {problem}"))
 
 
 @dataclass

@@ -45,8 +45,12 @@ def _run_row(outcome: Any, dataset: str | None) -> dict[str, Any]:
 
 def _score_rows(outcome: Any) -> list[dict[str, Any]]:
     """One ``privgate_scores`` row per metric: the configured metrics in order, then any other
-    metric with a result."""
+    metric with a result. A run that evaluated nothing (its configuration, an input or the
+    history stopped it before the evaluation, or the evaluation itself failed) has no report and
+    no score rows: its run row and its error checks say why (:func:`score_verdict`)."""
     cfg = outcome.config
+    if getattr(outcome, "report", None) is None:
+        return []
     results = outcome.results
     by_metric: dict[str, list[Any]] = {}
     for c in outcome.checks:
@@ -66,7 +70,7 @@ def _score_rows(outcome: Any) -> list[dict[str, Any]]:
             "excess": _f(res.excess) if res is not None else None,
             "threshold": _f(deciding.threshold) if deciding is not None else None,
             "severity": deciding.severity if deciding is not None else None,
-            "verdict": deciding.verdict if deciding is not None else "pass",
+            "verdict": score_verdict(res, cs, deciding),
             "seconds": _f(res.seconds) if res is not None else None,
             "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
             "error": next((c.message for c in cs if c.rule == "error"), None),
@@ -76,6 +80,16 @@ def _score_rows(outcome: Any) -> list[dict[str, Any]]:
             "p_value": _f(getattr(res, "p_value", None)),
         })
     return rows
+
+
+def score_verdict(result: Any, checks: list[Any], deciding: Any) -> str:
+    """A metric's stored verdict: ``error`` when it has no result and one of its checks is an
+    error (it failed, or its result was refused), ``not run`` when it has neither a result nor a
+    check (it was never evaluated), else its deciding check's verdict (``pass`` / ``warn`` /
+    ``block``; ``pass`` for a result no rule compared). So a stored ``pass`` always has a value."""
+    if result is None:
+        return "error" if any(c.rule == "error" for c in checks) else "not run"
+    return deciding.verdict if deciding is not None else "pass"
 
 
 def _deciding_check(checks: list[Any]) -> Any:

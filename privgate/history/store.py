@@ -313,6 +313,42 @@ class HistoryStore(AuditHistory):
             stmt = stmt.where(s.c.metric == metric)
         return self._frame(stmt, SCORE_COLUMNS)
 
+    def last_config(self, dataset: str) -> dict[str, Any] | None:
+        """The gate configuration (its canonical dict) of the newest run of ``dataset`` that had
+        a valid one, or None: what a trend view draws the limits of."""
+        r = S.runs
+        stmt = (sa.select(r.c.config_json).where(r.c.dataset == dataset, r.c.config_json.is_not(None))
+                .order_by(r.c.seq.desc()).limit(1))
+        try:
+            with self.engine.connect() as conn:
+                text = conn.execute(stmt).scalar()
+        except Exception as exc:  # noqa: BLE001
+            raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
+        try:
+            config = json.loads(text) if text else None
+        except (TypeError, ValueError):
+            return None
+        return config if isinstance(config, dict) else None
+
+    def unscored_runs(self, dataset: str) -> pl.DataFrame:
+        """The runs of ``dataset`` that stored no score (they evaluated nothing: an invalid
+        configuration, an input that could not be read, a deadline), oldest first, as
+        :meth:`metric_history` rows: no metric, verdict ``error`` and the first error check's
+        message as ``error``."""
+        r, s, c = S.runs, S.scores, S.checks
+        first_error = (sa.select(c.c.message).where(c.c.run_id == r.c.run_id, c.c.rule == "error")
+                       .order_by(c.c.id).limit(1).scalar_subquery())
+        stmt = (sa.select(r.c.seq, r.c.run_id, r.c.release_id, r.c.created_at, r.c.decision, r.c.accepted,
+                          first_error.label("error"))
+                .where(r.c.dataset == dataset, ~sa.exists().where(s.c.run_id == r.c.run_id))
+                .order_by(r.c.seq))
+        cols = {k: SCORE_COLUMNS[k] for k in ("seq", "run_id", "release_id", "created_at", "decision",
+                                               "accepted", "error")}
+        frame = self._frame(stmt, cols)
+        return frame.with_columns(pl.lit("error", pl.String).alias("verdict")).select(
+            [pl.col(k) if k in frame.columns or k == "verdict" else pl.lit(None, dtype).alias(k)
+             for k, dtype in SCORE_COLUMNS.items()])
+
     def checks(self, run_id: str) -> pl.DataFrame:
         """The evaluated rules of one run."""
         c = S.checks

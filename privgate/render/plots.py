@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
 
 COLOURS = {"pass": "#2e7d32", "warn": "#f9a825", "block": "#c62828", "none": "#78909c"}
 _RANK = {"pass": 0, "warn": 1, "block": 2}
 
 
-def figure_to_data_uri(fig: Figure, dpi: int = 110) -> str:
+def new_figure(**kwargs: Any) -> "Figure":
+    """A Matplotlib figure (imported on first use: a run that draws nothing — a configuration
+    error reported at once — does not pay a second of CPU for Matplotlib's import)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
+def figure_to_data_uri(fig: "Figure", dpi: int = 110) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
@@ -46,7 +56,7 @@ def plot_values(outcome: Any) -> str | None:
         return None
     names = list(results)
     verdicts = metric_verdicts(outcome)
-    fig = Figure(figsize=(7.5, 0.45 * len(names) + 1.2))
+    fig = new_figure(figsize=(7.5, 0.45 * len(names) + 1.2))
     ax = fig.add_subplot()
     y = np.arange(len(names))[::-1]
     vals = [results[n].value for n in names]
@@ -85,7 +95,7 @@ def plot_per_record(outcome: Any, bins: int = 20) -> str | None:
         return None
     cols = min(3, len(items))
     rows = int(np.ceil(len(items) / cols))
-    fig = Figure(figsize=(3.4 * cols, 2.6 * rows))
+    fig = new_figure(figsize=(3.4 * cols, 2.6 * rows))
     for i, (name, arr) in enumerate(items, 1):
         ax = fig.add_subplot(rows, cols, i)
         arr = arr[np.isfinite(arr)]
@@ -114,7 +124,7 @@ def plot_history(history_frame: pl.DataFrame, current_run: str | None = None,
     if runs.height < 1:
         return None
     pos = {s: i for i, s in enumerate(runs["seq"].to_list())}
-    fig = Figure(figsize=(7.5, 3.6))
+    fig = new_figure(figsize=(7.5, 3.6))
     ax = fig.add_subplot()
     for name in df["metric"].unique(maintain_order=True).to_list():
         part = df.filter(pl.col("metric") == name).sort("seq")

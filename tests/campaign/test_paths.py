@@ -88,7 +88,7 @@ def test_junk_metric_values_block(tmp_path, real, capsys, kind):
     _assert_blocked_row(tmp_path)
     with HistoryStore(tmp_path / "h.sqlite") as h:
         score = h.metric_history("paths", name)
-    assert score["verdict"].to_list() == ["block"] and score["value"].to_list() == [None]
+    assert score["verdict"].to_list() == ["error"] and score["value"].to_list() == [None]
 
 
 # 3. ------------------------------------------------------------------------------------------

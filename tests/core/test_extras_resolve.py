@@ -51,17 +51,22 @@ def requirements(extra: str) -> list[str]:
     return out
 
 
-def resolve(reqs: list[str], tmp_path: Path) -> dict[str, str]:
+def resolve(reqs: list[str], tmp_path: Path, *, ignore_installed: bool = False) -> dict[str, str]:
+    """What pip would install for ``reqs`` under constraints.txt, and what is installed already
+    and satisfies them; ``ignore_installed``: the whole set a fresh environment would get."""
     report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+         *(["--ignore-installed"] if ignore_installed else []),
          "--disable-pip-version-check", "--report", str(report), "-c", str(CONSTRAINTS), *reqs],
         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"pip cannot resolve {reqs} with constraints.txt:\n{done.stderr[-3000:]}"
     items = json.loads(report.read_text())["install"]
-    # what pip would install, and what is installed already and satisfies the requirements
+    got = {_norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
+    if ignore_installed:
+        return got
     installed = {_norm(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
-    return installed | {_norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
+    return installed | got
 
 
 def _release(version: str) -> str:
@@ -78,16 +83,35 @@ def test_no_extra_needs_a_library_outside_the_constraints():
     assert "dpmm" not in EXTRAS and "dpmm" not in pinned  # its own environment
 
 
+def test_all_is_every_extra_but_the_test_suite():
+    """``pip install privgate[all]`` installs every extra that installs beside the base (the
+    test suite's tools aside), and the test extra everything but the heavy sdv."""
+    assert set(requirements("all")) == {r for e in EXTRAS if e not in ("all", "test") for r in requirements(e)}
+    assert EXTRAS["all"] == [f"privgate[{','.join(e for e in EXTRAS if e not in ('all', 'test'))}]"]
+    tested = set(requirements("test"))
+    assert {r for e in EXTRAS if e not in ("all", "test", "sdv") for r in requirements(e)} <= tested
+
+
+def test_torch_is_pinned_to_its_cpu_build():
+    """PyPI's Linux torch is a CUDA build of several GB: the pin names the CPU build, so pip takes
+    it or stops, never the CUDA one."""
+    assert pins()["torch"].endswith("+cpu")
+
+
 @pytest.mark.slow
 def test_every_extra_resolves_beside_the_pinned_base(tmp_path):
+    """One resolution of the base, every extra (``[all]``) and the test tools in a fresh
+    environment: the base's pins hold, every library an extra names is pinned and resolved at
+    its pin, and constraints.txt pins nothing that no install of privgate brings."""
     reqs = list(PROJECT["dependencies"]) + [r for e in sorted(EXTRAS) for r in requirements(e)]
-    got = resolve(reqs, tmp_path)
+    got = resolve(reqs, tmp_path, ignore_installed=True)
     pinned = pins()
     for name in ("numpy", "pyarrow", "polars", "pandas", "scikit-learn"):
         assert _release(got[name]) == pinned[name], f"the extras move {name} to {got[name]}"
     needed = {_norm(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for e in EXTRAS for r in requirements(e)}
-    assert {n: got[n] for n in needed if n in pinned and _release(got[n]) != pinned[n]} == {}
+    assert {n: got[n] for n in needed if n in pinned and got[n] != pinned[n]} == {}
     assert needed <= set(got)
+    assert sorted(set(pinned) - set(got)) == [], "constraints.txt pins packages nothing installs"
 
 
 def test_privgate_and_its_adapters_import_in_this_environment():
@@ -97,3 +121,29 @@ def test_privgate_and_its_adapters_import_in_this_environment():
             "import numpy, pyarrow; print(numpy.__version__, pyarrow.__version__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_all_installs_and_privgate_imports_with_it(tmp_path):
+    """``pip install -c constraints.txt 'privgate[all]'`` in a fresh virtual environment (it sees
+    this environment's packages, so only what they lack is installed: SDV and torch's CPU build),
+    then privgate, its adapters and every generator adapter import there."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own privgate
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "-c", str(CONSTRAINTS), f"{REPO}[all]"], capture_output=True, text=True, timeout=1800,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    code = ("import privgate, privgate.dagster, privgate.gx, privgate.audit.cluster, torch\n"
+            "from privgate.audit.generators import ADAPTERS, load_adapter\n"
+            "[load_adapter(n) for n in ADAPTERS]\n"
+            "print(privgate.__file__, torch.__version__)")
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    where, torch_version = done.stdout.split()
+    assert where.startswith(str(venv)) and torch_version.endswith("+cpu")

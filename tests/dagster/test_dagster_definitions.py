@@ -29,9 +29,9 @@ def _env_for_cli(example, tmp_path) -> dict[str, str]:
     return env
 
 
-def _specs(defs) -> dict:
+def _specs(defs, asset: str = "synthetic_release") -> dict:
     graph = defs.resolve_asset_graph()
-    return {k.name: graph.get_check_spec(k) for k in graph.asset_check_keys}
+    return {k.name: graph.get_check_spec(k) for k in graph.asset_check_keys if k.asset_key == dg.AssetKey(asset)}
 
 
 @pytest.mark.parametrize("target", [["-m", "privgate.dagster"],
@@ -76,11 +76,18 @@ def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
         assert spec.description
 
 
+def test_the_latest_release_view_has_the_release_checks_unpartitioned(defs):
+    release, view = _specs(defs), _specs(defs, "synthetic_release_latest_release")
+    assert set(view) == set(release)
+    for name, spec in view.items():
+        assert spec.partitions_def is None and spec.blocking == release[name].blocking
+
+
 def test_assets_partitions_jobs_and_resources(defs):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {"real_data", "synthetic_release", "published_release",
-                    "synthetic_release_privacy_scorecard"}
+                    "synthetic_release_privacy_scorecard", "synthetic_release_latest_release"}
     for key in ("synthetic_release", "published_release"):
         pdef = graph.get(dg.AssetKey(key)).partitions_def
         assert isinstance(pdef, dg.DynamicPartitionsDefinition) and pdef.name == "releases"

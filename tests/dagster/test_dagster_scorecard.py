@@ -98,7 +98,15 @@ def test_scorecard_across_releases(runs):
     assert head["common_rows excess"]["limit"] == 0.01 and head["common_rows excess"]["verdict"] == "block"
     assert head["common_rows excess"]["lower"] <= head["common_rows excess"]["value"] <= head["common_rows excess"]["upper"]
     assert [r.data["release"] for r in last["releases"].value.records] == RELEASES
-    assert [r.data["decision"] for r in last["releases"].value.records] == ["pass", "pass", "block"]
+    # a blocked release is marked blocked in words, never shown like a passed one
+    assert [r.data["decision"] for r in last["releases"].value.records] == ["passed", "passed", "BLOCKED"]
+    assert events["2026-03"].description.startswith("release 2026-03: BLOCKED")
+    # the trend by release of each rule with a block limit: value and interval per release, the
+    # limits, the blocked release named; inline PNGs, no link
+    trends = last["trends"].value
+    assert "**common_rows: excess over the holdout baseline by release (baseline rule)** — limits: warn 0.001, block 0.01; blocked: 2026-03" in trends
+    assert "**hitting_rate: value by release (threshold rule)** — limits: block 0.5; blocked: 2026-03" in trends
+    assert trends.count("](data:image/png;base64,") == 2 and "http" not in trends
     assert "**Decision: BLOCK**" in last["report"].value and str(last["html_report"].value).endswith(".html")
     assert "first accepted release" not in md["2026-02"]["reason"].value
 

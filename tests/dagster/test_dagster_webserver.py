@@ -86,13 +86,16 @@ def test_webserver_graphql_lists_blocking_gate_checks(example, tmp_path):
         assert "errors" not in data, data
         nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
         assert set(nodes) == {"real_data", "synthetic_release", "published_release",
-                              "synthetic_release_privacy_scorecard"}
+                              "synthetic_release_privacy_scorecard", "synthetic_release_latest_release"}
         checks = {c["name"]: c["blocking"]
                   for c in nodes["synthetic_release"]["assetChecksOrError"]["checks"]}
         assert checks == {"gate_decision": True, "common_rows__threshold_block": True,
                           "hitting_rate__threshold_block": True,
                           "common_rows__threshold_warn": False,
                           "authenticity__trend_warn": False}
+        # the latest-release view lists the same checks
+        assert {c["name"]: c["blocking"] for c in
+                nodes["synthetic_release_latest_release"]["assetChecksOrError"]["checks"]} == checks
     finally:
         proc.send_signal(signal.SIGTERM)  # by its pid; dagster-webserver exits on SIGTERM
         try:

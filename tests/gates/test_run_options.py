@@ -43,7 +43,7 @@ def test_options_block_parses_and_defaults():
     ({"exact": "yes"}, "options.exact: must be true or false"),
     ({"sample_real": -5}, "options.sample_real: must be a positive number of real records"),
     ({"sample_real": 1.5}, "options.sample_real"),
-    ({"sampel_real": 10}, "options.sampel_real: unknown key; allowed: threads, exact, sample_real"),
+    ({"sampel_real": 10}, "options.sampel_real: unknown key; did you mean 'sample_real'"),
     ([1, 2], "options: must be a mapping"),
 ])
 def test_invalid_options_name_the_key(options, message):

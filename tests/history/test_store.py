@@ -75,7 +75,7 @@ def test_errors_are_recorded_without_values(store_url):
     assert o.exit_code == 3
     store.record(o)
     row = store.metric_history("adult", "authenticity").row(0, named=True)
-    assert row["value"] is None and row["verdict"] == "block"
+    assert row["value"] is None and row["verdict"] == "error"
     assert "ValueError" in row["error"] and "Jane" not in row["error"]
     assert store.runs("adult")["exit_code"].to_list() == [3]
 
