@@ -138,6 +138,22 @@ class EvaluationContext(SpacesMixin, SearchMixin):
                 self._scans[role] = self._scans[role].drop(ids)
         self.schema = self.schema.subset([c for c in self.schema.columns if c not in ids])
 
+    def coded_columns(self) -> dict[str, int]:
+        """The categorical columns the encoded spaces hold as level codes (more levels over all
+        frames than :data:`privgate.spaces.HIGH_CARDINALITY_LEVELS`), with their level counts
+        (nulls a level): one streamed count per frame, made once."""
+        if "coded_columns" not in self.derived:
+            from .context_spaces import coded_above
+
+            found: dict[str, int] = {}
+            for c in self.schema.categorical:
+                n = int(pl.concat([self.lazy(r).select(c) for r in self._heights]).select(pl.col(c).n_unique())
+                        .collect(engine="streaming").item())
+                if n > coded_above():
+                    found[c] = n
+            self.derived["coded_columns"] = found
+        return dict(self.derived["coded_columns"])
+
     def identifier_frame(self, role: str) -> pl.DataFrame:
         """The identifier columns (:attr:`identifiers`) of ``role``'s normalised frame."""
         if role not in self._heights:

@@ -36,6 +36,9 @@ NULL_LEVEL = "\x00<null>"
 #: spaces of an evaluation (mixed, identifiability, FAMD): the same distances without a matrix of
 #: levels × records
 HIGH_CARDINALITY_LEVELS = 1000
+#: the most levels a column may have when a caller asks for one-hot encoding only
+#: (``coded_above=None``: the generator audit's feature spaces)
+MAX_LEVELS = 2000
 INV_SQRT2 = 1.0 / np.sqrt(2.0)
 # the kinds of encoded space an evaluation builds (EvaluationContext.space keys, MetricSpec.spaces)
 SPACE_KINDS = ("mixed", "identifiability", "famd")
@@ -139,6 +142,9 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
     cat = [c for c in columns if schema.kind(c) != NUMERIC and float(weights.get(c, 1.0)) != 0.0]
     levels = _levels(whole, cat)
+    if coded_above is None:
+        for c in cat:
+            _check_levels(c, len(levels[c]))
     # the layout: per numeric feature (first feature, column, weight), per categorical column
     # (first feature, column, scale); a constant or zero-weight numeric column has no feature
     numeric_at: list[tuple[int, str, float]] = []
@@ -228,6 +234,17 @@ def _codes(frame: pl.DataFrame, columns: list[str], levels: Mapping[str, list[st
         return {}
     codes = frame.select([pl.col(c).fill_null(NULL_LEVEL).cast(pl.Enum(levels[c])).to_physical() for c in columns])
     return {c: codes[c].to_numpy().astype(np.int64) for c in columns}
+
+
+def _check_levels(column: str, n_levels: int) -> None:
+    """Refuse a one-hot block of more than :data:`MAX_LEVELS` levels (asked for with
+    ``coded_above=None``; an evaluation codes such a column instead)."""
+    if n_levels > MAX_LEVELS:
+        from .errors import HighCardinalityError
+
+        raise HighCardinalityError(
+            f"categorical column {column!r} has {n_levels} levels (more than {MAX_LEVELS}) and this encoding "
+            "is one-hot only; an evaluation compares such a column as equal or not (coded_above)")
 
 
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
@@ -367,6 +384,8 @@ class FamdEncoder:
                 if coded_above is not None and len(levels) > coded_above:
                     self.coded.append((col, levels, p))
                     continue
+                if coded_above is None:
+                    _check_levels(col, len(levels))
                 self.blocks.append((col, (levels, p)))
                 width += len(levels)
         self.width = width
@@ -424,25 +443,31 @@ class FamdInputs:
 
     def matvec(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Z x (x: a vector or a matrix of columns), over ``rows`` only when given."""
+        if rows is not None:
+            return self.rows(rows).matvec(x)
         parts = self._parts(x)
-        dense = self.dense if rows is None else self.dense[rows]
-        out = dense @ parts[0]
+        out = self.dense @ parts[0]
         for code, p, xc in zip(self.codes, self.shares, parts[1:]):
-            code = code if rows is None else code[rows]
             sq = np.sqrt(p)
-            seen = code >= 0
             scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
-            mean = sq @ xc
-            out[seen] += scaled[code[seen]] - mean
+            if code.size and code.min() >= 0:  # every level seen (the real records): no mask
+                out += scaled[code]
+                out -= sq @ xc
+                continue
+            seen = code >= 0
+            out[seen] += scaled[code[seen]] - sq @ xc
         return out
 
     def rmatvec(self, y: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Zᵀ y (y: a vector over the rows, or over ``rows`` only when given)."""
-        dense = self.dense if rows is None else self.dense[rows]
-        out = [dense.T @ y]
+        if rows is not None:
+            return self.rows(rows).rmatvec(y)
+        out = [self.dense.T @ y]
         for code, p in zip(self.codes, self.shares):
-            code = code if rows is None else code[rows]
             sq = np.sqrt(p)
+            if code.size and code.min() >= 0:
+                out.append(np.bincount(code, weights=y, minlength=p.size) / sq - sq * y.sum())
+                continue
             seen = code >= 0
             out.append(np.bincount(code[seen], weights=y[seen], minlength=p.size) / sq - sq * y[seen].sum())
         return np.concatenate(out)
@@ -454,19 +479,23 @@ class FamdInputs:
         precision (tol=0)."""
         from scipy.sparse.linalg import LinearOperator, svds
 
-        n_rows = self.dense.shape[0] if rows is None else int(np.size(rows))
-        width = self.shape[1]
+        if rows is not None:  # the rows' own operator, sliced once (not at every product)
+            return self.rows(rows).leading_axes(n)
+        n_rows, width = self.shape
         op = LinearOperator((n_rows, width), dtype=np.float64,
-                            matvec=lambda x: self.matvec(np.ravel(x), rows),
-                            rmatvec=lambda y: self.rmatvec(np.ravel(y), rows))
+                            matvec=lambda x: self.matvec(np.ravel(x)),
+                            rmatvec=lambda y: self.rmatvec(np.ravel(y)))
         if n >= min(n_rows, width):  # ARPACK needs n < min(shape): a tiny input, written whole
-            z = self.matvec(np.eye(width), rows)
-            s, vt = _svd_right(z)
+            s, vt = _svd_right(self.matvec(np.eye(width)))
             return s[:n], vt[:n].T
         v0 = np.full(min(n_rows, width), 1.0) + np.linspace(0.0, 1.0, min(n_rows, width))
         _, s, vt = svds(op, k=n, tol=0, v0=v0, solver="arpack")
         order = np.argsort(-s, kind="stable")
         return s[order], vt[order].T
+
+    def rows(self, rows: np.ndarray) -> "FamdInputs":
+        """The input of these rows only (the real statistics kept)."""
+        return FamdInputs(self.dense[rows], [c[rows] for c in self.codes], self.shares)
 
     def project(self, v: np.ndarray) -> np.ndarray:
         """Z v: the records' coordinates on the axes ``v`` (width, n)."""

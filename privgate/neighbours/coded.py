@@ -20,7 +20,7 @@ groups), and the k nearest of that union by exact d² (ties by lowest index) is 
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records), the engine's search for larger groups. Memory and time grow with the pairs
+hold a few records), one float64 GEMM per block of a larger group's queries. Memory and time grow with the pairs
 inside groups, never with levels × records.
 """
 
@@ -35,9 +35,11 @@ from .decide import distances_of_pairs, take_sorted
 from .result import Neighbours
 from .settings import SearchSettings
 
-#: a group of at most this many targets is searched by enumerating its pairs; larger groups by
-#: the engine's search of the group
-ENUMERATE_UP_TO = 512
+#: a group of at most this many targets is searched by enumerating its pairs (exact distances);
+#: larger groups one at a time by float64 GEMM
+ENUMERATE_UP_TO = 16
+#: distances a GEMM block of a large group holds (float64)
+GEMM_ENTRIES = 1 << 22
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
 
@@ -78,19 +80,23 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     base = search(qr, tr, k, exclude_self=exclude_self)
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
+    dists = [base.dist.ravel()]
     n_grouped = 0
     h = len(coded)
     for size in range(1, h + 1):
         for subset in combinations(range(h), size):
-            r, c = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, search, settings)
+            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings)
             rows.append(r)
             cols.append(c)
+            dists.append(d)
             n_grouped += r.size
     r = np.concatenate(rows)
     c = np.concatenate(cols)
-    pair = np.unique(r * m + c)
-    r, c = pair // m, pair % m
-    d2 = distances_of_pairs(qr, tr, r, c, settings) ** 2
+    # every candidate's rest distance is exact (from coordinate differences); a pair found twice
+    # is kept once
+    _, first = np.unique(r * m + c, return_index=True)
+    r, c = r[first], c[first]
+    d2 = np.concatenate(dists)[first] ** 2
     d2 += (qc[r] != tc[c]).astype(np.float64) @ cost
     out_d = np.empty((n, k))
     out_i = np.empty((n, k), dtype=np.int64)
@@ -101,11 +107,15 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     return Neighbours(out_d, out_i, described)
 
 
-def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarray, k: int, exclude_self: bool,
-                   search: Search, settings: SearchSettings) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate pairs (query row, target row): per query row the (up to) k targets of equal codes
+def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarray, k: int,
+                   exclude_self: bool, settings: SearchSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
-    when ``exclude_self``."""
+    when ``exclude_self``. Groups of up to ``ENUMERATE_UP_TO`` targets by their pairs' exact
+    distances, all at once; larger ones group by group by one float64 GEMM per block of queries
+    (|q|² + |t|² − 2 q·t: the order of targets whose squared distances differ by more than
+    ~1e-15 of the squared norms; the final decision recomputes every candidate's distance from
+    coordinate differences)."""
     n = qr.shape[0]
     gid = _group_numbers(np.vstack([qc, tc]))
     gq, gt = gid[:n], gid[n:]
@@ -115,7 +125,7 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     own = size[gq] - (1 if exclude_self else 0)    # targets each query may list
     small = (own > 0) & (size[gq] <= ENUMERATE_UP_TO)
-    out_r, out_c = [], []
+    out_r, out_c, out_d = [], [], []
     qs = np.flatnonzero(small)
     if qs.size:
         bounds = np.cumsum(size[gq[qs]])
@@ -130,23 +140,49 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
                 r, c = r[keep], c[keep]
             d = distances_of_pairs(qr, tr, r, c, settings)
             pick = np.lexsort((c, d, r))
-            r, c = r[pick], c[pick]
+            r, c, d = r[pick], c[pick], d[pick]
             rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
             out_r.append(r[rank < k])
             out_c.append(c[rank < k])
-    for g in np.unique(gq[(own > 0) & ~small]):  # a loop over the large groups, not over records
-        qg = np.flatnonzero(gq == g)
-        tg = order[start[g]:start[g] + size[g]]
-        kk = int(min(k, size[g] - (1 if exclude_self else 0)))
-        if exclude_self:
-            found = search(np.ascontiguousarray(tr[tg]), np.ascontiguousarray(tr[tg]), kk, exclude_self=True)
-            qg = tg
-        else:
-            found = search(np.ascontiguousarray(qr[qg]), np.ascontiguousarray(tr[tg]), kk, exclude_self=False)
-        out_r.append(np.repeat(qg, kk))
-        out_c.append(tg[found.idx].ravel())
+            out_d.append(d[rank < k])
+    large = np.flatnonzero((own > 0) & ~small)
+    if large.size:
+        by_group = large[np.argsort(gq[large], kind="stable")]
+        groups, first = np.unique(gq[by_group], return_index=True)
+        for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
+            tg = order[start[g]:start[g] + size[g]]
+            r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self)
+            out_r.append(r)
+            out_c.append(c)
+            out_d.append(distances_of_pairs(qr, tr, r, c, settings))
     if not out_r:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
+                         exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per query row of ``rows``, its min(k, available) nearest of the targets ``tg`` (ascending
+    indices) by (float64 GEMM squared distance, index), itself excluded when ``exclude_self``."""
+    t = tr[tg].astype(np.float64, copy=False)
+    tn = np.einsum("ij,ij->i", t, t)
+    kk = int(min(k, tg.size - (1 if exclude_self else 0)))
+    step = max(1, GEMM_ENTRIES // tg.size)
+    out_r, out_c = [], []
+    for s in range(0, rows.size, step):  # blocks of queries: at most GEMM_ENTRIES distances held
+        part = rows[s:s + step]
+        q = qr[part].astype(np.float64, copy=False)
+        d = np.einsum("ij,ij->i", q, q)[:, None] + tn[None, :] - 2.0 * (q @ t.T)
+        if exclude_self:
+            d[part[:, None] == tg[None, :]] = np.inf
+        kth = np.partition(d, kk - 1, axis=1)[:, kk - 1:kk]
+        less = d < kth
+        tied = d == kth  # at the k-th value: the lowest indices (columns are in index order)
+        need = kk - less.sum(axis=1, keepdims=True)
+        take = less | (tied & (np.cumsum(tied, axis=1) <= need))
+        r, col = np.nonzero(take)
+        out_r.append(part[r])
+        out_c.append(tg[col])
     return np.concatenate(out_r), np.concatenate(out_c)
 
 
