@@ -20,7 +20,8 @@ groups), and the k nearest of that union by exact d² (ties by lowest index) is 
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records), one float64 GEMM per block of a larger group's queries. Memory and time grow with the pairs
+hold a few records), one float64 GEMM per block of a larger group's queries, and the engine's
+own search for groups of more than ``ENGINE_ABOVE`` targets. Memory and time grow with the pairs
 inside groups, never with levels × records.
 """
 
@@ -38,8 +39,11 @@ from .settings import SearchSettings
 #: a group of at most this many targets is searched by enumerating its pairs (exact distances);
 #: larger groups one at a time by float64 GEMM
 ENUMERATE_UP_TO = 16
-#: distances a GEMM block of a large group holds (float64)
+#: distances a GEMM block of a larger group holds (float64)
 GEMM_ENTRIES = 1 << 22
+#: a group of more targets than this is searched by the engine itself (its float32 screen with
+#: an error bound, k-d trees and category tiles beat a float64 GEMM of every pair)
+ENGINE_ABOVE = 384
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
 
@@ -85,7 +89,7 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     h = len(coded)
     for size in range(1, h + 1):
         for subset in combinations(range(h), size):
-            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings)
+            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search)
             rows.append(r)
             cols.append(c)
             dists.append(d)
@@ -108,7 +112,8 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
 
 
 def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarray, k: int,
-                   exclude_self: bool, settings: SearchSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   exclude_self: bool, settings: SearchSettings,
+                   search: Search | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
     when ``exclude_self``. Groups of up to ``ENUMERATE_UP_TO`` targets by their pairs' exact
@@ -151,13 +156,32 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
         groups, first = np.unique(gq[by_group], return_index=True)
         for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
             tg = order[start[g]:start[g] + size[g]]
-            r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self)
+            if size[g] > ENGINE_ABOVE and search is not None:
+                r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
+            else:
+                r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self)
+                d = distances_of_pairs(qr, tr, r, c, settings)
             out_r.append(r)
             out_c.append(c)
-            out_d.append(distances_of_pairs(qr, tr, r, c, settings))
+            out_d.append(d)
     if not out_r:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _engine_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
+                     exclude_self: bool, search: Search) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k nearest of the targets ``tg`` of each query row of ``rows`` by the engine's search
+    (exact; ties by lowest index), with their distances."""
+    t = np.ascontiguousarray(tr[tg])
+    if exclude_self:  # the group's queries are its targets (one set searched against itself)
+        kk = int(min(k, tg.size - 1))
+        found = search(t, t, kk, exclude_self=True)
+        rows = tg
+    else:
+        kk = int(min(k, tg.size))
+        found = search(np.ascontiguousarray(qr[rows]), t, kk, exclude_self=False)
+    return np.repeat(rows, kk), tg[found.idx].ravel(), found.dist.ravel()
 
 
 def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
@@ -172,17 +196,21 @@ def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: n
     for s in range(0, rows.size, step):  # blocks of queries: at most GEMM_ENTRIES distances held
         part = rows[s:s + step]
         q = qr[part].astype(np.float64, copy=False)
-        d = np.einsum("ij,ij->i", q, q)[:, None] + tn[None, :] - 2.0 * (q @ t.T)
+        d = q @ t.T
+        d *= -2.0
+        d += tn[None, :]  # |q|² is the same along a row: it orders nothing
         if exclude_self:
-            d[part[:, None] == tg[None, :]] = np.inf
-        kth = np.partition(d, kk - 1, axis=1)[:, kk - 1:kk]
-        less = d < kth
-        tied = d == kth  # at the k-th value: the lowest indices (columns are in index order)
-        need = kk - less.sum(axis=1, keepdims=True)
-        take = less | (tied & (np.cumsum(tied, axis=1) <= need))
-        r, col = np.nonzero(take)
-        out_r.append(part[r])
-        out_c.append(tg[col])
+            own = np.searchsorted(tg, part)
+            here = (own < tg.size) & (tg[np.minimum(own, tg.size - 1)] == part)
+            d[np.flatnonzero(here), own[here]] = np.inf
+        pick = np.argpartition(d, kk - 1, axis=1)[:, :kk]
+        kth = np.take_along_axis(d, pick, axis=1).max(axis=1)
+        # rows whose k-th value is tied with a target outside the pick: the lowest indices at it
+        clash = np.flatnonzero((d <= kth[:, None]).sum(axis=1) > kk)
+        for i in clash:  # rows with exact ties at the k-th value only (a loop over such rows)
+            pick[i] = np.lexsort((np.arange(tg.size), d[i]))[:kk]
+        out_r.append(np.repeat(part, kk))
+        out_c.append(tg[pick.ravel()])
     return np.concatenate(out_r), np.concatenate(out_c)
 
 

@@ -85,9 +85,12 @@ def test_coded_search_equals_the_one_hot_search(frames, weights, exclude_self):
     assert b.search["coded_columns"]["subsets_searched"] == 3
 
 
-def test_large_groups_go_to_the_engine_with_the_same_answers(frames, monkeypatch):
+@pytest.mark.parametrize("engine_above", [10_000, 12])
+def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monkeypatch, engine_above):
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "PAIRS_PER_BLOCK", 97)
+    monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
     sch = infer_schema(frames)
     one = mixed_space(frames, sch)
     cod = mixed_space(frames, sch, coded_above=30)
@@ -96,6 +99,19 @@ def test_large_groups_go_to_the_engine_with_the_same_answers(frames, monkeypatch
         a = knn(one.real, t1, 4, exclude_self=ex, categorical_slices=one.categorical_slices)
         b = knn(cod.real, t2, 4, exclude_self=ex, coded_columns=cod.coded_columns)
         np.testing.assert_allclose(a.dist, b.dist, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(a.idx[:, 0], b.idx[:, 0])
+
+
+def test_ties_inside_a_group_go_to_the_lowest_index(monkeypatch):
+    """Every rest coordinate equal: within a group all targets tie, and the lowest indices win."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 2)
+    rng = np.random.default_rng(0)
+    q = np.column_stack([np.zeros(30), rng.integers(0, 3, 30).astype(float)])
+    t = np.column_stack([np.zeros(60), rng.integers(0, 3, 60).astype(float)])
+    nb = knn(q, t, 3, coded_columns=[(1, 1.0)])
+    for i in range(30):
+        same = np.flatnonzero(t[:, 1] == q[i, 1])
+        assert nb.idx[i].tolist() == same[:3].tolist() and np.all(nb.dist[i] == 0.0)
 
 
 def test_a_wrong_coded_layout_is_refused(frames):
@@ -121,8 +137,13 @@ def test_metrics_agree_with_the_one_hot_encoding(frames, monkeypatch):
     searches, give the values of the one-hot encoding when the two columns are coded."""
     holdout = _frame(300, 5)
     names = ["authenticity", "identifiability", "nnaa", "median_dcr", "dcr", "nndr", "memorisation",
-             "close_values", "distant_values", "proximity_score", "linkability"]
-    params = {"linkability": {"aux_cols": [["a", "zip"], ["b", "dx"]]}}
+             "close_values", "distant_values", "proximity_score", "linkability", "inference",
+             "attribute_inference", "singling_out", "disclosure_identity", "hitting_rate", "common_rows",
+             "label_free_memorisation", "label_free_authenticity"]
+    params = {"linkability": {"aux_cols": [["a", "zip"], ["b", "dx"]]},
+              "inference": {"secret": "c", "aux_cols": ["a", "zip", "dx"]},
+              "attribute_inference": {"keys": ["a", "zip", "dx"], "sensitive": "c"},
+              "disclosure_identity": {"keys": ["zip", "dx"], "targets": "c"}}
 
     def run(levels: int):
         monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", levels)
