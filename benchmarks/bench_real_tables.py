@@ -37,8 +37,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXAS = Path("/work/shared/data/texas_25k.parquet")
 
 
+#: a gate configuration other than the default (``--drop-metrics``), or None
+CONFIG: Path | None = None
+
+
 def gate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame, work: Path, name: str) -> dict:
-    """One `privgate gate` run of the default gate in a child process: exit code, CPU and wall seconds."""
+    """One `privgate gate` run of the default gate (or ``CONFIG``) in a child process: exit code,
+    CPU and wall seconds."""
     paths = {}
     for role, frame in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
         paths[role] = work / f"{name}_{role}.parquet"
@@ -50,7 +55,8 @@ def gate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame, wor
     out = subprocess.run([sys.executable, "-m", "privgate.cli", "gate", "--real", str(paths["real"]),
                           "--synthetic", str(paths["synthetic"]), "--holdout", str(paths["holdout"]),
                           "--release-id", name, "--no-history", "--threads", "1", "--quiet",
-                          "--json", str(work / f"{name}.json")],
+                          "--json", str(work / f"{name}.json"),
+                          *(["--config", str(CONFIG)] if CONFIG is not None else [])],
                          capture_output=True, text=True, env=env, cwd=work)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -160,9 +166,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+", choices=["adult", "identifiers", "texas"])
     ap.add_argument("--rows", type=int, default=25_000, help="Texas-like rows per frame")
+    ap.add_argument("--drop-metrics", default="", help="comma-separated metrics removed from the default gate")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.drop_metrics:
+            import yaml
+
+            global CONFIG
+            cfg = yaml.safe_load((ROOT / "privgate" / "configs" / "default_gate.yaml").read_text())
+            for name in args.drop_metrics.split(","):
+                cfg["metrics"].pop(name.strip())
+            CONFIG = work / "gate.yaml"
+            CONFIG.write_text(yaml.safe_dump(cfg))
         for part in args.parts:
             if part == "adult":
                 run_adult(work)

@@ -261,9 +261,9 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
 
     ``coded_above``: the indicator blocks of categorical columns of more real levels are never
     written (:class:`FamdInputs`; module docstring)."""
-    encoder = FamdEncoder(frames["real"], schema, coded_above=coded_above)
+    encoder = famd_encoder(frames["real"], schema, coded_above)
     if encoder.coded:
-        return _famd_space_coded(frames, encoder, n_components, name)
+        return _famd_space_coded(frames, encoder, n_components, name, coded_above)
     if block_rows is None:
         zr = encoder.encode(frames["real"])
         s, vt = _svd_right(zr)
@@ -293,8 +293,19 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     return EncodedSpace(name, mats, details)
 
 
+def famd_encoder(real: pl.DataFrame, schema: Schema, coded_above: int | None) -> "FamdEncoder":
+    """The FAMD encoder of ``real``: when some categorical column has more than ``coded_above``
+    levels, EVERY categorical column is held as codes (the operator's products then cost a pass
+    over the numerics and one gather per categorical column, not a pass over every one-hot
+    column); else the written encoding."""
+    encoder = FamdEncoder(real, schema, coded_above=coded_above)
+    if encoder.coded and encoder.width > len(schema.numeric):
+        encoder = FamdEncoder(real, schema, coded_above=0)
+    return encoder
+
+
 def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder", n_components: int,
-                      name: str) -> EncodedSpace:
+                      name: str, coded_above: int) -> EncodedSpace:
     """:func:`famd_space` when some categorical columns are coded: the leading right singular
     vectors of the real FAMD input as an operator (:meth:`FamdInputs.leading_axes`), every frame
     projected through it."""
@@ -308,7 +319,7 @@ def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder"
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
     details = {"n_components": nc, "explained_variance_ratio": explained, "n_input_features": encoder.full_width,
                "degenerate_projection": degenerate,
-               "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded},
+               "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded if len(levels) > coded_above},
                "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
                       "indicator blocks are never written"}
     return EncodedSpace(name, mats, details)
@@ -441,19 +452,37 @@ class FamdInputs:
         cuts = np.cumsum([self.dense.shape[1]] + [p.size for p in self.shares])[:-1]
         return np.split(x, cuts, axis=0)
 
+    def _global(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(every coded column's codes offset into one level axis, (n, h); √p of every level), when
+        every row's levels are seen — the real records — so that a product is one gather or one
+        bincount for all columns; None otherwise."""
+        if not hasattr(self, "_global_codes"):
+            seen = all(c.size == 0 or c.min() >= 0 for c in self.codes)
+            if not self.codes or not seen:
+                self._global_codes = None
+            else:
+                offsets = np.cumsum([0] + [p.size for p in self.shares])[:-1]
+                codes = np.column_stack([c + o for c, o in zip(self.codes, offsets)])
+                self._global_codes = (codes, np.sqrt(np.concatenate(self.shares)))
+        return self._global_codes
+
     def matvec(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Z x (x: a vector or a matrix of columns), over ``rows`` only when given."""
         if rows is not None:
             return self.rows(rows).matvec(x)
-        parts = self._parts(x)
-        out = self.dense @ parts[0]
-        for code, p, xc in zip(self.codes, self.shares, parts[1:]):
+        wd = self.dense.shape[1]
+        out = self.dense @ x[:wd]
+        fast = self._global()
+        if fast is not None:
+            codes, sq = fast
+            xc = x[wd:]
+            scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
+            out += scaled[codes].sum(axis=1)
+            out -= sq @ xc
+            return out
+        for code, p, xc in zip(self.codes, self.shares, self._parts(x)[1:]):
             sq = np.sqrt(p)
             scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
-            if code.size and code.min() >= 0:  # every level seen (the real records): no mask
-                out += scaled[code]
-                out -= sq @ xc
-                continue
             seen = code >= 0
             out[seen] += scaled[code[seen]] - sq @ xc
         return out
@@ -463,11 +492,14 @@ class FamdInputs:
         if rows is not None:
             return self.rows(rows).rmatvec(y)
         out = [self.dense.T @ y]
+        fast = self._global()
+        if fast is not None:
+            codes, sq = fast
+            sums = np.bincount(codes.ravel(), weights=np.repeat(y, codes.shape[1]), minlength=sq.size)
+            out.append(sums / sq - sq * y.sum())
+            return np.concatenate(out)
         for code, p in zip(self.codes, self.shares):
             sq = np.sqrt(p)
-            if code.size and code.min() >= 0:
-                out.append(np.bincount(code, weights=y, minlength=p.size) / sq - sq * y.sum())
-                continue
             seen = code >= 0
             out.append(np.bincount(code[seen], weights=y[seen], minlength=p.size) / sq - sq * y[seen].sum())
         return np.concatenate(out)

@@ -21,7 +21,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..context_spaces import coded_above
-from ..spaces import FamdEncoder, category_codes, famd_inputs
+from ..spaces import FamdEncoder, category_codes, famd_encoder, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import seeds, stats
 from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
@@ -613,7 +613,7 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     else measured on a seeded sample of that many real records (the change is a paired
     difference of the same records' distances in two projections, so a sample estimates its mean
     closely at a fraction of G searches of every record)."""
-    encoder = FamdEncoder(ctx.real, ctx.schema, coded_above=coded_above())
+    encoder = famd_encoder(ctx.real, ctx.schema, coded_above())
     n = ctx.n_real
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
         seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
