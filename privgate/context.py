@@ -145,12 +145,12 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         if "coded_columns" not in self.derived:
             from .context_spaces import coded_above
 
+            cats = list(self.schema.categorical)
             found: dict[str, int] = {}
-            for c in self.schema.categorical:
-                n = int(pl.concat([self.lazy(r).select(c) for r in self._heights]).select(pl.col(c).n_unique())
-                        .collect(engine="streaming").item())
-                if n > coded_above():
-                    found[c] = n
+            if cats:  # one streamed query over the frames stacked
+                counts = (pl.concat([self.lazy(r).select(cats) for r in self._heights])
+                          .select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0))
+                found = {c: int(n) for c, n in zip(cats, counts) if n > coded_above()}
             self.derived["coded_columns"] = found
         return dict(self.derived["coded_columns"])
 
