@@ -155,3 +155,19 @@ def test_metrics_agree_with_the_one_hot_encoding(frames, monkeypatch):
     for name in names:
         assert cod.results[name].value == pytest.approx(one.results[name].value, abs=1e-9), name
     assert "coded_columns" in str(cod.results["authenticity"].details["neighbour_search"])
+
+
+def test_compact_spaces_code_the_same_columns(frames, monkeypatch):
+    """Above COMPACT_SPACES_ABOVE the spaces are float32: the codes stay exact integers and the
+    metrics agree with the float64 spaces (to float32 rounding of the other coordinates)."""
+    from privgate import context_spaces
+
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 30)
+    holdout = _frame(300, 5)
+    names = ["authenticity", "identifiability", "nnaa", "dcr", "memorisation", "median_dcr"]
+    wide = privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, exact=True)
+    monkeypatch.setattr(context_spaces, "COMPACT_SPACES_ABOVE", 10)
+    compact = privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, exact=True)
+    assert not wide.errors and not compact.errors
+    for name in names:
+        assert compact.results[name].value == pytest.approx(wide.results[name].value, abs=1e-6), name
