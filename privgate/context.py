@@ -24,8 +24,8 @@ from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo
 from .options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE, RunOptions, call_options  # sample="auto"
-from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily, infer_schema,
-                     normalise_frame)
+from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily,
+                     identifier_columns, infer_schema, normalise_frame)
 from .spaces import EncodedSpace
 from .threads import resolve_threads
 
@@ -93,6 +93,7 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         self.sensitive = _as_list(sensitive, "sensitive")
         self._require_columns("key columns", self.keys)
         self._require_columns("sensitive columns", self.sensitive)
+        self._set_aside_identifiers()
         self.pairing = pairing
         self._set_options(opts)
         self._samples: dict = {}
@@ -111,6 +112,54 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         # what a metric derives from this context's frames once and others reuse (the label-free
         # view's level correspondence)
         self.derived: dict[str, Any] = {}
+
+    def _set_aside_identifiers(self) -> None:
+        """Detect the identifier columns (:func:`privgate.schema.identifier_columns`: categorical,
+        distinct per real record) and set them aside: their values are kept for
+        ``identifier_reuse`` (:meth:`identifier_frame`) and every other metric reads the frames and
+        schema without them — an identifier brings no two records nearer, and a copy under fresh
+        identifiers must still be seen as a copy. A key or sensitive column the caller named, or
+        a table of identifiers only, is kept. Decided here, before any metric runs."""
+        found = identifier_columns(self.lazy("real"), self.schema, self.n_real)
+        named = set(self.keys or []) | set(self.sensitive or [])
+        ids = [c for c in found if c not in named]
+        if len(ids) == len(self.schema.columns):
+            ids = []
+        self.identifiers: list[str] = ids
+        self._identifier_frames: dict[str, pl.DataFrame | pl.LazyFrame] = {}
+        if not ids:
+            return
+        for role in self._heights:
+            if role in self._frames:
+                self._identifier_frames[role] = self._frames[role].select(ids)
+                self._frames[role] = self._frames[role].drop(ids)
+            else:
+                self._identifier_frames[role] = self._scans[role].select(ids)
+                self._scans[role] = self._scans[role].drop(ids)
+        self.schema = self.schema.subset([c for c in self.schema.columns if c not in ids])
+
+    def coded_columns(self) -> dict[str, int]:
+        """The categorical columns the encoded spaces hold as level codes (more levels over all
+        frames than :data:`privgate.spaces.HIGH_CARDINALITY_LEVELS`), with their level counts
+        (nulls a level): one streamed count per frame, made once."""
+        if "coded_columns" not in self.derived:
+            from .context_spaces import coded_above
+
+            cats = list(self.schema.categorical)
+            found: dict[str, int] = {}
+            if cats:  # one streamed query over the frames stacked
+                counts = (pl.concat([self.lazy(r).select(cats) for r in self._heights])
+                          .select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0))
+                found = {c: int(n) for c, n in zip(cats, counts) if n > coded_above()}
+            self.derived["coded_columns"] = found
+        return dict(self.derived["coded_columns"])
+
+    def identifier_frame(self, role: str) -> pl.DataFrame:
+        """The identifier columns (:attr:`identifiers`) of ``role``'s normalised frame."""
+        if role not in self._heights:
+            raise NotApplicableError(f"this evaluation has no {role} data")
+        held = self._identifier_frames[role]
+        return held if isinstance(held, pl.DataFrame) else collect_scan(held, role)
 
     def _set_options(self, opts: RunOptions) -> None:
         """The run options this context computes with (resolved: the thread budget as a number,

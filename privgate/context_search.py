@@ -21,7 +21,7 @@ from .errors import TooFewRowsError
 from .neighbours import Neighbours, any_within_box, knn, knn_rows, nearest_outside_groups, search_matrices
 from .neighbours.settings import resolve as resolve_settings
 from .spaces import EncodedSpace, mixed_space
-from .context_spaces import _return_freed_heap, _space_key, _space_name
+from .context_spaces import _return_freed_heap, _space_key, _space_name, coded_above
 from .threads import limited
 
 
@@ -110,12 +110,13 @@ class SearchMixin:
         """knn's options for a search of ``pairs`` query × target pairs in ``sp``: screened
         above ``SearchSettings.exact_below_pairs`` unless the evaluation is ``exact``."""
         settings = resolve_settings(None)
-        return {"categorical_slices": sp.categorical_slices, "seed": self.seed, "memo": self._memo,
+        return {"categorical_slices": sp.categorical_slices, "coded_columns": sp.coded_columns,
+                "seed": self.seed, "memo": self._memo,
                 "approximate": not self.exact and pairs > settings.exact_below_pairs, "settings": settings}
 
     def search(self, query: np.ndarray, target: np.ndarray, k: int = 1, *, name: str, exclude_self: bool = False,
-               rows: np.ndarray | None = None, categorical_slices: list[tuple[int, int]] | None = None
-               ) -> Neighbours:
+               rows: np.ndarray | None = None, categorical_slices: list[tuple[int, int]] | None = None,
+               coded_columns: list[tuple[int, float]] | None = None) -> Neighbours:
         """The exact k nearest ``target`` rows of the ``query`` rows ``rows`` (None: all) for
         matrices a metric makes itself — a subsample of a space, a refitted projection, the rows
         a jackknife searches again; ``exclude_self``: query and target are one set and a row
@@ -127,20 +128,23 @@ class SearchMixin:
         ``details["neighbour_search"]`` (:meth:`take_search_report`). ``categorical_slices``:
         the one-hot feature ranges when the matrices are rows of a mixed space
         (:attr:`EncodedSpace.categorical_slices`), so that rows are first settled inside groups of
-        equal categories, as the space's own searches are — the same answers, found sooner."""
+        equal categories, as the space's own searches are — the same answers, found sooner.
+        ``coded_columns``: the space's coded coordinates (:attr:`EncodedSpace.coded_columns`),
+        which must be given whenever the matrices hold some (they are compared as equal or not)."""
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         # the digest of a matrix object is kept in the search memo, as its category codes are (a
         # metric hands the same matrices to several searches: 76 MB hashed per 100,000 × 95), so
         # a matrix must not change in place once searched — every caller searches fresh arrays
         cache_key = ("matrices", self._memo.get(query, ("digest",), lambda: _digest(query)),
                      self._memo.get(target, ("digest",), lambda: _digest(target)), int(k), bool(exclude_self),
-                     None if rows is None else rows.tobytes())
+                     None if rows is None else rows.tobytes(), tuple(coded_columns or ()))
         cache = self._shared.setdefault("matrices", {})
         nb = cache.get(cache_key)
         if nb is None:
             with limited(self.threads):
                 nb = search_matrices(query, target, k, exclude_self=exclude_self, rows=rows, memo=self._memo,
-                                     settings=resolve_settings(None), categorical_slices=categorical_slices)
+                                     settings=resolve_settings(None), categorical_slices=categorical_slices,
+                                     coded_columns=coded_columns)
             cache[cache_key] = nb
         self._searches_used[name] = nb.search
         return nb
@@ -160,7 +164,8 @@ class SearchMixin:
 
     def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
                                same: bool, name: str = "jackknife refill",
-                               categorical_slices: list[tuple[int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                               categorical_slices: list[tuple[int, int]] | None = None,
+                               coded_columns: list[tuple[int, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:func:`privgate.neighbours.nearest_outside_groups` with its searches again made by
         :meth:`search` (reported as ``name``). Computed once per evaluation for the same lists,
         matrices and labels (authenticity, median_dcr and nnaa read the same real → real
@@ -179,7 +184,7 @@ class SearchMixin:
         def again(q: np.ndarray, t: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                   rows: np.ndarray | None = None) -> Neighbours:
             found = self.search(q, t, k, name=name, exclude_self=exclude_self, rows=rows,
-                                categorical_slices=categorical_slices)
+                                categorical_slices=categorical_slices, coded_columns=coded_columns)
             report["search"] = found.search
             return found
 
@@ -223,7 +228,7 @@ class SearchMixin:
         else:
             sp = mixed_space(self._frames, self.schema, list(key[1]) if key[1] is not None else None,
                              name=_space_name(key), rows=todo,
-                             dtype=np.float32 if self.compact_spaces() else np.float64)
+                             dtype=np.float32 if self.compact_spaces() else np.float64, coded_above=coded_above())
             queries = [sp[role] for role in todo]
         t = sp[target] if target in sp.matrices else self._missing(target)
         if t.shape[0] < k:

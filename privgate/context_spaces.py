@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import spaces as _spaces
 from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
 
 
@@ -67,15 +68,17 @@ class SpacesMixin:
         kind, arg = key
         compact = self.compact_spaces()
         dtype = np.float32 if compact else np.float64
+        coded = coded_above()
         if kind == "mixed":
             return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key),
-                               dtype=dtype)
+                               dtype=dtype, coded_above=coded)
         if kind == "famd":
             return famd_space(self.frames, self.schema, arg, name=_space_name(key),
-                              block_rows=FAMD_BLOCK_ROWS if compact else None)
+                              block_rows=FAMD_BLOCK_ROWS if compact else None, coded_above=coded)
         ent = self.entropies()
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype)
+        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype,
+                           coded_above=coded)
 
     def compact_spaces(self) -> bool:
         """Whether this evaluation's encoded spaces are compact: some frame has more than
@@ -99,7 +102,7 @@ class SpacesMixin:
             details["mean_imputed"] = {c: {r: n for r, n in counts.items() if r == "real"}
                                        for c, counts in details["mean_imputed"].items()}
         return EncodedSpace(sp.name, {"real": sp["real"], "synthetic": holdout}, details,
-                            categorical_slices=sp.categorical_slices)
+                            categorical_slices=sp.categorical_slices, coded_columns=sp.coded_columns)
 
     def release_spaces(self, keep: set[str] | frozenset[str] | None) -> list[str]:
         """Drop the encoded spaces whose kind ("mixed", "identifiability", "famd") is not in
@@ -126,6 +129,12 @@ class SpacesMixin:
         """The kinds of space read since the last call (and forget them): what a metric read."""
         out, self._spaces_read = self._spaces_read, set()
         return out
+
+
+def coded_above() -> int:
+    """The level count above which an evaluation's spaces code a categorical column instead of
+    one-hot encoding it (:data:`privgate.spaces.HIGH_CARDINALITY_LEVELS`, read at each build)."""
+    return int(_spaces.HIGH_CARDINALITY_LEVELS)
 
 
 #: Encoded matrices dropped at once from which release_spaces runs a full garbage collection.

@@ -125,7 +125,7 @@ def evaluate(
                   n_real=ctx.n_real, n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
                   seconds=time.perf_counter() - start,
                   params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive, "metric_params": params,
-                          "baseline": baseline, "options": run_options(ctx)})
+                          "baseline": baseline, "options": run_options(ctx), "columns": column_handling(ctx)})
 
 
 def _metrics_asked(ctx: EvaluationContext, metrics: Sequence[str] | str | None,
@@ -144,8 +144,17 @@ def _metrics_asked(ctx: EvaluationContext, metrics: Sequence[str] | str | None,
     specs = [get_metric(n) for n in names]
     if baseline and ctx.holdout is None:
         raise ParameterError("baseline=True needs a holdout")
+    ctx.coded_columns()  # which columns are compared as level codes: decided (and reported) before any metric
     check_run(ctx, [spec.name for spec in specs], baseline=baseline, memory_limit=memory_limit)
     return names, params, specs
+
+
+def column_handling(ctx: EvaluationContext) -> dict[str, Any]:
+    """What the inputs' schema decided about columns before any metric ran, for the report: the
+    identifier columns left out of every metric but identifier_reuse, and the categorical
+    columns compared as equal or not (coded: more levels than the one-hot limit), with their level
+    counts — names and counts only."""
+    return {"identifiers_left_out": list(ctx.identifiers), "coded": ctx.coded_columns()}
 
 
 def run_options(ctx: EvaluationContext) -> dict[str, Any]:

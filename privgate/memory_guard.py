@@ -100,7 +100,7 @@ SCREEN_LISTS = 1.0
 #: (measured / estimated at most 0.76, 0.81, 0.88; the run's peak 620 / 894, 811 / 1,142 and
 #: 1,073 / 1,644 MiB).
 COST: dict[str, float] = {
-    "common_rows": 0.5, "hitting_rate": 0.5, "zero_cap": 0.5, "generalized_cap": 0.5, "chi_squared": 0.5,
+    "common_rows": 0.5, "identifier_reuse": 0.5, "hitting_rate": 0.5, "zero_cap": 0.5, "generalized_cap": 0.5, "chi_squared": 0.5,
     "inverse_kl": 0.5, "jensen_shannon": 0.5, "kolmogorov_smirnov": 0.5, "disclosure_identity": 0.5,
     "disclosure_attribute": 0.5, "close_values": 6.0, "distant_values": 0.5, "nsnd": 0.5, "authenticity": 7.0,
     "median_dcr": 4.0, "nnaa": 8.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
@@ -215,15 +215,19 @@ def _features(ctx) -> int:
 def encoded_features(kinds: dict[str, str], real) -> int:
     """Columns of the encoded mixed space, from the column kinds (column → "numeric" or
     "categorical") and the real data's level counts (``real``: a LazyFrame; no encoding is
-    made, and a scanned input is not loaded)."""
+    made, and a scanned input is not loaded). A column of more levels than
+    :data:`privgate.spaces.HIGH_CARDINALITY_LEVELS` is one coordinate (its level code), not a
+    one-hot block."""
     import polars as pl
+
+    from .context_spaces import coded_above
 
     cats = [c for c, kind in kinds.items() if kind != "numeric"]
     levels = 0
     if cats:
         # a lazy query: a Parquet input still being scanned is read column by column, not loaded
         counts = real.select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0)
-        levels = int(sum(counts))
+        levels = int(sum(k if k <= coded_above() else 1 for k in counts))
     return max(1, len(kinds) - len(cats) + levels)
 
 

@@ -486,3 +486,28 @@ def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.Da
                 e = e.cast(pl.String)
         exprs.append(e.alias(col))
     return frame.select(exprs)
+
+
+#: A categorical column is an identifier when its real values are distinct in at least this share
+#: of the real rows (a record number, a patient id, an e-mail): one value per person, shared by no
+#: other record — so it never brings two records nearer, and a release that carries one of its
+#: values carries that person's identifier. Nearly all, not most: a 5-digit postcode drawn for
+#: 1,500 records repeats in ~2 % of them (~37 pairs from 30,000 codes) and stays a quasi-identifier
+#: compared as equal or not; an identifier with a data-entry duplicate or two is still one.
+IDENTIFIER_DISTINCT_SHARE = 0.999
+#: ... and the real data has at least this many rows (in a few rows, any column is distinct).
+IDENTIFIER_MIN_ROWS = 100
+
+
+def identifier_columns(real: pl.LazyFrame, schema: Schema, n_real: int) -> list[str]:
+    """The categorical columns of ``schema`` whose real values (nulls not counted) are distinct in
+    at least :data:`IDENTIFIER_DISTINCT_SHARE` of the ``n_real`` real rows (99.9 %), when there are at
+    least :data:`IDENTIFIER_MIN_ROWS` (docs/inputs.md "Identifier columns"). One streamed
+    aggregation; no value is returned or kept. Numeric columns are never identifiers here
+    (a measurement is often distinct per record): declare an integer id categorical to have it
+    treated as one."""
+    cats = list(schema.categorical)
+    if not cats or n_real < IDENTIFIER_MIN_ROWS:
+        return []
+    counts = real.select([pl.col(c).drop_nulls().n_unique() for c in cats]).collect(engine="streaming").row(0)
+    return [c for c, k in zip(cats, counts) if k >= IDENTIFIER_DISTINCT_SHARE * n_real]

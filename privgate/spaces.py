@@ -5,11 +5,20 @@
   i.e. 0 after standardising); categorical columns one-hot over the union of all frames' levels
   (null is a level), each indicator multiplied by 1/√2 so that a category mismatch adds exactly 1
   to the squared Euclidean distance. Optional per-column weights multiply a column's features
-  (identifiability uses 1/H).
+  (identifiability uses 1/H). A column of more than ``coded_above`` levels (the evaluation
+  context's ``HIGH_CARDINALITY_LEVELS``: a postcode, a diagnosis code) is held instead as ONE
+  coordinate carrying its integer level code, after every other feature
+  (:attr:`EncodedSpace.coded_columns`); the neighbour engine adds its mismatch cost (w², what its
+  one-hot block would add) to d² exactly (:mod:`privgate.neighbours.coded`), so distances are the
+  one-hot ones without a matrix of levels × records.
 * **FAMD projection** (as the paper's Φ^k): PCA, by exact LAPACK SVD, of the standardised
   numerics and the real-level indicators (1{level} − p)/√p; synthetic records are projected with
   the real fit; a level unseen in the real data gives an all-zero indicator row. Component signs
-  are fixed (largest absolute loading positive) so the projection is deterministic.
+  are fixed (largest absolute loading positive) so the projection is deterministic. The
+  indicator block of a column of more than ``coded_above`` levels is never written: the
+  leading singular vectors come from a Lanczos solver (ARPACK) applied to the input matrix as an
+  operator (its products with a vector cost a pass over the level codes), and the projection of
+  a record adds its level's loading — the same projection to the solver's precision.
 """
 
 from __future__ import annotations
@@ -23,7 +32,13 @@ import polars as pl
 from .schema import NUMERIC, Schema
 
 NULL_LEVEL = "\x00<null>"
-MAX_LEVELS = 2000  # per categorical column in the one-hot spaces
+#: a categorical column of more levels than this (over all frames) is coded, not one-hot, in the
+#: spaces of an evaluation (mixed, identifiability, FAMD): the same distances without a matrix of
+#: levels × records
+HIGH_CARDINALITY_LEVELS = 1000
+#: the most levels a column may have when a caller asks for one-hot encoding only
+#: (``coded_above=None``: the generator audit's feature spaces)
+MAX_LEVELS = 2000
 INV_SQRT2 = 1.0 / np.sqrt(2.0)
 # the kinds of encoded space an evaluation builds (EvaluationContext.space keys, MetricSpec.spaces)
 SPACE_KINDS = ("mixed", "identifiability", "famd")
@@ -39,6 +54,10 @@ class EncodedSpace:
     #: feature positions of each one-hot categorical column, as (start, stop) slices — mixed
     #: spaces only; the neighbour engine uses them to search within groups of equal categories
     categorical_slices: list[tuple[int, int]] | None = None
+    #: (position, mismatch cost added to d²) of each coordinate holding a categorical column's
+    #: integer level code — the last coordinates of a mixed space; searches must hand them to
+    #: the neighbour engine (``knn(coded_columns=...)``), which compares them as equal or not
+    coded_columns: list[tuple[int, float]] = field(default_factory=list)
 
     def __getitem__(self, role: str) -> np.ndarray:
         return self.matrices[role]
@@ -100,7 +119,8 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
 
 def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
                 weights: Mapping[str, float] | None = None, name: str = "mixed",
-                rows: Mapping[str, np.ndarray] | None = None, dtype: type = np.float64) -> EncodedSpace:
+                rows: Mapping[str, np.ndarray] | None = None, dtype: type = np.float64,
+                coded_above: int | None = None) -> EncodedSpace:
     """Encode ``columns`` (default: all) of every frame in the mixed space.
 
     ``dtype``: the matrices' element type — float64, or float32 for inputs too large to hold
@@ -111,7 +131,10 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     ``rows`` (role → row positions): encode only these rows of those frames (the others whole),
     e.g. the few hundred records an attack samples. The standardisation and the levels still come
     from the whole frames, so each encoded row equals that row of the whole encoding, bit for bit;
-    the null counts in ``details["mean_imputed"]`` are those of the encoded rows."""
+    the null counts in ``details["mean_imputed"]`` are those of the encoded rows.
+
+    ``coded_above``: a categorical column of more levels is one coordinate holding its level
+    code (module docstring; None: every categorical column one-hot)."""
     columns = list(columns) if columns is not None else schema.columns
     weights = dict(weights or {})
     whole = frames
@@ -119,10 +142,14 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
     cat = [c for c in columns if schema.kind(c) != NUMERIC and float(weights.get(c, 1.0)) != 0.0]
     levels = _levels(whole, cat)
+    if coded_above is None:
+        for c in cat:
+            _check_levels(c, len(levels[c]))
     # the layout: per numeric feature (first feature, column, weight), per categorical column
     # (first feature, column, scale); a constant or zero-weight numeric column has no feature
     numeric_at: list[tuple[int, str, float]] = []
     codes_at: list[tuple[int, str, float]] = []
+    coded = [c for c in cat if coded_above is not None and len(levels[c]) > coded_above]
     constant: list[str] = []
     n_features = 0
     slices: list[tuple[int, int]] = []
@@ -134,10 +161,12 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
             elif w != 0.0:
                 numeric_at.append((n_features, col, w))
                 n_features += 1
-        elif w != 0.0:
+        elif w != 0.0 and col not in coded:
             codes_at.append((n_features, col, INV_SQRT2 * w))
             slices.append((n_features, n_features + len(levels[col])))
             n_features += len(levels[col])
+    coded_at = [(n_features + j, col, float(weights.get(col, 1.0)) ** 2) for j, col in enumerate(coded)]
+    n_features += len(coded)
     # each frame's matrix is written feature block by feature block (no per-column one-hot blocks
     # stacked afterwards), one frame at a time: only that frame's columns are held beside it
     mats = {}
@@ -145,9 +174,11 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         mat = np.zeros((frame.height, n_features), dtype=dtype)
         for j, col, w in numeric_at:
             mat[:, j] = numeric_block({r: frame}, col, reference=whole["real"])[0][r] * w
-        codes = _codes(frame, [col for _, col, _ in codes_at], levels)
+        codes = _codes(frame, [col for _, col, _ in codes_at] + coded, levels)
         for start, col, scale in codes_at:
             mat[np.arange(mat.shape[0]), start + codes[col]] = scale
+        for j, col, _ in coded_at:
+            mat[:, j] = codes[col]
         del codes
         mats[r] = mat
     details = {"columns": columns, "n_features": n_features, "mean_imputed": _nulls(frames, columns, schema),
@@ -156,7 +187,10 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         details["dtype"] = np.dtype(dtype).name
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
-    return EncodedSpace(name, mats, details, categorical_slices=slices)
+    if coded:
+        details["coded_columns"] = {col: len(levels[col]) for col in coded}
+    return EncodedSpace(name, mats, details, categorical_slices=slices,
+                        coded_columns=[(j, cost) for j, _, cost in coded_at])
 
 
 def _real_stats(real: pl.DataFrame, column: str) -> tuple[float, float]:
@@ -190,7 +224,6 @@ def _levels(whole: Mapping[str, pl.DataFrame], columns: list[str]) -> dict[str, 
     levels = {}
     for j, col in enumerate(columns):
         levels[col] = sorted(set().union(*(u[j] for u in found)))
-        _check_levels(col, len(levels[col]))
     return levels
 
 
@@ -204,18 +237,18 @@ def _codes(frame: pl.DataFrame, columns: list[str], levels: Mapping[str, list[st
 
 
 def _check_levels(column: str, n_levels: int) -> None:
+    """Refuse a one-hot block of more than :data:`MAX_LEVELS` levels (asked for with
+    ``coded_above=None``; an evaluation codes such a column instead)."""
     if n_levels > MAX_LEVELS:
         from .errors import HighCardinalityError
 
         raise HighCardinalityError(
-            f"categorical column {column!r} has {n_levels} levels (more than {MAX_LEVELS}); one-hot "
-            "distances over an identifier-like column are meaningless and would not fit in memory. "
-            "Drop the column, or declare it numeric with schema={...} if its values are numbers"
-        )
+            f"categorical column {column!r} has {n_levels} levels (more than {MAX_LEVELS}) and this encoding "
+            "is one-hot only; an evaluation compares such a column as equal or not (coded_above)")
 
 
 def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
-               name: str = "famd", block_rows: int | None = None) -> EncodedSpace:
+               name: str = "famd", block_rows: int | None = None, coded_above: int | None = None) -> EncodedSpace:
     """FAMD fitted on the real frame, every frame projected with that fit. One frame's input
     matrix exists at a time (the real one while the SVD runs), not every frame's at once.
 
@@ -224,8 +257,13 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
     (TSQR: the R of the stacked blocks' R factors; Z = QR gives Z's singular values and right
     vectors as R's) — no input matrix of a whole frame, nor the SVD's n × p left factor, is held.
     The projection then agrees with the unblocked one to rounding (the evaluation context's
-    ``COMPACT_SPACES_ABOVE`` rule uses it for large inputs only)."""
-    encoder = FamdEncoder(frames["real"], schema)
+    ``COMPACT_SPACES_ABOVE`` rule uses it for large inputs only).
+
+    ``coded_above``: the indicator blocks of categorical columns of more real levels are never
+    written (:class:`FamdInputs`; module docstring)."""
+    encoder = famd_encoder(frames["real"], schema, coded_above)
+    if encoder.coded:
+        return _famd_space_coded(frames, encoder, n_components, name, coded_above)
     if block_rows is None:
         zr = encoder.encode(frames["real"])
         s, vt = _svd_right(zr)
@@ -252,6 +290,38 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
                "degenerate_projection": degenerate}
     if block_rows is not None:
         details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
+    return EncodedSpace(name, mats, details)
+
+
+def famd_encoder(real: pl.DataFrame, schema: Schema, coded_above: int | None) -> "FamdEncoder":
+    """The FAMD encoder of ``real``: when some categorical column has more than ``coded_above``
+    levels, EVERY categorical column is held as codes (the operator's products then cost a pass
+    over the numerics and one gather per categorical column, not a pass over every one-hot
+    column); else the written encoding."""
+    encoder = FamdEncoder(real, schema, coded_above=coded_above)
+    if encoder.coded and encoder.width > len(schema.numeric):
+        encoder = FamdEncoder(real, schema, coded_above=0)
+    return encoder
+
+
+def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder", n_components: int,
+                      name: str, coded_above: int) -> EncodedSpace:
+    """:func:`famd_space` when some categorical columns are coded: the leading right singular
+    vectors of the real FAMD input as an operator (:meth:`FamdInputs.leading_axes`), every frame
+    projected through it."""
+    real = encoder.inputs(frames["real"])
+    nc = int(min(n_components, encoder.full_width, frames["real"].height))
+    s, v = real.leading_axes(nc + 1 if nc + 1 < min(real.shape) else nc)
+    v = _fixed_signs(v[:, :nc])
+    mats = {r: real.project(v) if r == "real" else encoder.inputs(f).project(v) for r, f in frames.items()}
+    total = real.squared_norm()
+    explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
+    degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
+    details = {"n_components": nc, "explained_variance_ratio": explained, "n_input_features": encoder.full_width,
+               "degenerate_projection": degenerate,
+               "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded if len(levels) > coded_above},
+               "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
+                      "indicator blocks are never written"}
     return EncodedSpace(name, mats, details)
 
 
@@ -301,10 +371,15 @@ def famd_matrix(frame: pl.DataFrame, real: pl.DataFrame, schema: Schema) -> np.n
 class FamdEncoder:
     """The real frame's statistics FAMD encodes with (per numeric column its mean and population
     standard deviation, per categorical column its levels and their shares p), computed once,
-    and :meth:`encode`, which writes any frame's (or block's) FAMD input matrix with them."""
+    and :meth:`encode`, which writes any frame's (or block's) FAMD input matrix with them.
 
-    def __init__(self, real: pl.DataFrame, schema: Schema) -> None:
+    ``coded_above``: a categorical column of more real levels is not part of :meth:`encode`'s
+    matrix but in :attr:`coded` (column, levels, shares); :meth:`inputs` gives a frame's whole
+    input as a :class:`FamdInputs` operator."""
+
+    def __init__(self, real: pl.DataFrame, schema: Schema, coded_above: int | None = None) -> None:
         self.blocks: list[tuple[str, object]] = []
+        self.coded: list[tuple[str, list[str], np.ndarray]] = []
         width = 0
         for col in schema.columns:
             if schema.kind(col) == NUMERIC:
@@ -316,11 +391,23 @@ class FamdEncoder:
                 width += 1
             else:
                 real_codes, levels = category_codes({"real": real}, col)
-                _check_levels(col, len(levels))
                 p = np.bincount(real_codes["real"], minlength=len(levels)) / real.height
+                if coded_above is not None and len(levels) > coded_above:
+                    self.coded.append((col, levels, p))
+                    continue
+                if coded_above is None:
+                    _check_levels(col, len(levels))
                 self.blocks.append((col, (levels, p)))
                 width += len(levels)
         self.width = width
+        #: the width of the whole FAMD input, coded columns' indicator blocks included
+        self.full_width = width + sum(len(levels) for _, levels, _ in self.coded)
+
+    def inputs(self, frame: pl.DataFrame) -> "FamdInputs":
+        """``frame``'s whole FAMD input as an operator: the written part and the coded columns'
+        level codes (-1: a level the real data lacks, an all-zero indicator row)."""
+        codes = [category_codes({"f": frame}, col, levels)[0]["f"] for col, levels, _ in self.coded]
+        return FamdInputs(self.encode(frame), codes, [p for _, _, p in self.coded])
 
     def encode(self, frame: pl.DataFrame) -> np.ndarray:
         """The FAMD input matrix of ``frame``, block by block into one preallocated matrix."""
@@ -344,6 +431,116 @@ class FamdEncoder:
             mat[~seen] = 0.0  # unseen level: all-zero indicator row
             start += len(levels)
         return out
+
+
+@dataclass
+class FamdInputs:
+    """One frame's FAMD input Z = [dense | one indicator block per coded column] without the
+    indicator blocks written: block c of row i is (1{level} − p)/√p at the row's level code, all
+    zero for a code of -1 (a level the real data lacks). Products with vectors, the leading right
+    singular vectors and the projection cost passes over the codes, never levels × records."""
+
+    dense: np.ndarray
+    codes: list[np.ndarray]
+    shares: list[np.ndarray]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.dense.shape[0], self.dense.shape[1] + sum(p.size for p in self.shares)
+
+    def _parts(self, x: np.ndarray) -> list[np.ndarray]:
+        cuts = np.cumsum([self.dense.shape[1]] + [p.size for p in self.shares])[:-1]
+        return np.split(x, cuts, axis=0)
+
+    def _global(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(every coded column's codes offset into one level axis, (n, h); √p of every level), when
+        every row's levels are seen — the real records — so that a product is one gather or one
+        bincount for all columns; None otherwise."""
+        if not hasattr(self, "_global_codes"):
+            seen = all(c.size == 0 or c.min() >= 0 for c in self.codes)
+            if not self.codes or not seen:
+                self._global_codes = None
+            else:
+                offsets = np.cumsum([0] + [p.size for p in self.shares])[:-1]
+                codes = np.column_stack([c + o for c, o in zip(self.codes, offsets)])
+                self._global_codes = (codes, np.sqrt(np.concatenate(self.shares)))
+        return self._global_codes
+
+    def matvec(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Z x (x: a vector or a matrix of columns), over ``rows`` only when given."""
+        if rows is not None:
+            return self.rows(rows).matvec(x)
+        wd = self.dense.shape[1]
+        out = self.dense @ x[:wd]
+        fast = self._global()
+        if fast is not None:
+            codes, sq = fast
+            xc = x[wd:]
+            scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
+            out += scaled[codes].sum(axis=1)
+            out -= sq @ xc
+            return out
+        for code, p, xc in zip(self.codes, self.shares, self._parts(x)[1:]):
+            sq = np.sqrt(p)
+            scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
+            seen = code >= 0
+            out[seen] += scaled[code[seen]] - sq @ xc
+        return out
+
+    def rmatvec(self, y: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Zᵀ y (y: a vector over the rows, or over ``rows`` only when given)."""
+        if rows is not None:
+            return self.rows(rows).rmatvec(y)
+        out = [self.dense.T @ y]
+        fast = self._global()
+        if fast is not None:
+            codes, sq = fast
+            sums = np.bincount(codes.ravel(), weights=np.repeat(y, codes.shape[1]), minlength=sq.size)
+            out.append(sums / sq - sq * y.sum())
+            return np.concatenate(out)
+        for code, p in zip(self.codes, self.shares):
+            sq = np.sqrt(p)
+            seen = code >= 0
+            out.append(np.bincount(code[seen], weights=y[seen], minlength=p.size) / sq - sq * y[seen].sum())
+        return np.concatenate(out)
+
+    def leading_axes(self, n: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(the ``n`` largest singular values, descending; their right singular vectors as the
+        columns of a (width, n) matrix) of Z — of its ``rows`` when given — by ARPACK's Lanczos
+        iteration on the operator, started from a fixed vector (deterministic), to machine
+        precision (tol=0)."""
+        from scipy.sparse.linalg import LinearOperator, svds
+
+        if rows is not None:  # the rows' own operator, sliced once (not at every product)
+            return self.rows(rows).leading_axes(n)
+        n_rows, width = self.shape
+        op = LinearOperator((n_rows, width), dtype=np.float64,
+                            matvec=lambda x: self.matvec(np.ravel(x)),
+                            rmatvec=lambda y: self.rmatvec(np.ravel(y)))
+        if n >= min(n_rows, width):  # ARPACK needs n < min(shape): a tiny input, written whole
+            s, vt = _svd_right(self.matvec(np.eye(width)))
+            return s[:n], vt[:n].T
+        v0 = np.full(min(n_rows, width), 1.0) + np.linspace(0.0, 1.0, min(n_rows, width))
+        _, s, vt = svds(op, k=n, tol=0, v0=v0, solver="arpack")
+        order = np.argsort(-s, kind="stable")
+        return s[order], vt[order].T
+
+    def rows(self, rows: np.ndarray) -> "FamdInputs":
+        """The input of these rows only (the real statistics kept)."""
+        return FamdInputs(self.dense[rows], [c[rows] for c in self.codes], self.shares)
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        """Z v: the records' coordinates on the axes ``v`` (width, n)."""
+        return self.matvec(v)
+
+    def squared_norm(self) -> float:
+        """‖Z‖²_F: the written part's plus, per coded column, Σ over seen rows of (1 − p)/p at
+        the row's level (Σ over levels of the indicator block's squared entries)."""
+        total = float(np.einsum("ij,ij->", self.dense, self.dense))
+        for code, p in zip(self.codes, self.shares):
+            seen = code[code >= 0]
+            total += float(((1.0 - p[seen]) / p[seen]).sum())
+        return total
 
 
 def column_entropy(real: pl.Series, kind: str) -> float:

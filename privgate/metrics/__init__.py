@@ -12,6 +12,7 @@ from .distance import (  # noqa: F401
     hidden_rate,
     hitting_rate,
     identifiability,
+    identifier_reuse,
     median_dcr,
     nnaa,
     nndr,

@@ -56,14 +56,22 @@ def _n_jobs(n_jobs: int | None, default: int | None = None) -> int:
 def _labelled(ctx, dtype: type = np.float64, rows: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """The real and synthetic records of the mixed space stacked (as ``dtype``), their labels
     (real 1) and the space's details. ``rows``: {"real": row positions | None, "synthetic": …}
-    — only these records are stacked (None: every record of that side)."""
+    — only these records are stacked (None: every record of that side). A coded column of the
+    space (a categorical column of thousands of levels, held as its level code) is no feature:
+    the order of its codes means nothing to a classifier; the details name it."""
     space = ctx.mixed()
     rows = rows or {}
-    parts = [m if rows.get(role) is None else m[rows[role]]
+    width = space.dim - len(space.coded_columns)
+    parts = [(m if rows.get(role) is None else m[rows[role]])[:, :width]
              for role, m in (("real", space.real), ("synthetic", space.synthetic))]
     x = np.vstack(parts, dtype=dtype)
     y = np.concatenate([np.ones(parts[0].shape[0], dtype=np.int64), np.zeros(parts[1].shape[0], dtype=np.int64)])
-    return x, y, space.details
+    details = dict(space.details)
+    if space.coded_columns:
+        details["not_features"] = {"columns": sorted(details.get("coded_columns", {})),
+                                   "why": "categorical columns of more levels than the one-hot limit: compared as "
+                                          "equal or not by the distance metrics, no classifier feature"}
+    return x, y, details
 
 
 # ------------------------------------------------------------------ records per class (sample)

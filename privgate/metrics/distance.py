@@ -10,6 +10,8 @@ Privacy-Preserving Synthetic Data Generation", with the PrivEval reference app).
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import polars as pl
 
@@ -18,7 +20,8 @@ from ..neighbours import pair_distances, refine_group_ids, search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
-from ..spaces import category_codes, famd_inputs
+from ..context_spaces import coded_above
+from ..spaces import FamdEncoder, category_codes, famd_encoder, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import seeds, stats
 from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
@@ -67,6 +70,59 @@ def common_rows(ctx) -> MetricResult:
                  per_record=per, per_record_description="1 if the real record appears verbatim in the release")
     return mark_sampled(set_share_ci(res, per), ctx, rows)
 
+
+
+@register_metric(family="re-identification", attack="a release that carries real records' identifiers",
+                 reference="privgate: an identifier column (distinct per real record) is a leak in itself",
+                 orientation="value = share of release records carrying a real identifier value (beyond the share "
+                             "holdout records carry, with a holdout); 0 when the data have no identifier column",
+                 self_controlled=True, spaces=())
+def identifier_reuse(ctx) -> MetricResult:
+    """Identifier reuse: the identifier columns (categorical columns distinct in at least 99.9 %
+    of the real rows, detected before any metric runs: docs/inputs.md "Identifier columns") are
+    left out of every other metric; here a release record counts when, in some identifier
+    column, it carries a value that some real record has. raw = the share of release records
+    counted. Without a holdout, value = raw. With one, the same share h₀ of the holdout records
+    (real people not trained on, whose identifiers are not the training records' unless the
+    identifiers are reused numbers such as row positions) is the chance level, and value =
+    max(0, (raw − h₀) / (1 − h₀)) (0 when h₀ = 1: the identifiers tell nothing). No identifier
+    column: value 0, saying so. Values are never reported, only counts.
+
+    Orientation: risk; a release of fresh identifiers scores 0, one that kept the real
+    identifiers of its records 1.
+    """
+    ids = list(ctx.identifiers)
+    details: dict = {"identifier_columns": ids,
+                     "left_out": "these columns are left out of every other metric (distances, copies, attacks)"
+                     if ids else "no identifier column in the data"}
+    if not ids:
+        res = result(ctx, "identifier_reuse", 0.0, 0.0, "no identifier column", details=details)
+        return set_no_ci(res, "no identifier column: nothing to measure")
+    real = ctx.identifier_frame("real")
+    hits = _carries_real_identifier(real, ctx.identifier_frame("synthetic"), ids)
+    share = float(hits.mean())
+    details["n_release_records_with_real_identifier"] = int(hits.sum())
+    if ctx.holdout is None:
+        res = result(ctx, "identifier_reuse", share, share,
+                     "share of release records carrying a real record's identifier value", details=details)
+        return set_share_ci(res, hits)
+    chance = _carries_real_identifier(real, ctx.identifier_frame("holdout"), ids)
+    h0 = float(chance.mean())
+    value = min(1.0, max(0.0, (share - h0) / (1.0 - h0))) if h0 < 1.0 else 0.0
+    details["chance_share_holdout"] = h0
+    res = result(ctx, "identifier_reuse", value, share,
+                 "share of release records carrying a real identifier value, beyond the holdout's share",
+                 details=details)
+    return set_no_ci(res, "a share beyond the holdout's chance level (the release and holdout shares are exact counts)")
+
+
+def _carries_real_identifier(real: pl.DataFrame, other: pl.DataFrame, ids: list[str]) -> np.ndarray:
+    """Per row of ``other``: whether in some column of ``ids`` it holds a value (not null) that
+    some row of ``real`` holds."""
+    hit = pl.lit(False)
+    for c in ids:
+        hit = hit | pl.col(c).is_in(real.get_column(c).drop_nulls().unique().implode()).fill_null(False)
+    return other.select(hit.alias("hit"))["hit"].to_numpy().astype(bool)
 
 
 def _copied_rows(real: pl.LazyFrame, synthetic: pl.LazyFrame, cols: list[str]) -> np.ndarray:
@@ -177,7 +233,8 @@ def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
     sp = ctx.space(_space_key(space))
     nb = ctx.neighbours(space, "real", "real", search_k(labels))
     return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True,
-                                      categorical_slices=sp.categorical_slices)[0]
+                                      categorical_slices=sp.categorical_slices,
+                                      coded_columns=sp.coded_columns)[0]
 
 
 def _space_key(space) -> tuple:
@@ -370,7 +427,8 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
 
     def nearest(query: np.ndarray, target: np.ndarray, what: str, exclude_self: bool = False) -> np.ndarray:
         return ctx.search(query, target, 1, name=f"{note}: {what}", exclude_self=exclude_self,
-                          categorical_slices=space.categorical_slices).dist[:, 0]
+                          categorical_slices=space.categorical_slices,
+                          coded_columns=space.coded_columns).dist[:, 0]
 
     for _ in range(repetitions):
         if subsampled == "real":
@@ -555,11 +613,14 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     else measured on a seeded sample of that many real records (the change is a paired
     difference of the same records' distances in two projections, so a sample estimates its mean
     closely at a fraction of G searches of every record)."""
-    z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
-    zr, zs = z["real"], z["synthetic"]
-    n = zr.shape[0]
+    encoder = famd_encoder(ctx.real, ctx.schema, coded_above())
+    n = ctx.n_real
     q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
         seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
+    if encoder.coded:
+        return _dcr_without_groups_coded(ctx, encoder, labels, n_components, d, q)
+    z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
+    zr, zs = z["real"], z["synthetic"]
     wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
     # wide: the records' n × n Gram matrix instead (computed once; a group's is a sub-matrix of it)
     gram = zr @ zr.T if wide else zr.T @ zr
@@ -574,6 +635,30 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
             v = vecs[:, ::-1][:, :n_components]
         kq = q[labels[q] != g]
         near = ctx.search(zr[kq] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic")
+        shift[g] = (near.dist[:, 0] - d[kq]).mean()
+    return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
+
+
+def _dcr_without_groups_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_components: int, d: np.ndarray,
+                              q: np.ndarray) -> np.ndarray:
+    """:func:`_dcr_without_groups` when the FAMD input has coded columns (a categorical column of
+    thousands of levels): each group's axes are the leading right singular vectors of the FAMD
+    input of the records left, found by a Lanczos iteration on the input as an operator
+    (:meth:`privgate.spaces.FamdInputs.leading_axes`), so no indicator block of levels × records
+    is written; the rest as there."""
+    zr, zs = encoder.inputs(ctx.real), encoder.inputs(ctx.synthetic)
+    groups = int(labels.max()) + 1
+    shift = np.empty(groups)
+    # the axes depend on the real records and the labels only: shared with the holdout baseline's
+    # context (the same real records and jackknife groups)
+    axes = ctx._shared.setdefault("dcr_refit_axes", {})
+    tag = (n_components, hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest())
+    for g in range(groups):  # a loop over ≤ 50 groups, not records
+        if (tag, g) not in axes:
+            axes[(tag, g)] = zr.leading_axes(n_components, rows=np.flatnonzero(labels != g))[1]
+        v = axes[(tag, g)]
+        kq = q[labels[q] != g]
+        near = ctx.search(zr.matvec(v, kq), zs.project(v), 1, name="dcr refitted famd real→synthetic")
         shift[g] = (near.dist[:, 0] - d[kq]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 

@@ -368,12 +368,13 @@ def _named(ctx, name: str, grouped_from: int = 0) -> MatrixSearch:
     """The context's search of rows of the mixed space (settled inside categorical groups first
     when it has at least ``grouped_from`` query rows), reported as ``name``."""
     slices = ctx.mixed().categorical_slices
+    coded = ctx.mixed().coded_columns  # always given: the coded coordinates are compared as equal or not
 
     def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
                rows: np.ndarray | None = None) -> Neighbours:
         n = query.shape[0] if rows is None else len(rows)
         return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows,
-                          categorical_slices=slices if n >= grouped_from else None)
+                          categorical_slices=slices if n >= grouped_from else None, coded_columns=coded)
     return search
 
 

@@ -550,6 +550,7 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     reps_r = (_weights_without_groups(ctx, lab_r) * per_attr[worst][None, :]).sum(axis=1)
     sp = ctx.mixed(tuple(keys))
     nb = ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", search_k(lab_s))
-    idx_g = ctx.nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False)[1]
+    idx_g = ctx.nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False,
+                                       coded_columns=sp.coded_columns)[1]
     reps_s = (_correct_guess(ctx, worst, idx_g) * weights[None, :]).sum(axis=1)
     return widen_share_for_search(keep_jackknife(res, real=reps_r, synthetic=reps_s), weights=weights)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .backends import faiss_module
 from .category_tiles import compared_share
+from .coded import knn_coded
 from .decide import drop_self
 from .duplicates import fold_duplicates
 from .exact import ExactSearch, knn_kdtree
@@ -41,6 +42,7 @@ def knn(
     dedupe: bool = True,
     grouped: bool = True,
     use_faiss: bool = True,
+    coded_columns: list[tuple[int, float]] | None = None,
 ) -> Neighbours:
     """Exact k nearest neighbours of each ``query`` row among the ``target`` rows.
 
@@ -62,7 +64,16 @@ def knn(
     for the other searches of the same matrices. ``settings``: the engine's tunables (default
     :data:`.settings.DEFAULT_SETTINGS`). ``dedupe``, ``grouped``, ``use_faiss``: switch a path
     off. Answers are the same whatever the memo, the settings or the paths.
+
+    ``coded_columns``: (position, cost) of coordinates holding a categorical column's integer
+    code (the last coordinates of a mixed space, :attr:`EncodedSpace.coded_columns`); a mismatch
+    on one adds ``cost`` to the squared distance, exactly as its one-hot block would
+    (:mod:`.coded`).
     """
+    if coded_columns:
+        return _knn_coded(query, target, k, exclude_self, coded_columns,
+                          dict(categorical_slices=categorical_slices, approximate=approximate, seed=seed, memo=memo,
+                               settings=settings, dedupe=dedupe, grouped=grouped, use_faiss=use_faiss))
     q, t = _checked(query, target, k, exclude_self)
     n, d = q.shape
     if n == 0:
@@ -76,6 +87,27 @@ def knn(
         if hit is not None:
             return hit
     return search_rows(q, t, k, exclude_self, opts)
+
+
+def _knn_coded(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool,
+               coded: list[tuple[int, float]], options: dict) -> Neighbours:
+    """:func:`knn` with coded columns (:func:`.coded.knn_coded`); the rest matrices of the query
+    and target are kept in the memo, so that the engine's structures prepared for them serve
+    every search of the same matrices."""
+    q, t = _checked(query, target, k, exclude_self)
+    memo = options.get("memo")
+    h = len(coded)
+
+    def rest(x: np.ndarray) -> np.ndarray:
+        return SearchMemo.get_or_build(memo, x, ("coded_rest", h),
+                                       lambda: np.ascontiguousarray(x[:, :x.shape[1] - h]))
+
+    def engine(a: np.ndarray, b: np.ndarray, kk: int, *, exclude_self: bool) -> Neighbours:
+        return knn(a, b, kk, exclude_self=exclude_self, **options)
+
+    rq = rest(query) if q is query else rest(q)
+    rt = rq if exclude_self else (rest(target) if t is target else rest(t))
+    return knn_coded(q, t, k, exclude_self, list(coded), engine, resolve(options.get("settings")), rest=(rq, rt))
 
 
 def _checked(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -163,18 +163,17 @@ def test_error_messages_carry_no_record_values(tmp_path):
     assert secret not in str(e.value)
 
 
-def test_huge_cardinality_categorical_is_named_for_distance_metrics():
-    from privgate.errors import HighCardinalityError
-
+def test_an_identifier_column_is_set_aside_not_refused():
+    """A column distinct per real record is an identifier: left out of every distance and copy
+    metric (a copy under fresh identifiers is still a copy), and measured by identifier_reuse."""
     n = 2500
     r = pl.DataFrame({"id": [f"p{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
     s = pl.DataFrame({"id": [f"q{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
-    with pytest.raises(HighCardinalityError, match=r"'id' has 2500 levels"):
-        privgate.metrics.dcr(r, s)
-    with pytest.raises(HighCardinalityError, match=r"'id' has 5000 levels"):  # union in the mixed space
-        privgate.metrics.authenticity(r, s)
-    # exact-match metrics do not encode, so they still work
-    assert privgate.metrics.common_rows(r, s).value == 0.0
+    assert privgate.metrics.authenticity(r, s).value == 1.0  # the same x values: copies
+    assert privgate.metrics.common_rows(r, s).value == 1.0
+    assert privgate.metrics.identifier_reuse(r, s).value == 0.0
+    assert privgate.metrics.identifier_reuse(r, r).value == 1.0
+    assert EvaluationContext(r, s).identifiers == ["id"]
 
 
 def test_nan_is_missing_and_unseen_categories_are_fine():

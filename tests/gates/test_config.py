@@ -118,9 +118,10 @@ def test_load_yaml_toml_and_file_errors(tmp_path):
 
 def test_default_config_loads_and_follows_validity():
     cfg = default_gate_config()
-    # raw thresholds only where a raw value means something on its own
+    # raw thresholds only where a raw value means something on its own (identifier_reuse: fresh
+    # identifiers score 0, and its value is already beyond the holdout's share with one)
     raw_threshold_metrics = {m.name for m, r in cfg.rules("threshold") if r.when != "no_holdout"}
-    assert raw_threshold_metrics <= {"common_rows", "hitting_rate", "disclosure_identity",
+    assert raw_threshold_metrics <= {"common_rows", "hitting_rate", "disclosure_identity", "identifier_reuse",
                                       "disclosure_attribute", "memorisation", "label_free_memorisation"}
     # memorisation (its value is already relative to the holdout) decides on its lower bound and
     # runs only with a holdout; so does its label-free view

@@ -1,0 +1,173 @@
+"""Categorical columns of many levels (postcodes, diagnosis codes) held as one coded coordinate:
+the same neighbours, distances, FAMD projection and metric values as their one-hot encoding, by
+hand on tiny data and against the one-hot encoding on random data."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privgate
+from privgate import spaces
+from privgate.context import EvaluationContext
+from privgate.neighbours import coded as coded_module
+from privgate.neighbours import knn
+from privgate.schema import infer_schema
+from privgate.spaces import famd_space, mixed_space
+
+
+def _frame(n: int, seed: int, zip_levels: int = 300, dx_levels: int = 40) -> pl.DataFrame:
+    r = np.random.default_rng(seed)
+    return pl.DataFrame({"a": r.normal(size=n), "b": r.integers(0, 3, n).astype(float),
+                         "c": r.choice(["x", "y", "z"], n),
+                         "zip": [f"z{v}" for v in r.integers(0, zip_levels, n)],
+                         "dx": [f"d{v}" for v in r.integers(0, dx_levels, n)]})
+
+
+@pytest.fixture
+def frames() -> dict[str, pl.DataFrame]:
+    return {"real": _frame(400, 1), "synthetic": _frame(300, 2)}
+
+
+def test_hand_computed_distances_with_a_coded_column(monkeypatch):
+    """Real (x, z): (−1, a), (−1, b), (1, c), (1, d) — x has mean 0 and std 1; release (−1, a),
+    (3, c). d² = Δx² + [z differs]. Real → release: r0 0, r1 1 (s0: z differs), r2 2 (s1: Δx = 2,
+    z equal), r3 √5 (s0 and s1 both at 4 + 1; s0 the lower index). Real → other real: 1 each (equal
+    x, z differs). Without z: 0, 0, 2, 2 and 0 each. authenticity = share with d_rs ≤ d_rr: 2/4
+    both ways."""
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 2)
+    real = pl.DataFrame({"x": [-1.0, -1.0, 1.0, 1.0], "z": ["a", "b", "c", "d"]})
+    syn = pl.DataFrame({"x": [-1.0, 3.0], "z": ["a", "c"]})
+    ctx = EvaluationContext(real, syn)
+    sp = ctx.mixed()
+    assert sp.coded_columns == [(1, 1.0)] and sp.dim == 2  # one coordinate, not 5 one-hot columns
+    rs = ctx.neighbours("mixed", "real", "synthetic", 1)
+    np.testing.assert_allclose(rs.dist[:, 0], [0.0, 1.0, 2.0, np.sqrt(5.0)], rtol=1e-12)
+    assert rs.idx[:, 0].tolist() == [0, 0, 1, 0]
+    rr = ctx.neighbours("mixed", "real", "real", 1)
+    np.testing.assert_allclose(rr.dist[:, 0], [1.0, 1.0, 1.0, 1.0], rtol=1e-12)
+    assert rr.idx[:, 0].tolist() == [1, 0, 3, 2]
+    without = EvaluationContext(real.drop("z"), syn.drop("z"))
+    np.testing.assert_allclose(without.neighbours("mixed", "real", "synthetic", 1).dist[:, 0], [0, 0, 2, 2])
+    assert privgate.metrics.authenticity(real, syn).value == 0.5
+    assert privgate.metrics.authenticity(real.drop("z"), syn.drop("z")).value == 0.5
+
+
+def test_a_coded_column_equal_everywhere_changes_no_distance(monkeypatch):
+    """A coded column with one value in every record adds nothing: the same distances as without it."""
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 0)
+    fr = {"real": _frame(200, 3).drop("zip", "dx"), "synthetic": _frame(150, 4).drop("zip", "dx")}
+    with_col = {r: f.with_columns(pl.lit("same").alias("k")) for r, f in fr.items()}
+    a = EvaluationContext(fr["real"], fr["synthetic"], schema={"c": "categorical"})
+    b = EvaluationContext(with_col["real"], with_col["synthetic"])
+    assert b.mixed().coded_columns  # every categorical column coded (c too)
+    for q, t in (("real", "synthetic"), ("real", "real"), ("synthetic", "synthetic")):
+        na, nb = a.neighbours("mixed", q, t, 3), b.neighbours("mixed", q, t, 3)
+        np.testing.assert_allclose(na.dist, nb.dist, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("weights", [None, {"a": 0.7, "zip": 1.3, "dx": 0.4}])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_coded_search_equals_the_one_hot_search(frames, weights, exclude_self):
+    sch = infer_schema(frames)
+    one = mixed_space(frames, sch, weights=weights)
+    cod = mixed_space(frames, sch, weights=weights, coded_above=30)
+    assert cod.dim == 7 and one.dim > 300
+    assert [c for _, c in cod.coded_columns] == pytest.approx([(weights or {}).get(c, 1.0) ** 2 for c in ("zip", "dx")])
+    t1 = one.real if exclude_self else one.synthetic
+    t2 = cod.real if exclude_self else cod.synthetic
+    a = knn(one.real, t1, 5, exclude_self=exclude_self, categorical_slices=one.categorical_slices)
+    b = knn(cod.real, t2, 5, exclude_self=exclude_self, categorical_slices=cod.categorical_slices,
+            coded_columns=cod.coded_columns)
+    np.testing.assert_allclose(a.dist, b.dist, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(a.idx[:, 0], b.idx[:, 0])
+    assert b.search["coded_columns"]["subsets_searched"] == 3
+
+
+@pytest.mark.parametrize("engine_above", [10_000, 12])
+def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monkeypatch, engine_above):
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "PAIRS_PER_BLOCK", 97)
+    monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    sch = infer_schema(frames)
+    one = mixed_space(frames, sch)
+    cod = mixed_space(frames, sch, coded_above=30)
+    for ex in (False, True):
+        t1, t2 = (one.real, cod.real) if ex else (one.synthetic, cod.synthetic)
+        a = knn(one.real, t1, 4, exclude_self=ex, categorical_slices=one.categorical_slices)
+        b = knn(cod.real, t2, 4, exclude_self=ex, coded_columns=cod.coded_columns)
+        np.testing.assert_allclose(a.dist, b.dist, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(a.idx[:, 0], b.idx[:, 0])
+
+
+def test_ties_inside_a_group_go_to_the_lowest_index(monkeypatch):
+    """Every rest coordinate equal: within a group all targets tie, and the lowest indices win."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 2)
+    rng = np.random.default_rng(0)
+    q = np.column_stack([np.zeros(30), rng.integers(0, 3, 30).astype(float)])
+    t = np.column_stack([np.zeros(60), rng.integers(0, 3, 60).astype(float)])
+    nb = knn(q, t, 3, coded_columns=[(1, 1.0)])
+    for i in range(30):
+        same = np.flatnonzero(t[:, 1] == q[i, 1])
+        assert nb.idx[i].tolist() == same[:3].tolist() and np.all(nb.dist[i] == 0.0)
+
+
+def test_a_wrong_coded_layout_is_refused(frames):
+    cod = mixed_space(frames, infer_schema(frames), coded_above=30)
+    with pytest.raises(ValueError, match="last 2 coordinates"):
+        knn(cod.real, cod.synthetic, 1, coded_columns=[(0, 1.0), (1, 1.0)])
+
+
+def test_coded_famd_equals_the_written_famd(frames):
+    sch = infer_schema(frames)
+    dense = famd_space(frames, sch, 2)
+    coded = famd_space(frames, sch, 2, coded_above=30)
+    assert coded.details["coded_columns"] == {"zip": frames["real"]["zip"].n_unique(), "dx": 40}
+    assert coded.details["n_input_features"] == dense.details["n_input_features"]
+    np.testing.assert_allclose(coded.details["explained_variance_ratio"], dense.details["explained_variance_ratio"],
+                               rtol=1e-9)
+    for role in ("real", "synthetic"):  # unseen release levels: all-zero indicator rows in both
+        np.testing.assert_allclose(coded[role], dense[role], atol=1e-9)
+
+
+def test_metrics_agree_with_the_one_hot_encoding(frames, monkeypatch):
+    """Every mixed-space and FAMD metric of the default gate, and the attacks' and proximity's
+    searches, give the values of the one-hot encoding when the two columns are coded."""
+    holdout = _frame(300, 5)
+    names = ["authenticity", "identifiability", "nnaa", "median_dcr", "dcr", "nndr", "memorisation",
+             "close_values", "distant_values", "proximity_score", "linkability", "inference",
+             "attribute_inference", "singling_out", "disclosure_identity", "hitting_rate", "common_rows",
+             "label_free_memorisation", "label_free_authenticity"]
+    params = {"linkability": {"aux_cols": [["a", "zip"], ["b", "dx"]]},
+              "inference": {"secret": "c", "aux_cols": ["a", "zip", "dx"]},
+              "attribute_inference": {"keys": ["a", "zip", "dx"], "sensitive": "c"},
+              "disclosure_identity": {"keys": ["zip", "dx"], "targets": "c"}}
+
+    def run(levels: int):
+        monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", levels)
+        return privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, params=params,
+                                 exact=True)
+
+    one, cod = run(1000), run(30)
+    assert not one.errors and not cod.errors
+    for name in names:
+        assert cod.results[name].value == pytest.approx(one.results[name].value, abs=1e-9), name
+    assert "coded_columns" in str(cod.results["authenticity"].details["neighbour_search"])
+
+
+def test_compact_spaces_code_the_same_columns(frames, monkeypatch):
+    """Above COMPACT_SPACES_ABOVE the spaces are float32: the codes stay exact integers and the
+    metrics agree with the float64 spaces (to float32 rounding of the other coordinates)."""
+    from privgate import context_spaces
+
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 30)
+    holdout = _frame(300, 5)
+    names = ["authenticity", "identifiability", "nnaa", "dcr", "memorisation", "median_dcr"]
+    wide = privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, exact=True)
+    monkeypatch.setattr(context_spaces, "COMPACT_SPACES_ABOVE", 10)
+    compact = privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, exact=True)
+    assert not wide.errors and not compact.errors
+    for name in names:
+        assert compact.results[name].value == pytest.approx(wide.results[name].value, abs=1e-6), name
