@@ -40,7 +40,9 @@ most one level of each side under the same label, and no record was found disgui
 that kept the reference's labels and scale gets the identity and the label-free metrics then
 report the plain metrics' results unchanged (no second test).
 
-What it cannot see: a column whose levels were relabelled AND whose records can be told apart by
+What it cannot see: a relabelled column of more levels than the anchored records can cover
+(``MIN_SUPPORT`` anchored records per level: a postcode, a diagnosis code) keeps its labels; a
+column whose levels were relabelled AND whose records can be told apart by
 nothing else (all-categorical data in which every column was split at random: shares change,
 anchors are lost) keeps its labels; a copy whose every column was perturbed beyond the
 holdout's own distances is not a copy; and a disguise of a minority of the records whose values
@@ -60,7 +62,7 @@ import polars as pl
 from . import seeds
 from .schema import Schema
 from .disguised_records import DisguisedRecords, find_disguised_records, put_sources
-from .level_classes import CODE_PREFIX, KEEP_PREFIX, level_classes, level_shares  # noqa: F401 - public via this module
+from .level_classes import CODE_PREFIX, KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares  # noqa: F401 - public via this module
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 
 ANCHOR_ROWS = 2000      # release records anchored (a seeded sample above this)
@@ -188,11 +190,16 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         # the anchors that explain this column best: the largest share of anchored records in
         # their level's most frequent cell (no view holds the column itself)
         table = max(tables[c], key=lambda tb: _purity(tb, "s", "r"), default=None)
+        rel_levels = release.get_column(c).drop_nulls().unique().to_list()
+        ref_levels = reference.get_column(c).drop_nulls().unique().to_list()
+        if max(len(rel_levels), len(ref_levels)) * MIN_SUPPORT > rows.size:
+            # fewer anchored records than MIN_SUPPORT per level (a postcode, a diagnosis code):
+            # the anchors cannot cover the column, and chance majorities among thousands of rare
+            # levels would pass for edges — it keeps its labels
+            table = None
         rc, fc, col = level_classes(table if table is not None else pl.DataFrame(
                                    {"s": [], "r": [], "len": []}, schema={"s": pl.String, "r": pl.String, "len": pl.UInt32}),
-                               "s", "r",
-                               release.get_column(c).drop_nulls().unique().to_list(),
-                               reference.get_column(c).drop_nulls().unique().to_list())
+                               "s", "r", rel_levels, ref_levels)
         rel_codes[c], ref_codes[c] = rc, fc
         described[c] = col
         if not col["identity"]:

@@ -189,3 +189,28 @@ def test_a_disguised_copy_never_passes_the_default_gate(adult, kind, every, nois
     release = disguised_copy(real, kind, seed, every=every, noise=noise, junk=junk)
     outcome = run_gate(default_gate_config(), real, release, holdout if with_holdout else None, release_id="r")
     assert outcome.decision == "block", (kind, every, noise, junk, seed, with_holdout, outcome.exit_code)
+
+
+def test_a_column_of_more_levels_than_the_anchors_cover_keeps_its_labels():
+    """A code column of 400 levels on 600 records (fewer than 3 anchored records per level): an
+    honest release of other records keeps the identity there, whatever chance majorities its
+    rare levels show; a permutation of a small column is still learnt beside it."""
+    n = 600
+
+    def frame(seed):
+        r = np.random.default_rng(seed)
+        return pl.DataFrame({"x": r.normal(0, 1, n), "code": [f"k{v}" for v in r.integers(0, 400, n)],
+                             "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist()})
+
+    real = frame(1)
+    corr = _learnt_schema(real, frame(2))
+    assert "code" not in corr.remapped and corr.columns["code"]["identity"]
+    release = real.with_columns(pl.col("c").replace_strict({"a": "b", "b": "c", "c": "a"}))
+    corr = _learnt_schema(real, release)
+    assert corr.remapped == ("c",) and corr.columns["code"]["identity"]
+
+
+def _learnt_schema(real: pl.DataFrame, release: pl.DataFrame):
+    ctx = EvaluationContext(real, release, schema={"x": "numeric", "code": "categorical", "c": "categorical"},
+                            _shared={"real_nn": {}, "entropy": {}})
+    return correspondence(ctx)
