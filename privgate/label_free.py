@@ -204,7 +204,10 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         described[c] = col
         if not col["identity"]:
             remapped.append(c)
-    records = find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
+    # the record-by-record search reads the classes' codes; with the identity everywhere, the
+    # labels themselves carry the same equalities (and nothing is recoded twice)
+    records = (find_disguised_records(release, reference, schema, seed=ctx.seed) if not remapped else
+               find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed))
     return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
 
 

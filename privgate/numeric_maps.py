@@ -17,8 +17,9 @@ two sets, as memorisation's null needs):
    ``RANK_AGAINST``) is taken as decreasing, its ranks flipped and the records anchored again; a
    column off the reference's scale (step 3) is judged from anchors searched in the view without
    it, whose own ranks would line any release up with the reference.
-   A seeded sample of at most ``label_free.ANCHOR_ROWS`` release records is searched against
-   every reference record (the project's neighbour engine, ``ctx.search``).
+   At most ``MAP_ANCHOR_ROWS`` records of the view's seeded sample (every k-th) are searched
+   against every reference record (the project's neighbour engine, ``ctx.search``): a map needs
+   tens of supporting pairs, not thousands, and each anchor costs a pass over the reference.
 2. **Maps the anchors support.** Per column, the anchored (release value, reference value) pairs
    vote: every affine map through two anchored pairs (a seeded draw of ``AFFINE_DRAWS``) is
    supported by the pairs it sends onto each other within the tie tolerance, and the best one is
@@ -72,6 +73,7 @@ from .level_classes import level_shares
 from .schema import Schema
 from .ties import REL_TOL
 
+MAP_ANCHOR_ROWS = 500    # release records anchored for the maps (evenly from the view's seeded sample)
 MIN_MAP_SUPPORT = 10     # anchored pairs a map needs before it replaces the identity ...
 MAP_SHARE = 0.2          # ... and this share of the anchored pairs ...
 IDENTITY_MARGIN = 3.0    # ... and this many times the identity's support (plus MIN_MAP_SUPPORT)
@@ -266,11 +268,13 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
                        name: str) -> dict[str, NumericMap]:
     """Per numeric column of ``ctx.schema`` whose release values are not the reference's as they
     are, the map that brings them back (both frames normalised; ``rows``: the sampled release
-    rows that are anchored). Columns absent from the result keep their values."""
+    rows of the label-free view; every ``len(rows) / MAP_ANCHOR_ROWS``-th of them is anchored).
+    Columns absent from the result keep their values."""
     schema: Schema = ctx.schema
     num = list(schema.numeric)
     if not num:
         return {}
+    rows = rows[::max(1, -(-rows.size // MAP_ANCHOR_ROWS))]
     values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
     off = [c for c in num if suspect(*values[c])]
     # an off-scale column's direction comes from anchors that never saw an off-scale column
