@@ -13,7 +13,7 @@ from privgate.cli import main
 
 # the production generator copies its training rows; the harmless one draws from nothing
 GENERATORS = GENERATOR_MODULE + "\nproduction = copy_gen\nharmless = blind_gen\n"
-FAST = ["--real", "real.parquet", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1",
+FAST = ["--real", "real.parquet", "--design", "shared", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1",
         "--attacks", "distance", "--claimed-epsilon", "1", "--history", "h.sqlite", "--dataset", "d",
         "--generator-version", "1", "--quiet"]
 GATE = ("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.9}}\n"
