@@ -198,6 +198,36 @@ def target_rows(result: Any) -> list[dict[str, str]]:
                        tpr1=_tpr(tprs, 0), tpr01=_tpr(tprs, 1), eps=f"{a['epsilon_lower']:.3f}",
                        runs=f"{a.get('runs_with', '-')} with / {a.get('runs_without', '-')} without (test)")
         out.append(row)
+    return _fold_pooled(out)
+
+
+def _fold_pooled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Consecutive targets of one kind and status with no attack of their own (the canaries
+    design's pooled canaries) as one row, ``t0–t31`` of kind ``canary_cell ×32``: their
+    evidence is their group's pooled bound, on the chart."""
+    out: list[dict[str, str]] = []
+    run: list[dict[str, str]] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            first, last = run[0], run[-1]
+            out.append({**first, "target": f"{first['target']}–{last['target']}",
+                        "kind": f"{first['kind']} ×{len(run)}"})
+        else:
+            out.extend(run)
+        run.clear()
+
+    for row in rows:
+        alone = row["attack"] == "-" and row["row"] == "-" and not row["why"]
+        if alone and run and (run[-1]["kind"], run[-1]["status"]) == (row["kind"], row["status"]):
+            run.append(row)
+            continue
+        flush()
+        if alone:
+            run.append(row)
+        else:
+            out.append(row)
+    flush()
     return out
 
 
