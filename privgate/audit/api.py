@@ -197,7 +197,7 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
             p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
             again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"])
             best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
-                        correct=again["correct"], guesses=again["guesses"])
+                        correct=again["correct"], guesses=again["guesses"], observations=again["observations"])
         else:
             best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
                                                               best["false_negatives"], best["runs_with"],
@@ -484,12 +484,16 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
     if design is None:
         design = default_design(delta)
+    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     if isinstance(looks, str):
         if looks != "auto":
             raise ParameterError(f"looks must be 'auto', None or an integer in [1, {MAX_LOOKS}]; got {looks!r}")
         looks = "auto" if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
                                      on_cluster=on_cluster) else None
-    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
+    elif looks is not None:
+        look_schedule(runs, looks, 1)  # checks looks
+        if looks == 1:  # one look: the audit as without looks (on a cluster too)
+            looks = None
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                                  canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,

@@ -153,8 +153,8 @@ def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_local
 
     work_folder(tmp_path, monkeypatch, data(seed=4), {"cluster_cli_gen.py": GENERATOR_MODULE})
     common = ["audit", "--real", "real.parquet", "--generator", "cluster_cli_gen:Noisy", "--generator-args",
-              '{"scale": 0.01}', "--runs", "30", "--n-targets", "2", "--training-rows", "100", "--threads", "1",
-              "--claimed-epsilon", "1", "--quiet"]
+              '{"scale": 0.01}', "--design", "shared", "--runs", "30", "--n-targets", "2", "--training-rows", "100",
+              "--threads", "1", "--claimed-epsilon", "1", "--quiet", "--looks", "1"]
     codes = [main([*common, "--workers", "1", "--json", "local.json"]),
              main([*common, "--executor", cluster.address.replace("tcp://", "dask://"), "--json", "cluster.json"])]
     reports = [json.loads((tmp_path / f).read_text()) for f in ("local.json", "cluster.json")]

@@ -188,7 +188,7 @@ def test_tpr_at_fixed_fpr_keeps_the_fit_runs_fpr():
 # ------------------------------------------------------------------ end to end
 def test_a_generator_that_returns_its_training_records_is_caught():
     r = audit_generator(copy_training, people(), design="shared", runs=100, n_targets=3, training_rows=100,
-                        claimed_epsilon=1.0, seed=0, workers=1, threads=1)
+                        claimed_epsilon=1.0, seed=0, workers=1, threads=1, looks=None)
     # every attack separates perfectly: no test run wrong, bounded at α/2 = 0.025 (one-sided
     # Clopper–Pearson at 0.0125 per rate) — the largest bound these runs can show
     b = r.best

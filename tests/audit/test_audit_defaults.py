@@ -100,3 +100,23 @@ def test_boolean_date_datetime_columns_through_the_api(design):
     assert broken.epsilon_lower >= 0.0 and broken.n_audited > 0
     if design == "canaries":
         assert broken.violation  # the level canaries are copied into the release
+
+
+def test_an_audit_file_whose_claim_conflicts_with_the_flag_is_told_so(tmp_path, monkeypatch, capsys):
+    """Not "audit.rules: missing": a file giving only a claim keeps the default rules, and a claim
+    that differs from --claimed-epsilon is named, with both numbers and the file."""
+    work_folder(tmp_path, monkeypatch, typed_frame(), {"typed_gens.py": TYPED_GENS,
+                                                       "claim.yaml": "audit:\n  claimed_epsilon: 2\n"})
+    code = main(["audit", "--generator", "typed_gens:constant_gen", "--real", "real.parquet", "--config",
+                 "claim.yaml", "--claimed-epsilon", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 3 and "rules: missing" not in err
+    assert "audit.claimed_epsilon: claim.yaml claims ε = 2 and --claimed-epsilon says 1" in err
+
+
+def test_runs_help_says_what_the_default_design_counts(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "generator runs: in all for the canaries and shared designs" in text
+    assert "per target for the separate design (default 200" in text
