@@ -271,6 +271,22 @@ def cost_rows(result: Any) -> list[tuple[str, str]]:
         [("note", str(c["note"]))] if c.get("note") else [])
 
 
+def design_rows(design: dict[str, Any]) -> list[tuple[str, str]]:
+    """The design as (key, text) rows; a sequential audit's record in words."""
+    rows = []
+    for k, v in sorted(design.items()):
+        if k == "sequential" and isinstance(v, dict):
+            per = v.get("alpha_per_look")
+            spent = (f"α {per:.4g} each" if isinstance(per, float) else
+                     f"α {per[0]:.4g} at each early look, {per[-1]:.4g} at the last" if per else "")
+            made = (f"stopped after {v.get('stopped_after_runs')} of {v.get('planned_runs')} runs (the claim was "
+                    "disproved)" if v.get("stopped_early") else f"made all {v.get('planned_runs')} runs")
+            rows.append((k, f"looks after {', '.join(str(n) for n in v.get('looks', []))} runs; {spent}; {made}"))
+        else:
+            rows.append((k, f"{v:.4g}" if isinstance(v, float) else str(v)))
+    return rows
+
+
 def render_audit_html(result: Any, outcome: Any = None) -> str:
     """The audit report as a string; ``outcome`` (an
     :class:`~privgate.gates.audit_rules.AuditOutcome`) adds the decision and its checks."""
@@ -281,7 +297,8 @@ def render_audit_html(result: Any, outcome: Any = None) -> str:
         generator=gen.get("name") or "-", version=gen.get("version") or "-",
         verdict=verdict_words(result), evidence=evidence_label(result.best), rows=target_rows(result), cost=cost_rows(result),
         next_step=next_step(result), headline_note=headline_note(result, [v for _, v in epsilon_bars(result)]),
-        design=sorted((k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in (result.design or {}).items()),
+        design=design_rows(result.design or {}),
+        n_pairs=sum(len(t.get("attacks") or {}) for t in result.targets), n_pooled=len(result.pooled or []),
         plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result, MAX_ROC_PANELS), max_roc=MAX_ROC_PANELS,
         n_attacked=sum(1 for t in result.targets if t.get("attacks")),
         failed=result.failed_runs or [],
