@@ -1,8 +1,13 @@
 """The generator audit's soundness, power and cost, measured.
 
-Soundness: audits of mechanisms of exactly known ε (privgate.audit.mechanisms.LaplaceHistogram
-over a public domain, both releases) with the claim set to the true ε; the audit's lower bound
-may exceed the claim in at most 5 % of audits (1 − confidence).
+Soundness and tightness: audits of mechanisms of exactly known ε (privgate.audit.mechanisms:
+the Laplace histogram over a public domain at several ε and both releases, randomized response
+on the cells' occupancy, the Gaussian mechanism at δ = 10⁻⁵) with the claim set to the true ε,
+per design (the default — no flag —, the canaries design with one look, the shared design); the
+audit's lower bound may exceed the claim in at most 5 % of audits (1 − confidence), and the
+median bound / ε says how tight a design is.
+Fits: with no flag but the claim, the fits and wall time to prove DataSynthesizer's
+domain-from-data fault, and a correct DP generator's (no false alarm).
 Power: a mechanism with noise 10× too small (claim 1, true ε 10), the same mechanism with its
 domain taken from the private data (not DP), and generators that publish their training records
 (exactly, or with small noise): how often the bound exceeds the claim, and the bound and AUC
@@ -14,8 +19,10 @@ generator's, and the two-worker speed-up as a ratio measured in the same run.
 Data: four columns of the bundled Adult sample (age binned on public edges, sex, race, income:
 200 cells), the population the training sets are drawn from.
 
-    python benchmarks/audit.py                     # everything (about 20 min on 2 quiet cores)
-    python benchmarks/audit.py --part soundness --audits 100
+    python benchmarks/audit.py --quick             # a reduced soundness run and one seed of fits: minutes
+    python benchmarks/audit.py --part soundness --audits 100      # appends to benchmarks/audit_soundness.jsonl
+    python benchmarks/audit.py --part soundness --summarise       # the table of what is measured so far
+    python benchmarks/audit.py --part fits --audits 3
     python benchmarks/audit.py --part power --audits 50
     python benchmarks/audit.py --part cost
 """
@@ -55,27 +62,128 @@ def public_domain(pop: pl.DataFrame) -> dict:
     return dom
 
 
-def run_audit(generate, pop, *, seed: int, runs: int, claimed: float, training_rows: int = 1000, **kw):
-    return audit_generator(generate, pop, runs=runs, training_rows=training_rows, claimed_epsilon=claimed,
+def run_audit(generate, pop, *, seed: int, runs: int | None, claimed: float, training_rows: int = 1000, **kw):
+    if runs is not None:
+        kw["runs"] = runs
+    return audit_generator(generate, pop, training_rows=training_rows, claimed_epsilon=claimed,
                            seed=seed, workers=1, threads=1, **kw)
 
 
-def soundness(audits: int, runs: int) -> None:
+#: the soundness rows: (name, generator factory, true ε the claim is set to, δ of the claim)
+def soundness_rows(dom: dict) -> list[tuple[str, object, float, float]]:
+    from privgate.audit.mechanisms import GaussianHistogram, RandomizedResponse
+
+    gauss = GaussianHistogram(1.0, dom, release="rounded")
+    return [("Laplace histogram, rounded, ε 0.5", LaplaceHistogram(0.5, dom, release="rounded"), 0.5, 0.0),
+            ("Laplace histogram, rounded, ε 1", LaplaceHistogram(1.0, dom, release="rounded"), 1.0, 0.0),
+            ("Laplace histogram, rounded, ε 2", LaplaceHistogram(2.0, dom, release="rounded"), 2.0, 0.0),
+            ("Laplace histogram, rounded, ε 4", LaplaceHistogram(4.0, dom, release="rounded"), 4.0, 0.0),
+            ("Laplace histogram, 1,000 sampled, ε 1", LaplaceHistogram(1.0, dom, release="sampled"), 1.0, 0.0),
+            ("randomized response on cells, ε 1", RandomizedResponse(1.0, dom), 1.0, 0.0),
+            ("randomized response on cells, ε 2", RandomizedResponse(2.0, dom), 2.0, 0.0),
+            ("Gaussian σ 1, δ 1e-5 (ε(δ) 4.38)", gauss, float(gauss.epsilon_at(1e-5)), 1e-5)]
+
+
+#: the designs measured: name → audit_generator keywords (the default: no keyword at all)
+SOUNDNESS_DESIGNS = {"default": {}, "canaries, one look": {"design": "canaries", "looks": None},
+                     "shared": {"design": "shared", "looks": None}}
+
+
+def soundness(audits: int, runs: int, designs: list[str], out: Path, first_seed: int = 1000) -> None:
+    """Audits of mechanisms of exactly known ε, the claim set to the true ε, round-robin over the
+    rows (seed by seed) so that a stopped measurement has every row at about the same count; one
+    JSON line per audit appended to ``out`` (a restart skips the (row, design, seed) done)."""
+    import json
+
+    pop = population()
+    rows = soundness_rows(public_domain(pop))
+    done = set()
+    if out.exists():
+        for line in out.read_text().splitlines():
+            d = json.loads(line)
+            done.add((d["row"], d["design"], d["seed"]))
+    for i in range(audits):
+        seed = first_seed + i
+        for design in designs:
+            for name, gen, eps, delta in rows:
+                if (name, design, seed) in done:
+                    continue
+                if SOUNDNESS_DESIGNS[design].get("design") == "canaries" and delta > 0:
+                    continue  # the canaries design bounds pure ε only
+                start = time.perf_counter()
+                r = run_audit(gen, pop, seed=seed, runs=runs, claimed=eps, delta=delta, **SOUNDNESS_DESIGNS[design])
+                seq = r.design.get("sequential") or {}
+                made = seq.get("stopped_after_runs", r.cost["runs"])
+                with out.open("a") as f:
+                    f.write(json.dumps({"row": name, "design": design, "design_used": r.design["design"],
+                                        "seed": seed, "epsilon": eps, "delta": delta,
+                                        "bound": r.epsilon_lower, "provable": r.epsilon_provable,
+                                        "fits": int(made + r.cost["preflight_runs"]), "runs": runs,
+                                        "seconds": time.perf_counter() - start}) + "\n")
+        print(f"soundness: seed {seed} done", flush=True)
+
+
+def summarise_soundness(out: Path) -> None:
+    """The table of the JSON lines in ``out``: per row and design, the audits, how many bounds
+    exceeded the true ε (allowed: 5 %), the median bound / ε, the largest bound, fits."""
+    import json
+
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for d in recs:
+        groups.setdefault((d["design"], d["row"]), []).append(d)
+    print("| design | mechanism (claim = true ε) | audits | bound > ε | median bound | median / ε | largest | "
+          "median fits | s an audit |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (design, row), ds in sorted(groups.items()):
+        b = np.array([d["bound"] for d in ds])
+        eps = ds[0]["epsilon"]
+        k = int((b > eps).sum())
+        used = ds[0]["design_used"]
+        print(f"| {design}{'' if used in design else f' ({used})'} | {row} | {len(ds)} | {k} / {len(ds)} "
+              f"({k / len(ds):.1%}) | {np.median(b):.3f} | {np.median(b) / eps:.2f} | {b.max():.3f} | "
+              f"{int(np.median([d['fits'] for d in ds]))} | {np.mean([d['seconds'] for d in ds]):.1f} |")
+
+
+#: five categorical Adult columns for the DataSynthesizer rows of ``fits``
+DS_COLUMNS = ["workclass", "education", "marital_status", "race", "income"]
+
+
+def fits(audits: int) -> None:
+    """With no flag but the claim (the default design, sequential by default): the fits and wall
+    time a real fault takes to prove — DataSynthesizer's PrivBayes reading its domain from the
+    data, the Laplace histogram doing the same — and what correct DP generators cost, with no
+    false alarm: PrivBayes over a public domain and the exact Laplace histogram. Claim ε = 1;
+    fits are the generator runs made plus the preflight run."""
     pop = population()
     dom = public_domain(pop)
-    print(f"## soundness: {audits} audits per row, {runs} runs each, claim = true ε; bound > claim allowed in ≤ 5 %")
-    print(f"{'mechanism':34s} {'ε':>5s} {'exceed':>8s} {'rate':>7s} {'mean bound':>11s} {'max bound':>10s} {'s/audit':>8s}")
-    for release in ("rounded", "sampled"):
-        for eps in (0.5, 1.0, 4.0):
-            gen = LaplaceHistogram(eps, dom, release=release)
-            bounds = []
+    rows: list[tuple[str, object, pl.DataFrame]] = [
+        ("Laplace histogram, domain from the data (not DP)", LaplaceHistogram(1.0, None, release="rounded",
+                                                                             domain_from_data=True), pop),
+        ("Laplace histogram, public domain (exactly 1-DP)", LaplaceHistogram(1.0, dom, release="rounded"), pop)]
+    try:
+        from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+
+        adult = load_example().select(DS_COLUMNS).drop_nulls()
+        ds_dom = {c: adult[c].unique().sort().to_list() for c in DS_COLUMNS}
+        PrivBayesGenerator(1.0)(adult.head(50), 5, 0)  # the library is installed (else ImportError)
+        rows = [("DataSynthesizer PrivBayes, domain from the data", PrivBayesGenerator(1.0), adult),
+                ("DataSynthesizer PrivBayes, public domain", PrivBayesGenerator(1.0, domain=ds_dom), adult)] + rows
+    except ImportError as exc:
+        print(f"(DataSynthesizer rows skipped: {exc})")
+    print(f"\n## fits: claim ε = 1, no flag but the claim, {audits} seed(s) per row")
+    print("| generator | seed | violation | ε lower | fits | wall s | evidence |")
+    print("|---|---|---|---|---|---|---|")
+    for name, gen, data in rows:
+        for seed in range(audits):
             start = time.perf_counter()
-            for i in range(audits):
-                bounds.append(run_audit(gen, pop, seed=1000 + i, runs=runs, claimed=eps).epsilon_lower)
-            b = np.array(bounds)
-            k = int((b > eps).sum())
-            print(f"{'LaplaceHistogram ' + release:34s} {eps:5.1f} {k:5d}/{audits:<3d} {k / audits:7.3f} "
-                  f"{b.mean():11.3f} {b.max():10.3f} {(time.perf_counter() - start) / audits:8.2f}", flush=True)
+            r = audit_generator(gen, data, claimed_epsilon=1.0, seed=seed, workers=1, threads=1)
+            wall = time.perf_counter() - start
+            seq = r.design.get("sequential") or {}
+            made = seq.get("stopped_after_runs", r.cost["runs"]) + r.cost["preflight_runs"]
+            best = r.best or {}
+            print(f"| {name} | {seed} | {r.violation} | {r.epsilon_lower:.3f} | {made} | {wall:.1f} | "
+                  f"{best.get('target', '-')}, {best.get('attack', '-')} |", flush=True)
 
 
 def power(audits: int, runs: int) -> None:
@@ -91,7 +199,7 @@ def power(audits: int, runs: int) -> None:
     for name, gen, n_runs in rows:
         bounds, aucs = [], []
         for i in range(audits):
-            r = run_audit(gen, pop, seed=2000 + i, runs=n_runs, claimed=1.0)
+            r = run_audit(gen, pop, seed=2000 + i, runs=n_runs, claimed=1.0, design="shared", looks=None)
             bounds.append(r.epsilon_lower)
             best = r.best or {}
             t = next((t for t in r.targets if t["target"] == best.get("target")), None)
@@ -122,7 +230,7 @@ def cost(runs: int) -> None:
     for workers in (1, 2):
         start = time.perf_counter()
         r = audit_generator(HalfSecondGenerator(), pop, runs=runs, training_rows=1000, seed=0, workers=workers,
-                            threads=2)
+                            threads=2, design="shared")
         wall = time.perf_counter() - start
         c = r.cost
         own = c["seconds_features_total"] + c["seconds_analysis"] + c["seconds_prepare"]
@@ -135,16 +243,33 @@ def cost(runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["soundness", "power", "cost", "all"], default="all")
-    ap.add_argument("--audits", type=int, default=None, help="audits per row (soundness 100, power 50)")
-    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--part", choices=["soundness", "fits", "power", "cost", "all"], default="all")
+    ap.add_argument("--audits", type=int, default=None, help="audits per row (soundness 100, fits 3, power 50)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per audit (default: the audit's own, 200)")
+    ap.add_argument("--designs", default="default", help=f"soundness: comma-separated, of {list(SOUNDNESS_DESIGNS)}")
+    ap.add_argument("--out", default="benchmarks/audit_soundness.jsonl",
+                    help="soundness: the JSON lines file audits are appended to (a restart goes on from it)")
+    ap.add_argument("--summarise", action="store_true", help="soundness: only print the table of --out")
+    ap.add_argument("--quick", action="store_true",
+                    help="a reduced run in a few minutes: 2 audits per soundness row at 40 runs, 1 seed of fits")
     a = ap.parse_args()
+    out = Path(a.out)
+    if a.summarise:
+        summarise_soundness(out)
+        return
+    if a.quick:
+        out = Path(a.out if a.out != ap.get_default("out") else "/tmp/privgate_audit_soundness_quick.jsonl")
+        out.unlink(missing_ok=True)
     if a.part in ("soundness", "all"):
-        soundness(a.audits or 100, a.runs)
-    if a.part in ("power", "all"):
-        power(a.audits or 50, a.runs)
-    if a.part in ("cost", "all"):
-        cost(a.runs)
+        designs = [d.strip() for d in a.designs.split(",") if d.strip()]
+        soundness(a.audits or (2 if a.quick else 100), 40 if a.quick else a.runs, designs, out)
+        summarise_soundness(out)
+    if a.part in ("fits", "all"):
+        fits(a.audits or (1 if a.quick else 3))
+    if a.part in ("power", "all") and not a.quick:
+        power(a.audits or 50, a.runs or 200)
+    if a.part in ("cost", "all") and not a.quick:
+        cost(a.runs or 200)
 
 
 if __name__ == "__main__":

@@ -20,19 +20,19 @@ from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
 from ..threads import resolve_threads
 from ..stats.one_run import largest_provable_epsilon
+from .advice import group_label
 from .analysis import analyse_attack, pooled_guesses
 from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .cluster import is_cluster
 from .features import FeatureSpace, empty_release_features
-from .plan import (CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, MIN_RUNS, AuditPlan,
-                   look_schedule, make_plan)
+from .defaults import (DEFAULT_BACKGROUND, DEFAULT_CONFIDENCE, DEFAULT_RUNS, auto_looks, default_design,
+                       default_fit_share, default_n_targets, doubling_schedule, spend_alpha)
+from .plan import MIN_RUNS, AuditPlan, look_schedule, make_plan
 from .result import AuditResult
-from .limits import Clock, check_sizes
-from .runner import Generate, Progress, RunOutcome, Runs, execute, make_run
+from .limits import MAX_LOOKS, Clock, check_sizes
+from .runner import Generate, Progress, RunOutcome, Runs, make_run
 from .seeds import seed_int
-from .targets import DEFAULT_TARGETS, Targets, canary_targets, select_targets
-
-DEFAULT_CONFIDENCE = 0.95
+from .targets import Targets, canary_targets, select_targets
 
 
 @dataclass
@@ -49,17 +49,20 @@ class PreparedAudit:
 
 def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
                   n_targets: int | None = None, canaries: bool = True, runs: int = DEFAULT_RUNS,
-                  training_rows: int | None = None, n_rows: int | None = None, design: str = "shared",
-                  background: str = "fixed", fit_share: float | None = None,
+                  training_rows: int | None = None, n_rows: int | None = None, design: str | None = None,
+                  background: str = DEFAULT_BACKGROUND, fit_share: float | None = None,
                   schema: Mapping[str, str] | None = None, seed: int = 0,
                   threads: int | None = None, runs_via: Runs | None = None,
-                  interleave: bool = False) -> PreparedAudit:
+                  interleave: bool = False, delta: float = 0.0) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
     None skips the preflight. ``runs_via``: the audit's :class:`~privgate.audit.runner.Runs`
     (its worker processes make the preflight runs, its deadline covers the planning); without
-    it the preflight runs are made in this process."""
+    it the preflight runs are made in this process. Every argument left None takes its default
+    from :mod:`privgate.audit.defaults` (``design``: by the claim's ``delta``)."""
     start = time.perf_counter()
+    if design is None:
+        design = default_design(delta)
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     step = (lambda what: None) if runs_via is None else runs_via.clock.check
     real_f = load_frame(real, role="real")
@@ -74,9 +77,9 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
     many = design == "canaries"
     if n_targets is None:
-        n_targets = CANARY_TARGETS if many else DEFAULT_TARGETS
+        n_targets = default_n_targets(design)
     if fit_share is None:
-        fit_share = CANARY_FIT_SHARE if many else DEFAULT_FIT_SHARE
+        fit_share = default_fit_share(design)
     if many and isinstance(targets, str) and targets == "auto":
         chosen = canary_targets(pool_f, sch, n_targets, seed=seed)
     else:
@@ -194,7 +197,7 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
             p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
             again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"])
             best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
-                        correct=again["correct"], guesses=again["guesses"])
+                        correct=again["correct"], guesses=again["guesses"], observations=again["observations"])
         else:
             best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
                                                               best["false_negatives"], best["runs_with"],
@@ -338,7 +341,7 @@ def _most_promising(targets: list[dict[str, Any]], pooled: list[dict[str, Any]])
         key = (p["fit_score"][0], p["fit_score"][1] / 1e9)
         if key > best_key:
             best_key = key
-            best = {"target": f"all {p['kind']} ({p['targets']})", "kind": p["kind"], "attack": p["attack"],
+            best = {"target": group_label(p["kind"], p["targets"]), "kind": p["kind"], "attack": p["attack"],
                     "pooled": True, "targets": p["targets"]}
     return best
 
@@ -346,14 +349,17 @@ def _most_promising(targets: list[dict[str, Any]], pooled: list[dict[str, Any]])
 def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarray,
           execution: Mapping[str, Any] | None, wall_seconds: float | None, started: float) -> dict[str, Any]:
     """What the audit cost: runs, the generator's and the audit's own seconds (the analysis
-    counted from ``started``), workers and the per-run times."""
+    counted from ``started``), workers and the per-run times. The preflight runs' generator
+    seconds count once, in the generator's total: ``seconds_prepare`` is the preparation
+    without them."""
     gen = np.array([o.seconds_generate for o in outcomes])
     feat = np.array([o.seconds_features for o in outcomes])
     pre_gen = sum(o.seconds_generate for o in prepared.preflight)
     cost = {"runs": prepared.plan.n_runs, "runs_failed": int((~ok).sum()), "preflight_runs": len(prepared.preflight),
             "seconds_generate_total": float(gen.sum() + pre_gen), "seconds_generate_mean": float(gen.mean()),
             "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
-            "seconds_prepare": prepared.seconds, "workers": (execution or {}).get("workers", 1),
+            "seconds_preflight_generate": float(pre_gen),
+            "seconds_prepare": max(prepared.seconds - pre_gen, 0.0), "workers": (execution or {}).get("workers", 1),
             "threads": (execution or {}).get("threads"), "wall_seconds": wall_seconds,
             "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
             "per_run": [{"run": o.run, "seconds_generate": round(o.seconds_generate, 6),
@@ -399,13 +405,13 @@ def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, fl
 def audit_generator(generate: Generate, real: Any, *, population: Any = None, claimed_epsilon: float | None = None,
                     delta: float = 0.0, targets: Any = "auto", n_targets: int | None = None,
                     canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-                    n_rows: int | None = None, design: str = "shared", background: str = "fixed",
+                    n_rows: int | None = None, design: str | None = None, background: str = DEFAULT_BACKGROUND,
                     fit_share: float | None = None, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
                     schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
                     threads: int | None = None, generator_name: str | None = None,
                     generator_version: str | None = None, progress: Progress | None = None,
                     deadline: float | None = None, generator_digest: str | None = None,
-                    executor: Any = None, looks: int | None = None) -> AuditResult:
+                    executor: Any = None, looks: int | str | None = "auto") -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -423,8 +429,8 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
         targets: ``"auto"`` (outliers of ``real`` and canaries) or a frame of target records.
         n_targets: how many targets ``"auto"`` picks (canaries included).
         canaries: whether ``"auto"`` adds the canaries.
-        runs: generator runs per target, half with it and half without (``design="shared"``:
-            every run serves every target, so ``runs`` in all; ``"separate"``: ``runs`` per target).
+        runs: generator runs: in all for the ``"canaries"`` and ``"shared"`` designs (every run
+            serves every target, each target in about half of them), per target for ``"separate"``.
         training_rows: background rows per run (default min(1,000, population)).
         n_rows: records asked of the generator per run (default ``training_rows``).
         design / background: see :mod:`privgate.audit.plan`.
@@ -448,7 +454,13 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
             preflight runs are made on this machine's worker processes either way.
         looks: a sequential audit (:func:`_sequential`): the runs are made in ``looks`` batches
             and the audit stops at the first look whose bound exceeds ``claimed_epsilon``, each
-            look spending (1 − ``confidence``)/looks.
+            look spending (1 − ``confidence``)/looks. ``"auto"`` (the default): sequential when
+            :func:`privgate.audit.defaults.auto_looks` says so (a claim, δ = 0, runs made here),
+            looking after 4 runs and at every doubling, half of α on the last look; None: never.
+
+    Every argument left out takes its default from :mod:`privgate.audit.defaults`: ``design``
+    the many-canary design (the shared design for a claim with δ > 0), 200 runs, 64 canaries
+    (10 targets in the shared and separate designs).
 
     The generator runs on spawned worker processes (a generator that cannot be pickled — a
     lambda, a nested function — runs in this process, the deadline then checked between runs).
@@ -470,21 +482,32 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     on_cluster = is_cluster(executor)
     if on_cluster and workers is not None:
         raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
+    if design is None:
+        design = default_design(delta)
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
+    if isinstance(looks, str):
+        if looks != "auto":
+            raise ParameterError(f"looks must be 'auto', None or an integer in [1, {MAX_LOOKS}]; got {looks!r}")
+        looks = "auto" if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
+                                     on_cluster=on_cluster) else None
+    elif looks is not None:
+        look_schedule(runs, looks, 1)  # checks looks
+        if looks == 1:  # one look: the audit as without looks (on a cluster too)
+            looks = None
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                                  canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                                  design=design, background=background, fit_share=fit_share, schema=schema,
-                                 seed=seed, threads=threads, runs_via=runner, interleave=looks is not None)
+                                 seed=seed, threads=threads, runs_via=runner, interleave=looks is not None,
+                                 delta=delta)
         clock.check("the runs")
         meta = {"name": generator_name or _name_of(generate), "version": generator_version,
                 "digest": generator_digest or callable_digest(generate)}
         if looks is not None:
             if on_cluster:
                 raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
-            return _sequential(prepared, generate, looks, names=names, claimed_epsilon=claimed_epsilon,
-                               delta=delta, confidence=confidence, meta=meta, start=start, run_kw=dict(
-                                   workers=workers, threads=threads, progress=progress, deadline=clock.left()))
+            return _sequential(prepared, runner, looks, names=names, claimed_epsilon=claimed_epsilon,
+                               delta=delta, confidence=confidence, meta=meta, start=start, progress=progress)
         if on_cluster:
             from .cluster import execute_on_cluster
 
@@ -501,15 +524,17 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     return result
 
 
-def _sequential(prepared: PreparedAudit, generate: Generate, looks: int, *, names: Sequence[str],
+def _sequential(prepared: PreparedAudit, runner: Runs, looks: int | str, *, names: Sequence[str],
                 claimed_epsilon: float | None, delta: float, confidence: float, meta: Mapping[str, Any],
-                start: float, run_kw: dict[str, Any]) -> AuditResult:
+                start: float, progress: Progress | None = None) -> AuditResult:
     """A sequential audit: the plan's runs are made in batches; after each, the runs so far are
     analysed at confidence 1 − α/L (L looks on a schedule fixed in advance by ``runs`` and
     ``looks``), and the audit stops at the first look whose bound exceeds the claim. By the union
     bound over the L looks, the probability that ANY look's bound exceeds the true ε is ≤ α, so
     the bound reported (the stopping look's, or the last look's) holds at confidence 1 − α
-    (Bonferroni α-spending over a fixed schedule of looks)."""
+    (Bonferroni α-spending over a fixed schedule of looks). ``looks="auto"``: the default
+    schedule (:func:`privgate.audit.defaults.doubling_schedule`) and spending (half of α on the
+    last look, :func:`privgate.audit.defaults.spend_alpha`); the union bound holds the same."""
     plan = prepared.plan
     if plan.design == "separate":
         raise ParameterError("looks: a sequential audit needs every run to serve every target "
@@ -517,27 +542,34 @@ def _sequential(prepared: PreparedAudit, generate: Generate, looks: int, *, name
     if claimed_epsilon is None:
         raise ParameterError("looks: a sequential audit stops when the bound exceeds the claim; give claimed_epsilon")
     least = 2 if plan.design == "canaries" else MIN_RUNS
-    schedule = look_schedule(plan.n_runs, looks, least)
     alpha = 1.0 - confidence
-    alpha_look = alpha / len(schedule)
+    if looks == "auto":
+        schedule = [n for n in doubling_schedule(plan.n_runs) if n >= least] or [plan.n_runs]
+        alphas = spend_alpha(alpha, len(schedule))
+    else:
+        schedule = look_schedule(plan.n_runs, looks, least)
+        alphas = [alpha / len(schedule)] * len(schedule)
     outcomes: list[RunOutcome] = []
-    deadline = run_kw.pop("deadline", None)
-    how: dict[str, Any] = {}
     result = None
     done = 0
-    for n in schedule:
-        left = None if deadline is None else max(deadline - (time.perf_counter() - start), 1e-3)
-        more, how = execute(plan, prepared.space, generate, range(done, n), deadline=left, **run_kw)
+    look_alpha = alphas[-1]
+    for n, look_alpha in zip(schedule, alphas):
+        more = runner.make(plan, prepared.space, range(done, n),
+                           progress=None if progress is None else (lambda k, _, d=done: progress(d + k, plan.n_runs)))
         outcomes.extend(more)
         done = n
+        runner.clock.check(f"the analysis after {n} runs")
         view = PreparedAudit(_prefix(plan, n), prepared.space, prepared.not_taken, prepared.preflight, prepared.seconds)
         result = analyse_runs(view, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
-                              confidence=1.0 - alpha_look, execution=how, generator=meta)
+                              confidence=1.0 - look_alpha, execution=dict(runner.how), generator=meta)
         if result.violation:
             break
     assert result is not None
     result.confidence = confidence
-    result.design.update(sequential={"looks": schedule, "alpha_per_look": alpha_look, "stopped_after_runs": done,
+    equal = len(set(alphas)) == 1
+    result.design.update(sequential={"looks": schedule, "alpha_per_look": alphas[0] if equal else alphas,
+                                     "alpha_at_stop": look_alpha, "schedule": "even" if looks != "auto" else "doubling",
+                                     "stopped_after_runs": done,
                                      "stopped_early": done < plan.n_runs, "planned_runs": plan.n_runs})
     result.cost["wall_seconds"] = time.perf_counter() - start
     return result

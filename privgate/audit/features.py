@@ -65,6 +65,9 @@ class FeatureSpace:
     rarity: np.ndarray            # (T, d) column order per target, rarest value first
     radius: np.ndarray            # (T,) distance to the nearest population record
     bins: np.ndarray | None = None  # (d,) numeric columns: their bin count B; categorical: 0
+    #: the population's own dtypes, before normalisation: what the generator is given, and so
+    #: what a release is checked against (a Boolean column given is a Boolean column returned)
+    source_schema: dict[str, pl.DataType] | None = None
 
     @classmethod
     def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema) -> "FeatureSpace":
@@ -79,6 +82,7 @@ class FeatureSpace:
             levels[c] = sorted(found)
         space = cls(schema, pool_n, targets_n, edges, levels, np.zeros((0, 0), dtype=np.int64),
                     np.zeros((0, 0), dtype=np.int64), np.zeros(0))
+        space.source_schema = dict(pool.schema)
         space.bins = np.array([max(edges[c].size - 1, 1) if schema.kind(c) == NUMERIC else 0
                                for c in schema.columns], dtype=np.int64)
         space.target_codes = space.codes(targets_n)
@@ -121,8 +125,12 @@ class FeatureSpace:
         except SchemaMismatchError as exc:
             raise SchemaMismatchError(f"{role}: {exc}") from None
         frame = frame.select(self.pool.columns)
+        # the release is checked against the dtypes the generator was given (the population's
+        # own), then normalised exactly as the population was
+        given = self.source_schema if self.source_schema is not None else dict(self.pool.schema)
+        schemas = {"population": given, role: dict(frame.schema)}
         for c in self.schema.columns:
-            check_compatible_dtypes(c, {"population": self.pool, role: frame})
+            check_compatible_dtypes(c, {"population": self.pool, role: frame}, schemas)
             if self.schema.kind(c) == NUMERIC:
                 check_finite(c, {role: frame})
         return normalise_frame(frame, self.schema)

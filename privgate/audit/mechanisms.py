@@ -9,7 +9,10 @@ histogram. Under add/remove-one-record neighbouring a record changes exactly one
 built from it (rounding, clipping, sampling, placing values within bins) is post-processing and
 stays ε-DP. An audit of it must therefore report a lower bound ≤ ε (but for the audit's α).
 
-Two broken versions of it reproduce the faults audits exist to catch:
+``GaussianHistogram`` is the Gaussian mechanism on the same histogram, and ``RandomizedResponse``
+randomized response on each cell's occupancy bit (exactly ε-DP too).
+
+Two broken versions of the Laplace histogram reproduce the faults audits exist to catch:
 
 - ``noise_factor=0.1``: noise 10× too small, so the true ε is 10× the claim.
 - ``domain_from_data=True``: category levels and numeric bin edges taken from the PRIVATE
@@ -358,6 +361,46 @@ class GaussianHistogram(LaplaceHistogram):
 
     def __repr__(self) -> str:
         return f"GaussianHistogram(sigma={self.sigma:g}, release={self.release!r})"
+
+
+class RandomizedResponse(LaplaceHistogram):
+    """Randomized response (Warner 1965) on the occupancy of every cell of a PUBLIC domain: each
+    cell's bit "some training record falls in it" is reported truthfully with probability
+    e^ε / (1 + e^ε) and flipped otherwise, independently. Under add/remove-one-record neighbouring
+    a record changes at most one cell's bit, and each bit's report is ε-DP randomized response,
+    so the reported set of cells is exactly ε-DP (``true_epsilon`` = ``epsilon``). The release,
+    post-processing: ``n_rows`` records spread over the reported cells as evenly as possible
+    (in cell order; uniform over every cell when none is reported), values placed within their
+    bins as :class:`LaplaceHistogram` does. ``domain`` as there; ``release`` is not used."""
+
+    def __init__(self, epsilon: float, domain: Mapping[str, Sequence[Any]] | None, *, bins: int = 10) -> None:
+        super().__init__(epsilon, domain, release="sampled", bins=bins)
+
+    @property
+    def keep_probability(self) -> float:
+        """The probability that a cell's bit is reported as it is."""
+        return 1.0 / (1.0 + math.exp(-self.epsilon))
+
+    def __repr__(self) -> str:
+        return f"RandomizedResponse(epsilon={self.epsilon:g})"
+
+    def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+        if not isinstance(training, pl.DataFrame):
+            raise ParameterError(f"training must be a polars DataFrame; got {type(training).__name__}")
+        if int(n_rows) != n_rows or n_rows < 0:
+            raise ParameterError(f"n_rows must be an integer ≥ 0; got {n_rows!r}")
+        resolved = self._resolve(training)
+        counts, sizes = self._counts(training, resolved)
+        rng = np.random.default_rng(seed)
+        occupied = counts > 0
+        flip = rng.random(counts.size) >= self.keep_probability
+        reported = np.flatnonzero(occupied ^ flip)
+        if reported.size == 0:
+            reported = np.arange(counts.size, dtype=np.int64)
+        cells = np.resize(reported, int(n_rows))
+        return _decode(training, resolved, sizes, cells, rng)
+
+    generate = __call__
 
 
 class TrainingCopy:

@@ -14,7 +14,7 @@ the DP bound and the audit's lower bound is sound.
 
 Designs:
 
-- ``shared`` (default): every run serves every target; each target is in each run independently
+- ``shared`` (the default for a claim with δ > 0; :mod:`privgate.audit.defaults`): every run serves every target; each target is in each run independently
   with probability 1/2 from ``INDEPENDENT_FROM`` (200, the default) runs on (below, in exactly half of the fit
   runs and half of the test runs, so that every target has runs of both kinds; the pooled
   evidence is then not computed) (the design of Steinke, Nasr, Jagielski, "Privacy Auditing with One (1)
@@ -22,7 +22,7 @@ Designs:
   targets (sound whatever the dependence between them), and pooled over targets of one kind with
   Steinke et al.'s bound, which needs exactly these independent fair inclusions. ``runs``
   generator runs in all.
-- ``canaries``: the many-canary design of the same paper — many crafted canaries (``n_targets``,
+- ``canaries`` (the default, :mod:`privgate.audit.defaults`): the many-canary design of the same paper — many crafted canaries (``n_targets``,
   default 64), each in each run with probability 1/2, a handful of runs (at least 2: one fits
   the guessing rule, the others are guessed), the bound from all guesses together.
 - ``separate``: each target has its own ``runs`` runs in which it is the only target, in half of
@@ -47,25 +47,20 @@ import polars as pl
 
 from ..errors import ParameterError
 from ..schema import Schema
+from .defaults import (CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS,  # noqa: F401
+                       DEFAULT_TRAINING_ROWS)
 from .limits import MAX_LOOKS
 from .seeds import rng, seed_int
 from .targets import Targets
 
 DESIGNS = ("shared", "separate", "canaries")
 BACKGROUNDS = ("fixed", "redrawn")
-DEFAULT_RUNS = 200
-DEFAULT_TRAINING_ROWS = 1000
-DEFAULT_FIT_SHARE = 0.4
 #: fewest runs per target: 4 fit and 4 test runs, half with the target in each
 MIN_RUNS = 8
 #: from this many runs the shared design includes targets independently (pooled evidence possible)
 INDEPENDENT_FROM = 200
 #: fewest runs of the many-canary design: one to fit the guessing rule, one to guess
 MIN_CANARY_RUNS = 2
-#: canaries of the many-canary design when ``n_targets`` is not given
-CANARY_TARGETS = 64
-#: share of the many-canary design's runs that fit its rule (at least one run)
-CANARY_FIT_SHARE = 0.2
 
 
 @dataclass

@@ -102,12 +102,25 @@ class AuditResult:
                      else "the attack, not the run count, is the limit")
             lines.append(f"largest bound these runs could show: {self.epsilon_provable:.3f} ({limit})")
         if self.best:
+            from .advice import evidence_label
+
             alone = self.best.get("epsilon_lower")
-            lines.append(f"strongest evidence: target {self.best['target']} ({self.best['kind']}), "
-                         f"attack {self.best['attack']}" +
+            lines.append(f"strongest evidence: {evidence_label(self.best)}" +
                          ("" if alone is None else f", tested alone: ε ≥ {alone:.3f}"))
-            lines.append("(each target's own bound is corrected for every target and attack)")
-        return "\n".join(lines)
+            lines.append("(chosen on the fit runs and tested alone with half the error probability; every other "
+                         "bound is corrected for every candidate, so it can be smaller)")
+        seq = (self.design or {}).get("sequential")
+        if seq:
+            lines.append(f"sequential: looked after {', '.join(str(n) for n in seq['looks'])} runs; "
+                         + (f"stopped after {seq['stopped_after_runs']} of {seq['planned_runs']} (the claim was "
+                            "disproved)" if seq.get("stopped_early") else f"made all {seq['planned_runs']}"))
+        from .advice import next_step
+
+        lines.append(next_step(self))
+        import textwrap
+
+        return "\n".join(textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+                         for line in lines)
 
 
 def _clean(x: Any) -> Any:

@@ -40,6 +40,7 @@ from ..neighbours import knn, knn_rows
 from ..binning import assign_bins, quantile_edges
 from ..schema import NUMERIC, Schema, check_same_columns, normalise_frame
 from ..spaces import mixed_space
+from .defaults import DEFAULT_TARGETS  # noqa: F401 - re-exported
 from .seeds import rng
 
 #: neighbours averaged for the outlier score (Meeus et al. use the 5 closest records)
@@ -49,7 +50,6 @@ OUTLIER_CANDIDATES = 20_000
 #: the canary's numeric value: max + RANGE_FACTOR · (max − min) + 1
 RANGE_FACTOR = 3.0
 CANARY_LEVEL = "privgate-canary-{j}"
-DEFAULT_TARGETS = 10
 KINDS = ("outlier", "canary_range", "canary_level", "canary_cell", "user")
 #: numeric values a cell canary may take: these population quantiles (inside any public domain)
 CELL_QUANTILES = (0.25, 0.5, 0.75)

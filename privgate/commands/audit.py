@@ -59,8 +59,9 @@ def seed_int(text: str) -> int:
 def add_parser(sub) -> argparse.ArgumentParser:
     from ..audit.limits import (DEFAULT_DEADLINE, MAX_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS,
                                 MAX_WORKERS)
-    from ..audit.plan import BACKGROUNDS, DEFAULT_RUNS, DESIGNS
-    from ..audit.targets import DEFAULT_TARGETS
+    from ..audit.defaults import (CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA,
+                                  DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
+    from ..audit.plan import BACKGROUNDS, DESIGNS
 
     p = sub.add_parser(
         "audit", help="audit a generator: retrain it with and without targets, bound ε (exit 0/1/2; 3 = error)",
@@ -85,27 +86,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"the generator's DP claim, in [0, {MAX_EPSILON:g}] (default: the configuration's)")
     p.add_argument("--delta", type=number("--delta", 0.0, 1.0, high_open=True),
                    help="the claim's δ, in [0, 1) (default: the configuration's, else 0)")
-    p.add_argument("--runs", type=positive_int("--runs", MAX_RUNS), default=DEFAULT_RUNS,
-                   help=f"generator runs per target (default {DEFAULT_RUNS}, at most {MAX_RUNS:,})")
+    p.add_argument("--runs", type=positive_int("--runs", MAX_RUNS),
+                   help=f"generator runs: in all for the {DEFAULT_DESIGN} and shared designs (every run serves "
+                        f"every target), per target for the separate design (default {DEFAULT_RUNS}, at most "
+                        f"{MAX_RUNS:,}; with a claim a default audit stops early once the claim is disproved)")
     p.add_argument("--targets", default="auto", help="auto (outliers and canaries) or a file of target records")
     p.add_argument("--n-targets", dest="n_targets", type=positive_int("--n-targets", MAX_TARGETS),
-                   default=DEFAULT_TARGETS, help=f"targets 'auto' picks (default {DEFAULT_TARGETS}, at most "
-                                                 f"{MAX_TARGETS:,})")
+                   help=f"targets 'auto' picks (default {CANARY_TARGETS} canaries in the canaries design, "
+                        f"{DEFAULT_TARGETS} in the shared and separate designs; at most {MAX_TARGETS:,})")
     p.add_argument("--training-rows", dest="training_rows", type=positive_int("--training-rows", MAX_ROWS),
                    help=f"background rows per run (default min(1000, population), at most {MAX_ROWS:,})")
     p.add_argument("--n-rows", dest="n_rows", type=positive_int("--n-rows", MAX_ROWS),
                    help=f"records asked of the generator per run (default: --training-rows, at most {MAX_ROWS:,})")
-    p.add_argument("--design", choices=DESIGNS, default="shared",
-                   help="shared (every run serves every target), separate (runs per target) or canaries "
-                        "(many canaries in a handful of runs, bound from all their guesses: a few fits); "
-                        "see privgate.audit.plan")
-    p.add_argument("--background", choices=BACKGROUNDS, default="fixed",
-                   help="fixed (one background set for every run: the strongest audit) or redrawn")
+    p.add_argument("--design", choices=DESIGNS,
+                   help=f"canaries (many crafted canaries, each in each run with probability 1/2, the bound from "
+                        f"all their guesses), shared (every run serves every target: outliers and canaries) or "
+                        f"separate (runs per target) (default {DEFAULT_DESIGN}; {DEFAULT_DESIGN_WITH_DELTA} for a "
+                        f"claim with --delta > 0); see privgate.audit.plan")
+    p.add_argument("--background", choices=BACKGROUNDS,
+                   help=f"fixed (one background set for every run: the strongest audit) or redrawn (default "
+                        f"{DEFAULT_BACKGROUND})")
     p.add_argument("--no-canaries", dest="canaries", action="store_false",
                    help="targets=auto picks outliers of --real only, no crafted canaries")
     p.add_argument("--looks", type=positive_int("--looks", MAX_LOOKS), default=None,
-                   help="sequential audit: the runs in this many batches, stopping at the first whose bound "
-                        "exceeds the claim (confidence split over the looks; needs --claimed-epsilon)")
+                   help=f"sequential audit: the runs in this many batches, stopping at the first whose bound "
+                        f"exceeds the claim (confidence split equally over the looks; needs --claimed-epsilon); "
+                        f"1: one look, never stop early (default: with a claim, δ = 0 and local runs, a look after "
+                        f"{FIRST_LOOK} runs and at every doubling, half the confidence budget on the last)")
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=seed_int, default=0, help=f"the audit's seed, an integer in [0, {MAX_SEED}] "
                                                              "(default 0)")
@@ -200,10 +207,12 @@ def _run(args: argparse.Namespace) -> int:
     config = load_audit_config(args.config) if args.config else default_audit_config()
     claimed, delta = args.claimed_epsilon, args.delta
     if claimed is not None and config.claimed_epsilon is not None and claimed != config.claimed_epsilon:
-        raise ConfigError(f"audit.claimed_epsilon: the configuration claims {config.claimed_epsilon:g} and "
-                          f"--claimed-epsilon {claimed:g}; give one")
+        raise ConfigError(f"audit.claimed_epsilon: {args.config} claims ε = {config.claimed_epsilon:g} and "
+                          f"--claimed-epsilon says {claimed:g}; give the claim once, in the file or on the "
+                          "command line")
     if delta is not None and config.delta is not None and delta != config.delta:
-        raise ConfigError(f"audit.delta: the configuration says {config.delta:g} and --delta {delta:g}; give one")
+        raise ConfigError(f"audit.delta: {args.config} says δ = {config.delta:g} and --delta says {delta:g}; give "
+                          "δ once, in the file or on the command line")
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
     from ..audit.identity import spec_digest
@@ -224,10 +233,12 @@ def _run(args: argparse.Namespace) -> int:
     targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
     started = time.perf_counter()
+    # a flag left out is not passed: the API's default (privgate.audit.defaults) applies
+    given = {k: v for k, v in (("n_targets", args.n_targets), ("runs", args.runs), ("design", args.design),
+                               ("background", args.background), ("looks", args.looks)) if v is not None}
     result = audit_generator(
         generate, args.real, population=args.population, claimed_epsilon=claimed, delta=delta, targets=targets,
-        n_targets=args.n_targets, runs=args.runs, training_rows=args.training_rows, n_rows=args.n_rows,
-        design=args.design, background=args.background, canaries=args.canaries, looks=args.looks,
+        training_rows=args.training_rows, n_rows=args.n_rows, canaries=args.canaries, **given,
         attacks=attacks, seed=args.seed, workers=args.workers, threads=args.threads,
         deadline=args.deadline, executor=args.executor,
         generator_name=args.generator_name or args.generator, generator_version=args.generator_version,

@@ -48,8 +48,10 @@ generator of a version. ``real``: the sensitive records — an upstream asset
 file path, or a function returning a frame. ``population``: a path or a function (default:
 ``real``). ``claimed_epsilon`` / ``delta``: the generator's DP claim. ``runs``,
 ``targets``, ``n_targets``, ``canaries``, ``training_rows``, ``n_rows``, ``design``,
-``background``, ``attacks``, ``confidence``, ``seed``: as ``audit_generator`` (the same
-seed for every version: versions are compared on the same game).
+``background``, ``attacks``, ``confidence``, ``seed``: as ``audit_generator``, with its defaults
+(:mod:`privgate.audit.defaults`: the many-canary design, 200 runs, 64 canaries; the same
+seed for every version: versions are compared on the same game). The runs fan out all at
+once, so an asset's audit is never sequential: it makes every run.
 
 ``chunk_size``: runs per dynamic step (one process or pod each). ``versions``: the
 partitions — a ``PartitionsDefinition``, a list of versions (static), or None: dynamic
@@ -114,7 +116,7 @@ def build_generator_audit(
     population: Any = None,
     claimed_epsilon: float | None = None,
     delta: float = 0.0,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     runs: int | None = None,
     chunk_size: int = 20,
     targets: Any = "auto",
@@ -122,8 +124,8 @@ def build_generator_audit(
     canaries: bool = True,
     training_rows: int | None = None,
     n_rows: int | None = None,
-    design: str = "shared",
-    background: str = "fixed",
+    design: str | None = None,
+    background: str | None = None,
     attacks: Sequence[str] | None = None,
     seed: int = 0,
     versions: "dg.PartitionsDefinition | Sequence[str] | None" = None,
@@ -141,17 +143,21 @@ def build_generator_audit(
 ) -> dg.AssetsDefinition:
     """A partitioned asset ``name`` auditing a generator, one partition per generator version;
     its parameters are described in the module docstring (*Parameters*)."""
-    from privgate.audit.plan import DEFAULT_RUNS
-    from privgate.audit.targets import DEFAULT_TARGETS
+    from privgate.audit import defaults
 
     _validate(name, generate, generate_for, chunk_size, step_tags)
     executor = _cluster(name, executor)
-    runs = DEFAULT_RUNS if runs is None else runs
+    # every default from privgate.audit.defaults, as audit_generator and privgate audit take them
+    runs = defaults.DEFAULT_RUNS if runs is None else runs
+    design = defaults.default_design(delta) if design is None else design
+    n_targets = defaults.default_n_targets(design) if n_targets is None else n_targets
+    background = defaults.DEFAULT_BACKGROUND if background is None else background
+    confidence = defaults.DEFAULT_CONFIDENCE if confidence is None else confidence
     spec = AuditSpec(
         name=name, real=real, real_key=_asset_key_of(real), population=population,
         resolve=(lambda version: generate) if generate is not None else generate_for,
         label=generator_name or _generator_label(generate if generate is not None else generate_for),
-        options=dict(targets=targets, n_targets=DEFAULT_TARGETS if n_targets is None else n_targets,
+        options=dict(targets=targets, n_targets=n_targets,
                      canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
                      design=design, background=background, seed=seed),
         runs=runs, chunk_size=chunk_size, claimed_epsilon=claimed_epsilon, delta=delta,

@@ -130,9 +130,13 @@ def stored_audit_problem(row: Mapping[str, Any]) -> tuple[Any, Any]:
     attacks = design.get("attacks")
     if not isinstance(attacks, list) or not attacks:
         raise Refused("its design names no attack")
-    alpha = 1.0 - confidence
+    alpha = _alpha_spent(design, confidence)
+    pooled = result.get("pooled") or []
+    if not isinstance(pooled, list):
+        raise Refused("its pooled evidence is not a list")
+    per_target = sum(1 for t in targets if isinstance(t, dict) and t.get("status") == "audited")
     alpha_each = number("alpha_per_test", design.get("alpha_per_test"), 0.0, 1.0, lo_open=True)
-    if not _same(alpha_each, alpha / 2 / (n_audited * len(attacks))):
+    if not _same(alpha_each, alpha / 2 / max(per_target * len(attacks) + len(pooled), 1)):
         raise Refused("its alpha_per_test does not follow from its confidence, targets and attacks")
     # the columns the listing shows are the result's own numbers
     for col, mine in (("epsilon_lower", eps), ("auc_lower", auc), ("delta", delta), ("confidence", confidence)):
@@ -145,11 +149,15 @@ def stored_audit_problem(row: Mapping[str, Any]) -> tuple[Any, Any]:
     if count("n_targets", row.get("n_targets"), 1) != len(targets):
         raise Refused("its n_targets column disagrees with its result_json")
     bounds, aucs, audited = _rederive(targets, delta, alpha_each)
+    bounds += [_pooled_bound("pooled", p, alpha_each) for p in pooled]
+    if design.get("design") == "canaries":  # its targets are audited through their pooled groups
+        audited = sum(1 for t in targets if isinstance(t, dict) and t.get("status") == "pooled")
     if audited != n_audited:
         raise Refused("its n_audited disagrees with its targets")
     best = result.get("best")
     if isinstance(best, dict) and best.get("epsilon_lower") is not None:
-        best_eps = _bound("best", best, delta, alpha / 2)
+        best_eps = (_pooled_bound("best", best, alpha / 2) if best.get("pooled")
+                    else _bound("best", best, delta, alpha / 2))
         if not _same(best_eps, number("best.epsilon_lower", best.get("epsilon_lower"), 0.0, 1e6)):
             raise Refused("its best pair's ε lower bound does not follow from its error counts")
         bounds.append(best_eps)
@@ -195,6 +203,39 @@ def _bound(where: str, a: Mapping[str, Any], delta: float, alpha: float) -> floa
     return float(epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha))
 
 
+def _alpha_spent(design: Mapping[str, Any], confidence: float) -> float:
+    """The α the audit's analysis spent: 1 − confidence, or for a sequential audit the α of the
+    look it stopped at (never more than 1 − confidence)."""
+    alpha = 1.0 - confidence
+    seq = design.get("sequential")
+    if seq is None:
+        return alpha
+    if not isinstance(seq, dict):
+        raise Refused("its sequential record is not a mapping")
+    at = seq.get("alpha_at_stop", seq.get("alpha_per_look"))
+    look = number("sequential alpha_at_stop", at, 0.0, 1.0, lo_open=True)
+    if look > alpha * (1 + _TOL):
+        raise Refused("its sequential alpha_at_stop exceeds 1 − its confidence")
+    return look
+
+
+def _pooled_bound(where: str, p: Any, alpha: float) -> float:
+    """A pooled group's ε bound re-derived from its right guesses and guesses (Steinke et al.'s
+    binomial tail), checked against the stored one."""
+    from ..stats.one_run import canary_epsilon_lower_bound
+
+    if not isinstance(p, dict):
+        raise Refused(f"its {where} evidence is not a mapping")
+    guesses = count(f"{where} guesses", p.get("guesses"))
+    right = count(f"{where} correct", p.get("correct"))
+    if right > guesses:
+        raise Refused(f"its {where} right guesses exceed its guesses")
+    b = float(canary_epsilon_lower_bound(right, guesses, alpha=alpha))
+    if not _same(b, number(f"{where} epsilon_lower", p.get("epsilon_lower"), 0.0, 1e6)):
+        raise Refused(f"its {where} ε lower bound does not follow from its guesses")
+    return b
+
+
 def _rederive(targets: list[Any], delta: float, alpha_each: float) -> tuple[list[float], list[float], int]:
     """Each attack's ε bound re-derived from its counts (checked against the stored one), each
     attack's corrected AUC lower bound (checked in range), and the number of audited targets."""
@@ -226,13 +267,23 @@ def largest_showable_bound(result: Mapping[str, Any] | Any) -> float:
     errs on them), at the α its design spent: the audit's power against a claim."""
     from ..stats.dp_audit import epsilon_lower_bound
 
+    from ..stats.one_run import largest_canary_bound
+
     d = result.to_dict() if hasattr(result, "to_dict") else result
     delta, conf = float(d["delta"]), float(d["confidence"])
     alpha_each = float(d["design"]["alpha_per_test"])
+    try:
+        half = _alpha_spent(d["design"], conf) / 2
+    except Refused:
+        half = (1.0 - conf) / 2
     best = 0.0
     pairs = [(a, alpha_each) for t in d["targets"] for a in (t.get("attacks") or {}).values()]
+    groups = [(p, alpha_each) for p in d.get("pooled") or []]
     if isinstance(d.get("best"), dict):
-        pairs.append((d["best"], (1.0 - conf) / 2))
+        (groups if d["best"].get("pooled") else pairs).append((d["best"], half))
+    for p, alpha in groups:  # every guess right (a pooled best carries its guesses too)
+        n = int(p.get("observations", p.get("guesses", 0)) or 0)
+        best = max(best, float(largest_canary_bound(n, alpha=alpha)) if n else 0.0)
     for a, alpha in pairs:
         best = max(best, float(epsilon_lower_bound(0, int(a["runs_without"]), 0, int(a["runs_with"]),
                                                    delta=delta, alpha=alpha)))

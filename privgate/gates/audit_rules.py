@@ -199,10 +199,9 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
     if not isinstance(description, str):
         raise ConfigError(f"{where}.description: must be a string, got {_tname(description)}")
     raw = data.get("rules")
-    if raw is None:
-        raise ConfigError(f"{where}.rules: missing; give at least one of {', '.join(AUDIT_RULE_KINDS)}")
-    return AuditConfig(rules=_parse_rules(where, raw), claimed_epsilon=claimed, delta=delta,
-                       description=description)
+    # a block giving only the claim (and δ) keeps the default rules: the claim is what it adds
+    rules = default_audit_config().rules if raw is None else _parse_rules(where, raw)
+    return AuditConfig(rules=rules, claimed_epsilon=claimed, delta=delta, description=description)
 
 
 def _parse_rules(where: str, raw: Any) -> tuple[AuditRule, ...]:

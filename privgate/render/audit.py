@@ -22,6 +22,7 @@ import jinja2
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..audit.advice import evidence_label, headline_note, next_step
 from .plots import COLOURS, figure_to_data_uri
 from .files import _atomic_write
 
@@ -80,14 +81,29 @@ def roc_points(scores: Any, labels: Any, direction: int = 1) -> tuple[np.ndarray
     return np.r_[0.0, fp / n_out], np.r_[0.0, tp / n_in]
 
 
-def plot_epsilon(result: Any) -> str | None:
-    """Horizontal bars: each audited target's ε lower bound (its best attack) and the audit's,
-    against the claimed ε (dashed red line)."""
+def epsilon_bars(result: Any) -> list[tuple[str, float]]:
+    """The chart's bars: each audited target's ε lower bound (its best attack) and each pooled
+    group's (its best attack), every one corrected for every candidate."""
+    from ..audit.advice import group_label
+
     rows = [(t["target"], t["kind"], best_attack(t)) for t in result.targets]
-    rows = [(f"{tid} ({kind}, {b[0]})", b[1].get("epsilon_lower") or 0.0) for tid, kind, b in rows if b]
+    bars = [(f"{tid} ({kind}, {b[0]})", float(b[1].get("epsilon_lower") or 0.0)) for tid, kind, b in rows if b]
+    best_per_group: dict[str, dict[str, Any]] = {}
+    for p in result.pooled or []:
+        if p["kind"] not in best_per_group or p["epsilon_lower"] > best_per_group[p["kind"]]["epsilon_lower"]:
+            best_per_group[p["kind"]] = p
+    bars += [(f"{group_label(k, p['targets'])} ({p['attack']})", float(p["epsilon_lower"]))
+             for k, p in best_per_group.items()]
+    return bars
+
+
+def plot_epsilon(result: Any) -> str | None:
+    """Horizontal bars: each audited target's and pooled group's ε lower bound (corrected for
+    every candidate) and the audit's, against the claimed ε (dashed red line)."""
+    rows = epsilon_bars(result)
     if not rows:
         return None
-    rows.append(("audit (largest)", float(result.epsilon_lower)))
+    rows.append(("the audit's bound", float(result.epsilon_lower)))
     names = [r[0] for r in rows]
     vals = np.array([r[1] for r in rows])
     claim = result.claimed_epsilon
@@ -182,6 +198,36 @@ def target_rows(result: Any) -> list[dict[str, str]]:
                        tpr1=_tpr(tprs, 0), tpr01=_tpr(tprs, 1), eps=f"{a['epsilon_lower']:.3f}",
                        runs=f"{a.get('runs_with', '-')} with / {a.get('runs_without', '-')} without (test)")
         out.append(row)
+    return _fold_pooled(out)
+
+
+def _fold_pooled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Consecutive targets of one kind and status with no attack of their own (the canaries
+    design's pooled canaries) as one row, ``t0–t31`` of kind ``canary_cell ×32``: their
+    evidence is their group's pooled bound, on the chart."""
+    out: list[dict[str, str]] = []
+    run: list[dict[str, str]] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            first, last = run[0], run[-1]
+            out.append({**first, "target": f"{first['target']}–{last['target']}",
+                        "kind": f"{first['kind']} ×{len(run)}"})
+        else:
+            out.extend(run)
+        run.clear()
+
+    for row in rows:
+        alone = row["attack"] == "-" and row["row"] == "-" and not row["why"]
+        if alone and run and (run[-1]["kind"], run[-1]["status"]) == (row["kind"], row["status"]):
+            run.append(row)
+            continue
+        flush()
+        if alone:
+            run.append(row)
+        else:
+            out.append(row)
+    flush()
     return out
 
 
@@ -199,26 +245,46 @@ def _ci(ci: Any) -> str:
 
 
 def cost_rows(result: Any) -> list[tuple[str, str]]:
+    """The cost table: fits, times a person reads, the audit's own work against the generator's
+    as a ratio (the preflight fits counted once, in the generator's time)."""
+    from ..audit.advice import ratio_text, seconds_text as t
+
     c = result.cost or {}
 
-    def s(key: str, fmt: str = "{:.3f} s") -> str:
-        v = c.get(key)
-        return "-" if v is None else fmt.format(v)
-
     own = sum(float(c.get(k) or 0.0) for k in ("seconds_features_total", "seconds_analysis", "seconds_prepare"))
-    share = c.get("audit_share_of_generator_time")
-    return [("generator runs", f"{c.get('runs', '-')} ({c.get('runs_failed', 0)} failed, "
-                                f"{c.get('preflight_runs', 0)} preflight)"),
-            ("seconds per run in the generator",
-             f"{s('seconds_generate_mean')} mean, {s('seconds_generate_median')} median"),
-            ("seconds in the generator, all runs", s("seconds_generate_total")),
-            ("seconds of the audit's own work", f"{own:.3f} s (targets and preflight {s('seconds_prepare')}, "
-                                                f"features {s('seconds_features_total')}, attacks and bounds "
-                                                f"{s('seconds_analysis')})"),
-            ("audit's work / generator's time", "-" if share is None else f"{share:.1%}"),
-            ("wall-clock", s("wall_seconds")),
+    gen = c.get("seconds_generate_total")
+    seq = (result.design or {}).get("sequential") or {}
+    made = seq.get("stopped_after_runs", c.get("runs", "-"))
+    fits = "-" if made == "-" else int(made) + int(c.get("preflight_runs", 0) or 0)
+    planned = f" of {seq['planned_runs']} planned" if seq else ""
+    return [("generator fits", f"{fits}: {made} runs{planned} and {c.get('preflight_runs', 0)} preflight "
+                               f"({c.get('runs_failed', 0)} failed)"),
+            ("one fit of the generator", f"{t(c.get('seconds_generate_mean'))} mean, "
+                                         f"{t(c.get('seconds_generate_median'))} median"),
+            ("the generator, every fit", t(gen)),
+            ("the audit's own work", f"{t(own)} (targets and design {t(c.get('seconds_prepare'))}, features "
+                                     f"{t(c.get('seconds_features_total'))}, attacks and bounds "
+                                     f"{t(c.get('seconds_analysis'))})"),
+            ("the audit's own work against the generator's", f"{ratio_text(own, gen)} the generator's time"),
+            ("wall-clock", t(c.get("wall_seconds"))),
             ("workers × threads", f"{c.get('workers', '-')} × {c.get('threads', '-')}")] + (
         [("note", str(c["note"]))] if c.get("note") else [])
+
+
+def design_rows(design: dict[str, Any]) -> list[tuple[str, str]]:
+    """The design as (key, text) rows; a sequential audit's record in words."""
+    rows = []
+    for k, v in sorted(design.items()):
+        if k == "sequential" and isinstance(v, dict):
+            per = v.get("alpha_per_look")
+            spent = (f"α {per:.4g} each" if isinstance(per, float) else
+                     f"α {per[0]:.4g} at each early look, {per[-1]:.4g} at the last" if per else "")
+            made = (f"stopped after {v.get('stopped_after_runs')} of {v.get('planned_runs')} runs (the claim was "
+                    "disproved)" if v.get("stopped_early") else f"made all {v.get('planned_runs')} runs")
+            rows.append((k, f"looks after {', '.join(str(n) for n in v.get('looks', []))} runs; {spent}; {made}"))
+        else:
+            rows.append((k, f"{v:.4g}" if isinstance(v, float) else str(v)))
+    return rows
 
 
 def render_audit_html(result: Any, outcome: Any = None) -> str:
@@ -229,8 +295,10 @@ def render_audit_html(result: Any, outcome: Any = None) -> str:
     return _env().get_template("audit.html.j2").render(
         r=result, o=outcome, code=code, badge=_LABEL.get(code, ""), badge_class=_CLASS.get(code, ""),
         generator=gen.get("name") or "-", version=gen.get("version") or "-",
-        verdict=verdict_words(result), rows=target_rows(result), cost=cost_rows(result),
-        design=sorted((k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in (result.design or {}).items()),
+        verdict=verdict_words(result), evidence=evidence_label(result.best), rows=target_rows(result), cost=cost_rows(result),
+        next_step=next_step(result), headline_note=headline_note(result, [v for _, v in epsilon_bars(result)]),
+        design=design_rows(result.design or {}),
+        n_pairs=sum(len(t.get("attacks") or {}) for t in result.targets), n_pooled=len(result.pooled or []),
         plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result, MAX_ROC_PANELS), max_roc=MAX_ROC_PANELS,
         n_attacked=sum(1 for t in result.targets if t.get("attacks")),
         failed=result.failed_runs or [],

@@ -147,3 +147,35 @@ def work_folder(tmp_path, monkeypatch, real: pl.DataFrame, files: dict[str, str]
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
+
+
+def typed_frame(n: int = 240, seed: int = 0) -> pl.DataFrame:
+    """Every column type the gate takes: Boolean, Date, Datetime, integer, float, categorical
+    (String and Categorical), each with missing values."""
+    import datetime as dt
+
+    rng = np.random.default_rng(seed)
+    day0 = dt.date(2020, 1, 1)
+    frame = pl.DataFrame({
+        "churned": rng.random(n) < 0.3,
+        "signup": [day0 + dt.timedelta(days=int(d)) for d in rng.integers(0, 700, n)],
+        "last_seen": [dt.datetime(2024, 1, 1) + dt.timedelta(minutes=int(m)) for m in rng.integers(0, 10 ** 6, n)],
+        "age": rng.integers(18, 90, n),
+        "spend": rng.gamma(2.0, 30.0, n),
+        "plan": rng.choice(["free", "basic", "pro"], n),
+        "region": rng.choice(["north", "south", "east"], n),
+    }).with_columns(pl.col("region").cast(pl.Categorical))
+    holes = rng.random((n, frame.width)) < 0.05
+    return frame.with_columns([pl.when(pl.Series(holes[:, j])).then(None).otherwise(pl.col(c)).alias(c)
+                               for j, c in enumerate(frame.columns)])
+
+
+def resample_gen(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    """Not private: resamples its training rows, returning every column in the dtype it was given."""
+    return training.sample(n_rows, with_replacement=True, seed=seed)
+
+
+def constant_gen(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    """Private (ε = 0): ``n_rows`` copies of one row of nulls, in the dtypes it was given (the
+    dtypes are public; the data are never read)."""
+    return pl.DataFrame({c: pl.Series(c, [None] * n_rows, dtype=d) for c, d in training.schema.items()})

@@ -13,7 +13,7 @@ from privgate.cli import main
 from privgate.history import HistoryStore
 
 
-FAST = ["--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1"]
+FAST = ["--design", "shared", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1"]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from test_audit_soundness import DOMAIN, data
 
 pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 
-OPTIONS = dict(runs=24, n_targets=4, training_rows=150, claimed_epsilon=1.0, seed=5)
+OPTIONS = dict(design="shared", runs=24, n_targets=4, training_rows=150, claimed_epsilon=1.0, seed=5, looks=None)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_audit_on_the_cluster_equals_the_local_audit_bit_for_bit(cluster):
     assert remote.auc_lower > 0.5  # a leaky mechanism: the equality compares real numbers
     assert "Dask cluster" in remote.cost["note"] and remote.cost["workers"] == 2
     # and the runs' features themselves, bit for bit, against the local pool of processes
-    prepared = prepare_audit(gen, data(seed=1), n_targets=4, runs=24, training_rows=150, seed=5)
+    prepared = prepare_audit(gen, data(seed=1), n_targets=4, design="shared", runs=24, training_rows=150, seed=5)
     runs = range(prepared.plan.n_runs)
     on_pool, _ = execute(prepared.plan, prepared.space, gen, runs, workers=2, threads=2)
     on_cluster, how = execute_on_cluster(cluster.address, prepared.plan, prepared.space, gen, runs)
@@ -60,7 +60,7 @@ def test_audit_on_the_cluster_equals_the_local_audit_bit_for_bit(cluster):
 
 
 def test_a_generator_that_raises_is_a_failed_run_as_locally(cluster):
-    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, design="shared", runs=8, training_rows=100, seed=1)
     outcomes, _ = execute_on_cluster(cluster.address, prepared.plan, prepared.space, Failing(), range(4))
     assert [o.error for o in outcomes] == ["ZeroDivisionError"] * 4 and all(o.features is None for o in outcomes)
 
@@ -70,7 +70,7 @@ def test_a_killed_worker_loses_runs_that_the_other_makes_again_with_the_same_res
 
     gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
     slow = Slowed(gen, 0.4)
-    prepared = prepare_audit(gen, data(seed=3), n_targets=4, runs=16, training_rows=150, seed=7)
+    prepared = prepare_audit(gen, data(seed=3), n_targets=4, design="shared", runs=16, training_rows=150, seed=7)
     runs = range(prepared.plan.n_runs)
     local, _ = execute(prepared.plan, prepared.space, gen, runs, workers=1, threads=1)
     with local_dask(n_workers=2) as c:
@@ -101,7 +101,7 @@ def test_a_killed_worker_loses_runs_that_the_other_makes_again_with_the_same_res
 
 
 def test_a_deadline_cancels_the_runs_not_made(cluster):
-    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, design="shared", runs=8, training_rows=100, seed=1)
     slow = Slowed(LaplaceHistogram(1.0, DOMAIN), 3.0)
     with pytest.raises(AuditError, match=r"deadline of 1 s \(0 of 8 runs made\)"):
         execute_on_cluster(cluster.address, prepared.plan, prepared.space, slow, range(8), deadline=1)
@@ -109,7 +109,7 @@ def test_a_deadline_cancels_the_runs_not_made(cluster):
 
 def test_a_generator_that_ends_every_worker_it_runs_on_stops_the_audit(cluster):
     # each death is a lost worker whose run is given to another; past allowed-failures it is the generator
-    prepared = prepare_audit(None, data(seed=2), n_targets=2, runs=8, training_rows=100, seed=1)
+    prepared = prepare_audit(None, data(seed=2), n_targets=2, design="shared", runs=8, training_rows=100, seed=1)
     with pytest.raises(AuditError, match="run 0 was on 4 workers that died"):
         execute_on_cluster(cluster.address, prepared.plan, prepared.space, Exiting(), [0])
     # the nannies restart their workers: the cluster is whole again
@@ -153,8 +153,8 @@ def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_local
 
     work_folder(tmp_path, monkeypatch, data(seed=4), {"cluster_cli_gen.py": GENERATOR_MODULE})
     common = ["audit", "--real", "real.parquet", "--generator", "cluster_cli_gen:Noisy", "--generator-args",
-              '{"scale": 0.01}', "--runs", "30", "--n-targets", "2", "--training-rows", "100", "--threads", "1",
-              "--claimed-epsilon", "1", "--quiet"]
+              '{"scale": 0.01}', "--design", "shared", "--runs", "30", "--n-targets", "2", "--training-rows", "100",
+              "--threads", "1", "--claimed-epsilon", "1", "--quiet", "--looks", "1"]
     codes = [main([*common, "--workers", "1", "--json", "local.json"]),
              main([*common, "--executor", cluster.address.replace("tcp://", "dask://"), "--json", "cluster.json"])]
     reports = [json.loads((tmp_path / f).read_text()) for f in ("local.json", "cluster.json")]
@@ -171,7 +171,7 @@ def test_dagster_run_steps_send_their_runs_to_the_cluster_with_the_local_result(
     from privgate.dagster import PrivgateResource, build_generator_audit
 
     gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
-    settings = dict(runs=16, n_targets=3, training_rows=150, claimed_epsilon=1.0, seed=2)
+    settings = dict(design="shared", runs=16, n_targets=3, training_rows=150, claimed_epsilon=1.0, seed=2)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="executor must be"):
         build_generator_audit("bad", generate=gen, real=lambda: data(seed=6), executor="ray://head:1")
     audit = build_generator_audit("cluster_audit", generate=gen, real=lambda: data(seed=6), chunk_size=8,
@@ -191,6 +191,6 @@ def test_dagster_run_steps_send_their_runs_to_the_cluster_with_the_local_result(
     saved = json.loads(open(event.materialization.metadata["audit_json"].value).read())
     assert "Dask cluster" in saved["cost"]["note"]
     saved.pop("cost")
-    ref = audit_generator(gen, data(seed=6), workers=1, threads=1, generator_name="lap", generator_version="v1",
+    ref = audit_generator(gen, data(seed=6), workers=1, threads=1, generator_name="lap", generator_version="v1", looks=None,
                           **settings)
     assert saved == without_cost(ref)

@@ -58,7 +58,7 @@ HOSTILE = textwrap.dedent(f'''
 EXITS_ON_IMPORT = "import sys\nsys.exit(0)\n\ndef gen(training, n_rows, seed):\n    return training\n"
 HANGS_ON_IMPORT = "import time\ntime.sleep(3600)\n\ndef gen(training, n_rows, seed):\n    return training\n"
 
-FAST = ["--runs", "8", "--n-targets", "2", "--training-rows", "40", "--workers", "1", "--threads", "1", "--quiet"]
+FAST = ["--design", "shared", "--runs", "8", "--n-targets", "2", "--training-rows", "40", "--workers", "1", "--threads", "1", "--quiet"]
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_a_record_in_a_privgate_error_raised_by_the_generator_is_withheld_from_t
     import hostile_gens
 
     with pytest.raises(AuditError) as err:
-        audit_generator(hostile_gens.privgate_error_with_a_record, real_frame(120), runs=8, n_targets=2,
+        audit_generator(hostile_gens.privgate_error_with_a_record, real_frame(120), design="shared", runs=8, n_targets=2,
                         canaries=False, training_rows=40, workers=1, threads=1)
     assert "InputError" in str(err.value) and "Zq7x" not in str(err.value)
 
@@ -113,7 +113,7 @@ def test_a_record_in_a_privgate_error_raised_by_the_generator_is_withheld_from_t
 def test_an_exit_in_a_generator_run_in_this_process_is_an_audit_error():
     # a lambda cannot be pickled: its runs are made in this process, where SystemExit is caught too
     with pytest.raises(GeneratorExited, match="raised SystemExit") as err:
-        audit_generator(lambda training, n_rows, seed: sys.exit(SECRET), real_frame(120), runs=8, n_targets=2,
+        audit_generator(lambda training, n_rows, seed: sys.exit(SECRET), real_frame(120), design="shared", runs=8, n_targets=2,
                         canaries=False, training_rows=40, workers=1, threads=1)
     assert "Zq7x" not in str(err.value)
 
@@ -133,13 +133,13 @@ def test_an_out_of_range_option_exits_3_naming_it(workdir, capsys, flag, value):
 
 
 @pytest.mark.parametrize("sizes, words", [
-    (dict(runs=MAX_RUNS + 1, n_targets=1), "runs must be at most 100,000"),
-    (dict(runs=8, n_targets=MAX_TARGETS + 1), "n_targets must be at most 1,000"),
-    (dict(runs=8, n_targets=2, n_rows=10 ** 9), "n_rows must be at most 10,000,000"),
-    (dict(runs=8, n_targets=2, training_rows=MAX_ROWS + 1), "training_rows must be at most"),
-    (dict(runs=100_000, n_targets=1_000), "runs × targets"),
+    (dict(design="shared", runs=MAX_RUNS + 1, n_targets=1), "runs must be at most 100,000"),
+    (dict(design="shared", runs=8, n_targets=MAX_TARGETS + 1), "n_targets must be at most 1,000"),
+    (dict(design="shared", runs=8, n_targets=2, n_rows=10 ** 9), "n_rows must be at most 10,000,000"),
+    (dict(design="shared", runs=8, n_targets=2, training_rows=MAX_ROWS + 1), "training_rows must be at most"),
+    (dict(design="shared", runs=100_000, n_targets=1_000), "runs × targets"),
     (dict(runs=20_000, n_targets=30, design="separate"), "runs × targets"),
-    (dict(runs=8, n_targets=None, user_targets=MAX_TARGETS + 1), "at most 1,000 target records"),
+    (dict(design="shared", runs=8, n_targets=None, user_targets=MAX_TARGETS + 1), "at most 1,000 target records"),
 ])
 def test_sizes_beyond_their_bounds_are_named(sizes, words):
     with pytest.raises(ParameterError, match=words):
@@ -147,14 +147,14 @@ def test_sizes_beyond_their_bounds_are_named(sizes, words):
 
 
 def test_sizes_a_real_audit_uses_pass():
-    check_sizes(runs=200, n_targets=10, training_rows=1000, n_rows=1000)
-    check_sizes(runs=10_000, n_targets=1_000, training_rows=MAX_ROWS, n_rows=MAX_ROWS)
+    check_sizes(design="shared", runs=200, n_targets=10, training_rows=1000, n_rows=1000)
+    check_sizes(design="shared", runs=10_000, n_targets=1_000, training_rows=MAX_ROWS, n_rows=MAX_ROWS)
 
 
 def test_the_api_refuses_a_huge_release_before_any_work():
     start = time.monotonic()
     with pytest.raises(ParameterError, match="n_rows must be at most"):
-        audit_generator(lambda t, n, s: t, real_frame(120), runs=8, n_targets=2, n_rows=10 ** 9)
+        audit_generator(lambda t, n, s: t, real_frame(120), design="shared", runs=8, n_targets=2, n_rows=10 ** 9)
     assert time.monotonic() - start < 30
 
 
@@ -180,7 +180,7 @@ def test_the_deadline_covers_the_planning():
     api.select_targets = slow_select
     try:
         with pytest.raises(AuditError, match=r"deadline of 2 s \(it passed before building the feature space\)"):
-            audit_generator(lambda t, n, s: t, real_frame(120), runs=8, n_targets=2, training_rows=40,
+            audit_generator(lambda t, n, s: t, real_frame(120), design="shared", runs=8, n_targets=2, training_rows=40,
                             workers=1, threads=1, deadline=2)
     finally:
         api.select_targets = select

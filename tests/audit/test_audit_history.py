@@ -88,7 +88,7 @@ def test_a_version_2_database_is_migrated_in_place(store_url):
 
 def test_a_stored_audit_holds_no_value_of_a_record(tmp_path):
     real = real_frame()
-    result = audit_generator(copy_gen, real, runs=60, n_targets=3, training_rows=60, attacks=["distance"],
+    result = audit_generator(copy_gen, real, design="shared", runs=60, n_targets=3, training_rows=60, attacks=["distance"],
                              claimed_epsilon=1.0, workers=1, threads=1, generator_name="copy", generator_version="1")
     assert 7 in [t["real_row"] for t in result.targets]  # the marker row is a target
     outcome = decide_audit(result, RULES)

@@ -37,7 +37,7 @@ def test_target_rows_show_the_best_attack_and_status():
 
 @pytest.fixture(scope="module")
 def real_audit():
-    return audit_generator(copy_gen, real_frame(), runs=60, n_targets=3, training_rows=60, claimed_epsilon=0.5,
+    return audit_generator(copy_gen, real_frame(), design="shared", runs=60, n_targets=3, training_rows=60, claimed_epsilon=0.5,
                            workers=1, threads=1, generator_name="copy", generator_version="2.0")
 
 

@@ -133,7 +133,7 @@ def test_canaries_design_does_not_accuse_an_exact_mechanism():
 
 
 def test_sequential_audit_stops_early_on_a_broken_mechanism_only():
-    kw = dict(runs=120, n_targets=4, training_rows=150, claimed_epsilon=1.0, workers=1, threads=1, looks=4)
+    kw = dict(design="shared", runs=120, n_targets=4, training_rows=150, claimed_epsilon=1.0, workers=1, threads=1, looks=4)
     broken = audit_generator(LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True), data(seed=1),
                              seed=1, **kw)
     seq = broken.design["sequential"]
@@ -142,12 +142,12 @@ def test_sequential_audit_stops_early_on_a_broken_mechanism_only():
     exact = audit_generator(LaplaceHistogram(1.0, DOMAIN, release="rounded"), data(seed=1), seed=1, **kw)
     assert exact.violation is False and exact.design["sequential"]["stopped_after_runs"] == 120
     with pytest.raises(ParameterError, match="claimed_epsilon"):
-        audit_generator(LaplaceHistogram(1.0, DOMAIN), data(), runs=40, n_targets=2, training_rows=50, looks=2,
+        audit_generator(LaplaceHistogram(1.0, DOMAIN), data(), design="shared", runs=40, n_targets=2, training_rows=50, looks=2,
                         workers=1, threads=1)
 
 
 def test_largest_provable_bound_is_reported_beside_the_bound():
-    r = audit_generator(LaplaceHistogram(1.0, DOMAIN, release="rounded"), data(seed=2), runs=60, n_targets=4,
+    r = audit_generator(LaplaceHistogram(1.0, DOMAIN, release="rounded"), data(seed=2), design="shared", runs=60, n_targets=4,
                         training_rows=150, claimed_epsilon=1.0, seed=2, workers=1, threads=1)
     assert r.epsilon_provable is not None and r.epsilon_provable >= r.best["epsilon_lower"]
     assert "largest bound these runs could show" in r.summary()

@@ -102,6 +102,11 @@ def test_the_configuration_claim_applies_and_must_agree_with_the_audits():
     assert delta.exit_code == 3 and "δ" in delta.checks[0].message
 
 
+def test_a_block_giving_only_the_claim_keeps_the_default_rules():
+    cfg = parse_audit_config({"claimed_epsilon": 2, "delta": 0})
+    assert cfg.claimed_epsilon == 2.0 and cfg.rules == default_audit_config().rules
+
+
 def test_not_an_audit_result_fails_closed():
     out = decide_audit({"epsilon_lower": 0.0}, CLAIMED)
     assert out.exit_code == 3 and "not an audit result" in out.checks[0].message
@@ -117,7 +122,6 @@ def test_not_an_audit_result_fails_closed():
     ({"rules": {"auc_lower": {"stop": 0.9}}}, "audit.rules.auc_lower.stop"),
     ({"rules": {"dcr": 0.3}}, "audit.rules.dcr"),
     ({"rules": {}}, "audit.rules"),
-    ({"claimed_epsilon": 1}, "audit.rules"),
     ({"claimed_epsilon": -1, **CLAIMED}, "audit.claimed_epsilon"),
     ({"delta": 1.0, **CLAIMED}, "audit.delta"),
     ({"confidence": 0.9, **CLAIMED}, "audit.confidence"),

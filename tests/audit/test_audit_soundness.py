@@ -20,7 +20,7 @@ def data(n: int = 400, seed: int = 0) -> pl.DataFrame:
 
 
 def audit(gen, seed: int, runs: int = 60, claimed: float = 1.0):
-    return audit_generator(gen, data(seed=seed), runs=runs, n_targets=4, training_rows=150, claimed_epsilon=claimed,
+    return audit_generator(gen, data(seed=seed), design="shared", runs=runs, n_targets=4, training_rows=150, claimed_epsilon=claimed,
                            seed=seed, workers=1, threads=1)
 
 

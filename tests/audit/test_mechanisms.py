@@ -216,3 +216,26 @@ def test_training_copy_publishes_its_training_records():
     assert not noisy["x"].equals(train["x"])
     assert (noisy["x"] - train["x"]).abs().max() < 1.0  # 0.1 sd ≈ 0.11: within 9 sd
     assert noisy.equals(TrainingCopy(noise=0.1)(train, 2, 0))
+
+
+def test_randomized_response_reports_each_cell_bit_as_warner_does():
+    """An occupied cell is reported with probability p = e^ε/(1+e^ε), an empty one with 1 − p, and
+    a release with no cell reported is spread over every cell: on a two-cell domain (a occupied,
+    b empty) a shows with p + (1 − p)·p and b with (1 − p) + (1 − p)·p, counted over 1,000 seeds
+    (4 standard errors)."""
+    import math
+
+    import numpy as np
+    import polars as pl
+
+    from privgate.audit.mechanisms import RandomizedResponse
+
+    gen = RandomizedResponse(1.0, {"c": ["a", "b"]})
+    p = gen.keep_probability
+    assert p == pytest.approx(math.e / (1 + math.e)) and gen.true_epsilon == 1.0
+    training = pl.DataFrame({"c": ["a"] * 5})
+    seen = np.array([[lv in set(gen(training, 10, s)["c"].to_list()) for lv in ("a", "b")] for s in range(1000)])
+    for share, want in zip(seen.mean(axis=0), (p + (1 - p) * p, (1 - p) + (1 - p) * p)):
+        assert abs(share - want) < 4 * math.sqrt(want * (1 - want) / 1000), (share, want)
+    out = gen(training, 7, 3)
+    assert out.height == 7 and out.schema == training.schema and out.equals(gen(training, 7, 3))

@@ -35,7 +35,7 @@ class _DyingOnce:
 
 
 GENERATOR = LaplaceHistogram(1.0, EXAMPLE_DOMAIN)
-SETTINGS = dict(claimed_epsilon=1.0, runs=16, n_targets=3, training_rows=200, seed=5)
+SETTINGS = dict(claimed_epsilon=1.0, design="shared", runs=16, n_targets=3, training_rows=200, seed=5)
 CHUNK = 8
 
 

@@ -48,7 +48,7 @@ def _reference() -> dict:
     # the generator the job audits (its digest is recorded: the wrapper's, covering what it wraps)
     ref = audit_generator(jobs._DyingOnce(jobs.GENERATOR), jobs.tiny_real(), workers=1, threads=1,
                           generator_name="tiny",
-                          generator_version=jobs.VERSION, **jobs.SETTINGS).to_dict()
+                          generator_version=jobs.VERSION, looks=None, **jobs.SETTINGS).to_dict()
     ref.pop("cost")
     return ref
 
@@ -161,7 +161,7 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
     made_by = {"r-sound": "sound", "r-copies": "copies", "r-unaudited": "never-audited"}
     generators = {"sound": LaplaceHistogram(0.1, EXAMPLE_DOMAIN), "copies": jobs.copying}
     audit = build_generator_audit("gen_audit", generate_for=generators.__getitem__, real=jobs.tiny_real,
-                                  claimed_epsilon=0.1, runs=48, chunk_size=24, n_targets=3,
+                                  claimed_epsilon=0.1, design="shared", runs=48, chunk_size=24, n_targets=3,
                                   training_rows=200, seed=0, versions=[*generators, "never-audited"])
     releases = dg.StaticPartitionsDefinition(list(made_by))
 
