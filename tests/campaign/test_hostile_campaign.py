@@ -32,8 +32,8 @@ TOKEN = "Zk"          # every real string cell starts with it
 FLOAT_BASE = 271828.0  # every real float is 271828.xxx: its text cannot arise in an output by chance
 
 
-def real_frame() -> pl.DataFrame:
-    rng = np.random.default_rng(11)
+def real_frame(seed: int = 11) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
     return pl.DataFrame({
         "age": (FLOAT_BASE + rng.integers(0, 9, N) * 1.13).round(2),
         "score": (FLOAT_BASE + rng.normal(size=N)).round(4),
@@ -73,7 +73,8 @@ RELEASES: dict[str, tuple[Callable[[], pl.DataFrame], bool]] = {
     "copy_prefix_relabel": (lambda: _strings(REAL, lambda e: pl.lit("L_") + e.str.slice(2)), True),
     "copy_reversed_relabel": (lambda: _strings(REAL, lambda e: e.str.reverse()), True),
     "copy_relabelled_sample": (lambda: _strings(REAL.sample(45, seed=5), lambda e: pl.lit("h") + e.hash(2).cast(pl.String)), True),
-    "honest": (lambda: REAL.with_columns(pl.col("score") + 40.0, pl.col("age") + 17.0), False),
+    # other people of the same population (not the real records shifted: a shifted copy is a copy)
+    "honest": (lambda: real_frame(12), False),
 }
 
 CONFIGS = {

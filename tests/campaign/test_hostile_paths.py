@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from generators import SECRET, secret_real
+from privgate.baselines import independent_marginals
 from privgate.cli import main
 from privgate.context import EvaluationContext
 from privgate.errors import CodebookMismatchError
@@ -421,7 +422,10 @@ def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
 
     from privgate.history.schema import SCHEMA_VERSION
     real_p = _write(real, tmp_path / "real.parquet")
-    syn_p = _write(real.with_columns(pl.col("x") + 5.0), tmp_path / "syn.parquet")
+    # other people: each column drawn on its own, new numeric values (a shifted copy of the real
+    # records would be a copy in disguise, blocked)
+    fresh = pl.Series("x", np.random.default_rng(9).normal(size=real.height).round(3) + 0.0005)
+    syn_p = _write(independent_marginals(real, seed=4).with_columns(fresh), tmp_path / "syn.parquet")
     db = tmp_path / "h.sqlite"
     assert _gate(tmp_path, real_p, syn_p) == 0
     eng = sa.create_engine(f"sqlite:///{db}")
