@@ -221,18 +221,23 @@ class LaplaceHistogram:
     def _noise(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return rng.laplace(0.0, self.scale, size)
 
-    def _counts(self, training: pl.DataFrame, resolved) -> tuple[np.ndarray, list[int]]:
-        cell, sizes = self._cells(training, resolved)
-        total = math.prod(sizes)
-        return np.bincount(cell[cell >= 0], minlength=total).astype(np.float64), sizes
-
-    def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+    def _checked_counts(self, training: pl.DataFrame, n_rows: int) -> tuple[Any, np.ndarray, list[int]]:
+        """The arguments of a call checked, then the cells resolved and their counts."""
         if not isinstance(training, pl.DataFrame):
             raise ParameterError(f"training must be a polars DataFrame; got {type(training).__name__}")
         if int(n_rows) != n_rows or n_rows < 0:
             raise ParameterError(f"n_rows must be an integer ≥ 0; got {n_rows!r}")
         resolved = self._resolve(training)
         counts, sizes = self._counts(training, resolved)
+        return resolved, counts, sizes
+
+    def _counts(self, training: pl.DataFrame, resolved) -> tuple[np.ndarray, list[int]]:
+        cell, sizes = self._cells(training, resolved)
+        total = math.prod(sizes)
+        return np.bincount(cell[cell >= 0], minlength=total).astype(np.float64), sizes
+
+    def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
+        resolved, counts, sizes = self._checked_counts(training, n_rows)
         rng = np.random.default_rng(seed)
         noisy = counts + self._noise(rng, counts.size)
         positive = np.maximum(noisy, 0.0)
@@ -385,12 +390,7 @@ class RandomizedResponse(LaplaceHistogram):
         return f"RandomizedResponse(epsilon={self.epsilon:g})"
 
     def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
-        if not isinstance(training, pl.DataFrame):
-            raise ParameterError(f"training must be a polars DataFrame; got {type(training).__name__}")
-        if int(n_rows) != n_rows or n_rows < 0:
-            raise ParameterError(f"n_rows must be an integer ≥ 0; got {n_rows!r}")
-        resolved = self._resolve(training)
-        counts, sizes = self._counts(training, resolved)
+        resolved, counts, sizes = self._checked_counts(training, n_rows)
         rng = np.random.default_rng(seed)
         occupied = counts > 0
         flip = rng.random(counts.size) >= self.keep_probability
