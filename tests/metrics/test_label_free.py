@@ -205,6 +205,11 @@ def test_a_column_of_more_levels_than_the_anchors_cover_keeps_its_labels():
     real = frame(1)
     corr = _learnt_schema(real, frame(2))
     assert "code" not in corr.remapped and corr.columns["code"]["identity"]
+    # the rule itself: a copy whose codes were permuted would teach its commonest codes' edges
+    # (exact anchors); with 400 levels over 600 anchored records the column is left as it is
+    perm = {f"k{v}": f"k{(v * 7 + 3) % 400}" for v in range(400)}
+    corr = _learnt_schema(real, real.with_columns(pl.col("code").replace_strict(perm)))
+    assert corr.columns["code"]["identity"] and corr.columns["code"]["classes"] == 0
     release = real.with_columns(pl.col("c").replace_strict({"a": "b", "b": "c", "c": "a"}))
     corr = _learnt_schema(real, release)
     assert corr.remapped == ("c",) and corr.columns["code"]["identity"]
