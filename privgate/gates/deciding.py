@@ -144,7 +144,21 @@ def _message(c: rules.Comparison, res: MetricResult, prev: float | None, limit: 
         fmt = "{:.4f}" if c.kind == "threshold" else "{:+.4f}"
         what = (f"{rules.END_WORDS[c.on]} {fmt.format(c.number)} of {what} (95 % interval "
                 f"{fmt.format(c.interval[0])} to {fmt.format(c.interval[1])})")
-    return f"{what} {'>' if fired else '≤'} {limit:g}"
+    return f"{what} {'>' if fired else '≤'} {limit:g}{_view_note(res) if fired else ''}"
+
+
+def _view_note(res: MetricResult) -> str:
+    """Why a label-free metric saw what the plain one did not: the view's counts (positions and
+    counts only), when the release's labels or scales differ from the real data's."""
+    view = (res.details or {}).get("label_free") if isinstance(res.details, dict) else None
+    if not isinstance(view, dict) or view.get("identity", True):
+        return ""
+    records = (view.get("disguised_records") or {}).get("records", 0)
+    parts = [f"{n} {what}" for n, what in (
+        (len(view.get("recoded_columns") or []), "categorical column(s) with other labels"),
+        (len(view.get("mapped_numeric_columns") or []), "numeric column(s) on another scale"),
+        (records, "record(s) disguised one by one")) if n]
+    return f" (the release differs from the real data: {', '.join(parts)})" if parts else ""
 
 
 def history_number(x: Any) -> float | None:

@@ -126,3 +126,21 @@ def test_every_numeric_disguise_of_a_copy_is_seen_as_a_copy(how):
     ctx = _ctx(real, release, holdout)
     assert privgate.metrics.label_free_memorisation(ctx).ci[0] > 0.5, how
     assert view_status(ctx)["numeric_columns_mapped"] >= 1
+
+
+def test_a_fired_label_free_rule_says_why_the_view_differs():
+    """A blocked ×1000 copy with permuted labels: the label-free checks' messages give the view's
+    counts (columns recoded, numeric columns mapped); a plain copy's messages say nothing of it."""
+    from privgate.data import load_example
+    from privgate.gates import default_gate_config, run_gate
+
+    full = load_example()
+    real, holdout = full.head(600), full.tail(600)
+    out = run_gate(default_gate_config(), real, transformed_copy(real, "scaled", labels="permuted", seed=3),
+                   holdout, release_id="r", record=False)
+    fired = [c for c in out.checks if c.metric.startswith("label_free") and c.verdict == "block"]
+    assert fired and all("numeric column(s) on another scale" in c.message for c in fired)
+    assert all("6 numeric column(s)" in c.message and "categorical column(s) with other labels" in c.message
+               for c in fired)
+    plain = run_gate(default_gate_config(), real, real, holdout, release_id="r", record=False)
+    assert not any("differs from the real data" in c.message for c in plain.checks)
