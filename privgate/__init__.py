@@ -13,24 +13,24 @@ One metric alone: ``privgate.metrics.<name>(real, synthetic, **params)``; every 
 from __future__ import annotations
 
 from . import threads  # noqa: E402,F401  (first: sets the OpenMP wait policy before any runtime loads)
-from . import baselines, errors  # noqa: E402,F401
+from . import errors  # noqa: E402,F401
+from ._lazy import lazy_attributes  # noqa: E402
 from ._version import __version__  # noqa: E402,F401
-from .context import EvaluationContext  # noqa: E402
 from .errors import PrivgateError  # noqa: E402
-from .evaluate import evaluate  # noqa: E402
-from .registry import get_metric, list_metrics, metric_names  # noqa: E402
-from .report import Report  # noqa: E402
-from .results import MetricResult  # noqa: E402
 
-
-def __getattr__(name: str):
-    # `privgate.metrics` is imported lazily so `import privgate` stays light
-    if name == "metrics":
-        import importlib
-
-        return importlib.import_module(".metrics", __name__)
-    raise AttributeError(name)
-
+# The rest is imported on first use, so that `import privgate` stays light: a command that stops
+# on a gate-file typo, or the Dagster and GX adapters' definitions, load no engine.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "evaluate": ("evaluation", "evaluate"),
+    "EvaluationContext": ("context", "EvaluationContext"),
+    "Report": ("report", "Report"),
+    "MetricResult": ("results", "MetricResult"),
+    "get_metric": ("registry", "get_metric"),
+    "list_metrics": ("registry", "list_metrics"),
+    "metric_names": ("registry", "metric_names"),
+    "baselines": ("baselines", None),
+    "metrics": ("metrics", None),
+})
 
 __all__ = ["evaluate", "EvaluationContext", "Report", "MetricResult", "PrivgateError",
            "list_metrics", "metric_names", "get_metric", "baselines", "errors", "__version__"]

@@ -30,3 +30,22 @@ class LazyModule:
 def lazy_module(name: str) -> Any:
     """The module ``name``, imported when one of its attributes is first read."""
     return LazyModule(name)
+
+
+def lazy_attributes(package: str, names: dict[str, tuple[str, str | None]]):
+    """``__getattr__`` and ``__dir__`` for ``package`` that import each of ``names`` on first read:
+    ``names[name] = (submodule, attribute)``, the attribute ``None`` for the submodule itself."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attr = names[name]
+        found = importlib.import_module(f".{module}", package)
+        value = found if attr is None else getattr(found, attr)
+        setattr(importlib.import_module(package), name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(importlib.import_module(package))) | set(names))
+
+    return __getattr__, __dir__

@@ -20,9 +20,16 @@ module per attack), :mod:`.analysis` (thresholds, error counts, bounds — formu
 
 from __future__ import annotations
 
-from .api import PreparedAudit, analyse_runs, audit_generator, prepare_audit
-from .result import AuditResult
-from .runner import RunOutcome, execute, make_run
+from .._lazy import lazy_attributes
+
+# imported on first use: the CLI reads the audit's limits and defaults to build its arguments
+# without loading the audit's engine
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "PreparedAudit": ("api", "PreparedAudit"), "analyse_runs": ("api", "analyse_runs"),
+    "audit_generator": ("api", "audit_generator"), "prepare_audit": ("api", "prepare_audit"),
+    "AuditResult": ("result", "AuditResult"), "RunOutcome": ("runner", "RunOutcome"),
+    "execute": ("runner", "execute"), "make_run": ("runner", "make_run"),
+})
 
 __all__ = ["AuditResult", "PreparedAudit", "RunOutcome", "analyse_runs", "audit_generator", "execute",
            "make_run", "prepare_audit"]

@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: the audit's designs (privgate.audit.plan: who is trained on what in each run)
+DESIGNS = ("shared", "separate", "canaries")
+#: how each run's background rows are drawn
+BACKGROUNDS = ("fixed", "redrawn")
 #: the design when none is given (δ = 0)
 DEFAULT_DESIGN = "canaries"
 #: the design when none is given and the claim has δ > 0 (the canaries design bounds pure ε only)

@@ -47,14 +47,12 @@ import polars as pl
 
 from ..errors import ParameterError
 from ..schema import Schema
-from .defaults import (CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS,  # noqa: F401
+from .defaults import (BACKGROUNDS, DESIGNS, CANARY_FIT_SHARE, CANARY_TARGETS, DEFAULT_FIT_SHARE, DEFAULT_RUNS,  # noqa: F401
                        DEFAULT_TRAINING_ROWS)
 from .limits import MAX_LOOKS
 from .seeds import rng, seed_int
 from .targets import Targets
 
-DESIGNS = ("shared", "separate", "canaries")
-BACKGROUNDS = ("fixed", "redrawn")
 #: fewest runs per target: 4 fit and 4 test runs, half with the target in each
 MIN_RUNS = 8
 #: from this many runs the shared design includes targets independently (pooled evidence possible)

@@ -59,9 +59,8 @@ def seed_int(text: str) -> int:
 def add_parser(sub) -> argparse.ArgumentParser:
     from ..audit.limits import (DEFAULT_DEADLINE, MAX_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS,
                                 MAX_WORKERS)
-    from ..audit.defaults import (CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA,
+    from ..audit.defaults import (BACKGROUNDS, DESIGNS, CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA,
                                   DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
-    from ..audit.plan import BACKGROUNDS, DESIGNS
 
     p = sub.add_parser(
         "audit", help="audit a generator: retrain it with and without targets, bound ε (exit 0/1/2; 3 = error)",
