@@ -33,7 +33,7 @@ def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: An
     parts of a split evaluation give the results of the whole.
 
     Input validation errors raise (as :func:`privgate.evaluate`)."""
-    from ..evaluate import evaluate
+    from ..evaluation import evaluate
     from ..io import load_frame
     from .fingerprint import frame_fingerprint
 

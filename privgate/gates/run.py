@@ -49,7 +49,7 @@ UNKNOWN_DATASET = "unknown"
 
 def _evaluate(*args: Any, **kwargs: Any) -> Any:
     """Indirection to :func:`privgate.evaluate` (lets tests substitute a failing metric run)."""
-    from ..evaluate import evaluate
+    from ..evaluation import evaluate
 
     return evaluate(*args, **kwargs)
 

@@ -178,7 +178,7 @@ def _compute(
     result = _valid(run_spec(spec, ctx, params), metric)
     if baseline:
         # the same holdout sample privgate.evaluate(baseline=True) uses
-        from privgate.evaluate import attach_baseline
+        from privgate.evaluation import attach_baseline
 
         base = _valid(run_spec(spec, ctx.holdout_baseline(), params), metric)
         attach_baseline(result, base, ctx.seed)  # the excess interval privgate.evaluate gives

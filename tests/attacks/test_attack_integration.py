@@ -35,7 +35,7 @@ def test_evaluate_runs_the_attacks_and_skips_their_holdout_baseline(frames):
 
 def test_default_metrics_include_the_attacks_only_when_they_can_run(frames):
     from privgate.context import EvaluationContext
-    from privgate.evaluate import default_metrics
+    from privgate.evaluation import default_metrics
 
     real, syn, hold = frames
     assert not set(ATTACKS) & set(default_metrics(EvaluationContext(real, syn)))

@@ -13,7 +13,7 @@ import privgate
 from privgate.baselines import noisy_copy
 from privgate.context import EvaluationContext
 from privgate.data import load_example
-from privgate.evaluate import run_order, spaces_still_read
+from privgate.evaluation import run_order, spaces_still_read
 from privgate.registry import get_metric, metric_names, run_spec
 from privgate.spaces import SPACE_KINDS
 
@@ -87,7 +87,7 @@ def test_release_drops_the_other_kinds_and_a_rebuild_is_identical(frames):
 def test_evaluate_gives_the_same_values_with_and_without_reordering_and_release(frames, monkeypatch):
     import importlib
 
-    evaluate_module = importlib.import_module("privgate.evaluate")
+    evaluate_module = importlib.import_module("privgate.evaluation")
     names = ["authenticity", "identifiability", "common_rows", "nnaa", "dcr", "median_dcr", "hitting_rate",
              "memorisation"]
     kw = dict(holdout=frames["holdout"], baseline=True, seed=3)
