@@ -1,11 +1,10 @@
-"""Every extra installs beside the base: pip resolves the base dependencies with every optional
-extra of pyproject.toml at once under constraints.txt (``pip install --dry-run``: nothing is
-installed; what this environment already holds counts where it satisfies the pins, the rest is
-resolved from the index's metadata), and the base's NumPy, pyarrow, Polars, pandas and
-scikit-learn pins hold, as does every pin of a library an extra names. One set of versions for
-the base and every extra together means each extra alone installs beside the base too. A library
-that pins a stack incompatible with the base is not offered as an extra (dpmm:
-docs/audit-generators.md). Needs the package index for what is not installed (CI has it)."""
+"""Every extra installs beside the base: ``privgate[all,test]`` (the base and every optional extra
+of pyproject.toml at once) installs under constraints.txt in a fresh virtual environment, and the
+base's NumPy, pyarrow, Polars, pandas and scikit-learn pins hold, as does every pin of a library
+an extra names. One set of versions for the base and every extra together means each extra alone
+installs beside the base too. A library that pins a stack incompatible with the base is not
+offered as an extra (dpmm: docs/audit-generators.md). Needs the package index for what is not
+installed (CI has it)."""
 
 from __future__ import annotations
 
@@ -51,24 +50,6 @@ def requirements(extra: str) -> list[str]:
     return out
 
 
-def resolve(reqs: list[str], tmp_path: Path, *, ignore_installed: bool = False) -> dict[str, str]:
-    """What pip would install for ``reqs`` under constraints.txt, and what is installed already
-    and satisfies them; ``ignore_installed``: the whole set a fresh environment would get."""
-    report = tmp_path / "report.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-         *(["--ignore-installed"] if ignore_installed else []),
-         "--disable-pip-version-check", "--report", str(report), "-c", str(CONSTRAINTS), *reqs],
-        capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, f"pip cannot resolve {reqs} with constraints.txt:\n{done.stderr[-3000:]}"
-    items = json.loads(report.read_text())["install"]
-    got = {_norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
-    if ignore_installed:
-        return got
-    installed = {_norm(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
-    return installed | got
-
-
 def _release(version: str) -> str:
     return version.split("+", 1)[0]  # 2.13.0+cpu is a build of 2.13.0
 
@@ -98,22 +79,6 @@ def test_torch_is_pinned_to_its_cpu_build():
     assert pins()["torch"].endswith("+cpu")
 
 
-@pytest.mark.slow
-def test_every_extra_resolves_beside_the_pinned_base(tmp_path):
-    """One resolution of the base, every extra (``[all]``) and the test tools in a fresh
-    environment: the base's pins hold, every library an extra names is pinned and resolved at
-    its pin, and constraints.txt pins nothing that no install of privgate brings."""
-    reqs = list(PROJECT["dependencies"]) + [r for e in sorted(EXTRAS) for r in requirements(e)]
-    got = resolve(reqs, tmp_path, ignore_installed=True)
-    pinned = pins()
-    for name in ("numpy", "pyarrow", "polars", "pandas", "scikit-learn"):
-        assert _release(got[name]) == pinned[name], f"the extras move {name} to {got[name]}"
-    needed = {_norm(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for e in EXTRAS for r in requirements(e)}
-    assert {n: got[n] for n in needed if n in pinned and got[n] != pinned[n]} == {}
-    assert needed <= set(got)
-    assert sorted(set(pinned) - set(got)) == [], "constraints.txt pins packages nothing installs"
-
-
 def test_privgate_and_its_adapters_import_in_this_environment():
     code = ("import privgate, privgate.audit, privgate.audit.cluster, privgate.audit.generators.isolated\n"
             "from privgate.audit.generators import ADAPTERS, load_adapter\n"
@@ -123,21 +88,71 @@ def test_privgate_and_its_adapters_import_in_this_environment():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def closure(reqs: list[str], found: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
+    """Every distribution ``reqs`` need, by name → version, following each one's requirements
+    (with the extras asked of it) through ``found``: name → (version, its requirements)."""
+    from packaging.requirements import Requirement
+
+    out: dict[str, str] = {}
+    done: set[tuple[str, str]] = set()
+    todo = [Requirement(r) for r in reqs]
+    while todo:
+        req = todo.pop()
+        name = _norm(req.name)
+        extras = sorted(req.extras) or [""]
+        if all((name, e) in done for e in extras) or name == "privgate":
+            continue
+        assert name in found, f"{req} is needed but neither installed nor resolved"
+        version, requires = found[name]
+        out[name] = version
+        for extra in extras:
+            done.add((name, extra))
+            todo += [r for r in map(Requirement, requires)
+                     if r.marker is None or r.marker.evaluate({"extra": extra})]
+    return out
+
+
+def test_the_closure_follows_requirements_with_the_extras_asked():
+    found = {"a": ("1", ["b>=1", "c; extra == 'x'"]), "b": ("2", ["e; python_version < '3'"]),
+             "c": ("3", ["d"]), "d": ("4", []), "e": ("5", [])}
+    assert closure(["a"], found) == {"a": "1", "b": "2"}
+    assert closure(["A[x]"], found) == {"a": "1", "b": "2", "c": "3", "d": "4"}
+    with pytest.raises(AssertionError, match="neither installed nor resolved"):
+        closure(["z"], found)
+
+
 @pytest.mark.slow
-def test_all_installs_and_privgate_imports_with_it(tmp_path):
-    """``pip install -c constraints.txt 'privgate[all]'`` in a fresh virtual environment (it sees
-    this environment's packages, so only what they lack is installed: SDV and torch's CPU build),
-    then privgate, its adapters and every generator adapter import there."""
+def test_all_installs_beside_the_pinned_base_and_privgate_imports_with_it(tmp_path):
+    """``pip install -c constraints.txt 'privgate[all,test]'`` in a fresh virtual environment (it
+    sees this environment's packages, so only what they lack is installed: SDV and torch's CPU
+    build), then: the base's NumPy, pyarrow, Polars, pandas and scikit-learn pins hold, every
+    library an extra names is there at its pin, constraints.txt pins nothing that no install of
+    privgate brings, and privgate, its adapters and every generator adapter import. One set of
+    versions for the base and every extra together means each extra alone installs beside the
+    base too. Needs the package index (CI has it)."""
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own privgate
-    venv = tmp_path / "venv"
+    venv, report = tmp_path / "venv", tmp_path / "report.json"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "-c", str(CONSTRAINTS), f"{REPO}[all]"], capture_output=True, text=True, timeout=1800,
-                          env=env)
+                           "--report", str(report), "-c", str(CONSTRAINTS), f"{REPO}[all,test]"],
+                          capture_output=True, text=True, timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+    found = {_norm(d.metadata["Name"]): (d.version, d.requires or []) for d in importlib.metadata.distributions()}
+    for item in json.loads(report.read_text())["install"]:  # what the venv holds in place of this one's
+        meta = item["metadata"]
+        found[_norm(meta["name"])] = (meta["version"], meta.get("requires_dist", []))
+    reqs = list(PROJECT["dependencies"]) + [r for e in sorted(EXTRAS) for r in requirements(e)]
+    got = closure(reqs, found)
+    pinned = pins()
+    for name in ("numpy", "pyarrow", "polars", "pandas", "scikit-learn"):
+        assert _release(got[name]) == pinned[name], f"the extras move {name} to {got[name]}"
+    needed = {_norm(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for e in EXTRAS for r in requirements(e)}
+    assert needed <= set(got)
+    assert {n: got[n] for n in needed if n in pinned and got[n] != pinned[n]} == {}
+    assert sorted(set(pinned) - set(got)) == [], "constraints.txt pins packages nothing installs"
     code = ("import privgate, privgate.dagster, privgate.gx, privgate.audit.cluster, torch\n"
             "from privgate.audit.generators import ADAPTERS, load_adapter\n"
             "[load_adapter(n) for n in ADAPTERS]\n"
