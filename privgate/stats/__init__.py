@@ -27,7 +27,7 @@ Every interval is a ``(lower, upper)`` tuple of floats at ``level`` (default 0.9
 step takes a seed, so the same inputs and seed give the same interval.
 """
 
-from .auc import delong_auc, normal_interval
+from .auc import delong_auc, hoeffding_auc_interval, normal_interval
 from .bootstrap import (bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights,
                         percentile_interval)
 from .jackknife import (combine_variances, counts_without_groups, default_groups, effective_share_interval,
@@ -47,7 +47,7 @@ DEFAULT_LEVEL = 0.95
 __all__ = [
     "DEFAULT_LEVEL", "ControlRisk", "binomial_test", "binomial_upper_p", "bonferroni", "bootstrap_ci", "bootstrap_mean_ci",
     "bootstrap_means_ci", "bootstrap_weights", "clopper_pearson", "combine_variances", "control_risk",
-    "default_groups", "delong_auc", "difference_interval", "effective_share_interval", "group_deleted_means",
+    "default_groups", "delong_auc", "hoeffding_auc_interval", "difference_interval", "effective_share_interval", "group_deleted_means",
     "counts_without_groups", "group_labels", "holm", "jackknife_interval", "jackknife_variance", "leave_group_out_means", "t_interval", "normal_interval", "percentile_interval", "share_interval", "wilson",
     "wilson_rate", "z_value",
     "bonferroni_alpha", "epsilon_estimate", "epsilon_lower_bound", "gdp_delta", "gdp_epsilon",

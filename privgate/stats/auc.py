@@ -1,7 +1,9 @@
 """The ROC AUC with DeLong's variance (DeLong, DeLong & Clarke-Pearson, "Comparing the areas
 under two or more correlated receiver operating characteristic curves: a nonparametric
 approach", Biometrics 1988), computed from mid-ranks (Sun & Xu, IEEE Signal Process. Lett. 2014)
-— no loop over pairs of records."""
+— no loop over pairs of records — and a distribution-free interval valid at every sample size
+(Hoeffding's inequality for two-sample U-statistics), for where DeLong's normal interval is not:
+with a handful of scores a perfect separation has variance 0 and DeLong's interval is [1, 1]."""
 
 from __future__ import annotations
 
@@ -44,3 +46,20 @@ def normal_interval(estimate: float, variance: float, level: float = 0.95,
         raise ValueError(f"variance must be ≥ 0; got {variance!r}")
     half = z_value(level) * math.sqrt(variance)
     return (max(bounds[0], estimate - half), min(bounds[1], estimate + half))
+
+
+def hoeffding_auc_interval(auc: float, positives: int, negatives: int, level: float = 0.95,
+                           *, one_sided: bool = False) -> tuple[float, float]:
+    """A confidence interval for the AUC that holds at every sample size, whatever the score
+    distributions: the Mann–Whitney AUC is a two-sample U-statistic with a kernel in [0, 1], so
+    P(AUC − E AUC ≥ t) ≤ exp(−2·k·t²) with k = min(positives, negatives) (Hoeffding, "Probability
+    inequalities for sums of bounded random variables", JASA 1963, §5), and the same below.
+    Two-sided: each side at (1 − level)/2; ``one_sided``: the lower end at 1 − level and the
+    upper end 1."""
+    if min(positives, negatives) < 1:
+        raise ValueError(f"an AUC needs at least one positive and one negative; got {positives} and {negatives}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level!r}")
+    alpha = (1.0 - level) if one_sided else (1.0 - level) / 2.0
+    half = math.sqrt(math.log(1.0 / alpha) / (2.0 * min(positives, negatives)))
+    return max(0.0, auc - half), 1.0 if one_sided else min(1.0, auc + half)

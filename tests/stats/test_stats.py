@@ -195,3 +195,34 @@ def test_a_large_mean_of_many_values_keeps_resampled_positions(monkeypatch):
     a = stats.bootstrap_mean_ci(x, seed=1, n_boot=50)
     monkeypatch.setattr(boot, "COUNTS_ABOVE", 10**9)
     assert stats.bootstrap_mean_ci(x, seed=1, n_boot=50) == a  # the same path: positions
+
+
+def test_hoeffding_auc_interval_by_hand():
+    from privgate.stats import hoeffding_auc_interval
+
+    # k = min(4, 6) = 4; two-sided 95 %: half-width sqrt(ln(1 / 0.025) / 8)
+    half = math.sqrt(math.log(40.0) / 8.0)
+    assert hoeffding_auc_interval(0.9, 4, 6) == pytest.approx((0.9 - half, 1.0))
+    assert hoeffding_auc_interval(0.5, 400, 100) == pytest.approx((0.5 - math.sqrt(math.log(40.0) / 200.0),
+                                                                    0.5 + math.sqrt(math.log(40.0) / 200.0)))
+    lo, hi = hoeffding_auc_interval(1.0, 3, 3, 0.99, one_sided=True)
+    assert lo == pytest.approx(1.0 - math.sqrt(math.log(100.0) / 6.0)) and hi == 1.0
+    with pytest.raises(ValueError, match="at least one positive"):
+        hoeffding_auc_interval(0.5, 0, 3)
+
+
+def test_hoeffding_auc_lower_end_is_sound_where_delongs_is_not():
+    """Scores of runs with and without a target drawn from one distribution (AUC 0.5): a perfect
+    split of 3 against 3 happens by chance (1 in 20) and DeLong's interval is then [1, 1], while
+    Hoeffding's one-sided 95 % lower end exceeds 0.5 in at most 5 % of draws, with 30 against 30
+    (where it is not trivially 0: an interval as narrow as an n·m-pair average would be fails)."""
+    from privgate.stats import delong_auc, hoeffding_auc_interval
+
+    auc, var = delong_auc([1, 1, 1, 0, 0, 0], [3.0, 2.0, 1.0, 0.0, -1.0, -2.0])
+    assert (auc, stats.normal_interval(auc, var, 0.95)) == (1.0, (1.0, 1.0))
+    scores = np.random.default_rng(11).normal(size=(4000, 60))
+    pos, neg = scores[:, :30, None], scores[:, None, 30:]
+    aucs = ((pos > neg) + 0.5 * (pos == neg)).mean(axis=(1, 2))
+    lower = np.array([hoeffding_auc_interval(a, 30, 30, 0.95, one_sided=True)[0] for a in aucs])
+    assert (lower > 0.5).mean() <= 0.05
+    assert (aucs - math.sqrt(math.log(20.0) / 1800.0) > 0.5).mean() > 0.05  # k = n·m would not hold
