@@ -513,9 +513,10 @@ class FamdInputs:
         """(the ``n`` largest singular values, descending; their right singular vectors as the
         columns of a (width, n) matrix) of Z — of its ``rows`` when given — by ARPACK's Lanczos
         iteration on the operator (products: :meth:`_products`), started from a fixed vector
-        (deterministic), to machine precision (tol=0). ``start``: axes (width, j) near the answer (a jackknife refit starts
-        from the whole fit's): the iteration starts from their sum instead — the same answer to
-        the same precision, in fewer products (114 → 80 on 25,000 Texas-like records)."""
+        (deterministic), to machine precision (tol=0). ``start``: axes (width, j) near the answer
+        (a jackknife refit starts from the whole fit's): the iteration starts from their sum
+        instead — the same answer to the same precision, in fewer products (114 → 80 on 25,000
+        Texas-like records)."""
         from scipy.sparse.linalg import LinearOperator, svds
 
         if rows is not None:  # the rows' own operator, sliced once (not at every product)
