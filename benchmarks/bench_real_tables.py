@@ -11,7 +11,8 @@ dates and identifiers.
   replacement to ``--rows`` and their numbers jittered) with a 20,000-level postcode and a
   5,000-level diagnosis code (Zipf-like frequencies): an honest release (drawn from other rows)
   and the same with 1 % exact copies of real records; the gate's CPU seconds with and without the
-  two columns, and their ratio.
+  two columns, and their ratio (``--reps``: runs each, with and without alternating; the ratio of
+  the medians).
 
 Every gate runs in a child process with one thread (`--threads 1`, OMP/BLAS threads 1); CPU
 seconds are the child's user + system time. Run from the repository root with PYTHONPATH set:
@@ -141,7 +142,7 @@ def texas_frames(rows: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame, 
     return draw(rows), draw(rows), draw(rows)
 
 
-def run_texas(work: Path, rows: int) -> list[dict]:
+def run_texas(work: Path, rows: int, reps: int = 1) -> list[dict]:
     real, holdout, honest = texas_frames(rows)
     print(f"texas: {rows} rows per frame; POSTCODE {pl.concat([real, holdout, honest])['POSTCODE'].n_unique()} and "
           f"DIAGNOSIS {pl.concat([real, holdout, honest])['DIAGNOSIS'].n_unique()} distinct values", flush=True)
@@ -151,14 +152,18 @@ def run_texas(work: Path, rows: int) -> list[dict]:
     src = rng.choice(rows, rows // 100, replace=False)
     copied = pl.concat([copied.with_row_index("__i").filter(~pl.col("__i").is_in(pos)).drop("__i"), real[src]])
     out = []
-    for label, drop in (("without", ["POSTCODE", "DIAGNOSIS"]), ("with", [])):
-        for kind, release in (("honest", honest), ("copies_1pct", copied)):
-            row = gate(real.drop(drop), release.drop(drop), holdout.drop(drop), work, f"texas_{label}_{kind}")
-            out.append({**row, "columns": label, "release": kind})
+    drops = {"without": ["POSTCODE", "DIAGNOSIS"], "with": []}
+    for kind, release in (("honest", honest), ("copies_1pct", copied)):
+        for rep in range(reps):  # with and without alternate, so that a change of load hits both
+            for label in (("without", "with") if rep % 2 == 0 else ("with", "without")):
+                drop = drops[label]
+                row = gate(real.drop(drop), release.drop(drop), holdout.drop(drop), work, f"texas_{label}_{kind}")
+                out.append({**row, "columns": label, "release": kind})
     for kind in ("honest", "copies_1pct"):
-        w = next(r for r in out if r["columns"] == "with" and r["release"] == kind)
-        wo = next(r for r in out if r["columns"] == "without" and r["release"] == kind)
-        print(f"texas {kind}: CPU ratio with / without the two columns = {w['cpu_s'] / wo['cpu_s']:.2f}", flush=True)
+        cpu = {label: float(np.median([r["cpu_s"] for r in out if r["columns"] == label and r["release"] == kind]))
+               for label in drops}
+        print(f"texas {kind}: CPU ratio with / without the two columns = {cpu['with'] / cpu['without']:.2f} "
+              f"(medians of {reps}: {cpu['with']} / {cpu['without']} CPU-s)", flush=True)
     return out
 
 
@@ -167,6 +172,7 @@ def main() -> None:
     ap.add_argument("parts", nargs="+", choices=["adult", "identifiers", "texas"])
     ap.add_argument("--rows", type=int, default=25_000, help="Texas-like rows per frame")
     ap.add_argument("--drop-metrics", default="", help="comma-separated metrics removed from the default gate")
+    ap.add_argument("--reps", type=int, default=1, help="texas: gate runs per release and column set, alternating")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -185,7 +191,7 @@ def main() -> None:
             elif part == "identifiers":
                 run_identifiers(work)
             else:
-                run_texas(work, args.rows)
+                run_texas(work, args.rows, args.reps)
 
 
 if __name__ == "__main__":

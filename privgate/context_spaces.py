@@ -102,7 +102,7 @@ class SpacesMixin:
             details["mean_imputed"] = {c: {r: n for r, n in counts.items() if r == "real"}
                                        for c, counts in details["mean_imputed"].items()}
         return EncodedSpace(sp.name, {"real": sp["real"], "synthetic": holdout}, details,
-                            categorical_slices=sp.categorical_slices, coded_columns=sp.coded_columns)
+                            categorical_slices=sp.categorical_slices, coded_columns=sp.coded_columns, axes=sp.axes)
 
     def release_spaces(self, keep: set[str] | frozenset[str] | None) -> list[str]:
         """Drop the encoded spaces whose kind ("mixed", "identifiability", "famd") is not in

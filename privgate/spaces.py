@@ -58,6 +58,10 @@ class EncodedSpace:
     #: integer level code — the last coordinates of a mixed space; searches must hand them to
     #: the neighbour engine (``knn(coded_columns=...)``), which compares them as equal or not
     coded_columns: list[tuple[int, float]] = field(default_factory=list)
+    #: a FAMD space fitted on the input as an operator (coded columns): the leading right
+    #: singular vectors found by the fit, (width, n_components + 1) as found (signs not fixed) —
+    #: where a jackknife's refits start their iteration; None otherwise
+    axes: np.ndarray | None = None
 
     def __getitem__(self, role: str) -> np.ndarray:
         return self.matrices[role]
@@ -311,8 +315,8 @@ def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder"
     projected through it."""
     real = encoder.inputs(frames["real"])
     nc = int(min(n_components, encoder.full_width, frames["real"].height))
-    s, v = real.leading_axes(nc + 1 if nc + 1 < min(real.shape) else nc)
-    v = _fixed_signs(v[:, :nc])
+    s, found = real.leading_axes(nc + 1 if nc + 1 < min(real.shape) else nc)
+    v = _fixed_signs(found[:, :nc])
     mats = {r: real.project(v) if r == "real" else encoder.inputs(f).project(v) for r, f in frames.items()}
     total = real.squared_norm()
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
@@ -322,7 +326,7 @@ def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder"
                "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded if len(levels) > coded_above},
                "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
                       "indicator blocks are never written"}
-    return EncodedSpace(name, mats, details)
+    return EncodedSpace(name, mats, details, axes=found)
 
 
 def _svd_right(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -504,26 +508,59 @@ class FamdInputs:
             out.append(np.bincount(code[seen], weights=y[seen], minlength=p.size) / sq - sq * y[seen].sum())
         return np.concatenate(out)
 
-    def leading_axes(self, n: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def leading_axes(self, n: int, rows: np.ndarray | None = None,
+                     start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(the ``n`` largest singular values, descending; their right singular vectors as the
         columns of a (width, n) matrix) of Z — of its ``rows`` when given — by ARPACK's Lanczos
-        iteration on the operator, started from a fixed vector (deterministic), to machine
-        precision (tol=0)."""
+        iteration on the operator (products: :meth:`_products`), started from a fixed vector
+        (deterministic), to machine precision (tol=0). ``start``: axes (width, j) near the answer
+        (a jackknife refit starts from the whole fit's): the iteration starts from their sum
+        instead — the same answer to the same precision, in fewer products (114 → 80 on 25,000
+        Texas-like records)."""
         from scipy.sparse.linalg import LinearOperator, svds
 
         if rows is not None:  # the rows' own operator, sliced once (not at every product)
-            return self.rows(rows).leading_axes(n)
+            return self.rows(rows).leading_axes(n, start=start)
         n_rows, width = self.shape
+        matvec, rmatvec = self._products()
         op = LinearOperator((n_rows, width), dtype=np.float64,
-                            matvec=lambda x: self.matvec(np.ravel(x)),
-                            rmatvec=lambda y: self.rmatvec(np.ravel(y)))
+                            matvec=lambda x: matvec(np.ravel(x)), rmatvec=lambda y: rmatvec(np.ravel(y)))
         if n >= min(n_rows, width):  # ARPACK needs n < min(shape): a tiny input, written whole
             s, vt = _svd_right(self.matvec(np.eye(width)))
             return s[:n], vt[:n].T
         v0 = np.full(min(n_rows, width), 1.0) + np.linspace(0.0, 1.0, min(n_rows, width))
+        if start is not None:
+            # ARPACK iterates on ZᵀZ when Z is tall, else on ZZᵀ (whose vectors are Z v)
+            warm = start.sum(axis=1) if width <= n_rows else self.matvec(start.sum(axis=1))
+            if np.all(np.isfinite(warm)) and np.linalg.norm(warm) > 0:
+                v0 = warm
         _, s, vt = svds(op, k=n, tol=0, v0=v0, solver="arpack")
         order = np.argsort(-s, kind="stable")
         return s[order], vt[order].T
+
+    def _products(self):
+        """(Z x, Zᵀ y) for the Lanczos iteration: when every row's levels are seen (the real
+        records), through the coded blocks' indicators as one sparse matrix S of the entries
+        1/√p (Z x = D x + S x − √p·x, Zᵀ y = [Dᵀ y; Sᵀ y − √p Σy]; 2.5× faster products than the
+        gathers of :meth:`matvec`, equal to rounding); else :meth:`matvec` / :meth:`rmatvec`."""
+        fast = self._global()
+        if fast is None:
+            return self.matvec, self.rmatvec
+        from scipy import sparse
+
+        codes, sq = fast
+        n, h = codes.shape
+        ind = sparse.csr_matrix(((1.0 / sq)[codes].ravel(), codes.ravel(), np.arange(0, n * h + 1, h)),
+                                shape=(n, sq.size))
+        dense, wd = self.dense, self.dense.shape[1]
+
+        def matvec(x: np.ndarray) -> np.ndarray:
+            return dense @ x[:wd] + ind @ x[wd:] - sq @ x[wd:]
+
+        def rmatvec(y: np.ndarray) -> np.ndarray:
+            return np.concatenate([dense.T @ y, ind.T @ y - sq * y.sum()])
+
+        return matvec, rmatvec
 
     def rows(self, rows: np.ndarray) -> "FamdInputs":
         """The input of these rows only (the real statistics kept)."""

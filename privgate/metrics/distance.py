@@ -645,7 +645,9 @@ def _dcr_without_groups_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_c
     thousands of levels): each group's axes are the leading right singular vectors of the FAMD
     input of the records left, found by a Lanczos iteration on the input as an operator
     (:meth:`privgate.spaces.FamdInputs.leading_axes`), so no indicator block of levels × records
-    is written; the rest as there."""
+    is written; the rest as there. Each refit's iteration starts from the whole fit's axes
+    (the same axes to machine precision in fewer products), and the release is projected on
+    every group's axes at once (one pass over its codes)."""
     zr, zs = encoder.inputs(ctx.real), encoder.inputs(ctx.synthetic)
     groups = int(labels.max()) + 1
     shift = np.empty(groups)
@@ -653,13 +655,19 @@ def _dcr_without_groups_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_c
     # context (the same real records and jackknife groups)
     axes = ctx._shared.setdefault("dcr_refit_axes", {})
     tag = (n_components, hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest())
+    start = ctx.famd(n_components).axes
     for g in range(groups):  # a loop over ≤ 50 groups, not records
         if (tag, g) not in axes:
-            axes[(tag, g)] = zr.leading_axes(n_components, rows=np.flatnonzero(labels != g))[1]
-        v = axes[(tag, g)]
-        kq = q[labels[q] != g]
-        near = ctx.search(zr.matvec(v, kq), zs.project(v), 1, name="dcr refitted famd real→synthetic")
-        shift[g] = (near.dist[:, 0] - d[kq]).mean()
+            axes[(tag, g)] = zr.leading_axes(n_components, rows=np.flatnonzero(labels != g), start=start)[1]
+    every = np.hstack([axes[(tag, g)] for g in range(groups)])
+    projected, queries = zs.project(every), zr.matvec(every, q)
+    ends = np.cumsum([axes[(tag, g)].shape[1] for g in range(groups)])
+    for g in range(groups):
+        cols = slice(int(ends[g]) - axes[(tag, g)].shape[1], int(ends[g]))
+        left = labels[q] != g
+        near = ctx.search(np.ascontiguousarray(queries[left, cols]), np.ascontiguousarray(projected[:, cols]), 1,
+                          name="dcr refitted famd real→synthetic")
+        shift[g] = (near.dist[:, 0] - d[q[left]]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 
 

@@ -16,6 +16,12 @@ so d²(s) ≤ R(s) + Σ_{j ∉ M} cost_j ≤ R(t) + Σ_{j ∉ M} cost_j = d²(t)
 R(s) = R(t), hence s < t: k targets before t, a contradiction. Hence the answer lies in the union
 over every M ⊆ C of S_M(x) (S_∅ is the k nearest in the rest space; a larger M has smaller
 groups), and the k nearest of that union by exact d² (ties by lowest index) is the exact answer.
+Moreover such a t has d²(t) ≤ U(x), the k-th smallest d² of the k targets of S_∅(x) (they are k
+candidates), and d²(t) = R(t) + Σ_{j ∉ M} cost_j for its M, so R(t) ≤ U(x) − Σ_{j ∉ M} cost_j: the
+search for M keeps only the targets within that bound (widened far beyond rounding and the
+decision's tie tolerance, ``_candidate_bound``), skips a query whose bound is negative, and ranks
+none of a group's rows with at most k targets within it. Only targets that cannot be in the
+answer are dropped, so the answer is the same, bit for bit.
 
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
@@ -35,6 +41,7 @@ from typing import Callable
 import numpy as np
 
 from .decide import distances_of_pairs, take_sorted
+from .grouped import refine_group_ids
 from .result import Neighbours
 from .settings import SearchSettings
 
@@ -84,6 +91,7 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     n, m = qr.shape[0], tr.shape[0]
     cost = np.array([c for _, c in coded], dtype=np.float64)
     base = search(qr, tr, k, exclude_self=exclude_self)
+    bound = _candidate_bound(base, qc, tc, cost)
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
     dists = [base.dist.ravel()]
@@ -91,7 +99,10 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     h = len(coded)
     for size in range(1, h + 1):
         for subset in combinations(range(h), size):
-            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search)
+            # a target whose exact set of matching columns is ``subset`` pays the others' costs
+            other = float(np.delete(cost, list(subset)).sum())
+            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search,
+                                     bound - other)
             rows.append(r)
             cols.append(c)
             dists.append(d)
@@ -113,17 +124,41 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     return Neighbours(out_d, out_i, described)
 
 
+def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Per query row, a squared rest distance above which no target can be among its k nearest:
+    the k-th smallest whole d² of the rest-space neighbours (R plus the costs of the coded columns
+    they differ on; an answer's d² is at most that, and its R at most its d²), widened by a
+    relative 1e-6 — a million times the tolerance within which the decision snaps ties
+    (:mod:`privgate.ties`) and the error of a GEMM's squared distances — so that a grouped
+    search may drop the targets beyond it and still hold every target of the answer (module
+    docstring). Infinite where a row has no k finite distances."""
+    d2 = base.dist ** 2
+    if base.idx.size:
+        d2 = d2 + (qc[:, None, :] != tc[base.idx]).astype(np.float64) @ cost
+    u = np.sqrt(d2.max(axis=1)) if d2.shape[1] else np.full(d2.shape[0], np.inf)
+    u = u * (1.0 + 1e-6) + 1e-6
+    return np.where(np.isfinite(u), u * u, np.inf)
+
+
 def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarray, k: int,
                    exclude_self: bool, settings: SearchSettings,
-                   search: Search | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   search: Search | None = None,
+                   bound: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
     when ``exclude_self``. Groups of up to ``ENUMERATE_UP_TO`` targets by their pairs' exact
     distances, all at once; larger ones group by group by one float64 GEMM per block of queries
     (|q|² + |t|² − 2 q·t: the order of targets whose squared distances differ by more than
     ~1e-15 of the squared norms; the final decision recomputes every candidate's distance from
-    coordinate differences)."""
+    coordinate differences).
+
+    ``bound``: per query row a squared rest distance beyond which no target of these groups can
+    be in its answer (module docstring); targets beyond it are dropped from the pairs returned (so
+    a row may get fewer than k, none of which the answer needed), a row of negative bound is not
+    searched, and a large group's block only ranks the rows with more than k targets within it."""
     n = qr.shape[0]
+    if bound is None:
+        bound = np.full(n, np.inf)
     gid = _group_numbers(np.vstack([qc, tc]))
     gq, gt = gid[:n], gid[n:]
     order = np.argsort(gt, kind="stable")          # targets by group, lowest index first
@@ -131,7 +166,8 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
     size = np.bincount(gt, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     own = size[gq] - (1 if exclude_self else 0)    # targets each query may list
-    small = (own > 0) & (size[gq] <= ENUMERATE_UP_TO)
+    needed = (own > 0) & (bound >= 0.0)
+    small = needed & (size[gq] <= ENUMERATE_UP_TO)
     out_r, out_c, out_d = [], [], []
     qs = np.flatnonzero(small)
     if qs.size:
@@ -146,13 +182,15 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
                 keep = r != c
                 r, c = r[keep], c[keep]
             d = distances_of_pairs(qr, tr, r, c, settings)
+            near = d * d <= bound[r]  # the others cannot be in the answer
+            r, c, d = r[near], c[near], d[near]
             pick = np.lexsort((c, d, r))
             r, c, d = r[pick], c[pick], d[pick]
             rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
             out_r.append(r[rank < k])
             out_c.append(c[rank < k])
             out_d.append(d[rank < k])
-    large = np.flatnonzero((own > 0) & ~small)
+    large = np.flatnonzero(needed & ~small)
     if large.size:
         by_group = large[np.argsort(gq[large], kind="stable")]
         groups, first = np.unique(gq[by_group], return_index=True)
@@ -161,7 +199,7 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
             if size[g] > ENGINE_ABOVE and search is not None:
                 r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
             else:
-                r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self)
+                r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)
                 d = distances_of_pairs(qr, tr, r, c, settings)
             out_r.append(r)
             out_c.append(c)
@@ -187,9 +225,12 @@ def _engine_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.nd
 
 
 def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
-                         exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+                         exclude_self: bool, bound: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per query row of ``rows``, its min(k, available) nearest of the targets ``tg`` (ascending
-    indices) by (float64 GEMM squared distance, index), itself excluded when ``exclude_self``."""
+    indices) by (float64 GEMM squared distance, index), itself excluded when ``exclude_self`` —
+    of the targets within ``bound`` (squared, per query row; widened here by the GEMM's error)
+    only: a row with at most that many such targets lists them all (a subset of its k nearest,
+    in the same GEMM order), the others their k nearest as without a bound."""
     t = tr[tg].astype(np.float64, copy=False)
     tn = np.einsum("ij,ij->i", t, t)
     kk = int(min(k, tg.size - (1 if exclude_self else 0)))
@@ -205,6 +246,24 @@ def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: n
             own = np.searchsorted(tg, part)
             here = (own < tg.size) & (tg[np.minimum(own, tg.size - 1)] == part)
             d[np.flatnonzero(here), own[here]] = np.inf
+        many = np.ones(part.size, dtype=bool)
+        if bound is not None:
+            qn = np.einsum("ij,ij->i", q, q)
+            # d + |q|² is the squared distance up to the GEMM's rounding (~1e-15 of the squared
+            # norms): a margin of 1e-9 of them keeps every target within the bound
+            limit = bound[part] - qn + 1e-9 * (qn + float(tn.max(initial=0.0)) + bound[part])
+            within = d <= limit[:, None]
+            if exclude_self:  # (an infinite limit would keep the row's own infinite entry)
+                within[np.flatnonzero(here), own[here]] = False
+            many = within.sum(axis=1) > kk
+            few = np.flatnonzero(~many)
+            if few.size:  # rows listing every target within the bound (row-major: by index)
+                fr, fc = np.nonzero(within[few])
+                out_r.append(part[few[fr]])
+                out_c.append(tg[fc])
+            if not many.any():
+                continue
+            part, d = part[many], d[many]
         pick = np.argpartition(d, kk - 1, axis=1)[:, :kk]
         kth = np.take_along_axis(d, pick, axis=1).max(axis=1)
         # rows whose k-th value is tied with a target outside the pick: the lowest indices at it
@@ -213,11 +272,16 @@ def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: n
             pick[i] = np.lexsort((np.arange(tg.size), d[i]))[:kk]
         out_r.append(np.repeat(part, kk))
         out_c.append(tg[pick.ravel()])
+    if not out_r:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(out_r), np.concatenate(out_c)
 
 
 def _group_numbers(codes: np.ndarray) -> np.ndarray:
-    """Dense numbers of the distinct rows of an (n, j) integer code matrix."""
-    if codes.shape[1] == 1:
-        return np.unique(codes[:, 0], return_inverse=True)[1].ravel()
-    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+    """Dense numbers of the distinct rows of an (n, j) integer code matrix, in lexicographic
+    order (those of ``np.unique(codes, axis=0)``, by folding one column at a time:
+    :func:`.grouped.refine_group_ids`)."""
+    ids = None
+    for j in range(codes.shape[1]):
+        ids = refine_group_ids(ids, codes[:, j])
+    return ids

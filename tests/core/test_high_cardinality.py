@@ -102,6 +102,40 @@ def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monke
         assert np.array_equal(a.idx[:, 0], b.idx[:, 0])
 
 
+@pytest.mark.parametrize("enumerate_up_to", [4, 1000])
+def test_the_bound_drops_no_target_of_the_answer(frames, monkeypatch, enumerate_up_to):
+    """Grouped searches keep only the targets within the rest-space neighbours' k-th d²: the same
+    neighbours and distances, bit for bit, as without that bound; and it drops pairs."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", enumerate_up_to)
+    monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    cod = mixed_space(frames, infer_schema(frames), coded_above=30)
+    bounded = coded_module._candidate_bound
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 4):
+            with_bound = knn(cod.real, t, k, exclude_self=ex, coded_columns=cod.coded_columns)
+            monkeypatch.setattr(coded_module, "_candidate_bound",
+                                lambda base, qc, tc, cost: np.full(qc.shape[0], np.inf))
+            without = knn(cod.real, t, k, exclude_self=ex, coded_columns=cod.coded_columns)
+            monkeypatch.setattr(coded_module, "_candidate_bound", bounded)
+            assert np.array_equal(with_bound.idx, without.idx) and np.array_equal(with_bound.dist, without.dist)
+            pairs = [nb.search["coded_columns"]["pairs_within_groups"] for nb in (with_bound, without)]
+            assert pairs[0] < pairs[1]
+
+
+def test_the_bound_keeps_ties_at_the_kth_distance():
+    """Targets tied at the k-th whole distance with the rest-space neighbours stay candidates, and
+    the lowest indices win as without the bound."""
+    q = np.array([[0.0, 5.0]])
+    # rest distances: targets 0-2 at 1 (other code), targets 3-5 at 0 with the query's code
+    t = np.array([[1.0, 1.0], [1.0, 2.0], [-1.0, 3.0], [0.0, 5.0], [0.0, 5.0], [0.0, 5.0]])
+    nb = knn(q, t, 2, coded_columns=[(1, 1.0)])
+    assert nb.idx[0].tolist() == [3, 4] and nb.dist[0].tolist() == [0.0, 0.0]
+    t2 = np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 5.0], [-1.0, 5.0]])  # d² = 1 for every target
+    nb = knn(q, t2, 3, coded_columns=[(1, 1.0)])
+    assert nb.idx[0].tolist() == [0, 1, 2] and np.allclose(nb.dist[0], 1.0)
+
+
 def test_ties_inside_a_group_go_to_the_lowest_index(monkeypatch):
     """Every rest coordinate equal: within a group all targets tie, and the lowest indices win."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 2)
