@@ -172,12 +172,21 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
     if not cat:
         return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
     sample = release[rows] if rows.size < release.height else release
+    levels = {c: (release.get_column(c).drop_nulls().unique().to_list(),
+                  reference.get_column(c).drop_nulls().unique().to_list()) for c in cat}
+    # a column of more levels than the anchored records can cover keeps its labels, and its
+    # shares — estimated from a handful of records per level, different in every sample — are
+    # noise that would pull honest records onto wrong anchors: it is left out of the views
+    kept = {c for c in cat if max(map(len, levels[c])) * MIN_SUPPORT > rows.size}
+    anchored = schema.subset([c for c in schema.columns if c not in kept]) if kept else schema
     tables: dict[str, list[pl.DataFrame]] = {c: [] for c in cat}
     # every column encoded once (shares and standardisation are per column); a view takes its
     # columns, in the same order as anchor_matrices would put them
-    q_all, t_all = anchor_matrices(sample, reference, schema)
-    position = {c: i for i, c in enumerate([*schema.numeric, *schema.categorical])}
-    for label, view, taught in _views(schema):
+    views = _views(anchored) if anchored.columns else []
+    if views:
+        q_all, t_all = anchor_matrices(sample, reference, anchored)
+    position = {c: i for i, c in enumerate([*anchored.numeric, *anchored.categorical])}
+    for label, view, taught in views:
         cols = [position[c] for c in (*view.numeric, *view.categorical)]
         q = np.ascontiguousarray(q_all[:, cols], dtype=np.float32)
         t = np.ascontiguousarray(t_all[:, cols], dtype=np.float32)
@@ -190,9 +199,8 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         # the anchors that explain this column best: the largest share of anchored records in
         # their level's most frequent cell (no view holds the column itself)
         table = max(tables[c], key=lambda tb: _purity(tb, "s", "r"), default=None)
-        rel_levels = release.get_column(c).drop_nulls().unique().to_list()
-        ref_levels = reference.get_column(c).drop_nulls().unique().to_list()
-        if max(len(rel_levels), len(ref_levels)) * MIN_SUPPORT > rows.size:
+        rel_levels, ref_levels = levels[c]
+        if c in kept:
             # fewer anchored records than MIN_SUPPORT per level (a postcode, a diagnosis code):
             # the anchors cannot cover the column, and chance majorities among thousands of rare
             # levels would pass for edges — it keeps its labels

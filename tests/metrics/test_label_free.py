@@ -215,6 +215,29 @@ def test_a_column_of_more_levels_than_the_anchors_cover_keeps_its_labels():
     assert corr.remapped == ("c",) and corr.columns["code"]["identity"]
 
 
+def test_a_column_that_keeps_its_labels_is_left_out_of_the_anchor_views(monkeypatch):
+    """The shares of a 400-level code over 600 records are a few records' counts, different in
+    every sample: the anchors are searched without them (in views of the other columns)."""
+    import privgate.label_free as lf
+
+    seen: list[list[str]] = []
+    original = lf.anchor_matrices
+
+    def spy(release, reference, schema):
+        seen.append(list(schema.columns))
+        return original(release, reference, schema)
+
+    monkeypatch.setattr(lf, "anchor_matrices", spy)
+    r = np.random.default_rng(5)
+    n = 600
+    real = pl.DataFrame({"x": r.normal(0, 1, n), "code": [f"k{v}" for v in r.integers(0, 400, n)],
+                         "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist()})
+    release = real.with_columns(pl.col("c").replace_strict({"a": "b", "b": "c", "c": "a"}))
+    corr = _learnt_schema(real, release)
+    assert seen and all("code" not in cols and "c" in cols for cols in seen)
+    assert corr.remapped == ("c",) and corr.columns["code"]["identity"]
+
+
 def _learnt_schema(real: pl.DataFrame, release: pl.DataFrame):
     ctx = EvaluationContext(real, release, schema={"x": "numeric", "code": "categorical", "c": "categorical"},
                             _shared={"real_nn": {}, "entropy": {}})
