@@ -20,7 +20,8 @@ USENIX Security 2022), computed through privgate's data layer and neighbour engi
   monotone in the count), so these are counts, not shares;
 - the release size (log).
 
-Rows of the release are never looped over in Python; targets are (a few dozen at most).
+Neither the release's rows nor the targets are looped over in Python (targets in blocks of
+about 32M comparisons).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ K_NEAREST = 16
 PAIR_COLUMNS = 40
 #: the distance features of a release with no records
 NO_NEIGHBOUR = 1e6
+#: (targets × release records × columns) comparisons made at once in the value and cell counts
+COMPARE_CELLS = 1 << 25
 
 
 @dataclass
@@ -156,25 +159,44 @@ class FeatureSpace:
         out[:, 4] = (d <= r + tol).sum(axis=1)
         out[:, 5] = (d <= r / 2 + tol).sum(axis=1)
         codes = self.codes(release)
-        for t in range(n_t):
-            cols = self.rarity[t, :PAIR_COLUMNS]
-            if cols.size == 0:
-                continue
-            eq = (codes[:, cols] == self.target_codes[t, cols]).astype(np.float32)
-            pairs = (eq.T @ eq) / m
-            shares = np.diag(pairs)
-            out[t, 6] = shares[0]
-            out[t, 7] = pairs[0, 1] if cols.size > 1 else shares[0]
-            out[t, 8] = (codes == self.target_codes[t]).mean()
-            out[t, 9] = shares.min()
-            if cols.size > 1:
-                iu = np.triu_indices(cols.size, 1)
-                out[t, 10] = pairs[iu].mean()
-                out[t, 11] = pairs[iu].min()
-            else:
-                out[t, 10] = out[t, 11] = shares[0]
+        out[:, 6:12] = self._value_shares(codes)
         out[:, 12] = np.log(m)
         out[:, 13:15] = self._cell_counts(codes)
+        return out
+
+    def _chunks(self, codes: np.ndarray) -> tuple[range, int]:
+        """Target blocks whose (targets × records × columns) comparisons stay near 32M cells."""
+        per_target = max(codes.shape[0] * max(codes.shape[1], 1), 1)
+        step = max(1, COMPARE_CELLS // per_target)
+        return range(0, self.target_codes.shape[0], step), step
+
+    def _value_shares(self, codes: np.ndarray) -> np.ndarray:
+        """(T, 6): the shares of release records with each target's rarest value, its two rarest
+        values, the mean and minimum share over its values and over pairs of its
+        ``PAIR_COLUMNS`` rarest values — every target of a block at once."""
+        n_t, (m, d) = self.target_codes.shape[0], codes.shape
+        out = np.zeros((n_t, 6))
+        if d == 0:
+            return out
+        blocks, step = self._chunks(codes)
+        for a in blocks:
+            tc = self.target_codes[a:a + step]                          # (b, d)
+            cols = self.rarity[a:a + step, :PAIR_COLUMNS]               # (b, p)
+            eq = codes[None, :, :] == tc[:, None, :]                    # (b, m, d)
+            out[a:a + step, 2] = eq.mean(axis=(1, 2))
+            er = np.take_along_axis(eq, cols[:, None, :], axis=2).astype(np.float32)  # (b, m, p)
+            pairs = np.matmul(er.transpose(0, 2, 1), er) / m            # (b, p, p)
+            shares = np.diagonal(pairs, axis1=1, axis2=2)
+            out[a:a + step, 0] = shares[:, 0]
+            out[a:a + step, 3] = shares.min(axis=1)
+            if cols.shape[1] > 1:
+                out[a:a + step, 1] = pairs[:, 0, 1]
+                iu = np.triu_indices(cols.shape[1], 1)
+                upper = pairs[:, iu[0], iu[1]]
+                out[a:a + step, 4] = upper.mean(axis=1)
+                out[a:a + step, 5] = upper.min(axis=1)
+            else:
+                out[a:a + step, 1] = out[a:a + step, 4] = out[a:a + step, 5] = shares[:, 0]
         return out
 
     def _cell_counts(self, codes: np.ndarray) -> np.ndarray:
@@ -184,11 +206,13 @@ class FeatureSpace:
         numeric = bins > 0
         inside = numeric & (codes < bins)  # (m, d): a numeric code inside the population's bins
         out = np.zeros((self.target_codes.shape[0], 2))
-        for t, tc in enumerate(self.target_codes):
-            equal = codes == tc
-            near = equal | (inside & (tc < bins) & numeric & (np.abs(codes - tc) <= 1))
-            out[t, 0] = equal.all(axis=1).sum()
-            out[t, 1] = near.all(axis=1).sum()
+        blocks, step = self._chunks(codes)
+        for a in blocks:
+            tc = self.target_codes[a:a + step][:, None, :]              # (b, 1, d)
+            equal = codes[None, :, :] == tc
+            near = equal | (inside[None] & (tc < bins) & numeric & (np.abs(codes[None, :, :] - tc) <= 1))
+            out[a:a + step, 0] = equal.all(axis=2).sum(axis=1)
+            out[a:a + step, 1] = near.all(axis=2).sum(axis=1)
         return out
 
 
