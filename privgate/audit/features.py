@@ -27,6 +27,7 @@ about 32M comparisons).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 import polars as pl
@@ -73,11 +74,16 @@ class FeatureSpace:
     source_schema: dict[str, pl.DataType] | None = None
 
     @classmethod
-    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema) -> "FeatureSpace":
-        """``pool`` and ``targets`` in their own dtypes (normalised here)."""
+    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema,
+              edges: Mapping[str, np.ndarray] | None = None) -> "FeatureSpace":
+        """``pool`` and ``targets`` in their own dtypes (normalised here). ``edges``: bin edges of
+        numeric columns to code by instead of the population's quantiles (a generator's
+        published domain, :mod:`privgate.audit.cells`)."""
         pool_n = normalise_frame(pool, schema)
         targets_n = normalise_frame(targets, schema)
-        edges = {c: quantile_edges(pool_n[c].to_numpy()) for c in schema.numeric}
+        given = edges or {}
+        edges = {c: (np.asarray(given[c], dtype=np.float64) if c in given else quantile_edges(pool_n[c].to_numpy()))
+                 for c in schema.numeric}
         levels = {}
         for c in schema.categorical:
             found = set(pool_n[c].fill_null(NULL_LEVEL).unique().to_list())
@@ -201,7 +207,55 @@ class FeatureSpace:
 
     def _cell_counts(self, codes: np.ndarray) -> np.ndarray:
         """(T, 2): release records in each target's cell (all codes equal) and region (categories
-        equal, numeric bins within one; a null or out-of-range code only equal)."""
+        equal, numeric bins within one; a null or out-of-range code only equal). Each release
+        record's codes become one integer key and the counts are looked up per key (a target's
+        region: the keys of its up to 3^k neighbouring cells, k numeric columns); where the keys
+        would overflow or the neighbours be too many, every target is compared with every record."""
+        bins = self.bins if self.bins is not None else np.zeros(codes.shape[1], dtype=np.int64)
+        numeric = bins > 0
+        tcodes = self.target_codes
+        d = codes.shape[1]
+        if d == 0:
+            return np.full((tcodes.shape[0], 2), float(codes.shape[0]))
+        lo = np.minimum(codes.min(axis=0, initial=0), tcodes.min(axis=0, initial=0)) - 1
+        hi = np.maximum(codes.max(axis=0, initial=0), tcodes.max(axis=0, initial=0)) + 1
+        size = (hi - lo + 1).astype(np.float64)
+        n_numeric = int(numeric.sum())
+        if np.prod(size) >= 2.0**62 or tcodes.shape[0] * 3.0**n_numeric > 4e6:
+            return self._cell_counts_compared(codes)
+        radix = np.concatenate([[1], np.cumprod(size[:-1])]).astype(np.int64)
+        keys = ((codes - lo) * radix).sum(axis=1)
+        uniq, per = np.unique(keys, return_counts=True)
+
+        def count(k: np.ndarray) -> np.ndarray:
+            if uniq.size == 0:
+                return np.zeros(k.shape)
+            pos = np.minimum(np.searchsorted(uniq, k), uniq.size - 1)
+            return np.where(uniq[pos] == k, per[pos], 0)
+
+        tkeys = ((tcodes - lo) * radix).sum(axis=1)
+        out = np.zeros((tcodes.shape[0], 2))
+        out[:, 0] = count(tkeys)
+        # region: every numeric code inside the bins may move by −1, 0 or +1 (staying inside)
+        region = np.zeros(tcodes.shape[0])
+        cols = np.flatnonzero(numeric)
+        for moves in np.array(np.meshgrid(*[[-1, 0, 1]] * cols.size, indexing="ij")).reshape(cols.size, -1).T \
+                if cols.size else [np.zeros(0, dtype=np.int64)]:
+            moved = tcodes.copy()
+            ok = np.ones(tcodes.shape[0], dtype=bool)
+            for j, step in zip(cols, moves):
+                if step == 0:
+                    continue
+                inside = tcodes[:, j] < bins[j]
+                target = tcodes[:, j] + step
+                ok &= inside & (target >= 0) & (target < bins[j])
+                moved[:, j] = target
+            region += np.where(ok, count(((moved - lo) * radix).sum(axis=1)), 0)
+        out[:, 1] = region
+        return out
+
+    def _cell_counts_compared(self, codes: np.ndarray) -> np.ndarray:
+        """:meth:`_cell_counts` by comparing every target with every record, in blocks."""
         bins = self.bins if self.bins is not None else np.zeros(codes.shape[1], dtype=np.int64)
         numeric = bins > 0
         inside = numeric & (codes < bins)  # (m, d): a numeric code inside the population's bins

@@ -86,6 +86,8 @@ class AuditPlan:
     assigned: np.ndarray
     fit: np.ndarray
     independent: bool = False
+    #: the targets' cells are the generator's own (its published domain, privgate.audit.cells)
+    published_cells: bool = False
 
     @property
     def n_runs(self) -> int:
