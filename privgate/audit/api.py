@@ -471,7 +471,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
             looking after 4 runs and at every doubling, half of α on the last look; None: never.
 
     Every argument left out takes its default from :mod:`privgate.audit.defaults`: ``design``
-    the many-canary design (the shared design for a claim with δ > 0), 200 runs, 64 canaries
+    the many-canary design (the shared design for a claim with δ > 0), 200 runs, 160 canaries
     (10 targets in the shared and separate designs).
 
     The generator runs on spawned worker processes (a generator that cannot be pickled — a

@@ -50,6 +50,8 @@ K_NEAREST = 16
 PAIR_COLUMNS = 40
 #: the distance features of a release with no records
 NO_NEIGHBOUR = 1e6
+#: target × release-record pairs up to which the nearest-neighbour search is one exact pass
+SMALL_SEARCH_PAIRS = 4_000_000
 #: (targets × release records × columns) comparisons made at once in the value and cell counts
 COMPARE_CELLS = 1 << 25
 
@@ -154,7 +156,11 @@ class FeatureSpace:
         enc = mixed_space({"real": self.pool, "targets": self.targets, "synthetic": release}, self.schema,
                           rows={"real": np.zeros(0, dtype=np.int64)})
         k = min(K_NEAREST, m)
-        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices)
+        # a small search is fastest as one exact pass: the engine's faiss screen and grouped
+        # search pay off on large releases (the answers are the same on every path)
+        small = n_t * m <= SMALL_SEARCH_PAIRS
+        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices,
+                 use_faiss=not small, grouped=not small)
         d = nb.dist
         tol = REL_TOL * (1.0 + np.abs(d).max(initial=0.0))
         out[:, 0] = (d <= tol).sum(axis=1)
