@@ -157,12 +157,13 @@ def summarise_soundness(out: Path) -> None:
 DS_COLUMNS = ["workclass", "education", "marital_status", "race", "income"]
 
 
-def fits(audits: int) -> None:
+def fits(audits: int, only: list[int] | None = None) -> None:
     """With no flag but the claim (the default design, sequential by default): the fits and wall
     time a real fault takes to prove — DataSynthesizer's PrivBayes reading its domain from the
     data, the Laplace histogram doing the same — and what correct DP generators cost, with no
     false alarm: PrivBayes over a public domain and the exact Laplace histogram. Claim ε = 1;
-    fits are the generator runs made plus the preflight run."""
+    fits are the generator runs made plus the preflight run. ``only``: these rows (by position:
+    DataSynthesizer from the data, DataSynthesizer public, Laplace from the data, Laplace public)."""
     pop = population()
     dom = public_domain(pop)
     rows: list[tuple[str, object, pl.DataFrame]] = [
@@ -179,6 +180,8 @@ def fits(audits: int) -> None:
                 ("DataSynthesizer PrivBayes, public domain", PrivBayesGenerator(1.0, domain=ds_dom), adult)] + rows
     except ImportError as exc:
         print(f"(DataSynthesizer rows skipped: {exc})")
+    if only is not None:
+        rows = [rows[i] for i in only if i < len(rows)]
     print(f"\n## fits: claim ε = 1, no flag but the claim, {audits} seed(s) per row")
     print("| generator | seed | violation | ε lower | fits | wall s | evidence |")
     print("|---|---|---|---|---|---|---|")
@@ -260,7 +263,7 @@ def main() -> None:
     ap.add_argument("--summarise", action="store_true",
                     help="soundness: only print the table of --out (comma-separated files: every shard's)")
     ap.add_argument("--rows", default=None,
-                    help="soundness: comma-separated positions of the rows to measure (default: every row)")
+                    help="soundness and fits: comma-separated positions of the rows to measure (default: every row)")
     ap.add_argument("--shard", default="0/1",
                     help="soundness: i/n — this process makes the seeds i, i + n, … (run n processes, each "
                          "with its own --out, and summarise them together)")
@@ -281,7 +284,7 @@ def main() -> None:
                   only=None if a.rows is None else [int(v) for v in a.rows.split(",")])
         summarise_soundness(out)
     if a.part in ("fits", "all"):
-        fits(a.audits or (1 if a.quick else 3))
+        fits(a.audits or (1 if a.quick else 3), only=None if a.rows is None else [int(v) for v in a.rows.split(",")])
     if a.part in ("power", "all") and not a.quick:
         power(a.audits or 50, a.runs or 200)
     if a.part in ("cost", "all") and not a.quick:

@@ -196,8 +196,14 @@ class FeatureSpace:
             cols = self.rarity[a:a + step, :PAIR_COLUMNS]               # (b, p)
             eq = codes[None, :, :] == tc[:, None, :]                    # (b, m, d)
             out[a:a + step, 2] = eq.mean(axis=(1, 2))
-            er = np.take_along_axis(eq, cols[:, None, :], axis=2).astype(np.float32)  # (b, m, p)
-            pairs = np.matmul(er.transpose(0, 2, 1), er) / m            # (b, p, p)
+            if d <= 2 * PAIR_COLUMNS:  # every column pair at once, then each target's rarest ones
+                ef = eq.astype(np.float32)
+                full = np.matmul(ef.transpose(0, 2, 1), ef)             # (b, d, d)
+                b = np.arange(cols.shape[0])[:, None, None]
+                pairs = full[b, cols[:, :, None], cols[:, None, :]] / m  # (b, p, p)
+            else:
+                er = np.take_along_axis(eq, cols[:, None, :], axis=2).astype(np.float32)  # (b, m, p)
+                pairs = np.matmul(er.transpose(0, 2, 1), er) / m        # (b, p, p)
             shares = np.diagonal(pairs, axis1=1, axis2=2)
             out[a:a + step, 0] = shares[:, 0]
             out[a:a + step, 3] = shares.min(axis=1)
