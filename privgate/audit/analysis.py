@@ -186,8 +186,8 @@ def pooled_guesses(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
     target is included in each run independently with probability 1/2 (the audit's designs),
     whatever the dependence between targets in one run. Arrays are (runs, targets); ``rank``
     first maps each target's scores to mid-ranks among its own fit scores (targets of unlike
-    scales); ``center`` first shifts each target's scores by the median of its own fit scores in
-    runs without it (:func:`center_within`: targets crafted alike whose backgrounds differ). Both
+    scales); ``center`` first shifts each target's scores by the lower median of its own fit
+    scores in runs without it (:func:`center_within`: targets crafted alike whose backgrounds differ). Both
     transforms are fixed by the fit runs alone, so the test runs' guesses stay a function of the
     release given the fit runs, as the theorem asks."""
     from ..stats.one_run import canary_epsilon_lower_bound, largest_canary_bound

@@ -116,7 +116,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
                      training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed,
                      interleave=interleave)
-    plan = replace(plan, published_cells=bool(numeric_edges) or domain is not None)
+    plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
 
 
