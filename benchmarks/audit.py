@@ -22,6 +22,8 @@ Data: four columns of the bundled Adult sample (age binned on public edges, sex,
     python benchmarks/audit.py --quick             # a reduced soundness run and one seed of fits: minutes
     python benchmarks/audit.py --part soundness --audits 100      # appends to benchmarks/audit_soundness.jsonl
     python benchmarks/audit.py --part soundness --summarise       # the table of what is measured so far
+    python benchmarks/audit.py --part soundness --shard 0/2 --out a.jsonl &   # two processes, then
+    python benchmarks/audit.py --part soundness --shard 1/2 --out b.jsonl     # --summarise --out a.jsonl,b.jsonl
     python benchmarks/audit.py --part fits --audits 3
     python benchmarks/audit.py --part power --audits 50
     python benchmarks/audit.py --part cost
@@ -89,20 +91,26 @@ SOUNDNESS_DESIGNS = {"default": {}, "canaries, one look": {"design": "canaries",
                      "shared": {"design": "shared", "looks": None}}
 
 
-def soundness(audits: int, runs: int, designs: list[str], out: Path, first_seed: int = 1000) -> None:
+def soundness(audits: int, runs: int, designs: list[str], out: Path, first_seed: int = 1000,
+              shard: tuple[int, int] = (0, 1), only: list[int] | None = None) -> None:
     """Audits of mechanisms of exactly known ε, the claim set to the true ε, round-robin over the
     rows (seed by seed) so that a stopped measurement has every row at about the same count; one
-    JSON line per audit appended to ``out`` (a restart skips the (row, design, seed) done)."""
+    JSON line per audit appended to ``out`` (a restart skips the (row, design, seed) done).
+    ``shard`` (i, n): only the seeds whose offset is i modulo n, so that n processes (one thread
+    each, their own ``out`` files) share the measurement; ``only``: these rows of
+    :func:`soundness_rows` (by position), all when None."""
     import json
 
     pop = population()
     rows = soundness_rows(public_domain(pop))
+    if only is not None:
+        rows = [rows[i] for i in only]
     done = set()
     if out.exists():
         for line in out.read_text().splitlines():
             d = json.loads(line)
             done.add((d["row"], d["design"], d["seed"]))
-    for i in range(audits):
+    for i in range(shard[0], audits, shard[1]):
         seed = first_seed + i
         for design in designs:
             for name, gen, eps, delta in rows:
@@ -128,7 +136,7 @@ def summarise_soundness(out: Path) -> None:
     exceeded the true ε (allowed: 5 %), the median bound / ε, the largest bound, fits."""
     import json
 
-    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    recs = [json.loads(line) for f in str(out).split(",") for line in Path(f).read_text().splitlines()]
     groups: dict[tuple[str, str], list[dict]] = {}
     for d in recs:
         groups.setdefault((d["design"], d["row"]), []).append(d)
@@ -149,12 +157,13 @@ def summarise_soundness(out: Path) -> None:
 DS_COLUMNS = ["workclass", "education", "marital_status", "race", "income"]
 
 
-def fits(audits: int) -> None:
+def fits(audits: int, only: list[int] | None = None) -> None:
     """With no flag but the claim (the default design, sequential by default): the fits and wall
     time a real fault takes to prove — DataSynthesizer's PrivBayes reading its domain from the
     data, the Laplace histogram doing the same — and what correct DP generators cost, with no
     false alarm: PrivBayes over a public domain and the exact Laplace histogram. Claim ε = 1;
-    fits are the generator runs made plus the preflight run."""
+    fits are the generator runs made plus the preflight run. ``only``: these rows (by position:
+    DataSynthesizer from the data, DataSynthesizer public, Laplace from the data, Laplace public)."""
     pop = population()
     dom = public_domain(pop)
     rows: list[tuple[str, object, pl.DataFrame]] = [
@@ -171,6 +180,8 @@ def fits(audits: int) -> None:
                 ("DataSynthesizer PrivBayes, public domain", PrivBayesGenerator(1.0, domain=ds_dom), adult)] + rows
     except ImportError as exc:
         print(f"(DataSynthesizer rows skipped: {exc})")
+    if only is not None:
+        rows = [rows[i] for i in only if i < len(rows)]
     print(f"\n## fits: claim ε = 1, no flag but the claim, {audits} seed(s) per row")
     print("| generator | seed | violation | ε lower | fits | wall s | evidence |")
     print("|---|---|---|---|---|---|---|")
@@ -249,7 +260,13 @@ def main() -> None:
     ap.add_argument("--designs", default="default", help=f"soundness: comma-separated, of {list(SOUNDNESS_DESIGNS)}")
     ap.add_argument("--out", default="benchmarks/audit_soundness.jsonl",
                     help="soundness: the JSON lines file audits are appended to (a restart goes on from it)")
-    ap.add_argument("--summarise", action="store_true", help="soundness: only print the table of --out")
+    ap.add_argument("--summarise", action="store_true",
+                    help="soundness: only print the table of --out (comma-separated files: every shard's)")
+    ap.add_argument("--rows", default=None,
+                    help="soundness and fits: comma-separated positions of the rows to measure (default: every row)")
+    ap.add_argument("--shard", default="0/1",
+                    help="soundness: i/n — this process makes the seeds i, i + n, … (run n processes, each "
+                         "with its own --out, and summarise them together)")
     ap.add_argument("--quick", action="store_true",
                     help="a reduced run in a few minutes: 2 audits per soundness row at 40 runs, 1 seed of fits")
     a = ap.parse_args()
@@ -262,10 +279,12 @@ def main() -> None:
         out.unlink(missing_ok=True)
     if a.part in ("soundness", "all"):
         designs = [d.strip() for d in a.designs.split(",") if d.strip()]
-        soundness(a.audits or (2 if a.quick else 100), 40 if a.quick else a.runs, designs, out)
+        i, n = (int(v) for v in a.shard.split("/"))
+        soundness(a.audits or (2 if a.quick else 100), 40 if a.quick else a.runs, designs, out, shard=(i, n),
+                  only=None if a.rows is None else [int(v) for v in a.rows.split(",")])
         summarise_soundness(out)
     if a.part in ("fits", "all"):
-        fits(a.audits or (1 if a.quick else 3))
+        fits(a.audits or (1 if a.quick else 3), only=None if a.rows is None else [int(v) for v in a.rows.split(",")])
     if a.part in ("power", "all") and not a.quick:
         power(a.audits or 50, a.runs or 200)
     if a.part in ("cost", "all") and not a.quick:

@@ -22,6 +22,7 @@ from ..threads import resolve_threads
 from ..stats.one_run import largest_provable_epsilon
 from .advice import group_label
 from .analysis import analyse_attack, pooled_guesses
+from .cells import published_domain
 from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .cluster import is_cluster
 from .features import FeatureSpace, empty_release_features
@@ -80,8 +81,11 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         n_targets = default_n_targets(design)
     if fit_share is None:
         fit_share = default_fit_share(design)
+    # a generator that publishes its public domain has its own cells audited (privgate.audit.cells)
+    domain = published_domain(generate, pool_f, sch) if generate is not None else None
+    numeric_edges = {c: v for c, v in (domain or {}).items() if isinstance(v, np.ndarray)}
     if many and isinstance(targets, str) and targets == "auto":
-        chosen = canary_targets(pool_f, sch, n_targets, seed=seed)
+        chosen = canary_targets(pool_f, sch, n_targets, seed=seed, domain=domain)
     else:
         chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
                                 pool_is_real=pool_is_real, seed=seed)
@@ -90,7 +94,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
     if pool_avail.height == 0:
         raise InputError("population: no rows are left for training sets once the targets are set aside")
-    space = FeatureSpace.build(pool_avail, chosen.frame, sch)
+    space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
     budget = resolve_threads(threads)
     not_taken: list[dict[str, Any]] = []
     preflight: list[RunOutcome] = []
@@ -107,11 +111,12 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                 raise AuditError("the generator refused every target: " +
                                  "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
             chosen = chosen.subset(keep)
-            space = FeatureSpace.build(pool_avail, chosen.frame, sch)
+            space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
     step("drawing the design")
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
                      training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed,
                      interleave=interleave)
+    plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
 
 
@@ -195,7 +200,8 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     if best is not None:
         if best.get("pooled"):
             p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
-            again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"])
+            again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"],
+                                   center=p.get("centered", False))
             best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
                         correct=again["correct"], guesses=again["guesses"], observations=again["observations"])
         else:
@@ -305,7 +311,10 @@ def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, lis
     for kind in dict.fromkeys(plan.targets.kinds):
         members = [t for t, k in enumerate(plan.targets.kinds) if k == kind]
         if len(members) >= 2:
-            out.extend((kind, members, name) for name in fixed)
+            # in the generator's own cells (its published domain) a cell canary's count is the
+            # likelihood-ratio statistic of noisy counts: the other attacks only spend α
+            kind_attacks = ["cell"] if kind == "canary_cell" and plan.published_cells and "cell" in fixed else fixed
+            out.extend((kind, members, name) for name in kind_attacks)
     return out
 
 
@@ -319,7 +328,8 @@ def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: d
         fit_y = plan.included[np.asarray(members)][:, plan.fit].T
         test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
         arrays = (fit_s, fit_y, test_s, test_y)
-        p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS)
+        p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS,
+                           center=kind in _LIKE_KINDS)
         out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
     return out
 
@@ -381,6 +391,8 @@ def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alp
             "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
             "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed,
             "inclusion": "independent, probability 1/2" if plan.independent else "half of the fit and of the test runs",
+            "cells": ("the generator's published domain" if plan.published_cells
+                      else "the population's categories and numeric quantile bins"),
             "neighbouring": "add/remove one record"}
 
 
@@ -459,7 +471,7 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
             looking after 4 runs and at every doubling, half of α on the last look; None: never.
 
     Every argument left out takes its default from :mod:`privgate.audit.defaults`: ``design``
-    the many-canary design (the shared design for a claim with δ > 0), 200 runs, 64 canaries
+    the many-canary design (the shared design for a claim with δ > 0), 200 runs, 160 canaries
     (10 targets in the shared and separate designs).
 
     The generator runs on spawned worker processes (a generator that cannot be pickled — a

@@ -20,12 +20,14 @@ USENIX Security 2022), computed through privgate's data layer and neighbour engi
   monotone in the count), so these are counts, not shares;
 - the release size (log).
 
-Rows of the release are never looped over in Python; targets are (a few dozen at most).
+Neither the release's rows nor the targets are looped over in Python (targets in blocks of
+about 32M comparisons).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 import polars as pl
@@ -48,6 +50,10 @@ K_NEAREST = 16
 PAIR_COLUMNS = 40
 #: the distance features of a release with no records
 NO_NEIGHBOUR = 1e6
+#: target × release-record pairs up to which the nearest-neighbour search is one exact pass
+SMALL_SEARCH_PAIRS = 4_000_000
+#: (targets × release records × columns) comparisons made at once in the value and cell counts
+COMPARE_CELLS = 1 << 25
 
 
 @dataclass
@@ -70,11 +76,16 @@ class FeatureSpace:
     source_schema: dict[str, pl.DataType] | None = None
 
     @classmethod
-    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema) -> "FeatureSpace":
-        """``pool`` and ``targets`` in their own dtypes (normalised here)."""
+    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema,
+              edges: Mapping[str, np.ndarray] | None = None) -> "FeatureSpace":
+        """``pool`` and ``targets`` in their own dtypes (normalised here). ``edges``: bin edges of
+        numeric columns to code by instead of the population's quantiles (a generator's
+        published domain, :mod:`privgate.audit.cells`)."""
         pool_n = normalise_frame(pool, schema)
         targets_n = normalise_frame(targets, schema)
-        edges = {c: quantile_edges(pool_n[c].to_numpy()) for c in schema.numeric}
+        given = edges or {}
+        edges = {c: (np.asarray(given[c], dtype=np.float64) if c in given else quantile_edges(pool_n[c].to_numpy()))
+                 for c in schema.numeric}
         levels = {}
         for c in schema.categorical:
             found = set(pool_n[c].fill_null(NULL_LEVEL).unique().to_list())
@@ -145,7 +156,11 @@ class FeatureSpace:
         enc = mixed_space({"real": self.pool, "targets": self.targets, "synthetic": release}, self.schema,
                           rows={"real": np.zeros(0, dtype=np.int64)})
         k = min(K_NEAREST, m)
-        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices)
+        # a small search is fastest as one exact pass: the engine's faiss screen and grouped
+        # search pay off on large releases (the answers are the same on every path)
+        small = n_t * m <= SMALL_SEARCH_PAIRS
+        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices,
+                 use_faiss=not small, grouped=not small)
         d = nb.dist
         tol = REL_TOL * (1.0 + np.abs(d).max(initial=0.0))
         out[:, 0] = (d <= tol).sum(axis=1)
@@ -156,39 +171,114 @@ class FeatureSpace:
         out[:, 4] = (d <= r + tol).sum(axis=1)
         out[:, 5] = (d <= r / 2 + tol).sum(axis=1)
         codes = self.codes(release)
-        for t in range(n_t):
-            cols = self.rarity[t, :PAIR_COLUMNS]
-            if cols.size == 0:
-                continue
-            eq = (codes[:, cols] == self.target_codes[t, cols]).astype(np.float32)
-            pairs = (eq.T @ eq) / m
-            shares = np.diag(pairs)
-            out[t, 6] = shares[0]
-            out[t, 7] = pairs[0, 1] if cols.size > 1 else shares[0]
-            out[t, 8] = (codes == self.target_codes[t]).mean()
-            out[t, 9] = shares.min()
-            if cols.size > 1:
-                iu = np.triu_indices(cols.size, 1)
-                out[t, 10] = pairs[iu].mean()
-                out[t, 11] = pairs[iu].min()
-            else:
-                out[t, 10] = out[t, 11] = shares[0]
+        out[:, 6:12] = self._value_shares(codes)
         out[:, 12] = np.log(m)
         out[:, 13:15] = self._cell_counts(codes)
         return out
 
+    def _chunks(self, codes: np.ndarray) -> tuple[range, int]:
+        """Target blocks whose (targets × records × columns) comparisons stay near 32M cells."""
+        per_target = max(codes.shape[0] * max(codes.shape[1], 1), 1)
+        step = max(1, COMPARE_CELLS // per_target)
+        return range(0, self.target_codes.shape[0], step), step
+
+    def _value_shares(self, codes: np.ndarray) -> np.ndarray:
+        """(T, 6): the shares of release records with each target's rarest value, its two rarest
+        values, the mean and minimum share over its values and over pairs of its
+        ``PAIR_COLUMNS`` rarest values — every target of a block at once."""
+        n_t, (m, d) = self.target_codes.shape[0], codes.shape
+        out = np.zeros((n_t, 6))
+        if d == 0:
+            return out
+        blocks, step = self._chunks(codes)
+        for a in blocks:
+            tc = self.target_codes[a:a + step]                          # (b, d)
+            cols = self.rarity[a:a + step, :PAIR_COLUMNS]               # (b, p)
+            eq = codes[None, :, :] == tc[:, None, :]                    # (b, m, d)
+            out[a:a + step, 2] = eq.mean(axis=(1, 2))
+            if d <= 2 * PAIR_COLUMNS:  # every column pair at once, then each target's rarest ones
+                ef = eq.astype(np.float32)
+                full = np.matmul(ef.transpose(0, 2, 1), ef)             # (b, d, d)
+                b = np.arange(cols.shape[0])[:, None, None]
+                pairs = full[b, cols[:, :, None], cols[:, None, :]] / m  # (b, p, p)
+            else:
+                er = np.take_along_axis(eq, cols[:, None, :], axis=2).astype(np.float32)  # (b, m, p)
+                pairs = np.matmul(er.transpose(0, 2, 1), er) / m        # (b, p, p)
+            shares = np.diagonal(pairs, axis1=1, axis2=2)
+            out[a:a + step, 0] = shares[:, 0]
+            out[a:a + step, 3] = shares.min(axis=1)
+            if cols.shape[1] > 1:
+                out[a:a + step, 1] = pairs[:, 0, 1]
+                iu = np.triu_indices(cols.shape[1], 1)
+                upper = pairs[:, iu[0], iu[1]]
+                out[a:a + step, 4] = upper.mean(axis=1)
+                out[a:a + step, 5] = upper.min(axis=1)
+            else:
+                out[a:a + step, 1] = out[a:a + step, 4] = out[a:a + step, 5] = shares[:, 0]
+        return out
+
     def _cell_counts(self, codes: np.ndarray) -> np.ndarray:
         """(T, 2): release records in each target's cell (all codes equal) and region (categories
-        equal, numeric bins within one; a null or out-of-range code only equal)."""
+        equal, numeric bins within one; a null or out-of-range code only equal). Each release
+        record's codes become one integer key and the counts are looked up per key (a target's
+        region: the keys of its up to 3^k neighbouring cells, k numeric columns); where the keys
+        would overflow or the neighbours be too many, every target is compared with every record."""
+        bins = self.bins if self.bins is not None else np.zeros(codes.shape[1], dtype=np.int64)
+        numeric = bins > 0
+        tcodes = self.target_codes
+        d = codes.shape[1]
+        if d == 0:
+            return np.full((tcodes.shape[0], 2), float(codes.shape[0]))
+        lo = np.minimum(codes.min(axis=0, initial=0), tcodes.min(axis=0, initial=0)) - 1
+        hi = np.maximum(codes.max(axis=0, initial=0), tcodes.max(axis=0, initial=0)) + 1
+        size = (hi - lo + 1).astype(np.float64)
+        n_numeric = int(numeric.sum())
+        if np.prod(size) >= 2.0**62 or tcodes.shape[0] * 3.0**n_numeric > 4e6:
+            return self._cell_counts_compared(codes)
+        radix = np.concatenate([[1], np.cumprod(size[:-1])]).astype(np.int64)
+        keys = ((codes - lo) * radix).sum(axis=1)
+        uniq, per = np.unique(keys, return_counts=True)
+
+        def count(k: np.ndarray) -> np.ndarray:
+            if uniq.size == 0:
+                return np.zeros(k.shape)
+            pos = np.minimum(np.searchsorted(uniq, k), uniq.size - 1)
+            return np.where(uniq[pos] == k, per[pos], 0)
+
+        tkeys = ((tcodes - lo) * radix).sum(axis=1)
+        out = np.zeros((tcodes.shape[0], 2))
+        out[:, 0] = count(tkeys)
+        # region: every numeric code inside the bins may move by −1, 0 or +1 (staying inside)
+        region = np.zeros(tcodes.shape[0])
+        cols = np.flatnonzero(numeric)
+        for moves in np.array(np.meshgrid(*[[-1, 0, 1]] * cols.size, indexing="ij")).reshape(cols.size, -1).T \
+                if cols.size else [np.zeros(0, dtype=np.int64)]:
+            moved = tcodes.copy()
+            ok = np.ones(tcodes.shape[0], dtype=bool)
+            for j, step in zip(cols, moves):
+                if step == 0:
+                    continue
+                inside = tcodes[:, j] < bins[j]
+                target = tcodes[:, j] + step
+                ok &= inside & (target >= 0) & (target < bins[j])
+                moved[:, j] = target
+            region += np.where(ok, count(((moved - lo) * radix).sum(axis=1)), 0)
+        out[:, 1] = region
+        return out
+
+    def _cell_counts_compared(self, codes: np.ndarray) -> np.ndarray:
+        """:meth:`_cell_counts` by comparing every target with every record, in blocks."""
         bins = self.bins if self.bins is not None else np.zeros(codes.shape[1], dtype=np.int64)
         numeric = bins > 0
         inside = numeric & (codes < bins)  # (m, d): a numeric code inside the population's bins
         out = np.zeros((self.target_codes.shape[0], 2))
-        for t, tc in enumerate(self.target_codes):
-            equal = codes == tc
-            near = equal | (inside & (tc < bins) & numeric & (np.abs(codes - tc) <= 1))
-            out[t, 0] = equal.all(axis=1).sum()
-            out[t, 1] = near.all(axis=1).sum()
+        blocks, step = self._chunks(codes)
+        for a in blocks:
+            tc = self.target_codes[a:a + step][:, None, :]              # (b, 1, d)
+            equal = codes[None, :, :] == tc
+            near = equal | (inside[None] & (tc < bins) & numeric & (np.abs(codes[None, :, :] - tc) <= 1))
+            out[a:a + step, 0] = equal.all(axis=2).sum(axis=1)
+            out[a:a + step, 1] = near.all(axis=2).sum(axis=1)
         return out
 
 

@@ -133,6 +133,15 @@ class LaplaceHistogram:
         return (f"LaplaceHistogram(epsilon={self.epsilon:g}, release={self.release!r}, "
                 f"noise_factor={self.noise_factor:g}, domain_from_data={self.domain_from_data}, domain={cols})")
 
+    def published_domain(self) -> dict[str, list] | None:
+        """The public domain the mechanism counts over — column → levels or numeric bin edges —
+        for an audit to craft canaries in its cells and count them there
+        (:mod:`privgate.audit.cells`); None when the domain is read from the training data (there
+        is no public one to publish)."""
+        if self.domain_from_data or self.domain is None:
+            return None
+        return {c: list(v) for c, v in self.domain.items() if v is not None}
+
     # ------------------------------------------------------------------ public domain helper
 
     @classmethod

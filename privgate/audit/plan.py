@@ -23,7 +23,7 @@ Designs:
   Steinke et al.'s bound, which needs exactly these independent fair inclusions. ``runs``
   generator runs in all.
 - ``canaries`` (the default, :mod:`privgate.audit.defaults`): the many-canary design of the same paper — many crafted canaries (``n_targets``,
-  default 64), each in each run with probability 1/2, a handful of runs (at least 2: one fits
+  default 160), each in each run with probability 1/2, a handful of runs (at least 2: one fits
   the guessing rule, the others are guessed), the bound from all guesses together.
 - ``separate``: each target has its own ``runs`` runs in which it is the only target, in half of
   them. ``runs × targets`` generator runs.
@@ -84,6 +84,8 @@ class AuditPlan:
     assigned: np.ndarray
     fit: np.ndarray
     independent: bool = False
+    #: the targets' cells are the generator's own (its published domain, privgate.audit.cells)
+    published_cells: bool = False
 
     @property
     def n_runs(self) -> int:

@@ -29,7 +29,7 @@ Targets never leave the audit as values: results name them by id, kind and row p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import polars as pl
@@ -53,6 +53,9 @@ CANARY_LEVEL = "privgate-canary-{j}"
 KINDS = ("outlier", "canary_range", "canary_level", "canary_cell", "user")
 #: numeric values a cell canary may take: these population quantiles (inside any public domain)
 CELL_QUANTILES = (0.25, 0.5, 0.75)
+#: level canaries of the many-canary design (the rest are cell canaries): enough to prove a
+#: domain read from the data at the first look (32 × 3 test runs of guesses)
+LEVEL_CANARIES = 32
 #: candidate value combinations scored when searching for empty cells
 CELL_CANDIDATES = 4096
 #: population rows the empty-cell search counts (a seeded sample of a larger population)
@@ -217,14 +220,23 @@ def level_canaries(pool: pl.DataFrame, schema: Schema, n: int) -> pl.DataFrame:
     return pl.concat(rows, how="vertical")
 
 
-def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) -> Targets:
-    """The many-canary design's ``n`` crafted canaries: cell canaries in distinct sparse regions
-    (half, or all when the data has no string column) and single-column level canaries for the
-    rest (or as many cell canaries as distinct regions allow)."""
+def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0,
+                   domain: Mapping[str, Any] | None = None) -> Targets:
+    """The many-canary design's ``n`` crafted canaries: cell canaries — in distinct cells of the
+    generator's published ``domain`` when it states one (:mod:`privgate.audit.cells`), else in
+    distinct sparse regions of the population — for all but ``min(n // 2, LEVEL_CANARIES)``
+    (all when the data has no string column), and single-column level canaries for the rest
+    (more of them when fewer distinct cells exist)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise ParameterError(f"n_targets must be an integer ≥ 2 in the canaries design; got {n!r}")
     has_text = level_canaries(pool, schema, 1).height > 0
-    cells = cell_canaries(pool, schema, n // 2 if has_text else n, seed=seed)
+    n_levels = min(n // 2, LEVEL_CANARIES) if has_text else 0
+    if domain is not None:
+        from .cells import domain_cell_canaries
+
+        cells = domain_cell_canaries(pool, schema, domain, n - n_levels, seed=seed)
+    else:
+        cells = cell_canaries(pool, schema, n - n_levels, seed=seed)
     levels = level_canaries(pool, schema, n - cells.height)
     frames = [f for f in (cells, levels) if f.height]
     if not frames:

@@ -49,7 +49,7 @@ file path, or a function returning a frame. ``population``: a path or a function
 ``real``). ``claimed_epsilon`` / ``delta``: the generator's DP claim. ``runs``,
 ``targets``, ``n_targets``, ``canaries``, ``training_rows``, ``n_rows``, ``design``,
 ``background``, ``attacks``, ``confidence``, ``seed``: as ``audit_generator``, with its defaults
-(:mod:`privgate.audit.defaults`: the many-canary design, 200 runs, 64 canaries; the same
+(:mod:`privgate.audit.defaults`: the many-canary design, 200 runs, 160 canaries; the same
 seed for every version: versions are compared on the same game). The runs fan out all at
 once, so an asset's audit is never sequential: it makes every run.
 

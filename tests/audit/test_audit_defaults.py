@@ -35,7 +35,7 @@ def test_the_doubling_schedule_and_the_alpha_it_spends():
 
 def test_which_design_and_how_many_targets_by_default():
     assert defaults.default_design(0.0) == "canaries" and defaults.default_design(1e-5) == "shared"
-    assert defaults.default_n_targets("canaries") == 64 and defaults.default_n_targets("shared") == 10
+    assert defaults.default_n_targets("canaries") == 160 and defaults.default_n_targets("shared") == 10
     kw = dict(design="canaries", claimed_epsilon=1.0, delta=0.0, on_cluster=False)
     assert defaults.auto_looks(200, **kw)
     assert not defaults.auto_looks(200, **{**kw, "claimed_epsilon": None})  # nothing to stop at

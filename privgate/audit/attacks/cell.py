@@ -7,7 +7,9 @@ cell, so a threshold on that count is the most powerful test of the target's pre
 (Neyman–Pearson); a target alone in its cell (a cell canary, :mod:`privgate.audit.targets`)
 moves that count by the most one record can. The region count catches a generator whose cells
 are wider than the population's quantile bins. Needs no training; higher score = more records
-there = member (the other count breaks ties)."""
+there = member. The scores are the counts themselves, integers: the many-canary analysis shifts
+each canary's scores by a count it observed (``privgate.audit.analysis.center_within``), and a
+tie-breaking fraction would move a count off the integer its threshold is set at."""
 
 from __future__ import annotations
 
@@ -17,17 +19,11 @@ from ..features import feature_index
 
 _CELL = feature_index("cell_count")
 _REGION = feature_index("region_count")
-#: weight of the other count, breaking ties only (counts are integers below 1e6)
-_TIE = 1e-7
 
 
 def cell_scores(fit_x: np.ndarray, fit_y: np.ndarray, test_x: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    def score(x: np.ndarray) -> np.ndarray:
-        return x[:, _CELL] + _TIE * x[:, _REGION]
-    return score(fit_x), score(test_x)
+    return fit_x[:, _CELL].astype(np.float64), test_x[:, _CELL].astype(np.float64)
 
 
 def region_scores(fit_x: np.ndarray, fit_y: np.ndarray, test_x: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    def score(x: np.ndarray) -> np.ndarray:
-        return x[:, _REGION] + _TIE * x[:, _CELL]
-    return score(fit_x), score(test_x)
+    return fit_x[:, _REGION].astype(np.float64), test_x[:, _REGION].astype(np.float64)
