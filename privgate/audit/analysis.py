@@ -14,7 +14,9 @@ error counts on the disjoint test runs, and what they prove.
   with confidence 1 − α whatever the dependence between targets and attacks.
 - **Gaussian DP** (Dong, Roth, Su, JRSS-B 2022): the same counts bound μ from below; reported,
   not used in the ε decision.
-- **AUC** of the test runs' scores with DeLong's interval; **TPR at a fixed FPR** (1 %, 0.1 %):
+- **AUC** of the test runs' scores with Hoeffding's distribution-free interval (valid at any
+  number of runs; :func:`privgate.stats.hoeffding_auc_interval`), its lower end for the gate's
+  ``auc_lower`` rule one-sided at the pair's Bonferroni share; **TPR at a fixed FPR** (1 %, 0.1 %):
   the threshold is the fit runs' out-scores' (1 − FPR) point, the TPR and the FPR it reaches on
   the test runs with Clopper–Pearson intervals. With fewer than 1/FPR test runs without the
   target, that FPR cannot be resolved; ``fpr_resolution`` says what can.
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import clopper_pearson, delong_auc, normal_interval
+from ..stats import clopper_pearson, delong_auc, hoeffding_auc_interval
 from ..stats.dp_audit import epsilon_lower_bound, gdp_mu_lower_bound
 
 LEVEL = 0.95
@@ -93,11 +95,11 @@ def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
     fp, n_out, fn, n_in = errors_at(test_scores, test_labels, direction, tau)
     eps = epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha_each)
     mu = gdp_mu_lower_bound(fp, n_out, fn, n_in, alpha=alpha_each)
-    auc, var = delong_auc(test_labels, test_scores)
-    finite = var == var
-    auc_ci = list(normal_interval(auc, var, LEVEL)) if finite else [0.0, 1.0]
-    corrected = 1.0 - alpha_each
-    auc_lower = normal_interval(auc, var, corrected)[0] if finite else 0.0
+    auc, _ = delong_auc(test_labels, test_scores)
+    # Hoeffding's interval, not DeLong's: with the handful of test runs an audit may have, a
+    # chance perfect split has DeLong variance 0 and an interval of [1, 1]
+    auc_ci = list(hoeffding_auc_interval(auc, n_in, n_out, LEVEL))
+    auc_lower = hoeffding_auc_interval(auc, n_in, n_out, 1.0 - alpha_each, one_sided=True)[0]
     return {
         "epsilon_lower": float(eps), "mu_lower": float(mu), "direction": int(direction),
         "threshold": tau, "fit_score": list(fit_score), "false_positives": fp, "runs_without": n_out, "false_negatives": fn, "runs_with": n_in,

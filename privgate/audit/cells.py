@@ -39,6 +39,12 @@ from .seeds import rng
 DOMAIN_CANDIDATES = 65_536
 
 
+def mode_row(pool: pl.DataFrame) -> pl.DataFrame:
+    """One record holding every column's most frequent value (ties: the smallest)."""
+    return pl.DataFrame({c: pool[c].drop_nulls().mode().sort()[:1] if pool[c].null_count() < pool.height
+                         else pool[c][:1] for c in pool.columns}).cast(dict(pool.schema))
+
+
 def published_domain(generate: Any, pool: pl.DataFrame, schema: Schema) -> dict[str, Any] | None:
     """The domain ``generate.published_domain()`` states, checked against the population: a dict
     column → list of levels (text columns) or float edges array (integer and float columns);
@@ -98,7 +104,6 @@ def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str
     the domain's levels, every numeric value inside one of its bins (see
     :func:`_values_in_bins`), columns outside the domain at the population's most frequent
     value. A frame with no rows when ``n`` ≤ 0."""
-    from .targets import _mode_row
 
     if n <= 0 or pool.height == 0:
         return pool.head(0)
@@ -145,7 +150,7 @@ def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str
     counts[hit] = per[pos[hit]]
     chosen = cand[np.lexsort((gen.random(cand.size), counts))][:int(n)]
     digits = (chosen[:, None] // radix[None, :]) % np.asarray(sizes)[None, :]
-    mode = _mode_row(pool)
+    mode = mode_row(pool)
     frame = {}
     for col in pool.columns:
         if col in cols:

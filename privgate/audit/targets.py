@@ -41,6 +41,7 @@ from ..binning import assign_bins, quantile_edges
 from ..schema import NUMERIC, Schema, check_same_columns, normalise_frame
 from ..spaces import mixed_space
 from .defaults import DEFAULT_TARGETS  # noqa: F401 - re-exported
+from .cells import domain_cell_canaries, mode_row
 from .seeds import rng
 
 #: neighbours averaged for the outlier score (Meeus et al. use the 5 closest records)
@@ -148,16 +149,10 @@ def outlier_rows(real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, n: int,
     return candidates[order], score[order]
 
 
-def _mode_row(pool: pl.DataFrame) -> pl.DataFrame:
-    """One record holding every column's most frequent value (ties: the smallest)."""
-    return pl.DataFrame({c: pool[c].drop_nulls().mode().sort()[:1] if pool[c].null_count() < pool.height
-                         else pool[c][:1] for c in pool.columns}).cast(dict(pool.schema))
-
-
 def range_canary(pool: pl.DataFrame, schema: Schema) -> pl.DataFrame | None:
     """A record whose every integer and float column lies beyond every observed value; None when
     the data has no such column."""
-    row = _mode_row(pool)
+    row = mode_row(pool)
     changed = False
     for col in schema.numeric:
         dtype = pool.schema[col]
@@ -184,7 +179,7 @@ def range_canary(pool: pl.DataFrame, schema: Schema) -> pl.DataFrame | None:
 def level_canary(pool: pl.DataFrame, schema: Schema) -> pl.DataFrame | None:
     """A record whose every string (or Categorical) column holds a level never seen in the
     population; None when the data has no such column."""
-    row = _mode_row(pool)
+    row = mode_row(pool)
     changed = False
     for j, col in enumerate(pool.columns):
         dtype = pool.schema[col]
@@ -208,7 +203,7 @@ def level_canaries(pool: pl.DataFrame, schema: Schema, n: int) -> pl.DataFrame:
     cols = [c for c in pool.columns if schema.kind(c) != NUMERIC and isinstance(pool.schema[c], (pl.String, pl.Categorical))]
     if n <= 0 or not cols:
         return pool.head(0)
-    mode = _mode_row(pool)
+    mode = mode_row(pool)
     seen = {c: set(pool[c].cast(pl.String).drop_nulls().unique().to_list()) for c in cols}
     rows = []
     for j in range(n):
@@ -232,7 +227,6 @@ def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0,
     has_text = level_canaries(pool, schema, 1).height > 0
     n_levels = min(n // 2, LEVEL_CANARIES) if has_text else 0
     if domain is not None:
-        from .cells import domain_cell_canaries
 
         cells = domain_cell_canaries(pool, schema, domain, n - n_levels, seed=seed)
     else:
@@ -307,7 +301,7 @@ def cell_canaries(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) 
             break
     if not chosen:
         return out
-    mode = _mode_row(pool)
+    mode = mode_row(pool)
     rows = []
     for c in chosen:
         row = {}

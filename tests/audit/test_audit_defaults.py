@@ -80,8 +80,10 @@ def test_boolean_date_datetime_columns_through_the_cli(tmp_path, monkeypatch, ca
     """A generator returning the dtypes it was given (Boolean, Date, Datetime, Categorical,
     nulls) is audited, never told it broke the contract."""
     work_folder(tmp_path, monkeypatch, typed_frame(), {"typed_gens.py": TYPED_GENS})
+    # the shared design: 100 runs and a claim of 0.2, what a resampling generator's runs disprove
     code = main(["audit", "--generator", f"typed_gens:{generator}", "--real", "real.parquet", "--claimed-epsilon",
-                 "1", "--design", design, "--runs", "8" if design == "canaries" else "40", "--training-rows", "100",
+                 "1" if design == "canaries" else "0.2", "--design", design, "--runs", "8" if design == "canaries"
+                 else "100", "--training-rows", "100",
                  "--workers", "1", "--threads", "1", "--quiet"])
     err = capsys.readouterr().err
     assert "contract" not in err and code == exit_code, err
