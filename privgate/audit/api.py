@@ -66,15 +66,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         design = default_design(delta)
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     step = (lambda what: None) if runs_via is None else runs_via.clock.check
-    real_f = load_frame(real, role="real")
-    pool_is_real = population is None
-    pool_f = real_f if pool_is_real else load_frame(population, role="population")
-    for role, f in (("real", real_f), ("population", pool_f)):
-        if f.height == 0 or f.width == 0:
-            raise InputError(f"{role}: the frame is empty ({f.height} rows, {f.width} columns)")
-    if not pool_is_real:
-        check_same_columns({"real": real_f, "population": pool_f})
-        real_f = real_f.select(pool_f.columns)
+    real_f, pool_f, pool_is_real = _load_frames(real, population)
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
     many = design == "canaries"
     if n_targets is None:
@@ -105,12 +97,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         step("the preflight runs")
         refused = _preflight(probe, space, generate, suspects, budget, preflight, runs_via)
         if refused:
-            not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
-            keep = [i for i in range(len(chosen)) if i not in refused]
-            if not keep:
-                raise AuditError("the generator refused every target: " +
-                                 "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
-            chosen = chosen.subset(keep)
+            chosen, not_taken = _without_refused(chosen, refused)
             space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
     step("drawing the design")
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
@@ -118,6 +105,32 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                      interleave=interleave)
     plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
+
+
+def _load_frames(real: Any, population: Any) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+    """The real and population frames, loaded and checked (neither empty, the same columns; the
+    real one in the population's column order), and whether the population is the real data."""
+    real_f = load_frame(real, role="real")
+    pool_is_real = population is None
+    pool_f = real_f if pool_is_real else load_frame(population, role="population")
+    for role, f in (("real", real_f), ("population", pool_f)):
+        if f.height == 0 or f.width == 0:
+            raise InputError(f"{role}: the frame is empty ({f.height} rows, {f.width} columns)")
+    if not pool_is_real:
+        check_same_columns({"real": real_f, "population": pool_f})
+        real_f = real_f.select(pool_f.columns)
+    return real_f, pool_f, pool_is_real
+
+
+def _without_refused(chosen: Targets, refused: Mapping[int, str]) -> tuple[Targets, list[dict[str, Any]]]:
+    """The targets the generator took, and a record of each one it refused (index → why); an
+    AuditError when it refused them all."""
+    not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
+    keep = [i for i in range(len(chosen)) if i not in refused]
+    if not keep:
+        raise AuditError("the generator refused every target: " +
+                         "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
+    return chosen.subset(keep), not_taken
 
 
 def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) -> pl.DataFrame:
