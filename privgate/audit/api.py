@@ -496,9 +496,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     start = time.perf_counter()
     clock = Clock(deadline)
     names = resolve_attacks(attacks)
-    design, looks, on_cluster = _checked_options(delta, confidence, claimed_epsilon, generator_version, generator_digest,
-                                                 executor, workers, design, looks, runs=runs, n_targets=n_targets,
-                                                 training_rows=training_rows, n_rows=n_rows)
+    design, looks, on_cluster = _checked_options(delta, confidence, claimed_epsilon, generator_version,
+                                                 generator_digest, executor, workers, design, looks, runs=runs,
+                                                 n_targets=n_targets, training_rows=training_rows, n_rows=n_rows)
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                                  canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
