@@ -287,8 +287,27 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
     rows = rows[::max(1, -(-rows.size // MAP_ANCHOR_ROWS))]
     values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
     off = [c for c in num if suspect(*values[c])]
-    # an off-scale column's direction comes from anchors that never saw an off-scale column
-    # (their own ranks would line any release up, and an unflipped decreasing one misleads)
+    flip = _off_scale_flips(ctx, release, reference, rows, off, name)
+    flip, anchor = _anchors_with_directions(ctx, release, reference, rows, flip, name)
+    rng = seeds.rng(ctx.seed, "label_free.maps")
+    maps: dict[str, NumericMap] = {}
+    for c in num:
+        s, r = _column_pairs(release, reference, c, rows, anchor)
+        found = _affine_map(s, r, values[c], rng)
+        others = [o for o in schema.columns if o != c]
+        if found is None and c in off and others:
+            found = _monotone_map(ctx, release, reference, rows, c, flip, name)
+        if found is not None:
+            maps[c] = found
+    return maps
+
+
+def _off_scale_flips(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, off: list[str],
+                     name: str) -> set[str]:
+    """The off-scale columns whose values run against the reference's, judged from anchors that
+    never saw an off-scale column (their own ranks would line any release up, and an unflipped
+    decreasing one misleads): the on-scale columns', else each column's others'."""
+    schema: Schema = ctx.schema
     on_scale = [c for c in schema.columns if c not in off]
     flip: set[str] = set()
     if off and on_scale:
@@ -302,49 +321,64 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
                                        f"{name}, without a column")
                 if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST:
                     flip.add(c)
+    return flip
+
+
+def _anchors_with_directions(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray,
+                             flip: set[str], name: str) -> tuple[set[str], np.ndarray]:
+    """The anchors of every column with the ``flip`` columns' ranks flipped, and the flipped columns:
+    those plus any other numeric column whose anchored pairs run against the reference (then
+    anchored again)."""
+    schema: Schema = ctx.schema
     anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares")
-    against = {c for c in num if c not in flip
+    against = {c for c in schema.numeric if c not in flip
                and _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
     if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
-        flip |= against
+        flip = flip | against
         anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares, flipped")
-    rng = seeds.rng(ctx.seed, "label_free.maps")
-    maps: dict[str, NumericMap] = {}
-    for c in num:
-        s, r = _column_pairs(release, reference, c, rows, anchor)
-        tol = _tolerance(values[c][1])
-        a, b, _ = _affine(s, r, tol, rng)
-        # the two maps compared where they disagree (a copy's zeros stay zeros under ×1000:
-        # those pairs support both and decide nothing)
-        differ = np.abs(a * s + b - s) > tol
-        on = differ & (np.abs(a * s + b - r) <= tol)
-        support = int(on.sum())
-        # a line passes through any two points: on a column of few values it must join at
-        # least three of them (or all the column has) to be evidence of a map
-        if np.unique(s[on]).size < min(3, np.unique(values[c][0]).size):
-            support = 0
-        identity = int((differ & (np.abs(s - r) <= tol)).sum())
-        if (support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
-                and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
-                and _marginal_gap(a * values[c][0] + b, values[c][1]) < _marginal_gap(*values[c])):
-            maps[c] = NumericMap("affine", a, b, support=support, anchored=int(s.size))
-            continue
-        others = [o for o in schema.columns if o != c]
-        if c not in off or not others:
-            continue
-        # a monotone map's support from anchors searched without this column, the others'
-        # directions known
-        alone = _anchor_pairs(ctx, release, reference, schema.subset(others), rows, flip - {c},
-                              f"{name}, without a column")
-        u_s = _ranks(release.get_column(c))[rows]
-        u_s = 1.0 - u_s if c in flip else u_s
-        u_r = _ranks(reference.get_column(c))[alone]
-        known = (release.get_column(c).is_not_null().to_numpy()[rows]
-                 & reference.get_column(c).is_not_null().to_numpy()[alone])
-        support = int((known & (np.abs(u_s - u_r) <= RANK_TOL)).sum())
-        if support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(known.sum())):
-            maps[c] = NumericMap("monotone", decreasing=c in flip, support=support, anchored=int(known.sum()))
-    return maps
+    return flip, anchor
+
+
+def _affine_map(s: np.ndarray, r: np.ndarray, values: tuple[np.ndarray, np.ndarray],
+                rng: np.random.Generator) -> NumericMap | None:
+    """The affine map of a column's anchored pairs (``s``, ``r``) when the pairs on which it and
+    the identity disagree support it and it brings the marginal nearer; ``values``: the column's
+    (release, reference) finite values."""
+    tol = _tolerance(values[1])
+    a, b, _ = _affine(s, r, tol, rng)
+    # the two maps compared where they disagree (a copy's zeros stay zeros under ×1000:
+    # those pairs support both and decide nothing)
+    differ = np.abs(a * s + b - s) > tol
+    on = differ & (np.abs(a * s + b - r) <= tol)
+    support = int(on.sum())
+    # a line passes through any two points: on a column of few values it must join at
+    # least three of them (or all the column has) to be evidence of a map
+    if np.unique(s[on]).size < min(3, np.unique(values[0]).size):
+        support = 0
+    identity = int((differ & (np.abs(s - r) <= tol)).sum())
+    if (support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
+            and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
+            and _marginal_gap(a * values[0] + b, values[1]) < _marginal_gap(*values)):
+        return NumericMap("affine", a, b, support=support, anchored=int(s.size))
+    return None
+
+
+def _monotone_map(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, c: str,
+                  flip: set[str], name: str) -> NumericMap | None:
+    """Column ``c``'s monotone map when enough pairs anchored without it (the others' directions
+    known) have per-side ranks within ``RANK_TOL``."""
+    others = [o for o in ctx.schema.columns if o != c]
+    alone = _anchor_pairs(ctx, release, reference, ctx.schema.subset(others), rows, flip - {c},
+                          f"{name}, without a column")
+    u_s = _ranks(release.get_column(c))[rows]
+    u_s = 1.0 - u_s if c in flip else u_s
+    u_r = _ranks(reference.get_column(c))[alone]
+    known = (release.get_column(c).is_not_null().to_numpy()[rows]
+             & reference.get_column(c).is_not_null().to_numpy()[alone])
+    support = int((known & (np.abs(u_s - u_r) <= RANK_TOL)).sum())
+    if support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(known.sum())):
+        return NumericMap("monotone", decreasing=c in flip, support=support, anchored=int(known.sum()))
+    return None
 
 
 def _snap(v: np.ndarray, ref_sorted: np.ndarray, tol: float) -> np.ndarray:

@@ -66,15 +66,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         design = default_design(delta)
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
     step = (lambda what: None) if runs_via is None else runs_via.clock.check
-    real_f = load_frame(real, role="real")
-    pool_is_real = population is None
-    pool_f = real_f if pool_is_real else load_frame(population, role="population")
-    for role, f in (("real", real_f), ("population", pool_f)):
-        if f.height == 0 or f.width == 0:
-            raise InputError(f"{role}: the frame is empty ({f.height} rows, {f.width} columns)")
-    if not pool_is_real:
-        check_same_columns({"real": real_f, "population": pool_f})
-        real_f = real_f.select(pool_f.columns)
+    real_f, pool_f, pool_is_real = _load_frames(real, population)
     sch = infer_schema({"population": pool_f, "real": real_f}, schema)
     many = design == "canaries"
     if n_targets is None:
@@ -105,12 +97,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
         step("the preflight runs")
         refused = _preflight(probe, space, generate, suspects, budget, preflight, runs_via)
         if refused:
-            not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
-            keep = [i for i in range(len(chosen)) if i not in refused]
-            if not keep:
-                raise AuditError("the generator refused every target: " +
-                                 "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
-            chosen = chosen.subset(keep)
+            chosen, not_taken = _without_refused(chosen, refused)
             space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
     step("drawing the design")
     plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
@@ -118,6 +105,32 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
                      interleave=interleave)
     plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
+
+
+def _load_frames(real: Any, population: Any) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+    """The real and population frames, loaded and checked (neither empty, the same columns; the
+    real one in the population's column order), and whether the population is the real data."""
+    real_f = load_frame(real, role="real")
+    pool_is_real = population is None
+    pool_f = real_f if pool_is_real else load_frame(population, role="population")
+    for role, f in (("real", real_f), ("population", pool_f)):
+        if f.height == 0 or f.width == 0:
+            raise InputError(f"{role}: the frame is empty ({f.height} rows, {f.width} columns)")
+    if not pool_is_real:
+        check_same_columns({"real": real_f, "population": pool_f})
+        real_f = real_f.select(pool_f.columns)
+    return real_f, pool_f, pool_is_real
+
+
+def _without_refused(chosen: Targets, refused: Mapping[int, str]) -> tuple[Targets, list[dict[str, Any]]]:
+    """The targets the generator took, and a record of each one it refused (index → why); an
+    AuditError when it refused them all."""
+    not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
+    keep = [i for i in range(len(chosen)) if i not in refused]
+    if not keep:
+        raise AuditError("the generator refused every target: " +
+                         "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
+    return chosen.subset(keep), not_taken
 
 
 def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) -> pl.DataFrame:
@@ -483,29 +496,9 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     start = time.perf_counter()
     clock = Clock(deadline)
     names = resolve_attacks(attacks)
-    _check_numbers(delta, confidence, claimed_epsilon)
-    if generator_version is not None and not isinstance(generator_version, str):
-        raise ParameterError(f"generator_version must be a string (a number loses digits: 2.10 is 2.1), got "
-                             f"{type(generator_version).__name__}")
-    from .identity import callable_digest, is_digest
-
-    if generator_digest is not None and not is_digest(generator_digest):
-        raise ParameterError("generator_digest must be 64 lowercase hex characters (privgate.audit.identity)")
-    on_cluster = is_cluster(executor)
-    if on_cluster and workers is not None:
-        raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
-    if design is None:
-        design = default_design(delta)
-    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
-    if isinstance(looks, str):
-        if looks != "auto":
-            raise ParameterError(f"looks must be 'auto', None or an integer in [1, {MAX_LOOKS}]; got {looks!r}")
-        looks = "auto" if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
-                                     on_cluster=on_cluster) else None
-    elif looks is not None:
-        look_schedule(runs, looks, 1)  # checks looks
-        if looks == 1:  # one look: the audit as without looks (on a cluster too)
-            looks = None
+    design, looks, on_cluster = _checked_options(delta, confidence, claimed_epsilon, generator_version,
+                                                 generator_digest, executor, workers, design, looks, runs=runs,
+                                                 n_targets=n_targets, training_rows=training_rows, n_rows=n_rows)
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
         prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
                                  canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
@@ -513,27 +506,86 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
                                  seed=seed, threads=threads, runs_via=runner, interleave=looks is not None,
                                  delta=delta)
         clock.check("the runs")
-        meta = {"name": generator_name or _name_of(generate), "version": generator_version,
-                "digest": generator_digest or callable_digest(generate)}
+        meta = _generator_meta(generate, generator_name, generator_version, generator_digest)
         if looks is not None:
             if on_cluster:
                 raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
             return _sequential(prepared, runner, looks, names=names, claimed_epsilon=claimed_epsilon,
                                delta=delta, confidence=confidence, meta=meta, start=start, progress=progress)
-        if on_cluster:
-            from .cluster import execute_on_cluster
-
-            outcomes, how = execute_on_cluster(executor, prepared.plan, prepared.space, generate,
-                                               range(prepared.plan.n_runs), threads=threads, progress=progress,
-                                               deadline=clock.left())
-        else:
-            outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
-            how = dict(runner.how)
+        outcomes, how = _make_runs(prepared, runner, generate, executor if on_cluster else None, threads=threads,
+                                   progress=progress, clock=clock)
     clock.check("the analysis")
     result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
                           confidence=confidence, execution=how, generator=meta)
     result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
     return result
+
+
+def _checked_options(delta: Any, confidence: Any, claimed_epsilon: Any, generator_version: Any,
+                     generator_digest: Any, executor: Any, workers: int | None, design: str | None,
+                     looks: int | str | None, *, runs: int, n_targets: int | None, training_rows: int | None,
+                     n_rows: int | None) -> tuple[str, int | str | None, bool]:
+    """audit_generator's options checked before any work is done: (the design, the looks resolved,
+    whether the runs are made on a cluster)."""
+    _check_numbers(delta, confidence, claimed_epsilon)
+    _check_generator_identity(generator_version, generator_digest)
+    on_cluster = is_cluster(executor)
+    if on_cluster and workers is not None:
+        raise InputError("workers: a cluster's workers are its own; give workers only with the local executor")
+    if design is None:
+        design = default_design(delta)
+    check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
+    looks = _resolved_looks(looks, runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
+                            on_cluster=on_cluster)
+    return design, looks, on_cluster
+
+
+def _check_generator_identity(generator_version: Any, generator_digest: Any) -> None:
+    """Refuse a generator version that is not a string and a digest that is not one."""
+    if generator_version is not None and not isinstance(generator_version, str):
+        raise ParameterError(f"generator_version must be a string (a number loses digits: 2.10 is 2.1), got "
+                             f"{type(generator_version).__name__}")
+    from .identity import is_digest
+
+    if generator_digest is not None and not is_digest(generator_digest):
+        raise ParameterError("generator_digest must be 64 lowercase hex characters (privgate.audit.identity)")
+
+
+def _resolved_looks(looks: int | str | None, runs: int, *, design: str, claimed_epsilon: float | None,
+                    delta: float, on_cluster: bool) -> int | str | None:
+    """The looks of the audit: ``"auto"`` when :func:`privgate.audit.defaults.auto_looks` makes it
+    sequential, None for an audit without looks (one look included), else the checked count."""
+    if isinstance(looks, str):
+        if looks != "auto":
+            raise ParameterError(f"looks must be 'auto', None or an integer in [1, {MAX_LOOKS}]; got {looks!r}")
+        return "auto" if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
+                                    on_cluster=on_cluster) else None
+    if looks is not None:
+        look_schedule(runs, looks, 1)  # checks looks
+        if looks == 1:  # one look: the audit as without looks (on a cluster too)
+            return None
+    return looks
+
+
+def _generator_meta(generate: Generate, name: str | None, version: str | None,
+                    digest: str | None) -> dict[str, Any]:
+    """The generator as the result records it: name, version and digest (defaults from ``generate``)."""
+    from .identity import callable_digest
+
+    return {"name": name or _name_of(generate), "version": version, "digest": digest or callable_digest(generate)}
+
+
+def _make_runs(prepared: PreparedAudit, runner: Runs, generate: Generate, cluster: Any, *, threads: int | None,
+               progress: Progress | None, clock: Clock) -> tuple[list[RunOutcome], dict[str, Any]]:
+    """Every run of the plan, on the ``cluster`` executor when one is given, else on ``runner``'s
+    worker processes: (the outcomes, how they were made)."""
+    if cluster is not None:
+        from .cluster import execute_on_cluster
+
+        return execute_on_cluster(cluster, prepared.plan, prepared.space, generate, range(prepared.plan.n_runs),
+                                  threads=threads, progress=progress, deadline=clock.left())
+    outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
+    return outcomes, dict(runner.how)
 
 
 def _sequential(prepared: PreparedAudit, runner: Runs, looks: int | str, *, names: Sequence[str],

@@ -111,30 +111,50 @@ def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str
     cols = [c for c in pool.columns if c in domain]
     options, pool_codes = [], []
     for col in cols:
-        dtype = pool.schema[col]
         if isinstance(domain[col], np.ndarray):
-            values, bins = _values_in_bins(domain[col], dtype.is_integer())
+            values, code = _numeric_domain_codes(pool[col], domain[col], pool.schema[col].is_integer())
             if values.size == 0:
                 return pool.head(0)
-            x = pool[col].cast(pl.Float64).to_numpy()
-            inner = domain[col][1:-1]
-            code = np.searchsorted(inner, x, side="right")  # the generator's bin (values outside: clipped)
-            lookup = np.full(domain[col].size - 1, -1)
-            lookup[bins] = np.arange(bins.size)
-            c = lookup[code]
-            c[np.isnan(x)] = -1
             options.append(("numeric", values))
-            pool_codes.append(c)
         else:
             levels = list(domain[col])
-            index = {v: i for i, v in enumerate(pl.Series(levels).cast(pl.String).to_list())}
-            s = pool[col].cast(pl.String).to_list()
-            pool_codes.append(np.array([index.get(v, -1) if v is not None else -1 for v in s], dtype=np.int64))
+            code = _level_codes(pool[col], levels)
             options.append(("levels", levels))
+        pool_codes.append(code)
     sizes = [len(o[1]) for o in options]
     total = float(np.prod(np.asarray(sizes, dtype=np.float64))) if sizes else 0.0
     if total == 0:
         return pool.head(0)
+    digits = _emptiest_cells(pool_codes, sizes, total, n, gen)
+    return _domain_canary_frame(pool, cols, options, digits)
+
+
+def _numeric_domain_codes(values: pl.Series, edges: np.ndarray, integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(canary value per usable bin, each population value's usable-bin number or −1) of a
+    numeric column under the published bin ``edges``."""
+    inside, bins = _values_in_bins(edges, integer)
+    if inside.size == 0:
+        return inside, np.zeros(0, dtype=np.int64)
+    x = values.cast(pl.Float64).to_numpy()
+    code = np.searchsorted(edges[1:-1], x, side="right")  # the generator's bin (values outside: clipped)
+    lookup = np.full(edges.size - 1, -1)
+    lookup[bins] = np.arange(bins.size)
+    c = lookup[code]
+    c[np.isnan(x)] = -1
+    return inside, c
+
+
+def _level_codes(values: pl.Series, levels: list) -> np.ndarray:
+    """Each population value's position among the published ``levels`` (−1: null or not a level)."""
+    index = {v: i for i, v in enumerate(pl.Series(levels).cast(pl.String).to_list())}
+    s = values.cast(pl.String).to_list()
+    return np.array([index.get(v, -1) if v is not None else -1 for v in s], dtype=np.int64)
+
+
+def _emptiest_cells(pool_codes: list[np.ndarray], sizes: list[int], total: float, n: int,
+                    gen: np.random.Generator) -> np.ndarray:
+    """The digits (one column per domain column) of up to ``n`` cells, fewest population records
+    first (ties at random): every cell when there are at most ``DOMAIN_CANDIDATES``, else a sample."""
     # the population's count in every cell, by a mixed-radix cell index
     radix = np.cumprod([1] + sizes[:-1]).astype(np.int64)
     known = np.all(np.stack(pool_codes) >= 0, axis=0)
@@ -149,7 +169,13 @@ def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str
     hit = (pos < uniq.size) & (uniq[np.minimum(pos, uniq.size - 1)] == cand)
     counts[hit] = per[pos[hit]]
     chosen = cand[np.lexsort((gen.random(cand.size), counts))][:int(n)]
-    digits = (chosen[:, None] // radix[None, :]) % np.asarray(sizes)[None, :]
+    return (chosen[:, None] // radix[None, :]) % np.asarray(sizes)[None, :]
+
+
+def _domain_canary_frame(pool: pl.DataFrame, cols: list[str], options: list[tuple[str, Any]],
+                         digits: np.ndarray) -> pl.DataFrame:
+    """The canaries of the chosen cells' ``digits``: each domain column's picked option, the other
+    columns at the population's most frequent value."""
     mode = mode_row(pool)
     frame = {}
     for col in pool.columns:
@@ -159,5 +185,5 @@ def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str
             vals = [opts[i] for i in picked] if kind == "levels" else np.asarray(opts)[picked].tolist()
             frame[col] = pl.Series(col, vals).cast(pool.schema[col])
         else:
-            frame[col] = pl.Series(col, [mode[col][0]] * chosen.size, dtype=pool.schema[col])
+            frame[col] = pl.Series(col, [mode[col][0]] * digits.shape[0], dtype=pool.schema[col])
     return pl.DataFrame(frame)

@@ -251,37 +251,10 @@ def cell_canaries(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) 
         return out
     gen = rng(seed, "targets", 1)
     sample = pool if pool.height <= CELL_POOL_ROWS else pool[np.sort(gen.choice(pool.height, CELL_POOL_ROWS, replace=False)).tolist()]
-    options, numeric, codes = [], [], []
-    for col in pool.columns:
-        s = sample[col]
-        dtype = pool.schema[col]
-        if schema.kind(col) == NUMERIC and (dtype.is_integer() or dtype.is_float()):
-            x = s.cast(pl.Float64).drop_nulls().to_numpy()
-            x = x[np.isfinite(x)]
-            if x.size == 0:
-                return out
-            edges = quantile_edges(x)
-            vals = np.unique(np.quantile(x, CELL_QUANTILES, method="lower"))
-            options.append(vals)
-            numeric.append(True)
-            codes.append((assign_bins(s.cast(pl.Float64).fill_null(np.nan).to_numpy(), edges),
-                          assign_bins(vals, edges)))
-        elif isinstance(dtype, (pl.String, pl.Categorical, pl.Boolean)) or schema.kind(col) != NUMERIC:
-            levels = s.drop_nulls().unique(maintain_order=True)
-            if levels.len() == 0:
-                return out
-            lv = np.asarray(levels.cast(pl.String).to_list(), dtype=object)
-            options.append(levels)
-            numeric.append(False)
-            index = {v: i for i, v in enumerate(lv)}
-            uniq, inverse = np.unique(s.cast(pl.String).fill_null("").to_numpy().astype(str), return_inverse=True)
-            pool_code = np.array([index.get(v, -1) for v in uniq], dtype=np.int64)[inverse.ravel()]
-            pool_code[s.is_null().to_numpy()] = -1
-            codes.append((pool_code, np.arange(lv.size)))
-        else:  # a column of another kind (dates): its most frequent value
-            options.append(None)
-            numeric.append(False)
-            codes.append(None)
+    columns = _cell_columns(pool, sample, schema)
+    if columns is None:
+        return out
+    options, numeric, codes = columns
     sizes = [len(c[1]) if c is not None else 1 for c in codes]
     total = int(np.prod(np.asarray(sizes, dtype=np.float64)))
     if total <= CELL_CANDIDATES:
@@ -291,16 +264,76 @@ def cell_canaries(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) 
         cand = np.unique(cand, axis=0)
     counts = _region_counts(cand, codes, numeric)
     order = np.lexsort((gen.random(cand.shape[0]), counts))
+    chosen = _distinct_regions(cand[order], codes, numeric, n)
+    if not chosen:
+        return out
+    return _cell_canary_rows(pool, chosen, options, numeric, codes)
+
+
+def _cell_columns(pool: pl.DataFrame, sample: pl.DataFrame, schema: Schema) -> tuple[list, list[bool], list] | None:
+    """Per column, the values a cell canary may take, whether it is numeric and the (sample's,
+    options') codes — None codes for a column of another kind (dates); None when a column has no
+    value to take."""
+    options, numeric, codes = [], [], []
+    for col in pool.columns:
+        s = sample[col]
+        dtype = pool.schema[col]
+        if schema.kind(col) == NUMERIC and (dtype.is_integer() or dtype.is_float()):
+            column = _numeric_cell_column(s)
+        elif isinstance(dtype, (pl.String, pl.Categorical, pl.Boolean)) or schema.kind(col) != NUMERIC:
+            column = _level_cell_column(s)
+        else:  # a column of another kind (dates): its most frequent value
+            column = (None, False, None)
+        if column is None:
+            return None
+        options.append(column[0])
+        numeric.append(column[1])
+        codes.append(column[2])
+    return options, numeric, codes
+
+
+def _numeric_cell_column(s: pl.Series) -> tuple[np.ndarray, bool, tuple[np.ndarray, np.ndarray]] | None:
+    """A numeric column's canary values (its ``CELL_QUANTILES``), True, and the quantile-bin codes
+    of the sample's values and of those values; None when it has no finite value."""
+    x = s.cast(pl.Float64).drop_nulls().to_numpy()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return None
+    edges = quantile_edges(x)
+    vals = np.unique(np.quantile(x, CELL_QUANTILES, method="lower"))
+    return vals, True, (assign_bins(s.cast(pl.Float64).fill_null(np.nan).to_numpy(), edges), assign_bins(vals, edges))
+
+
+def _level_cell_column(s: pl.Series) -> tuple[pl.Series, bool, tuple[np.ndarray, np.ndarray]] | None:
+    """A categorical column's levels (in order of appearance), False, and the level codes of the
+    sample's values (−1: null) and of the levels; None when it has no level."""
+    levels = s.drop_nulls().unique(maintain_order=True)
+    if levels.len() == 0:
+        return None
+    lv = np.asarray(levels.cast(pl.String).to_list(), dtype=object)
+    index = {v: i for i, v in enumerate(lv)}
+    uniq, inverse = np.unique(s.cast(pl.String).fill_null("").to_numpy().astype(str), return_inverse=True)
+    pool_code = np.array([index.get(v, -1) for v in uniq], dtype=np.int64)[inverse.ravel()]
+    pool_code[s.is_null().to_numpy()] = -1
+    return levels, False, (pool_code, np.arange(lv.size))
+
+
+def _distinct_regions(ranked: np.ndarray, codes: list, numeric: list[bool], n: int) -> list[np.ndarray]:
+    """The first ``n`` of the ``ranked`` candidates of which no two share a region."""
     chosen: list[np.ndarray] = []
-    for i in order:
-        c = cand[i]
+    for c in ranked:
         if any(_same_region(c, o, codes, numeric) for o in chosen):
             continue
         chosen.append(c)
         if len(chosen) == n:
             break
-    if not chosen:
-        return out
+    return chosen
+
+
+def _cell_canary_rows(pool: pl.DataFrame, chosen: list[np.ndarray], options: list, numeric: list[bool],
+                      codes: list) -> pl.DataFrame:
+    """One record per chosen candidate: its option of every column (integers rounded), the
+    population's most frequent value in a column of another kind."""
     mode = mode_row(pool)
     rows = []
     for c in chosen:

@@ -57,16 +57,24 @@ def seed_int(text: str) -> int:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..audit.limits import (DEFAULT_DEADLINE, MAX_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS,
-                                MAX_WORKERS)
-    from ..audit.defaults import (BACKGROUNDS, DESIGNS, CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA,
-                                  DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
-
     p = sub.add_parser(
         "audit", help="audit a generator: retrain it with and without targets, bound ε (exit 0/1/2; 3 = error)",
         description="Audit a synthetic-data generator: run it many times with and without target records, "
                     "attack every release, bound ε empirically, decide with the audit rules and exit 0 "
                     "(pass), 1 (warn), 2 (block: e.g. a proven DP violation) or 3 (error).")
+    _add_generator_arguments(p)
+    _add_data_and_claim_arguments(p)
+    _add_design_arguments(p)
+    _add_execution_arguments(p)
+    _add_rules_and_output_arguments(p)
+    p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
+
+    exit_usage_errors_with(p, EXIT_ERROR)
+    return p
+
+
+def _add_generator_arguments(p: argparse.ArgumentParser) -> None:
+    """The generator audited and how it is named and versioned."""
     p.add_argument("--generator", required=True,
                    help="module:name of generate(training, n_rows, seed) — a function, a callable instance, a "
                         "class (instantiated with --generator-args) or a factory called with --generator-args; "
@@ -79,12 +87,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the generator's version (recorded with the generator's digest — module source and "
                         "--generator-args, printed under the decision — which a release gate's require_audit "
                         "matches: privgate gate --generator / --generator-digest)")
+
+
+def _add_data_and_claim_arguments(p: argparse.ArgumentParser) -> None:
+    """The records targets and training sets come from, and the DP claim tested."""
     p.add_argument("--real", required=True, help="the sensitive records: .parquet, .csv, .arrow/.feather")
     p.add_argument("--population", help="records training sets are drawn from (default: --real)")
     p.add_argument("--claimed-epsilon", dest="claimed_epsilon", type=number("--claimed-epsilon", 0.0, MAX_EPSILON),
                    help=f"the generator's DP claim, in [0, {MAX_EPSILON:g}] (default: the configuration's)")
     p.add_argument("--delta", type=number("--delta", 0.0, 1.0, high_open=True),
                    help="the claim's δ, in [0, 1) (default: the configuration's, else 0)")
+
+
+def _add_design_arguments(p: argparse.ArgumentParser) -> None:
+    """The audit's design: runs, targets, sizes, design, looks, attacks and seed."""
+    from ..audit.limits import MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS
+    from ..audit.defaults import (BACKGROUNDS, DESIGNS, CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN,
+                                  DEFAULT_DESIGN_WITH_DELTA, DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
+
     p.add_argument("--runs", type=positive_int("--runs", MAX_RUNS),
                    help=f"generator runs: in all for the {DEFAULT_DESIGN} and shared designs (every run serves "
                         f"every target), per target for the separate design (default {DEFAULT_RUNS}, at most "
@@ -115,6 +135,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attacks", help="comma-separated attack names (default: all)")
     p.add_argument("--seed", type=seed_int, default=0, help=f"the audit's seed, an integer in [0, {MAX_SEED}] "
                                                              "(default 0)")
+
+
+def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
+    """Where and how long the generator runs are made: workers, executor, deadline, threads."""
+    from ..audit.limits import DEFAULT_DEADLINE, MAX_DEADLINE, MAX_WORKERS
+
     p.add_argument("--workers", type=positive_int("--workers", MAX_WORKERS),
                    help="worker processes (default: the thread budget)")
     p.add_argument("--executor", default=None,
@@ -127,6 +153,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         f"at most {MAX_DEADLINE:g})")
     p.add_argument("--threads", type=positive_int("--threads"),
                    help="thread budget (default: $PRIVGATE_THREADS or the free cores)")
+
+
+def _add_rules_and_output_arguments(p: argparse.ArgumentParser) -> None:
+    """The audit rules, where the audit is recorded and reported, and progress output."""
     p.add_argument("--config", help="audit rules: YAML/TOML file with an audit block (default: epsilon "
                                     "{block: claimed}, auc_lower {warn: 0.6, block: 0.8})")
     p.add_argument("--history", help="record the audit in this history database (SQLAlchemy URL or SQLite path)")
@@ -136,10 +166,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the JSON report (decision, checks, result) here")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
-
-    exit_usage_errors_with(p, EXIT_ERROR)
-    return p
 
 
 class Terminated(BaseException):

@@ -758,41 +758,7 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
     """
     if tolerance_divisor <= 0:
         raise ParameterError(f"hitting_rate tolerance_divisor must be > 0; got {tolerance_divisor}")
-    coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
-    # the columns that must be equal (categories, null indicators, constant columns) folded, one
-    # at a time, into one group number per record (real rows first, then synthetic)
-    group: np.ndarray | None = None
-    widths = {}
-    for col in ctx.schema.columns:
-        # one column at a time: a Parquet scan is never loaded whole for this metric
-        frames = {r: ctx.columns(r, [col]) for r in ("real", "synthetic")}
-        if ctx.schema.kind(col) == NUMERIC:
-            rv = frames["real"][col].to_numpy().astype(np.float64, copy=False)
-            ok = ~np.isnan(rv)
-            h = float((rv[ok].max() - rv[ok].min()) / tolerance_divisor)
-            widths[col] = h
-            missing = {}
-            for role, f in frames.items():
-                v = f[col].to_numpy().astype(np.float64, copy=True)
-                missing[role] = np.isnan(v)
-                if h > 0:
-                    coords[role].append(np.where(missing[role], 0.0, v / h))
-            group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]), ordered=False)
-            if h == 0:
-                codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
-                group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
-        else:
-            codes, _ = category_codes(frames, col)
-            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
-        del frames
-    # the group number spaced 3 apart: a record of another group is ≥ 3 > 1 box unit away on that
-    # coordinate, as it was on the mismatching column's own code coordinate — the same answer from
-    # a k-d tree of (numeric columns + 1) dimensions instead of one per column (profiled at
-    # 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
-    if group is not None:
-        ids = group.astype(np.float64) * 3.0
-        coords["real"].append(ids[:ctx.n_real])
-        coords["synthetic"].append(ids[ctx.n_real:])
+    coords = _box_coordinates(ctx, tolerance_divisor)
     rows = real_rows(ctx)
     # every real record's coordinates only when the other real records are searched too (beyond
     # chance); else the sampled query records' alone (at 2M records the whole matrix took 0.3 CPU-s)
@@ -812,6 +778,53 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
                  details={"n_hit": int(hit.sum())},
                  per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")
     return mark_sampled(set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed"), ctx, rows)
+
+
+def _box_coordinates(ctx, tolerance_divisor: float) -> dict[str, list[np.ndarray]]:
+    """hitting_rate's coordinates per role, in units of each numeric column's tolerance h, with
+    the columns that must be equal folded into one last coordinate, a group number spaced 3 apart."""
+    coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
+    # the columns that must be equal (categories, null indicators, constant columns) folded, one
+    # at a time, into one group number per record (real rows first, then synthetic)
+    group: np.ndarray | None = None
+    for col in ctx.schema.columns:
+        # one column at a time: a Parquet scan is never loaded whole for this metric
+        frames = {r: ctx.columns(r, [col]) for r in ("real", "synthetic")}
+        if ctx.schema.kind(col) == NUMERIC:
+            group = _fold_numeric_column(frames, col, tolerance_divisor, coords, group)
+        else:
+            codes, _ = category_codes(frames, col)
+            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
+        del frames
+    # the group number spaced 3 apart: a record of another group is ≥ 3 > 1 box unit away on that
+    # coordinate, as it was on the mismatching column's own code coordinate — the same answer from
+    # a k-d tree of (numeric columns + 1) dimensions instead of one per column (profiled at
+    # 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
+    if group is not None:
+        ids = group.astype(np.float64) * 3.0
+        coords["real"].append(ids[:ctx.n_real])
+        coords["synthetic"].append(ids[ctx.n_real:])
+    return coords
+
+
+def _fold_numeric_column(frames: dict[str, pl.DataFrame], col: str, tolerance_divisor: float,
+                         coords: dict[str, list[np.ndarray]], group: np.ndarray | None) -> np.ndarray:
+    """Append numeric column ``col``'s values in units of its tolerance h to ``coords`` (when h > 0)
+    and return ``group`` refined by its nulls (and by its value when h = 0: equality needed)."""
+    rv = frames["real"][col].to_numpy().astype(np.float64, copy=False)
+    ok = ~np.isnan(rv)
+    h = float((rv[ok].max() - rv[ok].min()) / tolerance_divisor)
+    missing = {}
+    for role, f in frames.items():
+        v = f[col].to_numpy().astype(np.float64, copy=True)
+        missing[role] = np.isnan(v)
+        if h > 0:
+            coords[role].append(np.where(missing[role], 0.0, v / h))
+    group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]), ordered=False)
+    if h == 0:
+        codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
+        group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
+    return group
 
 
 def _stacked(columns: list[np.ndarray], n: int) -> np.ndarray:

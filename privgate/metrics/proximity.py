@@ -271,37 +271,40 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     d_own, full_tt, searched_again = _half_distances(ctx, hv, lists, subsampled)
     # d(r, S) for r in R1 is part of the real → synthetic search the distance metrics share
     full_ts = None if subsampled == "synthetic" else proximity_ratio(_to_release(ctx, hv), d_own)
-    big = hv.r2 if subsampled == "real_half" else hv.syn
-    # the seeded subsamples, drawn in order before any is resolved (the same draws as one by one)
-    picks = [np.sort(hv.rng.choice(big.shape[0], size, replace=False)) for _ in range(reps)] if subsampled else []
-    named = f"proximity_score mixed first half→{subsampled}"
-    candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
-                                   SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates")) if subsampled else None
-    # a subsample's search again (the rows none of whose candidates it holds: with half-size
-    # subsamples a handful) goes straight to the blocked search below GROUPED_FROM_ROWS rows: the
-    # grouped search would first compute the whole subsample's category codes (100,000 Texas-like
-    # rows: ~0.06 CPU-s a subsample, for 1 or 2 rows); every path gives the same answers
-    again = _named(ctx, f"proximity_score mixed first half→{subsampled} subsample", GROUPED_FROM_ROWS)
-    scores, per_rep, ratios = [], [], []
-    ttpr = tspr = None
-    for rep in range(reps):  # a few seeded subsamples, each resolved with vectorised look-ups
-        if subsampled:
-            d_sub = nearest_in_subset(hv.q1, big, picks[rep], candidates, again)
-            if subsampled == "real_half":
-                ttpr, tspr = proximity_ratio(d_sub, d_own), full_ts
-            else:
-                ttpr, tspr = full_tt, proximity_ratio(d_sub, d_own)
+    if subsampled:
+        d_subs = _subsample_distances(ctx, hv, subsampled, size, reps)
+        if subsampled == "real_half":
+            ratios = [(proximity_ratio(d_sub, d_own), full_ts) for d_sub in d_subs]
         else:
-            ttpr, tspr = full_tt, full_ts
-        score, info = proximity_from_ratios(ttpr, tspr, alpha)
-        ratios.append((ttpr, tspr))
-        scores.append(score)
-        per_rep.append(info)
+            ratios = [(full_tt, proximity_ratio(d_sub, d_own)) for d_sub in d_subs]
+    else:
+        ratios = [(full_tt, full_ts)]
+    scored = [proximity_from_ratios(ttpr, tspr, alpha) for ttpr, tspr in ratios]
+    scores, per_rep = [score for score, _ in scored], [info for _, info in scored]
+    ttpr, tspr = ratios[-1]
     details = {"matched_size": int(size), "subsampled": subsampled, "halves_from_real_search": lists is not None,
                "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
                "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr)}
     return _proximity_result(ctx, hv, scores, details=details, ratios=ratios,
                              params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows})
+
+
+def _subsample_distances(ctx, hv: "_Halves", subsampled: str, size: int, reps: int) -> list[np.ndarray]:
+    """Per repetition, each scored record's distance to its nearest record of a seeded subsample
+    of ``size`` records of the larger side (``subsampled``: R2, ``"real_half"``, or the release)."""
+    big = hv.r2 if subsampled == "real_half" else hv.syn
+    # the seeded subsamples, drawn in order before any is resolved (the same draws as one by one)
+    picks = [np.sort(hv.rng.choice(big.shape[0], size, replace=False)) for _ in range(reps)]
+    named = f"proximity_score mixed first half→{subsampled}"
+    candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
+                                   SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates"))
+    # a subsample's search again (the rows none of whose candidates it holds: with half-size
+    # subsamples a handful) goes straight to the blocked search below GROUPED_FROM_ROWS rows: the
+    # grouped search would first compute the whole subsample's category codes (100,000 Texas-like
+    # rows: ~0.06 CPU-s a subsample, for 1 or 2 rows); every path gives the same answers
+    again = _named(ctx, f"{named} subsample", GROUPED_FROM_ROWS)
+    # a few seeded subsamples, each resolved with vectorised look-ups
+    return [nearest_in_subset(hv.q1, big, pick, candidates, again) for pick in picks]
 
 
 def _checked_options(alpha: float, repetitions: int, seed: int, max_rows: int | None) -> int:

@@ -57,6 +57,11 @@ ENGINE_ABOVE = 2048
 PAIRS_PER_BLOCK = 1 << 21
 
 Search = Callable[..., Neighbours]
+#: candidate pairs: (query rows, target rows, rest distances)
+_Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: the groups of equal codes: each query's group, the targets by group (lowest index first), and
+#: each group's first position in that order and size
+_Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def split_coded(matrix: np.ndarray, coded: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -159,54 +164,81 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
     n = qr.shape[0]
     if bound is None:
         bound = np.full(n, np.inf)
+    gq, order, start, size = _group_layout(qc, tc)
+    own = size[gq] - (1 if exclude_self else 0)    # targets each query may list
+    needed = (own > 0) & (bound >= 0.0)
+    small = needed & (size[gq] <= ENUMERATE_UP_TO)
+    layout = (gq, order, start, size)
+    found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
+    found += _large_group_pairs(qr, tr, np.flatnonzero(needed & ~small), layout, k, exclude_self, settings,
+                                search, bound)
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    out_r, out_c, out_d = zip(*found)
+    return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
+    """The groups of equal codes of the query rows ``qc`` and targets ``tc`` (see ``_Layout``)."""
+    n = qc.shape[0]
     gid = _group_numbers(np.vstack([qc, tc]))
     gq, gt = gid[:n], gid[n:]
     order = np.argsort(gt, kind="stable")          # targets by group, lowest index first
     n_groups = int(gid.max()) + 1
     size = np.bincount(gt, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
-    own = size[gq] - (1 if exclude_self else 0)    # targets each query may list
-    needed = (own > 0) & (bound >= 0.0)
-    small = needed & (size[gq] <= ENUMERATE_UP_TO)
-    out_r, out_c, out_d = [], [], []
-    qs = np.flatnonzero(small)
-    if qs.size:
-        bounds = np.cumsum(size[gq[qs]])
-        block = (bounds - 1) // PAIRS_PER_BLOCK       # blocks of whole query rows
-        for part in np.split(qs, np.flatnonzero(np.diff(block)) + 1):
-            cnt = size[gq[part]]
-            r = np.repeat(part, cnt)
-            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            c = order[np.repeat(start[gq[part]], cnt) + (np.arange(r.size) - first)]
-            if exclude_self:
-                keep = r != c
-                r, c = r[keep], c[keep]
+    return gq, order, start, size
+
+
+def _small_group_pairs(qr: np.ndarray, tr: np.ndarray, qs: np.ndarray, layout: _Layout, k: int,
+                       exclude_self: bool, settings: SearchSettings, bound: np.ndarray) -> list[_Pairs]:
+    """The candidate pairs of the query rows ``qs`` of small groups: every pair of a row and a
+    target of its group by exact distance, in blocks of whole rows, each row's k nearest within
+    its ``bound``."""
+    gq, order, start, size = layout
+    out: list[_Pairs] = []
+    if not qs.size:
+        return out
+    bounds = np.cumsum(size[gq[qs]])
+    block = (bounds - 1) // PAIRS_PER_BLOCK       # blocks of whole query rows
+    for part in np.split(qs, np.flatnonzero(np.diff(block)) + 1):
+        cnt = size[gq[part]]
+        r = np.repeat(part, cnt)
+        first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        c = order[np.repeat(start[gq[part]], cnt) + (np.arange(r.size) - first)]
+        if exclude_self:
+            keep = r != c
+            r, c = r[keep], c[keep]
+        d = distances_of_pairs(qr, tr, r, c, settings)
+        near = d * d <= bound[r]  # the others cannot be in the answer
+        r, c, d = r[near], c[near], d[near]
+        pick = np.lexsort((c, d, r))
+        r, c, d = r[pick], c[pick], d[pick]
+        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+        out.append((r[rank < k], c[rank < k], d[rank < k]))
+    return out
+
+
+def _large_group_pairs(qr: np.ndarray, tr: np.ndarray, large: np.ndarray, layout: _Layout, k: int,
+                       exclude_self: bool, settings: SearchSettings, search: Search | None,
+                       bound: np.ndarray) -> list[_Pairs]:
+    """The candidate pairs of the query rows ``large`` of large groups, group by group: the
+    engine's search for the largest groups, else a float64 GEMM per block of queries."""
+    gq, order, start, size = layout
+    out: list[_Pairs] = []
+    if not large.size:
+        return out
+    by_group = large[np.argsort(gq[large], kind="stable")]
+    groups, first = np.unique(gq[by_group], return_index=True)
+    for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
+        tg = order[start[g]:start[g] + size[g]]
+        if size[g] > ENGINE_ABOVE and search is not None:
+            r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
+        else:
+            r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)
             d = distances_of_pairs(qr, tr, r, c, settings)
-            near = d * d <= bound[r]  # the others cannot be in the answer
-            r, c, d = r[near], c[near], d[near]
-            pick = np.lexsort((c, d, r))
-            r, c, d = r[pick], c[pick], d[pick]
-            rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
-            out_r.append(r[rank < k])
-            out_c.append(c[rank < k])
-            out_d.append(d[rank < k])
-    large = np.flatnonzero(needed & ~small)
-    if large.size:
-        by_group = large[np.argsort(gq[large], kind="stable")]
-        groups, first = np.unique(gq[by_group], return_index=True)
-        for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
-            tg = order[start[g]:start[g] + size[g]]
-            if size[g] > ENGINE_ABOVE and search is not None:
-                r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
-            else:
-                r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)
-                d = distances_of_pairs(qr, tr, r, c, settings)
-            out_r.append(r)
-            out_c.append(c)
-            out_d.append(d)
-    if not out_r:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+        out.append((r, c, d))
+    return out
 
 
 def _engine_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,

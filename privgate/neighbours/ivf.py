@@ -67,13 +67,7 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     settings = ex.settings
     n_check = settings.ivf_check_rows
     m = ex.t.shape[0]
-    low = settings.ivf_min_lists
-    nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
-                    max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
-    if settings.ivf_lists_per_query_root > 0:
-        # few query rows against many targets: assigning every target to a list costs m × nlist,
-        # more than the rows' scan at a fixed probed share, so the lists follow the rows
-        nlist = int(min(nlist, max(low, np.ceil(settings.ivf_lists_per_query_root * np.sqrt(rows.size)))))
+    nlist = _list_count(settings, m, rows.size)
     if m >= settings.ivf_decline_costly_targets and not screen_pays(rows.size, m, nlist, settings):
         # few rows against many targets: building the lists alone costs more than searching the
         # rows exactly (an attack's 2 × 2,000 sampled records against a million)
@@ -91,22 +85,39 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     truth = _Truth(ex, np.sort(samples[:n_check]), np.sort(samples[n_check:]))
     nprobe, recall, accepted = _calibrate(lists, truth, nlist)
     if not accepted:  # the screen would scan more than the share at which it pays: search exactly
-        truth.fill(out_d, out_i)
         note = (f"declined: {recall:.3f} recall at {nprobe} of {nlist} lists; "
                 f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them")
-        return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
-                np.setdiff1d(rows, truth.done, assume_unique=True))
+        return _declined(lists, truth, rows, note, out_d, out_i)
     unsure = _uncertain_share(lists, truth.calib, nprobe)
     if unsure > settings.ivf_max_uncertain_share:
         # most screened rows would be searched again exactly (every one the certificate cannot
         # prove right is): the exact search alone costs less
-        truth.fill(out_d, out_i)
         note = (f"declined: the certificate proves only {1.0 - unsure:.0%} of the calibration rows' screened "
                 f"answers right at {nprobe} of {nlist} lists (at least "
                 f"{1.0 - settings.ivf_max_uncertain_share:.0%} needed); searched exactly")
-        return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
-                np.setdiff1d(rows, truth.done, assume_unique=True))
+        return _declined(lists, truth, rows, note, out_d, out_i)
     return _screen(lists, rows, nprobe, truth, out_d=out_d, out_i=out_i), rows[:0]
+
+
+def _list_count(settings: "SearchSettings", m: int, n_rows: int) -> int:
+    """The number of k-means lists for ``m`` targets searched by ``n_rows`` query rows."""
+    low = settings.ivf_min_lists
+    nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
+                    max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
+    if settings.ivf_lists_per_query_root > 0:
+        # few query rows against many targets: assigning every target to a list costs m × nlist,
+        # more than the rows' scan at a fixed probed share, so the lists follow the rows
+        nlist = int(min(nlist, max(low, np.ceil(settings.ivf_lists_per_query_root * np.sqrt(n_rows)))))
+    return nlist
+
+
+def _declined(lists: Lists, truth: _Truth, rows: np.ndarray, note: str, out_d: np.ndarray,
+              out_i: np.ndarray) -> tuple[dict, np.ndarray]:
+    """The screen declined after calibration: the checked rows keep their exact answers; the
+    search's description and the rows left to search exactly."""
+    truth.fill(out_d, out_i)
+    return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
+            np.setdiff1d(rows, truth.done, assume_unique=True))
 
 
 def _uncertain_share(lists: Lists, calib: np.ndarray, nprobe: int) -> float:
