@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import dagster as dg
 
 from privgate.finite import finite_or_none as finite
+from privgate.gates.rule_kinds import rule_kind
 from privgate.gates.rules import check_quantity
 
 from .gate_checks import DECISION_CODES, rule_checks, significant
@@ -38,7 +39,6 @@ HISTORY_ROWS = 20
 MAX_TREND_CHARTS = 16
 # a release's decision as the scorecard's tables write it: a blocked release says BLOCKED
 DECIDED = {"pass": "passed", "warn": "WARNED", "block": "BLOCKED"}
-_QUANTITY = {"threshold": "", "baseline": " excess", "trend": " increase", "test": " p-value"}
 
 
 def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None = None,
@@ -61,7 +61,7 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
 
 def rule_label(metric: str, kind: str) -> str:
     """The scorecard's name of a rule's number: the metric, and what the rule compares."""
-    return f"{metric}{_QUANTITY.get(kind, ' ' + kind)}"
+    return f"{metric}{rule_kind(kind).scorecard}"
 
 
 def reason(outcome: "GateOutcome") -> str:

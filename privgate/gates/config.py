@@ -67,8 +67,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, DEFAULT_ON, LIMITS_BY_KIND,  # noqa: F401
-                           METRIC_KEYS, ON, ON_BY_KIND, RULE_KINDS, SEVERITIES, TOP_KEYS, WHEN, GateConfig,
+from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS,  # noqa: F401
+                           SEVERITIES, TOP_KEYS, WHEN, GateConfig,
                            MetricGate, Rule, _check_name, check_name)
 from .config_validate import (MAX_PARAM, _check_finite, _check_params, _column_list,  # noqa: F401
                               _known_metrics, _parse_metric, _parse_rules, _parse_top, _rule_limit,

@@ -18,6 +18,8 @@ from great_expectations.execution_engine import PandasExecutionEngine, SqlAlchem
 from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 
+from privgate.gates.rule_kinds import gx_kind
+
 from .compute import compute_risk
 
 RISK_METRIC = "table.privgate.privacy_risk"
@@ -80,5 +82,5 @@ def _risk(batch: Any, metric_value_kwargs: Dict[str, Any]) -> Dict[str, Any]:
         seed=kw["seed"] if kw["seed"] is not None else 0,
         schema=kw["column_kinds"],
         paired=bool(kw["paired"]),
-        baseline=kw["compare_to"] == "excess",
+        baseline=gx_kind("risk", kw["compare_to"] or "value").needs_holdout,
     )
