@@ -29,6 +29,20 @@ if TYPE_CHECKING:  # pragma: no cover
 FAMILIES = ("reconstruction", "re-identification", "tracing", "statistical", "disclosure", "gdpr-attack")
 # what a metric may need beyond real + synthetic
 NEEDS = ("sensitive", "keys", "holdout", "pairing", "targets")
+# the sides whose records a metric may compute its per-record terms on a sample of
+SAMPLED_SIDES = ("real", "synthetic")
+
+
+@dataclass(frozen=True)
+class QuerySizes:
+    """What a metric's ``memory_share`` reads to say which share of the query records it
+    computes on: the row counts, the run's explicit query sample (None: none, or the size
+    ``sample: auto`` chose) and whether the run's ``sample`` is off."""
+
+    n_real: int
+    n_synthetic: int
+    sample: int | None = None
+    sample_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,17 @@ class MetricSpec:
     # which keeps every space while the metric is still to run (a declaration that is too
     # narrow only costs a rebuild; tests/core/test_space_release.py checks them all).
     spaces: tuple[str, ...] | None = None
+    # the memory guard's facts (privgate.memory_guard): the metric's own transient memory on every
+    # record, in units of one frame's encoded mixed space (None: not declared — a plugin's metric,
+    # estimated at memory_guard.DEFAULT_COST); the sides whose per-record terms follow the run's
+    # `sample` / `sample_real` (docs/performance.md "Sampling"), whose cost then scales with the
+    # sampled share; for a metric that caps its own records instead, the share it computes on
+    # (memory_share(QuerySizes) -> share in [0, 1]); and the units each worker process of its
+    # own holds (detection_mlp's folds), per worker.
+    memory_cost: float | None = None
+    sampled: tuple[str, ...] = ()
+    memory_share: Callable[[QuerySizes], float] | None = None
+    worker_memory_cost: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -81,6 +106,10 @@ def register_metric(
     name: str | None = None,
     self_controlled: bool = False,
     spaces: tuple[str, ...] | None = None,
+    memory_cost: float | None = None,
+    sampled: tuple[str, ...] = (),
+    memory_share: Callable[[QuerySizes], float] | None = None,
+    worker_memory_cost: float = 0.0,
 ) -> Callable[[Callable[..., MetricResult]], Callable[..., MetricResult]]:
     """Register ``fn(ctx, **params) -> MetricResult`` under its function name.
 
@@ -92,8 +121,17 @@ def register_metric(
     ``ctx.mixed(...)`` or a mixed-space search, ``"identifiability"``, ``"famd"``; ``()`` for
     none), so that an evaluation can drop a space after its last reader. None (the default, for
     a metric that does not say) keeps every space while the metric is still to run.
+
+    What the memory guard (:mod:`privgate.memory_guard`) reads: ``memory_cost``, the metric's own
+    transient memory on every record in units of one frame's encoded mixed space (privgate's
+    metrics are calibrated by ``benchmarks/bench_metric_costs.py``; None, a plugin's default, is
+    estimated at ``memory_guard.DEFAULT_COST``); ``sampled``, the sides (``"real"``,
+    ``"synthetic"``) whose per-record terms follow the run's ``sample`` / ``sample_real``;
+    ``memory_share``, for a metric that caps its own records, the share it computes on
+    (a function of :class:`QuerySizes`); ``worker_memory_cost``, the units each of its own
+    worker processes holds.
     """
-    _check_declaration(family, needs, spaces)
+    _check_declaration(family, needs, spaces, sampled, memory_cost)
 
     def decorate(fn: Callable[..., MetricResult]) -> Callable[..., MetricResult]:
         metric_name = name or fn.__name__
@@ -109,6 +147,10 @@ def register_metric(
             summary=summary or _first_paragraph(fn.__doc__),
             self_controlled=self_controlled,
             spaces=tuple(spaces) if spaces is not None else None,
+            memory_cost=float(memory_cost) if memory_cost is not None else None,
+            sampled=tuple(sampled),
+            memory_share=memory_share,
+            worker_memory_cost=float(worker_memory_cost),
         )
         if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
             raise ValueError(f"metric {metric_name!r} registered twice")
@@ -119,8 +161,15 @@ def register_metric(
     return decorate
 
 
-def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None) -> None:
-    """A metric's family, needs and space kinds must be ones privgate knows."""
+def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None,
+                       sampled: tuple[str, ...] = (), memory_cost: float | None = None) -> None:
+    """A metric's family, needs, space kinds and sampled sides must be ones privgate knows, and
+    its memory cost a number ≥ 0."""
+    for side in sampled:
+        if side not in SAMPLED_SIDES:
+            raise ValueError(f"unknown sampled side {side!r}; expected one of {SAMPLED_SIDES}")
+    if memory_cost is not None and not (isinstance(memory_cost, (int, float)) and memory_cost >= 0):
+        raise ValueError(f"memory_cost must be a number ≥ 0 (units of one encoded frame), got {memory_cost!r}")
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
     for kind in spaces or ():
@@ -264,6 +313,14 @@ def get_metric(name: str) -> MetricSpec:
             f"unknown metric {name!r}{did_you_mean(name, _REGISTRY)}; known metrics: "
             f"{', '.join(sorted(_REGISTRY))}"
         ) from None
+
+
+def unregister_metric(name: str) -> None:
+    """Forget a registered metric (a plugin's, or one a test registered); privgate's own metrics
+    stay."""
+    spec = _REGISTRY.get(name)
+    if spec is not None and not is_builtin(spec):
+        del _REGISTRY[name]
 
 
 def metric_names(family: str | None = None) -> list[str]:

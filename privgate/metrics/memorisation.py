@@ -291,7 +291,8 @@ def distinct_count(weight: np.ndarray, nearest: np.ndarray) -> float:
                  orientation="value = estimated share of the release detectably memorised (much nearer to a training "
                              "record than to any holdout record): a lower bound on the memorised share; its "
                              "interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True, spaces=("mixed",))
+                 needs=("holdout",), self_controlled=True, spaces=("mixed",),
+                 memory_cost=7.0, sampled=("synthetic",))
 def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test: the share of the release much nearer (distance ratio < 0.5) to a
     distinct training record than to any holdout record, beyond the mirrored holdout-side count,
