@@ -21,7 +21,7 @@ and disclosure metrics).
 3. **Cost**: the shipped default gate on Texas (``--cost-n`` records, default 25,000: all as the
    real data without a holdout, and half real + half holdout; a noisy copy as the release) with
    intervals and without
-   (``privgate.metrics.intervals.without_intervals``), as a ratio in the same run: CPU seconds of
+   (``privgate.stats.metric_intervals.without_intervals``), as a ratio in the same run: CPU seconds of
    this process (robust to other processes on a shared machine) and wall seconds, best of two
    alternated runs each.
 
@@ -53,8 +53,8 @@ sys.path.insert(0, str(ROOT))
 import privgate  # noqa: E402
 from privgate import baselines  # noqa: E402
 from privgate.gates import default_gate_config, run_gate  # noqa: E402
-from privgate.metrics.intervals import without_intervals  # noqa: E402
-from privgate.registry import get_metric  # noqa: E402
+from privgate.stats.metric_intervals import without_intervals  # noqa: E402
+from privgate.catalogue import get_metric  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "texas_25k.parquet"
 KEYS = ["PAT_AGE", "SEX_CODE", "RACE", "ETHNICITY", "TYPE_OF_ADMISSION"]

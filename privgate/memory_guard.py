@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import MemoryLimitError, UnknownMetricError
-from .options import parse_limit  # noqa: F401  (the memory_limit option is parsed where the options are)
+from .options import parse_limit
 
 MIB = 2**20
 GIB = 2**30
@@ -220,7 +220,7 @@ def encoded_features(kinds: dict[str, str], real) -> int:
 def _spec(name: str) -> Any:
     """The registry declaration of metric ``name``; None for a metric the registry does not know
     here (a plugin's, registered elsewhere)."""
-    from .registry import get_metric
+    from .catalogue import get_metric
 
     try:
         return get_metric(name)
@@ -249,7 +249,8 @@ def _scores_baseline(name: str) -> bool:
     """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
     attacks, not the metrics that need a pairing: ``privgate.registry.has_baseline``); True for a
     metric the registry does not know."""
-    from .registry import get_metric, has_baseline
+    from .catalogue import get_metric
+    from .registry import has_baseline
 
     try:
         spec = get_metric(name)
@@ -327,7 +328,7 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
 def metric_family(name: str) -> str:
     """The registry family of metric ``name`` (:mod:`privgate.registry`); raises
     UnknownMetricError naming the known metrics."""
-    from .registry import get_metric
+    from .catalogue import get_metric
 
     return get_metric(name).family
 

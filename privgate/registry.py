@@ -1,5 +1,10 @@
 """The metric registry: every metric privgate knows, with what it models and needs.
 
+A metric module registers its metrics here when it is imported; the registry never imports a
+metric module. Looking metrics up by name — privgate's own loaded on first use — is
+:mod:`privgate.catalogue` (``get_metric``, ``metric_names``, ``list_metrics``), above the metric
+modules.
+
 A metric is a plain function ``fn(ctx: EvaluationContext, **params) -> MetricResult`` registered
 with :func:`register_metric`. The decorator returns a public callable that accepts either an
 :class:`~privgate.context.EvaluationContext` or raw inputs::
@@ -301,9 +306,24 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
-def get_metric(name: str) -> MetricSpec:
-    """The registry entry for ``name``; raises :class:`UnknownMetricError` listing known names."""
-    _load_builtin_metrics()
+def unregister_metric(name: str) -> None:
+    """Forget a registered metric (a plugin's, or one a test registered); privgate's own metrics
+    stay."""
+    spec = _REGISTRY.get(name)
+    if spec is not None and not is_builtin(spec):
+        del _REGISTRY[name]
+
+
+def has_baseline(spec: MetricSpec) -> bool:
+    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
+    (which real record each synthetic record came from) have none for holdout records."""
+    return not spec.self_controlled and "pairing" not in spec.needs
+
+
+def registered(name: str) -> MetricSpec:
+    """The entry of metric ``name`` as registered so far (privgate's own metrics only once
+    :mod:`privgate.catalogue` has loaded them); raises :class:`UnknownMetricError` naming the
+    closest and the known names."""
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -315,59 +335,6 @@ def get_metric(name: str) -> MetricSpec:
         ) from None
 
 
-def unregister_metric(name: str) -> None:
-    """Forget a registered metric (a plugin's, or one a test registered); privgate's own metrics
-    stay."""
-    spec = _REGISTRY.get(name)
-    if spec is not None and not is_builtin(spec):
-        del _REGISTRY[name]
-
-
-def metric_names(family: str | None = None) -> list[str]:
-    """Registered metric names (registration order), optionally of one family."""
-    _load_builtin_metrics()
-    return [n for n, s in _REGISTRY.items() if family is None or s.family == family]
-
-
-def list_metrics() -> list[dict[str, Any]]:
-    """Every registered metric with family, attack, needs, orientation and reference."""
-    _load_builtin_metrics()
-    return [s.describe() for s in _REGISTRY.values()]
-
-
-def has_baseline(spec: MetricSpec) -> bool:
-    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
-    (which real record each synthetic record came from) have none for holdout records."""
-    return not spec.self_controlled and "pairing" not in spec.needs
-
-
-# The modules that register privgate's own metrics, in registration order (the order of
-# metric_names() and of an evaluation's default metrics). They import this module, never the other
-# way round: the registry learns them by name, importing them when a lookup first needs them.
-BUILTIN_METRIC_MODULES = (
-    "privgate.metrics.distance",
-    "privgate.metrics.reconstruction",
-    "privgate.metrics.classifier",
-    "privgate.metrics.statistical",
-    "privgate.metrics.proximity",
-    "privgate.metrics.memorisation",
-    "privgate.metrics.label_free",
-    "privgate.disclosure.metrics",
-    "privgate.attacks.inference",
-    "privgate.attacks.linkability",
-    "privgate.attacks.singling_out",
-)
-_loaded = False
-
-
-def _load_builtin_metrics() -> None:
-    """Import every module of :data:`BUILTIN_METRIC_MODULES` (each registers its metrics when
-    imported) once."""
-    global _loaded
-    if _loaded:
-        return
-    import importlib
-
-    for module in BUILTIN_METRIC_MODULES:
-        importlib.import_module(module)
-    _loaded = True
+def registered_specs() -> list[MetricSpec]:
+    """Every metric registered so far, in registration order."""
+    return list(_REGISTRY.values())

@@ -57,8 +57,8 @@ def seed_int(text: str) -> int:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..audit.limits import (DEFAULT_DEADLINE, MAX_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS,
-                                MAX_WORKERS)
+    from ..audit.limits import DEFAULT_DEADLINE, MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS, MAX_WORKERS
+    from ..options import MAX_DEADLINE
     from ..audit.defaults import (BACKGROUNDS, DESIGNS, CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA,
                                   DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
 
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     SIGTERM — exits 3 with one line. A message is shown only when privgate's own code wrote it;
     otherwise the exception's type alone (the user's code may quote training records, in its
     own exceptions or in privgate's)."""
-    from ..audit.runner import _raised_by_privgate
+    from ..audit.single_run import _raised_by_privgate
     from ..errors import PrivgateError
 
     previous = _on_sigterm()

@@ -101,7 +101,7 @@ from .audit_files import (
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privgate.audit.runner import Generate
+    from privgate.audit.single_run import Generate
 
 GROUP = "privgate_audit"
 STEPS = ("plan", "runs", "analyse")

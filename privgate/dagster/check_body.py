@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import dagster as dg
 
-from .asset_keys import asset_key_and_partitions  # noqa: F401  (also imported from here)
+from .asset_keys import asset_key_and_partitions
 from .gate_checks import DECISION_CHECK, check_results, check_specs, rule_checks
 from .translator import PrivgateTranslator
 

@@ -69,7 +69,7 @@ def default_steps(cfg: "GateConfig",
     """One step per registry family of ``cfg``'s metrics (configuration order): step name
     (:meth:`PrivgateTranslator.get_step_name`: the family as a Python identifier) → that
     family's name."""
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     steps: dict[str, list[str]] = {}
     for name in cfg.metrics:
@@ -82,7 +82,7 @@ def step_of(metric: str, steps: Mapping[str, Sequence[str]]) -> str | None:
     """The step that evaluates ``metric``: the step naming it, else the step naming its registry
     family; None when no step does (or the metric is unknown)."""
     from privgate.errors import UnknownMetricError
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     for step, members in steps.items():
         if metric in members:
@@ -95,7 +95,8 @@ def step_of(metric: str, steps: Mapping[str, Sequence[str]]) -> str | None:
 
 
 def _check_steps(steps: Mapping[str, Sequence[str]], cfg: "GateConfig") -> dict[str, list[str]]:
-    from privgate.registry import FAMILIES, get_metric
+    from privgate.catalogue import get_metric
+    from privgate.registry import FAMILIES
 
     out: dict[str, list[str]] = {}
     owner: dict[str, str] = {}

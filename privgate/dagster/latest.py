@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import dagster as dg
 
 from .asset_keys import asset_key_and_partitions
-from .latest_report import replay_newest, report_latest_release  # noqa: F401  (also imported from here)
+from .latest_report import replay_newest
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -34,7 +34,7 @@ import dagster as dg
 
 from privgate.names import identifier, path_component
 
-from privgate.gates.config import Rule
+from privgate.gates.config_model import Rule
 
 from .gate_checks import DECISION_CHECK
 

@@ -3,8 +3,7 @@
 validated form — :class:`GateConfig`,
 :class:`MetricGate`, :class:`Rule` — with each rule's stable check name (:func:`check_name`).
 
-The file format is described in :mod:`privgate.gates.config`, which re-exports every name here;
-validating a document is :mod:`privgate.gates.config_validate`. This module imports neither the
+The file format is described in :mod:`privgate.gates.config`; validating a document is :mod:`privgate.gates.config_validate`. This module imports neither the
 registry nor any metric, so everything that only reads a configuration (the deciding, the plan,
 the outcome, the adapters' check names) sits below them.
 """

@@ -3,8 +3,8 @@
 :class:`~privgate.errors.ConfigError` whose message starts with the dotted path of the offending
 key. Metric names and parameters are checked against the registry.
 
-The file format is described in :mod:`privgate.gates.config`, which re-exports
-:func:`parse_gate_config`; what each key may hold is :mod:`privgate.gates.config_model`.
+The file format is described in :mod:`privgate.gates.config`; what each key may hold is
+:mod:`privgate.gates.config_model`.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def _column_list(where: str, value: Any) -> list[str] | None:
 
 
 def _known_metrics() -> dict[str, Any]:
-    from ..registry import get_metric, metric_names
+    from ..catalogue import get_metric, metric_names
 
     return {n: get_metric(n) for n in metric_names()}
 

@@ -45,9 +45,8 @@ from privgate.gates.rule_kinds import RuleKind, gx_kind, gx_quantities, rule_kin
 
 from .references import describe_reference
 from .release_view import release_view_warning
-# the table metric the expectations read (importing it registers it with GX); its names are
-# importable from here too
-from .risk_metric import RISK_METRIC, VALUE_KEYS, TablePrivgatePrivacyRisk, _risk, sql_batch_frame  # noqa: F401
+# the table metric the expectations read (importing it registers it with GX)
+from .risk_metric import RISK_METRIC
 
 def _fmt(x: Any) -> str:
     if x is None:
@@ -292,7 +291,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         if cls.risk_explanation:
             return cls.risk_explanation
         try:
-            from privgate.registry import get_metric
+            from privgate.catalogue import get_metric
 
             return "attack: " + get_metric(metric).attack.rstrip(".")
         except Exception:  # noqa: BLE001 - unknown metric: the validation shows the error

@@ -6,7 +6,7 @@ reference data and the parameters the expectation passes as metric value kwargs
 
 Importing this module imports GX and registers the metric with GX's registry (defining a
 ``TableMetricProvider`` subclass does). The expectation classes that read it are
-:mod:`privgate.gx.core`, which imports this module and re-exports its names.
+:mod:`privgate.gx.core`, which imports this module.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
 from .. import seeds, stats
 from ..threads import available_cores, resolve_threads
-from .intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
+from ..stats.metric_intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
 from .limits import check_work_bound, MAX_REPETITIONS
 
 # work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time

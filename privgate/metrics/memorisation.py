@@ -124,7 +124,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import holm, mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from ..ties import close, lt
-from .intervals import jackknife_labels, result
+from ..stats.metric_intervals import jackknife_labels, result
 from .sampling import mark_sampled, synthetic_rows
 from .search_error import widen_share_for_search
 

@@ -34,7 +34,7 @@ from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
 from ..spaces import EncodedSpace
 from ..ties import REL_TOL, lt
-from .intervals import result, set_bootstrap_ci
+from ..stats.metric_intervals import result, set_bootstrap_ci
 from .limits import check_work_bound, MAX_REPETITIONS
 from .summaries import quantile_summary
 

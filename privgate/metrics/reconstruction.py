@@ -36,7 +36,7 @@ from ..spaces import category_codes
 from ..ties import le
 from .. import stats
 from ..neighbours import search_k
-from .intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
+from ..stats.metric_intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
 from .sampling import mark_sampled, on_rows, real_rows
 from .search_error import widen_share_for_search
 

@@ -26,7 +26,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
-from .intervals import result, set_no_ci
+from ..stats.metric_intervals import result, set_no_ci
 
 stats = lazy_module("scipy.stats")  # imported on first use (import time)
 _special = lazy_module("scipy.special")

@@ -154,7 +154,7 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     per worker), and with one thread (folds in this process) it does not."""
     from privgate.data import load_example
     from privgate.memory_guard import estimate_run
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
     from privgate.threads import available_cores
 
     if available_cores() < 2:

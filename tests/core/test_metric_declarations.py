@@ -12,7 +12,8 @@ import pytest
 
 import privgate.memory_guard as guard
 from privgate.context import EvaluationContext
-from privgate.registry import get_metric, metric_names, register_metric, unregister_metric
+from privgate.catalogue import get_metric, metric_names
+from privgate.registry import register_metric, unregister_metric
 from privgate.results import MetricResult
 
 

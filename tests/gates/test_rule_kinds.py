@@ -75,7 +75,7 @@ def test_a_declared_kind_is_a_gx_expectation(holdout_risk):
     from privgate.gx.compute import payload_from_result
     from privgate.gx.gate_config import suite_from_gate_config
     from privgate.gx.risk_metric import RISK_METRIC
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     suite = suite_from_gate_config(CONFIG, real="real.parquet", holdout="holdout.parquet")
     exp = next(e for e in suite.expectations if e.meta["privgate_rule"]["kind"] == "holdout_risk"

@@ -12,7 +12,7 @@ import privgate.metrics as m
 from privgate import evaluate
 from privgate.context import EvaluationContext
 
-from privgate.registry import get_metric, metric_names
+from privgate.catalogue import get_metric, metric_names
 
 # the metrics whose per-record terms follow sample_real on the real side only (their registry
 # declaration's `sampled`)
