@@ -29,7 +29,7 @@ from privgate.finite import finite_or_none as finite
 from privgate.gates.rule_kinds import rule_kind
 from privgate.gates.rules import check_quantity
 
-from .gate_checks import DECISION_CODES, rule_checks, significant
+from .rule_checks import DECISION_CODES, rule_checks, significant
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,16 +46,17 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
     """The scorecard asset of every release asset in ``assets`` (the same assets and translator
     given to :func:`~privgate.dagster.build_privgate_checks`), to list among the Definitions'
     assets. The checks materialise it after every gate run; it is partitioned like the release
-    asset. Its key and description: :meth:`PrivgateTranslator.get_scorecard_key` and
-    :meth:`~PrivgateTranslator.get_scorecard_description`."""
+    asset. Its key and description: :meth:`PrivgateTranslator.get_asset_key` and
+    :meth:`~PrivgateTranslator.get_description` of kind ``scorecard``."""
     from .asset_keys import asset_key_and_partitions
 
     specs = []
     for asset in assets:
         key, partitions_def = asset_key_and_partitions(asset)
         specs.append(dg.AssetSpec(
-            key=translator.get_scorecard_key(key), partitions_def=partitions_def, group_name=group_name,
-            kinds={"privgate"}, description=translator.get_scorecard_description(key)))
+            key=translator.get_asset_key({"kind": "scorecard", "asset_key": key}), partitions_def=partitions_def,
+            group_name=group_name, kinds={"privgate"},
+            description=translator.get_description({"kind": "scorecard", "asset_key": key})))
     return specs
 
 
@@ -146,7 +147,7 @@ def scorecard_materialization(
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
-        asset_key=translator.get_scorecard_key(asset_key), partition=partition, metadata=md,
+        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}), partition=partition, metadata=md,
         description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}")
 
 

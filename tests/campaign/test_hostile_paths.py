@@ -488,7 +488,7 @@ def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
     """Dagster checks and GX expectations see the same refusal: not passed, no real value."""
     copy = real.with_columns(pl.col("c").str.to_uppercase(), pl.col("d").str.to_uppercase())
     dg = pytest.importorskip("dagster")
-    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.dagster.rule_checks import DECISION_CHECK, check_results
     from privgate.gates import parse_gate_config, run_gate
     cfg = parse_gate_config({"dataset": "adapters", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
     outcome = run_gate(cfg, real, copy, record=False)

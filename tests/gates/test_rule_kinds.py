@@ -90,7 +90,7 @@ def test_a_declared_kind_is_a_gx_expectation(holdout_risk):
 
 def test_a_declared_kind_is_in_the_dagster_scorecard(holdout_risk):
     pytest.importorskip("dagster")
-    from privgate.dagster.gate_checks import rule_description
+    from privgate.dagster.rule_checks import rule_description
     from privgate.dagster.scorecard import _headline, rule_label
 
     cfg = parse_gate_config(CONFIG)
