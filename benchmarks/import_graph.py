@@ -103,8 +103,9 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 def named_modules(module: str, is_package: bool, tree: ast.AST, known: set[str]) -> set[str]:
     """The privgate modules ``module`` names by string to import them by name: every string
-    constant (docstrings aside) that is a known module's dotted name, or — starting with a dot —
-    one relative to the module's package; and the submodules of a lazy attribute table (the
+    constant (docstrings aside) that is a known module's dotted name (``"privgate.cli"``, not the
+    bare ``"privgate"``, which is also a word), or — starting with a dot — one relative to the
+    module's package; and the submodules of a lazy attribute table (the
     first item of each ``(submodule, attribute)`` value of the dict given to
     ``lazy_attributes``)."""
     package = module if is_package else module.rpartition(".")[0]
@@ -121,8 +122,10 @@ def named_modules(module: str, is_package: bool, tree: ast.AST, known: set[str])
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             text = node.value
+            # a dotted name ("privgate.commands.gate") or a relative one (".require_audit"); the bare
+            # package name is a word too ("privgate" labels pools, kinds and prefixes)
             target = relative(text) if text.startswith(".") and len(text) > 1 else text
-            if target in known:
+            if "." in text and target in known:
                 out.add(target)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "lazy_attributes":
             for table in node.args[1:2]:

@@ -90,3 +90,19 @@ def test_privgate_rooms_have_no_circle_and_every_arrow_points_down():
     assert import_graph.cycles(rooms) == []
     layer = import_graph.layers(rooms)
     assert all(layer[a] > layer[b] for a, targets in rooms.items() for b in targets)
+
+
+def test_the_architecture_doc_gives_the_layers_as_built():
+    """docs/architecture.md orders the layers once, in the table of its "Layers" section: each
+    room in the layer the import graph puts it."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = doc.split("## Layers: which module sits below which", 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for layer, rooms in re.findall(r"^\| (\d+) \| ([^|]*) \|", section, re.M):
+        for name in re.findall(r"`([^`]+)`", rooms):
+            name = name.rstrip("/")
+            documented["privgate" if name == "privgate" else f"privgate.{name}"] = int(layer)
+    built = import_graph.layers(import_graph.by_package(import_graph.graph()))
+    assert documented == built
