@@ -52,7 +52,7 @@ def suite_from_gate_config(
     """Build an (unsaved) GX ``ExpectationSuite`` from a gate configuration.
 
     Args:
-        config: a :class:`privgate.gates.config.GateConfig`, a path to a YAML/TOML gate file,
+        config: a :class:`privgate.gates.config_model.GateConfig`, a path to a YAML/TOML gate file,
             or the parsed dict.
         real: reference of the real data (path, ``"registry:<name>"`` or a ``$PARAMETER``).
         holdout: reference of the holdout, or None; decides which rules apply, as in the gate.

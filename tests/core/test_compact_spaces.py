@@ -1,4 +1,4 @@
-"""Compact encoded spaces for large inputs (privgate.context.COMPACT_SPACES_ABOVE): float32
+"""Compact encoded spaces for large inputs (privgate.context_spaces.COMPACT_SPACES_ABOVE): float32
 mixed and identifiability matrices searched without a float64 copy, and the FAMD projection fitted
 and applied in row blocks (benchmarks/LOG.md "Compact spaces above 200,000 rows")."""
 
