@@ -101,6 +101,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
+def _called(node: ast.Call) -> str:
+    """The name of the function a call calls (``f(...)``, ``mod.f(...)``)."""
+    return getattr(node.func, "id", getattr(node.func, "attr", ""))
+
+
 def named_modules(module: str, is_package: bool, tree: ast.AST, known: set[str]) -> set[str]:
     """The privgate modules ``module`` names by string to import them by name: every string
     constant (docstrings aside) that is a known module's dotted name (``"privgate.cli"``, not the
@@ -127,7 +132,7 @@ def named_modules(module: str, is_package: bool, tree: ast.AST, known: set[str])
             target = relative(text) if text.startswith(".") and len(text) > 1 else text
             if "." in text and target in known:
                 out.add(target)
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "lazy_attributes":
+        elif isinstance(node, ast.Call) and _called(node) == "lazy_attributes":
             for table in node.args[1:2]:
                 for value in getattr(table, "values", []):
                     first = value.elts[0] if isinstance(value, ast.Tuple) and value.elts else None

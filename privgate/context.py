@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from . import seeds
-from .context_search import SearchMixin, merge_search_reports
+from .context_search import SearchMixin
 from .context_spaces import SpacesMixin
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame

@@ -190,7 +190,8 @@ def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
         values = {k: v for k, v in values.items() if v is not None}
         return {op.name: {"config": values} for op in (*step_ops.values(), join)}
 
-    @dg.graph(name=translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}), ins={"release": dg.GraphIn()},
+    @dg.graph(name=translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}),
+              ins={"release": dg.GraphIn()},
               out={name: dg.GraphOut() for name in specs_by_output},
               config=dg.ConfigMapping(config_fn=config_fn, config_schema=PrivgateRunConfig.to_config_schema()),
               description=translator.get_description({"kind": "op", "asset_key": key, "steps": list(steps)}))

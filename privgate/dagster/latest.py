@@ -91,4 +91,4 @@ def _unpartitioned_specs(target: "CheckTarget", view: dg.AssetKey) -> list[dg.As
             for spec in check_specs(target.cfg, view, partitions_def=None, has_holdout=target.holdout)]
 
 
-__all__ = ["build_privgate_latest_release", "replay_newest", "report_latest_release"]
+__all__ = ["build_privgate_latest_release"]

@@ -147,7 +147,8 @@ def scorecard_materialization(
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
-        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}), partition=partition, metadata=md,
+        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}), partition=partition,
+        metadata=md,
         description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}")
 
 

@@ -1,10 +1,10 @@
 """What a gate configuration may say: its keys, severities and ``when`` values (each rule kind's
 ``on`` values and limits are its declaration, :mod:`privgate.gates.rule_kinds`), and the
-validated form — :class:`GateConfig`,
-:class:`MetricGate`, :class:`Rule` — with each rule's stable check name (:func:`check_name`).
+validated form — :class:`GateConfig`, :class:`MetricGate`, :class:`Rule` — with each rule's
+stable check name (:func:`check_name`).
 
-The file format is described in :mod:`privgate.gates.config`; validating a document is :mod:`privgate.gates.config_validate`. This module imports neither the
-registry nor any metric, so everything that only reads a configuration (the deciding, the plan,
+The file format is described in :mod:`privgate.gates.config`; validating a document is
+:mod:`privgate.gates.config_validate`. This module imports neither the registry nor any metric, so everything that only reads a configuration (the deciding, the plan,
 the outcome, the adapters' check names) sits below them.
 """
 

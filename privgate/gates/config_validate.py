@@ -103,7 +103,8 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if body is None:
         body = {}
     if not isinstance(body, Mapping):
-        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(kind_names())}, got {_tname(body)}")
+        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(kind_names())}, "
+                          f"got {_tname(body)}")
     _refuse_unknown_keys(f"{where}.", body, metric_keys())
     optional = body.get("optional", False)
     if not isinstance(optional, bool):

@@ -17,7 +17,8 @@ def plural_pairs(root: Path = PACKAGE) -> list[tuple[str, str]]:
         folder = init.parent
         if folder in NAMED_AFTER_COMMANDS:
             continue
-        names = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+        names = {p.stem for p in folder.glob("*.py")}
+        names |= {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
         out += [(str(folder.relative_to(root.parent)), n) for n in names if f"{n}s" in names]
     return sorted(out)
 

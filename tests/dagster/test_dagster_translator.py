@@ -133,7 +133,8 @@ def test_a_run_reports_under_the_translated_names(gate, tmp_path, real_frame, in
 def test_the_default_translator_answers_each_kind_and_refuses_the_rest():
     t = PrivgateTranslator()
     key = dg.AssetKey(["data", "release"])
-    assert t.get_asset_key({"kind": "scorecard", "asset_key": key}) == dg.AssetKey(["data", "release_privacy_scorecard"])
+    assert t.get_asset_key({"kind": "scorecard", "asset_key": key}) == \
+        dg.AssetKey(["data", "release_privacy_scorecard"])
     assert t.get_name({"kind": "step_op", "asset_key": key, "step": "gate"}) == "privgate_data__release__gate"
     assert t.get_name({"kind": "audit_versions", "audit": "my_audit"}) == "my_audit_versions"
     assert "one step per metric family (statistical)" in t.get_description(
