@@ -79,7 +79,8 @@ def main() -> None:
 
     load_code()  # every metric module and native library: a process pays them once, not the work timed
     from privgate.context import EvaluationContext
-    from privgate.registry import get_metric, run_spec
+    from privgate.catalogue import get_metric
+    from privgate.registry import run_spec
 
     try:
         import faiss

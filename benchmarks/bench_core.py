@@ -32,7 +32,8 @@ def main() -> None:
 
     import privgate
     from privgate.context import EvaluationContext
-    from privgate.registry import get_metric, run_spec
+    from privgate.catalogue import get_metric
+    from privgate.registry import run_spec
 
     real = pl.read_parquet(args.real)
     if args.rows:

@@ -54,7 +54,8 @@ def main() -> None:
         "disclosure_identity": {}, "disclosure_attribute": {},
     }
     from privgate.context import EvaluationContext
-    from privgate.registry import get_metric, run_spec
+    from privgate.catalogue import get_metric
+    from privgate.registry import run_spec
 
     t = time.perf_counter()
     ctx = EvaluationContext(real, synthetic, keys=KEYS, sensitive=SENSITIVE, seed=0)

@@ -84,7 +84,8 @@ def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, fl
 
     load_code()  # every metric module and native library: a process pays them once, not the work timed
     from privgate.context import EvaluationContext
-    from privgate.registry import get_metric, run_spec
+    from privgate.catalogue import get_metric
+    from privgate.registry import run_spec
     from privgate.threads import limited
 
     real, syn = texas_like(n)

@@ -21,7 +21,7 @@ and disclosure metrics).
 3. **Cost**: the shipped default gate on Texas (``--cost-n`` records, default 25,000: all as the
    real data without a holdout, and half real + half holdout; a noisy copy as the release) with
    intervals and without
-   (``privgate.metrics.intervals.without_intervals``), as a ratio in the same run: CPU seconds of
+   (``privgate.stats.metric_intervals.without_intervals``), as a ratio in the same run: CPU seconds of
    this process (robust to other processes on a shared machine) and wall seconds, best of two
    alternated runs each.
 
@@ -53,7 +53,8 @@ sys.path.insert(0, str(ROOT))
 import privgate  # noqa: E402
 from privgate import baselines  # noqa: E402
 from privgate.gates import default_gate_config, run_gate  # noqa: E402
-from privgate.metrics.intervals import without_intervals  # noqa: E402
+from privgate.stats.metric_intervals import without_intervals  # noqa: E402
+from privgate.catalogue import get_metric  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "texas_25k.parquet"
 KEYS = ["PAT_AGE", "SEX_CODE", "RACE", "ETHNICITY", "TYPE_OF_ADMISSION"]
@@ -64,9 +65,9 @@ METRICS = ["common_rows", "authenticity", "identifiability", "median_dcr", "nnaa
            "disclosure_attribute"]
 # per-record value depends on the record and the release only: the population value is exact truth
 POPULATION_TRUTH = ["common_rows", "zero_cap", "generalized_cap"]
-# value interval includes the release's sampling (synthetic records as queries): also simulated
-# with the release redrawn in every replicate
-RELEASE_SAMPLED = ["nnaa"]
+# value interval includes the release's sampling (synthetic records as queries: its registry
+# declaration samples the synthetic side): also simulated with the release redrawn in every replicate
+RELEASE_SAMPLED = [m for m in METRICS if "synthetic" in get_metric(m).sampled]
 
 
 def _evaluate(real, syn, seed, metrics=None, **kw):

@@ -2,10 +2,13 @@
 
 Every ``import`` and ``from ... import`` statement of a privgate module that names another privgate
 module is an arrow, at module level or inside a function alike (a function-local import is a
-circle postponed, not undone); imports under ``if TYPE_CHECKING:`` are not (they never run), nor
-are ``importlib.import_module`` calls (a lookup by name, how the metric registry learns its
-metrics without importing them at module level). ``from .pkg import name`` points at
-``pkg/name.py`` when that is a module, else at ``pkg``.
+circle postponed, not undone); imports under ``if TYPE_CHECKING:`` are not (they never run).
+Imports by module name are arrows too (:func:`named_modules`): a string that names a privgate
+module — ``"privgate.commands.gate"`` in the CLI's command table, ``".require_audit"`` given to
+``importlib.import_module`` with the package, a submodule of a package's lazy attribute table
+(``lazy_attributes(__name__, {"evaluate": ("evaluation", "evaluate")})``) — since a lookup by
+name imports the module as surely as an ``import`` statement does. ``from .pkg import name``
+points at ``pkg/name.py`` when that is a module, else at ``pkg``.
 
 A circle is a strongly connected component of more than one module (Tarjan, 1972, "Depth-first
 search and linear graph algorithms", SIAM J. Comput. 1(2)).
@@ -86,6 +89,61 @@ def _resolve(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, k
     return out
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes of ``tree`` (a module's, class's or function's first
+    string), which name modules in prose, not to import them."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _called(node: ast.Call) -> str:
+    """The name of the function a call calls (``f(...)``, ``mod.f(...)``)."""
+    return getattr(node.func, "id", getattr(node.func, "attr", ""))
+
+
+def named_modules(module: str, is_package: bool, tree: ast.AST, known: set[str]) -> set[str]:
+    """The privgate modules ``module`` names by string to import them by name: every string
+    constant (docstrings aside) that is a known module's dotted name (``"privgate.cli"``, not the
+    bare ``"privgate"``, which is also a word), or — starting with a dot — one relative to the
+    module's package; and the submodules of a lazy attribute table (the
+    first item of each ``(submodule, attribute)`` value of the dict given to
+    ``lazy_attributes``)."""
+    package = module if is_package else module.rpartition(".")[0]
+    skip = _docstrings(tree)
+    out: set[str] = set()
+
+    def relative(name: str) -> str:
+        level = len(name) - len(name.lstrip("."))
+        base = package.split(".")
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        rest = name.lstrip(".")
+        return ".".join(base + ([rest] if rest else []))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            text = node.value
+            # a dotted name ("privgate.commands.gate") or a relative one (".require_audit"); the bare
+            # package name is a word too ("privgate" labels pools, kinds and prefixes)
+            target = relative(text) if text.startswith(".") and len(text) > 1 else text
+            if "." in text and target in known:
+                out.add(target)
+        elif isinstance(node, ast.Call) and _called(node) == "lazy_attributes":
+            for table in node.args[1:2]:
+                for value in getattr(table, "values", []):
+                    first = value.elts[0] if isinstance(value, ast.Tuple) and value.elts else None
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        target = f"{package}.{first.value}"
+                        if target in known:
+                            out.add(target)
+    out.discard(module)
+    return out
+
+
 def graph(root: Path = ROOT, packages: bool = False, typing: bool = False) -> dict[str, set[str]]:
     """module → the privgate modules it imports (itself never); ``packages``: importing
     ``a.b.c`` also imports ``a.b``; ``typing``: the imports for type checkers count too."""
@@ -94,13 +152,14 @@ def graph(root: Path = ROOT, packages: bool = False, typing: bool = False) -> di
     arrows: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         tree = ast.parse(path.read_text(), str(path))
-        for node in _imports(tree, typing):
-            for target in _resolve(mod, path.name == "__init__.py", node, known):
-                names = [target]
-                if packages:  # importing a.b.c runs a/__init__ and a/b/__init__ first
-                    parts = target.split(".")
-                    names += [".".join(parts[:i]) for i in range(2, len(parts))]
-                arrows[mod].update(n for n in names if n != mod and n in known)
+        is_package = path.name == "__init__.py"
+        targets = [t for node in _imports(tree, typing) for t in _resolve(mod, is_package, node, known)]
+        for target in targets + sorted(named_modules(mod, is_package, tree, known)):
+            names = [target]
+            if packages:  # importing a.b.c runs a/__init__ and a/b/__init__ first
+                parts = target.split(".")
+                names += [".".join(parts[:i]) for i in range(2, len(parts))]
+            arrows[mod].update(n for n in names if n != mod and n in known)
     return arrows
 
 

@@ -60,7 +60,8 @@ from privgate.data import load_example  # noqa: E402
 from privgate.errors import PrivgateError  # noqa: E402
 from privgate.gates import GateConfig, decide, decision_of, default_gate_config  # noqa: E402
 from privgate.metrics.memorisation import side_counts  # noqa: E402
-from privgate.registry import get_metric, run_spec  # noqa: E402
+from privgate.catalogue import get_metric  # noqa: E402
+from privgate.registry import run_spec
 from privgate.stats import binomial_test  # noqa: E402
 
 SHARED = Path("/work/shared/data")

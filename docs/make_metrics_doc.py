@@ -16,7 +16,7 @@ from pathlib import Path
 
 import privgate
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE, load_example
-from privgate.registry import get_metric, metric_names
+from privgate.catalogue import get_metric, metric_names
 
 ORDER = ["uniform_random", "independent_marginals", "noisy_copy", "copy"]
 PARAMS = {

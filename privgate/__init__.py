@@ -25,9 +25,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "EvaluationContext": ("context", "EvaluationContext"),
     "Report": ("report", "Report"),
     "MetricResult": ("results", "MetricResult"),
-    "get_metric": ("registry", "get_metric"),
-    "list_metrics": ("registry", "list_metrics"),
-    "metric_names": ("registry", "metric_names"),
+    "get_metric": ("catalogue", "get_metric"),
+    "list_metrics": ("catalogue", "list_metrics"),
+    "metric_names": ("catalogue", "metric_names"),
     "baselines": ("baselines", None),
     "metrics": ("metrics", None),
 })

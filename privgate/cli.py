@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
 
+from .commands._usage import ARGV, explain_usage_error, silence_stdout, unknown_flags_message
 from .errors import PrivgateError
-from .suggest import closest, did_you_mean
 
 # command modules, in the order `privgate --help` lists them
 COMMANDS = [
@@ -31,27 +30,6 @@ class _Parser(argparse.ArgumentParser):
         super().error(explain_usage_error(self, message))
 
 
-_ARGV: list[str] = []  # the arguments being parsed (for the hints of a usage error)
-
-
-def explain_usage_error(parser: argparse.ArgumentParser, message: str) -> str:
-    """An argparse error message with "did you mean" hints: for a mistyped command or choice, and
-    for mistyped flags when a required flag is reported missing (argparse stops there before it
-    names the unrecognised ones)."""
-    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-    if match:
-        choices = re.findall(r"'([^']*)'", match.group(2))
-        return message + did_you_mean(match.group(1), choices)
-    if "arguments are required" in message:
-        known = {s for a in parser._actions for s in a.option_strings}
-        argv = _ARGV or sys.argv[1:]  # empty when this module runs as __main__ (python -m)
-        unknown = [w for w in argv if w.startswith("--") and w.split("=", 1)[0] not in known
-                   and not any(k.startswith(w.split("=", 1)[0]) for k in known)]  # abbreviations are fine
-        if unknown:
-            return f"{message}; {unknown_flags_message(parser, unknown)}"
-    return message
-
-
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -65,26 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def unknown_flags_message(parser: argparse.ArgumentParser, extra: list[str]) -> str:
-    """"unrecognized arguments: ..." with the closest flag of ``parser`` for each mistyped one."""
-    flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
-    hints = []
-    for word in extra:
-        if word.startswith("-"):
-            best = closest(word.split("=", 1)[0], flags)
-            if best:
-                hints.append((word.split("=", 1)[0], best[0]))
-    text = f"unrecognized arguments: {' '.join(extra)}"
-    if len(hints) == 1:
-        return f"{text}; did you mean {hints[0][1]}?"
-    if hints:
-        return f"{text}; did you mean " + ", ".join(f"{b} (for {w})" for w, b in hints) + "?"
-    return text
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    _ARGV[:] = list(sys.argv[1:] if argv is None else argv)
+    ARGV[:] = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # a command may set its own usage-error exit code (gate: 3 = error, never 2 = block);
@@ -109,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader stopped early (`privgate metrics | head`): no traceback, and none at exit
         # when Python flushes stdout; 141 = 128 + SIGPIPE, what a shell reports for such a writer
-        _silence_stdout()
+        silence_stdout()
         return EXIT_BROKEN_PIPE
     except (SystemExit, KeyboardInterrupt):
         raise
@@ -125,16 +86,6 @@ EXIT_BROKEN_PIPE = 141
 # the commands that read data: a native library's panic message is kept off their standard error
 # (privgate/native_stderr.py), and an unexpected exception is reported by type, one line
 GUARDED = ("gate", "evaluate", "estimate")
-
-
-def _silence_stdout() -> None:
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

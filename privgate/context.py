@@ -4,8 +4,7 @@ and computed at most once per evaluation, shared by all metrics.
 The context is one object; its jobs are three modules: the inputs, their samples and baselines
 here; the encoded spaces in :mod:`privgate.context_spaces` (``SpacesMixin``, with
 ``COMPACT_SPACES_ABOVE``); the neighbour searches and their cache in
-:mod:`privgate.context_search` (``SearchMixin``, with ``merge_search_reports``). The names of
-both are importable from here too."""
+:mod:`privgate.context_search` (``SearchMixin``, with ``merge_search_reports``); import their names from there."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ import numpy as np
 import polars as pl
 
 from . import seeds
-from .context_search import (SearchMixin, _digest, _folds, _public, any_within_box, knn, knn_rows,  # noqa: F401
-                             merge_search_reports, nearest_outside_groups, resolve_settings, search_matrices)
-from .context_spaces import (COMPACT_SPACES_ABOVE, FAMD_BLOCK_ROWS, SpacesMixin, _return_freed_heap,  # noqa: F401
-                             _space_key, _space_name)
+from .context_search import SearchMixin
+from .context_spaces import SpacesMixin
 from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo

@@ -6,8 +6,7 @@ searches each metric read (:meth:`take_search_report`, :func:`merge_search_repor
 
 The context's constructor sets the state these methods read and write (``_nn``, ``_memo``,
 ``_searches_used``, ``_shared``, ``_frames``, ``threads``, ``seed``, ``exact``); the spaces come
-from :class:`~privgate.context_spaces.SpacesMixin`. :mod:`privgate.context` re-exports the names
-here.
+from :class:`~privgate.context_spaces.SpacesMixin`.
 """
 
 from __future__ import annotations

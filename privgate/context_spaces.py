@@ -5,7 +5,6 @@ views of its main evaluation's, and dropped after their last reader (:meth:`rele
 
 The context's constructor sets the state these methods read and write (``_spaces``,
 ``_spaces_read``, ``_shared``, ``_encoded_by``, ``_heights``, ``frames``, ``schema``, ``real``).
-:mod:`privgate.context` re-exports the names here.
 """
 
 from __future__ import annotations

@@ -76,6 +76,10 @@ class ConfigError(PrivgateError):
     """A gate configuration is invalid; the message names the offending key."""
 
 
+class UnknownRuleKindError(ConfigError, ValueError):
+    """A gate rule kind that no declaration has (:mod:`privgate.gates.rule_kinds`)."""
+
+
 class HistoryError(PrivgateError):
     """The score history store cannot be opened, migrated or written."""
 

@@ -39,7 +39,8 @@ from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
 from .progress import line as progress_line
 from .progress import within as progress_within
-from .registry import get_metric, has_baseline, metric_names, run_spec  # noqa: F401  (has_baseline: also imported from here)
+from .catalogue import get_metric, metric_names
+from .registry import has_baseline, run_spec
 from .report import Report
 from .results import MetricResult
 from .threads import limited
@@ -224,7 +225,7 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     value − baseline, and say how it was computed in ``details["excess_ci_method"]``:
 
     * grouped jackknife when both results carry delete-a-group replicates for the real records
-      and for their synthetic set (``metrics.intervals.keep_jackknife``; the reconstruction metrics, whose
+      and for their synthetic set (``stats.metric_intervals.keep_jackknife``; the reconstruction metrics, whose
       per-record scores read count tables or nearest records of the release, so that which
       records the release and the holdout sample hold varies the excess as much as which people
       are in the real data): three independent sources — the real records (the same partition for

@@ -62,7 +62,7 @@ import polars as pl
 from . import seeds
 from .schema import Schema
 from .disguised_records import DisguisedRecords, find_disguised_records, put_sources
-from .level_classes import CODE_PREFIX, KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares  # noqa: F401 - public via this module
+from .level_classes import KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 
 ANCHOR_ROWS = 2000      # release records anchored (a seeded sample above this)

@@ -4,7 +4,7 @@ when it would not fit, instead of being killed by the system part-way.
 
 The model (one line per metric; metrics run one after another, so the run's peak is the largest):
 
-    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (held · frames + COST[metric] · q/n + lists)
+    peak(metric) = BASE_BYTES + SEARCH_BYTES + unit · (held · frames + cost(metric) · q/n + lists)
 
 * ``unit`` = n × features × 8 bytes: one frame's encoded mixed space (n = the larger of the real
   and release row counts; features = numeric columns + the categorical levels of the real data);
@@ -13,10 +13,14 @@ The model (one line per metric; metrics run one after another, so the run's peak
   per frame, ``HELD_PER_FRAME_COMPACT`` above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows
   (float32 spaces), ``HELD_PER_FRAME_NO_SPACE`` when none of the run's metrics reads an encoded
   space (:func:`held_per_frame`);
-* ``COST[metric]`` the metric's own transient memory per unit when it computes on every record
-  (× ``COMPACT_COST_SHARE`` above ``COMPACT_SPACES_ABOVE`` rows for a metric that reads an encoded
-  space); ``q/n`` the share of query records it computes on — below 1 when it is sampled (``sample`` /
-  ``sample_real``; proximity_score scores at most ``MAX_SCORED_ROWS`` records);
+* ``cost(metric)`` the metric's own transient memory per unit when it computes on every record —
+  its registry declaration's ``memory_cost`` (``MetricSpec.memory_cost``; ``DEFAULT_COST`` for a
+  plugin's metric that declares none) — × ``COMPACT_COST_SHARE`` above ``COMPACT_SPACES_ABOVE``
+  rows for a metric that reads an encoded space; ``q/n`` the share of query records it computes
+  on — below 1 when it is sampled (a metric whose declaration lists ``sampled`` sides, under
+  ``sample`` / ``sample_real``) or caps its own records (its ``memory_share``: proximity_score
+  scores at most ``MAX_SCORED_ROWS`` records, the classifiers stack at most ``max_records`` per
+  class);
 * ``SEARCH_BYTES`` (a search's block scratch, independent of the sizes) and ``lists`` only for the
   metrics that read an encoded space;
 * ``lists`` = ``SCREEN_LISTS`` when an approximate screen runs (a search above
@@ -41,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import MemoryLimitError, UnknownMetricError
-from .options import parse_limit  # noqa: F401  (the memory_limit option is parsed where the options are)
+from .options import parse_limit
 
 MIB = 2**20
 GIB = 2**30
@@ -70,7 +74,7 @@ HELD_PER_FRAME_COMPACT = 1.25
 #: or a run of such metrics alone): the input frames and what those metrics build from them, no
 #: encoded space, no neighbour lists. Measured at 1M Texas-like rows per frame with a holdout
 #: (bench_metric_costs.py, those metrics in one process): disclosure_identity peaked at
-#: 2,321 MiB, which 0.79 units per frame reach with its COST; 1.1 estimates 2,980. Below
+#: 2,321 MiB, which 0.79 units per frame reach with its cost; 1.1 estimates 2,980. Below
 #: that size the fixed parts dominate (the same metric at 100k needed 1.06) and HELD_PER_FRAME
 #: is kept.
 HELD_PER_FRAME_NO_SPACE = 1.1
@@ -91,51 +95,33 @@ def held_per_frame(n: int, reads_space: bool = True) -> float:
     return HELD_PER_FRAME_COMPACT if reads_space else HELD_PER_FRAME_NO_SPACE
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
 SCREEN_LISTS = 1.0
-#: Each metric's own memory on every record, in units: the slope of (peak during the metric −
-#: RSS before any metric) between 25k and 50k Texas-like rows (bench_metric_costs.py, one run
-#: each; nnaa, close_values and median_dcr lowered to what 100k showed) minus the held
-#: 2 × HELD_PER_FRAME, rounded up, at least 0.5. The slope includes memory
-#: that earlier metrics left held (measured in evaluate's order), so the estimate is above what
-#: a metric run alone needs: at 25k, 50k and 100k every estimate was above the measured peak
-#: (measured / estimated at most 0.76, 0.81, 0.88; the run's peak 620 / 894, 811 / 1,142 and
-#: 1,073 / 1,644 MiB).
-COST: dict[str, float] = {
-    "common_rows": 0.5, "identifier_reuse": 0.5, "hitting_rate": 0.5, "zero_cap": 0.5, "generalized_cap": 0.5, "chi_squared": 0.5,
-    "inverse_kl": 0.5, "jensen_shannon": 0.5, "kolmogorov_smirnov": 0.5, "disclosure_identity": 0.5,
-    "disclosure_attribute": 0.5, "close_values": 6.0, "distant_values": 0.5, "nsnd": 0.5, "authenticity": 7.0,
-    "median_dcr": 4.0, "nnaa": 8.0, "attribute_inference": 4.0, "detection_mlp": 4.0,
-    "membership_inference": 4.0, "proximity_score": 4.0, "identifiability": 4.0, "nndr": 4.0, "dcr": 2.0,
-    "hidden_rate": 2.0, "memorisation": 7.0, "inference": 2.0, "linkability": 2.0, "singling_out": 2.0,
-    # the label-free metrics: on a release that kept the labels, the plain metric's searches again
-    # (cached: nothing more); on a relabelled one, the plain metric on recoded copies of the frames
-    # (estimated, not measured: the plain metric's cost plus the copies, rounded to nnaa's 8.0)
-    "label_free_memorisation": 8.0, "label_free_copies": 1.0, "label_free_authenticity": 8.0,
-}
-# singling_out at 1M rows per frame (its candidates counted in bounded blocks of bitsets): 3,384 MiB
-# peak, under the 4,056 that 2.0 estimates without a space held (5,253 before the blocks).
-#: A metric the table does not know (a plugin's).
+#: Each metric's own memory on every record, in units, is its registry declaration's
+#: ``memory_cost``: the slope of (peak during the metric − RSS before any metric) between 25k and
+#: 50k Texas-like rows (bench_metric_costs.py, one run each; nnaa, close_values and median_dcr
+#: lowered to what 100k showed) minus the held 2 × HELD_PER_FRAME, rounded up, at least 0.5. The
+#: slope includes memory that earlier metrics left held (measured in evaluate's order), so the
+#: estimate is above what a metric run alone needs: at 25k, 50k and 100k every estimate was above
+#: the measured peak (measured / estimated at most 0.76, 0.81, 0.88; the run's peak 620 / 894,
+#: 811 / 1,142 and 1,073 / 1,644 MiB). singling_out at 1M rows per frame (its candidates counted
+#: in bounded blocks of bitsets): 3,384 MiB peak, under the 4,056 that 2.0 estimates without a
+#: space held (5,253 before the blocks).
+#: A metric that declares no cost (a plugin's).
 DEFAULT_COST = 2.0
 #: Above ``privgate.context_spaces.COMPACT_SPACES_ABOVE`` rows the spaces a metric reads are float32 and
 #: its searches settle in blocks: a metric that reads an encoded space needs this share of its
-#: COST. The full suite with a holdout at 1M Texas-like rows per frame (bench_metric_costs.py, one
+#: cost. The full suite with a holdout at 1M Texas-like rows per frame (bench_metric_costs.py, one
 #: process, each metric's peak including what earlier ones left held) peaked at 3,571 MiB; with
 #: this share every metric's estimate is at least 1.16 times its measured peak (proximity_score's
-#: the closest) and the run's 7.1 GiB (10.3 with the whole COST); the 5M default gate's phases
+#: the closest) and the run's 7.1 GiB (10.3 with the whole cost); the 5M default gate's phases
 #: at least 1.5 times.
 COMPACT_COST_SHARE = 0.5
 #: detection_mlp trains its folds in worker processes when the run has more than one thread: each
 #: worker holds a fold's training copies besides the main process (measured at 1M × 1M on every
-#: record with two workers: 4.6 GiB for both, 3.2 units each), per unit and worker. Like
-#: COST["detection_mlp"] it is scaled by the share of records the metric stacks: at most
-#: ``MAX_DETECTION_RECORDS`` per class (privgate.metrics.classifier; membership_inference's
-#: COST likewise with ``MAX_MEMBERSHIP_RECORDS``), so above that its own cost stays the same
-#: however many rows the run has.
-FOLD_WORKER_COST = 4.0
+#: record with two workers: 4.6 GiB for both, 3.2 units each) — its declaration's
+#: ``worker_memory_cost`` per unit and worker, scaled like its cost by the share of records it
+#: stacks (its ``memory_share``), so above its cap its own cost stays the same however many rows
+#: the run has.
 DETECTION_FOLDS = 5
-#: Metrics whose per-record terms follow ``sample`` / ``sample_real`` (docs/performance.md, "Sampling").
-SAMPLED = {"common_rows", "hitting_rate", "authenticity", "identifiability", "dcr", "hidden_rate", "zero_cap",
-           "generalized_cap", "attribute_inference", "median_dcr", "nnaa", "memorisation",
-           "label_free_memorisation", "label_free_copies", "label_free_authenticity"}
 #: The smallest sample the guard suggests (a smaller one gives intervals too wide to gate on).
 MIN_SUGGESTED_SAMPLE = 5_000
 
@@ -231,23 +217,40 @@ def encoded_features(kinds: dict[str, str], real) -> int:
     return max(1, len(kinds) - len(cats) + levels)
 
 
+def _spec(name: str) -> Any:
+    """The registry declaration of metric ``name``; None for a metric the registry does not know
+    here (a plugin's, registered elsewhere)."""
+    from .catalogue import get_metric
+
+    try:
+        return get_metric(name)
+    except Exception:  # noqa: BLE001 - unknown here: estimated from the defaults
+        return None
+
+
+def metric_cost(name: str) -> float:
+    """The metric's own memory on every record, in units: its declaration's ``memory_cost``,
+    ``DEFAULT_COST`` for a metric that declares none or that the registry does not know."""
+    spec = _spec(name)
+    cost = getattr(spec, "memory_cost", None)
+    return DEFAULT_COST if cost is None else float(cost)
+
+
 def _searches(name: str) -> bool:
     """Whether the metric reads an encoded space (and so runs neighbour searches); True for a
     metric the registry does not know or that does not declare its spaces."""
-    from .registry import get_metric
-
-    try:
-        spaces = get_metric(name).spaces
-    except Exception:  # noqa: BLE001 - unknown here: assume it searches
+    spec = _spec(name)
+    if spec is None:  # unknown here: assume it searches
         return True
-    return spaces is None or bool(spaces)
+    return spec.spaces is None or bool(spec.spaces)
 
 
 def _scores_baseline(name: str) -> bool:
     """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
     attacks, not the metrics that need a pairing: ``privgate.registry.has_baseline``); True for a
     metric the registry does not know."""
-    from .registry import get_metric, has_baseline
+    from .catalogue import get_metric
+    from .registry import has_baseline
 
     try:
         spec = get_metric(name)
@@ -287,8 +290,8 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
     stack every record instead of their per-class caps), ``sample_auto`` ``sample`` is the size
     "auto" chose (the classifier metrics keep their caps: only an explicit sample lowers them). Pure: the same sizes give the same
     estimate on any machine."""
-    from .metrics.proximity import MAX_SCORED_ROWS
     from .neighbours.settings import resolve
+    from .registry import QuerySizes
 
     n_r, n_s, n_h = n_real, n_synthetic, n_holdout or 0
     n = max(n_r, n_s, 1)
@@ -299,21 +302,21 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
     held = held_per_frame(n, any(_searches(name) for name in metrics))
     compact_share = COMPACT_COST_SHARE if n > _compact_above() else 1.0
     per_metric = {}
+    sizes = QuerySizes(n_real=n_r, n_synthetic=n_s, sample=None if sample_auto else sample, sample_off=sample_off)
     for name in metrics:
+        spec = _spec(name)
         search = SEARCH_BYTES if _searches(name) else 0
-        cost = COST.get(name, DEFAULT_COST) * (compact_share if search else 1.0)
-        if name in SAMPLED and q_sampled is not None:
+        cost = metric_cost(name) * (compact_share if search else 1.0)
+        if spec is not None and spec.sampled and q_sampled is not None:
             share = min(1.0, q_sampled / max(n_r, 1))
-        elif name == "proximity_score":
-            share = min(1.0, MAX_SCORED_ROWS / max(n_r / 2, 1))
-        elif name in ("detection_mlp", "membership_inference"):
-            share = _classifier_share(name, n_r, n_s, None if sample_auto else sample, sample_off)
+        elif spec is not None and spec.memory_share is not None:
+            share = spec.memory_share(sizes)
         else:
             share = 1.0
         # the baseline's own scratch, for the metrics that score one
         extra = (1.0 if baseline and n_h and _scores_baseline(name) else 0.0) * cost * share * 0.5
-        if name == "detection_mlp":
-            extra += FOLD_WORKER_COST * share * _fold_workers(threads)
+        if spec is not None and spec.worker_memory_cost:
+            extra += spec.worker_memory_cost * share * _fold_workers(threads)
         per_metric[name] = BASE_BYTES + search + unit * (held * frames + cost * share + extra
                                                          + (lists if search else 0.0))
     peak = max(per_metric.values(), default=float(BASE_BYTES))
@@ -322,29 +325,10 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
                                   "sample": q_sampled, "held_per_frame": held})
 
 
-def _classifier_share(name: str, n_real: int, n_synthetic: int, sample: int | None, sample_off: bool) -> float:
-    """The share of the real and release records a classifier metric (detection_mlp,
-    membership_inference) stacks, from sizes: its default ``max_records`` per class
-    (privgate.metrics.classifier), lowered to ``sample`` (the run's explicit query sample; None:
-    no explicit one); every record when the run's ``sample`` is off.
-    membership_inference samples both classes at the same share (the smaller)."""
-    from .metrics.classifier import MAX_DETECTION_RECORDS, MAX_MEMBERSHIP_RECORDS
-
-    if sample_off:
-        return 1.0
-    cap = MAX_DETECTION_RECORDS if name == "detection_mlp" else MAX_MEMBERSHIP_RECORDS
-    size = cap if sample is None else min(cap, sample)
-    counts = (max(n_real, 1), max(n_synthetic, 1))
-    shares = [min(1.0, size / n) for n in counts]
-    if name == "membership_inference":
-        shares = [min(shares)] * 2
-    return sum(s * n for s, n in zip(shares, counts)) / sum(counts)
-
-
 def metric_family(name: str) -> str:
     """The registry family of metric ``name`` (:mod:`privgate.registry`); raises
     UnknownMetricError naming the known metrics."""
-    from .registry import get_metric
+    from .catalogue import get_metric
 
     return get_metric(name).family
 
@@ -375,8 +359,8 @@ def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: in
 
 
 def _fold_workers(threads: int) -> int:
-    """detection_mlp's fold worker processes in a run of ``threads`` classifier workers (0: the
-    folds run in the main process)."""
+    """The worker processes of a metric with its own workers (detection_mlp's folds) in a run of
+    ``threads`` classifier workers (0: the work runs in the main process)."""
     workers = min(threads, DETECTION_FOLDS)
     return workers if workers > 1 else 0
 

@@ -1,5 +1,10 @@
 """The metric registry: every metric privgate knows, with what it models and needs.
 
+A metric module registers its metrics here when it is imported; the registry never imports a
+metric module. Looking metrics up by name — privgate's own loaded on first use — is
+:mod:`privgate.catalogue` (``get_metric``, ``metric_names``, ``list_metrics``), above the metric
+modules.
+
 A metric is a plain function ``fn(ctx: EvaluationContext, **params) -> MetricResult`` registered
 with :func:`register_metric`. The decorator returns a public callable that accepts either an
 :class:`~privgate.context.EvaluationContext` or raw inputs::
@@ -29,6 +34,20 @@ if TYPE_CHECKING:  # pragma: no cover
 FAMILIES = ("reconstruction", "re-identification", "tracing", "statistical", "disclosure", "gdpr-attack")
 # what a metric may need beyond real + synthetic
 NEEDS = ("sensitive", "keys", "holdout", "pairing", "targets")
+# the sides whose records a metric may compute its per-record terms on a sample of
+SAMPLED_SIDES = ("real", "synthetic")
+
+
+@dataclass(frozen=True)
+class QuerySizes:
+    """What a metric's ``memory_share`` reads to say which share of the query records it
+    computes on: the row counts, the run's explicit query sample (None: none, or the size
+    ``sample: auto`` chose) and whether the run's ``sample`` is off."""
+
+    n_real: int
+    n_synthetic: int
+    sample: int | None = None
+    sample_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,17 @@ class MetricSpec:
     # which keeps every space while the metric is still to run (a declaration that is too
     # narrow only costs a rebuild; tests/core/test_space_release.py checks them all).
     spaces: tuple[str, ...] | None = None
+    # the memory guard's facts (privgate.memory_guard): the metric's own transient memory on every
+    # record, in units of one frame's encoded mixed space (None: not declared — a plugin's metric,
+    # estimated at memory_guard.DEFAULT_COST); the sides whose per-record terms follow the run's
+    # `sample` / `sample_real` (docs/performance.md "Sampling"), whose cost then scales with the
+    # sampled share; for a metric that caps its own records instead, the share it computes on
+    # (memory_share(QuerySizes) -> share in [0, 1]); and the units each worker process of its
+    # own holds (detection_mlp's folds), per worker.
+    memory_cost: float | None = None
+    sampled: tuple[str, ...] = ()
+    memory_share: Callable[[QuerySizes], float] | None = None
+    worker_memory_cost: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -81,6 +111,10 @@ def register_metric(
     name: str | None = None,
     self_controlled: bool = False,
     spaces: tuple[str, ...] | None = None,
+    memory_cost: float | None = None,
+    sampled: tuple[str, ...] = (),
+    memory_share: Callable[[QuerySizes], float] | None = None,
+    worker_memory_cost: float = 0.0,
 ) -> Callable[[Callable[..., MetricResult]], Callable[..., MetricResult]]:
     """Register ``fn(ctx, **params) -> MetricResult`` under its function name.
 
@@ -92,8 +126,17 @@ def register_metric(
     ``ctx.mixed(...)`` or a mixed-space search, ``"identifiability"``, ``"famd"``; ``()`` for
     none), so that an evaluation can drop a space after its last reader. None (the default, for
     a metric that does not say) keeps every space while the metric is still to run.
+
+    What the memory guard (:mod:`privgate.memory_guard`) reads: ``memory_cost``, the metric's own
+    transient memory on every record in units of one frame's encoded mixed space (privgate's
+    metrics are calibrated by ``benchmarks/bench_metric_costs.py``; None, a plugin's default, is
+    estimated at ``memory_guard.DEFAULT_COST``); ``sampled``, the sides (``"real"``,
+    ``"synthetic"``) whose per-record terms follow the run's ``sample`` / ``sample_real``;
+    ``memory_share``, for a metric that caps its own records, the share it computes on
+    (a function of :class:`QuerySizes`); ``worker_memory_cost``, the units each of its own
+    worker processes holds.
     """
-    _check_declaration(family, needs, spaces)
+    _check_declaration(family, needs, spaces, sampled, memory_cost)
 
     def decorate(fn: Callable[..., MetricResult]) -> Callable[..., MetricResult]:
         metric_name = name or fn.__name__
@@ -109,6 +152,10 @@ def register_metric(
             summary=summary or _first_paragraph(fn.__doc__),
             self_controlled=self_controlled,
             spaces=tuple(spaces) if spaces is not None else None,
+            memory_cost=float(memory_cost) if memory_cost is not None else None,
+            sampled=tuple(sampled),
+            memory_share=memory_share,
+            worker_memory_cost=float(worker_memory_cost),
         )
         if metric_name in _REGISTRY and _REGISTRY[metric_name].func is not fn:
             raise ValueError(f"metric {metric_name!r} registered twice")
@@ -119,8 +166,15 @@ def register_metric(
     return decorate
 
 
-def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None) -> None:
-    """A metric's family, needs and space kinds must be ones privgate knows."""
+def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None,
+                       sampled: tuple[str, ...] = (), memory_cost: float | None = None) -> None:
+    """A metric's family, needs, space kinds and sampled sides must be ones privgate knows, and
+    its memory cost a number ≥ 0."""
+    for side in sampled:
+        if side not in SAMPLED_SIDES:
+            raise ValueError(f"unknown sampled side {side!r}; expected one of {SAMPLED_SIDES}")
+    if memory_cost is not None and not (isinstance(memory_cost, (int, float)) and memory_cost >= 0):
+        raise ValueError(f"memory_cost must be a number ≥ 0 (units of one encoded frame), got {memory_cost!r}")
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
     for kind in spaces or ():
@@ -252,9 +306,24 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
-def get_metric(name: str) -> MetricSpec:
-    """The registry entry for ``name``; raises :class:`UnknownMetricError` listing known names."""
-    _load_builtin_metrics()
+def unregister_metric(name: str) -> None:
+    """Forget a registered metric (a plugin's, or one a test registered); privgate's own metrics
+    stay."""
+    spec = _REGISTRY.get(name)
+    if spec is not None and not is_builtin(spec):
+        del _REGISTRY[name]
+
+
+def has_baseline(spec: MetricSpec) -> bool:
+    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
+    (which real record each synthetic record came from) have none for holdout records."""
+    return not spec.self_controlled and "pairing" not in spec.needs
+
+
+def registered(name: str) -> MetricSpec:
+    """The entry of metric ``name`` as registered so far (privgate's own metrics only once
+    :mod:`privgate.catalogue` has loaded them); raises :class:`UnknownMetricError` naming the
+    closest and the known names."""
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -266,51 +335,6 @@ def get_metric(name: str) -> MetricSpec:
         ) from None
 
 
-def metric_names(family: str | None = None) -> list[str]:
-    """Registered metric names (registration order), optionally of one family."""
-    _load_builtin_metrics()
-    return [n for n, s in _REGISTRY.items() if family is None or s.family == family]
-
-
-def list_metrics() -> list[dict[str, Any]]:
-    """Every registered metric with family, attack, needs, orientation and reference."""
-    _load_builtin_metrics()
-    return [s.describe() for s in _REGISTRY.values()]
-
-
-def has_baseline(spec: MetricSpec) -> bool:
-    """Self-controlled metrics compare with the holdout themselves; metrics that need a pairing
-    (which real record each synthetic record came from) have none for holdout records."""
-    return not spec.self_controlled and "pairing" not in spec.needs
-
-
-# The modules that register privgate's own metrics, in registration order (the order of
-# metric_names() and of an evaluation's default metrics). They import this module, never the other
-# way round: the registry learns them by name, importing them when a lookup first needs them.
-BUILTIN_METRIC_MODULES = (
-    "privgate.metrics.distance",
-    "privgate.metrics.reconstruction",
-    "privgate.metrics.classifier",
-    "privgate.metrics.statistical",
-    "privgate.metrics.proximity",
-    "privgate.metrics.memorisation",
-    "privgate.metrics.label_free",
-    "privgate.disclosure.metrics",
-    "privgate.attacks.inference",
-    "privgate.attacks.linkability",
-    "privgate.attacks.singling_out",
-)
-_loaded = False
-
-
-def _load_builtin_metrics() -> None:
-    """Import every module of :data:`BUILTIN_METRIC_MODULES` (each registers its metrics when
-    imported) once."""
-    global _loaded
-    if _loaded:
-        return
-    import importlib
-
-    for module in BUILTIN_METRIC_MODULES:
-        importlib.import_module(module)
-    _loaded = True
+def registered_specs() -> list[MetricSpec]:
+    """Every metric registered so far, in registration order."""
+    return list(_REGISTRY.values())

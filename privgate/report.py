@@ -73,7 +73,7 @@ class Report:
 
     def to_polars(self) -> pl.DataFrame:
         """One row per metric: name, family, value, raw, baseline, excess, seconds, error."""
-        from .registry import get_metric
+        from .catalogue import get_metric
 
         rows = []
         for name, r in self.results.items():

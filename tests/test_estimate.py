@@ -18,7 +18,8 @@ from privgate.data import example_path, load_example
 from privgate.options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 from privgate.memory_guard import GIB, estimate_run, estimate_sizes, family_estimates
 from privgate.metrics.classifier import _n_jobs
-from privgate.registry import FAMILIES, get_metric, metric_names
+from privgate.catalogue import get_metric, metric_names
+from privgate.registry import FAMILIES
 
 SAMPLE = str(example_path())
 HOLDOUT = str(example_path("adult_holdout"))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privgate.gates.config import check_name
+from privgate.gates.config_model import check_name
 from privgate.names import identifier, path_component
 
 DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")

@@ -97,6 +97,7 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     needs=("holdout", "sensitive"),
     self_controlled=True,
     spaces=(),
+    memory_cost=2.0,
 )
 def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str] | None = None,
               regression: bool | None = None, tolerance: float = 0.05, n_attacks: int | None = 2000,

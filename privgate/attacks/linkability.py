@@ -59,6 +59,7 @@ def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: t
     needs=("holdout",),
     self_controlled=True,
     spaces=(),
+    memory_cost=2.0,
 )
 def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int | None = 2000,
                 seed: int | None = None) -> MetricResult:

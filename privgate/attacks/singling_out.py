@@ -216,6 +216,7 @@ def _shortfall(n_found: int, n_attacks: int) -> dict[str, str]:
     needs=("holdout",),
     self_controlled=True,
     spaces=(),
+    memory_cost=2.0,
 )
 def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks: int = 500,
                  max_attempts: int | None = None, seed: int | None = None) -> MetricResult:

@@ -31,7 +31,8 @@ from .defaults import (DEFAULT_BACKGROUND, DEFAULT_CONFIDENCE, DEFAULT_RUNS, aut
 from .plan import MIN_RUNS, AuditPlan, look_schedule, make_plan
 from .result import AuditResult
 from .limits import MAX_LOOKS, Clock, check_sizes
-from .runner import Generate, Progress, RunOutcome, Runs, make_run
+from .single_run import Generate, Progress, RunOutcome, make_run
+from .runner import Runs
 from .seeds import seed_int
 from .targets import Targets, canary_targets, select_targets
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import AuditError, InputError
 from .features import FeatureSpace
 from .plan import AuditPlan
-from .runner import Generate, Progress, RunOutcome, make_run
+from .single_run import Generate, Progress, RunOutcome, make_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client

@@ -1,5 +1,5 @@
 """Making the generator runs of an audit: one run (:func:`make_run`: train, sample, features;
-defined in :mod:`privgate.audit.single_run`, re-exported here) and many (:class:`Runs`,
+defined in :mod:`privgate.audit.single_run`) and many (:class:`Runs`,
 :func:`execute`) on worker processes under the audit's deadline. Any other fan-out (Dagster's
 dynamic steps, Kubernetes pods) calls :func:`make_run` on its share of the run numbers with the
 same plan: a run's training set and seed depend on the plan and the run number alone, so every
@@ -18,8 +18,7 @@ from ..threads import resolve_threads
 from .features import FeatureSpace
 from .limits import MAX_WORKERS, Clock
 from .plan import AuditPlan
-from .single_run import (GeneratorExited, Generate, Progress, RunOutcome, _raised_by_privgate,  # noqa: F401
-                         describe_error, make_run)
+from .single_run import GeneratorExited, Generate, Progress, RunOutcome, make_run
 from .workers import THREAD_VARS as _THREAD_VARS, Pool, WorkerDied
 
 

@@ -3,7 +3,7 @@
 :class:`GeneratorExited`).
 
 Below both executors that call it: the worker processes (:mod:`privgate.audit.workers`) and the
-runner that drives them (:mod:`privgate.audit.runner`, which re-exports these names), so the
+runner that drives them (:mod:`privgate.audit.runner`), so the
 workers do not import the runner back.
 """
 

@@ -40,7 +40,7 @@ from ..neighbours import knn, knn_rows
 from ..binning import assign_bins, quantile_edges
 from ..schema import NUMERIC, Schema, check_same_columns, normalise_frame
 from ..spaces import mixed_space
-from .defaults import DEFAULT_TARGETS  # noqa: F401 - re-exported
+from .defaults import DEFAULT_TARGETS
 from .cells import domain_cell_canaries, mode_row
 from .seeds import rng
 

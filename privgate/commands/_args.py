@@ -95,7 +95,7 @@ def exit_usage_errors_with(parser: argparse.ArgumentParser, code: int) -> None:
     """Make ``parser``'s usage errors exit with ``code`` (argparse exits 2, which for the gate and
     audit commands means "block"), printing the usage and the error with its "did you mean"."""
     def usage_error(message: str) -> None:
-        from ..cli import explain_usage_error
+        from ._usage import explain_usage_error
 
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {explain_usage_error(parser, message)}", file=sys.stderr)

@@ -139,7 +139,8 @@ def _add_design_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
     """Where and how long the generator runs are made: workers, executor, deadline, threads."""
-    from ..audit.limits import DEFAULT_DEADLINE, MAX_DEADLINE, MAX_WORKERS
+    from ..audit.limits import DEFAULT_DEADLINE, MAX_WORKERS
+    from ..options import MAX_DEADLINE
 
     p.add_argument("--workers", type=positive_int("--workers", MAX_WORKERS),
                    help="worker processes (default: the thread budget)")
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     SIGTERM — exits 3 with one line. A message is shown only when privgate's own code wrote it;
     otherwise the exception's type alone (the user's code may quote training records, in its
     own exceptions or in privgate's)."""
-    from ..audit.runner import _raised_by_privgate
+    from ..audit.single_run import _raised_by_privgate
     from ..errors import PrivgateError
 
     previous = _on_sigterm()

@@ -161,7 +161,7 @@ def _metrics(args: argparse.Namespace, config, *, has_holdout: bool) -> tuple[li
     """(the metrics estimated, whether the holdout baselines are counted)."""
     from ..errors import ParameterError
     from ..gates.plan import evaluation_plan
-    from ..registry import get_metric, metric_names
+    from ..catalogue import get_metric, metric_names
 
     if args.metrics is None:
         plan = evaluation_plan(config, has_holdout)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                       baseline=args.baseline or (holdout is not None and args.real is None),
                       progress=not args.quiet, options=run_options(args))
     rows = []
-    from ..registry import get_metric
+    from ..catalogue import get_metric
 
     for name, r in report.results.items():
         rows.append([name, get_metric(name).family, r.value, r.raw, r.baseline, r.excess, round(r.seconds, 3)])

@@ -128,9 +128,9 @@ def _run(args: argparse.Namespace) -> int:
             if outcome.recorded:
                 print(f"history: run {outcome.run_id} recorded in {history!r}", file=sys.stderr)
     except BrokenPipeError:
-        from ..cli import _silence_stdout
+        from ._usage import silence_stdout
 
-        _silence_stdout()  # a reader that stopped early does not change the decision
+        silence_stdout()  # a reader that stopped early does not change the decision
     if outcome.worker is not None and outcome.worker.is_alive():
         # a run stopped at its deadline whose worker is still inside one native call: the blocked
         # outcome is recorded and printed; end the process now rather than wait for that call
@@ -149,7 +149,7 @@ def _config_problem(config, args: argparse.Namespace) -> str | None:
     invalid, or None: validated before anything else so a typo is reported in a second."""
     from ..errors import ConfigError
     from ..gates.config import resolve_gate_config
-    from ..gates.outcome import safe_message
+    from ..gates.checks import safe_message
 
     try:
         resolve_gate_config(config, args.dataset).with_options(run_options(args))

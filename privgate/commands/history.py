@@ -111,7 +111,7 @@ def _check_metric(store, dataset: str | None, metric: str) -> None:
     """An unknown ``--metric`` is an error naming it (not an empty table): known means
     registered, or stored in this history (a custom metric of another installation)."""
     from ..errors import UnknownMetricError
-    from ..registry import metric_names
+    from ..catalogue import metric_names
     from ..suggest import did_you_mean
 
     stored = set(store.metric_history(dataset)["metric"].to_list()) if dataset else set()

@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..registry import list_metrics
+    from ..catalogue import list_metrics
 
     metrics = list_metrics()
     families = sorted({m["family"] for m in metrics})

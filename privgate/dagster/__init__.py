@@ -33,15 +33,15 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "privgate.dagster needs Dagster: pip install 'privgate[dagster]'") from exc
 
 _EXPORTS = {
-    "PrivgateResource": ".resource",
-    "PrivgateRunConfig": ".checks",
-    "build_privgate_checks": ".checks",
+    "PrivgateResource": ".privgate_resource",
+    "PrivgateRunConfig": ".build_checks",
+    "build_privgate_checks": ".build_checks",
     "build_privgate_family_checks": ".family",
     "build_privgate_scorecards": ".scorecard",
     "build_privgate_latest_release": ".latest",
     "build_definitions": ".definitions",
     "build_executor": ".definitions",
-    "DataLocations": ".resources",
+    "DataLocations": ".data_locations",
     "PolarsParquetIOManager": ".io_manager",
     "build_generator_audit": ".audit",
     "build_audit_required_check": ".audit_check",

@@ -27,8 +27,8 @@ from privgate.schema import dtype_name
 
 from .metadata import frame_digest
 from .partitions import releases_partitions
-from .resource import PrivgateResource
-from .resources import DataLocations
+from .privgate_resource import PrivgateResource
+from .data_locations import DataLocations
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig

@@ -101,7 +101,7 @@ from .audit_files import (
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privgate.audit.runner import Generate
+    from privgate.audit.single_run import Generate
 
 GROUP = "privgate_audit"
 STEPS = ("plan", "runs", "analyse")
@@ -249,15 +249,17 @@ class AuditSpec:
 
     def folder_of(self, context: Any) -> Path:
         """The work folder of this run and version."""
-        return self.translator.get_audit_work_folder(self.resource(context).work_dir, context.run,
-                                                     self.name, context.partition_key)
+        return self.translator.get_path({"kind": "audit_folder", "work_dir": self.resource(context).work_dir,
+                                         "run": context.run, "audit": self.name,
+                                         "version": context.partition_key})
 
     def op_kwargs(self, step: str) -> dict[str, Any]:
         """Name, resources, tags and description of op ``step``."""
-        return dict(name=self.translator.get_audit_op_name(self.name, step),
+        return dict(name=self.translator.get_name({"kind": "audit_op", "audit": self.name, "step": step}),
                     required_resource_keys={self.resource_key}, tags=self.tags.get(step, {}),
-                    description=self.translator.get_audit_step_description(
-                        self.name, step, self.runs, self.chunk_size))
+                    description=self.translator.get_description(
+                        {"kind": "audit_op", "audit": self.name, "step": step, "runs": self.runs,
+                         "chunk_size": self.chunk_size}))
 
 
 def _audit_asset(spec: AuditSpec, partitions_def: dg.PartitionsDefinition, group_name: str,
@@ -265,8 +267,9 @@ def _audit_asset(spec: AuditSpec, partitions_def: dg.PartitionsDefinition, group
     plan, runs, analyse = _plan_op(spec), _runs_op(spec), _analyse_op(spec)
     asset_kwargs: dict[str, Any] = dict(
         name=spec.name, partitions_def=partitions_def, group_name=group_name, kinds={"privgate"},
-        description=spec.translator.get_audit_description(spec.label, spec.runs, spec.chunk_size,
-                                                          spec.claimed_epsilon),
+        description=spec.translator.get_description(
+            {"kind": "audit", "label": spec.label, "runs": spec.runs, "chunk_size": spec.chunk_size,
+             "claimed_epsilon": spec.claimed_epsilon}),
         metadata={"claimed_epsilon": spec.claimed_epsilon if spec.claimed_epsilon is not None else "none",
                   "runs": spec.runs, "chunk_size": spec.chunk_size, "seed": seed})
     if spec.real_key is not None:
@@ -384,8 +387,8 @@ def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
         context.log.info(f"privgate audit {spec.name} of version {version!r}:\n{result.summary()}\n"
                          f"{outcome.table()}")
         return dg.Output(result.to_polars(), metadata={
-            **spec.translator.get_audit_decision_metadata(outcome),
-            **spec.translator.get_audit_metadata(result),
+            **spec.translator.get_metadata({"kind": "audit_decision", "outcome": outcome}),
+            **spec.translator.get_metadata({"kind": "audit", "result": result}),
             "audit_json": dg.MetadataValue.path(str(saved))})
 
     return _analyse
@@ -394,8 +397,9 @@ def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
 def _save_and_record(spec: AuditSpec, resource: Any, result: Any, outcome: Any, version: str,
                      run_id: str) -> Path:
     """Save the AuditResult JSON and record the decided audit in the score history."""
-    saved = spec.translator.get_audit_result_path(resource.reports_dir, resource.work_dir, spec.name,
-                                                  version, run_id).absolute()
+    saved = spec.translator.get_path(
+        {"kind": "audit_result", "reports_dir": resource.reports_dir, "work_dir": resource.work_dir,
+         "audit": spec.name, "version": version, "run_id": run_id}).absolute()
     saved.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(saved, result.to_json())
     if spec.record:
@@ -422,7 +426,7 @@ def _remove_work_folder(folder: Path) -> None:
 
 def _versions(name: str, versions: Any, translator: PrivgateTranslator) -> dg.PartitionsDefinition:
     if versions is None:
-        return dg.DynamicPartitionsDefinition(name=translator.get_audit_versions_name(name))
+        return dg.DynamicPartitionsDefinition(name=translator.get_name({"kind": "audit_versions", "audit": name}))
     if isinstance(versions, dg.PartitionsDefinition):
         return versions
     if isinstance(versions, str):

@@ -62,7 +62,8 @@ def build_audit_required_check(
         else dg.AssetKey.from_coercible(audit_asset)
     spec = _spec(name, key, audit_key, partitions_def, blocking, translator)
 
-    @dg.multi_asset_check(specs=[spec], name=translator.get_audit_check_op_name(name, key),
+    @dg.multi_asset_check(specs=[spec], name=translator.get_name(
+        {"kind": "audit_check", "check_name": name, "asset_key": key}),
                           description=spec.description)
     def _audit_required(context: dg.AssetCheckExecutionContext):
         partition = context.partition_key if context.has_partition_key else None
@@ -104,7 +105,8 @@ def _spec(name: str, key: dg.AssetKey, audit_key: dg.AssetKey, partitions_def: A
         warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
         return dg.AssetCheckSpec(
             name, asset=key, blocking=blocking, additional_deps=[audit_key],  # lineage: audit → check
-            description=translator.get_audit_check_description(key, audit_key), **spec_kwargs)
+            description=translator.get_description(
+                {"kind": "audit_check", "asset_key": key, "audit_key": audit_key}), **spec_kwargs)
 
 
 def _version(context: Any, key: dg.AssetKey, partition: str | None,

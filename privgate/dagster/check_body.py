@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import dagster as dg
 
-from .asset_keys import asset_key_and_partitions  # noqa: F401  (also imported from here)
-from .gate_checks import DECISION_CHECK, check_results, check_specs, rule_checks
-from .translator import PrivgateTranslator
+from .asset_keys import asset_key_and_partitions
+from .rule_checks import DECISION_CHECK, check_results, check_specs, rule_checks
+from .translator import PrivgateTranslator, named_check_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig
@@ -56,15 +56,16 @@ class CheckTarget:
 
     def names(self) -> dict[str, str]:
         """privgate's check name → the translator's, for the decision and every rule."""
-        names = {DECISION_CHECK: self.translator.get_check_name(self.key, None)}
-        names.update({rc.name: self.translator.get_check_name(self.key, rc) for rc in rule_checks(self.cfg)})
+        names = {DECISION_CHECK if rc is None else rc.name:
+                 self.translator.get_name({"kind": "check", "asset_key": self.key, "rule": rc})
+                 for rc in [None, *rule_checks(self.cfg)]}
         return names
 
     def specs(self) -> list[dg.AssetCheckSpec]:
         """The declared checks (the rules that apply with / without a holdout, as the translator
         names and describes them)."""
         rules = {rc.name: rc for rc in rule_checks(self.cfg)}
-        return [self.translator.get_check_spec(self.key, rules.get(spec.name), spec)
+        return [named_check_spec(self.translator, self.key, rules.get(spec.name), spec)
                 for spec in check_specs(self.cfg, self.key, partitions_def=self.partitions_def,
                                         has_holdout=self.holdout)]
 
@@ -96,7 +97,8 @@ def gate_release(context: Any, release: Any, config: Any, target: CheckTarget, *
         f"privgate gate on release {release_id!r}{split}: {outcome.decision} (exit code "
         f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
     log_scorecard(context, resource, target, outcome, partition, reports)
-    extra = target.translator.get_decision_metadata(target.key, reports, steps)
+    extra = target.translator.get_metadata({"kind": "check", "asset_key": target.key, "reports": reports,
+                                            "steps": steps})
     from .latest_report import report_latest_release
 
     report_latest_release(context, target, outcome, partition, extra)

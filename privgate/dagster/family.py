@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import dagster as dg
 
 from .check_body import CheckTarget, gate_config_of, gate_release
-from .checks import PrivgateRunConfig
+from .build_checks import PrivgateRunConfig
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,12 +69,12 @@ def default_steps(cfg: "GateConfig",
     """One step per registry family of ``cfg``'s metrics (configuration order): step name
     (:meth:`PrivgateTranslator.get_step_name`: the family as a Python identifier) → that
     family's name."""
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     steps: dict[str, list[str]] = {}
     for name in cfg.metrics:
         family = get_metric(name).family
-        steps.setdefault(translator.get_step_name(family), [family])
+        steps.setdefault(translator.get_name({"kind": "step", "family": family}), [family])
     return steps
 
 
@@ -82,7 +82,7 @@ def step_of(metric: str, steps: Mapping[str, Sequence[str]]) -> str | None:
     """The step that evaluates ``metric``: the step naming it, else the step naming its registry
     family; None when no step does (or the metric is unknown)."""
     from privgate.errors import UnknownMetricError
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     for step, members in steps.items():
         if metric in members:
@@ -95,7 +95,8 @@ def step_of(metric: str, steps: Mapping[str, Sequence[str]]) -> str | None:
 
 
 def _check_steps(steps: Mapping[str, Sequence[str]], cfg: "GateConfig") -> dict[str, list[str]]:
-    from privgate.registry import FAMILIES, get_metric
+    from privgate.catalogue import get_metric
+    from privgate.registry import FAMILIES
 
     out: dict[str, list[str]] = {}
     owner: dict[str, str] = {}
@@ -164,7 +165,7 @@ def build_privgate_family_checks(
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
             f"build_privgate_family_checks: step_threads for unknown steps {unknown}")
-    pool_name = pool if pool is not None else translator.get_pool(cfg.dataset)
+    pool_name = pool if pool is not None else translator.get_name({"kind": "pool", "dataset": cfg.dataset})
     return [_family_checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), plan_steps,
                                tags, dict(step_threads or {}), retry_policy, pool_name, name_prefix)
             for a in assets]
@@ -176,10 +177,12 @@ def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
                        name_prefix: str) -> dg.AssetChecksDefinition:
     key, translator = target.key, target.translator
     specs_by_output = {spec.get_python_identifier(): spec for spec in target.specs()}
-    step_ops = {step: _step_op(translator.get_step_op_name(key, step, name_prefix), step, target, steps,
+    step_ops = {step: _step_op(translator.get_name(
+        {"kind": "step_op", "asset_key": key, "step": step, "name_prefix": name_prefix}), step, target, steps,
                                tags.get(step), threads.get(step), retry_policy)
                 for step in steps}
-    join = _join_op(translator.get_step_op_name(key, GATE_STEP, name_prefix), target, steps,
+    join = _join_op(translator.get_name(
+        {"kind": "step_op", "asset_key": key, "step": GATE_STEP, "name_prefix": name_prefix}), target, steps,
                     specs_by_output, tags.get(GATE_STEP), pool)
 
     def config_fn(config: Any) -> dict[str, Any]:
@@ -187,10 +190,11 @@ def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
         values = {k: v for k, v in values.items() if v is not None}
         return {op.name: {"config": values} for op in (*step_ops.values(), join)}
 
-    @dg.graph(name=translator.get_op_name(key, name_prefix), ins={"release": dg.GraphIn()},
+    @dg.graph(name=translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}),
+              ins={"release": dg.GraphIn()},
               out={name: dg.GraphOut() for name in specs_by_output},
               config=dg.ConfigMapping(config_fn=config_fn, config_schema=PrivgateRunConfig.to_config_schema()),
-              description=translator.get_graph_description(key, list(steps)))
+              description=translator.get_description({"kind": "op", "asset_key": key, "steps": list(steps)}))
     def _graph(release):
         done = {f"after_{step}": op(release) for step, op in step_ops.items()}
         outs = join(release=release, **done)
@@ -205,7 +209,8 @@ def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
 
 def _work_folder(target: CheckTarget, resource: Any, context: Any) -> Path:
     """Where the steps of this run leave results (:meth:`PrivgateTranslator.get_step_work_folder`)."""
-    return target.translator.get_step_work_folder(resource.work_dir, context.run, target.key)
+    return target.translator.get_path({"kind": "step_folder", "work_dir": resource.work_dir,
+                                     "run": context.run, "asset_key": target.key})
 
 
 def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list[str]],
@@ -215,7 +220,8 @@ def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list
 
     @dg.op(name=op_name, ins={"release": dg.In()}, out=dg.Out(dg.Nothing),
            required_resource_keys={target.resource_key}, tags=dict(tags or {}), retry_policy=retry_policy,
-           description=target.translator.get_step_description(target.key, steps[step]))
+           description=target.translator.get_description(
+               {"kind": "step_op", "asset_key": target.key, "step": step, "members": steps[step]}))
     def _evaluate_step(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
         resource = getattr(context.resources, target.resource_key)
         folder = _work_folder(target, resource, context)
@@ -373,7 +379,7 @@ def _join_op(op_name: str, target: CheckTarget, steps: dict[str, list[str]],
            ins={"release": dg.In(), **{f"after_{s}": dg.In(dg.Nothing) for s in steps}},
            out={name: dg.Out(dg.Nothing, is_required=False) for name in specs_by_output},
            required_resource_keys={target.resource_key}, tags=dict(tags or {}), pool=pool,
-           description=target.translator.get_join_description(target.key))
+           description=target.translator.get_description({"kind": "join", "asset_key": target.key}))
     def _gate(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
         resource = getattr(context.resources, target.resource_key)
         folder = _work_folder(target, resource, context)

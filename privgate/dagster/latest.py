@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import dagster as dg
 
 from .asset_keys import asset_key_and_partitions
-from .latest_report import replay_newest, report_latest_release  # noqa: F401  (also imported from here)
-from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
+from .latest_report import replay_newest
+from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator, named_check_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from .check_body import CheckTarget
@@ -48,10 +48,10 @@ def build_privgate_latest_release(
         key, partitions_def = asset_key_and_partitions(asset)
         if partitions_def is None:
             continue
-        view = translator.get_latest_release_key(key)
+        view = translator.get_asset_key({"kind": "latest_release", "asset_key": key})
         target = CheckTarget.of(asset, cfg, resource_key, translator, holdout)
         out.append(dg.AssetSpec(key=view, deps=[key], group_name=group_name, kinds={"privgate"},
-                                description=translator.get_latest_release_description(key)))
+                                description=translator.get_description({"kind": "latest_release", "asset_key": key})))
         out.append(_view_checks(target, view))
     return out
 
@@ -84,11 +84,11 @@ def _view_checks(target: "CheckTarget", view: dg.AssetKey) -> dg.AssetChecksDefi
 
 def _unpartitioned_specs(target: "CheckTarget", view: dg.AssetKey) -> list[dg.AssetCheckSpec]:
     """The release asset's check specs, on the view and unpartitioned."""
-    from .gate_checks import check_specs, rule_checks
+    from .rule_checks import check_specs, rule_checks
 
     rules = {rc.name: rc for rc in rule_checks(target.cfg)}
-    return [target.translator.get_check_spec(view, rules.get(spec.name), spec)
+    return [named_check_spec(target.translator, view, rules.get(spec.name), spec)
             for spec in check_specs(target.cfg, view, partitions_def=None, has_holdout=target.holdout)]
 
 
-__all__ = ["build_privgate_latest_release", "replay_newest", "report_latest_release"]
+__all__ = ["build_privgate_latest_release"]

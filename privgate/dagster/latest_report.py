@@ -21,7 +21,7 @@ def report_latest_release(context: Any, target: Any, outcome: "GateOutcome",
     whether it reported. Never raises: the gate decided."""
     if partition is None or target.partitions_def is None:
         return False
-    view = target.translator.get_latest_release_key(target.key)
+    view = target.translator.get_asset_key({"kind": "latest_release", "asset_key": target.key})
     try:
         instance = context.instance
         if not _defined(context, view):

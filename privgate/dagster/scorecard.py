@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 import dagster as dg
 
 from privgate.finite import finite_or_none as finite
+from privgate.gates.rule_kinds import rule_kind
 from privgate.gates.rules import check_quantity
 
-from .gate_checks import DECISION_CODES, rule_checks, significant
+from .rule_checks import DECISION_CODES, rule_checks, significant
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +39,6 @@ HISTORY_ROWS = 20
 MAX_TREND_CHARTS = 16
 # a release's decision as the scorecard's tables write it: a blocked release says BLOCKED
 DECIDED = {"pass": "passed", "warn": "WARNED", "block": "BLOCKED"}
-_QUANTITY = {"threshold": "", "baseline": " excess", "trend": " increase", "test": " p-value"}
 
 
 def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None = None,
@@ -46,22 +46,23 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
     """The scorecard asset of every release asset in ``assets`` (the same assets and translator
     given to :func:`~privgate.dagster.build_privgate_checks`), to list among the Definitions'
     assets. The checks materialise it after every gate run; it is partitioned like the release
-    asset. Its key and description: :meth:`PrivgateTranslator.get_scorecard_key` and
-    :meth:`~PrivgateTranslator.get_scorecard_description`."""
+    asset. Its key and description: :meth:`PrivgateTranslator.get_asset_key` and
+    :meth:`~PrivgateTranslator.get_description` of kind ``scorecard``."""
     from .asset_keys import asset_key_and_partitions
 
     specs = []
     for asset in assets:
         key, partitions_def = asset_key_and_partitions(asset)
         specs.append(dg.AssetSpec(
-            key=translator.get_scorecard_key(key), partitions_def=partitions_def, group_name=group_name,
-            kinds={"privgate"}, description=translator.get_scorecard_description(key)))
+            key=translator.get_asset_key({"kind": "scorecard", "asset_key": key}), partitions_def=partitions_def,
+            group_name=group_name, kinds={"privgate"},
+            description=translator.get_description({"kind": "scorecard", "asset_key": key})))
     return specs
 
 
 def rule_label(metric: str, kind: str) -> str:
     """The scorecard's name of a rule's number: the metric, and what the rule compares."""
-    return f"{metric}{_QUANTITY.get(kind, ' ' + kind)}"
+    return f"{metric}{rule_kind(kind).scorecard}"
 
 
 def reason(outcome: "GateOutcome") -> str:
@@ -146,7 +147,8 @@ def scorecard_materialization(
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
-        asset_key=translator.get_scorecard_key(asset_key), partition=partition, metadata=md,
+        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}), partition=partition,
+        metadata=md,
         description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import dagster as dg
 
 from .partitions import RELEASES_PARTITIONS_NAME, releases_partitions
-from .resources import DataLocations
+from .data_locations import DataLocations
 
 
 def build_releases_sensor(
@@ -34,7 +34,7 @@ def build_releases_sensor(
 
     ``asset_selection`` / ``asset_check_keys``: what each run executes (default: the whole job);
     the bundled Definitions leave out the checks of rules that do not apply (see
-    :func:`privgate.dagster.checks.applicable_check_keys`)."""
+    :func:`privgate.dagster.build_checks.applicable_check_keys`)."""
 
     @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
                default_status=default_status,

@@ -5,22 +5,57 @@ Every factory of :mod:`privgate.dagster` (:func:`~privgate.dagster.build_privgat
 :func:`~privgate.dagster.build_privgate_scorecards`,
 :func:`~privgate.dagster.build_generator_audit`,
 :func:`~privgate.dagster.build_audit_required_check`,
-:func:`~privgate.dagster.build_definitions`) takes ``translator=`` and asks it for the names of
-the checks, ops, graphs and concurrency pools, for the work folders of split evaluations and
-audits, and for the descriptions and metadata it attaches — as ``dagster-dbt``'s
-``DagsterDbtTranslator`` does for dbt models. Subclass it and override a method to change one
-of them everywhere it is used::
+:func:`~privgate.dagster.build_definitions`) takes ``translator=`` and asks it, as
+``dagster-dbt``'s ``DagsterDbtTranslator`` is asked about a dbt node, one question per attribute
+of one thing it builds: its asset key, its name, its description, its metadata, and — for the
+files steps leave each other — its path. Each method takes the thing's properties, a mapping
+whose ``"kind"`` says what is built (the table below) and whose other keys describe it. Subclass
+it and override a method to change that attribute wherever it is used::
 
     class MyTranslator(PrivgateTranslator):
-        def get_check_name(self, asset_key, rule):
-            return "privacy_" + super().get_check_name(asset_key, rule)
+        def get_name(self, props):
+            name = super().get_name(props)
+            return "privacy_" + name if props["kind"] == "check" else name
 
     checks = build_privgate_checks(assets=[my_release], translator=MyTranslator())
 
-The defaults are privgate's own names; derived names are ASCII only
-(:func:`privgate.names.identifier`, :func:`privgate.names.path_component`). The check names
-default to the gate rules' names that the GX suites built from the same configuration use too,
-and :func:`~privgate.dagster.audit_check.audit_passes` reads the audit decision's metadata keys: a
+=================  ==================================================  =========================
+kind               the thing (its other properties)                    asked for
+=================  ==================================================  =========================
+``check``          a gate check (``asset_key``; ``rule``: a gate rule,  name, metadata (the
+                   None for ``gate_decision``; for metadata            ``gate_decision`` result's)
+                   ``reports``, ``steps``)
+``pool``           the concurrency pool of a dataset (``dataset``)     name
+``op``             the check op or by-family graph (``asset_key``,     name, description
+                   ``name_prefix``; ``steps`` for the graph)
+``step``           a metric family's step (``family``)                 name
+``step_op``        one op of a by-family graph (``asset_key``,         name, description
+                   ``step``, ``name_prefix``; ``members``)
+``join``           the join op of a by-family graph (``asset_key``)    description
+``step_folder``    a by-family run's work folder (``work_dir``,        path
+                   ``run``, ``asset_key``)
+``scorecard``      a release asset's scorecard (``asset_key``)         asset key, description
+``latest_release`` a partitioned release's newest-release view         asset key, description
+                   (``asset_key``)
+``audit``          a generator audit asset (``label``, ``runs``,       description, metadata
+                   ``chunk_size``, ``claimed_epsilon``; ``result``)
+``audit_decision`` an audit's decision (``outcome``)                   metadata
+``audit_op``       one op of an audit (``audit``, ``step``, ``runs``,  name, description
+                   ``chunk_size``)
+``audit_versions`` an audit's generator versions (``audit``)           name
+``audit_folder``   an audit run's work folder (``work_dir``, ``run``,  path
+                   ``audit``, ``version``)
+``audit_result``   an audit's saved result (``reports_dir``,           path
+                   ``work_dir``, ``audit``, ``version``, ``run_id``)
+``audit_check``    the audit-required check (``check_name``,           name, description
+                   ``asset_key``, ``audit_key``)
+=================  ==================================================  =========================
+
+Asking for an attribute a kind does not have raises ``ValueError`` naming both. The defaults
+are privgate's own names; derived names are ASCII only (:func:`privgate.names.identifier`,
+:func:`privgate.names.path_component`). The check names default to the gate rules' names that
+the GX suites built from the same configuration use too, and
+:func:`~privgate.dagster.audit_check.audit_passes` reads the audit decision's metadata keys: a
 translator that renames them gives up that agreement.
 """
 
@@ -28,185 +63,197 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import dagster as dg
 
+from privgate.gates.config_model import Rule
 from privgate.names import identifier, path_component
 
-from privgate.gates.config import Rule
+from .rule_checks import DECISION_CHECK
 
-from .gate_checks import DECISION_CHECK
+Props = Mapping[str, Any]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from privgate.audit import AuditResult
 
 class PrivgateTranslator:
-    """Names, descriptions, folders and metadata of privgate's Dagster definitions (see the
-    module docstring). Stateless: one instance serves any number of factories."""
+    """Asset keys, names, descriptions, metadata and paths of privgate's Dagster definitions (see
+    the module docstring). Stateless: one instance serves any number of factories."""
 
-    # --- the gate's checks -----------------------------------------------------------------------
+    def get_asset_key(self, props: Props) -> dg.AssetKey:
+        """The asset key of a ``scorecard`` (``<release asset key>_privacy_scorecard``) or a
+        ``latest_release`` view (``<release asset key>_latest_release``) of ``props["asset_key"]``."""
+        suffix = _choose("asset key", props, {"scorecard": "_privacy_scorecard",
+                                              "latest_release": "_latest_release"})
+        key = dg.AssetKey.from_coercible(props["asset_key"])
+        return dg.AssetKey([*key.path[:-1], key.path[-1] + suffix])
 
-    def get_check_name(self, asset_key: dg.AssetKey, rule: Rule | None) -> str:
-        """The asset-check name of one gate rule on ``asset_key`` (``<metric>__<kind>_<severity>``),
-        or of the overall decision when ``rule`` is None (``gate_decision``)."""
-        return DECISION_CHECK if rule is None else rule.name
+    def get_name(self, props: Props) -> str:
+        """The name of a check (``<metric>__<kind>_<severity>``, ``gate_decision``), pool
+        (``privgate_<dataset>``), op or graph (``<prefix>_<asset>``), step (the family as a Python
+        identifier), step op (``<prefix>_<asset>__<step>``), audit op (``<audit>__<step>``),
+        audit versions (``<audit>_versions``) or audit-required check op."""
+        return _choose("name", props, {
+            "check": _check_name, "pool": _pool_name, "op": _op_name, "step": _step_name,
+            "step_op": lambda p: f"{_op_name(p)}__{p['step']}",
+            "audit_op": lambda p: f"{p['audit']}__{p['step']}",
+            "audit_versions": lambda p: f"{p['audit']}_versions",
+            "audit_check": lambda p: f"{identifier(p['check_name'])}_{p['asset_key'].to_python_identifier()}",
+        })(props)
 
-    def get_check_spec(self, asset_key: dg.AssetKey, rule: Rule | None,
-                       spec: dg.AssetCheckSpec) -> dg.AssetCheckSpec:
-        """The spec declared for one check. ``spec`` is privgate's (blocking for ``block``
-        rules and the decision, the rule's description and metadata); the default names it with
-        :meth:`get_check_name`."""
-        return spec._replace(name=self.get_check_name(asset_key, rule))
+    def get_description(self, props: Props) -> str:
+        """The description the Dagster UI shows for an op, graph, step op, join, scorecard,
+        latest-release view, audit, audit op or audit-required check."""
+        return _choose("description", props, {
+            "op": _op_description, "step_op": _step_description, "join": _join_description,
+            "scorecard": _scorecard_description, "latest_release": _latest_release_description,
+            "audit": _audit_description, "audit_op": _audit_op_description,
+            "audit_check": _audit_check_description,
+        })(props)
 
-    def get_pool(self, dataset: str) -> str:
-        """The Dagster concurrency pool of a dataset's gate steps (``privgate_<dataset>``)."""
-        return f"privgate_{identifier(dataset, 'dataset')}"
+    def get_metadata(self, props: Props) -> dict[str, Any]:
+        """The metadata a result carries besides privgate's own numbers: on ``gate_decision``
+        (kind ``check``) the reports' paths and, by family, the number of evaluation steps; on an
+        ``audit`` the numbers a person plots across versions; on an ``audit_decision`` the audit
+        rules' decision, which a release check reads."""
+        return _choose("metadata", props, {
+            "check": _decision_metadata, "audit": _audit_metadata, "audit_decision": _audit_decision_metadata,
+        })(props)
 
-    def get_op_name(self, asset_key: dg.AssetKey, name_prefix: str = "privgate") -> str:
-        """The check op (single step) or graph (by family) of ``asset_key``: ``<prefix>_<asset>``;
-        the launchpad's ``ops: <this name>: config:`` key."""
-        return f"{name_prefix}_{asset_key.to_python_identifier()}"
+    def get_path(self, props: Props) -> Path:
+        """Where steps leave files: a by-family run's work folder (``<work root>/<root run id>/
+        <asset>``), an audit run's (``<work root>/<root run id>/<audit>/<version>``), an audit's
+        saved result (``<reports_dir>/audits/<audit>/<version>/<run id>.json``). The work root is
+        ``work_dir``, else ``<temp dir>/privgate-steps`` (one machine only)."""
+        return _choose("path", props, {
+            "step_folder": lambda p: _run_folder(p) / p["asset_key"].to_python_identifier(),
+            "audit_folder": lambda p: _run_folder(p) / p["audit"] / path_component(p["version"], "version"),
+            "audit_result": _audit_result_path,
+        })(props)
 
-    def get_step_op_name(self, asset_key: dg.AssetKey, step: str, name_prefix: str = "privgate") -> str:
-        """One op of a by-family evaluation (an evaluation step or the join ``gate``)."""
-        return f"{self.get_op_name(asset_key, name_prefix)}__{step}"
 
-    def get_step_name(self, family: str) -> str:
-        """The default step name of a metric family (the family as a Python identifier)."""
-        return identifier(family, "dataset")
+def named_check_spec(translator: PrivgateTranslator, asset_key: dg.AssetKey, rule: Rule | None,
+                     spec: dg.AssetCheckSpec) -> dg.AssetCheckSpec:
+    """privgate's spec of one check (blocking for ``block`` rules and the decision, the rule's
+    description and metadata) under the translator's check name."""
+    return spec._replace(name=translator.get_name({"kind": "check", "asset_key": asset_key, "rule": rule}))
 
-    def get_op_description(self, asset_key: dg.AssetKey) -> str:
-        """Description of the single-step check op."""
-        return f"privgate privacy gate on {asset_key.to_user_string()}"
 
-    def get_graph_description(self, asset_key: dg.AssetKey, steps: Sequence[str]) -> str:
-        """Description of the by-family graph."""
-        return (f"privgate privacy gate on {asset_key.to_user_string()}, one step per metric "
-                f"family ({', '.join(steps)}) and a join step that decides")
+def _choose(attribute: str, props: Props, by_kind: Mapping[str, Any]) -> Any:
+    """What ``by_kind`` holds for ``props["kind"]``; a kind without that attribute raises."""
+    kind = props.get("kind")
+    if kind not in by_kind:
+        raise ValueError(f"the translator gives no {attribute} for a {kind!r}; it gives one for: "
+                         f"{', '.join(by_kind)}")
+    return by_kind[kind]
 
-    def get_step_description(self, asset_key: dg.AssetKey, members: Sequence[str]) -> str:
-        """Description of one evaluation step (``members``: its metrics and families)."""
-        return (f"privgate: evaluate the {', '.join(members)} metrics of the gate on "
-                f"{asset_key.to_user_string()}")
 
-    def get_join_description(self, asset_key: dg.AssetKey) -> str:
-        """Description of the join step of a by-family evaluation."""
-        return f"privgate: gate {asset_key.to_user_string()} on the results of the family steps"
+# --- the defaults, one per kind ---------------------------------------------------------------
 
-    def get_decision_metadata(self, asset_key: dg.AssetKey, reports: Mapping[str, Any],
-                              steps: int | None = None) -> dict[str, Any]:
-        """What the ``gate_decision`` result carries besides the gate's own numbers: the paths
-        of the reports written and, by family, the number of evaluation steps."""
-        md: dict[str, Any] = {f"{kind}_report": dg.MetadataValue.path(str(path))
-                              for kind, path in reports.items()}
-        if steps is not None:
-            md["evaluation_steps"] = dg.MetadataValue.int(steps)
-        return md
+def _check_name(p: Props) -> str:
+    return DECISION_CHECK if p.get("rule") is None else p["rule"].name
 
-    # --- work folders ----------------------------------------------------------------------------
 
-    def get_work_root(self, work_dir: str | None) -> Path:
-        """Where steps leave files for later steps: ``work_dir``, else
-        ``<temp dir>/privgate-steps`` (one machine only)."""
-        return Path(work_dir) if work_dir else Path(tempfile.gettempdir()) / "privgate-steps"
+def _pool_name(p: Props) -> str:
+    return f"privgate_{identifier(p['dataset'], 'dataset')}"
 
-    def get_step_work_folder(self, work_dir: str | None, run: Any, asset_key: dg.AssetKey) -> Path:
-        """Where the steps of one by-family run (and its re-executions: the root run id) leave
-        their results for the join."""
-        return (self.get_work_root(work_dir) / (run.root_run_id or run.run_id)
-                / asset_key.to_python_identifier())
 
-    def get_audit_work_folder(self, work_dir: str | None, run: Any, name: str, version: str) -> Path:
-        """Where the steps of one audit run (and its re-executions) leave files."""
-        return (self.get_work_root(work_dir) / (run.root_run_id or run.run_id) / name
-                / path_component(version, "version"))
+def _op_name(p: Props) -> str:
+    return f"{p.get('name_prefix', 'privgate')}_{p['asset_key'].to_python_identifier()}"
 
-    def get_audit_result_path(self, reports_dir: str | None, work_dir: str | None, name: str,
-                              version: str, run_id: str) -> Path:
-        """Where an audit's AuditResult JSON is saved: ``<reports_dir>/audits/<name>/<version>/
-        <run id>.json`` (without ``reports_dir``: under the work root)."""
-        root = Path(reports_dir) if reports_dir else self.get_work_root(work_dir)
-        return root / "audits" / name / path_component(version, "version") / f"{run_id}.json"
 
-    # --- scorecards ------------------------------------------------------------------------------
+def _step_name(p: Props) -> str:
+    return identifier(p["family"], "dataset")
 
-    def get_scorecard_key(self, asset_key: Any) -> dg.AssetKey:
-        """The scorecard asset of a release asset: ``<release asset key>_privacy_scorecard``."""
-        key = dg.AssetKey.from_coercible(asset_key)
-        return dg.AssetKey([*key.path[:-1], key.path[-1] + "_privacy_scorecard"])
 
-    def get_scorecard_description(self, asset_key: dg.AssetKey) -> str:
-        """Description of the scorecard asset of ``asset_key``."""
-        return (f"privgate privacy scorecard of {asset_key.to_user_string()}: the gate decision, the "
-                "blocking rules' numbers and the reason for a block, per release (materialised "
-                "by the privgate checks after every gate run; Metadata → Plots draws each "
-                "number across releases, the Partitions tab lists the releases)")
+def _op_description(p: Props) -> str:
+    where = p["asset_key"].to_user_string()
+    if p.get("steps") is None:
+        return f"privgate privacy gate on {where}"
+    return (f"privgate privacy gate on {where}, one step per metric family ({', '.join(p['steps'])}) "
+            "and a join step that decides")
 
-    def get_latest_release_key(self, asset_key: Any) -> dg.AssetKey:
-        """The latest-release view of a partitioned release asset: ``<release asset key>_latest_release``
-        (:mod:`privgate.dagster.latest`)."""
-        key = dg.AssetKey.from_coercible(asset_key)
-        return dg.AssetKey([*key.path[:-1], key.path[-1] + "_latest_release"])
 
-    def get_latest_release_description(self, asset_key: dg.AssetKey) -> str:
-        """Description of the latest-release view of ``asset_key``."""
-        return (f"The newest gated release of {asset_key.to_user_string()} (in partition order): its "
-                "checks are that release's, passed or failed — the release asset's own check list sums up "
-                "every partition. Updated by every gate run; the materialisation names the release.")
+def _step_description(p: Props) -> str:
+    return (f"privgate: evaluate the {', '.join(p['members'])} metrics of the gate on "
+            f"{p['asset_key'].to_user_string()}")
 
-    # --- generator audits ------------------------------------------------------------------------
 
-    def get_audit_op_name(self, name: str, step: str) -> str:
-        """One op of audit ``name``'s graph (``plan``, ``runs``, ``analyse``)."""
-        return f"{name}__{step}"
+def _join_description(p: Props) -> str:
+    return f"privgate: gate {p['asset_key'].to_user_string()} on the results of the family steps"
 
-    def get_audit_versions_name(self, name: str) -> str:
-        """The dynamic partitions of audit ``name``'s generator versions."""
-        return f"{name}_versions"
 
-    def get_audit_description(self, label: str, runs: int, chunk_size: int,
-                              claimed_epsilon: float | None) -> str:
-        """Description of a generator audit asset."""
-        return (f"privgate generator audit ({label}): {runs} runs, fanned out in steps of "
-                f"{chunk_size}; empirical ε lower bound"
-                + (f" against the claimed ε = {claimed_epsilon:g}" if claimed_epsilon is not None else ""))
+def _scorecard_description(p: Props) -> str:
+    return (f"privgate privacy scorecard of {p['asset_key'].to_user_string()}: the gate decision, the "
+            "blocking rules' numbers and the reason for a block, per release (materialised "
+            "by the privgate checks after every gate run; Metadata → Plots draws each "
+            "number across releases, the Partitions tab lists the releases)")
 
-    def get_audit_step_description(self, name: str, step: str, runs: int, chunk_size: int) -> str:
-        """Description of one op of audit ``name``."""
-        if step == "plan":
-            return (f"privgate audit {name}: choose the targets, check the generator takes them "
-                    f"and draw the design of {runs} runs; fan the runs out in chunks of {chunk_size}")
-        if step == "runs":
-            return (f"privgate audit {name}: train and sample the generator for one chunk of runs "
-                    "and compute the targets' features on each release")
-        return f"privgate audit {name}: attack every target on the runs' releases and bound ε"
 
-    def get_audit_metadata(self, result: "AuditResult") -> dict[str, Any]:
-        """The numbers a person plots across versions — rounded scores, counts and seconds; ids
-        of targets and attacks, never a value of a record."""
-        from .audit_metadata import audit_metadata
+def _latest_release_description(p: Props) -> str:
+    return (f"The newest gated release of {p['asset_key'].to_user_string()} (in partition order): its "
+            "checks are that release's, passed or failed — the release asset's own check list sums up "
+            "every partition. Updated by every gate run; the materialisation names the release.")
 
-        return audit_metadata(result)
 
-    def get_audit_decision_metadata(self, outcome: Any) -> dict[str, Any]:
-        """The audit rules' decision (:func:`privgate.gates.audit_rules.decide_audit`): what a
-        release check reads (``accepted``: pass or warn)."""
-        from .audit_metadata import decision_metadata
+def _audit_description(p: Props) -> str:
+    claimed = p.get("claimed_epsilon")
+    return (f"privgate generator audit ({p['label']}): {p['runs']} runs, fanned out in steps of "
+            f"{p['chunk_size']}; empirical ε lower bound"
+            + (f" against the claimed ε = {claimed:g}" if claimed is not None else ""))
 
-        return decision_metadata(outcome)
 
-    def get_audit_check_op_name(self, check_name: str, asset_key: dg.AssetKey) -> str:
-        """The op of the audit-required check ``check_name`` on ``asset_key``."""
-        return f"{identifier(check_name)}_{asset_key.to_python_identifier()}"
+def _audit_op_description(p: Props) -> str:
+    name, step = p["audit"], p["step"]
+    if step == "plan":
+        return (f"privgate audit {name}: choose the targets, check the generator takes them "
+                f"and draw the design of {p['runs']} runs; fan the runs out in chunks of {p['chunk_size']}")
+    if step == "runs":
+        return (f"privgate audit {name}: train and sample the generator for one chunk of runs "
+                "and compute the targets' features on each release")
+    return f"privgate audit {name}: attack every target on the runs' releases and bound ε"
 
-    def get_audit_check_description(self, asset_key: dg.AssetKey, audit_key: dg.AssetKey) -> str:
-        """Description of the audit-required check."""
-        return (f"the generator version that made {asset_key.to_user_string()} has a passing audit in "
-                f"{audit_key.to_user_string()}")
+
+def _audit_check_description(p: Props) -> str:
+    return (f"the generator version that made {p['asset_key'].to_user_string()} has a passing audit in "
+            f"{p['audit_key'].to_user_string()}")
+
+
+def _decision_metadata(p: Props) -> dict[str, Any]:
+    md: dict[str, Any] = {f"{kind}_report": dg.MetadataValue.path(str(path))
+                          for kind, path in (p.get("reports") or {}).items()}
+    if p.get("steps") is not None:
+        md["evaluation_steps"] = dg.MetadataValue.int(p["steps"])
+    return md
+
+
+def _audit_metadata(p: Props) -> dict[str, Any]:
+    from .audit_metadata import audit_metadata  # rounded scores, counts, seconds; ids, never a record's value
+
+    return audit_metadata(p["result"])
+
+
+def _audit_decision_metadata(p: Props) -> dict[str, Any]:
+    from .audit_metadata import decision_metadata
+
+    return decision_metadata(p["outcome"])
+
+
+def _work_root(work_dir: str | None) -> Path:
+    return Path(work_dir) if work_dir else Path(tempfile.gettempdir()) / "privgate-steps"
+
+
+def _run_folder(p: Props) -> Path:
+    """The work folder of one run and its re-executions (the root run id)."""
+    run = p["run"]
+    return _work_root(p.get("work_dir")) / (run.root_run_id or run.run_id)
+
+
+def _audit_result_path(p: Props) -> Path:
+    root = Path(p["reports_dir"]) if p.get("reports_dir") else _work_root(p.get("work_dir"))
+    return root / "audits" / p["audit"] / path_component(p["version"], "version") / f"{p['run_id']}.json"
 
 
 #: the translator every factory uses unless given another
 DEFAULT_TRANSLATOR = PrivgateTranslator()
 
-__all__ = ["DEFAULT_TRANSLATOR", "PrivgateTranslator"]
+__all__ = ["DEFAULT_TRANSLATOR", "PrivgateTranslator", "named_check_spec"]

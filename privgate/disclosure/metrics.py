@@ -189,7 +189,8 @@ def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
                  reference=REFERENCE + ", repU",
                  orientation="value = repU/100, the share of real records unique on the keys in both the real "
                              "and the synthetic data; 1 = every real record is a replicated unique",
-                 needs=("keys", "targets"), spaces=())
+                 needs=("keys", "targets"), spaces=(),
+                 memory_cost=0.5)
 def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
                         targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
     """Replicated uniques, repU (Raab, Nowok & Dibben; synthpop 1.9-2), as a risk in [0, 1]."""
@@ -217,7 +218,8 @@ def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
                  reference=REFERENCE + ", DiSCO",
                  orientation="value = max over targets of DiSCO/100, the share of real records whose keys give a "
                              "single target value in the synthetic data that is their true value",
-                 needs=("keys", "targets"), spaces=())
+                 needs=("keys", "targets"), spaces=(),
+                 memory_cost=0.5)
 def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
                          targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
     """DiSCO (Disclosive in Synthetic, Correct Original; Raab, Nowok & Dibben; synthpop 1.9-2),

@@ -485,16 +485,3 @@ def _finite(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_finite(v) for v in x]
     return x
-
-
-
-
-def __getattr__(name: str) -> Any:
-    """``requirement_check`` lives in :mod:`privgate.gates.require_audit` (above this module,
-    which it reads); looked up by name here so the old import path still works without this
-    module importing the one above it."""
-    if name == "requirement_check":
-        import importlib
-
-        return importlib.import_module(".require_audit", __package__).requirement_check
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

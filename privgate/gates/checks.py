@@ -15,9 +15,8 @@ A failure is an ``error`` check that blocks (fails closed), or is ignored for an
 metric; its message is kept safe to store (:func:`safe_message`: no data values).
 
 This module holds the checks, the decision and the exit codes; the run's whole result,
-:class:`~privgate.gates.outcome.GateOutcome`, sits above it in :mod:`privgate.gates.outcome`
-(which re-exports every name here), so the decision table and its presentation can read checks
-without importing the outcome.
+:class:`~privgate.gates.outcome.GateOutcome`, sits above it in :mod:`privgate.gates.outcome`, so
+the decision table and its presentation can read checks without importing the outcome.
 """
 
 from __future__ import annotations

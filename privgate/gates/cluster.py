@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..audit.cluster import connect
-from ..registry import get_metric
+from ..catalogue import get_metric
 from ..report import Report, merge_reports
 from .config_model import GateConfig
 from .plan import evaluate_for_gate, evaluation_plan

@@ -57,8 +57,7 @@ is given (see ``docs/gates.md`` and ``docs/validity.md``).
 
 The configuration's vocabulary and validated form are :mod:`privgate.gates.config_model`,
 validating a document :mod:`privgate.gates.config_validate`; this module turns whatever a caller
-was given (a :class:`GateConfig`, a file, a dict) into a configuration and re-exports the names
-of both, so ``privgate.gates.config.<name>`` keeps working.
+was given (a :class:`GateConfig`, a file, a dict) into a configuration.
 """
 
 from __future__ import annotations
@@ -67,13 +66,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, DEFAULT_ON, LIMITS_BY_KIND,  # noqa: F401
-                           METRIC_KEYS, ON, ON_BY_KIND, RULE_KINDS, SEVERITIES, TOP_KEYS, WHEN, GateConfig,
-                           MetricGate, Rule, _check_name, check_name)
-from .config_validate import (MAX_PARAM, _check_finite, _check_params, _column_list,  # noqa: F401
-                              _known_metrics, _parse_metric, _parse_rules, _parse_top, _rule_limit,
-                              parse_gate_config)
-from ..errors import type_name as _tname  # noqa: F401
+from .config_model import GateConfig, _check_name
+from .config_validate import parse_gate_config
 
 
 def load_gate_config(path: str | Path, *, check_metrics: bool = True) -> GateConfig:

@@ -1,10 +1,10 @@
-"""What a gate configuration may say: its keys, rule kinds, severities, ``when`` and ``on``
-values and the range of each kind's limits, and the validated form — :class:`GateConfig`,
-:class:`MetricGate`, :class:`Rule` — with each rule's stable check name (:func:`check_name`).
+"""What a gate configuration may say: its keys, severities and ``when`` values (each rule kind's
+``on`` values and limits are its declaration, :mod:`privgate.gates.rule_kinds`), and the
+validated form — :class:`GateConfig`, :class:`MetricGate`, :class:`Rule` — with each rule's
+stable check name (:func:`check_name`).
 
-The file format is described in :mod:`privgate.gates.config`, which re-exports every name here;
-validating a document is :mod:`privgate.gates.config_validate`. This module imports neither the
-registry nor any metric, so everything that only reads a configuration (the deciding, the plan,
+The file format is described in :mod:`privgate.gates.config`; validating a document is
+:mod:`privgate.gates.config_validate`. This module imports neither the registry nor any metric, so everything that only reads a configuration (the deciding, the plan,
 the outcome, the adapters' check names) sits below them.
 """
 
@@ -18,20 +18,15 @@ from typing import Any
 from ..errors import ConfigError
 from ..names import identifier
 from ..options import DEFAULTS, FILE_KEYS, RunOptions, parse_options
+from .rule_kinds import kind_names, rule_kind
 
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
-RULE_KINDS = ("threshold", "baseline", "trend", "test")
 WHEN = ("always", "with_holdout", "no_holdout")
-# what a threshold or baseline rule compares: the point value (excess), or an end of its interval
-ON = ("estimate", "lower", "upper")
-DEFAULT_ON = "estimate"
-# the quantity each rule kind may compare (`on`), and the range of its limits
-ON_BY_KIND = {"threshold": ON, "baseline": ON, "trend": ("estimate",), "test": ("p_value",)}
-LIMITS_BY_KIND = {"threshold": (0.0, 1.0), "baseline": (-1.0, 1.0), "trend": (-1.0, 1.0), "test": (0.0, 1.0)}
 TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
             "require_holdout", "allow_unchecked", "options", "metrics", "audit", "require_audit")
-METRIC_KEYS = ("params", "optional", "description") + RULE_KINDS
+# a metric's own keys; the rest of its keys are rule kinds (metric_keys)
+METRIC_SETTINGS = ("params", "optional", "description")
 # parameters every metric accepts through the evaluation context
 CONTEXT_PARAMS = ("keys", "sensitive")
 
@@ -42,7 +37,7 @@ class Rule:
     (what it compares and when it fires: :mod:`privgate.gates.rules`). ``metric`` is the
     metric the rule belongs to (set when a configuration is parsed)."""
 
-    kind: str          # "threshold" | "baseline" | "trend" | "test"
+    kind: str          # a declared rule kind (privgate.gates.rule_kinds): "threshold", "baseline", …
     limit: float
     severity: str      # "warn" | "block"
     when: str = "always"
@@ -50,8 +45,9 @@ class Rule:
     metric: str = field(default="", compare=False)  # a rule decides alike whichever metric holds it
 
     def __post_init__(self) -> None:
+        kind = rule_kind(self.kind)  # an unknown kind raises here, naming the known ones
         if not self.on:
-            object.__setattr__(self, "on", "p_value" if self.kind == "test" else DEFAULT_ON)
+            object.__setattr__(self, "on", kind.default_on)
 
     @property
     def name(self) -> str:
@@ -128,11 +124,13 @@ class GateConfig:
 
     @property
     def needs_baseline(self) -> bool:
-        return bool(self.rules("baseline"))
+        """Whether a rule compares with the holdout baseline (the evaluation computes it)."""
+        return any(rule_kind(r.kind).needs_holdout for _, r in self.rules())
 
     @property
     def needs_history(self) -> bool:
-        return bool(self.rules("trend"))
+        """Whether a rule compares with the last accepted release in the history."""
+        return any(rule_kind(r.kind).needs_history for _, r in self.rules())
 
     def params(self) -> dict[str, dict[str, Any]]:
         """Per-metric parameters in the form ``privgate.evaluate(params=...)`` takes."""
@@ -188,6 +186,11 @@ class GateConfig:
         given = parse_options({k: v for k, v in overrides.items() if v is not None}, keys=FILE_KEYS)
         base = options.over(self.options) if options is not None else self.options
         return GateConfig(**{**self.__dict__, "options": given.over(base)})
+
+
+def metric_keys() -> tuple[str, ...]:
+    """The keys a metric's entry may hold: its settings and one per declared rule kind."""
+    return METRIC_SETTINGS + kind_names()
 
 
 def _check_name(where: str, value: Any) -> None:

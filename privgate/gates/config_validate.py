@@ -3,8 +3,8 @@
 :class:`~privgate.errors.ConfigError` whose message starts with the dotted path of the offending
 key. Metric names and parameters are checked against the registry.
 
-The file format is described in :mod:`privgate.gates.config`, which re-exports
-:func:`parse_gate_config`; what each key may hold is :mod:`privgate.gates.config_model`.
+The file format is described in :mod:`privgate.gates.config`; what each key may hold is
+:mod:`privgate.gates.config_model`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any, Mapping
 from ..errors import ConfigError, bounded_number
 from ..errors import type_name as _tname
 from ..options import FILE_KEYS, MAX_SEED, parse_options
-from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, LIMITS_BY_KIND, METRIC_KEYS, ON_BY_KIND, RULE_KINDS,
-                           SEVERITIES, TOP_KEYS, WHEN, GateConfig, MetricGate, Rule, _check_name)
+from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, SEVERITIES, TOP_KEYS, WHEN, GateConfig, MetricGate, Rule,
+                           _check_name, metric_keys)
+from .rule_kinds import RuleKind, kind_names, kinds
 
 
 def parse_gate_config(data: Any, *, check_metrics: bool = True) -> GateConfig:
@@ -102,8 +103,9 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if body is None:
         body = {}
     if not isinstance(body, Mapping):
-        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(RULE_KINDS)}, got {_tname(body)}")
-    _refuse_unknown_keys(f"{where}.", body, METRIC_KEYS)
+        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(kind_names())}, "
+                          f"got {_tname(body)}")
+    _refuse_unknown_keys(f"{where}.", body, metric_keys())
     optional = body.get("optional", False)
     if not isinstance(optional, bool):
         raise ConfigError(f"{where}.optional: must be true or false, got {optional!r}")
@@ -122,18 +124,18 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
         if col_param in params:
             params[col_param] = _column_list(f"{where}.params.{col_param}", params[col_param])
     rules: list[Rule] = []
-    for kind in RULE_KINDS:
-        if kind in body:
-            rules.extend(_parse_rules(f"{where}.{kind}", kind, body[kind]))
+    for kind in kinds():
+        if kind.name in body:
+            rules.extend(_parse_rules(f"{where}.{kind.name}", kind, body[kind.name]))
     if not rules:
-        raise ConfigError(f"{where}: no rule; give at least one of {', '.join(RULE_KINDS)}")
+        raise ConfigError(f"{where}: no rule; give at least one of {', '.join(kind_names())}")
     return MetricGate(name=name, params=params, optional=optional, rules=tuple(rules), description=description)
 
 
-def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
-    lo, hi = LIMITS_BY_KIND[kind]
+def _parse_rules(where: str, kind: RuleKind, spec: Any) -> list[Rule]:
+    lo, hi = kind.limits
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
-        return [Rule(kind, _rule_limit(where, kind, spec, lo, hi), "block")]
+        return [Rule(kind.name, _rule_limit(where, kind, spec, lo, hi), "block")]
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{where}: must be a number (a block limit) or a mapping "
                           f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}")
@@ -142,32 +144,35 @@ def _parse_rules(where: str, kind: str, spec: Any) -> list[Rule]:
     when = spec.get("when", "always")
     if when not in WHEN:
         raise ConfigError(f"{where}.when: must be one of {', '.join(WHEN)}, got {when!r}")
-    allowed_on = ON_BY_KIND[kind]
-    on = spec.get("on", allowed_on[0])
+    allowed_on = kind.ons
+    on = spec.get("on", kind.default_on)
     if on not in allowed_on:
-        hint = ("; on applies to threshold and baseline rules" if kind in ("trend", "test") else "")
+        hint = (f"; on applies to {' and '.join(k.name for k in kinds() if k.has_interval)} rules"
+                if not kind.has_interval else "")
         raise ConfigError(f"{where}.on: must be one of {', '.join(allowed_on)}, got {on!r}{hint}")
     if "max" in spec or "severity" in spec:
         _refuse_unknown_keys(f"{where}.", spec, ("max", "severity", "when", "on"), "with 'max' use only")
         if "max" not in spec:
-            what = "the p-value must not fall below" if kind == "test" else f"the {kind} must not exceed"
+            what = (f"the {kind.words} must not fall below" if kind.fires_below
+                    else f"the {kind.name} must not exceed")
             raise ConfigError(f"{where}.max: missing; give the limit {what}")
         sev = spec.get("severity", "block")
         if sev not in SEVERITIES:
             raise ConfigError(f"{where}.severity: must be 'warn' or 'block', got {sev!r}")
-        return [Rule(kind, _rule_limit(f"{where}.max", kind, spec["max"], lo, hi), sev, when, on)]
+        return [Rule(kind.name, _rule_limit(f"{where}.max", kind, spec["max"], lo, hi), sev, when, on)]
     _refuse_unknown_keys(f"{where}.", spec, SEVERITIES + ("when", "on", "max", "severity"),
                          listing="allowed: warn, block, when, on (or max, severity, when, on)")
-    rules = [Rule(kind, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
+    rules = [Rule(kind.name, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
              for sev in SEVERITIES if sev in spec]
     if not rules:
         raise ConfigError(f"{where}: give a warn and/or block limit")
     if len(rules) == 2:
         warn, block = rules
-        if kind == "test" and warn.limit < block.limit:
-            raise ConfigError(f"{where}.warn: the warn p-value limit {warn.limit} is below the block limit "
-                              f"{block.limit}; a test warns at a larger p-value than it blocks (warn ≥ block)")
-        if kind != "test" and warn.limit > block.limit:
+        if kind.fires_below and warn.limit < block.limit:
+            raise ConfigError(f"{where}.warn: the warn {kind.words} limit {warn.limit} is below the block limit "
+                              f"{block.limit}; a {kind.name} warns at a larger {kind.words} than it blocks "
+                              "(warn ≥ block)")
+        if not kind.fires_below and warn.limit > block.limit:
             raise ConfigError(f"{where}.warn: the warn limit {warn.limit} is above the block limit "
                               f"{block.limit}; warn must be ≤ block")
     return rules
@@ -186,11 +191,11 @@ def _refuse_unknown_keys(prefix: str, mapping: Mapping[Any, Any], allowed: tuple
                               f"{listing or lead + ': ' + ', '.join(allowed)}")
 
 
-def _rule_limit(where: str, kind: str, x: Any, lo: float, hi: float) -> float:
+def _rule_limit(where: str, kind: RuleKind, x: Any, lo: float, hi: float) -> float:
     v = bounded_number(where, x, lo, hi, name="the limit")
-    if kind == "test" and v <= 0:
-        raise ConfigError(f"{where}: a p-value limit must be above 0 (a p-value is never below 0, so the "
-                          f"rule could never fire), got {x!r}")
+    if kind.fires_below and v <= 0:
+        raise ConfigError(f"{where}: a {kind.words} limit must be above 0 (a {kind.words} is never below 0, "
+                          f"so the rule could never fire), got {x!r}")
     return v
 
 
@@ -228,7 +233,7 @@ def _column_list(where: str, value: Any) -> list[str] | None:
 
 
 def _known_metrics() -> dict[str, Any]:
-    from ..registry import get_metric, metric_names
+    from ..catalogue import get_metric, metric_names
 
     return {n: get_metric(n) for n in metric_names()}
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..results import MetricResult
 from . import rules
+from .rule_kinds import END_WORDS, is_rule, rule_kind
 from .config_model import GateConfig, Rule
 from .checks import GateCheck, error_check, missing_check, safe_message
 
@@ -50,15 +51,10 @@ def decide(
             if not rule.applies(has_holdout):
                 continue
             check = rule_check(name, res, rule, mg.optional, has_holdout, previous, previous_note)
-            if trend_note and check.rule == "trend" and not check.skipped:
+            if trend_note and check.rule == rule.kind and rule_kind(rule.kind).needs_history and not check.skipped:
                 check.message = f"{check.message} ({trend_note})"
             checks.append(check)
     return checks
-
-
-# the rules about the release itself; require_audit's "audit" check is about the generator and
-# never makes a run count as checked
-RULE_CHECKS = ("threshold", "baseline", "trend", "test")
 
 
 def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCheck]:
@@ -67,7 +63,9 @@ def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCh
     checked nothing must not pass — or, when the configuration says ``allow_unchecked: true``, a
     passing note saying in words that the release passes unchecked. Empty when a rule was
     evaluated or the run already failed."""
-    if any(c.rule in RULE_CHECKS and not c.skipped for c in checks):
+    # only the rules about the release itself count; require_audit's "audit" check is about the
+    # generator and never makes a run count as checked
+    if any(is_rule(c.rule) and not c.skipped for c in checks):
         return []
     if any(c.rule == "error" and c.verdict == "block" for c in checks):
         return []
@@ -90,13 +88,14 @@ def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_hol
     base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
                 severity=rule.severity, seconds=res.seconds, optional=optional, baseline=res.baseline,
                 on=rule.on, p_value=res.p_value)
+    kind = rule_kind(rule.kind)
     prev = None
-    if rule.kind == "baseline" and not has_holdout:
+    if kind.needs_holdout and not has_holdout:
         return GateCheck(**base, verdict="pass", skipped=True,
-                         message="no holdout given; baseline rule not evaluated")
-    if rule.kind == "baseline" and (res.excess is None or res.baseline is None):
+                         message=f"no holdout given; {kind.name} rule not evaluated")
+    if kind.needs_holdout and (res.excess is None or res.baseline is None):
         return missing_check(base, optional, "holdout baseline could not be computed")
-    if rule.kind == "trend":
+    if kind.needs_history:
         skip = _trend_skip(name, previous, previous_note)
         if skip:
             return GateCheck(**base, verdict="pass", skipped=True, message=skip)
@@ -105,8 +104,7 @@ def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_hol
             return missing_check(base, optional, history_problem(name, previous[name]))
         base["previous"] = prev
     c = rules.compare(rule.kind, rule.on, res, previous=prev)
-    if rule.kind != "test":
-        base["interval"] = c.interval
+    base["interval"] = c.interval
     if c.missing is not None:
         return missing_check(base, optional, _missing_text(name, rule, c))
     fired = rules.fires(rule.kind, c.number, rule.limit)
@@ -124,27 +122,25 @@ def _trend_skip(name: str, previous: Mapping[str, float] | None, previous_note: 
 
 
 def _missing_text(name: str, rule: Rule, c: rules.Comparison) -> str:
-    if rule.kind == "test":
-        return f"the test rule needs a p-value and {name} reports none"
-    return (f"the rule compares the {rules.END_WORDS[rule.on]} of the {c.quantity}'s interval and {name} "
+    kind = rule_kind(rule.kind)
+    if not kind.has_interval:
+        return f"the {kind.name} rule needs a {kind.words} and {name} reports none"
+    return (f"the rule compares the {END_WORDS[rule.on]} of the {c.quantity}'s interval and {name} "
             f"reports no {c.missing}")
 
 
 def _message(c: rules.Comparison, res: MetricResult, prev: float | None, limit: float, fired: bool) -> str:
-    """The check's message: what was compared with the limit, and whether it fired."""
-    if c.kind == "test":
-        return f"p-value {c.number:.3g} {'<' if fired else '≥'} {limit:g}"
-    if c.kind == "threshold":
-        what = f"value {c.estimate:.4f}"
-    elif c.kind == "baseline":
-        what = f"excess {c.estimate:+.4f} over holdout baseline {res.baseline:.4f}"
-    else:
-        what = f"increase {c.estimate:+.4f} over last accepted {prev:.4f}"
-    if c.on != "estimate":
-        fmt = "{:.4f}" if c.kind == "threshold" else "{:+.4f}"
-        what = (f"{rules.END_WORDS[c.on]} {fmt.format(c.number)} of {what} (95 % interval "
+    """The check's message: what was compared with the limit (the kind's ``message``), and
+    whether it fired."""
+    kind = rule_kind(c.kind)
+    what = kind.message.format(estimate=c.estimate, number=c.number, baseline=res.baseline, previous=prev)
+    if c.on in END_WORDS:
+        fmt = "{:+.4f}" if kind.signed else "{:.4f}"
+        what = (f"{END_WORDS[c.on]} {fmt.format(c.number)} of {what} (95 % interval "
                 f"{fmt.format(c.interval[0])} to {fmt.format(c.interval[1])})")
-    return f"{what} {'>' if fired else '≤'} {limit:g}{_view_note(res) if fired else ''}"
+    fired_op, held_op = ("<", "≥") if kind.fires_below else (">", "≤")
+    note = _view_note(res) if fired and kind.explains_view else ""
+    return f"{what} {fired_op if fired else held_op} {limit:g}{note}"
 
 
 def _view_note(res: MetricResult) -> str:

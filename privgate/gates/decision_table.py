@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import rules
+from .rule_kinds import kind_of_check
 from .checks import VERDICT_RANK, CheckedRun, GateCheck
 
 
@@ -123,14 +124,15 @@ def check_row(outcome: CheckedRun, c: GateCheck, limits: str, verdict: str) -> d
     p-value (the check's, else the metric's). The GateCheck fields ``on``, ``interval`` and
     ``p_value`` are read when present."""
     res = outcome.results.get(c.metric)
+    kind = kind_of_check(c.rule)
     on = getattr(c, "on", None)
     interval = getattr(c, "interval", None)
-    if interval is None and res is not None:
-        interval = rules.result_interval(c.rule, res)
+    if interval is None and res is not None and kind is not None:
+        interval = rules.result_interval(kind.name, res)
     p = getattr(c, "p_value", None)
     if p is None and res is not None and c.rule != "error":
         p = res.p_value
-    signed = c.rule in ("baseline", "trend")
+    signed = kind is not None and kind.signed
     return {
         "metric": c.metric + (" (optional)" if c.optional else ""),
         "rule": c.rule + (f" ({on})" if on in ("lower", "upper") else ""),

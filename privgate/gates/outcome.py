@@ -1,6 +1,6 @@
-"""A gate run's result, :class:`GateOutcome`: the checks it decided (:mod:`privgate.gates.checks`,
-whose names — ``GateCheck``, ``Decision``, ``EXIT_CODES``, ``decision_of``, ``safe_message`` … —
-are importable from here too), the decision, the exit code, the report and the configuration.
+"""A gate run's result, :class:`GateOutcome`: the checks it decided (:mod:`privgate.gates.checks`:
+``GateCheck``, ``Decision``, ``EXIT_CODES``, ``decision_of``, ``safe_message`` …), the decision,
+the exit code, the report and the configuration.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..results import MetricResult, _jsonable
-from .checks import (EXIT_CODES, VERDICT_RANK, Decision, GateCheck, _check_dict, decision_of,  # noqa: F401
-                     error_check, missing_check, privgate_error_text, safe_message)
+from .checks import Decision, GateCheck, _check_dict, decision_of, error_check
 from .config_model import GateConfig
 
 

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from ..text_tables import TABLE_WIDTH, format_table, table_blocks, wrap_line
 from .checks import CheckedRun
 from .decision_table import columns, decision_rows
+from .rule_kinds import kind_of_check
 
 DECISION_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate could not decide; fails closed)"}
 
@@ -66,7 +67,7 @@ def _wide_table(outcome: CheckedRun) -> list[str]:
 
 
 def _compact_table(outcome: CheckedRun) -> list[str]:
-    cols = columns(compact=True, with_p=any(c.rule == "test" for c in outcome.checks))
+    cols = columns(compact=True, with_p=any(_compares_p_value(c.rule) for c in outcome.checks))
     text_rows = [r for _, _, r in decision_rows(outcome)]
     lines, blocks = table_blocks([c.header() for c in cols], [[r[c.key] for c in cols] for r in text_rows],
                                  width=TABLE_WIDTH, wrap=tuple(c.header() for c in cols if c.wrap))
@@ -75,3 +76,9 @@ def _compact_table(outcome: CheckedRun) -> list[str]:
         if r["note"]:
             lines.append(wrap_line(f"    {r['note']}", TABLE_WIDTH, indent="    "))
     return lines
+
+
+def _compares_p_value(label: str) -> bool:
+    """Whether a check's rule compares a p-value (the compact table then shows the p column)."""
+    kind = kind_of_check(label)
+    return kind is not None and kind.quantity == "p_value"

@@ -22,7 +22,7 @@ from .audit_rules import _EPS, _RANK, AuditRequirement, _num, _rule_check
 def requirement_check(req: AuditRequirement, history: Any, version: str | None, *,
                       digest: str | None = None, dataset: str | None = None) -> dict[str, Any]:
     """Whether the history holds evidence that the generator passed its audit (the keyword
-    arguments of a :class:`~privgate.gates.outcome.GateCheck` of rule ``audit``: verdict pass or
+    arguments of a :class:`~privgate.gates.checks.GateCheck` of rule ``audit``: verdict pass or
     block; a check that cannot be decided, or a stored audit that is not evidence, is marked
     ``rule="error"``, exit 3). ``version`` and ``digest`` are the ones given at run time;
     ``dataset`` the gate's (``req.dataset`` wins). See the module docstring."""

@@ -12,6 +12,9 @@ the GX payload dict with the same field names):
   the interval) — or the field the result lacks, so the caller fails closed;
 * :func:`fires` — whether the compared number fires the rule (a test rule strictly below its
   limit, every other kind above it beyond a rounding tolerance).
+
+Each kind's quantity, interval field and direction are its declaration in
+:mod:`privgate.gates.rule_kinds`; an unknown kind raises there.
 """
 
 from __future__ import annotations
@@ -20,16 +23,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .rule_kinds import END_WORDS, ON, rule_kind
+
 # beyond this tolerance a quantity is above its limit (rounding in a difference is not a fire)
 EPS = 1e-12
-ENDS = ("lower", "upper")
-# the quantity each rule kind compares, and the result field holding its 95 % interval
-QUANTITY = {"threshold": "value", "baseline": "excess", "trend": "increase", "test": "p_value"}
-INTERVAL_FIELD = {"threshold": "ci", "baseline": "excess_ci"}
-# the quantity in words (descriptions of a rule)
-QUANTITY_WORDS = {"threshold": "risk value", "baseline": "excess over the holdout baseline",
-                  "trend": "increase over the last accepted release", "test": "p-value"}
-END_WORDS = {"lower": "lower bound", "upper": "upper bound"}
+ENDS = tuple(END_WORDS)
 
 
 def applies(when: str, has_holdout: bool | None) -> bool:
@@ -60,7 +58,7 @@ class Comparison:
 
     @property
     def quantity(self) -> str:
-        return QUANTITY[self.kind]
+        return rule_kind(self.kind).quantity
 
 
 def result_field(result: Any, name: str) -> Any:
@@ -72,31 +70,30 @@ def result_field(result: Any, name: str) -> Any:
 
 def result_interval(kind: str, result: Any) -> tuple[float, float] | None:
     """The 95 % interval of the quantity a ``kind`` rule compares, as the result reports it
-    (``ci`` for threshold rules, ``excess_ci`` for baseline rules; None for the other kinds)."""
-    name = INTERVAL_FIELD.get(kind)
+    (the kind's ``interval_field``: ``ci`` for threshold rules, ``excess_ci`` for baseline rules;
+    None for kinds without one)."""
+    name = rule_kind(kind).interval_field
     ci = result_field(result, name) if name is not None and result is not None else None
     return (float(ci[0]), float(ci[1])) if ci is not None else None
 
 
 def compare(kind: str, on: str, result: Any, previous: float | None = None) -> Comparison:
     """What a ``kind`` rule with ``on`` compares on ``result`` (``previous``: the last accepted
-    release's value, for trend rules)."""
-    if kind == "test":
-        p = result_field(result, "p_value")
-        number = float(p) if p is not None else None
-        return Comparison(kind, on, number, None, number, None if p is not None else "p_value")
-    if kind == "trend":
+    release's value, for kinds that need the history); an unknown kind raises."""
+    spec = rule_kind(kind)
+    if spec.needs_history:  # the increase over the last accepted release
         estimate = float(result_field(result, "value")) - float(previous)
         return Comparison(kind, on, estimate, None, estimate)
-    if kind not in INTERVAL_FIELD:
-        raise ValueError(f"unknown rule kind {kind!r}")
-    point = result_field(result, QUANTITY[kind])
+    point = result_field(result, spec.quantity)
+    if not spec.has_interval:  # the estimate only (a test's p-value)
+        number = float(point) if point is not None else None
+        return Comparison(kind, on, number, None, number, None if point is not None else spec.quantity)
     if point is None:
-        return Comparison(kind, on, None, None, None, QUANTITY[kind])
+        return Comparison(kind, on, None, None, None, spec.quantity)
     interval = result_interval(kind, result)
     number = compared_number(float(point), interval, on)
     return Comparison(kind, on, float(point), interval, number,
-                      None if number is not None else INTERVAL_FIELD[kind])
+                      None if number is not None else spec.interval_field)
 
 
 def compared_number(point: float, interval: Any, on: str) -> float | None:
@@ -105,7 +102,7 @@ def compared_number(point: float, interval: Any, on: str) -> float | None:
     interval (the caller fails closed)."""
     if on == "estimate":
         return float(point)
-    if on not in ENDS:
+    if on not in ON:
         raise ValueError(f"on must be 'estimate', 'lower' or 'upper', got {on!r}")
     if interval is None:
         return None
@@ -113,10 +110,10 @@ def compared_number(point: float, interval: Any, on: str) -> float | None:
 
 
 def fires(kind: str, number: float, limit: float) -> bool:
-    """Whether a rule of ``kind`` fires on the number it compares: a ``test`` rule when the
-    p-value is strictly below its limit, every other kind when the quantity is above its limit
-    (beyond a rounding tolerance of 1e-12)."""
-    if kind == "test":
+    """Whether a rule of ``kind`` fires on the number it compares: a kind that fires below its
+    limit (a test's p-value) when the number is strictly below it, every other kind when the
+    quantity is above its limit (beyond a rounding tolerance of 1e-12)."""
+    if rule_kind(kind).fires_below:
         return number < limit
     return number > limit + EPS
 
@@ -125,22 +122,19 @@ def check_quantity(check: Any, result: Any = None) -> tuple[float | None, tuple[
     """The estimate of the quantity a decided check's rule compares (the value, the excess, the
     increase, the p-value) and its 95 % interval — the check's own, else the result's — for
     showing next to the limit; (None, None) for what the check does not carry."""
-    kind = check.rule
+    spec = rule_kind(check.rule)
+    if spec.needs_history:  # the increase over the last accepted release
+        return check.compared, None
     interval = getattr(check, "interval", None)
     if interval is None:
-        interval = result_interval(kind, result)
-    if kind == "threshold":
-        value = check.value if check.value is not None else result_field(result, "value")
-    elif kind == "baseline":
-        value = result_field(result, "excess")
-        if not _finite(value) and getattr(check, "on", None) in (None, "", "estimate"):
-            value = check.compared
-    elif kind == "test":
-        p = getattr(check, "p_value", None)
-        value = p if p is not None else result_field(result, "p_value")
-        value, interval = (value if value is not None else check.compared), None
-    else:  # trend: the increase over the last accepted release
-        value, interval = check.compared, None
+        interval = result_interval(spec.name, result)
+    value = getattr(check, spec.quantity, None)
+    if value is None:
+        value = result_field(result, spec.quantity)
+    if not spec.has_interval:  # a test's p-value: no interval
+        return (value if value is not None else check.compared), None
+    if not _finite(value) and getattr(check, "on", None) in (None, "", "estimate"):
+        value = check.compared
     return value, interval
 
 

@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError, PrivgateError
 from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
-from .config import GateConfig, declared_dataset, resolve_gate_config
+from .config_model import GateConfig
+from .config import declared_dataset, resolve_gate_config
 from .deadline import DeadlineExceeded, with_deadline
 from .deciding import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
-from .outcome import GateCheck, GateOutcome, add_error, decision_of, error_check, privgate_error_text, safe_message
+from .checks import GateCheck, decision_of, error_check, privgate_error_text, safe_message
+from .outcome import GateOutcome, add_error
 from .plan import evaluation_plan, precomputed_report
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -35,7 +35,6 @@ from .batches import (
 from .core import (
     ALL_EXPECTATIONS,
     NAMED,
-    RISK_METRIC,
     ExpectSyntheticAttributeDisclosureRiskToBeBelow,
     ExpectSyntheticAttributeInferenceRiskToBeBelow,
     ExpectSyntheticDistanceToClosestRecordRiskToBeBelow,
@@ -46,6 +45,7 @@ from .core import (
     ExpectSyntheticPrivacyTestPValueToBeAbove,
     PrivacyRiskExpectation,
 )
+from .risk_metric import RISK_METRIC
 from .references import (
     clear_cache,
     describe_reference,

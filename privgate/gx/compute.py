@@ -151,7 +151,8 @@ def _compute(
     paired: bool,
     baseline: bool,
 ) -> dict[str, Any]:
-    from privgate.registry import get_metric, run_spec
+    from privgate.catalogue import get_metric
+    from privgate.registry import run_spec
 
     spec = get_metric(metric)
     params = dict(params or {})

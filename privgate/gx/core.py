@@ -41,12 +41,12 @@ from great_expectations.validator.metric_configuration import MetricConfiguratio
 
 from privgate.errors import MetricComputationError, ParameterError
 from privgate.gates import rules
+from privgate.gates.rule_kinds import RuleKind, gx_kind, gx_quantities, rule_kind
 
 from .references import describe_reference
 from .release_view import release_view_warning
-# the table metric the expectations read (importing it registers it with GX); its names are
-# importable from here too
-from .risk_metric import RISK_METRIC, VALUE_KEYS, TablePrivgatePrivacyRisk, _risk, sql_batch_frame  # noqa: F401
+# the table metric the expectations read (importing it registers it with GX)
+from .risk_metric import RISK_METRIC
 
 def _fmt(x: Any) -> str:
     if x is None:
@@ -98,7 +98,7 @@ class PrivacyRiskExpectation(BatchExpectation):
     seed: int = 0
     column_kinds: Optional[Dict[str, str]] = None
     paired: bool = False
-    compare_to: Literal["value", "excess"] = "value"
+    compare_to: str = "value"  # "value" | "excess": a result field a declared rule kind compares
     on: Literal["estimate", "lower", "upper"] = "estimate"
 
     # the registered privgate metric a named expectation is fixed to
@@ -107,8 +107,9 @@ class PrivacyRiskExpectation(BatchExpectation):
     # the metric's registry entry models)
     risk_label: ClassVar[str] = "Privacy risk"
     risk_explanation: ClassVar[str] = ""
-    # the gate rule kind this expectation decides like (privgate.gates.rules)
-    rule_kind: ClassVar[str] = "threshold"
+    # the GX form of the gate rule kinds this expectation decides like
+    # (privgate.gates.rule_kinds.GxForm: "risk", compared by ``compare_to``, or "p_value")
+    gx_form: ClassVar[str] = "risk"
 
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
     success_keys: ClassVar[Tuple[str, ...]] = (
@@ -127,6 +128,12 @@ class PrivacyRiskExpectation(BatchExpectation):
     @classmethod
     def is_abstract(cls) -> bool:
         return cls.__name__ == "PrivacyRiskExpectation" or super().is_abstract()
+
+    @pydantic.validator("compare_to")
+    def _compare_to_is_a_rule_quantity(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
+        if v not in gx_quantities():
+            raise ValueError(f"compare_to must be one of {', '.join(map(repr, gx_quantities()))}, got {v!r}")
+        return v
 
     @pydantic.validator("real")
     def _real_not_empty(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
@@ -184,7 +191,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             "metric": payload["metric"],
             "family": payload["family"],
             "attack": payload["attack"],
-            "risk": float(payload["excess"] if compare_to == "excess" else payload["value"]),
+            "risk": float(payload[compare_to]),
             "compared": compare_to,
             "on": on,
             "estimate": estimate,
@@ -239,29 +246,33 @@ class PrivacyRiskExpectation(BatchExpectation):
     @staticmethod
     def _shown(payload: Dict[str, Any], comparison: "rules.Comparison") -> Tuple[float, Any]:
         """The estimate and 95 % interval the details show: the compared quantity's."""
-        return comparison.estimate, payload.get(rules.INTERVAL_FIELD[comparison.kind])
+        field = rule_kind(comparison.kind).interval_field
+        return comparison.estimate, payload.get(field) if field is not None else None
 
-    def _rule_kind(self, compare_to: str) -> str:
-        """The gate rule kind this expectation decides like: a ``baseline`` rule when it compares
-        the excess over the holdout baseline, else its class's (``threshold``, ``test``)."""
-        return "baseline" if compare_to == "excess" and self.rule_kind == "threshold" else self.rule_kind
+    def _rule_kind(self, compare_to: str) -> RuleKind:
+        """The gate rule kind this expectation decides like: the kind whose GX form is this
+        class's and compares ``compare_to`` (a ``threshold`` rule the value, a ``baseline`` rule
+        the excess over the holdout baseline; a ``test`` rule the p-value)."""
+        return gx_kind(self.gx_form, compare_to if self.gx_form == "risk" else "value")
 
     def _comparison(self, payload: Dict[str, Any], compare_to: str, on: str) -> "rules.Comparison":
         """What the gate rule of this expectation compares on the payload
         (:func:`privgate.gates.rules.compare`); a result that lacks it raises (the expectation
         is errored: fails closed, like the gate)."""
         kind = self._rule_kind(compare_to)
-        if kind != "test" and on not in ("estimate", *rules.ENDS):
+        if not kind.has_interval:
+            on = kind.default_on
+        elif on not in kind.ons:
             raise ParameterError(
                 f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}"
             )
-        comparison = rules.compare(kind, "p_value" if kind == "test" else on, payload)
-        if comparison.missing == "p_value":
+        comparison = rules.compare(kind.name, on, payload)
+        if comparison.missing is not None and not kind.has_interval:
             raise MetricComputationError(
-                f"{self.expectation_type}: the expectation compares the p-value and metric "
+                f"{self.expectation_type}: the expectation compares the {kind.words} and metric "
                 f"{payload['metric']!r} reports none (fails closed)"
             )
-        if comparison.missing is not None and comparison.missing == rules.QUANTITY[kind]:
+        if comparison.missing is not None and comparison.missing == kind.quantity:
             raise MetricComputationError(
                 f"{self.expectation_type}: metric {payload['metric']!r} reports no "
                 f"{comparison.missing} (fails closed)"
@@ -280,7 +291,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         if cls.risk_explanation:
             return cls.risk_explanation
         try:
-            from privgate.registry import get_metric
+            from privgate.catalogue import get_metric
 
             return "attack: " + get_metric(metric).attack.rstrip(".")
         except Exception:  # noqa: BLE001 - unknown metric: the validation shows the error
@@ -321,6 +332,12 @@ class PrivacyRiskExpectation(BatchExpectation):
     def _claim(cls, subject: str, kwargs: Dict[str, Any]) -> str:
         """The sentence's main clause: what is compared with ``$threshold``, and how."""
         on = kwargs.get("on") or "estimate"
+        compare_to = kwargs.get("compare_to") or "value"
+        if compare_to not in ("value", "excess"):  # another declared rule kind's quantity
+            words = gx_kind("risk", compare_to).words
+            what = f"the {words}" if on == "estimate" else f"the {on} end of the 95 % interval of the {words}"
+            return (f"For the {subject[:1].lower() + subject[1:]} of the synthetic release, {what} must be "
+                    "at most $threshold, measured against $real.")
         excess = kwargs.get("compare_to") == "excess"
         if on == "estimate":
             if excess:
@@ -492,7 +509,7 @@ class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
     metric: str
     success_keys: ClassVar[Tuple[str, ...]] = ("metric",) + PrivacyRiskExpectation.success_keys
     args_keys: ClassVar[Tuple[str, ...]] = ("metric", "real", "threshold")
-    rule_kind: ClassVar[str] = "test"
+    gx_form: ClassVar[str] = "p_value"
     risk_label: ClassVar[str] = "Privacy test"
 
     def _metric_name(self) -> str:

@@ -29,7 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 from privgate.errors import ConfigError
-from privgate.gates.config import GateConfig, MetricGate, Rule, check_name, resolve_gate_config
+from privgate.gates.config_model import GateConfig, MetricGate, Rule, check_name
+from privgate.gates.config import resolve_gate_config
+from privgate.gates.rule_kinds import rule_kind
 
 from .core import (
     NAMED,
@@ -50,7 +52,7 @@ def suite_from_gate_config(
     """Build an (unsaved) GX ``ExpectationSuite`` from a gate configuration.
 
     Args:
-        config: a :class:`privgate.gates.config.GateConfig`, a path to a YAML/TOML gate file,
+        config: a :class:`privgate.gates.config_model.GateConfig`, a path to a YAML/TOML gate file,
             or the parsed dict.
         real: reference of the real data (path, ``"registry:<name>"`` or a ``$PARAMETER``).
         holdout: reference of the holdout, or None; decides which rules apply, as in the gate.
@@ -68,9 +70,9 @@ def suite_from_gate_config(
     skipped: list[dict[str, Any]] = []
     for gate in cfg.metrics.values():
         for rule in gate.rules:
-            if rule.kind == "trend":
-                skipped.append({"metric": gate.name, **rule.to_dict(),
-                                "why": "trend rules need the privgate history store"})
+            kind = rule_kind(rule.kind)
+            if kind.gx is None:  # no GX form (a trend rule needs the history)
+                skipped.append({"metric": gate.name, **rule.to_dict(), "why": kind.gx_skipped})
             elif rule.applies(has_holdout):
                 expectations.append(_expectation(cfg, gate, rule, real=real, holdout=holdout))
     # built with the constructor: add_expectation would need an active data context
@@ -85,7 +87,7 @@ def suite_from_gate_config(
 def _expectation(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, holdout: Any) -> Any:
     """The expectation of one threshold, baseline or test rule that applies to the run."""
     kwargs = _rule_kwargs(cfg, gate, rule, real=real, holdout=holdout)
-    if rule.kind == "test":
+    if rule_kind(rule.kind).gx.expectation == "p_value":
         return ExpectSyntheticPrivacyTestPValueToBeAbove(metric=gate.name, **kwargs)
     cls = NAMED.get(gate.name)
     if cls is None:
@@ -96,12 +98,13 @@ def _expectation(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, ho
 def _rule_kwargs(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, holdout: Any) -> dict[str, Any]:
     """The expectation's fields: the rule's limit, quantity and severity, and the configuration's
     data settings (the metric's own ``keys`` / ``sensitive`` win)."""
+    kind = rule_kind(rule.kind)
     kwargs: dict[str, Any] = {
         "real": real,
         "threshold": float(rule.limit),
         "seed": cfg.seed,
-        "compare_to": "excess" if rule.kind == "baseline" else "value",
-        "on": "estimate" if rule.kind == "test" else rule.on,
+        "compare_to": kind.gx.compare_to,
+        "on": rule.on if kind.has_interval else "estimate",
         "severity": "critical" if rule.severity == "block" else "warning",
         "meta": {
             "check_name": check_name(gate.name, rule.kind, rule.severity),

@@ -6,7 +6,7 @@ reference data and the parameters the expectation passes as metric value kwargs
 
 Importing this module imports GX and registers the metric with GX's registry (defining a
 ``TableMetricProvider`` subclass does). The expectation classes that read it are
-:mod:`privgate.gx.core`, which imports this module and re-exports its names.
+:mod:`privgate.gx.core`, which imports this module.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.execution_engine import PandasExecutionEngine, SqlAlchemyExecutionEngine
 from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
+
+from privgate.gates.rule_kinds import gx_kind
 
 from .compute import compute_risk
 
@@ -80,5 +82,5 @@ def _risk(batch: Any, metric_value_kwargs: Dict[str, Any]) -> Dict[str, Any]:
         seed=kw["seed"] if kw["seed"] is not None else 0,
         schema=kw["column_kinds"],
         paired=bool(kw["paired"]),
-        baseline=kw["compare_to"] == "excess",
+        baseline=gx_kind("risk", kw["compare_to"] or "value").needs_holdout,
     )

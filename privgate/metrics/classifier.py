@@ -26,11 +26,11 @@ import math
 import numpy as np
 
 from ..errors import ParameterError, TooFewRowsError
-from ..registry import register_metric
+from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
 from .. import seeds, stats
 from ..threads import available_cores, resolve_threads
-from .intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
+from ..stats.metric_intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
 from .limits import check_work_bound, MAX_REPETITIONS
 
 # work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time
@@ -85,6 +85,32 @@ MAX_DETECTION_RECORDS = 50_000
 #: records (30 %), 15,000 at this cap — a recall interval of at most ±0.008 (±0.011 at 25,000)
 MAX_MEMBERSHIP_RECORDS = 50_000
 _SIDES = ("real", "synthetic")
+
+
+def _stacked_share(cap: int, sizes: QuerySizes, *, same_share: bool) -> float:
+    """The share of the real and release records a classifier metric stacks (the memory guard's
+    ``memory_share``): ``cap`` per class, lowered to the run's explicit query sample; every
+    record when the run's ``sample`` is off. ``same_share``: both classes sampled at the same
+    share (the smaller), as membership_inference does."""
+    if sizes.sample_off:
+        return 1.0
+    size = cap if sizes.sample is None else min(cap, sizes.sample)
+    counts = (max(sizes.n_real, 1), max(sizes.n_synthetic, 1))
+    shares = [min(1.0, size / n) for n in counts]
+    if same_share:
+        shares = [min(shares)] * 2
+    return sum(s * n for s, n in zip(shares, counts)) / sum(counts)
+
+
+def detection_share(sizes: QuerySizes) -> float:
+    """detection_mlp's share of the records (at most ``MAX_DETECTION_RECORDS`` per class)."""
+    return _stacked_share(MAX_DETECTION_RECORDS, sizes, same_share=False)
+
+
+def membership_share(sizes: QuerySizes) -> float:
+    """membership_inference's share of the records (at most ``MAX_MEMBERSHIP_RECORDS`` per
+    class, both classes at the same share)."""
+    return _stacked_share(MAX_MEMBERSHIP_RECORDS, sizes, same_share=True)
 
 
 def _check_max_records(name: str, max_records: int | None) -> None:
@@ -169,7 +195,8 @@ def _check_class_sizes(ctx, name: str, minimum: int) -> None:
                  attack="a neural network trained to tell real from synthetic records",
                  reference=REVIEW + "2.2.3 DetectionMLP (Qian et al., 2023)",
                  orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=4.0, memory_share=detection_share, worker_memory_cost=4.0)
 def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = (100, 50), max_iter: int = 300,
                   n_jobs: int | None = None, max_records: int | None = MAX_DETECTION_RECORDS) -> MetricResult:
     """DetectionMLP: an MLP (hidden layers (100, 50), Adam, batches of 200, early stopping on 10 %
@@ -310,7 +337,8 @@ def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
                  attack="a gradient-boosted classifier recognising real records among synthetic ones",
                  reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
                  orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=4.0, memory_share=membership_share)
 def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3, n_jobs: int | None = None,
                          max_records: int | None = MAX_MEMBERSHIP_RECORDS) -> MetricResult:
     """Membership Inference Risk: LightGBM (default hyper-parameters) trained to tell real (1)

@@ -24,8 +24,9 @@ from ..context_spaces import coded_above
 from ..spaces import FamdEncoder, category_codes, famd_encoder, famd_inputs
 from ..ties import ge, gt, le, lt
 from .. import seeds, stats
-from .intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci, set_jackknife_ci,
-                        set_jackknife_share_ci, set_mean_ci, set_no_ci, set_share_ci)
+from ..stats.metric_intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci,
+                                      set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
+                                      set_share_ci)
 from .limits import check_work_bound, MAX_REPETITIONS
 from .sampling import mark_sampled, on_rows, real_rows, synthetic_rows
 from .search_error import widen_distance_mean_for_search, widen_share_for_search
@@ -44,7 +45,8 @@ PRIVEVAL = "Privacy metrics review (PrivEval), §"
 # --------------------------------------------------------------------------- exact copies
 @register_metric(family="re-identification", attack="exact copies of real records in the release",
                  reference=PRIVEVAL + "2.1.4 Common Rows Proportion",
-                 orientation="value = share of real records copied; 1 = every real record is in the release", spaces=())
+                 orientation="value = share of real records copied; 1 = every real record is in the release", spaces=(),
+                 memory_cost=0.5, sampled=("real",))
 def common_rows(ctx) -> MetricResult:
     """Common Rows Proportion: share of real records (with multiplicity) that have an identical
     synthetic record. Numbers compare by value (1 == 1.0); a null matches only a null.
@@ -76,7 +78,8 @@ def common_rows(ctx) -> MetricResult:
                  reference="privgate: an identifier column (distinct per real record) is a leak in itself",
                  orientation="value = share of release records carrying a real identifier value (beyond the share "
                              "holdout records carry, with a holdout); 0 when the data have no identifier column",
-                 self_controlled=True, spaces=())
+                 self_controlled=True, spaces=(),
+                 memory_cost=0.5)
 def identifier_reuse(ctx) -> MetricResult:
     """Identifier reuse: the identifier columns (categorical columns distinct in at least 99.9 %
     of the real rows, detected before any metric runs: docs/inputs.md "Identifier columns") are
@@ -158,7 +161,8 @@ def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
 @register_metric(family="re-identification", attack="real records with a very close synthetic record",
                  reference=PRIVEVAL + "2.2.1 Close Values Probability",
                  orientation="value = share of real records whose normalised distance to the release is ≤ 0.2",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=6.0)
 def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
     """Close Values Probability: d = distance of each real record to its nearest synthetic record,
     min–max normalised over the n distances (as synthcity and PrivEval do); value = share with
@@ -180,7 +184,8 @@ def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
 
 @register_metric(family="re-identification", attack="real records without a distant synthetic record",
                  reference=PRIVEVAL + "2.2.2 Distant Values Probability",
-                 orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8", spaces=("mixed",))
+                 orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8", spaces=("mixed",),
+                 memory_cost=0.5)
 def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
     """Distant Values Probability: same normalised distances as close_values; raw = share with
     normalised d ≥ threshold (0.8), the original 'to be maximised' probability; value = 1 − raw.
@@ -201,7 +206,8 @@ def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
 
 @register_metric(family="re-identification", attack="synthetic records near real records on average",
                  reference=PRIVEVAL + "2.2.6 Nearest Synthetic Neighbour Distance",
-                 orientation="value = 1 − mean normalised distance of real records to the release", spaces=("mixed",))
+                 orientation="value = 1 − mean normalised distance of real records to the release", spaces=("mixed",),
+                 memory_cost=0.5)
 def nsnd(ctx) -> MetricResult:
     """Nearest Synthetic Neighbour Distance: raw = mean of the min–max normalised real→nearest
     synthetic distances; value = 1 − raw (a copy has all distances 0 → value 1).
@@ -248,7 +254,8 @@ _RR_FIXED = "the release and the space's scaling (fitted on all real records) he
 @register_metric(family="re-identification", attack="synthetic records closer to a real record than its real neighbours",
                  reference=PRIVEVAL + "2.2.4 Authenticity (Alaa et al., 2022)",
                  orientation="value = 1 − authenticity = share of real records whose nearest synthetic record is not farther than their nearest other real record",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=7.0, sampled=("real",))
 def authenticity(ctx) -> MetricResult:
     """Authenticity: raw = share of real records whose nearest other real record is strictly
     closer than their nearest synthetic record (authentic); value = 1 − raw. Computed per real
@@ -286,7 +293,8 @@ def _rr_share_ci(res: MetricResult, ctx, space: str, d_rs: np.ndarray, flags: np
 
 @register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
                  reference=PRIVEVAL + "2.2.5 Identifiability score (Yoon et al., ADS-GAN 2020)",
-                 orientation="value = share of identifiable real records", spaces=("identifiability",))
+                 orientation="value = share of identifiable real records", spaces=("identifiability",),
+                 memory_cost=4.0, sampled=("real",))
 def identifiability(ctx) -> MetricResult:
     """Identifiability score (ADS-GAN): the authenticity test in the mixed space with every
     column's features multiplied by 1/H (H = the real column's entropy, natural log; numerics over
@@ -315,7 +323,8 @@ def identifiability(ctx) -> MetricResult:
 @register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
                  reference=PRIVEVAL + "2.2.9 Median Distance to Closest Record",
                  orientation="value = 2·(1 − σ(r)), r = median DCR(real→synthetic) / median DCR(real→real)",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=4.0, sampled=("real",))
 def median_dcr(ctx) -> MetricResult:
     """Median DCR: r = median(real→nearest synthetic) / median(real→nearest other real), mixed
     space (medians of even counts = mean of the two middle values). value = 2·(1 − σ(r)):
@@ -375,7 +384,8 @@ def _not_farther(d_rs, d_rr, d_sr, d_ss) -> tuple[np.ndarray, np.ndarray]:
 @register_metric(family="tracing", attack="a nearest-neighbour classifier telling real from synthetic records",
                  reference=PRIVEVAL + "2.2.10 Nearest Neighbour Adversarial Accuracy (Yale et al., 2020)",
                  orientation="value = 1 − AA; a copy gives AA = 0 → 1, perfectly separable data AA = 1 → 0",
-                 spaces=("mixed",))
+                 spaces=("mixed",),
+                 memory_cost=8.0, sampled=("real", "synthetic"))
 def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     """NN Adversarial Accuracy: AA = ½[P(d_RS > d_RR) + P(d_SR > d_SS)] (strict >) in the mixed
     space. When the sizes differ, the larger set is subsampled without replacement to the smaller
@@ -541,7 +551,8 @@ def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]])
 # ------------------------------------------------------------ projected-space metrics
 @register_metric(family="re-identification", attack="synthetic records that single out one real record",
                  reference=PRIVEVAL + "2.2.7 Nearest Neighbour Distance Ratio",
-                 orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)", spaces=("famd",))
+                 orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)", spaces=("famd",),
+                 memory_cost=4.0)
 def nndr(ctx, *, n_components: int = 2) -> MetricResult:
     """NN Distance Ratio: in the FAMD projection (fitted on the real data, ``n_components``
     components), per synthetic record d1/d2 = distances to its two nearest real records
@@ -564,7 +575,8 @@ def nndr(ctx, *, n_components: int = 2) -> MetricResult:
 @register_metric(family="re-identification", attack="synthetic records near real records in the projected space",
                  reference=PRIVEVAL + "2.2.8 Distance to Closest Record (avatar paper)",
                  orientation="value = 1 − σ(ln m̄) = 1/(1 + m̄), m̄ = mean real→synthetic distance (FAMD 2-D space)",
-                 spaces=("famd",))
+                 spaces=("famd",),
+                 memory_cost=2.0, sampled=("real",))
 def dcr(ctx, *, n_components: int = 2) -> MetricResult:
     """Distance to Closest Record: m̄ = mean distance of each real record to its nearest
     synthetic record in the FAMD projection; value = 1/(1 + m̄) (copy → 1).
@@ -691,7 +703,8 @@ def _leading_axes_wide(z: np.ndarray, gram_rows: np.ndarray, keep: np.ndarray, n
 @register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
                  reference=PRIVEVAL + "2.2.12 Hidden Rate (avatar paper)",
                  orientation="value = share of real records whose nearest synthetic record is their own",
-                 needs=("pairing",), spaces=("famd",))
+                 needs=("pairing",), spaces=("famd",),
+                 memory_cost=2.0, sampled=("real",))
 def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: int = 2) -> MetricResult:
     """Hidden Rate: needs a pairing — which real record each synthetic record was generated from
     (``paired=True``: synthetic row i ↔ real row i, or ``pairing``: per synthetic row the real row
@@ -736,7 +749,8 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
 # ---------------------------------------------------------------------- hitting rate
 @register_metric(family="re-identification", attack="synthetic records matching a real record on every attribute up to a small tolerance",
                  reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
-                 orientation="value = share of real records hit by some synthetic record", spaces=())
+                 orientation="value = share of real records hit by some synthetic record", spaces=(),
+                 memory_cost=0.5, sampled=("real",))
 def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = False) -> MetricResult:
     """Hitting Rate: a real record is hit when some synthetic record has all categorical values
     equal and every numeric value within h = (max − min of the real column)/30, inclusive (the

@@ -94,12 +94,16 @@ def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> 
     return replace(res, name=name, details={**res.details, "label_free": corr.describe(ctx.schema)})
 
 
+# memory_cost: on a release that kept the labels, the plain metric's searches again (cached: nothing
+# more); on a relabelled one, the plain metric on recoded copies of the frames (estimated, not
+# measured: the plain metric's cost plus the copies, rounded to nnaa's 8.0)
 @register_metric(family="tracing",
                  attack="membership of copies whose category labels were permuted, renamed, split or merged",
                  reference=REFERENCE + "memorisation test as privgate.metrics.memorisation",
                  orientation="value = estimated share of the release detectably memorised, comparing categories "
                              "up to the learnt level correspondence; its interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True, spaces=("mixed",))
+                 needs=("holdout",), self_controlled=True, spaces=("mixed",),
+                 memory_cost=8.0, sampled=("synthetic",))
 def label_free_memorisation(ctx, *, ratio: float = 0.5,
                             tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test in the label-free view: the share of the release much nearer to a
@@ -116,7 +120,8 @@ def label_free_memorisation(ctx, *, ratio: float = 0.5,
                  attack="exact copies of real records whose category labels were permuted, renamed, split or merged",
                  reference=REFERENCE + "Common Rows Proportion (PrivEval §2.1.4)",
                  orientation="value = share of real records copied, comparing categories up to the learnt level "
-                             "correspondence; 1 = every real record is in the release", spaces=())
+                             "correspondence; 1 = every real record is in the release", spaces=(),
+                 memory_cost=1.0, sampled=("real",))
 def label_free_copies(ctx) -> MetricResult:
     """Common Rows Proportion in the label-free view: the share of real records with an identical
     release record once the categories are compared up to the correspondence learnt from the
@@ -132,7 +137,8 @@ def label_free_copies(ctx) -> MetricResult:
                  reference=REFERENCE + "authenticity (Alaa et al., ICML 2022) as privgate.metrics.authenticity",
                  orientation="value = share of real records whose nearest release record is nearer than their nearest "
                              "other real record, comparing categories up to the learnt level correspondence; "
-                             "~0.5 for real non-members, 1 for a copy", spaces=("mixed",))
+                             "~0.5 for real non-members, 1 for a copy", spaces=("mixed",),
+                 memory_cost=8.0, sampled=("real",))
 def label_free_authenticity(ctx) -> MetricResult:
     """Authenticity in the label-free view: the share of real records whose nearest release record
     is not farther than their nearest other real record, the categories compared up to the

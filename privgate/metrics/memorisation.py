@@ -124,7 +124,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import holm, mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
 from ..ties import close, lt
-from .intervals import jackknife_labels, result
+from ..stats.metric_intervals import jackknife_labels, result
 from .sampling import mark_sampled, synthetic_rows
 from .search_error import widen_share_for_search
 
@@ -291,7 +291,8 @@ def distinct_count(weight: np.ndarray, nearest: np.ndarray) -> float:
                  orientation="value = estimated share of the release detectably memorised (much nearer to a training "
                              "record than to any holdout record): a lower bound on the memorised share; its "
                              "interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True, spaces=("mixed",))
+                 needs=("holdout",), self_controlled=True, spaces=("mixed",),
+                 memory_cost=7.0, sampled=("synthetic",))
 def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test: the share of the release much nearer (distance ratio < 0.5) to a
     distinct training record than to any holdout record, beyond the mirrored holdout-side count,

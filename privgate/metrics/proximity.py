@@ -30,11 +30,11 @@ from .. import seeds
 from ..errors import ParameterError
 from ..neighbours import MatrixSearch, Neighbours, search_matrices
 from ..neighbours.settings import resolve as resolve_settings
-from ..registry import register_metric
+from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
 from ..spaces import EncodedSpace
 from ..ties import REL_TOL, lt
-from .intervals import result, set_bootstrap_ci
+from ..stats.metric_intervals import result, set_bootstrap_ci
 from .limits import check_work_bound, MAX_REPETITIONS
 from .summaries import quantile_summary
 
@@ -235,11 +235,18 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
     return statistic
 
 
+def scored_share(sizes: QuerySizes) -> float:
+    """The share of the real records proximity_score scores (the memory guard's
+    ``memory_share``): at most ``MAX_SCORED_ROWS`` of the half it scores."""
+    return min(1.0, MAX_SCORED_ROWS / max(sizes.n_real / 2, 1))
+
+
 @register_metric(family="re-identification",
                  attack="synthetic records closer to training records than fresh real records would be",
                  reference=PAPER,
                  orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
-                             "a copy scores about 0.82, not 1", spaces=("mixed",))
+                             "a copy scores about 0.82, not 1", spaces=("mixed",),
+                 memory_cost=4.0, memory_share=scored_share)
 def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None,
                     max_rows: int | None = MAX_SCORED_ROWS) -> MetricResult:
     """Proximity (privacy) score: TTPR = d(r, R2)/d(r, nearest other in R1) and TSPR = d(r, S)/d(r,

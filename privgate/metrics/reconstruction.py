@@ -36,7 +36,7 @@ from ..spaces import category_codes
 from ..ties import le
 from .. import stats
 from ..neighbours import search_k
-from .intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
+from ..stats.metric_intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
 from .sampling import mark_sampled, on_rows, real_rows
 from .search_error import widen_share_for_search
 
@@ -156,7 +156,8 @@ def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: di
                  reference=REVIEW + "2.1.1 Categorical Zero CAP (Hittmeir et al., 2020)",
                  orientation="value = mean over real records of the share of key-matching synthetic records with the "
                              "same sensitive value (0 when none match); worst sensitive column",
-                 needs=("sensitive",), spaces=())
+                 needs=("sensitive",), spaces=(),
+                 memory_cost=0.5, sampled=("real",))
 def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
              key_bins: int | None = None) -> MetricResult:
     """Categorical Zero CAP (Hittmeir et al., 2020): for each real record, the synthetic records
@@ -262,7 +263,8 @@ def _nearest_combos(real_keys: np.ndarray, syn_keys: np.ndarray, block_cells: in
                  reference=REVIEW + "2.1.2 Categorical Generalized CAP (Hittmeir et al., 2020)",
                  orientation="value = mean over real records of the share of the synthetic records at the minimum Hamming "
                              "distance on the keys with the same sensitive value; worst sensitive column",
-                 needs=("sensitive",), spaces=())
+                 needs=("sensitive",), spaces=(),
+                 memory_cost=0.5, sampled=("real",))
 def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
                     key_bins: int | None = None) -> MetricResult:
     """Categorical Generalized CAP (Hittmeir et al., 2020): for each real record, **all** synthetic
@@ -504,7 +506,8 @@ def _weights_without_groups(ctx, labels: np.ndarray) -> np.ndarray:
                  reference=REVIEW + "2.1.3 Attribute Inference Risk (Yan et al., 2022)",
                  orientation="value = entropy-weighted share of real records whose sensitive value the nearest synthetic "
                              "record on the keys reveals (equal, or within 10 % for numerics); worst sensitive column",
-                 needs=("sensitive",), spaces=("mixed",))
+                 needs=("sensitive",), spaces=("mixed",),
+                 memory_cost=4.0, sampled=("real",))
 def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
                         sensitive: Sequence[str] | str | None = None) -> MetricResult:
     """Attribute Inference Risk (Yan et al., 2022): each real record's nearest synthetic record on

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from ..results import MetricResult
-from .intervals import clip_unit, map_interval
+from ..stats.metric_intervals import clip_unit, map_interval
 
 
 def search_error_bound(res: MetricResult) -> float:

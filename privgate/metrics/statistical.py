@@ -26,7 +26,7 @@ from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
-from .intervals import result, set_no_ci
+from ..stats.metric_intervals import result, set_no_ci
 
 stats = lazy_module("scipy.stats")  # imported on first use (import time)
 _special = lazy_module("scipy.special")
@@ -89,7 +89,8 @@ def chi_squared_p(real_counts: np.ndarray, syn_counts: np.ndarray) -> float:
                  attack="marginal distributions of the release reproduce the real ones (goodness of fit)",
                  reference=THESIS + "Algorithm 5 Chi-Squared Test (Qian et al., 2023)",
                  orientation="value = mean over columns of the χ² p-value of the synthetic counts against the real "
-                             "frequencies; 1 = indistinguishable marginals", spaces=())
+                             "frequencies; 1 = indistinguishable marginals", spaces=(),
+                 memory_cost=0.5)
 def chi_squared(ctx) -> MetricResult:
     """Chi-squared test: per column, the p-value of the χ² goodness-of-fit test of the synthetic
     counts against the real frequencies (numerics over the 10 real quantile bins); value = mean
@@ -123,7 +124,8 @@ def inverse_kl_column(real_counts: np.ndarray, syn_counts: np.ndarray, alpha: fl
                  attack="marginal distributions of the release reproduce the real ones (Kullback–Leibler)",
                  reference=THESIS + "Algorithm 9 Inverse Kullback–Leibler Divergence (Qian et al., 2023)",
                  orientation="value = mean over columns of 1/(1 + KL(real‖synthetic)); 1 = identical marginals",
-                 spaces=())
+                 spaces=(),
+                 memory_cost=0.5)
 def inverse_kl(ctx, *, smoothing: float = 1.0) -> MetricResult:
     """Inverse KL divergence: per column 1/(1 + KL(real‖synthetic)), KL in nats on the category
     frequencies after Laplace smoothing (α = 1 added to both sides' counts over the union of
@@ -165,7 +167,8 @@ def js_distance(real_counts: np.ndarray, syn_counts: np.ndarray) -> float:
 @register_metric(family="statistical",
                  attack="marginal distributions of the release reproduce the real ones (Jensen–Shannon)",
                  reference=THESIS + "Algorithm 10 Jensen–Shannon Distance (Qian et al., 2023)",
-                 orientation="value = 1 − mean over columns of the Jensen–Shannon distance (base 2)", spaces=())
+                 orientation="value = 1 − mean over columns of the Jensen–Shannon distance (base 2)", spaces=(),
+                 memory_cost=0.5)
 def jensen_shannon(ctx) -> MetricResult:
     """Jensen–Shannon distance: per column, the JS distance (square root of the JS divergence,
     base 2, so in [0, 1]) between the real and synthetic category frequencies (numerics over the
@@ -200,7 +203,8 @@ def ks_column(ctx, column: str) -> float:
                  attack="marginal distributions of the release reproduce the real ones (Kolmogorov–Smirnov)",
                  reference=THESIS + "Algorithm 11 Kolmogorov–Smirnov Test (Qian et al., 2023)",
                  orientation="value = 1 − mean over columns of the KS statistic (numeric) / total variation distance "
-                             "(categorical)", spaces=())
+                             "(categorical)", spaces=(),
+                 memory_cost=0.5)
 def kolmogorov_smirnov(ctx) -> MetricResult:
     """Kolmogorov–Smirnov: per numeric column the two-sample KS statistic on the raw non-null
     values, per categorical column the total variation distance of the level frequencies (null a

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from ..gates.rule_kinds import kind_of_check
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
@@ -67,11 +69,11 @@ def plot_values(outcome: Any) -> str | None:
         if r.baseline is not None:
             ax.plot([r.baseline], [yi], marker="D", mfc="none", mec="black", ms=7, lw=0)
             for c in outcome.checks:
-                if c.metric == n and c.rule == "baseline" and c.threshold is not None and not c.skipped:
+                if c.metric == n and _bar_limit(c.rule) == "baseline" and c.threshold is not None and not c.skipped:
                     ax.plot([r.baseline + c.threshold] * 2, [yi - 0.35, yi + 0.35],
                             color=COLOURS[c.severity], lw=1.5, ls=":")
         for c in outcome.checks:
-            if c.metric == n and c.rule == "threshold" and c.threshold is not None:
+            if c.metric == n and _bar_limit(c.rule) == "value" and c.threshold is not None:
                 ax.plot([c.threshold] * 2, [yi - 0.35, yi + 0.35], color=COLOURS[c.severity], lw=2.5)
         right = r.value
         if r.ci is not None:
@@ -147,3 +149,10 @@ def plot_history(history_frame: pl.DataFrame, current_run: str | None = None,
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure_to_data_uri(fig)
+
+
+def _bar_limit(label: str) -> str | None:
+    """Where the bar chart draws the limit of a check's rule (its kind's ``bar_limit``: on the
+    value axis, over the holdout baseline), None for checks that are no rule or draw none."""
+    kind = kind_of_check(label)
+    return kind.bar_limit if kind is not None else None

@@ -26,7 +26,7 @@ from ..gates.decision_table import columns, decision_rows, fmt_number, fmt_p, wi
 from ..gates.present import sampling_summary, unchecked_note
 from ..results import _jsonable
 from . import plots
-from .files import _atomic_write, write_temporary  # noqa: F401  (also imported from here)
+from .files import _atomic_write
 
 REPORT_FORMAT = 1
 _LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error)"}
@@ -39,9 +39,14 @@ _TEXT = {
 }
 
 
+# the report templates, beside this module (read from the folder, not through the package: the
+# package imports this module)
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("privgate.render", "templates"),
+        loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
         undefined=jinja2.StrictUndefined,
     )

@@ -21,14 +21,9 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
+from ..gates.rule_kinds import rule_kind
 from .plots import COLOURS, figure_to_data_uri, new_figure
 
-# what each rule kind compares: the stored column and its interval's columns
-QUANTITY: dict[str, tuple[str, str | None, str | None, str]] = {
-    "threshold": ("value", "ci_low", "ci_high", "value"),
-    "baseline": ("excess", "excess_ci_low", "excess_ci_high", "excess over the holdout baseline"),
-    "test": ("p_value", None, None, "p-value"),
-}
 # the most recent runs a chart shows (their labels stay readable)
 MAX_RUNS = 40
 _MARKERS = {"pass": "o", "warn": "s", "block": "X"}
@@ -60,15 +55,16 @@ class TrendChart:
 def gated_rules(config: Mapping[str, Any] | None, has_holdout: bool | None) -> dict[str, dict[str, list[tuple[str, float, str]]]]:
     """metric → rule kind (threshold, baseline, test) → its (severity, limit, on) of the stored
     canonical configuration ``config``, the rules that apply to a run with / without a holdout
-    (``has_holdout`` None: every rule). Trend rules compare with the last accepted release, not a
-    fixed limit: they add no line."""
+    (``has_holdout`` None: every rule). A kind draws the history columns of its declaration's
+    ``chart``; trend rules compare with the last accepted release, not a fixed limit: they add
+    no line."""
     out: dict[str, dict[str, list[tuple[str, float, str]]]] = {}
     for name, metric in ((config or {}).get("metrics") or {}).items():
         for rule in metric.get("rules") or []:
             when = rule.get("when", "always")
             if has_holdout is not None and when != "always" and (when == "with_holdout") != has_holdout:
                 continue
-            if rule.get("kind") not in QUANTITY:
+            if rule_kind(rule.get("kind")).chart is None:  # no fixed limit to draw (a trend rule)
                 continue
             out.setdefault(name, {}).setdefault(rule["kind"], []).append(
                 (str(rule.get("severity")), float(rule.get("limit")), str(rule.get("on") or "estimate")))
@@ -91,7 +87,7 @@ def trend_charts(dataset: str, runs: pl.DataFrame, scores: pl.DataFrame, config:
     for metric, kinds in gated_rules(config, latest_holdout).items():
         part = order.join(scores.filter(pl.col("metric") == metric), on="run_id", how="left", suffix="_score")
         for kind, limits in kinds.items():
-            col, lo, hi, label = QUANTITY[kind]
+            col, lo, hi, label = rule_kind(kind).chart
             charts.append(TrendChart(
                 dataset=dataset, metric=metric, kind=kind, quantity=label,
                 releases=part["release_id"].to_list(), decisions=part["decision"].to_list(),

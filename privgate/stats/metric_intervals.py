@@ -1,5 +1,5 @@
 """The one place a metric attaches its interval (``ci`` and ``details["ci_method"]``), beside the
-interval formulas it applies (``privgate.metrics.intervals`` re-exports it for the metric modules).
+interval formulas it applies; every metric module imports its helpers from here.
 
 Interval rules (every metric goes through these helpers, so the rule is stated once):
 
@@ -43,7 +43,7 @@ result = MetricResult.from_context
 
 BOOT = stats.bootstrap.DEFAULT_BOOT
 _INTERVALS: ContextVar[bool] = ContextVar("privgate_intervals", default=True)
-OFF = "none: intervals switched off (privgate.metrics.intervals.without_intervals)"
+OFF = "none: intervals switched off (privgate.stats.metric_intervals.without_intervals)"
 
 
 @contextmanager

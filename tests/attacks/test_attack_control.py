@@ -89,7 +89,7 @@ def test_bad_parameters_are_named(name, params, match):
 
 
 def test_registered_in_one_family_self_controlled_needing_a_holdout():
-    from privgate.registry import get_metric, metric_names
+    from privgate.catalogue import get_metric, metric_names
 
     assert metric_names("gdpr-attack") == ["inference", "linkability", "singling_out"]
     for name in ATTACKS:

@@ -8,7 +8,7 @@ import pytest
 
 import privgate
 from privgate.gates import run_gate
-from privgate.gates.config import parse_gate_config
+from privgate.gates.config_validate import parse_gate_config
 
 ATTACKS = ["singling_out", "linkability", "inference"]
 

@@ -19,7 +19,7 @@ import pytest
 from audit_helpers import real_frame, work_folder
 from privgate.audit import audit_generator
 from privgate.audit.limits import MAX_ROWS, MAX_RUNS, MAX_TARGETS, check_sizes, deadline_seconds
-from privgate.audit.runner import GeneratorExited
+from privgate.audit.single_run import GeneratorExited
 from privgate.cli import main
 from privgate.errors import AuditError, ParameterError
 

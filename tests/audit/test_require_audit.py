@@ -99,7 +99,7 @@ def test_only_an_audit_of_this_generator_on_this_dataset_counts(frames, tmp_path
 
 def test_a_version_must_be_a_string():
     from privgate.errors import ConfigError
-    from privgate.gates.config import parse_gate_config
+    from privgate.gates.config_validate import parse_gate_config
 
     for v in (2.10, 3, True):
         with pytest.raises(ConfigError, match=r"^require_audit\.version: must be a version string"):

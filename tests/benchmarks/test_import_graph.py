@@ -37,6 +37,28 @@ def test_arrows_of_relative_local_and_typing_imports(tmp_path):
     assert "pkg.sub" in import_graph.graph(root, packages=True)["pkg.high"]
 
 
+def test_imports_by_module_name_are_arrows(tmp_path):
+    """A module named in a string — a command table of dotted names, a relative name given to
+    importlib with the package, a package's lazy attribute table — is imported by name: an arrow,
+    so a circle through it is found; a docstring naming a module is not."""
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text(
+        "from ._lazy import lazy_attributes\n"
+        "__getattr__, __dir__ = lazy_attributes(__name__, {'run': ('cli', 'run')})\n")
+    (root / "_lazy.py").write_text("def lazy_attributes(package, names):\n    return None, None\n")
+    (root / "cli.py").write_text(
+        '"""See pkg.low for the commands."""\nimport importlib\nCOMMANDS = ["pkg.low"]\n\n'
+        "def run():\n    return importlib.import_module('.high', __package__)\n")
+    (root / "low.py").write_text('"""pkg.cli is above."""\n')
+    (root / "high.py").write_text("from . import cli\n")
+    arrows = import_graph.graph(root)
+    assert arrows["pkg"] == {"pkg._lazy", "pkg.cli"}
+    assert arrows["pkg.cli"] == {"pkg.low", "pkg.high"}
+    assert arrows["pkg.low"] == set()  # a docstring names a module, it does not import it
+    assert import_graph.cycles(arrows) == [["pkg.cli", "pkg.high"]]
+
+
 def test_cycles_are_the_strongly_connected_components():
     arrows = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}, "g": set()}
     assert import_graph.cycles(arrows) == [["a", "b", "c"], ["d", "e"]]
@@ -52,7 +74,12 @@ def test_rooms_and_layers():
 
 
 def test_privgate_has_no_import_circle():
-    assert import_graph.cycles(import_graph.graph()) == []
+    """Imports by module name included: the CLI's command table, the catalogue of built-in metric
+    modules, the packages' lazy attribute tables."""
+    arrows = import_graph.graph()
+    assert "privgate.commands.gate" in arrows["privgate.cli"]
+    assert "privgate.metrics.distance" in arrows["privgate.catalogue"]
+    assert import_graph.cycles(arrows) == []
     assert import_graph.cycles(import_graph.graph(typing=True)) == []
 
 
@@ -63,3 +90,19 @@ def test_privgate_rooms_have_no_circle_and_every_arrow_points_down():
     assert import_graph.cycles(rooms) == []
     layer = import_graph.layers(rooms)
     assert all(layer[a] > layer[b] for a, targets in rooms.items() for b in targets)
+
+
+def test_the_architecture_doc_gives_the_layers_as_built():
+    """docs/architecture.md orders the layers once, in the table of its "Layers" section: each
+    room in the layer the import graph puts it."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = doc.split("## Layers: which module sits below which", 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for layer, rooms in re.findall(r"^\| (\d+) \| ([^|]*) \|", section, re.M):
+        for name in re.findall(r"`([^`]+)`", rooms):
+            name = name.rstrip("/")
+            documented["privgate" if name == "privgate" else f"privgate.{name}"] = int(layer)
+    built = import_graph.layers(import_graph.by_package(import_graph.graph()))
+    assert documented == built

@@ -49,7 +49,7 @@ dg = pytest.importorskip("dagster")
 @ADAPTER
 @given(case=cases())
 def test_dagster_checks_fail_closed(case, tmp_path_factory):
-    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.dagster.rule_checks import DECISION_CHECK, check_results
     from privgate.history import HistoryStore
 
     real, synthetic = _frames(case)
@@ -81,7 +81,7 @@ def test_dagster_materialisation_with_a_junk_metric_blocks_and_publishes_nothing
     """One real run of the release job: a metric returning NaN fails the decision check, nothing
     is published, the history row is blocked."""
     from privgate.dagster.definitions import build_definitions
-    from privgate.dagster.gate_checks import DECISION_CHECK
+    from privgate.dagster.rule_checks import DECISION_CHECK
     from privgate.history import HistoryStore
 
     case = Case(names=["x", "c"], kinds=["float", "string"], n_real=30, seed=1, how="random",

@@ -156,7 +156,7 @@ def test_history_value_not_finite_in_range_blocks_the_trend_rule(tmp_path, real,
 
 @pytest.mark.parametrize("previous", [float("nan"), float("inf"), 1.5, None, "0.1", True])
 def test_decide_refuses_a_previous_value_that_is_not_a_metric_value(previous):
-    from privgate.gates.config import parse_gate_config
+    from privgate.gates.config_validate import parse_gate_config
     from privgate.gates import decide, decision_of
     from privgate.results import MetricResult
 
@@ -214,7 +214,7 @@ def test_trend_only_gate_whose_previous_value_is_null_does_not_pass(tmp_path, re
 
 def test_allow_unchecked_is_validated_and_hashed_only_when_set():
     from privgate.errors import ConfigError
-    from privgate.gates.config import parse_gate_config
+    from privgate.gates.config_validate import parse_gate_config
     base = {"metrics": {"common_rows": {"threshold": 0.01}}}
     with pytest.raises(ConfigError, match="allow_unchecked: must be true or false"):
         parse_gate_config({**base, "allow_unchecked": "yes"})
@@ -360,7 +360,7 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
 
 def test_deadline_option_is_validated():
     from privgate.errors import ConfigError
-    from privgate.gates.config import parse_gate_config
+    from privgate.gates.config_validate import parse_gate_config
     base = {"metrics": {"common_rows": {"threshold": 0.01}}}
     for bad in (0, -1, float("inf"), "soon", True):
         with pytest.raises(ConfigError, match="options.deadline: must be a number of seconds"):
@@ -488,7 +488,7 @@ def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
     """Dagster checks and GX expectations see the same refusal: not passed, no real value."""
     copy = real.with_columns(pl.col("c").str.to_uppercase(), pl.col("d").str.to_uppercase())
     dg = pytest.importorskip("dagster")
-    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.dagster.rule_checks import DECISION_CHECK, check_results
     from privgate.gates import parse_gate_config, run_gate
     cfg = parse_gate_config({"dataset": "adapters", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
     outcome = run_gate(cfg, real, copy, record=False)

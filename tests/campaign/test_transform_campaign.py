@@ -62,7 +62,7 @@ def test_the_dagster_job_fails_the_checks_and_publishes_no_transformed_copy(file
     import shutil
 
     from privgate.dagster.definitions import build_definitions
-    from privgate.dagster.gate_checks import DECISION_CHECK
+    from privgate.dagster.rule_checks import DECISION_CHECK
     from privgate.gates import DEFAULT_CONFIG_PATH
 
     root = tmp_path / "data"

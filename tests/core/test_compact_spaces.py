@@ -1,4 +1,4 @@
-"""Compact encoded spaces for large inputs (privgate.context.COMPACT_SPACES_ABOVE): float32
+"""Compact encoded spaces for large inputs (privgate.context_spaces.COMPACT_SPACES_ABOVE): float32
 mixed and identifiability matrices searched without a float64 copy, and the FAMD projection fitted
 and applied in row blocks (benchmarks/LOG.md "Compact spaces above 200,000 rows")."""
 
@@ -141,14 +141,14 @@ def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch)
     monkeypatch.setattr(context_module, "COMPACT_SPACES_ABOVE", 299)
     assert guard.held_per_frame(300) == guard.HELD_PER_FRAME_COMPACT
     after = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
-    # the held frames drop, and a metric that reads a space needs COMPACT_COST_SHARE of its COST
+    # the held frames drop, and a metric that reads a space needs COMPACT_COST_SHARE of its cost
     drop = before.unit * (3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
-                          + guard.COST["authenticity"] * (1 - guard.COMPACT_COST_SHARE))
+                          + guard.metric_cost("authenticity") * (1 - guard.COMPACT_COST_SHARE))
     assert after.peak == pytest.approx(before.peak - drop)
-    # a metric that reads no space keeps its whole COST
+    # a metric that reads no space keeps its whole cost
     plain = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity", "chi_squared"])
     assert plain.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + before.unit * (3 * guard.HELD_PER_FRAME_COMPACT + guard.COST["chi_squared"]))
+        guard.BASE_BYTES + before.unit * (3 * guard.HELD_PER_FRAME_COMPACT + guard.metric_cost("chi_squared")))
 
 
 @pytest.mark.parametrize("k,exclude_self", [(1, False), (3, True)])

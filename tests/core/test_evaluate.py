@@ -47,7 +47,7 @@ def test_on_error_record_keeps_going_and_raise_raises():
 
 
 def test_unexpected_exceptions_are_wrapped_with_the_metric_name(monkeypatch):
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     spec = get_metric("dcr")
 

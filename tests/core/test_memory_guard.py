@@ -50,13 +50,13 @@ def test_the_estimate_follows_its_model():
     assert est.features == 8 and est.unit == 1000 * 8 * 8
     frames = 1.8
     expected = guard.BASE_BYTES + guard.SEARCH_BYTES + est.unit * (guard.HELD_PER_FRAME * frames
-                                                                   + guard.COST["authenticity"])
+                                                                   + guard.metric_cost("authenticity"))
     assert est.per_metric["authenticity"] == pytest.approx(expected)
     assert est.peak == est.per_metric["authenticity"]  # the largest metric's
     # a sample shrinks a sampled metric's own part only
     sampled = guard.estimate_run(ctx, ["authenticity", "chi_squared"], sample=250)
     assert sampled.per_metric["authenticity"] == pytest.approx(
-        expected - est.unit * guard.COST["authenticity"] * 0.75)
+        expected - est.unit * guard.metric_cost("authenticity") * 0.75)
     assert sampled.per_metric["chi_squared"] == est.per_metric["chi_squared"]
     # more rows, more memory: linear in the rows
     big = guard.estimate_run(EvaluationContext(_frames(2000), _frames(1600, 1)), ["authenticity"])
@@ -64,7 +64,7 @@ def test_the_estimate_follows_its_model():
     assert big.peak - fixed == pytest.approx(2 * (est.peak - fixed))
     # a metric that reads no encoded space has no search scratch
     assert est.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.COST["chi_squared"]))
+        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.metric_cost("chi_squared")))
 
 
 def test_a_large_run_whose_metrics_read_no_space_holds_the_frames_only():
@@ -73,7 +73,7 @@ def test_a_large_run_whose_metrics_read_no_space_holds_the_frames_only():
                                  threads=1)
     assert alone.inputs["held_per_frame"] == guard.HELD_PER_FRAME_NO_SPACE < guard.HELD_PER_FRAME_COMPACT
     assert alone.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + alone.unit * (guard.HELD_PER_FRAME_NO_SPACE * 3 + guard.COST["chi_squared"]))
+        guard.BASE_BYTES + alone.unit * (guard.HELD_PER_FRAME_NO_SPACE * 3 + guard.metric_cost("chi_squared")))
     # the same metric beside one that encodes a space counts the space the run will hold
     mixed = guard.estimate_sizes(*sizes, ["chi_squared", "authenticity"], exact=False, sample=50_000, threads=1)
     assert mixed.inputs["held_per_frame"] == guard.HELD_PER_FRAME_COMPACT
@@ -150,10 +150,11 @@ def test_the_estimate_does_not_load_a_scanned_input(tmp_path):
 
 def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     """With more than one thread detection_mlp trains its folds in worker processes, each holding
-    a fold's training copies: the estimate adds them (FOLD_WORKER_COST units per worker), and
-    with one thread (folds in this process) it does not."""
+    a fold's training copies: the estimate adds them (its declaration's worker_memory_cost units
+    per worker), and with one thread (folds in this process) it does not."""
     from privgate.data import load_example
-    from privgate.memory_guard import FOLD_WORKER_COST, estimate_run
+    from privgate.memory_guard import estimate_run
+    from privgate.catalogue import get_metric
     from privgate.threads import available_cores
 
     if available_cores() < 2:
@@ -163,14 +164,14 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     two = estimate_run(EvaluationContext(real, real, threads=2), ["detection_mlp", "nnaa"])
     assert two.per_metric["nnaa"] == one.per_metric["nnaa"]
     assert two.per_metric["detection_mlp"] - one.per_metric["detection_mlp"] == pytest.approx(
-        2 * FOLD_WORKER_COST * one.unit)
+        2 * get_metric("detection_mlp").worker_memory_cost * one.unit)
 
 
 def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
     """detection_mlp stacks at most MAX_DETECTION_RECORDS records per class: its own term of the
     estimate (the peak minus the base, the search scratch and the held frames) grows with the
     rows up to that cap and stays flat above it; with sample off it grows with every record."""
-    from privgate.memory_guard import BASE_BYTES, COST, SEARCH_BYTES, estimate_run, held_per_frame
+    from privgate.memory_guard import BASE_BYTES, SEARCH_BYTES, estimate_run, held_per_frame, metric_cost
     from privgate.metrics.classifier import MAX_DETECTION_RECORDS
 
     def own(n, sample="auto"):
@@ -179,16 +180,16 @@ def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
         return est.per_metric["detection_mlp"] - BASE_BYTES - SEARCH_BYTES - est.unit * held_per_frame(est.n) * 2, est
 
     small, est = own(20_000)
-    assert small == pytest.approx(COST["detection_mlp"] * est.unit)  # every record below the cap
+    assert small == pytest.approx(metric_cost("detection_mlp") * est.unit)  # every record below the cap
     capped = [own(n)[0] for n in (60_000, 120_000, 180_000)]  # below the compact size
     assert capped == pytest.approx([capped[0]] * 3)
-    assert capped[0] == pytest.approx(COST["detection_mlp"] * est.unit * MAX_DETECTION_RECORDS / 20_000)
+    assert capped[0] == pytest.approx(metric_cost("detection_mlp") * est.unit * MAX_DETECTION_RECORDS / 20_000)
     off = [own(n, "off")[0] for n in (60_000, 120_000)]
     assert off[1] == pytest.approx(2 * off[0]) and off[0] > capped[0]
 
 
 def test_membership_inference_estimate_is_flat_above_its_records_per_class():
-    from privgate.memory_guard import BASE_BYTES, COST, SEARCH_BYTES, estimate_run, held_per_frame
+    from privgate.memory_guard import BASE_BYTES, SEARCH_BYTES, estimate_run, held_per_frame, metric_cost
     from privgate.metrics.classifier import MAX_MEMBERSHIP_RECORDS
 
     def own(n, sample="auto"):
@@ -198,9 +199,9 @@ def test_membership_inference_estimate_is_flat_above_its_records_per_class():
 
     capped = [own(n)[0] for n in (60_000, 120_000)]
     unit_60k = own(60_000)[1].unit
-    assert capped == pytest.approx([COST["membership_inference"] * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
+    assert capped == pytest.approx([metric_cost("membership_inference") * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
     off = own(120_000, "off")[0]
-    assert off == pytest.approx(2 * COST["membership_inference"] * unit_60k)
+    assert off == pytest.approx(2 * metric_cost("membership_inference") * unit_60k)
 
 
 def test_a_holdout_baseline_is_counted_only_for_the_metrics_that_score_one():

@@ -14,7 +14,8 @@ from privgate.baselines import noisy_copy
 from privgate.context import EvaluationContext
 from privgate.data import load_example
 from privgate.evaluation import run_order, spaces_still_read
-from privgate.registry import get_metric, metric_names, run_spec
+from privgate.catalogue import get_metric, metric_names
+from privgate.registry import run_spec
 from privgate.spaces import SPACE_KINDS
 
 

@@ -13,7 +13,7 @@ import dagster as dg
 import polars as pl
 
 from privgate.dagster import PrivgateResource, build_privgate_checks
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 
 DEFAULT_GATE = Path(__file__).resolve().parents[2] / "privgate" / "configs" / "default_gate.yaml"
 #: exact copies alone (every typed cell compared as it is): what the copied release is checked on

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from privgate.dagster.definitions import build_definitions, build_executor
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 from privgate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from privgate.dagster.definitions import EVALUATE_JOB, build_definitions
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 
 
 def _dagster_conftest():

@@ -14,7 +14,7 @@ import pytest
 
 from privgate.dagster import (PrivgateResource, build_privgate_checks, build_privgate_latest_release,
                               build_privgate_scorecards)
-from privgate.dagster.latest import replay_newest
+from privgate.dagster.latest_report import replay_newest
 from privgate.dagster.check_body import CheckTarget, gate_config_of
 from privgate.dagster.translator import PrivgateTranslator
 
@@ -79,7 +79,7 @@ def _shown(instance, view):
 def test_the_view_shows_the_latest_release_checks(world):
     inst, defs, asset = world["instance"], world["defs"], world["asset"]
     job = defs.resolve_implicit_global_asset_job_def()
-    view = PrivgateTranslator().get_latest_release_key(asset.key)
+    view = PrivgateTranslator().get_asset_key({"kind": "latest_release", "asset_key": asset.key})
     names = ["gate_decision", "common_rows__threshold_warn", "common_rows__threshold_block",
              "hitting_rate__threshold_block"]
     assert {k.name for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key == view} == set(names)

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 
 RELEASES = ("r-pass", "r-warn", "r-block")
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from privgate.dagster import PrivgateResource, PrivgateRunConfig, build_privgate_checks
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 from privgate.history import HistoryStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ def test_pool_per_dataset():
 def test_ordered_history_compares_with_the_last_accepted_earlier_release(tmp_path, real_frame):
     """ReleaseOrderedHistory: the trend predecessor is the last accepted release *before* this
     one in release order -- a later release recorded first, or a blocked earlier one, is not."""
-    from privgate.dagster.resource import ReleaseOrderedHistory
+    from privgate.dagster.privgate_resource import ReleaseOrderedHistory
     from privgate.gates import run_gate
     from privgate.history import HistoryStore
 
@@ -194,7 +194,7 @@ def test_dataset_lock_serialises_threads(tmp_path):
     import threading
     import time
 
-    from privgate.dagster.resource import dataset_lock
+    from privgate.dagster.privgate_resource import dataset_lock
 
     inside, overlap = [], []
 
@@ -222,7 +222,7 @@ def test_postgres_advisory_lock(tmp_path):
     url = os.environ.get("PRIVGATE_TEST_POSTGRES_URL")
     if not url:
         pytest.skip("PRIVGATE_TEST_POSTGRES_URL not set")
-    from privgate.dagster.resource import dataset_lock
+    from privgate.dagster.privgate_resource import dataset_lock
 
     order = []
 
@@ -243,7 +243,7 @@ def test_postgres_advisory_lock(tmp_path):
 def test_sensor_runs_plan_only_the_rules_that_apply(tmp_path):
     """With a holdout, `when: no_holdout` rules are left out of the runs the sensor requests
     (Dagster then shows them as not evaluated for those releases, not as executed)."""
-    from privgate.dagster.checks import applicable_check_keys
+    from privgate.dagster.build_checks import applicable_check_keys
     from privgate.dagster.definitions import build_definitions
     from privgate.gates import default_gate_config
 

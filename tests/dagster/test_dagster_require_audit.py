@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from privgate.dagster import PrivgateResource, build_privgate_checks
-from privgate.dagster.gate_checks import DECISION_CHECK
+from privgate.dagster.rule_checks import DECISION_CHECK
 from privgate.gates.audit_rules import decide_audit
 from privgate.history import HistoryStore
 

@@ -73,7 +73,8 @@ def _run_three(tmp_path, real_frame, instance):
     job = defs.resolve_implicit_global_asset_job_def()
     results = [job.execute_in_process(instance=instance, partition_key=p, raise_on_error=False)
                for p in RELEASES]
-    return {"results": results, "instance": instance, "key": PrivgateTranslator().get_scorecard_key(monthly_release.key)}
+    return {"results": results, "instance": instance, "key": PrivgateTranslator().get_asset_key(
+        {"kind": "scorecard", "asset_key": monthly_release.key})}
 
 
 def test_scorecard_across_releases(runs):

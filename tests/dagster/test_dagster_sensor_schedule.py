@@ -11,7 +11,7 @@ import pytest
 import polars as pl
 
 from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
-from privgate.dagster.resources import DataLocations
+from privgate.dagster.data_locations import DataLocations
 
 
 def _locations(example) -> DataLocations:

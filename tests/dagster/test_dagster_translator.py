@@ -1,6 +1,8 @@
 """PrivgateTranslator: a user's subclass renames and redescribes what every factory builds, and
 the runs report under the names it gives."""
 
+from pathlib import Path
+
 import dagster as dg
 import pytest
 
@@ -19,23 +21,27 @@ GATE = "version: 1\ndataset: my-data\nmetrics:\n  common_rows:\n    threshold: {
 
 
 class Renamed(PrivgateTranslator):
-    def get_check_name(self, asset_key, rule):
-        return "privacy_" + super().get_check_name(asset_key, rule)
+    """A user's translator: overrides the attributes it changes, for the kinds it changes."""
 
-    def get_op_name(self, asset_key, name_prefix="privgate"):
-        return f"gate_of_{asset_key.to_python_identifier()}"
+    def get_name(self, props):
+        name = super().get_name(props)
+        if props["kind"] == "check":
+            return "privacy_" + name
+        if props["kind"] in ("op", "step_op"):
+            return name.replace("privgate_", "gate_of_", 1)
+        if props["kind"] == "pool":
+            return "one_pool"
+        if props["kind"] == "audit_op":
+            return f"{props['step']}_of_{props['audit']}"
+        return name
 
-    def get_pool(self, dataset):
-        return "one_pool"
+    def get_description(self, props):
+        return "our privacy gate" if props["kind"] == "op" and "steps" not in props else super().get_description(props)
 
-    def get_op_description(self, asset_key):
-        return "our privacy gate"
-
-    def get_scorecard_key(self, asset_key):
-        return dg.AssetKey(["scorecards", dg.AssetKey.from_coercible(asset_key).path[-1]])
-
-    def get_audit_op_name(self, name, step):
-        return f"{step}_of_{name}"
+    def get_asset_key(self, props):
+        if props["kind"] == "scorecard":
+            return dg.AssetKey(["scorecards", dg.AssetKey.from_coercible(props["asset_key"]).path[-1]])
+        return super().get_asset_key(props)
 
 
 @pytest.fixture
@@ -122,3 +128,25 @@ def test_a_run_reports_under_the_translated_names(gate, tmp_path, real_frame, in
     assert checks["privacy_common_rows__threshold_block"].passed is False
     mats = {e.asset_key for e in result.get_asset_materialization_events()}
     assert dg.AssetKey(["scorecards", "leaky_release"]) in mats
+
+
+def test_the_default_translator_answers_each_kind_and_refuses_the_rest():
+    t = PrivgateTranslator()
+    key = dg.AssetKey(["data", "release"])
+    assert t.get_asset_key({"kind": "scorecard", "asset_key": key}) == \
+        dg.AssetKey(["data", "release_privacy_scorecard"])
+    assert t.get_name({"kind": "step_op", "asset_key": key, "step": "gate"}) == "privgate_data__release__gate"
+    assert t.get_name({"kind": "audit_versions", "audit": "my_audit"}) == "my_audit_versions"
+    assert "one step per metric family (statistical)" in t.get_description(
+        {"kind": "op", "asset_key": key, "steps": ["statistical"]})
+    run = type("Run", (), {"root_run_id": None, "run_id": "r1"})()
+    assert t.get_path({"kind": "audit_folder", "work_dir": "/w", "run": run, "audit": "a", "version": "1.0"}) \
+        == Path("/w/r1/a/1.0")
+    with pytest.raises(ValueError, match="no description for a 'pool'; it gives one for: op, step_op"):
+        t.get_description({"kind": "pool", "dataset": "d"})
+
+
+def test_the_translator_has_only_the_methods_users_override():
+    """Like dagster-dbt's translator: one public method per attribute of what is built."""
+    public = sorted(n for n in vars(PrivgateTranslator) if not n.startswith("_"))
+    assert public == ["get_asset_key", "get_description", "get_metadata", "get_name", "get_path"]

@@ -11,7 +11,7 @@ import pytest
 from privgate.context import EvaluationContext
 from privgate.disclosure.metrics import disclosure_attribute, disclosure_identity
 from privgate.evaluation import attach_baseline
-from privgate.metrics.intervals import jackknife_labels, jackknife_sources
+from privgate.stats.metric_intervals import jackknife_labels, jackknife_sources
 
 KW = dict(seed=4, keys=["k1", "k2"], sensitive=["s", "t"])
 

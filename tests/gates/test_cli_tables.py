@@ -125,7 +125,7 @@ def test_mistyped_metric_and_family_get_a_suggestion(files, capsys):
     assert main(["metrics", "--family", "gdpr-atack"]) == 3
     assert "did you mean 'gdpr-attack'?" in capsys.readouterr().err
     from privgate.errors import UnknownMetricError
-    from privgate.registry import get_metric
+    from privgate.catalogue import get_metric
 
     with pytest.raises(UnknownMetricError, match="did you mean 'hitting_rate'"):
         get_metric("hiting_rate")

@@ -6,7 +6,7 @@ import pytest
 
 from privgate.errors import ConfigError
 from privgate.gates import GateConfig, default_gate_config, load_gate_config, parse_gate_config, rules
-from privgate.gates.config import Rule
+from privgate.gates.config_model import Rule
 
 
 def _cfg(**metrics):

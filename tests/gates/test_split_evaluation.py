@@ -12,7 +12,7 @@ import pytest
 
 from privgate.errors import ParameterError
 from privgate.gates import evaluate_for_gate, evaluation_plan, parse_gate_config, run_gate
-from privgate.registry import get_metric
+from privgate.catalogue import get_metric
 from privgate.report import Report, merge_reports
 from privgate.results import MetricResult
 

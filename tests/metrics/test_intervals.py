@@ -12,11 +12,12 @@ import pytest
 
 import privgate
 from privgate import registry, stats
+from privgate import catalogue
 from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
 from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
                               zero_cap)
-from privgate.metrics.intervals import BOOT, jackknife_labels, jackknife_sources, without_intervals
+from privgate.stats.metric_intervals import BOOT, jackknife_labels, jackknife_sources, without_intervals
 from privgate.neighbours import knn
 from privgate.spaces import famd_inputs
 
@@ -123,7 +124,7 @@ CONTAINS = ("Wilson", "Clopper", "DeLong", "grouped jackknife")
 def test_every_registered_metric_has_an_interval_or_says_why_not(adult_report):
     rep, _ = adult_report
     assert not rep.errors
-    assert set(rep.results) == set(privgate.registry.metric_names())
+    assert set(rep.results) == set(privgate.catalogue.metric_names())
     for name, r in rep.results.items():
         method = r.details["ci_method"]
         if r.ci is None:
@@ -148,7 +149,7 @@ def test_excess_interval_with_a_holdout(adult_report):
     hold_ = kw["holdout"]
     paired_seen = mover_seen = jack_seen = 0
     for name, r in rep.results.items():
-        spec = registry.get_metric(name)
+        spec = catalogue.get_metric(name)
         if spec.self_controlled or "pairing" in spec.needs:
             assert r.baseline is None and r.excess_ci is None, name
             continue
@@ -209,7 +210,7 @@ def test_same_seed_same_intervals(adult_report):
 
 
 def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdout):
-    spec = registry.get_metric("common_rows")
+    spec = catalogue.get_metric("common_rows")
     monkeypatch.setitem(registry._REGISTRY, "common_rows", dataclasses.replace(spec, self_controlled=True))
     rep = privgate.evaluate(adult.head(200), adult.head(200), ["common_rows", "dcr"],
                             holdout=adult_holdout.head(200), baseline=True)

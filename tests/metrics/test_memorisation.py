@@ -16,7 +16,7 @@ from privgate.data import load_example
 from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
 from privgate.metrics import memorisation
 from privgate.metrics.memorisation import _sets, distance_ratio, distinct_count, set_weights, side_counts, tail_key
-from privgate.registry import get_metric
+from privgate.catalogue import get_metric
 
 
 def frame(xs) -> pl.DataFrame:

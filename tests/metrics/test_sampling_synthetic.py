@@ -12,7 +12,7 @@ import privgate.metrics as m
 from privgate import evaluate
 from privgate.context import EvaluationContext
 from privgate.errors import ConfigError, ParameterError
-from privgate.gates.config import parse_gate_config as parse_config
+from privgate.gates.config_validate import parse_gate_config as parse_config
 from privgate.options import parse_options
 
 

@@ -11,6 +11,8 @@ the threshold is chosen on scores the attack did not train on) and for the test 
   its region — the likelihood-ratio test for generators that publish noisy counts (no training);
 - ``shadow`` (:mod:`.shadow`): a classifier trained on every feature of the fit runs' releases
   (shadow-model attack).
+
+Another attack is one :func:`register_attack` call (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
@@ -28,7 +30,25 @@ ATTACKS: dict[str, Attack] = {"distance": distance.scores, "rare_value": rare_va
                               "shadow": shadow.scores, "cell": cell.cell_scores, "region": cell.region_scores}
 DEFAULT_ATTACKS = ("distance", "rare_value", "cell", "region", "shadow")
 #: the attacks that learn nothing from fit runs (usable where there are none to learn from)
-FIXED_ATTACKS = ("distance", "rare_value", "cell", "region")
+FIXED_ATTACKS = {"distance", "rare_value", "cell", "region"}
+
+
+def register_attack(name: str, scores: Attack, *, learns: bool = False) -> Attack:
+    """Make ``scores`` the audit attack ``name`` (``audit_generator(..., attacks=[name])``,
+    ``privgate audit --attacks``): ``scores(fit_x, fit_y, test_x, seed)`` turns the features of
+    one target on the fit and test runs' releases (rows: runs; columns:
+    :data:`privgate.audit.features.FEATURES`) into membership scores, higher meaning "the target
+    was trained on". ``learns``: it fits on the fit runs (``fit_y``: 1 where the target was in
+    the training set), so its fit scores must be out-of-fold; an attack that learns nothing may
+    also run where there are no fit runs to learn from. Returns ``scores``."""
+    if not name.isidentifier():
+        raise ParameterError(f"an attack's name must be a Python identifier, got {name!r}")
+    ATTACKS[name] = scores
+    if learns:
+        FIXED_ATTACKS.discard(name)
+    else:
+        FIXED_ATTACKS.add(name)
+    return scores
 
 
 def resolve(names: object) -> tuple[str, ...]:

@@ -36,7 +36,8 @@ import dagster as dg
 
 from privgate.finite import finite_or_none
 from privgate.gates import rules
-from privgate.gates.config import check_name as gate_check_name
+from privgate.gates.rule_kinds import requirement_words, rule_kind
+from privgate.gates.config_model import check_name as gate_check_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateCheck, GateConfig, GateOutcome, Rule
@@ -67,14 +68,7 @@ def rule_description(rule: "Rule") -> str:
     """What the rule's check requires, in words."""
     cond = "" if rule.when == "always" else f" (only {rule.when.replace('_', ' ')})"
     effect = "blocks publication" if rule.blocking else "warns"
-    if rule.kind == "test":
-        requirement = (f"its test's p-value must be ≥ {rule.limit:g} (a smaller p-value is "
-                       "evidence of the leak)")
-    else:
-        quantity = rules.QUANTITY_WORDS.get(rule.kind, rule.kind)
-        if rule.on in rules.ENDS:
-            quantity = f"the {rule.on} end of the 95 % interval of the {quantity}"
-        requirement = f"{quantity} must be ≤ {rule.limit:g}"
+    requirement = requirement_words(rule_kind(rule.kind), rule.on, rule.limit)
     missing = {"lower": "that interval", "upper": "that interval", "p_value": "a p-value"}
     closed = (f"; a result without {missing[rule.on]} fails the check (fails closed)"
               if rule.on in missing else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from privgate.dagster.gate_checks import DECISION_CHECK, check_name, check_results, check_specs
+from privgate.dagster.rule_checks import DECISION_CHECK, check_name, check_results, check_specs
 from privgate.dagster.metadata import summary_markdown
 from privgate.gates import Decision, GateCheck, GateOutcome, decision_of, parse_gate_config
 
@@ -107,7 +107,7 @@ def test_metadata_is_what_a_person_plots_value_interval_and_limit():
 
 
 def test_numbers_are_rounded_to_4_significant_digits():
-    from privgate.dagster.gate_checks import significant
+    from privgate.dagster.rule_checks import significant
 
     assert significant(-0.35050000000000003) == -0.3505 and significant(0.0) == 0.0
     assert significant(123456.7) == 123500.0 and significant(1.23456e-7) == 1.235e-7
@@ -283,7 +283,7 @@ def test_a_copy_with_permuted_labels_fails_the_decision_check(tmp_path):
     levels were permuted within each column (no unknown level appears): nothing publishes it."""
     import privgate
     from privgate.data import load_example
-    from privgate.dagster.gate_checks import DECISION_CHECK, check_results
+    from privgate.dagster.rule_checks import DECISION_CHECK, check_results
     from privgate.gates import default_gate_config, run_gate
 
     real, holdout = load_example().head(800), load_example("adult_holdout").head(800)

@@ -1,5 +1,5 @@
 """``DataLocations``: where the bundled pipeline finds releases and publishes them (the gate's own
-settings are :class:`privgate.dagster.resource.PrivgateResource`).
+settings are :class:`privgate.dagster.privgate_resource.PrivgateResource`).
 
 A plain :class:`dagster.ConfigurableResource`: set it in the Definitions (see
 :func:`privgate.dagster.definitions.build_definitions`), from environment variables

@@ -19,8 +19,8 @@ Each asset gets ``gate_decision`` plus one check per rule of the gate configurat
 blocked release stops everything downstream of the asset in that run. A partitioned asset gets
 partitioned checks (one result per release partition; the partition key is the release id).
 Per-run settings come from the run config (:class:`PrivgateRunConfig`) and the resource's
-config in the launchpad. See :mod:`privgate.dagster.resource` for how evaluations of one dataset
-are serialised and ordered.
+config in the launchpad. See :mod:`privgate.dagster.privgate_resource` for how evaluations of one
+dataset are serialised and ordered.
 """
 
 
@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import dagster as dg
 from pydantic import Field
 
-from .check_body import CheckTarget, asset_key_and_partitions, gate_config_of, gate_release
+from .check_body import CheckTarget, gate_config_of, gate_release
+from .asset_keys import asset_key_and_partitions
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +63,7 @@ def build_privgate_checks(
     ``gate_config``: the configuration the checks are declared from -- a path, a ``GateConfig``
     or ``None`` for privgate's default (``PrivgateResource.gate_config`` may replace it at run
     time; a rule it adds is still decided by ``gate_decision``). ``resource_key``: the key of the
-    :class:`~privgate.dagster.resource.PrivgateResource`. ``pool``: the Dagster concurrency pool
+    :class:`~privgate.dagster.privgate_resource.PrivgateResource`. ``pool``: the Dagster concurrency pool
     of the check steps (default :meth:`PrivgateTranslator.get_pool`, ``privgate_<dataset>``; give
     it a limit of 1 with run granularity to queue a dataset's evaluations in launch order -- see
     docs/dagster.md). ``holdout``: whether the runs have a holdout (the resource's
@@ -77,7 +78,7 @@ def build_privgate_checks(
     cfg = gate_config_of(gate_config)
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_checks: no assets given")
-    pool_name = pool if pool is not None else translator.get_pool(cfg.dataset)
+    pool_name = pool if pool is not None else translator.get_name({"kind": "pool", "dataset": cfg.dataset})
     return [_checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), pool_name, name_prefix)
             for a in assets]
 
@@ -86,14 +87,14 @@ def _checks_for(target: CheckTarget, pool: str, name_prefix: str) -> dg.AssetChe
     key = target.key
 
     @dg.multi_asset_check(
-        name=target.translator.get_op_name(key, name_prefix),
+        name=target.translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}),
         specs=target.specs(),
         ins={"release": dg.AssetIn(key)},
         can_subset=True,
         required_resource_keys={target.resource_key},
         pool=pool,
         compute_kind="privgate",
-        description=target.translator.get_op_description(key),
+        description=target.translator.get_description({"kind": "op", "asset_key": key}),
     )
     def _privgate_checks(context: dg.AssetCheckExecutionContext, release: Any,
                          config: PrivgateRunConfig):
@@ -108,12 +109,12 @@ def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool,
     ``gate_decision`` and every rule except the ``when: with_holdout`` / ``no_holdout`` ones
     that do not. A run request that selects only these leaves the others out of the run, so
     Dagster does not show them as executed (or as failed executions of a blocked run)."""
-    from .gate_checks import rule_checks
+    from .rule_checks import rule_checks
 
     key, _ = asset_key_and_partitions(asset)
-    names = [translator.get_check_name(key, None)] + [
-        translator.get_check_name(key, rc) for rc in rule_checks(cfg)
-        if rc.when == "always" or (rc.when == "with_holdout") == has_holdout]
+    names = [translator.get_name({"kind": "check", "asset_key": key, "rule": rc})
+             for rc in [None, *rule_checks(cfg)]
+             if rc is None or rc.when == "always" or (rc.when == "with_holdout") == has_holdout]
     return [dg.AssetCheckKey(key, n) for n in names]
 
 
