@@ -98,9 +98,27 @@ def stored_audit_problem(row: Mapping[str, Any]) -> tuple[Any, Any]:
     """(the audit's result, its re-decided outcome) from a stored row whose decision is
     accepted; raises :class:`Refused` naming the field that is not evidence."""
     from ..audit.result import AuditResult
-    from .audit_rules import AuditConfig, decide_audit, default_audit_config, parse_audit_config
+    from .audit_rules import decide_audit
 
     result = _json("result_json", row.get("result_json"))
+    config = _stored_config(row)
+    numbers = _result_numbers(result)
+    _columns_agree(row, numbers)
+    _bounds_follow(result, numbers)
+    try:
+        res = AuditResult.from_dict(result)
+    except TypeError:
+        raise Refused("its result_json is not an audit result") from None
+    outcome = decide_audit(res, config)
+    _decision_follows(row, outcome, numbers["claimed_epsilon"])
+    return res, outcome
+
+
+def _stored_config(row: Mapping[str, Any]) -> Any:
+    """The audit rules a row was decided under, from its config_json checked against its
+    config_hash."""
+    from .audit_rules import AuditConfig, default_audit_config, parse_audit_config
+
     config_text = row.get("config_json")
     if config_text is None:
         raise Refused("its config_json is missing (recorded by a privgate that did not store the audit "
@@ -116,60 +134,75 @@ def stored_audit_problem(row: Mapping[str, Any]) -> tuple[Any, Any]:
     if not isinstance(row.get("config_hash"), str) or AuditConfig(**{**config.__dict__, "source": None}).hash \
             != row["config_hash"]:
         raise Refused("its config_hash is not the sha256 of its config_json")
-    delta = number("delta", result.get("delta"), 0.0, 1.0, hi_open=True)
-    confidence = number("confidence", result.get("confidence"), 0.5, 1.0, hi_open=True)
-    claimed = number("claimed_epsilon", result.get("claimed_epsilon"), 0.0, 1e6, optional=True)
-    eps = number("epsilon_lower", result.get("epsilon_lower"), 0.0, 1e6)
-    auc = number("auc_lower", result.get("auc_lower"), 0.0, 1.0)
+    return config
+
+
+def _result_numbers(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of a stored result that the rest is checked against, each in its range, and
+    the error level of each test (which must follow from the confidence, targets and attacks)."""
+    numbers: dict[str, Any] = {
+        "delta": number("delta", result.get("delta"), 0.0, 1.0, hi_open=True),
+        "confidence": number("confidence", result.get("confidence"), 0.5, 1.0, hi_open=True),
+        "claimed_epsilon": number("claimed_epsilon", result.get("claimed_epsilon"), 0.0, 1e6, optional=True),
+        "epsilon_lower": number("epsilon_lower", result.get("epsilon_lower"), 0.0, 1e6),
+        "auc_lower": number("auc_lower", result.get("auc_lower"), 0.0, 1.0)}
     targets = result.get("targets")
     design = result.get("design")
     if not isinstance(targets, list) or not isinstance(design, dict):
         raise Refused("its result_json lacks the targets or the design")
-    n_audited = count("n_audited", result.get("n_audited"), 1)
-    runs = count("runs", design.get("total_runs"), 1)
+    numbers["n_audited"] = count("n_audited", result.get("n_audited"), 1)
+    numbers["runs"] = count("runs", design.get("total_runs"), 1)
     attacks = design.get("attacks")
     if not isinstance(attacks, list) or not attacks:
         raise Refused("its design names no attack")
-    alpha = _alpha_spent(design, confidence)
+    numbers["alpha"] = _alpha_spent(design, numbers["confidence"])
     pooled = result.get("pooled") or []
     if not isinstance(pooled, list):
         raise Refused("its pooled evidence is not a list")
     per_target = sum(1 for t in targets if isinstance(t, dict) and t.get("status") == "audited")
     alpha_each = number("alpha_per_test", design.get("alpha_per_test"), 0.0, 1.0, lo_open=True)
-    if not _same(alpha_each, alpha / 2 / max(per_target * len(attacks) + len(pooled), 1)):
+    if not _same(alpha_each, numbers["alpha"] / 2 / max(per_target * len(attacks) + len(pooled), 1)):
         raise Refused("its alpha_per_test does not follow from its confidence, targets and attacks")
-    # the columns the listing shows are the result's own numbers
-    for col, mine in (("epsilon_lower", eps), ("auc_lower", auc), ("delta", delta), ("confidence", confidence)):
-        if not _same(number(col, row.get(col), -1e6, 1e6), mine):
+    numbers["alpha_each"] = alpha_each
+    numbers["n_targets"] = len(targets)
+    return numbers
+
+
+def _columns_agree(row: Mapping[str, Any], numbers: Mapping[str, Any]) -> None:
+    """The columns the listing shows are the result's own numbers."""
+    for col in ("epsilon_lower", "auc_lower", "delta", "confidence"):
+        if not _same(number(col, row.get(col), -1e6, 1e6), numbers[col]):
             raise Refused(f"its {col} column disagrees with its result_json")
-    if count("runs", row.get("runs"), 1) != runs:
-        raise Refused("its runs column disagrees with its result_json")
-    if count("n_audited", row.get("n_audited"), 1) != n_audited:
-        raise Refused("its n_audited column disagrees with its result_json")
-    if count("n_targets", row.get("n_targets"), 1) != len(targets):
-        raise Refused("its n_targets column disagrees with its result_json")
-    bounds, aucs, audited = _rederive(targets, delta, alpha_each)
-    bounds += [_pooled_bound("pooled", p, alpha_each) for p in pooled]
+    for col in ("runs", "n_audited", "n_targets"):
+        if count(col, row.get(col), 1) != numbers[col]:
+            raise Refused(f"its {col} column disagrees with its result_json")
+
+
+def _bounds_follow(result: Mapping[str, Any], numbers: Mapping[str, Any]) -> None:
+    """The ε and AUC lower bounds are the largest that the stored error counts give."""
+    targets, design, alpha_each = result["targets"], result["design"], numbers["alpha_each"]
+    bounds, aucs, audited = _rederive(targets, numbers["delta"], alpha_each)
+    bounds += [_pooled_bound("pooled", p, alpha_each) for p in result.get("pooled") or []]
     if design.get("design") == "canaries":  # its targets are audited through their pooled groups
         audited = sum(1 for t in targets if isinstance(t, dict) and t.get("status") == "pooled")
-    if audited != n_audited:
+    if audited != numbers["n_audited"]:
         raise Refused("its n_audited disagrees with its targets")
     best = result.get("best")
     if isinstance(best, dict) and best.get("epsilon_lower") is not None:
-        best_eps = (_pooled_bound("best", best, alpha / 2) if best.get("pooled")
-                    else _bound("best", best, delta, alpha / 2))
+        half = numbers["alpha"] / 2
+        best_eps = (_pooled_bound("best", best, half) if best.get("pooled")
+                    else _bound("best", best, numbers["delta"], half))
         if not _same(best_eps, number("best.epsilon_lower", best.get("epsilon_lower"), 0.0, 1e6)):
             raise Refused("its best pair's ε lower bound does not follow from its error counts")
         bounds.append(best_eps)
-    if not _same(eps, max(bounds, default=0.0)):
+    if not _same(numbers["epsilon_lower"], max(bounds, default=0.0)):
         raise Refused("its epsilon_lower is not the largest bound its error counts give")
-    if not _same(auc, max(aucs, default=0.0)):
+    if not _same(numbers["auc_lower"], max(aucs, default=0.0)):
         raise Refused("its auc_lower is not the largest of its attacks' corrected AUC lower bounds")
-    try:
-        res = AuditResult.from_dict(result)
-    except TypeError:
-        raise Refused("its result_json is not an audit result") from None
-    outcome = decide_audit(res, config)
+
+
+def _decision_follows(row: Mapping[str, Any], outcome: Any, claimed: float | None) -> None:
+    """The stored claim and decision are what the rules give for the stored result."""
     stored_claim = number("claimed_epsilon column", row.get("claimed_epsilon"), 0.0, 1e6, optional=True)
     if (stored_claim is None) != (outcome.claimed_epsilon is None) or (
             stored_claim is not None and not _same(stored_claim, float(outcome.claimed_epsilon))):
@@ -178,7 +211,6 @@ def stored_audit_problem(row: Mapping[str, Any]) -> tuple[Any, Any]:
         raise Refused("its claimed_epsilon disagrees with its rules")
     if outcome.decision != row.get("decision"):
         raise Refused("its decision does not follow from its numbers under its rules")
-    return res, outcome
 
 
 def _json(field: str, text: Any) -> dict[str, Any]:
