@@ -242,6 +242,28 @@ class ShardedContext(EvaluationContext):
             a.flags.writeable = False
         return out_d, out_i
 
+    def copied_real_rows(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """common_rows' count, joined by hash buckets on the workers (:mod:`privgate.sharded.joins`)."""
+        from .joins import sharded_copies
+
+        inputs = self._search_on.inputs
+        kinds = inputs.schema.as_dict()
+        release = self._views["synthetic"]  # a holdout baseline's: the holdout sample
+        return sharded_copies(self._search_on.client, inputs.parts["real"], inputs.parts[release.role], release.keep,
+                              kinds, list(kinds), None if rows is None else np.asarray(rows, dtype=np.int64))
+
+    def identifier_hits(self, role: str) -> np.ndarray:
+        """identifier_reuse's flags, joined by hash buckets on the workers."""
+        from .joins import sharded_identifier_hits
+
+        inputs = self._search_on.inputs
+        view = self._views[role] if role in self._views else None
+        if view is None or view.keep is not None:
+            raise NotShardedError(f"identifier reuse is counted on the whole {role} input only")
+        kinds = {c: "categorical" for c in inputs.identifiers}
+        return sharded_identifier_hits(self._search_on.client, dict(inputs.parts), kinds, list(inputs.identifiers),
+                                       view.role)
+
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")
 

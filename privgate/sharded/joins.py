@@ -1,0 +1,97 @@
+"""The exact matches of a sharded evaluation — copies of real records in the release and reused
+identifier values — by hash buckets on the workers.
+
+Each partition's rows are split by a 64-bit hash of the compared values into B buckets (B = the
+largest partition count of the roles); equal values share a hash, so every match lies inside one
+bucket, and bucket b's worker joins only bucket b's rows of every partition exactly
+(:mod:`privgate.copies`: a hash collision is never a match). A bucket holds about one
+partition's rows; the caller receives the matched real positions or one flag per release record.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ..copies import carries_real_identifier, copied_rows
+from ..schema import Schema, normalise_frame
+from .partitions import Partition, read_partition
+
+__all__ = ["sharded_copies", "sharded_identifier_hits"]
+
+
+def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int, keep: np.ndarray | None,
+             row_index: bool) -> list[pl.DataFrame]:
+    """On a worker: ``part``'s normalised ``columns`` (its rows ``keep`` — global positions — when
+    given; with their global positions as ``__row`` when ``row_index``), split into ``n`` hash
+    buckets of the columns' values."""
+    frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
+    ids = np.arange(part.start, part.stop, dtype=np.int64)
+    if keep is not None:
+        ids = keep[(keep >= part.start) & (keep < part.stop)]
+        frame = frame[ids - part.start]
+    if row_index:
+        frame = frame.with_columns(pl.Series("__row", ids, dtype=pl.Int64))
+    bucket = (pl.struct(columns).hash(seed=7) % n).alias("__b") if len(columns) > 1 else \
+        (pl.col(columns[0]).hash(seed=7) % n).alias("__b")
+    frame = frame.with_columns(bucket)
+    return [frame.filter(pl.col("__b") == b).drop("__b") for b in range(n)]
+
+
+def _split(client: Any, parts: list[Partition], kinds: dict[str, str], columns: list[str], n: int,
+           keep: np.ndarray | None, row_index: bool) -> list[list[Any]]:
+    """Per bucket, the futures of every partition's piece of it."""
+    split = [client.submit(_buckets, p, kinds, columns, n, keep, row_index, pure=False) for p in parts]
+    return [[client.submit(operator.getitem, s, b, pure=False) for s in split] for b in range(n)]
+
+
+def _copies_in_bucket(real: list[pl.DataFrame], synthetic: list[pl.DataFrame], columns: list[str]) -> tuple[np.ndarray, int]:
+    """On a worker: (global positions of one bucket's real rows copied in its release rows, how
+    many distinct records they are)."""
+    r = pl.concat(real)
+    hits = copied_rows(r.lazy(), pl.concat(synthetic).lazy(), columns)
+    if not hits.size:
+        return hits, 0
+    distinct = r.filter(pl.col("__row").is_in(pl.Series(hits).implode())).select(columns).unique().height
+    return hits, int(distinct)
+
+
+def sharded_copies(client: Any, real_parts: list[Partition], release_parts: list[Partition],
+                   release_keep: np.ndarray | None, kinds: dict[str, str], columns: list[str],
+                   rows: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """(sorted positions of the real records — of ``rows`` only — equal to some release record —
+    of ``release_keep`` only (global positions) —, how many distinct records they are), joined
+    bucket by bucket on the workers."""
+    n = max(len(real_parts), len(release_parts))
+    real = _split(client, real_parts, kinds, columns, n, rows, True)
+    syn = _split(client, release_parts, kinds, columns, n, release_keep, False)
+    found = client.gather([client.submit(_copies_in_bucket, real[b], syn[b], columns, pure=False)
+                           for b in range(n)])
+    hits = np.sort(np.concatenate([h for h, _ in found])) if found else np.empty(0, dtype=np.int64)
+    return hits.astype(np.int64), int(sum(d for _, d in found))
+
+
+def _hits_in_bucket(real: list[pl.DataFrame], other: list[pl.DataFrame], column: str) -> np.ndarray:
+    """On a worker: global positions of one bucket's release rows whose ``column`` value a real
+    record holds."""
+    o = pl.concat(other)
+    hit = carries_real_identifier(pl.concat(real), o, [column])
+    return o.get_column("__row").to_numpy()[hit]
+
+
+def sharded_identifier_hits(client: Any, parts: dict[str, list[Partition]], kinds: dict[str, str],
+                            identifiers: list[str], role: str) -> np.ndarray:
+    """Per ``role`` record: whether some identifier column holds a value a real record holds."""
+    size = sum(p.rows for p in parts[role])
+    out = np.zeros(size, dtype=bool)
+    n = max(len(parts["real"]), len(parts[role]))
+    for col in identifiers:
+        real = _split(client, parts["real"], kinds, [col], n, None, False)
+        other = _split(client, parts[role], kinds, [col], n, None, True)
+        for pos in client.gather([client.submit(_hits_in_bucket, real[b], other[b], col, pure=False)
+                                  for b in range(n)]):
+            out[pos] = True
+    return out
