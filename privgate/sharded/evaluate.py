@@ -35,7 +35,7 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
     metric that cannot be sharded is an error of the report (:func:`not_sharded`), never
     computed otherwise. ``task_threads``: the threads of each search task."""
     from ..audit.cluster import connect
-    from ..evaluation import _run_all, column_handling, run_options
+    from ..evaluation import _progress_fn, _run_all, column_handling, run_options
     from ..registry import get_metric, has_baseline  # noqa: F401
     from .memory import check_workers
 
@@ -62,7 +62,7 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
         specs = [get_metric(n) for n in todo]
         base_ctx = ctx.holdout_baseline() if baseline else None
         results: dict = {}
-        _run_all(run_order(specs), ctx, base_ctx, params, progress, "record", results, errors)
+        _run_all(run_order(specs), ctx, base_ctx, params, _progress_fn(progress), "record", results, errors)
         return Report(results={n: results[n] for n in names if n in results},
                       errors={n: errors[n] for n in names if n in errors}, schema=ctx.schema.as_dict(),
                       n_real=ctx.n_real, n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,

@@ -20,7 +20,7 @@ from ..copies import carries_real_identifier, copied_rows
 from ..schema import Schema, normalise_frame
 from .partitions import Partition, read_partition
 
-__all__ = ["sharded_copies", "sharded_identifier_hits"]
+__all__ = ["sharded_copies", "sharded_distinct", "sharded_identifier_hits"]
 
 
 def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int, keep: np.ndarray | None,
@@ -95,3 +95,17 @@ def sharded_identifier_hits(client: Any, parts: dict[str, list[Partition]], kind
                                   for b in range(n)]):
             out[pos] = True
     return out
+
+
+def _distinct_in_bucket(pieces: list[pl.DataFrame], column: str) -> int:
+    """On a worker: the distinct non-null values of one bucket of ``column``."""
+    return int(pl.concat(pieces).get_column(column).drop_nulls().n_unique())
+
+
+def sharded_distinct(client: Any, parts: list[Partition], column: str, kind: str) -> int:
+    """The distinct non-null values of ``column`` over ``parts``, counted bucket by bucket (equal
+    values share a bucket, so the buckets' counts add up exactly)."""
+    n = max(1, len(parts))
+    pieces = _split(client, parts, {column: kind}, [column], n, None, False)
+    return int(sum(client.gather([client.submit(_distinct_in_bucket, pieces[b], column, pure=False)
+                                  for b in range(n)])))

@@ -26,13 +26,14 @@ __all__ = ["Partition", "list_files", "list_partitions", "read_partition", "stac
 @dataclass(frozen=True)
 class Partition:
     """One row group of one file of a role: its file, row group number, first record's position
-    in the role and record count."""
+    in the role, record count and first record's position in its file."""
 
     role: str
     path: str
     row_group: int
     start: int
     rows: int
+    offset: int = 0
 
     @property
     def stop(self) -> int:
@@ -92,25 +93,29 @@ def list_partitions(source: Any, role: str) -> tuple[list[Partition], pl.DataFra
             raise InputLoadError(f"{role}: the file {Path(f).name!r} has other columns or dtypes than the first "
                                  "file of this input")
         md = meta.metadata
+        offset = 0
         for g in range(md.num_row_groups):
             n = int(md.row_group(g).num_rows)
             if n:
-                parts.append(Partition(role, f, g, start, n))
+                parts.append(Partition(role, f, g, start, n, offset))
                 start += n
+                offset += n
     if shape is None or not parts:
         raise InputLoadError(f"{role}: the input holds no record")
     return parts, shape
 
 
 def read_partition(part: Partition, columns: Sequence[str] | None = None) -> pl.DataFrame:
-    """The records of one partition (only ``columns`` when given), as Polars reads them."""
-    import pyarrow.parquet as pq
-
+    """The records of one partition (only ``columns`` when given), read by Polars straight into
+    its own buffers (a slice of the file's scan: only that row group is read; through Arrow the
+    peak was twice as high)."""
     try:
-        table = pq.ParquetFile(part.path).read_row_group(part.row_group, columns=list(columns) if columns else None)
+        scan = pl.scan_parquet(part.path)
+        if columns:
+            scan = scan.select(list(columns))
+        frame = scan.slice(part.offset, part.rows).collect()
     except Exception as exc:  # noqa: BLE001 - the text may quote content: type only
         raise InputLoadError(f"cannot read {part.name()} ({type(exc).__name__})") from None
-    frame = pl.from_arrow(table)
     if not isinstance(frame, pl.DataFrame) or frame.height != part.rows:
         raise InputLoadError(f"{part.name()} changed since it was listed: {part.rows} records expected")
     return frame

@@ -15,19 +15,19 @@ from ..schema import (CATEGORICAL, IDENTIFIER_DISTINCT_SHARE, IDENTIFIER_MIN_ROW
                       check_same_columns, infer_schema, normalise_frame)
 from ..spaces import column_entropy
 from .encode import Inputs
+from .joins import sharded_distinct
 from .partitions import Partition, list_partitions, read_partition
 from .summary import merge_fit, partition_levels, summarise_partition
 
 __all__ = ["prepare_inputs", "column_task"]
 
 
-def column_task(parts: list[Partition], column: str, kind: str, what: str) -> float:
+def column_task(parts: list[Partition], column: str, kind: str) -> float:
     """On one worker: one real column gathered from every real partition (a column, never a
-    table) and either its distinct non-null count (``what="distinct"``) or its entropy."""
+    table) and its entropy (:func:`privgate.spaces.column_entropy`: its quantile bins need the
+    whole column's order)."""
     series = pl.concat([normalise_frame(read_partition(p, [column]), Schema({column: kind})).get_column(column)
                         for p in parts])
-    if what == "distinct":
-        return float(series.drop_nulls().n_unique())
     return column_entropy(series, kind)
 
 
@@ -59,7 +59,7 @@ def prepare_inputs(client: Any, sources: Mapping[str, Any], *, user_schema: Mapp
     weights = None
     ent_values = None
     if entropies:
-        futs = {c: client.submit(column_task, parts["real"], c, encoded.kind(c), "entropy", pure=False)
+        futs = {c: client.submit(column_task, parts["real"], c, encoded.kind(c), pure=False)
                 for c in encoded.columns}
         ent_values = {c: float(f.result()) for c, f in futs.items()}
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent_values.items()}
@@ -74,7 +74,7 @@ def _identifiers(client: Any, real_parts: list[Partition], schema: Schema, summa
     """The identifier columns (:func:`privgate.schema.identifier_columns`' rule): a categorical
     column distinct in 99.9 % of the real rows. Rows repeating a value inside a partition repeat
     it in the whole data, so only a column with few such rows can be one; its distinct count is
-    then made exactly on one worker from that column alone."""
+    then counted exactly, bucket by bucket on the workers (:func:`~.joins.sharded_distinct`)."""
     if n_real < IDENTIFIER_MIN_ROWS:
         return []
     need = IDENTIFIER_DISTINCT_SHARE * n_real
@@ -83,8 +83,7 @@ def _identifiers(client: Any, real_parts: list[Partition], schema: Schema, summa
         upper = sum(s["distinct"][col] for s in summaries)
         if upper < need:
             continue
-        distinct = client.submit(column_task, real_parts, col, CATEGORICAL, "distinct", pure=False).result()
-        if distinct >= need:
+        if sharded_distinct(client, real_parts, col, CATEGORICAL) >= need:
             out.append(col)
     return out
 

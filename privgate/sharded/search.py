@@ -58,12 +58,12 @@ def pair_task(inputs: Inputs, space: tuple, qpart: Partition, q_keep: np.ndarray
               t_labels: np.ndarray | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for ``qpart``'s rows ``q_keep``
     (global positions; None: all) in ``space``."""
-    from ..threads import limited
+    from ..threads import blas_limited
 
     q, q_ids = encode_rows(inputs, space, qpart, q_keep)
     t, t_ids = encode_rows(inputs, space, tpart, t_keep)
     coded, _ = inputs.layout(space)
-    with limited(threads):
+    with blas_limited(threads):
         return block_knn(q, q_ids, t, t_ids, k, coded=coded, exclude_self=exclude_self,
                          query_exclude=q_exclude, target_labels=t_labels)
 
