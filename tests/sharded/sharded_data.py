@@ -22,7 +22,7 @@ def records(n: int, seed: int, note_bytes: int = 0) -> pl.DataFrame:
     return pl.DataFrame({
         "age": rng.integers(18, 90, n).astype(float), "income": np.round(rng.lognormal(10, 1, n), 2),
         "sex": rng.choice(["F", "M"], n), "region": rng.choice([f"r{i}" for i in range(12)], n),
-        "plan": rng.choice(["a", "b", "c", None], n), "unit": np.full(n, 0.1),
+        "plan": pl.Series([None if v == "-" else v for v in rng.choice(["a", "b", "c", "-"], n)], dtype=pl.String), "unit": np.full(n, 0.1),
         "note": [f"{seed}-{i}-" + "x" * note_bytes for i in range(n)]})
 
 
