@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ties import REL_TOL
 
-__all__ = ["block_knn", "merge_lists", "top_k"]
+__all__ = ["block_knn", "engine_knn", "merge_lists", "top_k"]
 
 #: the GEMM screen's d² matrix is at most this many bytes (target rows taken in chunks)
 SCREEN_BYTES = 32 * 2**20
@@ -121,3 +121,34 @@ def block_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, targ
         cand_i = np.concatenate([best_i.ravel()[best_i.ravel() >= 0], target_ids[ti]])
         best_d, best_i = top_k(cand_rows, cand_d, cand_i, nq, k)
     return best_d, best_i
+
+
+def engine_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, target_ids: np.ndarray, k: int, *,
+               coded: Sequence[tuple[int, float]] = (), categorical_slices: Sequence[tuple[int, int]] = (),
+               exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`block_knn` gives, by the local engine's exact search
+    (:func:`privgate.neighbours.knn`, ``approximate=False``: its grouped, tiled and coded paths,
+    which settle categorical data far sooner than one screen of every pair): the k nearest — the
+    k + 1 nearest when a record may be listed as its own neighbour, itself then dropped by global
+    index (or, if k + 1 exact duplicates of lower index keep it out, the last)."""
+    from ..neighbours import knn
+
+    nq = query.shape[0]
+    out_d = np.full((nq, k), np.inf)
+    out_i = np.full((nq, k), -1, dtype=np.int64)
+    kk = min(k + (1 if exclude_self else 0), target.shape[0])
+    if nq == 0 or kk == 0:
+        return out_d, out_i
+    nb = knn(query, target, kk, categorical_slices=list(categorical_slices) or None,
+             coded_columns=list(coded) or None, approximate=False, use_faiss=False)
+    dist, idx = nb.dist, target_ids[nb.idx]
+    if exclude_self:
+        own = idx == query_ids[:, None]
+        keep = ~own
+        if kk > k:  # a row that does not list itself drops its last entry instead
+            keep[~own.any(axis=1), kk - 1] = False
+        rows = np.broadcast_to(np.arange(nq)[:, None], idx.shape)[keep]
+        return top_k(rows, dist[keep], idx[keep], nq, k)
+    m = min(k, kk)
+    out_d[:, :m], out_i[:, :m] = dist[:, :m], idx[:, :m]
+    return out_d, out_i

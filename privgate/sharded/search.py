@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .encode import Inputs, encode_rows
-from .kernel import block_knn, merge_lists
+from .kernel import block_knn, engine_knn, merge_lists
 from .partitions import Partition
 
 __all__ = ["View", "ShardedSearch", "pair_task"]
@@ -62,8 +62,11 @@ def pair_task(inputs: Inputs, space: tuple, qpart: Partition, q_keep: np.ndarray
 
     q, q_ids = encode_rows(inputs, space, qpart, q_keep)
     t, t_ids = encode_rows(inputs, space, tpart, t_keep)
-    coded, _ = inputs.layout(space)
+    coded, slices = inputs.layout(space)
     with blas_limited(threads):
+        if q_exclude is None:
+            return engine_knn(q, q_ids, t, t_ids, k, coded=coded, categorical_slices=slices,
+                              exclude_self=exclude_self)
         return block_knn(q, q_ids, t, t_ids, k, coded=coded, exclude_self=exclude_self,
                          query_exclude=q_exclude, target_labels=t_labels)
 

@@ -104,3 +104,20 @@ def test_a_partition_encoded_with_the_merged_fit_is_its_rows_of_the_whole_encodi
     keep = np.array([3, 129, 130, 131, 699])
     rows = np.vstack([encode_rows(inputs, ("mixed", None), p, keep)[0] for p in parts["real"]])
     assert np.allclose(rows, whole.real[keep], rtol=1e-12, atol=1e-12)
+
+
+def test_the_engine_path_lists_what_the_screen_lists():
+    """Each task searches its partition with the local engine (grouped, tiled, coded paths) and
+    drops the query itself by global index: the same lists as the plain screen."""
+    from privgate.sharded.kernel import engine_knn
+
+    rng = np.random.default_rng(8)
+    onehot = np.eye(3)[rng.integers(0, 3, 600)] / np.sqrt(2)
+    t = np.column_stack([np.round(rng.normal(size=(600, 2)), 1), onehot, rng.integers(0, 4, 600)])
+    t[50:53] = t[7]
+    ids = np.arange(600) + 1000
+    kw = {"coded": [(5, 0.5)]}
+    for q_rows, excl in ((np.arange(600), True), (np.arange(0, 600, 7), True), (np.arange(40), False)):
+        a = engine_knn(t[q_rows], ids[q_rows], t, ids, 2, categorical_slices=[(2, 5)], exclude_self=excl, **kw)
+        b = block_knn(t[q_rows], ids[q_rows], t, ids, 2, exclude_self=excl, **kw)
+        assert np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12) and np.array_equal(a[1][:, 0], b[1][:, 0])
