@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from ..errors import MemoryLimitError
 from .encode import Inputs
 from .kernel import SCREEN_BYTES
+from .search import BROADCAST_QUERIES
 
 __all__ = ["task_bytes", "check_workers"]
 
@@ -26,15 +27,17 @@ WORKER_BASE_BYTES = 220 * 2**20
 
 def task_bytes(inputs: Inputs) -> int:
     """The estimated peak of one search task: two of the largest partitions read and encoded,
-    their dense float64 copies, and one screening block (with its mask and the partial sort's
-    copy)."""
+    their dense float64 copies, one screening block (with its mask and the partial sort's copy)
+    and a broadcast block of sampled query rows."""
     rows = max(p.rows for ps in inputs.parts.values() for p in ps)
     cols = len(inputs.schema.columns) + len(inputs.identifiers)
     width = sum(len(v) for v in inputs.fit.levels.values()) + len(inputs.schema.numeric)
     item = 4 if inputs.compact else 8
     per_part = rows * (cols * READ_BYTES_PER_CELL + width * (item + 8))
     screen = min(SCREEN_BYTES, 8 * rows * rows)
-    return int(2 * per_part + 3 * screen)
+    largest = max(sum(p.rows for p in ps) for ps in inputs.parts.values())
+    block = min(BROADCAST_QUERIES, largest) * width * 8  # a broadcast query block (a sample)
+    return int(2 * per_part + 3 * screen + block)
 
 
 def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory_limit: Any = "auto") -> dict:

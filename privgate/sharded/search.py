@@ -71,9 +71,37 @@ def pair_task(inputs: Inputs, space: tuple, qpart: Partition, q_keep: np.ndarray
                          query_exclude=q_exclude, target_labels=t_labels)
 
 
+def encode_task(inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None) -> np.ndarray:
+    """On a worker: the encoded rows ``keep`` of one partition (a piece of a broadcast query block)."""
+    return encode_rows(inputs, space, part, keep)[0]
+
+
+def block_task(inputs: Inputs, space: tuple, query: np.ndarray, q_ids: np.ndarray, tpart: Partition,
+               t_keep: np.ndarray | None, k: int, exclude_self: bool, q_exclude: np.ndarray | None,
+               t_labels: np.ndarray | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for a broadcast block of encoded
+    query rows (global positions ``q_ids``)."""
+    from ..threads import blas_limited
+
+    t, t_ids = encode_rows(inputs, space, tpart, t_keep)
+    coded, slices = inputs.layout(space)
+    with blas_limited(threads):
+        if q_exclude is None:
+            return engine_knn(query, q_ids, t, t_ids, k, coded=coded, categorical_slices=slices,
+                              exclude_self=exclude_self)
+        return block_knn(query, q_ids, t, t_ids, k, coded=coded, exclude_self=exclude_self,
+                         query_exclude=q_exclude, target_labels=t_labels)
+
+
 def merge_task(k: int, *lists: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the exact merge of one query partition's partial lists."""
     return merge_lists(lists, k)
+
+
+#: a query set of at most this many chosen rows (a sample, the rows a jackknife searches again) is
+#: encoded once and broadcast to one task per target partition, instead of one task per pair of
+#: partitions (each of which would encode and prepare its target partition again)
+BROADCAST_QUERIES = 50_000
 
 
 class ShardedSearch:
@@ -114,6 +142,47 @@ class ShardedSearch:
             size = sum(p.rows for p in self.inputs.parts[target.role])
             lab_glob = np.full(size, -1, dtype=np.int64)
             lab_glob[base if base is not None else np.arange(size)] = labels
+        if q_glob is not None and q_glob.size <= BROADCAST_QUERIES:
+            dist, idx = self._broadcast(space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob)
+        else:
+            dist, idx = self._pairs(space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob)
+        if dist.shape[0] != n:
+            raise RuntimeError(f"a sharded search returned {dist.shape[0]} rows for {n} queries")
+        if q_order is not None:
+            back = np.empty_like(q_order)
+            back[q_order] = np.arange(q_order.size)
+            dist, idx = dist[back], idx[back]
+        return dist, _positions(idx, t_glob, t_order)
+
+    def _targets(self, target: View, t_glob: np.ndarray | None, lab_glob: np.ndarray | None):
+        """(target partition, its rows searched, their labels) for every partition with some."""
+        for tp in self.inputs.parts[target.role]:
+            tk = _inside(tp, t_glob)
+            if tk is not None and tk.size == 0:
+                continue
+            t_lab = None
+            if lab_glob is not None:
+                t_lab = lab_glob[tk] if tk is not None else lab_glob[tp.start:tp.stop]
+            yield tp, tk, t_lab
+
+    def _broadcast(self, space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob):
+        """A chosen query set: encoded by its partitions' workers, sent to every target
+        partition's task as one block, the partial lists merged."""
+        pieces = [self.client.submit(encode_task, self.sent, space, qp, _inside(qp, q_glob), pure=False)
+                  for qp in self.inputs.parts[query.role] if _inside(qp, q_glob).size]
+        block = np.vstack(self.client.gather(pieces)) if pieces else None
+        if block is None:
+            return np.empty((0, k)), np.empty((0, k), dtype=np.int64)
+        sent = self.client.scatter(block, broadcast=True, hash=False)
+        tasks = [self.client.submit(block_task, self.sent, space, sent, q_glob, tp, tk, k, exclude_self, exclude,
+                                    t_lab, self.threads, pure=False)
+                 for tp, tk, t_lab in self._targets(target, t_glob, lab_glob)]
+        self.tasks += len(tasks)
+        return self.client.submit(merge_task, k, *tasks, pure=False).result()
+
+    def _pairs(self, space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob):
+        """Every query record: one task per (query partition, target partition), merged per
+        query partition."""
         parts_d, parts_i = [], []
         merged = []
         for qp in self.inputs.parts[query.role]:
@@ -125,13 +194,7 @@ class ShardedSearch:
                 lo = 0 if q_glob is None else np.searchsorted(q_glob, qp.start)
                 q_excl = exclude[lo:lo + (qk.size if qk is not None else qp.rows)]
             pair = []
-            for tp in self.inputs.parts[target.role]:
-                tk = _inside(tp, t_glob)
-                if tk is not None and tk.size == 0:
-                    continue
-                t_lab = None
-                if lab_glob is not None:
-                    t_lab = lab_glob[tk] if tk is not None else lab_glob[tp.start:tp.stop]
+            for tp, tk, t_lab in self._targets(target, t_glob, lab_glob):
                 pair.append(self.client.submit(pair_task, self.sent, space, qp, qk, tp, tk, k, exclude_self,
                                                q_excl, t_lab, self.threads, pure=False))
             self.tasks += len(pair)
@@ -141,13 +204,7 @@ class ShardedSearch:
             parts_i.append(i)
         dist = np.concatenate(parts_d) if parts_d else np.empty((0, k))
         idx = np.concatenate(parts_i) if parts_i else np.empty((0, k), dtype=np.int64)
-        if dist.shape[0] != n:
-            raise RuntimeError(f"a sharded search returned {dist.shape[0]} rows for {n} queries")
-        if q_order is not None:
-            back = np.empty_like(q_order)
-            back[q_order] = np.arange(q_order.size)
-            dist, idx = dist[back], idx[back]
-        return dist, _positions(idx, t_glob, t_order)
+        return dist, idx
 
 
 def _positions(idx: np.ndarray, t_glob: np.ndarray | None, t_order: np.ndarray | None) -> np.ndarray:

@@ -138,7 +138,7 @@ class _KillAfter:
         self.pids, self.after, self.seen, self.killed = pids, after, 0, None
 
     def transition(self, key, start, finish, *args, **kwargs) -> None:
-        if self.killed or finish != "memory" or not str(key).startswith("pair_task"):
+        if self.killed or finish != "memory" or not str(key).startswith(("pair_task", "block_task")):
             return
         self.seen += 1
         worker = kwargs.get("worker")
