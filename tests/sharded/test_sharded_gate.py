@@ -185,3 +185,13 @@ def test_an_unreachable_scheduler_blocks_naming_the_address(inputs, monkeypatch)
     out = _sharded(inputs["config"], inputs["folders"], "dask://127.0.0.1:9")
     assert out.exit_code == 3
     assert any("127.0.0.1:9" in c.message for c in out.checks if c.rule == "error")
+
+
+def test_the_cli_gates_sharded_only_on_a_cluster(inputs, capsys):
+    from privgate.cli import main
+
+    f = inputs["folders"]
+    common = ["gate", "--real", f["real"], "--synthetic", f["synthetic"], "--holdout", f["holdout"],
+              "--config", inputs["config"], "--release-id", "r", "--no-history", "--quiet", "--sharded"]
+    assert main(common) == 3  # no executor: a sharded gate runs on a cluster
+    assert "a sharded gate runs on a Dask cluster" in capsys.readouterr().out
