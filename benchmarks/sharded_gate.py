@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mem import reset_peak  # noqa: E402  (the workers import it too: they start with this path)
 TEXAS = REPO.parent / "shared/data/texas_25k.parquet"
 
 LOCAL = """
@@ -113,20 +115,10 @@ def _usage() -> dict:
     """On a worker: its CPU seconds and peak RSS (MiB) since the last reset."""
     import resource
 
+    from _mem import peak_rss_mib
+
     r = resource.getrusage(resource.RUSAGE_SELF)
-    peak = r.ru_maxrss / 1024
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            peak = int(line.split()[1]) / 1024
-    return {"cpu": r.ru_utime + r.ru_stime, "peak_mib": peak}
-
-
-def _reset_peak() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
+    return {"cpu": r.ru_utime + r.ru_stime, "peak_mib": peak_rss_mib()}
 
 
 def sharded_run(client, folders: dict[str, str], cfg: str) -> dict:
@@ -135,7 +127,7 @@ def sharded_run(client, folders: dict[str, str], cfg: str) -> dict:
 
     from privgate.gates import run_gate
 
-    client.run(_reset_peak)
+    client.run(reset_peak)
     before = client.run(_usage)
     workers = set(before)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()

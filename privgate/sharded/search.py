@@ -58,17 +58,8 @@ def pair_task(inputs: Inputs, space: tuple, qpart: Partition, q_keep: np.ndarray
               t_labels: np.ndarray | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for ``qpart``'s rows ``q_keep``
     (global positions; None: all) in ``space``."""
-    from ..threads import blas_limited
-
     q, q_ids = encode_rows(inputs, space, qpart, q_keep)
-    t, t_ids = encode_rows(inputs, space, tpart, t_keep)
-    coded, slices = inputs.layout(space)
-    with blas_limited(threads):
-        if q_exclude is None:
-            return engine_knn(q, q_ids, t, t_ids, k, coded=coded, categorical_slices=slices,
-                              exclude_self=exclude_self)
-        return block_knn(q, q_ids, t, t_ids, k, coded=coded, exclude_self=exclude_self,
-                         query_exclude=q_exclude, target_labels=t_labels)
+    return block_task(inputs, space, q, q_ids, tpart, t_keep, k, exclude_self, q_exclude, t_labels, threads)
 
 
 def encode_task(inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None) -> np.ndarray:
