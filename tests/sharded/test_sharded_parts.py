@@ -121,3 +121,32 @@ def test_the_engine_path_lists_what_the_screen_lists():
         a = engine_knn(t[q_rows], ids[q_rows], t, ids, 2, categorical_slices=[(2, 5)], exclude_self=excl, **kw)
         b = block_knn(t[q_rows], ids[q_rows], t, ids, 2, exclude_self=excl, **kw)
         assert np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12) and np.array_equal(a[1][:, 0], b[1][:, 0])
+
+
+def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path):
+    from privgate.errors import MemoryLimitError
+    from privgate.sharded.memory import check_workers, task_bytes
+
+    real = records(2000, 1)
+    folder = write_folder(real.drop("note"), tmp_path / "real", files=2)
+    parts, shape = list_partitions(str(folder), "real")
+    schema = infer_schema({"real": shape}, check_values=False)
+    kinds = schema.as_dict()
+    levels = [partition_levels(p, kinds, schema.categorical) for p in parts]
+    inputs = Inputs(parts={"real": parts, "synthetic": parts}, schema=schema,
+                    fit=merge_fit([summarise_partition(p, kinds) for p in parts], levels, schema), coded_above=1000)
+    per_task = task_bytes(inputs)
+
+    class Scheduler:
+        def __init__(self, limit):
+            self.limit = limit
+
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {"tcp://10.0.0.7:4000": {"memory_limit": self.limit, "nthreads": 2,
+                                                          "metrics": {"memory": 100 * 2**20}}}}
+
+    roomy = check_workers(Scheduler(2**34), inputs, ["authenticity"])
+    assert roomy["tcp://10.0.0.7:4000"]["estimate"] == 100 * 2**20 + 2 * per_task
+    with pytest.raises(MemoryLimitError, match=r"tcp://10\.0\.0\.7:4000.*part-0[01]\.parquet#row-group-0"):
+        check_workers(Scheduler(100 * 2**20 + per_task), inputs, ["authenticity"])
+    assert check_workers(Scheduler(2**20), inputs, ["authenticity"], memory_limit=None)  # off: no refusal
