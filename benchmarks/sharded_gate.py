@@ -43,7 +43,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mem import reset_peak  # noqa: E402  (the workers import it too: they start with this path)
+from _mem import reset_peak
+
 TEXAS = REPO.parent / "shared/data/texas_25k.parquet"
 
 LOCAL = """
@@ -105,7 +106,7 @@ def local_run(folders: dict[str, str], cfg: str, rows: int) -> dict:
     """The local gate in a fresh process on the first ``rows`` records of each role."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PRIVGATE_THREADS": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", LOCAL, json.dumps(folders), cfg, str(rows)], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+                          text=True, env=env, cwd=REPO, check=False)
     if done.returncode:
         return {"exit": None, "error": done.stderr[-400:]}
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -5,12 +5,13 @@ report. Which metrics can run sharded and why the others cannot: docs/cluster.md
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..report import Report
 from .config_model import GateConfig
 
-__all__ = ["sharded_fingerprint_of", "evaluate_sharded_gate"]
+__all__ = ["evaluate_sharded_gate", "sharded_fingerprint_of"]
 
 
 def sharded_fingerprint_of(sources: dict[str, Any], executor: Any) -> dict[str, Any]:

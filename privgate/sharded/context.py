@@ -27,7 +27,7 @@ from ..options import RunOptions
 from .encode import Inputs
 from .search import ShardedSearch, View
 
-__all__ = ["NotShardedError", "RowsOf", "ShardedContext", "SHARDED_METRICS"]
+__all__ = ["SHARDED_METRICS", "NotShardedError", "RowsOf", "ShardedContext"]
 
 #: the metrics a sharded evaluation computes (the others read whole frames or matrices)
 SHARDED_METRICS = ("memorisation", "authenticity", "identifiability", "median_dcr", "nnaa", "common_rows",
@@ -64,7 +64,7 @@ class RowsOf:
     def shape(self) -> tuple[int, int]:
         return (self.n, -1)
 
-    def __getitem__(self, rows: Any) -> "RowsOf":
+    def __getitem__(self, rows: Any) -> RowsOf:
         rows = np.asarray(rows, dtype=np.int64)
         if rows.ndim != 1 or np.any(np.diff(rows) < 0):
             raise NotShardedError("a sharded space's rows are taken by sorted positions only")
@@ -101,7 +101,7 @@ class ShardedContext(EvaluationContext):
     """An evaluation context over partitioned inputs (module docstring)."""
 
     def __init__(self, search: ShardedSearch, views: dict[str, View], *, seed: int, options: RunOptions,
-                 shared: dict | None = None, column_report: dict | None = None) -> None:  # noqa: D107
+                 shared: dict | None = None, column_report: dict | None = None) -> None:
         from ..options import check_seed
 
         self._search_on = search
@@ -137,7 +137,7 @@ class ShardedContext(EvaluationContext):
 
     @property
     def holdout(self) -> Any:
-        return self._views["holdout"] if "holdout" in self._views else None
+        return self._views.get("holdout")
 
     def require_rows(self, role: str, minimum: int, metric: str) -> None:
         n = self._heights.get(role, 0)
@@ -257,7 +257,7 @@ class ShardedContext(EvaluationContext):
         from .joins import sharded_identifier_hits
 
         inputs = self._search_on.inputs
-        view = self._views[role] if role in self._views else None
+        view = self._views.get(role)
         if view is None or view.keep is not None:
             raise NotShardedError(f"identifier reuse is counted on the whole {role} input only")
         kinds = {c: "categorical" for c in inputs.identifiers}
@@ -268,7 +268,7 @@ class ShardedContext(EvaluationContext):
         raise NotShardedError("box queries over whole columns are not sharded")
 
     # ------------------------------------------------------------------ the holdout baseline
-    def holdout_baseline(self) -> "ShardedContext":
+    def holdout_baseline(self) -> ShardedContext:
         """The baseline context: a seeded sample of min(holdout, release) holdout records in place
         of the release (the same rows a local context draws), the real records' searches shared."""
         if "holdout" not in self._views:
@@ -285,5 +285,5 @@ class ShardedContext(EvaluationContext):
             self._baseline_ctx = base
         return self._baseline_ctx
 
-    def with_synthetic(self, synthetic: Any) -> "EvaluationContext":
+    def with_synthetic(self, synthetic: Any) -> EvaluationContext:
         raise NotShardedError("a sharded evaluation scores no other release in place of its own")

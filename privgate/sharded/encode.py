@@ -9,8 +9,8 @@ each row equal to the whole-frame encoding's row, to the fit's rounding.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
 from .partitions import Partition, read_partition
 
-__all__ = ["Inputs", "SPACES", "encode_rows", "space_weights"]
+__all__ = ["SPACES", "Inputs", "encode_rows", "space_weights"]
 
 #: the encoded spaces a sharded evaluation searches (kind, argument)
 SPACES = (("mixed", None), ("identifiability", None))

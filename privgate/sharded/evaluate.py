@@ -6,7 +6,8 @@ local run on the same records, to the searches' rounding (docs/cluster.md, "Shar
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import ParameterError
 from ..options import RunOptions
@@ -35,8 +36,14 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
     metric that cannot be sharded is an error of the report (:func:`not_sharded`), never
     computed otherwise. ``task_threads``: the threads of each search task."""
     from ..audit.cluster import connect
-    from ..evaluation import _progress_fn, _run_all, column_handling, run_options
-    from ..registry import get_metric, has_baseline  # noqa: F401
+    from ..evaluation import (
+        _progress_fn,
+        _run_all,
+        column_handling,
+        run_options,
+        run_order,
+    )
+    from ..registry import get_metric
     from .memory import check_workers
 
     start = time.perf_counter()
@@ -57,8 +64,6 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
         ctx = ShardedContext(search, views, seed=seed, options=opts, column_report=found["coded"])
         if found["entropies"] is not None:
             ctx._shared["entropy_values"] = found["entropies"]
-        from ..evaluation import run_order
-
         specs = [get_metric(n) for n in todo]
         base_ctx = ctx.holdout_baseline() if baseline else None
         results: dict = {}

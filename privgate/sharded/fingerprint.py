@@ -9,7 +9,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-
 from ..schema import dtype_name
 from .partitions import Partition, list_partitions, read_partition
 
@@ -30,7 +29,7 @@ def sharded_fingerprint(client: Any, source: Any, role: str) -> dict[str, Any]:
     cols = sorted(schema)
     h = hashlib.sha256()
     for c in cols:
-        h.update(f"{c}\x1f{schema[c]}\x1e".encode("utf-8"))
+        h.update(f"{c}\x1f{schema[c]}\x1e".encode())
     second = []
     if cols:
         futures = [client.submit(partition_row_hashes, p, cols, pure=False) for p in parts]

@@ -14,7 +14,7 @@ nearest of the whole target set, whatever the partitioning.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -10,14 +10,15 @@ largest partition and the broadcast query blocks, not by the tables' sizes.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import MemoryLimitError
 from .encode import Inputs
 from .kernel import SCREEN_BYTES
 from .search import BROADCAST_QUERIES
 
-__all__ = ["task_bytes", "check_workers"]
+__all__ = ["check_workers", "task_bytes"]
 
 #: bytes of one record's column as read (Arrow) and normalised (Polars), per column
 READ_BYTES_PER_CELL = 48

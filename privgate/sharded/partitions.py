@@ -12,9 +12,10 @@ row group alone. Errors name the file and row group, never a value.
 from __future__ import annotations
 
 import glob
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import polars as pl
 

@@ -6,20 +6,28 @@ entropies reach the caller (:mod:`privgate.sharded.summary`)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 
 from ..context_spaces import COMPACT_SPACES_ABOVE, coded_above
-from ..schema import (CATEGORICAL, IDENTIFIER_DISTINCT_SHARE, IDENTIFIER_MIN_ROWS, Schema,
-                      check_same_columns, infer_schema, normalise_frame)
+from ..schema import (
+    CATEGORICAL,
+    IDENTIFIER_DISTINCT_SHARE,
+    IDENTIFIER_MIN_ROWS,
+    Schema,
+    check_same_columns,
+    infer_schema,
+    normalise_frame,
+)
 from ..spaces import column_entropy
 from .encode import Inputs
 from .joins import sharded_distinct
 from .partitions import Partition, list_partitions, read_partition
 from .summary import merge_fit, partition_levels, summarise_partition
 
-__all__ = ["prepare_inputs", "column_task"]
+__all__ = ["column_task", "prepare_inputs"]
 
 
 def column_task(parts: list[Partition], column: str, kind: str) -> float:

@@ -23,7 +23,7 @@ from .encode import Inputs, encode_rows
 from .kernel import block_knn, engine_knn, merge_lists
 from .partitions import Partition
 
-__all__ = ["View", "ShardedSearch", "pair_task"]
+__all__ = ["ShardedSearch", "View", "pair_task"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class View:
         rows = np.asarray(rows, dtype=np.int64)
         return rows if self.keep is None else self.keep[rows]
 
-    def sub(self, rows: np.ndarray) -> "View":
+    def sub(self, rows: np.ndarray) -> View:
         """The view of these rows of this view (sorted positions)."""
         return View(self.role, self.globals_of(np.asarray(rows, dtype=np.int64)))
 

@@ -10,10 +10,9 @@ the whole-frame encoding of :func:`privgate.spaces.mixed_space` would (:class:`S
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-import polars as pl
 
 from ..schema import NUMERIC, Schema, normalise_frame
 from ..spaces import NULL_LEVEL, SpaceFit, fitted_std

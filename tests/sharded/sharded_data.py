@@ -29,7 +29,7 @@ def records(n: int, seed: int, note_bytes: int = 0) -> pl.DataFrame:
 def release(real: pl.DataFrame, n: int, seed: int, copies: float) -> pl.DataFrame:
     """A release of ``n`` records: fresh records, with ``copies`` of them exact copies of real ones."""
     fresh = records(n, seed, note_bytes=len(real["note"][0]) - len("1-0-"))
-    k = int(round(copies * n))
+    k = round(copies * n)
     take = np.random.default_rng(seed + 100).choice(real.height, k, replace=False)
     return pl.concat([fresh[: n - k], real[np.sort(take)]])
 

@@ -17,10 +17,10 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import polars as pl  # noqa: E402
 
-from privgate.gates import run_gate  # noqa: E402
-from sharded_data import records, release, sharded_default_gate, write_folder  # noqa: E402
+from sharded_data import records, release, sharded_default_gate, write_folder
+
+from privgate.gates import run_gate
 
 REPO = Path(__file__).resolve().parents[2]
 N = 4000
@@ -74,7 +74,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def gated(inputs, cluster):
     """The sharded gate of the inputs, on the cluster as started (and the workers it ran on)."""
-    lc, client = cluster
+    _, client = cluster
     before = set(client.scheduler_info(n_workers=-1)["workers"])
     out = _sharded(inputs["config"], inputs["folders"], client)
     return out, before, set(client.scheduler_info(n_workers=-1)["workers"]), client.run(_peak)
@@ -153,7 +153,7 @@ def test_a_worker_killed_mid_gate_has_its_shards_recomputed(inputs, cluster, gat
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     lc, client = cluster
-    expected = gated[0]
+    expected = gated[0]  # the cluster's scheduler runs here: the plugin is added to it
     pids = client.run(os.getpid)
     killer = type("Killer", (_KillAfter, SchedulerPlugin), {})(pids, after=40)
     lc.scheduler.add_plugin(killer, name="privgate-test-killer")
@@ -168,7 +168,7 @@ def test_a_worker_killed_mid_gate_has_its_shards_recomputed(inputs, cluster, gat
 
 
 def test_a_partition_no_worker_can_read_blocks_naming_the_file(inputs, cluster):
-    lc, client = cluster
+    _, client = cluster
     broken = inputs["tmp"] / "broken"
     write_folder(inputs["frames"]["synthetic"].head(300), broken, files=2)
     (broken / "part-01.parquet").write_bytes(b"PAR1 not a parquet file")

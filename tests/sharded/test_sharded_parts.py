@@ -15,14 +15,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from privgate.neighbours import knn  # noqa: E402
-from privgate.schema import infer_schema, normalise_frame  # noqa: E402
-from privgate.sharded.encode import Inputs, encode_rows  # noqa: E402
-from privgate.sharded.kernel import block_knn, merge_lists  # noqa: E402
-from privgate.sharded.partitions import list_partitions, read_partition  # noqa: E402
-from privgate.sharded.summary import merge_fit, merge_moments, partition_levels, summarise_partition  # noqa: E402
-from privgate.spaces import mixed_space  # noqa: E402
-from sharded_data import records, write_folder  # noqa: E402
+from sharded_data import records, write_folder
+
+from privgate.neighbours import knn
+from privgate.schema import infer_schema, normalise_frame
+from privgate.sharded.encode import Inputs, encode_rows
+from privgate.sharded.kernel import block_knn, merge_lists
+from privgate.sharded.partitions import list_partitions, read_partition
+from privgate.sharded.summary import (
+    merge_fit,
+    merge_moments,
+    partition_levels,
+    summarise_partition,
+)
+from privgate.spaces import mixed_space
 
 
 def _sharded(q, t, k, cuts, q_ids, **kw):
@@ -59,7 +65,7 @@ def test_a_label_excluded_per_query_is_never_listed():
     t = rng.normal(size=(300, 3))
     labels = rng.integers(0, 4, 300)
     excl = rng.integers(0, 4, 50)
-    d, i = block_knn(t[:50], np.arange(50), t, np.arange(300), 1, exclude_self=True, query_exclude=excl,
+    _, i = block_knn(t[:50], np.arange(50), t, np.arange(300), 1, exclude_self=True, query_exclude=excl,
                      target_labels=labels)
     full = np.sqrt(((t[:50, None, :] - t[None, :, :]) ** 2).sum(-1))
     full[np.arange(50), np.arange(50)] = np.inf
