@@ -23,11 +23,19 @@ from .partitions import Partition, read_partition
 __all__ = ["sharded_copies", "sharded_distinct", "sharded_identifier_hits"]
 
 
+def _value_hash(columns: list[str]) -> pl.Expr:
+    """A 64-bit hash of the columns' values (equal values, equal hashes)."""
+    return (pl.struct(columns) if len(columns) > 1 else pl.col(columns[0])).hash(seed=7).alias("__h")
+
+
 def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int, keep: np.ndarray | None,
-             row_index: bool) -> list[pl.DataFrame]:
+             row_index: bool, hashes_only: bool = False, among: np.ndarray | None = None) -> list[pl.DataFrame]:
     """On a worker: ``part``'s normalised ``columns`` (its rows ``keep`` — global positions — when
-    given; with their global positions as ``__row`` when ``row_index``), split into ``n`` hash
-    buckets of the columns' values."""
+    given; with their global positions as ``__row`` when ``row_index``), split into ``n`` buckets
+    by the hash of the columns' values. ``hashes_only``: the hashes (``__h``) in place of the
+    values — 8 bytes a row, for a first pass over wide values; ``among``: only the rows whose
+    hash is in this array (the candidates a first pass found). Both are for one column whose
+    nulls never match nor count, and leave its null rows out."""
     frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
     ids = np.arange(part.start, part.stop, dtype=np.int64)
     if keep is not None:
@@ -35,17 +43,33 @@ def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int,
         frame = frame[ids - part.start]
     if row_index:
         frame = frame.with_columns(pl.Series("__row", ids, dtype=pl.Int64))
-    bucket = (pl.struct(columns).hash(seed=7) % n).alias("__b") if len(columns) > 1 else \
-        (pl.col(columns[0]).hash(seed=7) % n).alias("__b")
-    frame = frame.with_columns(bucket)
+    if hashes_only or among is not None:
+        frame = frame.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in columns]))
+    frame = frame.with_columns(_value_hash(columns))
+    if among is not None:
+        frame = frame.filter(pl.col("__h").is_in(pl.Series(among, dtype=pl.UInt64).implode()))
+    if hashes_only:
+        frame = frame.drop(columns)
+    frame = frame.with_columns((pl.col("__h") % n).alias("__b"))
+    if not hashes_only:
+        frame = frame.drop("__h")
     return [frame.filter(pl.col("__b") == b).drop("__b") for b in range(n)]
 
 
 def _split(client: Any, parts: list[Partition], kinds: dict[str, str], columns: list[str], n: int,
-           keep: np.ndarray | None, row_index: bool) -> list[list[Any]]:
+           keep: np.ndarray | None, row_index: bool, hashes_only: bool = False,
+           among: np.ndarray | None = None) -> list[list[Any]]:
     """Per bucket, the futures of every partition's piece of it."""
-    split = [client.submit(_buckets, p, kinds, columns, n, keep, row_index, pure=False) for p in parts]
+    split = [client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, pure=False)
+             for p in parts]
     return [[client.submit(operator.getitem, s, b, pure=False) for s in split] for b in range(n)]
+
+
+def _shared_hashes(real: list[pl.DataFrame], other: list[pl.DataFrame]) -> np.ndarray:
+    """On a worker: the value hashes one bucket's real and other rows share (non-null values)."""
+    r = pl.concat(real).get_column("__h").unique()
+    o = pl.concat(other).get_column("__h").unique()
+    return o.filter(o.is_in(r.implode())).to_numpy()
 
 
 def _copies_in_bucket(real: list[pl.DataFrame], synthetic: list[pl.DataFrame], columns: list[str]) -> tuple[np.ndarray, int]:
@@ -84,13 +108,22 @@ def _hits_in_bucket(real: list[pl.DataFrame], other: list[pl.DataFrame], column:
 
 def sharded_identifier_hits(client: Any, parts: dict[str, list[Partition]], kinds: dict[str, str],
                             identifiers: list[str], role: str) -> np.ndarray:
-    """Per ``role`` record: whether some identifier column holds a value a real record holds."""
+    """Per ``role`` record: whether some identifier column holds a value a real record holds.
+    Identifiers are wide and distinct, so a first pass buckets their 64-bit hashes only and finds
+    the hashes both sides hold; the second compares the values of those rows alone, exactly."""
     size = sum(p.rows for p in parts[role])
     out = np.zeros(size, dtype=bool)
     n = max(len(parts["real"]), len(parts[role]))
     for col in identifiers:
-        real = _split(client, parts["real"], kinds, [col], n, None, False)
-        other = _split(client, parts[role], kinds, [col], n, None, True)
+        real_h = _split(client, parts["real"], kinds, [col], n, None, False, hashes_only=True)
+        other_h = _split(client, parts[role], kinds, [col], n, None, False, hashes_only=True)
+        found = client.gather([client.submit(_shared_hashes, real_h[b], other_h[b], pure=False) for b in range(n)])
+        among = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.uint64)
+        del real_h, other_h
+        if not among.size:
+            continue
+        real = _split(client, parts["real"], kinds, [col], n, None, False, among=among)
+        other = _split(client, parts[role], kinds, [col], n, None, True, among=among)
         for pos in client.gather([client.submit(_hits_in_bucket, real[b], other[b], col, pure=False)
                                   for b in range(n)]):
             out[pos] = True
@@ -102,10 +135,26 @@ def _distinct_in_bucket(pieces: list[pl.DataFrame], column: str) -> int:
     return int(pl.concat(pieces).get_column(column).drop_nulls().n_unique())
 
 
+def _distinct_hashes(pieces: list[pl.DataFrame]) -> tuple[int, np.ndarray]:
+    """On a worker: (distinct hashes of one bucket's rows, the hashes of more than one row)."""
+    h = pl.concat(pieces).get_column("__h")
+    counts = h.value_counts()
+    return int(counts.height), counts.filter(pl.col("count") > 1).get_column("__h").to_numpy()
+
+
 def sharded_distinct(client: Any, parts: list[Partition], column: str, kind: str) -> int:
     """The distinct non-null values of ``column`` over ``parts``, counted bucket by bucket (equal
-    values share a bucket, so the buckets' counts add up exactly)."""
+    values share a bucket, so the buckets' counts add up exactly). A first pass counts distinct
+    64-bit hashes; the values of the rows whose hash repeats (a repeated value, or a collision)
+    are then counted exactly — so wide values are read whole only where they repeat."""
     n = max(1, len(parts))
-    pieces = _split(client, parts, {column: kind}, [column], n, None, False)
-    return int(sum(client.gather([client.submit(_distinct_in_bucket, pieces[b], column, pure=False)
-                                  for b in range(n)])))
+    kinds = {column: kind}
+    first = client.gather([client.submit(_distinct_hashes, piece, pure=False)
+                           for piece in _split(client, parts, kinds, [column], n, None, False, hashes_only=True)])
+    repeated = np.unique(np.concatenate([r for _, r in first])) if first else np.empty(0, dtype=np.uint64)
+    total = sum(d for d, _ in first)
+    if not repeated.size:
+        return int(total)
+    pieces = _split(client, parts, kinds, [column], n, None, False, among=repeated)
+    exact = sum(client.gather([client.submit(_distinct_in_bucket, pieces[b], column, pure=False) for b in range(n)]))
+    return int(total - repeated.size + exact)

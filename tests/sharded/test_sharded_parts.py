@@ -156,3 +156,36 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
     with pytest.raises(MemoryLimitError, match=r"tcp://10\.0\.0\.7:4000.*part-0[01]\.parquet#row-group-0"):
         check_workers(Scheduler(100 * 2**20 + per_task), inputs, ["authenticity"])
     assert check_workers(Scheduler(2**20), inputs, ["authenticity"], memory_limit=None)  # off: no refusal
+
+
+def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
+    """Hash-first passes on one worker (a synchronous stand-in client): repeated values, nulls
+    and values shared between the roles are counted as the local rule counts them."""
+    from privgate.copies import carries_real_identifier
+    from privgate.sharded.joins import sharded_distinct, sharded_identifier_hits
+
+    class Now:
+        def submit(self, fn, *args, pure=True, **kw):
+            class Done:
+                def __init__(self, value):
+                    self.value = value
+
+                def result(self):
+                    return self.value
+            def value(a):
+                return [value(x) for x in a] if isinstance(a, list) else a.result() if hasattr(a, "result") else a
+
+            return Done(fn(*[value(a) for a in args], **kw))
+
+        def gather(self, futures):
+            return [f.result() for f in futures]
+
+    ids = [f"id{i % 450}" if i % 7 else None for i in range(500)]
+    real = pl.DataFrame({"id": pl.Series(ids, dtype=pl.String), "x": np.arange(500.0)})
+    other = pl.DataFrame({"id": pl.Series([f"id{i}" if i % 3 else f"new{i}" for i in range(0, 900, 2)]
+                                          + [None], dtype=pl.String), "x": np.arange(451.0)})
+    parts = {"real": list_partitions(str(write_folder(real, tmp_path / "real", files=3)), "real")[0],
+             "synthetic": list_partitions(str(write_folder(other, tmp_path / "syn", files=2)), "synthetic")[0]}
+    assert sharded_distinct(Now(), parts["real"], "id", "categorical") == real["id"].drop_nulls().n_unique()
+    hits = sharded_identifier_hits(Now(), parts, {"id": "categorical"}, ["id"], "synthetic")
+    assert np.array_equal(hits, carries_real_identifier(real, other, ["id"])) and 0 < hits.sum() < hits.size
