@@ -1,5 +1,5 @@
 """Partitioned test inputs for the sharded gate: three roles of mixed records written as Parquet
-folders (several files, each one or more row groups), plus an 8 KiB free-text identifier per
+folders (several files, each one or more row groups), plus a wide free-text identifier per
 record — a wide table, so that the whole table, not the interpreter, sets a local gate's memory
 at a size whose searches take seconds."""
 

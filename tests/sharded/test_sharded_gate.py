@@ -23,9 +23,9 @@ from sharded_data import records, release, sharded_default_gate, write_folder
 from privgate.gates import run_gate
 
 REPO = Path(__file__).resolve().parents[2]
-N = 4000
+N = 6000
 NOTE_BYTES = 12000
-WORKER_LIMIT = 480 * 2**20
+WORKER_LIMIT = 600 * 2**20
 #: the largest difference allowed between a sharded and a local number: the fit's moments are
 #: merged from partitions (a few ulps from NumPy's one-pass mean and std), so distances differ in
 #: their last bits; every comparison of distances is tolerant at 1e-9 (privgate.ties)
@@ -48,7 +48,7 @@ def inputs(tmp_path_factory):
     real = records(N, 1, NOTE_BYTES)
     holdout = records(N, 3, NOTE_BYTES)
     synth = release(real, N, 2, copies=0.01)
-    folders = {r: str(write_folder(f, tmp / r, files=3)) for r, f in
+    folders = {r: str(write_folder(f, tmp / r, files=5)) for r, f in
                (("real", real), ("synthetic", synth), ("holdout", holdout))}
     return {"frames": {"real": real, "synthetic": synth, "holdout": holdout}, "folders": folders,
             "config": str(sharded_default_gate(tmp / "gate.yaml")), "tmp": tmp}
@@ -120,7 +120,7 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
           f"worker peaks {sorted(round(v / 2**20) for v in worker_peaks.values())} MiB")
     assert measured["exit"] == local.exit_code == remote.exit_code == 1  # 1 % copies: common_rows warns
     assert remote.report.errors == {} and set(remote.report.results) == set(local.report.results)
-    assert remote.report.params["sharded"]["partitions"] == {"real": 3, "synthetic": 3, "holdout": 3}
+    assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
     mine, theirs = _numbers(remote), _numbers(local)
     assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
     assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [(c.metric, c.rule, c.verdict)
