@@ -209,8 +209,14 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
         return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                         has_holdout=has_holdout, config=None)
     sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
-    inputs = (_sharded_inputs(sources, executor, checks) if sharded
-              else _load_inputs(sources, checks))
+    if sharded and precomputed is None:  # metrics it cannot compute are refused before any input is read
+        from .sharded import refused_metrics
+
+        refused = refused_metrics(config, evaluation_plan(config, has_holdout))
+        if refused is not None:
+            checks.append(error_check("(sharded)", refused))
+    inputs = (_Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks)) if sharded \
+        else _load_inputs(sources, checks)
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
     if config is not None and not checks:

@@ -11,7 +11,20 @@ from typing import Any
 from ..report import Report
 from .config_model import GateConfig
 
-__all__ = ["evaluate_sharded_gate", "sharded_fingerprint_of"]
+__all__ = ["evaluate_sharded_gate", "refused_metrics", "sharded_fingerprint_of"]
+
+
+def refused_metrics(config: GateConfig, plan: dict[str, Any]) -> str | None:
+    """Why this run cannot be gated sharded, before anything is read: the planned metrics that are
+    not optional and cannot be evaluated sharded, each with why (None: every one can, or is
+    optional and then reported as an error of its own)."""
+    from ..sharded.evaluate import not_sharded
+
+    refused = {m: why for m, why in not_sharded(plan["metrics"]).items() if not config.metrics[m].optional}
+    if not refused:
+        return None
+    return ("the configuration asks for metrics a sharded gate cannot compute, so nothing was evaluated: "
+            + "; ".join(refused.values()))
 
 
 def sharded_fingerprint_of(sources: dict[str, Any], executor: Any) -> dict[str, Any]:

@@ -197,3 +197,19 @@ def test_the_cli_gates_sharded_only_on_a_cluster(inputs, capsys):
               "--config", inputs["config"], "--release-id", "r", "--no-history", "--quiet", "--sharded"]
     assert main(common) == 3  # no executor: a sharded gate runs on a cluster
     assert "a sharded gate runs on a Dask cluster" in capsys.readouterr().out
+
+
+def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_be_sharded(inputs, cluster):
+    from privgate.gates import DEFAULT_CONFIG_PATH
+
+    _, client = cluster
+    missing = {r: str(inputs["tmp"] / "nowhere" / r) for r in ("real", "synthetic", "holdout")}
+    out = _sharded(DEFAULT_CONFIG_PATH, missing, client)  # the paths are never opened
+    assert out.exit_code == 3 and out.report is None
+    [check] = [c for c in out.checks if c.rule == "error"]
+    assert "nothing was evaluated" in check.message
+    # with a holdout the default gate plans these four of the five (label_free_authenticity's
+    # rules apply without a holdout only)
+    for metric in ("dcr", "hitting_rate", "label_free_memorisation", "label_free_copies"):
+        assert f"{metric} cannot be evaluated sharded" in check.message
+    assert "label_free_authenticity" not in check.message
