@@ -56,9 +56,11 @@ t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
 frames = {r: pl.read_parquet(f + "/*.parquet").head(rows) for r, f in folders.items()}
 out = run_gate(cfg, frames["real"], frames["synthetic"], holdout=frames["holdout"], record=False, threads=1)
 r1 = resource.getrusage(resource.RUSAGE_SELF)
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over the exec from the process that forked this one
+hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
 print(json.dumps({"exit": out.exit_code, "seconds": time.perf_counter() - t0,
                   "cpu": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
-                  "peak_mib": r1.ru_maxrss / 1024, "errors": sorted(out.report.errors) if out.report else None}))
+                  "peak_mib": hwm / 1024, "errors": sorted(out.report.errors) if out.report else None}))
 """
 
 
