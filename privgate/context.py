@@ -151,6 +151,32 @@ class EvaluationContext(SpacesMixin, SearchMixin):
             self.derived["coded_columns"] = found
         return dict(self.derived["coded_columns"])
 
+    def identifier_hits(self, role: str) -> np.ndarray:
+        """Per record of ``role``: whether in some identifier column (:attr:`identifiers`) it holds
+        a value some real record holds (identifier_reuse's count)."""
+        from .copies import carries_real_identifier
+
+        return carries_real_identifier(self.identifier_frame("real"), self.identifier_frame(role),
+                                       list(self.identifiers))
+
+    def copied_real_rows(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """(sorted positions of the real records — of ``rows`` only when given — equal on every
+        column to some synthetic record, how many distinct records they are): common_rows' count,
+        streamed from the frames or scans (:func:`privgate.copies.copied_rows`)."""
+        from .copies import copied_rows
+
+        cols = self.schema.columns
+        real = self.lazy("real").with_row_index("__row")
+        if rows is not None:
+            real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
+        hit_rows = copied_rows(real, self.lazy("synthetic"), cols)
+        if not hit_rows.size:
+            return hit_rows, 0
+        hits = pl.LazyFrame({"__row": pl.Series(hit_rows, dtype=pl.UInt32)})
+        n_distinct = int(real.join(hits, on="__row", how="semi").select(cols).unique().select(pl.len())
+                         .collect(engine="streaming").item())
+        return hit_rows, n_distinct
+
     def identifier_frame(self, role: str) -> pl.DataFrame:
         """The identifier columns (:attr:`identifiers`) of ``role``'s normalised frame."""
         if role not in self._heights:

@@ -84,11 +84,14 @@ class EncodedSpace:
 
 
 def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
-                  reference: pl.DataFrame | None = None) -> tuple[dict[str, np.ndarray], dict]:
+                  reference: pl.DataFrame | None = None,
+                  stats: tuple[float, float] | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
     → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
-    mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"])."""
-    mean, std = _real_stats(frames["real"] if reference is None else reference, column)
+    mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"]);
+    ``stats``: that (mean, std) given instead (a sharded evaluation merges it from its partitions)."""
+    mean, std = stats if stats is not None else _real_stats(frames["real"] if reference is None else reference,
+                                                            column)
     out = {}
     nulls = {}
     for role, frame in frames.items():
@@ -124,7 +127,7 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
 def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
                 weights: Mapping[str, float] | None = None, name: str = "mixed",
                 rows: Mapping[str, np.ndarray] | None = None, dtype: type = np.float64,
-                coded_above: int | None = None) -> EncodedSpace:
+                coded_above: int | None = None, fit: "SpaceFit | None" = None) -> EncodedSpace:
     """Encode ``columns`` (default: all) of every frame in the mixed space.
 
     ``dtype``: the matrices' element type — float64, or float32 for inputs too large to hold
@@ -138,14 +141,20 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     the null counts in ``details["mean_imputed"]`` are those of the encoded rows.
 
     ``coded_above``: a categorical column of more levels is one coordinate holding its level
-    code (module docstring; None: every categorical column one-hot)."""
+    code (module docstring; None: every categorical column one-hot).
+
+    ``fit``: the real columns' (mean, std) and every categorical column's levels, given instead
+    of computed from ``frames`` (:class:`SpaceFit`): a sharded evaluation encodes each partition
+    alone with the statistics merged over all of them, so every partition is encoded as it would
+    be in the whole encoding; ``frames`` then need not hold the real frame."""
     columns = list(columns) if columns is not None else schema.columns
     weights = dict(weights or {})
     whole = frames
     if rows:
         frames = {r: (f[np.asarray(rows[r], dtype=np.int64)] if r in rows else f) for r, f in frames.items()}
     cat = [c for c in columns if schema.kind(c) != NUMERIC and float(weights.get(c, 1.0)) != 0.0]
-    levels = _levels(whole, cat)
+    levels = {c: fit.levels[c] for c in cat} if fit is not None else _levels(whole, cat)
+    stats = (lambda col: fit.stats[col]) if fit is not None else (lambda col: _real_stats(whole["real"], col))
     if coded_above is None:
         for c in cat:
             _check_levels(c, len(levels[c]))
@@ -160,7 +169,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     for col in columns:
         w = float(weights.get(col, 1.0))
         if schema.kind(col) == NUMERIC:
-            if _real_stats(whole["real"], col)[1] == 0:
+            if stats(col)[1] == 0:
                 constant.append(col)
             elif w != 0.0:
                 numeric_at.append((n_features, col, w))
@@ -177,7 +186,7 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
     for r, frame in frames.items():
         mat = np.zeros((frame.height, n_features), dtype=dtype)
         for j, col, w in numeric_at:
-            mat[:, j] = numeric_block({r: frame}, col, reference=whole["real"])[0][r] * w
+            mat[:, j] = numeric_block({r: frame}, col, stats=stats(col))[0][r] * w
         codes = _codes(frame, [col for _, col, _ in codes_at] + coded, levels)
         for start, col, scale in codes_at:
             mat[np.arange(mat.shape[0]), start + codes[col]] = scale
@@ -199,10 +208,30 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
 
 def _real_stats(real: pl.DataFrame, column: str) -> tuple[float, float]:
     """A numeric column's real mean and population standard deviation over its non-null values
-    (0, 0 when it has none): what :func:`numeric_block` standardises with."""
+    (0, 0 when it has none): what :func:`numeric_block` standardises with. A column whose values
+    are all equal has std exactly 0 (:func:`fitted_std`)."""
     v = real[column].to_numpy().astype(np.float64, copy=False)
-    ok = ~np.isnan(v)
-    return (float(v[ok].mean()), float(v[ok].std())) if ok.any() else (0.0, 0.0)
+    v = v[~np.isnan(v)]
+    if not v.size:
+        return 0.0, 0.0
+    return float(v.mean()), fitted_std(float(v.std()), float(v.min()), float(v.max()))
+
+
+def fitted_std(std: float, low: float, high: float) -> float:
+    """The standard deviation a column is standardised with: 0 when its smallest and largest
+    values are equal — a constant column, whose float std can come out a few ulps above 0 (the
+    rounded mean differs from the value) and would otherwise scale rounding noise into a
+    coordinate — else ``std``. The whole-frame and the sharded fits both go through here."""
+    return 0.0 if low == high else std
+
+
+@dataclass(frozen=True)
+class SpaceFit:
+    """What :func:`mixed_space` fits on the whole data, given from outside: per numeric column the
+    real (mean, std), per categorical column the sorted levels over all frames (null a level)."""
+
+    stats: Mapping[str, tuple[float, float]]
+    levels: Mapping[str, list[str]]
 
 
 def _nulls(frames: Mapping[str, pl.DataFrame], columns: list[str], schema: Schema) -> dict[str, dict[str, int]]:

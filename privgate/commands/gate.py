@@ -59,6 +59,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--executor", default=None, metavar="dask://HOST:PORT",
                    help="evaluate each metric family on a worker of this Dask cluster (extra [dask]); the "
                         "results and decision are those of a local run (default: this process)")
+    p.add_argument("--sharded", action="store_true",
+                   help="with --executor: the workers read the inputs (each a Parquet file, a folder of "
+                        "them or a glob, at paths the workers can reach) partition by partition and every "
+                        "neighbour search is sharded; no table is loaded here (docs/cluster.md, Sharded gate)")
     p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
 
     exit_usage_errors_with(p, EXIT_ERROR)
@@ -112,7 +116,8 @@ def _run(args: argparse.Namespace) -> int:
                            release_id=args.release_id, history=history, dataset=args.dataset,
                            progress=None if args.quiet else True, record=False, options=run_options(args),
                            generator_version=getattr(args, "generator_version", None),
-                           generator_digest=digest, executor=args.executor)
+                           generator_digest=digest, executor=args.executor,
+                           sharded=bool(getattr(args, "sharded", False)))
         written = finish(outcome, history, html=args.html, json_path=args.json_out)
     finally:
         if history is not None:

@@ -87,6 +87,7 @@ def run_gate(
     memory_limit: int | str | None = None,
     options: RunOptions | None = None,
     executor: Any = None,
+    sharded: bool = False,
 ) -> GateOutcome:
     """Gate one synthetic release and, when ``history`` is given, record the run in it.
 
@@ -105,7 +106,11 @@ def run_gate(
     (:func:`privgate.gates.require_audit.requirement_check`). ``executor``: None or ``"local"``
     evaluates here; a Dask scheduler address (``"dask://host:port"``) or a ``distributed.Client``
     evaluates each metric family on a worker of that cluster (:mod:`privgate.gates.cluster`,
-    extra ``[dask]``), with the same results and decision.
+    extra ``[dask]``), with the same results and decision. ``sharded=True`` (with a cluster
+    ``executor``): the inputs — each a Parquet file, a folder of them, a glob or a list of files
+    the workers can read — are never loaded here; they are fingerprinted and evaluated partition by
+    partition on the workers (:mod:`privgate.gates.sharded`), searches sharded and merged exactly;
+    a metric that cannot be sharded blocks, naming why (docs/cluster.md, "Sharded gate").
     """
     start = time.perf_counter()
     created = datetime.now(timezone.utc)
@@ -118,7 +123,8 @@ def run_gate(
     def work() -> GateOutcome:
         return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
                     overrides=overrides, progress=progress, run_id=run_id, created=created, precomputed=report,
-                    generator_version=generator_version, generator_digest=generator_digest, executor=executor)
+                    generator_version=generator_version, generator_digest=generator_digest, executor=executor,
+                    sharded=sharded)
 
     worker = None
     try:
@@ -195,7 +201,7 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
          history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
          created: datetime, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None,
          precomputed: Any = None, generator_version: str | None = None,
-         generator_digest: str | None = None, executor: Any = None) -> GateOutcome:
+         generator_digest: str | None = None, executor: Any = None, sharded: bool = False) -> GateOutcome:
     checks: list[GateCheck] = []
     report, previous_release = None, None
     has_holdout = holdout is not None
@@ -204,13 +210,22 @@ def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
     if config is None:  # errors first: an invalid configuration is reported before any input is opened
         return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
                         has_holdout=has_holdout, config=None)
-    inputs = _load_inputs({"real": real, "synthetic": synthetic, "holdout": holdout}, checks)
+    sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
+    if sharded and precomputed is None:  # metrics it cannot compute are refused before any input is read
+        from .sharded import refused_metrics
+
+        refused = refused_metrics(config, evaluation_plan(config, has_holdout))
+        if refused is not None:
+            checks.append(error_check("(sharded)", refused))
+    inputs = (_Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks)) if sharded \
+        else _load_inputs(sources, checks)
     if config is not None and config.require_holdout and not has_holdout:
         checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
     if config is not None and not checks:
         last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
         previous_release = last.release_id
-        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor)
+        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor,
+                             sharded=sharded)
         if report is not None:
             results, errors = _gateable(report)
             changed = inputs.changed()
@@ -279,6 +294,32 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
     return inputs
 
 
+def _sharded_inputs(sources: dict[str, Any], executor: Any, checks: list[GateCheck]) -> _Inputs:
+    """A sharded run's inputs: never loaded here; fingerprinted on the cluster ``executor`` from
+    their partitions. No cluster, a scheduler that cannot be reached or a partition that cannot
+    be read is an error check naming the address or the file."""
+    from ..audit.cluster import is_cluster
+
+    inputs = _Inputs(sources=sources)
+    for role, data in sources.items():
+        if data is None and role != "holdout":
+            checks.append(error_check(f"({role})", f"{role} input missing"))
+    try:
+        if not is_cluster(executor):
+            checks.append(error_check("(executor)", "a sharded gate runs on a Dask cluster: give executor= a "
+                                                    "scheduler address (dask://host:port) or a distributed.Client"))
+            return inputs
+        if checks:
+            return inputs
+        from .sharded import sharded_fingerprint_of
+
+        inputs.fingerprint = sharded_fingerprint_of(sources, executor)
+        inputs.frames = {r: s for r, s in sources.items() if s is not None}
+    except Exception as exc:  # noqa: BLE001
+        checks.append(error_check("(input)", f"cannot read the sharded inputs: {privgate_error_text(exc)}"))
+    return inputs
+
+
 def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
     """An input without records is an error check calling it empty; inputs whose columns differ
     are an error check naming the columns where the input's format
@@ -337,14 +378,19 @@ def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
 
 
 def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precomputed: Any,
-                checks: list[GateCheck], *, progress: Any, executor: Any = None) -> Any:
+                checks: list[GateCheck], *, progress: Any, executor: Any = None, sharded: bool = False) -> Any:
     """The run's report: evaluated here with the configuration's plan and options, on a cluster's
     workers (``executor``), or the precomputed one — the last two checked against the plan and
     the inputs; None (and an error check) when that failed."""
     plan = evaluation_plan(config, has_holdout)
     evaluated = inputs.evaluated()
     try:
-        if precomputed is None and executor is not None:
+        if precomputed is None and sharded:
+            from .sharded import evaluate_sharded_gate
+
+            precomputed = evaluate_sharded_gate(config, plan, inputs.sources, inputs.fingerprint, executor=executor,
+                                                progress=progress)
+        elif precomputed is None and executor is not None:
             from ..audit.cluster import is_cluster
 
             if is_cluster(executor):

@@ -55,15 +55,8 @@ def common_rows(ctx) -> MetricResult:
 
     Orientation: risk; raw = value.
     """
-    cols = ctx.schema.columns
     rows = real_rows(ctx, auto=False)  # a join and a group-by: cheap at any size, "auto" keeps it exact
-    real = ctx.lazy("real").with_row_index("__row")
-    if rows is not None:
-        real = real.join(pl.LazyFrame({"__row": pl.Series(rows, dtype=pl.UInt32)}), on="__row", how="semi")
-    hit_rows = _copied_rows(real, ctx.lazy("synthetic"), cols)
-    hits = pl.LazyFrame({"__row": pl.Series(hit_rows, dtype=pl.UInt32)})
-    n_distinct = int(real.join(hits, on="__row", how="semi").select(cols).unique().select(pl.len())
-                     .collect(engine="streaming").item()) if hit_rows.size else 0
+    hit_rows, n_distinct = ctx.copied_real_rows(rows)
     per = np.zeros(ctx.n_real if rows is None else rows.size)
     per[hit_rows if rows is None else np.searchsorted(rows, hit_rows)] = 1.0
     share = float(per.mean())
@@ -101,15 +94,14 @@ def identifier_reuse(ctx) -> MetricResult:
     if not ids:
         res = result(ctx, "identifier_reuse", 0.0, 0.0, "no identifier column", details=details)
         return set_no_ci(res, "no identifier column: nothing to measure")
-    real = ctx.identifier_frame("real")
-    hits = _carries_real_identifier(real, ctx.identifier_frame("synthetic"), ids)
+    hits = ctx.identifier_hits("synthetic")
     share = float(hits.mean())
     details["n_release_records_with_real_identifier"] = int(hits.sum())
     if ctx.holdout is None:
         res = result(ctx, "identifier_reuse", share, share,
                      "share of release records carrying a real record's identifier value", details=details)
         return set_share_ci(res, hits)
-    chance = _carries_real_identifier(real, ctx.identifier_frame("holdout"), ids)
+    chance = ctx.identifier_hits("holdout")
     h0 = float(chance.mean())
     value = min(1.0, max(0.0, (share - h0) / (1.0 - h0))) if h0 < 1.0 else 0.0
     details["chance_share_holdout"] = h0
@@ -117,32 +109,6 @@ def identifier_reuse(ctx) -> MetricResult:
                  "share of release records carrying a real identifier value, beyond the holdout's share",
                  details=details)
     return set_no_ci(res, "a share beyond the holdout's chance level (the release and holdout shares are exact counts)")
-
-
-def _carries_real_identifier(real: pl.DataFrame, other: pl.DataFrame, ids: list[str]) -> np.ndarray:
-    """Per row of ``other``: whether in some column of ``ids`` it holds a value (not null) that
-    some row of ``real`` holds."""
-    hit = pl.lit(False)
-    for c in ids:
-        hit = hit | pl.col(c).is_in(real.get_column(c).drop_nulls().unique().implode()).fill_null(False)
-    return other.select(hit.alias("hit"))["hit"].to_numpy().astype(bool)
-
-
-def _copied_rows(real: pl.LazyFrame, synthetic: pl.LazyFrame, cols: list[str]) -> np.ndarray:
-    """Sorted ``__row`` of the ``real`` rows equal on every column (nulls equal; values are
-    normalised, so numbers compare by value) to some ``synthetic`` row. Streamed in two steps so
-    that a large release is never held whole: rows whose 64-bit row hash occurs in the release
-    are candidates (only hashes are kept), then the candidates are compared exactly, column by
-    column, with the release rows of the same hashes (a hash collision is never a match)."""
-    h = pl.struct(cols).hash(seed=0).alias("__h")
-    syn_hashes = synthetic.select(h).unique()
-    cand = real.select("__row", h).join(syn_hashes, on="__h", how="semi").collect(engine="streaming")
-    if cand.height == 0:
-        return np.empty(0, dtype=np.int64)
-    real_c = real.join(cand.lazy().select("__row"), on="__row", how="semi")
-    syn_c = synthetic.with_columns(h).join(cand.lazy().select("__h").unique(), on="__h", how="semi").drop("__h")
-    copied = real_c.join(syn_c, on=cols, how="semi", nulls_equal=True)
-    return np.sort(copied.select("__row").collect(engine="streaming")["__row"].to_numpy())
 
 
 # ------------------------------------------------------------- real → synthetic distances

@@ -1,0 +1,74 @@
+"""A partition's records as rows of an encoded space, on the worker that reads it.
+
+:class:`Inputs` is everything a worker needs besides its partition: every role's partitions,
+the schema (identifier columns already left out), the encoding's fit merged over the partitions
+and the identifiability weights. :func:`encode_rows` reads one partition, keeps the rows asked
+for (global positions) and encodes them with :func:`privgate.spaces.mixed_space` and that fit:
+each row equal to the whole-frame encoding's row, to the fit's rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..schema import Schema, normalise_frame
+from ..spaces import SpaceFit, mixed_space
+from .partitions import Partition, read_partition
+
+__all__ = ["SPACES", "Inputs", "encode_rows", "space_weights"]
+
+#: the encoded spaces a sharded evaluation searches (kind, argument)
+SPACES = (("mixed", None), ("identifiability", None))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every task reads: partitions by role, the schema of the encoded columns, the fit,
+    the identifiability weights (None until measured), the level count above which a column is
+    coded and the matrices' dtype."""
+
+    parts: Mapping[str, list[Partition]]
+    schema: Schema
+    fit: SpaceFit
+    coded_above: int
+    compact: bool = False
+    weights: Mapping[str, float] | None = None
+    identifiers: list[str] = field(default_factory=list)
+
+    def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
+        """(coded columns, categorical slices) of ``space``: encoded from no record."""
+        import polars as pl
+
+        empty = pl.DataFrame({c: pl.Series([], dtype=pl.Float64 if k == "numeric" else pl.String)
+                              for c, k in self.schema.kinds.items()})
+        sp = mixed_space({"x": empty}, self.schema, weights=space_weights(self, space),
+                         coded_above=self.coded_above, fit=self.fit)
+        return list(sp.coded_columns), list(sp.categorical_slices or [])
+
+
+def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
+    """The per-column weights of ``space`` (identifiability: 1/H, 0 when H = 0)."""
+    if space[0] == "mixed":
+        return None
+    if space[0] != "identifiability" or inputs.weights is None:
+        raise ValueError(f"no sharded encoding of the space {space!r}")
+    return dict(inputs.weights)
+
+
+def encode_rows(inputs: Inputs, space: tuple, part: Partition,
+                keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(matrix, global row positions) of ``part``'s records in ``space``: all of them, or those
+    whose global positions are in the sorted array ``keep``."""
+    frame = read_partition(part, inputs.schema.columns)
+    ids = np.arange(part.start, part.stop, dtype=np.int64)
+    if keep is not None:
+        ids = keep[(keep >= part.start) & (keep < part.stop)]
+        frame = frame[ids - part.start]
+    frame = normalise_frame(frame, inputs.schema)
+    sp = mixed_space({"x": frame}, inputs.schema, weights=space_weights(inputs, space),
+                     dtype=np.float32 if inputs.compact else np.float64, coded_above=inputs.coded_above,
+                     fit=inputs.fit)
+    return sp.matrices["x"], ids

@@ -1,0 +1,52 @@
+"""Partitioned test inputs for the sharded gate: three roles of mixed records written as Parquet
+folders (several files, each one or more row groups), plus a wide free-text identifier per
+record — a wide table, so that the whole table, not the interpreter, sets a local gate's memory
+at a size whose searches take seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import yaml
+
+from privgate.gates import DEFAULT_CONFIG_PATH
+from privgate.sharded.context import NOT_SHARDED
+
+
+def records(n: int, seed: int, note_bytes: int = 0) -> pl.DataFrame:
+    """``n`` records: two numerics, three categoricals (one constant numeric), and an identifier."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "age": rng.integers(18, 90, n).astype(float), "income": np.round(rng.lognormal(10, 1, n), 2),
+        "sex": rng.choice(["F", "M"], n), "region": rng.choice([f"r{i}" for i in range(12)], n),
+        "plan": pl.Series([None if v == "-" else v for v in rng.choice(["a", "b", "c", "-"], n)], dtype=pl.String), "unit": np.full(n, 0.1),
+        "note": [f"{seed}-{i}-" + "x" * note_bytes for i in range(n)]})
+
+
+def release(real: pl.DataFrame, n: int, seed: int, copies: float) -> pl.DataFrame:
+    """A release of ``n`` records: fresh records, with ``copies`` of them exact copies of real ones."""
+    fresh = records(n, seed, note_bytes=len(real["note"][0]) - len("1-0-"))
+    k = round(copies * n)
+    take = np.random.default_rng(seed + 100).choice(real.height, k, replace=False)
+    return pl.concat([fresh[: n - k], real[np.sort(take)]])
+
+
+def write_folder(frame: pl.DataFrame, folder: Path, files: int = 3, row_group: int | None = None) -> Path:
+    """``frame`` as ``files`` Parquet files in ``folder`` (row groups of ``row_group`` records)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    step = -(-frame.height // files)
+    for i in range(files):
+        pq.write_table(frame[i * step:(i + 1) * step].to_arrow(), folder / f"part-{i:02d}.parquet",
+                       row_group_size=row_group or step)
+    return folder
+
+
+def sharded_default_gate(path: Path) -> Path:
+    """The default gate without the metrics a sharded run cannot compute (written to ``path``)."""
+    cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
+    cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m not in NOT_SHARDED}
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path

@@ -1,0 +1,216 @@
+"""The sharded gate on a real Dask ``LocalCluster`` of three worker processes, each with a memory
+limit below the local gate's peak on the same records: the same decision, values and intervals
+as the local gate; a worker killed mid-gate changes nothing; an unreadable partition and an
+unreachable scheduler block (exit 3) naming the file and the address."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+from sharded_data import records, release, sharded_default_gate, write_folder
+
+from privgate.gates import run_gate
+
+REPO = Path(__file__).resolve().parents[2]
+N = 6000
+NOTE_BYTES = 12000
+WORKER_LIMIT = 600 * 2**20
+#: the largest difference allowed between a sharded and a local number: the fit's moments are
+#: merged from partitions (a few ulps from NumPy's one-pass mean and std), so distances differ in
+#: their last bits; every comparison of distances is tolerant at 1e-9 (privgate.ties)
+TOL = 1e-9
+
+LOCAL_PEAK = """
+import json, sys
+import polars as pl
+from privgate.gates import run_gate
+folders = json.loads(sys.argv[1])
+frames = {r: pl.read_parquet(folders[r] + "/*.parquet") for r in folders}
+out = run_gate(sys.argv[2], frames["real"], frames["synthetic"], holdout=frames["holdout"], record=False, threads=1)
+hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+print(json.dumps({"exit": out.exit_code, "peak": hwm * 1024}))
+"""
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sharded")
+    real = records(N, 1, NOTE_BYTES)
+    holdout = records(N, 3, NOTE_BYTES)
+    synth = release(real, N, 2, copies=0.01)
+    folders = {r: str(write_folder(f, tmp / r, files=5)) for r, f in
+               (("real", real), ("synthetic", synth), ("holdout", holdout))}
+    return {"frames": {"real": real, "synthetic": synth, "holdout": holdout}, "folders": folders,
+            "config": str(sharded_default_gate(tmp / "gate.yaml")), "tmp": tmp}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import dask
+
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1",
+           "PRIVGATE_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+    # no pause or spill: the limit is the memory each worker may reach (the nanny restarts a worker
+    # past 95 % of it, which the test would see as a changed worker)
+    with dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.spill": False,
+                          "distributed.worker.memory.target": False}):
+        with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit=WORKER_LIMIT,
+                                      dashboard_address=None, scheduler_port=0, env=env,
+                                      local_directory=None) as lc:
+            with distributed.Client(lc, set_as_default=False) as client:
+                yield lc, client
+
+
+@pytest.fixture(scope="module")
+def gated(inputs, cluster):
+    """The sharded gate of the inputs, on the cluster as started (and the workers it ran on)."""
+    _, client = cluster
+    before = set(client.scheduler_info(n_workers=-1)["workers"])
+    out = _sharded(inputs["config"], inputs["folders"], client)
+    return out, before, set(client.scheduler_info(n_workers=-1)["workers"]), client.run(_peak)
+
+
+def _peak() -> int:
+    """This process's peak resident memory, bytes: VmHWM, which starts anew with the program (Linux
+    carries ru_maxrss over an exec from the process that forked it — here the test process)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+
+
+def _numbers(outcome) -> dict:
+    return {n: (r.value, r.raw, r.ci, r.baseline, r.baseline_ci, r.excess, r.excess_ci, r.p_value)
+            for n, r in outcome.report.results.items()}
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= TOL * (1 + abs(a))
+
+
+def _sharded(cfg, folders, client, **kw):
+    return run_gate(cfg, folders["real"], folders["synthetic"], holdout=folders["holdout"], record=False,
+                    threads=1, executor=client, sharded=True, **kw)
+
+
+def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak(inputs, gated):
+    peak = subprocess.Popen([sys.executable, "-c", LOCAL_PEAK, json.dumps(inputs["folders"]), inputs["config"]],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PRIVGATE_THREADS": "1"})
+    remote, before, after, worker_peaks = gated
+    f = inputs["frames"]
+    local = run_gate(inputs["config"], f["real"], f["synthetic"], holdout=f["holdout"], record=False, threads=1)
+    measured = json.loads(peak.communicate(timeout=120)[0].strip().splitlines()[-1])
+    assert after == before  # no worker restarted past its limit
+    assert len(before) == 3 and WORKER_LIMIT < measured["peak"], measured
+    assert max(worker_peaks.values()) < WORKER_LIMIT, (worker_peaks, measured)
+    print(f"local gate peak {measured['peak'] / 2**20:.0f} MiB; worker limit {WORKER_LIMIT / 2**20:.0f} MiB; "
+          f"worker peaks {sorted(round(v / 2**20) for v in worker_peaks.values())} MiB")
+    assert measured["exit"] == local.exit_code == remote.exit_code == 1  # 1 % copies: common_rows warns
+    assert remote.report.errors == {} and set(remote.report.results) == set(local.report.results)
+    assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
+    mine, theirs = _numbers(remote), _numbers(local)
+    assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
+    assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [(c.metric, c.rule, c.verdict)
+                                                                       for c in local.checks]
+    # the same input digests as the local gate's, made from row hashes on the workers
+    assert {r: remote.fingerprint[r]["content_sha256"] for r in f} == \
+        {r: local.fingerprint[r]["content_sha256"] for r in f}
+    assert local.report.results["identifier_reuse"].details["identifier_columns"] == ["note"]
+    assert remote.report.results["identifier_reuse"].value == local.report.results["identifier_reuse"].value > 0
+
+
+class _KillAfter:
+    """A scheduler plugin that SIGKILLs the worker process which just finished the ``after``-th
+    search task: a worker lost mid-gate, with shards it computed and held lost with it."""
+
+    def __init__(self, pids: dict[str, int], after: int) -> None:
+        self.pids, self.after, self.seen, self.killed = pids, after, 0, None
+
+    def transition(self, key, start, finish, *args, **kwargs) -> None:
+        if self.killed or finish != "memory" or not str(key).startswith(("pair_task", "block_task")):
+            return
+        self.seen += 1
+        worker = kwargs.get("worker")
+        if self.seen >= self.after and worker in self.pids:
+            self.killed = worker
+            os.kill(self.pids[worker], signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_gate_has_its_shards_recomputed(inputs, cluster, gated):
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    lc, client = cluster
+    expected = gated[0]  # the cluster's scheduler runs here: the plugin is added to it
+    pids = client.run(os.getpid)
+    killer = type("Killer", (_KillAfter, SchedulerPlugin), {})(pids, after=40)
+    lc.scheduler.add_plugin(killer, name="privgate-test-killer")
+    try:
+        out = _sharded(inputs["config"], inputs["folders"], client)
+    finally:
+        lc.scheduler.remove_plugin(name="privgate-test-killer")
+    assert killer.killed is not None and killer.seen < expected.report.params["sharded"]["search_tasks"]
+    assert killer.killed not in client.scheduler_info(n_workers=-1)["workers"]  # that process is gone
+    assert out.exit_code == expected.exit_code == 1
+    assert _numbers(out) == _numbers(expected)
+
+
+def test_a_partition_no_worker_can_read_blocks_naming_the_file(inputs, cluster):
+    _, client = cluster
+    broken = inputs["tmp"] / "broken"
+    write_folder(inputs["frames"]["synthetic"].head(300), broken, files=2)
+    (broken / "part-01.parquet").write_bytes(b"PAR1 not a parquet file")
+    folders = {**inputs["folders"], "synthetic": str(broken)}
+    out = _sharded(inputs["config"], folders, client)
+    assert out.exit_code == 3
+    messages = " ".join(c.message for c in out.checks if c.rule == "error")
+    assert "part-01.parquet" in messages and "synthetic" in messages
+
+
+def test_an_unreachable_scheduler_blocks_naming_the_address(inputs, monkeypatch):
+    import privgate.audit.cluster as audit_cluster
+
+    monkeypatch.setattr(audit_cluster, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(audit_cluster.connect, "__defaults__", (1.0,))
+    out = _sharded(inputs["config"], inputs["folders"], "dask://127.0.0.1:9")
+    assert out.exit_code == 3
+    assert any("127.0.0.1:9" in c.message for c in out.checks if c.rule == "error")
+
+
+def test_the_cli_gates_sharded_only_on_a_cluster(inputs, capsys):
+    from privgate.cli import main
+
+    f = inputs["folders"]
+    common = ["gate", "--real", f["real"], "--synthetic", f["synthetic"], "--holdout", f["holdout"],
+              "--config", inputs["config"], "--release-id", "r", "--no-history", "--quiet", "--sharded"]
+    assert main(common) == 3  # no executor: a sharded gate runs on a cluster
+    assert "a sharded gate runs on a Dask cluster" in capsys.readouterr().out
+
+
+def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_be_sharded(inputs, cluster):
+    from privgate.gates import DEFAULT_CONFIG_PATH
+
+    _, client = cluster
+    missing = {r: str(inputs["tmp"] / "nowhere" / r) for r in ("real", "synthetic", "holdout")}
+    out = _sharded(DEFAULT_CONFIG_PATH, missing, client)  # the paths are never opened
+    assert out.exit_code == 3 and out.report is None
+    [check] = [c for c in out.checks if c.rule == "error"]
+    assert "nothing was evaluated" in check.message
+    # with a holdout the default gate plans these four of the five (label_free_authenticity's
+    # rules apply without a holdout only)
+    for metric in ("dcr", "hitting_rate", "label_free_memorisation", "label_free_copies"):
+        assert f"{metric} cannot be evaluated sharded" in check.message
+    assert "label_free_authenticity" not in check.message
