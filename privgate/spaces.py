@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import polars as pl
@@ -180,20 +180,8 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
             n_features += len(levels[col])
     coded_at = [(n_features + j, col, float(weights.get(col, 1.0)) ** 2) for j, col in enumerate(coded)]
     n_features += len(coded)
-    # each frame's matrix is written feature block by feature block (no per-column one-hot blocks
-    # stacked afterwards), one frame at a time: only that frame's columns are held beside it
-    mats = {}
-    for r, frame in frames.items():
-        mat = np.zeros((frame.height, n_features), dtype=dtype)
-        for j, col, w in numeric_at:
-            mat[:, j] = numeric_block({r: frame}, col, stats=stats(col))[0][r] * w
-        codes = _codes(frame, [col for _, col, _ in codes_at] + coded, levels)
-        for start, col, scale in codes_at:
-            mat[np.arange(mat.shape[0]), start + codes[col]] = scale
-        for j, col, _ in coded_at:
-            mat[:, j] = codes[col]
-        del codes
-        mats[r] = mat
+    mats = {r: _mixed_matrix(r, frame, n_features, dtype, numeric_at, codes_at, coded_at, levels, stats)
+            for r, frame in frames.items()}
     details = {"columns": columns, "n_features": n_features, "mean_imputed": _nulls(frames, columns, schema),
                "constant_columns": constant}
     if np.dtype(dtype) != np.float64:
@@ -204,6 +192,23 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
         details["coded_columns"] = {col: len(levels[col]) for col in coded}
     return EncodedSpace(name, mats, details, categorical_slices=slices,
                         coded_columns=[(j, cost) for j, _, cost in coded_at])
+
+
+def _mixed_matrix(role: str, frame: pl.DataFrame, n_features: int, dtype: type,
+                  numeric_at: list[tuple[int, str, float]], codes_at: list[tuple[int, str, float]],
+                  coded_at: list[tuple[int, str, float]], levels: Mapping[str, list],
+                  stats: Any) -> np.ndarray:
+    """One frame's matrix of the mixed space, written feature block by feature block (no
+    per-column one-hot blocks stacked afterwards): only this frame's columns are held beside it."""
+    mat = np.zeros((frame.height, n_features), dtype=dtype)
+    for j, col, w in numeric_at:
+        mat[:, j] = numeric_block({role: frame}, col, stats=stats(col))[0][role] * w
+    codes = _codes(frame, [col for _, col, _ in codes_at] + [col for _, col, _ in coded_at], levels)
+    for start, col, scale in codes_at:
+        mat[np.arange(mat.shape[0]), start + codes[col]] = scale
+    for j, col, _ in coded_at:
+        mat[:, j] = codes[col]
+    return mat
 
 
 def _real_stats(real: pl.DataFrame, column: str) -> tuple[float, float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ._args import add_run_options, exit_usage_errors_with, positive_seconds, run_options
 
@@ -122,6 +123,23 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if history is not None:
             history.close()
+    _print_outcome(outcome, written, history, args)
+    if outcome.worker is not None and outcome.worker.is_alive():
+        # a run stopped at its deadline whose worker is still inside one native call: the blocked
+        # outcome is recorded and printed; end the process now rather than wait for that call
+        import os
+
+        print("privgate gate: the stopped evaluation is still inside a native call; ending the process",
+              file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(outcome.exit_code)
+    return outcome.exit_code
+
+
+def _print_outcome(outcome: Any, written: list, history: Any, args: argparse.Namespace) -> None:
+    """The decision table (or JSON) on standard output, then the reports and the history record
+    named on standard error; a reader that stopped early changes nothing."""
     try:
         if args.format == "json":
             print(json.dumps(outcome.to_dict(), indent=2, allow_nan=False, default=str))
@@ -136,17 +154,6 @@ def _run(args: argparse.Namespace) -> int:
         from ._usage import silence_stdout
 
         silence_stdout()  # a reader that stopped early does not change the decision
-    if outcome.worker is not None and outcome.worker.is_alive():
-        # a run stopped at its deadline whose worker is still inside one native call: the blocked
-        # outcome is recorded and printed; end the process now rather than wait for that call
-        import os
-
-        print("privgate gate: the stopped evaluation is still inside a native call; ending the process",
-              file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(outcome.exit_code)
-    return outcome.exit_code
 
 
 def _config_problem(config, args: argparse.Namespace) -> str | None:
