@@ -23,8 +23,8 @@ def load_code() -> float:
     import scipy.stats  # noqa: F401, PLC0415
     import threadpoolctl  # noqa: F401, PLC0415
 
-    from privgate.neighbours.backends import faiss_module  # noqa: PLC0415
     from privgate.catalogue import metric_names  # noqa: PLC0415
+    from privgate.neighbours.backends import faiss_module  # noqa: PLC0415
 
     faiss_module()
     metric_names()

@@ -142,7 +142,6 @@ def main() -> int:
         anonymeter_side(args.anonymeter_side)
         return 0
 
-    import polars as pl
 
     import privgate
     from privgate.data import load_example

@@ -32,7 +32,6 @@ Data: four columns of the bundled Adult sample (age binned on public edges, sex,
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time

@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO / "tests" / "audit"))
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-
 from local_dask import local_dask  # noqa: E402
+
 from privgate.audit import audit_generator  # noqa: E402
 from privgate.data import load_example  # noqa: E402
 

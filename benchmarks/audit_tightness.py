@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-
 from audit import AGE_EDGES, population, public_domain  # noqa: E402
+
 from privgate.audit import audit_generator  # noqa: E402
 from privgate.audit.mechanisms import GaussianHistogram, LaplaceHistogram  # noqa: E402
 

@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "audit"))
 
 import polars as pl  # noqa: E402
-
 from local_dask import local_dask  # noqa: E402
+
 from privgate.audit import audit_generator  # noqa: E402
 from privgate.audit.generators.sdv import CTGANGenerator, TVAEGenerator  # noqa: E402
 from privgate.data import load_example  # noqa: E402

@@ -73,13 +73,13 @@ def main() -> None:
 
     import numpy as np
     import polars as pl
-
-    import privgate
     from _reference import load_code
 
+    import privgate
+
     load_code()  # every metric module and native library: a process pays them once, not the work timed
-    from privgate.context import EvaluationContext
     from privgate.catalogue import get_metric
+    from privgate.context import EvaluationContext
     from privgate.registry import run_spec
 
     try:

@@ -31,8 +31,8 @@ def main() -> None:
     import polars as pl
 
     import privgate
-    from privgate.context import EvaluationContext
     from privgate.catalogue import get_metric
+    from privgate.context import EvaluationContext
     from privgate.registry import run_spec
 
     real = pl.read_parquet(args.real)

@@ -53,8 +53,8 @@ def main() -> None:
         "common_rows": {}, "dcr": {}, "attribute_inference": {}, "membership_inference": {},
         "disclosure_identity": {}, "disclosure_attribute": {},
     }
-    from privgate.context import EvaluationContext
     from privgate.catalogue import get_metric
+    from privgate.context import EvaluationContext
     from privgate.registry import run_spec
 
     t = time.perf_counter()
@@ -68,9 +68,9 @@ def main() -> None:
     print(f"direct: six metrics, one context           {t_direct:6.2f} s")
 
     import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     import privgate.gx as pe
-    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "real.parquet"

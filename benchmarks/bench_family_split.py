@@ -28,10 +28,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="best of this many runs of each")
     args = parser.parse_args()
 
+    from privgate.catalogue import get_metric
     from privgate.commands.demo import make_releases
     from privgate.data import load_example
     from privgate.gates import default_gate_config, evaluate_for_gate, evaluation_plan
-    from privgate.catalogue import get_metric
 
     real, holdout = load_example("adult_sample"), load_example("adult_holdout")
     release = make_releases(real, seed=0)["release-2-leaky"]

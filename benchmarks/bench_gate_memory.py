@@ -31,11 +31,11 @@ def main() -> None:
     args = ap.parse_args()
 
     import polars as pl
-
     from _reference import load_code
 
     load_code()  # every metric module and native library: a process pays them once, not the work timed
     from bench_million import texas_like
+
     from privgate.context import EvaluationContext
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 

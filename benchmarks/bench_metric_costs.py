@@ -49,6 +49,7 @@ def main() -> None:
 
     load_code()  # every metric module and native library: a process pays them once, not the work timed
     from bench_scale import KEYS, SENSITIVE, texas_like
+
     from privgate import evaluate
     from privgate.context import EvaluationContext
     from privgate.memory_guard import estimate_run

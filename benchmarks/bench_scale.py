@@ -83,8 +83,8 @@ def distance_family(n: int, exact: bool, threads: int | None) -> tuple[float, fl
     from _reference import load_code
 
     load_code()  # every metric module and native library: a process pays them once, not the work timed
-    from privgate.context import EvaluationContext
     from privgate.catalogue import get_metric
+    from privgate.context import EvaluationContext
     from privgate.registry import run_spec
     from privgate.threads import limited
 
@@ -244,8 +244,9 @@ def _shapes(args, kwargs) -> str:
 
 def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None,
                n: int = 25_000) -> float:
-    from privgate import evaluate
     from _reference import load_code
+
+    from privgate import evaluate
 
     load_code()  # the process's one-off imports are not the suite's work
     real, syn = texas_like(n)

@@ -52,9 +52,9 @@ sys.path.insert(0, str(ROOT))
 
 import privgate  # noqa: E402
 from privgate import baselines  # noqa: E402
+from privgate.catalogue import get_metric  # noqa: E402
 from privgate.gates import default_gate_config, run_gate  # noqa: E402
 from privgate.stats.metric_intervals import without_intervals  # noqa: E402
-from privgate.catalogue import get_metric  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "texas_25k.parquet"
 KEYS = ["PAT_AGE", "SEX_CODE", "RACE", "ETHNICITY", "TYPE_OF_ADMISSION"]

@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
 from _copula import fit_sample  # noqa: E402
 from validity import inject, noisy, split  # noqa: E402
 

@@ -39,8 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import validity as V  # noqa: E402
 
 from privgate.context import EvaluationContext  # noqa: E402
-from privgate.metrics.memorisation import (  # noqa: E402
-    DEFAULT_TAILS, _parts, distance_ratio, distinct_count, set_weights)
+from privgate.metrics.memorisation import DEFAULT_TAILS, _parts, distance_ratio, distinct_count, set_weights  # noqa: E402
 from privgate.neighbours import knn  # noqa: E402
 from privgate.stats import holm, mirrored_tail_test  # noqa: E402
 

@@ -43,7 +43,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mem import reset_peak
+from _mem import reset_peak  # noqa: E402
 
 TEXAS = REPO.parent / "shared/data/texas_25k.parquet"
 

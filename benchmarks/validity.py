@@ -55,12 +55,12 @@ import _dp  # noqa: E402
 from _copula import fit_sample  # noqa: E402
 
 from privgate import baselines  # noqa: E402
+from privgate.catalogue import get_metric  # noqa: E402
 from privgate.context import EvaluationContext  # noqa: E402
 from privgate.data import load_example  # noqa: E402
 from privgate.errors import PrivgateError  # noqa: E402
 from privgate.gates import GateConfig, decide, decision_of, default_gate_config  # noqa: E402
 from privgate.metrics.memorisation import side_counts  # noqa: E402
-from privgate.catalogue import get_metric  # noqa: E402
 from privgate.registry import run_spec
 from privgate.stats import binomial_test  # noqa: E402
 

@@ -136,6 +136,7 @@ def ref25_cpu(seed: int) -> float:
     """CPU seconds of one exact GEMM 1-NN search, 25,000 real records against 25,000 of the
     honest release in the mixed space (benchmarks/_reference.py): the run's reference cost."""
     from _reference import gemm_1nn_seconds
+
     from privgate.context import EvaluationContext
 
     real = latent_class(25_000, seed)
@@ -147,6 +148,7 @@ def ref25_cpu(seed: int) -> float:
 
 def run_one(n: int, kind: str, seed: int) -> dict:
     from _reference import load_code
+
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
     load_code()

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import privgate
-from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE, load_example
 from privgate.catalogue import get_metric, metric_names
+from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE, load_example
 
 ORDER = ["uniform_random", "independent_marginals", "noisy_copy", "copy"]
 PARAMS = {

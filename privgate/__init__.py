@@ -12,8 +12,10 @@ One metric alone: ``privgate.metrics.<name>(real, synthetic, **params)``; every 
 
 from __future__ import annotations
 
+# isort: off
 from . import threads  # noqa: E402,F401  (first: sets the OpenMP wait policy before any runtime loads)
 from . import errors  # noqa: E402,F401
+# isort: on
 from ._lazy import lazy_attributes  # noqa: E402
 from ._version import __version__  # noqa: E402,F401
 from .errors import PrivgateError  # noqa: E402

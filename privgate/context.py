@@ -21,8 +21,16 @@ from .errors import NotApplicableError, ParameterError, TooFewRowsError
 from .io import collect_scan, load_frame, scan_frame
 from .neighbours import Neighbours, SearchMemo
 from .options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE, RunOptions, call_options  # sample="auto"
-from .schema import (Schema, check_codebooks, check_not_empty, check_same_columns, check_values_lazily,
-                     identifier_columns, infer_schema, normalise_frame)
+from .schema import (
+    Schema,
+    check_codebooks,
+    check_not_empty,
+    check_same_columns,
+    check_values_lazily,
+    identifier_columns,
+    infer_schema,
+    normalise_frame,
+)
 from .spaces import EncodedSpace
 from .threads import resolve_threads
 

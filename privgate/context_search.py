@@ -16,11 +16,11 @@ from typing import Mapping
 
 import numpy as np
 
+from .context_spaces import _return_freed_heap, _space_key, _space_name, coded_above
 from .errors import TooFewRowsError
 from .neighbours import Neighbours, any_within_box, knn, knn_rows, nearest_outside_groups, search_matrices
 from .neighbours.settings import resolve as resolve_settings
 from .spaces import EncodedSpace, mixed_space
-from .context_spaces import _return_freed_heap, _space_key, _space_name, coded_above
 from .threads import limited
 
 

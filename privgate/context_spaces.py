@@ -17,7 +17,6 @@ import numpy as np
 from . import spaces as _spaces
 from .spaces import SPACE_KINDS, EncodedSpace, column_entropy, famd_space, mixed_space
 
-
 # Compact encoded spaces (benchmarks/LOG.md "Compact spaces above 200,000 rows"): when a frame
 # has more than COMPACT_SPACES_ABOVE rows, the mixed and identifiability spaces are held as
 # float32 matrices (half the bytes, and the exact search reads them without a centred float32

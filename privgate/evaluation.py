@@ -31,18 +31,18 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from . import seeds, stats
+from .catalogue import get_metric, metric_names
 from .context import EvaluationContext
 from .errors import ParameterError, PrivgateError
 from .memory_guard import check_run
-from .stats.metric_intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
 from .metrics.search_error import widen_excess_for_search
 from .options import RunOptions, call_options
 from .progress import line as progress_line
 from .progress import within as progress_within
-from .catalogue import get_metric, metric_names
 from .registry import has_baseline, run_spec
 from .report import Report
 from .results import MetricResult
+from .stats.metric_intervals import BOOT, intervals_on, jackknife_sources, per_record_mean
 from .threads import limited
 
 ProgressFn = Callable[[str, int, int], None]

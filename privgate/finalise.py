@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from . import render
 from .gates.outcome import GateOutcome, add_error
 from .gates.run import record_outcome
-from . import render
 
 if TYPE_CHECKING:  # pragma: no cover
     from .history.store import HistoryStore

@@ -60,10 +60,10 @@ import numpy as np
 import polars as pl
 
 from . import seeds
-from .schema import Schema
 from .disguised_records import DisguisedRecords, find_disguised_records, put_sources
 from .level_classes import KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
+from .schema import Schema
 
 ANCHOR_ROWS = 2000      # release records anchored (a seeded sample above this)
 MAX_GROUPS = 4          # categorical columns are learnt in at most this many groups (one search each)

@@ -11,14 +11,14 @@ import polars as pl
 import pytest
 
 from privgate import baselines
+from privgate.catalogue import get_metric, metric_names
 from privgate.cli import main
 from privgate.commands.estimate import pod_memory_gib, quantity, read_sizes
 from privgate.context import EvaluationContext
 from privgate.data import example_path, load_example
-from privgate.options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 from privgate.memory_guard import GIB, estimate_run, estimate_sizes, family_estimates
 from privgate.metrics.classifier import _n_jobs
-from privgate.catalogue import get_metric, metric_names
+from privgate.options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE
 from privgate.registry import FAMILIES
 
 SAMPLE = str(example_path())

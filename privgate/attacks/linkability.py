@@ -17,8 +17,15 @@ import numpy as np
 from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
-from ._control import (REFERENCE, as_column_pair, attack_result, check_columns, check_n_attacks, require_holdout,
-                       sample_rows)
+from ._control import (
+    REFERENCE,
+    as_column_pair,
+    attack_result,
+    check_columns,
+    check_n_attacks,
+    require_holdout,
+    sample_rows,
+)
 
 
 def default_split(columns: list[str]) -> tuple[list[str], list[str]]:

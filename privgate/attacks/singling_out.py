@@ -19,8 +19,21 @@ from ..errors import ParameterError
 from ..registry import register_metric
 from ..results import MetricResult
 from ._control import REFERENCE, attack_result, check_n_attacks, require_holdout
-from .predicates import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, CodedFrames, ConjunctionCounter, Predicates,
-                         code_frames, match_counts)
+from .predicates import (
+    EQ,
+    GE,
+    GT,
+    ISNULL,
+    LE,
+    LT,
+    NE,
+    NOTNULL,
+    CodedFrames,
+    ConjunctionCounter,
+    Predicates,
+    code_frames,
+    match_counts,
+)
 
 _special = lazy_module("scipy.special")  # imported on first use (import time)
 

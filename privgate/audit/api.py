@@ -16,24 +16,34 @@ import polars as pl
 
 from ..errors import AuditError, InputError, ParameterError
 from ..io import load_frame
-from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..schema import check_same_columns, infer_schema
-from ..threads import resolve_threads
+from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..stats.one_run import largest_provable_epsilon
+from ..threads import resolve_threads
 from .advice import group_label
 from .analysis import analyse_attack, pooled_guesses
+from .attacks import ATTACKS, FIXED_ATTACKS
+from .attacks import resolve as resolve_attacks
 from .cells import published_domain
-from .attacks import ATTACKS, FIXED_ATTACKS, resolve as resolve_attacks
 from .cluster import is_cluster
+from .defaults import (
+    DEFAULT_BACKGROUND,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RUNS,
+    auto_looks,
+    default_design,
+    default_fit_share,
+    default_n_targets,
+    doubling_schedule,
+    spend_alpha,
+)
 from .features import FeatureSpace, empty_release_features
-from .defaults import (DEFAULT_BACKGROUND, DEFAULT_CONFIDENCE, DEFAULT_RUNS, auto_looks, default_design,
-                       default_fit_share, default_n_targets, doubling_schedule, spend_alpha)
+from .limits import MAX_LOOKS, Clock, check_sizes
 from .plan import MIN_RUNS, AuditPlan, look_schedule, make_plan
 from .result import AuditResult
-from .limits import MAX_LOOKS, Clock, check_sizes
-from .single_run import Generate, Progress, RunOutcome, make_run
 from .runner import Runs
 from .seeds import seed_int
+from .single_run import Generate, Progress, RunOutcome, make_run
 from .targets import Targets, canary_targets, select_targets
 
 

@@ -58,7 +58,7 @@ def spec_digest(spec: str, args: Mapping[str, Any] | str | None = None) -> str:
     current directory on the path) but not run."""
     module_name, sep, attr = str(spec).partition(":")
     if not sep or not module_name or not attr:
-        raise ParameterError(f"--generator must be module:name, got a value without that form")
+        raise ParameterError("--generator must be module:name, got a value without that form")
     kwargs = parse_args(args) if isinstance(args, str) or args is None else dict(args)
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
@@ -112,7 +112,6 @@ def callable_digest(generate: Any) -> str | None:
     """The digest of a generate callable (see the module docstring); None when it has no
     source file or its settings are not plain data (such an audit satisfies no ``require_audit``)."""
     from .generators._common import Adapter
-
     from .loader import GeneratorRef
 
     try:

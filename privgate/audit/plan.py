@@ -47,7 +47,7 @@ import polars as pl
 
 from ..errors import ParameterError
 from ..schema import Schema
-from .defaults import BACKGROUNDS, DESIGNS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, DEFAULT_TRAINING_ROWS
+from .defaults import BACKGROUNDS, DEFAULT_FIT_SHARE, DEFAULT_RUNS, DEFAULT_TRAINING_ROWS, DESIGNS
 from .limits import MAX_LOOKS
 from .seeds import rng, seed_int
 from .targets import Targets

@@ -18,8 +18,9 @@ from ..threads import resolve_threads
 from .features import FeatureSpace
 from .limits import MAX_WORKERS, Clock
 from .plan import AuditPlan
-from .single_run import GeneratorExited, Generate, Progress, RunOutcome, make_run
-from .workers import THREAD_VARS as _THREAD_VARS, Pool, WorkerDied
+from .single_run import Generate, GeneratorExited, Progress, RunOutcome, make_run
+from .workers import THREAD_VARS as _THREAD_VARS
+from .workers import Pool, WorkerDied
 
 
 # ---------------------------------------------------------------- making many runs

@@ -34,14 +34,14 @@ from typing import Any, Mapping
 import numpy as np
 import polars as pl
 
+from ..binning import assign_bins, quantile_edges
 from ..errors import InputError, ParameterError
 from ..io import load_frame
 from ..neighbours import knn, knn_rows
-from ..binning import assign_bins, quantile_edges
 from ..schema import NUMERIC, Schema, check_same_columns, normalise_frame
 from ..spaces import mixed_space
-from .defaults import DEFAULT_TARGETS
 from .cells import domain_cell_canaries, mode_row
+from .defaults import DEFAULT_TARGETS
 from .seeds import rng
 
 #: neighbours averaged for the outlier score (Meeus et al. use the 5 closest records)

@@ -7,7 +7,15 @@ import sys
 from typing import Any, Callable
 
 from ..errors import ParameterError
-from ..options import AUTO_SAMPLE_ABOVE, AUTO_SAMPLE_SIZE, MAX_DEADLINE, MAX_RECORDS, MAX_THREADS, RunOptions, check_seed
+from ..options import (
+    AUTO_SAMPLE_ABOVE,
+    AUTO_SAMPLE_SIZE,
+    MAX_DEADLINE,
+    MAX_RECORDS,
+    MAX_THREADS,
+    RunOptions,
+    check_seed,
+)
 
 
 def positive_int(flag: str, most: int = MAX_RECORDS) -> Callable[[str], int]:

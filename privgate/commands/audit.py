@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import math
+import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -101,9 +101,18 @@ def _add_data_and_claim_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_design_arguments(p: argparse.ArgumentParser) -> None:
     """The audit's design: runs, targets, sizes, design, looks, attacks and seed."""
+    from ..audit.defaults import (
+        BACKGROUNDS,
+        CANARY_TARGETS,
+        DEFAULT_BACKGROUND,
+        DEFAULT_DESIGN,
+        DEFAULT_DESIGN_WITH_DELTA,
+        DEFAULT_RUNS,
+        DEFAULT_TARGETS,
+        DESIGNS,
+        FIRST_LOOK,
+    )
     from ..audit.limits import MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS
-    from ..audit.defaults import (BACKGROUNDS, DESIGNS, CANARY_TARGETS, DEFAULT_BACKGROUND, DEFAULT_DESIGN,
-                                  DEFAULT_DESIGN_WITH_DELTA, DEFAULT_RUNS, DEFAULT_TARGETS, FIRST_LOOK)
 
     p.add_argument("--runs", type=positive_int("--runs", MAX_RUNS),
                    help=f"generator runs: in all for the {DEFAULT_DESIGN} and shared designs (every run serves "
@@ -222,7 +231,7 @@ def fail(message: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..audit import audit_generator
     from ..errors import ConfigError
-    from ..gates.audit_rules import default_audit_config, decide_audit, load_audit_config
+    from ..gates.audit_rules import decide_audit, default_audit_config, load_audit_config
     from ..io import load_frame
 
     for flag, path in (("--json", args.json_out), ("--html", args.html)):

@@ -159,9 +159,9 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
 
 def _metrics(args: argparse.Namespace, config, *, has_holdout: bool) -> tuple[list[str], bool]:
     """(the metrics estimated, whether the holdout baselines are counted)."""
+    from ..catalogue import get_metric, metric_names
     from ..errors import ParameterError
     from ..gates.plan import evaluation_plan
-    from ..catalogue import get_metric, metric_names
 
     if args.metrics is None:
         plan = evaluation_plan(config, has_holdout)
@@ -185,11 +185,11 @@ def read_sizes(real: str, synthetic: str, holdout: str | None = None, *,
     data's categorical levels), from lazy scans: Parquet and Arrow read their metadata and the
     categorical columns only, CSV is streamed; no frame is loaded and no value is kept. The
     column kinds are inferred as an evaluation infers them (``schema`` overrides)."""
+    import polars as pl
+
     from ..io import collect_scan
     from ..memory_guard import encoded_features
     from ..schema import check_not_empty, check_same_columns, infer_schema
-
-    import polars as pl
 
     scans = {role: scan_input(path, role) for role, path in
              (("real", real), ("synthetic", synthetic), ("holdout", holdout)) if path}

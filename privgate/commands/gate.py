@@ -160,8 +160,8 @@ def _config_problem(config, args: argparse.Namespace) -> str | None:
     """Why the gate configuration ``config`` (with ``--dataset`` and the run-option flags) is
     invalid, or None: validated before anything else so a typo is reported in a second."""
     from ..errors import ConfigError
-    from ..gates.config import resolve_gate_config
     from ..gates.checks import safe_message
+    from ..gates.config import resolve_gate_config
 
     try:
         resolve_gate_config(config, args.dataset).with_options(run_options(args))

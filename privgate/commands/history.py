@@ -110,8 +110,8 @@ def _scores(store, dataset: str, metric: str | None) -> pl.DataFrame:
 def _check_metric(store, dataset: str | None, metric: str) -> None:
     """An unknown ``--metric`` is an error naming it (not an empty table): known means
     registered, or stored in this history (a custom metric of another installation)."""
-    from ..errors import UnknownMetricError
     from ..catalogue import metric_names
+    from ..errors import UnknownMetricError
     from ..suggest import did_you_mean
 
     stored = set(store.metric_history(dataset)["metric"].to_list()) if dataset else set()

@@ -25,10 +25,10 @@ import polars as pl
 from privgate.io import load_frame
 from privgate.schema import dtype_name
 
+from .data_locations import DataLocations
 from .metadata import frame_digest
 from .partitions import releases_partitions
 from .privgate_resource import PrivgateResource
-from .data_locations import DataLocations
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateConfig

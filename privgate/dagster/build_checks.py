@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import dagster as dg
 from pydantic import Field
 
-from .check_body import CheckTarget, gate_config_of, gate_release
 from .asset_keys import asset_key_and_partitions
+from .check_body import CheckTarget, gate_config_of, gate_release
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -46,13 +46,13 @@ from privgate.errors import ConfigError
 
 from .assets import build_published_release, real_data, synthetic_release
 from .build_checks import applicable_check_keys, build_privgate_checks
-from .latest import build_privgate_latest_release
-from .scorecard import build_privgate_scorecards
+from .data_locations import DataLocations
 from .family import build_privgate_family_checks, default_steps
 from .io_manager import PolarsParquetIOManager
+from .latest import build_privgate_latest_release
 from .privgate_resource import PrivgateResource
-from .data_locations import DataLocations
 from .schedules import build_reevaluation_schedule
+from .scorecard import build_privgate_scorecards
 from .sensors import build_releases_sensor
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 

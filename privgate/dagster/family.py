@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dagster as dg
 
-from .check_body import CheckTarget, gate_config_of, gate_release
 from .build_checks import PrivgateRunConfig
+from .check_body import CheckTarget, gate_config_of, gate_release
 from .translator import DEFAULT_TRANSLATOR, PrivgateTranslator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,8 +81,8 @@ def default_steps(cfg: "GateConfig",
 def step_of(metric: str, steps: Mapping[str, Sequence[str]]) -> str | None:
     """The step that evaluates ``metric``: the step naming it, else the step naming its registry
     family; None when no step does (or the metric is unknown)."""
-    from privgate.errors import UnknownMetricError
     from privgate.catalogue import get_metric
+    from privgate.errors import UnknownMetricError
 
     for step, members in steps.items():
         if metric in members:

@@ -36,8 +36,8 @@ import dagster as dg
 
 from privgate.finite import finite_or_none
 from privgate.gates import rules
-from privgate.gates.rule_kinds import requirement_words, rule_kind
 from privgate.gates.config_model import check_name as gate_check_name
+from privgate.gates.rule_kinds import requirement_words, rule_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateCheck, GateConfig, GateOutcome, Rule

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import dagster as dg
 
-from .partitions import RELEASES_PARTITIONS_NAME, releases_partitions
 from .data_locations import DataLocations
+from .partitions import RELEASES_PARTITIONS_NAME, releases_partitions
 
 
 def build_releases_sensor(

@@ -36,8 +36,18 @@ from ..io import load_frame
 from .checks import check_1way, check_2way
 from .measures import compute_measures
 from .options import DisclosureOptions, build_options, warn
-from .prepare import (ORDER_COL, SYN_COL, TARGET_COL, PreparedKeys, check_columns, check_cont_na,
-                      data_order_keys, prepare_keys, prepare_target, target_order)
+from .prepare import (
+    ORDER_COL,
+    SYN_COL,
+    TARGET_COL,
+    PreparedKeys,
+    check_columns,
+    check_cont_na,
+    data_order_keys,
+    prepare_keys,
+    prepare_target,
+    target_order,
+)
 from .tables import build_cells
 
 

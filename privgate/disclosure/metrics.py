@@ -132,8 +132,8 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
 
     Skipped (the value's share interval is kept, and the excess falls back to MOVER) when the
     replicate is not the measure recomputed without the group (:func:`_jackknife_obstacle`)."""
-    from ..stats.metric_intervals import jackknife_labels, keep_jackknife
     from ..stats import counts_without_groups, leave_group_out_means
+    from ..stats.metric_intervals import jackknife_labels, keep_jackknife
 
     lab_r = jackknife_labels(ctx, "real", ctx.n_real)
     lab_s = jackknife_labels(ctx, "synthetic", ctx.n_synthetic)

@@ -9,13 +9,13 @@ decision table and the text ``privgate gate`` prints). Writing a run's reports a
 
 from pathlib import Path
 
-from .config_model import GateConfig, MetricGate, Rule, check_name
+from .checks import EXIT_CODES, Decision, GateCheck, decision_of, safe_message
 from .config import load_gate_config, resolve_gate_config
+from .config_model import GateConfig, MetricGate, Rule, check_name
 from .config_validate import parse_gate_config
 from .deciding import decide
 from .decision_table import merged_checks
 from .fingerprint import frame_fingerprint, inputs_fingerprint
-from .checks import EXIT_CODES, Decision, GateCheck, decision_of, safe_message
 from .outcome import GateOutcome
 from .plan import evaluate_for_gate, evaluation_plan
 from .present import format_checks

@@ -298,7 +298,6 @@ def largest_showable_bound(result: Mapping[str, Any] | Any) -> float:
     """The largest ε lower bound the audit's test runs could have shown (an attack that never
     errs on them), at the α its design spent: the audit's power against a claim."""
     from ..stats.dp_audit import epsilon_lower_bound
-
     from ..stats.one_run import largest_canary_bound
 
     d = result.to_dict() if hasattr(result, "to_dict") else result

@@ -16,8 +16,18 @@ from typing import Any, Mapping
 from ..errors import ConfigError, bounded_number
 from ..errors import type_name as _tname
 from ..options import FILE_KEYS, MAX_SEED, parse_options
-from .config_model import (CONFIG_VERSION, CONTEXT_PARAMS, SEVERITIES, TOP_KEYS, WHEN, GateConfig, MetricGate, Rule,
-                           _check_name, metric_keys)
+from .config_model import (
+    CONFIG_VERSION,
+    CONTEXT_PARAMS,
+    SEVERITIES,
+    TOP_KEYS,
+    WHEN,
+    GateConfig,
+    MetricGate,
+    Rule,
+    _check_name,
+    metric_keys,
+)
 from .rule_kinds import RuleKind, kind_names, kinds
 
 

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..results import MetricResult
 from . import rules
-from .rule_kinds import END_WORDS, is_rule, rule_kind
-from .config_model import GateConfig, Rule
 from .checks import GateCheck, error_check, missing_check, safe_message
+from .config_model import GateConfig, Rule
+from .rule_kinds import END_WORDS, is_rule, rule_kind
 
 
 def decide(

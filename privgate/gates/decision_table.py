@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import rules
-from .rule_kinds import kind_of_check
 from .checks import VERDICT_RANK, CheckedRun, GateCheck
+from .rule_kinds import kind_of_check
 
 
 @dataclass(frozen=True)

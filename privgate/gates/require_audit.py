@@ -18,7 +18,6 @@ from .audit_evidence import Refused, largest_showable_bound, stored_audit_proble
 from .audit_rules import _EPS, _RANK, AuditRequirement, _num, _rule_check
 
 
-
 class _Answer(Exception):
     """A requirement check decided before its end: ``rule`` "error" (cannot be decided, exit 3)
     or "audit" (a block), with its message."""

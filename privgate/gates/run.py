@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError, PrivgateError
 from ..options import DEFAULT_DEADLINE, RunOptions, parse_options
-from .config_model import GateConfig
+from .checks import GateCheck, decision_of, error_check, privgate_error_text, safe_message
 from .config import declared_dataset, resolve_gate_config
+from .config_model import GateConfig
 from .deadline import DeadlineExceeded, with_deadline
 from .deciding import decide, result_problem, unchecked_checks
 from .fingerprint import inputs_fingerprint
-from .checks import GateCheck, decision_of, error_check, privgate_error_text, safe_message
 from .outcome import GateOutcome, add_error
 from .plan import evaluation_plan, precomputed_report
 

@@ -45,7 +45,7 @@ from .core import (
     ExpectSyntheticPrivacyTestPValueToBeAbove,
     PrivacyRiskExpectation,
 )
-from .risk_metric import RISK_METRIC
+from .gate_config import suite_from_gate_config
 from .references import (
     clear_cache,
     describe_reference,
@@ -54,8 +54,8 @@ from .references import (
     resolve_reference,
     unregister_real,
 )
-from .gate_config import suite_from_gate_config
 from .results import error_message, expectation_results, is_errored, summarise
+from .risk_metric import RISK_METRIC
 from .suites import get_suite, load_suite_json, save_suite_json
 
 __all__ = [

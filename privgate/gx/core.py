@@ -45,8 +45,10 @@ from privgate.gates.rule_kinds import RuleKind, gx_kind, gx_quantities, rule_kin
 
 from .references import describe_reference
 from .release_view import release_view_warning
+
 # the table metric the expectations read (importing it registers it with GX)
 from .risk_metric import RISK_METRIC
+
 
 def _fmt(x: Any) -> str:
     if x is None:

@@ -34,7 +34,6 @@ from privgate.names import identifier
 from .results import expectation_config, expectation_results, summarise
 
 
-
 def _base_name(cfg: dict[str, Any]) -> str:
     meta_name = cfg["meta"].get("check_name")
     if meta_name:

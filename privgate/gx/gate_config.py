@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from privgate.errors import ConfigError
-from privgate.gates.config_model import GateConfig, MetricGate, Rule, check_name
 from privgate.gates.config import resolve_gate_config
+from privgate.gates.config_model import GateConfig, MetricGate, Rule, check_name
 from privgate.gates.rule_kinds import rule_kind
 
 from .core import (

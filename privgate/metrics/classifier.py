@@ -25,13 +25,13 @@ import math
 
 import numpy as np
 
+from .. import seeds, stats
 from ..errors import ParameterError, TooFewRowsError
 from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
-from .. import seeds, stats
+from ..stats.metric_intervals import OFF, intervals_on, map_interval, result, set_count_ci, set_no_ci
 from ..threads import available_cores, resolve_threads
-from ..stats.metric_intervals import intervals_on, map_interval, OFF, result, set_count_ci, set_no_ci
-from .limits import check_work_bound, MAX_REPETITIONS
+from .limits import MAX_REPETITIONS, check_work_bound
 
 # work bounds of detection_mlp: folds, epochs and hidden units each multiply its training time
 MAX_FOLDS = 20

@@ -15,19 +15,29 @@ import hashlib
 import numpy as np
 import polars as pl
 
+from .. import seeds, stats
+from ..context_spaces import coded_above
 from ..errors import NotApplicableError, ParameterError
 from ..neighbours import pair_distances, refine_group_ids, search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
-from ..context_spaces import coded_above
 from ..spaces import FamdEncoder, category_codes, famd_encoder, famd_inputs
+from ..stats.metric_intervals import (
+    BOOT,
+    OFF,
+    intervals_on,
+    jackknife_labels,
+    result,
+    set_bootstrap_ci,
+    set_jackknife_ci,
+    set_jackknife_share_ci,
+    set_mean_ci,
+    set_no_ci,
+    set_share_ci,
+)
 from ..ties import ge, gt, le, lt
-from .. import seeds, stats
-from ..stats.metric_intervals import (BOOT, intervals_on, jackknife_labels, OFF, result, set_bootstrap_ci,
-                                      set_jackknife_ci, set_jackknife_share_ci, set_mean_ci, set_no_ci,
-                                      set_share_ci)
-from .limits import check_work_bound, MAX_REPETITIONS
+from .limits import MAX_REPETITIONS, check_work_bound
 from .sampling import mark_sampled, on_rows, real_rows, synthetic_rows
 from .search_error import widen_distance_mean_for_search, widen_share_for_search
 from .summaries import minmax_normalise, quantile_summary

@@ -123,8 +123,8 @@ from ..neighbours import search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..stats import holm, mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
-from ..ties import close, lt
 from ..stats.metric_intervals import jackknife_labels, result
+from ..ties import close, lt
 from .sampling import mark_sampled, synthetic_rows
 from .search_error import widen_share_for_search
 

@@ -33,9 +33,9 @@ from ..neighbours.settings import resolve as resolve_settings
 from ..registry import QuerySizes, register_metric
 from ..results import MetricResult
 from ..spaces import EncodedSpace
-from ..ties import REL_TOL, lt
 from ..stats.metric_intervals import result, set_bootstrap_ci
-from .limits import check_work_bound, MAX_REPETITIONS
+from ..ties import REL_TOL, lt
+from .limits import MAX_REPETITIONS, check_work_bound
 from .summaries import quantile_summary
 
 PAPER = "Privacy score (TTPR/TSPR), Clearbox AI's synthetic-data privacy score"

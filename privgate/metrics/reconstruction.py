@@ -26,17 +26,17 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from .. import stats
 from .._lazy import lazy_module
 from ..binning import assign_bins, quantile_edges
 from ..errors import ParameterError
+from ..neighbours import search_k
 from ..registry import register_metric
 from ..results import MetricResult
 from ..schema import NUMERIC
 from ..spaces import category_codes
-from ..ties import le
-from .. import stats
-from ..neighbours import search_k
 from ..stats.metric_intervals import jackknife_labels, keep_jackknife, result, set_mean_ci
+from ..ties import le
 from .sampling import mark_sampled, on_rows, real_rows
 from .search_error import widen_share_for_search
 

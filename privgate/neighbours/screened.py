@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import progress
-from .decide import distances_of_pairs, drop_self, order_rows
 from .category_tiles import pruned_candidates, tiles_for
+from .decide import distances_of_pairs, drop_self, order_rows
 from .flat import flat_candidates
 from .ivf_lists import nonzero_2d
 

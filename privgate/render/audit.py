@@ -23,8 +23,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..audit.advice import evidence_label, headline_note, next_step
-from .plots import COLOURS, figure_to_data_uri
 from .files import _atomic_write
+from .plots import COLOURS, figure_to_data_uri
 
 _LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR"}
 MAX_ROC_PANELS = 12
@@ -247,7 +247,8 @@ def _ci(ci: Any) -> str:
 def cost_rows(result: Any) -> list[tuple[str, str]]:
     """The cost table: fits, times a person reads, the audit's own work against the generator's
     as a ratio (the preflight fits counted once, in the generator's time)."""
-    from ..audit.advice import ratio_text, seconds_text as t
+    from ..audit.advice import ratio_text
+    from ..audit.advice import seconds_text as t
 
     c = result.cost or {}
 

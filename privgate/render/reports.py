@@ -19,7 +19,6 @@ from typing import Any
 
 import jinja2
 import polars as pl
-
 from markupsafe import Markup, escape
 
 from ..gates.decision_table import columns, decision_rows, fmt_number, fmt_p, with_interval

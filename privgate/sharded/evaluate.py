@@ -36,6 +36,7 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
     metric that cannot be sharded is an error of the report (:func:`not_sharded`), never
     computed otherwise. ``task_threads``: the threads of each search task."""
     from ..audit.cluster import connect
+    from ..catalogue import get_metric
     from ..evaluation import (
         _progress_fn,
         _run_all,
@@ -43,7 +44,6 @@ def evaluate_sharded(real: Any, synthetic: Any, metrics: Sequence[str], *, holdo
         run_options,
         run_order,
     )
-    from ..catalogue import get_metric
     from .memory import check_workers
 
     start = time.perf_counter()

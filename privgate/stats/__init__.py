@@ -28,19 +28,33 @@ step takes a seed, so the same inputs and seed give the same interval.
 """
 
 from .auc import delong_auc, hoeffding_auc_interval, normal_interval
-from .bootstrap import (bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights,
-                        percentile_interval)
-from .jackknife import (combine_variances, counts_without_groups, default_groups, effective_share_interval,
-                        group_deleted_means, group_labels, jackknife_interval, jackknife_variance,
-                        leave_group_out_means, t_interval)
+from .bootstrap import bootstrap_ci, bootstrap_mean_ci, bootstrap_means_ci, bootstrap_weights, percentile_interval
 from .combine import ControlRisk, control_risk, difference_interval
+from .dp_audit import (
+                        bonferroni_alpha,
+                        epsilon_estimate,
+                        epsilon_lower_bound,
+                        gdp_delta,
+                        gdp_epsilon,
+                        gdp_mu_lower_bound,
+                        rate_upper_bound,
+)
+from .jackknife import (
+                        combine_variances,
+                        counts_without_groups,
+                        default_groups,
+                        effective_share_interval,
+                        group_deleted_means,
+                        group_labels,
+                        jackknife_interval,
+                        jackknife_variance,
+                        leave_group_out_means,
+                        t_interval,
+)
+from .mirrored import mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
+from .one_run import canary_epsilon_lower_bound, guess_accuracy_lower, largest_canary_bound, largest_provable_epsilon
 from .proportions import clopper_pearson, share_interval, wilson, wilson_rate, z_value
 from .testing import binomial_test, binomial_upper_p, bonferroni, holm
-from .mirrored import mirrored_share, mirrored_tail_test, sampled_share_halfwidth, tail_quantiles
-from .dp_audit import (bonferroni_alpha, epsilon_estimate, epsilon_lower_bound, gdp_delta, gdp_epsilon,
-                       gdp_mu_lower_bound, rate_upper_bound)
-from .one_run import (canary_epsilon_lower_bound, guess_accuracy_lower, largest_canary_bound,
-                      largest_provable_epsilon)
 
 DEFAULT_LEVEL = 0.95
 

@@ -30,11 +30,11 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
+
 from .._lazy import lazy_module
+from .proportions import share_interval, z_value
 
 _st = lazy_module("scipy.stats")  # imported on first use (import time)
-
-from .proportions import share_interval, z_value
 
 MAX_GROUPS = 50
 # fewer groups than this and the variance estimate (G − 1 degrees of freedom) is too rough to use

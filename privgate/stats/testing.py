@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from .._lazy import lazy_module
 
 _st = lazy_module("scipy.stats")  # imported on first use (import time)

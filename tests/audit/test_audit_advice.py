@@ -4,10 +4,9 @@ times and ratios, and says why the headline bound can exceed the chart's bars.""
 from __future__ import annotations
 
 import pytest
-
 from audit_helpers import make_result
-from privgate.audit.advice import (evidence_label, group_label, headline_note, next_step, ratio_text,
-                                   seconds_text)
+
+from privgate.audit.advice import evidence_label, group_label, headline_note, next_step, ratio_text, seconds_text
 from privgate.render.audit import cost_rows, design_rows, render_audit_html
 
 

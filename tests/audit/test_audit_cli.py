@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from audit_helpers import GENERATOR_MODULE, real_frame, work_folder
+
 from privgate.audit import AuditResult
 from privgate.cli import main
 from privgate.history import HistoryStore
-
 
 FAST = ["--design", "shared", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1"]
 

@@ -8,16 +8,15 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-
 from audit_helpers import GENERATOR_MODULE, work_folder
 from local_dask import Exiting, Failing, Slowed, local_dask
+from test_audit_soundness import DOMAIN, data
+
 from privgate.audit import analyse_runs, audit_generator, execute, prepare_audit
 from privgate.audit.cluster import execute_on_cluster, is_cluster
 from privgate.audit.mechanisms import LaplaceHistogram
 from privgate.errors import AuditError, InputError
-from test_audit_soundness import DOMAIN, data
 
 pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 

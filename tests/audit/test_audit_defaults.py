@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from audit_helpers import constant_gen, resample_gen, typed_frame, work_folder
+
 from privgate.audit import AuditResult, audit_generator, defaults
 from privgate.cli import main
 

@@ -10,8 +10,8 @@ import math
 import polars as pl
 import pytest
 import sqlalchemy as sa
-
 from audit_helpers import DIGEST, evidence_result
+
 from privgate.gates import run_gate
 from privgate.gates.audit_evidence import largest_showable_bound
 from privgate.gates.audit_rules import decide_audit

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from audit_helpers import real_frame, work_folder
+
 from privgate.audit import audit_generator
 from privgate.audit.limits import MAX_ROWS, MAX_RUNS, MAX_TARGETS, check_sizes, deadline_seconds
 from privgate.audit.single_run import GeneratorExited

@@ -9,12 +9,12 @@ from datetime import datetime, timezone
 
 import pytest
 import sqlalchemy as sa
-
 from audit_helpers import MARKER_NUMBER, MARKER_TEXT, copy_gen, make_result, real_frame
+
 from privgate.audit import audit_generator
 from privgate.errors import HistoryError
 from privgate.gates.audit_rules import decide_audit
-from privgate.history import HistoryStore, SCHEMA_VERSION
+from privgate.history import SCHEMA_VERSION, HistoryStore
 from privgate.history import schema as S
 
 RULES = {"rules": {"epsilon": {"block": "claimed"}, "auc_lower": {"warn": 0.6}}}

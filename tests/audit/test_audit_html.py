@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from audit_helpers import MARKER_NUMBER, MARKER_TEXT, copy_gen, make_result, real_frame
+
 from privgate.audit import audit_generator
 from privgate.gates.audit_rules import decide_audit
 from privgate.render.audit import render_audit_html, roc_points, target_rows, verdict_words, write_audit_html

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from audit_helpers import make_result
+
 from privgate.errors import ConfigError
 from privgate.gates import parse_gate_config
 from privgate.gates.audit_rules import (

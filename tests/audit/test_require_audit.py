@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-import sqlalchemy as sa
-
 from audit_helpers import DIGEST, evidence_result
+
 from privgate.gates import run_gate
 from privgate.gates.audit_rules import decide_audit
 from privgate.history import HistoryStore

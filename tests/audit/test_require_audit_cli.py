@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from audit_helpers import GENERATOR_MODULE, real_frame, work_folder
+
 from privgate.cli import main
 
 # the production generator copies its training rows; the harmless one draws from nothing

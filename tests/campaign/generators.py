@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from hypothesis import strategies as st
-
 from fault_metrics import FAULTS
+from hypothesis import strategies as st
 
 # real string cells are "Zk<digits>Qx..." and real floats 271828.18<digits>: neither can arise in
 # an output by chance (outputs print 4 decimals; hashes are hex without "."), so finding one is a leak

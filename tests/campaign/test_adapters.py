@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fault_metrics import FAULTS, fault_metric
+from generators import Case, cases, frame, real_tokens, release
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fault_metrics import FAULTS, fault_metric
-from generators import Case, cases, frame, real_tokens, release
 from privgate.gates import check_name, parse_gate_config, run_gate
 
 ADAPTER = settings(max_examples=12, deadline=None,

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, event, given, settings
-
 from fault_metrics import FAULTS, fault_metric
 from generators import Case, cases, frame, real_tokens, release, write
+from hypothesis import HealthCheck, event, given, settings
+
 from privgate.cli import main
 
 CAMPAIGN = settings(max_examples=70, deadline=None,

@@ -23,8 +23,8 @@ from typing import Callable
 import numpy as np
 import polars as pl
 import pytest
-
 from fault_metrics import fault_metric
+
 from privgate.cli import main
 
 N = 60

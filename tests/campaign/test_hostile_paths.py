@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-
 from generators import SECRET, secret_real
+
 from privgate.baselines import independent_marginals
 from privgate.cli import main
 from privgate.context import EvaluationContext
@@ -156,8 +156,8 @@ def test_history_value_not_finite_in_range_blocks_the_trend_rule(tmp_path, real,
 
 @pytest.mark.parametrize("previous", [float("nan"), float("inf"), 1.5, None, "0.1", True])
 def test_decide_refuses_a_previous_value_that_is_not_a_metric_value(previous):
-    from privgate.gates.config_validate import parse_gate_config
     from privgate.gates import decide, decision_of
+    from privgate.gates.config_validate import parse_gate_config
     from privgate.results import MetricResult
 
     cfg = parse_gate_config({"metrics": {"common_rows": {"trend": {"block": 0.0}}}})
@@ -306,6 +306,7 @@ def test_a_run_past_its_deadline_is_stopped_blocked_and_recorded(tmp_path, real,
     import time
 
     from fault_metrics import fault_metric
+
     from privgate.gates import run_gate
     real_p = _write(real, tmp_path / "real.parquet")
     with fault_metric("hang_python") as name:
@@ -372,6 +373,7 @@ def test_deadline_option_is_validated():
 def test_dagster_resource_deadline_stops_and_records_the_run(tmp_path, real):
     pytest.importorskip("dagster")
     from fault_metrics import fault_metric
+
     from privgate.dagster import PrivgateResource
     from privgate.gates import parse_gate_config
 
@@ -457,8 +459,8 @@ def test_memorisation_says_it_estimates_the_detectable_share_a_lower_bound(adult
     to their source than to the holdout. The value is the detectably memorised share, a lower
     bound, and says so."""
     from privgate import baselines
-    from privgate.metrics.memorisation import memorisation
     from privgate.gates import run_gate
+    from privgate.metrics.memorisation import memorisation
     from privgate.render import render_html
 
     train, hold = adult.head(1500), adult_holdout.head(1500)

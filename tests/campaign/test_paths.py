@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from fault_metrics import fault_metric
 from generators import SECRET, secret_real
+
 from privgate import baselines
 from privgate.cli import main
 from privgate.errors import HistoryError, IncompatibleDtypeError

@@ -269,8 +269,8 @@ def test_plugin_metric_message_withheld_evaluate(leaky_metric, data, tmp_path, c
 
 
 def test_plugin_metric_unknown_parameter_named(leaky_metric, tmp_path):
-    from privgate.errors import ParameterError
     from privgate.catalogue import get_metric
+    from privgate.errors import ParameterError
     from privgate.registry import run_spec
 
     with pytest.raises(ParameterError, match="does not take the parameter"):

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgate.neighbours import knn
-from privgate.neighbours import category_tiles
+from privgate.neighbours import category_tiles, knn
 from privgate.neighbours.category_tiles import pruned_candidates, tiles_for
 from privgate.neighbours.exact import ExactSearch
 from privgate.neighbours.problem import Problem

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onehot_points import one_hot_blocks
 
 import privgate.context_spaces as context_module  # where the rule and the memory guard read it
 from privgate.baselines import noisy_copy
@@ -13,8 +14,6 @@ from privgate.context import EvaluationContext
 from privgate.data import load_example
 from privgate.neighbours import SearchSettings, knn
 from privgate.spaces import famd_space
-
-from onehot_points import one_hot_blocks
 
 
 def _mixed32(n, rng, levels=(3, 2, 4), n_numeric=2):

@@ -10,11 +10,10 @@ from math import comb
 
 import numpy as np
 import pytest
-
-from privgate.neighbours import SearchSettings, knn
-
 from onehot_points import one_hot_blocks
 from test_neighbours import brute_tolerant
+
+from privgate.neighbours import SearchSettings, knn
 
 LEVELS = (3, 4, 2, 3, 5, 3)
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onehot_points import one_hot_blocks
+from test_neighbours import brute_tolerant
 
 import privgate.neighbours.grouped as grouped
 from privgate.neighbours import SearchMemo, SearchSettings, knn
-
-from onehot_points import one_hot_blocks
-from test_neighbours import brute_tolerant
 
 LEVELS = (3, 4, 2, 3, 5, 3)
 

@@ -204,7 +204,7 @@ def test_dtype_errors_never_list_enum_levels_and_conversions_never_quote_cells()
 
 
 # --- dtype compatibility, column kind × column kind (docs/inputs.md "Which dtypes compare") ----
-from datetime import date, datetime, time, timedelta  # noqa: E402
+from datetime import datetime, time, timedelta  # noqa: E402
 
 from privgate.schema import infer_schema, normalise_frame  # noqa: E402
 

@@ -12,10 +12,9 @@ import weakref
 import numpy as np
 import pytest
 
-from privgate.neighbours import SearchSettings, knn
-from privgate.neighbours.memo import SearchMemo
-from privgate.neighbours import ivf_lists
+from privgate.neighbours import SearchSettings, ivf_lists, knn
 from privgate.neighbours.backends import faiss_module
+from privgate.neighbours.memo import SearchMemo
 
 SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0,
                         ivf_max_uncertain_share=1.0)

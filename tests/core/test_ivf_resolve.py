@@ -58,8 +58,11 @@ def test_a_budget_leaves_rows_unresolved_and_only_those_can_be_wrong():
 def _frames(seed: int):
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(15, 14)) * 3
-    make = lambda n: pl.DataFrame(centres[rng.integers(0, 15, n)] + rng.normal(size=(n, 14)),
-                                  schema=[f"x{c}" for c in range(14)])
+
+    def make(n):
+        return pl.DataFrame(centres[rng.integers(0, 15, n)] + rng.normal(size=(n, 14)),
+                            schema=[f"x{c}" for c in range(14)])
+
     return make(1500), make(1500)
 
 

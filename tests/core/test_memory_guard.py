@@ -152,9 +152,9 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     """With more than one thread detection_mlp trains its folds in worker processes, each holding
     a fold's training copies: the estimate adds them (its declaration's worker_memory_cost units
     per worker), and with one thread (folds in this process) it does not."""
+    from privgate.catalogue import get_metric
     from privgate.data import load_example
     from privgate.memory_guard import estimate_run
-    from privgate.catalogue import get_metric
     from privgate.threads import available_cores
 
     if available_cores() < 2:

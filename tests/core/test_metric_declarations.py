@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 import privgate.memory_guard as guard
-from privgate.context import EvaluationContext
 from privgate.catalogue import get_metric, metric_names
+from privgate.context import EvaluationContext
 from privgate.registry import register_metric, unregister_metric
 from privgate.results import MetricResult
 

@@ -9,11 +9,10 @@ import gc
 
 import numpy as np
 import pytest
+from onehot_points import one_hot_blocks
 
 import privgate.neighbours.ivf_lists as lists_mod
 from privgate.neighbours import SearchMemo, SearchSettings, knn
-
-from onehot_points import one_hot_blocks
 
 # a screen at every size, calibrated and checked on 100 rows each
 SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0)

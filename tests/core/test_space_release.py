@@ -11,10 +11,10 @@ import pytest
 
 import privgate
 from privgate.baselines import noisy_copy
+from privgate.catalogue import get_metric, metric_names
 from privgate.context import EvaluationContext
 from privgate.data import load_example
 from privgate.evaluation import run_order, spaces_still_read
-from privgate.catalogue import get_metric, metric_names
 from privgate.registry import run_spec
 from privgate.spaces import SPACE_KINDS
 

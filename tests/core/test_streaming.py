@@ -10,8 +10,7 @@ import pytest
 import privgate.metrics as m
 from privgate import evaluate
 from privgate.context import EvaluationContext
-from privgate.errors import (AllNullColumnError, InputLoadError, NonFiniteValueError, NotApplicableError,
-                             ParameterError)
+from privgate.errors import AllNullColumnError, InputLoadError, NonFiniteValueError, NotApplicableError, ParameterError
 from privgate.gates import run_gate
 
 

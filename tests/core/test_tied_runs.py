@@ -10,12 +10,11 @@ import dataclasses
 import numpy as np
 import polars as pl
 import pytest
+from onehot_points import one_hot_blocks
 
 from privgate.context import EvaluationContext
 from privgate.neighbours import DEFAULT_SETTINGS, SearchSettings, knn
 from privgate.neighbours.duplicates import first_copies
-
-from onehot_points import one_hot_blocks
 
 # a screen at every size, calibrated and checked on 100 rows each
 SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100)

@@ -12,10 +12,14 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from privgate.dagster import (PrivgateResource, build_privgate_checks, build_privgate_latest_release,
-                              build_privgate_scorecards)
-from privgate.dagster.latest_report import replay_newest
+from privgate.dagster import (
+    PrivgateResource,
+    build_privgate_checks,
+    build_privgate_latest_release,
+    build_privgate_scorecards,
+)
 from privgate.dagster.check_body import CheckTarget, gate_config_of
+from privgate.dagster.latest_report import replay_newest
 from privgate.dagster.translator import PrivgateTranslator
 
 GATE = """\

@@ -3,7 +3,6 @@ pandas / Arrow / path assets and partitioned assets, per-run config, and the res
 
 import re
 import runpy
-import shutil
 from pathlib import Path
 
 import dagster as dg

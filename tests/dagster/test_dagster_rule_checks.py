@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from privgate.dagster.rule_checks import DECISION_CHECK, check_name, check_results, check_specs
 from privgate.dagster.metadata import summary_markdown
+from privgate.dagster.rule_checks import DECISION_CHECK, check_name, check_results, check_specs
 from privgate.gates import Decision, GateCheck, GateOutcome, decision_of, parse_gate_config
 
 CFG = parse_gate_config({
@@ -282,8 +282,8 @@ def test_a_copy_with_permuted_labels_fails_the_decision_check(tmp_path):
     """The checks built from the default gate fail a copy of the training data whose category
     levels were permuted within each column (no unknown level appears): nothing publishes it."""
     import privgate
-    from privgate.data import load_example
     from privgate.dagster.rule_checks import DECISION_CHECK, check_results
+    from privgate.data import load_example
     from privgate.gates import default_gate_config, run_gate
 
     real, holdout = load_example().head(800), load_example("adult_holdout").head(800)

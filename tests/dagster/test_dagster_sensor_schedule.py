@@ -7,11 +7,11 @@ import time
 from datetime import datetime, timezone
 
 import dagster as dg
-import pytest
 import polars as pl
+import pytest
 
-from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
 from privgate.dagster.data_locations import DataLocations
+from privgate.dagster.definitions import EVALUATE_JOB, REEVALUATE_JOB
 
 
 def _locations(example) -> DataLocations:

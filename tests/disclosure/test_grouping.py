@@ -7,8 +7,7 @@ import polars as pl
 import pytest
 
 from privgate.disclosure import disclosure
-from privgate.disclosure.grouping import (class_breaks, cut_codes, make_grouping, r_quantile7,
-                                          r_seq_by)
+from privgate.disclosure.grouping import class_breaks, cut_codes, make_grouping, r_quantile7, r_seq_by
 from privgate.disclosure.labels import cut_labels, r_double_label
 
 

@@ -42,8 +42,8 @@ def test_cap_sums_are_those_of_the_label_sort(monkeypatch):
     by (set, key labels, level labels) to the last bit (a group-by on a set column not flagged
     sorted sums in another association)."""
     import privgate.disclosure.api as api
-    from privgate.disclosure import multi_disclosure
     from privgate.disclosure import measures as me
+    from privgate.disclosure import multi_disclosure
     from privgate.disclosure.prepare import ORDER_COL, SYN_COL
 
     rng = np.random.default_rng(8)

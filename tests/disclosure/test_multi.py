@@ -7,9 +7,9 @@ import json
 import polars as pl
 import pytest
 
+from privgate.catalogue import get_metric, metric_names
 from privgate.disclosure import disclosure, multi_disclosure
 from privgate.errors import ParameterError
-from privgate.catalogue import get_metric, metric_names
 
 # keys A; targets T (as in test_measures: DiSCO 50 %, Dorig 37.5 %) and U
 REAL = pl.DataFrame({"A": list("aaabbcdd"), "T": list("xxyxxyxy"), "U": list("ppppqqqq")})

@@ -8,8 +8,7 @@ import pyarrow as pa
 import pytest
 
 from privgate.disclosure import disclosure, multi_disclosure
-from privgate.errors import (EmptyInputError, InputLoadError, ParameterError,
-                             UnsupportedDtypeError)
+from privgate.errors import EmptyInputError, InputLoadError, ParameterError, UnsupportedDtypeError
 
 REAL = pl.DataFrame({"A": list("aabb"), "B": ["u", "v", "u", "v"], "N": [1.0, 2.0, 3.0, -8.0],
                      "T": list("xyxy")})

@@ -13,8 +13,7 @@ import pytest
 gx = pytest.importorskip("great_expectations")
 
 import privgate.gx as pe  # noqa: E402
-from privgate import registry  # noqa: E402
-from privgate import catalogue
+from privgate import catalogue, registry  # noqa: E402
 
 
 def _require_metric(name: str) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 gx = pytest.importorskip("great_expectations")
 
-import privgate.gx as pe  # noqa: E402
 import privgate  # noqa: E402
+import privgate.gx as pe  # noqa: E402
 from privgate.errors import ConfigError  # noqa: E402
 
 DEFAULT_CONFIG = Path(privgate.__file__).parent / "configs" / "default_gate.yaml"

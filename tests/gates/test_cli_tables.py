@@ -124,8 +124,8 @@ def test_mistyped_metric_and_family_get_a_suggestion(files, capsys):
     assert "did you mean 'common_rows'?" in capsys.readouterr().err
     assert main(["metrics", "--family", "gdpr-atack"]) == 3
     assert "did you mean 'gdpr-attack'?" in capsys.readouterr().err
-    from privgate.errors import UnknownMetricError
     from privgate.catalogue import get_metric
+    from privgate.errors import UnknownMetricError
 
     with pytest.raises(UnknownMetricError, match="did you mean 'hitting_rate'"):
         get_metric("hiting_rate")

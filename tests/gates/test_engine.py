@@ -7,8 +7,17 @@ from dataclasses import dataclass, field
 import polars as pl
 import pytest
 
-from privgate.gates import EXIT_CODES, Decision, decide, decision_of, parse_gate_config, run_gate, safe_message
-from privgate.gates import GateOutcome, format_checks
+from privgate.gates import (
+    EXIT_CODES,
+    Decision,
+    GateOutcome,
+    decide,
+    decision_of,
+    format_checks,
+    parse_gate_config,
+    run_gate,
+    safe_message,
+)
 from privgate.gates import run as gate_run
 from privgate.results import MetricResult
 

@@ -13,10 +13,11 @@ pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 
 from local_dask import local_dask  # noqa: E402
+from test_split_evaluation import CFG, frames  # noqa: E402,F401 - the split evaluation's config and frames
+
 from privgate.cli import main  # noqa: E402
 from privgate.gates import run_gate  # noqa: E402
 from privgate.gates.cluster import families_of  # noqa: E402
-from test_split_evaluation import CFG, frames  # noqa: E402,F401 - the split evaluation's config and frames
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from privgate.errors import ConfigError, UnknownRuleKindError
 from privgate.gates import GateOutcome, decide, decision_of, parse_gate_config
 from privgate.gates.checks import GateCheck
 from privgate.gates.config_model import Rule
-from privgate.gates.rule_kinds import (GxForm, RuleKind, kind_names, register_rule_kind, rule_kind,
-                                       unregister_rule_kind)
+from privgate.gates.rule_kinds import GxForm, RuleKind, kind_names, register_rule_kind, rule_kind, unregister_rule_kind
 from privgate.gates.rules import check_quantity, compare, fires
 from privgate.results import MetricResult
 
@@ -72,10 +71,10 @@ def test_a_declared_kind_limits_and_on_come_from_its_declaration(holdout_risk):
 
 def test_a_declared_kind_is_a_gx_expectation(holdout_risk):
     pytest.importorskip("great_expectations")
+    from privgate.catalogue import get_metric
     from privgate.gx.compute import payload_from_result
     from privgate.gx.gate_config import suite_from_gate_config
     from privgate.gx.risk_metric import RISK_METRIC
-    from privgate.catalogue import get_metric
 
     suite = suite_from_gate_config(CONFIG, real="real.parquet", holdout="holdout.parquet")
     exp = next(e for e in suite.expectations if e.meta["privgate_rule"]["kind"] == "holdout_risk"

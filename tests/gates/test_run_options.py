@@ -12,9 +12,9 @@ import pytest
 from privgate.cli import main
 from privgate.errors import ConfigError
 from privgate.gates import parse_gate_config, run_gate
-from privgate.options import DEFAULTS
 from privgate.gates import run as gate_run
 from privgate.history import HistoryStore
+from privgate.options import DEFAULTS
 
 BASE = {"dataset": "opts", "metrics": {"common_rows": {"threshold": {"block": 0.5}},
                                        "authenticity": {"threshold": {"block": 0.99}}}}

@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from privgate.catalogue import get_metric
 from privgate.errors import ParameterError
 from privgate.gates import evaluate_for_gate, evaluation_plan, parse_gate_config, run_gate
-from privgate.catalogue import get_metric
 from privgate.report import Report, merge_reports
 from privgate.results import MetricResult
 

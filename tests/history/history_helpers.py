@@ -6,8 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from privgate.gates import decide, decision_of, parse_gate_config
-from privgate.gates import GateOutcome
+from privgate.gates import GateOutcome, decide, decision_of, parse_gate_config
 from privgate.results import MetricResult
 
 CFG = parse_gate_config({

@@ -7,12 +7,11 @@ import multiprocessing as mp
 import polars as pl
 import pytest
 import sqlalchemy as sa
+from history_helpers import make_outcome
 
 from privgate.errors import HistoryError
 from privgate.history import SCHEMA_VERSION, HistoryStore, resolve_url
 from privgate.history import schema as S
-
-from history_helpers import make_outcome
 
 
 def test_record_and_query(store_url):

@@ -88,8 +88,8 @@ def test_n_jobs_respects_cores():
 
 
 def test_lightgbm_and_mlp_workers_get_the_run_thread_budget(monkeypatch):
-    import lightgbm as lgb
     import joblib
+    import lightgbm as lgb
 
     seen = {}
     real_fit = lgb.LGBMClassifier.fit
@@ -216,9 +216,10 @@ def _plain_train_mlp(x, y, hidden, max_iter, seed, dt):
     """train_mlp written plainly (a temporary per operation, np.matmul for every product,
     np.maximum against 0, the epoch's rows fancy-indexed): the arithmetic the trainer's
     shortcuts must reproduce bit for bit."""
+    from scipy.special import expit
+
     from privgate import seeds
     from privgate.metrics import _mlp
-    from scipy.special import expit
 
     rng = seeds.rng(seed, "detection.mlp")
     x = np.ascontiguousarray(x, dtype=dt)

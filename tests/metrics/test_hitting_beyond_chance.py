@@ -1,6 +1,8 @@
 """hitting_rate beyond chance: hand-computed on tiny data, and the default gate's rule on a release
 whose raw share of hits is large only because the data are dense (not blocked) and on a copy (blocked)."""
 
+from importlib import resources
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,7 +12,6 @@ from privgate import baselines
 from privgate.gates import run_gate
 from privgate.gates.config import load_gate_config
 from privgate.neighbours.boxes import any_within_box
-from importlib import resources
 
 
 def test_box_query_without_own_row_counts_duplicates():

@@ -11,15 +11,23 @@ import polars as pl
 import pytest
 
 import privgate
-from privgate import registry, stats
-from privgate import catalogue
+from privgate import catalogue, registry, stats
 from privgate.context import EvaluationContext
 from privgate.data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE
-from privgate.metrics import (authenticity, close_values, common_rows, dcr, distant_values, median_dcr, nnaa, nsnd,
-                              zero_cap)
-from privgate.stats.metric_intervals import BOOT, jackknife_labels, jackknife_sources, without_intervals
+from privgate.metrics import (
+    authenticity,
+    close_values,
+    common_rows,
+    dcr,
+    distant_values,
+    median_dcr,
+    nnaa,
+    nsnd,
+    zero_cap,
+)
 from privgate.neighbours import knn
 from privgate.spaces import famd_inputs
+from privgate.stats.metric_intervals import BOOT, jackknife_labels, jackknife_sources, without_intervals
 
 Z = 1.959963984540054
 

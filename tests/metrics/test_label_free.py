@@ -15,8 +15,8 @@ from privgate.baselines import DISGUISES, disguised_copy
 from privgate.context import EvaluationContext
 from privgate.data import load_example
 from privgate.gates import default_gate_config, run_gate
-from privgate.level_classes import KEEP_PREFIX
 from privgate.label_free import recode
+from privgate.level_classes import KEEP_PREFIX
 from privgate.metrics.label_free import correspondence
 
 

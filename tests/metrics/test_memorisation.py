@@ -12,11 +12,11 @@ import pytest
 from scipy import stats as st
 
 from privgate import baselines
+from privgate.catalogue import get_metric
 from privgate.data import load_example
 from privgate.errors import NotApplicableError, ParameterError, SchemaMismatchError, TooFewRowsError
 from privgate.metrics import memorisation
 from privgate.metrics.memorisation import _sets, distance_ratio, distinct_count, set_weights, side_counts, tail_key
-from privgate.catalogue import get_metric
 
 
 def frame(xs) -> pl.DataFrame:

@@ -11,8 +11,16 @@ import privgate
 from privgate.baselines import NUMERIC_DISGUISES, transformed_copy
 from privgate.context import EvaluationContext
 from privgate.metrics.label_free import correspondence, view_status
-from privgate.numeric_maps import (ForeignScaleError, NumericMap, _marginal_gap, _snap, apply_numeric_maps, ks_distance,
-                                   scale_check, suspect)
+from privgate.numeric_maps import (
+    ForeignScaleError,
+    NumericMap,
+    _marginal_gap,
+    _snap,
+    apply_numeric_maps,
+    ks_distance,
+    scale_check,
+    suspect,
+)
 
 
 def _ctx(real, release, holdout=None):

@@ -12,8 +12,13 @@ from privgate import baselines
 from privgate.context import EvaluationContext
 from privgate.errors import ParameterError, TooFewRowsError
 from privgate.metrics import proximity_score
-from privgate.metrics.proximity import nearest_in_subset, proximity_from_ratios, proximity_ratio, subset_candidates
-from privgate.metrics.proximity import SUBSET_FIRST_CANDIDATES
+from privgate.metrics.proximity import (
+    SUBSET_FIRST_CANDIDATES,
+    nearest_in_subset,
+    proximity_from_ratios,
+    proximity_ratio,
+    subset_candidates,
+)
 from privgate.neighbours import knn
 
 

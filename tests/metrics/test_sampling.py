@@ -10,9 +10,8 @@ import pytest
 
 import privgate.metrics as m
 from privgate import evaluate
-from privgate.context import EvaluationContext
-
 from privgate.catalogue import get_metric, metric_names
+from privgate.context import EvaluationContext
 
 # the metrics whose per-record terms follow sample_real on the real side only (their registry
 # declaration's `sampled`)

@@ -190,8 +190,7 @@ def test_default_sample_keeps_the_config_hash():
 
 
 def test_the_gate_table_and_html_name_the_sampled_metrics(tmp_path):
-    from privgate.gates import run_gate
-    from privgate.gates import format_checks
+    from privgate.gates import format_checks, run_gate
     from privgate.render.reports import render_html
 
     real, holdout, release = _data(600, 8)

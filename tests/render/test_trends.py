@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import re
-import sys
 import uuid
 from pathlib import Path
 

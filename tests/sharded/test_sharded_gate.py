@@ -18,9 +18,9 @@ distributed = pytest.importorskip("distributed", reason="the [dask] extra is par
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-from sharded_data import records, release, sharded_default_gate, write_folder
+from sharded_data import records, release, sharded_default_gate, write_folder  # noqa: E402
 
-from privgate.gates import run_gate
+from privgate.gates import run_gate  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 N = 6000

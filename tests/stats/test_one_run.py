@@ -8,8 +8,12 @@ import math
 import pytest
 
 from privgate.stats.dp_audit import epsilon_lower_bound
-from privgate.stats.one_run import (canary_epsilon_lower_bound, guess_accuracy_lower, largest_canary_bound,
-                                    largest_provable_epsilon)
+from privgate.stats.one_run import (
+    canary_epsilon_lower_bound,
+    guess_accuracy_lower,
+    largest_canary_bound,
+    largest_provable_epsilon,
+)
 
 
 def tail(r: int, c: int, p: float) -> float:

@@ -19,7 +19,7 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, Adapter, check_threads, global_seed, missing_extra, restore_types)
+from ._common import NUMERIC, Adapter, check_threads, global_seed, missing_extra, restore_types
 
 __all__ = ["CopulaGenerator"]
 

@@ -23,8 +23,16 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_epsilon, check_threads, ColumnDomain, DPAdapter, global_seed,
-                      missing_extra, restore_types)
+from ._common import (
+    NUMERIC,
+    ColumnDomain,
+    DPAdapter,
+    check_epsilon,
+    check_threads,
+    global_seed,
+    missing_extra,
+    restore_types,
+)
 
 __all__ = ["PrivBayesGenerator"]
 

@@ -24,8 +24,7 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, check_epsilon, check_threads, DPAdapter, global_seed,
-                      restore_types)
+from ._common import NUMERIC, DPAdapter, check_epsilon, check_threads, global_seed, restore_types
 
 __all__ = ["MSTGenerator", "AIMGenerator"]
 

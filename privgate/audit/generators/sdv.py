@@ -27,8 +27,7 @@ import polars as pl
 
 from ...errors import ParameterError
 from ...threads import limited
-from ._common import (NUMERIC, Adapter, ColumnDomain, check_threads, global_seed, missing_extra,
-                      restore_types)
+from ._common import NUMERIC, Adapter, ColumnDomain, check_threads, global_seed, missing_extra, restore_types
 
 __all__ = ["GaussianCopulaGenerator", "TVAEGenerator", "CTGANGenerator"]
 
@@ -79,8 +78,8 @@ class _SDVGenerator(Adapter):
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
-            from sdv.logging.utils import disable_single_table_logger
             import sdv.single_table  # noqa: F401  (imports torch through ctgan)
+            from sdv.logging.utils import disable_single_table_logger
         except ImportError:
             raise missing_extra("SDV", "sdv") from None
         frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
