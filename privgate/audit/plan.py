@@ -103,8 +103,9 @@ class AuditPlan:
         """The training set of run ``run``: its background plus the targets it includes (or the
         targets ``targets_in``), rows in a seeded random order."""
         chosen = np.flatnonzero(self.included[:, run]) if targets_in is None else np.asarray(targets_in, dtype=np.int64)
-        frame = pl.concat([self.pool[self.background_rows(run).tolist()], self.targets.frame[chosen.tolist()]],
-                          how="vertical")
+        frame = pl.concat(
+            [self.pool[self.background_rows(run).tolist()], self.targets.frame[chosen.tolist()]], how="vertical"
+        )
         order = rng(self.seed, "shuffle", run).permutation(frame.height)
         return frame[order.tolist()]
 
@@ -112,10 +113,20 @@ class AuditPlan:
         return seed_int(self.seed, "generator", run)
 
 
-def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: str = "shared",
-              background: str = "fixed", runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0,
-              interleave: bool = False) -> AuditPlan:
+def make_plan(
+    pool: pl.DataFrame,
+    targets: Targets,
+    schema: Schema,
+    *,
+    design: str = "shared",
+    background: str = "fixed",
+    runs: int = DEFAULT_RUNS,
+    training_rows: int | None = None,
+    n_rows: int | None = None,
+    fit_share: float = DEFAULT_FIT_SHARE,
+    seed: int = 0,
+    interleave: bool = False,
+) -> AuditPlan:
     """Draw the design (see the module docstring); every choice is seeded by ``seed``.
     ``interleave``: fit runs spread evenly among the test runs (every prefix of the runs has its
     share of both, as a sequential audit's looks need) instead of first."""
@@ -126,19 +137,25 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
     runs = _positive_int(runs, "runs")
     if design == "canaries":
         if runs < MIN_CANARY_RUNS:
-            raise ParameterError(f"runs must be at least {MIN_CANARY_RUNS} in the canaries design (one fits the "
-                                 f"guessing rule, the others are guessed); got {runs}")
+            raise ParameterError(
+                f"runs must be at least {MIN_CANARY_RUNS} in the canaries design (one fits the "
+                f"guessing rule, the others are guessed); got {runs}"
+            )
     elif runs < MIN_RUNS:
-        raise ParameterError(f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
-                             f"with and without every target); got {runs}")
+        raise ParameterError(
+            f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
+            f"with and without every target); got {runs}"
+        )
     if not (0.0 < float(fit_share) < 1.0):
         raise ParameterError(f"fit_share must be in (0, 1); got {fit_share!r}")
     if training_rows is None:
         training_rows = min(DEFAULT_TRAINING_ROWS, pool.height)
     training_rows = _positive_int(training_rows, "training_rows")
     if training_rows > pool.height:
-        raise ParameterError(f"training_rows={training_rows} is more than the {pool.height} population rows "
-                             "available for backgrounds (targets' own rows excluded)")
+        raise ParameterError(
+            f"training_rows={training_rows} is more than the {pool.height} population rows "
+            "available for backgrounds (targets' own rows excluded)"
+        )
     n_rows = training_rows if n_rows is None else _positive_int(n_rows, "n_rows")
     n_targets = len(targets)
     n_fit = int(round(runs * float(fit_share)))
@@ -169,9 +186,20 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
             block = slice(t * runs, (t + 1) * runs)
             assigned[t, block] = True
             included[t, block] = _balanced(split, rng(seed, "design", t))
-    return AuditPlan(pool=pool, targets=targets, schema=schema, design=design, background=background,
-                     training_rows=training_rows, n_rows=n_rows, seed=int(seed), included=included,
-                     assigned=assigned, fit=fit, independent=independent)
+    return AuditPlan(
+        pool=pool,
+        targets=targets,
+        schema=schema,
+        design=design,
+        background=background,
+        training_rows=training_rows,
+        n_rows=n_rows,
+        seed=int(seed),
+        included=included,
+        assigned=assigned,
+        fit=fit,
+        independent=independent,
+    )
 
 
 def look_schedule(runs: int, looks: int, least: int) -> list[int]:

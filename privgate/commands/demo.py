@@ -31,16 +31,19 @@ LEAK_SHARE = 0.005
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        "demo", help="gate three example releases (pass, warn, block) and write reports + history",
+        "demo",
+        help="gate three example releases (pass, warn, block) and write reports + history",
         description="Make three synthetic releases of the bundled Adult example with privgate.baselines "
-                    "(one that passes, one that warns, one that is blocked), gate them with the default "
-                    "configuration, record the runs in a local SQLite history and write HTML and JSON "
-                    "reports.")
+        "(one that passes, one that warns, one that is blocked), gate them with the default "
+        "configuration, record the runs in a local SQLite history and write HTML and JSON "
+        "reports.",
+    )
     p.add_argument("--out", default="privgate-demo", help="output folder (default: ./privgate-demo)")
     p.add_argument("--seed", type=int, default=0, help="seed of the releases (default 0)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
-    p.add_argument("--wide", action="store_true",
-                   help="every column of the decision tables (default: tables that fit 100 columns)")
+    p.add_argument(
+        "--wide", action="store_true", help="every column of the decision tables (default: tables that fit 100 columns)"
+    )
     return p
 
 
@@ -81,19 +84,28 @@ def run(args: argparse.Namespace) -> int:
 
     real_path, holdout_path = example_path("adult_sample"), example_path("adult_holdout")
     real = load_example("adult_sample")
-    say(f"Real data: {real_path.name} ({real.height} rows of UCI Adult, CC BY 4.0); "
-        f"holdout: {holdout_path.name}")
+    say(f"Real data: {real_path.name} ({real.height} rows of UCI Adult, CC BY 4.0); holdout: {holdout_path.name}")
     cfg = default_gate_config(DATASET)
-    say(f"Gating {len(EXPECTED)} releases with {DEFAULT_CONFIG_PATH.name} and the holdout; each metric is "
-        "named as it starts")
+    say(
+        f"Gating {len(EXPECTED)} releases with {DEFAULT_CONFIG_PATH.name} and the holdout; each metric is "
+        "named as it starts"
+    )
     history = HistoryStore(db)
     summary = []
     for release_id, frame in make_releases(real, seed=args.seed).items():
         rel_path = releases_dir / f"{release_id}.parquet"
         frame.write_parquet(rel_path)
         say(f"\n=== {release_id} ===")
-        outcome = run_gate(cfg, real_path, rel_path, holdout=holdout_path, release_id=release_id,
-                           history=history, record=False, progress=None if args.quiet else True)
+        outcome = run_gate(
+            cfg,
+            real_path,
+            rel_path,
+            holdout=holdout_path,
+            release_id=release_id,
+            history=history,
+            record=False,
+            progress=None if args.quiet else True,
+        )
         html, js = reports / f"{release_id}.html", reports / f"{release_id}.json"
         finish(outcome, history, html=str(html), json_path=str(js))  # as `privgate gate` does
         if not args.quiet:
@@ -101,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
         summary.append((release_id, str(outcome.decision), outcome.exit_code, html, js))
     history.close()
 
-    print("\nprivgate demo: three releases of the bundled Adult sample, gated with "
-          f"{DEFAULT_CONFIG_PATH.name}\n")
+    print(f"\nprivgate demo: three releases of the bundled Adult sample, gated with {DEFAULT_CONFIG_PATH.name}\n")
     width = max(len(r[0]) for r in summary)
     for release_id, decision, code, html, _ in summary:
         print(f"  {release_id.ljust(width)}  {decision.upper():5s}  exit {code}  {html}")
@@ -110,9 +121,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"Releases (Parquet):    {releases_dir}/")
     print(f"Score history:         {db}")
     print(f"  privgate history --history {db} --dataset {DATASET}")
-    print(f"  privgate gate --history {db} --dataset {DATASET} \\\n"
-          f"    --real {real_path} \\\n    --holdout {holdout_path} \\\n"
-          f"    --synthetic {releases_dir / 'release-3-noisy-copy.parquet'} --release-id again")
+    print(
+        f"  privgate gate --history {db} --dataset {DATASET} \\\n"
+        f"    --real {real_path} \\\n    --holdout {holdout_path} \\\n"
+        f"    --synthetic {releases_dir / 'release-3-noisy-copy.parquet'} --release-id again"
+    )
     unexpected = [(r, d) for r, d, *_ in summary if EXPECTED[r] != d]
     if unexpected:
         print(f"\nnote: unexpected decisions {unexpected}; expected {EXPECTED}", file=sys.stderr)
