@@ -764,19 +764,8 @@ def audit_generator(
         clock.check("the runs")
         meta = _generator_meta(generate, generator_name, generator_version, generator_digest)
         if looks is not None:
-            if on_cluster:
-                raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
-            return _sequential(
-                prepared,
-                runner,
-                looks,
-                names=names,
-                claimed_epsilon=claimed_epsilon,
-                delta=delta,
-                confidence=confidence,
-                meta=meta,
-                start=start,
-                progress=progress,
+            return _sequential_here(
+                prepared, runner, looks, on_cluster, names, claimed_epsilon, delta, confidence, meta, start, progress
             )
         outcomes, how = _make_runs(
             prepared,
@@ -787,6 +776,52 @@ def audit_generator(
             progress=progress,
             clock=clock,
         )
+    return _analysed(prepared, outcomes, how, clock, start, names, claimed_epsilon, delta, confidence, meta)
+
+
+def _sequential_here(
+    prepared: PreparedAudit,
+    runner: Runs,
+    looks: int | str,
+    on_cluster: bool,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+    start: float,
+    progress: Progress | None,
+) -> AuditResult:
+    """The sequential audit (:func:`_sequential`) on this machine's workers; refused with an executor."""
+    if on_cluster:
+        raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
+    return _sequential(
+        prepared,
+        runner,
+        looks,
+        names=names,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        confidence=confidence,
+        meta=meta,
+        start=start,
+        progress=progress,
+    )
+
+
+def _analysed(
+    prepared: PreparedAudit,
+    outcomes: Sequence[RunOutcome],
+    how: Mapping[str, Any],
+    clock: Clock,
+    start: float,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+) -> AuditResult:
+    """The analysis of every run once they are made, its cost counting the audit's whole wall time."""
     clock.check("the analysis")
     result = analyse_runs(
         prepared,
