@@ -124,18 +124,15 @@ def _add_data_and_claim_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_design_arguments(p: argparse.ArgumentParser) -> None:
     """The audit's design: runs, targets, sizes, design, looks, attacks and seed."""
-    from ..audit.defaults import (
-        BACKGROUNDS,
-        CANARY_TARGETS,
-        DEFAULT_BACKGROUND,
-        DEFAULT_DESIGN,
-        DEFAULT_DESIGN_WITH_DELTA,
-        DEFAULT_RUNS,
-        DEFAULT_TARGETS,
-        DESIGNS,
-        FIRST_LOOK,
-    )
-    from ..audit.limits import MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS
+    _add_size_arguments(p)
+    _add_game_arguments(p)
+    _add_looks_attacks_and_seed_arguments(p)
+
+
+def _add_size_arguments(p: argparse.ArgumentParser) -> None:
+    """How many generator runs and targets, and how many rows each run trains on and asks for."""
+    from ..audit.defaults import CANARY_TARGETS, DEFAULT_DESIGN, DEFAULT_RUNS, DEFAULT_TARGETS
+    from ..audit.limits import MAX_ROWS, MAX_RUNS, MAX_TARGETS
 
     p.add_argument(
         "--runs",
@@ -164,6 +161,12 @@ def _add_design_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_int("--n-rows", MAX_ROWS),
         help=f"records asked of the generator per run (default: --training-rows, at most {MAX_ROWS:,})",
     )
+
+
+def _add_game_arguments(p: argparse.ArgumentParser) -> None:
+    """The game played: the design, the background and whether canaries are crafted."""
+    from ..audit.defaults import BACKGROUNDS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA, DESIGNS
+
     p.add_argument(
         "--design",
         choices=DESIGNS,
@@ -183,6 +186,13 @@ def _add_design_arguments(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="targets=auto picks outliers of --real only, no crafted canaries",
     )
+
+
+def _add_looks_attacks_and_seed_arguments(p: argparse.ArgumentParser) -> None:
+    """When a sequential audit looks, which attacks are made, and the audit's seed."""
+    from ..audit.defaults import FIRST_LOOK
+    from ..audit.limits import MAX_LOOKS
+
     p.add_argument(
         "--looks",
         type=positive_int("--looks", MAX_LOOKS),
