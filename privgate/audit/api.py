@@ -16,7 +16,7 @@ import polars as pl
 
 from ..errors import AuditError, InputError, ParameterError
 from ..io import load_frame
-from ..schema import check_same_columns, infer_schema
+from ..schema import Schema, check_same_columns, infer_schema
 from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..stats.one_run import largest_provable_epsilon
 from ..threads import resolve_threads
@@ -101,12 +101,7 @@ def prepare_audit(
     # a generator that publishes its public domain has its own cells audited (privgate.audit.cells)
     domain = published_domain(generate, pool_f, sch) if generate is not None else None
     numeric_edges = {c: v for c, v in (domain or {}).items() if isinstance(v, np.ndarray)}
-    if many and isinstance(targets, str) and targets == "auto":
-        chosen = canary_targets(pool_f, sch, n_targets, seed=seed, domain=domain)
-    else:
-        chosen = select_targets(
-            real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries, pool_is_real=pool_is_real, seed=seed
-        )
+    chosen = _choose_targets(real_f, pool_f, sch, targets, many, n_targets, canaries, pool_is_real, seed, domain)
     check_sizes(runs=runs, n_targets=None, user_targets=len(chosen), design=design)
     step("building the feature space")
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
@@ -128,12 +123,10 @@ def prepare_audit(
             background=background,
             seed=seed,
         )
-        suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
         step("the preflight runs")
-        refused = _preflight(probe, space, generate, suspects, budget, preflight, runs_via)
-        if refused:
-            chosen, not_taken = _without_refused(chosen, refused)
-            space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
+        chosen, space, not_taken = _preflight_targets(
+            probe, space, generate, budget, preflight, runs_via, numeric_edges
+        )
     step("drawing the design")
     plan = make_plan(
         pool_avail,
@@ -150,6 +143,27 @@ def prepare_audit(
     )
     plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
+
+
+def _choose_targets(
+    real_f: pl.DataFrame,
+    pool_f: pl.DataFrame,
+    sch: Schema,
+    targets: Any,
+    many: bool,
+    n_targets: int,
+    canaries: bool,
+    pool_is_real: bool,
+    seed: int,
+    domain: Mapping[str, Any] | None,
+) -> Targets:
+    """The audit's targets: crafted canaries for the many-canary design's ``"auto"``, else
+    :func:`~privgate.audit.targets.select_targets` (outliers, canaries or the user's records)."""
+    if many and isinstance(targets, str) and targets == "auto":
+        return canary_targets(pool_f, sch, n_targets, seed=seed, domain=domain)
+    return select_targets(
+        real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries, pool_is_real=pool_is_real, seed=seed
+    )
 
 
 def _load_frames(real: Any, population: Any) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
@@ -193,6 +207,26 @@ def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) ->
     if users.height:
         out = out.join(users.unique(), on=pool.columns, how="anti", nulls_equal=True, maintain_order="left")
     return out
+
+
+def _preflight_targets(
+    probe: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    threads: int,
+    log: list[RunOutcome],
+    runs_via: Runs | None,
+    edges: Mapping[str, np.ndarray],
+) -> tuple[Targets, FeatureSpace, list[dict[str, Any]]]:
+    """The preflight on the probe plan's non-outlier targets: the targets the generator took, their
+    feature space (rebuilt when some were refused) and a record of each one refused."""
+    chosen = probe.targets
+    suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
+    refused = _preflight(probe, space, generate, suspects, threads, log, runs_via)
+    if not refused:
+        return chosen, space, []
+    chosen, not_taken = _without_refused(chosen, refused)
+    return chosen, FeatureSpace.build(probe.pool, chosen.frame, probe.schema, edges=edges), not_taken
 
 
 def _preflight(
@@ -256,11 +290,7 @@ def analyse_runs(
     feats, ok = _run_features(plan, outcomes)
     alpha = 1.0 - confidence
     many = plan.design == "canaries"
-    if many and delta > 0:
-        raise ParameterError(
-            "the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
-            f"with δ = {delta:g} — use design='shared'"
-        )
+    _check_design_delta(many, delta)
     usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
     # the pooled bound is for pure ε (δ = 0): with a δ > 0 claim only the per-target bounds hold
     groups = _pooled_groups(plan, names) if delta == 0.0 else []
@@ -278,36 +308,7 @@ def analyse_runs(
     attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
     eps = max([a["epsilon_lower"] for a in attacked] + [p["epsilon_lower"] for p in pooled], default=0.0)
     if best is not None:
-        if best.get("pooled"):
-            p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
-            again = pooled_guesses(
-                *p.pop("_arrays"),
-                alpha_fit=alpha_each,
-                alpha=alpha / 2,
-                rank=p["ranked"],
-                center=p.get("centered", False),
-            )
-            best.update(
-                epsilon_lower=again["epsilon_lower"],
-                epsilon_provable=again["epsilon_provable"],
-                correct=again["correct"],
-                guesses=again["guesses"],
-                observations=again["observations"],
-            )
-        else:
-            best["epsilon_lower"] = float(
-                epsilon_lower_bound(
-                    best["false_positives"],
-                    best["runs_without"],
-                    best["false_negatives"],
-                    best["runs_with"],
-                    delta=delta,
-                    alpha=alpha / 2,
-                )
-            )
-            best["epsilon_provable"] = largest_provable_epsilon(
-                best["runs_without"], best["runs_with"], delta=delta, alpha=alpha / 2
-            )
+        _bound_best_on_test_runs(best, pooled, alpha_each=alpha_each, alpha=alpha, delta=delta)
         eps = max(eps, best["epsilon_lower"])
     for p in pooled:
         p.pop("_arrays", None)
@@ -338,6 +339,51 @@ def analyse_runs(
         roc=roc,
         failed_runs=failed,
     )
+
+
+def _check_design_delta(many: bool, delta: float) -> None:
+    """Refuse a claim with δ > 0 for the canaries design, whose bound is for pure ε."""
+    if many and delta > 0:
+        raise ParameterError(
+            "the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
+            f"with δ = {delta:g} — use design='shared'"
+        )
+
+
+def _bound_best_on_test_runs(
+    best: dict[str, Any], pooled: list[dict[str, Any]], *, alpha_each: float, alpha: float, delta: float
+) -> None:
+    """Bound the most promising test again, at half of α (the pair chosen on the fit runs), in place."""
+    if best.get("pooled"):
+        p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
+        again = pooled_guesses(
+            *p.pop("_arrays"),
+            alpha_fit=alpha_each,
+            alpha=alpha / 2,
+            rank=p["ranked"],
+            center=p.get("centered", False),
+        )
+        best.update(
+            epsilon_lower=again["epsilon_lower"],
+            epsilon_provable=again["epsilon_provable"],
+            correct=again["correct"],
+            guesses=again["guesses"],
+            observations=again["observations"],
+        )
+    else:
+        best["epsilon_lower"] = float(
+            epsilon_lower_bound(
+                best["false_positives"],
+                best["runs_without"],
+                best["false_negatives"],
+                best["runs_with"],
+                delta=delta,
+                alpha=alpha / 2,
+            )
+        )
+        best["epsilon_provable"] = largest_provable_epsilon(
+            best["runs_without"], best["runs_with"], delta=delta, alpha=alpha / 2
+        )
 
 
 def _run_features(plan: AuditPlan, outcomes: Sequence[RunOutcome]) -> tuple[np.ndarray, np.ndarray]:
@@ -718,19 +764,8 @@ def audit_generator(
         clock.check("the runs")
         meta = _generator_meta(generate, generator_name, generator_version, generator_digest)
         if looks is not None:
-            if on_cluster:
-                raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
-            return _sequential(
-                prepared,
-                runner,
-                looks,
-                names=names,
-                claimed_epsilon=claimed_epsilon,
-                delta=delta,
-                confidence=confidence,
-                meta=meta,
-                start=start,
-                progress=progress,
+            return _sequential_here(
+                prepared, runner, looks, on_cluster, names, claimed_epsilon, delta, confidence, meta, start, progress
             )
         outcomes, how = _make_runs(
             prepared,
@@ -741,6 +776,52 @@ def audit_generator(
             progress=progress,
             clock=clock,
         )
+    return _analysed(prepared, outcomes, how, clock, start, names, claimed_epsilon, delta, confidence, meta)
+
+
+def _sequential_here(
+    prepared: PreparedAudit,
+    runner: Runs,
+    looks: int | str,
+    on_cluster: bool,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+    start: float,
+    progress: Progress | None,
+) -> AuditResult:
+    """The sequential audit (:func:`_sequential`) on this machine's workers; refused with an executor."""
+    if on_cluster:
+        raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
+    return _sequential(
+        prepared,
+        runner,
+        looks,
+        names=names,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        confidence=confidence,
+        meta=meta,
+        start=start,
+        progress=progress,
+    )
+
+
+def _analysed(
+    prepared: PreparedAudit,
+    outcomes: Sequence[RunOutcome],
+    how: Mapping[str, Any],
+    clock: Clock,
+    start: float,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+) -> AuditResult:
+    """The analysis of every run once they are made, its cost counting the audit's whole wall time."""
     clock.check("the analysis")
     result = analyse_runs(
         prepared,

@@ -124,18 +124,15 @@ def _add_data_and_claim_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_design_arguments(p: argparse.ArgumentParser) -> None:
     """The audit's design: runs, targets, sizes, design, looks, attacks and seed."""
-    from ..audit.defaults import (
-        BACKGROUNDS,
-        CANARY_TARGETS,
-        DEFAULT_BACKGROUND,
-        DEFAULT_DESIGN,
-        DEFAULT_DESIGN_WITH_DELTA,
-        DEFAULT_RUNS,
-        DEFAULT_TARGETS,
-        DESIGNS,
-        FIRST_LOOK,
-    )
-    from ..audit.limits import MAX_LOOKS, MAX_ROWS, MAX_RUNS, MAX_TARGETS
+    _add_size_arguments(p)
+    _add_game_arguments(p)
+    _add_looks_attacks_and_seed_arguments(p)
+
+
+def _add_size_arguments(p: argparse.ArgumentParser) -> None:
+    """How many generator runs and targets, and how many rows each run trains on and asks for."""
+    from ..audit.defaults import CANARY_TARGETS, DEFAULT_DESIGN, DEFAULT_RUNS, DEFAULT_TARGETS
+    from ..audit.limits import MAX_ROWS, MAX_RUNS, MAX_TARGETS
 
     p.add_argument(
         "--runs",
@@ -164,6 +161,12 @@ def _add_design_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_int("--n-rows", MAX_ROWS),
         help=f"records asked of the generator per run (default: --training-rows, at most {MAX_ROWS:,})",
     )
+
+
+def _add_game_arguments(p: argparse.ArgumentParser) -> None:
+    """The game played: the design, the background and whether canaries are crafted."""
+    from ..audit.defaults import BACKGROUNDS, DEFAULT_BACKGROUND, DEFAULT_DESIGN, DEFAULT_DESIGN_WITH_DELTA, DESIGNS
+
     p.add_argument(
         "--design",
         choices=DESIGNS,
@@ -183,6 +186,13 @@ def _add_design_arguments(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="targets=auto picks outliers of --real only, no crafted canaries",
     )
+
+
+def _add_looks_attacks_and_seed_arguments(p: argparse.ArgumentParser) -> None:
+    """When a sequential audit looks, which attacks are made, and the audit's seed."""
+    from ..audit.defaults import FIRST_LOOK
+    from ..audit.limits import MAX_LOOKS
+
     p.add_argument(
         "--looks",
         type=positive_int("--looks", MAX_LOOKS),
@@ -297,16 +307,60 @@ def fail(message: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..audit import audit_generator
-    from ..errors import ConfigError
     from ..gates.audit_rules import decide_audit, default_audit_config, load_audit_config
     from ..io import load_frame
 
+    why = _report_path_error(args)
+    if why is not None:
+        return fail(why)
+    config = load_audit_config(args.config) if args.config else default_audit_config()
+    claimed, delta = _claim(args, config)
+    generate, digest = _generator_and_digest(args)
+    targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
+    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
+    started = time.perf_counter()
+    result = audit_generator(
+        generate,
+        args.real,
+        population=args.population,
+        claimed_epsilon=claimed,
+        delta=delta,
+        targets=targets,
+        training_rows=args.training_rows,
+        n_rows=args.n_rows,
+        canaries=args.canaries,
+        **_given_design(args),
+        attacks=attacks,
+        seed=args.seed,
+        workers=args.workers,
+        threads=args.threads,
+        deadline=args.deadline,
+        executor=args.executor,
+        generator_name=args.generator_name or args.generator,
+        generator_version=args.generator_version,
+        generator_digest=digest,
+        progress=None if args.quiet else progress_printer(started),
+    )
+    outcome = decide_audit(result, config, dataset=args.dataset)
+    return finish(outcome, args)
+
+
+def _report_path_error(args: argparse.Namespace) -> str | None:
+    """Why a --json or --html report cannot be written where asked (its folder missing, or a folder
+    itself), else None."""
     for flag, path in (("--json", args.json_out), ("--html", args.html)):
         if path and not Path(path).expanduser().resolve().parent.is_dir():
-            return fail(f"{flag}: the folder of {path} does not exist")
+            return f"{flag}: the folder of {path} does not exist"
         if path and Path(path).is_dir():
-            return fail(f"{flag}: {path} is a folder")
-    config = load_audit_config(args.config) if args.config else default_audit_config()
+            return f"{flag}: {path} is a folder"
+    return None
+
+
+def _claim(args: argparse.Namespace, config: Any) -> tuple[float | None, float]:
+    """(the claimed ε, δ) from the command line or the configuration, refused when both give one and
+    they differ; δ defaults to 0."""
+    from ..errors import ConfigError
+
     claimed, delta = args.claimed_epsilon, args.delta
     if claimed is not None and config.claimed_epsilon is not None and claimed != config.claimed_epsilon:
         raise ConfigError(
@@ -321,13 +375,19 @@ def _run(args: argparse.Namespace) -> int:
         )
     claimed = claimed if claimed is not None else config.claimed_epsilon
     delta = delta if delta is not None else (config.delta if config.delta is not None else 0.0)
+    return claimed, delta
+
+
+def _generator_and_digest(args: argparse.Namespace) -> tuple[Any, str]:
+    """The generator to audit (a reference the workers import, or the generator itself for a
+    cluster) and its digest."""
     from ..audit.identity import spec_digest
     from ..audit.loader import GeneratorRef
 
     # imported by the audit's worker processes, never here: a module that exits, hangs or
     # crashes while importing ends a worker under the audit's deadline, and the audit says so;
     # its digest reads the module's source file without running it
-    generate = GeneratorRef(args.generator, args.generator_args)
+    generate: Any = GeneratorRef(args.generator, args.generator_args)
     digest = spec_digest(args.generator, args.generator_args)
     if args.executor not in (None, "local"):
         # a cluster's workers may not have the generator's module: it is imported here and sent
@@ -336,11 +396,13 @@ def _run(args: argparse.Namespace) -> int:
 
         generate = generate.resolve()
         send_module_by_value(generate)
-    targets: Any = "auto" if args.targets == "auto" else load_frame(args.targets, role="targets")
-    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()] if args.attacks else None
-    started = time.perf_counter()
-    # a flag left out is not passed: the API's default (privgate.audit.defaults) applies
-    given = {
+    return generate, digest
+
+
+def _given_design(args: argparse.Namespace) -> dict[str, Any]:
+    """The design flags given on the command line; a flag left out is not passed, so the API's
+    default (privgate.audit.defaults) applies."""
+    return {
         k: v
         for k, v in (
             ("n_targets", args.n_targets),
@@ -351,30 +413,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         if v is not None
     }
-    result = audit_generator(
-        generate,
-        args.real,
-        population=args.population,
-        claimed_epsilon=claimed,
-        delta=delta,
-        targets=targets,
-        training_rows=args.training_rows,
-        n_rows=args.n_rows,
-        canaries=args.canaries,
-        **given,
-        attacks=attacks,
-        seed=args.seed,
-        workers=args.workers,
-        threads=args.threads,
-        deadline=args.deadline,
-        executor=args.executor,
-        generator_name=args.generator_name or args.generator,
-        generator_version=args.generator_version,
-        generator_digest=digest,
-        progress=None if args.quiet else progress_printer(started),
-    )
-    outcome = decide_audit(result, config, dataset=args.dataset)
-    return finish(outcome, args)
 
 
 def finish(outcome: Any, args: argparse.Namespace) -> int:

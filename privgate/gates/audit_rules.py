@@ -277,26 +277,10 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
         )
     version = data.get("version")
     if version is not None:
-        if not isinstance(version, str):
-            raise ConfigError(
-                f"{where}.version: must be a version string, got {_tname(version)}"
-                + (
-                    '; quote it ("2.10"): a YAML number loses digits (2.10 is read as 2.1)'
-                    if isinstance(version, (int, float)) and not isinstance(version, bool)
-                    else ""
-                )
-            )
-        if not version.strip() or len(version) > 100:
-            raise ConfigError(f"{where}.version: must be a non-empty string of at most 100 characters")
+        _check_required_version(where, version)
     digest = data.get("digest")
     if digest is not None:
-        from ..audit.identity import is_digest
-
-        if not is_digest(digest):
-            raise ConfigError(
-                f"{where}.digest: must be a generator digest (64 lowercase hex characters, as "
-                f"privgate audit records it), got {_tname(digest)}"
-            )
+        _check_required_digest(where, digest)
     dataset = data.get("dataset")
     if dataset is not None and (not isinstance(dataset, str) or not dataset.strip() or len(dataset) > 200):
         raise ConfigError(
@@ -321,6 +305,32 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
         claimed_epsilon=claimed,
         rules=rules,
     )
+
+
+def _check_required_version(where: str, version: Any) -> None:
+    """Refuse a required version that is not a non-empty string of at most 100 characters."""
+    if not isinstance(version, str):
+        raise ConfigError(
+            f"{where}.version: must be a version string, got {_tname(version)}"
+            + (
+                '; quote it ("2.10"): a YAML number loses digits (2.10 is read as 2.1)'
+                if isinstance(version, (int, float)) and not isinstance(version, bool)
+                else ""
+            )
+        )
+    if not version.strip() or len(version) > 100:
+        raise ConfigError(f"{where}.version: must be a non-empty string of at most 100 characters")
+
+
+def _check_required_digest(where: str, digest: Any) -> None:
+    """Refuse a required digest that is not a generator digest as privgate audit records it."""
+    from ..audit.identity import is_digest
+
+    if not is_digest(digest):
+        raise ConfigError(
+            f"{where}.digest: must be a generator digest (64 lowercase hex characters, as "
+            f"privgate audit records it), got {_tname(digest)}"
+        )
 
 
 def load_audit_config(path: str | Path) -> AuditConfig:
