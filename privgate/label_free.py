@@ -163,9 +163,7 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
     learnt map brings to the reference's scale."""
     schema: Schema = ctx.schema
     cat = list(schema.categorical)
-    rows = np.arange(release.height)
-    if release.height > ANCHOR_ROWS:
-        rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
+    rows = _anchor_rows(ctx, release)
     maps = learn_numeric_maps(ctx, release, reference, rows, name=name)
     release = apply_numeric_maps(release, reference, maps)
     check_scales(release, reference, schema, maps)
@@ -184,6 +182,30 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
     # noise that would pull honest records onto wrong anchors: it is left out of the views
     kept = {c for c in cat if max(map(len, levels[c])) * MIN_SUPPORT > rows.size}
     anchored = schema.subset([c for c in schema.columns if c not in kept]) if kept else schema
+    tables = _anchor_tables(ctx, sample, reference, anchored, cat, name=name)
+    rel_codes, ref_codes, remapped, described = _column_classes(cat, tables, levels, kept)
+    # the record-by-record search reads the classes' codes; with the identity everywhere, the
+    # labels themselves carry the same equalities (and nothing is recoded twice)
+    records = (
+        find_disguised_records(release, reference, schema, seed=ctx.seed)
+        if not remapped
+        else find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
+    )
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+
+
+def _anchor_rows(ctx, release: pl.DataFrame) -> np.ndarray:
+    """The release rows anchored: all of them, or a seeded sample of ``ANCHOR_ROWS`` in order."""
+    rows = np.arange(release.height)
+    if release.height > ANCHOR_ROWS:
+        rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
+    return rows
+
+
+def _anchor_tables(
+    ctx, sample: pl.DataFrame, reference: pl.DataFrame, anchored: Schema, cat: list[str], *, name: str
+) -> dict[str, list[pl.DataFrame]]:
+    """Per categorical column, one (release level, reference level) count table per view that teaches it."""
     tables: dict[str, list[pl.DataFrame]] = {c: [] for c in cat}
     # every column encoded once (shares and standardisation are per column); a view takes its
     # columns, in the same order as anchor_matrices would put them
@@ -202,6 +224,16 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
                 .group_by("s", "r")
                 .len()
             )
+    return tables
+
+
+def _column_classes(
+    cat: list[str],
+    tables: dict[str, list[pl.DataFrame]],
+    levels: dict[str, tuple[list, list]],
+    kept: set[str],
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]], list[str], dict[str, dict]]:
+    """Per categorical column its level classes: release codes, reference codes, recoded columns, descriptions."""
     rel_codes, ref_codes, remapped, described = {}, {}, [], {}
     for c in cat:
         # the anchors that explain this column best: the largest share of anchored records in
@@ -226,14 +258,7 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         described[c] = col
         if not col["identity"]:
             remapped.append(c)
-    # the record-by-record search reads the classes' codes; with the identity everywhere, the
-    # labels themselves carry the same equalities (and nothing is recoded twice)
-    records = (
-        find_disguised_records(release, reference, schema, seed=ctx.seed)
-        if not remapped
-        else find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
-    )
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+    return rel_codes, ref_codes, remapped, described
 
 
 def _purity(table: pl.DataFrame, s: str, r: str) -> float:

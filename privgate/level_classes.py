@@ -72,26 +72,8 @@ def _collapsed_edges(table: pl.DataFrame, s: str, r: str) -> pl.DataFrame:
     return ref.filter(pl.col("len") >= MIN_SUPPORT).select(pl.lit(top, dtype=t.schema[s]).alias(s), r)
 
 
-def level_classes(
-    table: pl.DataFrame,
-    s: str,
-    r: str,
-    rel_levels: list,
-    ref_levels: list,
-    *,
-    min_support: int = MIN_SUPPORT,
-    edge_p: float = EDGE_P,
-) -> tuple[dict[str, str], dict[str, str], dict]:
-    """Union–find over the levels of both sides joined by majority edges (``min_support`` and
-    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``): the codes of each side's levels and a
-    description (counts only)."""
-    edges = pl.concat(
-        [
-            _majority_edges(table, s, r, min_support, edge_p),
-            _majority_edges(table, r, s, min_support, edge_p).select(s, r),
-            _collapsed_edges(table, s, r),
-        ]
-    ).unique()
+def _joined_components(edges: pl.DataFrame, rel_levels: list, ref_levels: list) -> dict[int, list[tuple[str, str]]]:
+    """Union–find over both sides' levels: each component's root and its ("s"|"r", level) members."""
     nodes = [("s", v) for v in rel_levels] + [("r", v) for v in ref_levels]
     index = {node: i for i, node in enumerate(nodes)}
     parent = np.arange(len(nodes))
@@ -112,6 +94,30 @@ def level_classes(
     members: dict[int, list[tuple[str, str]]] = {}
     for node, i in index.items():
         members.setdefault(find(i), []).append(node)
+    return members
+
+
+def level_classes(
+    table: pl.DataFrame,
+    s: str,
+    r: str,
+    rel_levels: list,
+    ref_levels: list,
+    *,
+    min_support: int = MIN_SUPPORT,
+    edge_p: float = EDGE_P,
+) -> tuple[dict[str, str], dict[str, str], dict]:
+    """Union–find over the levels of both sides joined by majority edges (``min_support`` and
+    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``): the codes of each side's levels and a
+    description (counts only)."""
+    edges = pl.concat(
+        [
+            _majority_edges(table, s, r, min_support, edge_p),
+            _majority_edges(table, r, s, min_support, edge_p).select(s, r),
+            _collapsed_edges(table, s, r),
+        ]
+    ).unique()
+    members = _joined_components(edges, rel_levels, ref_levels)
     rel_codes, ref_codes = {}, {}
     identity = True
     n_joined = 0

@@ -247,6 +247,47 @@ def _work_folder(target: CheckTarget, resource: Any, context: Any) -> Path:
     )
 
 
+def _step_failed(
+    context: dg.OpExecutionContext, folder: Path, step: str, metrics: list[str], exc: BaseException
+) -> dg.Output:
+    """Record a step that failed or ran past the deadline, for the join to block on, and log why."""
+    from privgate.gates.checks import privgate_error_text
+    from privgate.gates.deadline import DeadlineExceeded
+
+    reason = (
+        "the step did not finish within the run's deadline and was stopped"
+        if isinstance(exc, DeadlineExceeded)
+        else privgate_error_text(exc)
+    )
+    write_partial(folder, step, None, metrics=metrics, error=reason)
+    context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
+    return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
+
+
+def _step_evaluated(
+    context: dg.OpExecutionContext, folder: Path, step: str, report: "Report", budget: int | None, start: float
+) -> dg.Output:
+    """Log an evaluated step and return its output: counts, threads, time, peak memory, results file."""
+    context.log.info(
+        f"privgate step {step!r}: {len(report.results)} metric(s) evaluated, "
+        f"{len(report.errors)} failed, in {time.perf_counter() - start:.1f} s"
+    )
+    return dg.Output(
+        None,
+        metadata={
+            "status": "evaluated",
+            "metrics": len(report.results),
+            "failed_metrics": len(report.errors),
+            "threads": budget,
+            "seconds": dg.MetadataValue.float(time.perf_counter() - start),
+            # sizing the step's pod: the peak memory of this process (of the whole run's
+            # process under the in-process executor)
+            "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
+            "step_results": dg.MetadataValue.path(str(folder / f"{step}.json")),
+        },
+    )
+
+
 def _step_op(
     op_name: str,
     step: str,
@@ -296,34 +337,8 @@ def _step_op(
             )
             write_partial(folder, step, report, metrics=metrics)
         except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
-            from privgate.gates.checks import privgate_error_text
-
-            reason = (
-                "the step did not finish within the run's deadline and was stopped"
-                if isinstance(exc, DeadlineExceeded)
-                else privgate_error_text(exc)
-            )
-            write_partial(folder, step, None, metrics=metrics, error=reason)
-            context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
-            return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
-        context.log.info(
-            f"privgate step {step!r}: {len(report.results)} metric(s) evaluated, "
-            f"{len(report.errors)} failed, in {time.perf_counter() - start:.1f} s"
-        )
-        return dg.Output(
-            None,
-            metadata={
-                "status": "evaluated",
-                "metrics": len(report.results),
-                "failed_metrics": len(report.errors),
-                "threads": budget,
-                "seconds": dg.MetadataValue.float(time.perf_counter() - start),
-                # sizing the step's pod: the peak memory of this process (of the whole run's
-                # process under the in-process executor)
-                "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
-                "step_results": dg.MetadataValue.path(str(folder / f"{step}.json")),
-            },
-        )
+            return _step_failed(context, folder, step, metrics, exc)
+        return _step_evaluated(context, folder, step, report, budget, start)
 
     return _evaluate_step
 

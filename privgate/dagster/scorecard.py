@@ -117,6 +117,59 @@ def _rounded(x: float | None) -> float | None:
     return None if x is None else significant(x)
 
 
+def _headline_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
+    """The headline rules as a Dagster table: value, interval and limit rounded, and the verdict."""
+    return dg.MetadataValue.table(
+        records=[
+            dg.TableRecord(
+                {
+                    "rule": r["label"],
+                    "value": _rounded(r["value"]),
+                    "lower": _rounded(r["lower"]),
+                    "upper": _rounded(r["upper"]),
+                    "limit": significant(r["limit"]),
+                    "verdict": r["verdict"],
+                }
+            )
+            for r in rows
+        ],
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("rule", "string"),
+                dg.TableColumn("value", "float"),
+                dg.TableColumn("lower", "float"),
+                dg.TableColumn("upper", "float"),
+                dg.TableColumn("limit", "float"),
+                dg.TableColumn("verdict", "string"),
+            ]
+        ),
+    )
+
+
+def _releases_table(history: Any) -> dg.TableMetadataValue:
+    """The dataset's last ``HISTORY_ROWS`` runs as a Dagster table: release, time recorded and decision."""
+    recent = history.tail(HISTORY_ROWS)
+    return dg.MetadataValue.table(
+        records=[
+            dg.TableRecord(
+                {
+                    "release": str(r["release_id"]),
+                    "recorded (UTC)": r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
+                    "decision": DECIDED.get(str(r["decision"]), str(r["decision"])),
+                }
+            )
+            for r in recent.iter_rows(named=True)
+        ],
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("release", "string"),
+                dg.TableColumn("recorded (UTC)", "string"),
+                dg.TableColumn("decision", "string"),
+            ]
+        ),
+    )
+
+
 def scorecard_materialization(
     cfg: "GateConfig | None",
     outcome: "GateOutcome",
@@ -145,52 +198,9 @@ def scorecard_materialization(
         if row["value"] is not None:
             md[row["label"]] = dg.MetadataValue.float(significant(row["value"]))
     if rows:
-        md["headline"] = dg.MetadataValue.table(
-            records=[
-                dg.TableRecord(
-                    {
-                        "rule": r["label"],
-                        "value": _rounded(r["value"]),
-                        "lower": _rounded(r["lower"]),
-                        "upper": _rounded(r["upper"]),
-                        "limit": significant(r["limit"]),
-                        "verdict": r["verdict"],
-                    }
-                )
-                for r in rows
-            ],
-            schema=dg.TableSchema(
-                columns=[
-                    dg.TableColumn("rule", "string"),
-                    dg.TableColumn("value", "float"),
-                    dg.TableColumn("lower", "float"),
-                    dg.TableColumn("upper", "float"),
-                    dg.TableColumn("limit", "float"),
-                    dg.TableColumn("verdict", "string"),
-                ]
-            ),
-        )
+        md["headline"] = _headline_table(rows)
     if history is not None and getattr(history, "height", 0):
-        recent = history.tail(HISTORY_ROWS)
-        md["releases"] = dg.MetadataValue.table(
-            records=[
-                dg.TableRecord(
-                    {
-                        "release": str(r["release_id"]),
-                        "recorded (UTC)": r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                        "decision": DECIDED.get(str(r["decision"]), str(r["decision"])),
-                    }
-                )
-                for r in recent.iter_rows(named=True)
-            ],
-            schema=dg.TableSchema(
-                columns=[
-                    dg.TableColumn("release", "string"),
-                    dg.TableColumn("recorded (UTC)", "string"),
-                    dg.TableColumn("decision", "string"),
-                ]
-            ),
-        )
+        md["releases"] = _releases_table(history)
     if trends:
         md["trends"] = dg.MetadataValue.md(trends_markdown(trends))
     md["report"] = dg.MetadataValue.md(summary_markdown(outcome))

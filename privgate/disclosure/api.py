@@ -40,6 +40,7 @@ from .prepare import (
     ORDER_COL,
     SYN_COL,
     TARGET_COL,
+    LabelledColumn,
     PreparedKeys,
     check_columns,
     check_cont_na,
@@ -179,10 +180,38 @@ def _disclosure_prepared(
     c1, msg1 = check_1way(cells, opts.target, order.levels, m, opts.thresh_1way)
     c2, msg2 = check_2way(cells, tables.orig_records, pk.keys, tables.key_cols, m, opts.thresh_2way)
     key_str = pl.concat_str([pl.col(c) for c in tables.key_cols], separator=" | ")
+    cell_out = _cell_table(cells, tables.key_cols, key_str)
+    records = _record_table(tables.orig_records, pk.syn, target.syn, key_str)
+    groupings = _groupings(pk, target, opts.target)
+    return DisclosureResult(
+        target=opts.target,
+        keys=list(pk.keys),
+        m=m,
+        n_orig=pk.n_orig,
+        n_syn=list(pk.n_syn),
+        ident=ident,
+        attrib=attrib,
+        allcaps=allcaps,
+        check_1way=c1,
+        check_2way=c2,
+        check1=msg1,
+        check2=msg2,
+        n_exclusions=tables.exclusions,
+        tcap_denom=tcap_denom,
+        cells=cell_out,
+        records=records,
+        target_levels=target_levels,
+        options=opts.as_dict(),
+        groupings=groupings,
+    )
+
+
+def _cell_table(cells: pl.DataFrame, key_cols: list[str], key_str: pl.Expr) -> pl.DataFrame:
+    """The per-cell table reported: one row per synthesis, target level and key, in printed order."""
     # the printed key's order, ranked on the few distinct keys (equal strings, equal ranks)
-    key_rank = cells.select(tables.key_cols).unique().with_columns(key_str.rank("dense").alias("__krank"))
-    cell_out = (
-        cells.join(key_rank, on=tables.key_cols, how="left")
+    key_rank = cells.select(key_cols).unique().with_columns(key_str.rank("dense").alias("__krank"))
+    return (
+        cells.join(key_rank, on=key_cols, how="left")
         .sort([SYN_COL, "__krank", ORDER_COL])
         .select(  # ORDER_COL: the level's position in code-point order
             pl.col(SYN_COL).alias("synthesis"),
@@ -202,44 +231,35 @@ def _disclosure_prepared(
             "DiSDiO",
         )
     )
-    orig_rec = tables.orig_records.select(
+
+
+def _record_table(
+    orig_records: pl.DataFrame, syn: pl.DataFrame, syn_target: pl.Series, key_str: pl.Expr
+) -> pl.DataFrame:
+    """The per-record table reported: the original records, then each synthesis's, with key and target."""
+    orig_rec = orig_records.select(
         pl.lit("orig").alias("source"),
         pl.lit(0, dtype=pl.Int32).alias("synthesis"),
         pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("row"),
         key_str.alias("keys"),
         pl.col(TARGET_COL).alias("target"),
     )
-    syn_rec = pk.syn.with_columns(target.syn.alias(TARGET_COL)).select(
+    syn_rec = syn.with_columns(syn_target.alias(TARGET_COL)).select(
         pl.lit("syn").alias("source"),
         pl.col(SYN_COL).alias("synthesis"),
         pl.int_range(1, pl.len() + 1).over(SYN_COL).cast(pl.Int64).alias("row"),
         key_str.alias("keys"),
         pl.col(TARGET_COL).alias("target"),
     )
+    return pl.concat([orig_rec, syn_rec])
+
+
+def _groupings(pk: PreparedKeys, target: LabelledColumn, target_name: str) -> dict[str, Any]:
+    """How each grouped key and the target were grouped, by column name."""
     groupings = {c.name: c.grouping.describe() for c in pk.columns if c.grouping is not None}
     if target.grouping is not None:
-        groupings[opts.target] = target.grouping.describe()
-    return DisclosureResult(
-        target=opts.target,
-        keys=list(pk.keys),
-        m=m,
-        n_orig=pk.n_orig,
-        n_syn=list(pk.n_syn),
-        ident=ident,
-        attrib=attrib,
-        allcaps=allcaps,
-        check_1way=c1,
-        check_2way=c2,
-        check1=msg1,
-        check2=msg2,
-        n_exclusions=tables.exclusions,
-        tcap_denom=tcap_denom,
-        cells=cell_out,
-        records=pl.concat([orig_rec, syn_rec]),
-        target_levels=target_levels,
-        options=opts.as_dict(),
-        groupings=groupings,
-    )
+        groupings[target_name] = target.grouping.describe()
+    return groupings
 
 
 def disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str, target: str, **options: Any) -> DisclosureResult:

@@ -125,6 +125,30 @@ def _cont_na(value: Any) -> dict[str, tuple[Any, ...]]:
     return out
 
 
+def _usekeys_per_key(usekeys_na: Any, k: int) -> tuple[bool, ...]:
+    """``usekeys_na`` as one boolean per key (one value given applies to every key)."""
+    if isinstance(usekeys_na, bool):
+        return (usekeys_na,) * k
+    use_keys = tuple(bool(v) for v in usekeys_na)
+    if len(use_keys) == 1:
+        use_keys = use_keys * k
+    if len(use_keys) != k:
+        raise ParameterError(f"usekeys_na must be one boolean or one per key ({k}), got {len(use_keys)}")
+    return use_keys
+
+
+def _ngroups_per_key(ngroups_keys: Any, k: int) -> tuple[int, ...]:
+    """``ngroups_keys`` as one whole number of groups per key (one number given applies to every key)."""
+    if ngroups_keys is None:
+        return (0,) * k
+    if isinstance(ngroups_keys, numbers.Real) and not isinstance(ngroups_keys, bool):
+        return (_ngroups(ngroups_keys, "ngroups_keys"),) * k
+    ng_keys = tuple(_ngroups(v, f"ngroups_keys[{i}]") for i, v in enumerate(ngroups_keys))
+    if len(ng_keys) != k:
+        raise ParameterError(f"ngroups_keys must have one entry per key ({k}), got {len(ng_keys)}")
+    return ng_keys
+
+
 def build_options(
     keys: Sequence[str] | str,
     target: str,
@@ -162,22 +186,8 @@ def build_options(
     ):
         raise ParameterError(f"denom_lim must be a positive whole number, got {denom_lim!r}")
     k = len(key_list)
-    if isinstance(usekeys_na, bool):
-        use_keys = (usekeys_na,) * k
-    else:
-        use_keys = tuple(bool(v) for v in usekeys_na)
-        if len(use_keys) == 1:
-            use_keys = use_keys * k
-        if len(use_keys) != k:
-            raise ParameterError(f"usekeys_na must be one boolean or one per key ({k}), got {len(use_keys)}")
-    if ngroups_keys is None:
-        ng_keys = (0,) * k
-    elif isinstance(ngroups_keys, numbers.Real) and not isinstance(ngroups_keys, bool):
-        ng_keys = (_ngroups(ngroups_keys, "ngroups_keys"),) * k
-    else:
-        ng_keys = tuple(_ngroups(v, f"ngroups_keys[{i}]") for i, v in enumerate(ngroups_keys))
-        if len(ng_keys) != k:
-            raise ParameterError(f"ngroups_keys must have one entry per key ({k}), got {len(ng_keys)}")
+    use_keys = _usekeys_per_key(usekeys_na, k)
+    ng_keys = _ngroups_per_key(ngroups_keys, k)
     ex_keys = _str_list(exclude_keys, "exclude_keys")
     ex_keylevs = _str_list(exclude_keylevs, "exclude_keylevs")
     ex_tlevs = _str_list(exclude_targetlevs, "exclude_targetlevs")

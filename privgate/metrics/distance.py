@@ -1055,6 +1055,51 @@ def _stacked(columns: list[np.ndarray], n: int) -> np.ndarray:
     return np.column_stack(columns) if columns else np.zeros((n, 0))
 
 
+def _release_hits_at_size(
+    ctx,
+    rng: np.random.Generator,
+    real_all: np.ndarray,
+    synth: np.ndarray,
+    query_pos: np.ndarray,
+    size: int,
+    hit_full: np.ndarray,
+) -> np.ndarray:
+    """Which queried real records the release hits, the release cut to ``size`` by a seeded draw."""
+    n_syn = synth.shape[0]
+    if n_syn <= size:
+        return hit_full
+    # the release cut to the real data's size
+    keep = np.sort(rng.choice(n_syn, size, replace=False))
+    return ctx.any_within_box(
+        real_all[query_pos], synth[keep], 1.0, name="hitting_rate box query real→synthetic subset"
+    )
+
+
+def _chance_hits_at_size(
+    ctx, rng: np.random.Generator, real_all: np.ndarray, query_pos: np.ndarray, size: int
+) -> np.ndarray:
+    """Which queried real records another real record hits, the others cut to ``size`` by a seeded draw."""
+    n_real = real_all.shape[0]
+    if n_real - 1 > size:  # the other real records cut to the release's size (a query's own row never counts)
+        keep = np.sort(rng.choice(n_real, size + 1, replace=False))
+        pos = np.full(n_real, -1, dtype=np.int64)
+        pos[keep] = np.arange(keep.size)
+        return ctx.any_within_box(
+            real_all[query_pos],
+            real_all[keep],
+            1.0,
+            self_rows=pos[query_pos],
+            name="hitting_rate box query real→other real records",
+        )
+    return ctx.any_within_box(
+        real_all[query_pos],
+        real_all,
+        1.0,
+        self_rows=query_pos,
+        name="hitting_rate box query real→other real records",
+    )
+
+
 def _hitting_beyond_chance(
     ctx, params: dict, real_all: np.ndarray, synth: np.ndarray, rows: np.ndarray | None, hit_full: np.ndarray
 ) -> MetricResult:
@@ -1064,31 +1109,9 @@ def _hitting_beyond_chance(
     query_pos = np.arange(n_real) if rows is None else np.asarray(rows)
     size = min(n_syn, n_real)
     rng = seeds.rng(ctx.seed, "hitting_rate.sizes")
-    hit = hit_full
-    if n_syn > size:  # the release cut to the real data's size
-        keep = np.sort(rng.choice(n_syn, size, replace=False))
-        hit = ctx.any_within_box(
-            real_all[query_pos], synth[keep], 1.0, name="hitting_rate box query real→synthetic subset"
-        )
-    if n_real - 1 > size:  # the other real records cut to the release's size (a query's own row never counts)
-        keep = np.sort(rng.choice(n_real, size + 1, replace=False))
-        pos = np.full(n_real, -1, dtype=np.int64)
-        pos[keep] = np.arange(keep.size)
-        chance = ctx.any_within_box(
-            real_all[query_pos],
-            real_all[keep],
-            1.0,
-            self_rows=pos[query_pos],
-            name="hitting_rate box query real→other real records",
-        )
-    else:
-        chance = ctx.any_within_box(
-            real_all[query_pos],
-            real_all,
-            1.0,
-            self_rows=query_pos,
-            name="hitting_rate box query real→other real records",
-        )
+    # the release's draw first, then the other real records': the seeded draws keep their order
+    hit = _release_hits_at_size(ctx, rng, real_all, synth, query_pos, size, hit_full)
+    chance = _chance_hits_at_size(ctx, rng, real_all, query_pos, size)
     h, h0 = float(hit.mean()), float(chance.mean())
     room = 1.0 - h0
     value = min(1.0, max(0.0, (h - h0) / room)) if room > 0 else 0.0
