@@ -27,6 +27,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "history and exit 0 (pass), 1 (warn), 2 (block) or 3 (error: the gate could not "
         "decide and blocks the release).",
     )
+    _add_input_arguments(p)
+    _add_history_arguments(p)
+    _add_output_arguments(p)
+    _add_generator_arguments(p)
+    _add_execution_arguments(p)
+    p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
+
+    exit_usage_errors_with(p, EXIT_ERROR)
+    return p
+
+
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The gate configuration, the input files and what names the release."""
     p.add_argument(
         "--config", help="gate configuration, YAML or TOML (default: the shipped privgate/configs/default_gate.yaml)"
     )
@@ -38,12 +51,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--release-id", dest="release_id", required=True, help="identifier of this release (recorded in the history)"
     )
     p.add_argument("--dataset", help="dataset name (overrides the configuration's)")
+
+
+def _add_history_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the score history is read and recorded, or that it is not."""
     p.add_argument(
         "--history",
         help="history database: SQLAlchemy URL or SQLite file path (default: "
         "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)",
     )
     p.add_argument("--no-history", action="store_true", help="do not read or record the score history")
+
+
+def _add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """The reports written and what is printed."""
     p.add_argument("--html", help="write the HTML report to this path")
     p.add_argument("--json", dest="json_out", help="write the JSON report to this path")
     p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
@@ -53,6 +74,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="every column of the decision table (default: a table that fits 100 columns)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _add_generator_arguments(p: argparse.ArgumentParser) -> None:
+    """The generator that made the release, for the configuration's require_audit."""
     p.add_argument(
         "--generator-version",
         dest="generator_version",
@@ -76,6 +101,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         dest="generator_args",
         help="JSON object of keyword arguments, as given to privgate audit --generator-args",
     )
+
+
+def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
+    """How the evaluation runs: the run options, its deadline and where it runs."""
     add_run_options(p, "the configuration's options")
     p.add_argument(
         "--deadline",
@@ -98,10 +127,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "them or a glob, at paths the workers can reach) partition by partition and every "
         "neighbour search is sharded; no table is loaded here (docs/cluster.md, Sharded gate)",
     )
-    p.set_defaults(_error_exit_code=EXIT_ERROR, _usage_exit_code=EXIT_ERROR)
-
-    exit_usage_errors_with(p, EXIT_ERROR)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:
