@@ -283,15 +283,7 @@ def _run(
             sharded=sharded,
         )
     if config.require_audit is not None:  # a passing audit of the generator
-        from .require_audit import requirement_check
-
-        checks.append(
-            GateCheck(
-                **requirement_check(
-                    config.require_audit, history, generator_version, digest=generator_digest, dataset=ds
-                )
-            )
-        )
+        checks.append(_audit_check(config, history, ds, generator_version, generator_digest))
     if report is not None:  # a run that evaluated no rule about the release
         # does not pass — a passing audit is about the generator, not this release
         checks.extend(unchecked_checks(config, checks))
@@ -371,6 +363,21 @@ def _evaluate_and_decide(
             )
         )
     return config, report, last.release_id
+
+
+def _audit_check(
+    config: GateConfig,
+    history: "HistoryStore | None",
+    ds: str,
+    generator_version: str | None,
+    generator_digest: str | None,
+) -> GateCheck:
+    """The check of the configuration's require_audit: a passing audit of the release's generator."""
+    from .require_audit import requirement_check
+
+    return GateCheck(
+        **requirement_check(config.require_audit, history, generator_version, digest=generator_digest, dataset=ds)
+    )
 
 
 def _load_config(
