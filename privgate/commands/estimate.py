@@ -43,6 +43,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "counts and the real data's category counts, read lazily) or, with no file, from "
         "--rows and --features.",
     )
+    _add_input_arguments(p)
+    _add_planned_size_arguments(p)
+    _add_metric_arguments(p)
+    _add_run_option_arguments(p)
+    _add_output_arguments(p)
+    p.set_defaults(_error_exit_code=EXIT_BAD_INPUT, _usage_exit_code=EXIT_BAD_INPUT)
+    return p
+
+
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The gate configuration and the input files whose sizes are read."""
     p.add_argument(
         "--config",
         help="gate configuration whose metrics, schema and options are estimated "
@@ -51,6 +62,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--real", help="real (training) data: .parquet, .csv, .arrow/.feather")
     p.add_argument("--synthetic", "--release", dest="synthetic", help="the synthetic release")
     p.add_argument("--holdout", help="real records not used for training")
+
+
+def _add_planned_size_arguments(p: argparse.ArgumentParser) -> None:
+    """The sizes given instead of input files, for planning."""
     p.add_argument(
         "--rows", type=positive_int("--rows"), help="planning without files: rows of the real data and of the release"
     )
@@ -71,6 +86,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         type=positive_int("--features"),
         help="planning: columns of the encoded space (numeric columns + the real data's categorical levels)",
     )
+
+
+def _add_metric_arguments(p: argparse.ArgumentParser) -> None:
+    """Which metrics are estimated and whether the holdout baselines count."""
     p.add_argument(
         "--metrics",
         type=_metric_list,
@@ -84,6 +103,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="count the holdout baselines (default: the configuration's baseline rules; with "
         "--metrics: whenever there is a holdout)",
     )
+
+
+def _add_run_option_arguments(p: argparse.ArgumentParser) -> None:
+    """The run options the estimate depends on: threads, exactness and sampling."""
     p.add_argument(
         "--threads",
         type=positive_int("--threads", MAX_THREADS),
@@ -118,10 +141,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         default=None,
         help="query-record sampling: auto, off or N (default: the configuration's options)",
     )
+
+
+def _add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """What is printed: the table or JSON."""
     p.add_argument("--format", choices=("table", "json"), default="table", help="what to print (default: table)")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="print JSON (--format json)")
-    p.set_defaults(_error_exit_code=EXIT_BAD_INPUT, _usage_exit_code=EXIT_BAD_INPUT)
-    return p
 
 
 def _metric_list(text: str) -> list[str] | str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..text_tables import TABLE_WIDTH, format_table, wrap_line
 from ._args import add_run_options, run_options, seed_value
@@ -44,25 +45,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import baselines, evaluate
-    from ..data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE, example_path, load_example
+    from .. import evaluate
 
-    real, synthetic = args.real, args.synthetic
-    keys, sensitive = args.keys, args.sensitive
-    holdout = args.holdout
-    if real is None and synthetic is None:
-        print(
-            f"No --real/--synthetic given: evaluating a noisy copy of the bundled Adult example ({example_path()}).",
-            file=sys.stderr,
-        )
-        real = load_example()
-        synthetic = baselines.noisy_copy(real, seed=args.seed)
-        holdout = holdout or example_path("adult_holdout")
-        keys = keys or EXAMPLE_KEYS
-        sensitive = sensitive or EXAMPLE_SENSITIVE
-    elif real is None or synthetic is None:
+    inputs = _inputs(args)
+    if inputs is None:
         print("privgate evaluate: give both --real and --synthetic (or neither for the example)", file=sys.stderr)
         return 2
+    real, synthetic, holdout, keys, sensitive = inputs
     from ..config_files import parse_json
 
     schema = parse_json(args.schema, what="--schema") if args.schema else None
@@ -81,16 +70,48 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         options=run_options(args),
     )
-    rows = []
+    _print_report(report, wide=args.wide)
+    if args.json_out:
+        report.to_json(args.json_out)
+        print(f"JSON report: {args.json_out}")
+    return 0
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, list[str] | None, list[str] | None] | None:
+    """(real, synthetic, holdout, keys, sensitive) as given, else the bundled example's; None if one side is missing."""
+    from .. import baselines
+    from ..data import EXAMPLE_KEYS, EXAMPLE_SENSITIVE, example_path, load_example
+
+    real, synthetic = args.real, args.synthetic
+    keys, sensitive = args.keys, args.sensitive
+    holdout = args.holdout
+    if real is None and synthetic is None:
+        print(
+            f"No --real/--synthetic given: evaluating a noisy copy of the bundled Adult example ({example_path()}).",
+            file=sys.stderr,
+        )
+        real = load_example()
+        synthetic = baselines.noisy_copy(real, seed=args.seed)
+        holdout = holdout or example_path("adult_holdout")
+        keys = keys or EXAMPLE_KEYS
+        sensitive = sensitive or EXAMPLE_SENSITIVE
+    elif real is None or synthetic is None:
+        return None
+    return real, synthetic, holdout, keys, sensitive
+
+
+def _print_report(report: Any, *, wide: bool) -> None:
+    """The table of the metrics' scores, then the sizes and time, then the run's options."""
     from ..catalogue import get_metric
 
+    rows = []
     for name, r in report.results.items():
         rows.append([name, get_metric(name).family, r.value, r.raw, r.baseline, r.excess, round(r.seconds, 3)])
     print(
         format_table(
             ["metric", "family", "risk", "raw", "baseline", "excess", "seconds"],
             rows,
-            width=None if args.wide else TABLE_WIDTH,
+            width=None if wide else TABLE_WIDTH,
             wrap=("family",),
         )
     )
@@ -105,14 +126,10 @@ def run(args: argparse.Namespace) -> int:
             f"options: threads {opts.get('threads')}, exact {opts.get('exact')}, "
             f"sample_real {opts.get('sample_real') or 'off'}, sample {opts.get('sample')} "
             f"(query records sampled: {_sampled(opts.get('sampled'))})",
-            None if args.wide else TABLE_WIDTH,
+            None if wide else TABLE_WIDTH,
             indent="  ",
         )
     )
-    if args.json_out:
-        report.to_json(args.json_out)
-        print(f"JSON report: {args.json_out}")
-    return 0
 
 
 def _refuse_different_columns(inputs: dict) -> None:

@@ -264,55 +264,27 @@ def _run(
             config=None,
         )
     sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
-    if sharded and precomputed is None:  # metrics it cannot compute are refused before any input is read
-        from .sharded import refused_metrics
-
-        refused = refused_metrics(config, evaluation_plan(config, has_holdout))
-        if refused is not None:
-            checks.append(error_check("(sharded)", refused))
-    inputs = (
-        (_Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks))
-        if sharded
-        else _load_inputs(sources, checks)
+    inputs = _open_inputs(
+        config, sources, checks, has_holdout=has_holdout, precomputed=precomputed, executor=executor, sharded=sharded
     )
-    if config is not None and config.require_holdout and not has_holdout:
+    if config.require_holdout and not has_holdout:
         checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
-    if config is not None and not checks:
-        last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
-        previous_release = last.release_id
-        report = _evaluation(
-            config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor, sharded=sharded
+    if not checks:
+        config, report, previous_release = _evaluate_and_decide(
+            config,
+            history,
+            ds,
+            inputs,
+            checks,
+            has_holdout=has_holdout,
+            precomputed=precomputed,
+            progress=progress,
+            executor=executor,
+            sharded=sharded,
         )
-        if report is not None:
-            results, errors = _gateable(report)
-            changed = inputs.changed()
-            if changed:  # the fingerprint and the scores may describe different content
-                checks.append(error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
-            used = (getattr(report, "params", None) or {}).get("options") or {}
-            if used.get("threads"):
-                config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
-            checks.extend(
-                decide(
-                    config,
-                    results,
-                    errors,
-                    has_holdout=has_holdout,
-                    previous=last.metrics,
-                    previous_note=last.note,
-                    trend_note=last.trend_note,
-                )
-            )
-    if config is not None and config.require_audit is not None:  # a passing audit of the generator
-        from .require_audit import requirement_check
-
-        checks.append(
-            GateCheck(
-                **requirement_check(
-                    config.require_audit, history, generator_version, digest=generator_digest, dataset=ds
-                )
-            )
-        )
-    if config is not None and report is not None:  # a run that evaluated no rule about the release
+    if config.require_audit is not None:  # a passing audit of the generator
+        checks.append(_audit_check(config, history, ds, generator_version, generator_digest))
+    if report is not None:  # a run that evaluated no rule about the release
         # does not pass — a passing audit is about the generator, not this release
         checks.extend(unchecked_checks(config, checks))
     return _outcome(
@@ -326,6 +298,85 @@ def _run(
         config=config,
         fingerprint=inputs.fingerprint,
         previous_release_id=previous_release,
+    )
+
+
+def _open_inputs(
+    config: GateConfig,
+    sources: dict[str, Any],
+    checks: list[GateCheck],
+    *,
+    has_holdout: bool,
+    precomputed: Any,
+    executor: Any,
+    sharded: bool,
+) -> _Inputs:
+    """The run's inputs: loaded here, or left to the cluster's workers when ``sharded`` (after
+    refusing, before any input is read, the metrics a sharded run cannot compute)."""
+    if not sharded:
+        return _load_inputs(sources, checks)
+    if precomputed is None:
+        from .sharded import refused_metrics
+
+        refused = refused_metrics(config, evaluation_plan(config, has_holdout))
+        if refused is not None:
+            checks.append(error_check("(sharded)", refused))
+    return _Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks)
+
+
+def _evaluate_and_decide(
+    config: GateConfig,
+    history: "HistoryStore | None",
+    ds: str,
+    inputs: _Inputs,
+    checks: list[GateCheck],
+    *,
+    has_holdout: bool,
+    precomputed: Any,
+    progress: Any,
+    executor: Any,
+    sharded: bool,
+) -> tuple[GateConfig, Any, str | None]:
+    """Evaluate the release and add the rules' checks: (the configuration with the threads the
+    run resolved, the report or None, the last accepted release's id)."""
+    last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
+    report = _evaluation(
+        config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor, sharded=sharded
+    )
+    if report is not None:
+        results, errors = _gateable(report)
+        changed = inputs.changed()
+        if changed:  # the fingerprint and the scores may describe different content
+            checks.append(error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
+        used = (getattr(report, "params", None) or {}).get("options") or {}
+        if used.get("threads"):
+            config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
+        checks.extend(
+            decide(
+                config,
+                results,
+                errors,
+                has_holdout=has_holdout,
+                previous=last.metrics,
+                previous_note=last.note,
+                trend_note=last.trend_note,
+            )
+        )
+    return config, report, last.release_id
+
+
+def _audit_check(
+    config: GateConfig,
+    history: "HistoryStore | None",
+    ds: str,
+    generator_version: str | None,
+    generator_digest: str | None,
+) -> GateCheck:
+    """The check of the configuration's require_audit: a passing audit of the release's generator."""
+    from .require_audit import requirement_check
+
+    return GateCheck(
+        **requirement_check(config.require_audit, history, generator_version, digest=generator_digest, dataset=ds)
     )
 
 
