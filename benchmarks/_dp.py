@@ -51,16 +51,17 @@ MAX_INTEGER_LEVELS = 32
 @dataclass
 class Column:
     name: str
-    kind: str                 # "cat", "int" (one level per integer) or "bins"
-    levels: np.ndarray        # category strings (cat), integer values (int) or bin edges (bins)
-    log: bool = False         # bins on a log(1 + x) scale
-    integer: bool = False     # round sampled numerics
+    kind: str  # "cat", "int" (one level per integer) or "bins"
+    levels: np.ndarray  # category strings (cat), integer values (int) or bin edges (bins)
+    log: bool = False  # bins on a log(1 + x) scale
+    integer: bool = False  # round sampled numerics
     dtype: pl.DataType | None = None
 
     @property
-    def size(self) -> int:    # number of levels, null included
-        return (self.levels.size if self.kind == "cat" else
-                self.levels.size + 1 if self.kind == "int" else self.levels.size)  # bins: edges-1 + null
+    def size(self) -> int:  # number of levels, null included
+        return (
+            self.levels.size if self.kind == "cat" else self.levels.size + 1 if self.kind == "int" else self.levels.size
+        )  # bins: edges-1 + null
 
 
 def public_domain(frame: pl.DataFrame, bins: int = 12) -> list[Column]:
@@ -79,8 +80,11 @@ def public_domain(frame: pl.DataFrame, bins: int = 12) -> list[Column]:
                 continue
             log = lo >= 0 and hi > 1000 * max(lo, 1.0)
             a, b = (np.log1p(lo), np.log1p(hi)) if log else (lo, hi)
-            cols.append(Column(c, "bins", np.linspace(a, b if b > a else a + 1, bins + 1), log=log,
-                               integer=integer, dtype=s.dtype))
+            cols.append(
+                Column(
+                    c, "bins", np.linspace(a, b if b > a else a + 1, bins + 1), log=log, integer=integer, dtype=s.dtype
+                )
+            )
         else:
             levels = np.unique(s.cast(pl.Utf8).fill_null(NULL).to_numpy().astype(str))
             cols.append(Column(c, "cat", levels, dtype=s.dtype))
@@ -107,8 +111,11 @@ def encode(frame: pl.DataFrame, domain: list[Column]) -> np.ndarray:
             out[:, j] = np.where(null, col.levels.size, idx)
         else:
             x = np.log1p(np.maximum(v, 0)) if col.log else v
-            idx = np.clip(np.searchsorted(col.levels, np.nan_to_num(x, nan=col.levels[0]), side="right") - 1,
-                          0, col.levels.size - 2)
+            idx = np.clip(
+                np.searchsorted(col.levels, np.nan_to_num(x, nan=col.levels[0]), side="right") - 1,
+                0,
+                col.levels.size - 2,
+            )
             out[:, j] = np.where(null, col.levels.size - 1, idx)
     return out
 
@@ -134,13 +141,19 @@ def budget(epsilon: float, d: int) -> dict[str, float]:
     """The split of ε and the noise of each step for d columns (module docstring, steps 2–4):
     Laplace scales are L1 sensitivity / ε of the step; the three ε add up to ``epsilon``."""
     e1, e2, e3 = 0.1 * epsilon, 0.1 * epsilon, 0.8 * epsilon
-    return {"eps_one_way": e1, "eps_select": e2, "eps_two_way": e3,
-            "one_way_scale": d / e1, "select_eps_per_step": e2 / max(d - 1, 1),
-            "two_way_scale": max(d - 1, 1) / e3}
+    return {
+        "eps_one_way": e1,
+        "eps_select": e2,
+        "eps_two_way": e3,
+        "one_way_scale": d / e1,
+        "select_eps_per_step": e2 / max(d - 1, 1),
+        "two_way_scale": max(d - 1, 1) / e3,
+    }
 
 
-def fit_sample(train: pl.DataFrame, n: int, epsilon: float, seed: int,
-               domain: list[Column] | None = None, bins: int = 12) -> pl.DataFrame:
+def fit_sample(
+    train: pl.DataFrame, n: int, epsilon: float, seed: int, domain: list[Column] | None = None, bins: int = 12
+) -> pl.DataFrame:
     """An ε-DP synthetic sample of ``n`` records from ``train`` (see the module docstring).
     ``domain``: the public discretisation (``public_domain`` of a public frame); without one the
     domain is read from ``train`` itself, which is NOT differentially private (tests only)."""
@@ -153,8 +166,7 @@ def fit_sample(train: pl.DataFrame, n: int, epsilon: float, seed: int,
     sizes = [c.size for c in dom]
     b = budget(epsilon, d)
     # 2. noisy one-way marginals (L1 sensitivity d)
-    one = [np.bincount(x[:, j], minlength=sizes[j]) + rng.laplace(0.0, b["one_way_scale"], sizes[j])
-           for j in range(d)]
+    one = [np.bincount(x[:, j], minlength=sizes[j]) + rng.laplace(0.0, b["one_way_scale"], sizes[j]) for j in range(d)]
     one = [np.clip(o, 0.0, None) for o in one]
     total = max(float(np.mean([o.sum() for o in one])), 1.0)
     # 3. tree by Prim + exponential mechanism (score sensitivity 1)
@@ -176,8 +188,12 @@ def fit_sample(train: pl.DataFrame, n: int, epsilon: float, seed: int,
         in_tree.append(j)
     # 4. noisy two-way marginals on the tree edges (L1 sensitivity d − 1)
     scale = b["two_way_scale"]
-    tables = {(i, j): _normalise(_counts2(x[:, i], x[:, j], sizes[i], sizes[j])
-                                 + rng.laplace(0.0, scale, (sizes[i], sizes[j]))) for i, j in edges}
+    tables = {
+        (i, j): _normalise(
+            _counts2(x[:, i], x[:, j], sizes[i], sizes[j]) + rng.laplace(0.0, scale, (sizes[i], sizes[j]))
+        )
+        for i, j in edges
+    }
     # 5. sample along the tree
     codes = np.empty((n, d), dtype=np.int64)
     root_table = tables[edges[0]] if edges else _normalise(one[0])

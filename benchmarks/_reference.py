@@ -31,8 +31,9 @@ def load_code() -> float:
     return time.perf_counter() - start
 
 
-def gemm_1nn_seconds(query: np.ndarray, target: np.ndarray, threads: int | None = None,
-                     block_bytes: int = 64 * 2**20) -> float:
+def gemm_1nn_seconds(
+    query: np.ndarray, target: np.ndarray, threads: int | None = None, block_bytes: int = 64 * 2**20
+) -> float:
     """Seconds of one exact 1-NN search of every ``query`` row among the ``target`` rows (float32
     blocks of at most ``block_bytes``), under a thread limit of ``threads`` (None: as set)."""
     from privgate.threads import limited
@@ -46,8 +47,8 @@ def gemm_1nn_seconds(query: np.ndarray, target: np.ndarray, threads: int | None 
         out = np.empty(a.shape[0], dtype=np.int64)
         step = max(1, block_bytes // (4 * b.shape[0]))
         for s in range(0, a.shape[0], step):
-            d = a[s:s + step] @ b.T
+            d = a[s : s + step] @ b.T
             d *= -2.0
             d += bn
-            out[s:s + step] = d.argmin(axis=1)
+            out[s : s + step] = d.argmin(axis=1)
     return time.perf_counter() - start

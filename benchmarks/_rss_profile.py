@@ -40,8 +40,11 @@ class RssProfile:
 
     def _where(self) -> str:
         me = threading.get_ident()
-        stacks = [[f for f in traceback.extract_stack(frame) if "privgate/" in f.filename]
-                  for ident, frame in sys._current_frames().items() if ident != me]
+        stacks = [
+            [f for f in traceback.extract_stack(frame) if "privgate/" in f.filename]
+            for ident, frame in sys._current_frames().items()
+            if ident != me
+        ]
         # the thread doing the work (the gate runs metrics in a deadline thread): the deepest
         stack = max(stacks, key=len, default=[])
         return " < ".join(f"{f.filename.rsplit('privgate/', 1)[-1]}:{f.lineno} {f.name}" for f in stack[::-1][:5])

@@ -51,34 +51,58 @@ def anonymeter_side(spec_path: str) -> None:
     seed, n_jobs = int(spec["seed"]), int(spec.get("n_jobs", 2))
     out: dict[str, Any] = {}
     for name, p in spec["attacks"].items():
-        np.random.seed(seed)                        # pandas .sample() draws from the global state
+        np.random.seed(seed)  # pandas .sample() draws from the global state
         so_module.rng = np.random.default_rng(seed)  # anonymeter's module-level generator
         start = time.perf_counter()
         try:
             if name == "singling_out":
-                ev = SinglingOutEvaluator(ori=ori, syn=syn, control=control, n_attacks=p["n_attacks"],
-                                          n_cols=p["n_cols"], max_attempts=p.get("max_attempts", 10_000_000))
+                ev = SinglingOutEvaluator(
+                    ori=ori,
+                    syn=syn,
+                    control=control,
+                    n_attacks=p["n_attacks"],
+                    n_cols=p["n_cols"],
+                    max_attempts=p.get("max_attempts", 10_000_000),
+                )
                 ev.evaluate(mode=p["mode"])
             elif name == "linkability":
-                ev = LinkabilityEvaluator(ori=ori, syn=syn, control=control, n_attacks=p["n_attacks"],
-                                          aux_cols=tuple(p["aux_cols"]), n_neighbors=p["n_neighbors"])
+                ev = LinkabilityEvaluator(
+                    ori=ori,
+                    syn=syn,
+                    control=control,
+                    n_attacks=p["n_attacks"],
+                    aux_cols=tuple(p["aux_cols"]),
+                    n_neighbors=p["n_neighbors"],
+                )
                 ev.evaluate(n_jobs=n_jobs)
             else:
-                ev = InferenceEvaluator(ori=ori, syn=syn, control=control, n_attacks=p["n_attacks"],
-                                        aux_cols=p["aux_cols"], secret=p["secret"])
+                ev = InferenceEvaluator(
+                    ori=ori,
+                    syn=syn,
+                    control=control,
+                    n_attacks=p["n_attacks"],
+                    aux_cols=p["aux_cols"],
+                    secret=p["secret"],
+                )
                 ev.evaluate(n_jobs=n_jobs)
             res = ev.results()
             risk = res.risk()
-            out[name] = {"risk": risk.value, "ci": list(risk.ci), "attack_rate": res.attack_rate.value,
-                         "control_rate": res.control_rate.value, "baseline_rate": res.baseline_rate.value,
-                         "seconds": time.perf_counter() - start}
+            out[name] = {
+                "risk": risk.value,
+                "ci": list(risk.ci),
+                "attack_rate": res.attack_rate.value,
+                "control_rate": res.control_rate.value,
+                "baseline_rate": res.baseline_rate.value,
+                "seconds": time.perf_counter() - start,
+            }
         except Exception as exc:  # noqa: BLE001 - reported, the other attacks still run
             out[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}", "seconds": time.perf_counter() - start}
     print(json.dumps(out))
 
 
-def run_anonymeter(python: str, frames: dict[str, Any], attacks: dict[str, dict], seed: int,
-                   n_jobs: int = 2) -> dict[str, Any]:
+def run_anonymeter(
+    python: str, frames: dict[str, Any], attacks: dict[str, dict], seed: int, n_jobs: int = 2
+) -> dict[str, Any]:
     """Write the (Polars) frames to Parquet, run this file's anonymeter side with ``python``,
     return its JSON. Threads are limited to ``n_jobs`` for a fair comparison."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,10 +113,20 @@ def run_anonymeter(python: str, frames: dict[str, Any], attacks: dict[str, dict]
             spec[role] = str(path)
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
-        env = dict(os.environ, OMP_NUM_THREADS=str(n_jobs), NUMBA_NUM_THREADS=str(n_jobs),
-                   OPENBLAS_NUM_THREADS=str(n_jobs), MKL_NUM_THREADS=str(n_jobs))
-        proc = subprocess.run([python, __file__, "--anonymeter-side", str(spec_path)], capture_output=True,
-                              text=True, env=env, check=False)
+        env = dict(
+            os.environ,
+            OMP_NUM_THREADS=str(n_jobs),
+            NUMBA_NUM_THREADS=str(n_jobs),
+            OPENBLAS_NUM_THREADS=str(n_jobs),
+            MKL_NUM_THREADS=str(n_jobs),
+        )
+        proc = subprocess.run(
+            [python, __file__, "--anonymeter-side", str(spec_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"anonymeter side failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -105,12 +139,18 @@ def run_privgate(frames: dict[str, Any], attacks: dict[str, dict], seed: int) ->
     out = {}
     for name, p in attacks.items():
         start = time.perf_counter()
-        res = getattr(privgate.metrics, name)(frames["real"], frames["synthetic"], holdout=frames["holdout"],
-                                              seed=seed, **p)
+        res = getattr(privgate.metrics, name)(
+            frames["real"], frames["synthetic"], holdout=frames["holdout"], seed=seed, **p
+        )
         d = res.details
-        out[name] = {"risk": res.value, "ci": list(res.ci), "attack_rate": d["attack_rate"],
-                     "control_rate": d["control_rate"], "baseline_rate": d["baseline_rate"],
-                     "seconds": time.perf_counter() - start}
+        out[name] = {
+            "risk": res.value,
+            "ci": list(res.ci),
+            "attack_rate": d["attack_rate"],
+            "control_rate": d["control_rate"],
+            "baseline_rate": d["baseline_rate"],
+            "seconds": time.perf_counter() - start,
+        }
     return out
 
 
@@ -142,13 +182,14 @@ def main() -> int:
         anonymeter_side(args.anonymeter_side)
         return 0
 
-
     import privgate
     from privgate.data import load_example
 
     real_all, hold_all = load_example("adult_sample"), load_example("adult_holdout")
-    releases = {"noisy_copy": privgate.baselines.noisy_copy(real_all, seed=11),
-                "independent_marginals": privgate.baselines.independent_marginals(real_all, seed=11)}
+    releases = {
+        "noisy_copy": privgate.baselines.noisy_copy(real_all, seed=11),
+        "independent_marginals": privgate.baselines.independent_marginals(real_all, seed=11),
+    }
     specs = attack_specs(real_all.columns, args.n_attacks, "income")
     from privgate.stats import difference_interval
 
@@ -170,14 +211,26 @@ def main() -> int:
                 agree += ok
                 agree_diff += ok_diff
                 total += 1
-                rows.append((release, seed, name, p, a, ("agree" if ok else "DISAGREE") + " / "
-                             + ("difference ok" if ok_diff else "DIFFERENCE ≠ 0")))
-        print(f"\n{release}: rows without nulls real {frames['real'].height}, release {frames['synthetic'].height}, "
-              f"holdout {frames['holdout'].height}; privgate on the frames WITH nulls: "
-              + ", ".join(f"{n} {r['risk']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" for n, r in with_nulls.items()))
+                rows.append(
+                    (
+                        release,
+                        seed,
+                        name,
+                        p,
+                        a,
+                        ("agree" if ok else "DISAGREE") + " / " + ("difference ok" if ok_diff else "DIFFERENCE ≠ 0"),
+                    )
+                )
+        print(
+            f"\n{release}: rows without nulls real {frames['real'].height}, release {frames['synthetic'].height}, "
+            f"holdout {frames['holdout'].height}; privgate on the frames WITH nulls: "
+            + ", ".join(f"{n} {r['risk']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" for n, r in with_nulls.items())
+        )
     print(f"\nn_attacks = {args.n_attacks}; rates are Wilson centres (attack / control / naive baseline)")
-    print(f"{'release':<22}{'seed':>4}  {'attack':<13} {'privgate risk [95% CI]':<26} {'anonymeter risk [95% CI]':<26}"
-          f" {'pg a/c/b':<18} {'an a/c/b':<18} result")
+    print(
+        f"{'release':<22}{'seed':>4}  {'attack':<13} {'privgate risk [95% CI]':<26} {'anonymeter risk [95% CI]':<26}"
+        f" {'pg a/c/b':<18} {'an a/c/b':<18} result"
+    )
     for release, seed, name, p, a, verdict in rows:
         ps = f"{p['risk']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]"
         prates = f"{p['attack_rate']:.3f}/{p['control_rate']:.3f}/{p['baseline_rate']:.3f}"
@@ -187,8 +240,10 @@ def main() -> int:
         an_s = f"{a['risk']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
         arates = f"{a['attack_rate']:.3f}/{a['control_rate']:.3f}/{a['baseline_rate']:.3f}"
         print(f"{release:<22}{seed:>4}  {name:<13} {ps:<26} {an_s:<26} {prates:<18} {arates:<18} {verdict}")
-    print(f"\nagreement (each risk inside the other's interval): {agree} of {total}; "
-          f"difference interval containing 0: {agree_diff} of {total}")
+    print(
+        f"\nagreement (each risk inside the other's interval): {agree} of {total}; "
+        f"difference interval containing 0: {agree_diff} of {total}"
+    )
     return 0
 
 

@@ -66,8 +66,9 @@ def public_domain(pop: pl.DataFrame) -> dict:
 def run_audit(generate, pop, *, seed: int, runs: int | None, claimed: float, training_rows: int = 1000, **kw):
     if runs is not None:
         kw["runs"] = runs
-    return audit_generator(generate, pop, training_rows=training_rows, claimed_epsilon=claimed,
-                           seed=seed, workers=1, threads=1, **kw)
+    return audit_generator(
+        generate, pop, training_rows=training_rows, claimed_epsilon=claimed, seed=seed, workers=1, threads=1, **kw
+    )
 
 
 #: the soundness rows: (name, generator factory, true ε the claim is set to, δ of the claim)
@@ -75,23 +76,35 @@ def soundness_rows(dom: dict) -> list[tuple[str, object, float, float]]:
     from privgate.audit.mechanisms import GaussianHistogram, RandomizedResponse
 
     gauss = GaussianHistogram(1.0, dom, release="rounded")
-    return [("Laplace histogram, rounded, ε 0.5", LaplaceHistogram(0.5, dom, release="rounded"), 0.5, 0.0),
-            ("Laplace histogram, rounded, ε 1", LaplaceHistogram(1.0, dom, release="rounded"), 1.0, 0.0),
-            ("Laplace histogram, rounded, ε 2", LaplaceHistogram(2.0, dom, release="rounded"), 2.0, 0.0),
-            ("Laplace histogram, rounded, ε 4", LaplaceHistogram(4.0, dom, release="rounded"), 4.0, 0.0),
-            ("Laplace histogram, 1,000 sampled, ε 1", LaplaceHistogram(1.0, dom, release="sampled"), 1.0, 0.0),
-            ("randomized response on cells, ε 1", RandomizedResponse(1.0, dom), 1.0, 0.0),
-            ("randomized response on cells, ε 2", RandomizedResponse(2.0, dom), 2.0, 0.0),
-            ("Gaussian σ 1, δ 1e-5 (ε(δ) 4.38)", gauss, float(gauss.epsilon_at(1e-5)), 1e-5)]
+    return [
+        ("Laplace histogram, rounded, ε 0.5", LaplaceHistogram(0.5, dom, release="rounded"), 0.5, 0.0),
+        ("Laplace histogram, rounded, ε 1", LaplaceHistogram(1.0, dom, release="rounded"), 1.0, 0.0),
+        ("Laplace histogram, rounded, ε 2", LaplaceHistogram(2.0, dom, release="rounded"), 2.0, 0.0),
+        ("Laplace histogram, rounded, ε 4", LaplaceHistogram(4.0, dom, release="rounded"), 4.0, 0.0),
+        ("Laplace histogram, 1,000 sampled, ε 1", LaplaceHistogram(1.0, dom, release="sampled"), 1.0, 0.0),
+        ("randomized response on cells, ε 1", RandomizedResponse(1.0, dom), 1.0, 0.0),
+        ("randomized response on cells, ε 2", RandomizedResponse(2.0, dom), 2.0, 0.0),
+        ("Gaussian σ 1, δ 1e-5 (ε(δ) 4.38)", gauss, float(gauss.epsilon_at(1e-5)), 1e-5),
+    ]
 
 
 #: the designs measured: name → audit_generator keywords (the default: no keyword at all)
-SOUNDNESS_DESIGNS = {"default": {}, "canaries, one look": {"design": "canaries", "looks": None},
-                     "shared": {"design": "shared", "looks": None}}
+SOUNDNESS_DESIGNS = {
+    "default": {},
+    "canaries, one look": {"design": "canaries", "looks": None},
+    "shared": {"design": "shared", "looks": None},
+}
 
 
-def soundness(audits: int, runs: int, designs: list[str], out: Path, first_seed: int = 1000,
-              shard: tuple[int, int] = (0, 1), only: list[int] | None = None) -> None:
+def soundness(
+    audits: int,
+    runs: int,
+    designs: list[str],
+    out: Path,
+    first_seed: int = 1000,
+    shard: tuple[int, int] = (0, 1),
+    only: list[int] | None = None,
+) -> None:
     """Audits of mechanisms of exactly known ε, the claim set to the true ε, round-robin over the
     rows (seed by seed) so that a stopped measurement has every row at about the same count; one
     JSON line per audit appended to ``out`` (a restart skips the (row, design, seed) done).
@@ -122,11 +135,24 @@ def soundness(audits: int, runs: int, designs: list[str], out: Path, first_seed:
                 seq = r.design.get("sequential") or {}
                 made = seq.get("stopped_after_runs", r.cost["runs"])
                 with out.open("a") as f:
-                    f.write(json.dumps({"row": name, "design": design, "design_used": r.design["design"],
-                                        "seed": seed, "epsilon": eps, "delta": delta,
-                                        "bound": r.epsilon_lower, "provable": r.epsilon_provable,
-                                        "fits": int(made + r.cost["preflight_runs"]), "runs": runs,
-                                        "seconds": time.perf_counter() - start}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "row": name,
+                                "design": design,
+                                "design_used": r.design["design"],
+                                "seed": seed,
+                                "epsilon": eps,
+                                "delta": delta,
+                                "bound": r.epsilon_lower,
+                                "provable": r.epsilon_provable,
+                                "fits": int(made + r.cost["preflight_runs"]),
+                                "runs": runs,
+                                "seconds": time.perf_counter() - start,
+                            }
+                        )
+                        + "\n"
+                    )
         print(f"soundness: seed {seed} done", flush=True)
 
 
@@ -139,17 +165,21 @@ def summarise_soundness(out: Path) -> None:
     groups: dict[tuple[str, str], list[dict]] = {}
     for d in recs:
         groups.setdefault((d["design"], d["row"]), []).append(d)
-    print("| design | mechanism (claim = true ε) | audits | bound > ε | median bound | median / ε | largest | "
-          "median fits | s an audit |")
+    print(
+        "| design | mechanism (claim = true ε) | audits | bound > ε | median bound | median / ε | largest | "
+        "median fits | s an audit |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for (design, row), ds in sorted(groups.items()):
         b = np.array([d["bound"] for d in ds])
         eps = ds[0]["epsilon"]
         k = int((b > eps).sum())
         used = ds[0]["design_used"]
-        print(f"| {design}{'' if used in design else f' ({used})'} | {row} | {len(ds)} | {k} / {len(ds)} "
-              f"({k / len(ds):.1%}) | {np.median(b):.3f} | {np.median(b) / eps:.2f} | {b.max():.3f} | "
-              f"{int(np.median([d['fits'] for d in ds]))} | {np.mean([d['seconds'] for d in ds]):.1f} |")
+        print(
+            f"| {design}{'' if used in design else f' ({used})'} | {row} | {len(ds)} | {k} / {len(ds)} "
+            f"({k / len(ds):.1%}) | {np.median(b):.3f} | {np.median(b) / eps:.2f} | {b.max():.3f} | "
+            f"{int(np.median([d['fits'] for d in ds]))} | {np.mean([d['seconds'] for d in ds]):.1f} |"
+        )
 
 
 #: five categorical Adult columns for the DataSynthesizer rows of ``fits``
@@ -166,17 +196,23 @@ def fits(audits: int, only: list[int] | None = None) -> None:
     pop = population()
     dom = public_domain(pop)
     rows: list[tuple[str, object, pl.DataFrame]] = [
-        ("Laplace histogram, domain from the data (not DP)", LaplaceHistogram(1.0, None, release="rounded",
-                                                                             domain_from_data=True), pop),
-        ("Laplace histogram, public domain (exactly 1-DP)", LaplaceHistogram(1.0, dom, release="rounded"), pop)]
+        (
+            "Laplace histogram, domain from the data (not DP)",
+            LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True),
+            pop,
+        ),
+        ("Laplace histogram, public domain (exactly 1-DP)", LaplaceHistogram(1.0, dom, release="rounded"), pop),
+    ]
     try:
         from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
 
         adult = load_example().select(DS_COLUMNS).drop_nulls()
         ds_dom = {c: adult[c].unique().sort().to_list() for c in DS_COLUMNS}
         PrivBayesGenerator(1.0)(adult.head(50), 5, 0)  # the library is installed (else ImportError)
-        rows = [("DataSynthesizer PrivBayes, domain from the data", PrivBayesGenerator(1.0), adult),
-                ("DataSynthesizer PrivBayes, public domain", PrivBayesGenerator(1.0, domain=ds_dom), adult)] + rows
+        rows = [
+            ("DataSynthesizer PrivBayes, domain from the data", PrivBayesGenerator(1.0), adult),
+            ("DataSynthesizer PrivBayes, public domain", PrivBayesGenerator(1.0, domain=ds_dom), adult),
+        ] + rows
     except ImportError as exc:
         print(f"(DataSynthesizer rows skipped: {exc})")
     if only is not None:
@@ -192,8 +228,11 @@ def fits(audits: int, only: list[int] | None = None) -> None:
             seq = r.design.get("sequential") or {}
             made = seq.get("stopped_after_runs", r.cost["runs"]) + r.cost["preflight_runs"]
             best = r.best or {}
-            print(f"| {name} | {seed} | {r.violation} | {r.epsilon_lower:.3f} | {made} | {wall:.1f} | "
-                  f"{best.get('target', '-')}, {best.get('attack', '-')} |", flush=True)
+            print(
+                f"| {name} | {seed} | {r.violation} | {r.epsilon_lower:.3f} | {made} | {wall:.1f} | "
+                f"{best.get('target', '-')}, {best.get('attack', '-')} |",
+                flush=True,
+            )
 
 
 def power(audits: int, runs: int) -> None:
@@ -201,11 +240,25 @@ def power(audits: int, runs: int) -> None:
     dom = public_domain(pop)
     print(f"\n## power: {audits} audits per row, {runs} runs each (claim 1 unless stated)")
     print(f"{'generator':44s} {'caught':>8s} {'rate':>6s} {'mean bound':>11s} {'min bound':>10s} {'AUC best':>9s}")
-    rows = [("noise 10x too small, rounded (true ε 10)", LaplaceHistogram(1.0, dom, release="rounded", noise_factor=0.1), runs),
-            ("noise 10x too small, sampled (true ε 10)", LaplaceHistogram(1.0, dom, release="sampled", noise_factor=0.1), runs),
-            ("domain from private data (not DP)", LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True), runs),
-            ("training copy (ε = ∞)", TrainingCopy(), 2 * runs),
-            ("training copy + 5 % noise (ε = ∞)", TrainingCopy(noise=0.05), 2 * runs)]
+    rows = [
+        (
+            "noise 10x too small, rounded (true ε 10)",
+            LaplaceHistogram(1.0, dom, release="rounded", noise_factor=0.1),
+            runs,
+        ),
+        (
+            "noise 10x too small, sampled (true ε 10)",
+            LaplaceHistogram(1.0, dom, release="sampled", noise_factor=0.1),
+            runs,
+        ),
+        (
+            "domain from private data (not DP)",
+            LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True),
+            runs,
+        ),
+        ("training copy (ε = ∞)", TrainingCopy(), 2 * runs),
+        ("training copy + 5 % noise (ε = ∞)", TrainingCopy(noise=0.05), 2 * runs),
+    ]
     for name, gen, n_runs in rows:
         bounds, aucs = [], []
         for i in range(audits):
@@ -216,8 +269,11 @@ def power(audits: int, runs: int) -> None:
             aucs.append(t["attacks"][best["attack"]]["auc"] if t else float("nan"))
         b = np.array(bounds)
         k = int((b > 1.0).sum())
-        print(f"{name + f' [{n_runs} runs]':44s} {k:5d}/{audits:<3d} {k / audits:6.2f} {b.mean():11.3f} {b.min():10.3f} "
-              f"{np.nanmean(aucs):9.3f}", flush=True)
+        print(
+            f"{name + f' [{n_runs} runs]':44s} {k:5d}/{audits:<3d} {k / audits:6.2f} {b.mean():11.3f} {b.min():10.3f} "
+            f"{np.nanmean(aucs):9.3f}",
+            flush=True,
+        )
 
 
 class HalfSecondGenerator:
@@ -229,8 +285,9 @@ class HalfSecondGenerator:
         while time.process_time() - start < 0.5:
             x += sum(range(1000))
         rng = np.random.default_rng(seed)
-        return pl.DataFrame({c: training[c].to_numpy()[rng.integers(0, training.height, n_rows)]
-                             for c in training.columns}).cast(dict(training.schema))
+        return pl.DataFrame(
+            {c: training[c].to_numpy()[rng.integers(0, training.height, n_rows)] for c in training.columns}
+        ).cast(dict(training.schema))
 
 
 def cost(runs: int) -> None:
@@ -239,15 +296,26 @@ def cost(runs: int) -> None:
     out = {}
     for workers in (1, 2):
         start = time.perf_counter()
-        r = audit_generator(HalfSecondGenerator(), pop, runs=runs, training_rows=1000, seed=0, workers=workers,
-                            threads=2, design="shared")
+        r = audit_generator(
+            HalfSecondGenerator(),
+            pop,
+            runs=runs,
+            training_rows=1000,
+            seed=0,
+            workers=workers,
+            threads=2,
+            design="shared",
+        )
         wall = time.perf_counter() - start
         c = r.cost
         own = c["seconds_features_total"] + c["seconds_analysis"] + c["seconds_prepare"]
         out[workers] = wall
-        print(f"workers {workers}: wall {wall:7.1f} s; generator {c['seconds_generate_total']:7.1f} s "
-              f"({c['seconds_generate_mean']:.3f} s/run); audit's own work {own:6.1f} s = "
-              f"{own / c['seconds_generate_total']:.3f} of the generator's time", flush=True)
+        print(
+            f"workers {workers}: wall {wall:7.1f} s; generator {c['seconds_generate_total']:7.1f} s "
+            f"({c['seconds_generate_mean']:.3f} s/run); audit's own work {own:6.1f} s = "
+            f"{own / c['seconds_generate_total']:.3f} of the generator's time",
+            flush=True,
+        )
     print(f"two workers / one: {out[1] / out[2]:.2f}x faster (same run, same machine)")
 
 
@@ -257,17 +325,32 @@ def main() -> None:
     ap.add_argument("--audits", type=int, default=None, help="audits per row (soundness 100, fits 3, power 50)")
     ap.add_argument("--runs", type=int, default=None, help="runs per audit (default: the audit's own, 200)")
     ap.add_argument("--designs", default="default", help=f"soundness: comma-separated, of {list(SOUNDNESS_DESIGNS)}")
-    ap.add_argument("--out", default="benchmarks/audit_soundness.jsonl",
-                    help="soundness: the JSON lines file audits are appended to (a restart goes on from it)")
-    ap.add_argument("--summarise", action="store_true",
-                    help="soundness: only print the table of --out (comma-separated files: every shard's)")
-    ap.add_argument("--rows", default=None,
-                    help="soundness and fits: comma-separated positions of the rows to measure (default: every row)")
-    ap.add_argument("--shard", default="0/1",
-                    help="soundness: i/n — this process makes the seeds i, i + n, … (run n processes, each "
-                         "with its own --out, and summarise them together)")
-    ap.add_argument("--quick", action="store_true",
-                    help="a reduced run in a few minutes: 2 audits per soundness row at 40 runs, 1 seed of fits")
+    ap.add_argument(
+        "--out",
+        default="benchmarks/audit_soundness.jsonl",
+        help="soundness: the JSON lines file audits are appended to (a restart goes on from it)",
+    )
+    ap.add_argument(
+        "--summarise",
+        action="store_true",
+        help="soundness: only print the table of --out (comma-separated files: every shard's)",
+    )
+    ap.add_argument(
+        "--rows",
+        default=None,
+        help="soundness and fits: comma-separated positions of the rows to measure (default: every row)",
+    )
+    ap.add_argument(
+        "--shard",
+        default="0/1",
+        help="soundness: i/n — this process makes the seeds i, i + n, … (run n processes, each "
+        "with its own --out, and summarise them together)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a reduced run in a few minutes: 2 audits per soundness row at 40 runs, 1 seed of fits",
+    )
     a = ap.parse_args()
     out = Path(a.out)
     if a.summarise:
@@ -279,8 +362,14 @@ def main() -> None:
     if a.part in ("soundness", "all"):
         designs = [d.strip() for d in a.designs.split(",") if d.strip()]
         i, n = (int(v) for v in a.shard.split("/"))
-        soundness(a.audits or (2 if a.quick else 100), 40 if a.quick else a.runs, designs, out, shard=(i, n),
-                  only=None if a.rows is None else [int(v) for v in a.rows.split(",")])
+        soundness(
+            a.audits or (2 if a.quick else 100),
+            40 if a.quick else a.runs,
+            designs,
+            out,
+            shard=(i, n),
+            only=None if a.rows is None else [int(v) for v in a.rows.split(",")],
+        )
         summarise_soundness(out)
     if a.part in ("fits", "all"):
         fits(a.audits or (1 if a.quick else 3), only=None if a.rows is None else [int(v) for v in a.rows.split(",")])

@@ -56,8 +56,7 @@ def exceedance(bound, fpr: float, fnr: float, n: int, truth: float, rng: np.rand
 
 def dp_boundary(eps: float, delta: float) -> list[tuple[str, float, float]]:
     corner = (1 - delta) / (1 + math.exp(eps))
-    pts = [(f"line FPR={t:.3g}", t, 1 - delta - math.exp(eps) * t)
-           for t in (0.001, 0.01, 0.3 * corner, corner)]
+    pts = [(f"line FPR={t:.3g}", t, 1 - delta - math.exp(eps) * t) for t in (0.001, 0.01, 0.3 * corner, corner)]
     if delta == 0.0:
         for c in (0.1, 0.5, 0.9):
             pts.append((f"Laplace thr={c}", 0.5 * math.exp(-eps * c), 0.5 * math.exp(eps * (c - 1))))
@@ -68,8 +67,10 @@ def soundness() -> float:
     rng = np.random.default_rng(20240601)
     sizes = (50, 100, 200, 500, 1000)
     worst = 0.0
-    print(f"SOUNDNESS of epsilon_lower_bound (alpha={ALPHA}, {REPS:,} audits per cell; "
-          f"share of audits with bound > true ε, worst over the boundary points)")
+    print(
+        f"SOUNDNESS of epsilon_lower_bound (alpha={ALPHA}, {REPS:,} audits per cell; "
+        f"share of audits with bound > true ε, worst over the boundary points)"
+    )
     print(f"{'ε':>5} {'δ':>7} " + " ".join(f"n={n:<6}" for n in sizes) + "  worst point")
     for eps in (0.5, 1.0, 4.0):
         for delta in (0.0, 1e-5):
@@ -77,8 +78,14 @@ def soundness() -> float:
             for n in sizes:
                 cell = 0.0
                 for name, fpr, fnr in dp_boundary(eps, delta):
-                    f = exceedance(lambda a, b, c, d: epsilon_lower_bound(a, b, c, d, delta=delta, alpha=ALPHA),
-                                   fpr, fnr, n, eps, rng)
+                    f = exceedance(
+                        lambda a, b, c, d: epsilon_lower_bound(a, b, c, d, delta=delta, alpha=ALPHA),
+                        fpr,
+                        fnr,
+                        n,
+                        eps,
+                        rng,
+                    )
                     cell = max(cell, f)
                     if f > worst_pt[1]:
                         worst_pt = (f"{name} n={n}", f)
@@ -92,8 +99,9 @@ def soundness() -> float:
             cell = 0.0
             for t in (0.001, 0.01, 0.1, 1 - PHI.cdf(mu / 2)):
                 fnr = PHI.cdf(PHI.inv_cdf(1 - t) - mu)
-                cell = max(cell, exceedance(lambda a, b, c, d: gdp_mu_lower_bound(a, b, c, d, alpha=ALPHA),
-                                            t, fnr, n, mu, rng))
+                cell = max(
+                    cell, exceedance(lambda a, b, c, d: gdp_mu_lower_bound(a, b, c, d, alpha=ALPHA), t, fnr, n, mu, rng)
+                )
             row.append(cell)
             worst = max(worst, cell)
         print(f" μ={mu:<4}         " + " ".join(f"{v:<8.4f}" for v in row))
@@ -105,6 +113,7 @@ def soundness() -> float:
 
 def _plug_in(fp, neg, fn, pos):
     from privgate.stats import epsilon_estimate
+
     return epsilon_estimate(fp / neg, fn / pos)
 
 
@@ -122,8 +131,9 @@ def _bound_memo(fp: int, neg: int, fn: int, pos: int, alpha: float) -> float:
     return epsilon_lower_bound(fp, neg, fn, pos, alpha=alpha)
 
 
-def power_once(claim: float, runs: int, alpha: float, rng: np.random.Generator, reps: int,
-               factor: float = 10.0) -> tuple[float, float]:
+def power_once(
+    claim: float, runs: int, alpha: float, rng: np.random.Generator, reps: int, factor: float = 10.0
+) -> tuple[float, float]:
     """Share of `reps` audits with N=`runs` generator runs of a Laplace mechanism at true ε =
     factor·claim whose bound exceeds the claim, and the median bound."""
     scale = 1.0 / (factor * claim)
@@ -141,8 +151,7 @@ def power_once(claim: float, runs: int, alpha: float, rng: np.random.Generator, 
         guess_in = score[sl, :, None] > grid[None, None, :]
         fp[sl] = (guess_in & ~inside[sl, :, None]).sum(1)
         fn[sl] = (~guess_in & inside[sl, :, None]).sum(1)
-    fit_bound = _bounds(fp, np.broadcast_to(neg[:, None], fp.shape), fn, np.broadcast_to(pos[:, None], fn.shape),
-                        alpha)
+    fit_bound = _bounds(fp, np.broadcast_to(neg[:, None], fp.shape), fn, np.broadcast_to(pos[:, None], fn.shape), alpha)
     chosen = grid[np.argmax(fit_bound, axis=1)]
     # test runs: counts are binomial at the chosen threshold's exact Laplace rates
     fpr = np.where(chosen >= 0, 0.5 * np.exp(-chosen / scale), 1 - 0.5 * np.exp(chosen / scale))
@@ -158,9 +167,13 @@ def power_once(claim: float, runs: int, alpha: float, rng: np.random.Generator, 
 
 def power() -> None:
     rng = np.random.default_rng(7)
-    print("\nPOWER: Laplace noise 10× too small (true ε = 10 × claim); N runs in all, half fit the "
-          "threshold, half count errors; target in each run with probability 1/2")
-    print(f"{'claim':>5} {'N':>5} {'caught α=.05':>13} {'caught α=.005':>14} {'median bound':>13} {'ceiling':>8}  (ceiling: no errors, test runs split evenly)")
+    print(
+        "\nPOWER: Laplace noise 10× too small (true ε = 10 × claim); N runs in all, half fit the "
+        "threshold, half count errors; target in each run with probability 1/2"
+    )
+    print(
+        f"{'claim':>5} {'N':>5} {'caught α=.05':>13} {'caught α=.005':>14} {'median bound':>13} {'ceiling':>8}  (ceiling: no errors, test runs split evenly)"
+    )
     for claim in (0.5, 1.0, 4.0):
         for runs in (50, 100, 200, 500, 1000, 2000):
             reps = REPS if runs <= 200 else 1_000  # the larger audits are near-certain; keep the runtime short
@@ -173,8 +186,10 @@ def power() -> None:
 
 def end_to_end_soundness() -> None:
     rng = np.random.default_rng(11)
-    print("\nEND-TO-END SOUNDNESS: the same game on an exact Laplace mechanism (true ε = claim), "
-          "threshold chosen on the fit runs; share of 1,000 audits with bound > true ε")
+    print(
+        "\nEND-TO-END SOUNDNESS: the same game on an exact Laplace mechanism (true ε = claim), "
+        "threshold chosen on the fit runs; share of 1,000 audits with bound > true ε"
+    )
     for claim in (0.5, 1.0, 4.0):
         cells = [f"N={runs}: {power_once(claim, runs, ALPHA, rng, 1_000, factor=1.0)[0]:.4f}" for runs in (200, 1000)]
         print(f"  ε={claim:<4} " + "   ".join(cells))
@@ -184,8 +199,10 @@ def main() -> None:
     t0 = time.perf_counter()
     worst = soundness()
     print(f"({time.perf_counter() - t0:.0f} s)")
-    print(f"worst exceedance over every cell: {worst:.4f} (must be ≤ {ALPHA}) -> "
-          f"{'SOUND' if worst <= ALPHA else 'UNSOUND'}")
+    print(
+        f"worst exceedance over every cell: {worst:.4f} (must be ≤ {ALPHA}) -> "
+        f"{'SOUND' if worst <= ALPHA else 'UNSOUND'}"
+    )
     end_to_end_soundness()
     power()
     print(f"\n{time.perf_counter() - t0:.0f} s")

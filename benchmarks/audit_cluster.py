@@ -55,8 +55,9 @@ class HalfSecond:
             while time.process_time() - start < self.seconds:
                 x += sum(range(1000))
         rng = np.random.default_rng(seed)
-        return pl.DataFrame({c: training[c].to_numpy()[rng.integers(0, training.height, n_rows)]
-                             for c in training.columns}).cast(dict(training.schema))
+        return pl.DataFrame(
+            {c: training[c].to_numpy()[rng.integers(0, training.height, n_rows)] for c in training.columns}
+        ).cast(dict(training.schema))
 
 
 def main() -> None:
@@ -69,14 +70,18 @@ def main() -> None:
     pop = load_example().select(COLUMNS)
     gen = HalfSecond(args.generator, args.seconds)
     common = dict(runs=args.runs, n_targets=4, training_rows=args.training_rows, seed=0, claimed_epsilon=1.0)
-    print(f"## a {args.seconds:g} s generator ({args.generator}), {args.runs} runs, {args.training_rows} training "
-          "rows, 1 thread a run")
+    print(
+        f"## a {args.seconds:g} s generator ({args.generator}), {args.runs} runs, {args.training_rows} training "
+        "rows, 1 thread a run"
+    )
     audit_generator(HalfSecond("sleep", 0.0), pop, **{**common, "runs": 8}, workers=1, threads=1)  # warm-up imports
     walls, runs_phase, results = {}, {}, {}
     with local_dask(n_workers=2, nthreads=1) as cluster:
-        ways = {"local, 1 process": dict(workers=1, threads=1),
-                "local, 2 worker processes": dict(workers=2, threads=2),
-                "Dask cluster, 2 workers": dict(executor=cluster.address.replace("tcp://", "dask://"), threads=1)}
+        ways = {
+            "local, 1 process": dict(workers=1, threads=1),
+            "local, 2 worker processes": dict(workers=2, threads=2),
+            "Dask cluster, 2 workers": dict(executor=cluster.address.replace("tcp://", "dask://"), threads=1),
+        }
         for name, how in ways.items():
             start = time.perf_counter()
             r = audit_generator(gen, pop, **common, **how)
@@ -85,10 +90,13 @@ def main() -> None:
             d.pop("cost")
             results[name] = d
             runs_phase[name] = walls[name] - r.cost["seconds_prepare"] - r.cost["seconds_analysis"]
-            print(f"{name:28s} wall {walls[name]:6.1f} s (runs {runs_phase[name]:6.1f} s)  generator "
-                  f"{r.cost['seconds_generate_total']:6.1f} s  features {r.cost['seconds_features_total']:5.1f} s  "
-                  f"speed-up {walls['local, 1 process'] / walls[name]:.2f}x "
-                  f"(runs {runs_phase['local, 1 process'] / runs_phase[name]:.2f}x)", flush=True)
+            print(
+                f"{name:28s} wall {walls[name]:6.1f} s (runs {runs_phase[name]:6.1f} s)  generator "
+                f"{r.cost['seconds_generate_total']:6.1f} s  features {r.cost['seconds_features_total']:5.1f} s  "
+                f"speed-up {walls['local, 1 process'] / walls[name]:.2f}x "
+                f"(runs {runs_phase['local, 1 process'] / runs_phase[name]:.2f}x)",
+                flush=True,
+            )
     ref = results["local, 1 process"]
     print("results equal to the one-process audit:", all(v == ref for v in results.values()))
 

@@ -48,8 +48,9 @@ DELTA = 1e-5
 
 def one(gen, pop, *, seed: int, runs: int, claimed: float, **kw):
     start = time.perf_counter()
-    r = audit_generator(gen, pop, runs=runs, training_rows=1000, claimed_epsilon=claimed, seed=seed, workers=1,
-                        threads=1, **kw)
+    r = audit_generator(
+        gen, pop, runs=runs, training_rows=1000, claimed_epsilon=claimed, seed=seed, workers=1, threads=1, **kw
+    )
     return r, time.perf_counter() - start
 
 
@@ -62,10 +63,14 @@ def fits_of(r) -> int:
 def tightness(audits: int, runs: int) -> None:
     pop = population()
     dom = public_domain(pop)
-    print(f"## tightness: exact Laplace histogram (rounded counts), default targets and design, {runs} runs, "
-          f"{audits} audits per ε")
-    print(f"{'ε':>4s} {'median bound':>13s} {'median/ε':>9s} {'min':>7s} {'max':>7s} {'> ε':>6s} "
-          f"{'provable (median)':>18s} {'fits':>6s} {'s/audit':>8s}  strongest candidate (first audit)")
+    print(
+        f"## tightness: exact Laplace histogram (rounded counts), default targets and design, {runs} runs, "
+        f"{audits} audits per ε"
+    )
+    print(
+        f"{'ε':>4s} {'median bound':>13s} {'median/ε':>9s} {'min':>7s} {'max':>7s} {'> ε':>6s} "
+        f"{'provable (median)':>18s} {'fits':>6s} {'s/audit':>8s}  strongest candidate (first audit)"
+    )
     for eps in (1.0, 2.0, 4.0):
         bounds, provable, secs, best = [], [], [], None
         for i in range(audits):
@@ -76,9 +81,11 @@ def tightness(audits: int, runs: int) -> None:
             best = best or f"{r.best['target']} / {r.best['attack']}"
             fits = fits_of(r)
         b = np.array(bounds)
-        print(f"{eps:4.0f} {np.median(b):13.3f} {np.median(b) / eps:9.2f} {b.min():7.3f} {b.max():7.3f} "
-              f"{int((b > eps).sum()):3d}/{audits:<2d} {np.median(provable):18.3f} {fits:6d} {np.mean(secs):8.1f}  {best}",
-              flush=True)
+        print(
+            f"{eps:4.0f} {np.median(b):13.3f} {np.median(b) / eps:9.2f} {b.min():7.3f} {b.max():7.3f} "
+            f"{int((b > eps).sum()):3d}/{audits:<2d} {np.median(provable):18.3f} {fits:6d} {np.mean(secs):8.1f}  {best}",
+            flush=True,
+        )
 
 
 def soundness(audits: int, runs: int, canary_audits: int) -> None:
@@ -88,13 +95,22 @@ def soundness(audits: int, runs: int, canary_audits: int) -> None:
     three = pop.select(["age", "sex", "income"])
     dom3 = {c: dom[c] for c in three.columns}
     gauss = GaussianHistogram(1.0, dom, release="rounded")
-    rows = [("Laplace ε=0.5, coarse age bins", LaplaceHistogram(0.5, coarse, release="rounded"), pop, 0.5, {}),
-            ("Laplace ε=3, three columns", LaplaceHistogram(3.0, dom3, release="rounded"), three, 3.0, {}),
-            ("Laplace ε=2, 1,000 sampled records", LaplaceHistogram(2.0, dom, release="sampled"), pop, 2.0, {}),
-            (f"Gaussian σ=1 at δ=1e-5 (ε={gauss.epsilon_at(DELTA):.2f})", gauss, pop, gauss.epsilon_at(DELTA),
-             {"delta": DELTA})]
-    print(f"\n## soundness, hidden mechanisms: {audits} audits per row, {runs} runs, default targets; "
-          f"bound > true ε allowed in ≤ 5 %")
+    rows = [
+        ("Laplace ε=0.5, coarse age bins", LaplaceHistogram(0.5, coarse, release="rounded"), pop, 0.5, {}),
+        ("Laplace ε=3, three columns", LaplaceHistogram(3.0, dom3, release="rounded"), three, 3.0, {}),
+        ("Laplace ε=2, 1,000 sampled records", LaplaceHistogram(2.0, dom, release="sampled"), pop, 2.0, {}),
+        (
+            f"Gaussian σ=1 at δ=1e-5 (ε={gauss.epsilon_at(DELTA):.2f})",
+            gauss,
+            pop,
+            gauss.epsilon_at(DELTA),
+            {"delta": DELTA},
+        ),
+    ]
+    print(
+        f"\n## soundness, hidden mechanisms: {audits} audits per row, {runs} runs, default targets; "
+        f"bound > true ε allowed in ≤ 5 %"
+    )
     print(f"{'mechanism':44s} {'> ε':>7s} {'median bound':>13s} {'max bound':>10s} {'s/audit':>8s}")
     for name, gen, data, eps, kw in rows:
         b, secs = [], []
@@ -103,33 +119,51 @@ def soundness(audits: int, runs: int, canary_audits: int) -> None:
             b.append(r.epsilon_lower)
             secs.append(s)
         b = np.array(b)
-        print(f"{name:44s} {int((b > eps).sum()):4d}/{audits:<2d} {np.median(b):13.3f} {b.max():10.3f} "
-              f"{np.mean(secs):8.1f}", flush=True)
+        print(
+            f"{name:44s} {int((b > eps).sum()):4d}/{audits:<2d} {np.median(b):13.3f} {b.max():10.3f} "
+            f"{np.mean(secs):8.1f}",
+            flush=True,
+        )
     print(f"\n## soundness of the many-canary design: {canary_audits} audits per ε, 5 runs, 64 canaries")
     print(f"{'mechanism':44s} {'> ε':>7s} {'median bound':>13s} {'max bound':>10s} {'s/audit':>8s}")
     for eps in (1.0, 2.0, 4.0):
         b, secs = [], []
         for i in range(canary_audits):
-            r, s = one(LaplaceHistogram(eps, dom, release="rounded"), pop, seed=5000 + i, runs=5, claimed=eps,
-                       design="canaries")
+            r, s = one(
+                LaplaceHistogram(eps, dom, release="rounded"),
+                pop,
+                seed=5000 + i,
+                runs=5,
+                claimed=eps,
+                design="canaries",
+            )
             b.append(r.epsilon_lower)
             secs.append(s)
         b = np.array(b)
-        print(f"{'Laplace ε=%g, canaries design' % eps:44s} {int((b > eps).sum()):4d}/{canary_audits:<2d} "
-              f"{np.median(b):13.3f} {b.max():10.3f} {np.mean(secs):8.1f}", flush=True)
+        print(
+            f"{'Laplace ε=%g, canaries design' % eps:44s} {int((b > eps).sum()):4d}/{canary_audits:<2d} "
+            f"{np.median(b):13.3f} {b.max():10.3f} {np.mean(secs):8.1f}",
+            flush=True,
+        )
 
 
 def fits(audits: int) -> None:
     pop = population()
     gen = LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True)
-    designs = [("shared, 200 runs (the default design)", dict(runs=200)),
-               ("shared, 200 runs, 10 sequential looks", dict(runs=200, looks=10)),
-               ("canaries, 4 runs", dict(runs=4, design="canaries")),
-               ("canaries, 8 runs, sequential looks", dict(runs=8, design="canaries", looks=7))]
-    print(f"\n## fits to prove the domain-from-data fault at claim ε = 1: {audits} audits per design "
-          f"(fits = generator runs made + preflight runs)")
-    print(f"{'design':40s} {'proven':>7s} {'median fits':>12s} {'max fits':>9s} {'median bound':>13s} "
-          f"{'bound per fit':>14s} {'s/audit':>8s}")
+    designs = [
+        ("shared, 200 runs (the default design)", dict(runs=200)),
+        ("shared, 200 runs, 10 sequential looks", dict(runs=200, looks=10)),
+        ("canaries, 4 runs", dict(runs=4, design="canaries")),
+        ("canaries, 8 runs, sequential looks", dict(runs=8, design="canaries", looks=7)),
+    ]
+    print(
+        f"\n## fits to prove the domain-from-data fault at claim ε = 1: {audits} audits per design "
+        f"(fits = generator runs made + preflight runs)"
+    )
+    print(
+        f"{'design':40s} {'proven':>7s} {'median fits':>12s} {'max fits':>9s} {'median bound':>13s} "
+        f"{'bound per fit':>14s} {'s/audit':>8s}"
+    )
     for name, kw in designs:
         proven, nfits, bounds, secs = 0, [], [], []
         for i in range(audits):
@@ -139,8 +173,11 @@ def fits(audits: int) -> None:
             bounds.append(r.epsilon_lower)
             secs.append(s)
         f, b = np.array(nfits), np.array(bounds)
-        print(f"{name:40s} {proven:4d}/{audits:<2d} {np.median(f):12.0f} {f.max():9d} {np.median(b):13.3f} "
-              f"{np.median(b / f):14.4f} {np.mean(secs):8.1f}", flush=True)
+        print(
+            f"{name:40s} {proven:4d}/{audits:<2d} {np.median(f):12.0f} {f.max():9d} {np.median(b):13.3f} "
+            f"{np.median(b / f):14.4f} {np.mean(secs):8.1f}",
+            flush=True,
+        )
 
 
 def main() -> None:

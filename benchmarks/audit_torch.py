@@ -61,16 +61,25 @@ def summary(name: str, r, wall: float, fit: float) -> dict:
     """The numbers one audit is reported by (no record values)."""
     c = r.cost
     best = r.best or {}
-    pooled = [{k: p.get(k) for k in ("kind", "attack", "targets", "guesses", "correct", "epsilon_lower",
-                                     "epsilon_provable")} for p in r.pooled]
-    return {"how": name, "fits": c["runs"] + c["preflight_runs"], "runs": c["runs"],
-            "preflight_runs": c["preflight_runs"], "runs_failed": c["runs_failed"], "wall_seconds": round(wall, 1),
-            "seconds_generate_mean": round(c["seconds_generate_mean"], 2),
-            "seconds_generate_total": round(c["seconds_generate_total"], 1),
-            "wall_in_fits": round(wall / fit, 2), "epsilon_lower": round(r.epsilon_lower, 4),
-            "epsilon_provable": None if r.epsilon_provable is None else round(r.epsilon_provable, 3),
-            "best": {k: best.get(k) for k in ("target", "kind", "attack", "guesses", "correct")},
-            "pooled": pooled}
+    pooled = [
+        {k: p.get(k) for k in ("kind", "attack", "targets", "guesses", "correct", "epsilon_lower", "epsilon_provable")}
+        for p in r.pooled
+    ]
+    return {
+        "how": name,
+        "fits": c["runs"] + c["preflight_runs"],
+        "runs": c["runs"],
+        "preflight_runs": c["preflight_runs"],
+        "runs_failed": c["runs_failed"],
+        "wall_seconds": round(wall, 1),
+        "seconds_generate_mean": round(c["seconds_generate_mean"], 2),
+        "seconds_generate_total": round(c["seconds_generate_total"], 1),
+        "wall_in_fits": round(wall / fit, 2),
+        "epsilon_lower": round(r.epsilon_lower, 4),
+        "epsilon_provable": None if r.epsilon_provable is None else round(r.epsilon_provable, 3),
+        "best": {k: best.get(k) for k in ("target", "kind", "attack", "guesses", "correct")},
+        "pooled": pooled,
+    }
 
 
 def main() -> None:
@@ -92,17 +101,27 @@ def main() -> None:
     # a run trains on the background plus the canaries drawn in (half of them on average)
     rows = args.training_rows + args.n_targets // 2
     fit = one_fit_seconds(generate, pop, rows, args.n_rows or args.training_rows)
-    print(f"## {generate!r}: {len(COLUMNS)} columns, {args.training_rows} training rows + ~{args.n_targets // 2} "
-          f"canaries a run, {args.n_rows or args.training_rows} records asked, design 'canaries' ({args.n_targets} "
-          f"canaries), {args.runs} runs, seed {args.seed}; "
-          f"one fit here: {fit:.1f} s (1 thread)", flush=True)
-    common = dict(design="canaries", runs=args.runs, n_targets=args.n_targets, training_rows=args.training_rows,
-                  n_rows=args.n_rows, seed=args.seed, deadline=args.deadline, generator_name=args.model)
+    print(
+        f"## {generate!r}: {len(COLUMNS)} columns, {args.training_rows} training rows + ~{args.n_targets // 2} "
+        f"canaries a run, {args.n_rows or args.training_rows} records asked, design 'canaries' ({args.n_targets} "
+        f"canaries), {args.runs} runs, seed {args.seed}; "
+        f"one fit here: {fit:.1f} s (1 thread)",
+        flush=True,
+    )
+    common = dict(
+        design="canaries",
+        runs=args.runs,
+        n_targets=args.n_targets,
+        training_rows=args.training_rows,
+        n_rows=args.n_rows,
+        seed=args.seed,
+        deadline=args.deadline,
+        generator_name=args.model,
+    )
     out, results = [], {}
     with local_dask(n_workers=2, nthreads=1) as cluster:
         start = time.perf_counter()
-        r = audit_generator(generate, pop, executor=cluster.address.replace("tcp://", "dask://"), threads=1,
-                            **common)
+        r = audit_generator(generate, pop, executor=cluster.address.replace("tcp://", "dask://"), threads=1, **common)
         wall = time.perf_counter() - start
     out.append(summary("Dask cluster, 2 workers", r, wall, fit))
     results["cluster"] = r
@@ -121,15 +140,21 @@ def main() -> None:
             return d
 
         same = comparable(results["cluster"]) == comparable(results["local"])
-        print(f"speed-up of the cluster: {out[1]['wall_seconds'] / out[0]['wall_seconds']:.2f}x; "
-              f"results equal: {same}")
+        print(f"speed-up of the cluster: {out[1]['wall_seconds'] / out[0]['wall_seconds']:.2f}x; results equal: {same}")
     for s in out:
-        print(f"{s['how']:26s} fits {s['fits']} ({s['runs']} runs + {s['preflight_runs']} preflight)  "
-              f"wall {s['wall_seconds']:.1f} s = {s['wall_in_fits']:.2f} fits  ε lower {s['epsilon_lower']:.3f}  "
-              f"provable {s['epsilon_provable']}  evidence {s['best']}")
+        print(
+            f"{s['how']:26s} fits {s['fits']} ({s['runs']} runs + {s['preflight_runs']} preflight)  "
+            f"wall {s['wall_seconds']:.1f} s = {s['wall_in_fits']:.2f} fits  ε lower {s['epsilon_lower']:.3f}  "
+            f"provable {s['epsilon_provable']}  evidence {s['best']}"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "one_fit_seconds": fit,
-                                         "audits": out}, indent=2, default=str))
+        args.json.write_text(
+            json.dumps(
+                {"args": vars(args) | {"json": str(args.json)}, "one_fit_seconds": fit, "audits": out},
+                indent=2,
+                default=str,
+            )
+        )
 
 
 if __name__ == "__main__":

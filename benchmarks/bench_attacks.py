@@ -55,9 +55,9 @@ def gemm_1nn_seconds(query, target, block: int = 2048) -> float:
     tn = np.einsum("ij,ij->i", target, target)
     out = np.empty(query.shape[0], dtype=np.int64)
     for s in range(0, query.shape[0], block):
-        q = query[s:s + block]
+        q = query[s : s + block]
         d = tn[None, :] - 2.0 * (q @ target.T)
-        out[s:s + block] = d.argmin(axis=1)
+        out[s : s + block] = d.argmin(axis=1)
     return time.perf_counter() - start
 
 
@@ -99,18 +99,27 @@ def main() -> None:
     cols = real.columns
     half = (len(cols) + 1) // 2
     specs = {
-        "singling_out": {"mode": "multivariate", "n_cols": 3, "n_attacks": args.n_attacks, "max_attempts": MAX_ATTEMPTS},
+        "singling_out": {
+            "mode": "multivariate",
+            "n_cols": 3,
+            "n_attacks": args.n_attacks,
+            "max_attempts": MAX_ATTEMPTS,
+        },
         "linkability": {"aux_cols": [cols[:half], cols[half:]], "n_neighbors": 1, "n_attacks": args.n_attacks},
         "inference": {"secret": SECRET, "aux_cols": [c for c in cols if c != SECRET], "n_attacks": args.n_attacks},
     }
-    print(f"training {real.shape}, release {release.shape} (noisy bootstrap), holdout {holdout.shape} (stand-in); "
-          f"n_attacks {args.n_attacks}; OMP threads {os.environ['OMP_NUM_THREADS']}")
+    print(
+        f"training {real.shape}, release {release.shape} (noisy bootstrap), holdout {holdout.shape} (stand-in); "
+        f"n_attacks {args.n_attacks}; OMP threads {os.environ['OMP_NUM_THREADS']}"
+    )
 
     ctx0 = EvaluationContext(real, release)
     space = ctx0.mixed()
     ref = gemm_1nn_seconds(space["real"], space["synthetic"])
-    print(f"reference: exact GEMM 1-NN of the {n} training rows among the {n} release rows "
-          f"({space.dim} mixed-space features): {ref:.2f} s")
+    print(
+        f"reference: exact GEMM 1-NN of the {n} training rows among the {n} release rows "
+        f"({space.dim} mixed-space features): {ref:.2f} s"
+    )
 
     def run_privgate(defaults: bool) -> dict[str, dict]:
         out = {}
@@ -121,15 +130,21 @@ def main() -> None:
             start = time.perf_counter()
             res = run_spec(get_metric(name), ctx, p)
             secs = time.perf_counter() - start
-            out[name] = {"seconds": secs, "peak_mib": peak_rss_mib(), "risk": res.value, "ci": res.ci,
-                         "n_predicates": res.details.get("n_predicates")}
+            out[name] = {
+                "seconds": secs,
+                "peak_mib": peak_rss_mib(),
+                "risk": res.value,
+                "ci": res.ci,
+                "n_predicates": res.details.get("n_predicates"),
+            }
         return out
 
     def run_anon() -> dict[str, dict]:
         if args.no_anonymeter:
             return {}
-        return run_anonymeter(args.anonymeter_python, {"real": real, "synthetic": release, "holdout": holdout},
-                              specs, seed=0)
+        return run_anonymeter(
+            args.anonymeter_python, {"real": real, "synthetic": release, "holdout": holdout}, specs, seed=0
+        )
 
     for rnd in range(1, args.rounds + 1):
         if rnd % 2:
@@ -140,25 +155,32 @@ def main() -> None:
             pg = run_privgate(False)
             order = "anonymeter first"
         print(f"\nround {rnd} ({order})")
-        print(f"{'attack':<13} {'privgate s':>10} {'peak MiB':>9} {'× GEMM':>7} {'anonymeter s':>13} {'speed-up':>9}  "
-              f"privgate risk [CI] / anonymeter risk [CI]")
+        print(
+            f"{'attack':<13} {'privgate s':>10} {'peak MiB':>9} {'× GEMM':>7} {'anonymeter s':>13} {'speed-up':>9}  "
+            f"privgate risk [CI] / anonymeter risk [CI]"
+        )
         for name in specs:
             p = pg[name]
             a = an.get(name, {})
             a_s = a.get("seconds") if "risk" in a else None
             a_col = f"{a_s:13.2f}" if a_s else f"{'-':>13}"
             up_col = f"{a_s / p['seconds']:8.1f}x" if a_s else f"{'-':>9}"
-            an_txt = (f"{a['risk']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]" if "risk" in a
-                      else a.get("error", "not run"))
-            print(f"{name:<13} {p['seconds']:10.2f} {p['peak_mib']:9.0f} {p['seconds'] / ref:7.2f} "
-                  f"{a_col} {up_col}  "
-                  f"{p['risk']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] / {an_txt}")
+            an_txt = (
+                f"{a['risk']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]" if "risk" in a else a.get("error", "not run")
+            )
+            print(
+                f"{name:<13} {p['seconds']:10.2f} {p['peak_mib']:9.0f} {p['seconds'] / ref:7.2f} "
+                f"{a_col} {up_col}  "
+                f"{p['risk']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] / {an_txt}"
+            )
     print("\nprivgate with its defaults (singling_out max_attempts = 100 × n_attacks); budget ≤ 10 s, ≤ 2048 MiB:")
     for name, p in run_privgate(True).items():
         extra = f", {p['n_predicates']} predicates found" if p["n_predicates"] is not None else ""
         ok = "ok" if p["seconds"] <= 10 and p["peak_mib"] <= 2048 else "OVER BUDGET"
-        print(f"  {name:<13} {p['seconds']:6.2f} s ({p['seconds'] / ref:5.2f} × GEMM 1-NN)  peak {p['peak_mib']:6.0f} MiB"
-              f"{extra}  {ok}")
+        print(
+            f"  {name:<13} {p['seconds']:6.2f} s ({p['seconds'] / ref:5.2f} × GEMM 1-NN)  peak {p['peak_mib']:6.0f} MiB"
+            f"{extra}  {ok}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,11 @@ def blas_kernels() -> list[str]:
     """'library version: kernel' for every BLAS threadpoolctl finds in this process."""
     from threadpoolctl import threadpool_info
 
-    return [f"{Path(i['filepath']).name} {i.get('version')}: {i.get('architecture')}"
-            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return [
+        f"{Path(i['filepath']).name} {i.get('version')}: {i.get('architecture')}"
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    ]
 
 
 def cpu_seconds(fn) -> float:
@@ -48,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=25_000, help="query rows = target rows")
     ap.add_argument("--dim", type=int, default=95)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--faiss-coretype", default=None,
-                    help="OPENBLAS_CORETYPE for faiss' bundled OpenBLAS only (e.g. Prescott)")
+    ap.add_argument(
+        "--faiss-coretype", default=None, help="OPENBLAS_CORETYPE for faiss' bundled OpenBLAS only (e.g. Prescott)"
+    )
     args = ap.parse_args(argv)
     if args.faiss_coretype:
         os.environ["OPENBLAS_CORETYPE"] = args.faiss_coretype  # NumPy's BLAS has read it already
@@ -73,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             two = cpu_seconds(lambda: knn(q, t, 2))
             ratios["k=1"].append(one / ref)
             ratios["k=2"].append(two / ref)
-            print(f"  repeat {r + 1}: GEMM 1-NN {ref:6.2f} s | engine k=1 {one:6.2f} s = {one / ref:4.2f}× | "
-                  f"engine k=2 {two:6.2f} s = {two / ref:4.2f}×", flush=True)
+            print(
+                f"  repeat {r + 1}: GEMM 1-NN {ref:6.2f} s | engine k=1 {one:6.2f} s = {one / ref:4.2f}× | "
+                f"engine k=2 {two:6.2f} s = {two / ref:4.2f}×",
+                flush=True,
+            )
     for name, values in ratios.items():
         print(f"engine exact search {name}: median {np.median(values):.2f}× NumPy GEMM 1-NN")
     return 0

@@ -18,8 +18,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mem import peak_rss_mib, reset_peak  # noqa: E402
 
-METRICS = ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
-           "median_dcr", "nnaa", "nndr", "dcr", "hidden_rate", "hitting_rate"]
+METRICS = [
+    "common_rows",
+    "close_values",
+    "distant_values",
+    "nsnd",
+    "authenticity",
+    "identifiability",
+    "median_dcr",
+    "nnaa",
+    "nndr",
+    "dcr",
+    "hidden_rate",
+    "hitting_rate",
+]
 
 
 def main() -> None:
@@ -53,8 +65,7 @@ def main() -> None:
         peaks.append(peak_rss_mib())
         print(f"{name:<16} {time.perf_counter() - t:7.2f} s  peak {peaks[-1]:7.0f} MiB  value {res.value:.4f}")
     total = time.perf_counter() - total_start
-    print(f"{'TOTAL':<16} {total:7.2f} s  peak RSS {max(peaks):7.0f} MiB "
-          f"(budget 30 s, 4096 MiB)")
+    print(f"{'TOTAL':<16} {total:7.2f} s  peak RSS {max(peaks):7.0f} MiB (budget 30 s, 4096 MiB)")
 
 
 if __name__ == "__main__":

@@ -55,26 +55,27 @@ def main() -> int:
             instance.add_dynamic_partitions("releases", releases)
             for rid in releases:
                 t0 = time.perf_counter()
-                result = job.execute_in_process(instance=instance, partition_key=rid,
-                                                raise_on_error=False)
-                rows.append((rid, result.success, time.perf_counter() - t0,
-                             _step_seconds(instance, result.run_id)))
+                result = job.execute_in_process(instance=instance, partition_key=rid, raise_on_error=False)
+                rows.append((rid, result.success, time.perf_counter() - t0, _step_seconds(instance, result.run_id)))
         store = HistoryStore(env["PRIVGATE_HISTORY_URL"])
         runs = {r["release_id"]: r for r in store.runs(env["PRIVGATE_DATASET"]).to_dicts()}
         store.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"prepare example folder: {t_prepare:6.2f} s")
     print(f"build Definitions:      {t_defs:6.2f} s (loads + validates the gate configuration)")
-    print(f"{'release':24s} {'decision':8s} {'run s':>7s} {'gate s':>7s} {'eval step s':>11s} "
-          "other steps (s)")
+    print(f"{'release':24s} {'decision':8s} {'run s':>7s} {'gate s':>7s} {'eval step s':>11s} other steps (s)")
     for rid, ok, secs, steps in rows:
         gate = float(runs[rid]["seconds"])
         others = ", ".join(f"{k} {v:.2f}" for k, v in steps.items() if k != "privgate_synthetic_release")
-        print(f"{rid:24s} {runs[rid]['decision']:8s} {secs:7.2f} {gate:7.2f} "
-              f"{steps.get('privgate_synthetic_release', float('nan')):11.2f} {others}"
-              f"{'' if ok else '  (run failed: blocked)'}")
-    print("eval step = the privgate check step: gate + history write + HTML/JSON reports; run = all steps + "
-          "Dagster's event log (SQLite)")
+        print(
+            f"{rid:24s} {runs[rid]['decision']:8s} {secs:7.2f} {gate:7.2f} "
+            f"{steps.get('privgate_synthetic_release', float('nan')):11.2f} {others}"
+            f"{'' if ok else '  (run failed: blocked)'}"
+        )
+    print(
+        "eval step = the privgate check step: gate + history write + HTML/JSON reports; run = all steps + "
+        "Dagster's event log (SQLite)"
+    )
     print(f"peak RSS: {peak:.0f} MiB")
     return 0
 

@@ -53,32 +53,36 @@ def main() -> None:
     targets = ["RISK_MORTALITY", "LENGTH_OF_STAY", "TOTAL_CHARGES"]
     ngroups = [0, 10, 20]
     print(f"texas: real {real.shape}, synthetic {syn.shape} (privgate.baselines.noisy_copy, seed 0)")
-    med, best, res = timed(lambda: multi_disclosure(real, syn, keys, targets,
-                                                    ngroups_targets=ngroups), args.repeat)
+    med, best, res = timed(lambda: multi_disclosure(real, syn, keys, targets, ngroups_targets=ngroups), args.repeat)
     status = "OK" if med <= 3.0 else "OVER BUDGET"
-    print(f"texas multi_disclosure (3 targets)   median {med:6.3f} s  min {best:6.3f} s  "
-          f"budget 3 s  {status}")
+    print(f"texas multi_disclosure (3 targets)   median {med:6.3f} s  min {best:6.3f} s  budget 3 s  {status}")
     for t, ng in zip(targets, ngroups):
         m1, b1, _ = timed(lambda: disclosure(real, syn, keys, t, ngroups_target=ng), args.repeat)
         print(f"  disclosure target {t:<15} median {m1:6.3f} s  min {b1:6.3f} s")
     for t in targets:
         r = res.per_target[t]
-        print(f"  {t:<15} UiO {r.mean('UiO'):6.2f}  repU {r.mean('repU'):6.2f}  "
-              f"Dorig {r.mean('Dorig'):6.2f}  DiSCO {r.mean('DiSCO'):6.2f}")
+        print(
+            f"  {t:<15} UiO {r.mean('UiO'):6.2f}  repU {r.mean('repU'):6.2f}  "
+            f"Dorig {r.mean('Dorig'):6.2f}  DiSCO {r.mean('DiSCO'):6.2f}"
+        )
 
     case = SHARED / "reference" / "synthpop" / "i_sd2011_vignette"
     sd_real = pl.read_csv(case / "real.csv", null_values=[""])
     sd_syn = pl.read_csv(case / "syn.csv", null_values=[""])
     sd_keys = ["sex", "age", "region", "placesize"]
     sd_targets = ["depress", "income", "ls", "marital", "workab"]
-    med2, best2, res2 = timed(lambda: multi_disclosure(
-        sd_real, sd_syn, sd_keys, sd_targets, ngroups_targets=[0, 20, 0, 0, 0],
-        cont_na={"income": -8}), args.repeat)
+    med2, best2, res2 = timed(
+        lambda: multi_disclosure(
+            sd_real, sd_syn, sd_keys, sd_targets, ngroups_targets=[0, 20, 0, 0, 0], cont_na={"income": -8}
+        ),
+        args.repeat,
+    )
     status2 = "OK" if med2 <= 1.0 else "OVER BUDGET"
-    print(f"sd2011 multi_disclosure (5 targets)  median {med2:6.3f} s  min {best2:6.3f} s  "
-          f"budget 1 s  {status2}")
-    print(f"  UiO {res2.ident_orig[0]:.2f}  repU {res2.ident_syn[0]:.2f}  "
-          f"DiSCO(depress) {res2.per_target['depress'].mean('DiSCO'):.2f}")
+    print(f"sd2011 multi_disclosure (5 targets)  median {med2:6.3f} s  min {best2:6.3f} s  budget 1 s  {status2}")
+    print(
+        f"  UiO {res2.ident_orig[0]:.2f}  repU {res2.ident_syn[0]:.2f}  "
+        f"DiSCO(depress) {res2.per_target['depress'].mean('DiSCO'):.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -43,15 +43,18 @@ def main() -> None:
     import privgate
 
     root = Path(__file__).resolve().parents[1]
-    src = (root / "privgate/data/adult_sample.parquet" if args.bundled
-           else root.parent / "shared/data/adult.parquet")
+    src = root / "privgate/data/adult_sample.parquet" if args.bundled else root.parent / "shared/data/adult.parquet"
     real = pl.read_parquet(src).head(args.rows)
     synthetic = privgate.baselines.noisy_copy(real, seed=0)
     print(f"real {real.shape} from {src.name}, synthetic {synthetic.shape} (noisy_copy, seed 0)")
 
     metric_params = {
-        "common_rows": {}, "dcr": {}, "attribute_inference": {}, "membership_inference": {},
-        "disclosure_identity": {}, "disclosure_attribute": {},
+        "common_rows": {},
+        "dcr": {},
+        "attribute_inference": {},
+        "membership_inference": {},
+        "disclosure_identity": {},
+        "disclosure_attribute": {},
     }
     from privgate.catalogue import get_metric
     from privgate.context import EvaluationContext
@@ -95,13 +98,13 @@ def main() -> None:
             errored = [pe.summarise(r) for r in res.results if pe.is_errored(r)]
             for row in errored:
                 print(f"  ERRORED {row['metric']}: {row['error']}")
-            in_metrics = sum(r.result["details"]["seconds"] for r in res.results
-                             if not pe.is_errored(r))
-            print(f"GX suite of six named expectations, {label}: {t_gx:6.2f} s "
-                  f"(metrics {in_metrics:.2f} s, GX + loading + conversion {t_gx - in_metrics:.2f} s)")
+            in_metrics = sum(r.result["details"]["seconds"] for r in res.results if not pe.is_errored(r))
+            print(
+                f"GX suite of six named expectations, {label}: {t_gx:6.2f} s "
+                f"(metrics {in_metrics:.2f} s, GX + loading + conversion {t_gx - in_metrics:.2f} s)"
+            )
         observed = {pe.summarise(r)["metric"]: pe.summarise(r)["risk"] for r in res.results}
-        same = all(observed.get(n) is not None and abs(observed[n] - direct[n]) < 1e-12
-                   for n in direct)
+        same = all(observed.get(n) is not None and abs(observed[n] - direct[n]) < 1e-12 for n in direct)
         print(f"observed values equal the direct values: {same}")
 
 

@@ -50,18 +50,18 @@ def main() -> None:
         return best, report
 
     ref, whole = timed(None)
-    print(f"reference: the whole plan in one context ({len(plan)} metrics, threads={args.threads}): "
-          f"{ref:.2f} s")
+    print(f"reference: the whole plan in one context ({len(plan)} metrics, threads={args.threads}): {ref:.2f} s")
     reads: dict[str, set[str]] = {}
     total = 0.0
     for family, metrics in families.items():
         seconds, report = timed(metrics)
         total += seconds
         for res in report.results.values():
-            for search in ((res.details.get("neighbour_search") or {}).get("searches") or {}):
+            for search in (res.details.get("neighbour_search") or {}).get("searches") or {}:
                 reads.setdefault(search, set()).add(family)
-        assert {n: r.value for n, r in report.results.items()} == \
-            {n: whole.results[n].value for n in metrics}, "a family's values differ from the whole's"
+        assert {n: r.value for n, r in report.results.items()} == {n: whole.results[n].value for n in metrics}, (
+            "a family's values differ from the whole's"
+        )
         print(f"family {family:<18} {len(metrics)} metrics: {seconds / ref:5.2f} × reference  ({', '.join(metrics)})")
     print(f"sum over families: {total / ref:5.2f} × reference (the extra compute of the split)")
     shared = {s: sorted(f) for s, f in reads.items() if len(f) > 1}

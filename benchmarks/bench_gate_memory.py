@@ -45,11 +45,18 @@ def main() -> None:
     if not all(p.exists() for p in paths.values()):
         paths = texas_like(args.n, folder)
     # the unit: one frame's mixed space (features counted on a small sample of the same data)
-    features = EvaluationContext(pl.read_parquet(paths["real"], n_rows=20_000),
-                                 pl.read_parquet(paths["release"], n_rows=20_000)).mixed().dim
+    features = (
+        EvaluationContext(
+            pl.read_parquet(paths["real"], n_rows=20_000), pl.read_parquet(paths["release"], n_rows=20_000)
+        )
+        .mixed()
+        .dim
+    )
     unit = args.n * features * 8 / 2**20
-    print(f"n = {args.n:,}; one frame's mixed space = {args.n:,} × {features} float64 = {unit:.0f} MiB "
-          f"(the ratios below are peak / that)")
+    print(
+        f"n = {args.n:,}; one frame's mixed space = {args.n:,} × {features} float64 = {unit:.0f} MiB "
+        f"(the ratios below are peak / that)"
+    )
     print(f"imports done: RSS {current_rss_mib():.0f} MiB")
     rows = []
     state = {"name": None, "t": time.perf_counter()}
@@ -65,16 +72,26 @@ def main() -> None:
 
     reset_peak()
     t0 = time.perf_counter()
-    outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
-                       release_id="bench-memory", record=False, threads=args.threads, progress=progress)
+    outcome = run_gate(
+        DEFAULT_CONFIG_PATH,
+        paths["real"],
+        paths["release"],
+        holdout=paths["holdout"],
+        release_id="bench-memory",
+        record=False,
+        threads=args.threads,
+        progress=progress,
+    )
     close_previous()
     total = time.perf_counter() - t0
     print(f"{'metric (+ baseline)':<22} {'seconds':>8} {'RSS after':>10} {'peak':>8} {'peak/space':>10}")
     for name, sec, cur, peak in rows:
         print(f"{name:<22} {sec:8.1f} {cur:8.0f} M {peak:6.0f} M {peak / unit:9.2f}×")
     top = max(r[3] for r in rows)
-    print(f"gate: {total:.0f} s; peak RSS {top / 1024:.2f} GiB = {top / unit:.2f}× one frame's mixed space; "
-          f"decision {outcome.decision}")
+    print(
+        f"gate: {total:.0f} s; peak RSS {top / 1024:.2f} GiB = {top / unit:.2f}× one frame's mixed space; "
+        f"decision {outcome.decision}"
+    )
     for name, r in outcome.results.items():
         print(f"  {name:<18} value {r.value!r} ci {r.ci} excess {r.excess!r}")
 

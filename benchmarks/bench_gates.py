@@ -66,18 +66,24 @@ def bench_store(url, template, runs, label):
         p.join()
     four = time.perf_counter() - t
     n = store.runs(template.dataset).height
-    print(f"{label}: record {runs} runs, 1 process: {one:.2f} s ({1000 * one / runs:.1f} ms/run); "
-          f"4 processes x {per}: {four:.2f} s incl. process start; rows present {n} "
-          f"(expected {runs + 4 * per})")
-    for name, fn in [("runs()", lambda: store.runs(template.dataset)),
-                     ("metric_history()", lambda: store.metric_history(template.dataset)),
-                     ("metric_history(metric)", lambda: store.metric_history(template.dataset, "nnaa")),
-                     ("last_accepted()", lambda: store.last_accepted(template.dataset)),
-                     ("regressions()", lambda: store.regressions(template.dataset))]:
+    print(
+        f"{label}: record {runs} runs, 1 process: {one:.2f} s ({1000 * one / runs:.1f} ms/run); "
+        f"4 processes x {per}: {four:.2f} s incl. process start; rows present {n} "
+        f"(expected {runs + 4 * per})"
+    )
+    for name, fn in [
+        ("runs()", lambda: store.runs(template.dataset)),
+        ("metric_history()", lambda: store.metric_history(template.dataset)),
+        ("metric_history(metric)", lambda: store.metric_history(template.dataset, "nnaa")),
+        ("last_accepted()", lambda: store.last_accepted(template.dataset)),
+        ("regressions()", lambda: store.regressions(template.dataset)),
+    ]:
         t = time.perf_counter()
         out = fn()
-        print(f"  {name:24s} {time.perf_counter() - t:.3f} s"
-              + (f"  ({out.height} rows)" if isinstance(out, pl.DataFrame) else ""))
+        print(
+            f"  {name:24s} {time.perf_counter() - t:.3f} s"
+            + (f"  ({out.height} rows)" if isinstance(out, pl.DataFrame) else "")
+        )
     return store
 
 
@@ -103,9 +109,11 @@ def main() -> None:
     outcome = run_gate(cfg, real, syn, holdout=hold, release_id="bench")
     total = time.perf_counter() - t
     gate_run._evaluate = orig
-    print(f"gate (default config, 7 metrics + holdout baselines, 3000/3000/3000 rows): {total:.2f} s; "
-          f"evaluate {calls['evaluate']:.2f} s; gate overhead {total - calls['evaluate']:.3f} s; "
-          f"decision {outcome.decision}")
+    print(
+        f"gate (default config, 7 metrics + holdout baselines, 3000/3000/3000 rows): {total:.2f} s; "
+        f"evaluate {calls['evaluate']:.2f} s; gate overhead {total - calls['evaluate']:.3f} s; "
+        f"decision {outcome.decision}"
+    )
 
     texas = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "texas_25k.parquet"
     big = pl.read_parquet(texas) if texas.exists() else pl.concat([real] * 9)[:25000]

@@ -35,18 +35,23 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for _ in range(args.repeat):
-        out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                             check=True, cwd=REPO).stdout
+        out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True, cwd=REPO).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     print(f"{'':6s} {'GX wall':>8s} {'GX cpu':>7s} {'+privgate.gx wall':>18s} {'cpu':>6s} {'ratio':>6s}")
     for i, r in enumerate(rows, 1):
-        print(f"run {i:<2d} {r['gx_wall']:8.2f} {r['gx_cpu']:7.2f} {r['ours_wall']:18.2f} "
-              f"{r['ours_cpu']:6.2f} {r['ours_wall'] / r['gx_wall']:6.2f}")
+        print(
+            f"run {i:<2d} {r['gx_wall']:8.2f} {r['gx_cpu']:7.2f} {r['ours_wall']:18.2f} "
+            f"{r['ours_cpu']:6.2f} {r['ours_wall'] / r['gx_wall']:6.2f}"
+        )
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    print(f"median {med['gx_wall']:8.2f} {med['gx_cpu']:7.2f} {med['ours_wall']:18.2f} "
-          f"{med['ours_cpu']:6.2f} {med['ours_wall'] / med['gx_wall']:6.2f}")
-    print(f"privgate.gx adds {med['ours_wall']:.2f} s wall ({med['ours_cpu']:.2f} s CPU) to GX's "
-          f"{med['gx_wall']:.2f} s (target: at most 2 s beyond GX's own import)")
+    print(
+        f"median {med['gx_wall']:8.2f} {med['gx_cpu']:7.2f} {med['ours_wall']:18.2f} "
+        f"{med['ours_cpu']:6.2f} {med['ours_wall'] / med['gx_wall']:6.2f}"
+    )
+    print(
+        f"privgate.gx adds {med['ours_wall']:.2f} s wall ({med['ours_cpu']:.2f} s CPU) to GX's "
+        f"{med['gx_wall']:.2f} s (target: at most 2 s beyond GX's own import)"
+    )
 
 
 if __name__ == "__main__":

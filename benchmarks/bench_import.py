@@ -25,8 +25,19 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("scipy.stats", "scipy.special", "scipy.sparse", "scipy.spatial", "sklearn", "lightgbm",
-         "faiss", "matplotlib", "sqlalchemy", "jinja2", "pandas")
+HEAVY = (
+    "scipy.stats",
+    "scipy.special",
+    "scipy.sparse",
+    "scipy.spatial",
+    "sklearn",
+    "lightgbm",
+    "faiss",
+    "matplotlib",
+    "sqlalchemy",
+    "jinja2",
+    "pandas",
+)
 INSIDE = """
 import json, sys, time
 t = time.perf_counter()
@@ -45,8 +56,7 @@ COMMANDS = {
 
 def _run(code: str) -> tuple[float, dict]:
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     wall = time.perf_counter() - t
     lines = out.strip().splitlines()
     return wall, (json.loads(lines[-1]) if lines else {})
@@ -76,12 +86,15 @@ def main() -> None:
         inner = f"{med_in[name]:17.3f}" if name in med_in else f"{'':17s}"
         print(f"{name:26s} {med[name]:15.3f} {inner}")
     own = med_in["import privgate"]
-    print(f"import privgate: {own:.3f} s (target ≤ 0.5 s); "
-          f"{own / (med['import numpy'] - med['python -c pass']):.2f}× numpy's import; "
-          f"process {med['import privgate'] / med['python -c pass']:.2f}× `python -c pass`")
+    print(
+        f"import privgate: {own:.3f} s (target ≤ 0.5 s); "
+        f"{own / (med['import numpy'] - med['python -c pass']):.2f}× numpy's import; "
+        f"process {med['import privgate'] / med['python -c pass']:.2f}× `python -c pass`"
+    )
     extra = med_in["import privgate.dagster"] - med_in["import dagster"]
-    print(f"import privgate.dagster: {extra:.3f} s beyond Dagster's own {med_in['import dagster']:.3f} s "
-          f"(target ≤ 1.5 s)")
+    print(
+        f"import privgate.dagster: {extra:.3f} s beyond Dagster's own {med_in['import dagster']:.3f} s (target ≤ 1.5 s)"
+    )
     print("heavy modules loaded by import privgate:", ", ".join(heavy) or "none")
 
 

@@ -48,8 +48,11 @@ def main() -> None:
                 cpu = time.process_time() - c0
             s = nb.search
             growth = f"n^{math.log(cpu / prev[1], m / prev[0]):.2f}" if prev else ""
-            print(f"{label:<20} m={m:>8}: {cpu:6.1f} CPU-s {growth:>7}  {s.get('method', s.get('screen'))}; "
-                  f"uncertain {s.get('n_uncertain')}, unresolved {s.get('n_unresolved')}", flush=True)
+            print(
+                f"{label:<20} m={m:>8}: {cpu:6.1f} CPU-s {growth:>7}  {s.get('method', s.get('screen'))}; "
+                f"uncertain {s.get('n_uncertain')}, unresolved {s.get('n_unresolved')}",
+                flush=True,
+            )
             prev = (m, cpu)
 
 

@@ -40,9 +40,13 @@ def main() -> None:
     ap.add_argument("--holdout", action="store_true", help="also n holdout rows (real people not trained on)")
     ap.add_argument("--ref25", action="store_true", help="time the 25k GEMM 1-NN reference before and after")
     ap.add_argument("--sample", default="auto", help="the run's sample option (auto | off | N)")
-    ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
-                    help="with --holdout, also score every holdout baseline (default; --no-baseline: the "
-                         "suite as `privgate evaluate --holdout` runs it, without --baseline)")
+    ap.add_argument(
+        "--baseline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --holdout, also score every holdout baseline (default; --no-baseline: the "
+        "suite as `privgate evaluate --holdout` runs it, without --baseline)",
+    )
     args = ap.parse_args()
 
     from _reference import load_code
@@ -65,9 +69,15 @@ def main() -> None:
 
     def close() -> None:
         if state["name"] is not None:
-            rows.append({"metric": state["name"], "wall_s": time.perf_counter() - state["t"],
-                         "cpu_s": time.process_time() - state["c"], "peak_mib": peak_rss_mib(),
-                         "rss_after_mib": current_rss_mib()})
+            rows.append(
+                {
+                    "metric": state["name"],
+                    "wall_s": time.perf_counter() - state["t"],
+                    "cpu_s": time.process_time() - state["c"],
+                    "peak_mib": peak_rss_mib(),
+                    "rss_after_mib": current_rss_mib(),
+                }
+            )
 
     def progress(name: str, i: int, total: int) -> None:
         close()
@@ -79,43 +89,83 @@ def main() -> None:
     t0 = time.perf_counter()
     c0 = time.process_time()
     sample = int(args.sample) if args.sample.isdigit() else args.sample
-    rep = evaluate(real, syn, metrics, holdout=holdout, keys=KEYS, sensitive=SENSITIVE, pairing=True,
-                   seed=0, threads=args.threads, on_error="record", progress=progress, memory_limit=None,
-                   sample=sample, baseline=baseline)
+    rep = evaluate(
+        real,
+        syn,
+        metrics,
+        holdout=holdout,
+        keys=KEYS,
+        sensitive=SENSITIVE,
+        pairing=True,
+        seed=0,
+        threads=args.threads,
+        on_error="record",
+        progress=progress,
+        memory_limit=None,
+        sample=sample,
+        baseline=baseline,
+    )
     close()
     total = time.perf_counter() - t0
     total_cpu = time.process_time() - c0
-    guess = estimate_run(EvaluationContext(real, syn, holdout=holdout, keys=KEYS, sensitive=SENSITIVE,
-                                           pairing=True, seed=0), [r["metric"] for r in rows],
-                         baseline=baseline)  # the run scores the baselines: so does its estimate
+    guess = estimate_run(
+        EvaluationContext(real, syn, holdout=holdout, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0),
+        [r["metric"] for r in rows],
+        baseline=baseline,
+    )  # the run scores the baselines: so does its estimate
     for r in rows:
         res = rep.results.get(r["metric"])
         r["interval"] = bool(res is not None and res.ci is not None)
         sampled = (res.details or {}).get("sampled") if res is not None else None
         r["sampled"] = _sampled_text(sampled)
-    print(f"n = {args.n:,}; mixed space {features} features, one frame = {unit:.0f} MiB; base RSS {base:.0f} MiB; "
-          f"total {total:.1f} s; errors: {sorted(rep.errors) or 'none'}")
-    print(f"{'metric':<26} {'wall s':>7} {'cpu s':>7} {'peak MiB':>9} {'(peak-base)/unit':>17} {'guard est MiB':>14}"
-          f"  ci   sampled")
+    print(
+        f"n = {args.n:,}; mixed space {features} features, one frame = {unit:.0f} MiB; base RSS {base:.0f} MiB; "
+        f"total {total:.1f} s; errors: {sorted(rep.errors) or 'none'}"
+    )
+    print(
+        f"{'metric':<26} {'wall s':>7} {'cpu s':>7} {'peak MiB':>9} {'(peak-base)/unit':>17} {'guard est MiB':>14}"
+        f"  ci   sampled"
+    )
     for r in rows:
         r["ratio"] = (r["peak_mib"] - base) / unit
         r["estimate_mib"] = guess.per_metric.get(r["metric"], float("nan")) / 2**20
-        print(f"{r['metric']:<26} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {r['peak_mib']:9.0f} {r['ratio']:17.2f} "
-              f"{r['estimate_mib']:14.0f}  {'yes' if r['interval'] else 'no ':<4} {r['sampled']}")
+        print(
+            f"{r['metric']:<26} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {r['peak_mib']:9.0f} {r['ratio']:17.2f} "
+            f"{r['estimate_mib']:14.0f}  {'yes' if r['interval'] else 'no ':<4} {r['sampled']}"
+        )
     top = max(r["peak_mib"] for r in rows)
-    print(f"peak {top:.0f} MiB; guard estimate {guess.peak / 2**20:.0f} MiB; total {total:.1f} s wall, "
-          f"{total_cpu:.1f} s CPU")
+    print(
+        f"peak {top:.0f} MiB; guard estimate {guess.peak / 2**20:.0f} MiB; total {total:.1f} s wall, "
+        f"{total_cpu:.1f} s CPU"
+    )
     ref = None
     if ref_before is not None:
         after = reference_seconds(args.threads)
         ref = {"wall": (ref_before[0] * after[0]) ** 0.5, "cpu": (ref_before[1] * after[1]) ** 0.5}
-        print(f"ref25 (GEMM 1-NN 25k x 25k) {ref['wall']:.2f} s wall, {ref['cpu']:.2f} s CPU: the run is "
-              f"{total / ref['wall']:.1f}x ref25 wall, {total_cpu / ref['cpu']:.1f}x ref25 CPU")
+        print(
+            f"ref25 (GEMM 1-NN 25k x 25k) {ref['wall']:.2f} s wall, {ref['cpu']:.2f} s CPU: the run is "
+            f"{total / ref['wall']:.1f}x ref25 wall, {total_cpu / ref['cpu']:.1f}x ref25 CPU"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"n": args.n, "features": features, "base_mib": base, "total_s": total, "total_cpu_s": total_cpu,
-             "holdout": args.holdout, "baseline": baseline, "ref25": ref, "peak_mib": top, "rows": rows,
-             "values": {k: v.value for k, v in rep.results.items()}}, indent=1, default=float))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "n": args.n,
+                    "features": features,
+                    "base_mib": base,
+                    "total_s": total,
+                    "total_cpu_s": total_cpu,
+                    "holdout": args.holdout,
+                    "baseline": baseline,
+                    "ref25": ref,
+                    "peak_mib": top,
+                    "rows": rows,
+                    "values": {k: v.value for k, v in rep.results.items()},
+                },
+                indent=1,
+                default=float,
+            )
+        )
 
 
 def holdout_like(n: int):

@@ -94,9 +94,14 @@ def main(argv: list[str]) -> int:
         for metric in metrics:
             t0 = time.perf_counter()
             res = metric(ctx)
-            print(f"  {res.name:22s} {time.perf_counter() - t0:7.2f} s  value={res.value:.4f} raw={res.raw:.4f}"
-                  + (f"  per_attribute={ {k: round(v, 4) for k, v in res.per_attribute.items()} }"
-                     if res.per_attribute and group == "reconstruction" else ""))
+            print(
+                f"  {res.name:22s} {time.perf_counter() - t0:7.2f} s  value={res.value:.4f} raw={res.raw:.4f}"
+                + (
+                    f"  per_attribute={ {k: round(v, 4) for k, v in res.per_attribute.items()} }"
+                    if res.per_attribute and group == "reconstruction"
+                    else ""
+                )
+            )
         took = time.perf_counter() - start
         within = took <= budget
         ok &= within
@@ -104,8 +109,10 @@ def main(argv: list[str]) -> int:
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     workers_gib = _children_peak_gib()
     ok &= peak_gib + workers_gib <= RSS_BUDGET_GIB
-    print(f"peak RSS {peak_gib:.2f} GiB main process + {workers_gib:.2f} GiB worker processes (sum of their "
-          f"peaks) (budget {RSS_BUDGET_GIB:.0f} GiB) {'OK' if peak_gib + workers_gib <= RSS_BUDGET_GIB else 'OVER BUDGET'}")
+    print(
+        f"peak RSS {peak_gib:.2f} GiB main process + {workers_gib:.2f} GiB worker processes (sum of their "
+        f"peaks) (budget {RSS_BUDGET_GIB:.0f} GiB) {'OK' if peak_gib + workers_gib <= RSS_BUDGET_GIB else 'OVER BUDGET'}"
+    )
     return 0 if ok else 1
 
 

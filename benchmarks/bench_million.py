@@ -86,8 +86,9 @@ def gemm_reference(paths: dict[str, Path], threads: int, queries: int) -> tuple[
     return gemm_1nn_seconds(sp.real, sp.synthetic, threads) * n / q, q
 
 
-def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None,
-                     sample="auto", profile: bool = False):
+def run_default_gate(
+    paths: dict[str, Path], threads: int, exact: bool, sample_real: int | None, sample="auto", profile: bool = False
+):
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
     prof = RssProfile().start() if profile else None
@@ -101,18 +102,30 @@ def run_default_gate(paths: dict[str, Path], threads: int, exact: bool, sample_r
     load = os.getloadavg()
     cpu0 = _cpu()
     t0 = time.perf_counter()
-    outcome = run_gate(DEFAULT_CONFIG_PATH, paths["real"], paths["release"], holdout=paths["holdout"],
-                       release_id="bench", record=False, threads=threads, exact=exact,
-                       sample_real=sample_real, sample=sample,
-                       progress=progress)
+    outcome = run_gate(
+        DEFAULT_CONFIG_PATH,
+        paths["real"],
+        paths["release"],
+        holdout=paths["holdout"],
+        release_id="bench",
+        record=False,
+        threads=threads,
+        exact=exact,
+        sample_real=sample_real,
+        sample=sample,
+        progress=progress,
+    )
     seconds = time.perf_counter() - t0
     cpu = _cpu() - cpu0
     if prof is not None:
         prof.stop()
         prof.show()
-    print(f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
-          f"CPU {cpu:.0f} s (user + system) = {cpu / threads:.0f} s per thread of the {threads}: the wall "
-          f"time on {threads} otherwise idle cores is about that", flush=True)
+    print(
+        f"    load average (1 min) {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+        f"CPU {cpu:.0f} s (user + system) = {cpu / threads:.0f} s per thread of the {threads}: the wall "
+        f"time on {threads} otherwise idle cores is about that",
+        flush=True,
+    )
     return outcome, seconds, peak_rss_mib()
 
 
@@ -125,8 +138,11 @@ def _cpu() -> float:
 
 
 def show(outcome, seconds: float, peak: float, ref: float, label: str) -> None:
-    print(f"{label}: {seconds:.1f} s = {seconds / ref:.2f}× GEMM; peak RSS {peak / 1024:.2f} GiB; "
-          f"decision {outcome.decision} (exit {outcome.exit_code})", flush=True)
+    print(
+        f"{label}: {seconds:.1f} s = {seconds / ref:.2f}× GEMM; peak RSS {peak / 1024:.2f} GiB; "
+        f"decision {outcome.decision} (exit {outcome.exit_code})",
+        flush=True,
+    )
     for c in outcome.checks:
         if c.rule == "error":
             print(f"    ERROR {c.metric}: {c.message}")
@@ -149,8 +165,10 @@ def compare(main, check, label: str) -> None:
             continue
         inside = r.ci is not None and r.ci[0] - 1e-12 <= e.value <= r.ci[1] + 1e-12
         dx = "" if r.excess is None or e.excess is None else f" |Δ excess| {abs(r.excess - e.excess):.2e}"
-        print(f"    {name:<16} approx {r.value:.6f} exact {e.value:.6f} |Δ| {abs(r.value - e.value):.2e}"
-              f"{dx}; exact inside the approximate 95 % interval: {inside}")
+        print(
+            f"    {name:<16} approx {r.value:.6f} exact {e.value:.6f} |Δ| {abs(r.value - e.value):.2e}"
+            f"{dx}; exact inside the approximate 95 % interval: {inside}"
+        )
 
 
 def check_sampled(paths: dict[str, Path], outcome, args) -> None:
@@ -167,15 +185,29 @@ def check_sampled(paths: dict[str, Path], outcome, args) -> None:
     reset_peak()
     t1 = time.perf_counter()
     load = os.getloadavg()
-    rep = evaluate(paths["real"], paths["release"], holdout=paths["holdout"], exact=True, sample=args.check_n,
-                   threads=args.threads, on_error="record", **plan)
-    print(f"  exact check on {args.check_n:,} sampled query records per side (seed {args.check_seed}): "
-          f"{time.perf_counter() - t1:.1f} s, peak RSS {peak_rss_mib() / 1024:.2f} GiB, load "
-          f"{load[0]:.1f} → {os.getloadavg()[0]:.1f}", flush=True)
+    rep = evaluate(
+        paths["real"],
+        paths["release"],
+        holdout=paths["holdout"],
+        exact=True,
+        sample=args.check_n,
+        threads=args.threads,
+        on_error="record",
+        **plan,
+    )
+    print(
+        f"  exact check on {args.check_n:,} sampled query records per side (seed {args.check_seed}): "
+        f"{time.perf_counter() - t1:.1f} s, peak RSS {peak_rss_mib() / 1024:.2f} GiB, load "
+        f"{load[0]:.1f} → {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     for name, err in rep.errors.items():
         print(f"    ERROR {name}: {err}")
-    how = ("the gate's own query sample (same seed): |Δ| is the search error alone"
-           if args.check_seed == gate_seed and args.check_n == outcome_sample_size(outcome) else "independent sample")
+    how = (
+        "the gate's own query sample (same seed): |Δ| is the search error alone"
+        if args.check_seed == gate_seed and args.check_n == outcome_sample_size(outcome)
+        else "independent sample"
+    )
     compare(outcome.results, rep.results, f"exact, {args.check_n:,} sampled query records, {how}")
 
 
@@ -199,9 +231,12 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="reuse the Parquet files in --workdir if present")
     ap.add_argument("--no-check", action="store_true", help="skip the exact check")
     ap.add_argument("--ref-queries", type=int, default=20_000, help="real rows the GEMM reference searches")
-    ap.add_argument("--ref-seconds", type=float, default=None, help="skip the reference: its seconds from an earlier run")
-    ap.add_argument("--rss-profile", action="store_true",
-                    help="print the main run's peak RSS per metric and where it was reached")
+    ap.add_argument(
+        "--ref-seconds", type=float, default=None, help="skip the reference: its seconds from an earlier run"
+    )
+    ap.add_argument(
+        "--rss-profile", action="store_true", help="print the main run's peak RSS per metric and where it was reached"
+    )
     ap.add_argument("--workdir", default=None, help="where the Parquet files go (default: a temporary folder)")
     args = ap.parse_args()
 
@@ -216,15 +251,21 @@ def main() -> None:
         paths = {r: folder / f"{r}_{args.n}.parquet" for r in ("real", "holdout", "release")}
         if not (args.reuse and all(p.exists() for p in paths.values())):
             paths = texas_like(args.n, folder)
-        print(f"data: 3 × {args.n:,} Texas-like rows written in {time.perf_counter() - t0:.1f} s "
-              f"({sum(p.stat().st_size for p in paths.values()) / 2**20:.0f} MiB of Parquet)", flush=True)
+        print(
+            f"data: 3 × {args.n:,} Texas-like rows written in {time.perf_counter() - t0:.1f} s "
+            f"({sum(p.stat().st_size for p in paths.values()) / 2**20:.0f} MiB of Parquet)",
+            flush=True,
+        )
         ref, q = (args.ref_seconds, 0) if args.ref_seconds else gemm_reference(paths, args.threads, args.ref_queries)
         how = f"from {q:,} queries" if q else "given by --ref-seconds, measured in an earlier run"
-        print(f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, {how}, "
-              f"{args.threads} threads): {ref:.1f} s", flush=True)
+        print(
+            f"GEMM reference (exact float32 1-NN {args.n:,} × {args.n:,}, {how}, {args.threads} threads): {ref:.1f} s",
+            flush=True,
+        )
         sample = int(args.sample) if args.sample.isdigit() else args.sample
-        outcome, seconds, peak = run_default_gate(paths, args.threads, False, args.sample_real, sample,
-                                                profile=args.rss_profile)
+        outcome, seconds, peak = run_default_gate(
+            paths, args.threads, False, args.sample_real, sample, profile=args.rss_profile
+        )
         show(outcome, seconds, peak, ref, f"default gate with holdout, n = {args.n:,}")
         if args.no_check:
             return

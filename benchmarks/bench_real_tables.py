@@ -49,16 +49,42 @@ def gate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame, wor
     for role, frame in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
         paths[role] = work / f"{name}_{role}.parquet"
         frame.write_parquet(paths[role])
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PRIVGATE_THREADS": "1",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "PRIVGATE_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "privgate.cli", "gate", "--real", str(paths["real"]),
-                          "--synthetic", str(paths["synthetic"]), "--holdout", str(paths["holdout"]),
-                          "--release-id", name, "--no-history", "--threads", "1", "--quiet",
-                          "--json", str(work / f"{name}.json"),
-                          *(["--config", str(CONFIG)] if CONFIG is not None else [])],
-                         capture_output=True, text=True, env=env, cwd=work)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "privgate.cli",
+            "gate",
+            "--real",
+            str(paths["real"]),
+            "--synthetic",
+            str(paths["synthetic"]),
+            "--holdout",
+            str(paths["holdout"]),
+            "--release-id",
+            name,
+            "--no-history",
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            str(work / f"{name}.json"),
+            *(["--config", str(CONFIG)] if CONFIG is not None else []),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -71,8 +97,9 @@ def gate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame, wor
 
 def _marginal_draw(frame: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
     """Each column drawn independently from ``frame``'s values: no record is a real one."""
-    return pl.DataFrame({c: frame[c].sample(n, with_replacement=True, seed=seed + i)
-                         for i, c in enumerate(frame.columns)})
+    return pl.DataFrame(
+        {c: frame[c].sample(n, with_replacement=True, seed=seed + i) for i, c in enumerate(frame.columns)}
+    )
 
 
 def adult_frames(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -81,23 +108,32 @@ def adult_frames(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     data = pl.read_parquet(ROOT / "privgate" / "data" / "adult_sample.parquet")
     rng = np.random.default_rng(seed)
     n = data.height
-    born = (np.datetime64("2020-01-01") - (data["age"].to_numpy() * 365.25).astype("timedelta64[D]")
-            - rng.integers(0, 365, n).astype("timedelta64[D]"))
-    admitted = (np.datetime64("2019-01-01T00:00:00") + rng.integers(0, 365 * 24 * 3600, n).astype("timedelta64[s]")
-                ).astype("datetime64[us]")
+    born = (
+        np.datetime64("2020-01-01")
+        - (data["age"].to_numpy() * 365.25).astype("timedelta64[D]")
+        - rng.integers(0, 365, n).astype("timedelta64[D]")
+    )
+    admitted = (
+        np.datetime64("2019-01-01T00:00:00") + rng.integers(0, 365 * 24 * 3600, n).astype("timedelta64[s]")
+    ).astype("datetime64[us]")
     pool = np.sort(rng.choice(np.arange(10_000, 99_999), 30_000, replace=False))
     zips = rng.choice(pool, n)
-    data = data.with_columns(pl.Series("birth_date", born).cast(pl.Date),
-                             pl.Series("admitted_at", admitted).cast(pl.Datetime("us")),
-                             pl.Series("zip", [f"{z:05d}" for z in zips]))
+    data = data.with_columns(
+        pl.Series("birth_date", born).cast(pl.Date),
+        pl.Series("admitted_at", admitted).cast(pl.Datetime("us")),
+        pl.Series("zip", [f"{z:05d}" for z in zips]),
+    )
     return data[:1500], data[1500:]
 
 
 def run_adult(work: Path) -> list[dict]:
     real, holdout = adult_frames()
     levels = pl.concat([real, holdout])["zip"].n_unique()
-    print(f"adult: zip has {levels} distinct values over real + holdout "
-          f"({real['zip'].n_unique()} in the 1,500 real records)", flush=True)
+    print(
+        f"adult: zip has {levels} distinct values over real + holdout "
+        f"({real['zip'].n_unique()} in the 1,500 real records)",
+        flush=True,
+    )
     honest = _honest(real, holdout)
     return [gate(real, honest, holdout, work, "adult_honest"), gate(real, real, holdout, work, "adult_copy")]
 
@@ -116,8 +152,10 @@ def run_identifiers(work: Path) -> list[dict]:
         return frame.with_columns(pl.Series("patient_id", [f"P{start + i:07d}" for i in range(frame.height)]))
 
     honest = _honest(real, holdout)
-    return [gate(ids(real, 0), ids(honest, 500_000), ids(holdout, 10_000), work, "ids_fresh"),
-            gate(ids(real, 0), ids(honest, 0), ids(holdout, 10_000), work, "ids_reused")]
+    return [
+        gate(ids(real, 0), ids(honest, 500_000), ids(holdout, 10_000), work, "ids_fresh"),
+        gate(ids(real, 0), ids(honest, 0), ids(holdout, 10_000), work, "ids_reused"),
+    ]
 
 
 def texas_frames(rows: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -136,16 +174,20 @@ def texas_frames(rows: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame, 
         risk = f["RISK_MORTALITY"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
         dx = (np.minimum(rng.zipf(1.3, n), 1_000) - 1 + 1_000 * (risk % 5)) % 5_000
         dx = np.where(rng.random(n) < 0.3, rng.integers(0, 5_000, n), dx)
-        return f.with_columns(pl.Series("POSTCODE", [f"7{z:05d}" for z in zip_rank]),
-                              pl.Series("DIAGNOSIS", [f"D{d:04d}" for d in dx]))
+        return f.with_columns(
+            pl.Series("POSTCODE", [f"7{z:05d}" for z in zip_rank]), pl.Series("DIAGNOSIS", [f"D{d:04d}" for d in dx])
+        )
 
     return draw(rows), draw(rows), draw(rows)
 
 
 def run_texas(work: Path, rows: int, reps: int = 1) -> list[dict]:
     real, holdout, honest = texas_frames(rows)
-    print(f"texas: {rows} rows per frame; POSTCODE {pl.concat([real, holdout, honest])['POSTCODE'].n_unique()} and "
-          f"DIAGNOSIS {pl.concat([real, holdout, honest])['DIAGNOSIS'].n_unique()} distinct values", flush=True)
+    print(
+        f"texas: {rows} rows per frame; POSTCODE {pl.concat([real, holdout, honest])['POSTCODE'].n_unique()} and "
+        f"DIAGNOSIS {pl.concat([real, holdout, honest])['DIAGNOSIS'].n_unique()} distinct values",
+        flush=True,
+    )
     rng = np.random.default_rng(7)
     copied = honest.clone()
     pos = rng.choice(rows, rows // 100, replace=False)
@@ -155,15 +197,20 @@ def run_texas(work: Path, rows: int, reps: int = 1) -> list[dict]:
     drops = {"without": ["POSTCODE", "DIAGNOSIS"], "with": []}
     for kind, release in (("honest", honest), ("copies_1pct", copied)):
         for rep in range(reps):  # with and without alternate, so that a change of load hits both
-            for label in (("without", "with") if rep % 2 == 0 else ("with", "without")):
+            for label in ("without", "with") if rep % 2 == 0 else ("with", "without"):
                 drop = drops[label]
                 row = gate(real.drop(drop), release.drop(drop), holdout.drop(drop), work, f"texas_{label}_{kind}")
                 out.append({**row, "columns": label, "release": kind})
     for kind in ("honest", "copies_1pct"):
-        cpu = {label: float(np.median([r["cpu_s"] for r in out if r["columns"] == label and r["release"] == kind]))
-               for label in drops}
-        print(f"texas {kind}: CPU ratio with / without the two columns = {cpu['with'] / cpu['without']:.2f} "
-              f"(medians of {reps}: {cpu['with']} / {cpu['without']} CPU-s)", flush=True)
+        cpu = {
+            label: float(np.median([r["cpu_s"] for r in out if r["columns"] == label and r["release"] == kind]))
+            for label in drops
+        }
+        print(
+            f"texas {kind}: CPU ratio with / without the two columns = {cpu['with'] / cpu['without']:.2f} "
+            f"(medians of {reps}: {cpu['with']} / {cpu['without']} CPU-s)",
+            flush=True,
+        )
     return out
 
 

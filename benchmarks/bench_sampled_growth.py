@@ -53,8 +53,11 @@ def main() -> None:
     for metric in args.metrics.split(","):
         a, pa = cost(args.n, args.sample, metric)
         b, pb = cost(2 * args.n, args.sample, metric)
-        print(f"{metric:<16} {args.n:>9}: {a:7.1f} CPU-s  {2 * args.n:>9}: {b:7.1f} CPU-s  "
-              f"growth n^{math.log(b / a, 2):.2f}", flush=True)
+        print(
+            f"{metric:<16} {args.n:>9}: {a:7.1f} CPU-s  {2 * args.n:>9}: {b:7.1f} CPU-s  "
+            f"growth n^{math.log(b / a, 2):.2f}",
+            flush=True,
+        )
         print(f"    paths at n: {pa}\n    paths at 2n: {pb}", flush=True)
 
 

@@ -43,8 +43,20 @@ from _reference import gemm_1nn_seconds  # noqa: E402
 
 TEXAS = Path(__file__).resolve().parents[2] / "shared/data/texas_25k.parquet"
 ADULT = Path(__file__).resolve().parents[2] / "shared/data/adult.parquet"
-DISTANCE = ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
-            "median_dcr", "nnaa", "nndr", "dcr", "hidden_rate", "hitting_rate"]
+DISTANCE = [
+    "common_rows",
+    "close_values",
+    "distant_values",
+    "nsnd",
+    "authenticity",
+    "identifiability",
+    "median_dcr",
+    "nnaa",
+    "nndr",
+    "dcr",
+    "hidden_rate",
+    "hitting_rate",
+]
 KEYS = ["DISCHARGE", "SEX_CODE", "PAT_AGE", "RACE", "TYPE_OF_ADMISSION"]
 SENSITIVE = ["ILLNESS_SEVERITY", "TOTAL_CHARGES"]
 
@@ -110,29 +122,41 @@ def run_distance(sizes: list[int], check_exact: bool, threads: int | None, ref_e
 
     real, syn = texas_like(25_000)
     ctx25 = EvaluationContext(real, syn, threads=threads)
-    print(f"ref25 = GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads, timed right before "
-          "and right after each family run; ratios use their geometric mean (the load drifts)", flush=True)
+    print(
+        f"ref25 = GEMM 1-NN 25k×25k, d={ctx25.mixed().dim}, {ctx25.threads} threads, timed right before "
+        "and right after each family run; ratios use their geometric mean (the load drifts)",
+        flush=True,
+    )
     times = {}
     for n in sizes:
         ref_before = gemm_reference_cpu(ctx25)
-        ref = None if n == 25_000 or not ref_each else \
-            gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
+        ref = (
+            None if n == 25_000 or not ref_each else gemm_reference(EvaluationContext(*texas_like(n), threads=threads))
+        )
         seconds, peak, values, searches = distance_family(n, False, threads)
         ref_after = gemm_reference_cpu(ctx25)
         ref25 = float(np.sqrt(ref_before * ref_after))
         ref = ref25 if ref is None else ref
         times[n] = seconds
         own = f"{seconds / ref:5.2f}× GEMM({n}) = " if n == 25_000 or ref_each else ""
-        print(f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25 "
-              f"(ref25 {ref_before:.2f} s before, {ref_after:.2f} s after); peak RSS {peak / 1024:.2f} GiB",
-              flush=True)
+        print(
+            f"n={n:>8,}: distance family {seconds:7.1f} s = {own}{seconds / ref25:6.2f}× ref25 "
+            f"(ref25 {ref_before:.2f} s before, {ref_after:.2f} s after); peak RSS {peak / 1024:.2f} GiB",
+            flush=True,
+        )
         ref_cpu = float(np.sqrt(CPU["ref"][-2] * CPU["ref"][-1]))
-        print(f"    CPU (process time): family {CPU['family']:.1f} s = {CPU['family'] / ref_cpu:.2f}× ref25 CPU "
-              f"({CPU['ref'][-2]:.2f} / {CPU['ref'][-1]:.2f} s)", flush=True)
+        print(
+            f"    CPU (process time): family {CPU['family']:.1f} s = {CPU['family'] / ref_cpu:.2f}× ref25 CPU "
+            f"({CPU['ref'][-2]:.2f} / {CPU['ref'][-1]:.2f} s)",
+            flush=True,
+        )
         for name, sd in searches.items():
-            extra = "" if sd.get("exact", True) else \
-                f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]" \
+            extra = (
+                ""
+                if sd.get("exact", True)
+                else f"  recall {sd['recall']:.4f} [{sd['recall_ci'][0]:.4f}, {sd['recall_ci'][1]:.4f}]"
                 f" possibly wrong {sd['share_rows_possibly_wrong']:.4f}"
+            )
             print(f"    {name:<32} {sd.get('settled_by')}{extra}")
         print("    values: " + ", ".join(f"{k} {v:.6f}" for k, v in values.items()))
         if check_exact:
@@ -159,8 +183,13 @@ class _SuiteClock:
     charged to the metric that triggered them — the context caches both, so the first metric to
     ask pays. Instrumentation only: the wrapped functions are called unchanged."""
 
-    SHARED = {"knn": "search", "knn_rows": "search", "search_matrices": "search", "mixed_space": "space",
-              "famd_space": "space"}
+    SHARED = {
+        "knn": "search",
+        "knn_rows": "search",
+        "search_matrices": "search",
+        "mixed_space": "space",
+        "famd_space": "space",
+    }
 
     def __init__(self) -> None:
         self.order: list[str] = []
@@ -215,35 +244,46 @@ class _SuiteClock:
                 d = self.shared.setdefault(self.current, {"search": 0.0, "space": 0.0})
                 d[kind] += time.perf_counter() - t0
                 self.calls.append((self.current, fn.__name__, _shapes(a, kw), time.perf_counter() - t0))
+
         return wrapper
 
     def table(self, total: float, ref25: float) -> str:
-        rows = [f"    {'metric':<28} {'wall s':>7} {'share':>6} {'×ref25':>7} {'cpu s':>7} "
-                f"{'search s':>8} {'space s':>7} {'own s':>7}"]
+        rows = [
+            f"    {'metric':<28} {'wall s':>7} {'share':>6} {'×ref25':>7} {'cpu s':>7} "
+            f"{'search s':>8} {'space s':>7} {'own s':>7}"
+        ]
         names = ["(context)"] + self.order
         for name in sorted(names, key=lambda n: -self.wall.get(n, 0.0)):
             w = self.wall.get(name, 0.0)
             sh = self.shared.get(name, {"search": 0.0, "space": 0.0})
-            rows.append(f"    {name:<28} {w:7.2f} {100 * w / total:5.1f}% {w / ref25:7.2f} "
-                        f"{self.cpu.get(name, 0.0):7.2f} {sh['search']:8.2f} {sh['space']:7.2f} "
-                        f"{w - sh['search'] - sh['space']:7.2f}")
+            rows.append(
+                f"    {name:<28} {w:7.2f} {100 * w / total:5.1f}% {w / ref25:7.2f} "
+                f"{self.cpu.get(name, 0.0):7.2f} {sh['search']:8.2f} {sh['space']:7.2f} "
+                f"{w - sh['search'] - sh['space']:7.2f}"
+            )
         srch = sum(d["search"] for d in self.shared.values())
         spc = sum(d["space"] for d in self.shared.values())
-        rows.append(f"    {'all neighbour searches':<28} {srch:7.2f} {100 * srch / total:5.1f}%  "
-                    f"(charged to the first metric that asked, above)")
+        rows.append(
+            f"    {'all neighbour searches':<28} {srch:7.2f} {100 * srch / total:5.1f}%  "
+            f"(charged to the first metric that asked, above)"
+        )
         rows.append(f"    {'all space builds':<28} {spc:7.2f} {100 * spc / total:5.1f}%")
         return "\n".join(rows)
 
 
 def _shapes(args, kwargs) -> str:
-    parts = [("×".join(map(str, x.shape)) if hasattr(x, "shape") else repr(x))
-             for x in args if hasattr(x, "shape") or isinstance(x, int)]
+    parts = [
+        ("×".join(map(str, x.shape)) if hasattr(x, "shape") else repr(x))
+        for x in args
+        if hasattr(x, "shape") or isinstance(x, int)
+    ]
     parts += [f"{k}={v}" for k, v in kwargs.items() if isinstance(v, (int, bool)) and k != "seed"]
     return " ".join(parts)
 
 
-def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: str | None = None,
-               n: int = 25_000) -> float:
+def full_suite(
+    threads: int | None, clock: _SuiteClock | None = None, values: str | None = None, n: int = 25_000
+) -> float:
     from _reference import load_code
 
     from privgate import evaluate
@@ -254,8 +294,17 @@ def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: st
         clock.install()
     t0 = time.perf_counter()
     try:
-        rep = evaluate(real, syn, keys=KEYS, sensitive=SENSITIVE, pairing=True, seed=0, threads=threads,
-                       on_error="record", progress=clock.progress if clock is not None else None)
+        rep = evaluate(
+            real,
+            syn,
+            keys=KEYS,
+            sensitive=SENSITIVE,
+            pairing=True,
+            seed=0,
+            threads=threads,
+            on_error="record",
+            progress=clock.progress if clock is not None else None,
+        )
     finally:
         if clock is not None:
             clock.finish()
@@ -265,9 +314,21 @@ def full_suite(threads: int | None, clock: _SuiteClock | None = None, values: st
     if values:  # every metric's value, raw value and interval, to compare two versions' results
         import json
 
-        Path(values).write_text(json.dumps(
-            {n: {"value": r.value, "raw": r.raw, "ci": list(r.ci) if r.ci is not None else None,
-                 "excess": getattr(r, "excess", None)} for n, r in rep.results.items()}, indent=1, default=float))
+        Path(values).write_text(
+            json.dumps(
+                {
+                    n: {
+                        "value": r.value,
+                        "raw": r.raw,
+                        "ci": list(r.ci) if r.ci is not None else None,
+                        "excess": getattr(r, "excess", None),
+                    }
+                    for n, r in rep.results.items()
+                },
+                indent=1,
+                default=float,
+            )
+        )
     return seconds
 
 
@@ -278,15 +339,17 @@ def suite_ref25(threads: int | None) -> float:
     return gemm_reference(EvaluationContext(*texas_like(25_000), threads=threads))
 
 
-def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None,
-              n: int = 25_000) -> None:
+def run_suite(threads: int | None, breakdown_only: bool = False, values: str | None = None, n: int = 25_000) -> None:
     ref_before = suite_ref25(threads)
     clock = _SuiteClock()
     quiet = full_suite(threads, clock, values, n)
     ref_after = suite_ref25(threads)
     ref25 = float(np.sqrt(ref_before * ref_after))
-    print(f"full suite at {n:,} rows, quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
-          f"{ref_after:.2f} s after; load average {' '.join(f'{x:.1f}' for x in _loadavg())})", flush=True)
+    print(
+        f"full suite at {n:,} rows, quiet: {quiet:.1f} s = {quiet / ref25:.1f}× ref25 (ref25 {ref_before:.2f} s before, "
+        f"{ref_after:.2f} s after; load average {' '.join(f'{x:.1f}' for x in _loadavg())})",
+        flush=True,
+    )
     print(clock.table(quiet, ref25), flush=True)
     print("    shared calls over 0.2 s (metric, function, arguments, seconds):")
     for metric, fn, shapes, sec in clock.calls:
@@ -332,8 +395,10 @@ def run_mlp(folds: int) -> None:
 
     for label, path in (("texas", TEXAS), ("adult", ADULT)):
         real = pl.read_parquet(path)
-        for rel_name, release in (("noisy_copy", noisy_copy(real, seed=0)),
-                                  ("independent_marginals", independent_marginals(real, seed=0))):
+        for rel_name, release in (
+            ("noisy_copy", noisy_copy(real, seed=0)),
+            ("independent_marginals", independent_marginals(real, seed=0)),
+        ):
             ctx = EvaluationContext(real, release, seed=0)
             sp = ctx.mixed()
             x = np.vstack([sp.real, sp.synthetic]).astype(np.float32)
@@ -347,8 +412,13 @@ def run_mlp(folds: int) -> None:
                         t0, aucs = time.perf_counter(), []
                         for tr, te in splits:
                             if trainer == "sklearn":
-                                m = MLPClassifier((100, 50), max_iter=300, random_state=seed, early_stopping=True,
-                                                  validation_fraction=0.1).fit(x[tr], y[tr])
+                                m = MLPClassifier(
+                                    (100, 50),
+                                    max_iter=300,
+                                    random_state=seed,
+                                    early_stopping=True,
+                                    validation_fraction=0.1,
+                                ).fit(x[tr], y[tr])
                                 p = m.predict_proba(x[te])[:, 1]
                             else:
                                 p = train_mlp(x[tr], y[tr], (100, 50), 300, seed).predict_proba(x[te])
@@ -357,8 +427,11 @@ def run_mlp(folds: int) -> None:
             for trainer, rows in res.items():
                 aucs = [a for a, _ in rows]
                 secs = np.mean([s for _, s in rows])
-                print(f"{label:<6} {rel_name:<22} {trainer:<8} AUC seeds 0-2: "
-                      + " ".join(f"{a:.4f}" for a in aucs) + f"  mean {np.mean(aucs):.4f}  {secs:6.1f} s / {folds} folds")
+                print(
+                    f"{label:<6} {rel_name:<22} {trainer:<8} AUC seeds 0-2: "
+                    + " ".join(f"{a:.4f}" for a in aucs)
+                    + f"  mean {np.mean(aucs):.4f}  {secs:6.1f} s / {folds} folds"
+                )
             ratio = np.mean([s for _, s in res["sklearn"]]) / np.mean([s for _, s in res["numpy"]])
             print(f"{'':<6} {'':<22} NumPy trainer {ratio:.1f}× faster")
 
@@ -370,10 +443,16 @@ def main() -> None:
     ap.add_argument("--ref-each", action="store_true", help="also time the GEMM 1-NN reference at every n")
     ap.add_argument("--suite", action="store_true", help="full suite quiet vs under 2 busy processes")
     ap.add_argument("--suite-n", type=int, default=25_000, help="the suite's rows (real = release rows; default 25k)")
-    ap.add_argument("--breakdown-only", action="store_true",
-                    help="with --suite: only the quiet run with its per-metric table (no hog run)")
-    ap.add_argument("--values", default=None, help="with --suite: write every metric's value, raw and "
-                    "interval of the quiet run to this JSON file")
+    ap.add_argument(
+        "--breakdown-only",
+        action="store_true",
+        help="with --suite: only the quiet run with its per-metric table (no hog run)",
+    )
+    ap.add_argument(
+        "--values",
+        default=None,
+        help="with --suite: write every metric's value, raw and interval of the quiet run to this JSON file",
+    )
     ap.add_argument("--mlp", action="store_true", help="NumPy vs scikit-learn MLP on Texas and Adult")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="thread budget (default: privgate.threads)")

@@ -34,8 +34,7 @@ HERE = Path(__file__).resolve().parent
 TEXAS = HERE.parents[1] / "shared/data/texas_25k.parquet"
 KEYS = ["DISCHARGE", "SEX_CODE", "PAT_AGE", "RACE", "TYPE_OF_ADMISSION"]
 SENSITIVE = "ILLNESS_SEVERITY"
-METRICS = ["common_rows", "zero_cap", "generalized_cap", "hitting_rate", "disclosure_identity",
-           "disclosure_attribute"]
+METRICS = ["common_rows", "zero_cap", "generalized_cap", "hitting_rate", "disclosure_identity", "disclosure_attribute"]
 CALLS = {  # each metric's call on a context (the context's keys and sensitive column)
     "common_rows": lambda m, c: m.common_rows(c),
     "zero_cap": lambda m, c: m.zero_cap(c),
@@ -47,8 +46,13 @@ CALLS = {  # each metric's call on a context (the context's keys and sensitive c
 
 
 def gate_config(metrics: list[str]) -> dict:
-    return {"dataset": "stream", "seed": 0, "keys": KEYS, "sensitive": [SENSITIVE],
-            "metrics": {name: {"threshold": {"block": 0.999}} for name in metrics}}
+    return {
+        "dataset": "stream",
+        "seed": 0,
+        "keys": KEYS,
+        "sensitive": [SENSITIVE],
+        "metrics": {name: {"threshold": {"block": 0.999}} for name in metrics},
+    }
 
 
 def write_data(n: int, folder: Path) -> dict[str, str]:
@@ -125,20 +129,31 @@ def main() -> None:
             print(f"-- {label}: {', '.join(names)}", flush=True)
             runs = {}
             for mode in args.modes.split(","):
-                out = subprocess.run([sys.executable, __file__, "--child", mode, json.dumps(paths), ",".join(names)],
-                                     capture_output=True, text=True, check=True)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", mode, json.dumps(paths), ",".join(names)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 runs[mode] = r
-                print(f"{mode:<11} peak RSS {r['peak_mib']:7.0f} MiB (process before: {r['before_mib']:5.0f} MiB); "
-                      f"{r['seconds']:6.1f} s = {r['seconds'] / r['ref']:5.2f}× reading both files; "
-                      f"release loaded: {r['values'].get('release_loaded', '-')}", flush=True)
+                print(
+                    f"{mode:<11} peak RSS {r['peak_mib']:7.0f} MiB (process before: {r['before_mib']:5.0f} MiB); "
+                    f"{r['seconds']:6.1f} s = {r['seconds'] / r['ref']:5.2f}× reading both files; "
+                    f"release loaded: {r['values'].get('release_loaded', '-')}",
+                    flush=True,
+                )
             for a, b in (("eager", "lazy"), ("gate-eager", "gate-lazy")):
                 if a not in runs or b not in runs:
                     continue
-                same = {k: v for k, v in runs[a]["values"].items() if k != "release_loaded"} == \
-                    {k: v for k, v in runs[b]["values"].items() if k != "release_loaded"}
-                print(f"{b} vs {a}: peak RSS {runs[b]['peak_mib'] / runs[a]['peak_mib']:.2f}×, "
-                      f"values and intervals identical: {same}", flush=True)
+                same = {k: v for k, v in runs[a]["values"].items() if k != "release_loaded"} == {
+                    k: v for k, v in runs[b]["values"].items() if k != "release_loaded"
+                }
+                print(
+                    f"{b} vs {a}: peak RSS {runs[b]['peak_mib'] / runs[a]['peak_mib']:.2f}×, "
+                    f"values and intervals identical: {same}",
+                    flush=True,
+                )
             print(f"values {runs[next(iter(runs))]['values']}", flush=True)
 
 

@@ -36,15 +36,24 @@ def table(kind: str, rows: int, width: int, seed: int) -> pl.DataFrame:
     if kind == "int":
         return pl.DataFrame({f"c{j}": rng.integers(0, 5, rows) for j in range(width)})
     levels = np.array(["a", "b", "c", "d", "e"])
-    return pl.DataFrame({(f"n{j}" if j % 2 else f"c{j}"): (np.round(rng.normal(size=rows), 3) if j % 2
-                                                             else levels[rng.integers(0, 5, rows)])
-                         for j in range(width)})
+    return pl.DataFrame(
+        {
+            (f"n{j}" if j % 2 else f"c{j}"): (
+                np.round(rng.normal(size=rows), 3) if j % 2 else levels[rng.integers(0, 5, rows)]
+            )
+            for j in range(width)
+        }
+    )
 
 
 def as_numbers(frame: pl.DataFrame) -> np.ndarray:
     """The table's cells as float64 (string levels by their code): the reference's input."""
-    return np.column_stack([(s.cast(pl.Categorical).to_physical() if s.dtype == pl.String else s).to_numpy()
-                            .astype(np.float64) for s in frame.get_columns()])
+    return np.column_stack(
+        [
+            (s.cast(pl.Categorical).to_physical() if s.dtype == pl.String else s).to_numpy().astype(np.float64)
+            for s in frame.get_columns()
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         start, c0 = time.perf_counter(), time.process_time()
         outcome = run_gate(default_gate_config("wide"), real, release, holdout=holdout, record=False, threads=1)
         took, cpu = time.perf_counter() - start, time.process_time() - c0
-        print(f"{w:>7,d}  {outcome.exit_code:>4d}  {took:7.1f}  {cpu:7.1f}  {ref:15.3f}  {cpu / max(ref, 1e-9):16.0f}  "
-              f"{1000 * cpu / (w * args.rows):.4f}", flush=True)
+        print(
+            f"{w:>7,d}  {outcome.exit_code:>4d}  {took:7.1f}  {cpu:7.1f}  {ref:15.3f}  {cpu / max(ref, 1e-9):16.0f}  "
+            f"{1000 * cpu / (w * args.rows):.4f}",
+            flush=True,
+        )
     return 0
 
 

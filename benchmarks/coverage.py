@@ -60,9 +60,22 @@ DATA = ROOT.parent / "shared" / "data" / "texas_25k.parquet"
 KEYS = ["PAT_AGE", "SEX_CODE", "RACE", "ETHNICITY", "TYPE_OF_ADMISSION"]
 SENSITIVE = ["ILLNESS_SEVERITY"]
 # every metric with an interval but the classifiers (close_values, distant_values and nsnd have none)
-METRICS = ["common_rows", "authenticity", "identifiability", "median_dcr", "nnaa", "nndr", "dcr", "hitting_rate",
-           "zero_cap", "generalized_cap", "attribute_inference", "proximity_score", "disclosure_identity",
-           "disclosure_attribute"]
+METRICS = [
+    "common_rows",
+    "authenticity",
+    "identifiability",
+    "median_dcr",
+    "nnaa",
+    "nndr",
+    "dcr",
+    "hitting_rate",
+    "zero_cap",
+    "generalized_cap",
+    "attribute_inference",
+    "proximity_score",
+    "disclosure_identity",
+    "disclosure_attribute",
+]
 # per-record value depends on the record and the release only: the population value is exact truth
 POPULATION_TRUTH = ["common_rows", "zero_cap", "generalized_cap"]
 # value interval includes the release's sampling (synthetic records as queries: its registry
@@ -76,12 +89,19 @@ def _evaluate(real, syn, seed, metrics=None, **kw):
 
 
 def _short(method: str) -> str:
-    for key, short in (("effective sample size", "share at jackknife effective size"),
-                       ("grouped jackknife", "grouped jackknife"),
-                       ("Clopper", "share (Wilson / Clopper–Pearson)"), ("Wilson", "share (Wilson / Clopper–Pearson)"),
-                       ("paired", "paired bootstrap"), ("MOVER", "MOVER"), ("stratified", "two-sample bootstrap"),
-                       ("weighted mean", "weighted-mean bootstrap"), ("of the mean", "mean bootstrap"),
-                       ("normalises", "renormalising bootstrap"), ("bootstrap", "statistic bootstrap")):
+    for key, short in (
+        ("effective sample size", "share at jackknife effective size"),
+        ("grouped jackknife", "grouped jackknife"),
+        ("Clopper", "share (Wilson / Clopper–Pearson)"),
+        ("Wilson", "share (Wilson / Clopper–Pearson)"),
+        ("paired", "paired bootstrap"),
+        ("MOVER", "MOVER"),
+        ("stratified", "two-sample bootstrap"),
+        ("weighted mean", "weighted-mean bootstrap"),
+        ("of the mean", "mean bootstrap"),
+        ("normalises", "renormalising bootstrap"),
+        ("bootstrap", "statistic bootstrap"),
+    ):
         if key in method:
             return short
     return method[:30]
@@ -104,18 +124,28 @@ def value_coverage(pop: pl.DataFrame, n: int, reps: int, redraw_release: bool = 
             rows[m]["lo"].append(res.ci[0] if res.ci else np.nan)
             rows[m]["hi"].append(res.ci[1] if res.ci else np.nan)
             rows[m]["method"].append(res.details["ci_method"])
-    exact = {m: res.value for m, res in
-             privgate.evaluate(pop, syn, POPULATION_TRUTH, keys=KEYS, sensitive=SENSITIVE).results.items()} \
-        if POPULATION_TRUTH and not redraw_release else {}
+    exact = (
+        {
+            m: res.value
+            for m, res in privgate.evaluate(pop, syn, POPULATION_TRUTH, keys=KEYS, sensitive=SENSITIVE).results.items()
+        }
+        if POPULATION_TRUTH and not redraw_release
+        else {}
+    )
     out = []
     for m in metrics:
         v, lo, hi = (np.asarray(rows[m][k]) for k in ("value", "lo", "hi"))
         truth = float(v.mean())
         half = float(np.nanmean(hi - lo) / 2)
-        row = {"metric": m, "method": _short(rows[m]["method"][0]), "truth": truth,
-               "coverage": float(np.mean((lo <= truth) & (truth <= hi))), "width": 2 * half,
-               "truth_se_share": float(v.std(ddof=1) / np.sqrt(reps) / half) if half > 0 else float("nan"),
-               "se_ratio": _se_ratio(v, half)}
+        row = {
+            "metric": m,
+            "method": _short(rows[m]["method"][0]),
+            "truth": truth,
+            "coverage": float(np.mean((lo <= truth) & (truth <= hi))),
+            "width": 2 * half,
+            "truth_se_share": float(v.std(ddof=1) / np.sqrt(reps) / half) if half > 0 else float("nan"),
+            "se_ratio": _se_ratio(v, half),
+        }
         if m in exact:
             row["exact_truth"] = exact[m]
             row["coverage_exact"] = float(np.mean((lo <= exact[m]) & (exact[m] <= hi)))
@@ -134,8 +164,8 @@ def excess_coverage(pop: pl.DataFrame, n: int, reps: int) -> list[dict]:
     rng = np.random.default_rng(20261124)
     rows: dict[str, dict[str, list]] = {m: {"lo": [], "hi": [], "method": [], "excess": []} for m in METRICS}
     for r in range(reps):
-        idx = rng.permutation(pop.height)[:3 * n]
-        real, syn, hold = pop[idx[:n]], pop[idx[n:2 * n]], pop[idx[2 * n:]]
+        idx = rng.permutation(pop.height)[: 3 * n]
+        real, syn, hold = pop[idx[:n]], pop[idx[n : 2 * n]], pop[idx[2 * n :]]
         for m, res in _evaluate(real, syn, seed=r, holdout=hold, baseline=True).items():
             rows[m]["excess"].append(res.excess)
             rows[m]["lo"].append(res.excess_ci[0] if res.excess_ci else np.nan)
@@ -144,9 +174,15 @@ def excess_coverage(pop: pl.DataFrame, n: int, reps: int) -> list[dict]:
     out = []
     for m in METRICS:
         lo, hi = np.asarray(rows[m]["lo"]), np.asarray(rows[m]["hi"])
-        out.append({"metric": m, "method": _short(rows[m]["method"][0]),
-                    "coverage": float(np.mean((lo <= 0) & (0 <= hi))), "width": float(np.nanmean(hi - lo)),
-                    "se_ratio": _se_ratio(np.asarray(rows[m]["excess"]), float(np.nanmean(hi - lo) / 2))})
+        out.append(
+            {
+                "metric": m,
+                "method": _short(rows[m]["method"][0]),
+                "coverage": float(np.mean((lo <= 0) & (0 <= hi))),
+                "width": float(np.nanmean(hi - lo)),
+                "se_ratio": _se_ratio(np.asarray(rows[m]["excess"]), float(np.nanmean(hi - lo) / 2)),
+            }
+        )
     return out
 
 
@@ -175,48 +211,77 @@ def cost(pop: pl.DataFrame, n: int) -> list[tuple[str, dict]]:
     real records with the other n/2 as the holdout (baselines and excess intervals)."""
     real = pop.head(n)
     half = n // 2
-    return [(f"{n:,} real records, no holdout", _timed_gates(real, baselines.noisy_copy(real, seed=1), None)),
-            (f"{half:,} real + {n - half:,} holdout records",
-             _timed_gates(real[:half], baselines.noisy_copy(real[:half], seed=1), real[half:]))]
+    return [
+        (f"{n:,} real records, no holdout", _timed_gates(real, baselines.noisy_copy(real, seed=1), None)),
+        (
+            f"{half:,} real + {n - half:,} holdout records",
+            _timed_gates(real[:half], baselines.noisy_copy(real[:half], seed=1), real[half:]),
+        ),
+    ]
 
 
 def cost_text(runs: list[tuple[str, dict]]) -> str:
-    lines = ["Cost of the intervals: the default gate on Texas with a noisy copy as the release "
-             "(python benchmarks/coverage.py --only cost; best of two alternated runs each):", "",
-             "| inputs | CPU with / without intervals | CPU ratio | wall with / without | wall ratio |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "Cost of the intervals: the default gate on Texas with a noisy copy as the release "
+        "(python benchmarks/coverage.py --only cost; best of two alternated runs each):",
+        "",
+        "| inputs | CPU with / without intervals | CPU ratio | wall with / without | wall ratio |",
+        "|---|---|---|---|---|",
+    ]
     for label, c in runs:
-        lines.append(f"| {label} | {c['cpu'][0]:.1f} s / {c['cpu'][1]:.1f} s | **{c['cpu'][2]:.2f}×** | "
-                     f"{c['wall'][0]:.1f} s / {c['wall'][1]:.1f} s | {c['wall'][2]:.2f}× |")
+        lines.append(
+            f"| {label} | {c['cpu'][0]:.1f} s / {c['cpu'][1]:.1f} s | **{c['cpu'][2]:.2f}×** | "
+            f"{c['wall'][0]:.1f} s / {c['wall'][1]:.1f} s | {c['wall'][2]:.2f}× |"
+        )
     return "\n".join(lines)
 
 
-def tables(values: list[dict], excess: list[dict], n: int, reps: int, redrawn: list[dict] | None = None,
-           load: str = "") -> str:
+def tables(
+    values: list[dict], excess: list[dict], n: int, reps: int, redrawn: list[dict] | None = None, load: str = ""
+) -> str:
     se = np.sqrt(0.95 * 0.05 / reps)
-    lines = [f"Texas 25k population, n = {n} real and {n} synthetic records, {reps} replicates per table "
-             f"(python benchmarks/coverage.py --n {n} --reps {reps}); binomial standard error of a 95 % "
-             f"coverage at {reps} replicates: {se:.1%}" + (f"; {load}" if load else "") + ".", "",
-             "Value intervals, one fixed release (truth = mean over the replicates; exact = the population value):", "",
-             "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width "
-             "| exact truth | coverage of exact |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Texas 25k population, n = {n} real and {n} synthetic records, {reps} replicates per table "
+        f"(python benchmarks/coverage.py --n {n} --reps {reps}); binomial standard error of a 95 % "
+        f"coverage at {reps} replicates: {se:.1%}" + (f"; {load}" if load else "") + ".",
+        "",
+        "Value intervals, one fixed release (truth = mean over the replicates; exact = the population value):",
+        "",
+        "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width "
+        "| exact truth | coverage of exact |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in values:
-        ex = (f"{r['exact_truth']:.4f} | {r['coverage_exact']:.1%}" if "exact_truth" in r else "– | –")
-        lines.append(f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | {r['width']:.4f} | "
-                     f"{r['se_ratio']:.2f} | {r['truth_se_share']:.2f} | {ex} |")
+        ex = f"{r['exact_truth']:.4f} | {r['coverage_exact']:.1%}" if "exact_truth" in r else "– | –"
+        lines.append(
+            f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | {r['width']:.4f} | "
+            f"{r['se_ratio']:.2f} | {r['truth_se_share']:.2f} | {ex} |"
+        )
     if redrawn:
-        lines += ["", "Value intervals that include the release's sampling, the release redrawn in every replicate "
-                      "(truth = mean over the replicates):", "",
-                  "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "Value intervals that include the release's sampling, the release redrawn in every replicate "
+            "(truth = mean over the replicates):",
+            "",
+            "| metric | interval | truth | coverage | mean width | interval s.e. / sd | truth s.e. / half-width |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in redrawn:
-            lines.append(f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | "
-                         f"{r['width']:.4f} | {r['se_ratio']:.2f} | {r['truth_se_share']:.2f} |")
-    lines += ["", "Excess intervals for an honest release (release and holdout exchangeable: true excess 0):", "",
-              "| metric | excess interval | coverage of 0 | mean width | interval s.e. / sd |", "|---|---|---|---|---|"]
+            lines.append(
+                f"| `{r['metric']}` | {r['method']} | {r['truth']:.4f} | {r['coverage']:.1%} | "
+                f"{r['width']:.4f} | {r['se_ratio']:.2f} | {r['truth_se_share']:.2f} |"
+            )
+    lines += [
+        "",
+        "Excess intervals for an honest release (release and holdout exchangeable: true excess 0):",
+        "",
+        "| metric | excess interval | coverage of 0 | mean width | interval s.e. / sd |",
+        "|---|---|---|---|---|",
+    ]
     for r in excess:
-        lines.append(f"| `{r['metric']}` | {r['method']} | {r['coverage']:.1%} | {r['width']:.4f} | {r['se_ratio']:.2f} |")
+        lines.append(
+            f"| `{r['metric']}` | {r['method']} | {r['coverage']:.1%} | {r['width']:.4f} | {r['se_ratio']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -261,8 +326,11 @@ def main() -> None:
     if args.only != "cost":
         values = value_coverage(pop, args.n, args.reps)
         print(f"value coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-        redrawn = value_coverage(pop, args.n, args.reps, redraw_release=True) \
-            if any(m in RELEASE_SAMPLED for m in METRICS) else None
+        redrawn = (
+            value_coverage(pop, args.n, args.reps, redraw_release=True)
+            if any(m in RELEASE_SAMPLED for m in METRICS)
+            else None
+        )
         print(f"value coverage, release redrawn: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         excess = excess_coverage(pop, args.n, args.reps)
         print(f"excess coverage: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)

@@ -39,14 +39,18 @@ def releases(n: int) -> tuple:
     permuted = disguised_copy(real, "permuted", seed=2)
     out = {
         "honest": honest,
-        **{how: transformed_copy(real, how, seed=5) for how in ("scaled", "shifted", "standardised", "log", "power",
-                                                                "affine")},
+        **{
+            how: transformed_copy(real, how, seed=5)
+            for how in ("scaled", "shifted", "standardised", "log", "power", "affine")
+        },
         "negated-age": transformed_copy(real, "negated", columns=["age"]),
         "permuted+scaled": transformed_copy(real, "scaled", labels="permuted", seed=3),
         **{f"perm-{int(s * 100)}%": with_copies(honest, permuted, s, seed=1) for s in (0.01, 0.05, 0.2)},
         "plain-1%": with_copies(honest, real, 0.01, seed=1),
-        **{f"scaled-{int(s * 100)}%": with_copies(honest, transformed_copy(real, "scaled"), s, seed=1)
-           for s in (0.01, 0.05)},
+        **{
+            f"scaled-{int(s * 100)}%": with_copies(honest, transformed_copy(real, "scaled"), s, seed=1)
+            for s in (0.01, 0.05)
+        },
         "shifted-5%": with_copies(honest, transformed_copy(real, "shifted"), 0.05, seed=1),
     }
     return real, holdout, out
@@ -66,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             t = time.process_time()
             o = run_gate(cfg, real, rel[name], h, release_id="r", threads=1)
             fired = sorted({f"{c.metric} {c.rule} {c.severity}" for c in o.checks if c.verdict != "pass"})
-            print(f"{name:16s} {'with' if h is not None else 'without':8s} {o.exit_code:4d}  "
-                  f"{time.process_time() - t:6.1f}  {'; '.join(fired) or '-'}", flush=True)
+            print(
+                f"{name:16s} {'with' if h is not None else 'without':8s} {o.exit_code:4d}  "
+                f"{time.process_time() - t:6.1f}  {'; '.join(fired) or '-'}",
+                flush=True,
+            )
     return 0
 
 

@@ -105,21 +105,42 @@ def snapshot(seed: int = 0) -> dict[str, Any]:
     cfg = default_gate_config("golden")
     out: dict[str, Any] = {"metrics": metrics, "releases": {}}
     for release_id, synthetic in make_releases(real, seed=seed).items():
-        report = privgate.evaluate(real, synthetic, metrics, holdout=holdout, keys=KEYS, sensitive=SENSITIVE,
-                                   pairing=True, baseline=True, seed=seed, on_error="record", threads=1,
-                                   memory_limit=None)
-        outcome = run_gate(cfg, real, synthetic, holdout=holdout, release_id=release_id, record=False,
-                           threads=1)
+        report = privgate.evaluate(
+            real,
+            synthetic,
+            metrics,
+            holdout=holdout,
+            keys=KEYS,
+            sensitive=SENSITIVE,
+            pairing=True,
+            baseline=True,
+            seed=seed,
+            on_error="record",
+            threads=1,
+            memory_limit=None,
+        )
+        outcome = run_gate(cfg, real, synthetic, holdout=holdout, release_id=release_id, record=False, threads=1)
         out["releases"][release_id] = {
             "results": {name: _result(res) for name, res in report.results.items()},
             "errors": normalise(report.errors),
             "gate": {
                 "decision": str(outcome.decision),
                 "exit_code": outcome.exit_code,
-                "checks": [normalise({"metric": c.metric, "rule": c.rule, "verdict": c.verdict, "on": c.on,
-                                      "compared": c.compared, "threshold": c.threshold, "severity": c.severity,
-                                      "skipped": c.skipped})
-                           for c in outcome.checks],
+                "checks": [
+                    normalise(
+                        {
+                            "metric": c.metric,
+                            "rule": c.rule,
+                            "verdict": c.verdict,
+                            "on": c.on,
+                            "compared": c.compared,
+                            "threshold": c.threshold,
+                            "severity": c.severity,
+                            "skipped": c.skipped,
+                        }
+                    )
+                    for c in outcome.checks
+                ],
                 "results": {name: _result(res) for name, res in outcome.results.items()},
             },
         }

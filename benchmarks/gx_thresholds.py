@@ -35,14 +35,14 @@ def main() -> None:
         "2 % exact copies": lambda s: make_releases(real, seed=s)["release-2-leaky"],
         "noisy copy": lambda s: baselines.noisy_copy(real, seed=s),
     }
-    print(f"{'release':24s} " + " ".join(f"{m:>26s}" for m in metrics)
-          + f" {'hitting_rate excess':>22s}")
+    print(f"{'release':24s} " + " ".join(f"{m:>26s}" for m in metrics) + f" {'hitting_rate excess':>22s}")
     for label, make in kinds.items():
         seeds = [0] if label.startswith("holdout") else range(args.seeds)
         values: dict[str, list[float]] = {m: [] for m in metrics + ["excess"]}
         for seed in seeds:
-            rep = evaluate(real, make(seed), metrics=metrics, holdout=holdout, sensitive=["income"],
-                           seed=seed, baseline=True)
+            rep = evaluate(
+                real, make(seed), metrics=metrics, holdout=holdout, sensitive=["income"], seed=seed, baseline=True
+            )
             for m in metrics:
                 values[m].append(rep.results[m].value)
             values["excess"].append(rep.results["hitting_rate"].excess)

@@ -47,7 +47,8 @@ def module_names(root: Path = ROOT) -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST, typing: bool = False) -> list[ast.Import | ast.ImportFrom]:
@@ -167,6 +168,7 @@ def by_package(arrows: dict[str, set[str]], depth: int = 2) -> dict[str, set[str
     """The same graph between rooms: every module counted as its first ``depth`` name parts
     (``privgate.gates.run`` → ``privgate.gates``; a top-level module is a room of its own);
     arrows inside a room dropped."""
+
     def room(m: str) -> str:
         return ".".join(m.split(".")[:depth])
 
@@ -247,12 +249,19 @@ def main(argv: list[str] | None = None) -> int:
     """Print the circles (and with ``--arrows`` every arrow); exit 1 when there is one."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arrows", action="store_true", help="print every arrow too")
-    ap.add_argument("--packages", action="store_true",
-                    help="importing pkg.mod also counts as importing pkg (its __init__ runs first)")
-    ap.add_argument("--typing", action="store_true",
-                    help="the imports under `if TYPE_CHECKING:` count too (names for type checkers only)")
-    ap.add_argument("--by-package", action="store_true",
-                    help="one node per subpackage or top-level module, printed by layer")
+    ap.add_argument(
+        "--packages",
+        action="store_true",
+        help="importing pkg.mod also counts as importing pkg (its __init__ runs first)",
+    )
+    ap.add_argument(
+        "--typing",
+        action="store_true",
+        help="the imports under `if TYPE_CHECKING:` count too (names for type checkers only)",
+    )
+    ap.add_argument(
+        "--by-package", action="store_true", help="one node per subpackage or top-level module, printed by layer"
+    )
     args = ap.parse_args(argv)
     arrows = graph(packages=args.packages, typing=args.typing)
     if args.by_package:

@@ -39,15 +39,15 @@ from privgate.audit.generators.isolated import IsolatedGenerator  # noqa: E402
 def create(env: Path) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-    subprocess.run([str(env / "bin" / "pip"), "install", "--quiet", "dpmm==0.1.9", "pyarrow<22", str(REPO)],
-                   check=True)
+    subprocess.run([str(env / "bin" / "pip"), "install", "--quiet", "dpmm==0.1.9", "pyarrow<22", str(REPO)], check=True)
     return time.perf_counter() - start
 
 
 def data(n: int = 300, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"age": rng.integers(18, 90, n), "city": rng.choice(["a", "b", "c"], n),
-                         "member": rng.choice(["no", "yes"], n)})
+    return pl.DataFrame(
+        {"age": rng.integers(18, 90, n), "city": rng.choice(["a", "b", "c"], n), "member": rng.choice(["no", "yes"], n)}
+    )
 
 
 def main() -> None:
@@ -59,21 +59,38 @@ def main() -> None:
     python = args.env / "bin" / "python"
     if not python.exists():
         print(f"creating {args.env}: {create(args.env):.0f} s")
-    other = subprocess.run([str(python), "-c", "import numpy, pyarrow, dpmm; print(numpy.__version__, "
-                            "pyarrow.__version__)"], capture_output=True, text=True, check=True).stdout.split()
-    print(f"this environment: numpy {np.__version__}, pyarrow {pyarrow.__version__}; "
-          f"dpmm's: numpy {other[0]}, pyarrow {other[1]}")
+    other = subprocess.run(
+        [str(python), "-c", "import numpy, pyarrow, dpmm; print(numpy.__version__, pyarrow.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    print(
+        f"this environment: numpy {np.__version__}, pyarrow {pyarrow.__version__}; "
+        f"dpmm's: numpy {other[0]}, pyarrow {other[1]}"
+    )
     domain = {"age": (0, 120), "city": ["a", "b", "c"], "member": ["no", "yes"]}
     for label, dom in (("public domain", domain), ("domain read from the data", None)):
         gen = IsolatedGenerator(python, "dpmm_aim", epsilon=1.0, domain=dom, n_iters=20)
         start = time.perf_counter()
-        r = audit_generator(gen, data(), runs=args.runs, n_targets=3, training_rows=150,
-                            claimed_epsilon=gen.claimed_epsilon, delta=gen.delta, seed=0, workers=args.workers,
-                            threads=args.workers)
+        r = audit_generator(
+            gen,
+            data(),
+            runs=args.runs,
+            n_targets=3,
+            training_rows=150,
+            claimed_epsilon=gen.claimed_epsilon,
+            delta=gen.delta,
+            seed=0,
+            workers=args.workers,
+            threads=args.workers,
+        )
         wall = time.perf_counter() - start
-        print(f"AIM ε=1, {label}: {args.runs} runs in {wall:.0f} s ({r.cost['seconds_generate_mean']:.1f} s a run); "
-              f"ε lower bound {r.epsilon_lower:.2f}, AUC lower {r.auc_lower:.2f}, violation {r.violation}",
-              flush=True)
+        print(
+            f"AIM ε=1, {label}: {args.runs} runs in {wall:.0f} s ({r.cost['seconds_generate_mean']:.1f} s a run); "
+            f"ε lower bound {r.epsilon_lower:.2f}, AUC lower {r.auc_lower:.2f}, violation {r.violation}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -77,15 +77,20 @@ def main(argv: list[str] | None = None) -> int:
                 det = planted_detectable(ctx, planted) / m
                 lo, hi = res.ci
                 rows.setdefault((kind, share), []).append(
-                    (lo <= share <= hi, lo <= det <= hi, det / share, res.value, lo))
-    print(f"memorisation coverage, {args.dataset}, n = {args.n}, noise {args.noise:g} × sd, {args.seeds} seeds "
-          f"({time.time() - start:.0f} s)")
+                    (lo <= share <= hi, lo <= det <= hi, det / share, res.value, lo)
+                )
+    print(
+        f"memorisation coverage, {args.dataset}, n = {args.n}, noise {args.noise:g} × sd, {args.seeds} seeds "
+        f"({time.time() - start:.0f} s)"
+    )
     print("kind   share  covers planted  covers detectable  detectable/planted  mean estimate  mean lower")
     for (kind, share), r in sorted(rows.items()):
         a = np.array(r, dtype=float)
-        print(f"{kind:6s} {share * 100:4.1f}%  {int(a[:, 0].sum()):>4d}/{len(r):<4d}       "
-              f"{int(a[:, 1].sum()):>4d}/{len(r):<4d}          {a[:, 2].mean():6.3f}           "
-              f"{a[:, 3].mean():.4f}        {a[:, 4].mean():.4f}")
+        print(
+            f"{kind:6s} {share * 100:4.1f}%  {int(a[:, 0].sum()):>4d}/{len(r):<4d}       "
+            f"{int(a[:, 1].sum()):>4d}/{len(r):<4d}          {a[:, 2].mean():6.3f}           "
+            f"{a[:, 3].mean():.4f}        {a[:, 4].mean():.4f}"
+        )
     return 0
 
 

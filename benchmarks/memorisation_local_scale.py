@@ -43,8 +43,7 @@ from privgate.metrics.memorisation import DEFAULT_TAILS, _parts, distance_ratio,
 from privgate.neighbours import knn  # noqa: E402
 from privgate.stats import holm, mirrored_tail_test  # noqa: E402
 
-KINDS = ("copula", "marginals", "non-members", "dp ε=1", "dp ε=4", "non-member 1%", "copy 1%",
-         "noisy 0.5%", "noisy 1%")
+KINDS = ("copula", "marginals", "non-members", "dp ε=1", "dp ε=4", "non-member 1%", "copy 1%", "noisy 0.5%", "noisy 1%")
 
 
 def sets_with_scale(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -90,11 +89,15 @@ def lower_bound(dist, idx, rho, is_tr, order_kind: str, side: str) -> float:
     p0 = is_tr.sum() / is_tr.size
     best, ps = 0.0, []
     for q in DEFAULT_TAILS:
-        sel = order[:max(1, int(math.ceil(q * m - 1e-9)))]
+        sel = order[: max(1, int(math.ceil(q * m - 1e-9)))]
         s = [distinct_count(w[g, sel], idx[g, sel]) for g in range(is_tr.size)]
-        t = mirrored_tail_test(sum(s[g] for g in range(is_tr.size) if is_tr[g]),
-                               sum(s[g] for g in range(is_tr.size) if not is_tr[g]), m, len(DEFAULT_TAILS),
-                               p0=p0)
+        t = mirrored_tail_test(
+            sum(s[g] for g in range(is_tr.size) if is_tr[g]),
+            sum(s[g] for g in range(is_tr.size) if not is_tr[g]),
+            m,
+            len(DEFAULT_TAILS),
+            p0=p0,
+        )
         best, _ = max(best, t["lower"]), ps.append(t["p"])
     holm(ps)
     return best
@@ -124,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## {name} ({args.seeds} seeds): % of seeds with lower bound > 0 (mean lower bound x1000)")
         print(f"{'order / side':18s}" + "".join(f"{k:>16s}" for k in KINDS))
         for v, d in res.items():
-            print(f"{v[0] + ' / ' + v[1]:18s}" + "".join(
-                f"{100 * np.mean(np.array(d[k]) > 0):8.0f} ({1000 * np.mean(d[k]):4.2f})" for k in KINDS))
+            print(
+                f"{v[0] + ' / ' + v[1]:18s}"
+                + "".join(f"{100 * np.mean(np.array(d[k]) > 0):8.0f} ({1000 * np.mean(d[k]):4.2f})" for k in KINDS)
+            )
     return 0
 
 

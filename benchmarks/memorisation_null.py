@@ -35,9 +35,14 @@ def draw(kind: str, n: int, rng: np.random.Generator) -> pl.DataFrame:
         return pl.DataFrame({"x": z[:, 0], "y": z[:, 1], "w": np.exp(z[:, 2])})
     a = rng.choice(["p", "q", "r"], n, p=[0.6, 0.3, 0.1]).astype(object)
     a[rng.random(n) < 0.05] = None
-    return pl.DataFrame({"a": pl.Series(a.tolist(), dtype=pl.Utf8), "b": rng.choice(["u", "v"], n),
-                         "c": rng.choice(["s", "t", "o", "k"], n, p=[0.7, 0.1, 0.1, 0.1]),
-                         "k": rng.integers(0, 4, n)})
+    return pl.DataFrame(
+        {
+            "a": pl.Series(a.tolist(), dtype=pl.Utf8),
+            "b": rng.choice(["u", "v"], n),
+            "c": rng.choice(["s", "t", "o", "k"], n, p=[0.7, 0.1, 0.1, 0.1]),
+            "k": rng.integers(0, 4, n),
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,8 +68,11 @@ def main(argv: list[str] | None = None) -> int:
                 res = memorisation(train, leak, holdout=hold, seed=rep)
                 c_lower0.append(res.ci[0] > 0)
                 c_est.append(res.value)
-            print(f"{kind:11s} {n_t:8d} {n_h:7d}   {100 * np.mean(lower0):13.1f}  {100 * np.mean(p05):12.1f}  "
-                  f"{np.mean(est):8.4f}   {100 * np.mean(c_lower0):19.1f}  {np.mean(c_est):8.4f}", flush=True)
+            print(
+                f"{kind:11s} {n_t:8d} {n_h:7d}   {100 * np.mean(lower0):13.1f}  {100 * np.mean(p05):12.1f}  "
+                f"{np.mean(est):8.4f}   {100 * np.mean(c_lower0):19.1f}  {np.mean(c_est):8.4f}",
+                flush=True,
+            )
     return 0
 
 

@@ -73,8 +73,10 @@ def write_inputs(rows: int, per_file: int, copies: float, folder: Path, seed: in
 
     base = pl.read_parquet(TEXAS)
     rng = np.random.default_rng(seed)
-    frames = {role: noisy_copy(base[rng.integers(0, base.height, rows)], seed=seed + i)
-              for i, role in enumerate(("real", "holdout", "synthetic"), start=1)}
+    frames = {
+        role: noisy_copy(base[rng.integers(0, base.height, rows)], seed=seed + i)
+        for i, role in enumerate(("real", "holdout", "synthetic"), start=1)
+    }
     k = int(round(copies * rows))
     where = np.sort(rng.choice(rows, k, replace=False))
     copied = frames["synthetic"].with_row_index("__i").filter(~pl.col("__i").is_in(where)).drop("__i")
@@ -84,11 +86,14 @@ def write_inputs(rows: int, per_file: int, copies: float, folder: Path, seed: in
         d = folder / role
         d.mkdir(parents=True, exist_ok=True)
         for i, start in enumerate(range(0, frame.height, per_file)):
-            pq.write_table(frame[start:start + per_file].to_arrow(), d / f"part-{i:04d}.parquet",
-                           row_group_size=per_file)
+            pq.write_table(
+                frame[start : start + per_file].to_arrow(), d / f"part-{i:04d}.parquet", row_group_size=per_file
+            )
         out[role] = str(d)
-    return {"honest": {r: out[r] for r in ("real", "synthetic", "holdout")},
-            "copies": {"real": out["real"], "synthetic": out["copies"], "holdout": out["holdout"]}}
+    return {
+        "honest": {r: out[r] for r in ("real", "synthetic", "holdout")},
+        "copies": {"real": out["real"], "synthetic": out["copies"], "holdout": out["holdout"]},
+    }
 
 
 def sharded_config(path: Path) -> str:
@@ -107,8 +112,14 @@ def sharded_config(path: Path) -> str:
 def local_run(folders: dict[str, str], cfg: str, rows: int) -> dict:
     """The local gate in a fresh process on the first ``rows`` records of each role."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PRIVGATE_THREADS": "1", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", LOCAL, json.dumps(folders), cfg, str(rows)], capture_output=True,
-                          text=True, env=env, cwd=REPO, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL, json.dumps(folders), cfg, str(rows)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
+    )
     if done.returncode:
         return {"exit": None, "error": done.stderr[-400:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -134,19 +145,32 @@ def sharded_run(client, folders: dict[str, str], cfg: str) -> dict:
     before = client.run(_usage)
     workers = set(before)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    out = run_gate(cfg, folders["real"], folders["synthetic"], holdout=folders["holdout"], record=False, threads=1,
-                   executor=client, sharded=True)
+    out = run_gate(
+        cfg,
+        folders["real"],
+        folders["synthetic"],
+        holdout=folders["holdout"],
+        record=False,
+        threads=1,
+        executor=client,
+        sharded=True,
+    )
     seconds = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     after = client.run(_usage)
     cpu = sum(after[w]["cpu"] - before[w]["cpu"] for w in after if w in before)
     cpu += r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     fired = sorted({c.metric for c in out.checks if c.verdict in ("warn", "block")})
-    return {"exit": out.exit_code, "seconds": seconds, "cpu": cpu,
-            "peaks_mib": {w: round(after[w]["peak_mib"], 1) for w in after},
-            "restarted": sorted(workers - set(after)), "fired": fired,
-            "errors": sorted(out.report.errors) if out.report else [c.message for c in out.checks],
-            "tasks": (out.report.params.get("sharded") or {}).get("search_tasks") if out.report else None}
+    return {
+        "exit": out.exit_code,
+        "seconds": seconds,
+        "cpu": cpu,
+        "peaks_mib": {w: round(after[w]["peak_mib"], 1) for w in after},
+        "restarted": sorted(workers - set(after)),
+        "fired": fired,
+        "errors": sorted(out.report.errors) if out.report else [c.message for c in out.checks],
+        "tasks": (out.report.params.get("sharded") or {}).get("search_tasks") if out.report else None,
+    }
 
 
 def main() -> int:
@@ -157,11 +181,14 @@ def main() -> int:
     ap.add_argument("--worker-memory", default="4GiB")
     ap.add_argument("--copies", type=float, default=0.01)
     ap.add_argument("--skip-local", action="store_true", help="no local gate of all the rows")
-    ap.add_argument("--alone", default="",
-                    help="more record counts (comma-separated) at which to measure the local gate's peak: the "
-                         "largest that fits one worker bounds what one worker could gate alone (the local peak "
-                         "is not monotone: above 100,000 records the queries are sampled, above 200,000 the "
-                         "spaces are float32)")
+    ap.add_argument(
+        "--alone",
+        default="",
+        help="more record counts (comma-separated) at which to measure the local gate's peak: the "
+        "largest that fits one worker bounds what one worker could gate alone (the local peak "
+        "is not monotone: above 100,000 records the queries are sampled, above 200,000 the "
+        "spaces are float32)",
+    )
     args = ap.parse_args()
     import dask
     import distributed
@@ -172,7 +199,9 @@ def main() -> int:
     t = time.perf_counter()
     inputs = write_inputs(args.rows, args.rows_per_file, args.copies, tmp)
     cfg = sharded_config(tmp / "gate.yaml")
-    print(f"inputs: {args.rows:,} records per role in files of {args.rows_per_file:,} ({time.perf_counter() - t:.0f} s)")
+    print(
+        f"inputs: {args.rows:,} records per role in files of {args.rows_per_file:,} ({time.perf_counter() - t:.0f} s)"
+    )
     alone = local_run(inputs["honest"], cfg, args.rows // 4)
     print(f"alone: local gate of {args.rows // 4:,} records per role: {json.dumps(alone)}")
     curve = {args.rows // 4: alone.get("peak_mib", 0.0)}
@@ -183,11 +212,24 @@ def main() -> int:
     print(f"local: local gate of {args.rows:,} records per role: {json.dumps(local)}")
     env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
     runs = {}
-    with dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.target": False}):
-        with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                      memory_limit=args.worker_memory, dashboard_address=None, env=env) as lc, \
-                distributed.Client(lc) as client:
+    with dask.config.set(
+        {
+            "distributed.worker.memory.pause": False,
+            "distributed.worker.memory.spill": False,
+            "distributed.worker.memory.target": False,
+        }
+    ):
+        with (
+            distributed.LocalCluster(
+                n_workers=args.workers,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=args.worker_memory,
+                dashboard_address=None,
+                env=env,
+            ) as lc,
+            distributed.Client(lc) as client,
+        ):
             for kind in ("honest", "copies"):
                 runs[kind] = sharded_run(client, inputs[kind], cfg)
                 print(f"sharded {kind}: {json.dumps(runs[kind])}")
@@ -196,32 +238,44 @@ def main() -> int:
     print("| run | exit | wall s | CPU s | peak MiB (per worker) |")
     print("| --- | --- | --- | --- | --- |")
     if local:
-        print(f"| local, {args.rows:,} | {local.get('exit')} | {local.get('seconds', 0):.1f} | {local.get('cpu', 0):.1f} | "
-              f"{local.get('peak_mib', 0):,.0f} |")
-    print(f"| local, {args.rows // 4:,} | {alone.get('exit')} | {alone.get('seconds', 0):.1f} | {alone.get('cpu', 0):.1f} | "
-          f"{alone.get('peak_mib', 0):,.0f} |")
+        print(
+            f"| local, {args.rows:,} | {local.get('exit')} | {local.get('seconds', 0):.1f} | {local.get('cpu', 0):.1f} | "
+            f"{local.get('peak_mib', 0):,.0f} |"
+        )
+    print(
+        f"| local, {args.rows // 4:,} | {alone.get('exit')} | {alone.get('seconds', 0):.1f} | {alone.get('cpu', 0):.1f} | "
+        f"{alone.get('peak_mib', 0):,.0f} |"
+    )
     for kind, r in runs.items():
-        print(f"| sharded {kind}, {args.workers} × {args.worker_memory} | {r['exit']} | {r['seconds']:.1f} | "
-              f"{r['cpu']:.1f} | {', '.join(f'{v:,.0f}' for v in r['peaks_mib'].values())} |")
+        print(
+            f"| sharded {kind}, {args.workers} × {args.worker_memory} | {r['exit']} | {r['seconds']:.1f} | "
+            f"{r['cpu']:.1f} | {', '.join(f'{v:,.0f}' for v in r['peaks_mib'].values())} |"
+        )
     if local.get("seconds"):
-        print(f"ratios sharded honest / local: wall {h['seconds'] / local['seconds']:.2f}×, CPU "
-              f"{h['cpu'] / local['cpu']:.2f}×, largest worker peak / local peak "
-              f"{max(h['peaks_mib'].values()) / local['peak_mib']:.2f}")
+        print(
+            f"ratios sharded honest / local: wall {h['seconds'] / local['seconds']:.2f}×, CPU "
+            f"{h['cpu'] / local['cpu']:.2f}×, largest worker peak / local peak "
+            f"{max(h['peaks_mib'].values()) / local['peak_mib']:.2f}"
+        )
     if local.get("peak_mib"):
         curve[args.rows] = local["peak_mib"]
     fits = [n for n, p in curve.items() if p <= limit_mib]
-    print("local peaks (MiB) by records per role: " + ", ".join(f"{n:,}: {p:,.0f}" for n, p in sorted(curve.items()))
-          + f"; the most that fit one worker among them: {max(fits) if fits else 'none'}")
+    print(
+        "local peaks (MiB) by records per role: "
+        + ", ".join(f"{n:,}: {p:,.0f}" for n, p in sorted(curve.items()))
+        + f"; the most that fit one worker among them: {max(fits) if fits else 'none'}"
+    )
     verdicts = {
-        "one worker could not gate a quarter alone (every measured local peak from a quarter up > worker limit)":
-            all(p > limit_mib for n, p in curve.items() if n >= args.rows // 4)
-            and (not fits or args.rows >= 4 * max(fits)),
-        "no worker over its limit (none restarted, every peak below the limit)":
-            not h["restarted"] and not c["restarted"]
-            and max([*h["peaks_mib"].values(), *c["peaks_mib"].values()]) < limit_mib,
+        "one worker could not gate a quarter alone (every measured local peak from a quarter up > worker limit)": all(
+            p > limit_mib for n, p in curve.items() if n >= args.rows // 4
+        )
+        and (not fits or args.rows >= 4 * max(fits)),
+        "no worker over its limit (none restarted, every peak below the limit)": not h["restarted"]
+        and not c["restarted"]
+        and max([*h["peaks_mib"].values(), *c["peaks_mib"].values()]) < limit_mib,
         "honest release passes (exit 0)": h["exit"] == 0,
-        "1 % exact copies flagged (exit ≥ 1 by memorisation or common_rows)":
-            c["exit"] in (1, 2) and bool({"memorisation", "common_rows"} & set(c["fired"])),
+        "1 % exact copies flagged (exit ≥ 1 by memorisation or common_rows)": c["exit"] in (1, 2)
+        and bool({"memorisation", "common_rows"} & set(c["fired"])),
         "local gate of all rows agrees on the honest release": not local or local.get("exit") == h["exit"],
     }
     for what, ok in verdicts.items():

@@ -38,7 +38,7 @@ def datasets():
         d = d.with_columns([pl.col(c).cast(pl.String) for c, t in d.schema.items() if isinstance(t, pl.Categorical)])
         d = d.sample(fraction=1.0, shuffle=True, seed=1)
         n = min(3000, d.height // 2)
-        yield name, d[:n], d[n:2 * n]
+        yield name, d[:n], d[n : 2 * n]
 
 
 def main() -> None:
@@ -56,8 +56,11 @@ def main() -> None:
             t = time.perf_counter()
             o = run_gate(cfg, real, syn, holdout=h, release_id=rel)
             fired = sorted({f"{c.metric}:{c.rule}:{c.verdict}" for c in o.checks if c.verdict != "pass"})
-            print(f"{name:10s} {rel:24s} {str(o.decision):8s} {', '.join(fired) or '-'}  "
-                  f"({time.perf_counter() - t:.1f} s)", flush=True)
+            print(
+                f"{name:10s} {rel:24s} {str(o.decision):8s} {', '.join(fired) or '-'}  "
+                f"({time.perf_counter() - t:.1f} s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

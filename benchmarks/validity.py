@@ -83,7 +83,7 @@ def split(name: str, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.
     if data.height < 3 * n:
         raise SystemExit(f"{name}: {data.height} rows, fewer than 3 × {n} (training, holdout, non-members)")
     idx = rng.permutation(data.height)
-    return tuple(data[np.sort(idx[i * n:(i + 1) * n])] for i in range(3))  # type: ignore[return-value]
+    return tuple(data[np.sort(idx[i * n : (i + 1) * n])] for i in range(3))  # type: ignore[return-value]
 
 
 def public_domain(name: str) -> list:
@@ -119,8 +119,9 @@ def inject(base: pl.DataFrame, rows: pl.DataFrame, seed: int) -> pl.DataFrame:
     return pl.concat([base.filter(pl.Series(keep)), rows.select(base.columns).cast(base.schema)])
 
 
-def releases(train, fresh, n_release: int, shares: list[float], seed: int,
-             domain: list | None = None, disguises: bool = False) -> dict[str, tuple[pl.DataFrame, float | None]]:
+def releases(
+    train, fresh, n_release: int, shares: list[float], seed: int, domain: list | None = None, disguises: bool = False
+) -> dict[str, tuple[pl.DataFrame, float | None]]:
     """name → (release, known memorised share or None); the DP releases need the public
     ``domain``; ``disguises``: also copies of the training set with disguised category labels
     (``privgate.baselines.disguised_copy``: every column, every other column, with 0.1 % noise on
@@ -145,7 +146,10 @@ def releases(train, fresh, n_release: int, shares: list[float], seed: int,
     if disguises:
         for kind in baselines.DISGUISES:
             out[f"disguised {kind}"] = (baselines.disguised_copy(train, kind, seed), 1.0)
-            out[f"disguised {kind} /2 +noise"] = (baselines.disguised_copy(train, kind, seed, every=2, noise=0.001), None)
+            out[f"disguised {kind} /2 +noise"] = (
+                baselines.disguised_copy(train, kind, seed, every=2, noise=0.001),
+                None,
+            )
             out[f"disguised {kind} +junk"] = (baselines.disguised_copy(train, kind, seed, junk=1), None)
     return out
 
@@ -164,8 +168,9 @@ class Gate:
         self.baseline: dict[str, float] | None = None
 
     def context(self, release) -> EvaluationContext:
-        ctx = EvaluationContext(self.train, release, holdout=self.hold if self.has_holdout else None,
-                                seed=self.seed, _shared=self.shared)
+        ctx = EvaluationContext(
+            self.train, release, holdout=self.hold if self.has_holdout else None, seed=self.seed, _shared=self.shared
+        )
         self.shared = ctx._shared  # real→real searches computed once per seed
         return ctx
 
@@ -173,8 +178,11 @@ class Gate:
         ctx = self.context(release)
         if self.has_holdout and self.baseline is None:
             bctx = ctx.holdout_baseline()
-            self.baseline = {n: run_spec(get_metric(n), bctx, self.params.get(n, {})).value
-                             for n in self.names if not get_metric(n).self_controlled}
+            self.baseline = {
+                n: run_spec(get_metric(n), bctx, self.params.get(n, {})).value
+                for n in self.names
+                if not get_metric(n).self_controlled
+            }
         results, errors = {}, {}
         for n in self.names:
             try:
@@ -207,8 +215,10 @@ def reachability(name: str, n: int) -> list[str]:
         _, checks, _, _ = gate.run(train.clone())
         for c in checks:
             if c.rule in ("threshold", "baseline", "test") and c.verdict == "pass":
-                missed.append(f"{'with' if has_holdout else 'without'} holdout: {c.metric} {c.rule} "
-                              f"{c.severity} {c.threshold:g} ({c.message})")
+                missed.append(
+                    f"{'with' if has_holdout else 'without'} holdout: {c.metric} {c.rule} "
+                    f"{c.severity} {c.threshold:g} ({c.message})"
+                )
             if c.rule == "error" and not c.skipped:
                 missed.append(f"{'with' if has_holdout else 'without'} holdout: {c.metric} error: {c.message}")
     return missed
@@ -226,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=5000, help="training = holdout = release size for the shared data")
     ap.add_argument("--shares", default="0.5,1,2,5", help="leak shares in percent")
     ap.add_argument("--no-reachability", action="store_true")
-    ap.add_argument("--disguises", action="store_true",
-                    help="also gate copies of the training set with disguised category labels")
+    ap.add_argument(
+        "--disguises", action="store_true", help="also gate copies of the training set with disguised category labels"
+    )
     ap.add_argument("--only", default=None, help="gate with one metric's rules only (e.g. memorisation: cheaper)")
     args = ap.parse_args(argv)
     shares = [float(x) for x in args.shares.split(",") if x]
@@ -235,10 +246,15 @@ def main(argv: list[str] | None = None) -> int:
     for d in names:
         if d not in DATASETS:
             raise SystemExit(f"unknown dataset {d!r}; choose from {', '.join(DATASETS)}")
-    print(f"validity benchmark: datasets {names}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, "
-          f"n = {args.n} (bundled: 3000 training, 1500 holdout, 1500 non-members), leak shares {shares} %"
-          + (f", gate = the default configuration's {args.only} rules only" if args.only else
-             ", gate = the default configuration"))
+    print(
+        f"validity benchmark: datasets {names}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, "
+        f"n = {args.n} (bundled: 3000 training, 1500 holdout, 1500 non-members), leak shares {shares} %"
+        + (
+            f", gate = the default configuration's {args.only} rules only"
+            if args.only
+            else ", gate = the default configuration"
+        )
+    )
     for name in names:
         start = time.perf_counter()
         domain = public_domain(name)
@@ -246,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             train, hold, fresh = split(name, args.n, seed)
             gate = Gate(train, hold, seed, only=args.only)
-            for kind, (rel, truth) in releases(train, fresh, train.height, shares, seed, domain, args.disguises).items():
+            for kind, (rel, truth) in releases(
+                train, fresh, train.height, shares, seed, domain, args.disguises
+            ).items():
                 s = stats[kind]
                 try:
                     decision, checks, results, ctx = gate.run(rel)
@@ -273,21 +291,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  [{name}] seed {seed} done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
         n_seeds = args.seeds
         print(f"\n## {name}  ({n_seeds} seeds, {time.perf_counter() - start:.0f} s)")
-        print("release               gate flag%  block%   mem lower>0%  p<0.01%  est>0%  mean est  covered%  "
-              "whole-release p<0.01%  rules that fired (seeds)")
+        print(
+            "release               gate flag%  block%   mem lower>0%  p<0.01%  est>0%  mean est  covered%  "
+            "whole-release p<0.01%  rules that fired (seeds)"
+        )
         for kind, s in stats.items():
             mean = lambda k: float(np.mean(s[k])) if s[k] else float("nan")  # noqa: E731
             fired = ", ".join(f"{k[6:]} {len(v)}" for k, v in sorted(s.items()) if k.startswith("fired:"))
             cov = pct(mean("covered")) if s["covered"] else "    -"
             whole = pct(mean("whole")) if s["whole"] else "    -"
-            print(f"{kind:20s}  {pct(mean('flag'))}      {pct(mean('block'))}    {pct(mean('lower'))}"
-                  f"         {pct(mean('test'))}   {pct(mean('estimate>0'))}  {mean('estimate'):8.4f}  {cov}"
-                  f"     {whole}                  {fired}")
+            print(
+                f"{kind:20s}  {pct(mean('flag'))}      {pct(mean('block'))}    {pct(mean('lower'))}"
+                f"         {pct(mean('test'))}   {pct(mean('estimate>0'))}  {mean('estimate'):8.4f}  {cov}"
+                f"     {whole}                  {fired}"
+            )
         if not args.no_reachability and not args.only:
             missed = reachability(name, args.n)
-            print("reachability (a copy of the training set): " +
-                  ("every threshold, baseline and test limit fires" if not missed else "NOT REACHED:\n  " +
-                   "\n  ".join(missed)))
+            print(
+                "reachability (a copy of the training set): "
+                + (
+                    "every threshold, baseline and test limit fires"
+                    if not missed
+                    else "NOT REACHED:\n  " + "\n  ".join(missed)
+                )
+            )
     return 0
 
 

@@ -53,11 +53,11 @@ from validity import inject, noisy  # noqa: E402 - the validity benchmark's copi
 
 from privgate import baselines  # noqa: E402
 
-LEVELS = [3, 3, 4, 5, 5, 6, 6, 7, 9, 18, 22]   # 88 one-hot features
+LEVELS = [3, 3, 4, 5, 5, 6, 6, 7, 9, 18, 22]  # 88 one-hot features
 N_NUMERIC = 7
 CLASSES = 8
-DECAY = 0.4           # level j of a column has base probability ∝ DECAY^j
-CONCENTRATION = 5.0   # Dirichlet concentration of each class's level probabilities around the base
+DECAY = 0.4  # level j of a column has base probability ∝ DECAY^j
+CONCENTRATION = 5.0  # Dirichlet concentration of each class's level probabilities around the base
 
 
 def latent_class(n: int, seed: int, model_seed: int = 20260, concentration: float = CONCENTRATION) -> pl.DataFrame:
@@ -68,7 +68,7 @@ def latent_class(n: int, seed: int, model_seed: int = 20260, concentration: floa
     k = rng.integers(0, CLASSES, n)
     cols: dict[str, pl.Series] = {}
     for j, levels in enumerate(LEVELS):
-        base = DECAY ** np.arange(levels)                        # a few dominant levels
+        base = DECAY ** np.arange(levels)  # a few dominant levels
         p = par.dirichlet(concentration * base / base.sum(), CLASSES)  # each class near them
         cum = np.cumsum(p, axis=1)
         code = (rng.random(n)[:, None] > cum[k]).sum(axis=1).clip(0, levels - 1)
@@ -80,9 +80,9 @@ def latent_class(n: int, seed: int, model_seed: int = 20260, concentration: floa
         mean = par.normal(0, 1, CLASSES)
         sd = par.uniform(0.5, 1.0, CLASSES)
         v = mean[k] + sd[k] * rng.normal(size=n)
-        if j == 0:   # a stay-like count, heavy-tailed
+        if j == 0:  # a stay-like count, heavy-tailed
             v = np.round(np.exp(v * 0.8 + 1.0))
-        else:        # charge-like amounts: log-normal, the later ones mostly zero
+        else:  # charge-like amounts: log-normal, the later ones mostly zero
             v = np.round(np.exp(v + 8 + j / 2), 2)
             if j >= 4:
                 v = np.where(rng.random(n) < 0.7, 0.0, v)
@@ -173,16 +173,27 @@ def run_one(n: int, kind: str, seed: int) -> dict:
 
     def progress(name: str, i: int, total: int, *, detail: dict | None = None) -> None:
         now = time.perf_counter()
-        if detail is not None:   # inside a metric: its searches' rows done
-            print(f"        {name}: {detail['done']:,} of {detail['total']:,} {detail['unit']} "
-                  f"({detail['elapsed']:.0f} s in the metric)", flush=True)
+        if detail is not None:  # inside a metric: its searches' rows done
+            print(
+                f"        {name}: {detail['done']:,} of {detail['total']:,} {detail['unit']} "
+                f"({detail['elapsed']:.0f} s in the metric)",
+                flush=True,
+            )
             return
         print(f"      [{i}/{total}] {name} ({now - t0:.0f} s, +{now - last[0]:.0f} s)", flush=True)
         last[0] = now
         close_metric(name)
 
-    out = run_gate(DEFAULT_CONFIG_PATH, real, syn, holdout=holdout, release_id=f"{kind}-{n}", record=False,
-                   threads=1, progress=progress)
+    out = run_gate(
+        DEFAULT_CONFIG_PATH,
+        real,
+        syn,
+        holdout=holdout,
+        release_id=f"{kind}-{n}",
+        record=False,
+        threads=1,
+        progress=progress,
+    )
     close_metric(None)  # the last metric, with the gate's own work after it
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = peak_rss_mib() / 1024
@@ -191,16 +202,32 @@ def run_one(n: int, kind: str, seed: int) -> dict:
     metrics = {}
     for name, res in (out.results or {}).items():
         unresolved, widened = searches_unresolved(res)
-        metrics[name] = {"value": res.value, "raw": res.raw, "ci": list(res.ci) if res.ci else None,
-                         "baseline": res.baseline, "excess": res.excess,
-                         "excess_ci": list(res.excess_ci) if res.excess_ci else None,
-                         "unresolved_rows": unresolved, "widened_by": widened,
-                         "chance": (res.details or {}).get("chance_share_hit")}
-    return {"n": n, "release": kind, "seed": seed, "decision": str(out.decision), "fired": fired,
-            "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "ref25_cpu": round(ref25, 3),
-            "x_ref25": round(cpu / ref25, 1), "metric_cpu_seconds": per_metric, "peak_rss_gib": round(peak, 2),
-            "metrics": metrics,
-            "errors": [c.message for c in out.checks if c.rule == "error"]}
+        metrics[name] = {
+            "value": res.value,
+            "raw": res.raw,
+            "ci": list(res.ci) if res.ci else None,
+            "baseline": res.baseline,
+            "excess": res.excess,
+            "excess_ci": list(res.excess_ci) if res.excess_ci else None,
+            "unresolved_rows": unresolved,
+            "widened_by": widened,
+            "chance": (res.details or {}).get("chance_share_hit"),
+        }
+    return {
+        "n": n,
+        "release": kind,
+        "seed": seed,
+        "decision": str(out.decision),
+        "fired": fired,
+        "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
+        "ref25_cpu": round(ref25, 3),
+        "x_ref25": round(cpu / ref25, 1),
+        "metric_cpu_seconds": per_metric,
+        "peak_rss_gib": round(peak, 2),
+        "metrics": metrics,
+        "errors": [c.message for c in out.checks if c.rule == "error"],
+    }
 
 
 def show(row: dict) -> None:
@@ -208,19 +235,27 @@ def show(row: dict) -> None:
     mem = m.get("memorisation", {})
     hr = m.get("hitting_rate", {})
     ci = mem.get("ci") or [float("nan")] * 2
-    print(f"n={row['n']:>8} {row['release']:<7} {row['decision']:<6} fired={'; '.join(row['fired']) or '-'}  "
-          f"memorisation {mem.get('value', float('nan')):.4f} [{ci[0]:.4f}, {ci[1]:.4f}] "
-          f"unresolved {mem.get('unresolved_rows')} widened {mem.get('widened_by', 0):.4f}; "
-          f"hitting raw {hr.get('raw', float('nan')):.3f} chance {hr.get('chance') or float('nan'):.3f} "
-          f"value {hr.get('value', float('nan')):.3f}; {row['seconds']:.0f} s, {row['cpu_seconds']:.0f} CPU-s "
-          f"= {row['x_ref25']}× ref25 (GEMM 1-NN 25k × 25k, {row['ref25_cpu']:.2f} CPU-s, before and after); peak RSS {row['peak_rss_gib']:.2f} GiB",
-          flush=True)
-    print("      CPU-s per metric: " + ", ".join(f"{k} {v}" for k, v in sorted(
-        row["metric_cpu_seconds"].items(), key=lambda kv: -kv[1])), flush=True)
+    print(
+        f"n={row['n']:>8} {row['release']:<7} {row['decision']:<6} fired={'; '.join(row['fired']) or '-'}  "
+        f"memorisation {mem.get('value', float('nan')):.4f} [{ci[0]:.4f}, {ci[1]:.4f}] "
+        f"unresolved {mem.get('unresolved_rows')} widened {mem.get('widened_by', 0):.4f}; "
+        f"hitting raw {hr.get('raw', float('nan')):.3f} chance {hr.get('chance') or float('nan'):.3f} "
+        f"value {hr.get('value', float('nan')):.3f}; {row['seconds']:.0f} s, {row['cpu_seconds']:.0f} CPU-s "
+        f"= {row['x_ref25']}× ref25 (GEMM 1-NN 25k × 25k, {row['ref25_cpu']:.2f} CPU-s, before and after); peak RSS {row['peak_rss_gib']:.2f} GiB",
+        flush=True,
+    )
+    print(
+        "      CPU-s per metric: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(row["metric_cpu_seconds"].items(), key=lambda kv: -kv[1])),
+        flush=True,
+    )
     for name, r in m.items():
-        print(f"      {name:<16} value {r['value']:.4f} raw {r['raw'] if r['raw'] is None else round(r['raw'], 4)} "
-              f"baseline {r['baseline'] if r['baseline'] is None else round(r['baseline'], 4)} "
-              f"excess {r['excess'] if r['excess'] is None else round(r['excess'], 4)}", flush=True)
+        print(
+            f"      {name:<16} value {r['value']:.4f} raw {r['raw'] if r['raw'] is None else round(r['raw'], 4)} "
+            f"baseline {r['baseline'] if r['baseline'] is None else round(r['baseline'], 4)} "
+            f"excess {r['excess'] if r['excess'] is None else round(r['excess'], 4)}",
+            flush=True,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

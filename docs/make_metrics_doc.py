@@ -29,8 +29,13 @@ def baseline_table() -> tuple[str, float]:
     real = load_example()
     holdout = load_example("adult_holdout")
     b = privgate.baselines
-    sets = {"uniform_random": b.uniform_random(real, seed=1), "independent_marginals": b.independent_marginals(real, seed=1),
-            "noisy_copy": b.noisy_copy(real, seed=1), "copy": b.copy(real), "holdout (control)": holdout}
+    sets = {
+        "uniform_random": b.uniform_random(real, seed=1),
+        "independent_marginals": b.independent_marginals(real, seed=1),
+        "noisy_copy": b.noisy_copy(real, seed=1),
+        "copy": b.copy(real),
+        "holdout (control)": holdout,
+    }
     scores: dict[str, dict[str, float | str]] = {}
     start = time.perf_counter()
     for name, syn in sets.items():
@@ -40,9 +45,18 @@ def baseline_table() -> tuple[str, float]:
         # self-controlled metrics (the attacks) compare with the holdout as their control set
         controlled = [n for n in names if get_metric(n).self_controlled]
         for group, control in (([n for n in names if n not in controlled], None), (controlled, holdout)):
-            rep = privgate.evaluate(real, syn, group, holdout=control, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE,
-                                    seed=0, pairing=True if paired else None,
-                                    params={k: v for k, v in params.items() if k in group}, on_error="record")
+            rep = privgate.evaluate(
+                real,
+                syn,
+                group,
+                holdout=control,
+                keys=EXAMPLE_KEYS,
+                sensitive=EXAMPLE_SENSITIVE,
+                seed=0,
+                pairing=True if paired else None,
+                params={k: v for k, v in params.items() if k in group},
+                on_error="record",
+            )
             for metric, res in rep.results.items():
                 scores.setdefault(metric, {})[name] = res.value
             for metric, err in rep.errors.items():
@@ -63,18 +77,24 @@ def metric_sections() -> str:
         doc = inspect.getdoc(spec.func) or ""
         sig = inspect.signature(spec.func)
         params = [p for p in list(sig.parameters.values())[1:]]
-        ptxt = ", ".join(f"`{p.name}={p.default!r}`" if p.default is not inspect._empty else f"`{p.name}`"
-                         for p in params) or "none"
-        out.append(textwrap.dedent(f"""
+        ptxt = (
+            ", ".join(f"`{p.name}={p.default!r}`" if p.default is not inspect._empty else f"`{p.name}`" for p in params)
+            or "none"
+        )
+        out.append(
+            textwrap.dedent(f"""
         ### `{name}`
-        *Family:* {spec.family} · *Attack:* {spec.attack} · *Needs:* {', '.join(spec.needs) or 'real + synthetic'}
+        *Family:* {spec.family} · *Attack:* {spec.attack} · *Needs:* {", ".join(spec.needs) or "real + synthetic"}
         · *Reference:* {spec.reference}
 
         *Orientation:* {spec.orientation}
 
         *Parameters:* {ptxt}
 
-        """).lstrip("\n") + doc + "\n")
+        """).lstrip("\n")
+            + doc
+            + "\n"
+        )
     return "\n".join(out)
 
 
@@ -83,10 +103,22 @@ def interval_table() -> str:
     copy of the Adult sample with its holdout (seed 0)."""
     real, holdout = load_example(), load_example("adult_holdout")
     syn = privgate.baselines.noisy_copy(real, seed=1)
-    rep = privgate.evaluate(real, syn, holdout=holdout, baseline=True, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE,
-                            seed=0, pairing=True, params=PARAMS, on_error="record")
-    lines = ["| metric | value [95 % interval] | interval method | excess [interval] | excess interval method |",
-             "|---|---|---|---|---|"]
+    rep = privgate.evaluate(
+        real,
+        syn,
+        holdout=holdout,
+        baseline=True,
+        keys=EXAMPLE_KEYS,
+        sensitive=EXAMPLE_SENSITIVE,
+        seed=0,
+        pairing=True,
+        params=PARAMS,
+        on_error="record",
+    )
+    lines = [
+        "| metric | value [95 % interval] | interval method | excess [interval] | excess interval method |",
+        "|---|---|---|---|---|",
+    ]
 
     def fmt(x, ci):
         return "–" if x is None else (f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None else ""))
@@ -96,8 +128,10 @@ def interval_table() -> str:
             lines.append(f"| `{metric}` | error | {rep.errors[metric].split(':')[0]} | | |")
             continue
         r = rep.results[metric]
-        lines.append(f"| `{metric}` | {fmt(r.value, r.ci)} | {r.details.get('ci_method', '–')} | "
-                     f"{fmt(r.excess, r.excess_ci)} | {r.details.get('excess_ci_method', 'no baseline')} |")
+        lines.append(
+            f"| `{metric}` | {fmt(r.value, r.ci)} | {r.details.get('ci_method', '–')} | "
+            f"{fmt(r.excess, r.excess_ci)} | {r.details.get('excess_ci_method', 'no baseline')} |"
+        )
     return "\n".join(lines)
 
 

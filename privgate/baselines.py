@@ -49,7 +49,11 @@ def noisy_copy(real: Any, seed: int = 0, *, noise: float = 0.1, flip: float = 0.
             donors = rng.integers(0, n, n)
             vals = pl.Series(col, s.gather(np.where(replace, donors, np.arange(n))))
             # nulls stay null, values never become null through a donor
-            vals = pl.select(pl.when(s.is_null()).then(None).when(vals.is_null()).then(s).otherwise(vals)).to_series().alias(col)
+            vals = (
+                pl.select(pl.when(s.is_null()).then(None).when(vals.is_null()).then(s).otherwise(vals))
+                .to_series()
+                .alias(col)
+            )
             cols.append(vals.cast(s.dtype))
     return pl.DataFrame(cols)
 
@@ -93,15 +97,20 @@ def uniform_random(real: Any, seed: int = 0, *, n: int | None = None) -> pl.Data
     return pl.DataFrame(cols)
 
 
-BASELINES = {"copy": copy, "noisy_copy": noisy_copy, "independent_marginals": independent_marginals,
-             "uniform_random": uniform_random}
+BASELINES = {
+    "copy": copy,
+    "noisy_copy": noisy_copy,
+    "independent_marginals": independent_marginals,
+    "uniform_random": uniform_random,
+}
 
 
 DISGUISES = ("permuted", "renamed", "split", "merged")
 
 
-def disguised_copy(real: Any, kind: str = "permuted", seed: int = 0, *, every: int = 1, noise: float = 0.0,
-                   junk: int = 0) -> pl.DataFrame:
+def disguised_copy(
+    real: Any, kind: str = "permuted", seed: int = 0, *, every: int = 1, noise: float = 0.0, junk: int = 0
+) -> pl.DataFrame:
     """A copy of the real data whose categorical labels were disguised — what a generator whose
     label encoder is out of step with its decoder releases, or an attacker who wants a copy to
     pass a label-comparing check. Every ``every``-th categorical column (by position) is:
@@ -136,16 +145,16 @@ def disguised_copy(real: Any, kind: str = "permuted", seed: int = 0, *, every: i
         elif kind == "split":
             base = s.replace_strict(levels, [f"d{j}_{2 * i}" for i in range(len(levels))], default=None)
             second = pl.Series(rng.random(n) < 0.5)
-            s = pl.select(pl.when(second & base.is_not_null()).then(
-                base.str.replace(r"_(\d+)$", "_x$1")).otherwise(base)).to_series()
+            s = pl.select(
+                pl.when(second & base.is_not_null()).then(base.str.replace(r"_(\d+)$", "_x$1")).otherwise(base)
+            ).to_series()
         else:  # merged
             pairs = rng.permutation(len(levels)) // 2
             s = s.replace_strict(levels, [f"d{j}_{p}" for p in pairs], default=None)
         if junk:
             at = rng.choice(n, min(int(junk), n), replace=False)
             s = s.scatter(at, [f"d{j}_junk{i}" for i in range(at.size)])
-        out = out.with_columns(s.alias(col).cast(frame.schema[col]) if frame.schema[col] == pl.String
-                               else s.alias(col))
+        out = out.with_columns(s.alias(col).cast(frame.schema[col]) if frame.schema[col] == pl.String else s.alias(col))
     return out
 
 
@@ -173,8 +182,14 @@ def _transformed(v: np.ndarray, how: str, rng: np.random.Generator) -> np.ndarra
     return v * float(rng.choice([-1.0, 1.0]) * rng.uniform(0.01, 100.0)) + float(rng.normal(0.0, 1000.0))
 
 
-def transformed_copy(real: Any, numeric: str | None = "scaled", *, labels: str | None = None,
-                     columns: list[str] | None = None, seed: int = 0) -> pl.DataFrame:
+def transformed_copy(
+    real: Any,
+    numeric: str | None = "scaled",
+    *,
+    labels: str | None = None,
+    columns: list[str] | None = None,
+    seed: int = 0,
+) -> pl.DataFrame:
     """A copy of the real data (row i ↔ row i) in disguise: every numeric column of ``columns``
     (default: every numeric column) under the invertible map ``numeric`` (one of
     ``NUMERIC_DISGUISES``: ×1000, +7, standardised on its own mean and sd, negated, log(1 + x − min),

@@ -37,7 +37,9 @@ def assign_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return codes
 
 
-def binned_codes(real: pl.Series, other: pl.Series, n_bins: int = N_QUANTILE_BINS) -> tuple[np.ndarray, np.ndarray, int]:
+def binned_codes(
+    real: pl.Series, other: pl.Series, n_bins: int = N_QUANTILE_BINS
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Bin a numeric column of real and another frame with the real edges.
 
     Returns (real_codes, other_codes, n_levels) where n_levels counts the null bin.

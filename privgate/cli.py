@@ -77,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - one line, the type only: the text may quote data values
         if args.command not in GUARDED:
             raise
-        print(f"privgate {args.command}: error: unexpected {type(exc).__name__} (details withheld: they may "
-              "quote data values)", file=sys.stderr)
+        print(
+            f"privgate {args.command}: error: unexpected {type(exc).__name__} (details withheld: they may "
+            "quote data values)",
+            file=sys.stderr,
+        )
         return getattr(args, "_error_exit_code", 3)
 
 

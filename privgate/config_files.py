@@ -58,8 +58,10 @@ def parse_yaml(text: str, *, source: str = "<text>", what: str = "config") -> An
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except _DuplicateKey as exc:
-        raise ConfigError(f"{exc.path}: duplicate key in {source} (line {exc.line}: {exc.how}); each key may "
-                          "be set once — otherwise one value would silently replace the other") from None
+        raise ConfigError(
+            f"{exc.path}: duplicate key in {source} (line {exc.line}: {exc.how}); each key may "
+            "be set once — otherwise one value would silently replace the other"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -76,8 +78,9 @@ def parse_toml(text: str, *, source: str = "<text>", what: str = "config") -> An
     except tomllib.TOMLDecodeError as exc:
         dup = _toml_duplicate(text, str(exc))
         if dup is not None:
-            raise ConfigError(f"{dup[0]}: duplicate key in {source} (line {dup[1]}); each key may be "
-                              "set once") from None
+            raise ConfigError(
+                f"{dup[0]}: duplicate key in {source} (line {dup[1]}); each key may be set once"
+            ) from None
         raise ConfigError(f"{what}: {source} is not valid TOML: {_toml_problem(str(exc))}") from None
 
 
@@ -85,11 +88,13 @@ def parse_json(text: str, *, what: str) -> Any:
     """A JSON document given as configuration (a flag's value, a file's text); a key set twice in
     one object is refused, naming it. ``what`` names the flag, variable or file in messages."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_object, parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        return json.loads(
+            text, object_pairs_hook=_unique_object, parse_constant=_no_constant, parse_float=_finite_float
+        )
     except _DuplicateKey as exc:
-        raise ConfigError(f"{what}: key {exc.path!r} appears twice in one JSON object; each key may be "
-                          "set once") from None
+        raise ConfigError(
+            f"{what}: key {exc.path!r} appears twice in one JSON object; each key may be set once"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     except _NonFinite as exc:

@@ -153,8 +153,12 @@ class EvaluationContext(SpacesMixin, SearchMixin):
             cats = list(self.schema.categorical)
             found: dict[str, int] = {}
             if cats:  # one streamed query over the frames stacked
-                counts = (pl.concat([self.lazy(r).select(cats) for r in self._heights])
-                          .select([pl.col(c).n_unique() for c in cats]).collect(engine="streaming").row(0))
+                counts = (
+                    pl.concat([self.lazy(r).select(cats) for r in self._heights])
+                    .select([pl.col(c).n_unique() for c in cats])
+                    .collect(engine="streaming")
+                    .row(0)
+                )
                 found = {c: int(n) for c, n in zip(cats, counts) if n > coded_above()}
             self.derived["coded_columns"] = found
         return dict(self.derived["coded_columns"])
@@ -164,8 +168,9 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         a value some real record holds (identifier_reuse's count)."""
         from .copies import carries_real_identifier
 
-        return carries_real_identifier(self.identifier_frame("real"), self.identifier_frame(role),
-                                       list(self.identifiers))
+        return carries_real_identifier(
+            self.identifier_frame("real"), self.identifier_frame(role), list(self.identifiers)
+        )
 
     def copied_real_rows(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """(sorted positions of the real records — of ``rows`` only when given — equal on every
@@ -181,8 +186,14 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         if not hit_rows.size:
             return hit_rows, 0
         hits = pl.LazyFrame({"__row": pl.Series(hit_rows, dtype=pl.UInt32)})
-        n_distinct = int(real.join(hits, on="__row", how="semi").select(cols).unique().select(pl.len())
-                         .collect(engine="streaming").item())
+        n_distinct = int(
+            real.join(hits, on="__row", how="semi")
+            .select(cols)
+            .unique()
+            .select(pl.len())
+            .collect(engine="streaming")
+            .item()
+        )
         return hit_rows, n_distinct
 
     def identifier_frame(self, role: str) -> pl.DataFrame:
@@ -201,8 +212,15 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         self.sample_real = opts.sample_real
         self.sample = None if opts.sample == "off" else opts.sample
 
-    def _validate_inputs(self, inputs: dict[str, Any], frames: dict[str, pl.DataFrame],
-                         scans: dict[str, pl.LazyFrame], schema: Any, *, check_codebooks_: bool) -> None:
+    def _validate_inputs(
+        self,
+        inputs: dict[str, Any],
+        frames: dict[str, pl.DataFrame],
+        scans: dict[str, pl.LazyFrame],
+        schema: Any,
+        *,
+        check_codebooks_: bool,
+    ) -> None:
         """Check the inputs (not empty, the same columns, values of the inferred kinds, the
         release's categories the real data's) and keep them normalised, in the real frame's
         column order."""
@@ -220,8 +238,11 @@ class EvaluationContext(SpacesMixin, SearchMixin):
             schema = schema.as_dict()
         if scans:
             self.schema: Schema = infer_schema(shapes, schema, check_values=False)
-            check_values_lazily({r: (scans[r] if r in scans else frames[r].lazy()).select(order) for r in inputs},
-                                self.schema, self._heights)
+            check_values_lazily(
+                {r: (scans[r] if r in scans else frames[r].lazy()).select(order) for r in inputs},
+                self.schema,
+                self._heights,
+            )
         else:
             self.schema = infer_schema(shapes, schema)
         self._frames = {r: normalise_frame(f.select(order), self.schema) for r, f in frames.items()}
@@ -320,8 +341,13 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         synthetic set — used to score a holdout sample as a baseline."""
         real = self.real if self.is_loaded("real") else _Scan(self._scans["real"])
         return EvaluationContext(
-            real, synthetic, schema=self.schema.as_dict(), keys=self.keys,
-            sensitive=self.sensitive, seed=self.seed, options=replace(self.options, threads=self.threads),
+            real,
+            synthetic,
+            schema=self.schema.as_dict(),
+            keys=self.keys,
+            sensitive=self.sensitive,
+            seed=self.seed,
+            options=replace(self.options, threads=self.threads),
             _shared=self._shared,
         )
 
@@ -342,8 +368,13 @@ class EvaluationContext(SpacesMixin, SearchMixin):
                 sample = self.holdout[rows]
             else:  # a scan of the holdout file: read only the sampled rows when a metric needs them
                 keep = pl.LazyFrame({"__pg_row": pl.Series(rows, dtype=pl.UInt32)})
-                sample = _Scan(self._scans["holdout"].with_row_index("__pg_row")
-                               .join(keep, on="__pg_row", how="semi").sort("__pg_row").drop("__pg_row"))
+                sample = _Scan(
+                    self._scans["holdout"]
+                    .with_row_index("__pg_row")
+                    .join(keep, on="__pg_row", how="semi")
+                    .sort("__pg_row")
+                    .drop("__pg_row")
+                )
             base = self.with_synthetic(sample)
             base._encoded_by = (self, None if size == self.n_holdout else rows)
             base._memo = self._memo  # the same matrices: their category codes and k-means lists too
@@ -351,8 +382,9 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         return self._baseline_ctx
 
     # ------------------------------------------------------------- parameters
-    def key_sensitive(self, keys: Sequence[str] | None = None,
-                      sensitive: Sequence[str] | str | None = None) -> tuple[list[str], list[str]]:
+    def key_sensitive(
+        self, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None
+    ) -> tuple[list[str], list[str]]:
         """Validated (keys, sensitive) for the reconstruction family: explicit arguments win
         over the context's; default keys = every non-sensitive column."""
         sens = _as_list(sensitive, "sensitive") or self.sensitive
@@ -436,10 +468,19 @@ class EvaluationContext(SpacesMixin, SearchMixin):
         if rows is None:
             return None
         explicit = (role == "real" and self.sample_real is not None) or isinstance(self.sample, int)
-        rule = ("explicit sample size" if explicit else
-                f"auto: more than {AUTO_SAMPLE_ABOVE:,} rows, {AUTO_SAMPLE_SIZE:,} sampled")
-        return {"n": int(rows.size), "of": self.n_real if role == "real" else self.n_synthetic, "seed": self.seed,
-                "side": role, "method": "simple random sample without replacement", "rule": rule}
+        rule = (
+            "explicit sample size"
+            if explicit
+            else f"auto: more than {AUTO_SAMPLE_ABOVE:,} rows, {AUTO_SAMPLE_SIZE:,} sampled"
+        )
+        return {
+            "n": int(rows.size),
+            "of": self.n_real if role == "real" else self.n_synthetic,
+            "seed": self.seed,
+            "side": role,
+            "method": "simple random sample without replacement",
+            "rule": rule,
+        }
 
     def _missing(self, role: str):
         raise NotApplicableError(f"this evaluation has no {role} data")

@@ -27,9 +27,15 @@ from .threads import limited
 class SearchMixin:
     """The neighbour-search methods of :class:`~privgate.context.EvaluationContext`."""
 
-    def neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
-                   k: int = 1, rows: np.ndarray | None = None,
-                   target_rows: np.ndarray | None = None) -> Neighbours:
+    def neighbours(
+        self,
+        space: tuple | str = "mixed",
+        query: str = "real",
+        target: str = "synthetic",
+        k: int = 1,
+        rows: np.ndarray | None = None,
+        target_rows: np.ndarray | None = None,
+    ) -> Neighbours:
         """k nearest ``target`` records of every ``query`` record in ``space`` ("mixed",
         "identifiability", ("famd", 2), ("mixed", (col, ...))). Computed once and cached; when
         query == target the record itself is excluded by index. ``rows``: only these query rows
@@ -66,8 +72,15 @@ class SearchMixin:
         self._note_search(cache_key, nb)
         return nb
 
-    def has_neighbours(self, space: tuple | str = "mixed", query: str = "real", target: str = "synthetic",
-                       k: int = 1, *, exact: bool = False) -> bool:
+    def has_neighbours(
+        self,
+        space: tuple | str = "mixed",
+        query: str = "real",
+        target: str = "synthetic",
+        k: int = 1,
+        *,
+        exact: bool = False,
+    ) -> bool:
         """Whether the whole search :meth:`neighbours` (``space``, ``query``, ``target``, at least
         ``k`` neighbours) is already made in this evaluation — so a metric can read rows of it
         instead of searching them apart; ``exact``: and its answers are exact (not screened).
@@ -81,8 +94,9 @@ class SearchMixin:
         searches in the cache shared with the holdout baseline's context, the others in this one's."""
         return self._shared["real_nn"] if (query == "real" and target == "real") else self._nn
 
-    def _search_space(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None,
-                      target_rows: np.ndarray | None) -> Neighbours:
+    def _search_space(
+        self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None, target_rows: np.ndarray | None
+    ) -> Neighbours:
         """The search :meth:`neighbours` caches (its arguments as there)."""
         sp = self.space(key)
         q = sp[query] if query in sp.matrices else self._missing(query)
@@ -96,7 +110,8 @@ class SearchMixin:
         if available < k:
             raise TooFewRowsError(
                 f"a {k}-nearest-neighbour search among {target} records needs at least "
-                f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}")
+                f"{k + (1 if same else 0)} {target} rows; got {t.shape[0]}"
+            )
         options = self._search_options(sp, (q.shape[0] if rows is None else rows.size) * t.shape[0])
         with limited(self.threads):
             if rows is None:
@@ -109,13 +124,27 @@ class SearchMixin:
         """knn's options for a search of ``pairs`` query × target pairs in ``sp``: screened
         above ``SearchSettings.exact_below_pairs`` unless the evaluation is ``exact``."""
         settings = resolve_settings(None)
-        return {"categorical_slices": sp.categorical_slices, "coded_columns": sp.coded_columns,
-                "seed": self.seed, "memo": self._memo,
-                "approximate": not self.exact and pairs > settings.exact_below_pairs, "settings": settings}
+        return {
+            "categorical_slices": sp.categorical_slices,
+            "coded_columns": sp.coded_columns,
+            "seed": self.seed,
+            "memo": self._memo,
+            "approximate": not self.exact and pairs > settings.exact_below_pairs,
+            "settings": settings,
+        }
 
-    def search(self, query: np.ndarray, target: np.ndarray, k: int = 1, *, name: str, exclude_self: bool = False,
-               rows: np.ndarray | None = None, categorical_slices: list[tuple[int, int]] | None = None,
-               coded_columns: list[tuple[int, float]] | None = None) -> Neighbours:
+    def search(
+        self,
+        query: np.ndarray,
+        target: np.ndarray,
+        k: int = 1,
+        *,
+        name: str,
+        exclude_self: bool = False,
+        rows: np.ndarray | None = None,
+        categorical_slices: list[tuple[int, int]] | None = None,
+        coded_columns: list[tuple[int, float]] | None = None,
+    ) -> Neighbours:
         """The exact k nearest ``target`` rows of the ``query`` rows ``rows`` (None: all) for
         matrices a metric makes itself — a subsample of a space, a refitted projection, the rows
         a jackknife searches again; ``exclude_self``: query and target are one set and a row
@@ -134,37 +163,73 @@ class SearchMixin:
         # the digest of a matrix object is kept in the search memo, as its category codes are (a
         # metric hands the same matrices to several searches: 76 MB hashed per 100,000 × 95), so
         # a matrix must not change in place once searched — every caller searches fresh arrays
-        cache_key = ("matrices", self._memo.get(query, ("digest",), lambda: _digest(query)),
-                     self._memo.get(target, ("digest",), lambda: _digest(target)), int(k), bool(exclude_self),
-                     None if rows is None else rows.tobytes(), tuple(coded_columns or ()))
+        cache_key = (
+            "matrices",
+            self._memo.get(query, ("digest",), lambda: _digest(query)),
+            self._memo.get(target, ("digest",), lambda: _digest(target)),
+            int(k),
+            bool(exclude_self),
+            None if rows is None else rows.tobytes(),
+            tuple(coded_columns or ()),
+        )
         cache = self._shared.setdefault("matrices", {})
         nb = cache.get(cache_key)
         if nb is None:
             with limited(self.threads):
-                nb = search_matrices(query, target, k, exclude_self=exclude_self, rows=rows, memo=self._memo,
-                                     settings=resolve_settings(None), categorical_slices=categorical_slices,
-                                     coded_columns=coded_columns)
+                nb = search_matrices(
+                    query,
+                    target,
+                    k,
+                    exclude_self=exclude_self,
+                    rows=rows,
+                    memo=self._memo,
+                    settings=resolve_settings(None),
+                    categorical_slices=categorical_slices,
+                    coded_columns=coded_columns,
+                )
             cache[cache_key] = nb
         self._searches_used[name] = nb.search
         return nb
 
-    def any_within_box(self, query: np.ndarray, target: np.ndarray, radius: float = 1.0, *,
-                       name: str, self_rows: np.ndarray | None = None) -> np.ndarray:
+    def any_within_box(
+        self,
+        query: np.ndarray,
+        target: np.ndarray,
+        radius: float = 1.0,
+        *,
+        name: str,
+        self_rows: np.ndarray | None = None,
+    ) -> np.ndarray:
         """:func:`privgate.neighbours.any_within_box` (whether some target row lies within
         ``radius`` of each query row in every coordinate; exact, a k-d tree; ``self_rows``: each
         query row's own target position, not counted) made inside this evaluation's thread budget
         and reported as ``name`` in the metric's ``details["neighbour_search"]``."""
         with limited(self.threads):
-            hit = (any_within_box(query, target, radius) if self_rows is None
-                   else any_within_box(query, target, radius, self_rows=self_rows))
-        self._searches_used[name] = {"exact": True, "method": "k-d tree box query (Chebyshev distance)",
-                                     "n_query": int(query.shape[0]), "n_target": int(target.shape[0])}
+            hit = (
+                any_within_box(query, target, radius)
+                if self_rows is None
+                else any_within_box(query, target, radius, self_rows=self_rows)
+            )
+        self._searches_used[name] = {
+            "exact": True,
+            "method": "k-d tree box query (Chebyshev distance)",
+            "n_query": int(query.shape[0]),
+            "n_target": int(target.shape[0]),
+        }
         return hit
 
-    def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
-                               same: bool, name: str = "jackknife refill",
-                               categorical_slices: list[tuple[int, int]] | None = None,
-                               coded_columns: list[tuple[int, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def nearest_outside_groups(
+        self,
+        nb: Neighbours,
+        labels: np.ndarray,
+        query: np.ndarray,
+        target: np.ndarray,
+        *,
+        same: bool,
+        name: str = "jackknife refill",
+        categorical_slices: list[tuple[int, int]] | None = None,
+        coded_columns: list[tuple[int, float]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:func:`privgate.neighbours.nearest_outside_groups` with its searches again made by
         :meth:`search` (reported as ``name``). Computed once per evaluation for the same lists,
         matrices and labels (authenticity, median_dcr and nnaa read the same real → real
@@ -172,18 +237,32 @@ class SearchMixin:
         cache = self._shared.setdefault("outside_groups", [])
         labels = np.asarray(labels)
         for entry in cache:
-            if (entry["query"] is query and entry["target"] is target and entry["same"] == same
-                    and np.array_equal(entry["labels"], labels) and np.array_equal(entry["idx"], nb.idx)
-                    and np.array_equal(entry["dist"], nb.dist)):
+            if (
+                entry["query"] is query
+                and entry["target"] is target
+                and entry["same"] == same
+                and np.array_equal(entry["labels"], labels)
+                and np.array_equal(entry["idx"], nb.idx)
+                and np.array_equal(entry["dist"], nb.dist)
+            ):
                 if entry["report"] is not None:
                     self._searches_used[name] = entry["report"]
                 return entry["out"]
         report: dict = {}
 
-        def again(q: np.ndarray, t: np.ndarray, k: int = 1, *, exclude_self: bool = False,
-                  rows: np.ndarray | None = None) -> Neighbours:
-            found = self.search(q, t, k, name=name, exclude_self=exclude_self, rows=rows,
-                                categorical_slices=categorical_slices, coded_columns=coded_columns)
+        def again(
+            q: np.ndarray, t: np.ndarray, k: int = 1, *, exclude_self: bool = False, rows: np.ndarray | None = None
+        ) -> Neighbours:
+            found = self.search(
+                q,
+                t,
+                k,
+                name=name,
+                exclude_self=exclude_self,
+                rows=rows,
+                categorical_slices=categorical_slices,
+                coded_columns=coded_columns,
+            )
             report["search"] = found.search
             return found
 
@@ -194,12 +273,23 @@ class SearchMixin:
         if held + out[0].nbytes + out[1].nbytes > OUTSIDE_GROUPS_CACHE_BYTES:
             return out
         # the matrices themselves are held, so that an identity compared above is never a reused id
-        cache.append({"idx": nb.idx, "dist": nb.dist, "query": query, "target": target, "same": same, "labels": labels.copy(),
-                      "report": report.get("search"), "out": out})
+        cache.append(
+            {
+                "idx": nb.idx,
+                "dist": nb.dist,
+                "query": query,
+                "target": target,
+                "same": same,
+                "labels": labels.copy(),
+                "report": report.get("search"),
+                "out": out,
+            }
+        )
         return out
 
-    def neighbours_of_rows(self, space: tuple | str, rows: Mapping[str, np.ndarray], target: str = "synthetic",
-                           k: int = 1) -> dict[str, Neighbours]:
+    def neighbours_of_rows(
+        self, space: tuple | str, rows: Mapping[str, np.ndarray], target: str = "synthetic", k: int = 1
+    ) -> dict[str, Neighbours]:
         """The k nearest ``target`` records of chosen rows of several query sets ({role: row
         positions}, e.g. an attack's sampled training and holdout records), the same answers as
         ``neighbours(space, role, target, k, rows=...)`` per role — and cached as those — but
@@ -225,14 +315,22 @@ class SearchMixin:
             sp = self.space(key)
             queries = [sp[role][r] for role, r in todo.items()]
         else:
-            sp = mixed_space(self._frames, self.schema, list(key[1]) if key[1] is not None else None,
-                             name=_space_name(key), rows=todo,
-                             dtype=np.float32 if self.compact_spaces() else np.float64, coded_above=coded_above())
+            sp = mixed_space(
+                self._frames,
+                self.schema,
+                list(key[1]) if key[1] is not None else None,
+                name=_space_name(key),
+                rows=todo,
+                dtype=np.float32 if self.compact_spaces() else np.float64,
+                coded_above=coded_above(),
+            )
             queries = [sp[role] for role in todo]
         t = sp[target] if target in sp.matrices else self._missing(target)
         if t.shape[0] < k:
-            raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
-                                  f"{k} {target} rows; got {t.shape[0]}")
+            raise TooFewRowsError(
+                f"a {k}-nearest-neighbour search among {target} records needs at least "
+                f"{k} {target} rows; got {t.shape[0]}"
+            )
         q = np.vstack(queries)
         with limited(self.threads):
             options = self._search_options(sp, q.shape[0] * t.shape[0])
@@ -240,7 +338,7 @@ class SearchMixin:
         search = {**nb.search, "stacked": "+".join(todo) + " rows searched together"} if len(todo) > 1 else nb.search
         start = 0
         for role, r in todo.items():
-            part = Neighbours(nb.dist[start:start + r.size], nb.idx[start:start + r.size], search)
+            part = Neighbours(nb.dist[start : start + r.size], nb.idx[start : start + r.size], search)
             start += r.size
             cache_key = (key, role, target, "rows", r.tobytes())
             self._nn[cache_key] = part
@@ -276,9 +374,11 @@ class SearchMixin:
         if not used:
             return None
         wrong = max(float(sd.get("share_rows_possibly_wrong", 0.0)) for sd in used.values())
-        return {"exact": all(sd.get("exact", True) for sd in used.values()),
-                "share_rows_possibly_wrong": wrong,
-                "searches": {name: _public(sd) for name, sd in used.items()}}
+        return {
+            "exact": all(sd.get("exact", True) for sd in used.values()),
+            "share_rows_possibly_wrong": wrong,
+            "searches": {name: _public(sd) for name, sd in used.items()},
+        }
 
 
 def _public(search: dict) -> dict:
@@ -313,8 +413,11 @@ OUTSIDE_GROUPS_CACHE_BYTES = 128 * 2**20
 def _digest(x: np.ndarray) -> tuple:
     """A matrix identified by content: its dtype, shape and a hash of its bytes."""
     a = np.ascontiguousarray(x)
-    return (a.dtype.str, a.shape, hashlib.blake2b(a.view(np.uint8).ravel() if a.size else b"",
-                                                   digest_size=16).hexdigest())
+    return (
+        a.dtype.str,
+        a.shape,
+        hashlib.blake2b(a.view(np.uint8).ravel() if a.size else b"", digest_size=16).hexdigest(),
+    )
 
 
 def merge_search_reports(first: dict | None, second: dict | None) -> dict | None:
@@ -322,7 +425,10 @@ def merge_search_reports(first: dict | None, second: dict | None) -> dict | None
     exact only if both are, the larger share of rows possibly wrong, every search listed once."""
     if not first or not second:
         return first or second
-    return {"exact": bool(first.get("exact", True) and second.get("exact", True)),
-            "share_rows_possibly_wrong": max(float(first.get("share_rows_possibly_wrong", 0.0)),
-                                             float(second.get("share_rows_possibly_wrong", 0.0))),
-            "searches": {**second.get("searches", {}), **first.get("searches", {})}}
+    return {
+        "exact": bool(first.get("exact", True) and second.get("exact", True)),
+        "share_rows_possibly_wrong": max(
+            float(first.get("share_rows_possibly_wrong", 0.0)), float(second.get("share_rows_possibly_wrong", 0.0))
+        ),
+        "searches": {**second.get("searches", {}), **first.get("searches", {})},
+    }

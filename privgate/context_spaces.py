@@ -68,15 +68,28 @@ class SpacesMixin:
         dtype = np.float32 if compact else np.float64
         coded = coded_above()
         if kind == "mixed":
-            return mixed_space(self.frames, self.schema, list(arg) if arg else None, name=_space_name(key),
-                               dtype=dtype, coded_above=coded)
+            return mixed_space(
+                self.frames,
+                self.schema,
+                list(arg) if arg else None,
+                name=_space_name(key),
+                dtype=dtype,
+                coded_above=coded,
+            )
         if kind == "famd":
-            return famd_space(self.frames, self.schema, arg, name=_space_name(key),
-                              block_rows=FAMD_BLOCK_ROWS if compact else None, coded_above=coded)
+            return famd_space(
+                self.frames,
+                self.schema,
+                arg,
+                name=_space_name(key),
+                block_rows=FAMD_BLOCK_ROWS if compact else None,
+                coded_above=coded,
+            )
         ent = self.entropies()
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent.items()}
-        return mixed_space(self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype,
-                           coded_above=coded)
+        return mixed_space(
+            self.frames, self.schema, weights=weights, name="identifiability", dtype=dtype, coded_above=coded
+        )
 
     def compact_spaces(self) -> bool:
         """Whether this evaluation's encoded spaces are compact: some frame has more than
@@ -97,10 +110,17 @@ class SpacesMixin:
         holdout = sp["holdout"] if rows is None else sp["holdout"][rows]
         details = dict(sp.details)
         if "mean_imputed" in details:  # the encoded roles are real and the holdout sample
-            details["mean_imputed"] = {c: {r: n for r, n in counts.items() if r == "real"}
-                                       for c, counts in details["mean_imputed"].items()}
-        return EncodedSpace(sp.name, {"real": sp["real"], "synthetic": holdout}, details,
-                            categorical_slices=sp.categorical_slices, coded_columns=sp.coded_columns, axes=sp.axes)
+            details["mean_imputed"] = {
+                c: {r: n for r, n in counts.items() if r == "real"} for c, counts in details["mean_imputed"].items()
+            }
+        return EncodedSpace(
+            sp.name,
+            {"real": sp["real"], "synthetic": holdout},
+            details,
+            categorical_slices=sp.categorical_slices,
+            coded_columns=sp.coded_columns,
+            axes=sp.axes,
+        )
 
     def release_spaces(self, keep: set[str] | frozenset[str] | None) -> list[str]:
         """Drop the encoded spaces whose kind ("mixed", "identifiability", "famd") is not in

@@ -16,8 +16,7 @@ import importlib.util
 from .errors import HistoryError, PrivgateError
 
 # SQLAlchemy dialect suffix → importable module of that PostgreSQL driver, in order of preference
-POSTGRES_DRIVERS: tuple[tuple[str, str], ...] = (("psycopg2", "psycopg2"), ("psycopg", "psycopg"),
-                                                 ("pg8000", "pg8000"))
+POSTGRES_DRIVERS: tuple[tuple[str, str], ...] = (("psycopg2", "psycopg2"), ("psycopg", "psycopg"), ("pg8000", "pg8000"))
 _BARE_SCHEMES = ("postgresql", "postgres")
 
 
@@ -47,12 +46,16 @@ def sqlalchemy_url(url: str, *, extra: str = "postgres", error: type[PrivgateErr
     if driver:
         module = dict(POSTGRES_DRIVERS).get(driver.lower(), driver.lower())
         if not _installed(module):
-            raise error(f"database URL: the driver {driver!r} named in the URL scheme {scheme!r} is not "
-                        f"installed; install privgate[{extra}] (psycopg2) and use postgresql://..., "
-                        f"or install {module}")
+            raise error(
+                f"database URL: the driver {driver!r} named in the URL scheme {scheme!r} is not "
+                f"installed; install privgate[{extra}] (psycopg2) and use postgresql://..., "
+                f"or install {module}"
+            )
         return f"postgresql+{driver}://{rest}"
     found = postgres_driver()
     if found is None:
-        raise error(f"database URL: {scheme}:// needs a PostgreSQL driver and none is installed; "
-                    f"install privgate[{extra}] (pip install 'privgate[{extra}]')")
+        raise error(
+            f"database URL: {scheme}:// needs a PostgreSQL driver and none is installed; "
+            f"install privgate[{extra}] (pip install 'privgate[{extra}]')"
+        )
     return f"postgresql+{found}://{rest}"

@@ -48,11 +48,11 @@ from . import seeds
 from .level_classes import KEEP_PREFIX, level_classes
 from .schema import Schema
 
-IDENTIFYING_SHARE = 0.5   # share of reference records with a unique numeric tuple the view needs
-MIN_ANCHORED = 3          # anchored pairs needed before a correspondence is learnt from them
-MIN_SUPPORT = 2           # anchored pairs a level needs before it is joined (few pairs: the shuffles test)
-EDGE_P = 0.05             # an edge's binomial p against the level's base share among the pairs
-SHUFFLES = 19             # the pairs with shuffled anchors must explain fewer records every time (p ≤ 0.05)
+IDENTIFYING_SHARE = 0.5  # share of reference records with a unique numeric tuple the view needs
+MIN_ANCHORED = 3  # anchored pairs needed before a correspondence is learnt from them
+MIN_SUPPORT = 2  # anchored pairs a level needs before it is joined (few pairs: the shuffles test)
+EDGE_P = 0.05  # an edge's binomial p against the level's base share among the pairs
+SHUFFLES = 19  # the pairs with shuffled anchors must explain fewer records every time (p ≤ 0.05)
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,11 @@ class DisguisedRecords:
     columns_recoded: int
 
     def describe(self) -> dict:
-        return {"records": int(self.rows.size), "anchored_exactly": self.anchored,
-                "columns_with_a_learnt_correspondence": self.columns_recoded}
+        return {
+            "records": int(self.rows.size),
+            "anchored_exactly": self.anchored,
+            "columns_with_a_learnt_correspondence": self.columns_recoded,
+        }
 
 
 def _exact_anchors(release: pl.DataFrame, reference: pl.DataFrame, num: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -81,8 +84,9 @@ def _exact_anchors(release: pl.DataFrame, reference: pl.DataFrame, num: list[str
     return pairs["__s"].to_numpy().astype(np.int64), pairs["__r"].to_numpy().astype(np.int64)
 
 
-def _explained(release: pl.DataFrame, reference: pl.DataFrame, cat: list[str], s_idx: np.ndarray,
-               r_idx: np.ndarray) -> tuple[np.ndarray, int]:
+def _explained(
+    release: pl.DataFrame, reference: pl.DataFrame, cat: list[str], s_idx: np.ndarray, r_idx: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Which anchored pairs the correspondence learnt from these pairs explains (step 3), and in
     how many columns that correspondence is not the identity."""
     n = s_idx.size
@@ -94,9 +98,15 @@ def _explained(release: pl.DataFrame, reference: pl.DataFrame, cat: list[str], s
         s = release.get_column(c).gather(s_idx)
         r = reference.get_column(c).gather(r_idx)
         table = pl.DataFrame({"s": s, "r": r}).group_by("s", "r").len()
-        rel_codes, ref_codes, col = level_classes(table, "s", "r", s.drop_nulls().unique().to_list(),
-                                                  r.drop_nulls().unique().to_list(),
-                                                  min_support=MIN_SUPPORT, edge_p=EDGE_P)
+        rel_codes, ref_codes, col = level_classes(
+            table,
+            "s",
+            "r",
+            s.drop_nulls().unique().to_list(),
+            r.drop_nulls().unique().to_list(),
+            min_support=MIN_SUPPORT,
+            edge_p=EDGE_P,
+        )
         if not col["identity"]:
             recoded += 1
         code_s = s.replace_strict(list(rel_codes), list(rel_codes.values()), default=None, return_dtype=pl.String)
@@ -111,8 +121,9 @@ def _explained(release: pl.DataFrame, reference: pl.DataFrame, cat: list[str], s
     return (ok if recoded else np.zeros(n, bool)), recoded
 
 
-def find_disguised_records(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, *,
-                           seed: int = 0) -> DisguisedRecords | None:
+def find_disguised_records(
+    release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, *, seed: int = 0
+) -> DisguisedRecords | None:
     """The release records that are copies of reference records under a level correspondence
     their exact numeric anchors show (both frames normalised, the release's numerics on the
     reference's scale); None when there is none beyond the identity, or when the anchored pairs

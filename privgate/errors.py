@@ -105,8 +105,7 @@ def type_name(x: object) -> str:
     return {dict: "a mapping", list: "a list", str: "a string"}.get(type(x), type(x).__name__)
 
 
-def bounded_number(where: str, x: object, lo: float, hi: float, what: str | None = None, *,
-                   name: str = "") -> float:
+def bounded_number(where: str, x: object, lo: float, hi: float, what: str | None = None, *, name: str = "") -> float:
     """A configuration value that must be a finite number in [``lo``, ``hi``], as a float; else a
     :class:`ConfigError` that starts with ``where`` (the offending key's dotted path) and says
     what was expected (``what``, by default the interval) and what came: a refused number, or
@@ -120,4 +119,3 @@ def bounded_number(where: str, x: object, lo: float, hi: float, what: str | None
     if not math.isfinite(v) or v < lo or v > hi:
         raise ConfigError(f"{where}: {subject}must be {what}, got {x!r}")
     return v
-

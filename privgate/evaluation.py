@@ -65,7 +65,10 @@ def default_metrics(ctx: EvaluationContext) -> list[str]:
 
 
 def evaluate(
-    real: Any, synthetic: Any, metrics: Sequence[str] | str | None = None, *,
+    real: Any,
+    synthetic: Any,
+    metrics: Sequence[str] | str | None = None,
+    *,
     holdout: Any = None,
     keys: Sequence[str] | None = None,
     sensitive: Sequence[str] | str | None = None,
@@ -76,8 +79,11 @@ def evaluate(
     baseline: bool = False,
     on_error: str = "raise",
     progress: ProgressFn | bool | None = None,
-    threads: int | None = None, exact: bool = False, sample_real: int | None = None,
-    sample: int | str | None = "auto", memory_limit: int | str | None = "auto",
+    threads: int | None = None,
+    exact: bool = False,
+    sample_real: int | None = None,
+    sample: int | str | None = "auto",
+    memory_limit: int | str | None = "auto",
     options: RunOptions | None = None,
 ) -> Report:
     """Evaluate a synthetic release against the real data with several metrics.
@@ -110,28 +116,55 @@ def evaluate(
     if on_error not in ("raise", "record"):
         raise ParameterError(f"on_error must be 'raise' or 'record'; got {on_error!r}")
     start = time.perf_counter()
-    opts = call_options(options, threads=threads, exact=exact, sample_real=sample_real, sample=sample,
-                        memory_limit=memory_limit)
-    ctx = EvaluationContext(real, synthetic, holdout=holdout, schema=schema, keys=keys, sensitive=sensitive,
-                            seed=seed, pairing=pairing, options=opts)
-    names, params, specs = _metrics_asked(ctx, metrics, params, baseline=baseline,
-                                          memory_limit=opts.memory_limit)
+    opts = call_options(
+        options, threads=threads, exact=exact, sample_real=sample_real, sample=sample, memory_limit=memory_limit
+    )
+    ctx = EvaluationContext(
+        real,
+        synthetic,
+        holdout=holdout,
+        schema=schema,
+        keys=keys,
+        sensitive=sensitive,
+        seed=seed,
+        pairing=pairing,
+        options=opts,
+    )
+    names, params, specs = _metrics_asked(ctx, metrics, params, baseline=baseline, memory_limit=opts.memory_limit)
     base_ctx = ctx.holdout_baseline() if baseline else None
     report_fn = _progress_fn(progress)
     results, errors = {}, {}
     with limited(ctx.threads):
         _run_all(run_order(specs), ctx, base_ctx, params, report_fn, on_error, results, errors)
-    return Report(results={n: results[n] for n in names if n in results},  # the order asked for
-                  errors={n: errors[n] for n in names if n in errors}, schema=ctx.schema.as_dict(),
-                  n_real=ctx.n_real, n_synthetic=ctx.n_synthetic, n_holdout=ctx.n_holdout, seed=seed,
-                  seconds=time.perf_counter() - start,
-                  params={"metrics": names, "keys": ctx.keys, "sensitive": ctx.sensitive, "metric_params": params,
-                          "baseline": baseline, "options": run_options(ctx), "columns": column_handling(ctx)})
+    return Report(
+        results={n: results[n] for n in names if n in results},  # the order asked for
+        errors={n: errors[n] for n in names if n in errors},
+        schema=ctx.schema.as_dict(),
+        n_real=ctx.n_real,
+        n_synthetic=ctx.n_synthetic,
+        n_holdout=ctx.n_holdout,
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        params={
+            "metrics": names,
+            "keys": ctx.keys,
+            "sensitive": ctx.sensitive,
+            "metric_params": params,
+            "baseline": baseline,
+            "options": run_options(ctx),
+            "columns": column_handling(ctx),
+        },
+    )
 
 
-def _metrics_asked(ctx: EvaluationContext, metrics: Sequence[str] | str | None,
-                   params: Mapping[str, Mapping[str, Any]] | None, *, baseline: bool,
-                   memory_limit: Any) -> tuple[list[str], dict, list[Any]]:
+def _metrics_asked(
+    ctx: EvaluationContext,
+    metrics: Sequence[str] | str | None,
+    params: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    baseline: bool,
+    memory_limit: Any,
+) -> tuple[list[str], dict, list[Any]]:
     """(names, parameters, registry entries) of the metrics asked for (default: every one these
     inputs can feed); unknown names, parameters for metrics not evaluated, a baseline without a
     holdout and a run estimated not to fit in ``memory_limit`` fail before any work."""
@@ -162,9 +195,13 @@ def run_options(ctx: EvaluationContext) -> dict[str, Any]:
     """The run options an evaluation used (recorded in reports and the history): the thread
     budget, whether searches were forced exact, the explicit real-record sample size, the
     ``sample`` option and the query records it sampled per side (None: every record)."""
-    return {"threads": ctx.threads, "exact": ctx.exact, "sample_real": ctx.sample_real,
-            "sample": ctx.sample if ctx.sample is not None else "off",
-            "sampled": {"real": ctx.sample_size("real"), "synthetic": ctx.sample_size("synthetic")}}
+    return {
+        "threads": ctx.threads,
+        "exact": ctx.exact,
+        "sample_real": ctx.sample_real,
+        "sample": ctx.sample if ctx.sample is not None else "off",
+        "sampled": {"real": ctx.sample_size("real"), "synthetic": ctx.sample_size("synthetic")},
+    }
 
 
 def _run_all(specs, ctx, base_ctx, params, report_fn, on_error, results, errors) -> None:
@@ -242,20 +279,30 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
     ci, method = None, "none: intervals switched off"
     jk_res, jk_base = jackknife_sources(res), jackknife_sources(base)
     if intervals_on():
-        if all(k in jk for jk in (jk_res, jk_base) for k in ("real", "synthetic")) \
-                and jk_res["real"].shape == jk_base["real"].shape:
-            sources = {"real": jk_res["real"] - jk_base["real"], "synthetic": jk_res["synthetic"],
-                       "holdout": jk_base["synthetic"]}
+        if (
+            all(k in jk for jk in (jk_res, jk_base) for k in ("real", "synthetic"))
+            and jk_res["real"].shape == jk_base["real"].shape
+        ):
+            sources = {
+                "real": jk_res["real"] - jk_base["real"],
+                "synthetic": jk_res["synthetic"],
+                "holdout": jk_base["synthetic"],
+            }
             ci, _, df = stats.jackknife_interval(res.value - base.value, sources, bounds=(-1.0, 1.0))
-            method = (f"grouped jackknife, seed {seed}: {sources['real'].size} groups of the real records (paired: "
-                      f"the same groups for release and baseline) + {sources['synthetic'].size} groups of the release's "
-                      f"records + {sources['holdout'].size} groups of the holdout sample's records deleted in turn; "
-                      f"variances added, excess ± t({df:.0f} df)·standard error")
+            method = (
+                f"grouped jackknife, seed {seed}: {sources['real'].size} groups of the real records (paired: "
+                f"the same groups for release and baseline) + {sources['synthetic'].size} groups of the release's "
+                f"records + {sources['holdout'].size} groups of the holdout sample's records deleted in turn; "
+                f"variances added, excess ± t({df:.0f} df)·standard error"
+            )
         elif per_record_mean(res) and per_record_mean(base) and res.per_record.shape == base.per_record.shape:
-            ci = stats.bootstrap_mean_ci(res.per_record, seeds.derive(seed, "bootstrap"), n_boot=BOOT,
-                                         paired=base.per_record)
-            method = (f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
-                      f"difference over the same {res.per_record.size} real records")
+            ci = stats.bootstrap_mean_ci(
+                res.per_record, seeds.derive(seed, "bootstrap"), n_boot=BOOT, paired=base.per_record
+            )
+            method = (
+                f"paired percentile bootstrap ({BOOT} replicates, seed {seed}) of the mean per-record "
+                f"difference over the same {res.per_record.size} real records"
+            )
         elif res.ci is not None and base.ci is not None:
             ci = stats.difference_interval(res.value, res.ci, base.value, base.ci)
             method = "MOVER difference of the release's and the baseline's intervals (treated as independent)"
@@ -269,11 +316,13 @@ def attach_baseline(res: MetricResult, base: MetricResult, seed: int) -> MetricR
 
 def _progress_fn(progress: ProgressFn | bool | None) -> ProgressFn | None:
     if progress is True:
+
         def show(name: str, i: int, total: int, *, detail: dict | None = None) -> None:
             if detail is not None:
                 print(progress_line(detail), file=sys.stderr, flush=True)
             else:
                 print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+
         return show
     if callable(progress):
         return progress

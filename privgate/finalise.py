@@ -22,12 +22,17 @@ from .gates.run import record_outcome
 if TYPE_CHECKING:  # pragma: no cover
     from .history.store import HistoryStore
 
-ReportTarget = tuple[str | Path, str]          # (path, "html" | "json")
+ReportTarget = tuple[str | Path, str]  # (path, "html" | "json")
 OnReportError = Callable[[str | Path, str, str], None]
 
 
-def finalise_run(outcome: GateOutcome, history: "HistoryStore | None", reports: Sequence[ReportTarget] = (),
-                 *, on_report_error: OnReportError | None = None) -> list[ReportTarget]:
+def finalise_run(
+    outcome: GateOutcome,
+    history: "HistoryStore | None",
+    reports: Sequence[ReportTarget] = (),
+    *,
+    on_report_error: OnReportError | None = None,
+) -> list[ReportTarget]:
     """Write ``reports`` of ``outcome``, then record it in ``history`` (when given). Returns the
     reports written. ``on_report_error(path, kind, reason)`` is told about each report that
     could not be written (the run is then blocked with a ``(report)`` error check)."""
@@ -45,8 +50,12 @@ def finalise_run(outcome: GateOutcome, history: "HistoryStore | None", reports: 
     return written
 
 
-def _write(outcome: GateOutcome, targets: Sequence[ReportTarget], history: "HistoryStore | None",
-           on_error: OnReportError | None) -> list[ReportTarget]:
+def _write(
+    outcome: GateOutcome,
+    targets: Sequence[ReportTarget],
+    history: "HistoryStore | None",
+    on_error: OnReportError | None,
+) -> list[ReportTarget]:
     writers = {"html": render.write_html_report, "json": render.write_json_report}
     ok: list[ReportTarget] = []
     for path, kind in targets:
@@ -54,8 +63,11 @@ def _write(outcome: GateOutcome, targets: Sequence[ReportTarget], history: "Hist
             writers[kind](outcome, path, history=history)
             ok.append((path, kind))
         except Exception as exc:  # noqa: BLE001 - a report that cannot be written blocks the release
-            reason = f"{type(exc).__name__}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror \
+            reason = (
+                f"{type(exc).__name__}: {exc.strerror}"
+                if isinstance(exc, OSError) and exc.strerror
                 else type(exc).__name__
+            )
             add_error(outcome, "(report)", f"cannot write the {kind.upper()} report {path}: {reason}")
             if on_error is not None:
                 on_error(path, kind, reason)

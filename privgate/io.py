@@ -12,8 +12,7 @@ from .errors import InputLoadError
 
 FrameLike = Union[pl.DataFrame, pl.LazyFrame, pa.Table, "pandas.DataFrame", str, Path]  # noqa: F821
 
-SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".arrow": "ipc",
-            ".feather": "ipc", ".ipc": "ipc"}
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc"}
 
 
 def load_frame(data: Any, *, role: str = "input") -> pl.DataFrame:
@@ -39,7 +38,8 @@ def load_frame(data: Any, *, role: str = "input") -> pl.DataFrame:
         except Exception as exc:  # noqa: BLE001 - conversion errors quote cell values: type only
             raise InputLoadError(
                 f"{role}: cannot convert pandas DataFrame: {type(exc).__name__} (a column mixes "
-                "types or holds Python objects; cast it to one dtype)") from None
+                "types or holds Python objects; cast it to one dtype)"
+            ) from None
     raise InputLoadError(
         f"{role}: unsupported input type {type(data).__name__}; expected a Polars DataFrame or "
         "LazyFrame, a pyarrow Table, a pandas DataFrame, or a path to .parquet/.csv/.arrow/.feather"
@@ -73,8 +73,10 @@ def collect_scan(lf: pl.LazyFrame, role: str) -> pl.DataFrame:
     try:
         return lf.collect(engine="streaming")
     except Exception as exc:  # noqa: BLE001 - keep only the type (the text may quote content)
-        raise InputLoadError(f"{role}: cannot read the input to the end: {type(exc).__name__} "
-                             "(details withheld: they may quote the file's content)") from None
+        raise InputLoadError(
+            f"{role}: cannot read the input to the end: {type(exc).__name__} "
+            "(details withheld: they may quote the file's content)"
+        ) from None
 
 
 def _from_arrow(table: pa.Table, role: str) -> pl.DataFrame:
@@ -97,8 +99,7 @@ def input_kind(path: Path, role: str) -> str:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise InputLoadError(
-            f"{role}: unsupported file suffix {path.suffix!r} for {path}; expected one of "
-            f"{', '.join(sorted(SUFFIXES))}"
+            f"{role}: unsupported file suffix {path.suffix!r} for {path}; expected one of {', '.join(sorted(SUFFIXES))}"
         )
     _refuse_empty_file(path, role)
     return kind
@@ -145,8 +146,9 @@ def input_columns(data: Any) -> list[str] | None:
     return None
 
 
-def column_difference(columns: dict[str, list[str]], names_certain: dict[str, bool], *,
-                      release: str = "synthetic") -> str | None:
+def column_difference(
+    columns: dict[str, list[str]], names_certain: dict[str, bool], *, release: str = "synthetic"
+) -> str | None:
     """Why the inputs' columns differ (``columns``: role → column names; the first role is the
     reference), or None when every role has the reference's columns. A column of the
     ``release`` is named; a column only in another input is named when that input's header is
@@ -159,8 +161,11 @@ def column_difference(columns: dict[str, list[str]], names_certain: dict[str, bo
         a, b = set(columns[ref]), set(columns[role])
         if a == b:
             continue
-        parts = [f"only in {where}: {_named_or_placed(columns[where], only, released, names_certain[where])}"
-                 for where, only in ((ref, a - b), (role, b - a)) if only]
+        parts = [
+            f"only in {where}: {_named_or_placed(columns[where], only, released, names_certain[where])}"
+            for where, only in ((ref, a - b), (role, b - a))
+            if only
+        ]
         return f"{ref} and {role} have different columns ({'; '.join(parts)})"
     return None
 
@@ -170,11 +175,16 @@ def _named_or_placed(order: list[str], only: set[str], released: set[str], certa
     certain), the others by position counted from 1."""
     named = [c for c in order if c in only and (certain or c in released)]
     placed = [i + 1 for i, c in enumerate(order) if c in only and not (certain or c in released)]
-    parts = [", ".join(map(repr, named[:limit])) + (f" and {len(named) - limit} more" if len(named) > limit else "")
-             ] if named else []
+    parts = (
+        [", ".join(map(repr, named[:limit])) + (f" and {len(named) - limit} more" if len(named) > limit else "")]
+        if named
+        else []
+    )
     if placed:
-        parts.append(f"{len(placed)} column(s) not in the release at position(s) {_positions(placed, limit)} "
-                     "(counted from 1; not named: a CSV's first line may be a record)")
+        parts.append(
+            f"{len(placed)} column(s) not in the release at position(s) {_positions(placed, limit)} "
+            "(counted from 1; not named: a CSV's first line may be a record)"
+        )
     return "; ".join(parts)
 
 
@@ -206,12 +216,16 @@ def _read_error(path: Path, role: str, kind: str, exc: Exception) -> InputLoadEr
             return InputLoadError(
                 f"{role}: {path} is not UTF-8 encoded text (first invalid byte at offset {offset}); "
                 "privgate reads CSV files as UTF-8: re-save the file as UTF-8 (for example "
-                "`iconv -f latin1 -t utf-8`) or convert it to Parquet")
-        return InputLoadError(f"{role}: cannot read csv file {path}: {type(exc).__name__} "
-                              "(details withheld: they may quote the file's content)")
+                "`iconv -f latin1 -t utf-8`) or convert it to Parquet"
+            )
+        return InputLoadError(
+            f"{role}: cannot read csv file {path}: {type(exc).__name__} "
+            "(details withheld: they may quote the file's content)"
+        )
     return InputLoadError(
         f"{role}: cannot read {path}: it is not a readable {_KIND_NAMES[kind]} file ({type(exc).__name__}); "
-        f"expected a complete {_KIND_NAMES[kind]} file for the suffix {path.suffix!r}")
+        f"expected a complete {_KIND_NAMES[kind]} file for the suffix {path.suffix!r}"
+    )
 
 
 def _first_invalid_utf8(path: Path, chunk: int = 1 << 20) -> int | None:
@@ -262,7 +276,8 @@ def _check_csv_header(path: Path, role: str) -> None:
         where = ", ".join(f"column {i} repeats the name of column {j}" for i, j in repeated)
         raise InputLoadError(
             f"{role}: the header of {path} repeats a column name ({where}); "
-            "expected every column name once — rename or drop the repeated column(s)")
+            "expected every column name once — rename or drop the repeated column(s)"
+        )
     _refuse_record_header(head, path, role)
 
 
@@ -292,20 +307,25 @@ def _refuse_record_header(head: pl.DataFrame, path: Path, role: str) -> None:
         raise InputLoadError(
             f"{role}: {path} has a single line, which cannot be told apart from a record without a header "
             "(there are no rows below it to compare with); a CSV input needs a header row and records — "
-            "or convert the file to Parquet")
+            "or convert the file to Parquet"
+        )
     if head.height == 0:
         return
     values, names = _header_evidence(head)
     if len(names) > len(values):
         return
-    why = (f"the first cell of column(s) {_positions(values)} is like the values below it"
-           if values else "no cell of it reads as a column name")
+    why = (
+        f"the first cell of column(s) {_positions(values)} is like the values below it"
+        if values
+        else "no cell of it reads as a column name"
+    )
     if names:
         why += f"; only column(s) {_positions(names)} look named"
     raise InputLoadError(
         f"{role}: the first line of {path} looks like a record, not a header ({why}); privgate reads the "
         "first line of a CSV file as the column names — add a header row naming the columns, or convert "
-        "the file to Parquet")
+        "the file to Parquet"
+    )
 
 
 _NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
@@ -315,8 +335,12 @@ def _shape(e: pl.Expr) -> pl.Expr:
     """A text's shape: each run of upper-case letters becomes ``A``, of other letters ``a``, of
     digits ``9``, of white space one space; punctuation is kept ("John Smith" → "Aa Aa",
     "j.doe@mail.com" → "a.a@a.a", "first_name" → "a_a")."""
-    return (e.str.replace_all(r"\p{Lu}+", "A").str.replace_all(r"[\p{L}--\p{Lu}]+", "a")
-            .str.replace_all(r"\p{Nd}+", "9").str.replace_all(r"\s+", " "))
+    return (
+        e.str.replace_all(r"\p{Lu}+", "A")
+        .str.replace_all(r"[\p{L}--\p{Lu}]+", "a")
+        .str.replace_all(r"\p{Nd}+", "9")
+        .str.replace_all(r"\s+", " ")
+    )
 
 
 # the share of a column's values holding a mark for that mark to count as the column's (a first
@@ -341,15 +365,19 @@ def _header_evidence(head: pl.DataFrame) -> tuple[list[int], list[int]]:
     group-bys, no loop over cells; the shapes are computed only for the string columns whose
     first cell the cheaper tests leave undecided."""
     cols = head.columns
-    long = (head.rename({c: str(j) for j, c in enumerate(cols)})
-            .with_row_index("__row")
-            .unpivot(index="__row", variable_name="__col", value_name="v"))
+    long = (
+        head.rename({c: str(j) for j, c in enumerate(cols)})
+        .with_row_index("__row")
+        .unpivot(index="__row", variable_name="__col", value_name="v")
+    )
     first = long.filter(pl.col("__row") == 0).select("__col", pl.col("v").alias("f"))
     body = long.filter(pl.col("__row") > 0).drop_nulls("v").join(first.drop_nulls("f"), on="__col")
     stats = body.group_by("__col").agg(
-        pl.len().alias("n"), pl.col("v").n_unique().alias("distinct"),
+        pl.len().alias("n"),
+        pl.col("v").n_unique().alias("distinct"),
         pl.col("v").str.contains(_NUMBER).mean().alias("numeric"),
-        (pl.col("v") == pl.col("f")).any().alias("equal"))
+        (pl.col("v") == pl.col("f")).any().alias("equal"),
+    )
     by_col = {r["__col"]: r for r in stats.iter_rows(named=True)}
     values, names, open_ = [], [], []
     for j, f in zip(first["__col"], first["f"]):
@@ -377,30 +405,40 @@ def _string_likeness(body: pl.DataFrame) -> dict[str, bool]:
     cell reads as one of the values (:func:`_refuse_record_header`, last case)."""
     if body.is_empty():
         return {}
-    body = body.with_columns(_shape(pl.col("v")).alias("sv"), _shape(pl.col("f")).alias("sf"),
-                             _marks(pl.col("v")).alias("mv"), _marks(pl.col("f")).alias("mf"),
-                             pl.col("v").str.len_chars().alias("lv"), pl.col("f").str.len_chars().alias("lf"))
+    body = body.with_columns(
+        _shape(pl.col("v")).alias("sv"),
+        _shape(pl.col("f")).alias("sf"),
+        _marks(pl.col("v")).alias("mv"),
+        _marks(pl.col("f")).alias("mf"),
+        pl.col("v").str.len_chars().alias("lv"),
+        pl.col("f").str.len_chars().alias("lf"),
+    )
     stats = body.group_by("__col").agg(
         pl.len().alias("n"),
         (pl.col("sv") == pl.col("sf")).any().alias("same_shape"),
         (_char_set(pl.col("sv")) == _char_set(pl.col("sf"))).mean().alias("same_classes"),
         pl.col("mf").first().alias("cell_marks"),
         ((2 * pl.col("lf") >= pl.col("lv").min()) & (pl.col("lf") <= 2 * pl.col("lv").max()))
-        .first().alias("in_length"))
+        .first()
+        .alias("in_length"),
+    )
     # the marks most of a column's values hold ("@" and "." of e-mails, " " of full names)
-    common = (body.select("__col", pl.col("mv").str.split("").alias("m")).explode("m")
-              .filter(pl.col("m").is_not_null() & (pl.col("m") != ""))
-              .group_by("__col", "m").len()
-              .join(stats.select("__col", "n"), on="__col")
-              .filter(pl.col("len") >= MOST_VALUES * pl.col("n")))
+    common = (
+        body.select("__col", pl.col("mv").str.split("").alias("m"))
+        .explode("m")
+        .filter(pl.col("m").is_not_null() & (pl.col("m") != ""))
+        .group_by("__col", "m")
+        .len()
+        .join(stats.select("__col", "n"), on="__col")
+        .filter(pl.col("len") >= MOST_VALUES * pl.col("n"))
+    )
     majority: dict[str, set[str]] = {}
     for j, m in common.select("__col", "m").iter_rows():
         majority.setdefault(j, set()).add(m)
     out = {}
     for r in stats.iter_rows(named=True):
         marks = majority.get(r["__col"], set())
-        like = (r["same_shape"] or r["same_classes"] >= 0.05
-                or (bool(marks) and marks <= set(r["cell_marks"] or "")))
+        like = r["same_shape"] or r["same_classes"] >= 0.05 or (bool(marks) and marks <= set(r["cell_marks"] or ""))
         out[r["__col"]] = bool(like and r["in_length"])
     return out
 

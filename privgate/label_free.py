@@ -65,8 +65,8 @@ from .level_classes import KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 from .schema import Schema
 
-ANCHOR_ROWS = 2000      # release records anchored (a seeded sample above this)
-MAX_GROUPS = 4          # categorical columns are learnt in at most this many groups (one search each)
+ANCHOR_ROWS = 2000  # release records anchored (a seeded sample above this)
+MAX_GROUPS = 4  # categorical columns are learnt in at most this many groups (one search each)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Correspondence:
 
     release_codes: dict[str, dict[str, str]]
     reference_codes: dict[str, dict[str, str]]
-    remapped: tuple[str, ...]                  # columns whose correspondence is not the identity
+    remapped: tuple[str, ...]  # columns whose correspondence is not the identity
     columns: dict[str, dict] = field(default_factory=dict)
     anchored: int = 0
     numeric_maps: dict[str, NumericMap] = field(default_factory=dict)
@@ -163,22 +163,49 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
     learnt map brings to the reference's scale."""
     schema: Schema = ctx.schema
     cat = list(schema.categorical)
-    rows = np.arange(release.height)
-    if release.height > ANCHOR_ROWS:
-        rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
+    rows = _anchor_rows(ctx, release)
     maps = learn_numeric_maps(ctx, release, reference, rows, name=name)
     release = apply_numeric_maps(release, reference, maps)
     check_scales(release, reference, schema, maps)
     if not cat:
         return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
     sample = release[rows] if rows.size < release.height else release
-    levels = {c: (release.get_column(c).drop_nulls().unique().to_list(),
-                  reference.get_column(c).drop_nulls().unique().to_list()) for c in cat}
+    levels = {
+        c: (
+            release.get_column(c).drop_nulls().unique().to_list(),
+            reference.get_column(c).drop_nulls().unique().to_list(),
+        )
+        for c in cat
+    }
     # a column of more levels than the anchored records can cover keeps its labels, and its
     # shares — estimated from a handful of records per level, different in every sample — are
     # noise that would pull honest records onto wrong anchors: it is left out of the views
     kept = {c for c in cat if max(map(len, levels[c])) * MIN_SUPPORT > rows.size}
     anchored = schema.subset([c for c in schema.columns if c not in kept]) if kept else schema
+    tables = _anchor_tables(ctx, sample, reference, anchored, cat, name=name)
+    rel_codes, ref_codes, remapped, described = _column_classes(cat, tables, levels, kept)
+    # the record-by-record search reads the classes' codes; with the identity everywhere, the
+    # labels themselves carry the same equalities (and nothing is recoded twice)
+    records = (
+        find_disguised_records(release, reference, schema, seed=ctx.seed)
+        if not remapped
+        else find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
+    )
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+
+
+def _anchor_rows(ctx, release: pl.DataFrame) -> np.ndarray:
+    """The release rows anchored: all of them, or a seeded sample of ``ANCHOR_ROWS`` in order."""
+    rows = np.arange(release.height)
+    if release.height > ANCHOR_ROWS:
+        rows = np.sort(seeds.rng(ctx.seed, "label_free.anchors").choice(release.height, ANCHOR_ROWS, replace=False))
+    return rows
+
+
+def _anchor_tables(
+    ctx, sample: pl.DataFrame, reference: pl.DataFrame, anchored: Schema, cat: list[str], *, name: str
+) -> dict[str, list[pl.DataFrame]]:
+    """Per categorical column, one (release level, reference level) count table per view that teaches it."""
     tables: dict[str, list[pl.DataFrame]] = {c: [] for c in cat}
     # every column encoded once (shares and standardisation are per column); a view takes its
     # columns, in the same order as anchor_matrices would put them
@@ -192,8 +219,21 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         t = np.ascontiguousarray(t_all[:, cols], dtype=np.float32)
         anchor = ctx.search(q, t, 1, name=f"{name}, {label}").idx[:, 0]
         for c in taught:
-            tables[c].append(pl.DataFrame({"s": sample.get_column(c), "r": reference.get_column(c).gather(anchor)})
-                             .group_by("s", "r").len())
+            tables[c].append(
+                pl.DataFrame({"s": sample.get_column(c), "r": reference.get_column(c).gather(anchor)})
+                .group_by("s", "r")
+                .len()
+            )
+    return tables
+
+
+def _column_classes(
+    cat: list[str],
+    tables: dict[str, list[pl.DataFrame]],
+    levels: dict[str, tuple[list, list]],
+    kept: set[str],
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]], list[str], dict[str, dict]]:
+    """Per categorical column its level classes: release codes, reference codes, recoded columns, descriptions."""
     rel_codes, ref_codes, remapped, described = {}, {}, [], {}
     for c in cat:
         # the anchors that explain this column best: the largest share of anchored records in
@@ -205,18 +245,20 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
             # the anchors cannot cover the column, and chance majorities among thousands of rare
             # levels would pass for edges — it keeps its labels
             table = None
-        rc, fc, col = level_classes(table if table is not None else pl.DataFrame(
-                                   {"s": [], "r": [], "len": []}, schema={"s": pl.String, "r": pl.String, "len": pl.UInt32}),
-                               "s", "r", rel_levels, ref_levels)
+        rc, fc, col = level_classes(
+            table
+            if table is not None
+            else pl.DataFrame({"s": [], "r": [], "len": []}, schema={"s": pl.String, "r": pl.String, "len": pl.UInt32}),
+            "s",
+            "r",
+            rel_levels,
+            ref_levels,
+        )
         rel_codes[c], ref_codes[c] = rc, fc
         described[c] = col
         if not col["identity"]:
             remapped.append(c)
-    # the record-by-record search reads the classes' codes; with the identity everywhere, the
-    # labels themselves carry the same equalities (and nothing is recoded twice)
-    records = (find_disguised_records(release, reference, schema, seed=ctx.seed) if not remapped else
-               find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed))
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+    return rel_codes, ref_codes, remapped, described
 
 
 def _purity(table: pl.DataFrame, s: str, r: str) -> float:
@@ -230,7 +272,11 @@ def recode(frame: pl.DataFrame, codes: dict[str, dict[str, str]]) -> pl.DataFram
     do not list keeps its label behind ``KEEP_PREFIX``; nulls stay null)."""
     if not codes:
         return frame
-    return frame.with_columns([
-        pl.col(c).replace_strict(list(m), list(m.values()), default=pl.lit(KEEP_PREFIX) + pl.col(c),
-                                 return_dtype=pl.String)
-        for c, m in codes.items()])
+    return frame.with_columns(
+        [
+            pl.col(c).replace_strict(
+                list(m), list(m.values()), default=pl.lit(KEEP_PREFIX) + pl.col(c), return_dtype=pl.String
+            )
+            for c, m in codes.items()
+        ]
+    )

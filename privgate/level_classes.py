@@ -18,11 +18,11 @@ import polars as pl
 
 from .stats import binomial_upper_p
 
-MIN_SUPPORT = 3         # anchored records a level needs before it is joined to another
-MAJORITY = 0.5          # share of a level's anchored records that the joined level must hold
-EDGE_P = 1e-3           # and its count beyond that level's base share of the anchors (one-sided binomial)
-COLLAPSED = 0.99        # a release column this concentrated on one level ...
-SPREAD = 0.1            # ... where the reference's top level holds at most 90 %: all levels merged
+MIN_SUPPORT = 3  # anchored records a level needs before it is joined to another
+MAJORITY = 0.5  # share of a level's anchored records that the joined level must hold
+EDGE_P = 1e-3  # and its count beyond that level's base share of the anchors (one-sided binomial)
+COLLAPSED = 0.99  # a release column this concentrated on one level ...
+SPREAD = 0.1  # ... where the reference's top level holds at most 90 %: all levels merged
 CODE_PREFIX = "\x00lf:"  # class codes: never a label a frame can hold after normalisation
 KEEP_PREFIX = "\x00lv:"  # a level joined to nothing keeps its label behind this prefix
 
@@ -34,16 +34,21 @@ def level_shares(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
     return frame.select([(pl.len().over(c) / n).cast(pl.Float64).alias(c) for c in cols])
 
 
-def _majority_edges(table: pl.DataFrame, by: str, other: str, min_support: int = MIN_SUPPORT,
-                    edge_p: float = EDGE_P) -> pl.DataFrame:
+def _majority_edges(
+    table: pl.DataFrame, by: str, other: str, min_support: int = MIN_SUPPORT, edge_p: float = EDGE_P
+) -> pl.DataFrame:
     """For each level of ``by`` with at least MIN_SUPPORT anchored records, the level of ``other``
     holding more than MAJORITY of them, when its count is also far beyond what that level's share
     of all anchored records gives (one-sided binomial p < ``EDGE_P``): an association a release
     that kept the labels shows only towards the same label."""
-    t = (table.drop_nulls([by, other])
-         .with_columns(pl.col("len").sum().over(by).alias("total"),
-                       (pl.col("len").sum().over(other) / pl.col("len").sum()).alias("base"))
-         .filter((pl.col("total") >= min_support) & (pl.col("len") > MAJORITY * pl.col("total"))))
+    t = (
+        table.drop_nulls([by, other])
+        .with_columns(
+            pl.col("len").sum().over(by).alias("total"),
+            (pl.col("len").sum().over(other) / pl.col("len").sum()).alias("base"),
+        )
+        .filter((pl.col("total") >= min_support) & (pl.col("len") > MAJORITY * pl.col("total")))
+    )
     if t.height == 0:
         return t.select(by, other)
     p = binomial_upper_p(t["len"].to_numpy(), t["total"].to_numpy(), t["base"].to_numpy())
@@ -67,15 +72,8 @@ def _collapsed_edges(table: pl.DataFrame, s: str, r: str) -> pl.DataFrame:
     return ref.filter(pl.col("len") >= MIN_SUPPORT).select(pl.lit(top, dtype=t.schema[s]).alias(s), r)
 
 
-def level_classes(table: pl.DataFrame, s: str, r: str, rel_levels: list, ref_levels: list, *,
-                  min_support: int = MIN_SUPPORT, edge_p: float = EDGE_P
-                  ) -> tuple[dict[str, str], dict[str, str], dict]:
-    """Union–find over the levels of both sides joined by majority edges (``min_support`` and
-    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``): the codes of each side's levels and a
-    description (counts only)."""
-    edges = pl.concat([_majority_edges(table, s, r, min_support, edge_p),
-                       _majority_edges(table, r, s, min_support, edge_p).select(s, r),
-                       _collapsed_edges(table, s, r)]).unique()
+def _joined_components(edges: pl.DataFrame, rel_levels: list, ref_levels: list) -> dict[int, list[tuple[str, str]]]:
+    """Union–find over both sides' levels: each component's root and its ("s"|"r", level) members."""
     nodes = [("s", v) for v in rel_levels] + [("r", v) for v in ref_levels]
     index = {node: i for i, node in enumerate(nodes)}
     parent = np.arange(len(nodes))
@@ -96,6 +94,30 @@ def level_classes(table: pl.DataFrame, s: str, r: str, rel_levels: list, ref_lev
     members: dict[int, list[tuple[str, str]]] = {}
     for node, i in index.items():
         members.setdefault(find(i), []).append(node)
+    return members
+
+
+def level_classes(
+    table: pl.DataFrame,
+    s: str,
+    r: str,
+    rel_levels: list,
+    ref_levels: list,
+    *,
+    min_support: int = MIN_SUPPORT,
+    edge_p: float = EDGE_P,
+) -> tuple[dict[str, str], dict[str, str], dict]:
+    """Union–find over the levels of both sides joined by majority edges (``min_support`` and
+    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``): the codes of each side's levels and a
+    description (counts only)."""
+    edges = pl.concat(
+        [
+            _majority_edges(table, s, r, min_support, edge_p),
+            _majority_edges(table, r, s, min_support, edge_p).select(s, r),
+            _collapsed_edges(table, s, r),
+        ]
+    ).unique()
+    members = _joined_components(edges, rel_levels, ref_levels)
     rel_codes, ref_codes = {}, {}
     identity = True
     n_joined = 0
@@ -117,9 +139,18 @@ def level_classes(table: pl.DataFrame, s: str, r: str, rel_levels: list, ref_lev
     if identity:
         # a level joined to nothing on one side may share a label with a joined level on the other:
         # it would keep its label while its namesake gets a class code — not the identity
-        identity = all(rel_codes[v].startswith(KEEP_PREFIX) == ref_codes[v].startswith(KEEP_PREFIX)
-                       for v in set(rel_codes) & set(ref_codes))
-    return rel_codes, ref_codes, {
-        "identity": identity, "release_levels": len(rel_levels), "reference_levels": len(ref_levels),
-        "classes": n_joined, "levels_unjoined": sum(len(g) == 1 for g in members.values()),
-    }
+        identity = all(
+            rel_codes[v].startswith(KEEP_PREFIX) == ref_codes[v].startswith(KEEP_PREFIX)
+            for v in set(rel_codes) & set(ref_codes)
+        )
+    return (
+        rel_codes,
+        ref_codes,
+        {
+            "identity": identity,
+            "release_levels": len(rel_levels),
+            "reference_levels": len(ref_levels),
+            "classes": n_joined,
+            "levels_unjoined": sum(len(g) == 1 for g in members.values()),
+        },
+    )

@@ -93,6 +93,8 @@ def held_per_frame(n: int, reads_space: bool = True) -> float:
     if n <= _compact_above():
         return HELD_PER_FRAME
     return HELD_PER_FRAME_COMPACT if reads_space else HELD_PER_FRAME_NO_SPACE
+
+
 #: The approximate screen's k-means lists (a float32 copy of each searched target matrix).
 SCREEN_LISTS = 1.0
 #: Each metric's own memory on every record, in units, is its registry declaration's
@@ -169,9 +171,10 @@ def available_bytes() -> int | None:
                 break
     except OSError:
         pass
-    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+    for limit_path, usage_path in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
         limit, usage = _read_int(limit_path), _read_int(usage_path)
         if limit is not None and usage is not None and limit < 2**60:
             room = max(0, limit - usage)
@@ -259,8 +262,9 @@ def _scores_baseline(name: str) -> bool:
     return has_baseline(spec)
 
 
-def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: bool | None = None,
-                 sample: int | None = None) -> MemoryEstimate:
+def estimate_run(
+    ctx, metrics: Sequence[str], *, baseline: bool = False, exact: bool | None = None, sample: int | None = None
+) -> MemoryEstimate:
     """The guard's estimate for running ``metrics`` on the context ``ctx`` (its sizes, sampling
     and ``exact`` option; ``exact`` / ``sample`` override them, to see what an option would
     change). ``baseline``: the holdout baseline is scored too (its context shares the encoded
@@ -271,15 +275,35 @@ def estimate_run(ctx, metrics: Sequence[str], *, baseline: bool = False, exact: 
     q_sampled = sample if sample is not None else ctx.sample_size("real")
     # "auto"'s size lowers no classifier's cap (they take explicit samples only)
     auto = sample is None and q_sampled is not None and ctx.sample_size("real", auto=False) is None
-    return estimate_sizes(ctx.n_real, ctx.n_synthetic, ctx.n_holdout or 0, _features(ctx), metrics,
-                          exact=exact, sample=q_sampled, threads=_n_jobs(None, getattr(ctx, "threads", None)),
-                          baseline=baseline, sample_off=sample is None and getattr(ctx, "sample", "auto") is None,
-                          sample_auto=auto)
+    return estimate_sizes(
+        ctx.n_real,
+        ctx.n_synthetic,
+        ctx.n_holdout or 0,
+        _features(ctx),
+        metrics,
+        exact=exact,
+        sample=q_sampled,
+        threads=_n_jobs(None, getattr(ctx, "threads", None)),
+        baseline=baseline,
+        sample_off=sample is None and getattr(ctx, "sample", "auto") is None,
+        sample_auto=auto,
+    )
 
 
-def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
-                   exact: bool, sample: int | None, threads: int, baseline: bool = False,
-                   sample_off: bool = False, sample_auto: bool = False) -> MemoryEstimate:
+def estimate_sizes(
+    n_real: int,
+    n_synthetic: int,
+    n_holdout: int,
+    features: int,
+    metrics: Sequence[str],
+    *,
+    exact: bool,
+    sample: int | None,
+    threads: int,
+    baseline: bool = False,
+    sample_off: bool = False,
+    sample_auto: bool = False,
+) -> MemoryEstimate:
     """The guard's estimate from sizes alone (no data): ``n_real`` / ``n_synthetic`` /
     ``n_holdout`` rows (0: no holdout), ``features`` columns of the encoded mixed space
     (:func:`encoded_features`), ``metrics`` run one after another, ``exact`` searches forced
@@ -317,12 +341,25 @@ def estimate_sizes(n_real: int, n_synthetic: int, n_holdout: int, features: int,
         extra = (1.0 if baseline and n_h and _scores_baseline(name) else 0.0) * cost * share * 0.5
         if spec is not None and spec.worker_memory_cost:
             extra += spec.worker_memory_cost * share * _fold_workers(threads)
-        per_metric[name] = BASE_BYTES + search + unit * (held * frames + cost * share + extra
-                                                         + (lists if search else 0.0))
+        per_metric[name] = (
+            BASE_BYTES + search + unit * (held * frames + cost * share + extra + (lists if search else 0.0))
+        )
     peak = max(per_metric.values(), default=float(BASE_BYTES))
-    return MemoryEstimate(peak=peak, per_metric=per_metric, unit=unit, features=features, n=n,
-                          inputs={"n_real": n_r, "n_synthetic": n_s, "n_holdout": n_h, "exact": exact,
-                                  "sample": q_sampled, "held_per_frame": held})
+    return MemoryEstimate(
+        peak=peak,
+        per_metric=per_metric,
+        unit=unit,
+        features=features,
+        n=n,
+        inputs={
+            "n_real": n_r,
+            "n_synthetic": n_s,
+            "n_holdout": n_h,
+            "exact": exact,
+            "sample": q_sampled,
+            "held_per_frame": held,
+        },
+    )
 
 
 def metric_family(name: str) -> str:
@@ -333,10 +370,21 @@ def metric_family(name: str) -> str:
     return get_metric(name).family
 
 
-def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: int, metrics: Sequence[str], *,
-                     exact: bool, sample: int | None, threads: int, baseline: bool = False,
-                     step_threads: dict[str, int] | None = None, sample_off: bool = False,
-                     sample_auto: bool = False) -> dict[str, MemoryEstimate]:
+def family_estimates(
+    n_real: int,
+    n_synthetic: int,
+    n_holdout: int,
+    features: int,
+    metrics: Sequence[str],
+    *,
+    exact: bool,
+    sample: int | None,
+    threads: int,
+    baseline: bool = False,
+    step_threads: dict[str, int] | None = None,
+    sample_off: bool = False,
+    sample_auto: bool = False,
+) -> dict[str, MemoryEstimate]:
     """The estimate of each family step of an evaluation split by metric family (privgate.dagster's
     ``build_privgate_family_checks``): family → the estimate of a step that loads the inputs,
     builds its own context (the held frames) and runs that family's ``metrics`` alone, its peak
@@ -352,9 +400,19 @@ def family_estimates(n_real: int, n_synthetic: int, n_holdout: int, features: in
     out = {}
     for family, names in groups.items():
         n_threads = step_threads.get(identifier(family), step_threads.get(family, threads))
-        out[family] = estimate_sizes(n_real, n_synthetic, n_holdout, features, names, exact=exact,
-                                     sample_off=sample_off, sample_auto=sample_auto,
-                                     sample=sample, threads=n_threads, baseline=baseline)
+        out[family] = estimate_sizes(
+            n_real,
+            n_synthetic,
+            n_holdout,
+            features,
+            names,
+            exact=exact,
+            sample_off=sample_off,
+            sample_auto=sample_auto,
+            sample=sample,
+            threads=n_threads,
+            baseline=baseline,
+        )
     return out
 
 
@@ -365,8 +423,9 @@ def _fold_workers(threads: int) -> int:
     return workers if workers > 1 else 0
 
 
-def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_limit: Any = "auto"
-              ) -> MemoryEstimate | None:
+def check_run(
+    ctx, metrics: Sequence[str], *, baseline: bool = False, memory_limit: Any = "auto"
+) -> MemoryEstimate | None:
     """Refuse a run whose estimated peak exceeds the limit (:func:`resolve_limit`): raise
     :class:`MemoryLimitError` naming the metric that needs most, the sizes, the limit and the
     options that would fit — a ``sample`` size for the metrics that sample, ``exact=True`` when
@@ -396,15 +455,17 @@ def check_run(ctx, metrics: Sequence[str], *, baseline: bool = False, memory_lim
     keep = [m for m in metrics if m not in over]
     if keep:
         options.append(f"fewer metrics: leave out {', '.join(repr(m) for m in over)}")
-    held = BASE_BYTES + est.unit * est.inputs["held_per_frame"] * (ctx.n_real + ctx.n_synthetic
-                                                                    + (ctx.n_holdout or 0)) / est.n
+    held = (
+        BASE_BYTES
+        + est.unit * est.inputs["held_per_frame"] * (ctx.n_real + ctx.n_synthetic + (ctx.n_holdout or 0)) / est.n
+    )
     if held > limit:
-        options.append("fewer rows (the encoded records alone need about "
-                       f"{held / GIB:.1f} GiB)")
+        options.append(f"fewer rows (the encoded records alone need about {held / GIB:.1f} GiB)")
     raise MemoryLimitError(
         f"the run would need about {est.peak / GIB:.1f} GiB at its peak, in metric {worst!r} "
         f"({ctx.n_real:,} real × {ctx.n_synthetic:,} release"
         + (f" × {ctx.n_holdout:,} holdout" if ctx.n_holdout else "")
         + f" rows, {est.features} encoded features), more than the {limit / GIB:.1f} GiB limit ({source}); "
         + ("options that would fit: " + "; ".join(options) if options else "no option fits this limit")
-        + ". Set the limit with memory_limit= (or PRIVGATE_MEMORY_LIMIT; 'off' switches the guard off).")
+        + ". Set the limit with memory_limit= (or PRIVGATE_MEMORY_LIMIT; 'off' switches the guard off)."
+    )

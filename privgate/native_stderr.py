@@ -23,8 +23,9 @@ import threading
 from typing import Iterator
 
 PANIC_LINE = re.compile(rb"^thread '.*' panicked at ")
-WITHHELD = ("privgate: a native library panicked; its message is withheld (it may quote data values); "
-            "the run fails closed\n")
+WITHHELD = (
+    "privgate: a native library panicked; its message is withheld (it may quote data values); the run fails closed\n"
+)
 
 
 @contextlib.contextmanager
@@ -66,8 +67,13 @@ class _Rebound:
 
     def __init__(self, original, fd: int) -> None:
         self.original = original
-        self._file = os.fdopen(os.dup(fd), "w", encoding=getattr(original, "encoding", None) or "utf-8",
-                               errors="backslashreplace", buffering=1)
+        self._file = os.fdopen(
+            os.dup(fd),
+            "w",
+            encoding=getattr(original, "encoding", None) or "utf-8",
+            errors="backslashreplace",
+            buffering=1,
+        )
 
     def write(self, text: str) -> int:
         return self._file.write(text)

@@ -74,21 +74,21 @@ from .level_classes import level_shares
 from .schema import Schema
 from .ties import REL_TOL
 
-MAP_ANCHOR_ROWS = 500    # release records anchored for the maps (evenly from the view's seeded sample)
-MIN_MAP_SUPPORT = 10     # anchored pairs a map needs before it replaces the identity ...
-MAP_SHARE = 0.2          # ... and this share of the anchored pairs ...
-IDENTITY_MARGIN = 3.0    # ... and this many times the identity's support (plus MIN_MAP_SUPPORT)
-AFFINE_DRAWS = 256       # affine maps drawn through two anchored pairs each (seeded)
-RANK_TOL = 0.02          # a monotone map's supporting pair: per-side ranks this close (chance: about 4 %)
-RANK_AGAINST = -0.3      # anchored rank correlation below this: the column runs against the reference
-FOREIGN_MIN = 3          # values beyond one real range outside the real range before a column is foreign
-FOREIGN_SHARE = 0.001    # ... and this share of the column's values
-OUTSIDE_SHARE = 0.5      # a column with this share of its values outside the real range is off its scale ...
-MARGIN = 0.1             # ... the range widened by this share of its width on each side
-SPREAD_FACTOR = 100.0    # a column whose standard deviation is this many times the real one's (or 1/it) is off
-SUSPECT_KS = 0.5         # a marginal this far (Kolmogorov–Smirnov) from the reference's is searched for a map
-KS_SAMPLE = 50_000       # values per side the suspect test's distance is computed on (evenly strided)
-SNAP_TOL = 1e-7          # an affine image within this × (1 + the column's scale) of a reference value is it
+MAP_ANCHOR_ROWS = 500  # release records anchored for the maps (evenly from the view's seeded sample)
+MIN_MAP_SUPPORT = 10  # anchored pairs a map needs before it replaces the identity ...
+MAP_SHARE = 0.2  # ... and this share of the anchored pairs ...
+IDENTITY_MARGIN = 3.0  # ... and this many times the identity's support (plus MIN_MAP_SUPPORT)
+AFFINE_DRAWS = 256  # affine maps drawn through two anchored pairs each (seeded)
+RANK_TOL = 0.02  # a monotone map's supporting pair: per-side ranks this close (chance: about 4 %)
+RANK_AGAINST = -0.3  # anchored rank correlation below this: the column runs against the reference
+FOREIGN_MIN = 3  # values beyond one real range outside the real range before a column is foreign
+FOREIGN_SHARE = 0.001  # ... and this share of the column's values
+OUTSIDE_SHARE = 0.5  # a column with this share of its values outside the real range is off its scale ...
+MARGIN = 0.1  # ... the range widened by this share of its width on each side
+SPREAD_FACTOR = 100.0  # a column whose standard deviation is this many times the real one's (or 1/it) is off
+SUSPECT_KS = 0.5  # a marginal this far (Kolmogorov–Smirnov) from the reference's is searched for a map
+KS_SAMPLE = 50_000  # values per side the suspect test's distance is computed on (evenly strided)
+SNAP_TOL = 1e-7  # an affine image within this × (1 + the column's scale) of a reference value is it
 
 
 _stats = lazy_module("scipy.stats")  # imported on first use (import time)
@@ -117,8 +117,12 @@ class NumericMap:
 
     def describe(self) -> dict:
         """Kind, direction and support (counts): never a value or a coefficient."""
-        return {"kind": self.kind, "decreasing": bool(self.decreasing or self.a < 0),
-                "supporting_anchors": self.support, "anchored": self.anchored}
+        return {
+            "kind": self.kind,
+            "decreasing": bool(self.decreasing or self.a < 0),
+            "supporting_anchors": self.support,
+            "anchored": self.anchored,
+        }
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,11 @@ class ScaleCheck:
 
     @property
     def off(self) -> bool:
-        return (self.beyond_range > 0 or self.outside_share >= OUTSIDE_SHARE
-                or not 1.0 / SPREAD_FACTOR <= self.spread_ratio <= SPREAD_FACTOR)
+        return (
+            self.beyond_range > 0
+            or self.outside_share >= OUTSIDE_SHARE
+            or not 1.0 / SPREAD_FACTOR <= self.spread_ratio <= SPREAD_FACTOR
+        )
 
 
 def _finite(s: pl.Series) -> np.ndarray:
@@ -159,8 +166,10 @@ def suspect(release: np.ndarray, reference: np.ndarray) -> bool:
         return True
     # an evenly strided subsample of each side: the distance to ±0.01, far inside the threshold's
     # margin, at a fraction of the sorts of millions of values
-    return ks_distance(release[::max(1, release.size // KS_SAMPLE)],
-                       reference[::max(1, reference.size // KS_SAMPLE)]) >= SUSPECT_KS
+    return (
+        ks_distance(release[:: max(1, release.size // KS_SAMPLE)], reference[:: max(1, reference.size // KS_SAMPLE)])
+        >= SUSPECT_KS
+    )
 
 
 def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
@@ -207,12 +216,15 @@ def _view(frame: pl.DataFrame, schema: Schema, flip: set[str]) -> np.ndarray:
 def _standardised(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean, sd = t.mean(axis=0), t.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
-    return (np.ascontiguousarray((q - mean) / sd, dtype=np.float32),
-            np.ascontiguousarray((t - mean) / sd, dtype=np.float32))
+    return (
+        np.ascontiguousarray((q - mean) / sd, dtype=np.float32),
+        np.ascontiguousarray((t - mean) / sd, dtype=np.float32),
+    )
 
 
-def _anchor_pairs(ctx, release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, rows: np.ndarray,
-                  flip: set[str], name: str) -> np.ndarray:
+def _anchor_pairs(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, rows: np.ndarray, flip: set[str], name: str
+) -> np.ndarray:
     """The reference row nearest each sampled release row in the scale- and label-free view."""
     q, t = _standardised(_view(release, schema, flip)[rows], _view(reference, schema, set()))
     return ctx.search(q, t, 1, name=name).idx[:, 0]
@@ -265,8 +277,9 @@ def _rank_correlation(s: np.ndarray, r: np.ndarray) -> float:
     return float(np.corrcoef(rs, rr)[0, 1])
 
 
-def _column_pairs(release: pl.DataFrame, reference: pl.DataFrame, c: str, rows: np.ndarray,
-                  anchor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _column_pairs(
+    release: pl.DataFrame, reference: pl.DataFrame, c: str, rows: np.ndarray, anchor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The finite (release value, anchored reference value) pairs of column ``c``."""
     s = release.get_column(c).cast(pl.Float64).to_numpy()[rows]
     r = reference.get_column(c).cast(pl.Float64).to_numpy()[anchor]
@@ -274,8 +287,9 @@ def _column_pairs(release: pl.DataFrame, reference: pl.DataFrame, c: str, rows: 
     return s[ok], r[ok]
 
 
-def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, *,
-                       name: str) -> dict[str, NumericMap]:
+def learn_numeric_maps(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, *, name: str
+) -> dict[str, NumericMap]:
     """Per numeric column of ``ctx.schema`` whose release values are not the reference's as they
     are, the map that brings them back (both frames normalised; ``rows``: the sampled release
     rows of the label-free view; every ``len(rows) / MAP_ANCHOR_ROWS``-th of them is anchored).
@@ -284,7 +298,7 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
     num = list(schema.numeric)
     if not num:
         return {}
-    rows = rows[::max(1, -(-rows.size // MAP_ANCHOR_ROWS))]
+    rows = rows[:: max(1, -(-rows.size // MAP_ANCHOR_ROWS))]
     values = {c: (_finite(release.get_column(c)), _finite(reference.get_column(c))) for c in num}
     off = [c for c in num if suspect(*values[c])]
     flip = _off_scale_flips(ctx, release, reference, rows, off, name)
@@ -302,8 +316,9 @@ def learn_numeric_maps(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows
     return maps
 
 
-def _off_scale_flips(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, off: list[str],
-                     name: str) -> set[str]:
+def _off_scale_flips(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, off: list[str], name: str
+) -> set[str]:
     """The off-scale columns whose values run against the reference's, judged from anchors that
     never saw an off-scale column (their own ranks would line any release up, and an unflipped
     decreasing one misleads): the on-scale columns', else each column's others'."""
@@ -311,36 +326,44 @@ def _off_scale_flips(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: 
     on_scale = [c for c in schema.columns if c not in off]
     flip: set[str] = set()
     if off and on_scale:
-        anchor = _anchor_pairs(ctx, release, reference, schema.subset(on_scale), rows, set(), f"{name}, on-scale columns")
+        anchor = _anchor_pairs(
+            ctx, release, reference, schema.subset(on_scale), rows, set(), f"{name}, on-scale columns"
+        )
         flip = {c for c in off if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
     elif off:
         for c in off:
             others = [o for o in schema.columns if o != c]
             if others:
-                anchor = _anchor_pairs(ctx, release, reference, schema.subset(others), rows, set(),
-                                       f"{name}, without a column")
+                anchor = _anchor_pairs(
+                    ctx, release, reference, schema.subset(others), rows, set(), f"{name}, without a column"
+                )
                 if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST:
                     flip.add(c)
     return flip
 
 
-def _anchors_with_directions(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray,
-                             flip: set[str], name: str) -> tuple[set[str], np.ndarray]:
+def _anchors_with_directions(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, flip: set[str], name: str
+) -> tuple[set[str], np.ndarray]:
     """The anchors of every column with the ``flip`` columns' ranks flipped, and the flipped columns:
     those plus any other numeric column whose anchored pairs run against the reference (then
     anchored again)."""
     schema: Schema = ctx.schema
     anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares")
-    against = {c for c in schema.numeric if c not in flip
-               and _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
+    against = {
+        c
+        for c in schema.numeric
+        if c not in flip and _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST
+    }
     if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
         flip = flip | against
         anchor = _anchor_pairs(ctx, release, reference, schema, rows, flip, f"{name}, ranks and shares, flipped")
     return flip, anchor
 
 
-def _affine_map(s: np.ndarray, r: np.ndarray, values: tuple[np.ndarray, np.ndarray],
-                rng: np.random.Generator) -> NumericMap | None:
+def _affine_map(
+    s: np.ndarray, r: np.ndarray, values: tuple[np.ndarray, np.ndarray], rng: np.random.Generator
+) -> NumericMap | None:
     """The affine map of a column's anchored pairs (``s``, ``r``) when the pairs on which it and
     the identity disagree support it and it brings the marginal nearer; ``values``: the column's
     (release, reference) finite values."""
@@ -356,25 +379,30 @@ def _affine_map(s: np.ndarray, r: np.ndarray, values: tuple[np.ndarray, np.ndarr
     if np.unique(s[on]).size < min(3, np.unique(values[0]).size):
         support = 0
     identity = int((differ & (np.abs(s - r) <= tol)).sum())
-    if (support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
-            and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
-            and _marginal_gap(a * values[0] + b, values[1]) < _marginal_gap(*values)):
+    if (
+        support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
+        and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
+        and _marginal_gap(a * values[0] + b, values[1]) < _marginal_gap(*values)
+    ):
         return NumericMap("affine", a, b, support=support, anchored=int(s.size))
     return None
 
 
-def _monotone_map(ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, c: str,
-                  flip: set[str], name: str) -> NumericMap | None:
+def _monotone_map(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, rows: np.ndarray, c: str, flip: set[str], name: str
+) -> NumericMap | None:
     """Column ``c``'s monotone map when enough pairs anchored without it (the others' directions
     known) have per-side ranks within ``RANK_TOL``."""
     others = [o for o in ctx.schema.columns if o != c]
-    alone = _anchor_pairs(ctx, release, reference, ctx.schema.subset(others), rows, flip - {c},
-                          f"{name}, without a column")
+    alone = _anchor_pairs(
+        ctx, release, reference, ctx.schema.subset(others), rows, flip - {c}, f"{name}, without a column"
+    )
     u_s = _ranks(release.get_column(c))[rows]
     u_s = 1.0 - u_s if c in flip else u_s
     u_r = _ranks(reference.get_column(c))[alone]
-    known = (release.get_column(c).is_not_null().to_numpy()[rows]
-             & reference.get_column(c).is_not_null().to_numpy()[alone])
+    known = (
+        release.get_column(c).is_not_null().to_numpy()[rows] & reference.get_column(c).is_not_null().to_numpy()[alone]
+    )
     support = int((known & (np.abs(u_s - u_r) <= RANK_TOL)).sum())
     if support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(known.sum())):
         return NumericMap("monotone", decreasing=c in flip, support=support, anchored=int(known.sum()))
@@ -410,8 +438,14 @@ def apply_numeric_maps(release: pl.DataFrame, reference: pl.DataFrame, maps: dic
     return release.with_columns(out)
 
 
-def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema, maps: dict[str, NumericMap],
-                 *, role: str = "synthetic") -> None:
+def check_scales(
+    release: pl.DataFrame,
+    reference: pl.DataFrame,
+    schema: Schema,
+    maps: dict[str, NumericMap],
+    *,
+    role: str = "synthetic",
+) -> None:
     """Refuse, naming the first, a numeric column that is still off the reference's scale once
     its learnt map (if any) is applied: ``release`` is the mapped release."""
     for c in schema.numeric:
@@ -420,8 +454,9 @@ def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema,
             continue
         how = []
         if chk.beyond_range:
-            how.append(f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the "
-                       "real range")
+            how.append(
+                f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the real range"
+            )
         if chk.outside_share >= OUTSIDE_SHARE:
             how.append(f"{chk.outside_share:.0%} of its values lie outside the real range")
         if not 1.0 / SPREAD_FACTOR <= chk.spread_ratio <= SPREAD_FACTOR:
@@ -431,4 +466,6 @@ def check_scales(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema,
             f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "
             f"learnt from the records explains it{learnt}. Distances to the real records would make every record "
             "look far from every real one, so the release is not scored: put the column back on the real data's "
-            "scale (undo the generator's transform) and gate it again", column=c)
+            "scale (undo the generator's transform) and gate it again",
+            column=c,
+        )

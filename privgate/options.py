@@ -69,8 +69,10 @@ def _integer(x: Any) -> bool:
 
 def _threads(x: Any) -> int:
     if not _integer(x) or not 1 <= x <= MAX_THREADS:
-        raise _Invalid(f"a positive number of threads, at most {MAX_THREADS} (or null for the default: "
-                       "$PRIVGATE_THREADS, else the free cores)")
+        raise _Invalid(
+            f"a positive number of threads, at most {MAX_THREADS} (or null for the default: "
+            "$PRIVGATE_THREADS, else the free cores)"
+        )
     return int(x)
 
 
@@ -84,8 +86,7 @@ def _exact(x: Any) -> bool:
 
 def _sample_real(x: Any) -> int:
     if not _integer(x) or not 1 <= x <= MAX_RECORDS:
-        raise _Invalid(f"a positive number of real records to sample, at most {MAX_RECORDS:,} (or null: every "
-                       "record)")
+        raise _Invalid(f"a positive number of real records to sample, at most {MAX_RECORDS:,} (or null: every record)")
     return int(x)
 
 
@@ -94,9 +95,11 @@ def _sample(x: Any) -> int | str:
         x = int(x)
     if x in (AUTO, OFF) or (_integer(x) and 1 <= x <= MAX_RECORDS):
         return x if isinstance(x, str) else int(x)
-    raise _Invalid(f"auto (sample {AUTO_SAMPLE_SIZE:,} query records of a side only above "
-                   f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records per "
-                   f"side, at most {MAX_RECORDS:,}")
+    raise _Invalid(
+        f"auto (sample {AUTO_SAMPLE_SIZE:,} query records of a side only above "
+        f"{AUTO_SAMPLE_ABOVE:,} rows), off (every record) or a positive number of query records per "
+        f"side, at most {MAX_RECORDS:,}"
+    )
 
 
 def _deadline(x: Any) -> float:
@@ -106,8 +109,10 @@ def _deadline(x: Any) -> float:
         except ValueError:
             pass
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not 0 < x <= MAX_DEADLINE:
-        raise _Invalid(f"a number of seconds in (0, {MAX_DEADLINE:g}] after which the run is stopped and "
-                       f"blocked (default {DEFAULT_DEADLINE:g})")
+        raise _Invalid(
+            f"a number of seconds in (0, {MAX_DEADLINE:g}] after which the run is stopped and "
+            f"blocked (default {DEFAULT_DEADLINE:g})"
+        )
     return float(x)
 
 
@@ -169,8 +174,12 @@ def check_seed(x: Any, *, where: str = "seed") -> int:
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {
-    "threads": _threads, "exact": _exact, "sample_real": _sample_real, "sample": _sample,
-    "deadline": _deadline, "memory_limit": _memory_limit,
+    "threads": _threads,
+    "exact": _exact,
+    "sample_real": _sample_real,
+    "sample": _sample,
+    "deadline": _deadline,
+    "memory_limit": _memory_limit,
 }
 
 
@@ -219,8 +228,7 @@ class RunOptions:
         """The recorded form (a gate configuration's ``options``, its history row): the thread
         budget, exact searches and sampling; the deadline only when it is not the default (so
         stored forms of earlier runs stay alike); never the memory limit (it changes no score)."""
-        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-               "sample": self.sample}
+        out = {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real, "sample": self.sample}
         if self.deadline is not None and self.deadline != DEFAULT_DEADLINE:
             out["deadline"] = self.deadline
         return out

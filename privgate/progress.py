@@ -24,8 +24,13 @@ class Reporter:
     done, total, unit, elapsed seconds since the metric started — when ``interval`` seconds
     have passed since the metric started or since the last call."""
 
-    def __init__(self, metric: str, emit: Callable[[dict], Any], interval: float = PROGRESS_EVERY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        metric: str,
+        emit: Callable[[dict], Any],
+        interval: float = PROGRESS_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.metric, self.emit, self.interval, self.clock = metric, emit, float(interval), clock
         self.start = self.last = clock()
         self.calls = 0
@@ -36,13 +41,18 @@ class Reporter:
             return
         self.last = now
         self.calls += 1
-        self.emit({"metric": self.metric, "done": int(done), "total": int(total), "unit": unit,
-                   "elapsed": now - self.start})
+        self.emit(
+            {"metric": self.metric, "done": int(done), "total": int(total), "unit": unit, "elapsed": now - self.start}
+        )
 
 
 @contextmanager
-def within(metric: str, emit: Callable[[dict], Any] | None, interval: float | None = None,
-           clock: Callable[[], float] = time.monotonic) -> Iterator[Reporter | None]:
+def within(
+    metric: str,
+    emit: Callable[[dict], Any] | None,
+    interval: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[Reporter | None]:
     """While the block runs, :func:`report` calls reach ``emit`` (throttled to one per
     ``interval`` seconds, default :data:`PROGRESS_EVERY`; nothing when ``emit`` is None)."""
     every = PROGRESS_EVERY if interval is None else interval
@@ -63,5 +73,7 @@ def report(done: int, total: int, unit: str = "query rows of the current search"
 
 def line(detail: dict) -> str:
     """A progress detail as one line of text (no values of records: counts and seconds only)."""
-    return (f"    {detail['metric']}: {detail['done']:,} of {detail['total']:,} {detail['unit']} "
-            f"({detail['elapsed']:.0f} s)")
+    return (
+        f"    {detail['metric']}: {detail['done']:,} of {detail['total']:,} {detail['unit']} "
+        f"({detail['elapsed']:.0f} s)"
+    )

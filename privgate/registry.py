@@ -166,8 +166,13 @@ def register_metric(
     return decorate
 
 
-def _check_declaration(family: str, needs: tuple[str, ...], spaces: tuple[str, ...] | None,
-                       sampled: tuple[str, ...] = (), memory_cost: float | None = None) -> None:
+def _check_declaration(
+    family: str,
+    needs: tuple[str, ...],
+    spaces: tuple[str, ...] | None,
+    sampled: tuple[str, ...] = (),
+    memory_cost: float | None = None,
+) -> None:
     """A metric's family, needs, space kinds and sampled sides must be ones privgate knows, and
     its memory cost a number ≥ 0."""
     for side in sampled:
@@ -197,8 +202,9 @@ def _public_metric(fn: Callable[..., MetricResult], metric_name: str) -> Callabl
     return public
 
 
-def _context_and_params(metric_name: str, real: Any, synthetic: Any,
-                        kwargs: dict[str, Any]) -> tuple["EvaluationContext", dict[str, Any]]:
+def _context_and_params(
+    metric_name: str, real: Any, synthetic: Any, kwargs: dict[str, Any]
+) -> tuple["EvaluationContext", dict[str, Any]]:
     """The context a public metric call runs on and the metric's own parameters: the given
     context, or one built from the raw inputs and the context's keywords among ``kwargs``
     (anonymeter's ``control=`` taken as the holdout of a self-controlled metric)."""
@@ -254,8 +260,10 @@ def _run_user_metric(spec: MetricSpec, ctx: "EvaluationContext", params: dict[st
     try:
         inspect.signature(spec.func).bind(ctx, **params)
     except TypeError:
-        raise ParameterError(f"metric {spec.name!r} does not take the parameter(s) "
-                             f"{', '.join(sorted(map(str, params)))} (or misses one it needs)") from None
+        raise ParameterError(
+            f"metric {spec.name!r} does not take the parameter(s) "
+            f"{', '.join(sorted(map(str, params)))} (or misses one it needs)"
+        ) from None
     except ValueError:  # no signature to read: the call says
         pass
     try:
@@ -264,7 +272,8 @@ def _run_user_metric(spec: MetricSpec, ctx: "EvaluationContext", params: dict[st
         raise MetricComputationError(
             f"metric {spec.name!r} failed: {type(exc).__name__} (message withheld: the metric is not "
             "privgate's and its message may quote data values; the original exception is chained for "
-            "debugging)") from exc
+            "debugging)"
+        ) from exc
     if not isinstance(result, MetricResult):
         raise MetricComputationError(f"metric {spec.name!r} returned {type(result).__name__}, not a MetricResult")
     return result
@@ -296,7 +305,8 @@ def _wrapped(name: str, exc: BaseException) -> MetricComputationError:
     for in-process debugging and never reaches reports, logs or history rows."""
     return MetricComputationError(
         f"metric {name!r} failed: {type(exc).__name__} (message withheld: it may quote data values; "
-        "the original exception is chained for debugging)")
+        "the original exception is chained for debugging)"
+    )
 
 
 def _first_paragraph(doc: str | None) -> str:
@@ -330,8 +340,7 @@ def registered(name: str) -> MetricSpec:
         from .suggest import did_you_mean
 
         raise UnknownMetricError(
-            f"unknown metric {name!r}{did_you_mean(name, _REGISTRY)}; known metrics: "
-            f"{', '.join(sorted(_REGISTRY))}"
+            f"unknown metric {name!r}{did_you_mean(name, _REGISTRY)}; known metrics: {', '.join(sorted(_REGISTRY))}"
         ) from None
 
 

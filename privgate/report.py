@@ -58,18 +58,21 @@ class Report:
         return text
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any],
-                  per_record: Mapping[str, np.ndarray] | None = None) -> "Report":
+    def from_dict(cls, data: Mapping[str, Any], per_record: Mapping[str, np.ndarray] | None = None) -> "Report":
         """The report :meth:`to_dict` described; ``per_record`` maps metric → its per-record
         array (``to_dict`` only summarises them). See :meth:`MetricResult.from_dict`."""
         per_record = per_record or {}
         return cls(
-            results={n: MetricResult.from_dict(r, per_record.get(n))
-                     for n, r in (data.get("results") or {}).items()},
-            errors=dict(data.get("errors") or {}), schema=dict(data.get("schema") or {}),
-            n_real=int(data.get("n_real") or 0), n_synthetic=int(data.get("n_synthetic") or 0),
-            n_holdout=data.get("n_holdout"), seed=int(data.get("seed") or 0),
-            seconds=float(data.get("seconds") or 0.0), params=dict(data.get("params") or {}))
+            results={n: MetricResult.from_dict(r, per_record.get(n)) for n, r in (data.get("results") or {}).items()},
+            errors=dict(data.get("errors") or {}),
+            schema=dict(data.get("schema") or {}),
+            n_real=int(data.get("n_real") or 0),
+            n_synthetic=int(data.get("n_synthetic") or 0),
+            n_holdout=data.get("n_holdout"),
+            seed=int(data.get("seed") or 0),
+            seconds=float(data.get("seconds") or 0.0),
+            params=dict(data.get("params") or {}),
+        )
 
     def to_polars(self) -> pl.DataFrame:
         """One row per metric: name, family, value, raw, baseline, excess, seconds, error."""
@@ -77,9 +80,18 @@ class Report:
 
         rows = []
         for name, r in self.results.items():
-            rows.append({"metric": name, "family": get_metric(name).family, "value": r.value,
-                         "raw": r.raw, "baseline": r.baseline, "excess": r.excess,
-                         "seconds": r.seconds, "error": None})
+            rows.append(
+                {
+                    "metric": name,
+                    "family": get_metric(name).family,
+                    "value": r.value,
+                    "raw": r.raw,
+                    "baseline": r.baseline,
+                    "excess": r.excess,
+                    "seconds": r.seconds,
+                    "error": None,
+                }
+            )
         for name, msg in self.errors.items():
             if name in self.results:
                 continue
@@ -87,10 +99,28 @@ class Report:
                 fam = get_metric(name.split(" ")[0]).family
             except Exception:  # noqa: BLE001
                 fam = None
-            rows.append({"metric": name, "family": fam, "value": None, "raw": None, "baseline": None,
-                         "excess": None, "seconds": None, "error": msg})
-        schema = {"metric": pl.String, "family": pl.String, "value": pl.Float64, "raw": pl.Float64,
-                  "baseline": pl.Float64, "excess": pl.Float64, "seconds": pl.Float64, "error": pl.String}
+            rows.append(
+                {
+                    "metric": name,
+                    "family": fam,
+                    "value": None,
+                    "raw": None,
+                    "baseline": None,
+                    "excess": None,
+                    "seconds": None,
+                    "error": msg,
+                }
+            )
+        schema = {
+            "metric": pl.String,
+            "family": pl.String,
+            "value": pl.Float64,
+            "raw": pl.Float64,
+            "baseline": pl.Float64,
+            "excess": pl.Float64,
+            "seconds": pl.Float64,
+            "error": pl.String,
+        }
         return pl.DataFrame(rows, schema=schema)
 
 
@@ -119,12 +149,16 @@ def merge_reports(parts: Sequence[Report], order: Sequence[str] | None = None) -
     for i, part in enumerate(parts):
         for attr in shape:
             if getattr(part, attr) != getattr(first, attr):
-                raise ParameterError(f"merge_reports: report {i} differs from report 0 in {attr} "
-                                     "(the parts do not describe one evaluation)")
+                raise ParameterError(
+                    f"merge_reports: report {i} differs from report 0 in {attr} "
+                    "(the parts do not describe one evaluation)"
+                )
         for key in _SHARED_PARAMS:
             if part.params.get(key) != first.params.get(key):
-                raise ParameterError(f"merge_reports: report {i} differs from report 0 in "
-                                     f"params[{key!r}] (the parts do not describe one evaluation)")
+                raise ParameterError(
+                    f"merge_reports: report {i} differs from report 0 in "
+                    f"params[{key!r}] (the parts do not describe one evaluation)"
+                )
         for name in (*part.results, *part.errors):
             if seen.setdefault(name, i) != i:
                 raise ParameterError(f"merge_reports: metric {name!r} is in reports {seen[name]} and {i}")
@@ -136,8 +170,14 @@ def merge_reports(parts: Sequence[Report], order: Sequence[str] | None = None) -
     params = {k: first.params[k] for k in first.params if k not in ("metrics", "metric_params")}
     params["metrics"] = names
     params["metric_params"] = {k: v for p in parts for k, v in (p.params.get("metric_params") or {}).items()}
-    return Report(results={n: results[n] for n in names if n in results},
-                  errors={n: errors[n] for n in names if n in errors},
-                  schema=dict(first.schema), n_real=first.n_real, n_synthetic=first.n_synthetic,
-                  n_holdout=first.n_holdout, seed=first.seed,
-                  seconds=float(sum(p.seconds for p in parts)), params=params)
+    return Report(
+        results={n: results[n] for n in names if n in results},
+        errors={n: errors[n] for n in names if n in errors},
+        schema=dict(first.schema),
+        n_real=first.n_real,
+        n_synthetic=first.n_synthetic,
+        n_holdout=first.n_holdout,
+        seed=first.seed,
+        seconds=float(sum(p.seconds for p in parts)),
+        params=params,
+    )

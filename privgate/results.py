@@ -70,10 +70,20 @@ class MetricResult:
         self.raw = float(self.raw)
 
     @classmethod
-    def from_context(cls, ctx: Any, name: str, value: float, raw: float, raw_description: str, *,
-                     params: dict[str, Any] | None = None, details: dict[str, Any] | None = None,
-                     per_record: np.ndarray | None = None, per_record_description: str = "",
-                     per_attribute: dict[str, float] | None = None) -> "MetricResult":
+    def from_context(
+        cls,
+        ctx: Any,
+        name: str,
+        value: float,
+        raw: float,
+        raw_description: str,
+        *,
+        params: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
+        per_record: np.ndarray | None = None,
+        per_record_description: str = "",
+        per_attribute: dict[str, float] | None = None,
+    ) -> "MetricResult":
         """A result with the evaluation context's row counts and decided schema filled in, and —
         when the metric read neighbour searches — how they were made
         (``details["neighbour_search"]``, EvaluationContext.take_search_report)."""
@@ -83,15 +93,27 @@ class MetricResult:
         if search is not None:
             details.setdefault("neighbour_search", search)
         return cls(
-            name=name, value=float(value), raw=float(raw), raw_description=raw_description,
-            params=dict(params or {}), n_real=ctx.n_real, n_synthetic=ctx.n_synthetic,
-            n_holdout=ctx.n_holdout, details=details, per_attribute=per_attribute,
-            per_record=per_record, per_record_description=per_record_description,
+            name=name,
+            value=float(value),
+            raw=float(raw),
+            raw_description=raw_description,
+            params=dict(params or {}),
+            n_real=ctx.n_real,
+            n_synthetic=ctx.n_synthetic,
+            n_holdout=ctx.n_holdout,
+            details=details,
+            per_attribute=per_attribute,
+            per_record=per_record,
+            per_record_description=per_record_description,
             schema=ctx.schema.as_dict(),
         )
 
-    def with_baseline(self, baseline: float, baseline_ci: tuple[float, float] | None = None,
-                      excess_ci: tuple[float, float] | None = None) -> "MetricResult":
+    def with_baseline(
+        self,
+        baseline: float,
+        baseline_ci: tuple[float, float] | None = None,
+        excess_ci: tuple[float, float] | None = None,
+    ) -> "MetricResult":
         """Attach a holdout baseline value (with its interval) and the excess of this value over
         it (with the excess's interval, computed by :mod:`privgate.stats`)."""
         self.baseline = float(baseline)
@@ -104,8 +126,7 @@ class MetricResult:
         """Attach the interval of ``value`` and say how it was computed (``method``), or, with
         ``ci=None``, why there is none (``method`` then starts with "none: ")."""
         self.ci = _interval(ci)
-        self.details["ci_method"] = method if self.ci is not None or method.startswith("none") \
-            else f"none: {method}"
+        self.details["ci_method"] = method if self.ci is not None or method.startswith("none") else f"none: {method}"
         return self
 
     def per_record_summary(self) -> dict[str, Any] | None:
@@ -119,8 +140,7 @@ class MetricResult:
         return {
             "count": int(arr.size),
             "mean": float(arr.mean()),
-            "quantiles": dict(zip(["min", "p25", "p50", "p75", "p90", "p99", "max"],
-                                  [float(q) for q in qs])),
+            "quantiles": dict(zip(["min", "p25", "p50", "p75", "p90", "p99", "max"], [float(q) for q in qs])),
             "n_at_risk": int(np.count_nonzero(arr >= 0.5)),
         }
 
@@ -154,7 +174,6 @@ class MetricResult:
             out["per_record"] = [float(x) for x in np.asarray(self.per_record, dtype=np.float64)]
         return out
 
-
     @classmethod
     def from_dict(cls, data: dict[str, Any], per_record: np.ndarray | None = None) -> "MetricResult":
         """The result :meth:`to_dict` described, with its per-record array ``per_record`` (which
@@ -163,14 +182,20 @@ class MetricResult:
         for NumPy scalars). Used to carry results between processes (e.g. one Dagster step per
         metric family) without pickling."""
         res = cls(
-            name=str(data["name"]), value=float(data["value"]), raw=_from_json_float(data.get("raw")),
-            raw_description=data.get("raw_description") or "", params=dict(data.get("params") or {}),
-            n_real=int(data.get("n_real") or 0), n_synthetic=int(data.get("n_synthetic") or 0),
-            n_holdout=data.get("n_holdout"), details=dict(data.get("details") or {}),
+            name=str(data["name"]),
+            value=float(data["value"]),
+            raw=_from_json_float(data.get("raw")),
+            raw_description=data.get("raw_description") or "",
+            params=dict(data.get("params") or {}),
+            n_real=int(data.get("n_real") or 0),
+            n_synthetic=int(data.get("n_synthetic") or 0),
+            n_holdout=data.get("n_holdout"),
+            details=dict(data.get("details") or {}),
             per_attribute=data.get("per_attribute"),
             per_record=None if per_record is None else np.asarray(per_record),
             per_record_description=data.get("per_record_description") or "",
-            seconds=float(data.get("seconds") or 0.0), schema=dict(data.get("schema") or {}),
+            seconds=float(data.get("seconds") or 0.0),
+            schema=dict(data.get("schema") or {}),
             p_value=None if data.get("p_value") is None else _from_json_float(data["p_value"]),
         )
         res.ci = _interval(data.get("ci"))

@@ -54,17 +54,37 @@ def dtype_kind(dtype: pl.DataType) -> str | None:
 
 # dtype families: what a column holds, finer than its kind
 NUMBER, DECIMAL, BOOLEAN, STRING, CATEGORY, DATETIME, DURATION, TIME, NULL = (
-    "number", "decimal", "boolean", "string", "categorical", "datetime", "duration", "time", "null")
+    "number",
+    "decimal",
+    "boolean",
+    "string",
+    "categorical",
+    "datetime",
+    "duration",
+    "time",
+    "null",
+)
 FAMILIES = (NUMBER, DECIMAL, BOOLEAN, STRING, CATEGORY, DATETIME, DURATION, TIME)
 # pairs of different families whose values compare (same family always does; NULL — an all-null
 # column — meets anything): integers/floats with decimals as numbers, strings with
 # categoricals/enums as text. Everything else is refused.
-COMPATIBLE_FAMILIES: frozenset[frozenset[str]] = frozenset({
-    frozenset({NUMBER, DECIMAL}),
-    frozenset({STRING, CATEGORY}),
-})
-_FAMILY_KIND = {NUMBER: NUMERIC, DECIMAL: NUMERIC, DATETIME: NUMERIC, DURATION: NUMERIC, TIME: NUMERIC,
-                BOOLEAN: CATEGORICAL, STRING: CATEGORICAL, CATEGORY: CATEGORICAL, NULL: CATEGORICAL}
+COMPATIBLE_FAMILIES: frozenset[frozenset[str]] = frozenset(
+    {
+        frozenset({NUMBER, DECIMAL}),
+        frozenset({STRING, CATEGORY}),
+    }
+)
+_FAMILY_KIND = {
+    NUMBER: NUMERIC,
+    DECIMAL: NUMERIC,
+    DATETIME: NUMERIC,
+    DURATION: NUMERIC,
+    TIME: NUMERIC,
+    BOOLEAN: CATEGORICAL,
+    STRING: CATEGORICAL,
+    CATEGORY: CATEGORICAL,
+    NULL: CATEGORICAL,
+}
 # families a column declared numeric may have (a user schema cannot make text numeric)
 _DECLARABLE_NUMERIC = {NUMBER, DECIMAL, DATETIME, DURATION, TIME, NULL}
 
@@ -101,8 +121,9 @@ def _time_zone(dtype: pl.DataType) -> str | None:
     return getattr(dtype, "time_zone", None) if isinstance(dtype, pl.Datetime) else None
 
 
-def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame],
-                            schemas: Mapping[str, Mapping[str, pl.DataType]] | None = None) -> None:
+def check_compatible_dtypes(
+    col: str, frames: Mapping[str, pl.DataFrame], schemas: Mapping[str, Mapping[str, pl.DataType]] | None = None
+) -> None:
     """Refuse a column whose dtypes in the frames do not compare (see :data:`COMPATIBLE_FAMILIES`),
     naming the column, every frame's dtype and what was expected. ``schemas``: the frames'
     schemas as dicts, when the caller checks many columns (Polars builds ``frame.schema`` anew on
@@ -114,20 +135,22 @@ def check_compatible_dtypes(col: str, frames: Mapping[str, pl.DataFrame],
         return  # one family everywhere: nothing to compare (the common case, checked cheaply)
     desc = ", ".join(f"{r}: {dtype_name(schemas[r][col])}" for r in roles)
     for i, a in enumerate(roles):
-        for b in roles[i + 1:]:
+        for b in roles[i + 1 :]:
             fa, fb = fams[a], fams[b]
             if not families_compatible(fa, fb):
                 raise IncompatibleDtypeError(
                     f"column {col!r} has incompatible dtypes ({desc}): a {fa} column in {a} cannot be "
                     f"compared with a {fb} column in {b} (values would never match); expected the "
-                    f"same kind of column in every frame — cast {b} to {dtype_name(schemas[a][col])}")
+                    f"same kind of column in every frame — cast {b} to {dtype_name(schemas[a][col])}"
+                )
             if fa == fb == DATETIME:
                 za, zb = _time_zone(schemas[a][col]), _time_zone(schemas[b][col])
                 if (za is None) != (zb is None):
                     raise IncompatibleDtypeError(
                         f"column {col!r} has incompatible dtypes ({desc}): a datetime with a time zone "
                         f"cannot be compared with one without (expected both time-zone aware or both "
-                        f"naive)")
+                        f"naive)"
+                    )
 
 
 # numbers larger than this in magnitude are refused: squared distances and sums of them would
@@ -147,7 +170,8 @@ def check_finite(col: str, frames: Mapping[str, pl.DataFrame]) -> None:
             if n:
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
-                    "finite numbers: replace them with null (missing) or a finite value")
+                    "finite numbers: replace them with null (missing) or a finite value"
+                )
         if s.dtype.is_numeric() and not s.dtype.is_integer():
             _refuse_huge(col, role, int(s.cast(pl.Float64, strict=False).to_frame("v").select(_huge("v")).item()))
 
@@ -164,7 +188,8 @@ def _refuse_huge(col: str, role: str, n: int) -> None:
         raise NonFiniteValueError(
             f"column {col!r} of {role} has {n} value(s) larger than {MAX_MAGNITUDE:g} in magnitude; distances "
             "over them would overflow: rescale the column (e.g. to other units or a logarithm) or replace "
-            "those values with null")
+            "those values with null"
+        )
 
 
 def _all_missing(s: pl.Series) -> bool:
@@ -184,8 +209,11 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
     for role, lf in frames.items():
         dtypes = lf.collect_schema()
         exprs = [pl.col(c).is_infinite().sum().alias(c) for c in schema.numeric if dtypes[c].is_float()]
-        exprs += [_huge(c).alias(f"\x00huge{c}")
-                  for c in schema.numeric if dtypes[c].is_numeric() and not dtypes[c].is_integer()]
+        exprs += [
+            _huge(c).alias(f"\x00huge{c}")
+            for c in schema.numeric
+            if dtypes[c].is_numeric() and not dtypes[c].is_integer()
+        ]
         infinite[role] = lf.select(exprs).collect(engine="streaming").row(0, named=True) if exprs else {}
     for col in schema.numeric if schema is not None else ():
         for role in roles:
@@ -193,13 +221,23 @@ def check_values_lazily(frames: Mapping[str, pl.LazyFrame], schema: "Schema", he
             if n:
                 raise NonFiniteValueError(
                     f"column {col!r} of {role} has {n} infinite value(s) (+inf or -inf); expected "
-                    "finite numbers: replace them with null (missing) or a finite value")
+                    "finite numbers: replace them with null (missing) or a finite value"
+                )
             _refuse_huge(col, role, int(infinite[role].get(f"\x00huge{col}", 0) or 0))
     real = frames[roles[0]]
     rdtypes = real.collect_schema()
-    nulls = real.select([(pl.col(c).is_null() | pl.col(c).is_nan()).sum().alias(c) if rdtypes[c].is_float()
-                         else pl.col(c).null_count().alias(c) for c in rdtypes.names()]
-                        ).collect(engine="streaming").row(0, named=True)
+    nulls = (
+        real.select(
+            [
+                (pl.col(c).is_null() | pl.col(c).is_nan()).sum().alias(c)
+                if rdtypes[c].is_float()
+                else pl.col(c).null_count().alias(c)
+                for c in rdtypes.names()
+            ]
+        )
+        .collect(engine="streaming")
+        .row(0, named=True)
+    )
     for col in schema.columns:
         if nulls[col] == heights[roles[0]]:
             raise AllNullColumnError(
@@ -258,9 +296,7 @@ def check_same_columns(frames: Mapping[str, pl.DataFrame]) -> None:
             for where, f, only in ((ref_role, ref, ref_cols - cols), (role, frame, cols - ref_cols)):
                 if only:
                     parts.append(f"only in {where}: {_column_names(f, only, release)}")
-            raise SchemaMismatchError(
-                f"{ref_role} and {role} have different columns ({'; '.join(parts)})"
-            )
+            raise SchemaMismatchError(f"{ref_role} and {role} have different columns ({'; '.join(parts)})")
 
 
 def _column_names(frame: pl.DataFrame, names: set[str], release: set[str]) -> str:
@@ -272,14 +308,18 @@ def _column_names(frame: pl.DataFrame, names: set[str], release: set[str]) -> st
     parts = [repr(shown)] if shown else []
     if hidden:
         more = f" and {len(hidden) - 10} more" if len(hidden) > 10 else ""
-        parts.append(f"{len(hidden)} column(s) not in the release, at position(s) "
-                     f"{', '.join(map(str, hidden[:10]))}{more} (counted from 1)")
+        parts.append(
+            f"{len(hidden)} column(s) not in the release, at position(s) "
+            f"{', '.join(map(str, hidden[:10]))}{more} (counted from 1)"
+        )
     return "; ".join(parts)
 
 
 def infer_schema(
-    frames: Mapping[str, pl.DataFrame], user_schema: Mapping[str, str] | None = None,
-    *, check_values: bool = True,
+    frames: Mapping[str, pl.DataFrame],
+    user_schema: Mapping[str, str] | None = None,
+    *,
+    check_values: bool = True,
 ) -> Schema:
     """Decide each column's kind and validate dtypes across frames.
 
@@ -324,8 +364,9 @@ def _check_user_schema(user_schema: Mapping[str, str], real: pl.DataFrame) -> No
         raise ParameterError(f"schema kinds must be 'numeric' or 'categorical'; got {bad_kinds}")
 
 
-def _column_families(col: str, frames: Mapping[str, pl.DataFrame],
-                     schemas: Mapping[str, Mapping[str, pl.DataType]]) -> dict[str, str]:
+def _column_families(
+    col: str, frames: Mapping[str, pl.DataFrame], schemas: Mapping[str, Mapping[str, pl.DataType]]
+) -> dict[str, str]:
     """Role → dtype family of column ``col``, for the roles where it is not all-null by dtype;
     an unsupported dtype in any role is refused."""
     per_role: dict[str, str] = {}
@@ -343,8 +384,9 @@ def _column_families(col: str, frames: Mapping[str, pl.DataFrame],
     return per_role
 
 
-def _check_declared_numeric(col: str, per_role: Mapping[str, str],
-                            schemas: Mapping[str, Mapping[str, pl.DataType]]) -> None:
+def _check_declared_numeric(
+    col: str, per_role: Mapping[str, str], schemas: Mapping[str, Mapping[str, pl.DataType]]
+) -> None:
     """A column declared numeric must be a number, decimal or temporal column in every role."""
     for role, family in per_role.items():
         if family not in _DECLARABLE_NUMERIC:
@@ -359,9 +401,7 @@ def _check_no_all_null_column(real: pl.DataFrame, role: str) -> None:
     """Every column of the real data holds at least one value."""
     for col in real.columns:
         if _all_missing(real.get_column(col)):
-            raise AllNullColumnError(
-                f"column {col!r} of {role} {_ALL_NULL} ({real.height} rows); drop it or fill it"
-            )
+            raise AllNullColumnError(f"column {col!r} of {role} {_ALL_NULL} ({real.height} rows); drop it or fill it")
 
 
 # a one-to-one relabelling is flagged when the release's unknown levels hold at least this share of
@@ -388,9 +428,11 @@ def _level_counts(frame: pl.LazyFrame, cols: Sequence[str]) -> list[pl.DataFrame
     ``LEVEL_COUNT_BATCH`` columns of ``frame`` at a time."""
     out: list[pl.DataFrame] = []
     for start in range(0, len(cols), LEVEL_COUNT_BATCH):
-        batch = frame.select(cols[start:start + LEVEL_COUNT_BATCH]).collect()
-        out.extend(batch.get_column(c).drop_nulls().value_counts(sort=False, name="n").rename({c: "level"})
-                   for c in batch.columns)
+        batch = frame.select(cols[start : start + LEVEL_COUNT_BATCH]).collect()
+        out.extend(
+            batch.get_column(c).drop_nulls().value_counts(sort=False, name="n").rename({c: "level"})
+            for c in batch.columns
+        )
     return out
 
 
@@ -426,11 +468,16 @@ def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema",
             raise CodebookMismatchError(
                 f"column {col!r} of {role}: {cased} of its categories are real categories spelled "
                 "differently (case or whitespace), so no metric would match them; the release does not "
-                "share the real data's codebook — write the categories exactly as in the real data")
+                "share the real data's codebook — write the categories exactly as in the real data"
+            )
         absent = r.filter(~pl.col("level").is_in(s.get_column("level").implode()))
         share_new = float(new["n"].sum()) / n_s
-        if (absent.height < new.height or share_new < RELABEL_MIN_SHARE or int(new["n"].sum()) < RELABEL_MIN_CELLS
-                or r.height > max(2, n_r // 2)):
+        if (
+            absent.height < new.height
+            or share_new < RELABEL_MIN_SHARE
+            or int(new["n"].sum()) < RELABEL_MIN_CELLS
+            or r.height > max(2, n_r // 2)
+        ):
             continue
         # a relabelled sample of the real rows may miss rare levels: the unknown levels against
         # as many of the most frequent absent ones
@@ -444,7 +491,8 @@ def check_codebooks(real: pl.LazyFrame, release: pl.LazyFrame, schema: "Schema",
                 f"values) are not in the real data, at least as many real categories are missing from it, and their "
                 "frequencies match one to one — a relabelling of the real categories, under which no metric "
                 "would match a copied record; the release does not share the real data's codebook — "
-                "encode the categories as in the real data")
+                "encode the categories as in the real data"
+            )
 
 
 def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.DataFrame | pl.LazyFrame:
@@ -481,7 +529,11 @@ def normalise_frame(frame: pl.DataFrame | pl.LazyFrame, schema: Schema) -> pl.Da
                 if dtype.is_integer():
                     e = e.cast(pl.String)
                 else:
-                    e = pl.when(e == e.round(0)).then(e.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(e.cast(pl.String))
+                    e = (
+                        pl.when(e == e.round(0))
+                        .then(e.cast(pl.Int64, strict=False).cast(pl.String))
+                        .otherwise(e.cast(pl.String))
+                    )
             else:
                 e = e.cast(pl.String)
         exprs.append(e.alias(col))

@@ -27,41 +27,41 @@ import numpy as np
 #: stream name → stream number (SeedSequence entropy [seed, number, index…]) or None (the seed itself)
 STREAMS: dict[str, int | None] = {
     # ---- seeded by the seed itself
-    "bootstrap": None,              # every percentile bootstrap of an interval or a holdout excess
-    "holdout_baseline": None,       # which holdout records stand in for the release in the baseline
-    "nnaa.subsample": None,         # nnaa with unequal sides: the larger side's random subsets
-    "proximity.halves": None,       # proximity_score: the random halves of the real records
-    "detection.folds": None,        # detection_mlp: the stratified folds (scikit-learn)
-    "detection.mlp": None,          # detection_mlp: initial weights, validation split, batch orders
-    "membership.splits": None,      # membership_inference: the seeds of its repeated train/test splits
-    "membership.model": None,       # membership_inference: LightGBM's random_state
-    "baselines": None,              # the calibration releases of privgate.baselines
-    "hitting_rate.sizes": None,     # hitting_rate beyond chance: the larger side's subset of the smaller's size
+    "bootstrap": None,  # every percentile bootstrap of an interval or a holdout excess
+    "holdout_baseline": None,  # which holdout records stand in for the release in the baseline
+    "nnaa.subsample": None,  # nnaa with unequal sides: the larger side's random subsets
+    "proximity.halves": None,  # proximity_score: the random halves of the real records
+    "detection.folds": None,  # detection_mlp: the stratified folds (scikit-learn)
+    "detection.mlp": None,  # detection_mlp: initial weights, validation split, batch orders
+    "membership.splits": None,  # membership_inference: the seeds of its repeated train/test splits
+    "membership.model": None,  # membership_inference: LightGBM's random_state
+    "baselines": None,  # the calibration releases of privgate.baselines
+    "hitting_rate.sizes": None,  # hitting_rate beyond chance: the larger side's subset of the smaller's size
     # ---- numbered: sampled query records (sample_real / sample) and jackknife partitions
     "sample.real": 0x5A4D,
     "sample.synthetic": 0x5359,
     "jackknife.real": 0x4A4B0001,
     "jackknife.synthetic": 0x4A4B0002,
     # ---- numbered: metrics' own random splits
-    "memorisation.parts": 0x3E30,   # the larger of training / holdout split into parts of the other's size
-    "label_free.anchors": 0x4C46,   # the label-free view: which release records anchor the level correspondence
-    "label_free.maps": 0x4C4D,      # the label-free view: the pairs of anchors each drawn numeric map goes through
-    "label_free.records": 0x4C52,   # the label-free view: the shuffled anchors that records found disguised must beat
+    "memorisation.parts": 0x3E30,  # the larger of training / holdout split into parts of the other's size
+    "label_free.anchors": 0x4C46,  # the label-free view: which release records anchor the level correspondence
+    "label_free.maps": 0x4C4D,  # the label-free view: the pairs of anchors each drawn numeric map goes through
+    "label_free.records": 0x4C52,  # the label-free view: the shuffled anchors that records found disguised must beat
     "dcr.refit_queries": 0x44435201,  # dcr: the real records its FAMD refit change is measured on
     "detection.sample": 0x44455401,  # detection_mlp: records per class above max_records (index 0 real, 1 synth.)
     "membership.sample": 0x4D495301,  # membership_inference: one share of each class above max_records (same)
     # ---- numbered: the anonymeter-style attacks
-    "attack.targets": 1,            # which real records are attacked
-    "attack.controls": 2,           # which holdout records the control attack targets
-    "attack.baseline": 3,           # the naive (random-guess) attack
-    "attack.predicates": 4,         # singling_out's candidate predicates
+    "attack.targets": 1,  # which real records are attacked
+    "attack.controls": 2,  # which holdout records the control attack targets
+    "attack.baseline": 3,  # the naive (random-guess) attack
+    "attack.predicates": 4,  # singling_out's candidate predicates
     # ---- numbered, with indices: a generator audit (privgate.audit.seeds)
-    "audit.targets": 1,             # which records are sampled when scoring outliers of a large pool
-    "audit.design": 2,              # which runs include which target, and which runs fit / test
-    "audit.background": 3,          # the background training rows drawn from the pool (per run)
-    "audit.shuffle": 4,             # the order of the rows in each run's training frame (per run)
-    "audit.generator": 5,           # the seed handed to the user's generator (per run)
-    "audit.shadow": 6,              # the shadow model's cross-fitting folds (per target)
+    "audit.targets": 1,  # which records are sampled when scoring outliers of a large pool
+    "audit.design": 2,  # which runs include which target, and which runs fit / test
+    "audit.background": 3,  # the background training rows drawn from the pool (per run)
+    "audit.shuffle": 4,  # the order of the rows in each run's training frame (per run)
+    "audit.generator": 5,  # the seed handed to the user's generator (per run)
+    "audit.shadow": 6,  # the shadow model's cross-fitting folds (per target)
 }
 
 

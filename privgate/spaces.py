@@ -83,15 +83,17 @@ class EncodedSpace:
         return int(self.real.shape[1])
 
 
-def numeric_block(frames: Mapping[str, pl.DataFrame], column: str,
-                  reference: pl.DataFrame | None = None,
-                  stats: tuple[float, float] | None = None) -> tuple[dict[str, np.ndarray], dict]:
+def numeric_block(
+    frames: Mapping[str, pl.DataFrame],
+    column: str,
+    reference: pl.DataFrame | None = None,
+    stats: tuple[float, float] | None = None,
+) -> tuple[dict[str, np.ndarray], dict]:
     """Standardised values of a numeric column in every frame (real mean, population std; nulls
     → the real mean; a constant real column → all zeros). ``reference``: the whole real frame the
     mean and std come from, when ``frames`` hold only some of its rows (default: frames["real"]);
     ``stats``: that (mean, std) given instead (a sharded evaluation merges it from its partitions)."""
-    mean, std = stats if stats is not None else _real_stats(frames["real"] if reference is None else reference,
-                                                            column)
+    mean, std = stats if stats is not None else _real_stats(frames["real"] if reference is None else reference, column)
     out = {}
     nulls = {}
     for role, frame in frames.items():
@@ -109,8 +111,9 @@ def category_levels(frames: Mapping[str, pl.DataFrame], column: str) -> list[str
     return sorted(set().union(*(f[column].fill_null(NULL_LEVEL).unique().to_list() for f in frames.values())))
 
 
-def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
-                   levels: list[str] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
+def category_codes(
+    frames: Mapping[str, pl.DataFrame], column: str, levels: list[str] | None = None
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Integer codes of a categorical column over ``levels`` (default: sorted union of all frames'
     levels with null as its own level). Values outside ``levels`` get code -1."""
     series = {r: f[column].fill_null(NULL_LEVEL) for r, f in frames.items()}
@@ -124,10 +127,17 @@ def category_codes(frames: Mapping[str, pl.DataFrame], column: str,
     return codes, levels
 
 
-def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: list[str] | None = None,
-                weights: Mapping[str, float] | None = None, name: str = "mixed",
-                rows: Mapping[str, np.ndarray] | None = None, dtype: type = np.float64,
-                coded_above: int | None = None, fit: "SpaceFit | None" = None) -> EncodedSpace:
+def mixed_space(
+    frames: Mapping[str, pl.DataFrame],
+    schema: Schema,
+    columns: list[str] | None = None,
+    weights: Mapping[str, float] | None = None,
+    name: str = "mixed",
+    rows: Mapping[str, np.ndarray] | None = None,
+    dtype: type = np.float64,
+    coded_above: int | None = None,
+    fit: "SpaceFit | None" = None,
+) -> EncodedSpace:
     """Encode ``columns`` (default: all) of every frame in the mixed space.
 
     ``dtype``: the matrices' element type — float64, or float32 for inputs too large to hold
@@ -180,24 +190,38 @@ def mixed_space(frames: Mapping[str, pl.DataFrame], schema: Schema, columns: lis
             n_features += len(levels[col])
     coded_at = [(n_features + j, col, float(weights.get(col, 1.0)) ** 2) for j, col in enumerate(coded)]
     n_features += len(coded)
-    mats = {r: _mixed_matrix(r, frame, n_features, dtype, numeric_at, codes_at, coded_at, levels, stats)
-            for r, frame in frames.items()}
-    details = {"columns": columns, "n_features": n_features, "mean_imputed": _nulls(frames, columns, schema),
-               "constant_columns": constant}
+    mats = {
+        r: _mixed_matrix(r, frame, n_features, dtype, numeric_at, codes_at, coded_at, levels, stats)
+        for r, frame in frames.items()
+    }
+    details = {
+        "columns": columns,
+        "n_features": n_features,
+        "mean_imputed": _nulls(frames, columns, schema),
+        "constant_columns": constant,
+    }
     if np.dtype(dtype) != np.float64:
         details["dtype"] = np.dtype(dtype).name
     if weights:
         details["weights"] = {c: float(weights.get(c, 1.0)) for c in columns}
     if coded:
         details["coded_columns"] = {col: len(levels[col]) for col in coded}
-    return EncodedSpace(name, mats, details, categorical_slices=slices,
-                        coded_columns=[(j, cost) for j, _, cost in coded_at])
+    return EncodedSpace(
+        name, mats, details, categorical_slices=slices, coded_columns=[(j, cost) for j, _, cost in coded_at]
+    )
 
 
-def _mixed_matrix(role: str, frame: pl.DataFrame, n_features: int, dtype: type,
-                  numeric_at: list[tuple[int, str, float]], codes_at: list[tuple[int, str, float]],
-                  coded_at: list[tuple[int, str, float]], levels: Mapping[str, list],
-                  stats: Any) -> np.ndarray:
+def _mixed_matrix(
+    role: str,
+    frame: pl.DataFrame,
+    n_features: int,
+    dtype: type,
+    numeric_at: list[tuple[int, str, float]],
+    codes_at: list[tuple[int, str, float]],
+    coded_at: list[tuple[int, str, float]],
+    levels: Mapping[str, list],
+    stats: Any,
+) -> np.ndarray:
     """One frame's matrix of the mixed space, written feature block by feature block (no
     per-column one-hot blocks stacked afterwards): only this frame's columns are held beside it."""
     mat = np.zeros((frame.height, n_features), dtype=dtype)
@@ -257,8 +281,9 @@ def _levels(whole: Mapping[str, pl.DataFrame], columns: list[str]) -> dict[str, 
     ``whole`` frames, null a level), with one Polars query per frame for all columns."""
     if not columns:
         return {}
-    found = [f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0)
-             for f in whole.values()]
+    found = [
+        f.select([pl.col(c).fill_null(NULL_LEVEL).unique().implode() for c in columns]).row(0) for f in whole.values()
+    ]
     levels = {}
     for j, col in enumerate(columns):
         levels[col] = sorted(set().union(*(u[j] for u in found)))
@@ -282,11 +307,18 @@ def _check_levels(column: str, n_levels: int) -> None:
 
         raise HighCardinalityError(
             f"categorical column {column!r} has {n_levels} levels (more than {MAX_LEVELS}) and this encoding "
-            "is one-hot only; an evaluation compares such a column as equal or not (coded_above)")
+            "is one-hot only; an evaluation compares such a column as equal or not (coded_above)"
+        )
 
 
-def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components: int = 2,
-               name: str = "famd", block_rows: int | None = None, coded_above: int | None = None) -> EncodedSpace:
+def famd_space(
+    frames: Mapping[str, pl.DataFrame],
+    schema: Schema,
+    n_components: int = 2,
+    name: str = "famd",
+    block_rows: int | None = None,
+    coded_above: int | None = None,
+) -> EncodedSpace:
     """FAMD fitted on the real frame, every frame projected with that fit. One frame's input
     matrix exists at a time (the real one while the SVD runs), not every frame's at once.
 
@@ -316,16 +348,22 @@ def famd_space(frames: Mapping[str, pl.DataFrame], schema: Schema, n_components:
         del zr  # before the other frames are encoded
         mats = {r: real_projected if r == "real" else encoder.encode(f) @ v for r, f in frames.items()}
     else:
-        mats = {r: np.vstack([z @ v for z in _famd_blocks(encoder, f, block_rows)]) if f.height
-                else np.empty((0, nc)) for r, f in frames.items()}
-    total = float((s ** 2).sum())
+        mats = {
+            r: np.vstack([z @ v for z in _famd_blocks(encoder, f, block_rows)]) if f.height else np.empty((0, nc))
+            for r, f in frames.items()
+        }
+    total = float((s**2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     # A tie between the last kept and the first dropped singular value leaves the projection
     # undefined (any rotation within the tied subspace is an equally valid PCA): reported, since
     # metrics in this space then depend on LAPACK's arbitrary choice (row/column order).
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
-    details = {"n_components": nc, "explained_variance_ratio": explained, "n_input_features": encoder.width,
-               "degenerate_projection": degenerate}
+    details = {
+        "n_components": nc,
+        "explained_variance_ratio": explained,
+        "n_input_features": encoder.width,
+        "degenerate_projection": degenerate,
+    }
     if block_rows is not None:
         details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
     return EncodedSpace(name, mats, details)
@@ -342,8 +380,9 @@ def famd_encoder(real: pl.DataFrame, schema: Schema, coded_above: int | None) ->
     return encoder
 
 
-def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder", n_components: int,
-                      name: str, coded_above: int) -> EncodedSpace:
+def _famd_space_coded(
+    frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder", n_components: int, name: str, coded_above: int
+) -> EncodedSpace:
     """:func:`famd_space` when some categorical columns are coded: the leading right singular
     vectors of the real FAMD input as an operator (:meth:`FamdInputs.leading_axes`), every frame
     projected through it."""
@@ -355,11 +394,15 @@ def _famd_space_coded(frames: Mapping[str, pl.DataFrame], encoder: "FamdEncoder"
     total = real.squared_norm()
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
-    details = {"n_components": nc, "explained_variance_ratio": explained, "n_input_features": encoder.full_width,
-               "degenerate_projection": degenerate,
-               "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded if len(levels) > coded_above},
-               "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
-                      "indicator blocks are never written"}
+    details = {
+        "n_components": nc,
+        "explained_variance_ratio": explained,
+        "n_input_features": encoder.full_width,
+        "degenerate_projection": degenerate,
+        "coded_columns": {c: len(levels) for c, levels, _ in encoder.coded if len(levels) > coded_above},
+        "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
+        "indicator blocks are never written",
+    }
     return EncodedSpace(name, mats, details, axes=found)
 
 
@@ -462,7 +505,7 @@ class FamdEncoder:
             levels, p = stats
             c = category_codes({"frame": frame}, col, levels)[0]["frame"]
             sq = np.sqrt(p)
-            mat = out[:, start:start + len(levels)]
+            mat = out[:, start : start + len(levels)]
             mat[:] = -p / sq
             seen = c >= 0
             mat[np.flatnonzero(seen), c[seen]] += 1.0 / sq[c[seen]]
@@ -542,8 +585,9 @@ class FamdInputs:
             out.append(np.bincount(code[seen], weights=y[seen], minlength=p.size) / sq - sq * y[seen].sum())
         return np.concatenate(out)
 
-    def leading_axes(self, n: int, rows: np.ndarray | None = None,
-                     start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def leading_axes(
+        self, n: int, rows: np.ndarray | None = None, start: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(the ``n`` largest singular values, descending; their right singular vectors as the
         columns of a (width, n) matrix) of Z — of its ``rows`` when given — by ARPACK's Lanczos
         iteration on the operator (products: :meth:`_products`), started from a fixed vector
@@ -557,8 +601,12 @@ class FamdInputs:
             return self.rows(rows).leading_axes(n, start=start)
         n_rows, width = self.shape
         matvec, rmatvec = self._products()
-        op = LinearOperator((n_rows, width), dtype=np.float64,
-                            matvec=lambda x: matvec(np.ravel(x)), rmatvec=lambda y: rmatvec(np.ravel(y)))
+        op = LinearOperator(
+            (n_rows, width),
+            dtype=np.float64,
+            matvec=lambda x: matvec(np.ravel(x)),
+            rmatvec=lambda y: rmatvec(np.ravel(y)),
+        )
         if n >= min(n_rows, width):  # ARPACK needs n < min(shape): a tiny input, written whole
             s, vt = _svd_right(self.matvec(np.eye(width)))
             return s[:n], vt[:n].T
@@ -584,8 +632,9 @@ class FamdInputs:
 
         codes, sq = fast
         n, h = codes.shape
-        ind = sparse.csr_matrix(((1.0 / sq)[codes].ravel(), codes.ravel(), np.arange(0, n * h + 1, h)),
-                                shape=(n, sq.size))
+        ind = sparse.csr_matrix(
+            ((1.0 / sq)[codes].ravel(), codes.ravel(), np.arange(0, n * h + 1, h)), shape=(n, sq.size)
+        )
         dense, wd = self.dense, self.dense.shape[1]
 
         def matvec(x: np.ndarray) -> np.ndarray:
@@ -623,9 +672,11 @@ def column_entropy(real: pl.Series, kind: str) -> float:
         v = real.to_numpy().astype(np.float64, copy=False)
         codes = assign_bins(v, quantile_edges(v))
     else:
-        codes = real.fill_null(NULL_LEVEL).to_physical().to_numpy() if isinstance(real.dtype, pl.Categorical) \
+        codes = (
+            real.fill_null(NULL_LEVEL).to_physical().to_numpy()
+            if isinstance(real.dtype, pl.Categorical)
             else real.fill_null(NULL_LEVEL).rank("dense").to_numpy()
+        )
     _, counts = np.unique(codes, return_counts=True)
     p = counts / counts.sum()
     return float(-(p * np.log(p)).sum())
-

@@ -1,4 +1,4 @@
-""""Did you mean ...?" for a mistyped name (a flag, a metric, a dataset)."""
+""" "Did you mean ...?" for a mistyped name (a flag, a metric, a dataset)."""
 
 from __future__ import annotations
 

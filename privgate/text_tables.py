@@ -26,8 +26,9 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
-                 wrap: Sequence[str] = ()) -> str:
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None, wrap: Sequence[str] = ()
+) -> str:
     """Left-aligned text columns, numbers to 4 decimals, None as '-'.
 
     With ``width``, no line is longer than ``width`` characters: the columns named in ``wrap``
@@ -36,8 +37,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width
     return "\n".join(head + [line for block in body for line in block])
 
 
-def table_blocks(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
-                 wrap: Sequence[str] = ()) -> tuple[list[str], list[list[str]]]:
+def table_blocks(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None, wrap: Sequence[str] = ()
+) -> tuple[list[str], list[list[str]]]:
     """:func:`format_table` as (the header lines, the lines of each row): a wrapped row has
     more than one line. A table too wide for ``width`` that fits with one space between its
     columns gets one space (no cell is wrapped); one that does not keeps two and narrows columns."""
@@ -50,8 +52,7 @@ def table_blocks(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width
         _narrow(widths, [i for i, h in enumerate(headers) if h in wrap], width, gap)
         _narrow(widths, list(range(len(widths))), width, gap)
     head = _row_lines(list(headers), widths, gap) + [gap.join("-" * w for w in widths)]
-    return ([line.rstrip() for line in head],
-            [[line.rstrip() for line in _row_lines(r, widths, gap)] for r in cells])
+    return ([line.rstrip() for line in head], [[line.rstrip() for line in _row_lines(r, widths, gap)] for r in cells])
 
 
 def _line_width(widths: Sequence[int], gap: str) -> int:
@@ -72,8 +73,7 @@ def _narrow(widths: list[int], candidates: list[int], width: int, gap: str = _GA
 def _row_lines(values: Sequence[str], widths: Sequence[int], gap: str = _GAP) -> list[str]:
     parts = [_wrap(v, w) if len(v) > w else [v] for v, w in zip(values, widths)]
     height = max(len(p) for p in parts)
-    return [gap.join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths))
-            for k in range(height)]
+    return [gap.join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths)) for k in range(height)]
 
 
 def wrap_line(text: str, width: int | None = TABLE_WIDTH, indent: str = "") -> str:
@@ -82,5 +82,6 @@ def wrap_line(text: str, width: int | None = TABLE_WIDTH, indent: str = "") -> s
     can be copied."""
     if width is None or len(text) <= width:
         return text
-    return "\n".join(textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
-                                   break_on_hyphens=False))
+    return "\n".join(
+        textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    )

@@ -93,23 +93,27 @@ def _typed_frame(seed: int, n: int = 200) -> pl.DataFrame:
     i = [int(v) for v in rng.integers(0, 40, n)]
     j = [int(v) for v in rng.integers(0, 40, n)]
     x = rng.normal(size=n)
-    return pl.DataFrame({
-        "x": pl.Series([None if v < -1.5 else float(v) for v in x], dtype=pl.Float64),
-        "flag": pl.Series([v % 2 == 0 for v in i], dtype=pl.Boolean),
-        "born": [dt.date(1950, 1, 1) + dt.timedelta(days=v * 300) for v in j],
-        "seen": [dt.datetime(2019, 1, 1) + dt.timedelta(hours=v * 37) for v in i],
-        "seen_utc": pl.Series([dt.datetime(2020, 1, 1) + dt.timedelta(hours=v * 11) for v in j]
-                              ).dt.replace_time_zone("UTC"),
-        "stay": [dt.timedelta(minutes=v * 13) for v in rng.integers(0, 40, n).tolist()],
-        "at": [dt.time(v % 24, v % 60) for v in rng.integers(0, 40, n).tolist()],
-        "price": pl.Series([Decimal(f"{v}.25") for v in rng.integers(0, 40, n).tolist()], dtype=pl.Decimal(10, 2)),
-        "kind": pl.Series([f"k{v % 7}" for v in i], dtype=pl.Categorical),
-        "grade": pl.Series([f"g{v % 5}" for v in j], dtype=pl.Enum([f"g{g}" for g in range(5)])),
-        "small": pl.Series(rng.integers(-50, 50, n), dtype=pl.Int8),
-        "count": pl.Series(rng.integers(0, 60, n), dtype=pl.UInt16),
-        "city": pl.Series([None if v == 0 else f"c{v % 9}" for v in rng.integers(0, 20, n).tolist()],
-                          dtype=pl.String),
-    })
+    return pl.DataFrame(
+        {
+            "x": pl.Series([None if v < -1.5 else float(v) for v in x], dtype=pl.Float64),
+            "flag": pl.Series([v % 2 == 0 for v in i], dtype=pl.Boolean),
+            "born": [dt.date(1950, 1, 1) + dt.timedelta(days=v * 300) for v in j],
+            "seen": [dt.datetime(2019, 1, 1) + dt.timedelta(hours=v * 37) for v in i],
+            "seen_utc": pl.Series(
+                [dt.datetime(2020, 1, 1) + dt.timedelta(hours=v * 11) for v in j]
+            ).dt.replace_time_zone("UTC"),
+            "stay": [dt.timedelta(minutes=v * 13) for v in rng.integers(0, 40, n).tolist()],
+            "at": [dt.time(v % 24, v % 60) for v in rng.integers(0, 40, n).tolist()],
+            "price": pl.Series([Decimal(f"{v}.25") for v in rng.integers(0, 40, n).tolist()], dtype=pl.Decimal(10, 2)),
+            "kind": pl.Series([f"k{v % 7}" for v in i], dtype=pl.Categorical),
+            "grade": pl.Series([f"g{v % 5}" for v in j], dtype=pl.Enum([f"g{g}" for g in range(5)])),
+            "small": pl.Series(rng.integers(-50, 50, n), dtype=pl.Int8),
+            "count": pl.Series(rng.integers(0, 60, n), dtype=pl.UInt16),
+            "city": pl.Series(
+                [None if v == 0 else f"c{v % 9}" for v in rng.integers(0, 20, n).tolist()], dtype=pl.String
+            ),
+        }
+    )
 
 
 @pytest.fixture(scope="session")

@@ -34,8 +34,13 @@ def files(tmp_path_factory):
     release.write_parquet(out / "release.parquet")
     release.write_csv(out / "release.csv")
     load_example().write_csv(out / "real.csv")
-    return {"real": SAMPLE, "synthetic": str(out / "release.parquet"), "holdout": HOLDOUT,
-            "real_csv": str(out / "real.csv"), "synthetic_csv": str(out / "release.csv")}
+    return {
+        "real": SAMPLE,
+        "synthetic": str(out / "release.parquet"),
+        "holdout": HOLDOUT,
+        "real_csv": str(out / "real.csv"),
+        "synthetic_csv": str(out / "release.csv"),
+    }
 
 
 def _run(capsys, *argv):
@@ -55,10 +60,17 @@ def test_estimate_sizes_equals_estimate_run_on_a_real_context(files, threads, ex
     sizes = read_sizes(files["real"], files["synthetic"], files["holdout"])
     assert (sizes["n_real"], sizes["n_synthetic"], sizes["n_holdout"]) == (ctx.n_real, ctx.n_synthetic, ctx.n_holdout)
     assert sizes["features"] == run.features
-    pure = estimate_sizes(sizes["n_real"], sizes["n_synthetic"], sizes["n_holdout"], sizes["features"], names,
-                          exact=ctx.exact if exact is None else exact,
-                          sample=sample if sample is not None else ctx.sample_size("real"),
-                          threads=_n_jobs(None, ctx.threads), baseline=True)
+    pure = estimate_sizes(
+        sizes["n_real"],
+        sizes["n_synthetic"],
+        sizes["n_holdout"],
+        sizes["features"],
+        names,
+        exact=ctx.exact if exact is None else exact,
+        sample=sample if sample is not None else ctx.sample_size("real"),
+        threads=_n_jobs(None, ctx.threads),
+        baseline=True,
+    )
     assert pure.per_metric == run.per_metric
     assert (pure.peak, pure.unit, pure.n, pure.inputs) == (run.peak, run.unit, run.n, run.inputs)
 
@@ -86,15 +98,26 @@ def test_a_family_steps_threads_count_only_in_that_step():
     """detection_mlp's fold workers (re-identification) follow that step's threads."""
     names = ["detection_mlp", "membership_inference"]
     one = family_estimates(100_000, 100_000, 0, 50, names, exact=False, sample=None, threads=1)
-    four = family_estimates(100_000, 100_000, 0, 50, names, exact=False, sample=None, threads=1,
-                            step_threads={"re_identification": 4})
+    four = family_estimates(
+        100_000, 100_000, 0, 50, names, exact=False, sample=None, threads=1, step_threads={"re_identification": 4}
+    )
     assert four["re-identification"].peak > one["re-identification"].peak
     assert four["tracing"].peak == one["tracing"].peak
 
 
 def test_the_cli_on_bundled_files_gives_the_guards_figure(files, capsys):
-    code, out, _ = _run(capsys, "--real", files["real"], "--release", files["synthetic"],
-                        "--holdout", files["holdout"], "--threads", "1", "--json")
+    code, out, _ = _run(
+        capsys,
+        "--real",
+        files["real"],
+        "--release",
+        files["synthetic"],
+        "--holdout",
+        files["holdout"],
+        "--threads",
+        "1",
+        "--json",
+    )
     assert code == 0
     result = json.loads(out)
     ctx = EvaluationContext(files["real"], files["synthetic"], holdout=files["holdout"], threads=1)
@@ -103,8 +126,13 @@ def test_the_cli_on_bundled_files_gives_the_guards_figure(files, capsys):
 
     plan = evaluation_plan(default_gate_config(), True)
     guard = estimate_run(ctx, plan["metrics"], baseline=plan["baseline"])
-    assert result["sizes"] == {"n_real": 3000, "n_synthetic": 3000, "n_holdout": ctx.n_holdout,
-                               "features": guard.features, "source": "files"}
+    assert result["sizes"] == {
+        "n_real": 3000,
+        "n_synthetic": 3000,
+        "n_holdout": ctx.n_holdout,
+        "features": guard.features,
+        "source": "files",
+    }
     assert result["single_step"]["peak_bytes"] == math.ceil(guard.peak)
     assert result["single_step"]["metrics"] == plan["metrics"]
     assert set(result["family_steps"]) == {"re_identification", "tracing"}  # the default configuration's
@@ -113,8 +141,12 @@ def test_the_cli_on_bundled_files_gives_the_guards_figure(files, capsys):
 def test_the_table_names_no_column_of_the_data(files, capsys):
     code, out, _ = _run(capsys, "--real", files["real"], "--synthetic", files["synthetic"])
     assert code == 0
-    assert json.loads(_run(capsys, "--real", files["real"], "--synthetic", files["synthetic"], "--format",
-                           "json")[1])["sizes"]["n_real"] == 3000
+    assert (
+        json.loads(_run(capsys, "--real", files["real"], "--synthetic", files["synthetic"], "--format", "json")[1])[
+            "sizes"
+        ]["n_real"]
+        == 3000
+    )
     assert "(single step)" in out and "re_identification" in out and "3,000 real × 3,000 release" in out
     columns = pl.read_parquet_schema(files["real"])
     assert not [c for c in columns if c in out]
@@ -138,26 +170,66 @@ def test_csv_inputs_give_the_parquet_sizes_without_loading_a_frame(files, monkey
 
 
 def test_planning_with_rows_and_features(capsys):
-    code, out, _ = _run(capsys, "--rows", "1000000", "--holdout-rows", "1000000", "--features", "100",
-                        "--metrics", "all", "--step-threads", '{"re_identification": 4}', "--json")
+    code, out, _ = _run(
+        capsys,
+        "--rows",
+        "1000000",
+        "--holdout-rows",
+        "1000000",
+        "--features",
+        "100",
+        "--metrics",
+        "all",
+        "--step-threads",
+        '{"re_identification": 4}',
+        "--json",
+    )
     assert code == 0
     result = json.loads(out)
     names = metric_names()
-    assert result["sizes"] == {"n_real": 10**6, "n_synthetic": 10**6, "n_holdout": 10**6, "features": 100,
-                               "source": "planned"}
+    assert result["sizes"] == {
+        "n_real": 10**6,
+        "n_synthetic": 10**6,
+        "n_holdout": 10**6,
+        "features": 100,
+        "source": "planned",
+    }
     assert result["options"]["real_records_sampled"] == AUTO_SAMPLE_SIZE  # sample "auto" above AUTO_SAMPLE_ABOVE rows
     assert AUTO_SAMPLE_ABOVE < 10**6
-    single = estimate_sizes(10**6, 10**6, 10**6, 100, names, exact=False, sample=AUTO_SAMPLE_SIZE, threads=1, sample_auto=True,
-                            baseline=True)
+    single = estimate_sizes(
+        10**6,
+        10**6,
+        10**6,
+        100,
+        names,
+        exact=False,
+        sample=AUTO_SAMPLE_SIZE,
+        threads=1,
+        sample_auto=True,
+        baseline=True,
+    )
     assert result["single_step"]["peak_bytes"] == math.ceil(single.peak)
     assert set(result["family_steps"]) == {f.replace("-", "_") for f in FAMILIES}
     step = result["family_steps"]["re_identification"]
     assert step["threads"] == 4 and step["peak_metric"] == "close_values"
     # with the run's sample off, detection_mlp stacks every record and its four fold workers
     # hold their training copies: it becomes that step's peak
-    code, out, _ = _run(capsys, "--rows", "1000000", "--holdout-rows", "1000000", "--features", "100",
-                        "--metrics", "all", "--step-threads", '{"re_identification": 4}', "--sample", "off",
-                        "--json")
+    code, out, _ = _run(
+        capsys,
+        "--rows",
+        "1000000",
+        "--holdout-rows",
+        "1000000",
+        "--features",
+        "100",
+        "--metrics",
+        "all",
+        "--step-threads",
+        '{"re_identification": 4}',
+        "--sample",
+        "off",
+        "--json",
+    )
     off = json.loads(out)["family_steps"]["re_identification"]
     assert off["peak_metric"] == "detection_mlp" and off["peak_bytes"] > step["peak_bytes"] + 8 * GIB
     for figure in [*result["family_steps"].values(), result["single_step"]]:
@@ -177,22 +249,30 @@ def test_pod_memory_rounding():
     assert (quantity(13.0), quantity(12.5)) == ("13Gi", "12800Mi")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--real", "/nonexistent/real.parquet", "--synthetic", SAMPLE], "real: file not found: /nonexistent/real.parquet"),
-    (["--real", SAMPLE, "--synthetic", "/nonexistent/r.csv"], "synthetic: file not found: /nonexistent/r.csv"),
-    (["--real", SAMPLE, "--synthetic", SAMPLE + ".txt"], "file not found"),
-    (["--rows", "-5", "--features", "10"], "--rows must be a positive integer, got '-5'"),
-    (["--rows", "0", "--features", "10"], "--rows must be a positive integer, got '0'"),
-    (["--rows", "1000"], "planning needs both --rows and --features"),
-    ([], "give --real and --synthetic"),
-    (["--real", SAMPLE], "give both --real and --synthetic"),
-    (["--real", SAMPLE, "--synthetic", SAMPLE, "--rows", "10"], "not both"),
-    (["--rows", "10", "--features", "3", "--metrics", "no_such_metric"], "no_such_metric"),
-    (["--rows", "10", "--features", "3", "--baseline"], "--baseline needs a holdout"),
-    (["--rows", "10", "--features", "3", "--step-threads", "[4]"], "JSON object of positive integers"),
-    (["--config", "/nonexistent/gate.yaml", "--rows", "10", "--features", "3"],
-     "config: file not found: /nonexistent/gate.yaml"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--real", "/nonexistent/real.parquet", "--synthetic", SAMPLE],
+            "real: file not found: /nonexistent/real.parquet",
+        ),
+        (["--real", SAMPLE, "--synthetic", "/nonexistent/r.csv"], "synthetic: file not found: /nonexistent/r.csv"),
+        (["--real", SAMPLE, "--synthetic", SAMPLE + ".txt"], "file not found"),
+        (["--rows", "-5", "--features", "10"], "--rows must be a positive integer, got '-5'"),
+        (["--rows", "0", "--features", "10"], "--rows must be a positive integer, got '0'"),
+        (["--rows", "1000"], "planning needs both --rows and --features"),
+        ([], "give --real and --synthetic"),
+        (["--real", SAMPLE], "give both --real and --synthetic"),
+        (["--real", SAMPLE, "--synthetic", SAMPLE, "--rows", "10"], "not both"),
+        (["--rows", "10", "--features", "3", "--metrics", "no_such_metric"], "no_such_metric"),
+        (["--rows", "10", "--features", "3", "--baseline"], "--baseline needs a holdout"),
+        (["--rows", "10", "--features", "3", "--step-threads", "[4]"], "JSON object of positive integers"),
+        (
+            ["--config", "/nonexistent/gate.yaml", "--rows", "10", "--features", "3"],
+            "config: file not found: /nonexistent/gate.yaml",
+        ),
+    ],
+)
 def test_bad_inputs_exit_2_with_a_specific_message(argv, message, capsys):
     code, out, err = _run(capsys, *argv)
     assert code == 2

@@ -35,8 +35,8 @@ def test_path_component_is_always_one_safe_component(name, fallback):
 def test_derived_names_are_stable_and_idempotent(name):
     for derive in (identifier, path_component):
         once = derive(name)
-        assert derive(name) == once            # the same name every time (checks, pools, folders)
-        assert derive(once) == once            # a derived name is its own derivation
+        assert derive(name) == once  # the same name every time (checks, pools, folders)
+        assert derive(once) == once  # a derived name is its own derivation
 
 
 @given(VALID_IDENTIFIERS)

@@ -23,7 +23,8 @@ def synthetic_customers() -> dg.Output[pl.DataFrame]:
 
 
 generator_audit = build_generator_audit(
-    "generator_audit", generate=generate, real=customers.key, claimed_epsilon=1.0, runs=200, chunk_size=50)
+    "generator_audit", generate=generate, real=customers.key, claimed_epsilon=1.0, runs=200, chunk_size=50
+)
 
 defs = dg.Definitions(
     assets=[customers, synthetic_customers, generator_audit],

@@ -22,14 +22,16 @@ from privgate.data import load_example
 
 
 def suite(real: str, holdout: str) -> gx.ExpectationSuite:
-    return gx.ExpectationSuite(name="release_privacy", expectations=[
-        pe.ExpectSyntheticExactCopyRateToBeBelow(real=real, threshold=0.0),
-        pe.ExpectSyntheticAttributeInferenceRiskToBeBelow(
-            real=real, sensitive=["income"], threshold=0.85),
-        pe.ExpectSyntheticPrivacyRiskToBeBelow(
-            metric="hitting_rate", real=real, holdout=holdout, compare_to="excess",
-            threshold=0.02),
-    ])
+    return gx.ExpectationSuite(
+        name="release_privacy",
+        expectations=[
+            pe.ExpectSyntheticExactCopyRateToBeBelow(real=real, threshold=0.0),
+            pe.ExpectSyntheticAttributeInferenceRiskToBeBelow(real=real, sensitive=["income"], threshold=0.85),
+            pe.ExpectSyntheticPrivacyRiskToBeBelow(
+                metric="hitting_rate", real=real, holdout=holdout, compare_to="excess", threshold=0.02
+            ),
+        ],
+    )
 
 
 def main() -> int:
@@ -40,26 +42,37 @@ def main() -> int:
     real = load_example("adult_sample")
     real.write_parquet(out / "real.parquet")
     load_example("adult_holdout").write_parquet(out / "holdout.parquet")
-    releases = {"harmless": baselines.independent_marginals(real, seed=1),
-                "leaky": make_releases(real)["release-2-leaky"]}
+    releases = {
+        "harmless": baselines.independent_marginals(real, seed=1),
+        "leaky": make_releases(real)["release-2-leaky"],
+    }
 
     ctx = gx.get_context(mode="file", project_root_dir=str(out))
     checks = ctx.suites.add_or_update(suite(str(out / "real.parquet"), str(out / "holdout.parquet")))
-    definition = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(
-        name="release_privacy_check", data=pe.batch_definition(ctx), suite=checks))
-    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
-        name="release_gate", validation_definitions=[definition],
-        actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")]))
+    definition = ctx.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name="release_privacy_check", data=pe.batch_definition(ctx), suite=checks)
+    )
+    checkpoint = ctx.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name="release_gate",
+            validation_definitions=[definition],
+            actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
+        )
+    )
     outcome = {}
     for name, release in releases.items():
-        run = checkpoint.run(batch_parameters={"dataframe": pe.to_pandas_batch(release)},
-                             run_id=gx.RunIdentifier(run_name=f"release-{name}"))
+        run = checkpoint.run(
+            batch_parameters={"dataframe": pe.to_pandas_batch(release)},
+            run_id=gx.RunIdentifier(run_name=f"release-{name}"),
+        )
         (result,) = run.run_results.values()
         outcome[name] = result.success
         for r in result.results:
             row = pe.summarise(r)
-            print(f"{name:9s} {row['metric']:20s} {row['status']:8s} risk {row['risk']:+.4f} "
-                  f"(threshold {row['threshold']}, interval {row['interval']})")
+            print(
+                f"{name:9s} {row['metric']:20s} {row['status']:8s} risk {row['risk']:+.4f} "
+                f"(threshold {row['threshold']}, interval {row['interval']})"
+            )
     print("data docs:", ctx.get_docs_sites_urls()[0]["site_url"])
     print("harmless passes:", outcome["harmless"], "| leaky passes:", outcome["leaky"])
     return 0 if outcome == {"harmless": True, "leaky": False} else 1

@@ -55,8 +55,10 @@ def _secret_values(ctx, secret: str, numeric: bool, rows: dict[str, np.ndarray])
 def _resolve_columns(ctx, secret: Any, aux_cols: Any) -> tuple[list[str], list[str] | None]:
     if secret is None:
         if not ctx.sensitive:
-            raise ParameterError("inference needs secret='column' (the attribute the attacker guesses), or "
-                                 "sensitive=[...] on the evaluation")
+            raise ParameterError(
+                "inference needs secret='column' (the attribute the attacker guesses), or "
+                "sensitive=[...] on the evaluation"
+            )
         secrets = list(ctx.sensitive)
     else:
         secrets = check_columns(ctx, secret, "secret")
@@ -66,8 +68,16 @@ def _resolve_columns(ctx, secret: Any, aux_cols: Any) -> tuple[list[str], list[s
     return secrets, aux
 
 
-def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, tolerance: float,
-                targets: np.ndarray, controls: np.ndarray, seed: int) -> dict[str, Any]:
+def _one_secret(
+    ctx,
+    secret: str,
+    aux: list[str],
+    regression: bool | None,
+    tolerance: float,
+    targets: np.ndarray,
+    controls: np.ndarray,
+    seed: int,
+) -> dict[str, Any]:
     is_numeric = ctx.schema.kind(secret) == NUMERIC
     numeric = is_numeric if regression is None else bool(regression)
     if numeric and not is_numeric:
@@ -84,8 +94,13 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     # (position by position; anonymeter's inference baseline misaligned the two)
     donors = seeds.rng(seed, "attack.baseline").integers(0, ctx.n_synthetic, size=targets.size)
     ok_b = correct_guesses(values["synthetic"][donors], values["real"], numeric, tolerance)
-    return {"ok": ok_t, "n_success": int(ok_t.sum()), "n_control_success": int(ok_c.sum()),
-            "n_baseline_success": int(ok_b.sum()), "numeric": numeric}
+    return {
+        "ok": ok_t,
+        "n_success": int(ok_t.sum()),
+        "n_control_success": int(ok_c.sum()),
+        "n_baseline_success": int(ok_b.sum()),
+        "numeric": numeric,
+    }
 
 
 @register_metric(
@@ -93,15 +108,22 @@ def _one_secret(ctx, secret: str, aux: list[str], regression: bool | None, toler
     attack="guess a training person's secret attribute from the nearest synthetic record on known attributes",
     reference=REFERENCE,
     orientation="value = residual risk (attack − control)/(1 − control) clipped to [0, 1]; 0 = the secret is "
-                "guessed no better for training records than for holdout records; worst secret",
+    "guessed no better for training records than for holdout records; worst secret",
     needs=("holdout", "sensitive"),
     self_controlled=True,
     spaces=(),
     memory_cost=2.0,
 )
-def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str] | None = None,
-              regression: bool | None = None, tolerance: float = 0.05, n_attacks: int | None = 2000,
-              seed: int | None = None) -> MetricResult:
+def inference(
+    ctx,
+    *,
+    secret: str | list[str] | None = None,
+    aux_cols: list[str] | None = None,
+    regression: bool | None = None,
+    tolerance: float = 0.05,
+    n_attacks: int | None = 2000,
+    seed: int | None = None,
+) -> MetricResult:
     """Inference risk (WP29; Giomi et al. 2023 — anonymeter's InferenceEvaluator): for
     ``n_attacks`` training records (seeded sample; ``None``: every record, as in anonymeter), the
     secret is guessed as the ``secret`` of
@@ -131,19 +153,28 @@ def inference(ctx, *, secret: str | list[str] | None = None, aux_cols: list[str]
     for s in secrets:
         cols = aux if aux is not None else [c for c in (ctx.keys or ctx.schema.columns) if c not in secrets]
         if not cols:
-            raise ParameterError(f"inference of {s!r} needs at least one auxiliary column; the data has none "
-                                 "besides the secret(s)")
+            raise ParameterError(
+                f"inference of {s!r} needs at least one auxiliary column; the data has none besides the secret(s)"
+            )
         out = _one_secret(ctx, s, cols, regression, float(tolerance), targets, controls, seed)
-        params = {"secret": secrets if len(secrets) > 1 else secrets[0], "aux_cols": cols,
-                  "regression": regression, "tolerance": float(tolerance), "n_attacks": n_attacks, "seed": seed}
+        params = {
+            "secret": secrets if len(secrets) > 1 else secrets[0],
+            "aux_cols": cols,
+            "regression": regression,
+            "tolerance": float(tolerance),
+            "n_attacks": n_attacks,
+            "seed": seed,
+        }
         results[s] = _secret_result(ctx, s, cols, out, targets, controls, params)
     worst = max(results, key=lambda s: results[s].raw)
     res = results[worst]
     if len(results) > 1:
         res.per_attribute = {s: r.value for s, r in results.items()}
-        res.details["per_secret"] = {s: {k: r.details[k] for k in ("attack_rate", "control_rate", "baseline_rate",
-                                                                    "risk_unclipped")} | {"ci": list(r.ci)}
-                                     for s, r in results.items()}
+        res.details["per_secret"] = {
+            s: {k: r.details[k] for k in ("attack_rate", "control_rate", "baseline_rate", "risk_unclipped")}
+            | {"ci": list(r.ci)}
+            for s, r in results.items()
+        }
     return res
 
 
@@ -154,20 +185,31 @@ def _check_options(tolerance: Any, regression: Any) -> None:
         raise ParameterError(f"regression must be true, false or null; got {regression!r}")
 
 
-def _secret_result(ctx, s: str, cols: list[str], out: dict[str, Any], targets: np.ndarray, controls: np.ndarray,
-                   params: dict[str, Any]) -> MetricResult:
+def _secret_result(
+    ctx, s: str, cols: list[str], out: dict[str, Any], targets: np.ndarray, controls: np.ndarray, params: dict[str, Any]
+) -> MetricResult:
     """The attack's result for one secret column ``s`` from its counts ``out`` (:func:`_one_secret`)."""
     per_record = np.zeros(ctx.n_real)
     per_record[targets[out["ok"]]] = 1.0
     return attack_result(
-        ctx, "inference", n_success=out["n_success"], n_attacks=targets.size,
-        n_control_success=out["n_control_success"], n_control=controls.size,
-        n_baseline_success=out["n_baseline_success"], n_baseline=targets.size,
+        ctx,
+        "inference",
+        n_success=out["n_success"],
+        n_attacks=targets.size,
+        n_control_success=out["n_control_success"],
+        n_control=controls.size,
+        n_baseline_success=out["n_baseline_success"],
+        n_baseline=targets.size,
         params=params,
-        details={"secret": s, "aux_cols": cols, "secret_compared_as": "number" if out["numeric"] else "level",
-                 "secret_in_aux": s in cols,
-                 "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
-                 "correct_rows": targets[out["ok"]].tolist()},
+        details={
+            "secret": s,
+            "aux_cols": cols,
+            "secret_compared_as": "number" if out["numeric"] else "level",
+            "secret_in_aux": s in cols,
+            "distance": "Euclidean in privgate's mixed space of the auxiliary columns",
+            "correct_rows": targets[out["ok"]].tolist(),
+        },
         per_record=per_record,
         per_record_description=f"1 = the secret {s!r} of this training record (row position) was attacked and "
-                               "guessed right; 0 = guessed wrong or not attacked")
+        "guessed right; 0 = guessed wrong or not attacked",
+    )

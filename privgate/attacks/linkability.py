@@ -31,8 +31,9 @@ from ._control import (
 def default_split(columns: list[str]) -> tuple[list[str], list[str]]:
     """Without ``aux_cols``: the first half of the columns (real frame order) against the rest."""
     if len(columns) < 2:
-        raise ParameterError(f"linkability needs at least two columns to split into two partial records; "
-                             f"the data has {len(columns)}")
+        raise ParameterError(
+            f"linkability needs at least two columns to split into two partial records; the data has {len(columns)}"
+        )
     half = (len(columns) + 1) // 2
     return columns[:half], columns[half:]
 
@@ -48,8 +49,9 @@ def naive_link_probability(n_synthetic: int, k: int) -> float:
     return float(1.0 - np.prod((m - k - i) / (m - i)))
 
 
-def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: tuple[str, ...],
-            k: int) -> dict[str, np.ndarray]:
+def _linked(
+    ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: tuple[str, ...], k: int
+) -> dict[str, np.ndarray]:
     """Per role, whether each sampled record's two parts share a synthetic neighbour; each column
     set's targets and controls are searched together, with only those rows encoded."""
     a = ctx.neighbours_of_rows(("mixed", cols_a), rows, "synthetic", k)
@@ -62,14 +64,15 @@ def _linked(ctx, rows: dict[str, np.ndarray], cols_a: tuple[str, ...], cols_b: t
     attack="link two partial records of a training person through their nearest synthetic records",
     reference=REFERENCE,
     orientation="value = residual risk (attack − control)/(1 − control) clipped to [0, 1]; 0 = training records "
-                "are linked no more often than holdout records",
+    "are linked no more often than holdout records",
     needs=("holdout",),
     self_controlled=True,
     spaces=(),
     memory_cost=2.0,
 )
-def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int | None = 2000,
-                seed: int | None = None) -> MetricResult:
+def linkability(
+    ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: int | None = 2000, seed: int | None = None
+) -> MetricResult:
     """Linkability risk (WP29; Giomi et al. 2023 — anonymeter's LinkabilityEvaluator): for
     ``n_attacks`` training records (seeded sample; ``None``: every record, as in anonymeter), the
     ``n_neighbors`` nearest synthetic records
@@ -107,15 +110,25 @@ def linkability(ctx, *, aux_cols: Any = None, n_neighbors: int = 1, n_attacks: i
     linked, control_linked = found["real"], found["holdout"]
     per_record = np.zeros(ctx.n_real)
     per_record[targets[linked]] = 1.0
-    details = {"aux_cols": [list(cols_a), list(cols_b)], "n_neighbors": k,
-               "distance": "Euclidean in privgate's mixed space of each column set",
-               "linked_rows": targets[linked].tolist()}
+    details = {
+        "aux_cols": [list(cols_a), list(cols_b)],
+        "n_neighbors": k,
+        "distance": "Euclidean in privgate's mixed space of each column set",
+        "linked_rows": targets[linked].tolist(),
+    }
     return attack_result(
-        ctx, "linkability", n_success=int(linked.sum()), n_attacks=targets.size,
-        n_control_success=int(control_linked.sum()), n_control=controls.size,
-        n_baseline_success=0, n_baseline=targets.size,
+        ctx,
+        "linkability",
+        n_success=int(linked.sum()),
+        n_attacks=targets.size,
+        n_control_success=int(control_linked.sum()),
+        n_control=controls.size,
+        n_baseline_success=0,
+        n_baseline=targets.size,
         baseline_exact=naive_link_probability(ctx.n_synthetic, k),
         params={"aux_cols": [list(cols_a), list(cols_b)], "n_neighbors": k, "n_attacks": n_attacks, "seed": seed},
-        details=details, per_record=per_record,
+        details=details,
+        per_record=per_record,
         per_record_description="1 = this training record (row position) was attacked and its two parts were "
-                               "linked through a shared synthetic neighbour; 0 = not linked or not attacked")
+        "linked through a shared synthetic neighbour; 0 = not linked or not attacked",
+    )

@@ -33,7 +33,7 @@ class CodedFrames:
     """Every frame of one evaluation as a float64 matrix of values / level codes."""
 
     columns: list[str]
-    numeric: np.ndarray          # (d,) bool: numeric column (NaN = null) or level codes
+    numeric: np.ndarray  # (d,) bool: numeric column (NaN = null) or level codes
     matrices: dict[str, np.ndarray]
 
     def __getitem__(self, role: str) -> np.ndarray:
@@ -75,8 +75,9 @@ class Predicates:
     def concat(parts: list["Predicates"], width: int) -> "Predicates":
         if not parts:
             return Predicates(np.zeros((0, width), np.int64), np.zeros((0, width), np.int8), np.zeros((0, width)))
-        return Predicates(np.vstack([p.cols for p in parts]), np.vstack([p.ops for p in parts]),
-                          np.vstack([p.vals for p in parts]))
+        return Predicates(
+            np.vstack([p.cols for p in parts]), np.vstack([p.ops for p in parts]), np.vstack([p.vals for p in parts])
+        )
 
     def keys(self) -> np.ndarray:
         """One row per predicate identifying it (the value is ignored for null tests), for
@@ -172,10 +173,10 @@ class ConjunctionCounter:
         parts: list[np.ndarray] = [np.zeros((1, self.n_words), np.uint64)]  # 0: the empty set
         offset = 1
         self.n_levels = np.zeros(d, dtype=np.int64)
-        self.level_base = np.full(d, -1, dtype=np.int64)   # categorical: bitset of code c = base + c
-        self.null_at = np.full(d, -1, dtype=np.int64)      # numeric: nulls bitset; +1 = not-null
-        self.suffix_at = np.full(d, -1, dtype=np.int64)    # numeric: records at sorted pos ≥ q·step
-        self.prefix_at = np.full(d, -1, dtype=np.int64)    # numeric: records at sorted pos < q·step
+        self.level_base = np.full(d, -1, dtype=np.int64)  # categorical: bitset of code c = base + c
+        self.null_at = np.full(d, -1, dtype=np.int64)  # numeric: nulls bitset; +1 = not-null
+        self.suffix_at = np.full(d, -1, dtype=np.int64)  # numeric: records at sorted pos ≥ q·step
+        self.prefix_at = np.full(d, -1, dtype=np.int64)  # numeric: records at sorted pos < q·step
         self.order: dict[int, np.ndarray] = {}
         self.sorted_vals: dict[int, np.ndarray] = {}
         for j in range(d):
@@ -192,15 +193,14 @@ class ConjunctionCounter:
             nulls = np.isnan(v)
             pos = np.empty(n, dtype=np.int64)
             pos[order] = np.arange(n)
-            n_cuts = len(range(0, n + self.step, self.step))      # cut q at sorted position q·step
+            n_cuts = len(range(0, n + self.step, self.step))  # cut q at sorted position q·step
             self.null_at[j] = offset
             parts.append(_group_bitsets((~nulls).astype(np.int64), 2, self.n_words))  # nulls, not-nulls
             # block q = records at sorted positions [q·step, (q+1)·step); suffix[q] = OR of blocks ≥ q,
             # prefix[q] = OR of blocks < q
             blocks = _group_bitsets(pos // self.step, n_cuts, self.n_words)
             suffix = np.bitwise_or.accumulate(blocks[::-1], axis=0)[::-1]
-            prefix = np.vstack([np.zeros((1, self.n_words), np.uint64),
-                                np.bitwise_or.accumulate(blocks, axis=0)[:-1]])
+            prefix = np.vstack([np.zeros((1, self.n_words), np.uint64), np.bitwise_or.accumulate(blocks, axis=0)[:-1]])
             self.suffix_at[j] = offset + 2
             parts.append(suffix)
             self.prefix_at[j] = offset + 2 + n_cuts
@@ -216,8 +216,9 @@ class ConjunctionCounter:
         per_block = max(1, _BLOCK_BYTES // (8 * self.n_words))
         if b <= per_block:
             return self._counts(preds)
-        return np.concatenate([self._counts(preds.take(np.arange(s, min(b, s + per_block))))
-                               for s in range(0, b, per_block)])
+        return np.concatenate(
+            [self._counts(preds.take(np.arange(s, min(b, s + per_block)))) for s in range(0, b, per_block)]
+        )
 
     def _counts(self, preds: Predicates) -> np.ndarray:
         b, c = preds.cols.shape
@@ -271,16 +272,16 @@ class ConjunctionCounter:
             rows = np.flatnonzero(cols == j)
             sv, order = self.sorted_vals[j], self.order[j]
             if op == GE:
-                first = np.searchsorted(sv, vals[rows], side="left")      # first position ≥ v
+                first = np.searchsorted(sv, vals[rows], side="left")  # first position ≥ v
                 q = first // step
                 which[rows] = self.suffix_at[j] + q
-                pos = q[:, None] * step + ar                             # positions [q·step, first)
+                pos = q[:, None] * step + ar  # positions [q·step, first)
                 keep = pos < first[:, None]
             else:
-                after = np.searchsorted(sv, vals[rows], side="right")    # first position > v
+                after = np.searchsorted(sv, vals[rows], side="right")  # first position > v
                 q = -(-after // step)
                 which[rows] = self.prefix_at[j] + q
-                pos = after[:, None] + ar                                # positions [after, q·step)
+                pos = after[:, None] + ar  # positions [after, q·step)
                 keep = (pos < (q * step)[:, None]) & (pos < self.n)
             slab[rows] = np.where(keep, order[np.minimum(pos, self.n - 1)], -1)
         return which, slab

@@ -52,8 +52,9 @@ def _check_params(mode: Any, n_cols: Any, max_attempts: Any, n_columns: int) -> 
         raise ParameterError(f"mode must be 'univariate' or 'multivariate'; got {mode!r}")
     if isinstance(n_cols, bool) or not isinstance(n_cols, (int, np.integer)) or n_cols < 1:
         raise ParameterError(f"n_cols must be a positive integer (columns per predicate); got {n_cols!r}")
-    if max_attempts is not None and (isinstance(max_attempts, bool) or not isinstance(max_attempts, (int, np.integer))
-                                     or max_attempts < 1):
+    if max_attempts is not None and (
+        isinstance(max_attempts, bool) or not isinstance(max_attempts, (int, np.integer)) or max_attempts < 1
+    ):
         raise ParameterError(f"max_attempts must be a positive integer or None; got {max_attempts!r}")
     return 1 if mode == "univariate" else int(min(n_cols, n_columns))
 
@@ -103,12 +104,14 @@ def univariate_predicates(coded: CodedFrames, n_attacks: int, rng: np.random.Gen
     col = np.concatenate(cols)
     priority = rng.permutation(x.shape[1])
     take = np.lexsort((priority[col], np.concatenate(ranks)))[:n_attacks]
-    return Predicates(col[take, None], np.concatenate(ops)[take, None].astype(np.int8),
-                      np.concatenate(vals)[take, None])
+    return Predicates(
+        col[take, None], np.concatenate(ops)[take, None].astype(np.int8), np.concatenate(vals)[take, None]
+    )
 
 
-def multivariate_predicates(coded: CodedFrames, n_attacks: int, n_cols: int, max_attempts: int,
-                            rng: np.random.Generator) -> tuple[Predicates, int]:
+def multivariate_predicates(
+    coded: CodedFrames, n_attacks: int, n_cols: int, max_attempts: int, rng: np.random.Generator
+) -> tuple[Predicates, int]:
     """Conjunctions over ``n_cols`` random columns built from a random synthetic record — a
     numeric value v becomes ``col >= v`` above the column's synthetic median and ``col <= v``
     otherwise, a level ``col == level``, a null ``col is null`` — kept when they isolate exactly
@@ -118,8 +121,9 @@ def multivariate_predicates(coded: CodedFrames, n_attacks: int, n_cols: int, max
     x = coded["synthetic"]
     m, d = x.shape
     with np.errstate(all="ignore"):
-        med = np.array([np.nanmedian(x[:, j]) if coded.numeric[j] and not np.isnan(x[:, j]).all() else np.nan
-                        for j in range(d)])
+        med = np.array(
+            [np.nanmedian(x[:, j]) if coded.numeric[j] and not np.isnan(x[:, j]).all() else np.nan for j in range(d)]
+        )
     counter = ConjunctionCounter(x, coded.numeric)
     found = Predicates.concat([], n_cols)
     attempts = 0
@@ -162,9 +166,15 @@ def random_predicates(coded: CodedFrames, n: int, n_cols: int, rng: np.random.Ge
     numeric = coded.numeric[cols]
     pick = rng.random(cols.shape)
     comparisons = np.array([EQ, NE, LE, GE, LT, GT])
-    ops = np.where(~numeric, np.where(pick < 0.5, EQ, NE),
-                   np.where(np.isnan(vals), np.where(pick < 0.5, ISNULL, NOTNULL),
-                            comparisons[np.minimum((pick * 6).astype(np.int64), 5)]))
+    ops = np.where(
+        ~numeric,
+        np.where(pick < 0.5, EQ, NE),
+        np.where(
+            np.isnan(vals),
+            np.where(pick < 0.5, ISNULL, NOTNULL),
+            comparisons[np.minimum((pick * 6).astype(np.int64), 5)],
+        ),
+    )
     return Predicates(cols, ops.astype(np.int8), np.where(np.isnan(vals), 0.0, vals))
 
 
@@ -203,12 +213,14 @@ def _attempts(n_attacks: int, max_attempts: int | None, n_distinct: int) -> int:
         raise ParameterError(
             f"singling_out n_attacks={n_attacks} is more than the release's {n_distinct} distinct records "
             f"(the limit is max({DEFAULT_N_ATTACKS}, distinct synthetic records) = {limit}): each predicate "
-            "isolates one synthetic record, and the unfound ones would count as failed attacks")
+            "isolates one synthetic record, and the unfound ones would count as failed attacks"
+        )
     attempts_limit = max(MAX_ATTEMPTS_PER_ATTACK * n_attacks, MIN_ATTEMPTS_LIMIT)
     if max_attempts is not None and max_attempts > attempts_limit:
         raise ParameterError(
             f"singling_out max_attempts={max_attempts} is above the limit of max({MAX_ATTEMPTS_PER_ATTACK} × "
-            f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates")
+            f"n_attacks, {MIN_ATTEMPTS_LIMIT:,}) = {attempts_limit:,} candidate predicates"
+        )
     return _ATTEMPTS_PER_ATTACK * n_attacks if max_attempts is None else int(max_attempts)
 
 
@@ -216,8 +228,12 @@ def _shortfall(n_found: int, n_attacks: int) -> dict[str, str]:
     """A note when fewer predicates than attacks were found (empty otherwise)."""
     if n_found >= n_attacks:
         return {}
-    return {"note": (f"only {n_found} of {n_attacks} predicates isolating one synthetic record were "
-                     "found; the missing ones count as failed attacks (as in anonymeter)")}
+    return {
+        "note": (
+            f"only {n_found} of {n_attacks} predicates isolating one synthetic record were "
+            "found; the missing ones count as failed attacks (as in anonymeter)"
+        )
+    }
 
 
 @register_metric(
@@ -225,14 +241,21 @@ def _shortfall(n_found: int, n_attacks: int) -> dict[str, str]:
     attack="single out one training record with a predicate that isolates one synthetic record",
     reference=REFERENCE + "; Cohen & Nissim, PNAS 2020",
     orientation="value = residual risk (attack − control)/(1 − control) clipped to [0, 1]; 0 = the predicates "
-                "isolate training records no more often than holdout records",
+    "isolate training records no more often than holdout records",
     needs=("holdout",),
     self_controlled=True,
     spaces=(),
     memory_cost=2.0,
 )
-def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks: int = 500,
-                 max_attempts: int | None = None, seed: int | None = None) -> MetricResult:
+def singling_out(
+    ctx,
+    *,
+    mode: str = "multivariate",
+    n_cols: int = 3,
+    n_attacks: int = 500,
+    max_attempts: int | None = None,
+    seed: int | None = None,
+) -> MetricResult:
     """Singling-out risk (WP29; Giomi et al. 2023 — anonymeter's SinglingOutEvaluator): the share
     of attacker predicates, each isolating exactly one synthetic record, that isolate exactly one
     training record, in excess of the share that isolate exactly one holdout record.
@@ -277,16 +300,29 @@ def singling_out(ctx, *, mode: str = "multivariate", n_cols: int = 3, n_attacks:
     per_record = np.zeros(ctx.n_real)
     per_record[real_first[success]] = 1.0
     details = {
-        "mode": mode, "n_cols": n_cols_used, "n_predicates": len(preds), "n_candidates_tried": attempts,
-        "n_control_success_uncorrected": n_control_raw, "control_size_correction": correction,
-        "n_distinct_synthetic": distinct.height, "n_real_singled_out": int(per_record.sum()),
-        "singled_out_rows": np.flatnonzero(per_record).tolist(), **_shortfall(len(preds), n_attacks),
+        "mode": mode,
+        "n_cols": n_cols_used,
+        "n_predicates": len(preds),
+        "n_candidates_tried": attempts,
+        "n_control_success_uncorrected": n_control_raw,
+        "control_size_correction": correction,
+        "n_distinct_synthetic": distinct.height,
+        "n_real_singled_out": int(per_record.sum()),
+        "singled_out_rows": np.flatnonzero(per_record).tolist(),
+        **_shortfall(len(preds), n_attacks),
     }
     return attack_result(
-        ctx, "singling_out", n_success=int(success.sum()), n_attacks=n_attacks, n_control_success=n_control,
-        n_control=n_attacks, n_baseline_success=int((base_counts == 1).sum()), n_baseline=n_attacks,
-        params={"mode": mode, "n_cols": n_cols, "n_attacks": n_attacks, "max_attempts": max_attempts,
-                "seed": seed},
-        details=details, per_record=per_record,
+        ctx,
+        "singling_out",
+        n_success=int(success.sum()),
+        n_attacks=n_attacks,
+        n_control_success=n_control,
+        n_control=n_attacks,
+        n_baseline_success=int((base_counts == 1).sum()),
+        n_baseline=n_attacks,
+        params={"mode": mode, "n_cols": n_cols, "n_attacks": n_attacks, "max_attempts": max_attempts, "seed": seed},
+        details=details,
+        per_record=per_record,
         per_record_description="1 = a predicate built from the release isolates this training record "
-                               "(row position), 0 = not singled out by any predicate")
+        "(row position), 0 = not singled out by any predicate",
+    )

@@ -24,12 +24,27 @@ from .._lazy import lazy_attributes
 
 # imported on first use: the CLI reads the audit's limits and defaults to build its arguments
 # without loading the audit's engine
-__getattr__, __dir__ = lazy_attributes(__name__, {
-    "PreparedAudit": ("api", "PreparedAudit"), "analyse_runs": ("api", "analyse_runs"),
-    "audit_generator": ("api", "audit_generator"), "prepare_audit": ("api", "prepare_audit"),
-    "AuditResult": ("result", "AuditResult"), "RunOutcome": ("runner", "RunOutcome"),
-    "execute": ("runner", "execute"), "make_run": ("runner", "make_run"),
-})
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "PreparedAudit": ("api", "PreparedAudit"),
+        "analyse_runs": ("api", "analyse_runs"),
+        "audit_generator": ("api", "audit_generator"),
+        "prepare_audit": ("api", "prepare_audit"),
+        "AuditResult": ("result", "AuditResult"),
+        "RunOutcome": ("runner", "RunOutcome"),
+        "execute": ("runner", "execute"),
+        "make_run": ("runner", "make_run"),
+    },
+)
 
-__all__ = ["AuditResult", "PreparedAudit", "RunOutcome", "analyse_runs", "audit_generator", "execute",
-           "make_run", "prepare_audit"]
+__all__ = [
+    "AuditResult",
+    "PreparedAudit",
+    "RunOutcome",
+    "analyse_runs",
+    "audit_generator",
+    "execute",
+    "make_run",
+    "prepare_audit",
+]

@@ -8,8 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 #: target kinds in the plural, for a pooled group's name
-KIND_PLURAL = {"outlier": "outliers", "canary_cell": "cell canaries", "canary_level": "level canaries",
-               "canary_range": "range canaries", "user": "user targets"}
+KIND_PLURAL = {
+    "outlier": "outliers",
+    "canary_cell": "cell canaries",
+    "canary_level": "level canaries",
+    "canary_range": "range canaries",
+    "user": "user targets",
+}
 #: a bound at least this share of the claim, without exceeding it, is "near the claim"
 NEAR_CLAIM = 0.8
 
@@ -24,8 +29,10 @@ def evidence_label(best: dict[str, Any] | None) -> str:
     if not best:
         return "none"
     if best.get("pooled"):
-        return f"{group_label(best['kind'], int(best.get('targets') or 0))} (every guess together), " \
-               f"attack {best['attack']}"
+        return (
+            f"{group_label(best['kind'], int(best.get('targets') or 0))} (every guess together), "
+            f"attack {best['attack']}"
+        )
     return f"target {best['target']} ({best['kind']}), attack {best['attack']}"
 
 
@@ -56,38 +63,54 @@ def next_step(result: Any) -> str:
     have shown one (weak) or whose bound is near the claim; no violation from an audit that could
     have (strong); no claim."""
     if result.checked_nothing:
-        return ("Next: nothing was audited — give more runs or targets (a pooled kind needs two targets, "
-                "a target two runs with it and two without in the fit and in the test runs) and audit again.")
+        return (
+            "Next: nothing was audited — give more runs or targets (a pooled kind needs two targets, "
+            "a target two runs with it and two without in the fit and in the test runs) and audit again."
+        )
     best = result.best or {}
     claim = result.claimed_epsilon
     provable = result.epsilon_provable
     if result.violation:
         kind = best.get("kind", "")
         if kind in ("canary_level", "canary_range"):
-            why = ("its canaries' levels or values reached the releases only when they were trained on: the "
-                   "generator reads its domain (levels, bounds, bins) from the private data — give it a public "
-                   "domain")
+            why = (
+                "its canaries' levels or values reached the releases only when they were trained on: the "
+                "generator reads its domain (levels, bounds, bins) from the private data — give it a public "
+                "domain"
+            )
         elif kind == "canary_cell":
-            why = ("the counts of cells the population leaves empty move with one record: check the noise "
-                   "added to every count (its scale and the ε it is computed from)")
+            why = (
+                "the counts of cells the population leaves empty move with one record: check the noise "
+                "added to every count (its scale and the ε it is computed from)"
+            )
         else:
             why = "find what a single record changes in the release (the noise, clipping, the domain)"
-        return ("Next: do not publish this generator's releases under its claim of ε = "
-                f"{claim:g}. Fix the generator — {why} — and audit the fixed version again.")
+        return (
+            "Next: do not publish this generator's releases under its claim of ε = "
+            f"{claim:g}. Fix the generator — {why} — and audit the fixed version again."
+        )
     if result.violation is False:
         eps = result.epsilon_lower
         if provable is not None and provable <= claim:
-            return (f"Next: this audit is weak — its runs could show at most ε ≥ {provable:.3f}, not above the "
-                    f"claim of {claim:g}, so it could not have found a violation. Run more fits (--runs) and "
-                    "audit again before relying on it.")
+            return (
+                f"Next: this audit is weak — its runs could show at most ε ≥ {provable:.3f}, not above the "
+                f"claim of {claim:g}, so it could not have found a violation. Run more fits (--runs) and "
+                "audit again before relying on it."
+            )
         if eps >= NEAR_CLAIM * claim:
-            return (f"Next: the bound {eps:.3f} is near the claim of {claim:g}: run more fits (--runs) to settle "
-                    "it before publishing; a bound above the claim would prove a violation.")
+            return (
+                f"Next: the bound {eps:.3f} is near the claim of {claim:g}: run more fits (--runs) to settle "
+                "it before publishing; a bound above the claim would prove a violation."
+            )
         could = "" if provable is None else f"the audit could have shown up to {provable:.3f} and "
-        return (f"Next: no evidence against the claim — {could}found {eps:.3f}. The releases may be published under the generator's claim as far as "
-                "these attacks and canaries can tell (an audit cannot prove privacy); audit every new version.")
-    return ("Next: give the generator's claim (--claimed-epsilon) to check it; without one the bound is a "
-            "measurement: the generator is not ε-DP for any ε below it.")
+        return (
+            f"Next: no evidence against the claim — {could}found {eps:.3f}. The releases may be published under the generator's claim as far as "
+            "these attacks and canaries can tell (an audit cannot prove privacy); audit every new version."
+        )
+    return (
+        "Next: give the generator's claim (--claimed-epsilon) to check it; without one the bound is a "
+        "measurement: the generator is not ε-DP for any ε below it."
+    )
 
 
 def headline_note(result: Any, bars: list[float]) -> str | None:
@@ -96,6 +119,8 @@ def headline_note(result: Any, bars: list[float]) -> str | None:
     every candidate (α/2 shared)."""
     if not bars or result.epsilon_lower <= max(bars) + 1e-12:
         return None
-    return ("The audit's bound exceeds every bar: the strongest candidate — chosen on the fit runs, before the "
-            "test runs were counted — is tested alone with half of the error probability, while each bar is "
-            "corrected for every candidate with the other half, so it is smaller.")
+    return (
+        "The audit's bound exceeds every bar: the strongest candidate — chosen on the fit runs, before the "
+        "test runs were counted — is tested alone with half of the error probability, while each bar is "
+        "corrected for every candidate with the other half, so it is smaller."
+    )

@@ -40,11 +40,14 @@ LEVEL = 0.95
 def _epsilon_lower(fp: int, n_out: int, fn: int, n_in: int, delta: float, alpha: float) -> float:
     # the threshold search meets the same counts many times
     return epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha)
+
+
 FIXED_FPRS = (0.01, 0.001)
 
 
-def choose_threshold(scores: np.ndarray, labels: np.ndarray, *, delta: float, alpha: float,
-                     with_score: bool = False) -> tuple:
+def choose_threshold(
+    scores: np.ndarray, labels: np.ndarray, *, delta: float, alpha: float, with_score: bool = False
+) -> tuple:
     """(direction, τ) for the guess "member iff direction·score ≥ τ", chosen on fit runs to
     maximise the ε lower bound their own counts would give (ties: the larger TPR − FPR, then the
     first found). τ = +inf (never guess member) when nothing separates. ``with_score``: also
@@ -74,24 +77,36 @@ def errors_at(scores: np.ndarray, labels: np.ndarray, direction: int, tau: float
     return int((guess & ~y).sum()), int((~y).sum()), int((~guess & y).sum()), int(y.sum())
 
 
-def tpr_at_fpr(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray, test_labels: np.ndarray,
-               fpr: float) -> dict[str, Any]:
+def tpr_at_fpr(
+    fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray, test_labels: np.ndarray, fpr: float
+) -> dict[str, Any]:
     """The test TPR and FPR of the threshold that keeps the fit runs' FPR at most ``fpr``."""
     out = np.sort(np.asarray(fit_scores)[~np.asarray(fit_labels, dtype=bool)])
     allowed = int(math.floor(fpr * out.size))  # fit out-scores allowed at or above τ
     tau = float(np.nextafter(out[out.size - 1 - allowed], np.inf)) if allowed < out.size else -math.inf
     fp, n_out, fn, n_in = errors_at(test_scores, test_labels, 1, tau)
     tp = n_in - fn
-    return {"fpr_target": fpr, "tpr": tp / n_in, "tpr_ci": list(clopper_pearson(tp, n_in, LEVEL)),
-            "fpr": fp / n_out, "fpr_ci": list(clopper_pearson(fp, n_out, LEVEL)),
-            "fpr_resolution": 1.0 / n_out}
+    return {
+        "fpr_target": fpr,
+        "tpr": tp / n_in,
+        "tpr_ci": list(clopper_pearson(tp, n_in, LEVEL)),
+        "fpr": fp / n_out,
+        "fpr_ci": list(clopper_pearson(fp, n_out, LEVEL)),
+        "fpr_resolution": 1.0 / n_out,
+    }
 
 
-def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray,
-                   test_labels: np.ndarray, *, delta: float, alpha_each: float) -> dict[str, Any]:
+def analyse_attack(
+    fit_scores: np.ndarray,
+    fit_labels: np.ndarray,
+    test_scores: np.ndarray,
+    test_labels: np.ndarray,
+    *,
+    delta: float,
+    alpha_each: float,
+) -> dict[str, Any]:
     """Everything one attack proves about one target (see the module docstring)."""
-    direction, tau, fit_score = choose_threshold(fit_scores, fit_labels, delta=delta, alpha=alpha_each,
-                                                 with_score=True)
+    direction, tau, fit_score = choose_threshold(fit_scores, fit_labels, delta=delta, alpha=alpha_each, with_score=True)
     fp, n_out, fn, n_in = errors_at(test_scores, test_labels, direction, tau)
     eps = epsilon_lower_bound(fp, n_out, fn, n_in, delta=delta, alpha=alpha_each)
     mu = gdp_mu_lower_bound(fp, n_out, fn, n_in, alpha=alpha_each)
@@ -101,9 +116,18 @@ def analyse_attack(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
     auc_ci = list(hoeffding_auc_interval(auc, n_in, n_out, LEVEL))
     auc_lower = hoeffding_auc_interval(auc, n_in, n_out, 1.0 - alpha_each, one_sided=True)[0]
     return {
-        "epsilon_lower": float(eps), "mu_lower": float(mu), "direction": int(direction),
-        "threshold": tau, "fit_score": list(fit_score), "false_positives": fp, "runs_without": n_out, "false_negatives": fn, "runs_with": n_in,
-        "auc": float(auc), "auc_ci": auc_ci, "auc_lower_corrected": float(auc_lower),
+        "epsilon_lower": float(eps),
+        "mu_lower": float(mu),
+        "direction": int(direction),
+        "threshold": tau,
+        "fit_score": list(fit_score),
+        "false_positives": fp,
+        "runs_without": n_out,
+        "false_negatives": fn,
+        "runs_with": n_in,
+        "auc": float(auc),
+        "auc_ci": auc_ci,
+        "auc_lower_corrected": float(auc_lower),
         "tpr_at_fpr": [tpr_at_fpr(fit_scores, fit_labels, test_scores, test_labels, f) for f in FIXED_FPRS],
     }
 
@@ -181,9 +205,17 @@ def _guess_counts(scores: np.ndarray, labels: np.ndarray, taus: np.ndarray) -> t
     return c_in, k_in, c_out, k_out
 
 
-def pooled_guesses(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: np.ndarray,
-                   test_labels: np.ndarray, *, alpha_fit: float, alpha: float, rank: bool,
-                   center: bool = False) -> dict[str, Any]:
+def pooled_guesses(
+    fit_scores: np.ndarray,
+    fit_labels: np.ndarray,
+    test_scores: np.ndarray,
+    test_labels: np.ndarray,
+    *,
+    alpha_fit: float,
+    alpha: float,
+    rank: bool,
+    center: bool = False,
+) -> dict[str, Any]:
     """The many-canary evidence of one attack over several targets (Steinke, Nasr, Jagielski,
     NeurIPS 2023): every (run, target) of the test runs is one canary guess — "in" when its
     score is at or above τ_in, "out" below τ_out, abstain between — with τ_out ≤ τ_in and the
@@ -229,8 +261,16 @@ def pooled_guesses(fit_scores: np.ndarray, fit_labels: np.ndarray, test_scores: 
     guess_in, guess_out = s >= tau_in, s < tau_out
     right = int((guess_in & ty).sum() + (guess_out & ~ty).sum())
     guesses = int(guess_in.sum() + guess_out.sum())
-    return {"epsilon_lower": float(canary_epsilon_lower_bound(right, guesses, alpha=alpha)),
-            "fit_score": [best[0], float(best[1])], "direction": int(direction), "threshold_in": tau_in,
-            "threshold_out": tau_out, "correct": right, "guesses": guesses, "observations": int(ts.size),
-            "epsilon_provable": float(largest_canary_bound(int(ts.size), alpha=alpha)), "ranked": bool(rank),
-            "centered": bool(center and not rank)}
+    return {
+        "epsilon_lower": float(canary_epsilon_lower_bound(right, guesses, alpha=alpha)),
+        "fit_score": [best[0], float(best[1])],
+        "direction": int(direction),
+        "threshold_in": tau_in,
+        "threshold_out": tau_out,
+        "correct": right,
+        "guesses": guesses,
+        "observations": int(ts.size),
+        "epsilon_provable": float(largest_canary_bound(int(ts.size), alpha=alpha)),
+        "ranked": bool(rank),
+        "centered": bool(center and not rank),
+    }

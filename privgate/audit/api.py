@@ -16,7 +16,7 @@ import polars as pl
 
 from ..errors import AuditError, InputError, ParameterError
 from ..io import load_frame
-from ..schema import check_same_columns, infer_schema
+from ..schema import Schema, check_same_columns, infer_schema
 from ..stats.dp_audit import epsilon_lower_bound, gdp_epsilon
 from ..stats.one_run import largest_provable_epsilon
 from ..threads import resolve_threads
@@ -59,13 +59,27 @@ class PreparedAudit:
     seconds: float = 0.0
 
 
-def prepare_audit(generate: Generate | None, real: Any, *, population: Any = None, targets: Any = "auto",
-                  n_targets: int | None = None, canaries: bool = True, runs: int = DEFAULT_RUNS,
-                  training_rows: int | None = None, n_rows: int | None = None, design: str | None = None,
-                  background: str = DEFAULT_BACKGROUND, fit_share: float | None = None,
-                  schema: Mapping[str, str] | None = None, seed: int = 0,
-                  threads: int | None = None, runs_via: Runs | None = None,
-                  interleave: bool = False, delta: float = 0.0) -> PreparedAudit:
+def prepare_audit(
+    generate: Generate | None,
+    real: Any,
+    *,
+    population: Any = None,
+    targets: Any = "auto",
+    n_targets: int | None = None,
+    canaries: bool = True,
+    runs: int = DEFAULT_RUNS,
+    training_rows: int | None = None,
+    n_rows: int | None = None,
+    design: str | None = None,
+    background: str = DEFAULT_BACKGROUND,
+    fit_share: float | None = None,
+    schema: Mapping[str, str] | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+    runs_via: Runs | None = None,
+    interleave: bool = False,
+    delta: float = 0.0,
+) -> PreparedAudit:
     """Select the targets, check with one preflight run (then one per target where that fails)
     that the generator takes the canaries and user targets, and draw the design. ``generate``
     None skips the preflight. ``runs_via``: the audit's :class:`~privgate.audit.runner.Runs`
@@ -87,11 +101,7 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     # a generator that publishes its public domain has its own cells audited (privgate.audit.cells)
     domain = published_domain(generate, pool_f, sch) if generate is not None else None
     numeric_edges = {c: v for c, v in (domain or {}).items() if isinstance(v, np.ndarray)}
-    if many and isinstance(targets, str) and targets == "auto":
-        chosen = canary_targets(pool_f, sch, n_targets, seed=seed, domain=domain)
-    else:
-        chosen = select_targets(real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries,
-                                pool_is_real=pool_is_real, seed=seed)
+    chosen = _choose_targets(real_f, pool_f, sch, targets, many, n_targets, canaries, pool_is_real, seed, domain)
     check_sizes(runs=runs, n_targets=None, user_targets=len(chosen), design=design)
     step("building the feature space")
     pool_avail = _without_targets(pool_f, chosen, pool_is_real)
@@ -102,20 +112,58 @@ def prepare_audit(generate: Generate | None, real: Any, *, population: Any = Non
     not_taken: list[dict[str, Any]] = []
     preflight: list[RunOutcome] = []
     if generate is not None:
-        probe = make_plan(pool_avail, chosen, sch, runs=max(runs, 8), training_rows=training_rows,
-                          n_rows=n_rows, design="shared", background=background, seed=seed)
-        suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
+        probe = make_plan(
+            pool_avail,
+            chosen,
+            sch,
+            runs=max(runs, 8),
+            training_rows=training_rows,
+            n_rows=n_rows,
+            design="shared",
+            background=background,
+            seed=seed,
+        )
         step("the preflight runs")
-        refused = _preflight(probe, space, generate, suspects, budget, preflight, runs_via)
-        if refused:
-            chosen, not_taken = _without_refused(chosen, refused)
-            space = FeatureSpace.build(pool_avail, chosen.frame, sch, edges=numeric_edges)
+        chosen, space, not_taken = _preflight_targets(
+            probe, space, generate, budget, preflight, runs_via, numeric_edges
+        )
     step("drawing the design")
-    plan = make_plan(pool_avail, chosen, sch, design=design, background=background, runs=runs,
-                     training_rows=training_rows, n_rows=n_rows, fit_share=fit_share, seed=seed,
-                     interleave=interleave)
+    plan = make_plan(
+        pool_avail,
+        chosen,
+        sch,
+        design=design,
+        background=background,
+        runs=runs,
+        training_rows=training_rows,
+        n_rows=n_rows,
+        fit_share=fit_share,
+        seed=seed,
+        interleave=interleave,
+    )
     plan = replace(plan, published_cells=domain is not None)
     return PreparedAudit(plan, space, not_taken, preflight, time.perf_counter() - start)
+
+
+def _choose_targets(
+    real_f: pl.DataFrame,
+    pool_f: pl.DataFrame,
+    sch: Schema,
+    targets: Any,
+    many: bool,
+    n_targets: int,
+    canaries: bool,
+    pool_is_real: bool,
+    seed: int,
+    domain: Mapping[str, Any] | None,
+) -> Targets:
+    """The audit's targets: crafted canaries for the many-canary design's ``"auto"``, else
+    :func:`~privgate.audit.targets.select_targets` (outliers, canaries or the user's records)."""
+    if many and isinstance(targets, str) and targets == "auto":
+        return canary_targets(pool_f, sch, n_targets, seed=seed, domain=domain)
+    return select_targets(
+        real_f, pool_f, sch, targets, n_targets=n_targets, canaries=canaries, pool_is_real=pool_is_real, seed=seed
+    )
 
 
 def _load_frames(real: Any, population: Any) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
@@ -139,8 +187,10 @@ def _without_refused(chosen: Targets, refused: Mapping[int, str]) -> tuple[Targe
     not_taken = [{**chosen.describe()[i], "status": "not taken", "why": why} for i, why in refused.items()]
     keep = [i for i in range(len(chosen)) if i not in refused]
     if not keep:
-        raise AuditError("the generator refused every target: " +
-                         "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken))
+        raise AuditError(
+            "the generator refused every target: "
+            + "; ".join(f"{d['target']} ({d['kind']}): {d['why']}" for d in not_taken)
+        )
     return chosen.subset(keep), not_taken
 
 
@@ -159,8 +209,35 @@ def _without_targets(pool: pl.DataFrame, chosen: Targets, pool_is_real: bool) ->
     return out
 
 
-def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspects: list[int], threads: int,
-               log: list[RunOutcome], runs_via: Runs | None = None) -> dict[int, str]:
+def _preflight_targets(
+    probe: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    threads: int,
+    log: list[RunOutcome],
+    runs_via: Runs | None,
+    edges: Mapping[str, np.ndarray],
+) -> tuple[Targets, FeatureSpace, list[dict[str, Any]]]:
+    """The preflight on the probe plan's non-outlier targets: the targets the generator took, their
+    feature space (rebuilt when some were refused) and a record of each one refused."""
+    chosen = probe.targets
+    suspects = [i for i, k in enumerate(chosen.kinds) if k != "outlier"]
+    refused = _preflight(probe, space, generate, suspects, threads, log, runs_via)
+    if not refused:
+        return chosen, space, []
+    chosen, not_taken = _without_refused(chosen, refused)
+    return chosen, FeatureSpace.build(probe.pool, chosen.frame, probe.schema, edges=edges), not_taken
+
+
+def _preflight(
+    plan: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    suspects: list[int],
+    threads: int,
+    log: list[RunOutcome],
+    runs_via: Runs | None = None,
+) -> dict[int, str]:
     """Index → why, for the suspects the generator fails on: one run with all of them, then one
     per suspect only when that failed. Preflight runs are numbered after the design's runs and
     made by ``runs_via`` (else in this process)."""
@@ -171,8 +248,10 @@ def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspect
     def make(targets_in: dict[int, list[int]]) -> list[RunOutcome]:
         if runs_via is not None:
             return runs_via.make(plan, space, sorted(targets_in), targets_in=targets_in)
-        return [make_run(plan, space, generate, r, targets_in=np.asarray(t), threads=threads)
-                for r, t in sorted(targets_in.items())]
+        return [
+            make_run(plan, space, generate, r, targets_in=np.asarray(t), threads=threads)
+            for r, t in sorted(targets_in.items())
+        ]
 
     together = make({base: list(suspects)})[0]
     log.append(together)
@@ -191,10 +270,18 @@ def _preflight(plan: AuditPlan, space: FeatureSpace, generate: Generate, suspect
     return refused
 
 
-def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, attacks: Sequence[str] | None = None,
-                 claimed_epsilon: float | None = None, delta: float = 0.0,
-                 confidence: float = DEFAULT_CONFIDENCE, execution: Mapping[str, Any] | None = None,
-                 wall_seconds: float | None = None, generator: Mapping[str, Any] | None = None) -> AuditResult:
+def analyse_runs(
+    prepared: PreparedAudit,
+    outcomes: Sequence[RunOutcome],
+    *,
+    attacks: Sequence[str] | None = None,
+    claimed_epsilon: float | None = None,
+    delta: float = 0.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    execution: Mapping[str, Any] | None = None,
+    wall_seconds: float | None = None,
+    generator: Mapping[str, Any] | None = None,
+) -> AuditResult:
     """Attack every target on the runs' features and bound ε (:mod:`privgate.audit.analysis`)."""
     started = time.perf_counter()
     plan = prepared.plan
@@ -203,9 +290,7 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     feats, ok = _run_features(plan, outcomes)
     alpha = 1.0 - confidence
     many = plan.design == "canaries"
-    if many and delta > 0:
-        raise ParameterError("the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
-                             f"with δ = {delta:g} — use design='shared'")
+    _check_design_delta(many, delta)
     usable = [not many and _has_enough_runs(plan, t) for t in range(plan.n_targets)]
     # the pooled bound is for pure ε (δ = 0): with a δ > 0 claim only the per-target bounds hold
     groups = _pooled_groups(plan, names) if delta == 0.0 else []
@@ -214,26 +299,16 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     n_tests = int(sum(usable)) * len(names) + len(groups)
     # half of α for the one candidate chosen on the fit runs, half shared by every candidate (analysis.py)
     alpha_each = alpha / 2 / max(n_tests, 1)
-    targets_out, roc, scores = _attack_targets(plan, feats, usable, names, delta=delta, alpha_each=alpha_each,
-                                               keep=pooled_targets)
+    targets_out, roc, scores = _attack_targets(
+        plan, feats, usable, names, delta=delta, alpha_each=alpha_each, keep=pooled_targets
+    )
     pooled = _pooled(plan, groups, scores, alpha_each)
     best = _most_promising(targets_out, pooled)
     targets_out.extend(prepared.not_taken)
     attacked = [a for t in targets_out for a in (t.get("attacks") or {}).values()]
     eps = max([a["epsilon_lower"] for a in attacked] + [p["epsilon_lower"] for p in pooled], default=0.0)
     if best is not None:
-        if best.get("pooled"):
-            p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
-            again = pooled_guesses(*p.pop("_arrays"), alpha_fit=alpha_each, alpha=alpha / 2, rank=p["ranked"],
-                                   center=p.get("centered", False))
-            best.update(epsilon_lower=again["epsilon_lower"], epsilon_provable=again["epsilon_provable"],
-                        correct=again["correct"], guesses=again["guesses"], observations=again["observations"])
-        else:
-            best["epsilon_lower"] = float(epsilon_lower_bound(best["false_positives"], best["runs_without"],
-                                                              best["false_negatives"], best["runs_with"],
-                                                              delta=delta, alpha=alpha / 2))
-            best["epsilon_provable"] = largest_provable_epsilon(best["runs_without"], best["runs_with"],
-                                                                delta=delta, alpha=alpha / 2)
+        _bound_best_on_test_runs(best, pooled, alpha_each=alpha_each, alpha=alpha, delta=delta)
         eps = max(eps, best["epsilon_lower"])
     for p in pooled:
         p.pop("_arrays", None)
@@ -243,12 +318,72 @@ def analyse_runs(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], *, att
     cost = _cost(prepared, outcomes, ok, execution, wall_seconds, started)
     failed = [{"run": o.run, "error": o.error} for o in outcomes if o.error][:20]
     provable = None if best is None else best.get("epsilon_provable")
-    return AuditResult(epsilon_lower=float(eps), epsilon_provable=provable, pooled=pooled, delta=delta, confidence=confidence, claimed_epsilon=claimed_epsilon,
-                       violation=violation, auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
-                       max_auc=max((a["auc"] for a in attacked), default=None), mu_lower=float(mu),
-                       epsilon_from_mu=eps_mu, best=best, n_audited=n_audited, targets=targets_out,
-                       design=_design_record(plan, names, alpha_each, alpha), cost=cost,
-                       generator=dict(generator or {}), roc=roc, failed_runs=failed)
+    return AuditResult(
+        epsilon_lower=float(eps),
+        epsilon_provable=provable,
+        pooled=pooled,
+        delta=delta,
+        confidence=confidence,
+        claimed_epsilon=claimed_epsilon,
+        violation=violation,
+        auc_lower=max((a["auc_lower_corrected"] for a in attacked), default=0.0),
+        max_auc=max((a["auc"] for a in attacked), default=None),
+        mu_lower=float(mu),
+        epsilon_from_mu=eps_mu,
+        best=best,
+        n_audited=n_audited,
+        targets=targets_out,
+        design=_design_record(plan, names, alpha_each, alpha),
+        cost=cost,
+        generator=dict(generator or {}),
+        roc=roc,
+        failed_runs=failed,
+    )
+
+
+def _check_design_delta(many: bool, delta: float) -> None:
+    """Refuse a claim with δ > 0 for the canaries design, whose bound is for pure ε."""
+    if many and delta > 0:
+        raise ParameterError(
+            "the canaries design bounds pure ε (δ = 0); its bound does not hold for a claim "
+            f"with δ = {delta:g} — use design='shared'"
+        )
+
+
+def _bound_best_on_test_runs(
+    best: dict[str, Any], pooled: list[dict[str, Any]], *, alpha_each: float, alpha: float, delta: float
+) -> None:
+    """Bound the most promising test again, at half of α (the pair chosen on the fit runs), in place."""
+    if best.get("pooled"):
+        p = next(p for p in pooled if p["kind"] == best["kind"] and p["attack"] == best["attack"])
+        again = pooled_guesses(
+            *p.pop("_arrays"),
+            alpha_fit=alpha_each,
+            alpha=alpha / 2,
+            rank=p["ranked"],
+            center=p.get("centered", False),
+        )
+        best.update(
+            epsilon_lower=again["epsilon_lower"],
+            epsilon_provable=again["epsilon_provable"],
+            correct=again["correct"],
+            guesses=again["guesses"],
+            observations=again["observations"],
+        )
+    else:
+        best["epsilon_lower"] = float(
+            epsilon_lower_bound(
+                best["false_positives"],
+                best["runs_without"],
+                best["false_negatives"],
+                best["runs_with"],
+                delta=delta,
+                alpha=alpha / 2,
+            )
+        )
+        best["epsilon_provable"] = largest_provable_epsilon(
+            best["runs_without"], best["runs_with"], delta=delta, alpha=alpha / 2
+        )
 
 
 def _run_features(plan: AuditPlan, outcomes: Sequence[RunOutcome]) -> tuple[np.ndarray, np.ndarray]:
@@ -268,8 +403,9 @@ def _run_features(plan: AuditPlan, outcomes: Sequence[RunOutcome]) -> tuple[np.n
     # a failed run is an output too (a generator that fails when a target is in leaks its
     # presence): it stays in the analysis as the features of an empty release, so dropping it
     # cannot bias the error counts
-    feats = np.stack([by_run[r].features if ok[r] else empty_release_features(plan.n_targets)
-                      for r in range(plan.n_runs)])
+    feats = np.stack(
+        [by_run[r].features if ok[r] else empty_release_features(plan.n_targets) for r in range(plan.n_runs)]
+    )
     return feats, ok
 
 
@@ -278,14 +414,25 @@ def _has_enough_runs(plan: AuditPlan, t: int) -> bool:
     in the test runs alike."""
     runs = plan.assigned[t]
     y = plan.included[t]
-    counts = [int((runs & plan.fit & y).sum()), int((runs & plan.fit & ~y).sum()),
-              int((runs & ~plan.fit & y).sum()), int((runs & ~plan.fit & ~y).sum())]
+    counts = [
+        int((runs & plan.fit & y).sum()),
+        int((runs & plan.fit & ~y).sum()),
+        int((runs & ~plan.fit & y).sum()),
+        int((runs & ~plan.fit & ~y).sum()),
+    ]
     return min(counts) >= 2
 
 
-def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], names: Sequence[str], *,
-                    delta: float, alpha_each: float, keep: set[int] | None = None
-                    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]], dict]:
+def _attack_targets(
+    plan: AuditPlan,
+    feats: np.ndarray,
+    usable: list[bool],
+    names: Sequence[str],
+    *,
+    delta: float,
+    alpha_each: float,
+    keep: set[int] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, list]]], dict]:
     """Each target's record (its description, run counts, status and every attack's analysis),
     the test runs' scores and labels per target and attack (the ROC curves), and the fixed
     attacks' (fit, test) scores of the targets in ``keep`` (for the pooled evidence)."""
@@ -312,8 +459,10 @@ def _attack_targets(plan: AuditPlan, feats: np.ndarray, usable: list[bool], name
         for name in names:
             fs, ts = ATTACKS[name](feats[fit_r, t], y[fit_r], feats[test_r, t], seed_int(plan.seed, "shadow", t))
             results[name] = analyse_attack(fs, y[fit_r], ts, y[test_r], delta=delta, alpha_each=alpha_each)
-            roc.setdefault(entry["target"], {})[name] = {"scores": [float(v) for v in ts],
-                                                          "labels": [bool(v) for v in y[test_r]]}
+            roc.setdefault(entry["target"], {})[name] = {
+                "scores": [float(v) for v in ts],
+                "labels": [bool(v) for v in y[test_r]],
+            }
         entry["attacks"] = results
         targets_out.append(entry)
     return targets_out, roc, kept
@@ -342,8 +491,9 @@ def _pooled_groups(plan: AuditPlan, names: Sequence[str]) -> list[tuple[str, lis
     return out
 
 
-def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: dict, alpha_each: float
-            ) -> list[dict[str, Any]]:
+def _pooled(
+    plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: dict, alpha_each: float
+) -> list[dict[str, Any]]:
     """The pooled evidence of each (kind, attack): every target of the kind guessed at once."""
     out = []
     for kind, members, name in groups:
@@ -352,8 +502,9 @@ def _pooled(plan: AuditPlan, groups: list[tuple[str, list[int], str]], scores: d
         fit_y = plan.included[np.asarray(members)][:, plan.fit].T
         test_y = plan.included[np.asarray(members)][:, ~plan.fit].T
         arrays = (fit_s, fit_y, test_s, test_y)
-        p = pooled_guesses(*arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS,
-                           center=kind in _LIKE_KINDS)
+        p = pooled_guesses(
+            *arrays, alpha_fit=alpha_each, alpha=alpha_each, rank=kind not in _LIKE_KINDS, center=kind in _LIKE_KINDS
+        )
         out.append({"kind": kind, "attack": name, "targets": len(members), **p, "_arrays": arrays})
     return out
 
@@ -368,20 +519,37 @@ def _most_promising(targets: list[dict[str, Any]], pooled: list[dict[str, Any]])
             key = (a["fit_score"][0], a["fit_score"][1] / 1e9)
             if key > best_key:
                 best_key = key
-                best = {"target": entry["target"], "kind": entry["kind"], "attack": name,
-                        "runs_with": a["runs_with"], "runs_without": a["runs_without"],
-                        "false_positives": a["false_positives"], "false_negatives": a["false_negatives"]}
+                best = {
+                    "target": entry["target"],
+                    "kind": entry["kind"],
+                    "attack": name,
+                    "runs_with": a["runs_with"],
+                    "runs_without": a["runs_without"],
+                    "false_positives": a["false_positives"],
+                    "false_negatives": a["false_negatives"],
+                }
     for p in pooled:
         key = (p["fit_score"][0], p["fit_score"][1] / 1e9)
         if key > best_key:
             best_key = key
-            best = {"target": group_label(p["kind"], p["targets"]), "kind": p["kind"], "attack": p["attack"],
-                    "pooled": True, "targets": p["targets"]}
+            best = {
+                "target": group_label(p["kind"], p["targets"]),
+                "kind": p["kind"],
+                "attack": p["attack"],
+                "pooled": True,
+                "targets": p["targets"],
+            }
     return best
 
 
-def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarray,
-          execution: Mapping[str, Any] | None, wall_seconds: float | None, started: float) -> dict[str, Any]:
+def _cost(
+    prepared: PreparedAudit,
+    outcomes: Sequence[RunOutcome],
+    ok: np.ndarray,
+    execution: Mapping[str, Any] | None,
+    wall_seconds: float | None,
+    started: float,
+) -> dict[str, Any]:
     """What the audit cost: runs, the generator's and the audit's own seconds (the analysis
     counted from ``started``), workers and the per-run times. The preflight runs' generator
     seconds count once, in the generator's total: ``seconds_prepare`` is the preparation
@@ -389,19 +557,35 @@ def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarra
     gen = np.array([o.seconds_generate for o in outcomes])
     feat = np.array([o.seconds_features for o in outcomes])
     pre_gen = sum(o.seconds_generate for o in prepared.preflight)
-    cost = {"runs": prepared.plan.n_runs, "runs_failed": int((~ok).sum()), "preflight_runs": len(prepared.preflight),
-            "seconds_generate_total": float(gen.sum() + pre_gen), "seconds_generate_mean": float(gen.mean()),
-            "seconds_generate_median": float(np.median(gen)), "seconds_features_total": float(feat.sum()),
-            "seconds_preflight_generate": float(pre_gen),
-            "seconds_prepare": max(prepared.seconds - pre_gen, 0.0), "workers": (execution or {}).get("workers", 1),
-            "threads": (execution or {}).get("threads"), "wall_seconds": wall_seconds,
-            "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
-            "per_run": [{"run": o.run, "seconds_generate": round(o.seconds_generate, 6),
-                         "seconds_features": round(o.seconds_features, 6), "failed": o.error is not None}
-                        for o in sorted(outcomes, key=lambda o: o.run)]}
+    cost = {
+        "runs": prepared.plan.n_runs,
+        "runs_failed": int((~ok).sum()),
+        "preflight_runs": len(prepared.preflight),
+        "seconds_generate_total": float(gen.sum() + pre_gen),
+        "seconds_generate_mean": float(gen.mean()),
+        "seconds_generate_median": float(np.median(gen)),
+        "seconds_features_total": float(feat.sum()),
+        "seconds_preflight_generate": float(pre_gen),
+        "seconds_prepare": max(prepared.seconds - pre_gen, 0.0),
+        "workers": (execution or {}).get("workers", 1),
+        "threads": (execution or {}).get("threads"),
+        "wall_seconds": wall_seconds,
+        "release_rows_mean": float(np.mean([o.release_rows for o in outcomes if o.features is not None])),
+        "per_run": [
+            {
+                "run": o.run,
+                "seconds_generate": round(o.seconds_generate, 6),
+                "seconds_features": round(o.seconds_features, 6),
+                "failed": o.error is not None,
+            }
+            for o in sorted(outcomes, key=lambda o: o.run)
+        ],
+    }
     cost["seconds_analysis"] = time.perf_counter() - started
     own = cost["seconds_features_total"] + cost["seconds_analysis"] + cost["seconds_prepare"]
-    cost["audit_share_of_generator_time"] = own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
+    cost["audit_share_of_generator_time"] = (
+        own / cost["seconds_generate_total"] if cost["seconds_generate_total"] > 0 else None
+    )
     if execution and execution.get("note"):
         cost["note"] = execution["note"]
     return cost
@@ -410,14 +594,27 @@ def _cost(prepared: PreparedAudit, outcomes: Sequence[RunOutcome], ok: np.ndarra
 def _design_record(plan: AuditPlan, names: Sequence[str], alpha_each: float, alpha: float) -> dict[str, Any]:
     """The audit's design as the result reports it: runs, splits, attacks and the α each test spends."""
     runs = int(plan.fit.size if plan.design != "separate" else plan.fit.size // max(plan.n_targets, 1))
-    return {"design": plan.design, "background": plan.background, "runs": runs,
-            "total_runs": plan.n_runs, "fit_runs": int(plan.fit.sum()), "test_runs": int((~plan.fit).sum()),
-            "training_rows": plan.training_rows, "n_rows": plan.n_rows, "attacks": list(names),
-            "alpha_per_test": alpha_each, "alpha_chosen_pair": alpha / 2, "seed": plan.seed,
-            "inclusion": "independent, probability 1/2" if plan.independent else "half of the fit and of the test runs",
-            "cells": ("the generator's published domain" if plan.published_cells
-                      else "the population's categories and numeric quantile bins"),
-            "neighbouring": "add/remove one record"}
+    return {
+        "design": plan.design,
+        "background": plan.background,
+        "runs": runs,
+        "total_runs": plan.n_runs,
+        "fit_runs": int(plan.fit.sum()),
+        "test_runs": int((~plan.fit).sum()),
+        "training_rows": plan.training_rows,
+        "n_rows": plan.n_rows,
+        "attacks": list(names),
+        "alpha_per_test": alpha_each,
+        "alpha_chosen_pair": alpha / 2,
+        "seed": plan.seed,
+        "inclusion": "independent, probability 1/2" if plan.independent else "half of the fit and of the test runs",
+        "cells": (
+            "the generator's published domain"
+            if plan.published_cells
+            else "the population's categories and numeric quantile bins"
+        ),
+        "neighbouring": "add/remove one record",
+    }
 
 
 def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, float, float | None]:
@@ -425,6 +622,7 @@ def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, fl
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not math.isfinite(x):
             raise ParameterError(f"{name} must be a finite number; got {x!r}")
         return float(x)
+
     delta = num(delta, "delta")
     if not 0.0 <= delta < 1.0:
         raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
@@ -438,16 +636,36 @@ def _check_numbers(delta: Any, confidence: Any, claimed: Any) -> tuple[float, fl
     return delta, confidence, claimed
 
 
-def audit_generator(generate: Generate, real: Any, *, population: Any = None, claimed_epsilon: float | None = None,
-                    delta: float = 0.0, targets: Any = "auto", n_targets: int | None = None,
-                    canaries: bool = True, runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-                    n_rows: int | None = None, design: str | None = None, background: str = DEFAULT_BACKGROUND,
-                    fit_share: float | None = None, attacks: Sequence[str] | None = None, confidence: float = DEFAULT_CONFIDENCE,
-                    schema: Mapping[str, str] | None = None, seed: int = 0, workers: int | None = None,
-                    threads: int | None = None, generator_name: str | None = None,
-                    generator_version: str | None = None, progress: Progress | None = None,
-                    deadline: float | None = None, generator_digest: str | None = None,
-                    executor: Any = None, looks: int | str | None = "auto") -> AuditResult:
+def audit_generator(
+    generate: Generate,
+    real: Any,
+    *,
+    population: Any = None,
+    claimed_epsilon: float | None = None,
+    delta: float = 0.0,
+    targets: Any = "auto",
+    n_targets: int | None = None,
+    canaries: bool = True,
+    runs: int = DEFAULT_RUNS,
+    training_rows: int | None = None,
+    n_rows: int | None = None,
+    design: str | None = None,
+    background: str = DEFAULT_BACKGROUND,
+    fit_share: float | None = None,
+    attacks: Sequence[str] | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    schema: Mapping[str, str] | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+    threads: int | None = None,
+    generator_name: str | None = None,
+    generator_version: str | None = None,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+    generator_digest: str | None = None,
+    executor: Any = None,
+    looks: int | str | None = "auto",
+) -> AuditResult:
     """Audit a synthetic-data generator: run it with and without target records and attack its
     releases, as the membership-inference and DP-auditing literature does (see
     :mod:`privgate.audit`). Returns an :class:`AuditResult` whose ``epsilon_lower`` is an
@@ -507,35 +725,134 @@ def audit_generator(generate: Generate, real: Any, *, population: Any = None, cl
     start = time.perf_counter()
     clock = Clock(deadline)
     names = resolve_attacks(attacks)
-    design, looks, on_cluster = _checked_options(delta, confidence, claimed_epsilon, generator_version,
-                                                 generator_digest, executor, workers, design, looks, runs=runs,
-                                                 n_targets=n_targets, training_rows=training_rows, n_rows=n_rows)
+    design, looks, on_cluster = _checked_options(
+        delta,
+        confidence,
+        claimed_epsilon,
+        generator_version,
+        generator_digest,
+        executor,
+        workers,
+        design,
+        looks,
+        runs=runs,
+        n_targets=n_targets,
+        training_rows=training_rows,
+        n_rows=n_rows,
+    )
     with Runs(generate, workers=workers, threads=threads, deadline=clock) as runner:
-        prepared = prepare_audit(generate, real, population=population, targets=targets, n_targets=n_targets,
-                                 canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
-                                 design=design, background=background, fit_share=fit_share, schema=schema,
-                                 seed=seed, threads=threads, runs_via=runner, interleave=looks is not None,
-                                 delta=delta)
+        prepared = prepare_audit(
+            generate,
+            real,
+            population=population,
+            targets=targets,
+            n_targets=n_targets,
+            canaries=canaries,
+            runs=runs,
+            training_rows=training_rows,
+            n_rows=n_rows,
+            design=design,
+            background=background,
+            fit_share=fit_share,
+            schema=schema,
+            seed=seed,
+            threads=threads,
+            runs_via=runner,
+            interleave=looks is not None,
+            delta=delta,
+        )
         clock.check("the runs")
         meta = _generator_meta(generate, generator_name, generator_version, generator_digest)
         if looks is not None:
-            if on_cluster:
-                raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
-            return _sequential(prepared, runner, looks, names=names, claimed_epsilon=claimed_epsilon,
-                               delta=delta, confidence=confidence, meta=meta, start=start, progress=progress)
-        outcomes, how = _make_runs(prepared, runner, generate, executor if on_cluster else None, threads=threads,
-                                   progress=progress, clock=clock)
+            return _sequential_here(
+                prepared, runner, looks, on_cluster, names, claimed_epsilon, delta, confidence, meta, start, progress
+            )
+        outcomes, how = _make_runs(
+            prepared,
+            runner,
+            generate,
+            executor if on_cluster else None,
+            threads=threads,
+            progress=progress,
+            clock=clock,
+        )
+    return _analysed(prepared, outcomes, how, clock, start, names, claimed_epsilon, delta, confidence, meta)
+
+
+def _sequential_here(
+    prepared: PreparedAudit,
+    runner: Runs,
+    looks: int | str,
+    on_cluster: bool,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+    start: float,
+    progress: Progress | None,
+) -> AuditResult:
+    """The sequential audit (:func:`_sequential`) on this machine's workers; refused with an executor."""
+    if on_cluster:
+        raise InputError("looks: a sequential audit runs on this machine's workers; give no executor")
+    return _sequential(
+        prepared,
+        runner,
+        looks,
+        names=names,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        confidence=confidence,
+        meta=meta,
+        start=start,
+        progress=progress,
+    )
+
+
+def _analysed(
+    prepared: PreparedAudit,
+    outcomes: Sequence[RunOutcome],
+    how: Mapping[str, Any],
+    clock: Clock,
+    start: float,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+) -> AuditResult:
+    """The analysis of every run once they are made, its cost counting the audit's whole wall time."""
     clock.check("the analysis")
-    result = analyse_runs(prepared, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
-                          confidence=confidence, execution=how, generator=meta)
+    result = analyse_runs(
+        prepared,
+        outcomes,
+        attacks=names,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        confidence=confidence,
+        execution=how,
+        generator=meta,
+    )
     result.cost["wall_seconds"] = time.perf_counter() - start  # preparation, runs and analysis
     return result
 
 
-def _checked_options(delta: Any, confidence: Any, claimed_epsilon: Any, generator_version: Any,
-                     generator_digest: Any, executor: Any, workers: int | None, design: str | None,
-                     looks: int | str | None, *, runs: int, n_targets: int | None, training_rows: int | None,
-                     n_rows: int | None) -> tuple[str, int | str | None, bool]:
+def _checked_options(
+    delta: Any,
+    confidence: Any,
+    claimed_epsilon: Any,
+    generator_version: Any,
+    generator_digest: Any,
+    executor: Any,
+    workers: int | None,
+    design: str | None,
+    looks: int | str | None,
+    *,
+    runs: int,
+    n_targets: int | None,
+    training_rows: int | None,
+    n_rows: int | None,
+) -> tuple[str, int | str | None, bool]:
     """audit_generator's options checked before any work is done: (the design, the looks resolved,
     whether the runs are made on a cluster)."""
     _check_numbers(delta, confidence, claimed_epsilon)
@@ -546,31 +863,38 @@ def _checked_options(delta: Any, confidence: Any, claimed_epsilon: Any, generato
     if design is None:
         design = default_design(delta)
     check_sizes(runs=runs, n_targets=n_targets, training_rows=training_rows, n_rows=n_rows, design=design)
-    looks = _resolved_looks(looks, runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
-                            on_cluster=on_cluster)
+    looks = _resolved_looks(
+        looks, runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta, on_cluster=on_cluster
+    )
     return design, looks, on_cluster
 
 
 def _check_generator_identity(generator_version: Any, generator_digest: Any) -> None:
     """Refuse a generator version that is not a string and a digest that is not one."""
     if generator_version is not None and not isinstance(generator_version, str):
-        raise ParameterError(f"generator_version must be a string (a number loses digits: 2.10 is 2.1), got "
-                             f"{type(generator_version).__name__}")
+        raise ParameterError(
+            f"generator_version must be a string (a number loses digits: 2.10 is 2.1), got "
+            f"{type(generator_version).__name__}"
+        )
     from .identity import is_digest
 
     if generator_digest is not None and not is_digest(generator_digest):
         raise ParameterError("generator_digest must be 64 lowercase hex characters (privgate.audit.identity)")
 
 
-def _resolved_looks(looks: int | str | None, runs: int, *, design: str, claimed_epsilon: float | None,
-                    delta: float, on_cluster: bool) -> int | str | None:
+def _resolved_looks(
+    looks: int | str | None, runs: int, *, design: str, claimed_epsilon: float | None, delta: float, on_cluster: bool
+) -> int | str | None:
     """The looks of the audit: ``"auto"`` when :func:`privgate.audit.defaults.auto_looks` makes it
     sequential, None for an audit without looks (one look included), else the checked count."""
     if isinstance(looks, str):
         if looks != "auto":
             raise ParameterError(f"looks must be 'auto', None or an integer in [1, {MAX_LOOKS}]; got {looks!r}")
-        return "auto" if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta,
-                                    on_cluster=on_cluster) else None
+        return (
+            "auto"
+            if auto_looks(runs, design=design, claimed_epsilon=claimed_epsilon, delta=delta, on_cluster=on_cluster)
+            else None
+        )
     if looks is not None:
         look_schedule(runs, looks, 1)  # checks looks
         if looks == 1:  # one look: the audit as without looks (on a cluster too)
@@ -578,30 +902,55 @@ def _resolved_looks(looks: int | str | None, runs: int, *, design: str, claimed_
     return looks
 
 
-def _generator_meta(generate: Generate, name: str | None, version: str | None,
-                    digest: str | None) -> dict[str, Any]:
+def _generator_meta(generate: Generate, name: str | None, version: str | None, digest: str | None) -> dict[str, Any]:
     """The generator as the result records it: name, version and digest (defaults from ``generate``)."""
     from .identity import callable_digest
 
     return {"name": name or _name_of(generate), "version": version, "digest": digest or callable_digest(generate)}
 
 
-def _make_runs(prepared: PreparedAudit, runner: Runs, generate: Generate, cluster: Any, *, threads: int | None,
-               progress: Progress | None, clock: Clock) -> tuple[list[RunOutcome], dict[str, Any]]:
+def _make_runs(
+    prepared: PreparedAudit,
+    runner: Runs,
+    generate: Generate,
+    cluster: Any,
+    *,
+    threads: int | None,
+    progress: Progress | None,
+    clock: Clock,
+) -> tuple[list[RunOutcome], dict[str, Any]]:
     """Every run of the plan, on the ``cluster`` executor when one is given, else on ``runner``'s
     worker processes: (the outcomes, how they were made)."""
     if cluster is not None:
         from .cluster import execute_on_cluster
 
-        return execute_on_cluster(cluster, prepared.plan, prepared.space, generate, range(prepared.plan.n_runs),
-                                  threads=threads, progress=progress, deadline=clock.left())
+        return execute_on_cluster(
+            cluster,
+            prepared.plan,
+            prepared.space,
+            generate,
+            range(prepared.plan.n_runs),
+            threads=threads,
+            progress=progress,
+            deadline=clock.left(),
+        )
     outcomes = runner.make(prepared.plan, prepared.space, range(prepared.plan.n_runs), progress=progress)
     return outcomes, dict(runner.how)
 
 
-def _sequential(prepared: PreparedAudit, runner: Runs, looks: int | str, *, names: Sequence[str],
-                claimed_epsilon: float | None, delta: float, confidence: float, meta: Mapping[str, Any],
-                start: float, progress: Progress | None = None) -> AuditResult:
+def _sequential(
+    prepared: PreparedAudit,
+    runner: Runs,
+    looks: int | str,
+    *,
+    names: Sequence[str],
+    claimed_epsilon: float | None,
+    delta: float,
+    confidence: float,
+    meta: Mapping[str, Any],
+    start: float,
+    progress: Progress | None = None,
+) -> AuditResult:
     """A sequential audit: the plan's runs are made in batches; after each, the runs so far are
     analysed at confidence 1 − α/L (L looks on a schedule fixed in advance by ``runs`` and
     ``looks``), and the audit stops at the first look whose bound exceeds the claim. By the union
@@ -612,8 +961,10 @@ def _sequential(prepared: PreparedAudit, runner: Runs, looks: int | str, *, name
     last look, :func:`privgate.audit.defaults.spend_alpha`); the union bound holds the same."""
     plan = prepared.plan
     if plan.design == "separate":
-        raise ParameterError("looks: a sequential audit needs every run to serve every target "
-                             "(design 'shared' or 'canaries'), not 'separate'")
+        raise ParameterError(
+            "looks: a sequential audit needs every run to serve every target "
+            "(design 'shared' or 'canaries'), not 'separate'"
+        )
     if claimed_epsilon is None:
         raise ParameterError("looks: a sequential audit stops when the bound exceeds the claim; give claimed_epsilon")
     least = 2 if plan.design == "canaries" else MIN_RUNS
@@ -629,23 +980,42 @@ def _sequential(prepared: PreparedAudit, runner: Runs, looks: int | str, *, name
     done = 0
     look_alpha = alphas[-1]
     for n, look_alpha in zip(schedule, alphas):
-        more = runner.make(plan, prepared.space, range(done, n),
-                           progress=None if progress is None else (lambda k, _, d=done: progress(d + k, plan.n_runs)))
+        more = runner.make(
+            plan,
+            prepared.space,
+            range(done, n),
+            progress=None if progress is None else (lambda k, _, d=done: progress(d + k, plan.n_runs)),
+        )
         outcomes.extend(more)
         done = n
         runner.clock.check(f"the analysis after {n} runs")
         view = PreparedAudit(_prefix(plan, n), prepared.space, prepared.not_taken, prepared.preflight, prepared.seconds)
-        result = analyse_runs(view, outcomes, attacks=names, claimed_epsilon=claimed_epsilon, delta=delta,
-                              confidence=1.0 - look_alpha, execution=dict(runner.how), generator=meta)
+        result = analyse_runs(
+            view,
+            outcomes,
+            attacks=names,
+            claimed_epsilon=claimed_epsilon,
+            delta=delta,
+            confidence=1.0 - look_alpha,
+            execution=dict(runner.how),
+            generator=meta,
+        )
         if result.violation:
             break
     assert result is not None
     result.confidence = confidence
     equal = len(set(alphas)) == 1
-    result.design.update(sequential={"looks": schedule, "alpha_per_look": alphas[0] if equal else alphas,
-                                     "alpha_at_stop": look_alpha, "schedule": "even" if looks != "auto" else "doubling",
-                                     "stopped_after_runs": done,
-                                     "stopped_early": done < plan.n_runs, "planned_runs": plan.n_runs})
+    result.design.update(
+        sequential={
+            "looks": schedule,
+            "alpha_per_look": alphas[0] if equal else alphas,
+            "alpha_at_stop": look_alpha,
+            "schedule": "even" if looks != "auto" else "doubling",
+            "stopped_after_runs": done,
+            "stopped_early": done < plan.n_runs,
+            "planned_runs": plan.n_runs,
+        }
+    )
     result.cost["wall_seconds"] = time.perf_counter() - start
     return result
 

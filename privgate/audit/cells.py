@@ -41,8 +41,12 @@ DOMAIN_CANDIDATES = 65_536
 
 def mode_row(pool: pl.DataFrame) -> pl.DataFrame:
     """One record holding every column's most frequent value (ties: the smallest)."""
-    return pl.DataFrame({c: pool[c].drop_nulls().mode().sort()[:1] if pool[c].null_count() < pool.height
-                         else pool[c][:1] for c in pool.columns}).cast(dict(pool.schema))
+    return pl.DataFrame(
+        {
+            c: pool[c].drop_nulls().mode().sort()[:1] if pool[c].null_count() < pool.height else pool[c][:1]
+            for c in pool.columns
+        }
+    ).cast(dict(pool.schema))
 
 
 def published_domain(generate: Any, pool: pl.DataFrame, schema: Schema) -> dict[str, Any] | None:
@@ -56,8 +60,9 @@ def published_domain(generate: Any, pool: pl.DataFrame, schema: Schema) -> dict[
     if dom is None:
         return None
     if not isinstance(dom, Mapping):
-        raise ParameterError(f"published_domain() must return a mapping column → levels or bin edges; got "
-                             f"{type(dom).__name__}")
+        raise ParameterError(
+            f"published_domain() must return a mapping column → levels or bin edges; got {type(dom).__name__}"
+        )
     unknown = [c for c in dom if c not in pool.columns]
     if unknown:
         raise ParameterError(f"published_domain() names {len(unknown)} column(s) the population lacks")
@@ -73,8 +78,10 @@ def published_domain(generate: Any, pool: pl.DataFrame, schema: Schema) -> dict[
         if plain_number:
             edges = np.asarray(spec, dtype=np.float64)
             if edges.size < 2 or not np.all(np.isfinite(edges)) or not np.all(np.diff(edges) > 0):
-                raise ParameterError(f"published_domain(): column {col!r} needs at least 2 finite, strictly "
-                                     f"increasing bin edges; got {edges.size}")
+                raise ParameterError(
+                    f"published_domain(): column {col!r} needs at least 2 finite, strictly "
+                    f"increasing bin edges; got {edges.size}"
+                )
             out[col] = edges
         elif schema.kind(col) != NUMERIC:
             levels = [v for v in spec if v is not None]
@@ -97,8 +104,9 @@ def _values_in_bins(edges: np.ndarray, integer: bool) -> tuple[np.ndarray, np.nd
     return v[inside], np.flatnonzero(inside)
 
 
-def domain_cell_canaries(pool: pl.DataFrame, schema: Schema, domain: Mapping[str, Any], n: int, *,
-                         seed: int = 0) -> pl.DataFrame:
+def domain_cell_canaries(
+    pool: pl.DataFrame, schema: Schema, domain: Mapping[str, Any], n: int, *, seed: int = 0
+) -> pl.DataFrame:
     """Up to ``n`` records in distinct cells of the published ``domain``, the cells with the
     fewest population records first (ties at random, seeded): every categorical value one of
     the domain's levels, every numeric value inside one of its bins (see
@@ -151,8 +159,9 @@ def _level_codes(values: pl.Series, levels: list) -> np.ndarray:
     return np.array([index.get(v, -1) if v is not None else -1 for v in s], dtype=np.int64)
 
 
-def _emptiest_cells(pool_codes: list[np.ndarray], sizes: list[int], total: float, n: int,
-                    gen: np.random.Generator) -> np.ndarray:
+def _emptiest_cells(
+    pool_codes: list[np.ndarray], sizes: list[int], total: float, n: int, gen: np.random.Generator
+) -> np.ndarray:
     """The digits (one column per domain column) of up to ``n`` cells, fewest population records
     first (ties at random): every cell when there are at most ``DOMAIN_CANDIDATES``, else a sample."""
     # the population's count in every cell, by a mixed-radix cell index
@@ -168,12 +177,13 @@ def _emptiest_cells(pool_codes: list[np.ndarray], sizes: list[int], total: float
     pos = np.searchsorted(uniq, cand)
     hit = (pos < uniq.size) & (uniq[np.minimum(pos, uniq.size - 1)] == cand)
     counts[hit] = per[pos[hit]]
-    chosen = cand[np.lexsort((gen.random(cand.size), counts))][:int(n)]
+    chosen = cand[np.lexsort((gen.random(cand.size), counts))][: int(n)]
     return (chosen[:, None] // radix[None, :]) % np.asarray(sizes)[None, :]
 
 
-def _domain_canary_frame(pool: pl.DataFrame, cols: list[str], options: list[tuple[str, Any]],
-                         digits: np.ndarray) -> pl.DataFrame:
+def _domain_canary_frame(
+    pool: pl.DataFrame, cols: list[str], options: list[tuple[str, Any]], digits: np.ndarray
+) -> pl.DataFrame:
     """The canaries of the chosen cells' ``digits``: each domain column's picked option, the other
     columns at the population's most frequent value."""
     mode = mode_row(pool)

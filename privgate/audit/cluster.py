@@ -48,26 +48,28 @@ def is_cluster(executor: Any) -> bool:
     if isinstance(executor, str):
         if executor.startswith(SCHEMES) and len(executor.split("://", 1)[1]) > 0:
             return True
-        raise InputError(f"executor must be 'local', a Dask scheduler address (dask://host:port, tcp://host:port, "
-                         f"tls://host:port) or a distributed.Client; got {executor!r}")
+        raise InputError(
+            f"executor must be 'local', a Dask scheduler address (dask://host:port, tcp://host:port, "
+            f"tls://host:port) or a distributed.Client; got {executor!r}"
+        )
     if type(executor).__name__ == "Client" and hasattr(executor, "submit"):
         return True
-    raise InputError(f"executor must be 'local', a Dask scheduler address or a distributed.Client; got a "
-                     f"{type(executor).__name__}")
+    raise InputError(
+        f"executor must be 'local', a Dask scheduler address or a distributed.Client; got a {type(executor).__name__}"
+    )
 
 
 def _distributed() -> Any:
     try:
         import distributed  # noqa: PLC0415
     except ImportError as exc:
-        raise ImportError("running on a Dask cluster needs Dask distributed: pip install 'privgate[dask]'") \
-            from exc
+        raise ImportError("running on a Dask cluster needs Dask distributed: pip install 'privgate[dask]'") from exc
     return distributed
 
 
 def address_of(executor: str) -> str:
     """The scheduler address Dask connects to (``dask://`` is Dask's ``tcp://``)."""
-    return "tcp://" + executor[len("dask://"):] if executor.startswith("dask://") else executor
+    return "tcp://" + executor[len("dask://") :] if executor.startswith("dask://") else executor
 
 
 def connect(executor: Any, timeout: float = CONNECT_TIMEOUT) -> tuple["Client", bool]:
@@ -78,8 +80,10 @@ def connect(executor: Any, timeout: float = CONNECT_TIMEOUT) -> tuple["Client", 
     try:
         return distributed.Client(address_of(executor), timeout=timeout, set_as_default=False), True
     except (OSError, TimeoutError) as exc:
-        raise AuditError(f"cannot reach the Dask scheduler at {executor} within {timeout:g} s "
-                         f"({type(exc).__name__}); is it running and is the address right?") from None
+        raise AuditError(
+            f"cannot reach the Dask scheduler at {executor} within {timeout:g} s "
+            f"({type(exc).__name__}); is it running and is the address right?"
+        ) from None
 
 
 def send_module_by_value(generate: Any, folder: str | None = None) -> bool:
@@ -124,9 +128,17 @@ def _run_on_worker(job: tuple[AuditPlan, FeatureSpace, Generate], run: int, thre
 
 
 # ---------------------------------------------------------------- the runs on the cluster
-def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, generate: Generate,
-                       runs: Sequence[int], *, threads: int | None = None, progress: Progress | None = None,
-                       deadline: float | None = None) -> tuple[list[RunOutcome], dict[str, Any]]:
+def execute_on_cluster(
+    executor: Any,
+    plan: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    runs: Sequence[int],
+    *,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+) -> tuple[list[RunOutcome], dict[str, Any]]:
     """Make ``runs`` on the Dask cluster ``executor`` and return their outcomes in run order,
     with how they were executed (workers, threads per run, runs made per worker).
 
@@ -138,8 +150,9 @@ def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, gene
     per_run = 1 if threads is None else int(threads)
     if per_run < 1:
         raise InputError(f"threads must be at least 1; got {threads!r}")
-    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
-                                 or not 0 < deadline < float("inf")):
+    if deadline is not None and (
+        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not 0 < deadline < float("inf")
+    ):
         raise InputError(f"deadline must be a positive number of seconds; got {deadline!r}")
     distributed = _distributed()
     runs = [int(r) for r in runs]
@@ -147,8 +160,10 @@ def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, gene
     try:
         payload = cloudpickle.dumps((plan, space, generate))
     except Exception as exc:  # noqa: BLE001 - any pickling failure: say which object
-        raise InputError(f"the generator cannot be sent to the cluster's workers ({type(exc).__name__}); give a "
-                         "module-level function or class instance, importable on the workers") from None
+        raise InputError(
+            f"the generator cannot be sent to the cluster's workers ({type(exc).__name__}); give a "
+            "module-level function or class instance, importable on the workers"
+        ) from None
     client, opened = connect(executor)
     tag = f"privgate-audit-{uuid.uuid4().hex[:12]}"
     submitted: list[Any] = []
@@ -175,10 +190,16 @@ def execute_on_cluster(executor: Any, plan: AuditPlan, space: FeatureSpace, gene
     per_worker: dict[str, int] = {}
     for _, worker in done.values():
         per_worker[worker] = per_worker.get(worker, 0) + 1
-    how = {"executor": "dask", "scheduler": _shown_address(executor, client), "workers": n_workers,
-           "threads": per_run, "threads_per_worker": per_run, "runs_per_worker": per_worker,
-           "run_workers": {r: w for r, (_, w) in done.items()},
-           "note": f"Dask cluster {_shown_address(executor, client)}: {n_workers} workers, {per_run} thread(s) a run"}
+    how = {
+        "executor": "dask",
+        "scheduler": _shown_address(executor, client),
+        "workers": n_workers,
+        "threads": per_run,
+        "threads_per_worker": per_run,
+        "runs_per_worker": per_worker,
+        "run_workers": {r: w for r, (_, w) in done.items()},
+        "note": f"Dask cluster {_shown_address(executor, client)}: {n_workers} workers, {per_run} thread(s) a run",
+    }
     return [done[r][0] for r in runs], how
 
 
@@ -187,13 +208,17 @@ def _outcome(fut: Any, distributed: Any) -> tuple[RunOutcome, str]:
     try:
         return fut.result()
     except distributed.KilledWorker:
-        raise AuditError(f"run {_run_of(fut.key)} was on {_allowed_failures()} workers that died: the generator "
-                         "ends its worker (a crash or too much memory); make one run with workers=1 locally to "
-                         "see the failure") from None
+        raise AuditError(
+            f"run {_run_of(fut.key)} was on {_allowed_failures()} workers that died: the generator "
+            "ends its worker (a crash or too much memory); make one run with workers=1 locally to "
+            "see the failure"
+        ) from None
     except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - a failure outside the generator
-        raise AuditError(f"run {_run_of(fut.key)} failed on the cluster outside the generator "
-                         f"({type(exc).__name__}); are privgate and the generator's module installed on the "
-                         "workers?") from None
+        raise AuditError(
+            f"run {_run_of(fut.key)} failed on the cluster outside the generator "
+            f"({type(exc).__name__}); are privgate and the generator's module installed on the "
+            "workers?"
+        ) from None
 
 
 def _run_of(key: Any) -> str:
@@ -216,6 +241,8 @@ def _shown_address(executor: Any, client: Any) -> str:
 
 
 def _deadline_error(deadline: float | None, n_done: int, n_runs: int) -> AuditError:
-    return AuditError(f"the audit's runs did not finish within their deadline of {deadline:g} s ({n_done} of "
-                      f"{n_runs} runs made); the cluster's runs still to make were cancelled — raise the deadline, "
-                      "make fewer runs, a faster generator or add workers")
+    return AuditError(
+        f"the audit's runs did not finish within their deadline of {deadline:g} s ({n_done} of "
+        f"{n_runs} runs made); the cluster's runs still to make were cancelled — raise the deadline, "
+        "make fewer runs, a faster generator or add workers"
+    )

@@ -71,13 +71,17 @@ def default_fit_share(design: str) -> float:
     return CANARY_FIT_SHARE if design == "canaries" else DEFAULT_FIT_SHARE
 
 
-def auto_looks(runs: int, *, design: str, claimed_epsilon: float | None, delta: float,
-               on_cluster: bool) -> bool:
+def auto_looks(runs: int, *, design: str, claimed_epsilon: float | None, delta: float, on_cluster: bool) -> bool:
     """Whether an audit given no ``looks`` is sequential by default: a claim to stop at, δ = 0,
     a design whose every run serves every target, runs made on this machine and room for a look
     before the last (``runs`` > :data:`FIRST_LOOK`)."""
-    return (claimed_epsilon is not None and not delta and design in ("shared", "canaries")
-            and not on_cluster and runs > FIRST_LOOK)
+    return (
+        claimed_epsilon is not None
+        and not delta
+        and design in ("shared", "canaries")
+        and not on_cluster
+        and runs > FIRST_LOOK
+    )
 
 
 def doubling_schedule(runs: int, first: int = FIRST_LOOK) -> list[int]:
@@ -100,12 +104,18 @@ def spend_alpha(alpha: float, looks: int, last_share: float = LAST_LOOK_ALPHA_SH
 
 def describe() -> dict[str, Any]:
     """The defaults as a record (for the documentation and the tests)."""
-    return {"design": DEFAULT_DESIGN, "design_with_delta": DEFAULT_DESIGN_WITH_DELTA, "runs": DEFAULT_RUNS,
-            "training_rows": DEFAULT_TRAINING_ROWS, "background": DEFAULT_BACKGROUND,
-            "confidence": DEFAULT_CONFIDENCE, "n_targets": {"canaries": CANARY_TARGETS, "shared": DEFAULT_TARGETS,
-                                                            "separate": DEFAULT_TARGETS},
-            "fit_share": {"canaries": CANARY_FIT_SHARE, "shared": DEFAULT_FIT_SHARE,
-                          "separate": DEFAULT_FIT_SHARE},
-            "looks": {"first": FIRST_LOOK, "last_alpha_share": LAST_LOOK_ALPHA_SHARE,
-                      "schedule_at_default_runs": doubling_schedule(DEFAULT_RUNS)}}
-
+    return {
+        "design": DEFAULT_DESIGN,
+        "design_with_delta": DEFAULT_DESIGN_WITH_DELTA,
+        "runs": DEFAULT_RUNS,
+        "training_rows": DEFAULT_TRAINING_ROWS,
+        "background": DEFAULT_BACKGROUND,
+        "confidence": DEFAULT_CONFIDENCE,
+        "n_targets": {"canaries": CANARY_TARGETS, "shared": DEFAULT_TARGETS, "separate": DEFAULT_TARGETS},
+        "fit_share": {"canaries": CANARY_FIT_SHARE, "shared": DEFAULT_FIT_SHARE, "separate": DEFAULT_FIT_SHARE},
+        "looks": {
+            "first": FIRST_LOOK,
+            "last_alpha_share": LAST_LOOK_ALPHA_SHARE,
+            "schedule_at_default_runs": doubling_schedule(DEFAULT_RUNS),
+        },
+    }

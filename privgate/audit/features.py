@@ -40,10 +40,23 @@ from ..schema import NUMERIC, Schema, check_compatible_dtypes, check_finite, che
 from ..spaces import NULL_LEVEL, category_codes, mixed_space
 from ..ties import REL_TOL
 
-FEATURES = ("exact_copies", "nearest_distance", "second_distance", "mean_distance_k", "within_radius",
-            "within_half_radius", "rarest_value_share", "two_rarest_share", "value_share_mean",
-            "value_share_min", "pair_share_mean", "pair_share_min", "release_rows_log", "cell_count",
-            "region_count")
+FEATURES = (
+    "exact_copies",
+    "nearest_distance",
+    "second_distance",
+    "mean_distance_k",
+    "within_radius",
+    "within_half_radius",
+    "rarest_value_share",
+    "two_rarest_share",
+    "value_share_mean",
+    "value_share_min",
+    "pair_share_mean",
+    "pair_share_min",
+    "release_rows_log",
+    "cell_count",
+    "region_count",
+)
 #: nearest synthetic records read per target
 K_NEAREST = 16
 #: columns (the target's rarest values) whose pairs are counted
@@ -63,43 +76,60 @@ class FeatureSpace:
     values from rarest to most common."""
 
     schema: Schema
-    pool: pl.DataFrame            # normalised population (the mixed space's reference)
-    targets: pl.DataFrame         # normalised targets
+    pool: pl.DataFrame  # normalised population (the mixed space's reference)
+    targets: pl.DataFrame  # normalised targets
     edges: dict[str, np.ndarray]  # numeric column → quantile edges of the population
     levels: dict[str, list[str]]  # categorical column → population ∪ target levels
-    target_codes: np.ndarray      # (T, d) value codes of the targets
-    rarity: np.ndarray            # (T, d) column order per target, rarest value first
-    radius: np.ndarray            # (T,) distance to the nearest population record
+    target_codes: np.ndarray  # (T, d) value codes of the targets
+    rarity: np.ndarray  # (T, d) column order per target, rarest value first
+    radius: np.ndarray  # (T,) distance to the nearest population record
     bins: np.ndarray | None = None  # (d,) numeric columns: their bin count B; categorical: 0
     #: the population's own dtypes, before normalisation: what the generator is given, and so
     #: what a release is checked against (a Boolean column given is a Boolean column returned)
     source_schema: dict[str, pl.DataType] | None = None
 
     @classmethod
-    def build(cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema,
-              edges: Mapping[str, np.ndarray] | None = None) -> "FeatureSpace":
+    def build(
+        cls, pool: pl.DataFrame, targets: pl.DataFrame, schema: Schema, edges: Mapping[str, np.ndarray] | None = None
+    ) -> "FeatureSpace":
         """``pool`` and ``targets`` in their own dtypes (normalised here). ``edges``: bin edges of
         numeric columns to code by instead of the population's quantiles (a generator's
         published domain, :mod:`privgate.audit.cells`)."""
         pool_n = normalise_frame(pool, schema)
         targets_n = normalise_frame(targets, schema)
         given = edges or {}
-        edges = {c: (np.asarray(given[c], dtype=np.float64) if c in given else quantile_edges(pool_n[c].to_numpy()))
-                 for c in schema.numeric}
+        edges = {
+            c: (np.asarray(given[c], dtype=np.float64) if c in given else quantile_edges(pool_n[c].to_numpy()))
+            for c in schema.numeric
+        }
         levels = {}
         for c in schema.categorical:
             found = set(pool_n[c].fill_null(NULL_LEVEL).unique().to_list())
             found |= set(targets_n[c].fill_null(NULL_LEVEL).unique().to_list())
             levels[c] = sorted(found)
-        space = cls(schema, pool_n, targets_n, edges, levels, np.zeros((0, 0), dtype=np.int64),
-                    np.zeros((0, 0), dtype=np.int64), np.zeros(0))
+        space = cls(
+            schema,
+            pool_n,
+            targets_n,
+            edges,
+            levels,
+            np.zeros((0, 0), dtype=np.int64),
+            np.zeros((0, 0), dtype=np.int64),
+            np.zeros(0),
+        )
         space.source_schema = dict(pool.schema)
-        space.bins = np.array([max(edges[c].size - 1, 1) if schema.kind(c) == NUMERIC else 0
-                               for c in schema.columns], dtype=np.int64)
+        space.bins = np.array(
+            [max(edges[c].size - 1, 1) if schema.kind(c) == NUMERIC else 0 for c in schema.columns], dtype=np.int64
+        )
         space.target_codes = space.codes(targets_n)
         pool_codes = space.codes(pool_n)
-        freq = np.stack([_code_shares(pool_codes[:, j], space.target_codes[:, j]) for j in range(pool_codes.shape[1])],
-                        axis=1) if pool_codes.shape[1] else np.zeros((targets_n.height, 0))
+        freq = (
+            np.stack(
+                [_code_shares(pool_codes[:, j], space.target_codes[:, j]) for j in range(pool_codes.shape[1])], axis=1
+            )
+            if pool_codes.shape[1]
+            else np.zeros((targets_n.height, 0))
+        )
         space.rarity = np.argsort(freq, axis=1, kind="stable")
         enc = mixed_space({"real": pool_n, "targets": targets_n}, schema)
         space.radius = knn(enc["targets"], enc.real, 1, categorical_slices=enc.categorical_slices).dist[:, 0]
@@ -153,14 +183,23 @@ class FeatureSpace:
         if m == 0:  # a release with no records (a DP mechanism may publish one): no neighbours
             return empty_release_features(n_t)
         out = np.zeros((n_t, len(FEATURES)))
-        enc = mixed_space({"real": self.pool, "targets": self.targets, "synthetic": release}, self.schema,
-                          rows={"real": np.zeros(0, dtype=np.int64)})
+        enc = mixed_space(
+            {"real": self.pool, "targets": self.targets, "synthetic": release},
+            self.schema,
+            rows={"real": np.zeros(0, dtype=np.int64)},
+        )
         k = min(K_NEAREST, m)
         # a small search is fastest as one exact pass: the engine's faiss screen and grouped
         # search pay off on large releases (the answers are the same on every path)
         small = n_t * m <= SMALL_SEARCH_PAIRS
-        nb = knn(enc["targets"], enc.synthetic, k, categorical_slices=enc.categorical_slices,
-                 use_faiss=not small, grouped=not small)
+        nb = knn(
+            enc["targets"],
+            enc.synthetic,
+            k,
+            categorical_slices=enc.categorical_slices,
+            use_faiss=not small,
+            grouped=not small,
+        )
         d = nb.dist
         tol = REL_TOL * (1.0 + np.abs(d).max(initial=0.0))
         out[:, 0] = (d <= tol).sum(axis=1)
@@ -192,29 +231,29 @@ class FeatureSpace:
             return out
         blocks, step = self._chunks(codes)
         for a in blocks:
-            tc = self.target_codes[a:a + step]                          # (b, d)
-            cols = self.rarity[a:a + step, :PAIR_COLUMNS]               # (b, p)
-            eq = codes[None, :, :] == tc[:, None, :]                    # (b, m, d)
-            out[a:a + step, 2] = eq.mean(axis=(1, 2))
+            tc = self.target_codes[a : a + step]  # (b, d)
+            cols = self.rarity[a : a + step, :PAIR_COLUMNS]  # (b, p)
+            eq = codes[None, :, :] == tc[:, None, :]  # (b, m, d)
+            out[a : a + step, 2] = eq.mean(axis=(1, 2))
             if d <= 2 * PAIR_COLUMNS:  # every column pair at once, then each target's rarest ones
                 ef = eq.astype(np.float32)
-                full = np.matmul(ef.transpose(0, 2, 1), ef)             # (b, d, d)
+                full = np.matmul(ef.transpose(0, 2, 1), ef)  # (b, d, d)
                 b = np.arange(cols.shape[0])[:, None, None]
                 pairs = full[b, cols[:, :, None], cols[:, None, :]] / m  # (b, p, p)
             else:
                 er = np.take_along_axis(eq, cols[:, None, :], axis=2).astype(np.float32)  # (b, m, p)
-                pairs = np.matmul(er.transpose(0, 2, 1), er) / m        # (b, p, p)
+                pairs = np.matmul(er.transpose(0, 2, 1), er) / m  # (b, p, p)
             shares = np.diagonal(pairs, axis1=1, axis2=2)
-            out[a:a + step, 0] = shares[:, 0]
-            out[a:a + step, 3] = shares.min(axis=1)
+            out[a : a + step, 0] = shares[:, 0]
+            out[a : a + step, 3] = shares.min(axis=1)
             if cols.shape[1] > 1:
-                out[a:a + step, 1] = pairs[:, 0, 1]
+                out[a : a + step, 1] = pairs[:, 0, 1]
                 iu = np.triu_indices(cols.shape[1], 1)
                 upper = pairs[:, iu[0], iu[1]]
-                out[a:a + step, 4] = upper.mean(axis=1)
-                out[a:a + step, 5] = upper.min(axis=1)
+                out[a : a + step, 4] = upper.mean(axis=1)
+                out[a : a + step, 5] = upper.min(axis=1)
             else:
-                out[a:a + step, 1] = out[a:a + step, 4] = out[a:a + step, 5] = shares[:, 0]
+                out[a : a + step, 1] = out[a : a + step, 4] = out[a : a + step, 5] = shares[:, 0]
         return out
 
     def _cell_counts(self, codes: np.ndarray) -> np.ndarray:
@@ -251,8 +290,11 @@ class FeatureSpace:
         # region: every numeric code inside the bins may move by −1, 0 or +1 (staying inside)
         region = np.zeros(tcodes.shape[0])
         cols = np.flatnonzero(numeric)
-        for moves in np.array(np.meshgrid(*[[-1, 0, 1]] * cols.size, indexing="ij")).reshape(cols.size, -1).T \
-                if cols.size else [np.zeros(0, dtype=np.int64)]:
+        for moves in (
+            np.array(np.meshgrid(*[[-1, 0, 1]] * cols.size, indexing="ij")).reshape(cols.size, -1).T
+            if cols.size
+            else [np.zeros(0, dtype=np.int64)]
+        ):
             moved = tcodes.copy()
             ok = np.ones(tcodes.shape[0], dtype=bool)
             for j, step in zip(cols, moves):
@@ -274,11 +316,11 @@ class FeatureSpace:
         out = np.zeros((self.target_codes.shape[0], 2))
         blocks, step = self._chunks(codes)
         for a in blocks:
-            tc = self.target_codes[a:a + step][:, None, :]              # (b, 1, d)
+            tc = self.target_codes[a : a + step][:, None, :]  # (b, 1, d)
             equal = codes[None, :, :] == tc
             near = equal | (inside[None] & (tc < bins) & numeric & (np.abs(codes[None, :, :] - tc) <= 1))
-            out[a:a + step, 0] = equal.all(axis=2).sum(axis=1)
-            out[a:a + step, 1] = near.all(axis=2).sum(axis=1)
+            out[a : a + step, 0] = equal.all(axis=2).sum(axis=1)
+            out[a : a + step, 1] = near.all(axis=2).sum(axis=1)
         return out
 
 

@@ -69,18 +69,27 @@ def spec_digest(spec: str, args: Mapping[str, Any] | str | None = None) -> str:
         found = None
     origin = getattr(found, "origin", None)
     if found is None or not origin or not os.path.isfile(origin):
-        raise ParameterError(f"--generator: cannot import module {module_name!r}: no source file of it is found "
-                             "(a module with a file is needed for the generator's digest)")
+        raise ParameterError(
+            f"--generator: cannot import module {module_name!r}: no source file of it is found "
+            "(a module with a file is needed for the generator's digest)"
+        )
     return _source_identity(_file_sha256(origin, "--generator"), attr, kwargs)
 
 
 def _source_identity(source_sha: str, attr: str, kwargs: Mapping[str, Any] | None) -> str:
     try:
-        return _digest({"kind": "source", "source_sha256": source_sha, "attribute": attr,
-                        "args": None if kwargs is None else dict(kwargs)})
+        return _digest(
+            {
+                "kind": "source",
+                "source_sha256": source_sha,
+                "attribute": attr,
+                "args": None if kwargs is None else dict(kwargs),
+            }
+        )
     except (TypeError, ValueError):
-        raise ParameterError("--generator-args: the arguments are not plain JSON data (finite numbers, "
-                             "strings, lists, mappings)") from None
+        raise ParameterError(
+            "--generator-args: the arguments are not plain JSON data (finite numbers, strings, lists, mappings)"
+        ) from None
 
 
 def adapter_digest(adapter: Any) -> str:
@@ -91,8 +100,15 @@ def adapter_digest(adapter: Any) -> str:
         settings = json.loads(_canonical({k: v for k, v in vars(adapter).items() if not k.startswith("_")}))
     except (TypeError, ValueError):
         raise ParameterError(f"generator adapter {cls.__name__}: its settings are not plain JSON data") from None
-    return _digest({"kind": "adapter", "class": f"{cls.__module__}:{cls.__qualname__}", "library": library,
-                    "library_version": _library_version(library), "settings": settings})
+    return _digest(
+        {
+            "kind": "adapter",
+            "class": f"{cls.__module__}:{cls.__qualname__}",
+            "library": library,
+            "library_version": _library_version(library),
+            "settings": settings,
+        }
+    )
 
 
 def _library_version(library: str) -> str:
@@ -169,8 +185,11 @@ def _plain(x: Any, depth: int) -> Any:
     if isinstance(x, np.ndarray):
         if x.dtype == object:
             return [_plain(v, depth + 1) for v in x.tolist()]
-        return {"ndarray": hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest(), "dtype": str(x.dtype),
-                "shape": list(x.shape)}
+        return {
+            "ndarray": hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest(),
+            "dtype": str(x.dtype),
+            "shape": list(x.shape),
+        }
     if isinstance(x, (list, tuple)):
         return [_plain(v, depth + 1) for v in x]
     if isinstance(x, (set, frozenset)):
@@ -186,8 +205,7 @@ def _plain(x: Any, depth: int) -> Any:
         source = _source_of(type(x))
         if source is None:
             raise TypeError("an object of a class without a source file")
-        return {"class": type(x).__qualname__, "source_sha256": source,
-                "attributes": _plain(_settings(x), depth + 1)}
+        return {"class": type(x).__qualname__, "source_sha256": source, "attributes": _plain(_settings(x), depth + 1)}
     raise TypeError(f"{type(x).__name__} is not plain data")
 
 

@@ -44,9 +44,19 @@ MAX_WORKERS = 1_024
 #: leave each too little to show anything)
 MAX_LOOKS = 100
 
-__all__ = ["DEFAULT_DEADLINE", "MAX_DEADLINE", "MAX_LOOKS", "MAX_ROWS", "MAX_RUNS", "MAX_RUN_TARGET_CELLS", "MAX_TARGETS",
-           "MAX_WORKERS",
-           "Clock", "check_sizes", "deadline_seconds"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "MAX_DEADLINE",
+    "MAX_LOOKS",
+    "MAX_ROWS",
+    "MAX_RUNS",
+    "MAX_RUN_TARGET_CELLS",
+    "MAX_TARGETS",
+    "MAX_WORKERS",
+    "Clock",
+    "check_sizes",
+    "deadline_seconds",
+]
 
 
 def _count(value: Any, name: str, bound: int) -> int | None:
@@ -59,8 +69,15 @@ def _count(value: Any, name: str, bound: int) -> int | None:
     return int(value)
 
 
-def check_sizes(*, runs: Any, n_targets: Any, training_rows: Any = None, n_rows: Any = None,
-                design: str = "shared", user_targets: int | None = None) -> None:
+def check_sizes(
+    *,
+    runs: Any,
+    n_targets: Any,
+    training_rows: Any = None,
+    n_rows: Any = None,
+    design: str = "shared",
+    user_targets: int | None = None,
+) -> None:
     """Refuse sizes beyond the bounds of the module docstring, naming the size. ``user_targets``:
     the number of target records given as a frame (their count replaces ``n_targets``)."""
     runs_ = _count(runs, "runs", MAX_RUNS)
@@ -72,9 +89,11 @@ def check_sizes(*, runs: Any, n_targets: Any, training_rows: Any = None, n_rows:
     k = max(targets_ or 1, user_targets or 0)
     total = runs_ * (k if design == "separate" else 1)
     if total * k > MAX_RUN_TARGET_CELLS:
-        raise ParameterError(f"runs × targets: the audit would make {total:,} runs of {k:,} targets "
-                             f"({total * k:,} run-target pairs; at most {MAX_RUN_TARGET_CELLS:,}) — fewer runs or "
-                             "fewer targets")
+        raise ParameterError(
+            f"runs × targets: the audit would make {total:,} runs of {k:,} targets "
+            f"({total * k:,} run-target pairs; at most {MAX_RUN_TARGET_CELLS:,}) — fewer runs or "
+            "fewer targets"
+        )
 
 
 def deadline_seconds(value: Any) -> float:
@@ -82,8 +101,12 @@ def deadline_seconds(value: Any) -> float:
     in (0, :data:`MAX_DEADLINE`]; else :class:`~privgate.errors.ParameterError` naming it."""
     if value is None:
         return DEFAULT_DEADLINE
-    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
-            or not math.isfinite(value) or not 0 < value <= MAX_DEADLINE):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_DEADLINE
+    ):
         raise ParameterError(f"deadline must be a number of seconds in (0, {MAX_DEADLINE:g}]; got {value!r}")
     return float(value)
 
@@ -102,5 +125,7 @@ class Clock:
     def check(self, step: str) -> None:
         """Raise the deadline's AuditError when it passed before ``step``."""
         if self.left() <= 0:
-            raise AuditError(f"the audit did not finish within its deadline of {self.seconds:g} s (it passed "
-                             f"before {step}) — raise the deadline, make fewer runs or a faster generator")
+            raise AuditError(
+                f"the audit did not finish within its deadline of {self.seconds:g} s (it passed "
+                f"before {step}) — raise the deadline, make fewer runs or a faster generator"
+            )

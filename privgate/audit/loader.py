@@ -67,8 +67,9 @@ def parse_args(args_json: str | None) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise ParameterError(f"--generator-args is not valid JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(kwargs, dict):
-        raise ParameterError(f"--generator-args must be a JSON object of keyword arguments, got "
-                             f"{type(kwargs).__name__}")
+        raise ParameterError(
+            f"--generator-args must be a JSON object of keyword arguments, got {type(kwargs).__name__}"
+        )
     return kwargs
 
 
@@ -105,8 +106,9 @@ def load_generator(spec: str, args_json: str | None = None, *, folder: str | Non
         except TypeError:
             raise ParameterError(f"--generator: {spec} does not take these --generator-args: TypeError") from None
         except Exception as exc:  # noqa: BLE001 - the user's constructor or factory failed
-            raise ParameterError(f"--generator: {spec} with these --generator-args failed: "
-                                 f"{type(exc).__name__}") from None
+            raise ParameterError(
+                f"--generator: {spec} with these --generator-args failed: {type(exc).__name__}"
+            ) from None
     if not callable(obj):
         method = getattr(obj, "generate", None)
         if not callable(method):

@@ -51,8 +51,9 @@ def _check_edges(column: str, edges: Sequence[float]) -> np.ndarray:
     if e.ndim != 1 or e.size < 2:
         raise ParameterError(f"domain of numeric column {column!r} needs at least 2 bin edges; got {e.size}")
     if not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
-        raise ParameterError(f"domain of numeric column {column!r}: the {e.size} bin edges must be finite "
-                             f"and strictly increasing")
+        raise ParameterError(
+            f"domain of numeric column {column!r}: the {e.size} bin edges must be finite and strictly increasing"
+        )
     return e
 
 
@@ -87,8 +88,16 @@ class LaplaceHistogram:
     ``claimed_epsilon`` is ``epsilon`` in every case.
     """
 
-    def __init__(self, epsilon: float, domain: Mapping[str, Sequence[Any]] | None, *, release: str = "sampled",
-                 noise_factor: float = 1.0, domain_from_data: bool = False, bins: int = 10) -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        domain: Mapping[str, Sequence[Any]] | None,
+        *,
+        release: str = "sampled",
+        noise_factor: float = 1.0,
+        domain_from_data: bool = False,
+        bins: int = 10,
+    ) -> None:
         if not (isinstance(epsilon, (int, float)) and 0.0 < epsilon < math.inf):
             raise ParameterError(f"epsilon must be a finite number > 0; got {epsilon!r}")
         if not (isinstance(noise_factor, (int, float)) and 0.0 < noise_factor < math.inf):
@@ -106,12 +115,14 @@ class LaplaceHistogram:
         self.domain_from_data = bool(domain_from_data)
         self.bins = int(bins)
         self.domain: dict[str, tuple | None] | None = (
-            None if domain is None else {str(c): (None if v is None else tuple(v)) for c, v in domain.items()})
+            None if domain is None else {str(c): (None if v is None else tuple(v)) for c, v in domain.items()}
+        )
         if self.domain is not None:
             for c, v in self.domain.items():
                 if v is None and not domain_from_data:
-                    raise ParameterError(f"domain of column {c!r} is missing (None is allowed only with "
-                                         f"domain_from_data=True)")
+                    raise ParameterError(
+                        f"domain of column {c!r} is missing (None is allowed only with domain_from_data=True)"
+                    )
                 if v is not None and len(v) == 0:
                     raise ParameterError(f"domain of column {c!r} is empty")
 
@@ -130,8 +141,10 @@ class LaplaceHistogram:
 
     def __repr__(self) -> str:
         cols = "from data" if self.domain is None else f"{len(self.domain)} columns"
-        return (f"LaplaceHistogram(epsilon={self.epsilon:g}, release={self.release!r}, "
-                f"noise_factor={self.noise_factor:g}, domain_from_data={self.domain_from_data}, domain={cols})")
+        return (
+            f"LaplaceHistogram(epsilon={self.epsilon:g}, release={self.release!r}, "
+            f"noise_factor={self.noise_factor:g}, domain_from_data={self.domain_from_data}, domain={cols})"
+        )
 
     def published_domain(self) -> dict[str, list] | None:
         """The public domain the mechanism counts over — column → levels or numeric bin edges —
@@ -166,9 +179,11 @@ class LaplaceHistogram:
             missing = [c for c in training.columns if c not in self.domain]
             extra = [c for c in self.domain if c not in training.columns]
             if missing or extra:
-                raise ParameterError(f"the domain must name exactly the training columns: "
-                                     f"{len(missing)} training column(s) have no domain {missing[:5]}, "
-                                     f"{len(extra)} domain column(s) are not in the training data {extra[:5]}")
+                raise ParameterError(
+                    f"the domain must name exactly the training columns: "
+                    f"{len(missing)} training column(s) have no domain {missing[:5]}, "
+                    f"{len(extra)} domain column(s) are not in the training data {extra[:5]}"
+                )
             dom = self.domain
         out = []
         for c in training.columns:
@@ -184,15 +199,18 @@ class LaplaceHistogram:
                 try:
                     pl.Series(c, list(levels), dtype=base)
                 except Exception as exc:
-                    raise ParameterError(f"the {len(levels)} levels given for column {c!r} are not all of "
-                                         f"its dtype {dtype}") from exc
+                    raise ParameterError(
+                        f"the {len(levels)} levels given for column {c!r} are not all of its dtype {dtype}"
+                    ) from exc
                 out.append((c, False, levels))
         sizes = [(len(v) - 1 if num else len(v)) for _, num, v in out]
         total = math.prod(sizes) if sizes else 0
         if total > MAX_CELLS:
-            raise ParameterError(f"the domain has {total:,} cells (levels or bins per column: "
-                                 f"{', '.join(f'{c}={s}' for (c, _, _), s in zip(out, sizes))}); "
-                                 f"at most {MAX_CELLS:,} are allowed")
+            raise ParameterError(
+                f"the domain has {total:,} cells (levels or bins per column: "
+                f"{', '.join(f'{c}={s}' for (c, _, _), s in zip(out, sizes))}); "
+                f"at most {MAX_CELLS:,} are allowed"
+            )
         if total == 0:
             raise ParameterError("the domain has no cell (no column or an empty column)")
         return out
@@ -298,16 +316,18 @@ def _level_codes(column: str, s: pl.Series, levels: tuple) -> tuple[np.ndarray, 
     try:
         code = base.replace_strict(present, codes_present, default=-1, return_dtype=pl.Int64)
     except Exception as exc:  # level values of another type than the column
-        raise ParameterError(f"the levels of column {column!r} ({len(levels)} given) do not match its dtype "
-                             f"{s.dtype}") from exc
+        raise ParameterError(
+            f"the levels of column {column!r} ({len(levels)} given) do not match its dtype {s.dtype}"
+        ) from exc
     c = code.fill_null(-1).to_numpy().astype(np.int64, copy=False)
     if s.null_count():
         c = np.where(s.is_null().to_numpy(), null_code, c)
     return c, c >= 0
 
 
-def _decode(training: pl.DataFrame, resolved, sizes: list[int], cells: np.ndarray,
-            rng: np.random.Generator) -> pl.DataFrame:
+def _decode(
+    training: pl.DataFrame, resolved, sizes: list[int], cells: np.ndarray, rng: np.random.Generator
+) -> pl.DataFrame:
     """The synthetic frame of the given cells, in the training columns and dtypes."""
     codes = []
     rest = cells.astype(np.int64, copy=True)
@@ -349,8 +369,9 @@ class GaussianHistogram(LaplaceHistogram):
     tight), and not ε-DP for any finite ε at δ = 0 (``true_epsilon`` = inf). ``sigma`` is the noise's standard deviation;
     the other arguments are LaplaceHistogram's (``epsilon`` there is unused: pass ``sigma``)."""
 
-    def __init__(self, sigma: float, domain: Mapping[str, Sequence[Any]] | None, *, release: str = "sampled",
-                 bins: int = 10) -> None:
+    def __init__(
+        self, sigma: float, domain: Mapping[str, Sequence[Any]] | None, *, release: str = "sampled", bins: int = 10
+    ) -> None:
         if not (isinstance(sigma, (int, float)) and 0.0 < sigma < math.inf):
             raise ParameterError(f"sigma must be a finite number > 0; got {sigma!r}")
         super().__init__(1.0, domain, release=release, bins=bins)

@@ -103,8 +103,9 @@ class AuditPlan:
         """The training set of run ``run``: its background plus the targets it includes (or the
         targets ``targets_in``), rows in a seeded random order."""
         chosen = np.flatnonzero(self.included[:, run]) if targets_in is None else np.asarray(targets_in, dtype=np.int64)
-        frame = pl.concat([self.pool[self.background_rows(run).tolist()], self.targets.frame[chosen.tolist()]],
-                          how="vertical")
+        frame = pl.concat(
+            [self.pool[self.background_rows(run).tolist()], self.targets.frame[chosen.tolist()]], how="vertical"
+        )
         order = rng(self.seed, "shuffle", run).permutation(frame.height)
         return frame[order.tolist()]
 
@@ -112,13 +113,48 @@ class AuditPlan:
         return seed_int(self.seed, "generator", run)
 
 
-def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: str = "shared",
-              background: str = "fixed", runs: int = DEFAULT_RUNS, training_rows: int | None = None,
-              n_rows: int | None = None, fit_share: float = DEFAULT_FIT_SHARE, seed: int = 0,
-              interleave: bool = False) -> AuditPlan:
+def make_plan(
+    pool: pl.DataFrame,
+    targets: Targets,
+    schema: Schema,
+    *,
+    design: str = "shared",
+    background: str = "fixed",
+    runs: int = DEFAULT_RUNS,
+    training_rows: int | None = None,
+    n_rows: int | None = None,
+    fit_share: float = DEFAULT_FIT_SHARE,
+    seed: int = 0,
+    interleave: bool = False,
+) -> AuditPlan:
     """Draw the design (see the module docstring); every choice is seeded by ``seed``.
     ``interleave``: fit runs spread evenly among the test runs (every prefix of the runs has its
     share of both, as a sequential audit's looks need) instead of first."""
+    runs = _checked_runs(design, background, runs)
+    if not (0.0 < float(fit_share) < 1.0):
+        raise ParameterError(f"fit_share must be in (0, 1); got {fit_share!r}")
+    training_rows, n_rows = _checked_rows(pool, training_rows, n_rows)
+    split = _fit_runs(design, runs, fit_share, interleave)
+    independent = design == "canaries" or (design == "shared" and runs >= INDEPENDENT_FROM)
+    fit, assigned, included = _draw_design(design, split, len(targets), seed, independent)
+    return AuditPlan(
+        pool=pool,
+        targets=targets,
+        schema=schema,
+        design=design,
+        background=background,
+        training_rows=training_rows,
+        n_rows=n_rows,
+        seed=int(seed),
+        included=included,
+        assigned=assigned,
+        fit=fit,
+        independent=independent,
+    )
+
+
+def _checked_runs(design: str, background: str, runs: int) -> int:
+    """The design and background checked, and ``runs`` as an int checked against the design's least."""
     if design not in DESIGNS:
         raise ParameterError(f"design must be one of {list(DESIGNS)}; got {design!r}")
     if background not in BACKGROUNDS:
@@ -126,21 +162,34 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
     runs = _positive_int(runs, "runs")
     if design == "canaries":
         if runs < MIN_CANARY_RUNS:
-            raise ParameterError(f"runs must be at least {MIN_CANARY_RUNS} in the canaries design (one fits the "
-                                 f"guessing rule, the others are guessed); got {runs}")
+            raise ParameterError(
+                f"runs must be at least {MIN_CANARY_RUNS} in the canaries design (one fits the "
+                f"guessing rule, the others are guessed); got {runs}"
+            )
     elif runs < MIN_RUNS:
-        raise ParameterError(f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
-                             f"with and without every target); got {runs}")
-    if not (0.0 < float(fit_share) < 1.0):
-        raise ParameterError(f"fit_share must be in (0, 1); got {fit_share!r}")
+        raise ParameterError(
+            f"runs must be at least {MIN_RUNS} (half to fit, half to test, each half "
+            f"with and without every target); got {runs}"
+        )
+    return runs
+
+
+def _checked_rows(pool: pl.DataFrame, training_rows: int | None, n_rows: int | None) -> tuple[int, int]:
+    """(background rows per run, records asked per run), defaulted and checked against the pool."""
     if training_rows is None:
         training_rows = min(DEFAULT_TRAINING_ROWS, pool.height)
     training_rows = _positive_int(training_rows, "training_rows")
     if training_rows > pool.height:
-        raise ParameterError(f"training_rows={training_rows} is more than the {pool.height} population rows "
-                             "available for backgrounds (targets' own rows excluded)")
+        raise ParameterError(
+            f"training_rows={training_rows} is more than the {pool.height} population rows "
+            "available for backgrounds (targets' own rows excluded)"
+        )
     n_rows = training_rows if n_rows is None else _positive_int(n_rows, "n_rows")
-    n_targets = len(targets)
+    return training_rows, n_rows
+
+
+def _fit_runs(design: str, runs: int, fit_share: float, interleave: bool) -> np.ndarray:
+    """Which of ``runs`` runs fit: the first ``fit_share`` of them, or spread evenly when ``interleave``."""
     n_fit = int(round(runs * float(fit_share)))
     least = 1 if design == "canaries" else MIN_RUNS // 2
     n_fit = min(max(n_fit, least), runs - least)
@@ -151,9 +200,15 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
         split = np.roll(split, -int(np.argmax(split))) if split.any() else split
     else:
         split[:n_fit] = True
-    independent = design == "canaries" or (design == "shared" and runs >= INDEPENDENT_FROM)
+    return split
+
+
+def _draw_design(
+    design: str, split: np.ndarray, n_targets: int, seed: int, independent: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fit, assigned, included) of every run, each target's inclusions drawn from its own seeded stream."""
     if design in ("shared", "canaries"):
-        total = runs
+        total = split.size
         fit = split
         assigned = np.ones((n_targets, total), dtype=bool)
         included = np.zeros((n_targets, total), dtype=bool)
@@ -161,6 +216,7 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
             gen = rng(seed, "design", t)
             included[t] = gen.random(total) < 0.5 if independent else _balanced(split, gen)
     else:
+        runs = split.size
         total = runs * n_targets
         fit = np.tile(split, n_targets)
         assigned = np.zeros((n_targets, total), dtype=bool)
@@ -169,9 +225,7 @@ def make_plan(pool: pl.DataFrame, targets: Targets, schema: Schema, *, design: s
             block = slice(t * runs, (t + 1) * runs)
             assigned[t, block] = True
             included[t, block] = _balanced(split, rng(seed, "design", t))
-    return AuditPlan(pool=pool, targets=targets, schema=schema, design=design, background=background,
-                     training_rows=training_rows, n_rows=n_rows, seed=int(seed), included=included,
-                     assigned=assigned, fit=fit, independent=independent)
+    return fit, assigned, included
 
 
 def look_schedule(runs: int, looks: int, least: int) -> list[int]:

@@ -74,53 +74,94 @@ class AuditResult:
         for t in self.targets:
             for name, a in (t.get("attacks") or {}).items():
                 one, tenth = a["tpr_at_fpr"]
-                rows.append({"target": t["target"], "kind": t["kind"], "attack": name, "auc": a["auc"],
-                             "auc_lower": a["auc_ci"][0], "auc_upper": a["auc_ci"][1],
-                             "tpr_at_fpr_1pct": one["tpr"], "tpr_at_fpr_0_1pct": tenth["tpr"],
-                             "epsilon_lower": a["epsilon_lower"], "mu_lower": a["mu_lower"],
-                             "runs_with": a["runs_with"], "runs_without": a["runs_without"]})
-        schema = {"target": pl.String, "kind": pl.String, "attack": pl.String, "auc": pl.Float64,
-                  "auc_lower": pl.Float64, "auc_upper": pl.Float64, "tpr_at_fpr_1pct": pl.Float64,
-                  "tpr_at_fpr_0_1pct": pl.Float64, "epsilon_lower": pl.Float64, "mu_lower": pl.Float64,
-                  "runs_with": pl.Int64, "runs_without": pl.Int64}
+                rows.append(
+                    {
+                        "target": t["target"],
+                        "kind": t["kind"],
+                        "attack": name,
+                        "auc": a["auc"],
+                        "auc_lower": a["auc_ci"][0],
+                        "auc_upper": a["auc_ci"][1],
+                        "tpr_at_fpr_1pct": one["tpr"],
+                        "tpr_at_fpr_0_1pct": tenth["tpr"],
+                        "epsilon_lower": a["epsilon_lower"],
+                        "mu_lower": a["mu_lower"],
+                        "runs_with": a["runs_with"],
+                        "runs_without": a["runs_without"],
+                    }
+                )
+        schema = {
+            "target": pl.String,
+            "kind": pl.String,
+            "attack": pl.String,
+            "auc": pl.Float64,
+            "auc_lower": pl.Float64,
+            "auc_upper": pl.Float64,
+            "tpr_at_fpr_1pct": pl.Float64,
+            "tpr_at_fpr_0_1pct": pl.Float64,
+            "epsilon_lower": pl.Float64,
+            "mu_lower": pl.Float64,
+            "runs_with": pl.Int64,
+            "runs_without": pl.Int64,
+        }
         return pl.DataFrame(rows, schema=schema)
 
     def summary(self) -> str:
         """A few lines for a terminal or a log."""
         claim = "" if self.claimed_epsilon is None else f" (claimed ε = {self.claimed_epsilon:g})"
-        verdict = ("no target could be audited: nothing proven" if self.checked_nothing else
-                   "DP VIOLATION proven" if self.violation else
-                   "no violation found (an audit cannot prove privacy)" if self.violation is False else
-                   "no claim to check")
-        lines = [f"empirical ε lower bound {self.epsilon_lower:.3f} at δ = {self.delta:g}, "
-                 f"{self.confidence:.0%} confidence{claim}: {verdict}",
-                 f"targets audited {self.n_audited} of {len(self.targets)}; largest AUC lower bound "
-                 f"{self.auc_lower:.3f}; runs {self.design.get('total_runs')} "
-                 f"({self.cost.get('runs_failed', 0)} failed)"]
+        verdict = (
+            "no target could be audited: nothing proven"
+            if self.checked_nothing
+            else "DP VIOLATION proven"
+            if self.violation
+            else "no violation found (an audit cannot prove privacy)"
+            if self.violation is False
+            else "no claim to check"
+        )
+        lines = [
+            f"empirical ε lower bound {self.epsilon_lower:.3f} at δ = {self.delta:g}, "
+            f"{self.confidence:.0%} confidence{claim}: {verdict}",
+            f"targets audited {self.n_audited} of {len(self.targets)}; largest AUC lower bound "
+            f"{self.auc_lower:.3f}; runs {self.design.get('total_runs')} "
+            f"({self.cost.get('runs_failed', 0)} failed)",
+        ]
         if self.epsilon_provable is not None:
-            limit = ("the run count is the limit: raise runs" if self.epsilon_lower >= 0.9 * self.epsilon_provable
-                     else "the attack, not the run count, is the limit")
+            limit = (
+                "the run count is the limit: raise runs"
+                if self.epsilon_lower >= 0.9 * self.epsilon_provable
+                else "the attack, not the run count, is the limit"
+            )
             lines.append(f"largest bound these runs could show: {self.epsilon_provable:.3f} ({limit})")
         if self.best:
             from .advice import evidence_label
 
             alone = self.best.get("epsilon_lower")
-            lines.append(f"strongest evidence: {evidence_label(self.best)}" +
-                         ("" if alone is None else f", tested alone: ε ≥ {alone:.3f}"))
-            lines.append("(chosen on the fit runs and tested alone with half the error probability; every other "
-                         "bound is corrected for every candidate, so it can be smaller)")
+            lines.append(
+                f"strongest evidence: {evidence_label(self.best)}"
+                + ("" if alone is None else f", tested alone: ε ≥ {alone:.3f}")
+            )
+            lines.append(
+                "(chosen on the fit runs and tested alone with half the error probability; every other "
+                "bound is corrected for every candidate, so it can be smaller)"
+            )
         seq = (self.design or {}).get("sequential")
         if seq:
-            lines.append(f"sequential: looked after {', '.join(str(n) for n in seq['looks'])} runs; "
-                         + (f"stopped after {seq['stopped_after_runs']} of {seq['planned_runs']} (the claim was "
-                            "disproved)" if seq.get("stopped_early") else f"made all {seq['planned_runs']}"))
+            lines.append(
+                f"sequential: looked after {', '.join(str(n) for n in seq['looks'])} runs; "
+                + (
+                    f"stopped after {seq['stopped_after_runs']} of {seq['planned_runs']} (the claim was disproved)"
+                    if seq.get("stopped_early")
+                    else f"made all {seq['planned_runs']}"
+                )
+            )
         from .advice import next_step
 
         lines.append(next_step(self))
         import textwrap
 
-        return "\n".join(textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
-                         for line in lines)
+        return "\n".join(
+            textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False) for line in lines
+        )
 
 
 def _clean(x: Any) -> Any:

@@ -38,8 +38,14 @@ class Runs:
     plans. Use as a context manager: leaving it ends every worker (killed when leaving on an
     error, the deadline or an interrupt)."""
 
-    def __init__(self, generate: Generate, *, workers: int | None = None, threads: int | None = None,
-                 deadline: float | Clock | None = None) -> None:
+    def __init__(
+        self,
+        generate: Generate,
+        *,
+        workers: int | None = None,
+        threads: int | None = None,
+        deadline: float | Clock | None = None,
+    ) -> None:
         self.clock = deadline if isinstance(deadline, Clock) else Clock(deadline)
         budget = resolve_threads(threads)
         n_workers = budget if workers is None else workers
@@ -55,8 +61,10 @@ class Runs:
             payload = pickle.dumps(generate)
         except Exception:  # noqa: BLE001 - any pickling failure means: runs in this process
             payload = None
-            self.how["note"] = ("the generator cannot be pickled (a lambda or a nested function): runs made in this "
-                                "process, the deadline checked between runs only")
+            self.how["note"] = (
+                "the generator cannot be pickled (a lambda or a nested function): runs made in this "
+                "process, the deadline checked between runs only"
+            )
         if payload is None:
             self.how.update(workers=1, threads_per_worker=budget)
             return
@@ -79,13 +87,26 @@ class Runs:
             self.pool.close(kill)
             self.pool = None
 
-    def make(self, plan: AuditPlan, space: FeatureSpace, runs: Sequence[int], *,
-             targets_in: Mapping[int, Sequence[int]] | None = None,
-             progress: Progress | None = None) -> list[RunOutcome]:
+    def make(
+        self,
+        plan: AuditPlan,
+        space: FeatureSpace,
+        runs: Sequence[int],
+        *,
+        targets_in: Mapping[int, Sequence[int]] | None = None,
+        progress: Progress | None = None,
+    ) -> list[RunOutcome]:
         """Make ``runs`` of ``plan`` (run r with the targets ``targets_in[r]`` when given: a
         preflight run) and return their outcomes in the order of ``runs``."""
-        requests = [(int(r), None if targets_in is None or int(r) not in targets_in
-                     else np.asarray(targets_in[int(r)], dtype=np.int64)) for r in runs]
+        requests = [
+            (
+                int(r),
+                None
+                if targets_in is None or int(r) not in targets_in
+                else np.asarray(targets_in[int(r)], dtype=np.int64),
+            )
+            for r in runs
+        ]
         if self.pool is not None:
             try:
                 return self._on_pool(plan, space, requests, progress)
@@ -95,22 +116,28 @@ class Runs:
 
     def _without_workers(self) -> None:
         self.close(kill=True)
-        self.how.update(workers=1, threads_per_worker=self.how["threads"],
-                        note="no worker process could start: the runs were made in this process, the deadline "
-                             "checked between runs only")
+        self.how.update(
+            workers=1,
+            threads_per_worker=self.how["threads"],
+            note="no worker process could start: the runs were made in this process, the deadline "
+            "checked between runs only",
+        )
 
     def _deadline_error(self, n_done: int, n_runs: int) -> AuditError:
-        return AuditError(f"the audit's runs did not finish within their deadline of {self.clock.seconds:g} s "
-                          f"({n_done} of {n_runs} runs made); the worker processes were ended — raise the "
-                          "deadline, make fewer runs or a faster generator")
+        return AuditError(
+            f"the audit's runs did not finish within their deadline of {self.clock.seconds:g} s "
+            f"({n_done} of {n_runs} runs made); the worker processes were ended — raise the "
+            "deadline, make fewer runs or a faster generator"
+        )
 
     def _in_process(self, plan, space, requests, progress) -> list[RunOutcome]:
         done = []
         for run, targets_in in requests:
             if self.clock.left() <= 0:
                 raise self._deadline_error(len(done), len(requests))
-            done.append(make_run(plan, space, self.generate, run, targets_in=targets_in,
-                                 threads=self.how["threads_per_worker"]))
+            done.append(
+                make_run(plan, space, self.generate, run, targets_in=targets_in, threads=self.how["threads_per_worker"])
+            )
             if progress is not None:
                 progress(len(done), len(requests))
         return done
@@ -171,7 +198,8 @@ class Runs:
             raise GeneratorExited(
                 f"a worker process died after {len(results)} of {len(requests)} runs (exit code "
                 f"{exc.exitcode}): the generator ended its process (os._exit, a crash or the out-of-memory "
-                "killer); the audit is stopped") from None
+                "killer); the audit is stopped"
+            ) from None
         finally:
             for w in pool.workers:
                 w.busy = None
@@ -182,13 +210,20 @@ class _NoWorkers(Exception):
     """No worker process could start."""
 
 
-def execute(plan: AuditPlan, space: FeatureSpace, generate: Generate, runs: Sequence[int], *,
-            workers: int | None = None, threads: int | None = None, progress: Progress | None = None,
-            deadline: float | None = None) -> tuple[list[RunOutcome], dict[str, Any]]:
+def execute(
+    plan: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    runs: Sequence[int],
+    *,
+    workers: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+) -> tuple[list[RunOutcome], dict[str, Any]]:
     """Make ``runs`` of ``plan`` on worker processes (:class:`Runs`) and return their outcomes in
     run order, with how they were executed. ``deadline``: seconds the runs may take (default
     :data:`privgate.audit.limits.DEFAULT_DEADLINE`); past it the workers are killed and an
     :class:`~privgate.errors.AuditError` says how many runs were made."""
     with Runs(generate, workers=workers, threads=threads, deadline=deadline) as r:
         return r.make(plan, space, runs, progress=progress), r.how
-

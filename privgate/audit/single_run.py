@@ -41,16 +41,28 @@ class RunOutcome:
     contract_error: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "features": None if self.features is None else self.features.tolist(),
-                "seconds_generate": self.seconds_generate, "seconds_features": self.seconds_features,
-                "release_rows": self.release_rows, "error": self.error, "contract_error": self.contract_error}
+        return {
+            "run": self.run,
+            "features": None if self.features is None else self.features.tolist(),
+            "seconds_generate": self.seconds_generate,
+            "seconds_features": self.seconds_features,
+            "release_rows": self.release_rows,
+            "error": self.error,
+            "contract_error": self.contract_error,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunOutcome":
         feats = d.get("features")
-        return cls(int(d["run"]), None if feats is None else np.asarray(feats, dtype=np.float64),
-                   float(d["seconds_generate"]), float(d["seconds_features"]), int(d.get("release_rows", 0)),
-                   d.get("error"), bool(d.get("contract_error", False)))
+        return cls(
+            int(d["run"]),
+            None if feats is None else np.asarray(feats, dtype=np.float64),
+            float(d["seconds_generate"]),
+            float(d["seconds_features"]),
+            int(d.get("release_rows", 0)),
+            d.get("error"),
+            bool(d.get("contract_error", False)),
+        )
 
 
 class GeneratorExited(AuditError):
@@ -81,8 +93,15 @@ def _raised_by_privgate(exc: BaseException) -> bool:
     return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE)
 
 
-def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int, *,
-             targets_in: np.ndarray | None = None, threads: int = 1) -> RunOutcome:
+def make_run(
+    plan: AuditPlan,
+    space: FeatureSpace,
+    generate: Generate,
+    run: int,
+    *,
+    targets_in: np.ndarray | None = None,
+    threads: int = 1,
+) -> RunOutcome:
     """Train and sample the generator for run ``run`` of ``plan`` (or with the targets
     ``targets_in``, for a preflight run) and compute every target's features on the release.
     An Exception of the generator is the run's outcome (its type); SystemExit, KeyboardInterrupt
@@ -96,15 +115,18 @@ def make_run(plan: AuditPlan, space: FeatureSpace, generate: Generate, run: int,
     except Exception as exc:  # noqa: BLE001 - the generator's failure is a result of the run
         return RunOutcome(run, None, time.perf_counter() - start, 0.0, 0, describe_error(exc))
     except BaseException as exc:  # noqa: BLE001 - an exit or interrupt inside the generator ends the audit
-        raise GeneratorExited(f"the generator raised {type(exc).__name__} in run {run} (a generator returns a "
-                              "release or raises an Exception; it must not end its process): the audit is "
-                              "stopped") from None
+        raise GeneratorExited(
+            f"the generator raised {type(exc).__name__} in run {run} (a generator returns a "
+            "release or raises an Exception; it must not end its process): the audit is "
+            "stopped"
+        ) from None
     generated = time.perf_counter()
     try:
         frame = space.prepare(release, role=f"release of run {run}")
         with limited(threads):
             feats = space.features(frame)
     except InputError as exc:
-        return RunOutcome(run, None, generated - start, time.perf_counter() - generated, 0, describe_error(exc),
-                          contract_error=True)
+        return RunOutcome(
+            run, None, generated - start, time.perf_counter() - generated, 0, describe_error(exc), contract_error=True
+        )
     return RunOutcome(run, feats, generated - start, time.perf_counter() - generated, frame.height)

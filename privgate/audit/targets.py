@@ -82,18 +82,32 @@ class Targets:
         return [f"t{i}" for i in range(len(self))]
 
     def subset(self, keep: list[int]) -> "Targets":
-        return Targets(self.frame[keep], [self.kinds[i] for i in keep], [self.source_rows[i] for i in keep],
-                       [self.scores[i] for i in keep])
+        return Targets(
+            self.frame[keep],
+            [self.kinds[i] for i in keep],
+            [self.source_rows[i] for i in keep],
+            [self.scores[i] for i in keep],
+        )
 
     def describe(self) -> list[dict[str, Any]]:
         """Id, kind, row position and score of each target: no values."""
-        return [{"target": t, "kind": k, "real_row": r, "outlier_score": s}
-                for t, k, r, s in zip(self.ids, self.kinds, self.source_rows, self.scores)]
+        return [
+            {"target": t, "kind": k, "real_row": r, "outlier_score": s}
+            for t, k, r, s in zip(self.ids, self.kinds, self.source_rows, self.scores)
+        ]
 
 
-def select_targets(real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, targets: Any = "auto", *,
-                   n_targets: int = DEFAULT_TARGETS, canaries: bool = True, pool_is_real: bool = True,
-                   seed: int = 0) -> Targets:
+def select_targets(
+    real: pl.DataFrame,
+    pool: pl.DataFrame,
+    schema: Schema,
+    targets: Any = "auto",
+    *,
+    n_targets: int = DEFAULT_TARGETS,
+    canaries: bool = True,
+    pool_is_real: bool = True,
+    seed: int = 0,
+) -> Targets:
     """The targets of an audit. ``targets="auto"``: ``n_targets`` in all — the canaries (at most
     one of each kind the columns allow, when ``canaries``) and the most outlying records of
     ``real`` for the rest; a frame (any input privgate accepts): those records (kind ``user``).
@@ -112,17 +126,22 @@ def select_targets(real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, targe
                 made.append((kind, frame))
         n_cells = (int(n_targets) - len(made)) // 2
         cells = cell_canaries(pool, schema, n_cells, seed=seed)
-        made.extend(("canary_cell", cells[i:i + 1]) for i in range(cells.height))
+        made.extend(("canary_cell", cells[i : i + 1]) for i in range(cells.height))
     n_outliers = min(int(n_targets) - len(made), real.height)
     rows, scores = outlier_rows(real, pool, schema, n_outliers, pool_is_real=pool_is_real, seed=seed)
     frames = [real[rows.tolist()]] + [f for _, f in made]
     frame = pl.concat([f.cast(dict(pool.schema)) for f in frames], how="vertical") if frames else pool.head(0)
-    return Targets(frame, ["outlier"] * len(rows) + [k for k, _ in made], [int(r) for r in rows] + [None] * len(made),
-                   [float(s) for s in scores] + [None] * len(made))
+    return Targets(
+        frame,
+        ["outlier"] * len(rows) + [k for k, _ in made],
+        [int(r) for r in rows] + [None] * len(made),
+        [float(s) for s in scores] + [None] * len(made),
+    )
 
 
-def outlier_rows(real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, n: int, *, pool_is_real: bool,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def outlier_rows(
+    real: pl.DataFrame, pool: pl.DataFrame, schema: Schema, n: int, *, pool_is_real: bool, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``n`` rows of ``real`` with the largest mean distance to their
     ``OUTLIER_NEIGHBOURS`` nearest other population records (mixed space standardised on the
     population), most outlying first (ties: lowest row), with those mean distances."""
@@ -200,7 +219,9 @@ def level_canaries(pool: pl.DataFrame, schema: Schema, n: int) -> pl.DataFrame:
     value: a generator that reads its domain from the private data can emit canary j's level
     only when canary j was trained on, whatever the other canaries do. No rows when the data has
     no string column."""
-    cols = [c for c in pool.columns if schema.kind(c) != NUMERIC and isinstance(pool.schema[c], (pl.String, pl.Categorical))]
+    cols = [
+        c for c in pool.columns if schema.kind(c) != NUMERIC and isinstance(pool.schema[c], (pl.String, pl.Categorical))
+    ]
     if n <= 0 or not cols:
         return pool.head(0)
     mode = mode_row(pool)
@@ -215,8 +236,9 @@ def level_canaries(pool: pl.DataFrame, schema: Schema, n: int) -> pl.DataFrame:
     return pl.concat(rows, how="vertical")
 
 
-def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0,
-                   domain: Mapping[str, Any] | None = None) -> Targets:
+def canary_targets(
+    pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0, domain: Mapping[str, Any] | None = None
+) -> Targets:
     """The many-canary design's ``n`` crafted canaries: cell canaries — in distinct cells of the
     generator's published ``domain`` when it states one (:mod:`privgate.audit.cells`), else in
     distinct sparse regions of the population — for all but ``min(n // 2, LEVEL_CANARIES)``
@@ -227,15 +249,16 @@ def canary_targets(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0,
     has_text = level_canaries(pool, schema, 1).height > 0
     n_levels = min(n // 2, LEVEL_CANARIES) if has_text else 0
     if domain is not None:
-
         cells = domain_cell_canaries(pool, schema, domain, n - n_levels, seed=seed)
     else:
         cells = cell_canaries(pool, schema, n - n_levels, seed=seed)
     levels = level_canaries(pool, schema, n - cells.height)
     frames = [f for f in (cells, levels) if f.height]
     if not frames:
-        raise InputError("the canaries design found no canary to craft: the data has neither a string column "
-                         "nor columns whose values can be combined into an empty cell")
+        raise InputError(
+            "the canaries design found no canary to craft: the data has neither a string column "
+            "nor columns whose values can be combined into an empty cell"
+        )
     frame = pl.concat([f.cast(dict(pool.schema)) for f in frames], how="vertical")
     kinds = ["canary_cell"] * cells.height + ["canary_level"] * levels.height
     return Targets(frame, kinds, [None] * frame.height, [None] * frame.height)
@@ -250,7 +273,11 @@ def cell_canaries(pool: pl.DataFrame, schema: Schema, n: int, *, seed: int = 0) 
     if n <= 0 or pool.height == 0:
         return out
     gen = rng(seed, "targets", 1)
-    sample = pool if pool.height <= CELL_POOL_ROWS else pool[np.sort(gen.choice(pool.height, CELL_POOL_ROWS, replace=False)).tolist()]
+    sample = (
+        pool
+        if pool.height <= CELL_POOL_ROWS
+        else pool[np.sort(gen.choice(pool.height, CELL_POOL_ROWS, replace=False)).tolist()]
+    )
     columns = _cell_columns(pool, sample, schema)
     if columns is None:
         return out
@@ -330,8 +357,9 @@ def _distinct_regions(ranked: np.ndarray, codes: list, numeric: list[bool], n: i
     return chosen
 
 
-def _cell_canary_rows(pool: pl.DataFrame, chosen: list[np.ndarray], options: list, numeric: list[bool],
-                      codes: list) -> pl.DataFrame:
+def _cell_canary_rows(
+    pool: pl.DataFrame, chosen: list[np.ndarray], options: list, numeric: list[bool], codes: list
+) -> pl.DataFrame:
     """One record per chosen candidate: its option of every column (integers rounded), the
     population's most frequent value in a column of another kind."""
     mode = mode_row(pool)
@@ -345,7 +373,7 @@ def _cell_canary_rows(pool: pl.DataFrame, chosen: list[np.ndarray], options: lis
                 v = float(options[j][c[j]])
                 row[col] = pl.Series(col, [round(v) if pool.schema[col].is_integer() else v]).cast(pool.schema[col])
             else:
-                row[col] = options[j][int(c[j]):int(c[j]) + 1].cast(pool.schema[col])
+                row[col] = options[j][int(c[j]) : int(c[j]) + 1].cast(pool.schema[col])
         rows.append(pl.DataFrame(row))
     return pl.concat(rows, how="vertical")
 
@@ -355,14 +383,14 @@ def _region_counts(cand: np.ndarray, codes: list, numeric: list[bool]) -> np.nda
     out = np.zeros(cand.shape[0], dtype=np.int64)
     cols = [j for j, c in enumerate(codes) if c is not None]
     for start in range(0, cand.shape[0], 64):
-        block = cand[start:start + 64]
+        block = cand[start : start + 64]
         hit = None
         for j in cols:
             pool_code, cand_code = codes[j]
             want = cand_code[block[:, j]][:, None]
             ok = np.abs(pool_code[None, :] - want) <= 1 if numeric[j] else pool_code[None, :] == want
             hit = ok if hit is None else hit & ok
-        out[start:start + 64] = hit.sum(axis=1) if hit is not None else 0
+        out[start : start + 64] = hit.sum(axis=1) if hit is not None else 0
     return out
 
 
@@ -378,8 +406,16 @@ def _same_region(a: np.ndarray, b: np.ndarray, codes: list, numeric: list[bool])
 
 
 def _integer_max(dtype: pl.DataType) -> int:
-    bits = {pl.Int8: 7, pl.Int16: 15, pl.Int32: 31, pl.Int64: 63, pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32,
-            pl.UInt64: 64}
+    bits = {
+        pl.Int8: 7,
+        pl.Int16: 15,
+        pl.Int32: 31,
+        pl.Int64: 63,
+        pl.UInt8: 8,
+        pl.UInt16: 16,
+        pl.UInt32: 32,
+        pl.UInt64: 64,
+    }
     for t, b in bits.items():
         if dtype == t:
             return 2**b - 1

@@ -59,8 +59,12 @@ class Worker:
         from_worker, to_parent = ctx.Pipe(duplex=False)
         from_parent, to_worker = ctx.Pipe(duplex=False)
         self.inbox, self._outbox_conn = from_worker, to_worker
-        self.proc = ctx.Process(target=worker_main, args=(from_parent, to_parent, lifeline_r, threads),
-                                name=f"privgate-audit-worker-{index}", daemon=False)
+        self.proc = ctx.Process(
+            target=worker_main,
+            args=(from_parent, to_parent, lifeline_r, threads),
+            name=f"privgate-audit-worker-{index}",
+            daemon=False,
+        )
         self.proc.start()
         from_parent.close()
         to_parent.close()
@@ -249,8 +253,10 @@ def _load(payload: bytes) -> Any:
     except Exception:
         raise
     except BaseException as exc:  # SystemExit, KeyboardInterrupt while importing
-        raise GeneratorExited(f"loading the generator (importing its module) raised {type(exc).__name__}: the "
-                              "module ends its process when imported; the audit is stopped") from None
+        raise GeneratorExited(
+            f"loading the generator (importing its module) raised {type(exc).__name__}: the "
+            "module ends its process when imported; the audit is stopped"
+        ) from None
     return generate
 
 

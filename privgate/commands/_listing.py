@@ -18,8 +18,8 @@ def existing_history_url(history: str | None, command: str) -> str | None:
     from ..history import resolve_url
 
     url = resolve_url(history)
-    if url.startswith(_SQLITE) and not Path(url[len(_SQLITE):]).exists():
-        print(f"privgate {command}: no history database at {url[len(_SQLITE):]}", file=sys.stderr)
+    if url.startswith(_SQLITE) and not Path(url[len(_SQLITE) :]).exists():
+        print(f"privgate {command}: no history database at {url[len(_SQLITE) :]}", file=sys.stderr)
         return None
     return url
 

@@ -25,15 +25,20 @@ def explain_usage_error(parser: argparse.ArgumentParser, message: str) -> str:
     if "arguments are required" in message:
         known = {s for a in parser._actions for s in a.option_strings}
         argv = ARGV or sys.argv[1:]  # empty when this module runs as __main__ (python -m)
-        unknown = [w for w in argv if w.startswith("--") and w.split("=", 1)[0] not in known
-                   and not any(k.startswith(w.split("=", 1)[0]) for k in known)]  # abbreviations are fine
+        unknown = [
+            w
+            for w in argv
+            if w.startswith("--")
+            and w.split("=", 1)[0] not in known
+            and not any(k.startswith(w.split("=", 1)[0]) for k in known)
+        ]  # abbreviations are fine
         if unknown:
             return f"{message}; {unknown_flags_message(parser, unknown)}"
     return message
 
 
 def unknown_flags_message(parser: argparse.ArgumentParser, extra: list[str]) -> str:
-    """"unrecognized arguments: ..." with the closest flag of ``parser`` for each mistyped one."""
+    """ "unrecognized arguments: ..." with the closest flag of ``parser`` for each mistyped one."""
     flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
     hints = []
     for word in extra:

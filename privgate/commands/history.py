@@ -13,41 +13,77 @@ from ._listing import existing_history_url, print_records
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        "history", help="show the recorded gate runs and scores of a dataset",
+        "history",
+        help="show the recorded gate runs and scores of a dataset",
         description="Show a dataset's score history: every metric score per gate run (default), the "
-                    "runs (--runs), or the scores that rose against the last accepted release "
-                    "(--regressions). Without --dataset, lists the datasets. --html FILE also writes the "
-                    "trends by release as one self-contained page.")
+        "runs (--runs), or the scores that rose against the last accepted release "
+        "(--regressions). Without --dataset, lists the datasets. --html FILE also writes the "
+        "trends by release as one self-contained page.",
+    )
     p.add_argument("--dataset", help="dataset name")
     p.add_argument("--metric", help="only this metric")
     p.add_argument("--runs", action="store_true", help="one row per run instead of per score")
-    p.add_argument("--regressions", action="store_true",
-                   help="scores that rose against the last accepted release before their run")
+    p.add_argument(
+        "--regressions", action="store_true", help="scores that rose against the last accepted release before their run"
+    )
     p.add_argument("--min-increase", type=float, default=0.0, help="with --regressions: smallest increase shown")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                   help="table (default; fits 100 columns, --wide for every column), json or csv "
-                        "(every column)")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="table (default; fits 100 columns, --wide for every column), json or csv (every column)",
+    )
     p.add_argument("--wide", action="store_true", help="every column in the table; no width limit")
-    p.add_argument("--html", metavar="FILE",
-                   help="also write a self-contained HTML page of the trends by release (of --dataset, else of "
-                        "every dataset): each gated metric's value and interval per release with its limits")
-    p.add_argument("--history", help="history database: SQLAlchemy URL or SQLite file path (default: "
-                                     "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML page of the trends by release (of --dataset, else of "
+        "every dataset): each gated metric's value and interval per release with its limits",
+    )
+    p.add_argument(
+        "--history",
+        help="history database: SQLAlchemy URL or SQLite file path (default: "
+        "$PRIVGATE_HISTORY_URL or ./privgate-history.sqlite)",
+    )
     return p
 
 
-SCORE_VIEW = ["release_id", "created_at", "decision", "metric", "value", "ci_low", "ci_high",
-              "baseline", "excess", "excess_ci_low", "excess_ci_high", "p_value", "threshold",
-              "severity", "verdict", "error"]
-RUN_VIEW = ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
-            "n_holdout", "config_hash", "privgate_version", "run_id"]
+SCORE_VIEW = [
+    "release_id",
+    "created_at",
+    "decision",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "baseline",
+    "excess",
+    "excess_ci_low",
+    "excess_ci_high",
+    "p_value",
+    "threshold",
+    "severity",
+    "verdict",
+    "error",
+]
+RUN_VIEW = [
+    "seq",
+    "release_id",
+    "created_at",
+    "decision",
+    "exit_code",
+    "n_real",
+    "n_synthetic",
+    "n_holdout",
+    "config_hash",
+    "privgate_version",
+    "run_id",
+]
 # the table's columns without --wide (json, csv and --wide: every column)
 COMPACT = {
     "scores": ["release_id", "decision", "metric", "value", "ci", "threshold", "verdict", "error"],
-    "runs": ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic",
-             "n_holdout"],
-    "regressions": ["release_id", "metric", "value", "previous_release_id", "previous_value",
-                    "increase"],
+    "runs": ["seq", "release_id", "created_at", "decision", "exit_code", "n_real", "n_synthetic", "n_holdout"],
+    "regressions": ["release_id", "metric", "value", "previous_release_id", "previous_value", "increase"],
 }
 
 
@@ -66,16 +102,26 @@ def run(args: argparse.Namespace) -> int:
             if args.dataset not in known:
                 from ..suggest import did_you_mean
 
-                print(f"privgate history: no runs of dataset {args.dataset!r} in {store!r}"
-                      f"{did_you_mean(args.dataset, known)}; datasets: {', '.join(known) or 'none'}",
-                      file=sys.stderr)
+                print(
+                    f"privgate history: no runs of dataset {args.dataset!r} in {store!r}"
+                    f"{did_you_mean(args.dataset, known)}; datasets: {', '.join(known) or 'none'}",
+                    file=sys.stderr,
+                )
                 return 1
         if not args.dataset:
             names = store.datasets()
             frame = pl.DataFrame({"dataset": names}, schema={"dataset": pl.String})
-            frame = frame.join(store.runs().group_by("dataset").agg(
-                pl.len().alias("runs"), (pl.col("exit_code") == EXIT_CODES["error"]).sum().cast(pl.Int64).alias("errors"),
-                pl.col("created_at").max().alias("last_run")), on="dataset", how="left")
+            frame = frame.join(
+                store.runs()
+                .group_by("dataset")
+                .agg(
+                    pl.len().alias("runs"),
+                    (pl.col("exit_code") == EXIT_CODES["error"]).sum().cast(pl.Int64).alias("errors"),
+                    pl.col("created_at").max().alias("last_run"),
+                ),
+                on="dataset",
+                how="left",
+            )
         elif args.regressions:
             frame, view = store.regressions(args.dataset, args.metric, min_increase=args.min_increase), "regressions"
         elif args.runs:
@@ -119,7 +165,8 @@ def _check_metric(store, dataset: str | None, metric: str) -> None:
     if metric not in known:
         raise UnknownMetricError(
             f"unknown metric {metric!r} for --metric{did_you_mean(metric, known)} (expected a "
-            f"registered metric or one in the history: {', '.join(sorted(known))})")
+            f"registered metric or one in the history: {', '.join(sorted(known))})"
+        )
 
 
 def _intervals_as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -130,12 +177,23 @@ def _intervals_as_text(frame: pl.DataFrame) -> pl.DataFrame:
         if lo not in frame.columns:
             continue
         signed = prefix == "excess_ci"
-        fmt = (lambda c: pl.when(pl.col(c) >= 0).then(pl.lit("+")).otherwise(pl.lit(""))
-               + pl.col(c).round(4).cast(pl.String)) if signed else (lambda c: pl.col(c).round(4).cast(pl.String))
-        text = pl.when(pl.col(lo).is_null()).then(pl.lit("-")).otherwise(
-            pl.concat_str([pl.lit("["), fmt(lo), pl.lit(", "), fmt(hi), pl.lit("]")]))
+        fmt = (
+            (
+                lambda c: (
+                    pl.when(pl.col(c) >= 0).then(pl.lit("+")).otherwise(pl.lit("")) + pl.col(c).round(4).cast(pl.String)
+                )
+            )
+            if signed
+            else (lambda c: pl.col(c).round(4).cast(pl.String))
+        )
+        text = (
+            pl.when(pl.col(lo).is_null())
+            .then(pl.lit("-"))
+            .otherwise(pl.concat_str([pl.lit("["), fmt(lo), pl.lit(", "), fmt(hi), pl.lit("]")]))
+        )
         frame = frame.with_columns(text.alias(prefix)).select(
-            [prefix if c == lo else c for c in frame.columns if c != hi])
+            [prefix if c == lo else c for c in frame.columns if c != hi]
+        )
     return frame
 
 
@@ -156,5 +214,11 @@ def _print(frame: pl.DataFrame, fmt: str, compact: list[str] | None = None) -> N
             frame = frame.select([c for c in compact if c in frame.columns])
             if "error" in frame.columns and frame["error"].is_null().all():
                 frame = frame.drop("error")
-        print(format_table(frame.columns, frame.rows(), width=TABLE_WIDTH if compact else None,
-                           wrap=("error", "ci", "previous_release_id", "release_id")))
+        print(
+            format_table(
+                frame.columns,
+                frame.rows(),
+                width=TABLE_WIDTH if compact else None,
+                wrap=("error", "ci", "previous_release_id", "release_id"),
+            )
+        )

@@ -29,8 +29,7 @@ from typing import Any
 try:
     import dagster as dg
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        "privgate.dagster needs Dagster: pip install 'privgate[dagster]'") from exc
+    raise ImportError("privgate.dagster needs Dagster: pip install 'privgate[dagster]'") from exc
 
 _EXPORTS = {
     "PrivgateResource": ".privgate_resource",

@@ -19,7 +19,8 @@ def asset_key_and_partitions(asset: Any, factory: str = "build_privgate_checks")
         if len(asset.keys) != 1:
             raise dg.DagsterInvalidDefinitionError(
                 f"{factory}: {asset.node_def.name} defines {len(asset.keys)} assets; "
-                "pass the release asset's key (or AssetSpec) instead")
+                "pass the release asset's key (or AssetSpec) instead"
+            )
         return asset.key, asset.partitions_def
     if isinstance(asset, dg.AssetSpec):
         return asset.key, asset.partitions_def

@@ -77,7 +77,6 @@ release gate and ``privgate audits`` read); a history that cannot be written fai
 metadata (:class:`~privgate.dagster.translator.PrivgateTranslator`).
 """
 
-
 import os
 import shutil
 import time
@@ -154,17 +153,39 @@ def build_generator_audit(
     background = defaults.DEFAULT_BACKGROUND if background is None else background
     confidence = defaults.DEFAULT_CONFIDENCE if confidence is None else confidence
     spec = AuditSpec(
-        name=name, real=real, real_key=_asset_key_of(real), population=population,
+        name=name,
+        real=real,
+        real_key=_asset_key_of(real),
+        population=population,
         resolve=(lambda version: generate) if generate is not None else generate_for,
         label=generator_name or _generator_label(generate if generate is not None else generate_for),
-        options=dict(targets=targets, n_targets=n_targets,
-                     canaries=canaries, runs=runs, training_rows=training_rows, n_rows=n_rows,
-                     design=design, background=background, seed=seed),
-        runs=runs, chunk_size=chunk_size, claimed_epsilon=claimed_epsilon, delta=delta,
-        confidence=confidence, attacks=attacks, run_threads=run_threads,
-        tags={k: dict(v) for k, v in (step_tags or {}).items()}, retry_policy=retry_policy,
-        resource_key=resource_key, io_manager_key=io_manager_key, rules=_audit_rules(audit_config),
-        record=record, translator=translator, executor=executor)
+        options=dict(
+            targets=targets,
+            n_targets=n_targets,
+            canaries=canaries,
+            runs=runs,
+            training_rows=training_rows,
+            n_rows=n_rows,
+            design=design,
+            background=background,
+            seed=seed,
+        ),
+        runs=runs,
+        chunk_size=chunk_size,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        confidence=confidence,
+        attacks=attacks,
+        run_threads=run_threads,
+        tags={k: dict(v) for k, v in (step_tags or {}).items()},
+        retry_policy=retry_policy,
+        resource_key=resource_key,
+        io_manager_key=io_manager_key,
+        rules=_audit_rules(audit_config),
+        record=record,
+        translator=translator,
+        executor=executor,
+    )
     return _audit_asset(spec, _versions(name, versions, translator), group_name, seed)
 
 
@@ -172,18 +193,22 @@ def _validate(name: str, generate: Any, generate_for: Any, chunk_size: Any, step
     ident = identifier(name, "audit")
     if ident != name:
         raise dg.DagsterInvalidDefinitionError(
-            f"build_generator_audit: name {name!r} must be a Python identifier (e.g. {ident!r})")
+            f"build_generator_audit: name {name!r} must be a Python identifier (e.g. {ident!r})"
+        )
     if (generate is None) == (generate_for is None):
         raise dg.DagsterInvalidDefinitionError(
-            f"build_generator_audit({name!r}): give exactly one of generate and generate_for")
+            f"build_generator_audit({name!r}): give exactly one of generate and generate_for"
+        )
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise dg.DagsterInvalidDefinitionError(
-            f"build_generator_audit({name!r}): chunk_size must be a positive integer; got {chunk_size!r}")
+            f"build_generator_audit({name!r}): chunk_size must be a positive integer; got {chunk_size!r}"
+        )
     unknown = sorted(set(step_tags or {}) - set(STEPS))
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
             f"build_generator_audit({name!r}): step_tags for unknown steps {unknown}; the steps are "
-            "'plan', 'runs' and 'analyse'")
+            "'plan', 'runs' and 'analyse'"
+        )
 
 
 def _cluster(name: str, executor: Any) -> Any:
@@ -249,30 +274,55 @@ class AuditSpec:
 
     def folder_of(self, context: Any) -> Path:
         """The work folder of this run and version."""
-        return self.translator.get_path({"kind": "audit_folder", "work_dir": self.resource(context).work_dir,
-                                         "run": context.run, "audit": self.name,
-                                         "version": context.partition_key})
+        return self.translator.get_path(
+            {
+                "kind": "audit_folder",
+                "work_dir": self.resource(context).work_dir,
+                "run": context.run,
+                "audit": self.name,
+                "version": context.partition_key,
+            }
+        )
 
     def op_kwargs(self, step: str) -> dict[str, Any]:
         """Name, resources, tags and description of op ``step``."""
-        return dict(name=self.translator.get_name({"kind": "audit_op", "audit": self.name, "step": step}),
-                    required_resource_keys={self.resource_key}, tags=self.tags.get(step, {}),
-                    description=self.translator.get_description(
-                        {"kind": "audit_op", "audit": self.name, "step": step, "runs": self.runs,
-                         "chunk_size": self.chunk_size}))
+        return dict(
+            name=self.translator.get_name({"kind": "audit_op", "audit": self.name, "step": step}),
+            required_resource_keys={self.resource_key},
+            tags=self.tags.get(step, {}),
+            description=self.translator.get_description(
+                {"kind": "audit_op", "audit": self.name, "step": step, "runs": self.runs, "chunk_size": self.chunk_size}
+            ),
+        )
 
 
-def _audit_asset(spec: AuditSpec, partitions_def: dg.PartitionsDefinition, group_name: str,
-                 seed: int) -> dg.AssetsDefinition:
+def _audit_asset(
+    spec: AuditSpec, partitions_def: dg.PartitionsDefinition, group_name: str, seed: int
+) -> dg.AssetsDefinition:
     plan, runs, analyse = _plan_op(spec), _runs_op(spec), _analyse_op(spec)
     asset_kwargs: dict[str, Any] = dict(
-        name=spec.name, partitions_def=partitions_def, group_name=group_name, kinds={"privgate"},
+        name=spec.name,
+        partitions_def=partitions_def,
+        group_name=group_name,
+        kinds={"privgate"},
         description=spec.translator.get_description(
-            {"kind": "audit", "label": spec.label, "runs": spec.runs, "chunk_size": spec.chunk_size,
-             "claimed_epsilon": spec.claimed_epsilon}),
-        metadata={"claimed_epsilon": spec.claimed_epsilon if spec.claimed_epsilon is not None else "none",
-                  "runs": spec.runs, "chunk_size": spec.chunk_size, "seed": seed})
+            {
+                "kind": "audit",
+                "label": spec.label,
+                "runs": spec.runs,
+                "chunk_size": spec.chunk_size,
+                "claimed_epsilon": spec.claimed_epsilon,
+            }
+        ),
+        metadata={
+            "claimed_epsilon": spec.claimed_epsilon if spec.claimed_epsilon is not None else "none",
+            "runs": spec.runs,
+            "chunk_size": spec.chunk_size,
+            "seed": seed,
+        },
+    )
     if spec.real_key is not None:
+
         @dg.graph_asset(ins={"real": dg.AssetIn(spec.real_key)}, **asset_kwargs)
         def _audit_of_asset(real):
             return analyse(runs=plan(real=real).map(runs).collect())
@@ -299,13 +349,21 @@ def _plan_op(spec: AuditSpec) -> dg.OpDefinition:
         real_frame = inputs["real"] if spec.real_key is not None else _load(spec.real, "real")
         pop = None if spec.population is None else _load(spec.population, "population")
         started = time.time()
-        prepared = prepare_audit(spec.resolve(version), real_frame, population=pop, schema=None,
-                                 threads=spec.budget(resource), **spec.options)
+        prepared = prepare_audit(
+            spec.resolve(version),
+            real_frame,
+            population=pop,
+            schema=None,
+            threads=spec.budget(resource),
+            **spec.options,
+        )
         write_prepared(folder, prepared, started)
         n = prepared.plan.n_runs
-        context.log.info(f"privgate audit {spec.name} of version {version!r}: {prepared.plan.n_targets} "
-                         f"targets ({len(prepared.not_taken)} not taken), {n} runs in "
-                         f"{len(chunks(n, spec.chunk_size))} steps; prepared in {prepared.seconds:.1f} s")
+        context.log.info(
+            f"privgate audit {spec.name} of version {version!r}: {prepared.plan.n_targets} "
+            f"targets ({len(prepared.not_taken)} not taken), {n} runs in "
+            f"{len(chunks(n, spec.chunk_size))} steps; prepared in {prepared.seconds:.1f} s"
+        )
         for first, last in chunks(n, spec.chunk_size):
             yield dg.DynamicOutput(None, mapping_key=f"runs_{first}_{last - 1}")
 
@@ -314,8 +372,12 @@ def _plan_op(spec: AuditSpec) -> dg.OpDefinition:
 
 def _runs_op(spec: AuditSpec) -> dg.OpDefinition:
 
-    @dg.op(ins={"chunk": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing), retry_policy=spec.retry_policy,
-           **spec.op_kwargs("runs"))
+    @dg.op(
+        ins={"chunk": dg.In(dg.Nothing)},
+        out=dg.Out(dg.Nothing),
+        retry_policy=spec.retry_policy,
+        **spec.op_kwargs("runs"),
+    )
     def _runs(context: dg.OpExecutionContext):
         from privgate.audit import make_run
 
@@ -330,20 +392,30 @@ def _runs_op(spec: AuditSpec) -> dg.OpDefinition:
             from privgate.audit.cluster import execute_on_cluster
 
             threads = spec.run_threads or 1  # per run, on the cluster's workers
-            outcomes, _ = execute_on_cluster(spec.executor, prepared.plan, prepared.space, generate_v,
-                                             range(first, last + 1), threads=threads)
+            outcomes, _ = execute_on_cluster(
+                spec.executor, prepared.plan, prepared.space, generate_v, range(first, last + 1), threads=threads
+            )
         else:
-            outcomes = [make_run(prepared.plan, prepared.space, generate_v, r, threads=threads)
-                        for r in range(first, last + 1)]
+            outcomes = [
+                make_run(prepared.plan, prepared.space, generate_v, r, threads=threads) for r in range(first, last + 1)
+            ]
         write_outcomes(folder, key, outcomes)
         failed = sum(o.error is not None for o in outcomes)
-        context.log.info(f"privgate audit {spec.name}: runs {first}–{last} made ({failed} failed) in "
-                         f"{time.perf_counter() - start:.1f} s with {threads} thread(s)")
-        return dg.Output(None, metadata={
-            "runs": len(outcomes), "runs_failed": failed, "threads": threads,
-            "seconds": dg.MetadataValue.float(round(time.perf_counter() - start, 3)),
-            "seconds_generate": dg.MetadataValue.float(round(sum(o.seconds_generate for o in outcomes), 3)),
-            "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib())})
+        context.log.info(
+            f"privgate audit {spec.name}: runs {first}–{last} made ({failed} failed) in "
+            f"{time.perf_counter() - start:.1f} s with {threads} thread(s)"
+        )
+        return dg.Output(
+            None,
+            metadata={
+                "runs": len(outcomes),
+                "runs_failed": failed,
+                "threads": threads,
+                "seconds": dg.MetadataValue.float(round(time.perf_counter() - start, 3)),
+                "seconds_generate": dg.MetadataValue.float(round(sum(o.seconds_generate for o in outcomes), 3)),
+                "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
+            },
+        )
 
     return _runs
 
@@ -361,8 +433,11 @@ def _digest(spec: "AuditSpec", version: str) -> "str | None":
 
 def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
 
-    @dg.op(ins={"runs": dg.In(dg.Nothing)}, out=dg.Out(io_manager_key=spec.io_manager_key or "io_manager"),
-           **spec.op_kwargs("analyse"))
+    @dg.op(
+        ins={"runs": dg.In(dg.Nothing)},
+        out=dg.Out(io_manager_key=spec.io_manager_key or "io_manager"),
+        **spec.op_kwargs("analyse"),
+    )
     def _analyse(context: dg.OpExecutionContext):
         from privgate.audit import analyse_runs
         from privgate.gates.audit_rules import decide_audit
@@ -374,32 +449,49 @@ def _analyse_op(spec: AuditSpec) -> dg.OpDefinition:
         outcomes = read_outcomes(folder)
         n_steps = len(chunks(prepared.plan.n_runs, spec.chunk_size))
         result = analyse_runs(
-            prepared, outcomes, attacks=spec.attacks, claimed_epsilon=spec.claimed_epsilon,
-            delta=spec.delta, confidence=spec.confidence,
-            execution={"workers": n_steps, "threads": spec.budget(resource),
-                       "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"
-                               + ("" if spec.executor is None else ", made on a Dask cluster")},
+            prepared,
+            outcomes,
+            attacks=spec.attacks,
+            claimed_epsilon=spec.claimed_epsilon,
+            delta=spec.delta,
+            confidence=spec.confidence,
+            execution={
+                "workers": n_steps,
+                "threads": spec.budget(resource),
+                "note": f"Dagster: {n_steps} run steps of at most {spec.chunk_size} runs"
+                + ("" if spec.executor is None else ", made on a Dask cluster"),
+            },
             wall_seconds=time.time() - started if started is not None else None,
-            generator={"name": spec.label, "version": version, "digest": _digest(spec, version)})
+            generator={"name": spec.label, "version": version, "digest": _digest(spec, version)},
+        )
         outcome = decide_audit(result, spec.rules, dataset=resource.dataset)
         saved = _save_and_record(spec, resource, result, outcome, version, context.run.run_id)
         _remove_work_folder(folder)
-        context.log.info(f"privgate audit {spec.name} of version {version!r}:\n{result.summary()}\n"
-                         f"{outcome.table()}")
-        return dg.Output(result.to_polars(), metadata={
-            **spec.translator.get_metadata({"kind": "audit_decision", "outcome": outcome}),
-            **spec.translator.get_metadata({"kind": "audit", "result": result}),
-            "audit_json": dg.MetadataValue.path(str(saved))})
+        context.log.info(f"privgate audit {spec.name} of version {version!r}:\n{result.summary()}\n{outcome.table()}")
+        return dg.Output(
+            result.to_polars(),
+            metadata={
+                **spec.translator.get_metadata({"kind": "audit_decision", "outcome": outcome}),
+                **spec.translator.get_metadata({"kind": "audit", "result": result}),
+                "audit_json": dg.MetadataValue.path(str(saved)),
+            },
+        )
 
     return _analyse
 
 
-def _save_and_record(spec: AuditSpec, resource: Any, result: Any, outcome: Any, version: str,
-                     run_id: str) -> Path:
+def _save_and_record(spec: AuditSpec, resource: Any, result: Any, outcome: Any, version: str, run_id: str) -> Path:
     """Save the AuditResult JSON and record the decided audit in the score history."""
     saved = spec.translator.get_path(
-        {"kind": "audit_result", "reports_dir": resource.reports_dir, "work_dir": resource.work_dir,
-         "audit": spec.name, "version": version, "run_id": run_id}).absolute()
+        {
+            "kind": "audit_result",
+            "reports_dir": resource.reports_dir,
+            "work_dir": resource.work_dir,
+            "audit": spec.name,
+            "version": version,
+            "run_id": run_id,
+        }
+    ).absolute()
     saved.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(saved, result.to_json())
     if spec.record:

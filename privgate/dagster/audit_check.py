@@ -22,6 +22,7 @@ def audit_passes(metadata: Mapping[str, Any]) -> tuple[bool, str]:
     """Whether an audit's materialisation lets a release of its generator through: the audit
     rules' decision recorded with it (:func:`privgate.gates.audit_rules.decide_audit`) accepted
     it (pass or warn). A materialisation without a decision fails closed."""
+
     def value(key: str) -> Any:
         v = metadata.get(key)
         return getattr(v, "value", v)
@@ -58,13 +59,18 @@ def build_audit_required_check(
     ε lower bound and claim, and the audit's run id. ``translator``: names the check's op and
     describes it."""
     key, partitions_def = asset_key_and_partitions(release_asset)
-    audit_key = audit_asset.key if isinstance(audit_asset, (dg.AssetsDefinition, dg.AssetSpec)) \
+    audit_key = (
+        audit_asset.key
+        if isinstance(audit_asset, (dg.AssetsDefinition, dg.AssetSpec))
         else dg.AssetKey.from_coercible(audit_asset)
+    )
     spec = _spec(name, key, audit_key, partitions_def, blocking, translator)
 
-    @dg.multi_asset_check(specs=[spec], name=translator.get_name(
-        {"kind": "audit_check", "check_name": name, "asset_key": key}),
-                          description=spec.description)
+    @dg.multi_asset_check(
+        specs=[spec],
+        name=translator.get_name({"kind": "audit_check", "check_name": name, "asset_key": key}),
+        description=spec.description,
+    )
     def _audit_required(context: dg.AssetCheckExecutionContext):
         partition = context.partition_key if context.has_partition_key else None
         version, why = _version(context, key, partition, version_fn)
@@ -72,8 +78,8 @@ def build_audit_required_check(
         if version:
             version = str(version)
             records = context.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=audit_key, asset_partitions=[version]), limit=1,
-                ascending=False).records
+                dg.AssetRecordsFilter(asset_key=audit_key, asset_partitions=[version]), limit=1, ascending=False
+            ).records
             record = records[0] if records else None
             if record is None:
                 why = f"generator version {version!r} has no audit in {audit_key.to_user_string()}"
@@ -85,15 +91,26 @@ def build_audit_required_check(
             md["audit_run_id"] = dg.MetadataValue.text(record.run_id)
             md.update({k: meta[k] for k in _COPIED if k in meta})
         prefix = f"release {partition}: " if partition is not None else ""
-        yield dg.AssetCheckResult(check_name=name, asset_key=key, passed=passed,
-                                  severity=dg.AssetCheckSeverity.ERROR, metadata=md,
-                                  description=prefix + str(why))
+        yield dg.AssetCheckResult(
+            check_name=name,
+            asset_key=key,
+            passed=passed,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata=md,
+            description=prefix + str(why),
+        )
 
     return _audit_required
 
 
-def _spec(name: str, key: dg.AssetKey, audit_key: dg.AssetKey, partitions_def: Any, blocking: bool,
-          translator: PrivgateTranslator) -> dg.AssetCheckSpec:
+def _spec(
+    name: str,
+    key: dg.AssetKey,
+    audit_key: dg.AssetKey,
+    partitions_def: Any,
+    blocking: bool,
+    translator: PrivgateTranslator,
+) -> dg.AssetCheckSpec:
     import warnings
 
     spec_kwargs: dict[str, Any] = {}
@@ -104,17 +121,23 @@ def _spec(name: str, key: dg.AssetKey, audit_key: dg.AssetKey, partitions_def: A
         warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
         warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
         return dg.AssetCheckSpec(
-            name, asset=key, blocking=blocking, additional_deps=[audit_key],  # lineage: audit → check
-            description=translator.get_description(
-                {"kind": "audit_check", "asset_key": key, "audit_key": audit_key}), **spec_kwargs)
+            name,
+            asset=key,
+            blocking=blocking,
+            additional_deps=[audit_key],  # lineage: audit → check
+            description=translator.get_description({"kind": "audit_check", "asset_key": key, "audit_key": audit_key}),
+            **spec_kwargs,
+        )
 
 
-def _version(context: Any, key: dg.AssetKey, partition: str | None,
-             version_fn: "Callable[[Any], str] | str") -> tuple[Any, str | None]:
+def _version(
+    context: Any, key: dg.AssetKey, partition: str | None, version_fn: "Callable[[Any], str] | str"
+) -> tuple[Any, str | None]:
     """(the release's generator version, why there is none)."""
     try:
-        version = version_fn(context) if callable(version_fn) else _release_metadata(
-            context, key, partition, version_fn)
+        version = (
+            version_fn(context) if callable(version_fn) else _release_metadata(context, key, partition, version_fn)
+        )
     except Exception as exc:  # noqa: BLE001 - no version known: no audit can be required
         # a user's version_fn is user code: its message may quote data, keep the type only
         why = type(exc).__name__ if callable(version_fn) else f"{type(exc).__name__}: {exc}"
@@ -127,8 +150,10 @@ def _release_metadata(context: Any, key: dg.AssetKey, partition: str | None, ent
     flt = dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None)
     records = context.instance.fetch_materializations(flt, limit=1, ascending=False).records
     if not records or records[0].asset_materialization is None:
-        raise LookupError(f"{key.to_user_string()} has no materialisation"
-                          + (f" of partition {partition!r}" if partition is not None else ""))
+        raise LookupError(
+            f"{key.to_user_string()} has no materialisation"
+            + (f" of partition {partition!r}" if partition is not None else "")
+        )
     meta = records[0].asset_materialization.metadata
     if entry not in meta:
         raise LookupError(f"its latest materialisation has no metadata entry {entry!r}")

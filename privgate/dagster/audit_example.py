@@ -45,10 +45,20 @@ class LaplaceHistogram:
     def __call__(self, training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
         cols = list(self.domain)
         sizes = [len(self.domain[c]) for c in cols]
-        codes = training.select([
-            pl.col(c).cast(pl.String).replace_strict(self.domain[c], list(range(len(self.domain[c]))),
-                                                     default=None, return_dtype=pl.Int64)
-            for c in cols]).drop_nulls().to_numpy()
+        codes = (
+            training.select(
+                [
+                    pl.col(c)
+                    .cast(pl.String)
+                    .replace_strict(
+                        self.domain[c], list(range(len(self.domain[c]))), default=None, return_dtype=pl.Int64
+                    )
+                    for c in cols
+                ]
+            )
+            .drop_nulls()
+            .to_numpy()
+        )
         cells = int(np.prod(sizes))
         cell = np.ravel_multi_index(codes.T, sizes) if codes.shape[0] else np.zeros(0, dtype=np.int64)
         counts = np.bincount(cell, minlength=cells).astype(np.float64)
@@ -57,8 +67,10 @@ class LaplaceHistogram:
         total = noisy.sum()
         p = noisy / total if total > 0 else np.full(cells, 1.0 / cells)
         drawn = np.unravel_index(rng.choice(cells, size=int(n_rows), p=p), sizes)
-        return pl.DataFrame({c: np.asarray(self.domain[c], dtype=object)[i] for c, i in zip(cols, drawn)},
-                            schema={c: pl.String for c in cols})
+        return pl.DataFrame(
+            {c: np.asarray(self.domain[c], dtype=object)[i] for c, i in zip(cols, drawn)},
+            schema={c: pl.String for c in cols},
+        )
 
 
 def example_real() -> pl.DataFrame:
@@ -86,13 +98,27 @@ def build_example_audit(**overrides: Any) -> dg.AssetsDefinition:
     version): 200 runs of 500 training rows, 5 targets, in steps of 50 runs."""
     from .audit import build_generator_audit
 
-    kwargs: dict[str, Any] = dict(real=example_real, generate_for=example_generator,
-                                  claimed_epsilon=CLAIMED_EPSILON, runs=200, chunk_size=50, n_targets=5,
-                                  training_rows=500, seed=0, versions=list(EXAMPLE_VERSIONS),
-                                  generator_name="privgate.dagster.audit_example.LaplaceHistogram")
+    kwargs: dict[str, Any] = dict(
+        real=example_real,
+        generate_for=example_generator,
+        claimed_epsilon=CLAIMED_EPSILON,
+        runs=200,
+        chunk_size=50,
+        n_targets=5,
+        training_rows=500,
+        seed=0,
+        versions=list(EXAMPLE_VERSIONS),
+        generator_name="privgate.dagster.audit_example.LaplaceHistogram",
+    )
     kwargs.update(overrides)
     return build_generator_audit(EXAMPLE_AUDIT, **kwargs)
 
 
-__all__ = ["EXAMPLE_AUDIT", "EXAMPLE_DOMAIN", "LaplaceHistogram", "build_example_audit", "example_generator",
-           "example_real"]
+__all__ = [
+    "EXAMPLE_AUDIT",
+    "EXAMPLE_DOMAIN",
+    "LaplaceHistogram",
+    "build_example_audit",
+    "example_generator",
+    "example_real",
+]

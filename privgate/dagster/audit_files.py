@@ -53,8 +53,9 @@ def read_prepared(folder: Path) -> "tuple[PreparedAudit, float | None]":
 
     path = folder / PREPARED_FILE
     if not path.exists():
-        raise AuditError(f"the audit's plan is not in {path} (did the plan step run? is the work_dir "
-                         "shared by every step?)")
+        raise AuditError(
+            f"the audit's plan is not in {path} (did the plan step run? is the work_dir shared by every step?)"
+        )
     prepared = pickle.loads(path.read_bytes())
     try:
         started = json.loads((folder / STARTED_FILE).read_text(encoding="utf-8"))["started"]
@@ -68,8 +69,9 @@ def write_outcomes(folder: Path, key: str, outcomes: Sequence[Any]) -> Path:
     out = folder / RUNS_DIR
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{key}.json"
-    atomic_write(path, json.dumps({"format": OUTCOMES_FORMAT, "outcomes": [o.to_dict() for o in outcomes]},
-                                   allow_nan=True))
+    atomic_write(
+        path, json.dumps({"format": OUTCOMES_FORMAT, "outcomes": [o.to_dict() for o in outcomes]}, allow_nan=True)
+    )
     return path
 
 

@@ -35,8 +35,11 @@ def audit_metadata(result: "AuditResult") -> dict[str, Any]:
     """The numbers a person plots across versions — rounded scores, counts and seconds; ids of
     targets and attacks, never a value of a record."""
     cost = result.cost
-    own = (cost.get("seconds_features_total") or 0.0) + (cost.get("seconds_analysis") or 0.0) \
+    own = (
+        (cost.get("seconds_features_total") or 0.0)
+        + (cost.get("seconds_analysis") or 0.0)
         + (cost.get("seconds_prepare") or 0.0)
+    )
     md: dict[str, Any] = {
         "verdict": dg.MetadataValue.text(verdict_of(result)),
         "epsilon_lower": dg.MetadataValue.float(_round(result.epsilon_lower)),

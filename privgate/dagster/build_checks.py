@@ -23,7 +23,6 @@ config in the launchpad. See :mod:`privgate.dagster.privgate_resource` for how e
 dataset are serialised and ordered.
 """
 
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -42,9 +41,11 @@ class PrivgateRunConfig(dg.Config):
     """Per-run settings of the privgate checks (launchpad: ``ops: <check op>: config:``)."""
 
     release_id: Optional[str] = Field(
-        default=None, description="Release id for the history (default: the partition key, else the run id).")
+        default=None, description="Release id for the history (default: the partition key, else the run id)."
+    )
     holdout_path: Optional[str] = Field(
-        default=None, description="A holdout for this run only (overrides the resource's).")
+        default=None, description="A holdout for this run only (overrides the resource's)."
+    )
 
 
 def build_privgate_checks(
@@ -79,8 +80,9 @@ def build_privgate_checks(
     if not assets:
         raise dg.DagsterInvalidDefinitionError("build_privgate_checks: no assets given")
     pool_name = pool if pool is not None else translator.get_name({"kind": "pool", "dataset": cfg.dataset})
-    return [_checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), pool_name, name_prefix)
-            for a in assets]
+    return [
+        _checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), pool_name, name_prefix) for a in assets
+    ]
 
 
 def _checks_for(target: CheckTarget, pool: str, name_prefix: str) -> dg.AssetChecksDefinition:
@@ -96,15 +98,15 @@ def _checks_for(target: CheckTarget, pool: str, name_prefix: str) -> dg.AssetChe
         compute_kind="privgate",
         description=target.translator.get_description({"kind": "op", "asset_key": key}),
     )
-    def _privgate_checks(context: dg.AssetCheckExecutionContext, release: Any,
-                         config: PrivgateRunConfig):
+    def _privgate_checks(context: dg.AssetCheckExecutionContext, release: Any, config: PrivgateRunConfig):
         yield from gate_release(context, release, config, target)
 
     return _privgate_checks
 
 
-def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool,
-                          translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> list[dg.AssetCheckKey]:
+def applicable_check_keys(
+    asset: Any, cfg: "GateConfig", *, has_holdout: bool, translator: PrivgateTranslator = DEFAULT_TRANSLATOR
+) -> list[dg.AssetCheckKey]:
     """The check keys of ``asset`` whose rules apply to a run with (or without) a holdout:
     ``gate_decision`` and every rule except the ``when: with_holdout`` / ``no_holdout`` ones
     that do not. A run request that selects only these leaves the others out of the run, so
@@ -112,9 +114,11 @@ def applicable_check_keys(asset: Any, cfg: "GateConfig", *, has_holdout: bool,
     from .rule_checks import rule_checks
 
     key, _ = asset_key_and_partitions(asset)
-    names = [translator.get_name({"kind": "check", "asset_key": key, "rule": rc})
-             for rc in [None, *rule_checks(cfg)]
-             if rc is None or rc.when == "always" or (rc.when == "with_holdout") == has_holdout]
+    names = [
+        translator.get_name({"kind": "check", "asset_key": key, "rule": rc})
+        for rc in [None, *rule_checks(cfg)]
+        if rc is None or rc.when == "always" or (rc.when == "with_holdout") == has_holdout
+    ]
     return [dg.AssetCheckKey(key, n) for n in names]
 
 

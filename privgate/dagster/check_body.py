@@ -49,36 +49,55 @@ class CheckTarget:
     holdout: bool | None = None
 
     @classmethod
-    def of(cls, asset: Any, cfg: "GateConfig", resource_key: str, translator: PrivgateTranslator,
-           holdout: bool | None = None) -> "CheckTarget":
+    def of(
+        cls,
+        asset: Any,
+        cfg: "GateConfig",
+        resource_key: str,
+        translator: PrivgateTranslator,
+        holdout: bool | None = None,
+    ) -> "CheckTarget":
         key, partitions_def = asset_key_and_partitions(asset)
         return cls(key, partitions_def, cfg, resource_key, translator, holdout)
 
     def names(self) -> dict[str, str]:
         """privgate's check name → the translator's, for the decision and every rule."""
-        names = {DECISION_CHECK if rc is None else rc.name:
-                 self.translator.get_name({"kind": "check", "asset_key": self.key, "rule": rc})
-                 for rc in [None, *rule_checks(self.cfg)]}
+        names = {
+            DECISION_CHECK if rc is None else rc.name: self.translator.get_name(
+                {"kind": "check", "asset_key": self.key, "rule": rc}
+            )
+            for rc in [None, *rule_checks(self.cfg)]
+        }
         return names
 
     def specs(self) -> list[dg.AssetCheckSpec]:
         """The declared checks (the rules that apply with / without a holdout, as the translator
         names and describes them)."""
         rules = {rc.name: rc for rc in rule_checks(self.cfg)}
-        return [named_check_spec(self.translator, self.key, rules.get(spec.name), spec)
-                for spec in check_specs(self.cfg, self.key, partitions_def=self.partitions_def,
-                                        has_holdout=self.holdout)]
+        return [
+            named_check_spec(self.translator, self.key, rules.get(spec.name), spec)
+            for spec in check_specs(self.cfg, self.key, partitions_def=self.partitions_def, has_holdout=self.holdout)
+        ]
 
     def results(self, outcome: Any, extra: dict[str, Any]) -> list[dg.AssetCheckResult]:
         """The check results of a gate outcome, named as declared."""
         names = self.names()
-        return [r._replace(check_name=names.get(r.check_name, r.check_name))
-                for r in check_results(self.cfg, outcome, self.key, decision_metadata=extra)]
+        return [
+            r._replace(check_name=names.get(r.check_name, r.check_name))
+            for r in check_results(self.cfg, outcome, self.key, decision_metadata=extra)
+        ]
 
 
-def gate_release(context: Any, release: Any, config: Any, target: CheckTarget, *,
-                 report: "Report | None" = None, steps: int | None = None,
-                 after_evaluate: Callable[[], None] | None = None) -> Iterator[dg.AssetCheckResult]:
+def gate_release(
+    context: Any,
+    release: Any,
+    config: Any,
+    target: CheckTarget,
+    *,
+    report: "Report | None" = None,
+    steps: int | None = None,
+    after_evaluate: Callable[[], None] | None = None,
+) -> Iterator[dg.AssetCheckResult]:
     """The check op body: gate ``release`` (``report``: results the family steps computed;
     ``steps``: how many), call ``after_evaluate``, log the decision and the scorecard, and yield
     the results of the checks the run selected."""
@@ -87,18 +106,26 @@ def gate_release(context: Any, release: Any, config: Any, target: CheckTarget, *
     release_id = config.release_id or partition or default_release_id(context, target.key)
     earlier, in_progress = earlier_releases(context, partition, target.partitions_def)
     outcome, reports = resource.evaluate(
-        release, release_id=release_id, declared=target.cfg, earlier_releases=earlier,
-        earlier_in_progress=in_progress, holdout_path=config.holdout_path, log=context.log,
-        report=report)
+        release,
+        release_id=release_id,
+        declared=target.cfg,
+        earlier_releases=earlier,
+        earlier_in_progress=in_progress,
+        holdout_path=config.holdout_path,
+        log=context.log,
+        report=report,
+    )
     if after_evaluate is not None:
         after_evaluate()
     split = "" if steps is None else f" ({steps} evaluation steps)"
     context.log.info(
         f"privgate gate on release {release_id!r}{split}: {outcome.decision} (exit code "
-        f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})")
+        f"{outcome.exit_code}, privgate run {outcome.run_id}, recorded: {outcome.recorded})"
+    )
     log_scorecard(context, resource, target, outcome, partition, reports)
-    extra = target.translator.get_metadata({"kind": "check", "asset_key": target.key, "reports": reports,
-                                            "steps": steps})
+    extra = target.translator.get_metadata(
+        {"kind": "check", "asset_key": target.key, "reports": reports, "steps": steps}
+    )
     from .latest_report import report_latest_release
 
     report_latest_release(context, target, outcome, partition, extra)
@@ -130,8 +157,9 @@ def default_release_id(context: Any, key: dg.AssetKey) -> str:
     return datetime.fromtimestamp(stamp or time.time(), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def log_scorecard(context: Any, resource: Any, target: CheckTarget, outcome: Any,
-                  partition: Optional[str], reports: dict[str, Any]) -> None:
+def log_scorecard(
+    context: Any, resource: Any, target: CheckTarget, outcome: Any, partition: Optional[str], reports: dict[str, Any]
+) -> None:
     """Materialise the release asset's privacy scorecard for this gate run
     (:mod:`privgate.dagster.scorecard`); a failure to build it is logged, never raised (the gate
     has decided)."""
@@ -143,14 +171,21 @@ def log_scorecard(context: Any, resource: Any, target: CheckTarget, outcome: Any
         except Exception:  # noqa: BLE001 - an invalid run-time configuration: the declared one
             run_cfg = target.cfg
         event = scorecard_materialization(
-            run_cfg, outcome, target.key, partition=partition, reports=reports,
-            history=recent_runs(resource, outcome.dataset), translator=target.translator,
-            trends=recent_trends(resource, outcome.dataset))
+            run_cfg,
+            outcome,
+            target.key,
+            partition=partition,
+            reports=reports,
+            history=recent_runs(resource, outcome.dataset),
+            translator=target.translator,
+            trends=recent_trends(resource, outcome.dataset),
+        )
         op_context = getattr(context, "op_execution_context", context)
         op_context.log_event(event)
     except Exception as exc:  # noqa: BLE001
-        context.log.warning(f"privgate scorecard of {target.key.to_user_string()} not materialised: "
-                            f"{type(exc).__name__}")
+        context.log.warning(
+            f"privgate scorecard of {target.key.to_user_string()} not materialised: {type(exc).__name__}"
+        )
 
 
 def _active_runs_of(context: Any, partitions: set[str]) -> Callable[[], list[str]] | None:
@@ -162,11 +197,15 @@ def _active_runs_of(context: Any, partitions: set[str]) -> Callable[[], list[str
     def active() -> list[str]:
         from dagster import DagsterRunStatus, RunsFilter
 
-        runs = context.instance.get_runs(filters=RunsFilter(
-            statuses=[DagsterRunStatus[s] for s in _ACTIVE]))
+        runs = context.instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus[s] for s in _ACTIVE]))
         me = context.run.run_id
-        return sorted({r.tags.get("dagster/partition") for r in runs
-                       if r.run_id != me and r.tags.get("dagster/partition") in partitions})
+        return sorted(
+            {
+                r.tags.get("dagster/partition")
+                for r in runs
+                if r.run_id != me and r.tags.get("dagster/partition") in partitions
+            }
+        )
 
     return active
 
@@ -178,7 +217,7 @@ def earlier_releases(context: Any, partition: Optional[str], partitions_def: Any
     if partition is None or partitions_def is None:
         return None, None
     keys = list(partitions_def.get_partition_keys(dynamic_partitions_store=context.instance))
-    earlier = keys[:keys.index(partition)] if partition in keys else []
+    earlier = keys[: keys.index(partition)] if partition in keys else []
     return earlier, _active_runs_of(context, set(earlier))
 
 

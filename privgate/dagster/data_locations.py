@@ -62,8 +62,7 @@ class DataLocations(dg.ConfigurableResource):
         :class:`InputError` when the id cannot be a file name (e.g. ``../x``)."""
         check_release_id(release_id)
         folder = Path(self.releases_dir)
-        matches = [folder / f"{release_id}{s}" for s in RELEASE_SUFFIXES
-                   if (folder / f"{release_id}{s}").is_file()]
+        matches = [folder / f"{release_id}{s}" for s in RELEASE_SUFFIXES if (folder / f"{release_id}{s}").is_file()]
         if not matches:
             raise InputLoadError(
                 f"synthetic: no file for release {release_id!r} in {folder} "
@@ -78,5 +77,6 @@ class DataLocations(dg.ConfigurableResource):
 
     def publish_path(self, release_id: str) -> Path:
         return Path(self.publish_dir) / f"{check_release_id(release_id)}.parquet"
+
 
 __all__ = ["DataLocations", "RELEASE_SUFFIXES"]

@@ -74,9 +74,13 @@ def default_gate_config_path() -> Path:
     return Path(DEFAULT_CONFIG_PATH)
 
 
-def build_executor(kind: str | None = None, *, max_concurrent: int | None = None,
-                   k8s_config: Mapping[str, Any] | None = None,
-                   env: Mapping[str, str] | None = None) -> dg.ExecutorDefinition:
+def build_executor(
+    kind: str | None = None,
+    *,
+    max_concurrent: int | None = None,
+    k8s_config: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dg.ExecutorDefinition:
     """The executor: ``multiprocess`` (a process per step, ``max_concurrent`` at a time),
     ``in_process``, or ``k8s`` (``dagster_k8s.k8s_job_executor``: a Kubernetes Job per step)."""
     env = os.environ if env is None else env
@@ -95,12 +99,16 @@ def build_executor(kind: str | None = None, *, max_concurrent: int | None = None
             k8s_config = parse_json(text, what="PRIVGATE_K8S_EXECUTOR_CONFIG") if text else {}
         if not isinstance(k8s_config, Mapping):
             raise ConfigError("PRIVGATE_K8S_EXECUTOR_CONFIG: must be a JSON object")
-        return k8s_job_executor.configured(dict(k8s_config), name="privgate_k8s_job_executor") \
-            if k8s_config else k8s_job_executor
+        return (
+            k8s_job_executor.configured(dict(k8s_config), name="privgate_k8s_job_executor")
+            if k8s_config
+            else k8s_job_executor
+        )
     if max_concurrent is None:
         max_concurrent = int(_env("PRIVGATE_MAX_CONCURRENT", env) or 2)
-    return dg.multiprocess_executor.configured({"max_concurrent": max_concurrent},
-                                               name="privgate_multiprocess_executor")
+    return dg.multiprocess_executor.configured(
+        {"max_concurrent": max_concurrent}, name="privgate_multiprocess_executor"
+    )
 
 
 def _step_threads(env: Mapping[str, str]) -> dict[str, int] | None:
@@ -108,8 +116,9 @@ def _step_threads(env: Mapping[str, str]) -> dict[str, int] | None:
     if not text:
         return None
     value = parse_json(text, what="PRIVGATE_STEP_THREADS")
-    if not isinstance(value, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                              for v in value.values()):
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values()
+    ):
         raise ConfigError('PRIVGATE_STEP_THREADS: must be a JSON object of step → threads, e.g. {"tracing": 4}')
     return value
 
@@ -145,25 +154,48 @@ def build_definitions(
     env = os.environ if env is None else env
     pick = _Settings(env, Path(data_dir or _env("PRIVGATE_DAGSTER_DATA_DIR", env) or "privgate-dagster").absolute())
     locations, privgate, storage = _resources(
-        pick, real_path=real_path, holdout_path=holdout_path, releases_dir=releases_dir,
-        publish_dir=publish_dir, reports_dir=reports_dir, storage_dir=storage_dir, gate_config=gate_config,
-        dataset=dataset, history_url=history_url, work_dir=work_dir)
+        pick,
+        real_path=real_path,
+        holdout_path=holdout_path,
+        releases_dir=releases_dir,
+        publish_dir=publish_dir,
+        reports_dir=reports_dir,
+        storage_dir=storage_dir,
+        gate_config=gate_config,
+        dataset=dataset,
+        history_url=history_url,
+        work_dir=work_dir,
+    )
     cfg = privgate.load_config()  # the checks are declared from it; an invalid configuration fails the load
     release_checks = _release_checks(pick, cfg, privgate, evaluation, step_threads, translator)
     published_release = build_published_release(cfg)
     evaluate_job, reevaluate_job = _jobs(published_release)
-    triggers = _triggers(pick, evaluate_job, reevaluate_job, published_release, cfg, privgate,
-                         sensor_interval=sensor_interval, sensor_settle_seconds=sensor_settle_seconds,
-                         sensor_running=sensor_running, reevaluation_cron=reevaluation_cron,
-                         reevaluate_latest=reevaluate_latest, translator=translator)
+    triggers = _triggers(
+        pick,
+        evaluate_job,
+        reevaluate_job,
+        published_release,
+        cfg,
+        privgate,
+        sensor_interval=sensor_interval,
+        sensor_settle_seconds=sensor_settle_seconds,
+        sensor_running=sensor_running,
+        reevaluation_cron=reevaluation_cron,
+        reevaluate_latest=reevaluate_latest,
+        translator=translator,
+    )
     exec_def = executor if isinstance(executor, dg.ExecutorDefinition) else build_executor(executor, env=env)
     assets: list[Any] = [real_data, synthetic_release, published_release]
     jobs = [evaluate_job, reevaluate_job]
     _add_example_audit(pick, example_audit, assets, jobs, translator)
     return dg.Definitions(
-        assets=[*assets, *build_privgate_scorecards(assets=[synthetic_release], translator=translator),
-                *build_privgate_latest_release(assets=[synthetic_release], gate_config=cfg,
-                                               holdout=bool(privgate.holdout_path), translator=translator)],
+        assets=[
+            *assets,
+            *build_privgate_scorecards(assets=[synthetic_release], translator=translator),
+            *build_privgate_latest_release(
+                assets=[synthetic_release], gate_config=cfg, holdout=bool(privgate.holdout_path), translator=translator
+            ),
+        ],
         asset_checks=release_checks,
         jobs=jobs,
         **triggers,
@@ -176,9 +208,20 @@ def build_definitions(
     )
 
 
-def _resources(pick: "_Settings", *, real_path: Any, holdout_path: Any, releases_dir: Any,
-               publish_dir: Any, reports_dir: Any, storage_dir: Any, gate_config: Any, dataset: Any,
-               history_url: Any, work_dir: Any) -> tuple[DataLocations, PrivgateResource, str]:
+def _resources(
+    pick: "_Settings",
+    *,
+    real_path: Any,
+    holdout_path: Any,
+    releases_dir: Any,
+    publish_dir: Any,
+    reports_dir: Any,
+    storage_dir: Any,
+    gate_config: Any,
+    dataset: Any,
+    history_url: Any,
+    work_dir: Any,
+) -> tuple[DataLocations, PrivgateResource, str]:
     """The data locations, the privgate resource and the IO manager's folder."""
     locations = DataLocations(
         releases_dir=str(pick(releases_dir, "PRIVGATE_RELEASES_DIR", pick.root / "releases")),
@@ -210,9 +253,14 @@ class _Settings:
         return default if value is None else value
 
 
-def _release_checks(pick: _Settings, cfg: Any, privgate: PrivgateResource, evaluation: str | None,
-                    step_threads: Mapping[str, int] | None,
-                    translator: PrivgateTranslator) -> list[dg.AssetChecksDefinition]:
+def _release_checks(
+    pick: _Settings,
+    cfg: Any,
+    privgate: PrivgateResource,
+    evaluation: str | None,
+    step_threads: Mapping[str, int] | None,
+    translator: PrivgateTranslator,
+) -> list[dg.AssetChecksDefinition]:
     """The gate's checks on the bundled release asset: the bundled pipeline is one use of the
     factories users call on their own assets."""
     mode = str(pick(evaluation, "PRIVGATE_EVALUATION", "single")).lower()
@@ -223,10 +271,15 @@ def _release_checks(pick: _Settings, cfg: Any, privgate: PrivgateResource, evalu
         if threads:  # one setting for every configuration: steps it does not have are ignored
             threads = {k: v for k, v in threads.items() if k in default_steps(cfg, translator)}
         return build_privgate_family_checks(
-            assets=[synthetic_release], gate_config=cfg, step_threads=threads,
-            holdout=bool(privgate.holdout_path), translator=translator)
-    return build_privgate_checks(assets=[synthetic_release], gate_config=cfg,
-                                 holdout=bool(privgate.holdout_path), translator=translator)
+            assets=[synthetic_release],
+            gate_config=cfg,
+            step_threads=threads,
+            holdout=bool(privgate.holdout_path),
+            translator=translator,
+        )
+    return build_privgate_checks(
+        assets=[synthetic_release], gate_config=cfg, holdout=bool(privgate.holdout_path), translator=translator
+    )
 
 
 def _jobs(published_release: dg.AssetsDefinition) -> tuple[Any, Any]:
@@ -244,26 +297,39 @@ def _jobs(published_release: dg.AssetsDefinition) -> tuple[Any, Any]:
     return evaluate_job, reevaluate_job
 
 
-def _triggers(pick: _Settings, evaluate_job: Any, reevaluate_job: Any,
-              published_release: dg.AssetsDefinition, cfg: Any, privgate: PrivgateResource, *,
-              sensor_interval: int | None, sensor_settle_seconds: float | None,
-              sensor_running: bool | None, reevaluation_cron: str | None,
-              reevaluate_latest: int | None, translator: PrivgateTranslator) -> dict[str, list[Any]]:
+def _triggers(
+    pick: _Settings,
+    evaluate_job: Any,
+    reevaluate_job: Any,
+    published_release: dg.AssetsDefinition,
+    cfg: Any,
+    privgate: PrivgateResource,
+    *,
+    sensor_interval: int | None,
+    sensor_settle_seconds: float | None,
+    sensor_running: bool | None,
+    reevaluation_cron: str | None,
+    reevaluate_latest: int | None,
+    translator: PrivgateTranslator,
+) -> dict[str, list[Any]]:
     """The new-release sensor and the re-evaluation schedule."""
-    status = pick(None if sensor_running is None else ("running" if sensor_running else "stopped"),
-                  "PRIVGATE_SENSOR_STATUS", "running").lower()
+    status = pick(
+        None if sensor_running is None else ("running" if sensor_running else "stopped"),
+        "PRIVGATE_SENSOR_STATUS",
+        "running",
+    ).lower()
     # runs started by the sensor and the schedule leave out the rules that cannot apply to them
     # (with / without the configured holdout): not shown as executed for those releases
-    planned = applicable_check_keys(synthetic_release, cfg, has_holdout=bool(privgate.holdout_path),
-                                    translator=translator)
+    planned = applicable_check_keys(
+        synthetic_release, cfg, has_holdout=bool(privgate.holdout_path), translator=translator
+    )
     sensor = build_releases_sensor(
         evaluate_job,
         asset_selection=[real_data.key, synthetic_release.key, published_release.key],
         asset_check_keys=planned,
         minimum_interval_seconds=int(pick(sensor_interval, "PRIVGATE_SENSOR_INTERVAL", 30)),
         settle_seconds=float(pick(sensor_settle_seconds, "PRIVGATE_SENSOR_SETTLE", 5.0)),
-        default_status=(dg.DefaultSensorStatus.STOPPED if status == "stopped"
-                        else dg.DefaultSensorStatus.RUNNING),
+        default_status=(dg.DefaultSensorStatus.STOPPED if status == "stopped" else dg.DefaultSensorStatus.RUNNING),
     )
     schedule = build_reevaluation_schedule(
         reevaluate_job,
@@ -275,8 +341,9 @@ def _triggers(pick: _Settings, evaluate_job: Any, reevaluate_job: Any,
     return {"sensors": [sensor], "schedules": [schedule]}
 
 
-def _add_example_audit(pick: _Settings, example_audit: bool | None, assets: list[Any], jobs: list[Any],
-                       translator: PrivgateTranslator) -> None:
+def _add_example_audit(
+    pick: _Settings, example_audit: bool | None, assets: list[Any], jobs: list[Any], translator: PrivgateTranslator
+) -> None:
     """With ``PRIVGATE_EXAMPLE_AUDIT=1``: the bundled generator audit example and its job."""
     flag = str(pick(None if example_audit is None else int(example_audit), "PRIVGATE_EXAMPLE_AUDIT", "0")).lower()
     if flag not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
@@ -288,9 +355,13 @@ def _add_example_audit(pick: _Settings, example_audit: bool | None, assets: list
 
     audit = build_example_audit(translator=translator)
     assets.append(audit)
-    jobs.append(dg.define_asset_job(
-        AUDIT_EXAMPLE_JOB, selection=dg.AssetSelection.assets(audit),
-        description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis."))
+    jobs.append(
+        dg.define_asset_job(
+            AUDIT_EXAMPLE_JOB,
+            selection=dg.AssetSelection.assets(audit),
+            description="Audit a version of the example generator: plan, runs fanned out by chunk, analysis.",
+        )
+    )
 
 
 __all__ = ["AUDIT_EXAMPLE_JOB", "EVALUATE_JOB", "REEVALUATE_JOB", "build_definitions", "build_executor"]

@@ -50,7 +50,9 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
         "concurrency:\n  runs:\n    max_concurrent_runs: 2\n"
         "  pools:\n    granularity: run\n    default_limit: 1\n"
         "telemetry:\n  enabled: false\n"
-        "nux:\n  enabled: false\n", encoding="utf-8")
+        "nux:\n  enabled: false\n",
+        encoding="utf-8",
+    )
     return {
         "DAGSTER_HOME": str(home),
         "DAGSTER_DISABLE_TELEMETRY": "1",
@@ -67,15 +69,20 @@ def prepare(out: Path, *, seed: int = 0) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m privgate.dagster.example", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", default="privgate-dagster-example",
-                        help="example folder (default ./privgate-dagster-example)")
+    parser = argparse.ArgumentParser(
+        prog="python -m privgate.dagster.example",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--dir", default="privgate-dagster-example", help="example folder (default ./privgate-dagster-example)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="webserver host (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=3000, help="webserver port (default 3000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the example releases")
-    parser.add_argument("--prepare-only", action="store_true",
-                        help="write the folder and print the environment; do not start Dagster")
+    parser.add_argument(
+        "--prepare-only", action="store_true", help="write the folder and print the environment; do not start Dagster"
+    )
     args = parser.parse_args(argv)
     env = prepare(Path(args.dir), seed=args.seed)
     if args.prepare_only:
@@ -85,13 +92,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     dagster = shutil.which("dagster")
     if dagster is None:
-        print("error: the 'dagster' command is not on PATH; install privgate first "
-              "(pip install -e .)", file=sys.stderr)
+        print("error: the 'dagster' command is not on PATH; install privgate first (pip install -e .)", file=sys.stderr)
         return 2
-    print(f"privgate example in {Path(args.dir).absolute()}; Dagster UI on "
-          f"http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr, flush=True)
-    os.execve(dagster, [dagster, "dev", "-m", "privgate.dagster", "-h", args.host, "-p", str(args.port)],
-              {**os.environ, **env})
+    print(
+        f"privgate example in {Path(args.dir).absolute()}; Dagster UI on "
+        f"http://{args.host}:{args.port} (Ctrl-C stops it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.execve(
+        dagster,
+        [dagster, "dev", "-m", "privgate.dagster", "-h", args.host, "-p", str(args.port)],
+        {**os.environ, **env},
+    )
     return 0  # pragma: no cover - execve does not return
 
 

@@ -38,8 +38,6 @@ inputs and builds its own context, so a search two families both read is compute
 (docs/dagster.md, *One release over several pods*).
 """
 
-
-
 import json
 import os
 import re
@@ -64,8 +62,7 @@ GATE_STEP = "gate"
 PARTIAL_FORMAT = 1
 
 
-def default_steps(cfg: "GateConfig",
-                  translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> dict[str, list[str]]:
+def default_steps(cfg: "GateConfig", translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> dict[str, list[str]]:
     """One step per registry family of ``cfg``'s metrics (configuration order): step name
     (:meth:`PrivgateTranslator.get_step_name`: the family as a Python identifier) → that
     family's name."""
@@ -103,8 +100,8 @@ def _check_steps(steps: Mapping[str, Sequence[str]], cfg: "GateConfig") -> dict[
     for step, members in steps.items():
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", step) or step == GATE_STEP:
             raise dg.DagsterInvalidDefinitionError(
-                f"build_privgate_family_checks: step name {step!r} must be a Python identifier "
-                f"other than {GATE_STEP!r}")
+                f"build_privgate_family_checks: step name {step!r} must be a Python identifier other than {GATE_STEP!r}"
+            )
         if isinstance(members, str):
             members = [members]
         for m in members:
@@ -112,7 +109,8 @@ def _check_steps(steps: Mapping[str, Sequence[str]], cfg: "GateConfig") -> dict[
                 get_metric(m)  # UnknownMetricError names the known metrics
             if m in owner:
                 raise dg.DagsterInvalidDefinitionError(
-                    f"build_privgate_family_checks: {m!r} is in steps {owner[m]!r} and {step!r}")
+                    f"build_privgate_family_checks: {m!r} is in steps {owner[m]!r} and {step!r}"
+                )
             owner[m] = step
         out[step] = list(members)
     if not out:
@@ -120,8 +118,8 @@ def _check_steps(steps: Mapping[str, Sequence[str]], cfg: "GateConfig") -> dict[
     lost = [m for m in cfg.metrics if step_of(m, out) is None]
     if lost:
         raise dg.DagsterInvalidDefinitionError(
-            f"build_privgate_family_checks: no step evaluates {lost} (name them or their family "
-            "in a step)")
+            f"build_privgate_family_checks: no step evaluates {lost} (name them or their family in a step)"
+        )
     return out
 
 
@@ -160,48 +158,83 @@ def build_privgate_family_checks(
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
             f"build_privgate_family_checks: step_tags for unknown steps {unknown}; the steps are "
-            f"{sorted(plan_steps)} and {GATE_STEP!r}")
+            f"{sorted(plan_steps)} and {GATE_STEP!r}"
+        )
     unknown = sorted(set(step_threads or {}) - set(plan_steps))
     if unknown:
         raise dg.DagsterInvalidDefinitionError(
-            f"build_privgate_family_checks: step_threads for unknown steps {unknown}")
+            f"build_privgate_family_checks: step_threads for unknown steps {unknown}"
+        )
     pool_name = pool if pool is not None else translator.get_name({"kind": "pool", "dataset": cfg.dataset})
-    return [_family_checks_for(CheckTarget.of(a, cfg, resource_key, translator, holdout), plan_steps,
-                               tags, dict(step_threads or {}), retry_policy, pool_name, name_prefix)
-            for a in assets]
+    return [
+        _family_checks_for(
+            CheckTarget.of(a, cfg, resource_key, translator, holdout),
+            plan_steps,
+            tags,
+            dict(step_threads or {}),
+            retry_policy,
+            pool_name,
+            name_prefix,
+        )
+        for a in assets
+    ]
 
 
-def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
-                       tags: dict[str, Mapping[str, Any]], threads: dict[str, int],
-                       retry_policy: dg.RetryPolicy | None, pool: str,
-                       name_prefix: str) -> dg.AssetChecksDefinition:
+def _family_checks_for(
+    target: CheckTarget,
+    steps: dict[str, list[str]],
+    tags: dict[str, Mapping[str, Any]],
+    threads: dict[str, int],
+    retry_policy: dg.RetryPolicy | None,
+    pool: str,
+    name_prefix: str,
+) -> dg.AssetChecksDefinition:
     key, translator = target.key, target.translator
     specs_by_output = {spec.get_python_identifier(): spec for spec in target.specs()}
-    step_ops = {step: _step_op(translator.get_name(
-        {"kind": "step_op", "asset_key": key, "step": step, "name_prefix": name_prefix}), step, target, steps,
-                               tags.get(step), threads.get(step), retry_policy)
-                for step in steps}
-    join = _join_op(translator.get_name(
-        {"kind": "step_op", "asset_key": key, "step": GATE_STEP, "name_prefix": name_prefix}), target, steps,
-                    specs_by_output, tags.get(GATE_STEP), pool)
+    step_ops = {
+        step: _step_op(
+            translator.get_name({"kind": "step_op", "asset_key": key, "step": step, "name_prefix": name_prefix}),
+            step,
+            target,
+            steps,
+            tags.get(step),
+            threads.get(step),
+            retry_policy,
+        )
+        for step in steps
+    }
+    join = _join_op(
+        translator.get_name({"kind": "step_op", "asset_key": key, "step": GATE_STEP, "name_prefix": name_prefix}),
+        target,
+        steps,
+        specs_by_output,
+        tags.get(GATE_STEP),
+        pool,
+    )
 
     def config_fn(config: Any) -> dict[str, Any]:
         values = config if isinstance(config, dict) else config.model_dump()
         values = {k: v for k, v in values.items() if v is not None}
         return {op.name: {"config": values} for op in (*step_ops.values(), join)}
 
-    @dg.graph(name=translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}),
-              ins={"release": dg.GraphIn()},
-              out={name: dg.GraphOut() for name in specs_by_output},
-              config=dg.ConfigMapping(config_fn=config_fn, config_schema=PrivgateRunConfig.to_config_schema()),
-              description=translator.get_description({"kind": "op", "asset_key": key, "steps": list(steps)}))
+    @dg.graph(
+        name=translator.get_name({"kind": "op", "asset_key": key, "name_prefix": name_prefix}),
+        ins={"release": dg.GraphIn()},
+        out={name: dg.GraphOut() for name in specs_by_output},
+        config=dg.ConfigMapping(config_fn=config_fn, config_schema=PrivgateRunConfig.to_config_schema()),
+        description=translator.get_description({"kind": "op", "asset_key": key, "steps": list(steps)}),
+    )
     def _graph(release):
         done = {f"after_{step}": op(release) for step, op in step_ops.items()}
         outs = join(release=release, **done)
         return {name: getattr(outs, name) for name in specs_by_output}
 
-    return dg.AssetChecksDefinition.create(keys_by_input_name={"release": key}, node_def=_graph,
-                                        check_specs_by_output_name=specs_by_output, can_subset=True)
+    return dg.AssetChecksDefinition.create(
+        keys_by_input_name={"release": key},
+        node_def=_graph,
+        check_specs_by_output_name=specs_by_output,
+        can_subset=True,
+    )
 
 
 # --- the family steps ---------------------------------------------------------------------------
@@ -209,19 +242,74 @@ def _family_checks_for(target: CheckTarget, steps: dict[str, list[str]],
 
 def _work_folder(target: CheckTarget, resource: Any, context: Any) -> Path:
     """Where the steps of this run leave results (:meth:`PrivgateTranslator.get_step_work_folder`)."""
-    return target.translator.get_path({"kind": "step_folder", "work_dir": resource.work_dir,
-                                     "run": context.run, "asset_key": target.key})
+    return target.translator.get_path(
+        {"kind": "step_folder", "work_dir": resource.work_dir, "run": context.run, "asset_key": target.key}
+    )
 
 
-def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list[str]],
-             tags: Mapping[str, Any] | None, threads: int | None,
-             retry_policy: dg.RetryPolicy | None) -> dg.OpDefinition:
+def _step_failed(
+    context: dg.OpExecutionContext, folder: Path, step: str, metrics: list[str], exc: BaseException
+) -> dg.Output:
+    """Record a step that failed or ran past the deadline, for the join to block on, and log why."""
+    from privgate.gates.checks import privgate_error_text
+    from privgate.gates.deadline import DeadlineExceeded
+
+    reason = (
+        "the step did not finish within the run's deadline and was stopped"
+        if isinstance(exc, DeadlineExceeded)
+        else privgate_error_text(exc)
+    )
+    write_partial(folder, step, None, metrics=metrics, error=reason)
+    context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
+    return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
+
+
+def _step_evaluated(
+    context: dg.OpExecutionContext, folder: Path, step: str, report: "Report", budget: int | None, start: float
+) -> dg.Output:
+    """Log an evaluated step and return its output: counts, threads, time, peak memory, results file."""
+    context.log.info(
+        f"privgate step {step!r}: {len(report.results)} metric(s) evaluated, "
+        f"{len(report.errors)} failed, in {time.perf_counter() - start:.1f} s"
+    )
+    return dg.Output(
+        None,
+        metadata={
+            "status": "evaluated",
+            "metrics": len(report.results),
+            "failed_metrics": len(report.errors),
+            "threads": budget,
+            "seconds": dg.MetadataValue.float(time.perf_counter() - start),
+            # sizing the step's pod: the peak memory of this process (of the whole run's
+            # process under the in-process executor)
+            "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
+            "step_results": dg.MetadataValue.path(str(folder / f"{step}.json")),
+        },
+    )
+
+
+def _step_op(
+    op_name: str,
+    step: str,
+    target: CheckTarget,
+    steps: dict[str, list[str]],
+    tags: Mapping[str, Any] | None,
+    threads: int | None,
+    retry_policy: dg.RetryPolicy | None,
+) -> dg.OpDefinition:
     cfg = target.cfg
 
-    @dg.op(name=op_name, ins={"release": dg.In()}, out=dg.Out(dg.Nothing),
-           required_resource_keys={target.resource_key}, tags=dict(tags or {}), retry_policy=retry_policy,
-           description=target.translator.get_description(
-               {"kind": "step_op", "asset_key": target.key, "step": step, "members": steps[step]}))
+    @dg.op(
+        name=op_name,
+        ins={"release": dg.In()},
+        out=dg.Out(dg.Nothing),
+        required_resource_keys={target.resource_key},
+        tags=dict(tags or {}),
+        retry_policy=retry_policy,
+        description=target.translator.get_description(
+            {"kind": "step_op", "asset_key": target.key, "step": step, "members": steps[step]}
+        ),
+    )
     def _evaluate_step(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
         resource = getattr(context.resources, target.resource_key)
         folder = _work_folder(target, resource, context)
@@ -233,36 +321,24 @@ def _step_op(op_name: str, step: str, target: CheckTarget, steps: dict[str, list
             from privgate.gates import evaluate_for_gate, evaluation_plan
 
             # the resource's run options apply to every step as to the single-step evaluation
-            run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
-                                                             sample_real=resource.sample_real,
-                                                             sample=resource.sample)
+            run_cfg = resource.load_config(cfg).with_options(
+                exact=resource.exact, sample_real=resource.sample_real, sample=resource.sample
+            )
             holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
-            metrics = [m for m in evaluation_plan(run_cfg, holdout is not None)["metrics"]
-                       if step_of(m, steps) == step]
+            metrics = [m for m in evaluation_plan(run_cfg, holdout is not None)["metrics"] if step_of(m, steps) == step]
             budget = threads if threads is not None else resource.threads
             # the step has the run's deadline too: past it the step is stopped and the join blocks
             seconds = resource.deadline if resource.deadline is not None else run_cfg.options.deadline
-            report, _ = with_deadline(lambda: evaluate_for_gate(
-                run_cfg, resource.real_path, release, holdout, metrics=metrics,
-                threads=budget), seconds)
+            report, _ = with_deadline(
+                lambda: evaluate_for_gate(
+                    run_cfg, resource.real_path, release, holdout, metrics=metrics, threads=budget
+                ),
+                seconds,
+            )
             write_partial(folder, step, report, metrics=metrics)
         except (Exception, DeadlineExceeded) as exc:  # noqa: BLE001 - recorded for the join, which blocks
-            from privgate.gates.checks import privgate_error_text
-
-            reason = ("the step did not finish within the run's deadline and was stopped"
-                      if isinstance(exc, DeadlineExceeded) else privgate_error_text(exc))
-            write_partial(folder, step, None, metrics=metrics, error=reason)
-            context.log.error(f"privgate step {step!r} failed ({reason}); the gate step will block the release")
-            return dg.Output(None, metadata={"status": "failed", "metrics": len(metrics)})
-        context.log.info(f"privgate step {step!r}: {len(report.results)} metric(s) evaluated, "
-                         f"{len(report.errors)} failed, in {time.perf_counter() - start:.1f} s")
-        return dg.Output(None, metadata={
-            "status": "evaluated", "metrics": len(report.results), "failed_metrics": len(report.errors),
-            "threads": budget, "seconds": dg.MetadataValue.float(time.perf_counter() - start),
-            # sizing the step's pod: the peak memory of this process (of the whole run's
-            # process under the in-process executor)
-            "peak_rss_mib": dg.MetadataValue.int(_peak_rss_mib()),
-            "step_results": dg.MetadataValue.path(str(folder / f"{step}.json"))})
+            return _step_failed(context, folder, step, metrics, exc)
+        return _step_evaluated(context, folder, step, report, budget, start)
 
     return _evaluate_step
 
@@ -275,18 +351,27 @@ def _peak_rss_mib() -> int:
     return int(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024)
 
 
-def write_partial(folder: Path, step: str, report: "Report | None", *, metrics: Sequence[str],
-                  error: str | None = None) -> Path:
+def write_partial(
+    folder: Path, step: str, report: "Report | None", *, metrics: Sequence[str], error: str | None = None
+) -> Path:
     """Write one step's results (or its failure) as ``<step>.json`` + ``<step>.npz`` (per-record
     risks), each atomically (a reader sees a whole file or none)."""
     import numpy as np
 
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"format": PARTIAL_FORMAT, "step": step, "metrics": list(metrics),
-               "status": "failed" if report is None else "evaluated", "error": error,
-               "report": None if report is None else report.to_dict()}
-    arrays = {} if report is None else {n: np.asarray(r.per_record) for n, r in report.results.items()
-                                        if r.per_record is not None}
+    payload = {
+        "format": PARTIAL_FORMAT,
+        "step": step,
+        "metrics": list(metrics),
+        "status": "failed" if report is None else "evaluated",
+        "error": error,
+        "report": None if report is None else report.to_dict(),
+    }
+    arrays = (
+        {}
+        if report is None
+        else {n: np.asarray(r.per_record) for n, r in report.results.items() if r.per_record is not None}
+    )
     npz = folder / f"{step}.npz"
     fd, tmp = tempfile.mkstemp(prefix=f".{step}.", suffix=".npz.tmp", dir=folder)
     with os.fdopen(fd, "wb") as fh:
@@ -340,8 +425,11 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
         try:
             payload = read_partial(folder, step)
         except FileNotFoundError:
-            fail(mine, f"evaluation step {step!r} left no results in {folder} (did it run? is the "
-                       "work_dir shared by every step?)")
+            fail(
+                mine,
+                f"evaluation step {step!r} left no results in {folder} (did it run? is the "
+                "work_dir shared by every step?)",
+            )
             continue
         except Exception as exc:  # noqa: BLE001
             fail(mine, f"the results of evaluation step {step!r} cannot be read ({type(exc).__name__})")
@@ -351,8 +439,11 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
             continue
         stale = sorted(set(mine) - set(payload["metrics"]))
         if stale:  # the step planned another configuration (changed between the steps)
-            fail(mine, f"evaluation step {step!r} did not evaluate {stale} (the gate configuration "
-                       "changed between the steps?)")
+            fail(
+                mine,
+                f"evaluation step {step!r} did not evaluate {stale} (the gate configuration "
+                "changed between the steps?)",
+            )
             continue
         parts.append(payload["report"])
     for m in planned:
@@ -365,41 +456,57 @@ def merged_report(folder: Path, cfg: Any, steps: dict[str, list[str]], has_holdo
         merged = Report(results={})
     for m in errors:
         merged.results.pop(m, None)
-    merged.errors = {m: (merged.errors.get(m) or errors[m]) for m in planned
-                     if m in errors or m in merged.errors}
+    merged.errors = {m: (merged.errors.get(m) or errors[m]) for m in planned if m in errors or m in merged.errors}
     merged.params["metrics"] = list(planned)
     return merged
 
 
-def _join_op(op_name: str, target: CheckTarget, steps: dict[str, list[str]],
-             specs_by_output: dict[str, dg.AssetCheckSpec], tags: Mapping[str, Any] | None,
-             pool: str) -> dg.OpDefinition:
+def _join_op(
+    op_name: str,
+    target: CheckTarget,
+    steps: dict[str, list[str]],
+    specs_by_output: dict[str, dg.AssetCheckSpec],
+    tags: Mapping[str, Any] | None,
+    pool: str,
+) -> dg.OpDefinition:
 
-    @dg.op(name=op_name,
-           ins={"release": dg.In(), **{f"after_{s}": dg.In(dg.Nothing) for s in steps}},
-           out={name: dg.Out(dg.Nothing, is_required=False) for name in specs_by_output},
-           required_resource_keys={target.resource_key}, tags=dict(tags or {}), pool=pool,
-           description=target.translator.get_description({"kind": "join", "asset_key": target.key}))
+    @dg.op(
+        name=op_name,
+        ins={"release": dg.In(), **{f"after_{s}": dg.In(dg.Nothing) for s in steps}},
+        out={name: dg.Out(dg.Nothing, is_required=False) for name in specs_by_output},
+        required_resource_keys={target.resource_key},
+        tags=dict(tags or {}),
+        pool=pool,
+        description=target.translator.get_description({"kind": "join", "asset_key": target.key}),
+    )
     def _gate(context: dg.OpExecutionContext, release: Any, config: PrivgateRunConfig):
         resource = getattr(context.resources, target.resource_key)
         folder = _work_folder(target, resource, context)
         report = _joined_report(resource, target.cfg, config, folder, steps)
-        yield from gate_release(context, release, config, target, report=report, steps=len(steps),
-                                after_evaluate=lambda: _remove_work_folder(folder))
+        yield from gate_release(
+            context,
+            release,
+            config,
+            target,
+            report=report,
+            steps=len(steps),
+            after_evaluate=lambda: _remove_work_folder(folder),
+        )
 
     return _gate
 
 
-def _joined_report(resource: Any, cfg: "GateConfig", config: PrivgateRunConfig, folder: Path,
-                   steps: dict[str, list[str]]) -> "Report":
+def _joined_report(
+    resource: Any, cfg: "GateConfig", config: PrivgateRunConfig, folder: Path, steps: dict[str, list[str]]
+) -> "Report":
     """The steps' merged results for the gate; an empty report (the gate blocks naming the
     configuration) when the run's configuration is invalid."""
     holdout = (config.holdout_path if config.holdout_path is not None else resource.holdout_path) or None
     try:
         # the resource's run options apply to every step as to the single-step evaluation
-        run_cfg = resource.load_config(cfg).with_options(exact=resource.exact,
-                                                         sample_real=resource.sample_real,
-                                                         sample=resource.sample)
+        run_cfg = resource.load_config(cfg).with_options(
+            exact=resource.exact, sample_real=resource.sample_real, sample=resource.sample
+        )
     except Exception:  # noqa: BLE001 - run_gate names the invalid configuration and blocks
         return _empty_report()
     return merged_report(folder, run_cfg, steps, holdout is not None)

@@ -65,11 +65,13 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        context.add_output_metadata({
-            "storage_path": dg.MetadataValue.path(str(path)),
-            "rows": dg.MetadataValue.int(frame.height),
-            "columns": dg.MetadataValue.int(frame.width),
-        })
+        context.add_output_metadata(
+            {
+                "storage_path": dg.MetadataValue.path(str(path)),
+                "rows": dg.MetadataValue.int(frame.height),
+                "columns": dg.MetadataValue.int(frame.width),
+            }
+        )
 
     # --- read --------------------------------------------------------------------------------
     def load_input(self, context: dg.InputContext) -> pl.DataFrame | dict[str, pl.DataFrame]:
@@ -86,8 +88,7 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         if not path.exists():
             where = f" partition {partition!r}" if partition is not None else ""
             raise dg.Failure(
-                description=(f"asset {key.to_user_string()}{where} has no stored value at {path}; "
-                             "materialize it first")
+                description=(f"asset {key.to_user_string()}{where} has no stored value at {path}; materialize it first")
             )
         return pl.read_parquet(path)
 

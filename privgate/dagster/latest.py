@@ -30,8 +30,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def build_privgate_latest_release(
-    *, assets: Sequence[Any], gate_config: "Any" = None, resource_key: str = "privgate",
-    holdout: bool | None = None, group_name: str | None = None,
+    *,
+    assets: Sequence[Any],
+    gate_config: "Any" = None,
+    resource_key: str = "privgate",
+    holdout: bool | None = None,
+    group_name: str | None = None,
     translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
 ) -> list[Any]:
     """The latest-release view of every partitioned asset in ``assets`` (give the same assets,
@@ -50,8 +54,15 @@ def build_privgate_latest_release(
             continue
         view = translator.get_asset_key({"kind": "latest_release", "asset_key": key})
         target = CheckTarget.of(asset, cfg, resource_key, translator, holdout)
-        out.append(dg.AssetSpec(key=view, deps=[key], group_name=group_name, kinds={"privgate"},
-                                description=translator.get_description({"kind": "latest_release", "asset_key": key})))
+        out.append(
+            dg.AssetSpec(
+                key=view,
+                deps=[key],
+                group_name=group_name,
+                kinds={"privgate"},
+                description=translator.get_description({"kind": "latest_release", "asset_key": key}),
+            )
+        )
         out.append(_view_checks(target, view))
     return out
 
@@ -63,10 +74,14 @@ def _view_checks(target: "CheckTarget", view: dg.AssetKey) -> dg.AssetChecksDefi
     specs = _unpartitioned_specs(target, view)
 
     @dg.multi_asset_check(
-        name=f"{'__'.join(view.path)}_checks", specs=specs, can_subset=True,
-        required_resource_keys={target.resource_key}, compute_kind="privgate",
+        name=f"{'__'.join(view.path)}_checks",
+        specs=specs,
+        can_subset=True,
+        required_resource_keys={target.resource_key},
+        compute_kind="privgate",
         description=f"The checks of the newest gated release of {target.key.to_user_string()} "
-                    "(reported by every gate run; executed alone: replayed from the score history)")
+        "(reported by every gate run; executed alone: replayed from the score history)",
+    )
     def _latest_release_checks(context):  # (annotations are strings in this module: none here)
         if context.run.tags.get("dagster/partition") is not None:
             return  # a release's own run: its gate step reports the view once it has decided
@@ -87,8 +102,10 @@ def _unpartitioned_specs(target: "CheckTarget", view: dg.AssetKey) -> list[dg.As
     from .rule_checks import check_specs, rule_checks
 
     rules = {rc.name: rc for rc in rule_checks(target.cfg)}
-    return [named_check_spec(target.translator, view, rules.get(spec.name), spec)
-            for spec in check_specs(target.cfg, view, partitions_def=None, has_holdout=target.holdout)]
+    return [
+        named_check_spec(target.translator, view, rules.get(spec.name), spec)
+        for spec in check_specs(target.cfg, view, partitions_def=None, has_holdout=target.holdout)
+    ]
 
 
 __all__ = ["build_privgate_latest_release"]

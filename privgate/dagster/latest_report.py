@@ -13,8 +13,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from privgate.gates import GateOutcome
 
 
-def report_latest_release(context: Any, target: Any, outcome: "GateOutcome",
-                          partition: str | None, extra: dict[str, Any]) -> bool:
+def report_latest_release(
+    context: Any, target: Any, outcome: "GateOutcome", partition: str | None, extra: dict[str, Any]
+) -> bool:
     """Report ``outcome`` as the latest-release view's materialisation and check evaluations
     (runless events) when the view is defined — or, when ``partition`` is older in partition
     order than the release the view shows, that release again, replayed from the history; returns
@@ -35,19 +36,28 @@ def report_latest_release(context: Any, target: Any, outcome: "GateOutcome",
             extra = {}
         release = str(outcome.release_id)
         decision = str(outcome.decision)
-        instance.report_runless_asset_event(dg.AssetMaterialization(
-            asset_key=view, metadata={"release": dg.MetadataValue.text(release),
-                                      "decision": dg.MetadataValue.text(decision)},
-            description=f"the newest gated release is {release}: {decision.upper()}"))
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                asset_key=view,
+                metadata={"release": dg.MetadataValue.text(release), "decision": dg.MetadataValue.text(decision)},
+                description=f"the newest gated release is {release}: {decision.upper()}",
+            )
+        )
         for result in target.results(outcome, extra):
-            instance.report_runless_asset_event(dg.AssetCheckEvaluation(
-                asset_key=view, check_name=result.check_name, passed=bool(result.passed),
-                metadata=dict(result.metadata or {}), severity=result.severity,
-                description=result.description, blocking=_blocking(target, result.check_name)))
+            instance.report_runless_asset_event(
+                dg.AssetCheckEvaluation(
+                    asset_key=view,
+                    check_name=result.check_name,
+                    passed=bool(result.passed),
+                    metadata=dict(result.metadata or {}),
+                    severity=result.severity,
+                    description=result.description,
+                    blocking=_blocking(target, result.check_name),
+                )
+            )
         return True
     except Exception as exc:  # noqa: BLE001 - informative only: the release's own checks decided
-        context.log.warning(f"privgate latest-release view {view.to_user_string()} not updated: "
-                            f"{type(exc).__name__}")
+        context.log.warning(f"privgate latest-release view {view.to_user_string()} not updated: {type(exc).__name__}")
         return False
 
 
@@ -92,27 +102,50 @@ def replay_newest(resource: Any, target: Any, instance: Any = None) -> "GateOutc
         runs = store.runs(dataset)
         if runs.is_empty():
             return None
-        keys = (list(target.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
-                if target.partitions_def is not None else [])
+        keys = (
+            list(target.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+            if target.partitions_def is not None
+            else []
+        )
         rank = {k: i for i, k in enumerate(keys)}
-        runs = runs.with_columns(pl.col("release_id").replace_strict(rank, default=-1, return_dtype=pl.Int64)
-                                 .alias("_rank")).sort("_rank", "seq")
+        runs = runs.with_columns(
+            pl.col("release_id").replace_strict(rank, default=-1, return_dtype=pl.Int64).alias("_rank")
+        ).sort("_rank", "seq")
         row = runs.row(runs.height - 1, named=True)
         rows = store.checks(row["run_id"]).to_dicts()
     finally:
         store.close()
-    checks = [GateCheck(metric=r["metric"], rule=r["rule"], value=r["value"], raw=None, threshold=r["threshold"],
-                        severity=r["severity"] or "block", verdict=r["verdict"], message=r["message"] or "",
-                        skipped=bool(r["skipped"]), compared=r["compared"], on=r["decided_on"] or "",
-                        interval=(None if r["interval_low"] is None else (r["interval_low"], r["interval_high"])),
-                        p_value=r["p_value"])
-              for r in rows]
+    checks = [
+        GateCheck(
+            metric=r["metric"],
+            rule=r["rule"],
+            value=r["value"],
+            raw=None,
+            threshold=r["threshold"],
+            severity=r["severity"] or "block",
+            verdict=r["verdict"],
+            message=r["message"] or "",
+            skipped=bool(r["skipped"]),
+            compared=r["compared"],
+            on=r["decided_on"] or "",
+            interval=(None if r["interval_low"] is None else (r["interval_low"], r["interval_high"])),
+            p_value=r["p_value"],
+        )
+        for r in rows
+    ]
     from privgate.gates import GateOutcome
 
     fingerprint = json.loads(row["fingerprint_json"] or "{}")
-    return GateOutcome(run_id=row["run_id"], dataset=dataset, release_id=row["release_id"],
-                       decision=Decision(row["decision"]), checks=checks, exit_code=int(row["exit_code"]),
-                       has_holdout=bool(row["has_holdout"]), fingerprint=fingerprint)
+    return GateOutcome(
+        run_id=row["run_id"],
+        dataset=dataset,
+        release_id=row["release_id"],
+        decision=Decision(row["decision"]),
+        checks=checks,
+        exit_code=int(row["exit_code"]),
+        has_holdout=bool(row["has_holdout"]),
+        fingerprint=fingerprint,
+    )
 
 
 __all__ = ["replay_newest", "report_latest_release"]

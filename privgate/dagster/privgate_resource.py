@@ -53,48 +53,89 @@ class PrivgateResource(dg.ConfigurableResource):
 
     real_path: str = Field(description="The real (training) data: Parquet, CSV or Arrow IPC file.")
     holdout_path: Optional[str] = Field(
-        default=None, description="Real records NOT used to train the generator (enables baseline rules).")
+        default=None, description="Real records NOT used to train the generator (enables baseline rules)."
+    )
     gate_config: Optional[str] = Field(
-        default=None, description=("Gate configuration file (YAML/TOML). Unset: the configuration the "
-                                   "checks were declared from (build_privgate_checks' gate_config)."))
+        default=None,
+        description=(
+            "Gate configuration file (YAML/TOML). Unset: the configuration the "
+            "checks were declared from (build_privgate_checks' gate_config)."
+        ),
+    )
     dataset: Optional[str] = Field(
-        default=None, description="Overrides the configuration's dataset name (the score-history key).")
+        default=None, description="Overrides the configuration's dataset name (the score-history key)."
+    )
     history_url: Optional[str] = Field(
-        default=None, description=("Score history (SQLAlchemy URL, sqlite:/// or postgresql://). "
-                                   "Unset: $PRIVGATE_HISTORY_URL, else ./privgate-history.sqlite."))
+        default=None,
+        description=(
+            "Score history (SQLAlchemy URL, sqlite:/// or postgresql://). "
+            "Unset: $PRIVGATE_HISTORY_URL, else ./privgate-history.sqlite."
+        ),
+    )
     reports_dir: Optional[str] = Field(
-        default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/.")
+        default=None, description="Write HTML/JSON reports to <reports_dir>/<dataset>/<release id>/."
+    )
     threads: Optional[int] = Field(
-        default=1, description=("Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM. Unset "
-                                "(null): the gate configuration's options.threads, else privgate's default, "
-                                "$PRIVGATE_THREADS or the free cores."))
+        default=1,
+        description=(
+            "Thread budget of an evaluation: BLAS, OpenMP, faiss and LightGBM. Unset "
+            "(null): the gate configuration's options.threads, else privgate's default, "
+            "$PRIVGATE_THREADS or the free cores."
+        ),
+    )
     exact: Optional[bool] = Field(
-        default=None, description=("True: exact neighbour searches at every size; False: approximate above "
-                                   "~45k × 45k records (measured recall). Unset: the configuration's options.exact."))
+        default=None,
+        description=(
+            "True: exact neighbour searches at every size; False: approximate above "
+            "~45k × 45k records (measured recall). Unset: the configuration's options.exact."
+        ),
+    )
     sample_real: Optional[int] = Field(
-        default=None, description=("Estimate per-real-record means on a seeded sample of this many real records. "
-                                   "Unset: the configuration's options.sample_real (default: as sample says)."))
+        default=None,
+        description=(
+            "Estimate per-real-record means on a seeded sample of this many real records. "
+            "Unset: the configuration's options.sample_real (default: as sample says)."
+        ),
+    )
     sample: Optional[str] = Field(
-        default=None, description=(f"Query-record sampling of both sides: 'auto' (a side of more than {AUTO_SAMPLE_ABOVE:,} rows "
-                                   f"is estimated on {AUTO_SAMPLE_SIZE:,} seeded records), 'off', or a number N per side. "
-                                   "Unset: the configuration's options.sample (default auto)."))
+        default=None,
+        description=(
+            f"Query-record sampling of both sides: 'auto' (a side of more than {AUTO_SAMPLE_ABOVE:,} rows "
+            f"is estimated on {AUTO_SAMPLE_SIZE:,} seeded records), 'off', or a number N per side. "
+            "Unset: the configuration's options.sample (default auto)."
+        ),
+    )
     deadline: Optional[float] = Field(
-        default=None, description=("Seconds a gate run may take; then it is stopped and the release blocked "
-                                   "(recorded). Unset: the configuration's options.deadline (default 6 hours)."))
+        default=None,
+        description=(
+            "Seconds a gate run may take; then it is stopped and the release blocked "
+            "(recorded). Unset: the configuration's options.deadline (default 6 hours)."
+        ),
+    )
     memory_limit: Optional[str] = Field(
-        default=None, description=("The most memory an evaluation may use ('8G', bytes, 'auto' or 'off'); a run "
-                                   "estimated above it is refused before any metric runs (blocked, recorded, "
-                                   "naming the options that would fit). Unset: the configuration's "
-                                   "options.memory_limit, else $PRIVGATE_MEMORY_LIMIT, else the memory available."))
+        default=None,
+        description=(
+            "The most memory an evaluation may use ('8G', bytes, 'auto' or 'off'); a run "
+            "estimated above it is refused before any metric runs (blocked, recorded, "
+            "naming the options that would fit). Unset: the configuration's "
+            "options.memory_limit, else $PRIVGATE_MEMORY_LIMIT, else the memory available."
+        ),
+    )
     wait_seconds: float = Field(
-        default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated.")
+        default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated."
+    )
     lock_dir: Optional[str] = Field(
-        default=None, description="Folder of the per-dataset lock files (non-PostgreSQL history).")
+        default=None, description="Folder of the per-dataset lock files (non-PostgreSQL history)."
+    )
     work_dir: Optional[str] = Field(
-        default=None, description=("Where the steps of a by-family evaluation "
-                                   "(build_privgate_family_checks) leave their results for the gate "
-                                   "step; must be a folder every step's pod mounts. Unset: "
-                                   "<temp dir>/privgate-steps (one machine only)."))
+        default=None,
+        description=(
+            "Where the steps of a by-family evaluation "
+            "(build_privgate_family_checks) leave their results for the gate "
+            "step; must be a folder every step's pod mounts. Unset: "
+            "<temp dir>/privgate-steps (one machine only)."
+        ),
+    )
 
     # ----------------------------------------------------------------------------------------
     def load_config(self, declared: "GateConfig | None" = None) -> "GateConfig":
@@ -108,8 +149,14 @@ class PrivgateResource(dg.ConfigurableResource):
     def run_options(self) -> dict[str, Any]:
         """The run options this resource sets, as ``run_gate`` keywords (None: not given, the
         configuration's; validated by the run, which blocks on an invalid one)."""
-        return {"threads": self.threads, "exact": self.exact, "sample_real": self.sample_real,
-                "sample": self.sample, "deadline": self.deadline, "memory_limit": self.memory_limit}
+        return {
+            "threads": self.threads,
+            "exact": self.exact,
+            "sample_real": self.sample_real,
+            "sample": self.sample,
+            "deadline": self.deadline,
+            "memory_limit": self.memory_limit,
+        }
 
     def open_history(self) -> "HistoryStore":
         from privgate.history import HistoryStore
@@ -150,8 +197,9 @@ class PrivgateResource(dg.ConfigurableResource):
             from privgate.gates.config import declared_dataset
             from privgate.gates.run import UNKNOWN_DATASET
 
-            dataset = self.dataset or (declared.dataset if declared is not None
-                                       else declared_dataset(self.gate_config) or UNKNOWN_DATASET)
+            dataset = self.dataset or (
+                declared.dataset if declared is not None else declared_dataset(self.gate_config) or UNKNOWN_DATASET
+            )
         holdout = holdout_path if holdout_path is not None else self.holdout_path
         deadline = time.monotonic() + max(0.0, float(self.wait_seconds))
         while True:
@@ -161,10 +209,17 @@ class PrivgateResource(dg.ConfigurableResource):
                     store = self.open_history()
                     try:
                         outcome = run_gate(
-                            cfg, self.real_path, release, holdout=holdout or None,
-                            release_id=release_id, dataset=dataset,
-                            history=ReleaseOrderedHistory(store, earlier_releases), record=False,
-                            report=report, **self.run_options())
+                            cfg,
+                            self.real_path,
+                            release,
+                            holdout=holdout or None,
+                            release_id=release_id,
+                            dataset=dataset,
+                            history=ReleaseOrderedHistory(store, earlier_releases),
+                            record=False,
+                            report=report,
+                            **self.run_options(),
+                        )
                         reports = self._write_reports(outcome, store, log)
                     finally:
                         store.close()
@@ -173,10 +228,10 @@ class PrivgateResource(dg.ConfigurableResource):
                 raise EvaluationWaitTimeout(
                     f"release {release_id!r} of dataset {dataset!r}: earlier release(s) "
                     f"{', '.join(map(repr, waiting[:5]))} still being evaluated after "
-                    f"{self.wait_seconds:g} s; not evaluated (re-run it once they finished)")
+                    f"{self.wait_seconds:g} s; not evaluated (re-run it once they finished)"
+                )
             if log is not None:
-                log.info(f"waiting for the evaluation of earlier release(s) {waiting[:5]} of "
-                         f"dataset {dataset!r}")
+                log.info(f"waiting for the evaluation of earlier release(s) {waiting[:5]} of dataset {dataset!r}")
             time.sleep(1.0)
 
     def _write_reports(self, outcome: "GateOutcome", store: "HistoryStore", log: Any) -> dict[str, Path]:
@@ -223,10 +278,14 @@ class ReleaseOrderedHistory:
         if runs.is_empty():
             return None
         order = {rid: i for i, rid in enumerate(self._earlier)}
-        latest = (runs.filter(pl.col("release_id").is_in(list(order)))
-                  .with_row_index("_seq")
-                  .sort("_seq").group_by("release_id", maintain_order=True).last()
-                  .filter(pl.col("accepted")))
+        latest = (
+            runs.filter(pl.col("release_id").is_in(list(order)))
+            .with_row_index("_seq")
+            .sort("_seq")
+            .group_by("release_id", maintain_order=True)
+            .last()
+            .filter(pl.col("accepted"))
+        )
         if latest.is_empty():
             return None
         best = max(latest.iter_rows(named=True), key=lambda r: order[r["release_id"]])

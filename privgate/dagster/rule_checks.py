@@ -70,41 +70,55 @@ def rule_description(rule: "Rule") -> str:
     effect = "blocks publication" if rule.blocking else "warns"
     requirement = requirement_words(rule_kind(rule.kind), rule.on, rule.limit)
     missing = {"lower": "that interval", "upper": "that interval", "p_value": "a p-value"}
-    closed = (f"; a result without {missing[rule.on]} fails the check (fails closed)"
-              if rule.on in missing else "")
-    return (f"privgate {rule.kind} rule on {rule.metric}: {requirement}; otherwise the "
-            f"release {effect}{cond}{closed}.")
+    closed = f"; a result without {missing[rule.on]} fails the check (fails closed)" if rule.on in missing else ""
+    return f"privgate {rule.kind} rule on {rule.metric}: {requirement}; otherwise the release {effect}{cond}{closed}."
 
 
 def rule_metadata(rule: "Rule") -> dict[str, Any]:
     """The rule itself, as spec and result metadata (filterable in the Dagster UI)."""
-    return {"rule_kind": dg.MetadataValue.text(rule.kind),
-            "decided_on": dg.MetadataValue.text(rule.on),
-            "rule_severity": dg.MetadataValue.text(rule.severity),
-            "rule_when": dg.MetadataValue.text(rule.when),
-            "limit": dg.MetadataValue.float(float(rule.limit))}
+    return {
+        "rule_kind": dg.MetadataValue.text(rule.kind),
+        "decided_on": dg.MetadataValue.text(rule.on),
+        "rule_severity": dg.MetadataValue.text(rule.severity),
+        "rule_when": dg.MetadataValue.text(rule.when),
+        "limit": dg.MetadataValue.float(float(rule.limit)),
+    }
 
 
-def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
-                partitions_def: "dg.PartitionsDefinition | None" = None,
-                has_holdout: bool | None = None) -> list[dg.AssetCheckSpec]:
+def check_specs(
+    cfg: "GateConfig",
+    asset: Any = EVALUATION_ASSET,
+    *,
+    partitions_def: "dg.PartitionsDefinition | None" = None,
+    has_holdout: bool | None = None,
+) -> list[dg.AssetCheckSpec]:
     """The asset-check specs of one release asset for configuration ``cfg``: ``gate_decision``
     and one per rule (with ``has_holdout`` True / False: only the rules that apply to runs with /
     without a holdout); tied to ``partitions_def`` (a check result per release partition)."""
     import warnings
 
-    def spec(name: str, blocking: bool, description: str,
-             metadata: dict[str, Any] | None = None) -> dg.AssetCheckSpec:
+    def spec(name: str, blocking: bool, description: str, metadata: dict[str, Any] | None = None) -> dg.AssetCheckSpec:
         with warnings.catch_warnings():
             # partitioned check specs are a Dagster "preview" API (1.13): results carry the partition
             warnings.filterwarnings("ignore", message=".*partitions_def.*AssetCheckSpec.*")
             warnings.filterwarnings("ignore", category=Warning, module="dagster.*")
-            return dg.AssetCheckSpec(name, asset=asset, blocking=blocking, description=description,
-                                     metadata=metadata, partitions_def=partitions_def)
+            return dg.AssetCheckSpec(
+                name,
+                asset=asset,
+                blocking=blocking,
+                description=description,
+                metadata=metadata,
+                partitions_def=partitions_def,
+            )
 
-    specs = [spec(DECISION_CHECK, True,
-                  "privgate gate decision: fails (ERROR, blocking) when the release is blocked "
-                  "for any reason, including metrics or inputs that could not be evaluated.")]
+    specs = [
+        spec(
+            DECISION_CHECK,
+            True,
+            "privgate gate decision: fails (ERROR, blocking) when the release is blocked "
+            "for any reason, including metrics or inputs that could not be evaluated.",
+        )
+    ]
     seen = {DECISION_CHECK}
     for rc in rule_checks(cfg):
         if not rc.applies(has_holdout):
@@ -117,7 +131,10 @@ def check_specs(cfg: "GateConfig", asset: Any = EVALUATION_ASSET, *,
 
 
 def check_results(
-    cfg: "GateConfig", outcome: "GateOutcome", asset: Any = EVALUATION_ASSET, *,
+    cfg: "GateConfig",
+    outcome: "GateOutcome",
+    asset: Any = EVALUATION_ASSET,
+    *,
     decision_metadata: dict[str, Any] | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The check results of ``outcome``: ``gate_decision`` and every rule the run evaluated.
@@ -128,8 +145,7 @@ def check_results(
     """
     results = [_decision_result(outcome, asset, decision_metadata or {})]
     checks = list(outcome.checks)
-    global_errors = [c for c in checks if c.rule == "error" and c.metric.startswith("(")
-                     and c.verdict == "block"]
+    global_errors = [c for c in checks if c.rule == "error" and c.metric.startswith("(") and c.verdict == "block"]
     for rc in rule_checks(cfg):
         r = _rule_result(rc, checks, global_errors, outcome, asset)
         if r is not None:
@@ -140,8 +156,7 @@ def check_results(
 # ---------------------------------------------------------------------------------------------
 
 
-def _decision_result(outcome: "GateOutcome", asset: Any,
-                     extra: dict[str, Any]) -> dg.AssetCheckResult:
+def _decision_result(outcome: "GateOutcome", asset: Any, extra: dict[str, Any]) -> dg.AssetCheckResult:
     from .metadata import summary_markdown
 
     decision = str(outcome.decision)
@@ -158,22 +173,28 @@ def _decision_result(outcome: "GateOutcome", asset: Any,
         md["compared_with_release"] = dg.MetadataValue.text(str(outcome.previous_release_id))
     if errors:
         md["error_messages"] = dg.MetadataValue.md(
-            "\n".join(f"- `{c.metric}`: {_md_escape(c.message)}" for c in errors))
+            "\n".join(f"- `{c.metric}`: {_md_escape(c.message)}" for c in errors)
+        )
     md["summary"] = dg.MetadataValue.md(summary_markdown(outcome))
     md.update(extra)
     n_fired = len(fired)
     return dg.AssetCheckResult(
-        check_name=DECISION_CHECK, asset_key=asset, passed=decision != "block",
-        severity=dg.AssetCheckSeverity.ERROR, metadata=md,
-        description=(f"release {outcome.release_id}: gate decision {decision.upper()} "
-                     f"({n_fired} rule{'s' if n_fired != 1 else ''} fired)"),
+        check_name=DECISION_CHECK,
+        asset_key=asset,
+        passed=decision != "block",
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=md,
+        description=(
+            f"release {outcome.release_id}: gate decision {decision.upper()} "
+            f"({n_fired} rule{'s' if n_fired != 1 else ''} fired)"
+        ),
     )
 
 
-def _rule_result(rc: "Rule", checks: list["GateCheck"], global_errors: list["GateCheck"],
-                 outcome: "GateOutcome", asset: Any) -> dg.AssetCheckResult | None:
-    match = next((c for c in checks if c.metric == rc.metric and c.rule == rc.kind
-                  and c.severity == rc.severity), None)
+def _rule_result(
+    rc: "Rule", checks: list["GateCheck"], global_errors: list["GateCheck"], outcome: "GateOutcome", asset: Any
+) -> dg.AssetCheckResult | None:
+    match = next((c for c in checks if c.metric == rc.metric and c.rule == rc.kind and c.severity == rc.severity), None)
     metric_errors = [c for c in checks if c.metric == rc.metric and c.rule == "error"]
     release = str(outcome.release_id)
     severity = dagster_severity(rc)
@@ -182,8 +203,12 @@ def _rule_result(rc: "Rule", checks: list["GateCheck"], global_errors: list["Gat
         return _not_applied(rc, asset, release, match.message)
     has_holdout = bool(getattr(outcome, "has_holdout", False))
     if match is None and not rc.applies(has_holdout):
-        return _not_applied(rc, asset, release, f"the rule applies only to runs "
-                            f"{'with' if rc.when == 'with_holdout' else 'without'} a holdout")
+        return _not_applied(
+            rc,
+            asset,
+            release,
+            f"the rule applies only to runs {'with' if rc.when == 'with_holdout' else 'without'} a holdout",
+        )
     md: dict[str, Any] = {"release": dg.MetadataValue.text(release)}
     _put_float(md, "limit", rc.limit)
     result = outcome.results.get(rc.metric) if hasattr(outcome, "results") else None
@@ -203,8 +228,12 @@ def _rule_result(rc: "Rule", checks: list["GateCheck"], global_errors: list["Gat
     else:
         return _not_applied(rc, asset, release, "the run did not apply it")
     return dg.AssetCheckResult(
-        check_name=rc.name, asset_key=asset, passed=passed, severity=severity,
-        metadata=md, description=f"release {release}: {message}",
+        check_name=rc.name,
+        asset_key=asset,
+        passed=passed,
+        severity=severity,
+        metadata=md,
+        description=f"release {release}: {message}",
     )
 
 
@@ -215,9 +244,14 @@ def _not_applied(rc: "Rule", asset: Any, release: str, why: str) -> dg.AssetChec
     if not rc.blocking:
         return None
     md = {"release": dg.MetadataValue.text(release), "applied": dg.MetadataValue.bool(False)}
-    return dg.AssetCheckResult(check_name=rc.name, asset_key=asset, passed=True,
-                               severity=dagster_severity(rc), metadata=md,
-                               description=f"release {release}: not applied: {why}")
+    return dg.AssetCheckResult(
+        check_name=rc.name,
+        asset_key=asset,
+        passed=True,
+        severity=dagster_severity(rc),
+        metadata=md,
+        description=f"release {release}: not applied: {why}",
+    )
 
 
 def _rule_numbers(md: dict[str, Any], rc: "Rule", match: "GateCheck", result: Any) -> None:

@@ -7,7 +7,6 @@ unpublish anything: a release that now fails shows a failed check and a ``block`
 history, for people to act on.
 """
 
-
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,8 +30,13 @@ def build_reevaluation_schedule(
     if latest < 1:
         raise ValueError(f"latest must be at least 1, got {latest}")
 
-    @dg.schedule(name=name, job=job, cron_schedule=cron_schedule, default_status=default_status,
-                 description=f"Re-evaluates the {latest} most recently added releases.")
+    @dg.schedule(
+        name=name,
+        job=job,
+        cron_schedule=cron_schedule,
+        default_status=default_status,
+        description=f"Re-evaluates the {latest} most recently added releases.",
+    )
     def _schedule(context: dg.ScheduleEvaluationContext):
         keys = list(context.instance.get_dynamic_partitions(RELEASES_PARTITIONS_NAME))
         if not keys:
@@ -42,9 +46,14 @@ def build_reevaluation_schedule(
         except Exception:  # noqa: BLE001 - a manual test tick has no scheduled time
             when = None
         stamp = (when or datetime.now(timezone.utc)).isoformat()
-        return [dg.RunRequest(partition_key=rid, run_key=f"reevaluate:{rid}:{stamp}",
-                              tags={"privgate/release": rid, "privgate/trigger": "reevaluation"},
-                              **_selection(asset_selection, asset_check_keys))
-                for rid in keys[-latest:]]
+        return [
+            dg.RunRequest(
+                partition_key=rid,
+                run_key=f"reevaluate:{rid}:{stamp}",
+                tags={"privgate/release": rid, "privgate/trigger": "reevaluation"},
+                **_selection(asset_selection, asset_check_keys),
+            )
+            for rid in keys[-latest:]
+        ]
 
     return _schedule

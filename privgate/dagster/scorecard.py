@@ -41,8 +41,9 @@ MAX_TREND_CHARTS = 16
 DECIDED = {"pass": "passed", "warn": "WARNED", "block": "BLOCKED"}
 
 
-def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None = None,
-                              translator: PrivgateTranslator = DEFAULT_TRANSLATOR) -> list[dg.AssetSpec]:
+def build_privgate_scorecards(
+    *, assets: Sequence[Any], group_name: str | None = None, translator: PrivgateTranslator = DEFAULT_TRANSLATOR
+) -> list[dg.AssetSpec]:
     """The scorecard asset of every release asset in ``assets`` (the same assets and translator
     given to :func:`~privgate.dagster.build_privgate_checks`), to list among the Definitions'
     assets. The checks materialise it after every gate run; it is partitioned like the release
@@ -53,10 +54,15 @@ def build_privgate_scorecards(*, assets: Sequence[Any], group_name: str | None =
     specs = []
     for asset in assets:
         key, partitions_def = asset_key_and_partitions(asset)
-        specs.append(dg.AssetSpec(
-            key=translator.get_asset_key({"kind": "scorecard", "asset_key": key}), partitions_def=partitions_def,
-            group_name=group_name, kinds={"privgate"},
-            description=translator.get_description({"kind": "scorecard", "asset_key": key})))
+        specs.append(
+            dg.AssetSpec(
+                key=translator.get_asset_key({"kind": "scorecard", "asset_key": key}),
+                partitions_def=partitions_def,
+                group_name=group_name,
+                kinds={"privgate"},
+                description=translator.get_description({"kind": "scorecard", "asset_key": key}),
+            )
+        )
     return specs
 
 
@@ -84,15 +90,26 @@ def _headline(cfg: "GateConfig | None", outcome: "GateOutcome") -> list[dict[str
     for rc in declared:
         if not rc.blocking:
             continue
-        match = next((c for c in outcome.checks if c.metric == rc.metric and c.rule == rc.kind
-                      and c.severity == rc.severity), None)
+        match = next(
+            (c for c in outcome.checks if c.metric == rc.metric and c.rule == rc.kind and c.severity == rc.severity),
+            None,
+        )
         if match is None or match.skipped:
             continue
         value, interval = check_quantity(match, results.get(rc.metric))
-        lo, hi = (interval if interval is not None else (None, None))
-        rows.append({"label": rule_label(rc.metric, rc.kind), "metric": rc.metric, "rule": rc.kind,
-                     "value": finite(value), "lower": finite(lo), "upper": finite(hi),
-                     "limit": float(rc.limit), "verdict": match.verdict})
+        lo, hi = interval if interval is not None else (None, None)
+        rows.append(
+            {
+                "label": rule_label(rc.metric, rc.kind),
+                "metric": rc.metric,
+                "rule": rc.kind,
+                "value": finite(value),
+                "lower": finite(lo),
+                "upper": finite(hi),
+                "limit": float(rc.limit),
+                "verdict": match.verdict,
+            }
+        )
     return rows
 
 
@@ -100,10 +117,69 @@ def _rounded(x: float | None) -> float | None:
     return None if x is None else significant(x)
 
 
+def _headline_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
+    """The headline rules as a Dagster table: value, interval and limit rounded, and the verdict."""
+    return dg.MetadataValue.table(
+        records=[
+            dg.TableRecord(
+                {
+                    "rule": r["label"],
+                    "value": _rounded(r["value"]),
+                    "lower": _rounded(r["lower"]),
+                    "upper": _rounded(r["upper"]),
+                    "limit": significant(r["limit"]),
+                    "verdict": r["verdict"],
+                }
+            )
+            for r in rows
+        ],
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("rule", "string"),
+                dg.TableColumn("value", "float"),
+                dg.TableColumn("lower", "float"),
+                dg.TableColumn("upper", "float"),
+                dg.TableColumn("limit", "float"),
+                dg.TableColumn("verdict", "string"),
+            ]
+        ),
+    )
+
+
+def _releases_table(history: Any) -> dg.TableMetadataValue:
+    """The dataset's last ``HISTORY_ROWS`` runs as a Dagster table: release, time recorded and decision."""
+    recent = history.tail(HISTORY_ROWS)
+    return dg.MetadataValue.table(
+        records=[
+            dg.TableRecord(
+                {
+                    "release": str(r["release_id"]),
+                    "recorded (UTC)": r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
+                    "decision": DECIDED.get(str(r["decision"]), str(r["decision"])),
+                }
+            )
+            for r in recent.iter_rows(named=True)
+        ],
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("release", "string"),
+                dg.TableColumn("recorded (UTC)", "string"),
+                dg.TableColumn("decision", "string"),
+            ]
+        ),
+    )
+
+
 def scorecard_materialization(
-    cfg: "GateConfig | None", outcome: "GateOutcome", asset_key: Any, *,
-    partition: str | None = None, history: Any = None, reports: dict[str, Any] | None = None,
-    translator: PrivgateTranslator = DEFAULT_TRANSLATOR, trends: Sequence[Any] = (),
+    cfg: "GateConfig | None",
+    outcome: "GateOutcome",
+    asset_key: Any,
+    *,
+    partition: str | None = None,
+    history: Any = None,
+    reports: dict[str, Any] | None = None,
+    translator: PrivgateTranslator = DEFAULT_TRANSLATOR,
+    trends: Sequence[Any] = (),
 ) -> dg.AssetMaterialization:
     """The scorecard materialisation of one gate run (see the module docstring). ``history``:
     the dataset's recent runs (a Polars frame of ``HistoryStore.runs``), newest last;
@@ -122,34 +198,20 @@ def scorecard_materialization(
         if row["value"] is not None:
             md[row["label"]] = dg.MetadataValue.float(significant(row["value"]))
     if rows:
-        md["headline"] = dg.MetadataValue.table(
-            records=[dg.TableRecord({"rule": r["label"], "value": _rounded(r["value"]),
-                                     "lower": _rounded(r["lower"]), "upper": _rounded(r["upper"]),
-                                     "limit": significant(r["limit"]), "verdict": r["verdict"]})
-                     for r in rows],
-            schema=dg.TableSchema(columns=[
-                dg.TableColumn("rule", "string"), dg.TableColumn("value", "float"),
-                dg.TableColumn("lower", "float"), dg.TableColumn("upper", "float"),
-                dg.TableColumn("limit", "float"), dg.TableColumn("verdict", "string")]))
+        md["headline"] = _headline_table(rows)
     if history is not None and getattr(history, "height", 0):
-        recent = history.tail(HISTORY_ROWS)
-        md["releases"] = dg.MetadataValue.table(
-            records=[dg.TableRecord({"release": str(r["release_id"]),
-                                     "recorded (UTC)": r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                                     "decision": DECIDED.get(str(r["decision"]), str(r["decision"]))})
-                     for r in recent.iter_rows(named=True)],
-            schema=dg.TableSchema(columns=[dg.TableColumn("release", "string"),
-                                           dg.TableColumn("recorded (UTC)", "string"),
-                                           dg.TableColumn("decision", "string")]))
+        md["releases"] = _releases_table(history)
     if trends:
         md["trends"] = dg.MetadataValue.md(trends_markdown(trends))
     md["report"] = dg.MetadataValue.md(summary_markdown(outcome))
     for kind, path in (reports or {}).items():
         md[f"{kind}_report"] = dg.MetadataValue.path(str(path))
     return dg.AssetMaterialization(
-        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}), partition=partition,
+        asset_key=translator.get_asset_key({"kind": "scorecard", "asset_key": asset_key}),
+        partition=partition,
         metadata=md,
-        description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}")
+        description=f"release {outcome.release_id}: {DECIDED.get(decision, decision).upper()} — {reason(outcome)}",
+    )
 
 
 def trends_markdown(charts: Sequence[Any]) -> str:
@@ -159,12 +221,15 @@ def trends_markdown(charts: Sequence[Any]) -> str:
 
     parts = []
     for chart in charts:
-        limits = ", ".join(f"{sev} {lim:g}" + ("" if on == "estimate" else f" on the {on} end")
-                           for sev, lim, on in chart.limits)
+        limits = ", ".join(
+            f"{sev} {lim:g}" + ("" if on == "estimate" else f" on the {on} end") for sev, lim, on in chart.limits
+        )
         blocked = [r for r, d in zip(chart.releases, chart.decisions) if d == "block"]
-        parts.append(f"**{chart.title}** — limits: {limits}"
-                     + (f"; blocked: {', '.join(blocked)}" if blocked else "")
-                     + f"\n\n![{chart.title}]({trend_figure(chart, dpi=70, colours=64)})")
+        parts.append(
+            f"**{chart.title}** — limits: {limits}"
+            + (f"; blocked: {', '.join(blocked)}" if blocked else "")
+            + f"\n\n![{chart.title}]({trend_figure(chart, dpi=70, colours=64)})"
+        )
     return "\n\n".join(parts)
 
 

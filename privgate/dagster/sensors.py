@@ -10,7 +10,6 @@ expected to be immutable -- a changed file under an existing id is not re-reques
 publish step refuses a release whose content differs from the evaluated one).
 """
 
-
 import time
 from typing import Any, Sequence
 
@@ -36,16 +35,23 @@ def build_releases_sensor(
     the bundled Definitions leave out the checks of rules that do not apply (see
     :func:`privgate.dagster.build_checks.applicable_check_keys`)."""
 
-    @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
-               default_status=default_status,
-               description=("Watches the releases directory; every new release file becomes a "
-                            "partition of the release assets and a run of the gate."))
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=(
+            "Watches the releases directory; every new release file becomes a "
+            "partition of the release assets and a run of the gate."
+        ),
+    )
     def _sensor(context: dg.SensorEvaluationContext, locations: DataLocations):
         files, skipped = locations.release_files()
         if skipped:
             context.log.warning(
                 f"ignored {len(skipped)} file(s) in {locations.releases_dir} that are not usable "
-                f"releases (suffix, name or duplicate id): {', '.join(sorted(skipped)[:10])}")
+                f"releases (suffix, name or duplicate id): {', '.join(sorted(skipped)[:10])}"
+            )
         existing = set(context.instance.get_dynamic_partitions(RELEASES_PARTITIONS_NAME))
         now = time.time()
         new: list[str] = []
@@ -56,21 +62,24 @@ def build_releases_sensor(
                 continue  # still being written; next tick
             new.append(release_id)
         if not new:
-            return dg.SkipReason(f"no new release in {locations.releases_dir} "
-                                 f"({len(files)} known release file(s))")
+            return dg.SkipReason(f"no new release in {locations.releases_dir} ({len(files)} known release file(s))")
         return dg.SensorResult(
-            run_requests=[dg.RunRequest(partition_key=rid, run_key=f"release:{rid}",
-                                        tags={"privgate/release": rid, "privgate/trigger": "new_release"},
-                                        **_selection(asset_selection, asset_check_keys))
-                          for rid in new],
+            run_requests=[
+                dg.RunRequest(
+                    partition_key=rid,
+                    run_key=f"release:{rid}",
+                    tags={"privgate/release": rid, "privgate/trigger": "new_release"},
+                    **_selection(asset_selection, asset_check_keys),
+                )
+                for rid in new
+            ],
             dynamic_partitions_requests=[releases_partitions.build_add_request(new)],
         )
 
     return _sensor
 
 
-def _selection(assets: Sequence[dg.AssetKey] | None,
-               checks: Sequence[dg.AssetCheckKey] | None) -> dict[str, Any]:
+def _selection(assets: Sequence[dg.AssetKey] | None, checks: Sequence[dg.AssetCheckKey] | None) -> dict[str, Any]:
     if assets is None:
         return {}
     return {"asset_selection": list(assets), "asset_check_keys": list(checks or [])}

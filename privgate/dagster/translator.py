@@ -82,8 +82,7 @@ class PrivgateTranslator:
     def get_asset_key(self, props: Props) -> dg.AssetKey:
         """The asset key of a ``scorecard`` (``<release asset key>_privacy_scorecard``) or a
         ``latest_release`` view (``<release asset key>_latest_release``) of ``props["asset_key"]``."""
-        suffix = _choose("asset key", props, {"scorecard": "_privacy_scorecard",
-                                              "latest_release": "_latest_release"})
+        suffix = _choose("asset key", props, {"scorecard": "_privacy_scorecard", "latest_release": "_latest_release"})
         key = dg.AssetKey.from_coercible(props["asset_key"])
         return dg.AssetKey([*key.path[:-1], key.path[-1] + suffix])
 
@@ -92,47 +91,73 @@ class PrivgateTranslator:
         (``privgate_<dataset>``), op or graph (``<prefix>_<asset>``), step (the family as a Python
         identifier), step op (``<prefix>_<asset>__<step>``), audit op (``<audit>__<step>``),
         audit versions (``<audit>_versions``) or audit-required check op."""
-        return _choose("name", props, {
-            "check": _check_name, "pool": _pool_name, "op": _op_name, "step": _step_name,
-            "step_op": lambda p: f"{_op_name(p)}__{p['step']}",
-            "audit_op": lambda p: f"{p['audit']}__{p['step']}",
-            "audit_versions": lambda p: f"{p['audit']}_versions",
-            "audit_check": lambda p: f"{identifier(p['check_name'])}_{p['asset_key'].to_python_identifier()}",
-        })(props)
+        return _choose(
+            "name",
+            props,
+            {
+                "check": _check_name,
+                "pool": _pool_name,
+                "op": _op_name,
+                "step": _step_name,
+                "step_op": lambda p: f"{_op_name(p)}__{p['step']}",
+                "audit_op": lambda p: f"{p['audit']}__{p['step']}",
+                "audit_versions": lambda p: f"{p['audit']}_versions",
+                "audit_check": lambda p: f"{identifier(p['check_name'])}_{p['asset_key'].to_python_identifier()}",
+            },
+        )(props)
 
     def get_description(self, props: Props) -> str:
         """The description the Dagster UI shows for an op, graph, step op, join, scorecard,
         latest-release view, audit, audit op or audit-required check."""
-        return _choose("description", props, {
-            "op": _op_description, "step_op": _step_description, "join": _join_description,
-            "scorecard": _scorecard_description, "latest_release": _latest_release_description,
-            "audit": _audit_description, "audit_op": _audit_op_description,
-            "audit_check": _audit_check_description,
-        })(props)
+        return _choose(
+            "description",
+            props,
+            {
+                "op": _op_description,
+                "step_op": _step_description,
+                "join": _join_description,
+                "scorecard": _scorecard_description,
+                "latest_release": _latest_release_description,
+                "audit": _audit_description,
+                "audit_op": _audit_op_description,
+                "audit_check": _audit_check_description,
+            },
+        )(props)
 
     def get_metadata(self, props: Props) -> dict[str, Any]:
         """The metadata a result carries besides privgate's own numbers: on ``gate_decision``
         (kind ``check``) the reports' paths and, by family, the number of evaluation steps; on an
         ``audit`` the numbers a person plots across versions; on an ``audit_decision`` the audit
         rules' decision, which a release check reads."""
-        return _choose("metadata", props, {
-            "check": _decision_metadata, "audit": _audit_metadata, "audit_decision": _audit_decision_metadata,
-        })(props)
+        return _choose(
+            "metadata",
+            props,
+            {
+                "check": _decision_metadata,
+                "audit": _audit_metadata,
+                "audit_decision": _audit_decision_metadata,
+            },
+        )(props)
 
     def get_path(self, props: Props) -> Path:
         """Where steps leave files: a by-family run's work folder (``<work root>/<root run id>/
         <asset>``), an audit run's (``<work root>/<root run id>/<audit>/<version>``), an audit's
         saved result (``<reports_dir>/audits/<audit>/<version>/<run id>.json``). The work root is
         ``work_dir``, else ``<temp dir>/privgate-steps`` (one machine only)."""
-        return _choose("path", props, {
-            "step_folder": lambda p: _run_folder(p) / p["asset_key"].to_python_identifier(),
-            "audit_folder": lambda p: _run_folder(p) / p["audit"] / path_component(p["version"], "version"),
-            "audit_result": _audit_result_path,
-        })(props)
+        return _choose(
+            "path",
+            props,
+            {
+                "step_folder": lambda p: _run_folder(p) / p["asset_key"].to_python_identifier(),
+                "audit_folder": lambda p: _run_folder(p) / p["audit"] / path_component(p["version"], "version"),
+                "audit_result": _audit_result_path,
+            },
+        )(props)
 
 
-def named_check_spec(translator: PrivgateTranslator, asset_key: dg.AssetKey, rule: Rule | None,
-                     spec: dg.AssetCheckSpec) -> dg.AssetCheckSpec:
+def named_check_spec(
+    translator: PrivgateTranslator, asset_key: dg.AssetKey, rule: Rule | None, spec: dg.AssetCheckSpec
+) -> dg.AssetCheckSpec:
     """privgate's spec of one check (blocking for ``block`` rules and the decision, the rule's
     description and metadata) under the translator's check name."""
     return spec._replace(name=translator.get_name({"kind": "check", "asset_key": asset_key, "rule": rule}))
@@ -142,12 +167,12 @@ def _choose(attribute: str, props: Props, by_kind: Mapping[str, Any]) -> Any:
     """What ``by_kind`` holds for ``props["kind"]``; a kind without that attribute raises."""
     kind = props.get("kind")
     if kind not in by_kind:
-        raise ValueError(f"the translator gives no {attribute} for a {kind!r}; it gives one for: "
-                         f"{', '.join(by_kind)}")
+        raise ValueError(f"the translator gives no {attribute} for a {kind!r}; it gives one for: {', '.join(by_kind)}")
     return by_kind[kind]
 
 
 # --- the defaults, one per kind ---------------------------------------------------------------
+
 
 def _check_name(p: Props) -> str:
     return DECISION_CHECK if p.get("rule") is None else p["rule"].name
@@ -169,13 +194,14 @@ def _op_description(p: Props) -> str:
     where = p["asset_key"].to_user_string()
     if p.get("steps") is None:
         return f"privgate privacy gate on {where}"
-    return (f"privgate privacy gate on {where}, one step per metric family ({', '.join(p['steps'])}) "
-            "and a join step that decides")
+    return (
+        f"privgate privacy gate on {where}, one step per metric family ({', '.join(p['steps'])}) "
+        "and a join step that decides"
+    )
 
 
 def _step_description(p: Props) -> str:
-    return (f"privgate: evaluate the {', '.join(p['members'])} metrics of the gate on "
-            f"{p['asset_key'].to_user_string()}")
+    return f"privgate: evaluate the {', '.join(p['members'])} metrics of the gate on {p['asset_key'].to_user_string()}"
 
 
 def _join_description(p: Props) -> str:
@@ -183,44 +209,57 @@ def _join_description(p: Props) -> str:
 
 
 def _scorecard_description(p: Props) -> str:
-    return (f"privgate privacy scorecard of {p['asset_key'].to_user_string()}: the gate decision, the "
-            "blocking rules' numbers and the reason for a block, per release (materialised "
-            "by the privgate checks after every gate run; Metadata → Plots draws each "
-            "number across releases, the Partitions tab lists the releases)")
+    return (
+        f"privgate privacy scorecard of {p['asset_key'].to_user_string()}: the gate decision, the "
+        "blocking rules' numbers and the reason for a block, per release (materialised "
+        "by the privgate checks after every gate run; Metadata → Plots draws each "
+        "number across releases, the Partitions tab lists the releases)"
+    )
 
 
 def _latest_release_description(p: Props) -> str:
-    return (f"The newest gated release of {p['asset_key'].to_user_string()} (in partition order): its "
-            "checks are that release's, passed or failed — the release asset's own check list sums up "
-            "every partition. Updated by every gate run; the materialisation names the release.")
+    return (
+        f"The newest gated release of {p['asset_key'].to_user_string()} (in partition order): its "
+        "checks are that release's, passed or failed — the release asset's own check list sums up "
+        "every partition. Updated by every gate run; the materialisation names the release."
+    )
 
 
 def _audit_description(p: Props) -> str:
     claimed = p.get("claimed_epsilon")
-    return (f"privgate generator audit ({p['label']}): {p['runs']} runs, fanned out in steps of "
-            f"{p['chunk_size']}; empirical ε lower bound"
-            + (f" against the claimed ε = {claimed:g}" if claimed is not None else ""))
+    return (
+        f"privgate generator audit ({p['label']}): {p['runs']} runs, fanned out in steps of "
+        f"{p['chunk_size']}; empirical ε lower bound"
+        + (f" against the claimed ε = {claimed:g}" if claimed is not None else "")
+    )
 
 
 def _audit_op_description(p: Props) -> str:
     name, step = p["audit"], p["step"]
     if step == "plan":
-        return (f"privgate audit {name}: choose the targets, check the generator takes them "
-                f"and draw the design of {p['runs']} runs; fan the runs out in chunks of {p['chunk_size']}")
+        return (
+            f"privgate audit {name}: choose the targets, check the generator takes them "
+            f"and draw the design of {p['runs']} runs; fan the runs out in chunks of {p['chunk_size']}"
+        )
     if step == "runs":
-        return (f"privgate audit {name}: train and sample the generator for one chunk of runs "
-                "and compute the targets' features on each release")
+        return (
+            f"privgate audit {name}: train and sample the generator for one chunk of runs "
+            "and compute the targets' features on each release"
+        )
     return f"privgate audit {name}: attack every target on the runs' releases and bound ε"
 
 
 def _audit_check_description(p: Props) -> str:
-    return (f"the generator version that made {p['asset_key'].to_user_string()} has a passing audit in "
-            f"{p['audit_key'].to_user_string()}")
+    return (
+        f"the generator version that made {p['asset_key'].to_user_string()} has a passing audit in "
+        f"{p['audit_key'].to_user_string()}"
+    )
 
 
 def _decision_metadata(p: Props) -> dict[str, Any]:
-    md: dict[str, Any] = {f"{kind}_report": dg.MetadataValue.path(str(path))
-                          for kind, path in (p.get("reports") or {}).items()}
+    md: dict[str, Any] = {
+        f"{kind}_report": dg.MetadataValue.path(str(path)) for kind, path in (p.get("reports") or {}).items()
+    }
     if p.get("steps") is not None:
         md["evaluation_steps"] = dg.MetadataValue.int(p["steps"])
     return md

@@ -40,6 +40,7 @@ from .prepare import (
     ORDER_COL,
     SYN_COL,
     TARGET_COL,
+    LabelledColumn,
     PreparedKeys,
     check_columns,
     check_cont_na,
@@ -95,10 +96,15 @@ class DisclosureResult:
     def summary(self) -> dict[str, Any]:
         """Measures and check flags only (no level labels): safe to log or store."""
         return {
-            "target": self.target, "keys": list(self.keys), "m": self.m,
-            "n_orig": self.n_orig, "n_syn": list(self.n_syn),
-            "ident": self.ident.to_dicts(), "attrib": self.attrib.to_dicts(),
-            "allcaps": self.allcaps.to_dicts(), "tcap_denom": list(self.tcap_denom),
+            "target": self.target,
+            "keys": list(self.keys),
+            "m": self.m,
+            "n_orig": self.n_orig,
+            "n_syn": list(self.n_syn),
+            "ident": self.ident.to_dicts(),
+            "attrib": self.attrib.to_dicts(),
+            "allcaps": self.allcaps.to_dicts(),
+            "tcap_denom": list(self.tcap_denom),
             "check_1way_flagged": [c is not None for c in self.check_1way],
             "check_2way_pairs": [0 if c is None else c.height for c in self.check_2way],
         }
@@ -150,62 +156,113 @@ def _usekeys_data_order(opts: DisclosureOptions, keys_data: list[str]) -> list[b
     return [by_key[k] for k in keys_data]
 
 
-def _prepare_keys_for(real: pl.DataFrame, syns: list[pl.DataFrame], opts: DisclosureOptions
-                      ) -> PreparedKeys:
+def _prepare_keys_for(real: pl.DataFrame, syns: list[pl.DataFrame], opts: DisclosureOptions) -> PreparedKeys:
     keys_data = data_order_keys(real, opts.keys)
-    if list(opts.keys) != keys_data and any(opts.ngroups_keys) and \
-            len(set(opts.ngroups_keys)) > 1:
-        warn("keys are not in the real data's column order: ngroups_keys[i] applies to the i-th "
-             f"key in data order {keys_data} (synthpop's rule), not to keys[i]")
+    if list(opts.keys) != keys_data and any(opts.ngroups_keys) and len(set(opts.ngroups_keys)) > 1:
+        warn(
+            "keys are not in the real data's column order: ngroups_keys[i] applies to the i-th "
+            f"key in data order {keys_data} (synthpop's rule), not to keys[i]"
+        )
     return prepare_keys(real, syns, keys_data, list(opts.ngroups_keys), dict(opts.cont_na))
 
 
-def _disclosure_prepared(real: pl.DataFrame, syns: list[pl.DataFrame], pk: PreparedKeys,
-                         opts: DisclosureOptions) -> DisclosureResult:
+def _disclosure_prepared(
+    real: pl.DataFrame, syns: list[pl.DataFrame], pk: PreparedKeys, opts: DisclosureOptions
+) -> DisclosureResult:
     m = len(syns)
     target = prepare_target(real, syns, opts.target, opts.ngroups_target, dict(opts.cont_na))
     usekeys = _usekeys_data_order(opts, pk.keys)
     order = target_order(target)
     tables = build_cells(pk, target, order, opts, usekeys, m)
     cells = tables.cells
-    ident, attrib, allcaps, tcap_denom = compute_measures(cells, tables.key_cols, pk.n_orig,
-                                                          pk.n_syn)
+    ident, attrib, allcaps, tcap_denom = compute_measures(cells, tables.key_cols, pk.n_orig, pk.n_syn)
     target_levels = order.levels.to_list()
     c1, msg1 = check_1way(cells, opts.target, order.levels, m, opts.thresh_1way)
-    c2, msg2 = check_2way(cells, tables.orig_records, pk.keys, tables.key_cols, m,
-                          opts.thresh_2way)
+    c2, msg2 = check_2way(cells, tables.orig_records, pk.keys, tables.key_cols, m, opts.thresh_2way)
     key_str = pl.concat_str([pl.col(c) for c in tables.key_cols], separator=" | ")
-    # the printed key's order, ranked on the few distinct keys (equal strings, equal ranks)
-    key_rank = (cells.select(tables.key_cols).unique()
-                .with_columns(key_str.rank("dense").alias("__krank")))
-    cell_out = cells.join(key_rank, on=tables.key_cols, how="left").sort(
-        [SYN_COL, "__krank", ORDER_COL]).select(  # ORDER_COL: the level's position in code-point order
-        pl.col(SYN_COL).alias("synthesis"), pl.col(TARGET_COL).alias("target_level"),
-        key_str.alias("key"), "d_pre", "s_pre", "pd_pre", "ps_pre", "d", "s",
-        "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO",
+    cell_out = _cell_table(cells, tables.key_cols, key_str)
+    records = _record_table(tables.orig_records, pk.syn, target.syn, key_str)
+    groupings = _groupings(pk, target, opts.target)
+    return DisclosureResult(
+        target=opts.target,
+        keys=list(pk.keys),
+        m=m,
+        n_orig=pk.n_orig,
+        n_syn=list(pk.n_syn),
+        ident=ident,
+        attrib=attrib,
+        allcaps=allcaps,
+        check_1way=c1,
+        check_2way=c2,
+        check1=msg1,
+        check2=msg2,
+        n_exclusions=tables.exclusions,
+        tcap_denom=tcap_denom,
+        cells=cell_out,
+        records=records,
+        target_levels=target_levels,
+        options=opts.as_dict(),
+        groupings=groupings,
     )
-    orig_rec = tables.orig_records.select(
-        pl.lit("orig").alias("source"), pl.lit(0, dtype=pl.Int32).alias("synthesis"),
-        pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("row"), key_str.alias("keys"),
-        pl.col(TARGET_COL).alias("target"))
-    syn_rec = pk.syn.with_columns(target.syn.alias(TARGET_COL)).select(
-        pl.lit("syn").alias("source"), pl.col(SYN_COL).alias("synthesis"),
+
+
+def _cell_table(cells: pl.DataFrame, key_cols: list[str], key_str: pl.Expr) -> pl.DataFrame:
+    """The per-cell table reported: one row per synthesis, target level and key, in printed order."""
+    # the printed key's order, ranked on the few distinct keys (equal strings, equal ranks)
+    key_rank = cells.select(key_cols).unique().with_columns(key_str.rank("dense").alias("__krank"))
+    return (
+        cells.join(key_rank, on=key_cols, how="left")
+        .sort([SYN_COL, "__krank", ORDER_COL])
+        .select(  # ORDER_COL: the level's position in code-point order
+            pl.col(SYN_COL).alias("synthesis"),
+            pl.col(TARGET_COL).alias("target_level"),
+            key_str.alias("key"),
+            "d_pre",
+            "s_pre",
+            "pd_pre",
+            "ps_pre",
+            "d",
+            "s",
+            "did",
+            "dis",
+            "iS",
+            "DiS",
+            "DiSCO",
+            "DiSDiO",
+        )
+    )
+
+
+def _record_table(
+    orig_records: pl.DataFrame, syn: pl.DataFrame, syn_target: pl.Series, key_str: pl.Expr
+) -> pl.DataFrame:
+    """The per-record table reported: the original records, then each synthesis's, with key and target."""
+    orig_rec = orig_records.select(
+        pl.lit("orig").alias("source"),
+        pl.lit(0, dtype=pl.Int32).alias("synthesis"),
+        pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("row"),
+        key_str.alias("keys"),
+        pl.col(TARGET_COL).alias("target"),
+    )
+    syn_rec = syn.with_columns(syn_target.alias(TARGET_COL)).select(
+        pl.lit("syn").alias("source"),
+        pl.col(SYN_COL).alias("synthesis"),
         pl.int_range(1, pl.len() + 1).over(SYN_COL).cast(pl.Int64).alias("row"),
-        key_str.alias("keys"), pl.col(TARGET_COL).alias("target"))
+        key_str.alias("keys"),
+        pl.col(TARGET_COL).alias("target"),
+    )
+    return pl.concat([orig_rec, syn_rec])
+
+
+def _groupings(pk: PreparedKeys, target: LabelledColumn, target_name: str) -> dict[str, Any]:
+    """How each grouped key and the target were grouped, by column name."""
     groupings = {c.name: c.grouping.describe() for c in pk.columns if c.grouping is not None}
     if target.grouping is not None:
-        groupings[opts.target] = target.grouping.describe()
-    return DisclosureResult(
-        target=opts.target, keys=list(pk.keys), m=m, n_orig=pk.n_orig, n_syn=list(pk.n_syn),
-        ident=ident, attrib=attrib, allcaps=allcaps, check_1way=c1, check_2way=c2,
-        check1=msg1, check2=msg2, n_exclusions=tables.exclusions, tcap_denom=tcap_denom,
-        cells=cell_out, records=pl.concat([orig_rec, syn_rec]), target_levels=target_levels,
-        options=opts.as_dict(), groupings=groupings,
-    )
+        groupings[target_name] = target.grouping.describe()
+    return groupings
 
 
-def disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str, target: str,
-               **options: Any) -> DisclosureResult:
+def disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str, target: str, **options: Any) -> DisclosureResult:
     """Identity and attribute disclosure of ``target`` from ``keys`` (synthpop ``disclosure()``).
 
     Args:
@@ -238,18 +295,36 @@ def disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str, target: str
     return _disclosure_prepared(real_f, syns, pk, opts)
 
 
-_DISCLOSURE_OPTIONS = ("denom_lim", "exclude_ov_denom_lim", "not_targetlev", "usekeys_na",
-                       "usetarget_na", "exclude_keys", "exclude_keylevs", "exclude_targetlevs",
-                       "ngroups_keys", "ngroups_target", "cont_na", "thresh_1way", "thresh_2way")
+_DISCLOSURE_OPTIONS = (
+    "denom_lim",
+    "exclude_ov_denom_lim",
+    "not_targetlev",
+    "usekeys_na",
+    "usetarget_na",
+    "exclude_keys",
+    "exclude_keylevs",
+    "exclude_targetlevs",
+    "ngroups_keys",
+    "ngroups_target",
+    "cont_na",
+    "thresh_1way",
+    "thresh_2way",
+)
 
 
 # synthpop's own argument names are accepted as aliases
 R_ALIASES = {
-    "not.targetlev": "not_targetlev", "usekeysNA": "usekeys_na", "usetargetNA": "usetarget_na",
-    "exclude.keys": "exclude_keys", "exclude.keylevs": "exclude_keylevs",
-    "exclude.targetlevs": "exclude_targetlevs", "cont.na": "cont_na",
-    "not.targetslev": "not_targetslev", "usetargetsNA": "usetargets_na",
-    "ident.meas": "ident_meas", "attrib.meas": "attrib_meas",
+    "not.targetlev": "not_targetlev",
+    "usekeysNA": "usekeys_na",
+    "usetargetNA": "usetarget_na",
+    "exclude.keys": "exclude_keys",
+    "exclude.keylevs": "exclude_keylevs",
+    "exclude.targetlevs": "exclude_targetlevs",
+    "cont.na": "cont_na",
+    "not.targetslev": "not_targetslev",
+    "usetargetsNA": "usetargets_na",
+    "ident.meas": "ident_meas",
+    "attrib.meas": "attrib_meas",
 }
 
 
@@ -267,20 +342,30 @@ def _build(keys: Any, target: str, options: Mapping[str, Any]) -> DisclosureOpti
     options = _dealias(options)
     unknown = sorted(set(options) - set(_DISCLOSURE_OPTIONS))
     if unknown:
-        raise ParameterError(f"unknown disclosure option(s) {unknown}; known: "
-                             f"{list(_DISCLOSURE_OPTIONS)}")
+        raise ParameterError(f"unknown disclosure option(s) {unknown}; known: {list(_DISCLOSURE_OPTIONS)}")
     return build_options(keys, target, **options)
 
 
 _MULTI_PER_TARGET = {
-    "not_targetslev": "not_targetlev", "not_targetlev": "not_targetlev",
-    "usetargets_na": "usetarget_na", "usetarget_na": "usetarget_na",
-    "ngroups_targets": "ngroups_target", "ngroups_target": "ngroups_target",
-    "exclude_keys": "exclude_keys", "exclude_keylevs": "exclude_keylevs",
+    "not_targetslev": "not_targetlev",
+    "not_targetlev": "not_targetlev",
+    "usetargets_na": "usetarget_na",
+    "usetarget_na": "usetarget_na",
+    "ngroups_targets": "ngroups_target",
+    "ngroups_target": "ngroups_target",
+    "exclude_keys": "exclude_keys",
+    "exclude_keylevs": "exclude_keylevs",
     "exclude_targetlevs": "exclude_targetlevs",
 }
-_MULTI_SHARED = ("denom_lim", "exclude_ov_denom_lim", "usekeys_na", "ngroups_keys", "cont_na",
-                 "thresh_1way", "thresh_2way")
+_MULTI_SHARED = (
+    "denom_lim",
+    "exclude_ov_denom_lim",
+    "usekeys_na",
+    "ngroups_keys",
+    "cont_na",
+    "thresh_1way",
+    "thresh_2way",
+)
 
 
 def _per_target(name: str, value: Any, targets: list[str], scalar_types: tuple) -> list[Any]:
@@ -298,14 +383,20 @@ def _per_target(name: str, value: Any, targets: list[str], scalar_types: tuple) 
     if len(items) == 1:
         return items * len(targets)
     if len(items) != len(targets):
-        raise ParameterError(f"{name} must have one entry per target ({len(targets)}), got "
-                             f"{len(items)}")
+        raise ParameterError(f"{name} must have one entry per target ({len(targets)}), got {len(items)}")
     return items
 
 
-def multi_disclosure(real: Any, synthetic: Any, keys: Sequence[str] | str,
-                     targets: Sequence[str] | None = None, *, ident_meas: str = "repU",
-                     attrib_meas: str = "DiSCO", **options: Any) -> MultiDisclosureResult:
+def multi_disclosure(
+    real: Any,
+    synthetic: Any,
+    keys: Sequence[str] | str,
+    targets: Sequence[str] | None = None,
+    *,
+    ident_meas: str = "repU",
+    attrib_meas: str = "DiSCO",
+    **options: Any,
+) -> MultiDisclosureResult:
     """:func:`disclosure` for several targets with synthpop's summary table
     (``multi.disclosure()``).
 
@@ -353,8 +444,9 @@ def _summary_measures(options: dict[str, Any], ident_meas: str, attrib_meas: str
     return ident_meas, attrib_meas
 
 
-def _multi_targets(real_f: pl.DataFrame, syns: list[pl.DataFrame], key_list: list[str],
-                   targets: Sequence[str] | str | None) -> list[str]:
+def _multi_targets(
+    real_f: pl.DataFrame, syns: list[pl.DataFrame], key_list: list[str], targets: Sequence[str] | str | None
+) -> list[str]:
     """The targets as a list without repeats; by default every column common to all synthetic
     sets that is not a key, in the real data's column order."""
     if targets is None:
@@ -368,8 +460,7 @@ def _multi_targets(real_f: pl.DataFrame, syns: list[pl.DataFrame], key_list: lis
     return targets
 
 
-def _options_per_target(options: Mapping[str, Any], key_list: list[str],
-                        targets: list[str]) -> list[DisclosureOptions]:
+def _options_per_target(options: Mapping[str, Any], key_list: list[str], targets: list[str]) -> list[DisclosureOptions]:
     """Each target's :func:`build_options`: the shared options and that target's entry of every
     per-target option."""
     shared = {k: options[k] for k in _MULTI_SHARED if k in options}
@@ -408,8 +499,9 @@ def _per_target_values(options: Mapping[str, Any], targets: list[str]) -> dict[s
     return per
 
 
-def _summarise(keys: list[str], targets: list[str], results: dict[str, DisclosureResult],
-               ident_meas: str, attrib_meas: str) -> MultiDisclosureResult:
+def _summarise(
+    keys: list[str], targets: list[str], results: dict[str, DisclosureResult], ident_meas: str, attrib_meas: str
+) -> MultiDisclosureResult:
     orig_meas = "CAPd" if attrib_meas == "DCAP" else "Dorig"
     rows = []
     for t in targets:
@@ -417,23 +509,43 @@ def _summarise(keys: list[str], targets: list[str], results: dict[str, Disclosur
         n_pairs = 0
         if r.check2:
             n_pairs = int(r.check2.split(" ")[0])
-        rows.append({"target": t, "attrib.orig": r.mean(orig_meas), "attrib.syn": r.mean(attrib_meas),
-                     "check1": r.check1, "Npairs": n_pairs, "check2": r.check2})
-    table = pl.DataFrame(rows, schema={"target": pl.String, "attrib.orig": pl.Float64,
-                                       "attrib.syn": pl.Float64, "check1": pl.String,
-                                       "Npairs": pl.Int64, "check2": pl.String})
+        rows.append(
+            {
+                "target": t,
+                "attrib.orig": r.mean(orig_meas),
+                "attrib.syn": r.mean(attrib_meas),
+                "check1": r.check1,
+                "Npairs": n_pairs,
+                "check2": r.check2,
+            }
+        )
+    table = pl.DataFrame(
+        rows,
+        schema={
+            "target": pl.String,
+            "attrib.orig": pl.Float64,
+            "attrib.syn": pl.Float64,
+            "check1": pl.String,
+            "Npairs": pl.Int64,
+            "check2": pl.String,
+        },
+    )
     table = table.sort("attrib.syn", maintain_order=True, nulls_last=True)
     width = len(str(len(targets)))
     labels = []
-    for rank, (t, c1, c2) in enumerate(zip(table["target"], table["check1"], table["check2"]),
-                                       start=1):
-        suffix = " 1&2way checks" if (c1 and c2) else " 1way checks" if c1 else \
-            " 2way checks" if c2 else ""
+    for rank, (t, c1, c2) in enumerate(zip(table["target"], table["check1"], table["check2"]), start=1):
+        suffix = " 1&2way checks" if (c1 and c2) else " 1way checks" if c1 else " 2way checks" if c2 else ""
         labels.append(f"{str(rank).zfill(width)} {t}{suffix}")
     table = table.with_columns(pl.Series("row", labels)).select("row", *table.columns)
     ident_orig = [results[t].mean("UiO") for t in targets]
     ident_syn = [results[t].mean(ident_meas) for t in targets]
-    return MultiDisclosureResult(keys=keys, targets=targets, per_target=results,
-                                 attrib_table=table, ident_orig=ident_orig, ident_syn=ident_syn,
-                                 ident_meas=ident_meas, attrib_meas=attrib_meas)
-
+    return MultiDisclosureResult(
+        keys=keys,
+        targets=targets,
+        per_target=results,
+        attrib_table=table,
+        ident_orig=ident_orig,
+        ident_syn=ident_syn,
+        ident_meas=ident_meas,
+        attrib_meas=attrib_meas,
+    )

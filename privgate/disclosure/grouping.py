@@ -82,8 +82,7 @@ def class_breaks(values: np.ndarray, n: int, style: str = "quantile") -> np.ndar
     if n == nobs:
         gaps = np.diff(distinct)
         half = _r_mean(gaps) / 2.0
-        return np.concatenate([[distinct[0] - half], distinct[:-1] + gaps / 2.0,
-                               [distinct[-1] + half]])
+        return np.concatenate([[distinct[0] - half], distinct[:-1] + gaps / 2.0, [distinct[-1] + half]])
     if style == "quantile":
         return r_quantile7(vals, r_seq_by(n))
     if style == "equal":
@@ -114,18 +113,19 @@ class Grouping:
         return self.interval_labels + self.cont_na_labels
 
     def describe(self) -> dict:
-        return {"style": self.style, "n_groups": len(self.interval_labels),
-                "n_cont_na_levels": len(self.cont_na_labels)}
+        return {
+            "style": self.style,
+            "n_groups": len(self.interval_labels),
+            "n_cont_na_levels": len(self.cont_na_labels),
+        }
 
 
-def make_grouping(orig: np.ndarray, syn_all: np.ndarray, n: int,
-                  cont_na: list[float] | None) -> Grouping:
+def make_grouping(orig: np.ndarray, syn_all: np.ndarray, n: int, cont_na: list[float] | None) -> Grouping:
     """Breaks for one variable from the original pooled with every synthetic value.
 
     ``orig`` and ``syn_all`` are float arrays with NaN for missing; ``cont_na`` the special codes.
     """
-    special = np.asarray(sorted(set(cont_na or []), key=list(cont_na or []).index),
-                         dtype=np.float64)
+    special = np.asarray(sorted(set(cont_na or []), key=list(cont_na or []).index), dtype=np.float64)
 
     def nonmissing(a: np.ndarray) -> np.ndarray:
         keep = ~np.isnan(a)
@@ -142,8 +142,13 @@ def make_grouping(orig: np.ndarray, syn_all: np.ndarray, n: int,
         style = "equal"
         breaks = np.unique(class_breaks(pooled, n, style))
         labels = cut_labels(breaks)
-    return Grouping(breaks=breaks, interval_labels=labels, cont_na_values=[float(v) for v in special],
-                    cont_na_labels=cont_labels, style=style)
+    return Grouping(
+        breaks=breaks,
+        interval_labels=labels,
+        cont_na_values=[float(v) for v in special],
+        cont_na_labels=cont_labels,
+        style=style,
+    )
 
 
 def grouped_labels(x: np.ndarray, grouping: Grouping) -> np.ndarray:

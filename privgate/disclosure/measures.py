@@ -31,25 +31,32 @@ ATTRIB_COLS = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "me
 CAP_COLS = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 
 
-def compute_measures(cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_syn: list[int]
-                     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[int]]:
+def compute_measures(
+    cells: pl.DataFrame, key_cols: list[str], n_orig: int, n_syn: list[int]
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[int]]:
     """(ident, attrib, allcaps, TCAP_denom) — one row per synthetic set, in set order."""
-    ns = pl.DataFrame({SYN_COL: pl.Series(range(1, len(n_syn) + 1), dtype=pl.Int32),
-                       "__ns": pl.Series(n_syn, dtype=pl.Float64)})
+    ns = pl.DataFrame(
+        {SYN_COL: pl.Series(range(1, len(n_syn) + 1), dtype=pl.Int32), "__ns": pl.Series(n_syn, dtype=pl.Float64)}
+    )
     nd = float(n_orig)
     per_key = _key_totals(cells, key_cols)
     ident = _identity_counts(per_key, ns)
     sums = _cell_sums(cells, per_key, key_cols, ns)
     nsv = ident["__ns"].to_numpy()
     tcap_denom = ident["tcap_denom"].to_numpy().astype(np.int64)
-    return (_identity_measures(ident, nd, nsv), _attribute_measures(sums, nd, nsv),
-            _cap_measures(sums, _base_capd(cells, nd), tcap_denom, nd, nsv), [int(x) for x in tcap_denom])
+    return (
+        _identity_measures(ident, nd, nsv),
+        _attribute_measures(sums, nd, nsv),
+        _cap_measures(sums, _base_capd(cells, nd), tcap_denom, nd, nsv),
+        [int(x) for x in tcap_denom],
+    )
 
 
 def _key_totals(cells: pl.DataFrame, key_cols: list[str]) -> pl.DataFrame:
     """Per set and key: d_.q, s_.q (after exclusions) and s_.q before exclusions."""
     return cells.group_by([SYN_COL, *key_cols]).agg(
-        pl.col("d").sum().alias("dq"), pl.col("s").sum().alias("sq"),
+        pl.col("d").sum().alias("dq"),
+        pl.col("s").sum().alias("sq"),
         pl.col("s_pre").sum().alias("sq_pre"),
     )
 
@@ -59,8 +66,10 @@ def _identity_counts(per_key: pl.DataFrame, ns: pl.DataFrame) -> pl.DataFrame:
     identity measures and TCAP's denominator."""
     uo = pl.col("dq") == 1
     return (
-        per_key.group_by(SYN_COL).agg(
-            uo.sum().alias("n_uio"), (pl.col("sq") == 1).sum().alias("n_uis"),
+        per_key.group_by(SYN_COL)
+        .agg(
+            uo.sum().alias("n_uio"),
+            (pl.col("sq") == 1).sum().alias("n_uis"),
             (uo & (pl.col("sq_pre") > 0)).sum().alias("n_uiois"),
             (uo & (pl.col("sq") == 1)).sum().alias("n_repu"),
             pl.when(pl.col("sq") > 0).then(pl.col("dq")).otherwise(0).sum().alias("tcap_denom"),
@@ -79,8 +88,11 @@ def _cell_sums(cells: pl.DataFrame, per_key: pl.DataFrame, key_cols: list[str], 
     # (set, key) in that order numbered on the few keys, so the cells sort by integers; the set
     # leads the sort although the number implies it: a set column flagged sorted takes the
     # group-by below down the path whose float sums the tests pin (other paths differ in the last bits)
-    keys = (per_key.select(SYN_COL, *key_cols, "dq", "sq").sort([SYN_COL, *key_cols], nulls_last=True)
-            .with_row_index("__kord"))
+    keys = (
+        per_key.select(SYN_COL, *key_cols, "dq", "sq")
+        .sort([SYN_COL, *key_cols], nulls_last=True)
+        .with_row_index("__kord")
+    )
     with_q = cells.join(keys, on=[SYN_COL, *key_cols], how="left").sort([SYN_COL, "__kord", ORDER_COL])
     d, s, dq, sq = pl.col("d"), pl.col("s"), pl.col("dq"), pl.col("sq")
     ps = pl.when(sq > 0).then(s / sq).otherwise(0.0)
@@ -89,7 +101,8 @@ def _cell_sums(cells: pl.DataFrame, per_key: pl.DataFrame, key_cols: list[str], 
         *[pl.col(c).sum().alias(c) for c in ("did", "dis", "iS", "DiS", "DiSCO", "DiSDiO")],
         pl.col("DiSCO").max().alias("max_denom"),
         pl.col("DiSCO").filter(pl.col("DiSCO") > 0).mean().alias("mean_denom"),
-        (pd_ * d).sum().alias("capd"), (ps * s).sum().alias("caps"),
+        (pd_ * d).sum().alias("capd"),
+        (ps * s).sum().alias("caps"),
         (ps * d).sum().alias("dcap"),
     )
     return sums.join(ns, on=SYN_COL, how="right").sort(SYN_COL)
@@ -104,12 +117,14 @@ def _base_capd(cells: pl.DataFrame, nd: float) -> float:
 
 def _identity_measures(ident: pl.DataFrame, nd: float, nsv: np.ndarray) -> pl.DataFrame:
     """UiO, UiS, UiOiS and repU per set."""
-    return pl.DataFrame({
-        "UiO": 100.0 * ident["n_uio"].to_numpy() / nd,
-        "UiS": 100.0 * ident["n_uis"].to_numpy() / nsv,
-        "UiOiS": 100.0 * ident["n_uiois"].to_numpy() / nd,
-        "repU": 100.0 * ident["n_repu"].to_numpy() / nd,
-    })
+    return pl.DataFrame(
+        {
+            "UiO": 100.0 * ident["n_uio"].to_numpy() / nd,
+            "UiS": 100.0 * ident["n_uis"].to_numpy() / nsv,
+            "UiOiS": 100.0 * ident["n_uiois"].to_numpy() / nd,
+            "repU": 100.0 * ident["n_repu"].to_numpy() / nd,
+        }
+    )
 
 
 def _sum_of(sums: pl.DataFrame, name: str) -> np.ndarray:
@@ -119,27 +134,32 @@ def _sum_of(sums: pl.DataFrame, name: str) -> np.ndarray:
 
 def _attribute_measures(sums: pl.DataFrame, nd: float, nsv: np.ndarray) -> pl.DataFrame:
     """Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO, max_denom and mean_denom per set."""
-    return pl.DataFrame({
-        "Dorig": 100.0 * _sum_of(sums, "did") / nd,
-        "Dsyn": 100.0 * _sum_of(sums, "dis") / nsv,
-        "iS": 100.0 * _sum_of(sums, "iS") / nd,
-        "DiS": 100.0 * _sum_of(sums, "DiS") / nd,
-        "DiSCO": 100.0 * _sum_of(sums, "DiSCO") / nd,
-        "DiSDiO": 100.0 * _sum_of(sums, "DiSDiO") / nd,
-        "max_denom": _sum_of(sums, "max_denom"),
-        "mean_denom": sums["mean_denom"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
-    })
+    return pl.DataFrame(
+        {
+            "Dorig": 100.0 * _sum_of(sums, "did") / nd,
+            "Dsyn": 100.0 * _sum_of(sums, "dis") / nsv,
+            "iS": 100.0 * _sum_of(sums, "iS") / nd,
+            "DiS": 100.0 * _sum_of(sums, "DiS") / nd,
+            "DiSCO": 100.0 * _sum_of(sums, "DiSCO") / nd,
+            "DiSDiO": 100.0 * _sum_of(sums, "DiSDiO") / nd,
+            "max_denom": _sum_of(sums, "max_denom"),
+            "mean_denom": sums["mean_denom"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
+        }
+    )
 
 
-def _cap_measures(sums: pl.DataFrame, base_capd: float, tcap_denom: np.ndarray, nd: float,
-                  nsv: np.ndarray) -> pl.DataFrame:
+def _cap_measures(
+    sums: pl.DataFrame, base_capd: float, tcap_denom: np.ndarray, nd: float, nsv: np.ndarray
+) -> pl.DataFrame:
     """baseCAPd, CAPd, CAPs, DCAP and TCAP per set."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tcap = 100.0 * _sum_of(sums, "DiSCO") / tcap_denom.astype(np.float64)
-    return pl.DataFrame({
-        "baseCAPd": np.full(len(nsv), base_capd),
-        "CAPd": 100.0 * _sum_of(sums, "capd") / nd,
-        "CAPs": 100.0 * _sum_of(sums, "caps") / nsv,
-        "DCAP": 100.0 * _sum_of(sums, "dcap") / nd,
-        "TCAP": tcap,
-    })
+    return pl.DataFrame(
+        {
+            "baseCAPd": np.full(len(nsv), base_capd),
+            "CAPd": 100.0 * _sum_of(sums, "capd") / nd,
+            "CAPs": 100.0 * _sum_of(sums, "caps") / nsv,
+            "DCAP": 100.0 * _sum_of(sums, "dcap") / nd,
+            "TCAP": tcap,
+        }
+    )

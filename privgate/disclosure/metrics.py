@@ -29,23 +29,26 @@ from ..registry import register_metric
 from ..results import MetricResult
 from .api import DisclosureResult, MultiDisclosureResult, multi_disclosure
 
-REFERENCE = ("Raab, Nowok & Dibben, Practical privacy metrics for synthetic data "
-             "(synthpop disclosure vignette); synthpop 1.9-2 disclosure()/multi.disclosure()")
+REFERENCE = (
+    "Raab, Nowok & Dibben, Practical privacy metrics for synthetic data "
+    "(synthpop disclosure vignette); synthpop 1.9-2 disclosure()/multi.disclosure()"
+)
 
 
-def _run(ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None,
-         options: dict[str, Any], metric: str) -> tuple[MultiDisclosureResult, list[str], list[str]]:
+def _run(
+    ctx, keys: Sequence[str] | None, targets: Sequence[str] | str | None, options: dict[str, Any], metric: str
+) -> tuple[MultiDisclosureResult, list[str], list[str]]:
     if not targets and not ctx.sensitive:
         raise ParameterError(
             f"{metric} needs the attacker's key columns and at least one target column: pass "
             f"keys=[...] (the quasi-identifiers an attacker knows, default: every other column) and "
             f"targets=[...] (or sensitive=[...] to evaluate / `sensitive:` in a gate configuration); "
-            f"columns are {ctx.schema.columns}")
+            f"columns are {ctx.schema.columns}"
+        )
     key_list, target_list = ctx.key_sensitive(keys, targets)
     # only the keys and targets are read: a Parquet scan streams just these columns
     cols = key_list + target_list
-    res = multi_disclosure(ctx.columns("real", cols), ctx.columns("synthetic", cols), key_list, target_list,
-                           **options)
+    res = multi_disclosure(ctx.columns("real", cols), ctx.columns("synthetic", cols), key_list, target_list, **options)
     return res, key_list, target_list
 
 
@@ -75,8 +78,13 @@ def _jackknife_obstacle(ctx, r: DisclosureResult) -> str | None:
         return f"{r.m} synthetic sets"
     if r.n_orig != ctx.n_real or r.n_syn[0] != ctx.n_synthetic:
         return "the tabulated records are not the context's"
-    if o.get("exclude_ov_denom_lim") or o.get("not_targetlev") or o.get("exclude_keys") \
-            or not all(o.get("usekeys_na") or [True]) or not o.get("usetarget_na", True):
+    if (
+        o.get("exclude_ov_denom_lim")
+        or o.get("not_targetlev")
+        or o.get("exclude_keys")
+        or not all(o.get("usekeys_na") or [True])
+        or not o.get("usetarget_na", True)
+    ):
         return "exclusions active"
     if any(o.get("ngroups_keys") or []) or o.get("ngroups_target") or r.groupings:
         return "numeric keys or target grouped (breaks pooled over both data sets)"
@@ -97,7 +105,8 @@ def _record_ids(r: DisclosureResult) -> tuple[np.ndarray, np.ndarray, np.ndarray
     keys = both.select("keys").unique().sort("keys").with_row_index("__k")
     levels = pl.DataFrame({"target": pl.Series(r.target_levels, dtype=pl.String)}).with_row_index("__t")
     coded = both.join(keys, on="keys", how="left", maintain_order="left").join(
-        levels, on="target", how="left", maintain_order="left")
+        levels, on="target", how="left", maintain_order="left"
+    )
     k = coded["__k"].to_numpy().astype(np.int64)
     pair = k * len(r.target_levels) + coded["__t"].to_numpy().astype(np.int64)
     ids = {"k": k, "c": np.unique(pair, return_inverse=True)[1].ravel()}
@@ -145,14 +154,14 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
         n, n_k, n_c = kr.size, int(kr.max()) + 1, cell_key.size
         s_q = np.bincount(ks, minlength=n_k + 1)[:n_k]
         d_q = np.bincount(kr, minlength=n_k)
-        sq_g = counts_without_groups(ks, lab_s, n_k)                                          # (G, keys)
+        sq_g = counts_without_groups(ks, lab_s, n_k)  # (G, keys)
         if measure == "DiSCO":
             s_tq = np.bincount(cs, minlength=n_c + 1)[:n_c]
             d_tq = np.bincount(cr, minlength=n_c).astype(np.float64)
             cell_flag = (s_q[cell_key] > 0) & (s_tq == s_q[cell_key])
             flags = cell_flag[cr]
             reps_r = leave_group_out_means(flags.astype(np.float64), lab_r, int(lab_r.max()) + 1)
-            stq_g = counts_without_groups(cs, lab_s, n_c)                                     # (G, cells)
+            stq_g = counts_without_groups(cs, lab_s, n_c)  # (G, cells)
             reps_s = (((sq_g[:, cell_key] > 0) & (stq_g == sq_g[:, cell_key])) @ d_tq) / n
         else:
             flags = (d_q[kr] == 1) & (s_q[kr] == 1)
@@ -164,8 +173,10 @@ def _keep_disclosure_jackknife(ctx, out: MetricResult, r: DisclosureResult, meas
     if why is not None:
         out.details["ci_method"] += f"; no grouped-jackknife replicates for the holdout excess ({why})"
         return out
-    out.details["ci_method"] += (f"; grouped-jackknife replicates kept for the holdout excess ({reps_r.size} groups "
-                                 f"of the real records, {reps_s.size} of the synthetic records)")
+    out.details["ci_method"] += (
+        f"; grouped-jackknife replicates kept for the holdout excess ({reps_r.size} groups "
+        f"of the real records, {reps_s.size} of the synthetic records)"
+    )
     return keep_jackknife(out, real=reps_r, synthetic=reps_s)
 
 
@@ -183,45 +194,62 @@ def _per_target_details(res: MultiDisclosureResult) -> dict[str, Any]:
     return out
 
 
-@register_metric(family="disclosure",
-                 attack="identity disclosure: single out a real person unique on the keys through a "
-                        "synthetic record that is unique on the same keys (replicated unique)",
-                 reference=REFERENCE + ", repU",
-                 orientation="value = repU/100, the share of real records unique on the keys in both the real "
-                             "and the synthetic data; 1 = every real record is a replicated unique",
-                 needs=("keys", "targets"), spaces=(),
-                 memory_cost=0.5)
-def disclosure_identity(ctx, *, keys: Sequence[str] | None = None,
-                        targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
+@register_metric(
+    family="disclosure",
+    attack="identity disclosure: single out a real person unique on the keys through a "
+    "synthetic record that is unique on the same keys (replicated unique)",
+    reference=REFERENCE + ", repU",
+    orientation="value = repU/100, the share of real records unique on the keys in both the real "
+    "and the synthetic data; 1 = every real record is a replicated unique",
+    needs=("keys", "targets"),
+    spaces=(),
+    memory_cost=0.5,
+)
+def disclosure_identity(
+    ctx, *, keys: Sequence[str] | None = None, targets: Sequence[str] | str | None = None, **options: Any
+) -> MetricResult:
     """Replicated uniques, repU (Raab, Nowok & Dibben; synthpop 1.9-2), as a risk in [0, 1]."""
     res, key_list, target_list = _run(ctx, keys, targets, options, "disclosure_identity")
     rep_u = {t: res.per_target[t].mean("repU") for t in target_list}
     worst = max(rep_u.values())
     details = {
-        "keys": res.keys, "targets": target_list, "m": res.per_target[target_list[0]].m,
+        "keys": res.keys,
+        "targets": target_list,
+        "m": res.per_target[target_list[0]].m,
         "UiO": max(res.per_target[t].mean("UiO") for t in target_list),
-        "repU": worst, "per_target": _per_target_details(res),
+        "repU": worst,
+        "per_target": _per_target_details(res),
         "note": "percentages; repU depends on the target only through target-specific exclusions",
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    out = MetricResult.from_context(ctx, "disclosure_identity", worst / 100.0, worst,
-                                    "repU (% of real records that are replicated uniques)",
-                                    params=params, details=details,
-                                    per_attribute={t: v / 100.0 for t, v in rep_u.items()})
+    out = MetricResult.from_context(
+        ctx,
+        "disclosure_identity",
+        worst / 100.0,
+        worst,
+        "repU (% of real records that are replicated uniques)",
+        params=params,
+        details=details,
+        per_attribute={t: v / 100.0 for t, v in rep_u.items()},
+    )
     worst_target = max(target_list, key=lambda t: rep_u[t])
     return _keep_disclosure_jackknife(ctx, _share_ci(out, res, worst_target), res.per_target[worst_target], "repU")
 
 
-@register_metric(family="disclosure",
-                 attack="attribute disclosure: look a real person's keys up in the synthetic data; when all "
-                        "synthetic records with those keys share one target value, take it",
-                 reference=REFERENCE + ", DiSCO",
-                 orientation="value = max over targets of DiSCO/100, the share of real records whose keys give a "
-                             "single target value in the synthetic data that is their true value",
-                 needs=("keys", "targets"), spaces=(),
-                 memory_cost=0.5)
-def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
-                         targets: Sequence[str] | str | None = None, **options: Any) -> MetricResult:
+@register_metric(
+    family="disclosure",
+    attack="attribute disclosure: look a real person's keys up in the synthetic data; when all "
+    "synthetic records with those keys share one target value, take it",
+    reference=REFERENCE + ", DiSCO",
+    orientation="value = max over targets of DiSCO/100, the share of real records whose keys give a "
+    "single target value in the synthetic data that is their true value",
+    needs=("keys", "targets"),
+    spaces=(),
+    memory_cost=0.5,
+)
+def disclosure_attribute(
+    ctx, *, keys: Sequence[str] | None = None, targets: Sequence[str] | str | None = None, **options: Any
+) -> MetricResult:
     """DiSCO (Disclosive in Synthetic, Correct Original; Raab, Nowok & Dibben; synthpop 1.9-2),
     the largest over the targets, as a risk in [0, 1]."""
     res, key_list, target_list = _run(ctx, keys, targets, options, "disclosure_attribute")
@@ -230,16 +258,25 @@ def disclosure_attribute(ctx, *, keys: Sequence[str] | None = None,
     worst = disco[worst_target]
     table = res.attrib_table.select("target", "attrib.orig", "attrib.syn", "Npairs")
     details = {
-        "keys": res.keys, "targets": target_list, "m": res.per_target[target_list[0]].m,
-        "worst_target": worst_target, "DiSCO": worst,
+        "keys": res.keys,
+        "targets": target_list,
+        "m": res.per_target[target_list[0]].m,
+        "worst_target": worst_target,
+        "DiSCO": worst,
         "Dorig": {t: res.per_target[t].mean("Dorig") for t in target_list},
         "attrib_table": table.to_dicts(),
         "check_1way_flagged": {t: bool(res.per_target[t].check1) for t in target_list},
         "per_target": _per_target_details(res),
     }
     params = {"keys": key_list, "targets": target_list, **options}
-    out = MetricResult.from_context(ctx, "disclosure_attribute", worst / 100.0, worst,
-                                    "largest DiSCO over the targets (% of real records disclosed correctly)",
-                                    params=params, details=details,
-                                    per_attribute={t: v / 100.0 for t, v in disco.items()})
+    out = MetricResult.from_context(
+        ctx,
+        "disclosure_attribute",
+        worst / 100.0,
+        worst,
+        "largest DiSCO over the targets (% of real records disclosed correctly)",
+        params=params,
+        details=details,
+        per_attribute={t: v / 100.0 for t, v in disco.items()},
+    )
     return _keep_disclosure_jackknife(ctx, _share_ci(out, res, worst_target), res.per_target[worst_target], "DiSCO")

@@ -40,15 +40,21 @@ class DisclosureOptions:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "keys": list(self.keys), "target": self.target, "denom_lim": self.denom_lim,
+            "keys": list(self.keys),
+            "target": self.target,
+            "denom_lim": self.denom_lim,
             "exclude_ov_denom_lim": self.exclude_ov_denom_lim,
-            "not_targetlev": list(self.not_targetlev), "usekeys_na": list(self.usekeys_na),
-            "usetarget_na": self.usetarget_na, "exclude_keys": list(self.exclude_keys),
+            "not_targetlev": list(self.not_targetlev),
+            "usekeys_na": list(self.usekeys_na),
+            "usetarget_na": self.usetarget_na,
+            "exclude_keys": list(self.exclude_keys),
             "exclude_keylevs": list(self.exclude_keylevs),
             "exclude_targetlevs": list(self.exclude_targetlevs),
-            "ngroups_keys": list(self.ngroups_keys), "ngroups_target": self.ngroups_target,
+            "ngroups_keys": list(self.ngroups_keys),
+            "ngroups_target": self.ngroups_target,
             "cont_na": {k: list(v) for k, v in self.cont_na.items()},
-            "thresh_1way": list(self.thresh_1way), "thresh_2way": list(self.thresh_2way),
+            "thresh_1way": list(self.thresh_1way),
+            "thresh_2way": list(self.thresh_2way),
         }
 
 
@@ -60,8 +66,7 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
     try:
         items = list(value)
     except TypeError:
-        raise ParameterError(f"{name} must be a string or a list of strings, got "
-                             f"{type(value).__name__}") from None
+        raise ParameterError(f"{name} must be a string or a list of strings, got {type(value).__name__}") from None
     out = []
     for v in items:
         if not isinstance(v, str):
@@ -74,13 +79,17 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
 def _ngroups(value: Any, name: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
-            isinstance(value, float) and not value.is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or (isinstance(value, float) and not value.is_integer())
+    ):
         raise ParameterError(f"{name} must be a whole number (0 = no grouping), got {value!r}")
     n = int(value)
     if n == 1:
-        raise ParameterError(f"{name} = 1 is not allowed: one group would merge every value "
-                             "(use 0 for no grouping or at least 2 groups)")
+        raise ParameterError(
+            f"{name} = 1 is not allowed: one group would merge every value (use 0 for no grouping or at least 2 groups)"
+        )
     if n < 0:
         raise ParameterError(f"{name} must be 0 (no grouping) or at least 2, got {n}")
     return n
@@ -101,8 +110,9 @@ def _cont_na(value: Any) -> dict[str, tuple[Any, ...]]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ParameterError("cont_na must map column names to a special value or a list of "
-                             f"special values, got {type(value).__name__}")
+        raise ParameterError(
+            f"cont_na must map column names to a special value or a list of special values, got {type(value).__name__}"
+        )
     out: dict[str, tuple[Any, ...]] = {}
     for col, codes in value.items():
         if codes is None:
@@ -115,12 +125,48 @@ def _cont_na(value: Any) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def build_options(keys: Sequence[str] | str, target: str, *, denom_lim: Any = 5,
-                  exclude_ov_denom_lim: bool = False, not_targetlev: Any = None,
-                  usekeys_na: Any = True, usetarget_na: bool = True, exclude_keys: Any = None,
-                  exclude_keylevs: Any = None, exclude_targetlevs: Any = None,
-                  ngroups_keys: Any = None, ngroups_target: Any = None, cont_na: Any = None,
-                  thresh_1way: Any = (50, 90), thresh_2way: Any = (4, 80)) -> DisclosureOptions:
+def _usekeys_per_key(usekeys_na: Any, k: int) -> tuple[bool, ...]:
+    """``usekeys_na`` as one boolean per key (one value given applies to every key)."""
+    if isinstance(usekeys_na, bool):
+        return (usekeys_na,) * k
+    use_keys = tuple(bool(v) for v in usekeys_na)
+    if len(use_keys) == 1:
+        use_keys = use_keys * k
+    if len(use_keys) != k:
+        raise ParameterError(f"usekeys_na must be one boolean or one per key ({k}), got {len(use_keys)}")
+    return use_keys
+
+
+def _ngroups_per_key(ngroups_keys: Any, k: int) -> tuple[int, ...]:
+    """``ngroups_keys`` as one whole number of groups per key (one number given applies to every key)."""
+    if ngroups_keys is None:
+        return (0,) * k
+    if isinstance(ngroups_keys, numbers.Real) and not isinstance(ngroups_keys, bool):
+        return (_ngroups(ngroups_keys, "ngroups_keys"),) * k
+    ng_keys = tuple(_ngroups(v, f"ngroups_keys[{i}]") for i, v in enumerate(ngroups_keys))
+    if len(ng_keys) != k:
+        raise ParameterError(f"ngroups_keys must have one entry per key ({k}), got {len(ng_keys)}")
+    return ng_keys
+
+
+def build_options(
+    keys: Sequence[str] | str,
+    target: str,
+    *,
+    denom_lim: Any = 5,
+    exclude_ov_denom_lim: bool = False,
+    not_targetlev: Any = None,
+    usekeys_na: Any = True,
+    usetarget_na: bool = True,
+    exclude_keys: Any = None,
+    exclude_keylevs: Any = None,
+    exclude_targetlevs: Any = None,
+    ngroups_keys: Any = None,
+    ngroups_target: Any = None,
+    cont_na: Any = None,
+    thresh_1way: Any = (50, 90),
+    thresh_2way: Any = (4, 80),
+) -> DisclosureOptions:
     """Validate and normalise the options (independent of the data)."""
     key_list = _str_list(keys, "keys")
     if not key_list:
@@ -131,45 +177,42 @@ def build_options(keys: Sequence[str] | str, target: str, *, denom_lim: Any = 5,
     if not isinstance(target, str) or not target:
         raise ParameterError(f"target must be one column name, got {target!r}")
     if target in key_list:
-        raise ParameterError(f"target {target!r} is also one of the keys {list(key_list)}; "
-                             "a target cannot be a key")
-    if isinstance(denom_lim, bool) or not isinstance(denom_lim, numbers.Real) or (
-            isinstance(denom_lim, float) and not float(denom_lim).is_integer()) or denom_lim <= 0:
+        raise ParameterError(f"target {target!r} is also one of the keys {list(key_list)}; a target cannot be a key")
+    if (
+        isinstance(denom_lim, bool)
+        or not isinstance(denom_lim, numbers.Real)
+        or (isinstance(denom_lim, float) and not float(denom_lim).is_integer())
+        or denom_lim <= 0
+    ):
         raise ParameterError(f"denom_lim must be a positive whole number, got {denom_lim!r}")
     k = len(key_list)
-    if isinstance(usekeys_na, bool):
-        use_keys = (usekeys_na,) * k
-    else:
-        use_keys = tuple(bool(v) for v in usekeys_na)
-        if len(use_keys) == 1:
-            use_keys = use_keys * k
-        if len(use_keys) != k:
-            raise ParameterError(f"usekeys_na must be one boolean or one per key ({k}), got "
-                                 f"{len(use_keys)}")
-    if ngroups_keys is None:
-        ng_keys = (0,) * k
-    elif isinstance(ngroups_keys, numbers.Real) and not isinstance(ngroups_keys, bool):
-        ng_keys = (_ngroups(ngroups_keys, "ngroups_keys"),) * k
-    else:
-        ng_keys = tuple(_ngroups(v, f"ngroups_keys[{i}]") for i, v in enumerate(ngroups_keys))
-        if len(ng_keys) != k:
-            raise ParameterError(f"ngroups_keys must have one entry per key ({k}), got {len(ng_keys)}")
+    use_keys = _usekeys_per_key(usekeys_na, k)
+    ng_keys = _ngroups_per_key(ngroups_keys, k)
     ex_keys = _str_list(exclude_keys, "exclude_keys")
     ex_keylevs = _str_list(exclude_keylevs, "exclude_keylevs")
     ex_tlevs = _str_list(exclude_targetlevs, "exclude_targetlevs")
     if not (len(ex_keys) == len(ex_keylevs) == len(ex_tlevs)):
-        raise ParameterError("exclude_keys, exclude_keylevs and exclude_targetlevs must have the "
-                             f"same length, got {len(ex_keys)}, {len(ex_keylevs)}, {len(ex_tlevs)}")
+        raise ParameterError(
+            "exclude_keys, exclude_keylevs and exclude_targetlevs must have the "
+            f"same length, got {len(ex_keys)}, {len(ex_keylevs)}, {len(ex_tlevs)}"
+        )
     bad = [kk for kk in ex_keys if kk not in key_list]
     if bad:
         raise ParameterError(f"exclude_keys names columns that are not keys: {bad}")
     return DisclosureOptions(
-        keys=key_list, target=target, denom_lim=int(denom_lim),
+        keys=key_list,
+        target=target,
+        denom_lim=int(denom_lim),
         exclude_ov_denom_lim=bool(exclude_ov_denom_lim),
-        not_targetlev=_str_list(not_targetlev, "not_targetlev"), usekeys_na=use_keys,
-        usetarget_na=bool(usetarget_na), exclude_keys=ex_keys, exclude_keylevs=ex_keylevs,
-        exclude_targetlevs=ex_tlevs, ngroups_keys=ng_keys,
-        ngroups_target=_ngroups(ngroups_target, "ngroups_target"), cont_na=_cont_na(cont_na),
+        not_targetlev=_str_list(not_targetlev, "not_targetlev"),
+        usekeys_na=use_keys,
+        usetarget_na=bool(usetarget_na),
+        exclude_keys=ex_keys,
+        exclude_keylevs=ex_keylevs,
+        exclude_targetlevs=ex_tlevs,
+        ngroups_keys=ng_keys,
+        ngroups_target=_ngroups(ngroups_target, "ngroups_target"),
+        cont_na=_cont_na(cont_na),
         thresh_1way=_threshold(thresh_1way, "thresh_1way"),
         thresh_2way=_threshold(thresh_2way, "thresh_2way"),
     )

@@ -17,7 +17,7 @@ class MultiMeasures(Protocol):
     calls it from its ``plot`` method, so the plot names the fields, not the class)."""
 
     keys: list[str]
-    attrib_table: Any            # polars DataFrame
+    attrib_table: Any  # polars DataFrame
     attrib_meas: str
     ident_orig: list[float]
     ident_syn: list[float]
@@ -41,13 +41,18 @@ def plot_multi(res: MultiMeasures, path: Any = None):
         ax.plot([o, s], [yi, yi], color="0.75", linewidth=1.5, zorder=1)
     orig_label = "CAPd (original)" if res.attrib_meas == "DCAP" else "Dorig (original)"
     ax.scatter(orig, y, marker="o", s=45, color="#1f77b4", label=orig_label, zorder=2)
-    ax.scatter(syn, y, marker="D", s=45, color="#d62728", label=f"{res.attrib_meas} (synthetic)",
-               zorder=3)
+    ax.scatter(syn, y, marker="D", s=45, color="#d62728", label=f"{res.attrib_meas} (synthetic)", zorder=3)
     if res.ident_orig:
-        ax.axvline(res.ident_orig[0], color="#1f77b4", linestyle=":", linewidth=1,
-                   label=f"UiO {res.ident_orig[0]:.2f} %")
-        ax.axvline(res.ident_syn[0], color="#d62728", linestyle=":", linewidth=1,
-                   label=f"{res.ident_meas} {res.ident_syn[0]:.2f} %")
+        ax.axvline(
+            res.ident_orig[0], color="#1f77b4", linestyle=":", linewidth=1, label=f"UiO {res.ident_orig[0]:.2f} %"
+        )
+        ax.axvline(
+            res.ident_syn[0],
+            color="#d62728",
+            linestyle=":",
+            linewidth=1,
+            label=f"{res.ident_meas} {res.ident_syn[0]:.2f} %",
+        )
     ax.set_yticks(y)
     ax.set_yticklabels(table["row"].to_list())
     ax.set_xlabel("% of original records")

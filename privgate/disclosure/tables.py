@@ -33,21 +33,26 @@ from .prepare import ORDER_COL, SYN_COL, TARGET_COL, LabelledColumn, PreparedKey
 
 TABLES = ("d", "s", "did", "dis", "iS", "DiS", "DiSCO", "DiSDiO")
 TABLE_ROWS = ("original", "synthetic", "Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO")
-STEPS = ("excluded target", "missing target", "missing in  keys", "set to exclude",
-         "over denom_lim")
+STEPS = ("excluded target", "missing target", "missing in  keys", "set to exclude", "over denom_lim")
 
 
 @dataclass
 class CellTables:
-    cells: pl.DataFrame          # see module docstring
+    cells: pl.DataFrame  # see module docstring
     key_cols: list[str]
-    orig_records: pl.DataFrame   # __target + key columns of the original (processed)
-    exclusions: pl.DataFrame     # synthesis, table, 5 step columns, remaining
+    orig_records: pl.DataFrame  # __target + key columns of the original (processed)
+    exclusions: pl.DataFrame  # synthesis, table, 5 step columns, remaining
     orig_has_missing_target: bool
 
 
-def build_cells(pk: PreparedKeys, target: LabelledColumn, order: TargetOrder, opts: DisclosureOptions,
-                usekeys_data_order: list[bool], m: int) -> CellTables:
+def build_cells(
+    pk: PreparedKeys,
+    target: LabelledColumn,
+    order: TargetOrder,
+    opts: DisclosureOptions,
+    usekeys_data_order: list[bool],
+    m: int,
+) -> CellTables:
     """Cell counts, disclosive flags and exclusions for all m synthetic sets at once. Cells are
     counted by the target level's position in ``order`` (integers group faster than labels) and
     carry both the position (``ORDER_COL``) and the label."""
@@ -92,30 +97,29 @@ def build_cells(pk: PreparedKeys, target: LabelledColumn, order: TargetOrder, op
     return CellTables(cells, kc, orig, exclusions, orig_missing_target)
 
 
-def _check_exclusion_levels(opts: DisclosureOptions, pk: PreparedKeys, target: LabelledColumn,
-                            kc: list[str]) -> None:
+def _check_exclusion_levels(opts: DisclosureOptions, pk: PreparedKeys, target: LabelledColumn, kc: list[str]) -> None:
     """Every excluded key level / target level must exist (synthpop stops otherwise)."""
     if not opts.exclude_keys:
         return
-    t_levels = set(target.orig.unique().to_list()) | set(target.syn.unique().to_list()) \
-        | set(target.declared_levels)
+    t_levels = set(target.orig.unique().to_list()) | set(target.syn.unique().to_list()) | set(target.declared_levels)
     for key, klev, tlev in zip(opts.exclude_keys, opts.exclude_keylevs, opts.exclude_targetlevs):
         i = pk.keys.index(key)
         levels = set(pk.orig[kc[i]].unique().to_list()) | set(pk.syn[kc[i]].unique().to_list())
         if klev not in levels:
-            raise ParameterError(f"exclude_keylevs: {klev!r} is not a level of key {key!r} "
-                                 f"({len(levels)} levels)")
+            raise ParameterError(f"exclude_keylevs: {klev!r} is not a level of key {key!r} ({len(levels)} levels)")
         if tlev not in t_levels:
-            raise ParameterError(f"exclude_targetlevs: {tlev!r} is not a level of target "
-                                 f"{opts.target!r} ({len(t_levels)} levels)")
+            raise ParameterError(
+                f"exclude_targetlevs: {tlev!r} is not a level of target {opts.target!r} ({len(t_levels)} levels)"
+            )
 
 
 def _is_false(expr: pl.Expr) -> bool:
     return expr.meta.eq(pl.lit(False))
 
 
-def _exclusion_masks(opts: DisclosureOptions, pk: PreparedKeys, kc: list[str],
-                     usekeys_data_order: list[bool], orig_missing_target: bool) -> list[pl.Expr]:
+def _exclusion_masks(
+    opts: DisclosureOptions, pk: PreparedKeys, kc: list[str], usekeys_data_order: list[bool], orig_missing_target: bool
+) -> list[pl.Expr]:
     t = pl.col(TARGET_COL)
     false = pl.lit(False)
     m1 = t.is_in(list(opts.not_targetlev)) if opts.not_targetlev else false
@@ -133,17 +137,23 @@ def _exclusion_masks(opts: DisclosureOptions, pk: PreparedKeys, kc: list[str],
 
 def _no_exclusions(cells: pl.DataFrame) -> pl.DataFrame:
     """The Nexclusions table when no exclusion is active: all steps 0."""
-    sums = cells.group_by(SYN_COL).agg([pl.col(tab).sum().alias(tab) for tab in TABLES]
-                                       ).sort(SYN_COL)
+    sums = cells.group_by(SYN_COL).agg([pl.col(tab).sum().alias(tab) for tab in TABLES]).sort(SYN_COL)
     zero = pl.lit(0, dtype=pl.Int64)
-    frames = [sums.select(pl.col(SYN_COL).alias("synthesis"), pl.lit(row).alias("table"),
-                          *[zero.alias(step) for step in STEPS], pl.col(tab).alias("remaining"))
-              for tab, row in zip(TABLES, TABLE_ROWS)]
+    frames = [
+        sums.select(
+            pl.col(SYN_COL).alias("synthesis"),
+            pl.lit(row).alias("table"),
+            *[zero.alias(step) for step in STEPS],
+            pl.col(tab).alias("remaining"),
+        )
+        for tab, row in zip(TABLES, TABLE_ROWS)
+    ]
     return pl.concat(frames).sort("synthesis", maintain_order=True)
 
 
-def _apply_exclusions(cells: pl.DataFrame, masks: list[pl.Expr], opts: DisclosureOptions
-                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _apply_exclusions(
+    cells: pl.DataFrame, masks: list[pl.Expr], opts: DisclosureOptions
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     m1, m2, m3, m4 = masks
     if not opts.exclude_ov_denom_lim and all(_is_false(mask) for mask in masks):
         return cells, _no_exclusions(cells)
@@ -160,8 +170,7 @@ def _apply_exclusions(cells: pl.DataFrame, masks: list[pl.Expr], opts: Disclosur
         v = pl.col(tab)
         kept = pl.when(pl.col("__xa")).then(zero).otherwise(v)
         for step in range(1, 5):
-            step_exprs.append(pl.when(pl.col(f"__x{step}")).then(v).otherwise(zero)
-                              .alias(f"__{tab}_x{step}"))
+            step_exprs.append(pl.when(pl.col(f"__x{step}")).then(v).otherwise(zero).alias(f"__{tab}_x{step}"))
         if opts.exclude_ov_denom_lim:
             over = kept > opts.denom_lim
             step_exprs.append(pl.when(over).then(kept).otherwise(zero).alias(f"__{tab}_x5"))
@@ -170,19 +179,26 @@ def _apply_exclusions(cells: pl.DataFrame, masks: list[pl.Expr], opts: Disclosur
             step_exprs.append(zero.alias(f"__{tab}_x5"))
             final_exprs.append(kept.alias(tab))
     cells = cells.with_columns(step_exprs).with_columns(final_exprs)
-    sums = cells.group_by(SYN_COL).agg(
-        [pl.col(f"__{tab}_x{k}").sum() for tab in TABLES for k in range(1, 6)]
-        + [pl.col(tab).sum().alias(f"__{tab}_rem") for tab in TABLES]
-    ).sort(SYN_COL)
+    sums = (
+        cells.group_by(SYN_COL)
+        .agg(
+            [pl.col(f"__{tab}_x{k}").sum() for tab in TABLES for k in range(1, 6)]
+            + [pl.col(tab).sum().alias(f"__{tab}_rem") for tab in TABLES]
+        )
+        .sort(SYN_COL)
+    )
     frames = []
     for tab, row in zip(TABLES, TABLE_ROWS):
-        frames.append(sums.select(
-            pl.col(SYN_COL).alias("synthesis"),
-            pl.lit(row).alias("table"),
-            *[pl.col(f"__{tab}_x{k}").alias(STEPS[k - 1]) for k in range(1, 6)],
-            pl.col(f"__{tab}_rem").alias("remaining"),
-        ))
+        frames.append(
+            sums.select(
+                pl.col(SYN_COL).alias("synthesis"),
+                pl.lit(row).alias("table"),
+                *[pl.col(f"__{tab}_x{k}").alias(STEPS[k - 1]) for k in range(1, 6)],
+                pl.col(f"__{tab}_rem").alias("remaining"),
+            )
+        )
     exclusions = pl.concat(frames).sort("synthesis", maintain_order=True)
-    cells = cells.drop([c for c in cells.columns if c.startswith("__x") or
-                        (c.startswith("__") and "_x" in c and c != SYN_COL)])
+    cells = cells.drop(
+        [c for c in cells.columns if c.startswith("__x") or (c.startswith("__") and "_x" in c and c != SYN_COL)]
+    )
     return cells, exclusions

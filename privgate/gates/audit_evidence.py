@@ -41,8 +41,9 @@ def _kind(x: Any) -> str:
     return "NaN" if math.isnan(v) else "infinite" if math.isinf(v) else "out of range"
 
 
-def number(field: str, x: Any, lo: float, hi: float, *, optional: bool = False, lo_open: bool = False,
-           hi_open: bool = False) -> float | None:
+def number(
+    field: str, x: Any, lo: float, hi: float, *, optional: bool = False, lo_open: bool = False, hi_open: bool = False
+) -> float | None:
     """A stored number, checked as the trend rules check theirs: a finite int or float (never a
     bool or text) in [lo, hi]; None only when ``optional``."""
     if x is None and optional:
@@ -59,8 +60,7 @@ def number(field: str, x: Any, lo: float, hi: float, *, optional: bool = False, 
 
 def count(field: str, x: Any, lo: int = 0) -> int:
     """A stored count: a whole number ≥ ``lo`` (an int, or a float with no fraction)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)) \
-            or float(x) != int(x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)) or float(x) != int(x):
         raise Refused(f"its {field} is {'missing' if x is None else 'not a whole number'}")
     if int(x) < lo:
         raise Refused(f"its {field} is out of range")
@@ -121,8 +121,9 @@ def _stored_config(row: Mapping[str, Any]) -> Any:
 
     config_text = row.get("config_json")
     if config_text is None:
-        raise Refused("its config_json is missing (recorded by a privgate that did not store the audit "
-                      "rules: re-run the audit)")
+        raise Refused(
+            "its config_json is missing (recorded by a privgate that did not store the audit rules: re-run the audit)"
+        )
     config_data = _json("config_json", config_text)
     if config_data == default_audit_config().to_dict():
         config = default_audit_config()
@@ -131,8 +132,10 @@ def _stored_config(row: Mapping[str, Any]) -> Any:
             config = parse_audit_config(config_data, where="config_json")
         except ConfigError:
             raise Refused("its config_json is not a valid audit configuration") from None
-    if not isinstance(row.get("config_hash"), str) or AuditConfig(**{**config.__dict__, "source": None}).hash \
-            != row["config_hash"]:
+    if (
+        not isinstance(row.get("config_hash"), str)
+        or AuditConfig(**{**config.__dict__, "source": None}).hash != row["config_hash"]
+    ):
         raise Refused("its config_hash is not the sha256 of its config_json")
     return config
 
@@ -145,7 +148,8 @@ def _result_numbers(result: Mapping[str, Any]) -> dict[str, Any]:
         "confidence": number("confidence", result.get("confidence"), 0.5, 1.0, hi_open=True),
         "claimed_epsilon": number("claimed_epsilon", result.get("claimed_epsilon"), 0.0, 1e6, optional=True),
         "epsilon_lower": number("epsilon_lower", result.get("epsilon_lower"), 0.0, 1e6),
-        "auc_lower": number("auc_lower", result.get("auc_lower"), 0.0, 1.0)}
+        "auc_lower": number("auc_lower", result.get("auc_lower"), 0.0, 1.0),
+    }
     targets = result.get("targets")
     design = result.get("design")
     if not isinstance(targets, list) or not isinstance(design, dict):
@@ -190,8 +194,9 @@ def _bounds_follow(result: Mapping[str, Any], numbers: Mapping[str, Any]) -> Non
     best = result.get("best")
     if isinstance(best, dict) and best.get("epsilon_lower") is not None:
         half = numbers["alpha"] / 2
-        best_eps = (_pooled_bound("best", best, half) if best.get("pooled")
-                    else _bound("best", best, numbers["delta"], half))
+        best_eps = (
+            _pooled_bound("best", best, half) if best.get("pooled") else _bound("best", best, numbers["delta"], half)
+        )
         if not _same(best_eps, number("best.epsilon_lower", best.get("epsilon_lower"), 0.0, 1e6)):
             raise Refused("its best pair's ε lower bound does not follow from its error counts")
         bounds.append(best_eps)
@@ -205,7 +210,8 @@ def _decision_follows(row: Mapping[str, Any], outcome: Any, claimed: float | Non
     """The stored claim and decision are what the rules give for the stored result."""
     stored_claim = number("claimed_epsilon column", row.get("claimed_epsilon"), 0.0, 1e6, optional=True)
     if (stored_claim is None) != (outcome.claimed_epsilon is None) or (
-            stored_claim is not None and not _same(stored_claim, float(outcome.claimed_epsilon))):
+        stored_claim is not None and not _same(stored_claim, float(outcome.claimed_epsilon))
+    ):
         raise Refused("its claimed_epsilon column disagrees with its result and rules")
     if claimed is not None and outcome.claimed_epsilon is not None and not _same(claimed, outcome.claimed_epsilon):
         raise Refused("its claimed_epsilon disagrees with its rules")
@@ -316,6 +322,8 @@ def largest_showable_bound(result: Mapping[str, Any] | Any) -> float:
         n = int(p.get("observations", p.get("guesses", 0)) or 0)
         best = max(best, float(largest_canary_bound(n, alpha=alpha)) if n else 0.0)
     for a, alpha in pairs:
-        best = max(best, float(epsilon_lower_bound(0, int(a["runs_without"]), 0, int(a["runs_with"]),
-                                                   delta=delta, alpha=alpha)))
+        best = max(
+            best,
+            float(epsilon_lower_bound(0, int(a["runs_without"]), 0, int(a["runs_with"]), delta=delta, alpha=alpha)),
+        )
     return best

@@ -101,8 +101,7 @@ class AuditRule:
     needs_claim: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "severity": self.severity,
-                "limit": CLAIMED if self.claimed else self.limit}
+        return {"kind": self.kind, "severity": self.severity, "limit": CLAIMED if self.claimed else self.limit}
 
 
 @dataclass(frozen=True)
@@ -119,8 +118,12 @@ class AuditConfig:
         rules: dict[str, dict[str, Any]] = {}
         for r in self.rules:
             rules.setdefault(r.kind, {})[r.severity] = CLAIMED if r.claimed else r.limit
-        return {"claimed_epsilon": self.claimed_epsilon, "delta": self.delta, "rules": rules,
-                "description": self.description}
+        return {
+            "claimed_epsilon": self.claimed_epsilon,
+            "delta": self.delta,
+            "rules": rules,
+            "description": self.description,
+        }
 
     @property
     def hash(self) -> str:
@@ -165,8 +168,13 @@ class AuditRequirement:
 def default_audit_config() -> AuditConfig:
     """``epsilon: {block: claimed}`` (skipped without a claim) and ``auc_lower: {warn: 0.6,
     block: 0.8}``."""
-    return AuditConfig(rules=(AuditRule("epsilon", "block", None, claimed=True, needs_claim=False),
-                              AuditRule("auc_lower", "warn", 0.6), AuditRule("auc_lower", "block", 0.8)))
+    return AuditConfig(
+        rules=(
+            AuditRule("epsilon", "block", None, claimed=True, needs_claim=False),
+            AuditRule("auc_lower", "warn", 0.6),
+            AuditRule("auc_lower", "block", 0.8),
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,8 +215,10 @@ def parse_audit_config(data: Any, *, where: str = "audit") -> AuditConfig:
 def _parse_rules(where: str, raw: Any) -> tuple[AuditRule, ...]:
     """A ``rules`` block: a non-empty mapping rule kind → limits, each kind one privgate knows."""
     if not isinstance(raw, Mapping) or not raw:
-        raise ConfigError(f"{where}.rules: must be a non-empty mapping rule → limits "
-                          f"({', '.join(AUDIT_RULE_KINDS)}), got {_tname(raw)}")
+        raise ConfigError(
+            f"{where}.rules: must be a non-empty mapping rule → limits "
+            f"({', '.join(AUDIT_RULE_KINDS)}), got {_tname(raw)}"
+        )
     rules: list[AuditRule] = []
     for kind, spec in raw.items():
         if kind not in AUDIT_RULE_KINDS:
@@ -239,8 +249,10 @@ def _parse_rule(where: str, kind: str, spec: Any) -> list[AuditRule]:
     if not out:
         raise ConfigError(f"{where}: give a warn and/or block limit")
     if len(out) == 2 and not any(r.claimed for r in out) and out[0].limit > out[1].limit:
-        raise ConfigError(f"{where}.warn: the warn limit {out[0].limit:g} is above the block limit "
-                          f"{out[1].limit:g}; warn must be ≤ block")
+        raise ConfigError(
+            f"{where}.warn: the warn limit {out[0].limit:g} is above the block limit "
+            f"{out[1].limit:g}; warn must be ≤ block"
+        )
     return out
 
 
@@ -259,37 +271,66 @@ def parse_requirement(data: Any, *, where: str = "require_audit") -> AuditRequir
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(REQUIRE_KEYS)}")
     gen = data.get("generator")
     if not isinstance(gen, str) or not gen.strip() or len(gen) > 200:
-        raise ConfigError(f"{where}.generator: must be the generator's name (a non-empty string of at most "
-                          f"200 characters), got {_tname(gen)}")
+        raise ConfigError(
+            f"{where}.generator: must be the generator's name (a non-empty string of at most "
+            f"200 characters), got {_tname(gen)}"
+        )
     version = data.get("version")
     if version is not None:
-        if not isinstance(version, str):
-            raise ConfigError(f"{where}.version: must be a version string, got {_tname(version)}"
-                              + ("; quote it (\"2.10\"): a YAML number loses digits (2.10 is read as 2.1)"
-                                 if isinstance(version, (int, float)) and not isinstance(version, bool) else ""))
-        if not version.strip() or len(version) > 100:
-            raise ConfigError(f"{where}.version: must be a non-empty string of at most 100 characters")
+        _check_required_version(where, version)
     digest = data.get("digest")
     if digest is not None:
-        from ..audit.identity import is_digest
-
-        if not is_digest(digest):
-            raise ConfigError(f"{where}.digest: must be a generator digest (64 lowercase hex characters, as "
-                              f"privgate audit records it), got {_tname(digest)}")
+        _check_required_digest(where, digest)
     dataset = data.get("dataset")
     if dataset is not None and (not isinstance(dataset, str) or not dataset.strip() or len(dataset) > 200):
-        raise ConfigError(f"{where}.dataset: must be a dataset name (a non-empty string of at most 200 "
-                          f"characters), got {_tname(dataset)}")
+        raise ConfigError(
+            f"{where}.dataset: must be a dataset name (a non-empty string of at most 200 "
+            f"characters), got {_tname(dataset)}"
+        )
     min_runs = data.get("min_runs", DEFAULT_MIN_RUNS)
     if isinstance(min_runs, bool) or not isinstance(min_runs, int) or not 1 <= min_runs <= 10**9:
-        raise ConfigError(f"{where}.min_runs: must be a whole number of generator runs in [1, 10^9], "
-                          f"got {_tname(min_runs)}")
+        raise ConfigError(
+            f"{where}.min_runs: must be a whole number of generator runs in [1, 10^9], got {_tname(min_runs)}"
+        )
     claimed = data.get("claimed_epsilon")
     if claimed is not None:
         claimed = bounded_number(f"{where}.claimed_epsilon", claimed, 0.0, 1e6, "a finite number in [0, 1e6]")
     rules = None if data.get("rules") is None else _parse_rules(where, data["rules"])
-    return AuditRequirement(generator=gen, version=version, digest=digest, dataset=dataset, min_runs=min_runs,
-                            claimed_epsilon=claimed, rules=rules)
+    return AuditRequirement(
+        generator=gen,
+        version=version,
+        digest=digest,
+        dataset=dataset,
+        min_runs=min_runs,
+        claimed_epsilon=claimed,
+        rules=rules,
+    )
+
+
+def _check_required_version(where: str, version: Any) -> None:
+    """Refuse a required version that is not a non-empty string of at most 100 characters."""
+    if not isinstance(version, str):
+        raise ConfigError(
+            f"{where}.version: must be a version string, got {_tname(version)}"
+            + (
+                '; quote it ("2.10"): a YAML number loses digits (2.10 is read as 2.1)'
+                if isinstance(version, (int, float)) and not isinstance(version, bool)
+                else ""
+            )
+        )
+    if not version.strip() or len(version) > 100:
+        raise ConfigError(f"{where}.version: must be a non-empty string of at most 100 characters")
+
+
+def _check_required_digest(where: str, digest: Any) -> None:
+    """Refuse a required digest that is not a generator digest as privgate audit records it."""
+    from ..audit.identity import is_digest
+
+    if not is_digest(digest):
+        raise ConfigError(
+            f"{where}.digest: must be a generator digest (64 lowercase hex characters, as "
+            f"privgate audit records it), got {_tname(digest)}"
+        )
 
 
 def load_audit_config(path: str | Path) -> AuditConfig:
@@ -314,9 +355,9 @@ class AuditCheck:
     """One audit rule evaluated (or one reason the audit cannot be decided: ``rule="error"``):
     ``compared`` is the number compared with ``limit``."""
 
-    rule: str                 # "epsilon" | "auc_lower" | "error"
+    rule: str  # "epsilon" | "auc_lower" | "error"
     severity: str
-    verdict: str              # "pass" | "warn" | "block" | "error"
+    verdict: str  # "pass" | "warn" | "block" | "error"
     compared: float | None = None
     limit: float | None = None
     limit_is_claim: bool = False
@@ -368,13 +409,24 @@ class AuditOutcome:
         res = self.result.to_dict() if hasattr(self.result, "to_dict") else None
         if res is not None and not roc:
             res.pop("roc", None)
-        return _finite({"run_id": self.run_id, "created_at": self.created_at.isoformat(), "dataset": self.dataset,
-                        "generator": self.generator, "generator_version": self.generator_version,
-                        "generator_digest": self.generator_digest,
-                        "decision": self.decision, "exit_code": self.exit_code, "accepted": self.accepted,
-                        "claimed_epsilon": self.claimed_epsilon, "config": self.config.to_dict(),
-                        "config_hash": self.config.hash, "checks": [c.to_dict() for c in self.checks],
-                        "result": res})
+        return _finite(
+            {
+                "run_id": self.run_id,
+                "created_at": self.created_at.isoformat(),
+                "dataset": self.dataset,
+                "generator": self.generator,
+                "generator_version": self.generator_version,
+                "generator_digest": self.generator_digest,
+                "decision": self.decision,
+                "exit_code": self.exit_code,
+                "accepted": self.accepted,
+                "claimed_epsilon": self.claimed_epsilon,
+                "config": self.config.to_dict(),
+                "config_hash": self.config.hash,
+                "checks": [c.to_dict() for c in self.checks],
+                "result": res,
+            }
+        )
 
     def table(self) -> str:
         """The audit's checks as plain text (at most 100 characters wide; what a rule said in
@@ -392,18 +444,30 @@ class AuditOutcome:
                 note = ""
             else:
                 note = "DP violation proven" if c.rule == "epsilon" and c.limit_is_claim else "above the limit"
-            rows.append((c.rule, _num(c.compared), ("claimed " if c.limit_is_claim else "") + _num(c.limit),
-                         c.severity, c.verdict.upper() if c.verdict != "pass" else "pass", note))
+            rows.append(
+                (
+                    c.rule,
+                    _num(c.compared),
+                    ("claimed " if c.limit_is_claim else "") + _num(c.limit),
+                    c.severity,
+                    c.verdict.upper() if c.verdict != "pass" else "pass",
+                    note,
+                )
+            )
         lines = format_table(("rule", "compared", "limit", "severity", "verdict", "note"), rows).splitlines()
         label = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "ERROR (the audit cannot be decided; fails closed)"}
-        lines += notes + ["", f"generator: {self.generator!r}, version {self.generator_version!r}"[:100],
-                          f"generator digest: {self.generator_digest or 'none (no require_audit can match it)'}",
-                          f"decision: {label[self.exit_code]}  (exit code {self.exit_code})"]
+        lines += notes + [
+            "",
+            f"generator: {self.generator!r}, version {self.generator_version!r}"[:100],
+            f"generator digest: {self.generator_digest or 'none (no require_audit can match it)'}",
+            f"decision: {label[self.exit_code]}  (exit code {self.exit_code})",
+        ]
         return "\n".join(line.rstrip() for line in lines)
 
 
-def decide_audit(result: Any, config: AuditConfig | Mapping[str, Any] | None = None, *,
-                 dataset: str | None = None) -> AuditOutcome:
+def decide_audit(
+    result: Any, config: AuditConfig | Mapping[str, Any] | None = None, *, dataset: str | None = None
+) -> AuditOutcome:
     """Decide an audit: compare ``result`` (an :class:`~privgate.audit.AuditResult`) with the
     rules of ``config`` (default: :func:`default_audit_config`). Pure; fails closed (see the
     module docstring). An invalid ``config`` raises :class:`ConfigError`."""
@@ -413,16 +477,30 @@ def decide_audit(result: Any, config: AuditConfig | Mapping[str, Any] | None = N
     if not checks:
         if bool(getattr(result, "checked_nothing", True)):
             checks.append(_error("no target could be audited: the audit proves nothing either way"))
-        if cfg.delta is not None and finite_or_none(getattr(result, "delta", None)) is not None \
-                and abs(float(result.delta) - cfg.delta) > _EPS:
-            checks.append(_error(f"the configuration's δ = {cfg.delta:g} differs from the δ the audit's bound "
-                                 f"holds at ({float(result.delta):g})"))
+        if (
+            cfg.delta is not None
+            and finite_or_none(getattr(result, "delta", None)) is not None
+            and abs(float(result.delta) - cfg.delta) > _EPS
+        ):
+            checks.append(
+                _error(
+                    f"the configuration's δ = {cfg.delta:g} differs from the δ the audit's bound "
+                    f"holds at ({float(result.delta):g})"
+                )
+            )
     if not checks:
         for rule in cfg.rules:
             checks.append(_rule_check(result, rule, claim))
     worst = max((c.verdict for c in checks), key=_RANK.__getitem__, default="pass")
-    return AuditOutcome(decision=worst, exit_code=EXIT_CODES[worst], checks=checks, result=result, config=cfg,
-                        claimed_epsilon=claim, dataset=dataset)
+    return AuditOutcome(
+        decision=worst,
+        exit_code=EXIT_CODES[worst],
+        checks=checks,
+        result=result,
+        config=cfg,
+        claimed_epsilon=claim,
+        dataset=dataset,
+    )
 
 
 def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | None:
@@ -434,8 +512,12 @@ def _claim(result: Any, cfg: AuditConfig, checks: list[AuditCheck]) -> float | N
         checks.append(_error("the audit's claimed ε is not a finite number"))
         return None
     if cfg.claimed_epsilon is not None and theirs is not None and abs(float(theirs) - cfg.claimed_epsilon) > _EPS:
-        checks.append(_error(f"claimed_epsilon: the configuration claims ε = {cfg.claimed_epsilon:g} but the "
-                             f"audit was run for a claim of {float(theirs):g} (--claimed-epsilon); give one claim"))
+        checks.append(
+            _error(
+                f"claimed_epsilon: the configuration claims ε = {cfg.claimed_epsilon:g} but the "
+                f"audit was run for a claim of {float(theirs):g} (--claimed-epsilon); give one claim"
+            )
+        )
     return cfg.claimed_epsilon if cfg.claimed_epsilon is not None else (None if theirs is None else float(theirs))
 
 
@@ -445,10 +527,20 @@ def _rule_check(result: Any, rule: AuditRule, claim: float | None) -> AuditCheck
     if rule.claimed:
         if claim is None:
             if not rule.needs_claim:
-                return AuditCheck(rule.kind, rule.severity, "pass", compared=value, limit_is_claim=True,
-                                  skipped=True, message="no claimed ε given: the DP claim is not checked")
-            return _error(f"rules.{rule.kind}.{rule.severity} compares with the claimed ε and no claim was "
-                          "given (claimed_epsilon in the configuration or the audit)", rule)
+                return AuditCheck(
+                    rule.kind,
+                    rule.severity,
+                    "pass",
+                    compared=value,
+                    limit_is_claim=True,
+                    skipped=True,
+                    message="no claimed ε given: the DP claim is not checked",
+                )
+            return _error(
+                f"rules.{rule.kind}.{rule.severity} compares with the claimed ε and no claim was "
+                "given (claimed_epsilon in the configuration or the audit)",
+                rule,
+            )
         limit = claim
     else:
         limit = float(rule.limit)
@@ -458,15 +550,18 @@ def _rule_check(result: Any, rule: AuditRule, claim: float | None) -> AuditCheck
     verdict = rule.severity if fired else "pass"
     what = f"{_WORDS[rule.kind]} {value:.4f} {'>' if fired else '≤'} {'claimed ε ' if rule.claimed else ''}{limit:g}"
     if fired and rule.kind == "epsilon":
-        what += (": a DP violation (proven at the audit's confidence)" if rule.claimed
-                 else ": the generator leaks more than this limit allows")
-    return AuditCheck(rule.kind, rule.severity, verdict, compared=value, limit=limit,
-                      limit_is_claim=rule.claimed, message=what)
+        what += (
+            ": a DP violation (proven at the audit's confidence)"
+            if rule.claimed
+            else ": the generator leaks more than this limit allows"
+        )
+    return AuditCheck(
+        rule.kind, rule.severity, verdict, compared=value, limit=limit, limit_is_claim=rule.claimed, message=what
+    )
 
 
 def _error(message: str, rule: AuditRule | None = None) -> AuditCheck:
-    return AuditCheck("error" if rule is None else rule.kind, "block", "error",
-                      message=f"{message} (fails closed)")
+    return AuditCheck("error" if rule is None else rule.kind, "block", "error", message=f"{message} (fails closed)")
 
 
 # ---------------------------------------------------------------------------------------------

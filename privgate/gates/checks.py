@@ -59,12 +59,12 @@ class GateCheck:
     """
 
     metric: str
-    rule: str                      # "threshold" | "baseline" | "trend" | "error"
+    rule: str  # "threshold" | "baseline" | "trend" | "error"
     value: float | None
     raw: float | None
     threshold: float | None
-    severity: str                  # "warn" | "block"
-    verdict: str                   # "pass" | "warn" | "block"
+    severity: str  # "warn" | "block"
+    verdict: str  # "pass" | "warn" | "block"
     message: str = ""
     seconds: float = 0.0
     optional: bool = False
@@ -72,7 +72,7 @@ class GateCheck:
     baseline: float | None = None
     previous: float | None = None
     skipped: bool = False
-    on: str = ""                   # "estimate" | "lower" | "upper" | "p_value" ("" for errors)
+    on: str = ""  # "estimate" | "lower" | "upper" | "p_value" ("" for errors)
     interval: tuple[float, float] | None = None
     p_value: float | None = None
 
@@ -108,20 +108,39 @@ def missing_check(base: dict[str, Any], optional: bool, what: str) -> GateCheck:
     """A rule that cannot be evaluated because the result lacks what it compares: blocks (fails
     closed, exit 3), or is ignored for an optional metric."""
     if optional:
-        return GateCheck(**{**base, "rule": "error"}, verdict="pass", skipped=True,
-                         message=f"{what}; optional metric, ignored")
-    return GateCheck(**{**base, "rule": "error", "severity": "block"}, verdict="block",
-                     message=f"{what} (fails closed)")
+        return GateCheck(
+            **{**base, "rule": "error"}, verdict="pass", skipped=True, message=f"{what}; optional metric, ignored"
+        )
+    return GateCheck(
+        **{**base, "rule": "error", "severity": "block"}, verdict="block", message=f"{what} (fails closed)"
+    )
 
 
 def error_check(metric: str, message: str, *, optional: bool = False) -> GateCheck:
     """A failure as a check: blocks (fails closed, exit 3), or is ignored for an optional metric."""
     if optional:
-        return GateCheck(metric=metric, rule="error", value=None, raw=None, threshold=None,
-                         severity="warn", verdict="pass", optional=True, skipped=True,
-                         message=f"{message}; optional metric, ignored")
-    return GateCheck(metric=metric, rule="error", value=None, raw=None, threshold=None,
-                     severity="block", verdict="block", message=f"{message} (fails closed)")
+        return GateCheck(
+            metric=metric,
+            rule="error",
+            value=None,
+            raw=None,
+            threshold=None,
+            severity="warn",
+            verdict="pass",
+            optional=True,
+            skipped=True,
+            message=f"{message}; optional metric, ignored",
+        )
+    return GateCheck(
+        metric=metric,
+        rule="error",
+        value=None,
+        raw=None,
+        threshold=None,
+        severity="block",
+        verdict="block",
+        message=f"{message} (fails closed)",
+    )
 
 
 def decision_of(checks: list[GateCheck]) -> tuple[Decision, int]:

@@ -35,8 +35,16 @@ def families_of(metrics: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def evaluate_on_cluster(config: GateConfig, real: Any, synthetic: Any, holdout: Any = None, *, executor: Any,
-                        threads: int | None = None, progress: Callable[..., Any] | None = None) -> Report:
+def evaluate_on_cluster(
+    config: GateConfig,
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    *,
+    executor: Any,
+    threads: int | None = None,
+    progress: Callable[..., Any] | None = None,
+) -> Report:
     """The report of ``config``'s plan on these frames, each metric family evaluated on a worker
     of the cluster ``executor`` (a ``dask://host:port`` address or a ``distributed.Client``),
     ``threads`` threads per family (default 1). ``progress(family, done, total)`` is called as
@@ -47,10 +55,20 @@ def evaluate_on_cluster(config: GateConfig, real: Any, synthetic: Any, holdout: 
     futures: list[Any] = []
     try:
         frames = client.scatter({"real": real, "synthetic": synthetic, "holdout": holdout}, broadcast=True)
-        futures = [client.submit(evaluate_for_gate, config, frames["real"], frames["synthetic"], frames["holdout"],
-                                 metrics=names, threads=threads or 1, key=f"privgate-gate-{family}-{id(frames)}",
-                                 pure=False)
-                   for family, names in families.items()]
+        futures = [
+            client.submit(
+                evaluate_for_gate,
+                config,
+                frames["real"],
+                frames["synthetic"],
+                frames["holdout"],
+                metrics=names,
+                threads=threads or 1,
+                key=f"privgate-gate-{family}-{id(frames)}",
+                pure=False,
+            )
+            for family, names in families.items()
+        ]
         parts: list[Report] = []
         for done, (family, fut) in enumerate(zip(families, futures), start=1):  # they run at once
             parts.append(fut.result())

@@ -23,8 +23,21 @@ from .rule_kinds import kind_names, rule_kind
 CONFIG_VERSION = 1
 SEVERITIES = ("warn", "block")
 WHEN = ("always", "with_holdout", "no_holdout")
-TOP_KEYS = ("version", "dataset", "description", "seed", "keys", "sensitive", "schema",
-            "require_holdout", "allow_unchecked", "options", "metrics", "audit", "require_audit")
+TOP_KEYS = (
+    "version",
+    "dataset",
+    "description",
+    "seed",
+    "keys",
+    "sensitive",
+    "schema",
+    "require_holdout",
+    "allow_unchecked",
+    "options",
+    "metrics",
+    "audit",
+    "require_audit",
+)
 # a metric's own keys; the rest of its keys are rule kinds (metric_keys)
 METRIC_SETTINGS = ("params", "optional", "description")
 # parameters every metric accepts through the evaluation context
@@ -37,11 +50,11 @@ class Rule:
     (what it compares and when it fires: :mod:`privgate.gates.rules`). ``metric`` is the
     metric the rule belongs to (set when a configuration is parsed)."""
 
-    kind: str          # a declared rule kind (privgate.gates.rule_kinds): "threshold", "baseline", …
+    kind: str  # a declared rule kind (privgate.gates.rule_kinds): "threshold", "baseline", …
     limit: float
-    severity: str      # "warn" | "block"
+    severity: str  # "warn" | "block"
     when: str = "always"
-    on: str = ""       # "estimate" | "lower" | "upper" ("p_value" for test rules); "" = the kind's default
+    on: str = ""  # "estimate" | "lower" | "upper" ("p_value" for test rules); "" = the kind's default
     metric: str = field(default="", compare=False)  # a rule decides alike whichever metric holds it
 
     def __post_init__(self) -> None:
@@ -65,8 +78,7 @@ class Rule:
         return applies(self.when, has_holdout)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when,
-                "on": self.on}
+        return {"kind": self.kind, "limit": self.limit, "severity": self.severity, "when": self.when, "on": self.on}
 
 
 @dataclass(frozen=True)
@@ -81,12 +93,18 @@ class MetricGate:
 
     def __post_init__(self) -> None:
         # every rule names its metric (its check name, the adapters' checks)
-        object.__setattr__(self, "rules", tuple(r if r.metric == self.name else replace(r, metric=self.name)
-                                                for r in self.rules))
+        object.__setattr__(
+            self, "rules", tuple(r if r.metric == self.name else replace(r, metric=self.name) for r in self.rules)
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": self.params, "optional": self.optional,
-                "rules": [r.to_dict() for r in self.rules], "description": self.description}
+        return {
+            "name": self.name,
+            "params": self.params,
+            "optional": self.optional,
+            "rules": [r.to_dict() for r in self.rules],
+            "description": self.description,
+        }
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,9 @@ def _parse_top(data: Mapping[str, Any]) -> dict[str, Any]:
     validated (GateConfig fields)."""
     version = data.get("version", CONFIG_VERSION)
     if not isinstance(version, int) or isinstance(version, bool) or version != CONFIG_VERSION:
-        raise ConfigError(f"version: unsupported configuration version {version!r}; this privgate reads version {CONFIG_VERSION}")
+        raise ConfigError(
+            f"version: unsupported configuration version {version!r}; this privgate reads version {CONFIG_VERSION}"
+        )
     dataset = data.get("dataset", "default")
     _check_name("dataset", dataset)
     description = data.get("description", "") or ""
@@ -99,8 +101,17 @@ def _parse_top(data: Mapping[str, Any]) -> dict[str, Any]:
     allow_unchecked = data.get("allow_unchecked", False)
     if not isinstance(allow_unchecked, bool):
         raise ConfigError(f"allow_unchecked: must be true or false, got {allow_unchecked!r}")
-    return dict(dataset=dataset, version=version, seed=seed, keys=keys, sensitive=sensitive, schema=schema,
-                require_holdout=require_holdout, description=description, allow_unchecked=allow_unchecked)
+    return dict(
+        dataset=dataset,
+        version=version,
+        seed=seed,
+        keys=keys,
+        sensitive=sensitive,
+        schema=schema,
+        require_holdout=require_holdout,
+        description=description,
+        allow_unchecked=allow_unchecked,
+    )
 
 
 def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricGate:
@@ -108,13 +119,15 @@ def _parse_metric(name: str, body: Any, known: dict[str, Any] | None) -> MetricG
     if known is not None and name not in known:
         from ..suggest import did_you_mean
 
-        raise ConfigError(f"{where}: unknown metric {name!r}{did_you_mean(name, known)}; known metrics: "
-                          f"{', '.join(sorted(known))}")
+        raise ConfigError(
+            f"{where}: unknown metric {name!r}{did_you_mean(name, known)}; known metrics: {', '.join(sorted(known))}"
+        )
     if body is None:
         body = {}
     if not isinstance(body, Mapping):
-        raise ConfigError(f"{where}: must be a mapping with params/optional/{'/'.join(kind_names())}, "
-                          f"got {_tname(body)}")
+        raise ConfigError(
+            f"{where}: must be a mapping with params/optional/{'/'.join(kind_names())}, got {_tname(body)}"
+        )
     _refuse_unknown_keys(f"{where}.", body, metric_keys())
     optional = body.get("optional", False)
     if not isinstance(optional, bool):
@@ -147,8 +160,10 @@ def _parse_rules(where: str, kind: RuleKind, spec: Any) -> list[Rule]:
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         return [Rule(kind.name, _rule_limit(where, kind, spec, lo, hi), "block")]
     if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where}: must be a number (a block limit) or a mapping "
-                          f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}")
+        raise ConfigError(
+            f"{where}: must be a number (a block limit) or a mapping "
+            f"{{warn: x, block: y}} / {{max: x, severity: warn|block}}, got {_tname(spec)}"
+        )
     # YAML 1.1 (PyYAML) reads the bare key `on` as the boolean true
     spec = {("on" if k is True else k): v for k, v in spec.items()}
     when = spec.get("when", "always")
@@ -157,39 +172,58 @@ def _parse_rules(where: str, kind: RuleKind, spec: Any) -> list[Rule]:
     allowed_on = kind.ons
     on = spec.get("on", kind.default_on)
     if on not in allowed_on:
-        hint = (f"; on applies to {' and '.join(k.name for k in kinds() if k.has_interval)} rules"
-                if not kind.has_interval else "")
+        hint = (
+            f"; on applies to {' and '.join(k.name for k in kinds() if k.has_interval)} rules"
+            if not kind.has_interval
+            else ""
+        )
         raise ConfigError(f"{where}.on: must be one of {', '.join(allowed_on)}, got {on!r}{hint}")
     if "max" in spec or "severity" in spec:
         _refuse_unknown_keys(f"{where}.", spec, ("max", "severity", "when", "on"), "with 'max' use only")
         if "max" not in spec:
-            what = (f"the {kind.words} must not fall below" if kind.fires_below
-                    else f"the {kind.name} must not exceed")
+            what = f"the {kind.words} must not fall below" if kind.fires_below else f"the {kind.name} must not exceed"
             raise ConfigError(f"{where}.max: missing; give the limit {what}")
         sev = spec.get("severity", "block")
         if sev not in SEVERITIES:
             raise ConfigError(f"{where}.severity: must be 'warn' or 'block', got {sev!r}")
         return [Rule(kind.name, _rule_limit(f"{where}.max", kind, spec["max"], lo, hi), sev, when, on)]
-    _refuse_unknown_keys(f"{where}.", spec, SEVERITIES + ("when", "on", "max", "severity"),
-                         listing="allowed: warn, block, when, on (or max, severity, when, on)")
-    rules = [Rule(kind.name, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
-             for sev in SEVERITIES if sev in spec]
+    _refuse_unknown_keys(
+        f"{where}.",
+        spec,
+        SEVERITIES + ("when", "on", "max", "severity"),
+        listing="allowed: warn, block, when, on (or max, severity, when, on)",
+    )
+    rules = [
+        Rule(kind.name, _rule_limit(f"{where}.{sev}", kind, spec[sev], lo, hi), sev, when, on)
+        for sev in SEVERITIES
+        if sev in spec
+    ]
     if not rules:
         raise ConfigError(f"{where}: give a warn and/or block limit")
     if len(rules) == 2:
         warn, block = rules
         if kind.fires_below and warn.limit < block.limit:
-            raise ConfigError(f"{where}.warn: the warn {kind.words} limit {warn.limit} is below the block limit "
-                              f"{block.limit}; a {kind.name} warns at a larger {kind.words} than it blocks "
-                              "(warn ≥ block)")
+            raise ConfigError(
+                f"{where}.warn: the warn {kind.words} limit {warn.limit} is below the block limit "
+                f"{block.limit}; a {kind.name} warns at a larger {kind.words} than it blocks "
+                "(warn ≥ block)"
+            )
         if not kind.fires_below and warn.limit > block.limit:
-            raise ConfigError(f"{where}.warn: the warn limit {warn.limit} is above the block limit "
-                              f"{block.limit}; warn must be ≤ block")
+            raise ConfigError(
+                f"{where}.warn: the warn limit {warn.limit} is above the block limit "
+                f"{block.limit}; warn must be ≤ block"
+            )
     return rules
 
 
-def _refuse_unknown_keys(prefix: str, mapping: Mapping[Any, Any], allowed: tuple[str, ...],
-                         lead: str = "allowed", *, listing: str | None = None) -> None:
+def _refuse_unknown_keys(
+    prefix: str,
+    mapping: Mapping[Any, Any],
+    allowed: tuple[str, ...],
+    lead: str = "allowed",
+    *,
+    listing: str | None = None,
+) -> None:
     """Refuse the first key of ``mapping`` not in ``allowed``: a :class:`ConfigError` naming its
     dotted path (``prefix`` + key), the closest allowed key ("did you mean") and the allowed ones
     (``lead: a, b, c``, or ``listing`` as given)."""
@@ -197,15 +231,19 @@ def _refuse_unknown_keys(prefix: str, mapping: Mapping[Any, Any], allowed: tuple
 
     for key in mapping:
         if key not in allowed:
-            raise ConfigError(f"{prefix}{key}: unknown key{did_you_mean(str(key), allowed)}; "
-                              f"{listing or lead + ': ' + ', '.join(allowed)}")
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{did_you_mean(str(key), allowed)}; "
+                f"{listing or lead + ': ' + ', '.join(allowed)}"
+            )
 
 
 def _rule_limit(where: str, kind: RuleKind, x: Any, lo: float, hi: float) -> float:
     v = bounded_number(where, x, lo, hi, name="the limit")
     if kind.fires_below and v <= 0:
-        raise ConfigError(f"{where}: a {kind.words} limit must be above 0 (a {kind.words} is never below 0, "
-                          f"so the rule could never fire), got {x!r}")
+        raise ConfigError(
+            f"{where}: a {kind.words} limit must be above 0 (a {kind.words} is never below 0, "
+            f"so the rule could never fire), got {x!r}"
+        )
     return v
 
 
@@ -265,6 +303,8 @@ def _check_params(where: str, spec: Any, params: dict[str, Any]) -> None:
         if pname not in accepted:
             from ..suggest import did_you_mean
 
-            raise ConfigError(f"{where}.params.{pname}: metric {spec.name!r} has no parameter "
-                              f"{pname!r}{did_you_mean(pname, accepted)}; it takes: "
-                              f"{', '.join(sorted(accepted)) or 'none'}")
+            raise ConfigError(
+                f"{where}.params.{pname}: metric {spec.name!r} has no parameter "
+                f"{pname!r}{did_you_mean(pname, accepted)}; it takes: "
+                f"{', '.join(sorted(accepted)) or 'none'}"
+            )

@@ -69,30 +69,64 @@ def unchecked_checks(config: GateConfig, checks: list[GateCheck]) -> list[GateCh
         return []
     if any(c.rule == "error" and c.verdict == "block" for c in checks):
         return []
-    why = "; ".join(dict.fromkeys(f"{c.metric} {c.rule}: {c.message}" for c in checks if c.skipped)) \
+    why = (
+        "; ".join(dict.fromkeys(f"{c.metric} {c.rule}: {c.message}" for c in checks if c.skipped))
         or "no rule of the configuration applies to this run (e.g. every rule `when: with_holdout` and no holdout)"
+    )
     text = f"nothing was checked: no rule could be evaluated ({safe_message(why, 300)})"
     if config.allow_unchecked:
-        return [GateCheck(metric="(gate)", rule="unchecked", value=None, raw=None, threshold=None,
-                          severity="warn", verdict="pass", skipped=True,
-                          message=f"{text}; the release passes UNCHECKED because the configuration says "
-                                  "allow_unchecked: true")]
-    return [error_check("(gate)", f"{text}; a gate that checked nothing does not pass — give what the "
-                                  "rules need (a holdout, an earlier accepted release) or add a rule that "
-                                  "applies, or set allow_unchecked: true to let such a release pass")]
+        return [
+            GateCheck(
+                metric="(gate)",
+                rule="unchecked",
+                value=None,
+                raw=None,
+                threshold=None,
+                severity="warn",
+                verdict="pass",
+                skipped=True,
+                message=f"{text}; the release passes UNCHECKED because the configuration says allow_unchecked: true",
+            )
+        ]
+    return [
+        error_check(
+            "(gate)",
+            f"{text}; a gate that checked nothing does not pass — give what the "
+            "rules need (a holdout, an earlier accepted release) or add a rule that "
+            "applies, or set allow_unchecked: true to let such a release pass",
+        )
+    ]
 
 
-def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_holdout: bool,
-               previous: Mapping[str, float] | None, previous_note: str) -> GateCheck:
+def rule_check(
+    name: str,
+    res: MetricResult,
+    rule: Rule,
+    optional: bool,
+    has_holdout: bool,
+    previous: Mapping[str, float] | None,
+    previous_note: str,
+) -> GateCheck:
     """One rule of metric ``name`` evaluated on its result ``res`` (see :func:`decide`)."""
-    base = dict(metric=name, rule=rule.kind, value=res.value, raw=res.raw, threshold=rule.limit,
-                severity=rule.severity, seconds=res.seconds, optional=optional, baseline=res.baseline,
-                on=rule.on, p_value=res.p_value)
+    base = dict(
+        metric=name,
+        rule=rule.kind,
+        value=res.value,
+        raw=res.raw,
+        threshold=rule.limit,
+        severity=rule.severity,
+        seconds=res.seconds,
+        optional=optional,
+        baseline=res.baseline,
+        on=rule.on,
+        p_value=res.p_value,
+    )
     kind = rule_kind(rule.kind)
     prev = None
     if kind.needs_holdout and not has_holdout:
-        return GateCheck(**base, verdict="pass", skipped=True,
-                         message=f"no holdout given; {kind.name} rule not evaluated")
+        return GateCheck(
+            **base, verdict="pass", skipped=True, message=f"no holdout given; {kind.name} rule not evaluated"
+        )
     if kind.needs_holdout and (res.excess is None or res.baseline is None):
         return missing_check(base, optional, "holdout baseline could not be computed")
     if kind.needs_history:
@@ -108,8 +142,12 @@ def rule_check(name: str, res: MetricResult, rule: Rule, optional: bool, has_hol
     if c.missing is not None:
         return missing_check(base, optional, _missing_text(name, rule, c))
     fired = rules.fires(rule.kind, c.number, rule.limit)
-    return GateCheck(**base, verdict=rule.severity if fired else "pass", compared=c.number,
-                     message=_message(c, res, prev, rule.limit, fired))
+    return GateCheck(
+        **base,
+        verdict=rule.severity if fired else "pass",
+        compared=c.number,
+        message=_message(c, res, prev, rule.limit, fired),
+    )
 
 
 def _trend_skip(name: str, previous: Mapping[str, float] | None, previous_note: str) -> str:
@@ -125,8 +163,9 @@ def _missing_text(name: str, rule: Rule, c: rules.Comparison) -> str:
     kind = rule_kind(rule.kind)
     if not kind.has_interval:
         return f"the {kind.name} rule needs a {kind.words} and {name} reports none"
-    return (f"the rule compares the {END_WORDS[rule.on]} of the {c.quantity}'s interval and {name} "
-            f"reports no {c.missing}")
+    return (
+        f"the rule compares the {END_WORDS[rule.on]} of the {c.quantity}'s interval and {name} reports no {c.missing}"
+    )
 
 
 def _message(c: rules.Comparison, res: MetricResult, prev: float | None, limit: float, fired: bool) -> str:
@@ -136,8 +175,10 @@ def _message(c: rules.Comparison, res: MetricResult, prev: float | None, limit: 
     what = kind.message.format(estimate=c.estimate, number=c.number, baseline=res.baseline, previous=prev)
     if c.on in END_WORDS:
         fmt = "{:+.4f}" if kind.signed else "{:.4f}"
-        what = (f"{END_WORDS[c.on]} {fmt.format(c.number)} of {what} (95 % interval "
-                f"{fmt.format(c.interval[0])} to {fmt.format(c.interval[1])})")
+        what = (
+            f"{END_WORDS[c.on]} {fmt.format(c.number)} of {what} (95 % interval "
+            f"{fmt.format(c.interval[0])} to {fmt.format(c.interval[1])})"
+        )
     fired_op, held_op = ("<", "≥") if kind.fires_below else (">", "≤")
     note = _view_note(res) if fired and kind.explains_view else ""
     return f"{what} {fired_op if fired else held_op} {limit:g}{note}"
@@ -150,10 +191,15 @@ def _view_note(res: MetricResult) -> str:
     if not isinstance(view, dict) or view.get("identity", True):
         return ""
     records = (view.get("disguised_records") or {}).get("records", 0)
-    parts = [f"{n} {what}" for n, what in (
-        (len(view.get("recoded_columns") or []), "categorical column(s) with other labels"),
-        (len(view.get("mapped_numeric_columns") or []), "numeric column(s) on another scale"),
-        (records, "record(s) disguised one by one")) if n]
+    parts = [
+        f"{n} {what}"
+        for n, what in (
+            (len(view.get("recoded_columns") or []), "categorical column(s) with other labels"),
+            (len(view.get("mapped_numeric_columns") or []), "numeric column(s) on another scale"),
+            (records, "record(s) disguised one by one"),
+        )
+        if n
+    ]
     return f" (the release differs from the real data: {', '.join(parts)})" if parts else ""
 
 
@@ -176,9 +222,11 @@ def history_problem(name: str, x: Any) -> str:
         kind = "infinite"
     else:
         kind = "outside [0, 1]"
-    return (f"the history's value of {name} for the last accepted release is {kind}: metric values are "
-            "finite numbers in [0, 1], so the history was altered or corrupted; the trend rule cannot "
-            "compare with it — correct or delete that run's score row")
+    return (
+        f"the history's value of {name} for the last accepted release is {kind}: metric values are "
+        "finite numbers in [0, 1], so the history was altered or corrupted; the trend rule cannot "
+        "compare with it — correct or delete that run's score row"
+    )
 
 
 def result_problem(res: Any) -> str | None:
@@ -189,8 +237,12 @@ def result_problem(res: Any) -> str | None:
     values are named, never a value of any other kind (it could be a record's)."""
     if not isinstance(res, MetricResult):
         return f"returned {type(res).__name__}, not a MetricResult"
-    checks = [("value", res.value, 0.0, 1.0), ("baseline", res.baseline, 0.0, 1.0),
-              ("excess", res.excess, -1.0, 1.0), ("p_value", res.p_value, 0.0, 1.0)]
+    checks = [
+        ("value", res.value, 0.0, 1.0),
+        ("baseline", res.baseline, 0.0, 1.0),
+        ("excess", res.excess, -1.0, 1.0),
+        ("p_value", res.p_value, 0.0, 1.0),
+    ]
     for field_name, lo, hi in (("ci", 0.0, 1.0), ("baseline_ci", 0.0, 1.0), ("excess_ci", -1.0, 1.0)):
         ci = getattr(res, field_name, None)
         if ci is None:

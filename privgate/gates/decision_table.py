@@ -82,8 +82,12 @@ def merged_checks(checks: list[GateCheck]) -> list[tuple[GateCheck, str, str]]:
         group.clear()
 
     for c in checks:
-        if group and (c.metric, c.rule, c.compared, c.skipped) != (group[0].metric, group[0].rule,
-                                                                   group[0].compared, group[0].skipped):
+        if group and (c.metric, c.rule, c.compared, c.skipped) != (
+            group[0].metric,
+            group[0].rule,
+            group[0].compared,
+            group[0].skipped,
+        ):
             flush()
         group.append(c)
         if c.rule == "error":
@@ -148,5 +152,6 @@ def check_row(outcome: CheckedRun, c: GateCheck, limits: str, verdict: str) -> d
 def decision_rows(outcome: CheckedRun) -> list[tuple[GateCheck, str, dict[str, str]]]:
     """The decision table (warn and block limits of one rule on one row): (the deciding check,
     its verdict, its row as text)."""
-    return [(c, verdict, check_row(outcome, c, limits, verdict))
-            for c, limits, verdict in merged_checks(outcome.checks)]
+    return [
+        (c, verdict, check_row(outcome, c, limits, verdict)) for c, limits, verdict in merged_checks(outcome.checks)
+    ]

@@ -72,7 +72,9 @@ def scan_fingerprint(scan: pl.LazyFrame, *, source: Any = None, batch_rows: int 
     return out
 
 
-def inputs_fingerprint(frames: dict[str, pl.DataFrame | pl.LazyFrame | None], sources: dict[str, Any]) -> dict[str, Any]:
+def inputs_fingerprint(
+    frames: dict[str, pl.DataFrame | pl.LazyFrame | None], sources: dict[str, Any]
+) -> dict[str, Any]:
     """Fingerprint of every given input role plus the hash algorithm and Polars version (a
     LazyFrame — a file scan — is fingerprinted in batches, with the same digest)."""
     fp: dict[str, Any] = {"hash_algorithm": HASH_ALGORITHM, "polars_version": pl.__version__}

@@ -24,7 +24,7 @@ class GateOutcome:
     decision: Decision
     checks: list[GateCheck]
     exit_code: int
-    report: Any = None                       # privgate Report, None when evaluation did not run
+    report: Any = None  # privgate Report, None when evaluation did not run
     config: GateConfig | None = None
     config_hash: str | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
@@ -34,7 +34,7 @@ class GateOutcome:
     has_holdout: bool = False
     previous_release_id: str | None = None
     recorded: bool = False
-    worker: Any = None                       # a stopped run's worker thread still inside native code
+    worker: Any = None  # a stopped run's worker thread still inside native code
 
     @property
     def accepted(self) -> bool:
@@ -51,24 +51,26 @@ class GateOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         results = {n: r.to_dict() for n, r in self.results.items()}
-        return _jsonable({
-            "run_id": self.run_id,
-            "dataset": self.dataset,
-            "release_id": self.release_id,
-            "decision": str(self.decision),
-            "exit_code": self.exit_code,
-            "accepted": self.accepted,
-            "created_at": self.created_at.isoformat(),
-            "seconds": self.seconds,
-            "privgate_version": self.privgate_version,
-            "config_hash": self.config_hash,
-            "config": self.config.to_dict() if self.config else None,
-            "has_holdout": self.has_holdout,
-            "previous_release_id": self.previous_release_id,
-            "fingerprint": self.fingerprint,
-            "checks": [_check_dict(c) for c in self.checks],
-            "results": results,
-        })
+        return _jsonable(
+            {
+                "run_id": self.run_id,
+                "dataset": self.dataset,
+                "release_id": self.release_id,
+                "decision": str(self.decision),
+                "exit_code": self.exit_code,
+                "accepted": self.accepted,
+                "created_at": self.created_at.isoformat(),
+                "seconds": self.seconds,
+                "privgate_version": self.privgate_version,
+                "config_hash": self.config_hash,
+                "config": self.config.to_dict() if self.config else None,
+                "has_holdout": self.has_holdout,
+                "previous_release_id": self.previous_release_id,
+                "fingerprint": self.fingerprint,
+                "checks": [_check_dict(c) for c in self.checks],
+                "results": results,
+            }
+        )
 
     def table(self, compact: bool = False) -> str:
         """The decision table as plain text (what ``privgate gate`` prints: ``compact=True``, the

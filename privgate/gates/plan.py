@@ -15,15 +15,27 @@ def evaluation_plan(config: GateConfig, has_holdout: bool) -> dict[str, Any]:
     parameters, keys, sensitive columns, schema, seed, and whether holdout baselines are
     needed. One plan for :func:`run_gate` and for evaluations split over several processes."""
     names = config.metrics_for(has_holdout)
-    return {"metrics": names, "keys": config.keys, "sensitive": config.sensitive,
-            "schema": config.schema, "seed": config.seed,
-            "params": {n: p for n, p in config.params().items() if n in names},
-            "baseline": bool(has_holdout and config.needs_baseline)}
+    return {
+        "metrics": names,
+        "keys": config.keys,
+        "sensitive": config.sensitive,
+        "schema": config.schema,
+        "seed": config.seed,
+        "params": {n: p for n, p in config.params().items() if n in names},
+        "baseline": bool(has_holdout and config.needs_baseline),
+    }
 
 
-def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: Any = None, *,
-                      metrics: Any = None, threads: int | None = None,
-                      progress: Callable[..., Any] | None = None) -> Any:
+def evaluate_for_gate(
+    config: GateConfig,
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    *,
+    metrics: Any = None,
+    threads: int | None = None,
+    progress: Callable[..., Any] | None = None,
+) -> Any:
     """Evaluate part of a gate run's plan (:func:`evaluation_plan`): the planned metrics among
     ``metrics`` (default: all), with the plan's parameters, seed and baselines, metric failures
     recorded in ``Report.errors``. The report carries the content digests of its inputs
@@ -37,24 +49,32 @@ def evaluate_for_gate(config: GateConfig, real: Any, synthetic: Any, holdout: An
     from ..io import load_frame
     from .fingerprint import frame_fingerprint
 
-    frames = {role: load_frame(data, role=role) for role, data in
-              (("real", real), ("synthetic", synthetic), ("holdout", holdout)) if data is not None}
+    frames = {
+        role: load_frame(data, role=role)
+        for role, data in (("real", real), ("synthetic", synthetic), ("holdout", holdout))
+        if data is not None
+    }
     plan = evaluation_plan(config, "holdout" in frames)
     if metrics is not None:
         wanted = set(metrics)
         plan["metrics"] = [m for m in plan["metrics"] if m in wanted]
         plan["params"] = {k: v for k, v in plan["params"].items() if k in wanted}
     options = RunOptions(threads=threads).over(config.options)
-    report = evaluate(frames["real"], frames["synthetic"], holdout=frames.get("holdout"),
-                      on_error="record", progress=progress, options=options, **plan)
-    report.params["inputs_sha256"] = {role: frame_fingerprint(f)["content_sha256"]
-                                      for role, f in frames.items()}
+    report = evaluate(
+        frames["real"],
+        frames["synthetic"],
+        holdout=frames.get("holdout"),
+        on_error="record",
+        progress=progress,
+        options=options,
+        **plan,
+    )
+    report.params["inputs_sha256"] = {role: frame_fingerprint(f)["content_sha256"] for role, f in frames.items()}
     report.params["schema_overrides"] = dict(plan["schema"] or {})
     return report
 
 
-def precomputed_report(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any],
-                 frames: dict[str, Any]) -> Any:
+def precomputed_report(report: Any, plan: dict[str, Any], fingerprint: dict[str, Any], frames: dict[str, Any]) -> Any:
     """``report`` checked against this run's plan and inputs, as a copy in plan order; raises
     ParameterError naming what does not match."""
     from ..errors import ParameterError
@@ -95,8 +115,14 @@ def precomputed_report(report: Any, plan: dict[str, Any], fingerprint: dict[str,
         for name in report.results:
             if dict(got.get(name) or {}) != dict(plan["params"].get(name) or {}):
                 raise mismatch(f"metric {name!r} was computed with other parameters than the configuration's")
-    return Report(results={n: report.results[n] for n in planned if n in report.results},
-                  errors={n: report.errors[n] for n in planned if n in report.errors},
-                  schema=dict(report.schema), n_real=report.n_real, n_synthetic=report.n_synthetic,
-                  n_holdout=report.n_holdout, seed=report.seed, seconds=report.seconds,
-                  params={**params, "metrics": planned})
+    return Report(
+        results={n: report.results[n] for n in planned if n in report.results},
+        errors={n: report.errors[n] for n in planned if n in report.errors},
+        schema=dict(report.schema),
+        n_real=report.n_real,
+        n_synthetic=report.n_synthetic,
+        n_holdout=report.n_holdout,
+        seed=report.seed,
+        seconds=report.seconds,
+        params={**params, "metrics": planned},
+    )

@@ -17,8 +17,10 @@ DECISION_LABEL = {0: "PASS", 1: "WARN", 2: "BLOCK", 3: "BLOCK (error: the gate c
 def unchecked_note(outcome: CheckedRun) -> str:
     """A sentence for a release that passed with nothing checked (``allow_unchecked``), else ""."""
     if any(c.rule == "unchecked" for c in outcome.checks):
-        return (" Nothing was checked: no rule of the gate could be evaluated on this run, and the "
-                "release passes UNCHECKED only because the configuration says allow_unchecked: true.")
+        return (
+            " Nothing was checked: no rule of the gate could be evaluated on this run, and the "
+            "release passes UNCHECKED only because the configuration says allow_unchecked: true."
+        )
     return ""
 
 
@@ -55,8 +57,14 @@ def format_checks(outcome: CheckedRun, compact: bool = False) -> str:
     if unchecked_note(outcome):
         lines.append(wrap_line(unchecked_note(outcome).strip(), width, indent="  "))
     label = DECISION_LABEL.get(outcome.exit_code, str(outcome.decision).upper())
-    lines.append(wrap_line(f"decision: {label}  (dataset {outcome.dataset!r}, release {outcome.release_id!r}, "
-                           f"run {outcome.run_id}, exit code {outcome.exit_code})", width, indent="  "))
+    lines.append(
+        wrap_line(
+            f"decision: {label}  (dataset {outcome.dataset!r}, release {outcome.release_id!r}, "
+            f"run {outcome.run_id}, exit code {outcome.exit_code})",
+            width,
+            indent="  ",
+        )
+    )
     return "\n".join(lines)
 
 
@@ -69,8 +77,12 @@ def _wide_table(outcome: CheckedRun) -> list[str]:
 def _compact_table(outcome: CheckedRun) -> list[str]:
     cols = columns(compact=True, with_p=any(_compares_p_value(c.rule) for c in outcome.checks))
     text_rows = [r for _, _, r in decision_rows(outcome)]
-    lines, blocks = table_blocks([c.header() for c in cols], [[r[c.key] for c in cols] for r in text_rows],
-                                 width=TABLE_WIDTH, wrap=tuple(c.header() for c in cols if c.wrap))
+    lines, blocks = table_blocks(
+        [c.header() for c in cols],
+        [[r[c.key] for c in cols] for r in text_rows],
+        width=TABLE_WIDTH,
+        wrap=tuple(c.header() for c in cols if c.wrap),
+    )
     for r, block in zip(text_rows, blocks):
         lines += block
         if r["note"]:

@@ -114,8 +114,7 @@ def rule_kind(name: str) -> RuleKind:
     try:
         return _KINDS[name]
     except (KeyError, TypeError):
-        raise UnknownRuleKindError(f"unknown rule kind {name!r}; known rule kinds: "
-                                   f"{', '.join(_KINDS)}") from None
+        raise UnknownRuleKindError(f"unknown rule kind {name!r}; known rule kinds: {', '.join(_KINDS)}") from None
 
 
 def kind_names() -> tuple[str, ...]:
@@ -147,8 +146,10 @@ def gx_kind(expectation: str, compare_to: str) -> RuleKind:
     for kind in _KINDS.values():
         if kind.gx == GxForm(expectation, compare_to):  # type: ignore[arg-type]
             return kind
-    raise UnknownRuleKindError(f"no rule kind is a GX {expectation} expectation comparing {compare_to!r}; "
-                               f"known rule kinds: {', '.join(_KINDS)}")
+    raise UnknownRuleKindError(
+        f"no rule kind is a GX {expectation} expectation comparing {compare_to!r}; "
+        f"known rule kinds: {', '.join(_KINDS)}"
+    )
 
 
 def gx_quantities() -> tuple[str, ...]:
@@ -167,22 +168,61 @@ def requirement_words(kind: RuleKind, on: str, limit: float) -> str:
     return f"{quantity} must be ≤ {limit:g}"
 
 
-THRESHOLD = register_rule_kind(RuleKind(
-    name="threshold", quantity="value", words="risk value", message="value {estimate:.4f}",
-    interval_field="ci", ons=ON, gx=GxForm("risk", "value"), chart=("value", "ci_low", "ci_high", "value"),
-    bar_limit="value"))
-BASELINE = register_rule_kind(RuleKind(
-    name="baseline", quantity="excess", words="excess over the holdout baseline",
-    message="excess {estimate:+.4f} over holdout baseline {baseline:.4f}", interval_field="excess_ci",
-    ons=ON, limits=(-1.0, 1.0), signed=True, needs_holdout=True, gx=GxForm("risk", "excess"),
-    scorecard=" excess", chart=("excess", "excess_ci_low", "excess_ci_high", "excess over the holdout baseline"),
-    bar_limit="baseline"))
-TREND = register_rule_kind(RuleKind(
-    name="trend", quantity="increase", words="increase over the last accepted release",
-    message="increase {estimate:+.4f} over last accepted {previous:.4f}", limits=(-1.0, 1.0), signed=True,
-    needs_history=True, gx_skipped="trend rules need the privgate history store", scorecard=" increase"))
-TEST = register_rule_kind(RuleKind(
-    name="test", quantity="p_value", words="p-value", message="p-value {number:.3g}", ons=("p_value",),
-    fires_below=True, explains_view=False, gx=GxForm("p_value"), scorecard=" p-value",
-    requirement="its test's p-value must be ≥ {limit:g} (a smaller p-value is evidence of the leak)",
-    chart=("p_value", None, None, "p-value")))
+THRESHOLD = register_rule_kind(
+    RuleKind(
+        name="threshold",
+        quantity="value",
+        words="risk value",
+        message="value {estimate:.4f}",
+        interval_field="ci",
+        ons=ON,
+        gx=GxForm("risk", "value"),
+        chart=("value", "ci_low", "ci_high", "value"),
+        bar_limit="value",
+    )
+)
+BASELINE = register_rule_kind(
+    RuleKind(
+        name="baseline",
+        quantity="excess",
+        words="excess over the holdout baseline",
+        message="excess {estimate:+.4f} over holdout baseline {baseline:.4f}",
+        interval_field="excess_ci",
+        ons=ON,
+        limits=(-1.0, 1.0),
+        signed=True,
+        needs_holdout=True,
+        gx=GxForm("risk", "excess"),
+        scorecard=" excess",
+        chart=("excess", "excess_ci_low", "excess_ci_high", "excess over the holdout baseline"),
+        bar_limit="baseline",
+    )
+)
+TREND = register_rule_kind(
+    RuleKind(
+        name="trend",
+        quantity="increase",
+        words="increase over the last accepted release",
+        message="increase {estimate:+.4f} over last accepted {previous:.4f}",
+        limits=(-1.0, 1.0),
+        signed=True,
+        needs_history=True,
+        gx_skipped="trend rules need the privgate history store",
+        scorecard=" increase",
+    )
+)
+TEST = register_rule_kind(
+    RuleKind(
+        name="test",
+        quantity="p_value",
+        words="p-value",
+        message="p-value {number:.3g}",
+        ons=("p_value",),
+        fires_below=True,
+        explains_view=False,
+        gx=GxForm("p_value"),
+        scorecard=" p-value",
+        requirement="its test's p-value must be ≥ {limit:g} (a smaller p-value is evidence of the leak)",
+        chart=("p_value", None, None, "p-value"),
+    )
+)

@@ -92,8 +92,7 @@ def compare(kind: str, on: str, result: Any, previous: float | None = None) -> C
         return Comparison(kind, on, None, None, None, spec.quantity)
     interval = result_interval(kind, result)
     number = compared_number(float(point), interval, on)
-    return Comparison(kind, on, float(point), interval, number,
-                      None if number is not None else spec.interval_field)
+    return Comparison(kind, on, float(point), interval, number, None if number is not None else spec.interval_field)
 
 
 def compared_number(point: float, interval: Any, on: str) -> float | None:

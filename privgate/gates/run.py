@@ -116,23 +116,52 @@ def run_gate(
     created = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex
     release_id = str(release_id)
-    overrides = {"threads": threads, "exact": exact, "sample_real": sample_real, "sample": sample,
-                 "deadline": deadline, "memory_limit": memory_limit}
+    overrides = {
+        "threads": threads,
+        "exact": exact,
+        "sample_real": sample_real,
+        "sample": sample,
+        "deadline": deadline,
+        "memory_limit": memory_limit,
+    }
     seconds = _deadline_of(cfg, options, deadline)
 
     def work() -> GateOutcome:
-        return _run(cfg, real, synthetic, holdout, release_id, history, dataset=dataset, options=options,
-                    overrides=overrides, progress=progress, run_id=run_id, created=created, precomputed=report,
-                    generator_version=generator_version, generator_digest=generator_digest, executor=executor,
-                    sharded=sharded)
+        return _run(
+            cfg,
+            real,
+            synthetic,
+            holdout,
+            release_id,
+            history,
+            dataset=dataset,
+            options=options,
+            overrides=overrides,
+            progress=progress,
+            run_id=run_id,
+            created=created,
+            precomputed=report,
+            generator_version=generator_version,
+            generator_digest=generator_digest,
+            executor=executor,
+            sharded=sharded,
+        )
 
     worker = None
     try:
         outcome, worker = with_deadline(work, seconds)
     except BaseException as exc:  # noqa: BLE001 - fails closed, whatever escaped (SystemExit too)
         worker = getattr(exc, "worker", None)
-        outcome = _stopped(exc, seconds, cfg, dataset, run_id=run_id, release_id=release_id, created=created,
-                           has_holdout=holdout is not None)
+        outcome = _stopped(
+            exc,
+            seconds,
+            cfg,
+            dataset,
+            run_id=run_id,
+            release_id=release_id,
+            created=created,
+            has_holdout=holdout is not None,
+        )
     outcome.worker = worker if worker is not None and worker.is_alive() else None
     outcome.seconds = time.perf_counter() - start
     if history is not None and record:
@@ -144,9 +173,11 @@ def _stopped(exc: BaseException, seconds: float, cfg: Any, dataset: str | None, 
     """The blocked outcome of a run stopped by its deadline or by whatever escaped it."""
     if isinstance(exc, DeadlineExceeded):
         where = "(deadline)"
-        text = (f"the run did not finish within its deadline of {seconds:g} s and was stopped; the release is "
-                "blocked — raise options.deadline (--deadline, the Dagster resource's deadline) or make the "
-                "run lighter (options.sample, fewer metrics)")
+        text = (
+            f"the run did not finish within its deadline of {seconds:g} s and was stopped; the release is "
+            "blocked — raise options.deadline (--deadline, the Dagster resource's deadline) or make the "
+            "run lighter (options.sample, fewer metrics)"
+        )
     else:
         where, text = "(gate)", f"the gate stopped: {privgate_error_text(exc)}"
     config = _config_of(cfg, dataset)
@@ -197,60 +228,161 @@ class _Inputs:
         return [r for r, st in self.stamps.items() if _stamp(self.sources[r]) != st]
 
 
-def _run(cfg: Any, real: Any, synthetic: Any, holdout: Any, release_id: str,
-         history: "HistoryStore | None", *, dataset: str | None, progress: Any, run_id: str,
-         created: datetime, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None,
-         precomputed: Any = None, generator_version: str | None = None,
-         generator_digest: str | None = None, executor: Any = None, sharded: bool = False) -> GateOutcome:
+def _run(
+    cfg: Any,
+    real: Any,
+    synthetic: Any,
+    holdout: Any,
+    release_id: str,
+    history: "HistoryStore | None",
+    *,
+    dataset: str | None,
+    progress: Any,
+    run_id: str,
+    created: datetime,
+    options: RunOptions | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    precomputed: Any = None,
+    generator_version: str | None = None,
+    generator_digest: str | None = None,
+    executor: Any = None,
+    sharded: bool = False,
+) -> GateOutcome:
     checks: list[GateCheck] = []
     report, previous_release = None, None
     has_holdout = holdout is not None
     config = _load_config(cfg, dataset, options, overrides or {}, checks)
     ds = dataset or (config.dataset if config else declared_dataset(cfg) or UNKNOWN_DATASET)
     if config is None:  # errors first: an invalid configuration is reported before any input is opened
-        return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
-                        has_holdout=has_holdout, config=None)
+        return _outcome(
+            checks,
+            run_id=run_id,
+            dataset=ds,
+            release_id=release_id,
+            created=created,
+            has_holdout=has_holdout,
+            config=None,
+        )
     sources = {"real": real, "synthetic": synthetic, "holdout": holdout}
-    if sharded and precomputed is None:  # metrics it cannot compute are refused before any input is read
+    inputs = _open_inputs(
+        config, sources, checks, has_holdout=has_holdout, precomputed=precomputed, executor=executor, sharded=sharded
+    )
+    if config.require_holdout and not has_holdout:
+        checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
+    if not checks:
+        config, report, previous_release = _evaluate_and_decide(
+            config,
+            history,
+            ds,
+            inputs,
+            checks,
+            has_holdout=has_holdout,
+            precomputed=precomputed,
+            progress=progress,
+            executor=executor,
+            sharded=sharded,
+        )
+    if config.require_audit is not None:  # a passing audit of the generator
+        checks.append(_audit_check(config, history, ds, generator_version, generator_digest))
+    if report is not None:  # a run that evaluated no rule about the release
+        # does not pass — a passing audit is about the generator, not this release
+        checks.extend(unchecked_checks(config, checks))
+    return _outcome(
+        checks,
+        run_id=run_id,
+        dataset=ds,
+        release_id=release_id,
+        created=created,
+        has_holdout=has_holdout,
+        report=report,
+        config=config,
+        fingerprint=inputs.fingerprint,
+        previous_release_id=previous_release,
+    )
+
+
+def _open_inputs(
+    config: GateConfig,
+    sources: dict[str, Any],
+    checks: list[GateCheck],
+    *,
+    has_holdout: bool,
+    precomputed: Any,
+    executor: Any,
+    sharded: bool,
+) -> _Inputs:
+    """The run's inputs: loaded here, or left to the cluster's workers when ``sharded`` (after
+    refusing, before any input is read, the metrics a sharded run cannot compute)."""
+    if not sharded:
+        return _load_inputs(sources, checks)
+    if precomputed is None:
         from .sharded import refused_metrics
 
         refused = refused_metrics(config, evaluation_plan(config, has_holdout))
         if refused is not None:
             checks.append(error_check("(sharded)", refused))
-    inputs = (_Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks)) if sharded \
-        else _load_inputs(sources, checks)
-    if config is not None and config.require_holdout and not has_holdout:
-        checks.append(error_check("(holdout)", "the configuration requires a holdout and none was given"))
-    if config is not None and not checks:
-        last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
-        previous_release = last.release_id
-        report = _evaluation(config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor,
-                             sharded=sharded)
-        if report is not None:
-            results, errors = _gateable(report)
-            changed = inputs.changed()
-            if changed:  # the fingerprint and the scores may describe different content
-                checks.append(error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
-            used = (getattr(report, "params", None) or {}).get("options") or {}
-            if used.get("threads"):
-                config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
-            checks.extend(decide(config, results, errors, has_holdout=has_holdout, previous=last.metrics,
-                                 previous_note=last.note, trend_note=last.trend_note))
-    if config is not None and config.require_audit is not None:  # a passing audit of the generator
-        from .require_audit import requirement_check
-
-        checks.append(GateCheck(**requirement_check(config.require_audit, history, generator_version,
-                                                    digest=generator_digest, dataset=ds)))
-    if config is not None and report is not None:  # a run that evaluated no rule about the release
-        # does not pass — a passing audit is about the generator, not this release
-        checks.extend(unchecked_checks(config, checks))
-    return _outcome(checks, run_id=run_id, dataset=ds, release_id=release_id, created=created,
-                    has_holdout=has_holdout, report=report, config=config, fingerprint=inputs.fingerprint,
-                    previous_release_id=previous_release)
+    return _Inputs(sources=sources) if checks else _sharded_inputs(sources, executor, checks)
 
 
-def _load_config(cfg: Any, dataset: str | None, options: RunOptions | None, overrides: Mapping[str, Any],
-                 checks: list[GateCheck]) -> GateConfig | None:
+def _evaluate_and_decide(
+    config: GateConfig,
+    history: "HistoryStore | None",
+    ds: str,
+    inputs: _Inputs,
+    checks: list[GateCheck],
+    *,
+    has_holdout: bool,
+    precomputed: Any,
+    progress: Any,
+    executor: Any,
+    sharded: bool,
+) -> tuple[GateConfig, Any, str | None]:
+    """Evaluate the release and add the rules' checks: (the configuration with the threads the
+    run resolved, the report or None, the last accepted release's id)."""
+    last = _last_accepted(config, history, ds, inputs.fingerprint, checks)
+    report = _evaluation(
+        config, inputs, has_holdout, precomputed, checks, progress=progress, executor=executor, sharded=sharded
+    )
+    if report is not None:
+        results, errors = _gateable(report)
+        changed = inputs.changed()
+        if changed:  # the fingerprint and the scores may describe different content
+            checks.append(error_check("(input)", f"the {', '.join(changed)} file(s) changed during the run"))
+        used = (getattr(report, "params", None) or {}).get("options") or {}
+        if used.get("threads"):
+            config = config.with_options(threads=int(used["threads"]))  # as resolved, recorded
+        checks.extend(
+            decide(
+                config,
+                results,
+                errors,
+                has_holdout=has_holdout,
+                previous=last.metrics,
+                previous_note=last.note,
+                trend_note=last.trend_note,
+            )
+        )
+    return config, report, last.release_id
+
+
+def _audit_check(
+    config: GateConfig,
+    history: "HistoryStore | None",
+    ds: str,
+    generator_version: str | None,
+    generator_digest: str | None,
+) -> GateCheck:
+    """The check of the configuration's require_audit: a passing audit of the release's generator."""
+    from .require_audit import requirement_check
+
+    return GateCheck(
+        **requirement_check(config.require_audit, history, generator_version, digest=generator_digest, dataset=ds)
+    )
+
+
+def _load_config(
+    cfg: Any, dataset: str | None, options: RunOptions | None, overrides: Mapping[str, Any], checks: list[GateCheck]
+) -> GateConfig | None:
     """The run's configuration with its ``dataset`` and the run's ``options`` / ``overrides``
     applied (the one place a run's options are resolved); None (and an error check) when it is
     invalid."""
@@ -306,8 +438,13 @@ def _sharded_inputs(sources: dict[str, Any], executor: Any, checks: list[GateChe
             checks.append(error_check(f"({role})", f"{role} input missing"))
     try:
         if not is_cluster(executor):
-            checks.append(error_check("(executor)", "a sharded gate runs on a Dask cluster: give executor= a "
-                                                    "scheduler address (dask://host:port) or a distributed.Client"))
+            checks.append(
+                error_check(
+                    "(executor)",
+                    "a sharded gate runs on a Dask cluster: give executor= a "
+                    "scheduler address (dask://host:port) or a distributed.Client",
+                )
+            )
             return inputs
         if checks:
             return inputs
@@ -335,8 +472,10 @@ def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
             checks.append(error_check(f"({role})", f"the {role} input is empty: it has columns but 0 records"))
     if checks:
         return
-    columns = {r: (f.collect_schema().names() if isinstance(f, pl.LazyFrame) else list(f.columns))
-               for r, f in inputs.frames.items()}
+    columns = {
+        r: (f.collect_schema().names() if isinstance(f, pl.LazyFrame) else list(f.columns))
+        for r, f in inputs.frames.items()
+    }
     certain = {r: header_is_names(inputs.sources[r]) for r in columns}
     problem = column_difference(columns, certain) if "real" in columns else None
     if problem is not None:
@@ -354,8 +493,9 @@ class _Last:
     trend_note: str = ""
 
 
-def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
-                   fingerprint: dict[str, Any], checks: list[GateCheck]) -> _Last:
+def _last_accepted(
+    config: GateConfig, history: "HistoryStore | None", ds: str, fingerprint: dict[str, Any], checks: list[GateCheck]
+) -> _Last:
     """The last accepted release of dataset ``ds`` (for trend rules); a history that cannot be
     read is an error check."""
     if not config.needs_history:
@@ -371,14 +511,24 @@ def _last_accepted(config: GateConfig, history: "HistoryStore | None", ds: str,
         return _Last(note=f"first accepted release of dataset {ds!r}; nothing to compare with")
     out = _Last(metrics=last.metrics, release_id=last.release_id)
     # values depend on the real data: say when it changed since then
-    if ((last.fingerprint.get("real") or {}).get("content_sha256")
-            != (fingerprint.get("real") or {}).get("content_sha256")):
+    if (last.fingerprint.get("real") or {}).get("content_sha256") != (fingerprint.get("real") or {}).get(
+        "content_sha256"
+    ):
         out.trend_note = f"the real data differ from release {last.release_id!r}'s: compare with care"
     return out
 
 
-def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precomputed: Any,
-                checks: list[GateCheck], *, progress: Any, executor: Any = None, sharded: bool = False) -> Any:
+def _evaluation(
+    config: GateConfig,
+    inputs: _Inputs,
+    has_holdout: bool,
+    precomputed: Any,
+    checks: list[GateCheck],
+    *,
+    progress: Any,
+    executor: Any = None,
+    sharded: bool = False,
+) -> Any:
     """The run's report: evaluated here with the configuration's plan and options, on a cluster's
     workers (``executor``), or the precomputed one — the last two checked against the plan and
     the inputs; None (and an error check) when that failed."""
@@ -388,8 +538,9 @@ def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precompu
         if precomputed is None and sharded:
             from .sharded import evaluate_sharded_gate
 
-            precomputed = evaluate_sharded_gate(config, plan, inputs.sources, inputs.fingerprint, executor=executor,
-                                                progress=progress)
+            precomputed = evaluate_sharded_gate(
+                config, plan, inputs.sources, inputs.fingerprint, executor=executor, progress=progress
+            )
         elif precomputed is None and executor is not None:
             from ..audit.cluster import is_cluster
 
@@ -399,17 +550,34 @@ def _evaluation(config: GateConfig, inputs: _Inputs, has_holdout: bool, precompu
                 from .cluster import evaluate_on_cluster
 
                 loaded = {r: (f.collect() if isinstance(f, pl.LazyFrame) else f) for r, f in inputs.frames.items()}
-                precomputed = evaluate_on_cluster(config, loaded["real"], loaded["synthetic"], loaded.get("holdout"),
-                                                  executor=executor, threads=config.options.threads,
-                                                  progress=progress)
+                precomputed = evaluate_on_cluster(
+                    config,
+                    loaded["real"],
+                    loaded["synthetic"],
+                    loaded.get("holdout"),
+                    executor=executor,
+                    threads=config.options.threads,
+                    progress=progress,
+                )
         if precomputed is not None:
             return precomputed_report(precomputed, plan, inputs.fingerprint, inputs.frames)
-        return _evaluate(evaluated["real"], evaluated["synthetic"], holdout=evaluated.get("holdout"),
-                         on_error="record", progress=progress, options=config.options, **plan)
+        return _evaluate(
+            evaluated["real"],
+            evaluated["synthetic"],
+            holdout=evaluated.get("holdout"),
+            on_error="record",
+            progress=progress,
+            options=config.options,
+            **plan,
+        )
     except BaseException as exc:  # noqa: BLE001 - rejected inputs, SystemExit/KeyboardInterrupt from a metric
         what = "was interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
-        checks.append(error_check("(input)" if isinstance(exc, PrivgateError) else "(evaluation)",
-                                  f"evaluation {what}: {privgate_error_text(exc)}"))
+        checks.append(
+            error_check(
+                "(input)" if isinstance(exc, PrivgateError) else "(evaluation)",
+                f"evaluation {what}: {privgate_error_text(exc)}",
+            )
+        )
         return None
 
 
@@ -446,11 +614,28 @@ def record_outcome(outcome: GateOutcome, history: "HistoryStore") -> GateOutcome
     return outcome
 
 
-def _outcome(checks: list[GateCheck], *, run_id: str, dataset: str, release_id: str,
-             created: datetime, has_holdout: bool, **kw: Any) -> GateOutcome:
+def _outcome(
+    checks: list[GateCheck],
+    *,
+    run_id: str,
+    dataset: str,
+    release_id: str,
+    created: datetime,
+    has_holdout: bool,
+    **kw: Any,
+) -> GateOutcome:
     decision, code = decision_of(checks)
     config = kw.get("config")
-    return GateOutcome(run_id=run_id, dataset=dataset, release_id=release_id, decision=decision,
-                       checks=checks, exit_code=code, created_at=created,
-                       config_hash=config.hash if config else None, privgate_version=_version(),
-                       has_holdout=has_holdout, **kw)
+    return GateOutcome(
+        run_id=run_id,
+        dataset=dataset,
+        release_id=release_id,
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        created_at=created,
+        config_hash=config.hash if config else None,
+        privgate_version=_version(),
+        has_holdout=has_holdout,
+        **kw,
+    )

@@ -23,8 +23,9 @@ def refused_metrics(config: GateConfig, plan: dict[str, Any]) -> str | None:
     refused = {m: why for m, why in not_sharded(plan["metrics"]).items() if not config.metrics[m].optional}
     if not refused:
         return None
-    return ("the configuration asks for metrics a sharded gate cannot compute, so nothing was evaluated: "
-            + "; ".join(refused.values()))
+    return "the configuration asks for metrics a sharded gate cannot compute, so nothing was evaluated: " + "; ".join(
+        refused.values()
+    )
 
 
 def sharded_fingerprint_of(sources: dict[str, Any], executor: Any) -> dict[str, Any]:
@@ -52,17 +53,33 @@ def sharded_fingerprint_of(sources: dict[str, Any], executor: Any) -> dict[str, 
             client.close()
 
 
-def evaluate_sharded_gate(config: GateConfig, plan: dict[str, Any], sources: dict[str, Any], fingerprint: dict,
-                          *, executor: Any, progress: Callable[..., Any] | None = None) -> Report:
+def evaluate_sharded_gate(
+    config: GateConfig,
+    plan: dict[str, Any],
+    sources: dict[str, Any],
+    fingerprint: dict,
+    *,
+    executor: Any,
+    progress: Callable[..., Any] | None = None,
+) -> Report:
     """The report of the run's ``plan`` on the partitioned inputs, evaluated on the cluster, with
     the inputs' digests (so :func:`privgate.gates.plan.precomputed_report` checks it as any part)."""
     from ..sharded.evaluate import evaluate_sharded
 
-    report = evaluate_sharded(sources["real"], sources["synthetic"], plan["metrics"], holdout=sources.get("holdout"),
-                              executor=executor, schema=plan["schema"], seed=plan["seed"], params=plan["params"],
-                              baseline=plan["baseline"], options=config.options,
-                              memory_limit=config.options.memory_limit, progress=progress)
-    report.params["inputs_sha256"] = {r: fingerprint[r]["content_sha256"] for r, s in sources.items()
-                                      if s is not None}
+    report = evaluate_sharded(
+        sources["real"],
+        sources["synthetic"],
+        plan["metrics"],
+        holdout=sources.get("holdout"),
+        executor=executor,
+        schema=plan["schema"],
+        seed=plan["seed"],
+        params=plan["params"],
+        baseline=plan["baseline"],
+        options=config.options,
+        memory_limit=config.options.memory_limit,
+        progress=progress,
+    )
+    report.params["inputs_sha256"] = {r: fingerprint[r]["content_sha256"] for r, s in sources.items() if s is not None}
     report.params["schema_overrides"] = dict(plan["schema"] or {})
     return report

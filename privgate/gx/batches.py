@@ -39,8 +39,9 @@ def to_pandas_batch(data: Any):
     return data.to_pandas(use_pyarrow_extension_array=True)
 
 
-def batch_definition(context: Any, *, data_source: str = DEFAULT_SOURCE,
-                     asset: str = DEFAULT_ASSET, name: str = DEFAULT_BATCH_DEFINITION):
+def batch_definition(
+    context: Any, *, data_source: str = DEFAULT_SOURCE, asset: str = DEFAULT_ASSET, name: str = DEFAULT_BATCH_DEFINITION
+):
     """The whole-dataframe batch definition ``data_source/asset/name`` of ``context``, created
     when missing (pandas data source, dataframe asset)."""
     try:
@@ -84,9 +85,7 @@ def validate_release(
         context = gx.get_context(mode="ephemeral")
     if isinstance(expectations, (list, tuple)):
         # copies: GX refuses expectations that already belong to a suite
-        expectations = gx.ExpectationSuite(
-            name="privgate_release", expectations=[copy.copy(e) for e in expectations]
-        )
+        expectations = gx.ExpectationSuite(name="privgate_release", expectations=[copy.copy(e) for e in expectations])
     batch = get_batch(context, synthetic, **names)
     return batch.validate(
         expectations,
@@ -95,9 +94,16 @@ def validate_release(
     )
 
 
-def sql_batch_definition(context: Any, connection_string: str, table_name: str, *,
-                         schema_name: str | None = None, data_source: str = "privgate_sql",
-                         asset: str | None = None, name: str = DEFAULT_BATCH_DEFINITION):
+def sql_batch_definition(
+    context: Any,
+    connection_string: str,
+    table_name: str,
+    *,
+    schema_name: str | None = None,
+    data_source: str = "privgate_sql",
+    asset: str | None = None,
+    name: str = DEFAULT_BATCH_DEFINITION,
+):
     """The whole-table batch definition of ``table_name`` in the database at
     ``connection_string`` (a SQLAlchemy URL; ``postgresql://...`` — mapped to the installed
     driver by :func:`privgate.dburl.sqlalchemy_url`, an error naming ``privgate[gx,postgres]``
@@ -126,19 +132,24 @@ def sql_batch_definition(context: Any, connection_string: str, table_name: str, 
         return table.add_batch_definition_whole_table(name)
 
 
-def validate_table(connection_string: str, table_name: str, expectations: Any, *,
-                   context: Any = None, schema_name: str | None = None,
-                   expectation_parameters: Mapping[str, Any] | None = None,
-                   result_format: Any = "SUMMARY"):
+def validate_table(
+    connection_string: str,
+    table_name: str,
+    expectations: Any,
+    *,
+    context: Any = None,
+    schema_name: str | None = None,
+    expectation_parameters: Mapping[str, Any] | None = None,
+    result_format: Any = "SUMMARY",
+):
     """:func:`validate_release` for a release stored in a database table."""
     import great_expectations as gx
 
     if context is None:
         context = gx.get_context(mode="ephemeral")
     if isinstance(expectations, (list, tuple)):
-        expectations = gx.ExpectationSuite(
-            name="privgate_release", expectations=[copy.copy(e) for e in expectations])
+        expectations = gx.ExpectationSuite(name="privgate_release", expectations=[copy.copy(e) for e in expectations])
     bd = sql_batch_definition(context, connection_string, table_name, schema_name=schema_name)
     return bd.get_batch().validate(
-        expectations, expectation_parameters=dict(expectation_parameters or {}) or None,
-        result_format=result_format)
+        expectations, expectation_parameters=dict(expectation_parameters or {}) or None, result_format=result_format
+    )

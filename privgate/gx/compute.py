@@ -119,9 +119,19 @@ def compute_risk(
     :class:`MetricComputationError` (message names the metric) on any failure.
     """
     try:
-        return _compute(synthetic, metric=metric, real=real, holdout=holdout, params=params,
-                        keys=keys, sensitive=sensitive, seed=seed, schema=schema, paired=paired,
-                        baseline=baseline)
+        return _compute(
+            synthetic,
+            metric=metric,
+            real=real,
+            holdout=holdout,
+            params=params,
+            keys=keys,
+            sensitive=sensitive,
+            seed=seed,
+            schema=schema,
+            paired=paired,
+            baseline=baseline,
+        )
     except PrivgateError as exc:
         # privgate's own messages carry no record values (run_spec already withheld the text
         # of an exception inside the metric); the chain is cut all the same
@@ -163,19 +173,19 @@ def _compute(
             "fields (holdout, keys, sensitive, seed, schema)"
         )
     if baseline and not holdout:
-        raise ParameterError(
-            f"{metric!r}: comparing against the holdout baseline needs a holdout reference"
-        )
+        raise ParameterError(f"{metric!r}: comparing against the holdout baseline needs a holdout reference")
     if baseline:
         from privgate.registry import has_baseline
 
         if not has_baseline(spec):  # as privgate.evaluate(baseline=True) and the gate decide
             raise ParameterError(
                 f"{metric!r} has no holdout baseline (it compares with the holdout itself, or needs "
-                "a pairing holdout records lack): use compare_to='value'")
+                "a pairing holdout records lack): use compare_to='value'"
+            )
     synth = load_frame(synthetic, role="synthetic batch")
-    ctx = _context_for(real, synth, holdout_ref=holdout, schema=schema, keys=keys,
-                       sensitive=sensitive, seed=seed, paired=paired)
+    ctx = _context_for(
+        real, synth, holdout_ref=holdout, schema=schema, keys=keys, sensitive=sensitive, seed=seed, paired=paired
+    )
     result = _valid(run_spec(spec, ctx, params), metric)
     if baseline:
         # the same holdout sample privgate.evaluate(baseline=True) uses

@@ -115,8 +115,17 @@ class PrivacyRiskExpectation(BatchExpectation):
 
     metric_dependencies: ClassVar[Tuple[str, ...]] = (RISK_METRIC,)
     success_keys: ClassVar[Tuple[str, ...]] = (
-        "real", "threshold", "holdout", "keys", "sensitive", "params", "seed", "column_kinds",
-        "paired", "compare_to", "on",
+        "real",
+        "threshold",
+        "holdout",
+        "keys",
+        "sensitive",
+        "params",
+        "seed",
+        "column_kinds",
+        "paired",
+        "compare_to",
+        "on",
     )
     args_keys: ClassVar[Tuple[str, ...]] = ("real", "threshold")
 
@@ -179,8 +188,9 @@ class PrivacyRiskExpectation(BatchExpectation):
         )
         return deps
 
-    def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
-                  execution_engine=None) -> Dict[str, Any]:
+    def _validate(
+        self, metrics: Dict, runtime_configuration: Optional[dict] = None, execution_engine=None
+    ) -> Dict[str, Any]:
         payload = metrics[RISK_METRIC]
         kw = self._get_success_kwargs()
         thr = self._threshold(kw.get("threshold"))
@@ -240,9 +250,7 @@ class PrivacyRiskExpectation(BatchExpectation):
                 f"{threshold!r} (is the suite parameter supplied?)"
             ) from None
         if math.isnan(thr) or thr < 0.0 or thr > 1.0:
-            raise ParameterError(
-                f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}"
-            )
+            raise ParameterError(f"{self.expectation_type}: threshold must be in [0, 1], got {thr!r}")
         return thr
 
     @staticmethod
@@ -265,9 +273,7 @@ class PrivacyRiskExpectation(BatchExpectation):
         if not kind.has_interval:
             on = kind.default_on
         elif on not in kind.ons:
-            raise ParameterError(
-                f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}"
-            )
+            raise ParameterError(f"{self.expectation_type}: on must be 'estimate', 'lower' or 'upper', got {on!r}")
         comparison = rules.compare(kind.name, on, payload)
         if comparison.missing is not None and not kind.has_interval:
             raise MetricComputationError(
@@ -276,8 +282,7 @@ class PrivacyRiskExpectation(BatchExpectation):
             )
         if comparison.missing is not None and comparison.missing == kind.quantity:
             raise MetricComputationError(
-                f"{self.expectation_type}: metric {payload['metric']!r} reports no "
-                f"{comparison.missing} (fails closed)"
+                f"{self.expectation_type}: metric {payload['metric']!r} reports no {comparison.missing} (fails closed)"
             )
         if comparison.missing is not None:
             raise MetricComputationError(
@@ -338,24 +343,34 @@ class PrivacyRiskExpectation(BatchExpectation):
         if compare_to not in ("value", "excess"):  # another declared rule kind's quantity
             words = gx_kind("risk", compare_to).words
             what = f"the {words}" if on == "estimate" else f"the {on} end of the 95 % interval of the {words}"
-            return (f"For the {subject[:1].lower() + subject[1:]} of the synthetic release, {what} must be "
-                    "at most $threshold, measured against $real.")
+            return (
+                f"For the {subject[:1].lower() + subject[1:]} of the synthetic release, {what} must be "
+                "at most $threshold, measured against $real."
+            )
         excess = kwargs.get("compare_to") == "excess"
         if on == "estimate":
             if excess:
-                return (f"{subject} of the synthetic release must exceed the same risk of an "
-                        "equally large holdout sample (real people not in the training data) "
-                        "by at most $threshold, measured against $real.")
-            return (f"{subject} of the synthetic release must be at most $threshold "
-                    "(0 = no risk, 1 = no privacy), measured against $real.")
+                return (
+                    f"{subject} of the synthetic release must exceed the same risk of an "
+                    "equally large holdout sample (real people not in the training data) "
+                    "by at most $threshold, measured against $real."
+                )
+            return (
+                f"{subject} of the synthetic release must be at most $threshold "
+                "(0 = no risk, 1 = no privacy), measured against $real."
+            )
         end = f"The {on} end of the 95 % interval of"
         subject = subject[:1].lower() + subject[1:]
         if excess:
-            return (f"{end} the amount by which the {subject} of the synthetic release exceeds "
-                    "the same risk of an equally large holdout sample (real people not in the "
-                    "training data) must be at most $threshold, measured against $real.")
-        return (f"{end} the {subject} of the synthetic release must be at most $threshold "
-                "(0 = no risk, 1 = no privacy), measured against $real.")
+            return (
+                f"{end} the amount by which the {subject} of the synthetic release exceeds "
+                "the same risk of an equally large holdout sample (real people not in the "
+                "training data) must be at most $threshold, measured against $real."
+            )
+        return (
+            f"{end} the {subject} of the synthetic release must be at most $threshold "
+            "(0 = no risk, 1 = no privacy), measured against $real."
+        )
 
     @classmethod
     def sentence(cls, kwargs: Dict[str, Any]) -> str:
@@ -386,8 +401,7 @@ class PrivacyRiskExpectation(BatchExpectation):
 
     @classmethod
     @renderer(renderer_type="renderer.diagnostic.observed_value")
-    def _diagnostic_observed_value_renderer(cls, configuration=None, result=None,
-                                            runtime_configuration=None) -> str:
+    def _diagnostic_observed_value_renderer(cls, configuration=None, result=None, runtime_configuration=None) -> str:
         if result is None or not result.result:
             return "--"
         observed = result.result.get("observed_value")
@@ -400,8 +414,10 @@ def observed_text(observed: Any, details: Dict[str, Any]) -> str:
     if details.get("compared") == "p_value":
         return f"p-value {_fmt(observed)} (risk {_fmt(details.get('value'))})"
     if details.get("compared") == "excess":
-        text = (f"excess {_fmt(details.get('estimate', observed))} (risk "
-                f"{_fmt(details.get('value'))} − holdout baseline {_fmt(details.get('baseline'))})")
+        text = (
+            f"excess {_fmt(details.get('estimate', observed))} (risk "
+            f"{_fmt(details.get('value'))} − holdout baseline {_fmt(details.get('baseline'))})"
+        )
     else:
         text = f"risk {_fmt(details.get('estimate', observed))}"
         if details.get("raw") is not None:
@@ -409,8 +425,7 @@ def observed_text(observed: Any, details: Dict[str, Any]) -> str:
     on = details.get("on") or "estimate"
     interval = details.get("interval")
     if on != "estimate" and isinstance(interval, (list, tuple)) and len(interval) == 2:
-        text = (f"{on} end {_fmt(observed)} of the 95 % interval {_fmt(interval[0])} to "
-                f"{_fmt(interval[1])}; {text}")
+        text = f"{on} end {_fmt(observed)} of the 95 % interval {_fmt(interval[0])} to {_fmt(interval[1])}; {text}"
     return text
 
 
@@ -435,9 +450,7 @@ class ExpectSyntheticExactCopyRateToBeBelow(PrivacyRiskExpectation):
 
     privgate_metric: ClassVar[Optional[str]] = "common_rows"
     risk_label: ClassVar[str] = "Exact-copy rate"
-    risk_explanation: ClassVar[str] = (
-        "the share of real records that appear unchanged in the release"
-    )
+    risk_explanation: ClassVar[str] = "the share of real records that appear unchanged in the release"
 
 
 class ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(PrivacyRiskExpectation):
@@ -446,9 +459,7 @@ class ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(PrivacyRiskExpectation
 
     privgate_metric: ClassVar[Optional[str]] = "dcr"
     risk_label: ClassVar[str] = "Distance-to-closest-record risk"
-    risk_explanation: ClassVar[str] = (
-        "1/(1 + mean distance from a real record to its closest synthetic record)"
-    )
+    risk_explanation: ClassVar[str] = "1/(1 + mean distance from a real record to its closest synthetic record)"
 
 
 class ExpectSyntheticAttributeInferenceRiskToBeBelow(PrivacyRiskExpectation):
@@ -458,9 +469,7 @@ class ExpectSyntheticAttributeInferenceRiskToBeBelow(PrivacyRiskExpectation):
 
     privgate_metric: ClassVar[Optional[str]] = "attribute_inference"
     risk_label: ClassVar[str] = "Attribute-inference risk"
-    risk_explanation: ClassVar[str] = (
-        "how often the closest synthetic record on the keys reveals the sensitive value"
-    )
+    risk_explanation: ClassVar[str] = "how often the closest synthetic record on the keys reveals the sensitive value"
 
 
 class ExpectSyntheticMembershipInferenceRiskToBeBelow(PrivacyRiskExpectation):
@@ -480,8 +489,7 @@ class ExpectSyntheticIdentityDisclosureRiskToBeBelow(PrivacyRiskExpectation):
     privgate_metric: ClassVar[Optional[str]] = "disclosure_identity"
     risk_label: ClassVar[str] = "Identity-disclosure risk"
     risk_explanation: ClassVar[str] = (
-        "repU/100, real records unique on the keys and re-identified by a unique synthetic "
-        "match"
+        "repU/100, real records unique on the keys and re-identified by a unique synthetic match"
     )
 
 
@@ -492,9 +500,7 @@ class ExpectSyntheticAttributeDisclosureRiskToBeBelow(PrivacyRiskExpectation):
 
     privgate_metric: ClassVar[Optional[str]] = "disclosure_attribute"
     risk_label: ClassVar[str] = "Attribute-disclosure risk"
-    risk_explanation: ClassVar[str] = (
-        "largest DiSCO/100, real records whose target is disclosed correctly"
-    )
+    risk_explanation: ClassVar[str] = "largest DiSCO/100, real records whose target is disclosed correctly"
 
 
 class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
@@ -526,8 +532,7 @@ class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
     @pydantic.validator("compare_to")
     def _p_value_has_no_baseline(cls, v: Any) -> Any:  # noqa: N805 - pydantic v1 validator
         if v != "value":
-            raise ValueError("a p-value is not compared with a holdout baseline: "
-                             "compare_to must be 'value'")
+            raise ValueError("a p-value is not compared with a holdout baseline: compare_to must be 'value'")
         return v
 
     @staticmethod
@@ -535,17 +540,20 @@ class ExpectSyntheticPrivacyTestPValueToBeAbove(PrivacyRiskExpectation):
         """The risk value and its interval (the p-value has none)."""
         return float(payload["value"]), payload.get("ci")
 
-    def _validate(self, metrics: Dict, runtime_configuration: Optional[dict] = None,
-                  execution_engine=None) -> Dict[str, Any]:
+    def _validate(
+        self, metrics: Dict, runtime_configuration: Optional[dict] = None, execution_engine=None
+    ) -> Dict[str, Any]:
         out = super()._validate(metrics, runtime_configuration, execution_engine)
         out["result"]["details"].update(compared="p_value", on="p_value")
         return out
 
     @classmethod
     def _claim(cls, subject: str, kwargs: Dict[str, Any]) -> str:
-        return (f"The p-value of the {subject[:1].lower() + subject[1:]} on the synthetic "
-                "release must be at least $threshold (a smaller p-value is evidence of the "
-                "leak the test looks for), measured against $real.")
+        return (
+            f"The p-value of the {subject[:1].lower() + subject[1:]} on the synthetic "
+            "release must be at least $threshold (a smaller p-value is evidence of the "
+            "leak the test looks for), measured against $real."
+        )
 
 
 #: named expectation class → the privgate metric it is fixed to
@@ -562,5 +570,7 @@ NAMED: Dict[str, type] = {
 }
 
 ALL_EXPECTATIONS: Tuple[type, ...] = (
-    ExpectSyntheticPrivacyRiskToBeBelow, ExpectSyntheticPrivacyTestPValueToBeAbove, *NAMED.values()
+    ExpectSyntheticPrivacyRiskToBeBelow,
+    ExpectSyntheticPrivacyTestPValueToBeAbove,
+    *NAMED.values(),
 )

@@ -87,8 +87,9 @@ def check_names(suite: Any) -> list[str]:
     return _names_for(_suite_configs(suite))
 
 
-def asset_check_specs(suite: Any, asset: Any, *, blocking: bool = True,
-                      additional_deps: Iterable[Any] | None = None) -> list[Any]:
+def asset_check_specs(
+    suite: Any, asset: Any, *, blocking: bool = True, additional_deps: Iterable[Any] | None = None
+) -> list[Any]:
     """One ``AssetCheckSpec`` per expectation of ``suite`` on ``asset`` (blocking by default),
     for ``@dg.multi_asset_check(specs=...)`` or an asset's ``check_specs``."""
     import dagster as dg
@@ -135,8 +136,7 @@ def _metadata(dg: Any, row: dict[str, Any]) -> dict[str, Any]:
     }
     if row["metric"]:
         md["metric"] = dg.MetadataValue.text(str(row["metric"]))
-    numbers = {key: row.get(key) for key in ("risk", "compared", "threshold", "raw", "baseline",
-                                             "excess", "p_value")}
+    numbers = {key: row.get(key) for key in ("risk", "compared", "threshold", "raw", "baseline", "excess", "p_value")}
     interval = row.get("interval")
     if isinstance(interval, (list, tuple)) and len(interval) == 2:
         numbers["risk_lower"], numbers["risk_upper"] = interval
@@ -180,8 +180,9 @@ def to_asset_check_results(
         kwargs: dict[str, Any] = {
             "check_name": name,
             "passed": row["status"] == "passed",
-            "severity": _severity(dg, row["status"], row["severity"], default_severity,
-                                  bool(row["meta"].get("privgate_optional"))),
+            "severity": _severity(
+                dg, row["status"], row["severity"], default_severity, bool(row["meta"].get("privgate_optional"))
+            ),
             "metadata": _metadata(dg, row),
             "description": _describe(expectation_config(evr)),
         }

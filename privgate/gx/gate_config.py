@@ -63,9 +63,7 @@ def suite_from_gate_config(
     cfg = resolve_gate_config(config)
     has_holdout = holdout is not None
     if cfg.require_holdout and not has_holdout:
-        raise ConfigError(
-            f"gate config {cfg.source or cfg.dataset!r} has require_holdout: true; pass holdout="
-        )
+        raise ConfigError(f"gate config {cfg.source or cfg.dataset!r} has require_holdout: true; pass holdout=")
     expectations: list[Any] = []
     skipped: list[dict[str, Any]] = []
     for gate in cfg.metrics.values():
@@ -79,8 +77,11 @@ def suite_from_gate_config(
     return gx.ExpectationSuite(
         name=name or f"privgate_{cfg.dataset}",
         expectations=expectations,
-        meta={"privgate_gate_dataset": cfg.dataset, "privgate_gate_source": cfg.source,
-              "privgate_skipped_rules": skipped},
+        meta={
+            "privgate_gate_dataset": cfg.dataset,
+            "privgate_gate_source": cfg.source,
+            "privgate_skipped_rules": skipped,
+        },
     )
 
 
@@ -117,8 +118,13 @@ def _rule_kwargs(cfg: GateConfig, gate: MetricGate, rule: Rule, *, real: Any, ho
     sensitive = gate.params.get("sensitive", cfg.sensitive)
     if isinstance(sensitive, str):
         sensitive = [sensitive]
-    optional = {"notes": gate.description, "holdout": holdout, "params": params,
-                "keys": list(keys) if keys else None, "sensitive": list(sensitive) if sensitive else None,
-                "column_kinds": dict(cfg.schema) if cfg.schema else None}
+    optional = {
+        "notes": gate.description,
+        "holdout": holdout,
+        "params": params,
+        "keys": list(keys) if keys else None,
+        "sensitive": list(sensitive) if sensitive else None,
+        "column_kinds": dict(cfg.schema) if cfg.schema else None,
+    }
     kwargs.update({k: v for k, v in optional.items() if v})
     return kwargs

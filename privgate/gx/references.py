@@ -68,7 +68,7 @@ def describe_reference(ref: Any) -> str:
         return f"the real data at $PARAMETER {ref['$PARAMETER']}"
     ref = str(ref)
     if ref.startswith(REGISTRY_PREFIX):
-        return f"in-process real data {ref[len(REGISTRY_PREFIX):]!r}"
+        return f"in-process real data {ref[len(REGISTRY_PREFIX) :]!r}"
     return f"real data at {ref}"
 
 
@@ -82,7 +82,7 @@ def resolve_reference(ref: str, *, role: str = "real") -> tuple[pl.DataFrame, st
     if not isinstance(ref, str) or not ref.strip():
         raise InputLoadError(f"{role}: empty reference; give a Parquet path or 'registry:<name>'")
     if ref.startswith(REGISTRY_PREFIX):
-        name = ref[len(REGISTRY_PREFIX):]
+        name = ref[len(REGISTRY_PREFIX) :]
         with _lock:
             entry = _registry.get(name)
             known = sorted(_registry)

@@ -66,9 +66,7 @@ def expectation_results(validation_result: Any) -> list[Any]:
     run_results = _get(validation_result, "run_results")
     if run_results:
         out = []
-        values: Iterable[Any] = (
-            run_results.values() if isinstance(run_results, dict) else run_results
-        )
+        values: Iterable[Any] = run_results.values() if isinstance(run_results, dict) else run_results
         for suite_result in values:
             out.extend(expectation_results(suite_result))
         return out

@@ -24,7 +24,15 @@ from .compute import compute_risk
 
 RISK_METRIC = "table.privgate.privacy_risk"
 VALUE_KEYS = (
-    "metric", "real", "holdout", "params", "keys", "sensitive", "seed", "column_kinds", "paired",
+    "metric",
+    "real",
+    "holdout",
+    "params",
+    "keys",
+    "sensitive",
+    "seed",
+    "column_kinds",
+    "paired",
     "compare_to",
 )
 
@@ -36,16 +44,12 @@ class TablePrivgatePrivacyRisk(TableMetricProvider):
     value_keys = VALUE_KEYS
 
     @metric_value(engine=PandasExecutionEngine)
-    def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
-                runtime_configuration):
-        df, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
+    def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics, runtime_configuration):
+        df, _, _ = execution_engine.get_compute_domain(metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE)
         return _risk(df, metric_value_kwargs)
 
     @metric_value(engine=SqlAlchemyExecutionEngine)
-    def _sqlalchemy(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics,
-                    runtime_configuration):
+    def _sqlalchemy(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs, metrics, runtime_configuration):
         # a SQL table or query asset: the whole batch is read once into Polars (the metrics
         # compare every synthetic record with the real data; nothing is computed in SQL)
         selectable, _, _ = execution_engine.get_compute_domain(

@@ -45,8 +45,10 @@ def _build_strict(suite_dict: dict[str, Any], *, source: str):
         id=suite_dict.get("id"),
     )
     if len(suite.expectations) != len(stored):  # pragma: no cover - checked above
-        raise ConfigError(f"suite {suite_dict.get('name')!r} from {source}: GX dropped "
-                          f"{len(stored) - len(suite.expectations)} expectation(s)")
+        raise ConfigError(
+            f"suite {suite_dict.get('name')!r} from {source}: GX dropped "
+            f"{len(stored) - len(suite.expectations)} expectation(s)"
+        )
     return suite
 
 

@@ -24,13 +24,30 @@ from ..finite import finite_or_none
 from . import schema as S
 
 AUDIT_COLUMNS = {
-    "seq": pl.Int64, "run_id": pl.String, "generator": pl.String, "generator_version": pl.String,
-    "dataset": pl.String, "created_at": pl.Datetime("us", "UTC"), "decision": pl.String,
-    "exit_code": pl.Int64, "accepted": pl.Boolean, "epsilon_lower": pl.Float64,
-    "claimed_epsilon": pl.Float64, "delta": pl.Float64, "confidence": pl.Float64,
-    "auc_lower": pl.Float64, "max_auc": pl.Float64, "mu_lower": pl.Float64, "n_audited": pl.Int64,
-    "n_targets": pl.Int64, "runs": pl.Int64, "design": pl.String, "seconds": pl.Float64,
-    "seconds_generate": pl.Float64, "config_hash": pl.String, "privgate_version": pl.String,
+    "seq": pl.Int64,
+    "run_id": pl.String,
+    "generator": pl.String,
+    "generator_version": pl.String,
+    "dataset": pl.String,
+    "created_at": pl.Datetime("us", "UTC"),
+    "decision": pl.String,
+    "exit_code": pl.Int64,
+    "accepted": pl.Boolean,
+    "epsilon_lower": pl.Float64,
+    "claimed_epsilon": pl.Float64,
+    "delta": pl.Float64,
+    "confidence": pl.Float64,
+    "auc_lower": pl.Float64,
+    "max_auc": pl.Float64,
+    "mu_lower": pl.Float64,
+    "n_audited": pl.Int64,
+    "n_targets": pl.Int64,
+    "runs": pl.Int64,
+    "design": pl.String,
+    "seconds": pl.Float64,
+    "seconds_generate": pl.Float64,
+    "config_hash": pl.String,
+    "privgate_version": pl.String,
     "generator_digest": pl.String,
 }
 
@@ -74,8 +91,10 @@ class AuditHistory:
         try:
             self._retry(write)  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001
-            raise HistoryError(f"history: cannot record audit {row['run_id']} of generator {row['generator']!r} "
-                               f"at {_redacted(self)}: {type(exc).__name__}") from exc
+            raise HistoryError(
+                f"history: cannot record audit {row['run_id']} of generator {row['generator']!r} "
+                f"at {_redacted(self)}: {type(exc).__name__}"
+            ) from exc
         outcome.recorded = True
         return row["run_id"]
 
@@ -89,8 +108,9 @@ class AuditHistory:
             stmt = stmt.where(a.c.generator_version == str(version))
         return self._frame(stmt, AUDIT_COLUMNS)  # type: ignore[attr-defined]
 
-    def last_audit(self, generator: str, version: str | None = None, *,
-                   dataset: str | None = None) -> AuditRecord | None:
+    def last_audit(
+        self, generator: str, version: str | None = None, *, dataset: str | None = None
+    ) -> AuditRecord | None:
         """The most recent audit of ``generator`` (at ``version``; None: any version; on
         ``dataset`` when given), or None."""
         a = S.audits
@@ -116,11 +136,22 @@ class AuditHistory:
         except (TypeError, ValueError):
             created = cells["created_at"]
         return AuditRecord(
-            run_id=cells["run_id"], generator=cells["generator"], generator_version=cells["generator_version"],
-            dataset=cells["dataset"], created_at=created, decision=cells["decision"],
-            exit_code=cells["exit_code"], accepted=cells["accepted"], epsilon_lower=cells["epsilon_lower"],
-            claimed_epsilon=cells["claimed_epsilon"], delta=cells["delta"], auc_lower=cells["auc_lower"],
-            checks=_json_or(cells["checks_json"], list), result=_json_or(cells["result_json"], dict), row=cells)
+            run_id=cells["run_id"],
+            generator=cells["generator"],
+            generator_version=cells["generator_version"],
+            dataset=cells["dataset"],
+            created_at=created,
+            decision=cells["decision"],
+            exit_code=cells["exit_code"],
+            accepted=cells["accepted"],
+            epsilon_lower=cells["epsilon_lower"],
+            claimed_epsilon=cells["claimed_epsilon"],
+            delta=cells["delta"],
+            auc_lower=cells["auc_lower"],
+            checks=_json_or(cells["checks_json"], list),
+            result=_json_or(cells["result_json"], dict),
+            row=cells,
+        )
 
 
 def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
@@ -135,22 +166,33 @@ def audit_row(outcome: Any, dataset: str | None = None) -> dict[str, Any]:
     created = created.astimezone(timezone.utc) if created.tzinfo is not None else created.replace(tzinfo=timezone.utc)
     cost, design = res.get("cost") or {}, res.get("design") or {}
     return {
-        "run_id": outcome.run_id, "generator": str(gen)[:200],
+        "run_id": outcome.run_id,
+        "generator": str(gen)[:200],
         "generator_version": None if outcome.generator_version is None else str(outcome.generator_version)[:100],
-        "dataset": dataset or outcome.dataset, "created_at": created, "decision": str(outcome.decision),
-        "exit_code": int(outcome.exit_code), "accepted": bool(outcome.accepted),
+        "dataset": dataset or outcome.dataset,
+        "created_at": created,
+        "decision": str(outcome.decision),
+        "exit_code": int(outcome.exit_code),
+        "accepted": bool(outcome.accepted),
         "epsilon_lower": finite_or_none(res.get("epsilon_lower")),
         "claimed_epsilon": finite_or_none(outcome.claimed_epsilon),
-        "delta": finite_or_none(res.get("delta")), "confidence": finite_or_none(res.get("confidence")),
-        "auc_lower": finite_or_none(res.get("auc_lower")), "max_auc": finite_or_none(res.get("max_auc")),
-        "mu_lower": finite_or_none(res.get("mu_lower")), "n_audited": _i(res.get("n_audited")),
-        "n_targets": len(res.get("targets") or []), "runs": _i(design.get("total_runs")),
+        "delta": finite_or_none(res.get("delta")),
+        "confidence": finite_or_none(res.get("confidence")),
+        "auc_lower": finite_or_none(res.get("auc_lower")),
+        "max_auc": finite_or_none(res.get("max_auc")),
+        "mu_lower": finite_or_none(res.get("mu_lower")),
+        "n_audited": _i(res.get("n_audited")),
+        "n_targets": len(res.get("targets") or []),
+        "runs": _i(design.get("total_runs")),
         "design": None if design.get("design") is None else str(design["design"])[:20],
         "seconds": finite_or_none(cost.get("wall_seconds")),
         "seconds_generate": finite_or_none(cost.get("seconds_generate_total")),
         "config_hash": outcome.config.hash if outcome.config is not None else None,
-        "config_json": (None if outcome.config is None else
-                        json.dumps(outcome.config.to_dict(), sort_keys=True, allow_nan=False, default=str)),
+        "config_json": (
+            None
+            if outcome.config is None
+            else json.dumps(outcome.config.to_dict(), sort_keys=True, allow_nan=False, default=str)
+        ),
         "generator_digest": _digest_of(outcome),
         "privgate_version": _version(),
         "checks_json": json.dumps([c.to_dict() for c in outcome.checks], allow_nan=False, default=str),

@@ -62,23 +62,26 @@ def _score_rows(outcome: Any) -> list[dict[str, Any]]:
         res = results.get(name)
         cs = by_metric.get(name, [])
         deciding = _deciding_check(cs)
-        rows.append({
-            "run_id": outcome.run_id, "metric": name,
-            "value": _f(res.value) if res is not None else None,
-            "raw": _f(res.raw) if res is not None else None,
-            "baseline": _f(res.baseline) if res is not None else None,
-            "excess": _f(res.excess) if res is not None else None,
-            "threshold": _f(deciding.threshold) if deciding is not None else None,
-            "severity": deciding.severity if deciding is not None else None,
-            "verdict": score_verdict(res, cs, deciding),
-            "seconds": _f(res.seconds) if res is not None else None,
-            "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
-            "error": next((c.message for c in cs if c.rule == "error"), None),
-            **_interval_cols("ci", getattr(res, "ci", None)),
-            **_interval_cols("baseline_ci", getattr(res, "baseline_ci", None)),
-            **_interval_cols("excess_ci", getattr(res, "excess_ci", None)),
-            "p_value": _f(getattr(res, "p_value", None)),
-        })
+        rows.append(
+            {
+                "run_id": outcome.run_id,
+                "metric": name,
+                "value": _f(res.value) if res is not None else None,
+                "raw": _f(res.raw) if res is not None else None,
+                "baseline": _f(res.baseline) if res is not None else None,
+                "excess": _f(res.excess) if res is not None else None,
+                "threshold": _f(deciding.threshold) if deciding is not None else None,
+                "severity": deciding.severity if deciding is not None else None,
+                "verdict": score_verdict(res, cs, deciding),
+                "seconds": _f(res.seconds) if res is not None else None,
+                "optional": bool(cfg.metrics[name].optional) if cfg is not None and name in cfg.metrics else False,
+                "error": next((c.message for c in cs if c.rule == "error"), None),
+                **_interval_cols("ci", getattr(res, "ci", None)),
+                **_interval_cols("baseline_ci", getattr(res, "baseline_ci", None)),
+                **_interval_cols("excess_ci", getattr(res, "excess_ci", None)),
+                "p_value": _f(getattr(res, "p_value", None)),
+            }
+        )
     return rows
 
 
@@ -105,14 +108,24 @@ def _deciding_check(checks: list[Any]) -> Any:
 
 def _check_rows(outcome: Any) -> list[dict[str, Any]]:
     """One ``privgate_checks`` row per evaluated rule (and per failure)."""
-    return [{
-        "run_id": outcome.run_id, "metric": c.metric, "rule": c.rule, "value": _f(c.value),
-        "compared": _f(c.compared), "threshold": _f(c.threshold), "severity": c.severity,
-        "verdict": c.verdict, "skipped": bool(c.skipped), "message": c.message,
-        "decided_on": _on(getattr(c, "on", None)),
-        **_interval_cols("interval", getattr(c, "interval", None)),
-        "p_value": _f(getattr(c, "p_value", None)),
-    } for c in outcome.checks]
+    return [
+        {
+            "run_id": outcome.run_id,
+            "metric": c.metric,
+            "rule": c.rule,
+            "value": _f(c.value),
+            "compared": _f(c.compared),
+            "threshold": _f(c.threshold),
+            "severity": c.severity,
+            "verdict": c.verdict,
+            "skipped": bool(c.skipped),
+            "message": c.message,
+            "decided_on": _on(getattr(c, "on", None)),
+            **_interval_cols("interval", getattr(c, "interval", None)),
+            "p_value": _f(getattr(c, "p_value", None)),
+        }
+        for c in outcome.checks
+    ]
 
 
 def _f(x: Any) -> float | None:

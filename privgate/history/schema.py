@@ -40,13 +40,15 @@ SCHEMA_VERSION = 4
 metadata = sa.MetaData()
 
 meta = sa.Table(
-    "privgate_meta", metadata,
+    "privgate_meta",
+    metadata,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("value", sa.String(256), nullable=False),
 )
 
 runs = sa.Table(
-    "privgate_runs", metadata,
+    "privgate_runs",
+    metadata,
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), nullable=False, unique=True),
     sa.Column("dataset", sa.String(200), nullable=False, index=True),
@@ -67,7 +69,8 @@ runs = sa.Table(
 )
 
 scores = sa.Table(
-    "privgate_scores", metadata,
+    "privgate_scores",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), sa.ForeignKey("privgate_runs.run_id"), nullable=False, index=True),
     sa.Column("metric", sa.String(100), nullable=False),
@@ -92,7 +95,8 @@ scores = sa.Table(
 )
 
 checks = sa.Table(
-    "privgate_checks", metadata,
+    "privgate_checks",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), sa.ForeignKey("privgate_runs.run_id"), nullable=False, index=True),
     sa.Column("metric", sa.String(100), nullable=False),
@@ -113,7 +117,8 @@ checks = sa.Table(
 
 # version 3: one row per generator audit (privgate.audit), decided by privgate.gates.audit_rules
 audits = sa.Table(
-    "privgate_audits", metadata,
+    "privgate_audits",
+    metadata,
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), nullable=False, unique=True),
     sa.Column("generator", sa.String(200), nullable=False, index=True),
@@ -148,8 +153,15 @@ audits = sa.Table(
 # columns each version added, per table (nullable: old rows read as NULL)
 ADDED_COLUMNS: dict[int, dict[str, list[str]]] = {
     2: {
-        "privgate_scores": ["ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high",
-                            "excess_ci_low", "excess_ci_high", "p_value"],
+        "privgate_scores": [
+            "ci_low",
+            "ci_high",
+            "baseline_ci_low",
+            "baseline_ci_high",
+            "excess_ci_low",
+            "excess_ci_high",
+            "p_value",
+        ],
         "privgate_checks": ["decided_on", "interval_low", "interval_high", "p_value"],
     },
     4: {"privgate_audits": ["generator_digest", "config_json"]},
@@ -169,9 +181,12 @@ def _add_columns(version: int) -> Callable[[sa.Connection], None]:
                 if name in present:
                     continue
                 col = table.c[name]
-                conn.execute(sa.text(
-                    f"ALTER TABLE {prep.quote(table_name)} ADD COLUMN {prep.quote(name)} "
-                    f"{col.type.compile(dialect=conn.dialect)}"))
+                conn.execute(
+                    sa.text(
+                        f"ALTER TABLE {prep.quote(table_name)} ADD COLUMN {prep.quote(name)} "
+                        f"{col.type.compile(dialect=conn.dialect)}"
+                    )
+                )
 
     return migrate
 
@@ -182,8 +197,7 @@ def _create_audits(conn: sa.Connection) -> None:
     audits.create(conn, checkfirst=True)
 
 
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits,
-                                                          4: _add_columns(4)}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_columns(2), 3: _create_audits, 4: _add_columns(4)}
 
 
 def utc(x: Any) -> Any:

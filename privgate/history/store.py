@@ -42,33 +42,76 @@ _PG_LOCK_KEY = 0x70726976  # "priv"
 _T = TypeVar("_T")
 
 SCORE_COLUMNS = {
-    "seq": pl.Int64, "run_id": pl.String, "release_id": pl.String,
-    "created_at": pl.Datetime("us", "UTC"), "decision": pl.String, "accepted": pl.Boolean,
-    "metric": pl.String, "value": pl.Float64, "raw": pl.Float64, "baseline": pl.Float64,
-    "excess": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
-    "seconds": pl.Float64, "optional": pl.Boolean, "error": pl.String,
-    "ci_low": pl.Float64, "ci_high": pl.Float64, "baseline_ci_low": pl.Float64,
-    "baseline_ci_high": pl.Float64, "excess_ci_low": pl.Float64, "excess_ci_high": pl.Float64,
+    "seq": pl.Int64,
+    "run_id": pl.String,
+    "release_id": pl.String,
+    "created_at": pl.Datetime("us", "UTC"),
+    "decision": pl.String,
+    "accepted": pl.Boolean,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "raw": pl.Float64,
+    "baseline": pl.Float64,
+    "excess": pl.Float64,
+    "threshold": pl.Float64,
+    "severity": pl.String,
+    "verdict": pl.String,
+    "seconds": pl.Float64,
+    "optional": pl.Boolean,
+    "error": pl.String,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "baseline_ci_low": pl.Float64,
+    "baseline_ci_high": pl.Float64,
+    "excess_ci_low": pl.Float64,
+    "excess_ci_high": pl.Float64,
     "p_value": pl.Float64,
 }
 RUN_COLUMNS = {
-    "seq": pl.Int64, "run_id": pl.String, "dataset": pl.String, "release_id": pl.String,
-    "created_at": pl.Datetime("us", "UTC"), "decision": pl.String, "exit_code": pl.Int64,
-    "accepted": pl.Boolean, "config_hash": pl.String, "privgate_version": pl.String,
-    "has_holdout": pl.Boolean, "n_real": pl.Int64, "n_synthetic": pl.Int64,
-    "n_holdout": pl.Int64, "seconds": pl.Float64, "fingerprint_json": pl.String,
+    "seq": pl.Int64,
+    "run_id": pl.String,
+    "dataset": pl.String,
+    "release_id": pl.String,
+    "created_at": pl.Datetime("us", "UTC"),
+    "decision": pl.String,
+    "exit_code": pl.Int64,
+    "accepted": pl.Boolean,
+    "config_hash": pl.String,
+    "privgate_version": pl.String,
+    "has_holdout": pl.Boolean,
+    "n_real": pl.Int64,
+    "n_synthetic": pl.Int64,
+    "n_holdout": pl.Int64,
+    "seconds": pl.Float64,
+    "fingerprint_json": pl.String,
 }
 CHECK_COLUMNS = {
-    "run_id": pl.String, "metric": pl.String, "rule": pl.String, "value": pl.Float64,
-    "compared": pl.Float64, "threshold": pl.Float64, "severity": pl.String, "verdict": pl.String,
-    "skipped": pl.Boolean, "message": pl.String, "decided_on": pl.String,
-    "interval_low": pl.Float64, "interval_high": pl.Float64, "p_value": pl.Float64,
+    "run_id": pl.String,
+    "metric": pl.String,
+    "rule": pl.String,
+    "value": pl.Float64,
+    "compared": pl.Float64,
+    "threshold": pl.Float64,
+    "severity": pl.String,
+    "verdict": pl.String,
+    "skipped": pl.Boolean,
+    "message": pl.String,
+    "decided_on": pl.String,
+    "interval_low": pl.Float64,
+    "interval_high": pl.Float64,
+    "p_value": pl.Float64,
 }
 REGRESSION_COLUMNS = {
-    "run_id": pl.String, "release_id": pl.String, "created_at": pl.Datetime("us", "UTC"),
-    "decision": pl.String, "metric": pl.String, "value": pl.Float64,
-    "previous_run_id": pl.String, "previous_release_id": pl.String,
-    "previous_value": pl.Float64, "increase": pl.Float64,
+    "run_id": pl.String,
+    "release_id": pl.String,
+    "created_at": pl.Datetime("us", "UTC"),
+    "decision": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "previous_run_id": pl.String,
+    "previous_release_id": pl.String,
+    "previous_value": pl.Float64,
+    "increase": pl.Float64,
 }
 
 
@@ -110,14 +153,21 @@ def resolve_url(url: str | os.PathLike[str] | None) -> str:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-            why = (f"{blocker} is a file, not a folder" if blocker is not None
-                   else f"{type(exc).__name__}: {exc.strerror or exc}")
-            raise HistoryError(f"history: cannot create the folder of the history database {path}: "
-                               f"{why}; expected a writable folder (or pass --history / "
-                               f"${ENV_URL})") from None
+            why = (
+                f"{blocker} is a file, not a folder"
+                if blocker is not None
+                else f"{type(exc).__name__}: {exc.strerror or exc}"
+            )
+            raise HistoryError(
+                f"history: cannot create the folder of the history database {path}: "
+                f"{why}; expected a writable folder (or pass --history / "
+                f"${ENV_URL})"
+            ) from None
         if path.is_dir():
-            raise HistoryError(f"history: the history database path {path} is a folder; expected a "
-                               "SQLite file path or a SQLAlchemy URL")
+            raise HistoryError(
+                f"history: the history database path {path} is a folder; expected a "
+                "SQLite file path or a SQLAlchemy URL"
+            )
         return f"sqlite:///{path}"
     return sqlalchemy_url(url)
 
@@ -210,7 +260,8 @@ class HistoryStore(AuditHistory):
                 raise HistoryError(
                     f"history: the schema version stored at {_redacted(self.url)} (privgate_meta, key "
                     f"schema_version) is not a number; set it to the version of the tables (this privgate "
-                    f"writes {S.SCHEMA_VERSION}) or delete that row to have it detected") from None
+                    f"writes {S.SCHEMA_VERSION}) or delete that row to have it detected"
+                ) from None
             if version > S.SCHEMA_VERSION:
                 raise HistoryError(
                     f"history: the database at {_redacted(self.url)} has schema version {version}, "
@@ -219,8 +270,9 @@ class HistoryStore(AuditHistory):
             for v in range(version + 1, S.SCHEMA_VERSION + 1):
                 S.MIGRATIONS[v](conn)
             if version != S.SCHEMA_VERSION:
-                conn.execute(sa.update(S.meta).where(S.meta.c.key == "schema_version")
-                             .values(value=str(S.SCHEMA_VERSION)))
+                conn.execute(
+                    sa.update(S.meta).where(S.meta.c.key == "schema_version").values(value=str(S.SCHEMA_VERSION))
+                )
             self._check_columns(conn)
 
     def _check_columns(self, conn: sa.Connection) -> None:
@@ -236,7 +288,8 @@ class HistoryStore(AuditHistory):
                     f"history: table {table.name} at {_redacted(self.url)} lacks column(s) {', '.join(missing)} "
                     f"of schema version {S.SCHEMA_VERSION} (its privgate_meta schema_version says otherwise: "
                     "the database was altered); restore the columns, or delete the schema_version row of "
-                    "privgate_meta to have privgate add the columns it knows how to add")
+                    "privgate_meta to have privgate add the columns it knows how to add"
+                )
 
     @property
     def schema_version(self) -> int:
@@ -307,8 +360,12 @@ class HistoryStore(AuditHistory):
         """Every stored score of ``dataset`` (optionally one metric), oldest run first."""
         r, s = S.runs, S.scores
         cols = [(r.c[k] if k in r.c and k not in s.c else s.c[k]) for k in SCORE_COLUMNS]
-        stmt = (sa.select(*cols).select_from(r.join(s, r.c.run_id == s.c.run_id))
-                .where(r.c.dataset == dataset).order_by(r.c.seq, s.c.id))
+        stmt = (
+            sa.select(*cols)
+            .select_from(r.join(s, r.c.run_id == s.c.run_id))
+            .where(r.c.dataset == dataset)
+            .order_by(r.c.seq, s.c.id)
+        )
         if metric is not None:
             stmt = stmt.where(s.c.metric == metric)
         return self._frame(stmt, SCORE_COLUMNS)
@@ -317,8 +374,12 @@ class HistoryStore(AuditHistory):
         """The gate configuration (its canonical dict) of the newest run of ``dataset`` that had
         a valid one, or None: what a trend view draws the limits of."""
         r = S.runs
-        stmt = (sa.select(r.c.config_json).where(r.c.dataset == dataset, r.c.config_json.is_not(None))
-                .order_by(r.c.seq.desc()).limit(1))
+        stmt = (
+            sa.select(r.c.config_json)
+            .where(r.c.dataset == dataset, r.c.config_json.is_not(None))
+            .order_by(r.c.seq.desc())
+            .limit(1)
+        )
         try:
             with self.engine.connect() as conn:
                 text = conn.execute(stmt).scalar()
@@ -336,18 +397,36 @@ class HistoryStore(AuditHistory):
         :meth:`metric_history` rows: no metric, verdict ``error`` and the first error check's
         message as ``error``."""
         r, s, c = S.runs, S.scores, S.checks
-        first_error = (sa.select(c.c.message).where(c.c.run_id == r.c.run_id, c.c.rule == "error")
-                       .order_by(c.c.id).limit(1).scalar_subquery())
-        stmt = (sa.select(r.c.seq, r.c.run_id, r.c.release_id, r.c.created_at, r.c.decision, r.c.accepted,
-                          first_error.label("error"))
-                .where(r.c.dataset == dataset, ~sa.exists().where(s.c.run_id == r.c.run_id))
-                .order_by(r.c.seq))
-        cols = {k: SCORE_COLUMNS[k] for k in ("seq", "run_id", "release_id", "created_at", "decision",
-                                               "accepted", "error")}
+        first_error = (
+            sa.select(c.c.message)
+            .where(c.c.run_id == r.c.run_id, c.c.rule == "error")
+            .order_by(c.c.id)
+            .limit(1)
+            .scalar_subquery()
+        )
+        stmt = (
+            sa.select(
+                r.c.seq,
+                r.c.run_id,
+                r.c.release_id,
+                r.c.created_at,
+                r.c.decision,
+                r.c.accepted,
+                first_error.label("error"),
+            )
+            .where(r.c.dataset == dataset, ~sa.exists().where(s.c.run_id == r.c.run_id))
+            .order_by(r.c.seq)
+        )
+        cols = {
+            k: SCORE_COLUMNS[k] for k in ("seq", "run_id", "release_id", "created_at", "decision", "accepted", "error")
+        }
         frame = self._frame(stmt, cols)
         return frame.with_columns(pl.lit("error", pl.String).alias("verdict")).select(
-            [pl.col(k) if k in frame.columns or k == "verdict" else pl.lit(None, dtype).alias(k)
-             for k, dtype in SCORE_COLUMNS.items()])
+            [
+                pl.col(k) if k in frame.columns or k == "verdict" else pl.lit(None, dtype).alias(k)
+                for k, dtype in SCORE_COLUMNS.items()
+            ]
+        )
 
     def checks(self, run_id: str) -> pl.DataFrame:
         """The evaluated rules of one run."""
@@ -364,8 +443,11 @@ class HistoryStore(AuditHistory):
         run = {**run_row, "seq": int(last or 0) + 1}
         runs = pl.DataFrame([{k: run.get(k) for k in RUN_COLUMNS}], schema=RUN_COLUMNS, orient="row")
         scores = [{**{k: run.get(k) for k in SCORE_COLUMNS}, **sr} for sr in score_rows]
-        frame = (pl.DataFrame([{k: r.get(k) for k in SCORE_COLUMNS} for r in scores], schema=SCORE_COLUMNS,
-                              orient="row") if scores else pl.DataFrame(schema=SCORE_COLUMNS))
+        frame = (
+            pl.DataFrame([{k: r.get(k) for k in SCORE_COLUMNS} for r in scores], schema=SCORE_COLUMNS, orient="row")
+            if scores
+            else pl.DataFrame(schema=SCORE_COLUMNS)
+        )
         return runs, frame
 
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -388,21 +470,29 @@ class HistoryStore(AuditHistory):
                 if row is None:
                     return None
                 vals = conn.execute(
-                    sa.select(S.scores.c.metric, S.scores.c.value)
-                    .where(S.scores.c.run_id == row["run_id"], S.scores.c.value.is_not(None))
+                    sa.select(S.scores.c.metric, S.scores.c.value).where(
+                        S.scores.c.run_id == row["run_id"], S.scores.c.value.is_not(None)
+                    )
                 ).all()
         except Exception as exc:  # noqa: BLE001
             raise HistoryError(f"history: query failed at {_redacted(self.url)}: {type(exc).__name__}") from exc
         try:
             fingerprint = json.loads(row["fingerprint_json"] or "{}")
         except (TypeError, ValueError):
-            raise HistoryError(f"history: the input fingerprint of run {row['run_id']!r} at {_redacted(self.url)} "
-                               "is not valid JSON (the history was altered or corrupted); correct or delete "
-                               "that run") from None
+            raise HistoryError(
+                f"history: the input fingerprint of run {row['run_id']!r} at {_redacted(self.url)} "
+                "is not valid JSON (the history was altered or corrupted); correct or delete "
+                "that run"
+            ) from None
         return RunRecord(
-            run_id=row["run_id"], dataset=row["dataset"], release_id=row["release_id"],
-            created_at=S.utc(row["created_at"]), decision=row["decision"], exit_code=row["exit_code"],
-            accepted=bool(row["accepted"]), config_hash=row["config_hash"],
+            run_id=row["run_id"],
+            dataset=row["dataset"],
+            release_id=row["release_id"],
+            created_at=S.utc(row["created_at"]),
+            decision=row["decision"],
+            exit_code=row["exit_code"],
+            accepted=bool(row["accepted"]),
+            config_hash=row["config_hash"],
             privgate_version=row["privgate_version"],
             fingerprint=fingerprint if isinstance(fingerprint, dict) else {},
             metrics={m: _stored_number(v) for m, v in vals},
@@ -415,13 +505,18 @@ class HistoryStore(AuditHistory):
         if runs.is_empty():
             return pl.DataFrame(schema=REGRESSION_COLUMNS)
         runs = runs.sort("seq").with_columns(
-            pl.when(pl.col("accepted")).then(pl.col("run_id")).otherwise(None)
-            .shift(1).forward_fill().alias("previous_run_id")
+            pl.when(pl.col("accepted"))
+            .then(pl.col("run_id"))
+            .otherwise(None)
+            .shift(1)
+            .forward_fill()
+            .alias("previous_run_id")
         )
         scores = self.metric_history(dataset, metric).select("run_id", "metric", "value").drop_nulls("value")
         prev = scores.rename({"run_id": "previous_run_id", "value": "previous_value"})
-        prev_rel = runs.select(pl.col("run_id").alias("previous_run_id"),
-                               pl.col("release_id").alias("previous_release_id"))
+        prev_rel = runs.select(
+            pl.col("run_id").alias("previous_run_id"), pl.col("release_id").alias("previous_release_id")
+        )
         out = (
             runs.join(scores, on="run_id")
             .join(prev, on=["previous_run_id", "metric"])

@@ -90,13 +90,13 @@ def _stratified_validation(y: np.ndarray, fraction: float, rng: np.random.Genera
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(y.size)
-    tr, va = train_test_split(idx, test_size=fraction, stratify=y,
-                              random_state=int(rng.integers(0, 2**31 - 1)))
+    tr, va = train_test_split(idx, test_size=fraction, stratify=y, random_state=int(rng.integers(0, 2**31 - 1)))
     return np.sort(tr), np.sort(va)
 
 
-def train_mlp(x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: int, seed: int,
-              dtype: type = np.float32) -> MLP:
+def train_mlp(
+    x: np.ndarray, y: np.ndarray, hidden: tuple[int, ...], max_iter: int, seed: int, dtype: type = np.float32
+) -> MLP:
     """Fit the MLP to features ``x`` (n, d) and labels ``y`` ∈ {0, 1}; deterministic for a seed.
 
     ``dtype`` is the precision of weights, activations, gradients and Adam state: float32 (the
@@ -271,7 +271,7 @@ class _Trainer:
         multiply(grad, grad, out=scratch)
         multiply(scratch, self.one_minus_beta2, out=scratch)
         add(v, scratch, out=v)
-        step = LEARNING_RATE * math.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
+        step = LEARNING_RATE * math.sqrt(1 - BETA2**t) / (1 - BETA1**t)
         np.sqrt(v, out=scratch)
         add(scratch, self.epsilon, out=scratch)
         np.divide(m, scratch, out=scratch)

@@ -62,15 +62,19 @@ def _labelled(ctx, dtype: type = np.float64, rows: dict | None = None) -> tuple[
     space = ctx.mixed()
     rows = rows or {}
     width = space.dim - len(space.coded_columns)
-    parts = [(m if rows.get(role) is None else m[rows[role]])[:, :width]
-             for role, m in (("real", space.real), ("synthetic", space.synthetic))]
+    parts = [
+        (m if rows.get(role) is None else m[rows[role]])[:, :width]
+        for role, m in (("real", space.real), ("synthetic", space.synthetic))
+    ]
     x = np.vstack(parts, dtype=dtype)
     y = np.concatenate([np.ones(parts[0].shape[0], dtype=np.int64), np.zeros(parts[1].shape[0], dtype=np.int64)])
     details = dict(space.details)
     if space.coded_columns:
-        details["not_features"] = {"columns": sorted(details.get("coded_columns", {})),
-                                   "why": "categorical columns of more levels than the one-hot limit: compared as "
-                                          "equal or not by the distance metrics, no classifier feature"}
+        details["not_features"] = {
+            "columns": sorted(details.get("coded_columns", {})),
+            "why": "categorical columns of more levels than the one-hot limit: compared as "
+            "equal or not by the distance metrics, no classifier feature",
+        }
     return x, y, details
 
 
@@ -114,8 +118,9 @@ def membership_share(sizes: QuerySizes) -> float:
 
 
 def _check_max_records(name: str, max_records: int | None) -> None:
-    if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, (int, np.integer))
-                                    or max_records < 2):
+    if max_records is not None and (
+        isinstance(max_records, bool) or not isinstance(max_records, (int, np.integer)) or max_records < 2
+    ):
         raise ParameterError(f"{name} max_records must be an integer ≥ 2 or None; got {max_records!r}")
 
 
@@ -156,8 +161,14 @@ def class_rows(ctx, max_records: int | None, stream: str, same_share: bool = Fal
         else:
             n = ctx.n_real if role == "real" else ctx.n_synthetic
             rows[role] = np.sort(seeds.rng(ctx.seed, stream, index).choice(n, size, replace=False))
-            descs[role] = {"n": size, "of": n, "seed": ctx.seed, "side": role,
-                           "method": "simple random sample without replacement", "rule": rule}
+            descs[role] = {
+                "n": size,
+                "of": n,
+                "seed": ctx.seed,
+                "side": role,
+                "method": "simple random sample without replacement",
+                "rule": rule,
+            }
     return rows, descs
 
 
@@ -191,14 +202,25 @@ def _check_class_sizes(ctx, name: str, minimum: int) -> None:
 
 
 # ----------------------------------------------------------------------------- detection MLP
-@register_metric(family="re-identification",
-                 attack="a neural network trained to tell real from synthetic records",
-                 reference=REVIEW + "2.2.3 DetectionMLP (Qian et al., 2023)",
-                 orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0",
-                 spaces=("mixed",),
-                 memory_cost=4.0, memory_share=detection_share, worker_memory_cost=4.0)
-def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = (100, 50), max_iter: int = 300,
-                  n_jobs: int | None = None, max_records: int | None = MAX_DETECTION_RECORDS) -> MetricResult:
+@register_metric(
+    family="re-identification",
+    attack="a neural network trained to tell real from synthetic records",
+    reference=REVIEW + "2.2.3 DetectionMLP (Qian et al., 2023)",
+    orientation="value = clip(2·(1 − AUC), 0, 1): indistinguishable (AUC ≤ 0.5) → 1, perfectly detectable → 0",
+    spaces=("mixed",),
+    memory_cost=4.0,
+    memory_share=detection_share,
+    worker_memory_cost=4.0,
+)
+def detection_mlp(
+    ctx,
+    *,
+    folds: int = 5,
+    hidden_layer_sizes: tuple[int, ...] = (100, 50),
+    max_iter: int = 300,
+    n_jobs: int | None = None,
+    max_records: int | None = MAX_DETECTION_RECORDS,
+) -> MetricResult:
     """DetectionMLP: an MLP (hidden layers (100, 50), Adam, batches of 200, early stopping on 10 %
     of the training part, at most 300 epochs — PrivEval's scikit-learn MLPClassifier settings,
     trained by privgate's equivalent NumPy trainer (privgate.metrics._mlp) in float32) is trained
@@ -228,17 +250,31 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     fold_results = _detection_folds(ctx, x, y, folds, hidden, max_iter, jobs)
     aucs = [a for a, _ in fold_results]
     auc = float(np.mean(aucs))
-    res = result(ctx, "detection_mlp", _from_rate(auc), auc,
-                 "mean ROC AUC of an MLP telling real from synthetic records",
-                 params={"folds": folds, "hidden_layer_sizes": list(hidden_layer_sizes), "max_iter": max_iter,
-                         "max_records": max_records, "seed": ctx.seed},
-                 details={"auc_per_fold": [float(a) for a in aucs], "n_jobs": jobs,
-                          "n_features": int(x.shape[1]), "mean_imputed": space_details.get("mean_imputed", {})})
+    res = result(
+        ctx,
+        "detection_mlp",
+        _from_rate(auc),
+        auc,
+        "mean ROC AUC of an MLP telling real from synthetic records",
+        params={
+            "folds": folds,
+            "hidden_layer_sizes": list(hidden_layer_sizes),
+            "max_iter": max_iter,
+            "max_records": max_records,
+            "seed": ctx.seed,
+        },
+        details={
+            "auc_per_fold": [float(a) for a in aucs],
+            "n_jobs": jobs,
+            "n_features": int(x.shape[1]),
+            "mean_imputed": space_details.get("mean_imputed", {}),
+        },
+    )
     _mark_classes(res, descs)
     if not intervals_on():
         return res.set_ci(None, OFF)
     # the held-out folds are disjoint: the variance of the mean of K fold AUCs is Σ var_k / K²
-    var = float(sum(v for _, v in fold_results)) / folds ** 2
+    var = float(sum(v for _, v in fold_results)) / folds**2
     if not np.isfinite(var):
         return set_no_ci(res, "a held-out fold has fewer than 2 records of a class (no DeLong variance)")
     auc_ci = stats.normal_interval(auc, var)
@@ -246,34 +282,42 @@ def detection_mlp(ctx, *, folds: int = 5, hidden_layer_sizes: tuple[int, ...] = 
     return res.set_ci(map_interval(auc_ci, _from_rate), _detection_ci_method(folds, descs))
 
 
-def _check_detection_params(ctx, folds: int, hidden_layer_sizes, max_iter: int,
-                            max_records: int | None) -> tuple[int, ...]:
+def _check_detection_params(
+    ctx, folds: int, hidden_layer_sizes, max_iter: int, max_records: int | None
+) -> tuple[int, ...]:
     """detection_mlp's parameters within their work bounds and enough rows; the hidden layers."""
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
         raise ParameterError(f"detection_mlp folds must be an integer ≥ 2; got {folds!r}")
     check_work_bound("detection_mlp", "folds", folds, MAX_FOLDS)
     check_work_bound("detection_mlp", "max_iter", max_iter, MAX_EPOCHS)
     if isinstance(hidden_layer_sizes, (tuple, list)) and all(
-            isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in hidden_layer_sizes):
-        check_work_bound("detection_mlp", "hidden_layer_sizes (sum of the layer widths)",
-                         int(sum(hidden_layer_sizes)), MAX_HIDDEN_UNITS)
+        isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in hidden_layer_sizes
+    ):
+        check_work_bound(
+            "detection_mlp",
+            "hidden_layer_sizes (sum of the layer widths)",
+            int(sum(hidden_layer_sizes)),
+            MAX_HIDDEN_UNITS,
+        )
         check_work_bound("detection_mlp", "hidden_layer_sizes (number of layers)", len(hidden_layer_sizes), 10)
     _check_max_records("detection_mlp", max_records)
     _check_class_sizes(ctx, "detection_mlp", folds)
     return tuple(int(h) for h in hidden_layer_sizes)
 
 
-def _detection_folds(ctx, x: np.ndarray, y: np.ndarray, folds: int, hidden: tuple[int, ...], max_iter: int,
-                     jobs: int) -> list[tuple[float, float]]:
+def _detection_folds(
+    ctx, x: np.ndarray, y: np.ndarray, folds: int, hidden: tuple[int, ...], max_iter: int, jobs: int
+) -> list[tuple[float, float]]:
     """(AUC, DeLong variance) of each held-out fold of a seeded stratified ``folds``-fold split."""
     from joblib import Parallel, delayed
     from sklearn.model_selection import StratifiedKFold
 
     if int(np.bincount(y, minlength=2).min()) < folds:
-        raise TooFewRowsError(f"detection_mlp with {folds} folds needs at least {folds} sampled records of each "
-                              f"class; the sample holds {int(y.sum())} real and {int((y == 0).sum())} synthetic")
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True,
-                               random_state=seeds.derive(ctx.seed, "detection.folds"))
+        raise TooFewRowsError(
+            f"detection_mlp with {folds} folds needs at least {folds} sampled records of each "
+            f"class; the sample holds {int(y.sum())} real and {int((y == 0).sum())} synthetic"
+        )
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seeds.derive(ctx.seed, "detection.folds"))
     seed = ctx.seed
     splits = list(splitter.split(x, y))
     _check_training_parts(splits, y, folds)
@@ -282,20 +326,25 @@ def _detection_folds(ctx, x: np.ndarray, y: np.ndarray, folds: int, hidden: tupl
         return [_mlp_fold(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits]
     # one process per fold, each with single-threaded BLAS: scores do not depend on workers
     return Parallel(n_jobs=workers, backend="loky")(
-        delayed(_mlp_fold)(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits)
+        delayed(_mlp_fold)(x, y, tr, te, hidden, max_iter, seed) for tr, te in splits
+    )
 
 
 def _detection_ci_method(folds: int, descs: dict) -> str:
     """detection_mlp's interval method; with a sample, what it contains."""
-    text = (f"DeLong variance of each held-out fold's AUC, combined over the {folds} disjoint folds "
-            "(normal interval of the mean AUC), mapped through value = clip(2·(1 − AUC)); "
-            "the trained models are held fixed")
+    text = (
+        f"DeLong variance of each held-out fold's AUC, combined over the {folds} disjoint folds "
+        "(normal interval of the mean AUC), mapped through value = clip(2·(1 − AUC)); "
+        "the trained models are held fixed"
+    )
     if not descs:
         return text
     sides = ", ".join(f"{d['n']:,} of {d['of']:,} {role} records" for role, d in descs.items())
-    return (text + f"; the held-out records are a seeded simple random sample of each sampled class ({sides}, "
-            "seed " + str(next(iter(descs.values()))["seed"]) + "), so the interval contains the "
-            "record-sampling error of the AUC (finite-population correction ignored, which only widens it)")
+    return (
+        text + f"; the held-out records are a seeded simple random sample of each sampled class ({sides}, "
+        "seed " + str(next(iter(descs.values()))["seed"]) + "), so the interval contains the "
+        "record-sampling error of the AUC (finite-population correction ignored, which only widens it)"
+    )
 
 
 def _from_rate(rate: float) -> float:
@@ -316,7 +365,8 @@ def _check_training_parts(splits, y: np.ndarray, folds: int) -> None:
         raise TooFewRowsError(
             f"detection_mlp needs each of the {folds} training parts to hold at least {_MIN_TRAIN} records, 2 of "
             f"each class (10 % is held out for early stopping); {int(y.sum())} real and {int((y == 0).sum())} "
-            f"synthetic rows give {smallest} records, {fewest} of the smaller class")
+            f"synthetic rows give {smallest} records, {fewest} of the smaller class"
+        )
 
 
 def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
@@ -333,14 +383,23 @@ def _mlp_fold(x, y, train, test, hidden, max_iter, seed) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- membership inference
-@register_metric(family="tracing",
-                 attack="a gradient-boosted classifier recognising real records among synthetic ones",
-                 reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
-                 orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0",
-                 spaces=("mixed",),
-                 memory_cost=4.0, memory_share=membership_share)
-def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3, n_jobs: int | None = None,
-                         max_records: int | None = MAX_MEMBERSHIP_RECORDS) -> MetricResult:
+@register_metric(
+    family="tracing",
+    attack="a gradient-boosted classifier recognising real records among synthetic ones",
+    reference=REVIEW + "2.2.11 Membership Inference Risk (Lautrup et al., 2024)",
+    orientation="value = clip(2·(1 − recall of the real class), 0, 1): recall ≤ 0.5 → 1, recall 1 → 0",
+    spaces=("mixed",),
+    memory_cost=4.0,
+    memory_share=membership_share,
+)
+def membership_inference(
+    ctx,
+    *,
+    repetitions: int = 5,
+    test_size: float = 0.3,
+    n_jobs: int | None = None,
+    max_records: int | None = MAX_MEMBERSHIP_RECORDS,
+) -> MetricResult:
     """Membership Inference Risk: LightGBM (default hyper-parameters) trained to tell real (1)
     from synthetic (0) records in the mixed space, on a stratified 70/30 split (seeded, a new
     split per repetition); raw = mean recall of the real class on the test part (threshold 0.5)
@@ -374,12 +433,20 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3, n
     hits, positives = _membership_fits(ctx, x, y, repetitions, test_size, jobs)
     recalls = [h / p for h, p in zip(hits, positives)]
     recall = float(np.mean(recalls))
-    res = result(ctx, "membership_inference", _from_rate(recall), recall,
-                 "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
-                 params={"repetitions": repetitions, "test_size": test_size, "max_records": max_records,
-                         "seed": ctx.seed},
-                 details={"recall_per_repetition": recalls, "n_jobs": jobs, "n_features": int(x.shape[1]),
-                          "mean_imputed": space_details.get("mean_imputed", {})})
+    res = result(
+        ctx,
+        "membership_inference",
+        _from_rate(recall),
+        recall,
+        "mean recall of the real class of a LightGBM real-vs-synthetic classifier",
+        params={"repetitions": repetitions, "test_size": test_size, "max_records": max_records, "seed": ctx.seed},
+        details={
+            "recall_per_repetition": recalls,
+            "n_jobs": jobs,
+            "n_features": int(x.shape[1]),
+            "mean_imputed": space_details.get("mean_imputed", {}),
+        },
+    )
     _mark_classes(res, descs)
     # the repetitions' test parts overlap, so their positives are not independent trials: the
     # interval counts one test part's real records (the mean hit count over them), which is
@@ -388,17 +455,22 @@ def membership_inference(ctx, *, repetitions: int = 5, test_size: float = 0.3, n
     note = f"recall over one test part's {n_pos:g} real records (the repetitions overlap; conservative)"
     if descs:
         sides = ", ".join(f"{d['n']:,} of {d['of']:,} {role} records" for role, d in descs.items())
-        note += (f"; the records are a seeded simple random sample ({sides}), so the interval contains the "
-                 "record-sampling error (finite-population correction ignored, which only widens it); "
-                 "the trained models are held fixed")
-    return set_count_ci(res, recall * n_pos, n_pos, transform=_from_rate,
-                        transform_text="value = clip(2·(1 − recall))", note=note)
+        note += (
+            f"; the records are a seeded simple random sample ({sides}), so the interval contains the "
+            "record-sampling error (finite-population correction ignored, which only widens it); "
+            "the trained models are held fixed"
+        )
+    return set_count_ci(
+        res, recall * n_pos, n_pos, transform=_from_rate, transform_text="value = clip(2·(1 − recall))", note=note
+    )
 
 
 def _sampled_counts(ctx, rows: dict) -> tuple[int, int]:
     """(real, synthetic) records a classifier metric uses: the sampled counts, else every row."""
-    return (ctx.n_real if rows["real"] is None else int(rows["real"].size),
-            ctx.n_synthetic if rows["synthetic"] is None else int(rows["synthetic"].size))
+    return (
+        ctx.n_real if rows["real"] is None else int(rows["real"].size),
+        ctx.n_synthetic if rows["synthetic"] is None else int(rows["synthetic"].size),
+    )
 
 
 def _check_membership_params(ctx, repetitions: int, test_size: float, counts: tuple[int, int]) -> None:
@@ -415,11 +487,13 @@ def _check_membership_params(ctx, repetitions: int, test_size: float, counts: tu
     if n_test < 2 or n - n_test < 2:  # a stratified split needs both classes on both sides
         raise TooFewRowsError(
             f"membership_inference with test_size={test_size} splits {counts[0]} real + {counts[1]} "
-            f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2")
+            f"synthetic rows into {n - n_test} training and {n_test} test records; each side needs at least 2"
+        )
 
 
-def _membership_fits(ctx, x: np.ndarray, y: np.ndarray, repetitions: int, test_size: float,
-                     jobs: int) -> tuple[list[int], list[int]]:
+def _membership_fits(
+    ctx, x: np.ndarray, y: np.ndarray, repetitions: int, test_size: float, jobs: int
+) -> tuple[list[int], list[int]]:
     """Per repetition (a seeded stratified split, a LightGBM fit): how many real test records
     are predicted real, and how many real test records there are."""
     import lightgbm as lgb
@@ -428,16 +502,22 @@ def _membership_fits(ctx, x: np.ndarray, y: np.ndarray, repetitions: int, test_s
     hits, positives = [], []
     split_seeds = seeds.rng(ctx.seed, "membership.splits").integers(0, 2**31 - 1, repetitions)
     for rep in range(repetitions):  # a handful of model fits, not a loop over records
-        tr, te = train_test_split(np.arange(y.size), test_size=test_size, stratify=y,
-                                  random_state=int(split_seeds[rep]))
+        tr, te = train_test_split(
+            np.arange(y.size), test_size=test_size, stratify=y, random_state=int(split_seeds[rep])
+        )
         # deterministic: the same scores whatever n_jobs (checked equal for 1 and 2 threads).
         # Either histogram layout sums each bin's gradients in row order in one thread, so both
         # give the same model; with several threads only the column-wise one still does (each
         # feature in one thread), and on one thread the row-wise one is ~20 % faster (70,000 ×
         # 95 Texas-like records: 0.88 → 0.74 CPU-s a fit, the same probabilities bit for bit)
         layout = {"force_row_wise": True} if jobs == 1 else {"force_col_wise": True}
-        model = lgb.LGBMClassifier(verbosity=-1, random_state=seeds.derive(ctx.seed, "membership.model"),
-                                   n_jobs=jobs, deterministic=True, **layout)
+        model = lgb.LGBMClassifier(
+            verbosity=-1,
+            random_state=seeds.derive(ctx.seed, "membership.model"),
+            n_jobs=jobs,
+            deterministic=True,
+            **layout,
+        )
         model.fit(x[tr], y[tr])
         pred = model.predict(x[te])
         real_test = y[te] == 1

@@ -47,16 +47,22 @@ NO_INTERVAL_NORMALISED = (
     "the value depends on the sample's smallest and largest distance (min–max normalisation), and a "
     "bootstrap over records does not reproduce the sampling distribution of an extreme (Bickel & Freedman, "
     "Ann. Statist. 1981): a bootstrap that renormalised each replicate under-covered in a coverage "
-    "simulation, with intervals too wide to inform")
+    "simulation, with intervals too wide to inform"
+)
 
 PRIVEVAL = "Privacy metrics review (PrivEval), §"
 
 
 # --------------------------------------------------------------------------- exact copies
-@register_metric(family="re-identification", attack="exact copies of real records in the release",
-                 reference=PRIVEVAL + "2.1.4 Common Rows Proportion",
-                 orientation="value = share of real records copied; 1 = every real record is in the release", spaces=(),
-                 memory_cost=0.5, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="exact copies of real records in the release",
+    reference=PRIVEVAL + "2.1.4 Common Rows Proportion",
+    orientation="value = share of real records copied; 1 = every real record is in the release",
+    spaces=(),
+    memory_cost=0.5,
+    sampled=("real",),
+)
 def common_rows(ctx) -> MetricResult:
     """Common Rows Proportion: share of real records (with multiplicity) that have an identical
     synthetic record. Numbers compare by value (1 == 1.0); a null matches only a null.
@@ -70,19 +76,29 @@ def common_rows(ctx) -> MetricResult:
     per = np.zeros(ctx.n_real if rows is None else rows.size)
     per[hit_rows if rows is None else np.searchsorted(rows, hit_rows)] = 1.0
     share = float(per.mean())
-    res = result(ctx, "common_rows", share, share, "share of real records with an identical synthetic record",
-                 details={"n_real_copied": int(per.sum()), "n_distinct_real_copied": n_distinct},
-                 per_record=per, per_record_description="1 if the real record appears verbatim in the release")
+    res = result(
+        ctx,
+        "common_rows",
+        share,
+        share,
+        "share of real records with an identical synthetic record",
+        details={"n_real_copied": int(per.sum()), "n_distinct_real_copied": n_distinct},
+        per_record=per,
+        per_record_description="1 if the real record appears verbatim in the release",
+    )
     return mark_sampled(set_share_ci(res, per), ctx, rows)
 
 
-
-@register_metric(family="re-identification", attack="a release that carries real records' identifiers",
-                 reference="privgate: an identifier column (distinct per real record) is a leak in itself",
-                 orientation="value = share of release records carrying a real identifier value (beyond the share "
-                             "holdout records carry, with a holdout); 0 when the data have no identifier column",
-                 self_controlled=True, spaces=(),
-                 memory_cost=0.5)
+@register_metric(
+    family="re-identification",
+    attack="a release that carries real records' identifiers",
+    reference="privgate: an identifier column (distinct per real record) is a leak in itself",
+    orientation="value = share of release records carrying a real identifier value (beyond the share "
+    "holdout records carry, with a holdout); 0 when the data have no identifier column",
+    self_controlled=True,
+    spaces=(),
+    memory_cost=0.5,
+)
 def identifier_reuse(ctx) -> MetricResult:
     """Identifier reuse: the identifier columns (categorical columns distinct in at least 99.9 %
     of the real rows, detected before any metric runs: docs/inputs.md "Identifier columns") are
@@ -98,9 +114,12 @@ def identifier_reuse(ctx) -> MetricResult:
     identifiers of its records 1.
     """
     ids = list(ctx.identifiers)
-    details: dict = {"identifier_columns": ids,
-                     "left_out": "these columns are left out of every other metric (distances, copies, attacks)"
-                     if ids else "no identifier column in the data"}
+    details: dict = {
+        "identifier_columns": ids,
+        "left_out": "these columns are left out of every other metric (distances, copies, attacks)"
+        if ids
+        else "no identifier column in the data",
+    }
     if not ids:
         res = result(ctx, "identifier_reuse", 0.0, 0.0, "no identifier column", details=details)
         return set_no_ci(res, "no identifier column: nothing to measure")
@@ -108,16 +127,27 @@ def identifier_reuse(ctx) -> MetricResult:
     share = float(hits.mean())
     details["n_release_records_with_real_identifier"] = int(hits.sum())
     if ctx.holdout is None:
-        res = result(ctx, "identifier_reuse", share, share,
-                     "share of release records carrying a real record's identifier value", details=details)
+        res = result(
+            ctx,
+            "identifier_reuse",
+            share,
+            share,
+            "share of release records carrying a real record's identifier value",
+            details=details,
+        )
         return set_share_ci(res, hits)
     chance = ctx.identifier_hits("holdout")
     h0 = float(chance.mean())
     value = min(1.0, max(0.0, (share - h0) / (1.0 - h0))) if h0 < 1.0 else 0.0
     details["chance_share_holdout"] = h0
-    res = result(ctx, "identifier_reuse", value, share,
-                 "share of release records carrying a real identifier value, beyond the holdout's share",
-                 details=details)
+    res = result(
+        ctx,
+        "identifier_reuse",
+        value,
+        share,
+        "share of release records carrying a real identifier value, beyond the holdout's share",
+        details=details,
+    )
     return set_no_ci(res, "a share beyond the holdout's chance level (the release and holdout shares are exact counts)")
 
 
@@ -133,12 +163,14 @@ def _normalised_dcr(ctx) -> tuple[np.ndarray, np.ndarray, bool]:
     return d, dn, degenerate
 
 
-
-@register_metric(family="re-identification", attack="real records with a very close synthetic record",
-                 reference=PRIVEVAL + "2.2.1 Close Values Probability",
-                 orientation="value = share of real records whose normalised distance to the release is ≤ 0.2",
-                 spaces=("mixed",),
-                 memory_cost=6.0)
+@register_metric(
+    family="re-identification",
+    attack="real records with a very close synthetic record",
+    reference=PRIVEVAL + "2.2.1 Close Values Probability",
+    orientation="value = share of real records whose normalised distance to the release is ≤ 0.2",
+    spaces=("mixed",),
+    memory_cost=6.0,
+)
 def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
     """Close Values Probability: d = distance of each real record to its nearest synthetic record,
     min–max normalised over the n distances (as synthcity and PrivEval do); value = share with
@@ -150,18 +182,28 @@ def close_values(ctx, *, threshold: float = 0.2) -> MetricResult:
     d, dn, degenerate = _normalised_dcr(ctx)
     close_ = le(dn, threshold)
     share = float(close_.mean())
-    res = result(ctx, "close_values", share, share, f"share of real records with normalised DCR ≤ {threshold}",
-                 params={"threshold": threshold},
-                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                 per_record=close_.astype(float),
-                 per_record_description="1 if the real record's normalised distance to the release is ≤ threshold")
+    res = result(
+        ctx,
+        "close_values",
+        share,
+        share,
+        f"share of real records with normalised DCR ≤ {threshold}",
+        params={"threshold": threshold},
+        details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+        per_record=close_.astype(float),
+        per_record_description="1 if the real record's normalised distance to the release is ≤ threshold",
+    )
     return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
-@register_metric(family="re-identification", attack="real records without a distant synthetic record",
-                 reference=PRIVEVAL + "2.2.2 Distant Values Probability",
-                 orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8", spaces=("mixed",),
-                 memory_cost=0.5)
+@register_metric(
+    family="re-identification",
+    attack="real records without a distant synthetic record",
+    reference=PRIVEVAL + "2.2.2 Distant Values Probability",
+    orientation="value = 1 − share of real records whose normalised distance is ≥ 0.8",
+    spaces=("mixed",),
+    memory_cost=0.5,
+)
 def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
     """Distant Values Probability: same normalised distances as close_values; raw = share with
     normalised d ≥ threshold (0.8), the original 'to be maximised' probability; value = 1 − raw.
@@ -172,18 +214,28 @@ def distant_values(ctx, *, threshold: float = 0.8) -> MetricResult:
     d, dn, degenerate = _normalised_dcr(ctx)
     far = ge(dn, threshold)
     raw = float(far.mean())
-    res = result(ctx, "distant_values", 1.0 - raw, raw, f"share of real records with normalised DCR ≥ {threshold}",
-                 params={"threshold": threshold},
-                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                 per_record=(~far).astype(float),
-                 per_record_description="1 if the real record's normalised distance to the release is < threshold")
+    res = result(
+        ctx,
+        "distant_values",
+        1.0 - raw,
+        raw,
+        f"share of real records with normalised DCR ≥ {threshold}",
+        params={"threshold": threshold},
+        details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+        per_record=(~far).astype(float),
+        per_record_description="1 if the real record's normalised distance to the release is < threshold",
+    )
     return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
-@register_metric(family="re-identification", attack="synthetic records near real records on average",
-                 reference=PRIVEVAL + "2.2.6 Nearest Synthetic Neighbour Distance",
-                 orientation="value = 1 − mean normalised distance of real records to the release", spaces=("mixed",),
-                 memory_cost=0.5)
+@register_metric(
+    family="re-identification",
+    attack="synthetic records near real records on average",
+    reference=PRIVEVAL + "2.2.6 Nearest Synthetic Neighbour Distance",
+    orientation="value = 1 − mean normalised distance of real records to the release",
+    spaces=("mixed",),
+    memory_cost=0.5,
+)
 def nsnd(ctx) -> MetricResult:
     """Nearest Synthetic Neighbour Distance: raw = mean of the min–max normalised real→nearest
     synthetic distances; value = 1 − raw (a copy has all distances 0 → value 1).
@@ -192,9 +244,16 @@ def nsnd(ctx) -> MetricResult:
     """
     d, dn, degenerate = _normalised_dcr(ctx)
     raw = float(dn.mean())
-    res = result(ctx, "nsnd", 1.0 - raw, raw, "mean normalised distance of real records to their nearest synthetic record",
-                 details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
-                 per_record=1.0 - dn, per_record_description="1 − normalised distance to the release")
+    res = result(
+        ctx,
+        "nsnd",
+        1.0 - raw,
+        raw,
+        "mean normalised distance of real records to their nearest synthetic record",
+        details={"degenerate_normalisation": degenerate, "distance": quantile_summary(d)},
+        per_record=1.0 - dn,
+        per_record_description="1 − normalised distance to the release",
+    )
     return set_no_ci(res, NO_INTERVAL_NORMALISED)
 
 
@@ -214,9 +273,15 @@ def _rr_without_groups(ctx, space: str, labels: np.ndarray) -> np.ndarray:
     are the reference set of this search too, so the jackknife deletes them there as well."""
     sp = ctx.space(_space_key(space))
     nb = ctx.neighbours(space, "real", "real", search_k(labels))
-    return ctx.nearest_outside_groups(nb, labels, sp.real, sp.real, same=True,
-                                      categorical_slices=sp.categorical_slices,
-                                      coded_columns=sp.coded_columns)[0]
+    return ctx.nearest_outside_groups(
+        nb,
+        labels,
+        sp.real,
+        sp.real,
+        same=True,
+        categorical_slices=sp.categorical_slices,
+        coded_columns=sp.coded_columns,
+    )[0]
 
 
 def _space_key(space) -> tuple:
@@ -227,11 +292,15 @@ def _space_key(space) -> tuple:
 _RR_FIXED = "the release and the space's scaling (fitted on all real records) held fixed"
 
 
-@register_metric(family="re-identification", attack="synthetic records closer to a real record than its real neighbours",
-                 reference=PRIVEVAL + "2.2.4 Authenticity (Alaa et al., 2022)",
-                 orientation="value = 1 − authenticity = share of real records whose nearest synthetic record is not farther than their nearest other real record",
-                 spaces=("mixed",),
-                 memory_cost=7.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="synthetic records closer to a real record than its real neighbours",
+    reference=PRIVEVAL + "2.2.4 Authenticity (Alaa et al., 2022)",
+    orientation="value = 1 − authenticity = share of real records whose nearest synthetic record is not farther than their nearest other real record",
+    spaces=("mixed",),
+    memory_cost=7.0,
+    sampled=("real",),
+)
 def authenticity(ctx) -> MetricResult:
     """Authenticity: raw = share of real records whose nearest other real record is strictly
     closer than their nearest synthetic record (authentic); value = 1 − raw. Computed per real
@@ -243,17 +312,26 @@ def authenticity(ctx) -> MetricResult:
     d_rs, d_rr = _rs_rr(ctx, "mixed", rows)
     authentic = lt(d_rr, d_rs)
     raw = float(authentic.mean())
-    res = result(ctx, "authenticity", 1.0 - raw, raw,
-                 "share of real records whose nearest other real record is strictly closer than the release",
-                 details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
-                 per_record=(~authentic).astype(float),
-                 per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record")
+    res = result(
+        ctx,
+        "authenticity",
+        1.0 - raw,
+        raw,
+        "share of real records whose nearest other real record is strictly closer than the release",
+        details={"dcr_real_synthetic": quantile_summary(d_rs), "dcr_real_real": quantile_summary(d_rr)},
+        per_record=(~authentic).astype(float),
+        per_record_description="1 if the nearest synthetic record is not farther than the nearest other real record",
+    )
     if rows is not None:  # estimated on a sample of real records: the share rule over the sample
         return mark_sampled(widen_share_for_search(set_share_ci(res, ~authentic)), ctx, rows)
     return widen_share_for_search(
-        _rr_share_ci(res, ctx, "mixed", d_rs, ~authentic, lambda d_rr_g: ~lt(d_rr_g, d_rs[None, :])))
+        _rr_share_ci(res, ctx, "mixed", d_rs, ~authentic, lambda d_rr_g: ~lt(d_rr_g, d_rs[None, :]))
+    )
 
-def _rr_share_ci(res: MetricResult, ctx, space: str, d_rs: np.ndarray, flags: np.ndarray, flags_without) -> MetricResult:
+
+def _rr_share_ci(
+    res: MetricResult, ctx, space: str, d_rs: np.ndarray, flags: np.ndarray, flags_without
+) -> MetricResult:
     """The share interval of authenticity / identifiability: each real record is a query (its
     flag) and a reference point (other records' nearest real record), so the flags are
     dependent; a grouped jackknife of the real records recomputes every flag with the deleted
@@ -267,10 +345,15 @@ def _rr_share_ci(res: MetricResult, ctx, space: str, d_rs: np.ndarray, flags: np
     return set_jackknife_share_ci(res, ctx, flags, reps, what="real records", note=_RR_FIXED)
 
 
-@register_metric(family="re-identification", attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
-                 reference=PRIVEVAL + "2.2.5 Identifiability score (Yoon et al., ADS-GAN 2020)",
-                 orientation="value = share of identifiable real records", spaces=("identifiability",),
-                 memory_cost=4.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="re-identification of real records through close synthetic records, weighted towards rare attributes",
+    reference=PRIVEVAL + "2.2.5 Identifiability score (Yoon et al., ADS-GAN 2020)",
+    orientation="value = share of identifiable real records",
+    spaces=("identifiability",),
+    memory_cost=4.0,
+    sampled=("real",),
+)
 def identifiability(ctx) -> MetricResult:
     """Identifiability score (ADS-GAN): the authenticity test in the mixed space with every
     column's features multiplied by 1/H (H = the real column's entropy, natural log; numerics over
@@ -286,21 +369,32 @@ def identifiability(ctx) -> MetricResult:
     ident = le(d_rs, d_rr)
     share = float(ident.mean())
     ent = ctx.entropies()
-    res = result(ctx, "identifiability", share, share, "share of identifiable real records",
-                 details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
-                 per_record=ident.astype(float),
-                 per_record_description="1 if the real record is identifiable (weighted space)")
+    res = result(
+        ctx,
+        "identifiability",
+        share,
+        share,
+        "share of identifiable real records",
+        details={"entropy": ent, "zero_weight_columns": [c for c, h in ent.items() if h <= 0]},
+        per_record=ident.astype(float),
+        per_record_description="1 if the real record is identifiable (weighted space)",
+    )
     if rows is not None:  # estimated on a sample of real records: the share rule over the sample
         return mark_sampled(widen_share_for_search(set_share_ci(res, ident)), ctx, rows)
     return widen_share_for_search(
-        _rr_share_ci(res, ctx, "identifiability", d_rs, ident, lambda d_rr_g: le(d_rs[None, :], d_rr_g)))
+        _rr_share_ci(res, ctx, "identifiability", d_rs, ident, lambda d_rr_g: le(d_rs[None, :], d_rr_g))
+    )
 
 
-@register_metric(family="re-identification", attack="release closer to real records than real records are to each other",
-                 reference=PRIVEVAL + "2.2.9 Median Distance to Closest Record",
-                 orientation="value = 2·(1 − σ(r)), r = median DCR(real→synthetic) / median DCR(real→real)",
-                 spaces=("mixed",),
-                 memory_cost=4.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="release closer to real records than real records are to each other",
+    reference=PRIVEVAL + "2.2.9 Median Distance to Closest Record",
+    orientation="value = 2·(1 − σ(r)), r = median DCR(real→synthetic) / median DCR(real→real)",
+    spaces=("mixed",),
+    memory_cost=4.0,
+    sampled=("real",),
+)
 def median_dcr(ctx) -> MetricResult:
     """Median DCR: r = median(real→nearest synthetic) / median(real→nearest other real), mixed
     space (medians of even counts = mean of the two middle values). value = 2·(1 − σ(r)):
@@ -321,24 +415,44 @@ def median_dcr(ctx) -> MetricResult:
     m_rs, m_rr = float(np.median(d_rs)), float(np.median(d_rr))
     r = float("nan") if m_rr == 0.0 and m_rs == 0.0 else (float("inf") if m_rr == 0.0 else m_rs / m_rr)
     value = float(_median_dcr_value(np.array([m_rs]), np.array([m_rr]))[0])
-    res = result(ctx, "median_dcr", value, r, "median DCR real→synthetic / median DCR real→real",
-                 details={"median_real_synthetic": m_rs, "median_real_real": m_rr})
+    res = result(
+        ctx,
+        "median_dcr",
+        value,
+        r,
+        "median DCR real→synthetic / median DCR real→real",
+        details={"median_real_synthetic": m_rs, "median_real_real": m_rr},
+    )
     labels = jackknife_labels(ctx, "real", ctx.n_real) if rows is None else None
     if rows is not None:
-        return mark_sampled(set_bootstrap_ci(
-            res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
-            rows.size, what="sampled real records (both medians of each replicate from the same records)"), ctx, rows)
+        return mark_sampled(
+            set_bootstrap_ci(
+                res,
+                ctx,
+                lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
+                rows.size,
+                what="sampled real records (both medians of each replicate from the same records)",
+            ),
+            ctx,
+            rows,
+        )
     if labels is None:
         # both medians from the same resampled real records (each record carries both distances)
         return set_bootstrap_ci(
-            res, ctx, lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
-            ctx.n_real, what="real records (both medians of each replicate from the same records)")
+            res,
+            ctx,
+            lambda idx: _median_dcr_value(np.median(d_rs[idx], axis=1), np.median(d_rr[idx], axis=1)),
+            ctx.n_real,
+            what="real records (both medians of each replicate from the same records)",
+        )
     # the real records are queries of both medians and the reference set of the real → real one:
     # each jackknife replicate deletes a group from both roles
     d_rr_g = _rr_without_groups(ctx, "mixed", labels)
     keep = labels[None, :] != np.arange(d_rr_g.shape[0])[:, None]
-    reps = _median_dcr_value(np.nanmedian(np.where(keep, d_rs[None, :], np.nan), axis=1),
-                             np.nanmedian(np.where(keep, d_rr_g, np.nan), axis=1))
+    reps = _median_dcr_value(
+        np.nanmedian(np.where(keep, d_rs[None, :], np.nan), axis=1),
+        np.nanmedian(np.where(keep, d_rr_g, np.nan), axis=1),
+    )
     return set_jackknife_ci(res, ctx, {"real": reps}, what={"real": "real records"}, note=_RR_FIXED)
 
 
@@ -357,11 +471,15 @@ def _not_farther(d_rs, d_rr, d_sr, d_ss) -> tuple[np.ndarray, np.ndarray]:
     return (~gt(d_rs, d_rr)).astype(float), (~gt(d_sr, d_ss)).astype(float)
 
 
-@register_metric(family="tracing", attack="a nearest-neighbour classifier telling real from synthetic records",
-                 reference=PRIVEVAL + "2.2.10 Nearest Neighbour Adversarial Accuracy (Yale et al., 2020)",
-                 orientation="value = 1 − AA; a copy gives AA = 0 → 1, perfectly separable data AA = 1 → 0",
-                 spaces=("mixed",),
-                 memory_cost=8.0, sampled=("real", "synthetic"))
+@register_metric(
+    family="tracing",
+    attack="a nearest-neighbour classifier telling real from synthetic records",
+    reference=PRIVEVAL + "2.2.10 Nearest Neighbour Adversarial Accuracy (Yale et al., 2020)",
+    orientation="value = 1 − AA; a copy gives AA = 0 → 1, perfectly separable data AA = 1 → 0",
+    spaces=("mixed",),
+    memory_cost=8.0,
+    sampled=("real", "synthetic"),
+)
 def nnaa(ctx, *, repetitions: int = 10) -> MetricResult:
     """NN Adversarial Accuracy: AA = ½[P(d_RS > d_RR) + P(d_SR > d_SS)] (strict >) in the mixed
     space. When the sizes differ, the larger set is subsampled without replacement to the smaller
@@ -412,9 +530,15 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
     note = f"nnaa mixed, {subsampled} records subsampled to {size}"
 
     def nearest(query: np.ndarray, target: np.ndarray, what: str, exclude_self: bool = False) -> np.ndarray:
-        return ctx.search(query, target, 1, name=f"{note}: {what}", exclude_self=exclude_self,
-                          categorical_slices=space.categorical_slices,
-                          coded_columns=space.coded_columns).dist[:, 0]
+        return ctx.search(
+            query,
+            target,
+            1,
+            name=f"{note}: {what}",
+            exclude_self=exclude_self,
+            categorical_slices=space.categorical_slices,
+            coded_columns=space.coded_columns,
+        ).dist[:, 0]
 
     for _ in range(repetitions):
         if subsampled == "real":
@@ -423,23 +547,35 @@ def _nnaa_subsampled(ctx, repetitions: int) -> MetricResult:
         else:
             rr = r
             ss = s[np.sort(rng.choice(len(s), size, replace=False))]
-        sides.append(_not_farther(nearest(rr, ss, "real→synthetic"), nearest(rr, rr, "real→real", True),
-                                  nearest(ss, rr, "synthetic→real"), nearest(ss, ss, "synthetic→synthetic", True)))
+        sides.append(
+            _not_farther(
+                nearest(rr, ss, "real→synthetic"),
+                nearest(rr, rr, "real→real", True),
+                nearest(ss, rr, "synthetic→real"),
+                nearest(ss, ss, "synthetic→synthetic", True),
+            )
+        )
         reps.append(1.0 - 0.5 * (sides[-1][0].mean() + sides[-1][1].mean()))
-    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled=subsampled, repetitions=repetitions,
-                       per=None)
+    res = _nnaa_result(ctx, float(np.mean(reps)), reps, subsampled=subsampled, repetitions=repetitions, per=None)
     return widen_share_for_search(_nnaa_ci(res, ctx, sides))
 
 
-def _nnaa_result(ctx, aa: float, reps: list[float], *, subsampled: str | None, repetitions: int,
-                 per: np.ndarray | None) -> MetricResult:
+def _nnaa_result(
+    ctx, aa: float, reps: list[float], *, subsampled: str | None, repetitions: int, per: np.ndarray | None
+) -> MetricResult:
     """nnaa's result: value 1 − AA, raw AA, the repetitions' AA."""
-    return result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
-                  params={"repetitions": repetitions if subsampled else 1},
-                  details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
-                  per_record=per,
-                  per_record_description="1 if the real record's nearest synthetic record is not farther than its "
-                                         "nearest other real record")
+    return result(
+        ctx,
+        "nnaa",
+        1.0 - aa,
+        aa,
+        "nearest-neighbour adversarial accuracy AA",
+        params={"repetitions": repetitions if subsampled else 1},
+        details={"subsampled": subsampled, "aa_per_repetition": [float(a) for a in reps]},
+        per_record=per,
+        per_record_description="1 if the real record's nearest synthetic record is not farther than its "
+        "nearest other real record",
+    )
 
 
 def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> MetricResult:
@@ -449,18 +585,32 @@ def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> 
     d_ss = ctx.neighbours("mixed", "synthetic", "synthetic", 1, rows=rows_s).dist[:, 0]
     real_side, syn_side = _not_farther(d_rs, d_rr, d_sr, d_ss)
     aa = 1.0 - 0.5 * (real_side.mean() + syn_side.mean())
-    res = result(ctx, "nnaa", 1.0 - aa, aa, "nearest-neighbour adversarial accuracy AA",
-                 params={"repetitions": 1},
-                 details={"subsampled": None, "aa_per_repetition": [float(aa)],
-                          "real_side_share": float(real_side.mean()), "synthetic_side_share": float(syn_side.mean())},
-                 per_record=real_side,
-                 per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record")
+    res = result(
+        ctx,
+        "nnaa",
+        1.0 - aa,
+        aa,
+        "nearest-neighbour adversarial accuracy AA",
+        params={"repetitions": 1},
+        details={
+            "subsampled": None,
+            "aa_per_repetition": [float(aa)],
+            "real_side_share": float(real_side.mean()),
+            "synthetic_side_share": float(syn_side.mean()),
+        },
+        per_record=real_side,
+        per_record_description="1 if the real record's nearest synthetic record is not farther than its nearest other real record",
+    )
     if intervals_on():
-        ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
-                                      n_boot=BOOT)
-        res.set_ci(ci, f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over "
-                       f"{real_side.size} real + ½·share over {syn_side.size} synthetic records (each side "
-                       "resampled on its own; nearest-neighbour flags held fixed)")
+        ci = stats.bootstrap_means_ci(
+            [real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"), n_boot=BOOT
+        )
+        res.set_ci(
+            ci,
+            f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over "
+            f"{real_side.size} real + ½·share over {syn_side.size} synthetic records (each side "
+            "resampled on its own; nearest-neighbour flags held fixed)",
+        )
     else:
         res.set_ci(None, OFF)
     res = mark_sampled(res, ctx, rows_r, "real") if rows_r is not None else res
@@ -468,8 +618,9 @@ def _nnaa_sampled(ctx, rows_r: np.ndarray | None, rows_s: np.ndarray | None) -> 
     return widen_share_for_search(res)
 
 
-def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, real_flags: np.ndarray,
-                       syn_flags: np.ndarray) -> MetricResult:
+def _nnaa_jackknife_ci(
+    res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndarray, real_flags: np.ndarray, syn_flags: np.ndarray
+) -> MetricResult:
     """1 − AA = ½·(mean real-side flag) + ½·(mean synthetic-side flag), with delete-a-group
     replicates for two independent sources (variances added, Satterthwaite df):
 
@@ -498,10 +649,12 @@ def _nnaa_jackknife_ci(res: MetricResult, ctx, labels: np.ndarray, d_rs: np.ndar
 
 
 # what nnaa's grouped jackknife holds fixed (a k > 1 search each)
-_NNAA_FIXED = ("the space's scaling (fitted on all real records) held fixed; the records' roles as reference points across the two sets held fixed (the nearest real record of "
-               "each synthetic record, the nearest synthetic record of each real record and the nearest other "
-               "synthetic record of each synthetic record: recomputing them needs a k > 1 search, measured too "
-               "costly)")
+_NNAA_FIXED = (
+    "the space's scaling (fitted on all real records) held fixed; the records' roles as reference points across the two sets held fixed (the nearest real record of "
+    "each synthetic record, the nearest synthetic record of each real record and the nearest other "
+    "synthetic record of each synthetic record: recomputing them needs a k > 1 search, measured too "
+    "costly)"
+)
 
 
 def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]]) -> MetricResult:
@@ -515,20 +668,27 @@ def _nnaa_ci(res: MetricResult, ctx, sides: list[tuple[np.ndarray, np.ndarray]])
     size = sides[0][0].size
     real_side = np.concatenate([a for a, _ in sides])
     syn_side = np.concatenate([b for _, b in sides])
-    ci = stats.bootstrap_means_ci([real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"),
-                                  sizes=[size, size], n_boot=BOOT)
-    method = (f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over {size} real "
-              f"+ ½·share over {size} synthetic records (nearest-neighbour flags held fixed)")
+    ci = stats.bootstrap_means_ci(
+        [real_side, syn_side], [0.5, 0.5], seeds.derive(ctx.seed, "bootstrap"), sizes=[size, size], n_boot=BOOT
+    )
+    method = (
+        f"stratified percentile bootstrap ({BOOT} replicates, seed {ctx.seed}) of ½·share over {size} real "
+        f"+ ½·share over {size} synthetic records (nearest-neighbour flags held fixed)"
+    )
     if len(sides) > 1:
         method += f"; {len(sides)} subsampled repetitions pooled, one repetition's size drawn per side"
     return res.set_ci(ci, method)
 
 
 # ------------------------------------------------------------ projected-space metrics
-@register_metric(family="re-identification", attack="synthetic records that single out one real record",
-                 reference=PRIVEVAL + "2.2.7 Nearest Neighbour Distance Ratio",
-                 orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)", spaces=("famd",),
-                 memory_cost=4.0)
+@register_metric(
+    family="re-identification",
+    attack="synthetic records that single out one real record",
+    reference=PRIVEVAL + "2.2.7 Nearest Neighbour Distance Ratio",
+    orientation="value = 1 − mean d1/d2 over synthetic records (FAMD 2-D space)",
+    spaces=("famd",),
+    memory_cost=4.0,
+)
 def nndr(ctx, *, n_components: int = 2) -> MetricResult:
     """NN Distance Ratio: in the FAMD projection (fitted on the real data, ``n_components``
     components), per synthetic record d1/d2 = distances to its two nearest real records
@@ -542,17 +702,27 @@ def nndr(ctx, *, n_components: int = 2) -> MetricResult:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(d2 == 0.0, 1.0, d1 / np.where(d2 == 0.0, 1.0, d2))
     raw = float(ratio.mean())
-    res = result(ctx, "nndr", 1.0 - raw, raw, "mean ratio of the nearest to the second-nearest real record, per synthetic record",
-                 params={"n_components": n_components},
-                 details={"ratio": quantile_summary(ratio), "famd": ctx.famd(n_components).details})
+    res = result(
+        ctx,
+        "nndr",
+        1.0 - raw,
+        raw,
+        "mean ratio of the nearest to the second-nearest real record, per synthetic record",
+        params={"n_components": n_components},
+        details={"ratio": quantile_summary(ratio), "famd": ctx.famd(n_components).details},
+    )
     return set_mean_ci(res, ctx, 1.0 - ratio, what="synthetic records (1 − d1/d2)")
 
 
-@register_metric(family="re-identification", attack="synthetic records near real records in the projected space",
-                 reference=PRIVEVAL + "2.2.8 Distance to Closest Record (avatar paper)",
-                 orientation="value = 1 − σ(ln m̄) = 1/(1 + m̄), m̄ = mean real→synthetic distance (FAMD 2-D space)",
-                 spaces=("famd",),
-                 memory_cost=2.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="synthetic records near real records in the projected space",
+    reference=PRIVEVAL + "2.2.8 Distance to Closest Record (avatar paper)",
+    orientation="value = 1 − σ(ln m̄) = 1/(1 + m̄), m̄ = mean real→synthetic distance (FAMD 2-D space)",
+    spaces=("famd",),
+    memory_cost=2.0,
+    sampled=("real",),
+)
 def dcr(ctx, *, n_components: int = 2) -> MetricResult:
     """Distance to Closest Record: m̄ = mean distance of each real record to its nearest
     synthetic record in the FAMD projection; value = 1/(1 + m̄) (copy → 1).
@@ -566,20 +736,39 @@ def dcr(ctx, *, n_components: int = 2) -> MetricResult:
     rows = real_rows(ctx)
     d = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
     m = float(d.mean())
-    res = result(ctx, "dcr", 1.0 / (1.0 + m), m, "mean distance of real records to their nearest synthetic record (FAMD space)",
-                 params={"n_components": n_components},
-                 details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
-                 per_record=1.0 / (1.0 + d), per_record_description="1/(1 + distance to the nearest synthetic record)")
+    res = result(
+        ctx,
+        "dcr",
+        1.0 / (1.0 + m),
+        m,
+        "mean distance of real records to their nearest synthetic record (FAMD space)",
+        params={"n_components": n_components},
+        details={"distance": quantile_summary(d), "famd": ctx.famd(n_components).details},
+        per_record=1.0 / (1.0 + d),
+        per_record_description="1/(1 + distance to the nearest synthetic record)",
+    )
     labels = jackknife_labels(ctx, "real", ctx.n_real, max_groups=DCR_GROUPS) if rows is None else None
     if labels is None:
-        res = set_mean_ci(res, ctx, d, what="real records' distances", transform=lambda x: 1.0 / (1.0 + x),
-                          transform_text="value = 1/(1 + m̄)", note="FAMD projection held fixed")
+        res = set_mean_ci(
+            res,
+            ctx,
+            d,
+            what="real records' distances",
+            transform=lambda x: 1.0 / (1.0 + x),
+            transform_text="value = 1/(1 + m̄)",
+            note="FAMD projection held fixed",
+        )
     else:
         reps = _dcr_without_groups(ctx, labels, ctx.famd(n_components).details["n_components"], d)
-        res = set_jackknife_ci(res, ctx, {"real": reps}, what={"real": "real records"},
-                               note="FAMD axes refitted without each group (the encoding's means, standard "
-                                    "deviations and level shares held fixed; the refit's effect on the distances "
-                                    f"measured on min(n, {DCR_REFIT_QUERIES}) real records); the release held fixed")
+        res = set_jackknife_ci(
+            res,
+            ctx,
+            {"real": reps},
+            what={"real": "real records"},
+            note="FAMD axes refitted without each group (the encoding's means, standard "
+            "deviations and level shares held fixed; the refit's effect on the distances "
+            f"measured on min(n, {DCR_REFIT_QUERIES}) real records); the release held fixed",
+        )
     res = widen_distance_mean_for_search(res, d, lambda x: 1.0 / (1.0 + x), lambda v: 1.0 / max(v, 1e-300) - 1.0)
     return mark_sampled(res, ctx, rows)
 
@@ -603,8 +792,11 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     closely at a fraction of G searches of every record)."""
     encoder = famd_encoder(ctx.real, ctx.schema, coded_above())
     n = ctx.n_real
-    q = np.arange(n) if n <= DCR_REFIT_QUERIES else np.sort(
-        seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
+    q = (
+        np.arange(n)
+        if n <= DCR_REFIT_QUERIES
+        else np.sort(seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
+    )
     if encoder.coded:
         return _dcr_without_groups_coded(ctx, encoder, labels, n_components, d, q)
     z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
@@ -627,8 +819,9 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 
 
-def _dcr_without_groups_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_components: int, d: np.ndarray,
-                              q: np.ndarray) -> np.ndarray:
+def _dcr_without_groups_coded(
+    ctx, encoder: FamdEncoder, labels: np.ndarray, n_components: int, d: np.ndarray, q: np.ndarray
+) -> np.ndarray:
     """:func:`_dcr_without_groups` when the FAMD input has coded columns (a categorical column of
     thousands of levels): each group's axes are the leading right singular vectors of the FAMD
     input of the records left, found by a Lanczos iteration on the input as an operator
@@ -653,8 +846,12 @@ def _dcr_without_groups_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_c
     for g in range(groups):
         cols = slice(int(ends[g]) - axes[(tag, g)].shape[1], int(ends[g]))
         left = labels[q] != g
-        near = ctx.search(np.ascontiguousarray(queries[left, cols]), np.ascontiguousarray(projected[:, cols]), 1,
-                          name="dcr refitted famd real→synthetic")
+        near = ctx.search(
+            np.ascontiguousarray(queries[left, cols]),
+            np.ascontiguousarray(projected[:, cols]),
+            1,
+            name="dcr refitted famd real→synthetic",
+        )
         shift[g] = (near.dist[:, 0] - d[q[left]]).mean()
     return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
 
@@ -676,11 +873,16 @@ def _leading_axes_wide(z: np.ndarray, gram_rows: np.ndarray, keep: np.ndarray, n
     return np.divide(v, norm, out=np.zeros_like(v), where=norm > 0)
 
 
-@register_metric(family="re-identification", attack="a synthetic record that betrays the real record it was generated from",
-                 reference=PRIVEVAL + "2.2.12 Hidden Rate (avatar paper)",
-                 orientation="value = share of real records whose nearest synthetic record is their own",
-                 needs=("pairing",), spaces=("famd",),
-                 memory_cost=2.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="a synthetic record that betrays the real record it was generated from",
+    reference=PRIVEVAL + "2.2.12 Hidden Rate (avatar paper)",
+    orientation="value = share of real records whose nearest synthetic record is their own",
+    needs=("pairing",),
+    spaces=("famd",),
+    memory_cost=2.0,
+    sampled=("real",),
+)
 def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: int = 2) -> MetricResult:
     """Hidden Rate: needs a pairing — which real record each synthetic record was generated from
     (``paired=True``: synthetic row i ↔ real row i, or ``pairing``: per synthetic row the real row
@@ -692,20 +894,27 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
     pairing = pairing if pairing is not None else ctx.pairing
     if paired or pairing is True:
         if ctx.n_real != ctx.n_synthetic:
-            raise ParameterError(f"hidden_rate with paired=True needs as many synthetic rows as real rows; "
-                                 f"got {ctx.n_synthetic} synthetic and {ctx.n_real} real")
+            raise ParameterError(
+                f"hidden_rate with paired=True needs as many synthetic rows as real rows; "
+                f"got {ctx.n_synthetic} synthetic and {ctx.n_real} real"
+            )
         pair = np.arange(ctx.n_synthetic)
     elif pairing is None or pairing is False:
-        raise NotApplicableError("hidden_rate needs a pairing of synthetic to real records "
-                                 "(paired=True or pairing=[real row per synthetic row])")
+        raise NotApplicableError(
+            "hidden_rate needs a pairing of synthetic to real records "
+            "(paired=True or pairing=[real row per synthetic row])"
+        )
     else:
         pair = np.asarray(pairing)
         if pair.shape != (ctx.n_synthetic,) or not np.issubdtype(pair.dtype, np.integer):
-            raise ParameterError(f"hidden_rate pairing must be {ctx.n_synthetic} integer real-row indices, "
-                                 f"one per synthetic row; got shape {pair.shape} dtype {pair.dtype}")
+            raise ParameterError(
+                f"hidden_rate pairing must be {ctx.n_synthetic} integer real-row indices, "
+                f"one per synthetic row; got shape {pair.shape} dtype {pair.dtype}"
+            )
         if pair.size and (pair.min() < 0 or pair.max() >= ctx.n_real):
-            raise ParameterError(f"hidden_rate pairing indices must be in [0, {ctx.n_real}); "
-                                 f"got range [{pair.min()}, {pair.max()}]")
+            raise ParameterError(
+                f"hidden_rate pairing indices must be in [0, {ctx.n_real}); got range [{pair.min()}, {pair.max()}]"
+            )
     space = ctx.famd(n_components)
     rows = real_rows(ctx)
     d_nn = ctx.neighbours(("famd", n_components), "real", "synthetic", 1, rows=rows).dist[:, 0]
@@ -715,18 +924,30 @@ def hidden_rate(ctx, *, paired: bool | None = None, pairing=None, n_components: 
     own = on_rows(own, rows)
     hit = np.isfinite(own) & le(own, d_nn)
     share = float(hit.mean())
-    res = result(ctx, "hidden_rate", share, share, "share of real records whose nearest synthetic record is their own",
-                 params={"n_components": n_components, "paired": pairing is None or pairing is True},
-                 details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
-                 per_record=hit.astype(float), per_record_description="1 if the real record's nearest synthetic record is its own")
+    res = result(
+        ctx,
+        "hidden_rate",
+        share,
+        share,
+        "share of real records whose nearest synthetic record is their own",
+        params={"n_components": n_components, "paired": pairing is None or pairing is True},
+        details={"n_real_with_own_synthetic": int(np.isfinite(own).sum())},
+        per_record=hit.astype(float),
+        per_record_description="1 if the real record's nearest synthetic record is its own",
+    )
     return mark_sampled(widen_share_for_search(set_share_ci(res, hit)), ctx, rows)
 
 
 # ---------------------------------------------------------------------- hitting rate
-@register_metric(family="re-identification", attack="synthetic records matching a real record on every attribute up to a small tolerance",
-                 reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
-                 orientation="value = share of real records hit by some synthetic record", spaces=(),
-                 memory_cost=0.5, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="synthetic records matching a real record on every attribute up to a small tolerance",
+    reference=PRIVEVAL + "2.2.13 Hitting Rate (SynthEval)",
+    orientation="value = share of real records hit by some synthetic record",
+    spaces=(),
+    memory_cost=0.5,
+    sampled=("real",),
+)
 def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = False) -> MetricResult:
     """Hitting Rate: a real record is hit when some synthetic record has all categorical values
     equal and every numeric value within h = (max − min of the real column)/30, inclusive (the
@@ -763,10 +984,17 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
     params = {"tolerance_divisor": tolerance_divisor, "beyond_chance": bool(beyond_chance)}
     if beyond_chance:
         return _hitting_beyond_chance(ctx, params, real_all, t, rows, hit)
-    res = result(ctx, "hitting_rate", share, share, "share of real records hit by a synthetic record",
-                 params=params,
-                 details={"n_hit": int(hit.sum())},
-                 per_record=hit.astype(float), per_record_description="1 if some synthetic record hits the real record")
+    res = result(
+        ctx,
+        "hitting_rate",
+        share,
+        share,
+        "share of real records hit by a synthetic record",
+        params=params,
+        details={"n_hit": int(hit.sum())},
+        per_record=hit.astype(float),
+        per_record_description="1 if some synthetic record hits the real record",
+    )
     return mark_sampled(set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed"), ctx, rows)
 
 
@@ -792,13 +1020,18 @@ def _box_coordinates(ctx, tolerance_divisor: float) -> dict[str, list[np.ndarray
     # 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
     if group is not None:
         ids = group.astype(np.float64) * 3.0
-        coords["real"].append(ids[:ctx.n_real])
-        coords["synthetic"].append(ids[ctx.n_real:])
+        coords["real"].append(ids[: ctx.n_real])
+        coords["synthetic"].append(ids[ctx.n_real :])
     return coords
 
 
-def _fold_numeric_column(frames: dict[str, pl.DataFrame], col: str, tolerance_divisor: float,
-                         coords: dict[str, list[np.ndarray]], group: np.ndarray | None) -> np.ndarray:
+def _fold_numeric_column(
+    frames: dict[str, pl.DataFrame],
+    col: str,
+    tolerance_divisor: float,
+    coords: dict[str, list[np.ndarray]],
+    group: np.ndarray | None,
+) -> np.ndarray:
     """Append numeric column ``col``'s values in units of its tolerance h to ``coords`` (when h > 0)
     and return ``group`` refined by its nulls (and by its value when h = 0: equality needed)."""
     rv = frames["real"][col].to_numpy().astype(np.float64, copy=False)
@@ -822,46 +1055,98 @@ def _stacked(columns: list[np.ndarray], n: int) -> np.ndarray:
     return np.column_stack(columns) if columns else np.zeros((n, 0))
 
 
-def _hitting_beyond_chance(ctx, params: dict, real_all: np.ndarray, synth: np.ndarray, rows: np.ndarray | None,
-                           hit_full: np.ndarray) -> MetricResult:
+def _release_hits_at_size(
+    ctx,
+    rng: np.random.Generator,
+    real_all: np.ndarray,
+    synth: np.ndarray,
+    query_pos: np.ndarray,
+    size: int,
+    hit_full: np.ndarray,
+) -> np.ndarray:
+    """Which queried real records the release hits, the release cut to ``size`` by a seeded draw."""
+    n_syn = synth.shape[0]
+    if n_syn <= size:
+        return hit_full
+    # the release cut to the real data's size
+    keep = np.sort(rng.choice(n_syn, size, replace=False))
+    return ctx.any_within_box(
+        real_all[query_pos], synth[keep], 1.0, name="hitting_rate box query real→synthetic subset"
+    )
+
+
+def _chance_hits_at_size(
+    ctx, rng: np.random.Generator, real_all: np.ndarray, query_pos: np.ndarray, size: int
+) -> np.ndarray:
+    """Which queried real records another real record hits, the others cut to ``size`` by a seeded draw."""
+    n_real = real_all.shape[0]
+    if n_real - 1 > size:  # the other real records cut to the release's size (a query's own row never counts)
+        keep = np.sort(rng.choice(n_real, size + 1, replace=False))
+        pos = np.full(n_real, -1, dtype=np.int64)
+        pos[keep] = np.arange(keep.size)
+        return ctx.any_within_box(
+            real_all[query_pos],
+            real_all[keep],
+            1.0,
+            self_rows=pos[query_pos],
+            name="hitting_rate box query real→other real records",
+        )
+    return ctx.any_within_box(
+        real_all[query_pos],
+        real_all,
+        1.0,
+        self_rows=query_pos,
+        name="hitting_rate box query real→other real records",
+    )
+
+
+def _hitting_beyond_chance(
+    ctx, params: dict, real_all: np.ndarray, synth: np.ndarray, rows: np.ndarray | None, hit_full: np.ndarray
+) -> MetricResult:
     """hitting_rate's hits beyond chance (see :func:`hitting_rate`): the release's hits and the
     other real records' hits of the same real records, at one size."""
     n_real, n_syn = real_all.shape[0], synth.shape[0]
     query_pos = np.arange(n_real) if rows is None else np.asarray(rows)
     size = min(n_syn, n_real)
     rng = seeds.rng(ctx.seed, "hitting_rate.sizes")
-    hit = hit_full
-    if n_syn > size:   # the release cut to the real data's size
-        keep = np.sort(rng.choice(n_syn, size, replace=False))
-        hit = ctx.any_within_box(real_all[query_pos], synth[keep], 1.0,
-                                 name="hitting_rate box query real→synthetic subset")
-    if n_real - 1 > size:  # the other real records cut to the release's size (a query's own row never counts)
-        keep = np.sort(rng.choice(n_real, size + 1, replace=False))
-        pos = np.full(n_real, -1, dtype=np.int64)
-        pos[keep] = np.arange(keep.size)
-        chance = ctx.any_within_box(real_all[query_pos], real_all[keep], 1.0, self_rows=pos[query_pos],
-                                    name="hitting_rate box query real→other real records")
-    else:
-        chance = ctx.any_within_box(real_all[query_pos], real_all, 1.0, self_rows=query_pos,
-                                    name="hitting_rate box query real→other real records")
+    # the release's draw first, then the other real records': the seeded draws keep their order
+    hit = _release_hits_at_size(ctx, rng, real_all, synth, query_pos, size, hit_full)
+    chance = _chance_hits_at_size(ctx, rng, real_all, query_pos, size)
     h, h0 = float(hit.mean()), float(chance.mean())
     room = 1.0 - h0
     value = min(1.0, max(0.0, (h - h0) / room)) if room > 0 else 0.0
     share = float(hit_full.mean())
-    details = {"n_hit": int(hit_full.sum()), "share_hit": share, "share_hit_at_size": h,
-               "chance_share_hit": h0, "size_compared": int(size)}
+    details = {
+        "n_hit": int(hit_full.sum()),
+        "share_hit": share,
+        "share_hit_at_size": h,
+        "chance_share_hit": h0,
+        "size_compared": int(size),
+    }
     if room <= 0:
         details["no_information"] = "every real record is hit by another real record: hits beyond chance cannot be seen"
     diff = hit.astype(float) - chance.astype(float)
-    res = result(ctx, "hitting_rate", value, share,
-                 "share of real records hit beyond chance: (hit − hit by other real records)/(1 − the latter)",
-                 params=params, details=details,
-                 per_record=diff, per_record_description="1 if hit by the release and not by another real record, "
-                                                         "−1 if the reverse, 0 otherwise (at one size)")
+    res = result(
+        ctx,
+        "hitting_rate",
+        value,
+        share,
+        "share of real records hit beyond chance: (hit − hit by other real records)/(1 − the latter)",
+        params=params,
+        details=details,
+        per_record=diff,
+        per_record_description="1 if hit by the release and not by another real record, "
+        "−1 if the reverse, 0 otherwise (at one size)",
+    )
     if room > 0:
-        set_mean_ci(res, ctx, diff, transform=lambda x: x / room,
-                    transform_text=f"x/(1 − {h0:.4g}) (the chance share held fixed), clipped to [0, 1]",
-                    note="tolerances (ranges of the real columns) held fixed")
+        set_mean_ci(
+            res,
+            ctx,
+            diff,
+            transform=lambda x: x / room,
+            transform_text=f"x/(1 − {h0:.4g}) (the chance share held fixed), clipped to [0, 1]",
+            note="tolerances (ranges of the real columns) held fixed",
+        )
         res.details["ci_per_record_mean"] = False
     else:
         set_no_ci(res, "every real record is hit by another real record")

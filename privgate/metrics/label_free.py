@@ -44,8 +44,7 @@ from .memorisation import DEFAULT_TAILS, memorisation
 #: the metrics that compare in the label-free view themselves
 LABEL_FREE_METRICS = ("label_free_memorisation", "label_free_copies", "label_free_authenticity")
 
-REFERENCE = ("label-free view: privgate (levels matched through records anchored on label-invariant "
-             "coordinates); ")
+REFERENCE = "label-free view: privgate (levels matched through records anchored on label-invariant coordinates); "
 
 
 def correspondence(ctx) -> Correspondence:
@@ -61,9 +60,12 @@ def correspondence(ctx) -> Correspondence:
         codes = main.reference_codes
         ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
     if "label_free" not in ctx.derived:
-        ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference(ctx),
-                                          name="label_free anchors" + (" (training ∪ holdout)" if ctx.holdout is not None
-                                                                       else ""))
+        ctx.derived["label_free"] = learn(
+            ctx,
+            ctx.synthetic,
+            reference(ctx),
+            name="label_free anchors" + (" (training ∪ holdout)" if ctx.holdout is not None else ""),
+        )
     return ctx.derived["label_free"]
 
 
@@ -78,10 +80,14 @@ def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
     from ..context import EvaluationContext  # the metrics are imported by the context's package
 
     return EvaluationContext(
-        recode(ctx.real, corr.reference_codes), corr.release_view(ctx.synthetic, reference(ctx)),
+        recode(ctx.real, corr.reference_codes),
+        corr.release_view(ctx.synthetic, reference(ctx)),
         holdout=recode(ctx.holdout, corr.reference_codes) if with_holdout else None,
-        schema=ctx.schema.as_dict(), seed=ctx.seed, options=replace(ctx.options, threads=ctx.threads),
-        _shared={"real_nn": {}, "entropy": {}})
+        schema=ctx.schema.as_dict(),
+        seed=ctx.seed,
+        options=replace(ctx.options, threads=ctx.threads),
+        _shared={"real_nn": {}, "entropy": {}},
+    )
 
 
 def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> MetricResult:
@@ -97,15 +103,21 @@ def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> 
 # memory_cost: on a release that kept the labels, the plain metric's searches again (cached: nothing
 # more); on a relabelled one, the plain metric on recoded copies of the frames (estimated, not
 # measured: the plain metric's cost plus the copies, rounded to nnaa's 8.0)
-@register_metric(family="tracing",
-                 attack="membership of copies whose category labels were permuted, renamed, split or merged",
-                 reference=REFERENCE + "memorisation test as privgate.metrics.memorisation",
-                 orientation="value = estimated share of the release detectably memorised, comparing categories "
-                             "up to the learnt level correspondence; its interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True, spaces=("mixed",),
-                 memory_cost=8.0, sampled=("synthetic",))
-def label_free_memorisation(ctx, *, ratio: float = 0.5,
-                            tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
+@register_metric(
+    family="tracing",
+    attack="membership of copies whose category labels were permuted, renamed, split or merged",
+    reference=REFERENCE + "memorisation test as privgate.metrics.memorisation",
+    orientation="value = estimated share of the release detectably memorised, comparing categories "
+    "up to the learnt level correspondence; its interval's lower bound decides",
+    needs=("holdout",),
+    self_controlled=True,
+    spaces=("mixed",),
+    memory_cost=8.0,
+    sampled=("synthetic",),
+)
+def label_free_memorisation(
+    ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS
+) -> MetricResult:
     """Memorisation test in the label-free view: the share of the release much nearer to a
     distinct training record than to any holdout record, the categories compared up to the
     correspondence learnt from the training and holdout records pooled. Equals ``memorisation``
@@ -116,12 +128,16 @@ def label_free_memorisation(ctx, *, ratio: float = 0.5,
     return in_view(ctx, memorisation, "label_free_memorisation", with_holdout=True, ratio=ratio, tails=tails)
 
 
-@register_metric(family="re-identification",
-                 attack="exact copies of real records whose category labels were permuted, renamed, split or merged",
-                 reference=REFERENCE + "Common Rows Proportion (PrivEval §2.1.4)",
-                 orientation="value = share of real records copied, comparing categories up to the learnt level "
-                             "correspondence; 1 = every real record is in the release", spaces=(),
-                 memory_cost=1.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="exact copies of real records whose category labels were permuted, renamed, split or merged",
+    reference=REFERENCE + "Common Rows Proportion (PrivEval §2.1.4)",
+    orientation="value = share of real records copied, comparing categories up to the learnt level "
+    "correspondence; 1 = every real record is in the release",
+    spaces=(),
+    memory_cost=1.0,
+    sampled=("real",),
+)
 def label_free_copies(ctx) -> MetricResult:
     """Common Rows Proportion in the label-free view: the share of real records with an identical
     release record once the categories are compared up to the correspondence learnt from the
@@ -132,13 +148,17 @@ def label_free_copies(ctx) -> MetricResult:
     return in_view(ctx, common_rows, "label_free_copies")
 
 
-@register_metric(family="re-identification",
-                 attack="near copies of real records whose category labels were permuted, renamed, split or merged",
-                 reference=REFERENCE + "authenticity (Alaa et al., ICML 2022) as privgate.metrics.authenticity",
-                 orientation="value = share of real records whose nearest release record is nearer than their nearest "
-                             "other real record, comparing categories up to the learnt level correspondence; "
-                             "~0.5 for real non-members, 1 for a copy", spaces=("mixed",),
-                 memory_cost=8.0, sampled=("real",))
+@register_metric(
+    family="re-identification",
+    attack="near copies of real records whose category labels were permuted, renamed, split or merged",
+    reference=REFERENCE + "authenticity (Alaa et al., ICML 2022) as privgate.metrics.authenticity",
+    orientation="value = share of real records whose nearest release record is nearer than their nearest "
+    "other real record, comparing categories up to the learnt level correspondence; "
+    "~0.5 for real non-members, 1 for a copy",
+    spaces=("mixed",),
+    memory_cost=8.0,
+    sampled=("real",),
+)
 def label_free_authenticity(ctx) -> MetricResult:
     """Authenticity in the label-free view: the share of real records whose nearest release record
     is not farther than their nearest other real record, the categories compared up to the
@@ -161,10 +181,20 @@ def view_status(ctx) -> dict:
     try:
         corr = correspondence(ctx)
     except ForeignScaleError as exc:
-        return {"differs": True, "foreign_scale": True,
-                "foreign_column_position": order.index(exc.column) if exc.column in order else None,
-                "labels_recoded": 0, "numeric_columns_mapped": 0, "records_disguised": 0}
+        return {
+            "differs": True,
+            "foreign_scale": True,
+            "foreign_column_position": order.index(exc.column) if exc.column in order else None,
+            "labels_recoded": 0,
+            "numeric_columns_mapped": 0,
+            "records_disguised": 0,
+        }
     records = 0 if corr.records is None else int(corr.records.rows.size)
-    return {"differs": not corr.identity, "foreign_scale": False, "foreign_column_position": None,
-            "labels_recoded": len(corr.remapped), "numeric_columns_mapped": len(corr.numeric_maps),
-            "records_disguised": records}
+    return {
+        "differs": not corr.identity,
+        "foreign_scale": False,
+        "foreign_column_position": None,
+        "labels_recoded": len(corr.remapped),
+        "numeric_columns_mapped": len(corr.numeric_maps),
+        "records_disguised": records,
+    }

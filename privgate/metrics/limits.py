@@ -17,5 +17,7 @@ def check_work_bound(metric: str, name: str, value: Any, limit: int) -> None:
     """Refuse a parameter that multiplies a metric's work above ``limit``, naming the metric,
     the parameter and the limit (an unbounded value would make the run never end)."""
     if not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value > limit:
-        raise ParameterError(f"{metric} {name}={int(value)} is above the limit of {limit} "
-                             f"(it multiplies the work of the metric); use at most {limit}")
+        raise ParameterError(
+            f"{metric} {name}={int(value)} is above the limit of {limit} "
+            f"(it multiplies the work of the metric); use at most {limit}"
+        )

@@ -133,10 +133,12 @@ DEFAULT_TAILS = (0.005, 0.01, 0.02, 0.05, 1.0)
 ALPHA = 0.05  # the interval is a simultaneous 95 % interval
 MAX_LISTED_ROWS = 1000
 # what the value and its interval estimate, in words (details["estimates"], shown in reports)
-ESTIMATES = ("the share of the release detectably memorised — records much nearer (distance ratio < {ratio:g}) to "
-             "a distinct training record than to any holdout record, beyond the mirrored chance count; a lower "
-             "bound on the memorised share: memorised records changed enough to be no nearer to their source "
-             "than to the holdout are not counted, and the 95 % interval covers the detectable share, not theirs")
+ESTIMATES = (
+    "the share of the release detectably memorised — records much nearer (distance ratio < {ratio:g}) to "
+    "a distinct training record than to any holdout record, beyond the mirrored chance count; a lower "
+    "bound on the memorised share: memorised records changed enough to be no nearer to their source "
+    "than to the holdout are not counted, and the 95 % interval covers the detectable share, not theirs"
+)
 
 
 def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
@@ -154,7 +156,7 @@ def _check_params(ratio: float, tails: tuple[float, ...]) -> tuple[float, ...]:
 def _parts(n_large: int, n_small: int, seed: int) -> list[np.ndarray]:
     """k = n_large // n_small disjoint random parts of n_small positions each (sorted)."""
     perm = seeds.rng(seed, "memorisation.parts").permutation(n_large)
-    return [np.sort(perm[j * n_small:(j + 1) * n_small]) for j in range(n_large // n_small)]
+    return [np.sort(perm[j * n_small : (j + 1) * n_small]) for j in range(n_large // n_small)]
 
 
 def _within(ctx, role: str, rows: np.ndarray | None, n: int, at: np.ndarray | None = None) -> np.ndarray:
@@ -178,7 +180,9 @@ def _within(ctx, role: str, rows: np.ndarray | None, n: int, at: np.ndarray | No
     return out
 
 
-def _sets(ctx, sample: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | None, float]:
+def _sets(
+    ctx, sample: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str | None, float]:
     """(D, I, R, is_training, note, scale): per set g and synthetic record (the sampled ones when
     ``sample`` is given), the distance D[g] to and the position I[g] (in the training or holdout
     frame) of the nearest record of set g, and R[g] = that record's distance to its nearest other
@@ -193,16 +197,18 @@ def _sets(ctx, sample: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray
         k = len(parts)
         groups = [("real", p, True) for p in parts] + [("holdout", None, False)]
         left = n_t - k * n_h
-        note = (f"training split at random into {k} parts of {n_h} records (the holdout's size)"
-                + (f"; {left} training records left out, shares scaled by {n_t}/{k * n_h}" if left else ""))
+        note = f"training split at random into {k} parts of {n_h} records (the holdout's size)" + (
+            f"; {left} training records left out, shares scaled by {n_t}/{k * n_h}" if left else ""
+        )
         scale = n_t / (k * n_h)
     else:
         parts = _parts(n_h, n_t, ctx.seed)
         k = len(parts)
         groups = [("real", None, True)] + [("holdout", p, False) for p in parts]
         left = n_h - k * n_t
-        note = (f"holdout split at random into {k} parts of {n_t} records (the training set's size)"
-                + (f"; {left} holdout records left out" if left else ""))
+        note = f"holdout split at random into {k} parts of {n_t} records (the training set's size)" + (
+            f"; {left} holdout records left out" if left else ""
+        )
         scale = 1.0
     dist, idx, scl = [], [], []
     for role, rows, _ in groups:
@@ -285,14 +291,20 @@ def distinct_count(weight: np.ndarray, nearest: np.ndarray) -> float:
     return float(best.sum())
 
 
-@register_metric(family="tracing", attack="membership: synthetic records much nearer to a training record than to any holdout record",
-                 reference="Chen et al., GAN-Leaks (CCS 2020); Platzer & Reutterer, Front. Big Data 2021 (DCR vs holdout); "
-                           "mirrored tail test: privgate",
-                 orientation="value = estimated share of the release detectably memorised (much nearer to a training "
-                             "record than to any holdout record): a lower bound on the memorised share; its "
-                             "interval's lower bound decides",
-                 needs=("holdout",), self_controlled=True, spaces=("mixed",),
-                 memory_cost=7.0, sampled=("synthetic",))
+@register_metric(
+    family="tracing",
+    attack="membership: synthetic records much nearer to a training record than to any holdout record",
+    reference="Chen et al., GAN-Leaks (CCS 2020); Platzer & Reutterer, Front. Big Data 2021 (DCR vs holdout); "
+    "mirrored tail test: privgate",
+    orientation="value = estimated share of the release detectably memorised (much nearer to a training "
+    "record than to any holdout record): a lower bound on the memorised share; its "
+    "interval's lower bound decides",
+    needs=("holdout",),
+    self_controlled=True,
+    spaces=("mixed",),
+    memory_cost=7.0,
+    sampled=("synthetic",),
+)
 def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[float] = DEFAULT_TAILS) -> MetricResult:
     """Memorisation test: the share of the release much nearer (distance ratio < 0.5) to a
     distinct training record than to any holdout record, beyond the mirrored holdout-side count,
@@ -318,8 +330,17 @@ def memorisation(ctx, *, ratio: float = 0.5, tails: tuple[float, ...] | list[flo
     dist, idx, local, is_tr, parts_note, scale = _sets(ctx, sample)
     w = set_weights(dist, float(ratio))
     m = dist.shape[1]  # the release's records, or the sampled ones
-    scan = _Scan(w=w, idx=idx, is_tr=is_tr, order=np.lexsort((np.arange(m), tail_key(dist, local))), m=m,
-                 scale=scale, p0=int(is_tr.sum()) / is_tr.size, k_tails=len(tails_t), sampled=sample is not None)
+    scan = _Scan(
+        w=w,
+        idx=idx,
+        is_tr=is_tr,
+        order=np.lexsort((np.arange(m), tail_key(dist, local))),
+        m=m,
+        scale=scale,
+        p0=int(is_tr.sum()) / is_tr.size,
+        k_tails=len(tails_t),
+        sampled=sample is not None,
+    )
     per_tail = scan.tails(tails_t)
     chosen = per_tail[max(range(scan.k_tails), key=lambda i: (per_tail[i]["lower"], -i))]
     whole, whole_a, whole_b = scan.whole(per_tail, tails_t)
@@ -345,6 +366,7 @@ class _Scan:
     """The sets' side weights ``w`` (set × record), each record's nearest record ``idx`` per set,
     which sets are training parts, the tail order, the release size m (or the sample's), the
     share scale, the null training share p0 and the number of tails."""
+
     w: np.ndarray
     idx: np.ndarray
     is_tr: np.ndarray
@@ -358,8 +380,10 @@ class _Scan:
     def counts(self, sel: np.ndarray) -> tuple[float, float]:
         """(A, B): distinct training-side and holdout-side counts of the records ``sel``."""
         sides = [distinct_count(self.w[g, sel], self.idx[g, sel]) for g in range(self.is_tr.size)]
-        return (float(sum(s for s, t in zip(sides, self.is_tr) if t)),
-                float(sum(s for s, t in zip(sides, self.is_tr) if not t)))
+        return (
+            float(sum(s for s, t in zip(sides, self.is_tr) if t)),
+            float(sum(s for s, t in zip(sides, self.is_tr) if not t)),
+        )
 
     def test(self, a: float, b: float) -> dict[str, float]:
         return mirrored_tail_test(a, b, self.m, self.k_tails, ALPHA, scale=self.scale, p0=self.p0)
@@ -375,13 +399,20 @@ class _Scan:
             size = max(1, int(math.ceil(q * self.m - 1e-9)))
             sel = self.order[:size]
             ta, tb = self.counts(sel)
-            per_tail.append({"fraction": q, "size": size, "training_side": ta, "holdout_side": tb,
-                             "ties": int(np.count_nonzero((self.w[:, sel] == 0.5).sum(axis=0) >= 2)),
-                             **self.test(ta, tb)})
+            per_tail.append(
+                {
+                    "fraction": q,
+                    "size": size,
+                    "training_side": ta,
+                    "holdout_side": tb,
+                    "ties": int(np.count_nonzero((self.w[:, sel] == 0.5).sum(axis=0) >= 2)),
+                    **self.test(ta, tb),
+                }
+            )
         if self.sampled:  # the record-sampling error of each tail's share, outside its binomial bounds
             z_lo = tail_quantiles(ALPHA, self.k_tails)[0]
             for t in per_tail:
-                t["sampling_halfwidth"] = self.halfwidth(self.order[:t["size"]], z_lo)
+                t["sampling_halfwidth"] = self.halfwidth(self.order[: t["size"]], z_lo)
                 t["lower"] -= t["sampling_halfwidth"]
         for t, p_adj in zip(per_tail, holm([t["p"] for t in per_tail])):
             t["p_holm"] = float(p_adj)
@@ -406,13 +437,23 @@ class _Scan:
         a_rec, b_rec = self.w[self.is_tr].sum(axis=0), self.w[~self.is_tr].sum(axis=0)
         flags = np.minimum(1.0, a_rec) * (a_rec * (1.0 - self.p0) > b_rec * self.p0)
         in_tail = np.zeros(self.m, dtype=bool)
-        in_tail[self.order[:chosen["size"]]] = True
+        in_tail[self.order[: chosen["size"]]] = True
         return flags, np.flatnonzero((flags > 0) & in_tail)
 
 
-def _result(ctx, scan: _Scan, ratio: float, tails_t: tuple[float, ...], per_tail: list[dict], chosen: dict,
-            whole: dict, whole_a: float, whole_b: float, sample: np.ndarray | None,
-            parts_note: str | None) -> MetricResult:
+def _result(
+    ctx,
+    scan: _Scan,
+    ratio: float,
+    tails_t: tuple[float, ...],
+    per_tail: list[dict],
+    chosen: dict,
+    whole: dict,
+    whole_a: float,
+    whole_b: float,
+    sample: np.ndarray | None,
+    parts_note: str | None,
+) -> MetricResult:
     """The metric result: value, raw, details, per-record flags and the simultaneous interval."""
     value = min(1.0, max(0.0, chosen["share"]))
     lower = min(1.0, max(0.0, chosen["lower"]))
@@ -420,41 +461,65 @@ def _result(ctx, scan: _Scan, ratio: float, tails_t: tuple[float, ...], per_tail
     flags, flagged = scan.flags(chosen)
     raw = float(mirrored_share(whole_a, whole_b, scan.m, scale=scan.scale, p0=scan.p0))
     res = result(
-        ctx, "memorisation", value, raw,
+        ctx,
+        "memorisation",
+        value,
+        raw,
         f"whole-release (A − B)/m: distinct training records nearest to a training-side record minus the "
         f"holdout-side count (ratio {ratio:g}), over release size",
         params={"ratio": ratio, "tails": list(tails_t)},
         details=_details(ctx, scan, ratio, per_tail, chosen, lower, whole_a, whole_b, flagged, sample, parts_note),
         per_record=flags,
-        per_record_description=(f"per synthetic record (by row position; the sampled ones when sampled): 1 if its nearest training record is "
-                                f"less than {ratio:g}× as far as its nearest holdout record, 0.5 on the boundary"),
+        per_record_description=(
+            f"per synthetic record (by row position; the sampled ones when sampled): 1 if its nearest training record is "
+            f"less than {ratio:g}× as far as its nearest holdout record, 0.5 on the boundary"
+        ),
     )
     res.p_value = float(min(t["p_holm"] for t in per_tail))
     k_tails = scan.k_tails
-    res.set_ci((lower, upper), f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
-                               f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
-                               "one-sided 97.5 % Clopper–Pearson")
+    res.set_ci(
+        (lower, upper),
+        f"simultaneous 95 %: max over {k_tails} tails of one-sided Clopper–Pearson "
+        f"lower bounds at 1 − 0.025/{k_tails} (Bonferroni); upper: whole release, "
+        "one-sided 97.5 % Clopper–Pearson",
+    )
     if sample is not None:
         res.details["n_flagged_in_sample"] = res.details.pop("n_flagged")
         mark_sampled(res, ctx, sample, "synthetic")
-        res.details["ci_method"] += ("; sampled: each tail's lower bound moved down, and the upper bound up, by "
-                                     "z × the record-sampling standard error of its share (details.tails[].sampling_halfwidth)")
+        res.details["ci_method"] += (
+            "; sampled: each tail's lower bound moved down, and the upper bound up, by "
+            "z × the record-sampling standard error of its share (details.tails[].sampling_halfwidth)"
+        )
     return res
 
 
-def _details(ctx, scan: _Scan, ratio: float, per_tail: list[dict], chosen: dict, lower: float, whole_a: float,
-             whole_b: float, flagged: np.ndarray, sample: np.ndarray | None, parts_note: str | None) -> dict:
+def _details(
+    ctx,
+    scan: _Scan,
+    ratio: float,
+    per_tail: list[dict],
+    chosen: dict,
+    lower: float,
+    whole_a: float,
+    whole_b: float,
+    flagged: np.ndarray,
+    sample: np.ndarray | None,
+    parts_note: str | None,
+) -> dict:
     return {
         "estimates": ESTIMATES.format(ratio=ratio),
         "p_value_correction": f"Holm over the {scan.k_tails} tails (family-wise error of the scan)",
-        "tail_order": ("distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
-                       "nearest set's record over that record's distance to its nearest other record "
-                       "of its set), smallest first"),
+        "tail_order": (
+            "distance ratio min(d_T, d_H) / max(d_T, d_H) × √(local ratio u: distance to the "
+            "nearest set's record over that record's distance to its nearest other record "
+            "of its set), smallest first"
+        ),
         "counting": "distinct nearest real records per side (largest weight each)",
         "selected_tail": chosen["fraction"],
         "lower_bound": lower,
         "tails": per_tail,
-        "training_side": whole_a, "holdout_side": whole_b,
+        "training_side": whole_a,
+        "holdout_side": whole_b,
         "null_training_share": scan.p0,
         "n_flagged": int(flagged.size),
         "flagged_rows": [int(i) for i in (flagged if sample is None else sample[flagged])[:MAX_LISTED_ROWS]],

@@ -71,8 +71,13 @@ GROUPED_FROM_ROWS = 1_000
 MAX_SCORED_ROWS = 25_000
 
 
-def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, candidates: Neighbours,
-                      search: MatrixSearch = search_matrices) -> np.ndarray:
+def nearest_in_subset(
+    query: np.ndarray,
+    target: np.ndarray,
+    pick: np.ndarray,
+    candidates: Neighbours,
+    search: MatrixSearch = search_matrices,
+) -> np.ndarray:
     """Distance from each query row to its nearest row among ``target[pick]``, given the exact
     sorted k nearest ``candidates`` of every query row in the whole ``target``: the first
     candidate inside the subset is the subset's nearest (every row outside the k candidates is at
@@ -93,9 +98,15 @@ def nearest_in_subset(query: np.ndarray, target: np.ndarray, pick: np.ndarray, c
     return out
 
 
-def subset_candidates(query: np.ndarray, target: np.ndarray, picks: list[np.ndarray],
-                      search: MatrixSearch = search_matrices, first: int = SUBSET_FIRST_CANDIDATES,
-                      wide: int = SUBSET_CANDIDATES, wide_search: MatrixSearch | None = None) -> Neighbours:
+def subset_candidates(
+    query: np.ndarray,
+    target: np.ndarray,
+    picks: list[np.ndarray],
+    search: MatrixSearch = search_matrices,
+    first: int = SUBSET_FIRST_CANDIDATES,
+    wide: int = SUBSET_CANDIDATES,
+    wide_search: MatrixSearch | None = None,
+) -> Neighbours:
     """Exact sorted candidate lists for :func:`nearest_in_subset` of every subset ``target[pick]``
     of ``picks``: the ``first`` nearest target rows of every query row, and the ``wide`` nearest
     of the rows whose ``first`` hold no row of some subset (searched for those rows only). A short
@@ -124,8 +135,7 @@ def subset_candidates(query: np.ndarray, target: np.ndarray, picks: list[np.ndar
     return Neighbours(dist, idx, short.search)
 
 
-def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray,
-                    fallback) -> tuple[np.ndarray, int]:
+def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray, fallback) -> tuple[np.ndarray, int]:
     """Distance from each record ``rows[i]`` of a set to its nearest record of a part of the same
     set, read from the exact sorted k nearest *other* records of every record (``lists``, ties →
     lowest index) — the value an exact search of the query against the part alone returns
@@ -154,12 +164,16 @@ def nearest_in_part(lists: Neighbours, rows: np.ndarray, part_pos: np.ndarray,
 def proximity_from_ratios(ttpr: np.ndarray, tspr: np.ndarray, alpha: float) -> tuple[float, dict]:
     """The score (0..100) from the two ratio distributions of the same R1 records."""
     score, t, share_tt, share_ts = _score_rows(ttpr[None, :], tspr[None, :], alpha)
-    return float(score[0]), {"threshold": float(t[0]), "share_ttpr_below": float(share_tt[0]),
-                             "share_tspr_below": float(share_ts[0])}
+    return float(score[0]), {
+        "threshold": float(t[0]),
+        "share_ttpr_below": float(share_tt[0]),
+        "share_tspr_below": float(share_ts[0]),
+    }
 
 
-def _score_rows(ttpr: np.ndarray, tspr: np.ndarray, alpha: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _score_rows(
+    ttpr: np.ndarray, tspr: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row of (b, h) blocks of ratios: (score, threshold t, share(TTPR < t), share(TSPR < t))."""
     t, share_tt = _threshold_rows(ttpr, alpha)
     share_ts = lt(tspr, t[:, None]).mean(axis=1)
@@ -210,8 +224,9 @@ class _RankedRatios:
 
 def _score_from_shares(share_tt: np.ndarray, share_ts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(share_ts == 0.0, 100.0,
-                        100.0 * np.minimum(1.0, share_tt / np.where(share_ts == 0.0, 1.0, share_ts)))
+        return np.where(
+            share_ts == 0.0, 100.0, 100.0 * np.minimum(1.0, share_tt / np.where(share_ts == 0.0, 1.0, share_ts))
+        )
 
 
 def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float):
@@ -232,6 +247,7 @@ def _bootstrap_values(ratios: list[tuple[np.ndarray, np.ndarray]], alpha: float)
             t, share_tt = thresholds[id(tt)]
             scores.append(_score_from_shares(share_tt, ranked[id(ts)].share_below(idx, t)))
         return 1.0 - np.mean(scores, axis=0) / 100.0
+
     return statistic
 
 
@@ -241,14 +257,19 @@ def scored_share(sizes: QuerySizes) -> float:
     return min(1.0, MAX_SCORED_ROWS / max(sizes.n_real / 2, 1))
 
 
-@register_metric(family="re-identification",
-                 attack="synthetic records closer to training records than fresh real records would be",
-                 reference=PAPER,
-                 orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
-                             "a copy scores about 0.82, not 1", spaces=("mixed",),
-                 memory_cost=4.0, memory_share=scored_share)
-def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None,
-                    max_rows: int | None = MAX_SCORED_ROWS) -> MetricResult:
+@register_metric(
+    family="re-identification",
+    attack="synthetic records closer to training records than fresh real records would be",
+    reference=PAPER,
+    orientation="value = 1 − score/100, score = 100·min(1, share(TTPR < t)/share(TSPR < t)); "
+    "a copy scores about 0.82, not 1",
+    spaces=("mixed",),
+    memory_cost=4.0,
+    memory_share=scored_share,
+)
+def proximity_score(
+    ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int | None = None, max_rows: int | None = MAX_SCORED_ROWS
+) -> MetricResult:
     """Proximity (privacy) score: TTPR = d(r, R2)/d(r, nearest other in R1) and TSPR = d(r, S)/d(r,
     nearest other in R1) for r in R1, the halves R1 (first ⌊n/2⌋ of a permutation seeded by
     ``seed``, default the context's) and R2; S and R2 size-matched by subsampling the larger
@@ -289,11 +310,24 @@ def proximity_score(ctx, *, alpha: float = 0.1, repetitions: int = 10, seed: int
     scored = [proximity_from_ratios(ttpr, tspr, alpha) for ttpr, tspr in ratios]
     scores, per_rep = [score for score, _ in scored], [info for _, info in scored]
     ttpr, tspr = ratios[-1]
-    details = {"matched_size": int(size), "subsampled": subsampled, "halves_from_real_search": lists is not None,
-               "rows_searched_again": searched_again, "score_per_repetition": scores, "per_repetition": per_rep,
-               "ttpr": quantile_summary(ttpr), "tspr": quantile_summary(tspr)}
-    return _proximity_result(ctx, hv, scores, details=details, ratios=ratios,
-                             params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows})
+    details = {
+        "matched_size": int(size),
+        "subsampled": subsampled,
+        "halves_from_real_search": lists is not None,
+        "rows_searched_again": searched_again,
+        "score_per_repetition": scores,
+        "per_repetition": per_rep,
+        "ttpr": quantile_summary(ttpr),
+        "tspr": quantile_summary(tspr),
+    }
+    return _proximity_result(
+        ctx,
+        hv,
+        scores,
+        details=details,
+        ratios=ratios,
+        params={"alpha": alpha, "repetitions": reps, "seed": int(seed), "max_rows": max_rows},
+    )
 
 
 def _subsample_distances(ctx, hv: "_Halves", subsampled: str, size: int, reps: int) -> list[np.ndarray]:
@@ -303,8 +337,15 @@ def _subsample_distances(ctx, hv: "_Halves", subsampled: str, size: int, reps: i
     # the seeded subsamples, drawn in order before any is resolved (the same draws as one by one)
     picks = [np.sort(hv.rng.choice(big.shape[0], size, replace=False)) for _ in range(reps)]
     named = f"proximity_score mixed first half→{subsampled}"
-    candidates = subset_candidates(hv.q1, big, picks, _named(ctx, f"{named} candidates"), SUBSET_FIRST_CANDIDATES,
-                                   SUBSET_CANDIDATES, _named(ctx, f"{named} long candidates"))
+    candidates = subset_candidates(
+        hv.q1,
+        big,
+        picks,
+        _named(ctx, f"{named} candidates"),
+        SUBSET_FIRST_CANDIDATES,
+        SUBSET_CANDIDATES,
+        _named(ctx, f"{named} long candidates"),
+    )
     # a subsample's search again (the rows none of whose candidates it holds: with half-size
     # subsamples a handful) goes straight to the blocked search below GROUPED_FROM_ROWS rows: the
     # grouped search would first compute the whole subsample's category codes (100,000 Texas-like
@@ -323,8 +364,9 @@ def _checked_options(alpha: float, repetitions: int, seed: int, max_rows: int | 
     check_work_bound("proximity_score", "repetitions", repetitions, MAX_REPETITIONS)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ParameterError(f"proximity_score seed must be an integer; got {seed!r}")
-    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer))
-                                 or max_rows < 2):
+    if max_rows is not None and (
+        isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 2
+    ):
         raise ParameterError(f"proximity_score max_rows must be an integer ≥ 2 or None; got {max_rows!r}")
     return seed
 
@@ -359,18 +401,18 @@ class _Halves:
 
     @property
     def scored(self) -> np.ndarray:
-        return self.perm[:self.s]
+        return self.perm[: self.s]
 
     @property
     def q1(self) -> np.ndarray:
-        return self.r1[:self.s]
+        return self.r1[: self.s]
 
     def part_positions(self, half: int) -> np.ndarray:
         """Each real record's position in half ``half`` (0: R1, 1: R2), −1 outside it."""
         halves = np.empty(self.n, dtype=np.int64)
-        halves[self.perm[:self.h]], halves[self.perm[self.h:]] = 0, 1
+        halves[self.perm[: self.h]], halves[self.perm[self.h :]] = 0, 1
         position = np.empty(self.n, dtype=np.int64)
-        position[self.perm[:self.h]], position[self.perm[self.h:]] = np.arange(self.h), np.arange(self.n - self.h)
+        position[self.perm[: self.h]], position[self.perm[self.h :]] = np.arange(self.h), np.arange(self.n - self.h)
         return np.where(halves == half, position, -1)
 
 
@@ -380,11 +422,21 @@ def _named(ctx, name: str, grouped_from: int = 0) -> MatrixSearch:
     slices = ctx.mixed().categorical_slices
     coded = ctx.mixed().coded_columns  # always given: the coded coordinates are compared as equal or not
 
-    def search(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
-               rows: np.ndarray | None = None) -> Neighbours:
+    def search(
+        query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False, rows: np.ndarray | None = None
+    ) -> Neighbours:
         n = query.shape[0] if rows is None else len(rows)
-        return ctx.search(query, target, k, name=name, exclude_self=exclude_self, rows=rows,
-                          categorical_slices=slices if n >= grouped_from else None, coded_columns=coded)
+        return ctx.search(
+            query,
+            target,
+            k,
+            name=name,
+            exclude_self=exclude_self,
+            rows=rows,
+            categorical_slices=slices if n >= grouped_from else None,
+            coded_columns=coded,
+        )
+
     return search
 
 
@@ -402,8 +454,11 @@ def _real_lists(ctx, hv: "_Halves") -> tuple[Neighbours, np.ndarray] | None:
         return None
     if hv.s == hv.h:
         lists, rows = ctx.neighbours("mixed", "real", "real", k), hv.scored
-    elif (ctx.exact or hv.s * hv.n <= settings.exact_below_pairs
-          or ctx.has_neighbours("mixed", "real", "real", k, exact=True)):
+    elif (
+        ctx.exact
+        or hv.s * hv.n <= settings.exact_below_pairs
+        or ctx.has_neighbours("mixed", "real", "real", k, exact=True)
+    ):
         lists, rows = ctx.neighbours("mixed", "real", "real", k, rows=hv.scored), np.arange(hv.s)
     else:
         return None
@@ -419,18 +474,21 @@ def _to_release(ctx, hv: "_Halves") -> np.ndarray:
     return ctx.neighbours("mixed", "real", "synthetic", 1, rows=hv.scored).dist[:, 0]
 
 
-def _half_distances(ctx, hv: _Halves, lists: tuple[Neighbours, np.ndarray] | None, subsampled: str | None
-                    ) -> tuple[np.ndarray, np.ndarray | None, dict]:
+def _half_distances(
+    ctx, hv: _Halves, lists: tuple[Neighbours, np.ndarray] | None, subsampled: str | None
+) -> tuple[np.ndarray, np.ndarray | None, dict]:
     """d(r, R1 \\ {r}) and TTPR = d(r, R2)/d(r, R1 \\ {r}) of the scored records (None when R2 is
     the subsampled side), from the real → real k-lists where they decide a row (the rest are
     searched on the half), else searched here; and how many rows were searched again."""
-    own, other = _named(ctx, "proximity_score mixed first half→first half"), _named(
-        ctx, "proximity_score mixed first half→second half")
+    own, other = (
+        _named(ctx, "proximity_score mixed first half→first half"),
+        _named(ctx, "proximity_score mixed first half→second half"),
+    )
     searched_again = {}
     if lists is not None:
         d_own, searched_again["own_half"] = nearest_in_part(
-            *lists, hv.part_positions(0),
-            lambda rest: own(hv.r1, hv.r1, 1, exclude_self=True, rows=rest).dist[:, 0])
+            *lists, hv.part_positions(0), lambda rest: own(hv.r1, hv.r1, 1, exclude_self=True, rows=rest).dist[:, 0]
+        )
     elif hv.s == hv.h:
         d_own = own(hv.r1, hv.r1, 1, exclude_self=True).dist[:, 0]
     else:
@@ -439,29 +497,47 @@ def _half_distances(ctx, hv: _Halves, lists: tuple[Neighbours, np.ndarray] | Non
         return d_own, None, searched_again
     if lists is not None:
         d_r2, searched_again["other_half"] = nearest_in_part(
-            *lists, hv.part_positions(1), lambda rest: other(hv.q1, hv.r2, 1, rows=rest).dist[:, 0])
+            *lists, hv.part_positions(1), lambda rest: other(hv.q1, hv.r2, 1, rows=rest).dist[:, 0]
+        )
         return d_own, proximity_ratio(d_r2, d_own), searched_again
     return d_own, proximity_ratio(other(hv.q1, hv.r2, 1).dist[:, 0], d_own), searched_again
 
 
-def _proximity_result(ctx, hv: _Halves, scores: list[float], *, details: dict, ratios: list, params: dict
-                      ) -> MetricResult:
+def _proximity_result(
+    ctx, hv: _Halves, scores: list[float], *, details: dict, ratios: list, params: dict
+) -> MetricResult:
     """The metric's result: mean score, details, and the bootstrap interval over R1's scored
     records."""
     score = float(np.mean(scores))
     s, h = hv.s, hv.h
-    res = result(ctx, "proximity_score", 1.0 - score / 100.0, score,
-                 "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
-                 params=params,
-                 details={"n_half_1": int(h), "n_half_2": int(hv.n - h), "matched_size": details.pop("matched_size"),
-                          "n_scored": int(s), **details,
-                          "mean_imputed": hv.space.details.get("mean_imputed", {})})
+    res = result(
+        ctx,
+        "proximity_score",
+        1.0 - score / 100.0,
+        score,
+        "privacy score 0..100 (100 = synthetic records no closer to R1 than the other real half)",
+        params=params,
+        details={
+            "n_half_1": int(h),
+            "n_half_2": int(hv.n - h),
+            "matched_size": details.pop("matched_size"),
+            "n_scored": int(s),
+            **details,
+            "mean_imputed": hv.space.details.get("mean_imputed", {}),
+        },
+    )
     if s < h:
-        res.details["sampled"] = {"n": int(s), "of": int(h), "seed": params["seed"],
-                                  "method": "seeded simple random sample of the first real half's records "
-                                            "(distances to every record)"}
+        res.details["sampled"] = {
+            "n": int(s),
+            "of": int(h),
+            "seed": params["seed"],
+            "method": "seeded simple random sample of the first real half's records (distances to every record)",
+        }
     # the same resampled R1 records for every repetition; ratios (the searches) held fixed
-    what = ("records of the first real half (ratios held fixed, one resample for all repetitions)" if s == h else
-            f"sampled records of the first real half ({s} of {h}; ratios held fixed, one resample for all "
-            "repetitions; finite-population correction ignored)")
+    what = (
+        "records of the first real half (ratios held fixed, one resample for all repetitions)"
+        if s == h
+        else f"sampled records of the first real half ({s} of {h}; ratios held fixed, one resample for all "
+        "repetitions; finite-population correction ignored)"
+    )
     return set_bootstrap_ci(res, ctx, _bootstrap_values(ratios, params["alpha"]), int(s), what=what)

@@ -48,8 +48,9 @@ _HAMMING_BLOCK_CELLS = 4_000_000
 
 
 # ------------------------------------------------------------------------------ encoding
-def _value_codes(ctx, column: str, key_bins: int | None, frames: dict[str, pl.DataFrame]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _value_codes(
+    ctx, column: str, key_bins: int | None, frames: dict[str, pl.DataFrame]
+) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of ``column`` in the real and synthetic frames such that two values get the
     same code exactly when they are equal (null = null only, numbers by value); numeric columns
     are binned into ``key_bins`` real quantile bins first when asked. ``frames``: the real and
@@ -64,19 +65,21 @@ def _value_codes(ctx, column: str, key_bins: int | None, frames: dict[str, pl.Da
         # np.unique sorts NaN (null) last and keeps one NaN: null is its own code
         _, inv = np.unique(both, return_inverse=True)
         inv = inv.astype(np.int64, copy=False).ravel()
-        return inv[: r.size], inv[r.size:]
+        return inv[: r.size], inv[r.size :]
     codes, _ = category_codes({r: frames[r].select(column) for r in ("real", "synthetic")}, column)
     return codes["real"].astype(np.int64), codes["synthetic"].astype(np.int64)
 
 
 def _check_key_bins(key_bins: int | None) -> None:
-    if key_bins is not None and (isinstance(key_bins, bool) or not isinstance(key_bins, (int, np.integer))
-                                 or key_bins < 1):
+    if key_bins is not None and (
+        isinstance(key_bins, bool) or not isinstance(key_bins, (int, np.integer)) or key_bins < 1
+    ):
         raise ParameterError(f"key_bins must be a positive integer (number of quantile bins) or None; got {key_bins!r}")
 
 
-def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | None
-                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, str]]:
+def _coded_frames(
+    ctx, keys: list[str], sensitive: list[str], key_bins: int | None
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, str]]:
     """Real and synthetic frames of integer codes: one column per key (k0, k1, ...) and per
     sensitive column (s0, s1, ...). Returns (real, synthetic, key code names, sensitive code
     name → column)."""
@@ -97,8 +100,9 @@ def _coded_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | No
     return pl.DataFrame(real_cols), pl.DataFrame(syn_cols), kc, sc
 
 
-def _lazy_key_frames(ctx, keys: list[str], sensitive: list[str], key_bins: int | None,
-                     rows: np.ndarray | None) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str], dict[str, str]]:
+def _lazy_key_frames(
+    ctx, keys: list[str], sensitive: list[str], key_bins: int | None, rows: np.ndarray | None
+) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str], dict[str, str]]:
     """zero_cap's inputs as LazyFrames — key columns k0, k1, ... and sensitive columns s0, ...,
     the real one with its row position ``__row`` (only ``rows`` when sampled) — read from the
     context's lazy frames (a Parquet scan reads only these columns, streamed). Values compare
@@ -129,37 +133,62 @@ def _count(frame: pl.LazyFrame) -> int:
     return int(frame.select(pl.len()).collect(engine="streaming").item())
 
 
-def _combine(ctx, name: str, keys: list[str], sensitive: list[str], per_attr: dict[str, np.ndarray],
-             extra: dict[str, dict], raw_description: str, per_record_description: str,
-             params: dict, weights: np.ndarray | None = None) -> MetricResult:
+def _combine(
+    ctx,
+    name: str,
+    keys: list[str],
+    sensitive: list[str],
+    per_attr: dict[str, np.ndarray],
+    extra: dict[str, dict],
+    raw_description: str,
+    per_record_description: str,
+    params: dict,
+    weights: np.ndarray | None = None,
+) -> MetricResult:
     """One result from per-sensitive-column per-record scores: value = the worst column's mean
     per-record score (weighted by ``weights`` when given), with the bootstrap interval of that
     column's mean over the real records."""
-    means = {c: float(v.mean() if weights is None else (weights * v).sum() / weights.sum())
-             for c, v in per_attr.items()}
+    means = {
+        c: float(v.mean() if weights is None else (weights * v).sum() / weights.sum()) for c, v in per_attr.items()
+    }
     worst = max(means, key=lambda c: means[c])
     value = min(1.0, max(0.0, means[worst]))
     details = {"keys": keys, "sensitive": sensitive, "worst_sensitive": worst, "per_sensitive": extra}
-    res = result(ctx, name, value, value, raw_description, params=params, details=details,
-                 per_attribute=means, per_record=per_attr[worst],
-                 per_record_description=per_record_description + f" (sensitive column {worst!r})")
-    note = f"sensitive column {worst!r}" + (", the worst of several (not adjusted for the choice)"
-                                            if len(per_attr) > 1 else "")
+    res = result(
+        ctx,
+        name,
+        value,
+        value,
+        raw_description,
+        params=params,
+        details=details,
+        per_attribute=means,
+        per_record=per_attr[worst],
+        per_record_description=per_record_description + f" (sensitive column {worst!r})",
+    )
+    note = f"sensitive column {worst!r}" + (
+        ", the worst of several (not adjusted for the choice)" if len(per_attr) > 1 else ""
+    )
     if weights is not None:
         note += "; record weights held fixed"
     return set_mean_ci(res, ctx, per_attr[worst], weights=weights, note=note)
 
 
 # ------------------------------------------------------------------------------ zero CAP
-@register_metric(family="reconstruction",
-                 attack="infer a sensitive attribute from synthetic records with exactly the same key attributes",
-                 reference=REVIEW + "2.1.1 Categorical Zero CAP (Hittmeir et al., 2020)",
-                 orientation="value = mean over real records of the share of key-matching synthetic records with the "
-                             "same sensitive value (0 when none match); worst sensitive column",
-                 needs=("sensitive",), spaces=(),
-                 memory_cost=0.5, sampled=("real",))
-def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
-             key_bins: int | None = None) -> MetricResult:
+@register_metric(
+    family="reconstruction",
+    attack="infer a sensitive attribute from synthetic records with exactly the same key attributes",
+    reference=REVIEW + "2.1.1 Categorical Zero CAP (Hittmeir et al., 2020)",
+    orientation="value = mean over real records of the share of key-matching synthetic records with the "
+    "same sensitive value (0 when none match); worst sensitive column",
+    needs=("sensitive",),
+    spaces=(),
+    memory_cost=0.5,
+    sampled=("real",),
+)
+def zero_cap(
+    ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None, key_bins: int | None = None
+) -> MetricResult:
     """Categorical Zero CAP (Hittmeir et al., 2020): for each real record, the synthetic records
     equal to it on every key; its score is the share of them with the same sensitive value, 0 when
     there is none. value = mean over real records; several sensitive columns → the maximum.
@@ -184,26 +213,35 @@ def zero_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str]
         per = np.where(matched > 0, ms / np.maximum(matched, 1), 0.0)
         per_attr[col] = per
         extra[col] = {"share_correct_given_match": float(per[matched > 0].mean()) if (matched > 0).any() else None}
-    details_common = {"share_real_with_key_match": float((matched > 0).mean()),
-                      "n_distinct_real_key_combinations": _count(real.select(kc).unique()),
-                      "n_distinct_synthetic_key_combinations": _count(n_k)}
-    res = _combine(ctx, "zero_cap", keys, sensitive, per_attr, extra,
-                   "Zero CAP: mean share of key-matching synthetic records with the real sensitive value",
-                   "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
-                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
+    details_common = {
+        "share_real_with_key_match": float((matched > 0).mean()),
+        "n_distinct_real_key_combinations": _count(real.select(kc).unique()),
+        "n_distinct_synthetic_key_combinations": _count(n_k),
+    }
+    res = _combine(
+        ctx,
+        "zero_cap",
+        keys,
+        sensitive,
+        per_attr,
+        extra,
+        "Zero CAP: mean share of key-matching synthetic records with the real sensitive value",
+        "share of the synthetic records equal on the keys that share the sensitive value (0 if none)",
+        {"keys": keys, "sensitive": sensitive, "key_bins": key_bins},
+    )
     res.details.update(details_common)
     if rows is not None:  # estimated on a sample of real records: no jackknife replicates
         return mark_sampled(res, ctx, rows)
-    return _keep_cap_jackknife(ctx, res, _collected(real), _collected(syn), kc, sc,
-                               _zero_cap_without_synthetic_groups)
+    return _keep_cap_jackknife(ctx, res, _collected(real), _collected(syn), kc, sc, _zero_cap_without_synthetic_groups)
 
 
 def _collected(frame: "pl.DataFrame | pl.LazyFrame") -> pl.DataFrame:
     return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
 
 
-def _keep_cap_jackknife(ctx, res: MetricResult, real: pl.DataFrame, syn: pl.DataFrame, kc: list[str],
-                        sc: dict[str, str], without_synthetic) -> MetricResult:
+def _keep_cap_jackknife(
+    ctx, res: MetricResult, real: pl.DataFrame, syn: pl.DataFrame, kc: list[str], sc: dict[str, str], without_synthetic
+) -> MetricResult:
     """Store the grouped-jackknife replicates of the worst sensitive column's value for the holdout
     excess (``evaluate.attach_baseline``): the real records (per-record scores are independent
     given the release: the plain mean without each group) and the synthetic records (every real
@@ -222,13 +260,22 @@ def _cell_ids(real: pl.DataFrame, syn: pl.DataFrame, cols: list[str]) -> tuple[n
     """Numbered distinct synthetic combinations of ``cols``: (per synthetic row its number, per
     real row the number of the equal synthetic combination or −1, how many)."""
     cells = syn.select(cols).unique(maintain_order=True).with_row_index("__cell")
-    s_ids = syn.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"].to_numpy().astype(np.int64)
-    r_ids = real.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"].fill_null(-1).to_numpy()
+    s_ids = (
+        syn.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"]
+        .to_numpy()
+        .astype(np.int64)
+    )
+    r_ids = (
+        real.join(cells, on=cols, how="left", maintain_order="left", nulls_equal=True)["__cell"]
+        .fill_null(-1)
+        .to_numpy()
+    )
     return s_ids, r_ids.astype(np.int64), cells.height
 
 
-def _zero_cap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, kc: list[str], s: str,
-                                       labels: np.ndarray) -> np.ndarray:
+def _zero_cap_without_synthetic_groups(
+    real: pl.DataFrame, syn: pl.DataFrame, kc: list[str], s: str, labels: np.ndarray
+) -> np.ndarray:
     """Zero CAP of sensitive code column ``s`` without each group of synthetic records (G,)."""
     sk, rk, ck = _cell_ids(real, syn, kc)
     sks, rks, cks = _cell_ids(real, syn, kc + [s])
@@ -258,15 +305,20 @@ def _nearest_combos(real_keys: np.ndarray, syn_keys: np.ndarray, block_cells: in
         yield rows, dmin, d == dmin[:, None]
 
 
-@register_metric(family="reconstruction",
-                 attack="infer a sensitive attribute from the synthetic records closest on the key attributes (Hamming)",
-                 reference=REVIEW + "2.1.2 Categorical Generalized CAP (Hittmeir et al., 2020)",
-                 orientation="value = mean over real records of the share of the synthetic records at the minimum Hamming "
-                             "distance on the keys with the same sensitive value; worst sensitive column",
-                 needs=("sensitive",), spaces=(),
-                 memory_cost=0.5, sampled=("real",))
-def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None,
-                    key_bins: int | None = None) -> MetricResult:
+@register_metric(
+    family="reconstruction",
+    attack="infer a sensitive attribute from the synthetic records closest on the key attributes (Hamming)",
+    reference=REVIEW + "2.1.2 Categorical Generalized CAP (Hittmeir et al., 2020)",
+    orientation="value = mean over real records of the share of the synthetic records at the minimum Hamming "
+    "distance on the keys with the same sensitive value; worst sensitive column",
+    needs=("sensitive",),
+    spaces=(),
+    memory_cost=0.5,
+    sampled=("real",),
+)
+def generalized_cap(
+    ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None, key_bins: int | None = None
+) -> MetricResult:
     """Categorical Generalized CAP (Hittmeir et al., 2020): for each real record, **all** synthetic
     records at the minimum Hamming distance on the keys (the number of keys that differ; 0 when
     an exact key match exists); its score is the share of them with the same sensitive value.
@@ -293,17 +345,26 @@ def generalized_cap(ctx, *, keys: Sequence[str] | None = None, sensitive: Sequen
         extra[col] = {}
     real_i = real["__i"].to_numpy()
     dmin_r = c.dmin_i[real_i]
-    res = _combine(ctx, "generalized_cap", keys, sensitive, per_attr, extra,
-                   "Generalized CAP: mean share of the nearest (Hamming) synthetic records with the real sensitive value",
-                   "share of the synthetic records at the minimum Hamming distance on the keys that share the sensitive value",
-                   {"keys": keys, "sensitive": sensitive, "key_bins": key_bins})
-    res.details.update({
-        "share_real_with_key_match": float((dmin_r == 0).mean()) if c.exact.height else 0.0,
-        "mean_min_hamming_distance": float(dmin_r.mean()),
-        "mean_tied_synthetic_records": float(c.total_i[real_i].mean()),
-        "n_distinct_real_key_combinations": int(c.n_i),
-        "n_distinct_synthetic_key_combinations": int(c.syn_k.height),
-    })
+    res = _combine(
+        ctx,
+        "generalized_cap",
+        keys,
+        sensitive,
+        per_attr,
+        extra,
+        "Generalized CAP: mean share of the nearest (Hamming) synthetic records with the real sensitive value",
+        "share of the synthetic records at the minimum Hamming distance on the keys that share the sensitive value",
+        {"keys": keys, "sensitive": sensitive, "key_bins": key_bins},
+    )
+    res.details.update(
+        {
+            "share_real_with_key_match": float((dmin_r == 0).mean()) if c.exact.height else 0.0,
+            "mean_min_hamming_distance": float(dmin_r.mean()),
+            "mean_tied_synthetic_records": float(c.total_i[real_i].mean()),
+            "n_distinct_real_key_combinations": int(c.n_i),
+            "n_distinct_synthetic_key_combinations": int(c.syn_k.height),
+        }
+    )
     if sample is not None:  # estimated on a sample of real records: no jackknife replicates
         return mark_sampled(res, ctx, sample)
     key_mat = c.real_k.sort("__i").select(kc).to_numpy().astype(np.int64)
@@ -323,6 +384,7 @@ class _HammingCombos:
     distinct real ones, ``exact`` those with an exact match; per distinct real combination the
     minimum Hamming distance ``dmin_i`` and the number of synthetic records at it ``total_i``;
     ``masks``: (unmatched combinations i, sparse mask of their tied synthetic combinations)."""
+
     real: pl.DataFrame
     syn: pl.DataFrame
     syn_k: pl.DataFrame
@@ -370,13 +432,21 @@ class _HammingCombos:
         # synthetic counts per (combination j, sensitive code)
         js = self.syn.group_by(["__j", s]).agg(pl.len().alias("__ms"))
         # exact-match combinations: join counts directly
-        correct = real.join(js.rename({s: "__s"}), left_on=["__j", s], right_on=["__j", "__s"], how="left",
-                            maintain_order="left")["__ms"].fill_null(0).to_numpy().astype(np.float64)
+        correct = (
+            real.join(
+                js.rename({s: "__s"}), left_on=["__j", s], right_on=["__j", "__s"], how="left", maintain_order="left"
+            )["__ms"]
+            .fill_null(0)
+            .to_numpy()
+            .astype(np.float64)
+        )
         # tied combinations: (mask of tied j) @ (counts j × code), read at each real record's code
         if masks:
             n_codes = int(max(js[s].max(), real[s].max())) + 1
-            mat = sparse.csr_matrix((js["__ms"].to_numpy().astype(np.float64),
-                                     (js["__j"].to_numpy(), js[s].to_numpy())), shape=(syn_k.height, n_codes))
+            mat = sparse.csr_matrix(
+                (js["__ms"].to_numpy().astype(np.float64), (js["__j"].to_numpy(), js[s].to_numpy())),
+                shape=(syn_k.height, n_codes),
+            )
             pos = np.full(self.n_i, -1, dtype=np.int64)  # unmatched i → row in the stacked products
             stacked = []
             offset = 0
@@ -405,8 +475,15 @@ def _tied_sets(n_i: int, n_j: int, exact: pl.DataFrame, masks: list) -> sparse.c
     return sparse.csr_matrix((np.ones(r.size), (r, c)), shape=(n_i, n_j))
 
 
-def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str, labels: np.ndarray,
-                                   tied: sparse.csr_matrix, key_mat: np.ndarray, syn_key_mat: np.ndarray) -> np.ndarray:
+def _gcap_without_synthetic_groups(
+    real: pl.DataFrame,
+    syn: pl.DataFrame,
+    s: str,
+    labels: np.ndarray,
+    tied: sparse.csr_matrix,
+    key_mat: np.ndarray,
+    syn_key_mat: np.ndarray,
+) -> np.ndarray:
     """Generalized CAP of sensitive code column ``s`` without each group of synthetic records (G,):
     the group's records are subtracted from the counts of the tied combinations; a real
     combination whose tied combinations all vanish with the group (total count 0) gets its
@@ -418,15 +495,18 @@ def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str
     c_real = real[s].to_numpy().astype(np.int64)
     i_real = real["__i"].to_numpy().astype(np.int64)
     n_codes = int(max(c_syn.max(), c_real.max())) + 1
-    m_g = stats.counts_without_groups(j_syn, labels, n_j).astype(np.float64)                    # (G, J)
-    ms_g = stats.counts_without_groups(j_syn * n_codes + c_syn, labels, n_j * n_codes).reshape(
-        groups, n_j, n_codes).astype(np.float64)                                               # (G, J, codes)
-    total = np.asarray(tied @ m_g.T)                                                           # (I, G)
-    correct = np.stack([np.asarray(tied @ ms_g[:, :, c].T) for c in range(n_codes)])          # (codes, I, G)
+    m_g = stats.counts_without_groups(j_syn, labels, n_j).astype(np.float64)  # (G, J)
+    ms_g = (
+        stats.counts_without_groups(j_syn * n_codes + c_syn, labels, n_j * n_codes)
+        .reshape(groups, n_j, n_codes)
+        .astype(np.float64)
+    )  # (G, J, codes)
+    total = np.asarray(tied @ m_g.T)  # (I, G)
+    correct = np.stack([np.asarray(tied @ ms_g[:, :, c].T) for c in range(n_codes)])  # (codes, I, G)
     pi, pg = np.nonzero(total == 0)
     block = max(1, _HAMMING_BLOCK_CELLS // max(1, n_j))
     for start in range(0, pi.size, block):  # the few (combination, group) pairs left with no tie
-        i, g = pi[start:start + block], pg[start:start + block]
+        i, g = pi[start : start + block], pg[start : start + block]
         alive = m_g[g] > 0
         d = (key_mat[i][:, None, :] != syn_key_mat[None, :, :]).sum(axis=2)
         d = np.where(alive, d, np.iinfo(np.int64).max)
@@ -435,7 +515,7 @@ def _gcap_without_synthetic_groups(real: pl.DataFrame, syn: pl.DataFrame, s: str
         for c in range(n_codes):
             correct[c, i, g] = (near * ms_g[g, :, c]).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        per = correct[c_real, i_real, :] / total[i_real, :]                                    # (n, G)
+        per = correct[c_real, i_real, :] / total[i_real, :]  # (n, G)
     return np.nan_to_num(per, nan=0.0).mean(axis=0)
 
 
@@ -490,26 +570,31 @@ def _weights_without_groups(ctx, labels: np.ndarray) -> np.ndarray:
     ids = ctx.real.select(pl.struct(ctx.schema.columns).rank("dense").alias("__u"))["__u"].to_numpy()
     ids = ids.astype(np.int64) - 1
     n_u = int(ids.max()) + 1
-    left = stats.counts_without_groups(ids, labels, n_u).astype(np.float64)                       # (G, U)
-    keep = labels[None, :] != np.arange(groups)[:, None]                                       # (G, n)
+    left = stats.counts_without_groups(ids, labels, n_u).astype(np.float64)  # (G, U)
+    keep = labels[None, :] != np.arange(groups)[:, None]  # (G, n)
     size = keep.sum(axis=1, keepdims=True).astype(np.float64)
     p = np.take_along_axis(left, np.broadcast_to(ids, keep.shape), axis=1) / size
-    info = np.where(keep, -np.log(np.where(keep, p, 1.0)), 0.0)                               # −log p_r
+    info = np.where(keep, -np.log(np.where(keep, p, 1.0)), 0.0)  # −log p_r
     h = info.sum(axis=1, keepdims=True) / size
     with np.errstate(invalid="ignore", divide="ignore"):
         w = np.where(h > 0, info / (size * h), keep / size)
     return w
 
 
-@register_metric(family="reconstruction",
-                 attack="infer a sensitive attribute from the nearest synthetic record on the key attributes (mixed space)",
-                 reference=REVIEW + "2.1.3 Attribute Inference Risk (Yan et al., 2022)",
-                 orientation="value = entropy-weighted share of real records whose sensitive value the nearest synthetic "
-                             "record on the keys reveals (equal, or within 10 % for numerics); worst sensitive column",
-                 needs=("sensitive",), spaces=("mixed",),
-                 memory_cost=4.0, sampled=("real",))
-def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
-                        sensitive: Sequence[str] | str | None = None) -> MetricResult:
+@register_metric(
+    family="reconstruction",
+    attack="infer a sensitive attribute from the nearest synthetic record on the key attributes (mixed space)",
+    reference=REVIEW + "2.1.3 Attribute Inference Risk (Yan et al., 2022)",
+    orientation="value = entropy-weighted share of real records whose sensitive value the nearest synthetic "
+    "record on the keys reveals (equal, or within 10 % for numerics); worst sensitive column",
+    needs=("sensitive",),
+    spaces=("mixed",),
+    memory_cost=4.0,
+    sampled=("real",),
+)
+def attribute_inference(
+    ctx, *, keys: Sequence[str] | None = None, sensitive: Sequence[str] | str | None = None
+) -> MetricResult:
     """Attribute Inference Risk (Yan et al., 2022): each real record's nearest synthetic record on
     the keys, in the keys' own mixed space (standardised with the real key statistics; ties → the
     lowest synthetic row index), predicts its sensitive value. Correct when equal (categorical, a
@@ -537,12 +622,22 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     for col in sensitive:
         correct = _correct_guess(ctx, col, idx, rows)
         per_attr[col] = correct
-        extra[col] = {"accuracy": float(correct.mean()),
-                      "weighted_accuracy": float((weights * correct).sum() / weights.sum())}
-    res = _combine(ctx, "attribute_inference", keys, sensitive, per_attr, extra,
-                   "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
-                   "1 if the nearest synthetic record on the keys reveals the sensitive value",
-                   {"keys": keys, "sensitive": sensitive}, weights=weights)
+        extra[col] = {
+            "accuracy": float(correct.mean()),
+            "weighted_accuracy": float((weights * correct).sum() / weights.sum()),
+        }
+    res = _combine(
+        ctx,
+        "attribute_inference",
+        keys,
+        sensitive,
+        per_attr,
+        extra,
+        "entropy-weighted accuracy of the nearest-synthetic-record guess of the sensitive value",
+        "1 if the nearest synthetic record on the keys reveals the sensitive value",
+        {"keys": keys, "sensitive": sensitive},
+        weights=weights,
+    )
     res.details.update({"entropy_real_records": h, "key_space": ctx.mixed(tuple(keys)).details})
     if lab_r is None or lab_s is None:  # too few records, or estimated on a sample
         return mark_sampled(widen_share_for_search(res, weights=weights), ctx, rows)
@@ -553,7 +648,6 @@ def attribute_inference(ctx, *, keys: Sequence[str] | None = None,
     reps_r = (_weights_without_groups(ctx, lab_r) * per_attr[worst][None, :]).sum(axis=1)
     sp = ctx.mixed(tuple(keys))
     nb = ctx.neighbours(("mixed", tuple(keys)), "real", "synthetic", search_k(lab_s))
-    idx_g = ctx.nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False,
-                                       coded_columns=sp.coded_columns)[1]
+    idx_g = ctx.nearest_outside_groups(nb, lab_s, sp.real, sp.synthetic, same=False, coded_columns=sp.coded_columns)[1]
     reps_s = (_correct_guess(ctx, worst, idx_g) * weights[None, :]).sum(axis=1)
     return widen_share_for_search(keep_jackknife(res, real=reps_r, synthetic=reps_s), weights=weights)

@@ -12,9 +12,11 @@ import numpy as np
 
 from ..results import MetricResult
 
-SAMPLED_NOTE = ("per-record terms of a seeded simple random sample of {n} of {of} real records (seed {seed}), "
-                "each searched against every target record: the interval contains the sampling error "
-                "(finite-population correction ignored, which only widens it)")
+SAMPLED_NOTE = (
+    "per-record terms of a seeded simple random sample of {n} of {of} real records (seed {seed}), "
+    "each searched against every target record: the interval contains the sampling error "
+    "(finite-population correction ignored, which only widens it)"
+)
 
 
 def real_rows(ctx, auto: bool = True) -> np.ndarray | None:
@@ -40,9 +42,11 @@ def synthetic_rows(ctx) -> np.ndarray | None:
     return sample() if callable(sample) else None
 
 
-SAMPLED_SYNTHETIC_NOTE = ("per-record terms of a seeded simple random sample of {n} of {of} synthetic records "
-                          "(seed {seed}), each searched against every real record: the interval contains the "
-                          "sampling error (finite-population correction ignored, which only widens it)")
+SAMPLED_SYNTHETIC_NOTE = (
+    "per-record terms of a seeded simple random sample of {n} of {of} synthetic records "
+    "(seed {seed}), each searched against every real record: the interval contains the "
+    "sampling error (finite-population correction ignored, which only widens it)"
+)
 
 
 def mark_sampled(res: MetricResult, ctx, rows: np.ndarray | None, role: str = "real") -> MetricResult:
@@ -59,8 +63,9 @@ def mark_sampled(res: MetricResult, ctx, rows: np.ndarray | None, role: str = "r
         res.details["sampled"][role] = desc
     else:
         res.details["sampled"] = desc
-        res.per_record_description += (f" — one entry per sampled {role} record, in the order of the sample's "
-                                       f"row positions (ctx.{role}_sample())")
+        res.per_record_description += (
+            f" — one entry per sampled {role} record, in the order of the sample's row positions (ctx.{role}_sample())"
+        )
     method = res.details.get("ci_method", "")
     note = (SAMPLED_NOTE if role == "real" else SAMPLED_SYNTHETIC_NOTE).format(**desc)
     if res.ci is not None and method and not method.startswith("none"):

@@ -37,21 +37,22 @@ def _top_share(values: np.ndarray, share: float) -> float:
     if share <= 0 or v.size == 0:
         return 0.0
     m = min(v.size, int(np.ceil(share * v.size - 1e-12)))
-    top = np.partition(v, v.size - m)[v.size - m:] if m < v.size else v
+    top = np.partition(v, v.size - m)[v.size - m :] if m < v.size else v
     return float(top.sum())
 
 
 def _note_search_error(res: MetricResult, bound: float, down: float, up: float, how: str) -> MetricResult:
-    res.details["search_error"] = {"share_rows_possibly_wrong": bound, "lower_by": down, "upper_by": up,
-                                   "how": how}
+    res.details["search_error"] = {"share_rows_possibly_wrong": bound, "lower_by": down, "upper_by": up, "how": how}
     method = res.details.get("ci_method", "")
-    res.details["ci_method"] = method + (f"; widened for the approximate neighbour search ({how}: "
-                                         f"−{down:.4g} / +{up:.4g})")
+    res.details["ci_method"] = method + (
+        f"; widened for the approximate neighbour search ({how}: −{down:.4g} / +{up:.4g})"
+    )
     return res
 
 
-def widen_share_for_search(res: MetricResult, *, weights: np.ndarray | None = None,
-                           influence: float = 1.0) -> MetricResult:
+def widen_share_for_search(
+    res: MetricResult, *, weights: np.ndarray | None = None, influence: float = 1.0
+) -> MetricResult:
     """Widen the interval of a value that is a share or mean of per-record terms in [0, 1] for
     the neighbour searches' own error: at most a share b (:func:`search_error_bound`) of the
     records may have a wrong neighbour, so the value is off by at most b (weighted mean: by the
@@ -63,8 +64,9 @@ def widen_share_for_search(res: MetricResult, *, weights: np.ndarray | None = No
         return res
     if weights is None:
         shift = bound * influence
-        how = (f"±{shift:.4g}, the share of records whose neighbour may be wrong"
-               + (f" × {influence:.4g} (one record's largest effect)" if influence != 1.0 else ""))
+        how = f"±{shift:.4g}, the share of records whose neighbour may be wrong" + (
+            f" × {influence:.4g} (one record's largest effect)" if influence != 1.0 else ""
+        )
     else:
         w = np.asarray(weights, dtype=np.float64)
         shift = _top_share(w, bound) / float(w.sum()) if w.sum() > 0 else bound
@@ -75,9 +77,9 @@ def widen_share_for_search(res: MetricResult, *, weights: np.ndarray | None = No
     return _note_search_error(res, bound, lo - new[0], new[1] - hi, how)
 
 
-def widen_distance_mean_for_search(res: MetricResult, distances: np.ndarray,
-                                   transform: Callable[[float], float],
-                                   inverse: Callable[[float], float]) -> MetricResult:
+def widen_distance_mean_for_search(
+    res: MetricResult, distances: np.ndarray, transform: Callable[[float], float], inverse: Callable[[float], float]
+) -> MetricResult:
     """One-sided widening for a value that is a decreasing ``transform`` of a mean of
     nearest-neighbour distances (``inverse`` maps a value back to the mean): an approximate
     screen only ever returns a neighbour at least as far as the true one, so the true mean lies
@@ -94,12 +96,14 @@ def widen_distance_mean_for_search(res: MetricResult, distances: np.ndarray,
     new = map_interval((max(0.0, ends[0] - delta), ends[1]), transform)
     new = (min(lo, new[0]), max(hi, new[1]))
     res.ci = clip_unit(new)
-    return _note_search_error(res, bound, lo - res.ci[0], res.ci[1] - hi,
-                              f"one-sided: the mean distance may be lower by up to {delta:.4g}")
+    return _note_search_error(
+        res, bound, lo - res.ci[0], res.ci[1] - hi, f"one-sided: the mean distance may be lower by up to {delta:.4g}"
+    )
 
 
-def widen_excess_for_search(ci: tuple[float, float] | None, res: MetricResult,
-                            base: MetricResult) -> tuple[float, float] | None:
+def widen_excess_for_search(
+    ci: tuple[float, float] | None, res: MetricResult, base: MetricResult
+) -> tuple[float, float] | None:
     """The interval of ``res.value − base.value`` widened by how far each side's search error may
     have moved it (``details["search_error"]`` of each): the release's value may be higher by its
     ``upper_by`` and the baseline lower by its ``lower_by``, and the other way round."""

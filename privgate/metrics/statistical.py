@@ -48,8 +48,14 @@ def _counts(ctx, column: str) -> tuple[np.ndarray, np.ndarray]:
     return r[present], s[present]
 
 
-def _per_column(ctx, name: str, column_fn: Callable[[str], tuple[float, float]], raw_description: str,
-                params: dict | None = None, extra: dict | None = None) -> MetricResult:
+def _per_column(
+    ctx,
+    name: str,
+    column_fn: Callable[[str], tuple[float, float]],
+    raw_description: str,
+    params: dict | None = None,
+    extra: dict | None = None,
+) -> MetricResult:
     """Apply ``column_fn(column) -> (value, raw)`` to every column and average both."""
     values, raws = {}, {}
     for col in ctx.schema.columns:
@@ -64,9 +70,11 @@ def _per_column(ctx, name: str, column_fn: Callable[[str], tuple[float, float]],
 
 
 # why the statistical family has no interval
-NO_INTERVAL = ("a resemblance (utility) measure of marginals, not a share or mean over records; its plug-in "
-               "divergences are biased away from 0 at finite sizes (and a p-value has no estimand), so a "
-               "percentile bootstrap would not cover the population value")
+NO_INTERVAL = (
+    "a resemblance (utility) measure of marginals, not a share or mean over records; its plug-in "
+    "divergences are biased away from 0 at finite sizes (and a p-value has no estimand), so a "
+    "percentile bootstrap would not cover the population value"
+)
 
 
 # ------------------------------------------------------------------------------- chi-squared
@@ -85,12 +93,15 @@ def chi_squared_p(real_counts: np.ndarray, syn_counts: np.ndarray) -> float:
     return float(stats.chi2.sf(chi2, r.size - 1))
 
 
-@register_metric(family="statistical",
-                 attack="marginal distributions of the release reproduce the real ones (goodness of fit)",
-                 reference=THESIS + "Algorithm 5 Chi-Squared Test (Qian et al., 2023)",
-                 orientation="value = mean over columns of the χ² p-value of the synthetic counts against the real "
-                             "frequencies; 1 = indistinguishable marginals", spaces=(),
-                 memory_cost=0.5)
+@register_metric(
+    family="statistical",
+    attack="marginal distributions of the release reproduce the real ones (goodness of fit)",
+    reference=THESIS + "Algorithm 5 Chi-Squared Test (Qian et al., 2023)",
+    orientation="value = mean over columns of the χ² p-value of the synthetic counts against the real "
+    "frequencies; 1 = indistinguishable marginals",
+    spaces=(),
+    memory_cost=0.5,
+)
 def chi_squared(ctx) -> MetricResult:
     """Chi-squared test: per column, the p-value of the χ² goodness-of-fit test of the synthetic
     counts against the real frequencies (numerics over the 10 real quantile bins); value = mean
@@ -104,8 +115,12 @@ def chi_squared(ctx) -> MetricResult:
 
     Orientation: risk; raw = value (mean p-value).
     """
-    return _per_column(ctx, "chi_squared", lambda c: (lambda p: (p, p))(chi_squared_p(*_counts(ctx, c))),
-                       "mean χ² goodness-of-fit p-value over columns")
+    return _per_column(
+        ctx,
+        "chi_squared",
+        lambda c: (lambda p: (p, p))(chi_squared_p(*_counts(ctx, c))),
+        "mean χ² goodness-of-fit p-value over columns",
+    )
 
 
 # --------------------------------------------------------------------------- inverse KL
@@ -120,12 +135,14 @@ def inverse_kl_column(real_counts: np.ndarray, syn_counts: np.ndarray, alpha: fl
     return 1.0 / (1.0 + kl), kl
 
 
-@register_metric(family="statistical",
-                 attack="marginal distributions of the release reproduce the real ones (Kullback–Leibler)",
-                 reference=THESIS + "Algorithm 9 Inverse Kullback–Leibler Divergence (Qian et al., 2023)",
-                 orientation="value = mean over columns of 1/(1 + KL(real‖synthetic)); 1 = identical marginals",
-                 spaces=(),
-                 memory_cost=0.5)
+@register_metric(
+    family="statistical",
+    attack="marginal distributions of the release reproduce the real ones (Kullback–Leibler)",
+    reference=THESIS + "Algorithm 9 Inverse Kullback–Leibler Divergence (Qian et al., 2023)",
+    orientation="value = mean over columns of 1/(1 + KL(real‖synthetic)); 1 = identical marginals",
+    spaces=(),
+    memory_cost=0.5,
+)
 def inverse_kl(ctx, *, smoothing: float = 1.0) -> MetricResult:
     """Inverse KL divergence: per column 1/(1 + KL(real‖synthetic)), KL in nats on the category
     frequencies after Laplace smoothing (α = 1 added to both sides' counts over the union of
@@ -148,8 +165,9 @@ def inverse_kl(ctx, *, smoothing: float = 1.0) -> MetricResult:
         kls[c] = kl
         return v, v
 
-    res = _per_column(ctx, "inverse_kl", column, "mean over columns of 1/(1 + KL(real‖synthetic))",
-                      params={"smoothing": smoothing})
+    res = _per_column(
+        ctx, "inverse_kl", column, "mean over columns of 1/(1 + KL(real‖synthetic))", params={"smoothing": smoothing}
+    )
     res.details["kl_per_column"] = kls
     return res
 
@@ -164,11 +182,14 @@ def js_distance(real_counts: np.ndarray, syn_counts: np.ndarray) -> float:
     return float(np.sqrt(max(js, 0.0) / np.log(2.0)))
 
 
-@register_metric(family="statistical",
-                 attack="marginal distributions of the release reproduce the real ones (Jensen–Shannon)",
-                 reference=THESIS + "Algorithm 10 Jensen–Shannon Distance (Qian et al., 2023)",
-                 orientation="value = 1 − mean over columns of the Jensen–Shannon distance (base 2)", spaces=(),
-                 memory_cost=0.5)
+@register_metric(
+    family="statistical",
+    attack="marginal distributions of the release reproduce the real ones (Jensen–Shannon)",
+    reference=THESIS + "Algorithm 10 Jensen–Shannon Distance (Qian et al., 2023)",
+    orientation="value = 1 − mean over columns of the Jensen–Shannon distance (base 2)",
+    spaces=(),
+    memory_cost=0.5,
+)
 def jensen_shannon(ctx) -> MetricResult:
     """Jensen–Shannon distance: per column, the JS distance (square root of the JS divergence,
     base 2, so in [0, 1]) between the real and synthetic category frequencies (numerics over the
@@ -180,8 +201,12 @@ def jensen_shannon(ctx) -> MetricResult:
 
     Orientation: risk (value); raw = mean JS distance (higher = more different = more private).
     """
-    return _per_column(ctx, "jensen_shannon", lambda c: (lambda d: (1.0 - d, d))(js_distance(*_counts(ctx, c))),
-                       "mean Jensen–Shannon distance (base 2) over columns")
+    return _per_column(
+        ctx,
+        "jensen_shannon",
+        lambda c: (lambda d: (1.0 - d, d))(js_distance(*_counts(ctx, c))),
+        "mean Jensen–Shannon distance (base 2) over columns",
+    )
 
 
 # ---------------------------------------------------------------------- Kolmogorov-Smirnov
@@ -199,12 +224,14 @@ def ks_column(ctx, column: str) -> float:
     return float(0.5 * np.abs(rc / rc.sum() - sc / sc.sum()).sum())
 
 
-@register_metric(family="statistical",
-                 attack="marginal distributions of the release reproduce the real ones (Kolmogorov–Smirnov)",
-                 reference=THESIS + "Algorithm 11 Kolmogorov–Smirnov Test (Qian et al., 2023)",
-                 orientation="value = 1 − mean over columns of the KS statistic (numeric) / total variation distance "
-                             "(categorical)", spaces=(),
-                 memory_cost=0.5)
+@register_metric(
+    family="statistical",
+    attack="marginal distributions of the release reproduce the real ones (Kolmogorov–Smirnov)",
+    reference=THESIS + "Algorithm 11 Kolmogorov–Smirnov Test (Qian et al., 2023)",
+    orientation="value = 1 − mean over columns of the KS statistic (numeric) / total variation distance (categorical)",
+    spaces=(),
+    memory_cost=0.5,
+)
 def kolmogorov_smirnov(ctx) -> MetricResult:
     """Kolmogorov–Smirnov: per numeric column the two-sample KS statistic on the raw non-null
     values, per categorical column the total variation distance of the level frequencies (null a
@@ -216,6 +243,9 @@ def kolmogorov_smirnov(ctx) -> MetricResult:
 
     Orientation: risk (value); raw = mean statistic (higher = more different).
     """
-    return _per_column(ctx, "kolmogorov_smirnov", lambda c: (lambda d: (1.0 - d, d))(ks_column(ctx, c)),
-                       "mean KS statistic (numeric) / total variation distance (categorical) over columns")
-
+    return _per_column(
+        ctx,
+        "kolmogorov_smirnov",
+        lambda c: (lambda d: (1.0 - d, d))(ks_column(ctx, c)),
+        "mean KS statistic (numeric) / total variation distance (categorical) over columns",
+    )

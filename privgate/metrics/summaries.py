@@ -23,5 +23,11 @@ def quantile_summary(x: np.ndarray) -> dict[str, float]:
     if x.size == 0:
         return {}
     q = np.quantile(x, [0.0, 0.1, 0.5, 0.9, 1.0])
-    return {"min": float(q[0]), "p10": float(q[1]), "median": float(q[2]), "p90": float(q[3]),
-            "max": float(q[4]), "mean": float(x.mean())}
+    return {
+        "min": float(q[0]),
+        "p10": float(q[1]),
+        "median": float(q[2]),
+        "p90": float(q[3]),
+        "max": float(q[4]),
+        "mean": float(x.mean()),
+    }

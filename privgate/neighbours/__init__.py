@@ -33,7 +33,18 @@ from .search import knn, knn_rows, search_matrices
 from .settings import DEFAULT_SETTINGS, SearchSettings
 
 __all__ = [
-    "DEFAULT_SETTINGS", "MatrixSearch", "Neighbours", "SearchMemo", "SearchSettings", "any_within_box",
-    "clear_target_cache", "knn", "knn_rows", "nearest_outside_groups", "pair_distances", "refine_group_ids",
-    "search_k", "search_matrices",
+    "DEFAULT_SETTINGS",
+    "MatrixSearch",
+    "Neighbours",
+    "SearchMemo",
+    "SearchSettings",
+    "any_within_box",
+    "clear_target_cache",
+    "knn",
+    "knn_rows",
+    "nearest_outside_groups",
+    "pair_distances",
+    "refine_group_ids",
+    "search_k",
+    "search_matrices",
 ]

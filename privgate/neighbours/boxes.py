@@ -7,8 +7,9 @@ import numpy as np
 from .backends import kdtree, workers
 
 
-def any_within_box(query: np.ndarray, target: np.ndarray, radius: float = 1.0, *,
-                   self_rows: np.ndarray | None = None) -> np.ndarray:
+def any_within_box(
+    query: np.ndarray, target: np.ndarray, radius: float = 1.0, *, self_rows: np.ndarray | None = None
+) -> np.ndarray:
     """For each query row, whether some target row differs by at most ``radius`` in every
     coordinate (Chebyshev distance ≤ radius, inclusive up to 1e-9 relative slack).
 

@@ -74,7 +74,7 @@ class TargetTiles:
         tile_of = np.repeat(np.arange(n_tiles), np.diff(self.bounds))
         members = order.copy()
         for j in range(n_tiles):  # ascending positions inside a tile: ties go to the lower index
-            members[self.bounds[j]:self.bounds[j + 1]].sort()
+            members[self.bounds[j] : self.bounds[j + 1]].sort()
         self.members = members
         self.present = np.zeros((n_tiles, self.levels), dtype=bool)
         for j in range(c):
@@ -129,7 +129,7 @@ def sort_priority(codes: np.ndarray, widths: np.ndarray, costs: np.ndarray) -> n
         p = p[p > 0]
         entropy = float(-(p * np.log2(p)).sum())
         if entropy > 0:
-            efficiency[j] = (1.0 - float((p ** 2).sum())) * float(costs[j]) / entropy
+            efficiency[j] = (1.0 - float((p**2).sum())) * float(costs[j]) / entropy
     return np.argsort(-efficiency, kind="stable")
 
 
@@ -151,15 +151,19 @@ def _tiles_for(ex: "PreparedSearch") -> tuple[TargetTiles, np.ndarray, np.ndarra
     tag = ("category_codes", tuple(slices))
     chunk = ex.settings.pair_chunk_bytes
     tcodes = SearchMemo.get_or_build(p.memo, ex.t, tag, lambda: category_codes(ex.t, slices, chunk))
-    qcodes = tcodes if ex.q is ex.t else SearchMemo.get_or_build(
-        p.memo, ex.q, tag, lambda: category_codes(ex.q, slices, chunk))
+    qcodes = (
+        tcodes
+        if ex.q is ex.t
+        else SearchMemo.get_or_build(p.memo, ex.q, tag, lambda: category_codes(ex.q, slices, chunk))
+    )
     if tcodes is None or qcodes is None:
         return None
     widths = np.array([b - a for a, b in slices], dtype=np.int64)
     s_q, s_t = _one_hot_values(ex.q, slices), _one_hot_values(ex.t, slices)
-    costs = s_q ** 2 + s_t ** 2
-    tiles = SearchMemo.get_or_build(p.memo, ex.t, ("category_tiles", tuple(slices)),
-                                    lambda: TargetTiles(tcodes[0], widths, 2.0 * s_t ** 2))
+    costs = s_q**2 + s_t**2
+    tiles = SearchMemo.get_or_build(
+        p.memo, ex.t, ("category_tiles", tuple(slices)), lambda: TargetTiles(tcodes[0], widths, 2.0 * s_t**2)
+    )
     return tiles, qcodes[0], np.repeat(costs, widths)
 
 
@@ -171,9 +175,9 @@ def _one_hot_values(x: np.ndarray, slices: list[tuple[int, int]]) -> np.ndarray:
     return np.array([float(np.abs(x[0, a:b].astype(np.float64)).max()) for a, b in slices])
 
 
-def pruned_candidates(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int,
-                      tiles: tuple[TargetTiles, np.ndarray, np.ndarray]
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def pruned_candidates(
+    ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, tiles: tuple[TargetTiles, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """(float32 d² (rows × kk), int64 target indices, per row the smallest lower bound of the
     squared distance of any target not compared — inf when every target was —, per row the
     upper bound U of its ``k_bound``-th smallest exact d² that pruned its tiles) of the ``kk``
@@ -203,8 +207,15 @@ def pruned_candidates(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: 
     return tuple(np.concatenate([d[i] for d in done]) for i in range(4))
 
 
-def _pruned(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, tt: TargetTiles, qcodes: np.ndarray,
-            absent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def _pruned(
+    ex: "PreparedSearch",
+    rows: np.ndarray,
+    kk: int,
+    k_bound: int,
+    tt: TargetTiles,
+    qcodes: np.ndarray,
+    absent: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`pruned_candidates` of ``rows`` in one thread."""
     q2, best_v, best_i, keep, bound, upper = _first_pass(ex, rows, kk, k_bound, tt, qcodes, absent)
     if keep.sum() > MAX_KEPT_SHARE * keep.size:
@@ -227,7 +238,7 @@ def _value_cap(ex: "PreparedSearch", rows: np.ndarray, upper: np.ndarray) -> np.
     them) and rounded up to float32; inf where ``upper`` is."""
     qn = ex.qn[rows].astype(np.float64)
     high = upper + float(ex.c) * (qn + float(ex.tn.max()))
-    cap64 = high - qn + 2.0 ** -20 * (np.abs(high) + qn) + 1e-30
+    cap64 = high - qn + 2.0**-20 * (np.abs(high) + qn) + 1e-30
     cap = cap64.astype(np.float32)
     return np.where(cap < cap64, np.nextafter(cap, np.float32(np.inf)), cap)
 
@@ -250,8 +261,15 @@ def _absent(tt: TargetTiles, level_costs: np.ndarray) -> np.ndarray:
     return np.where(tt.present, np.float32(0), level_costs.astype(np.float32)[None, :]).T
 
 
-def _first_pass(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, tt: TargetTiles,
-                qcodes: np.ndarray, absent: np.ndarray) -> tuple:
+def _first_pass(
+    ex: "PreparedSearch",
+    rows: np.ndarray,
+    kk: int,
+    k_bound: int,
+    tt: TargetTiles,
+    qcodes: np.ndarray,
+    absent: np.ndarray,
+) -> tuple:
     """For query ``rows``: (their −2·float32 coordinates, their kk best (values, indices) in their
     home tile, the tiles still to compare — those whose bound does not exceed the row's
     k_bound-th upper bound, the home tile excepted —, the smallest bound of the tiles not
@@ -284,13 +302,21 @@ def _first_pass(ex: "PreparedSearch", rows: np.ndarray, kk: int, k_bound: int, t
     return q2, best_v, best_i, keep, bound, upper
 
 
-def _compare(ex: "PreparedSearch", q2: np.ndarray, sel: np.ndarray, tt: TargetTiles, j: int,
-             best_v: np.ndarray, best_i: np.ndarray, cap: np.ndarray | None = None) -> None:
+def _compare(
+    ex: "PreparedSearch",
+    q2: np.ndarray,
+    sel: np.ndarray,
+    tt: TargetTiles,
+    j: int,
+    best_v: np.ndarray,
+    best_i: np.ndarray,
+    cap: np.ndarray | None = None,
+) -> None:
     """Compare the rows ``sel`` (positions in the part) with the targets of tile ``j``; merge the
     values at or below each row's kk-th best and its ``cap`` (ties: the lower index, by the
     merge's order) into its kk best (``best_v`` / ``best_i``, updated in place). No ``cap``: the
     rows have no candidates yet (their home tile), and its kk best are taken."""
-    members = tt.members[tt.bounds[j]:tt.bounds[j + 1]]
+    members = tt.members[tt.bounds[j] : tt.bounds[j + 1]]
     kk = best_v.shape[1]
     # np.take: a row gather ~2× faster than fancy indexing
     v = np.take(q2, sel, axis=0) @ np.take(ex.t32, members, axis=0).T
@@ -313,8 +339,9 @@ def _compare(ex: "PreparedSearch", q2: np.ndarray, sel: np.ndarray, tt: TargetTi
     best_v[at], best_i[at] = _merged(best_v[at], best_i[at], local, members[cc], v.ravel()[flat], ex.t32.shape[0])
 
 
-def _kth_upper(ex: "PreparedSearch", rows: np.ndarray, best_v: np.ndarray, best_i: np.ndarray, k_bound: int
-               ) -> np.ndarray:
+def _kth_upper(
+    ex: "PreparedSearch", rows: np.ndarray, best_v: np.ndarray, best_i: np.ndarray, k_bound: int
+) -> np.ndarray:
     """Per row, an upper bound of its ``k_bound``-th smallest exact d² from its first candidates
     (:meth:`.prepared.PreparedSearch.kth_upper`, the flat screen's own bound); inf when it has
     fewer than ``k_bound``."""

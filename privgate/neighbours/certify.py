@@ -50,8 +50,15 @@ def _list_geometry(lists: "Lists") -> dict:
     c = float(ex.c)
     eps = 2.0 * c * (2.0 * tmax2 + cn2 + cn2.max(initial=0.0)) * (1 + 1e-6)
     cc = np.sqrt(np.maximum(cn2[:, None] + cn2[None, :] - 2.0 * cent @ cent.T, 0.0))
-    geo.update(cent=cent, cn2=cn2, radius=np.sqrt(radius) * (1 + 1e-9) + 1e-12, eps=eps, cc=cc,
-               tmax=float(np.sqrt(tmax2.max(initial=0.0))), empty=np.diff(lists.start) == 0)
+    geo.update(
+        cent=cent,
+        cn2=cn2,
+        radius=np.sqrt(radius) * (1 + 1e-9) + 1e-12,
+        eps=eps,
+        cc=cc,
+        tmax=float(np.sqrt(tmax2.max(initial=0.0))),
+        empty=np.diff(lists.start) == 0,
+    )
     return geo
 
 
@@ -64,7 +71,7 @@ def uncertain_rows(lists: "Lists", rows: np.ndarray, probed: np.ndarray, kth: np
     out = np.zeros(rows.size, dtype=bool)
     block = max(1, ex.block_bytes // max(1, 8 * 4 * lists.nlist))
     for s in range(0, rows.size, block):
-        sel = rows[s:s + block]
+        sel = rows[s : s + block]
         q = ex.q32[sel].astype(np.float64)
         qn2 = np.einsum("ij,ij->i", q, q)
         d2 = qn2[:, None] + cn2[None, :] - 2.0 * (q @ cent.T)
@@ -76,14 +83,14 @@ def uncertain_rows(lists: "Lists", rows: np.ndarray, probed: np.ndarray, kth: np
         r = np.arange(sel.size)
         ball = np.sqrt(lo2) - geo["radius"][None, :]
         gap = lo2 - hi2[r, near][:, None] - geo["eps"][None, :]
-        sep = cc[near]                                  # ‖c_L − c_j‖ per (row, list)
+        sep = cc[near]  # ‖c_L − c_j‖ per (row, list)
         with np.errstate(divide="ignore", invalid="ignore"):
             half = np.where(sep > 0, gap / (2.0 * sep), -np.inf)
         bound = np.maximum(ball, half)
         bound -= 2.0 * EPS32 * (np.sqrt(qn2)[:, None] + geo["tmax"]) if ex.q32 is not ex.q else 0.0
-        probe = probed[s:s + block]
+        probe = probed[s : s + block]
         bound[np.repeat(r, probe.shape[1])[probe.ravel() >= 0], probe[probe >= 0]] = np.inf
-        bound[:, geo["empty"]] = np.inf                 # a list without targets holds no neighbour
-        d = kth[s:s + block]
-        out[s:s + block] = ~(bound.min(axis=1) > d + 2 * REL_TOL * (1.0 + np.abs(d)))
+        bound[:, geo["empty"]] = np.inf  # a list without targets holds no neighbour
+        d = kth[s : s + block]
+        out[s : s + block] = ~(bound.min(axis=1) > d + 2 * REL_TOL * (1.0 + np.abs(d)))
     return out

@@ -77,22 +77,35 @@ def check_layout(width: int, coded: list[tuple[int, float]]) -> int:
     h = len(coded)
     d = width - h
     if [p for p, _ in coded] != list(range(d, d + h)):
-        raise ValueError(f"coded columns must be the last {h} coordinates of the {width}; got positions "
-                         f"{[p for p, _ in coded]}")
+        raise ValueError(
+            f"coded columns must be the last {h} coordinates of the {width}; got positions {[p for p, _ in coded]}"
+        )
     return d
 
 
-def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: list[tuple[int, float]],
-              search: Search, settings: SearchSettings,
-              rest: tuple[np.ndarray, np.ndarray] | None = None) -> Neighbours:
+def knn_coded(
+    q: np.ndarray,
+    t: np.ndarray,
+    k: int,
+    exclude_self: bool,
+    coded: list[tuple[int, float]],
+    search: Search,
+    settings: SearchSettings,
+    rest: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Neighbours:
     """The exact k nearest ``t`` rows of each ``q`` row by d² = R + the costs of the coded columns
     that differ (module docstring). ``search(query, target, k, exclude_self=...)``: the engine's
     search of rest-space matrices. ``rest``: the rest matrices of ``q`` and ``t`` when the caller
     keeps them (so that the engine's structures prepared for one matrix object are reused)."""
     check_layout(q.shape[1], coded)
-    (qr, qc), (tr, tc) = (split_coded(q, coded), split_coded(t, coded)) if rest is None else \
-        ((rest[0], q[:, q.shape[1] - len(coded):].astype(np.int64)),
-         (rest[1], t[:, t.shape[1] - len(coded):].astype(np.int64)))
+    (qr, qc), (tr, tc) = (
+        (split_coded(q, coded), split_coded(t, coded))
+        if rest is None
+        else (
+            (rest[0], q[:, q.shape[1] - len(coded) :].astype(np.int64)),
+            (rest[1], t[:, t.shape[1] - len(coded) :].astype(np.int64)),
+        )
+    )
     n, m = qr.shape[0], tr.shape[0]
     cost = np.array([c for _, c in coded], dtype=np.float64)
     base = search(qr, tr, k, exclude_self=exclude_self)
@@ -106,8 +119,9 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
         for subset in combinations(range(h), size):
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
-            r, c, d = _within_groups(qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search,
-                                     bound - other)
+            r, c, d = _within_groups(
+                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other
+            )
             rows.append(r)
             cols.append(c)
             dists.append(d)
@@ -124,8 +138,7 @@ def knn_coded(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, coded: l
     out_i = np.empty((n, k), dtype=np.int64)
     take_sorted(r, c, np.sqrt(d2), n_rows=n, k=k, out_d=out_d, out_i=out_i)
     described = dict(base.search)
-    described["coded_columns"] = {"columns": h, "subsets_searched": 2 ** h - 1,
-                                  "pairs_within_groups": int(n_grouped)}
+    described["coded_columns"] = {"columns": h, "subsets_searched": 2**h - 1, "pairs_within_groups": int(n_grouped)}
     return Neighbours(out_d, out_i, described)
 
 
@@ -137,7 +150,7 @@ def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.
     (:mod:`privgate.ties`) and the error of a GEMM's squared distances — so that a grouped
     search may drop the targets beyond it and still hold every target of the answer (module
     docstring). Infinite where a row has no k finite distances."""
-    d2 = base.dist ** 2
+    d2 = base.dist**2
     if base.idx.size:
         d2 = d2 + (qc[:, None, :] != tc[base.idx]).astype(np.float64) @ cost
     u = np.sqrt(d2.max(axis=1)) if d2.shape[1] else np.full(d2.shape[0], np.inf)
@@ -145,10 +158,17 @@ def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.
     return np.where(np.isfinite(u), u * u, np.inf)
 
 
-def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarray, k: int,
-                   exclude_self: bool, settings: SearchSettings,
-                   search: Search | None = None,
-                   bound: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _within_groups(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    qc: np.ndarray,
+    tc: np.ndarray,
+    k: int,
+    exclude_self: bool,
+    settings: SearchSettings,
+    search: Search | None = None,
+    bound: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
     when ``exclude_self``. Groups of up to ``ENUMERATE_UP_TO`` targets by their pairs' exact
@@ -165,13 +185,14 @@ def _within_groups(qr: np.ndarray, tr: np.ndarray, qc: np.ndarray, tc: np.ndarra
     if bound is None:
         bound = np.full(n, np.inf)
     gq, order, start, size = _group_layout(qc, tc)
-    own = size[gq] - (1 if exclude_self else 0)    # targets each query may list
+    own = size[gq] - (1 if exclude_self else 0)  # targets each query may list
     needed = (own > 0) & (bound >= 0.0)
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
     layout = (gq, order, start, size)
     found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
-    found += _large_group_pairs(qr, tr, np.flatnonzero(needed & ~small), layout, k, exclude_self, settings,
-                                search, bound)
+    found += _large_group_pairs(
+        qr, tr, np.flatnonzero(needed & ~small), layout, k, exclude_self, settings, search, bound
+    )
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
@@ -183,15 +204,23 @@ def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
     n = qc.shape[0]
     gid = _group_numbers(np.vstack([qc, tc]))
     gq, gt = gid[:n], gid[n:]
-    order = np.argsort(gt, kind="stable")          # targets by group, lowest index first
+    order = np.argsort(gt, kind="stable")  # targets by group, lowest index first
     n_groups = int(gid.max()) + 1
     size = np.bincount(gt, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     return gq, order, start, size
 
 
-def _small_group_pairs(qr: np.ndarray, tr: np.ndarray, qs: np.ndarray, layout: _Layout, k: int,
-                       exclude_self: bool, settings: SearchSettings, bound: np.ndarray) -> list[_Pairs]:
+def _small_group_pairs(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    qs: np.ndarray,
+    layout: _Layout,
+    k: int,
+    exclude_self: bool,
+    settings: SearchSettings,
+    bound: np.ndarray,
+) -> list[_Pairs]:
     """The candidate pairs of the query rows ``qs`` of small groups: every pair of a row and a
     target of its group by exact distance, in blocks of whole rows, each row's k nearest within
     its ``bound``."""
@@ -200,7 +229,7 @@ def _small_group_pairs(qr: np.ndarray, tr: np.ndarray, qs: np.ndarray, layout: _
     if not qs.size:
         return out
     bounds = np.cumsum(size[gq[qs]])
-    block = (bounds - 1) // PAIRS_PER_BLOCK       # blocks of whole query rows
+    block = (bounds - 1) // PAIRS_PER_BLOCK  # blocks of whole query rows
     for part in np.split(qs, np.flatnonzero(np.diff(block)) + 1):
         cnt = size[gq[part]]
         r = np.repeat(part, cnt)
@@ -219,9 +248,17 @@ def _small_group_pairs(qr: np.ndarray, tr: np.ndarray, qs: np.ndarray, layout: _
     return out
 
 
-def _large_group_pairs(qr: np.ndarray, tr: np.ndarray, large: np.ndarray, layout: _Layout, k: int,
-                       exclude_self: bool, settings: SearchSettings, search: Search | None,
-                       bound: np.ndarray) -> list[_Pairs]:
+def _large_group_pairs(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    large: np.ndarray,
+    layout: _Layout,
+    k: int,
+    exclude_self: bool,
+    settings: SearchSettings,
+    search: Search | None,
+    bound: np.ndarray,
+) -> list[_Pairs]:
     """The candidate pairs of the query rows ``large`` of large groups, group by group: the
     engine's search for the largest groups, else a float64 GEMM per block of queries."""
     gq, order, start, size = layout
@@ -231,7 +268,7 @@ def _large_group_pairs(qr: np.ndarray, tr: np.ndarray, large: np.ndarray, layout
     by_group = large[np.argsort(gq[large], kind="stable")]
     groups, first = np.unique(gq[by_group], return_index=True)
     for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
-        tg = order[start[g]:start[g] + size[g]]
+        tg = order[start[g] : start[g] + size[g]]
         if size[g] > ENGINE_ABOVE and search is not None:
             r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
         else:
@@ -241,8 +278,9 @@ def _large_group_pairs(qr: np.ndarray, tr: np.ndarray, large: np.ndarray, layout
     return out
 
 
-def _engine_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
-                     exclude_self: bool, search: Search) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _engine_in_group(
+    qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int, exclude_self: bool, search: Search
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The k nearest of the targets ``tg`` of each query row of ``rows`` by the engine's search
     (exact; ties by lowest index), with their distances."""
     t = np.ascontiguousarray(tr[tg])
@@ -256,8 +294,15 @@ def _engine_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.nd
     return np.repeat(rows, kk), tg[found.idx].ravel(), found.dist.ravel()
 
 
-def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int,
-                         exclude_self: bool, bound: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _k_smallest_in_group(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    rows: np.ndarray,
+    tg: np.ndarray,
+    k: int,
+    exclude_self: bool,
+    bound: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per query row of ``rows``, its min(k, available) nearest of the targets ``tg`` (ascending
     indices) by (float64 GEMM squared distance, index), itself excluded when ``exclude_self`` —
     of the targets within ``bound`` (squared, per query row; widened here by the GEMM's error)
@@ -269,7 +314,7 @@ def _k_smallest_in_group(qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: n
     step = max(1, GEMM_ENTRIES // tg.size)
     out_r, out_c = [], []
     for s in range(0, rows.size, step):  # blocks of queries: at most GEMM_ENTRIES distances held
-        part = rows[s:s + step]
+        part = rows[s : s + step]
         q = qr[part].astype(np.float64, copy=False)
         d = q @ t.T
         d *= -2.0

@@ -17,8 +17,9 @@ def snap_ties(d: np.ndarray, rowmin: np.ndarray) -> np.ndarray:
     return np.where(d - rowmin <= tol, rowmin, d)
 
 
-def distances_of_pairs(q: np.ndarray, t: np.ndarray, qi: np.ndarray, ti: np.ndarray,
-                       settings: SearchSettings) -> np.ndarray:
+def distances_of_pairs(
+    q: np.ndarray, t: np.ndarray, qi: np.ndarray, ti: np.ndarray, settings: SearchSettings
+) -> np.ndarray:
     """Exact float64 Euclidean distances of the pairs (q[qi], t[ti]) from coordinate differences
     (in chunks of ``settings.pair_chunk_bytes``; the chunking changes no bit). Float32
     coordinates (compact spaces) are differenced in float64."""
@@ -65,8 +66,17 @@ def order_rows(d64: np.ndarray, idx: np.ndarray, k: int, unset: np.ndarray | Non
     return np.lexsort((idx, key), axis=-1)[:, :k]
 
 
-def take_sorted(cr: np.ndarray, cc: np.ndarray, d64: np.ndarray, *, n_rows: int, k: int,
-                out_d: np.ndarray, out_i: np.ndarray, rows: np.ndarray | None = None) -> None:
+def take_sorted(
+    cr: np.ndarray,
+    cc: np.ndarray,
+    d64: np.ndarray,
+    *,
+    n_rows: int,
+    k: int,
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+    rows: np.ndarray | None = None,
+) -> None:
     """The k nearest of candidate pairs (row ``cr``, target ``cc``, distance ``d64``) of
     ``n_rows`` rows, ordered by row, then exact distance with tolerant ties snapped to the row
     minimum, then index; written to ``out_d`` / ``out_i`` at ``rows`` (default: every row, each

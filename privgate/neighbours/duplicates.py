@@ -15,8 +15,9 @@ from .result import Neighbours
 Search = Callable[[np.ndarray, np.ndarray, int, bool, Options], Neighbours]
 
 
-def fold_duplicates(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: Options,
-                    search: Search) -> Neighbours | None:
+def fold_duplicates(
+    q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: Options, search: Search
+) -> Neighbours | None:
     """The search's answer by a duplicate-folding shortcut, or None when none applies (too few
     pairs or too few duplicates)."""
     if q.shape[0] * t.shape[0] < opts.settings.dedup_min_pairs:
@@ -57,11 +58,11 @@ def _hashed_row_groups(x: np.ndarray, chunk_bytes: int = 64 * 2**20) -> tuple[np
     h = np.empty(n, dtype=np.uint64)
     step = max(1, chunk_bytes // (8 * d))
     for s in range(0, n, step):  # blocks of rows: the word products stay small
-        h[s:s + step] = (_mix64(z[s:s + step].view(np.uint64)) * mult).sum(axis=1, dtype=np.uint64)
+        h[s : s + step] = (_mix64(z[s : s + step].view(np.uint64)) * mult).sum(axis=1, dtype=np.uint64)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.ravel()
     for s in range(0, n, step):
-        if not (z[s:s + step] == z[first[inv[s:s + step]]]).all():
+        if not (z[s : s + step] == z[first[inv[s : s + step]]]).all():
             return None
     return first, inv
 
@@ -83,12 +84,14 @@ def _distinct_lower_bound(x: np.ndarray) -> int:
         return int(np.unique(x @ w).size)
     # float32 rows (compact spaces) in blocks: x @ w would first copy the whole matrix to float64
     step = 2**16
-    return int(np.unique(np.concatenate([x[s:s + step].astype(np.float64) @ w
-                                         for s in range(0, x.shape[0], step)])).size)
+    return int(
+        np.unique(np.concatenate([x[s : s + step].astype(np.float64) @ w for s in range(0, x.shape[0], step)])).size
+    )
 
 
-def _knn1_deduplicated(q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: Options,
-                       search: Search) -> Neighbours | None:
+def _knn1_deduplicated(
+    q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: Options, search: Search
+) -> Neighbours | None:
     """k = 1 on data with many exact duplicates: search distinct points only.
 
     Distinct target points are ordered by their first row, so the lowest-index tie rule carries
@@ -111,7 +114,7 @@ def _knn1_deduplicated(q: np.ndarray, t: np.ndarray, exclude_self: bool, opts: O
     out_d = np.empty((n, 1))
     out_i = np.empty((n, 1), dtype=np.int64)
     # rows of a group with ≥ 2 members: the lowest other member, at distance 0
-    order = np.lexsort((np.arange(n), tinv))          # rows grouped, ascending within group
+    order = np.lexsort((np.arange(n), tinv))  # rows grouped, ascending within group
     start = np.searchsorted(tinv[order], np.arange(tu.shape[0]))
     first_of = order[start]
     second_of = order[np.minimum(start + 1, n - 1)]
@@ -143,7 +146,7 @@ def _copy_ranks(t: np.ndarray, max_share: float) -> tuple[np.ndarray, np.ndarray
     _, first, inv = _distinct_rows(t)
     if first.size > max_share * m:
         return None
-    order = np.lexsort((np.arange(m), inv))          # rows grouped by point, ascending within
+    order = np.lexsort((np.arange(m), inv))  # rows grouped by point, ascending within
     start = np.searchsorted(inv[order], np.arange(first.size))
     rank = np.empty(m, dtype=np.int64)
     rank[order] = np.arange(m) - start[inv[order]]

@@ -47,7 +47,7 @@ class ExactSearch(PreparedSearch):
         tile = max(BLOCK_MIN_ROWS, TILE_BYTES // max(1, 4 * m))
         block = max(1, min(max(todo.size, 1), tile, self.block_bytes // max(1, 4 * m)))
         for s in range(0, todo.size, block):
-            rows = todo[s:s + block]
+            rows = todo[s : s + block]
             bd = np.empty((rows.size, k))
             bi = np.empty((rows.size, k), dtype=np.int64)
             self._block(rows, bd, bi)

@@ -63,8 +63,9 @@ def _row_blocks(n: int, step: int, target_major: bool) -> list[tuple[int, int]]:
     return blocks + [(n - 1, n)] if alone else blocks
 
 
-def flat_candidates(q32: np.ndarray, qn: np.ndarray, t32: np.ndarray, tn: np.ndarray, kk: int,
-                    tile_bytes: int = TILE_BYTES) -> tuple[np.ndarray, np.ndarray]:
+def flat_candidates(
+    q32: np.ndarray, qn: np.ndarray, t32: np.ndarray, tn: np.ndarray, kk: int, tile_bytes: int = TILE_BYTES
+) -> tuple[np.ndarray, np.ndarray]:
     """(float32 d² (rows × kk), int64 target indices (rows × kk)) of the ``kk`` nearest targets of
     every row of ``q32`` by float32 d², ascending (ties by lower index). ``qn`` / ``tn``: float32
     squared norms of the rows of ``q32`` / ``t32``."""
@@ -112,8 +113,9 @@ def flat_candidates(q32: np.ndarray, qn: np.ndarray, t32: np.ndarray, tn: np.nda
     return out_d, out_i
 
 
-def _tile(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int,
-          out_d: np.ndarray, out_i: np.ndarray) -> None:
+def _tile(
+    q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int, out_d: np.ndarray, out_i: np.ndarray
+) -> None:
     b, m = q.shape[0], tt.shape[1]
     # v = ‖t‖² − 2 q·t ((−2q)·t is exactly −2(q·t) in floating point); ‖q‖² is added to the kept
     # values only: the order within a row is the same, and rounding is monotone
@@ -123,7 +125,7 @@ def _tile(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int
         order = np.argsort(v, axis=1, kind="stable")
     else:
         width = m // kk
-        thr = v[:, :kk * width].reshape(b, kk, width).min(axis=2).max(axis=1)
+        thr = v[:, : kk * width].reshape(b, kk, width).min(axis=2).max(axis=1)
         flat = np.flatnonzero(v <= thr[:, None])
         cr, cc = np.divmod(flat, m)
         counts = np.bincount(cr, minlength=b)
@@ -144,8 +146,16 @@ def _tile(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int
     out_d[:] = np.take_along_axis(v, order, axis=1) + qn[:, None]
 
 
-def _tiles_of_parts(q: np.ndarray, qn: np.ndarray, t: np.ndarray, tn: np.ndarray, kk: int, width: int,
-                    out_d: np.ndarray, out_i: np.ndarray) -> None:
+def _tiles_of_parts(
+    q: np.ndarray,
+    qn: np.ndarray,
+    t: np.ndarray,
+    tn: np.ndarray,
+    kk: int,
+    width: int,
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+) -> None:
     """:func:`_tile` of the rows ``q`` with the (row-major) targets ``t`` in parts of ``width``: per
     part one GEMM, the part's targets below the row's kk-th best so far (and, while a row has
     fewer than kk finite values, at or below a value kk of them reach), merged with the best so
@@ -169,7 +179,7 @@ def _tiles_of_parts(q: np.ndarray, qn: np.ndarray, t: np.ndarray, tn: np.ndarray
         if np.isinf(thr).any():  # the first part: a value kk of the part's targets reach bounds the rows
             if c1 - c0 > kk:
                 group = (c1 - c0) // kk
-                thr = np.minimum(thr, v[:kk * group].reshape(kk, group, b).min(axis=1).max(axis=0))
+                thr = np.minimum(thr, v[: kk * group].reshape(kk, group, b).min(axis=1).max(axis=0))
         else:
             rows = np.flatnonzero(v.min(axis=0) <= thr)
             if rows.size == 0:
@@ -209,8 +219,9 @@ def _merge_part(v: np.ndarray, thr: np.ndarray, best_v: np.ndarray, best_i: np.n
     best_v[:], best_i[:] = _merged(best_v, best_i, cr[by_row], tc[by_row] + c0, vals[by_row], m)
 
 
-def _merged(best_v: np.ndarray, best_i: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
-            m: int) -> tuple[np.ndarray, np.ndarray]:
+def _merged(
+    best_v: np.ndarray, best_i: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The rows' kk best (value, index) pairs of their sorted kk best so far (``best_v`` /
     ``best_i``) and the new candidates (``rows`` ascending, target index ``cols``, value
     ``vals``), sorted by (value, index)."""
@@ -227,8 +238,16 @@ def _merged(best_v: np.ndarray, best_i: np.ndarray, rows: np.ndarray, cols: np.n
     return np.take_along_axis(pad_v, order, axis=1), np.take_along_axis(pad_i, order, axis=1)
 
 
-def _row_major_parts(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarray, kk: int, width: int,
-                    out_d: np.ndarray, out_i: np.ndarray) -> None:
+def _row_major_parts(
+    q: np.ndarray,
+    qn: np.ndarray,
+    tt: np.ndarray,
+    tn: np.ndarray,
+    kk: int,
+    width: int,
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+) -> None:
     """:func:`_tile` of the rows ``q`` with the targets in parts of ``width`` (row-major, for
     spaces of more than ``TARGET_MAJOR_MAX_DIM`` dimensions and one-row blocks): per part one GEMM,
     the part's targets at or below the smaller of a value kk of them reach and the row's kk-th
@@ -249,7 +268,7 @@ def _row_major_parts(q: np.ndarray, qn: np.ndarray, tt: np.ndarray, tn: np.ndarr
             # minima); later parts compare with the row's kk-th best so far, which already holds
             # over every earlier target (a pass over each later tile saved: ~15 % of the screen)
             group = w // kk
-            thr = np.minimum(thr, v[:, :kk * group].reshape(b, kk, group).min(axis=2).max(axis=1))
+            thr = np.minimum(thr, v[:, : kk * group].reshape(b, kk, group).min(axis=2).max(axis=1))
         flat = np.flatnonzero(v <= thr[:, None])
         if flat.size == 0:
             continue

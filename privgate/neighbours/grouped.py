@@ -33,8 +33,7 @@ from .memo import SearchMemo
 from .problem import Problem
 
 
-def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: int
-                   ) -> tuple[np.ndarray, float] | None:
+def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: int) -> tuple[np.ndarray, float] | None:
     """Per row, the level index of each one-hot slice, and the slices' common nonzero values;
     None when a slice is not one-hot with one positive value per slice.
 
@@ -56,11 +55,11 @@ def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: in
     first = None
     step = max(1, chunk_bytes // (8 * cols.size))
     for start in range(0, x.shape[0], step):
-        block = x[start:start + step, cols]
+        block = x[start : start + step, cols]
         nonzero = (block != 0).astype(np.float64)
         if (nonzero @ member != 1.0).any():
             return None
-        codes[start:start + step] = nonzero @ position
+        codes[start : start + step] = nonzero @ position
         top = block @ member
         first = top[:1] if first is None else first
         if (top != first).any() or (top <= 0).any():
@@ -94,7 +93,7 @@ def group_ids(qc: np.ndarray, tc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     g = np.zeros(both.shape[0], dtype=np.int64)
     for j in range(both.shape[1]):
         g = refine_group_ids(g, both[:, j])
-    return g[:qc.shape[0]], g[qc.shape[0]:]
+    return g[: qc.shape[0]], g[qc.shape[0] :]
 
 
 class _Groups:
@@ -227,8 +226,13 @@ def _slice_cost(q: np.ndarray, t: np.ndarray, a: int, b: int) -> float:
     return 2.0 * float(np.abs(v).max()) ** 2
 
 
-def knn_grouped(p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray,
-                deeper: Callable[[np.ndarray], bool] | None = None) -> np.ndarray:
+def knn_grouped(
+    p: Problem,
+    slices: list[tuple[int, int]],
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+    deeper: Callable[[np.ndarray], bool] | None = None,
+) -> np.ndarray:
     """Settle the rows of ``p`` the grouped search can (module docstring) into ``out_d`` /
     ``out_i``; return the rows still open, for the general search. ``deeper(open rows)``: asked
     before each level after level 0 — False ends the search there (the general search of those
@@ -273,8 +277,16 @@ class _GroupedSearch:
     """One grouped search: the rows' category codes and numeric coordinates, the mismatch costs,
     and the answers it fills."""
 
-    def __init__(self, p: Problem, qc: np.ndarray, tc: np.ndarray, costs: np.ndarray, *,
-                 slices: list[tuple[int, int]], out: tuple[np.ndarray, np.ndarray]) -> None:
+    def __init__(
+        self,
+        p: Problem,
+        qc: np.ndarray,
+        tc: np.ndarray,
+        costs: np.ndarray,
+        *,
+        slices: list[tuple[int, int]],
+        out: tuple[np.ndarray, np.ndarray],
+    ) -> None:
         self.p, self.qc, self.tc, self.costs = p, qc, tc, costs
         self.out_d, self.out_i = out
         q, t = p.q, p.t
@@ -303,13 +315,20 @@ class _GroupedSearch:
         return SearchMemo.get_or_build(self.p.memo, self.p.t, tag, lambda: _TargetGroups(tg))
 
     @classmethod
-    def of(cls, p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray
-           ) -> "_GroupedSearch | None":
+    def of(
+        cls, p: Problem, slices: list[tuple[int, int]], out_d: np.ndarray, out_i: np.ndarray
+    ) -> "_GroupedSearch | None":
         """The search, or None when a slice is not one-hot (then no row is settled here)."""
         q, t = p.q, p.t
         if not slices:
-            return cls(p, np.zeros((p.n, 0), dtype=np.int64), np.zeros((p.m, 0), dtype=np.int64), np.zeros(0),
-                       slices=slices, out=(out_d, out_i))
+            return cls(
+                p,
+                np.zeros((p.n, 0), dtype=np.int64),
+                np.zeros((p.m, 0), dtype=np.int64),
+                np.zeros(0),
+                slices=slices,
+                out=(out_d, out_i),
+            )
         tag = ("category_codes", tuple(map(tuple, slices)))
         chunk = p.settings.pair_chunk_bytes
         qcodes = SearchMemo.get_or_build(p.memo, q, tag, lambda: category_codes(q, slices, chunk))
@@ -327,12 +346,12 @@ class _GroupedSearch:
         width = self.qnum.shape[1] + self.costs.size
         chunk = max(1024, self.p.settings.pair_chunk_bytes // (8 * max(width, 1)))
         for s in range(0, qi.size, chunk):
-            q, t = qi[s:s + chunk], ti[s:s + chunk]
+            q, t = qi[s : s + chunk], ti[s : s + chunk]
             diff = self.qnum[q] - self.tnum[t]
             d2 = np.einsum("ij,ij->i", diff, diff)
             if self.costs.size:
                 d2 += (self.qc[q] != self.tc[t]) @ self.costs
-            out[s:s + chunk] = np.sqrt(d2)
+            out[s : s + chunk] = np.sqrt(d2)
         return out
 
     def ranking_distances(self, rows: np.ndarray, idx: np.ndarray, unset: np.ndarray) -> np.ndarray:
@@ -353,7 +372,7 @@ class _GroupedSearch:
             return d
         full = ~unset
         if idx.shape[1] > k:
-            kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]  # inf when a row has fewer than k
+            kth = np.partition(d, k - 1, axis=1)[:, k - 1 : k]  # inf when a row has fewer than k
             full &= d <= kth * (1.0 + FULL_DISTANCE_MARGIN) + FULL_DISTANCE_MARGIN  # distances ≥ 0
         r, c = nonzero_2d(full)
         d[r, c] = distances_of_pairs(self.p.q, self.p.t, rows[r], idx[r, c], self.p.settings)
@@ -387,7 +406,7 @@ class _GroupedSearch:
         with many records numerically near the row) are retried once with k +
         ``extra_candidates``, as at level 0. Returns the rows left open."""
         ordered = self.ordered
-        beyond = float(np.sqrt(ordered[:depth + 1].sum())) if self.costs.size > depth else np.inf
+        beyond = float(np.sqrt(ordered[: depth + 1].sum())) if self.costs.size > depth else np.inf
         available = self.p.available
         kk = min(available, self.p.k + self.p.settings.grouped_extra)
         kept = _KeptTrees(self.p.settings.block_bytes)
@@ -398,23 +417,34 @@ class _GroupedSearch:
         again, _ = self._level_pass(cut, depth, kk, beyond, kept)
         return np.union1d(np.setdiff1d(left, cut, assume_unique=True), again)
 
-    def _level_pass(self, rows: np.ndarray, depth: int, kk: int, beyond: float, kept: _KeptTrees | None = None
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def _level_pass(
+        self, rows: np.ndarray, depth: int, kk: int, beyond: float, kept: _KeptTrees | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One pass of level ``depth`` over ``rows`` with lists of ``kk``: (rows left open, those of
         them left open only because a list was too short). ``kept``: trees kept from the first
         pass (reused) or for the retry (offered)."""
         cands, reaches = [], []
         for drop in combinations(range(self.costs.size), depth):
             qg_j, tg_j = self.groups.ids(drop=drop)
-            idx, reach = self.candidates(rows, qg_j, tg_j, self.target_groups(drop, tg_j), kk, beyond,
-                                         kept=kept, key=drop)
+            idx, reach = self.candidates(
+                rows, qg_j, tg_j, self.target_groups(drop, tg_j), kk, beyond, kept=kept, key=drop
+            )
             cands.append(idx)
             reaches.append(reach)
         return self.settle(rows, np.hstack(cands), reaches, beyond, kk)
 
-    def candidates(self, rows: np.ndarray, qg: np.ndarray, tg: np.ndarray, sorted_t: _TargetGroups, kk: int,
-                   beyond: float = np.inf, *, kept: _KeptTrees | None = None, key: tuple = ()
-                   ) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(
+        self,
+        rows: np.ndarray,
+        qg: np.ndarray,
+        tg: np.ndarray,
+        sorted_t: _TargetGroups,
+        kk: int,
+        beyond: float = np.inf,
+        *,
+        kept: _KeptTrees | None = None,
+        key: tuple = (),
+    ) -> tuple[np.ndarray, np.ndarray]:
         """For query ``rows``: the kk nearest targets (by numeric distance) among targets of the
         same group (ids ``qg`` of every query row, ``tg`` of every target, ``sorted_t`` the
         targets sorted by ``tg``), and how far the list
@@ -463,14 +493,15 @@ class _GroupedSearch:
         idx = np.where(pos < m, members[np.minimum(pos, m - 1)], -1)
         if exclude_self:
             idx, dist = drop_self(rows, idx, dist)
-        out_idx[live, :idx.shape[1]] = idx[:, :kk]
+        out_idx[live, : idx.shape[1]] = idx[:, :kk]
         # a list cut by the bound holds every group record nearer than the bound (> beyond)
         reach = dist[:, kk - 1] if idx.shape[1] >= kk else np.full(rows.size, np.inf)
         out_reach[live] = np.where(np.isfinite(reach), reach, beyond)
         return out_idx, out_reach
 
-    def settle(self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def settle(
+        self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`settle_rows` in blocks of rows whose candidate arrays (sorted lists, distances,
         pair copies: ~``SETTLE_BYTES_PER_PAIR`` bytes per candidate) fit ``block_bytes`` — level 1
         of a million-row self-search holds ~60 candidates a row. Each row is decided on its own
@@ -478,12 +509,15 @@ class _GroupedSearch:
         step = max(1, self.p.settings.block_bytes // (SETTLE_BYTES_PER_PAIR * max(1, idx.shape[1])))
         if rows.size <= step:
             return self.settle_rows(rows, idx, reaches, beyond, kk)
-        parts = [self.settle_rows(rows[s:s + step], idx[s:s + step], [r[s:s + step] for r in reaches], beyond, kk)
-                 for s in range(0, rows.size, step)]
+        parts = [
+            self.settle_rows(rows[s : s + step], idx[s : s + step], [r[s : s + step] for r in reaches], beyond, kk)
+            for s in range(0, rows.size, step)
+        ]
         return np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
 
-    def settle_rows(self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def settle_rows(
+        self, rows: np.ndarray, idx: np.ndarray, reaches: list[np.ndarray], beyond: float, kk: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Decide the rows whose candidate lists ``idx`` provably hold their k nearest (module
         docstring); return the others, and among them those that failed only because a list was
         too short."""
@@ -510,6 +544,11 @@ class _GroupedSearch:
             self.out_i[rows[sel]] = chosen
             # the reported distances: float64 from the full coordinates, as on every other path
             # (k > 1: the ranking's own, computed from the full coordinates for the k nearest)
-            self.out_d[rows[sel]] = (np.take_along_axis(d64[sel], order, axis=1) if k > 1 else distances_of_pairs(
-                p.q, p.t, np.repeat(rows[sel], k), chosen.ravel(), p.settings).reshape(sel.size, k))
+            self.out_d[rows[sel]] = (
+                np.take_along_axis(d64[sel], order, axis=1)
+                if k > 1
+                else distances_of_pairs(p.q, p.t, np.repeat(rows[sel], k), chosen.ravel(), p.settings).reshape(
+                    sel.size, k
+                )
+            )
         return rows[~complete], rows[far_enough & ~complete]

@@ -43,8 +43,9 @@ class _Truth:
         out_d[self.done], out_i[self.done] = self.d[self.done], self.i[self.done]
 
 
-def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
-            out_i: np.ndarray) -> tuple[dict, np.ndarray]:
+def knn_ivf(
+    ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray, out_i: np.ndarray
+) -> tuple[dict, np.ndarray]:
     """Approximate k nearest neighbours of query ``rows`` by the inverted-file screen; returns
     (the search's description, the rows left to search exactly).
 
@@ -71,30 +72,40 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
     if m >= settings.ivf_decline_costly_targets and not screen_pays(rows.size, m, nlist, settings):
         # few rows against many targets: building the lists alone costs more than searching the
         # rows exactly (an attack's 2 × 2,000 sampled records against a million)
-        note = (f"declined: {rows.size} rows against {m} targets are searched exactly for less than "
-                f"the {nlist} lists cost to build")
+        note = (
+            f"declined: {rows.size} rows against {m} targets are searched exactly for less than "
+            f"the {nlist} lists cost to build"
+        )
         return {"exact": True, "screen": note, "candidates_held": 0}, rows
     rng = np.random.default_rng(seed)
     train = np.sort(rng.choice(m, min(m, nlist * settings.ivf_train_per_list), replace=False))
     # the lists depend on the target set, nlist, seed and the float32 copies' coordinates only:
     # searches of one target set share them
-    lists = SearchMemo.get_or_build(ex.problem.memo, ex.t, ("ivf_lists", nlist, int(seed), ex.reduced),
-                                    lambda: Lists(ex, nlist, train, seed).for_search(None)).for_search(ex)
+    lists = SearchMemo.get_or_build(
+        ex.problem.memo,
+        ex.t,
+        ("ivf_lists", nlist, int(seed), ex.reduced),
+        lambda: Lists(ex, nlist, train, seed).for_search(None),
+    ).for_search(ex)
     lists.candidates_held = 0
-    samples = rng.permutation(rows)[:2 * n_check]
+    samples = rng.permutation(rows)[: 2 * n_check]
     truth = _Truth(ex, np.sort(samples[:n_check]), np.sort(samples[n_check:]))
     nprobe, recall, accepted = _calibrate(lists, truth, nlist)
     if not accepted:  # the screen would scan more than the share at which it pays: search exactly
-        note = (f"declined: {recall:.3f} recall at {nprobe} of {nlist} lists; "
-                f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them")
+        note = (
+            f"declined: {recall:.3f} recall at {nprobe} of {nlist} lists; "
+            f"{settings.ivf_target_recall} needs more than {settings.ivf_max_probe_share:.0%} of them"
+        )
         return _declined(lists, truth, rows, note, out_d, out_i)
     unsure = _uncertain_share(lists, truth.calib, nprobe)
     if unsure > settings.ivf_max_uncertain_share:
         # most screened rows would be searched again exactly (every one the certificate cannot
         # prove right is): the exact search alone costs less
-        note = (f"declined: the certificate proves only {1.0 - unsure:.0%} of the calibration rows' screened "
-                f"answers right at {nprobe} of {nlist} lists (at least "
-                f"{1.0 - settings.ivf_max_uncertain_share:.0%} needed); searched exactly")
+        note = (
+            f"declined: the certificate proves only {1.0 - unsure:.0%} of the calibration rows' screened "
+            f"answers right at {nprobe} of {nlist} lists (at least "
+            f"{1.0 - settings.ivf_max_uncertain_share:.0%} needed); searched exactly"
+        )
         return _declined(lists, truth, rows, note, out_d, out_i)
     return _screen(lists, rows, nprobe, truth, out_d=out_d, out_i=out_i), rows[:0]
 
@@ -102,8 +113,13 @@ def knn_ivf(ex: "ExactSearch", rows: np.ndarray, seed: int, out_d: np.ndarray,
 def _list_count(settings: "SearchSettings", m: int, n_rows: int) -> int:
     """The number of k-means lists for ``m`` targets searched by ``n_rows`` query rows."""
     low = settings.ivf_min_lists
-    nlist = int(min(max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
-                    max(low, m // settings.ivf_train_per_list), settings.ivf_max_lists))
+    nlist = int(
+        min(
+            max(low, np.ceil(settings.ivf_lists_per_root * np.sqrt(m))),
+            max(low, m // settings.ivf_train_per_list),
+            settings.ivf_max_lists,
+        )
+    )
     if settings.ivf_lists_per_query_root > 0:
         # few query rows against many targets: assigning every target to a list costs m × nlist,
         # more than the rows' scan at a fixed probed share, so the lists follow the rows
@@ -111,13 +127,16 @@ def _list_count(settings: "SearchSettings", m: int, n_rows: int) -> int:
     return nlist
 
 
-def _declined(lists: Lists, truth: _Truth, rows: np.ndarray, note: str, out_d: np.ndarray,
-              out_i: np.ndarray) -> tuple[dict, np.ndarray]:
+def _declined(
+    lists: Lists, truth: _Truth, rows: np.ndarray, note: str, out_d: np.ndarray, out_i: np.ndarray
+) -> tuple[dict, np.ndarray]:
     """The screen declined after calibration: the checked rows keep their exact answers; the
     search's description and the rows left to search exactly."""
     truth.fill(out_d, out_i)
-    return ({"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
-            np.setdiff1d(rows, truth.done, assume_unique=True))
+    return (
+        {"exact": True, "screen": note, "candidates_held": int(lists.candidates_held)},
+        np.setdiff1d(rows, truth.done, assume_unique=True),
+    )
 
 
 def _uncertain_share(lists: Lists, calib: np.ndarray, nprobe: int) -> float:
@@ -170,8 +189,9 @@ def _calibrate(lists: Lists, truth: _Truth, nlist: int) -> tuple[int, float, boo
         nprobe = grown
 
 
-def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d: np.ndarray,
-            out_i: np.ndarray) -> dict:
+def _screen(
+    lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d: np.ndarray, out_i: np.ndarray
+) -> dict:
     """Screen every row with ``nprobe`` lists, measure the recall on the check sample, keep the
     checked rows' exact answers; the search's description."""
     from ..stats import wilson
@@ -193,18 +213,21 @@ def _screen(lists: Lists, rows: np.ndarray, nprobe: int, truth: _Truth, *, out_d
     # the smaller of the two
     n_all = max(ex.q.shape[0], 1)
     share = min(resolved["n_unresolved"] / n_all, (1.0 - lo) * rest.size / n_all)
-    return {"exact": False,
-            "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
-                      "with the error bound) + float64 decision",
-            "recall": hits / check.size if check.size else float("nan"),
-            "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
-            "n_checked": int(check.size), "n_screened": int(rest.size),
-            # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
-            "candidates_held": int(lists.candidates_held),
-            # rows the certificate could not prove right: searched again exactly within the budget;
-            # only the rest may be wrong
-            **resolved,
-            "share_rows_possibly_wrong": float(share)}
+    return {
+        "exact": False,
+        "method": f"IVF screen ({lists.nlist} k-means lists, {nprobe} probed, scanned by float32 BLAS blocks "
+        "with the error bound) + float64 decision",
+        "recall": hits / check.size if check.size else float("nan"),
+        "recall_ci": list(wilson(hits, check.size)) if check.size else [0.0, 1.0],
+        "n_checked": int(check.size),
+        "n_screened": int(rest.size),
+        # the most candidate pairs the list scan held at once (its memory: ~48 bytes each)
+        "candidates_held": int(lists.candidates_held),
+        # rows the certificate could not prove right: searched again exactly within the budget;
+        # only the rest may be wrong
+        **resolved,
+        "share_rows_possibly_wrong": float(share),
+    }
 
 
 def _resolve(lists: Lists, rest: np.ndarray, probed: np.ndarray, out_d: np.ndarray, out_i: np.ndarray) -> dict:
@@ -225,5 +248,4 @@ def _resolve(lists: Lists, rest: np.ndarray, probed: np.ndarray, out_d: np.ndarr
         i = np.empty((ex.q.shape[0], ex.k), dtype=np.int64)
         ex.rows(todo, d, i)
         out_d[todo], out_i[todo] = d[todo], i[todo]
-    return {"n_uncertain": int(unsure.size), "n_resolved": int(todo.size),
-            "n_unresolved": int(unsure.size - todo.size)}
+    return {"n_uncertain": int(unsure.size), "n_resolved": int(todo.size), "n_unresolved": int(unsure.size - todo.size)}

@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 class _Probes:
     """One part of a scan: its query rows' probed lists, grouped by list."""
 
-    qm2: np.ndarray          # −2·q (float32) of the part's rows
-    cqn: np.ndarray          # c‖q‖² (float64)
-    qpos: np.ndarray         # part positions of the (row, probed list) pairs, sorted by list
-    bounds: np.ndarray       # where each list's pairs start in qpos
+    qm2: np.ndarray  # −2·q (float32) of the part's rows
+    cqn: np.ndarray  # c‖q‖² (float64)
+    qpos: np.ndarray  # part positions of the (row, probed list) pairs, sorted by list
+    bounds: np.ndarray  # where each list's pairs start in qpos
     self_list: np.ndarray | None  # with exclude_self: each row's own list and stored position
     self_col: np.ndarray | None
     block_rows: int
@@ -55,11 +55,11 @@ class Lists:
         assign = a.ravel().astype(np.int64)
         order = np.argsort(assign, kind="stable")
         self.nlist = nlist
-        self.members = order                       # target index of each stored position
+        self.members = order  # target index of each stored position
         self.start = np.searchsorted(assign[order], np.arange(nlist + 1))
         self.assign = assign
         self.position = np.empty(m, dtype=np.int64)
-        self.position[order] = np.arange(m)        # stored position of each target
+        self.position[order] = np.arange(m)  # stored position of each target
         # float32 targets (compact spaces) are read through the list order, one probed list at a
         # time, from the search's own matrix instead of a reordered copy (4·d bytes per target,
         # ~1.16 GiB per million rows of the default gate): the gathered rows are the copy's rows,
@@ -68,8 +68,8 @@ class Lists:
         self.in_place = t32 is exact.t
         self.t32 = None if self.in_place else np.ascontiguousarray(t32[order])
         ctn = exact.ctn[order]
-        self.tlow = exact.tn[order] - ctn          # ‖t‖² − c‖t‖² (float32)
-        self.ctn2 = 2.0 * ctn.astype(np.float64)    # 2c‖t‖²
+        self.tlow = exact.tn[order] - ctn  # ‖t‖² − c‖t‖² (float32)
+        self.ctn2 = 2.0 * ctn.astype(np.float64)  # 2c‖t‖²
         self.exact = exact
         self.candidates_held = 0  # the most candidate pairs one part of a scan held (memory check)
         self.certificate: dict = {}  # the lists' geometry for the per-row certificate (.certify), once
@@ -85,8 +85,9 @@ class Lists:
         other.exact = exact
         return other
 
-    def screen(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray,
-               probes_out: np.ndarray | None = None) -> None:
+    def screen(
+        self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray, probes_out: np.ndarray | None = None
+    ) -> None:
         """The k nearest of query rows ``sel`` among the targets of their ``nprobe`` nearest
         lists, exact within those lists; rows whose lists hold fewer than k targets are searched
         exactly over all targets.
@@ -107,11 +108,24 @@ class Lists:
         s = 0
         step = sel.size
         while s < sel.size:
-            step = int(max(1, min(settings.ivf_screen_pairs // probes, budget // (probes * rate),
-                                  settings.ivf_part_growth * step if s else sel.size)))
-            part = sel[s:s + step]
-            missing, held = self._screen_part(part, nprobe, out_d[s:s + step], out_i[s:s + step],
-                                              None if probes_out is None else probes_out[s:s + step])
+            step = int(
+                max(
+                    1,
+                    min(
+                        settings.ivf_screen_pairs // probes,
+                        budget // (probes * rate),
+                        settings.ivf_part_growth * step if s else sel.size,
+                    ),
+                )
+            )
+            part = sel[s : s + step]
+            missing, held = self._screen_part(
+                part,
+                nprobe,
+                out_d[s : s + step],
+                out_i[s : s + step],
+                None if probes_out is None else probes_out[s : s + step],
+            )
             self.candidates_held = max(self.candidates_held, held)
             rate = max(float(ex.k), held / (part.size * probes)) * settings.ivf_rate_margin
             short.append(s + missing)
@@ -124,8 +138,9 @@ class Lists:
             ex.rows(sel[short], full_d, full_i)
             out_d[short], out_i[short] = full_d[sel[short]], full_i[sel[short]]
 
-    def _screen_part(self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray,
-                     probes_out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    def _screen_part(
+        self, sel: np.ndarray, nprobe: int, out_d: np.ndarray, out_i: np.ndarray, probes_out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, int]:
         """One part of :meth:`screen`: returns the part positions of rows whose probed lists held
         fewer than k candidates, and how many candidate pairs the part held."""
         phases = self._probe(sel, nprobe, probes_out)
@@ -154,13 +169,22 @@ class Lists:
             keep = phase & (flat >= 0)
             lists, rows = flat[keep], qpos[keep]
             order = np.argsort(lists, kind="stable")
-            phases.append(_Probes(qm2, cqn, rows[order], np.searchsorted(lists[order], np.arange(self.nlist + 1)),
-                                  self.assign[sel] if ex.exclude_self else None,
-                                  self.position[sel] if ex.exclude_self else None, block_rows))
+            phases.append(
+                _Probes(
+                    qm2,
+                    cqn,
+                    rows[order],
+                    np.searchsorted(lists[order], np.arange(self.nlist + 1)),
+                    self.assign[sel] if ex.exclude_self else None,
+                    self.position[sel] if ex.exclude_self else None,
+                    block_rows,
+                )
+            )
         return phases[0], phases[1]
 
-    def _scan_all(self, phases: tuple[_Probes, _Probes]
-                  ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    def _scan_all(
+        self, phases: tuple[_Probes, _Probes]
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
         """Every probed list's candidates, (part position, stored target position, v) — None
         when there are none. First each row's nearest list, whose bounds set the row's tightest
         threshold, then its other lists, whose pairs above that threshold are no candidates
@@ -180,8 +204,12 @@ class Lists:
                 from threadpoolctl import threadpool_limits
 
                 with threadpool_limits(limits=1), ThreadPoolExecutor(n_workers) as pool:
-                    parts += list(pool.map(lambda mine: self._scan(probes, mine, tightest, lower),
-                                           [lists[w::n_workers] for w in range(n_workers)]))
+                    parts += list(
+                        pool.map(
+                            lambda mine: self._scan(probes, mine, tightest, lower),
+                            [lists[w::n_workers] for w in range(n_workers)],
+                        )
+                    )
             elif lists.size:
                 parts.append(self._scan(probes, lists, tightest, lower))
         cand = [[a for p in parts for a in p[j]] for j in range(3)]
@@ -196,8 +224,9 @@ class Lists:
             return self.t32[ts:te]
         return self.exact.t32[self.members[ts:te]]
 
-    def _scan(self, probes: _Probes, mine_lists: np.ndarray, tightest: np.ndarray, lower: bool
-              ) -> tuple[list, list, list]:
+    def _scan(
+        self, probes: _Probes, mine_lists: np.ndarray, tightest: np.ndarray, lower: bool
+    ) -> tuple[list, list, list]:
         """The candidates of the probed lists ``mine_lists`` (each list's arithmetic is the same
         whichever thread scans it), below each row's ``tightest`` threshold (``lower``: lowered
         to the bounds of these lists)."""
@@ -209,15 +238,24 @@ class Lists:
             tb = self.list_rows(ts, te)  # gathered once per list and part
             end = int(probes.bounds[lst + 1])
             for a in range(int(probes.bounds[lst]), end, probes.block_rows):
-                pos = probes.qpos[a:min(a + probes.block_rows, end)]
+                pos = probes.qpos[a : min(a + probes.block_rows, end)]
                 cr, cc, v = self._scan_block(probes, lst, ts, te, pos, tb, tightest, lower)
                 cand_r.append(cr)
                 cand_c.append(cc)
                 cand_v.append(v)
         return cand_r, cand_c, cand_v
 
-    def _scan_block(self, probes: _Probes, lst: int, ts: int, te: int, pos: np.ndarray, tb: np.ndarray,
-                    tightest: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scan_block(
+        self,
+        probes: _Probes,
+        lst: int,
+        ts: int,
+        te: int,
+        pos: np.ndarray,
+        tb: np.ndarray,
+        tightest: np.ndarray,
+        lower: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows ``pos`` of a part against list ``lst`` (stored positions ts:te, float32 rows
         ``tb``): the pairs whose lower bound exceeds neither the row's k-th upper bound within
         the list nor its ``tightest`` threshold (per part row: the k-th upper bound within its
@@ -259,8 +297,17 @@ class Lists:
         cr, cc = nonzero_2d(cand)
         return pos[cr], cc + ts, v[cr, cc]
 
-    def _decide(self, sel: np.ndarray, probes: _Probes, cr: np.ndarray, cc: np.ndarray, v: np.ndarray, *,
-                out_d: np.ndarray, out_i: np.ndarray) -> np.ndarray:
+    def _decide(
+        self,
+        sel: np.ndarray,
+        probes: _Probes,
+        cr: np.ndarray,
+        cc: np.ndarray,
+        v: np.ndarray,
+        *,
+        out_d: np.ndarray,
+        out_i: np.ndarray,
+    ) -> np.ndarray:
         """The k nearest of each part row among its candidates, decided in float64; returns the
         part positions of rows with fewer than k candidates (left unset)."""
         k = self.exact.k

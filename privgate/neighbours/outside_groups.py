@@ -18,8 +18,15 @@ class MatrixSearch(Protocol):
     """A search of one matrix against another (:func:`.search.search_matrices`'s signature;
     the evaluation context's :meth:`~privgate.context.EvaluationContext.search` is one)."""
 
-    def __call__(self, query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
-                 rows: np.ndarray | None = None) -> Neighbours: ...
+    def __call__(
+        self,
+        query: np.ndarray,
+        target: np.ndarray,
+        k: int = 1,
+        *,
+        exclude_self: bool = False,
+        rows: np.ndarray | None = None,
+    ) -> Neighbours: ...
 
 
 def search_k(labels: np.ndarray | None, settings: SearchSettings | None = None) -> int:
@@ -28,9 +35,16 @@ def search_k(labels: np.ndarray | None, settings: SearchSettings | None = None) 
     return 1 if labels is None else resolve(settings).jackknife_k
 
 
-def nearest_outside_groups(nb: Neighbours, labels: np.ndarray, query: np.ndarray, target: np.ndarray, *,
-                           same: bool, search: MatrixSearch = search_matrices,
-                           settings: SearchSettings | None = None) -> tuple[np.ndarray, np.ndarray]:
+def nearest_outside_groups(
+    nb: Neighbours,
+    labels: np.ndarray,
+    query: np.ndarray,
+    target: np.ndarray,
+    *,
+    same: bool,
+    search: MatrixSearch = search_matrices,
+    settings: SearchSettings | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per deleted group g and query row, the nearest target row whose label is not g: (G, n)
     distances and target indices. Read from the search's sorted neighbour lists (ties already by
     lowest index). Rows whose listed neighbours all lie in some group are searched once more,
@@ -40,8 +54,9 @@ def nearest_outside_groups(nb: Neighbours, labels: np.ndarray, query: np.ndarray
     search): a query in group g is itself deleted, its entry in row g is NaN / −1. ``search``
     makes those searches (default: the engine's exact search). The loops run over the G ≤ 50
     groups, not over records."""
-    outside = _Outside(labels=np.asarray(labels), query=query, target=target, same=same, search=search,
-                       settings=resolve(settings))
+    outside = _Outside(
+        labels=np.asarray(labels), query=query, target=target, same=same, search=search, settings=resolve(settings)
+    )
     return outside.from_lists(nb)
 
 
@@ -91,8 +106,9 @@ class _Outside:
         labels, query, target, same = self.labels, self.query, self.target, self.same
         need = np.unique(mr)
         available = target.shape[0] - (1 if same else 0)
-        more = self.search(target if same else query, target, min(available, self.settings.refill_k),
-                           exclude_self=same, rows=need)
+        more = self.search(
+            target if same else query, target, min(available, self.settings.refill_k), exclude_self=same, rows=need
+        )
         pos = np.searchsorted(need, mr)
         ok = labels[more.idx[pos]] != mg[:, None]
         first = ok.argmax(axis=1)

@@ -33,8 +33,13 @@ class PreparedSearch:
     one coordinate per column (:func:`one_hot_reduction`); ``rows``: the query rows the search
     will read (None: all) — only those get float32 copies (the others stay unset)."""
 
-    def __init__(self, problem: Problem, use_faiss: bool = True,
-                 categorical_slices: list[tuple[int, int]] | None = None, rows: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        use_faiss: bool = True,
+        categorical_slices: list[tuple[int, int]] | None = None,
+        rows: np.ndarray | None = None,
+    ) -> None:
         q, t, settings = problem.q, problem.t, problem.settings
         prep = target_prep(t, settings, problem.memo)
         reduce = t.dtype != np.float32 and q.shape[1] <= REDUCE_MAX_DIM
@@ -114,7 +119,7 @@ def reducible_columns(q: np.ndarray, t: np.ndarray, slices: list[tuple[int, int]
     if not wide or not (q.shape[0] and t.shape[0]):
         return ()
     lows, highs = [], []
-    for x in ((q,) if q is t else (q, t)):
+    for x in (q,) if q is t else (q, t):
         sums = np.stack([x[:, a:b].sum(axis=1) for a, b in wide], axis=1)
         lows.append(sums.min(axis=0))
         highs.append(sums.max(axis=0))
@@ -144,7 +149,7 @@ def one_hot_reduction(d: int, reduced: tuple) -> np.ndarray | None:
     basis[kept, np.arange(kept.size)] = 1.0  # coordinates outside the reduced columns as they are
     col = kept.size
     for a, b in reduced:
-        basis[a:b, col:col + b - a - 1] = _helmert(b - a)
+        basis[a:b, col : col + b - a - 1] = _helmert(b - a)
         col += b - a - 1
     return basis
 
@@ -153,6 +158,6 @@ def _helmert(n: int) -> np.ndarray:
     """n × (n − 1) orthonormal columns orthogonal to the all-ones vector (Helmert's contrasts:
     column j is (1, …, 1, −j, 0, …) / √(j(j + 1)), with j ones)."""
     j = np.arange(1, n, dtype=np.float64)
-    h = np.triu(np.ones((n, n - 1)))           # row i, column j − 1: 1 where i < j
+    h = np.triu(np.ones((n, n - 1)))  # row i, column j − 1: 1 where i < j
     h[np.arange(1, n), np.arange(n - 1)] = -j  # row j, column j − 1: −j
     return h / np.sqrt(j * (j + 1.0))

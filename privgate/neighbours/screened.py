@@ -40,16 +40,25 @@ def knn_flat(ex: "PreparedSearch", todo: np.ndarray, out_d: np.ndarray, out_i: n
         # decided from its own candidates and the error bound: the parts change no answer)
         done = np.zeros(todo.size, dtype=bool)
         for s in range(0, todo.size, FLAT_PART_ROWS):
-            done[s:s + FLAT_PART_ROWS] = _flat_pass(t32, ex, todo[s:s + FLAT_PART_ROWS], extra,
-                                                    out_d=out_d, out_i=out_i, tiles=tiles)
+            done[s : s + FLAT_PART_ROWS] = _flat_pass(
+                t32, ex, todo[s : s + FLAT_PART_ROWS], extra, out_d=out_d, out_i=out_i, tiles=tiles
+            )
             progress.report(min(todo.size, s + FLAT_PART_ROWS), todo.size, "query rows of an exact search")
         todo = todo[~done]
         tiles = None
     return todo
 
 
-def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: int, *, out_d: np.ndarray,
-               out_i: np.ndarray, tiles: tuple | None = None) -> np.ndarray:
+def _flat_pass(
+    t32: np.ndarray,
+    ex: "PreparedSearch",
+    rows: np.ndarray,
+    extra: int,
+    *,
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+    tiles: tuple | None = None,
+) -> np.ndarray:
     """One screen of query ``rows`` against the float32 targets ``t32`` for k + ``extra``
     candidates; returns which rows it settled. ``tiles`` (:func:`.category_tiles.tiles_for`):
     only the tiles that could hold a row's k nearest are compared, when few enough are."""
@@ -102,8 +111,16 @@ def _flat_pass(t32: np.ndarray, ex: "PreparedSearch", rows: np.ndarray, extra: i
     return complete
 
 
-def _decide(ex: "PreparedSearch", rows: np.ndarray, idx: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-            out_d: np.ndarray, out_i: np.ndarray) -> None:
+def _decide(
+    ex: "PreparedSearch",
+    rows: np.ndarray,
+    idx: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    out_d: np.ndarray,
+    out_i: np.ndarray,
+) -> None:
     """The k nearest of settled ``rows`` among their candidates ``idx``. float64 distances only
     for candidates whose float32 lower bound reaches ``upper``: the others have exact
     d² > upper ≥ the first k candidates' exact d², beyond the tie tolerance of the row minimum,

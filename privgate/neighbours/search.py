@@ -71,17 +71,38 @@ def knn(
     (:mod:`.coded`).
     """
     if coded_columns:
-        return _knn_coded(query, target, k, exclude_self, coded_columns,
-                          dict(categorical_slices=categorical_slices, approximate=approximate, seed=seed, memo=memo,
-                               settings=settings, dedupe=dedupe, grouped=grouped, use_faiss=use_faiss))
+        return _knn_coded(
+            query,
+            target,
+            k,
+            exclude_self,
+            coded_columns,
+            dict(
+                categorical_slices=categorical_slices,
+                approximate=approximate,
+                seed=seed,
+                memo=memo,
+                settings=settings,
+                dedupe=dedupe,
+                grouped=grouped,
+                use_faiss=use_faiss,
+            ),
+        )
     q, t = _checked(query, target, k, exclude_self)
     n, d = q.shape
     if n == 0:
         return Neighbours(np.empty((0, k)), np.empty((0, k), dtype=np.int64))
     if d == 0:
         return _all_at_distance_zero(n, t.shape[0], k, exclude_self)
-    opts = Options(resolve(settings), categorical_slices=categorical_slices, grouped=grouped, use_faiss=use_faiss,
-                   approximate=approximate, seed=seed, memo=memo)
+    opts = Options(
+        resolve(settings),
+        categorical_slices=categorical_slices,
+        grouped=grouped,
+        use_faiss=use_faiss,
+        approximate=approximate,
+        seed=seed,
+        memo=memo,
+    )
     if dedupe:
         hit = fold_duplicates(q, t, k, exclude_self, opts, search_rows)
         if hit is not None:
@@ -89,8 +110,9 @@ def knn(
     return search_rows(q, t, k, exclude_self, opts)
 
 
-def _knn_coded(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool,
-               coded: list[tuple[int, float]], options: dict) -> Neighbours:
+def _knn_coded(
+    query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool, coded: list[tuple[int, float]], options: dict
+) -> Neighbours:
     """:func:`knn` with coded columns (:func:`.coded.knn_coded`); the rest matrices of the query
     and target are kept in the memo, so that the engine's structures prepared for them serve
     every search of the same matrices."""
@@ -99,8 +121,7 @@ def _knn_coded(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool
     h = len(coded)
 
     def rest(x: np.ndarray) -> np.ndarray:
-        return SearchMemo.get_or_build(memo, x, ("coded_rest", h),
-                                       lambda: np.ascontiguousarray(x[:, :x.shape[1] - h]))
+        return SearchMemo.get_or_build(memo, x, ("coded_rest", h), lambda: np.ascontiguousarray(x[:, : x.shape[1] - h]))
 
     def engine(a: np.ndarray, b: np.ndarray, kk: int, *, exclude_self: bool) -> Neighbours:
         return knn(a, b, kk, exclude_self=exclude_self, **options)
@@ -157,14 +178,15 @@ def search_rows(q: np.ndarray, t: np.ndarray, k: int, exclude_self: bool, opts: 
     n_numeric = d - sum(b - a for a, b in slices)
     settled: dict[str, int] = {}
     todo = np.arange(n)
-    tree = d <= settings.low_dim or (not slices and d <= settings.kdtree_max_dim
-                                     and n * t.shape[0] >= settings.kdtree_min_pairs)
+    tree = d <= settings.low_dim or (
+        not slices and d <= settings.kdtree_max_dim and n * t.shape[0] >= settings.kdtree_min_pairs
+    )
     if tree:
         todo = knn_kdtree(p, out_d, out_i)
         settled["kdtree"] = int(n - todo.size)
     exact = None
-    if not tree and opts.grouped and opts.categorical_slices is not None \
-            and n_numeric <= settings.grouped_max_numeric:
+    if not tree and opts.grouped and opts.categorical_slices is not None and n_numeric <= settings.grouped_max_numeric:
+
         def deeper(rows: np.ndarray) -> bool:
             """Whether the next level pays: not when the screen's categorical tile bounds would
             compare few of the targets for the rows left open."""
@@ -220,8 +242,15 @@ def knn_rows(points: np.ndarray, rows: np.ndarray, k: int = 1, **options) -> Nei
     return Neighbours(dist, idx, nb.search)
 
 
-def search_matrices(query: np.ndarray, target: np.ndarray, k: int = 1, *, exclude_self: bool = False,
-                    rows: np.ndarray | None = None, **options) -> Neighbours:
+def search_matrices(
+    query: np.ndarray,
+    target: np.ndarray,
+    k: int = 1,
+    *,
+    exclude_self: bool = False,
+    rows: np.ndarray | None = None,
+    **options,
+) -> Neighbours:
     """The exact k nearest ``target`` rows of the ``query`` rows ``rows`` (None: all);
     ``exclude_self``: query and target are one set and a row never lists itself
     (:func:`knn_rows` for chosen rows). ``options``: :func:`knn`'s keyword options."""

@@ -46,15 +46,20 @@ def verdict_words(result: Any) -> str:
         return "No target could be audited: the audit proves nothing either way."
     eps = f"{result.epsilon_lower:.3f}"
     if result.violation:
-        return (f"DP violation proven: with {conf} confidence the generator's ε at δ = {result.delta:g} is at "
-                f"least {eps}, above the claimed ε = {result.claimed_epsilon:g}.")
+        return (
+            f"DP violation proven: with {conf} confidence the generator's ε at δ = {result.delta:g} is at "
+            f"least {eps}, above the claimed ε = {result.claimed_epsilon:g}."
+        )
     if result.violation is False:
-        return (f"No violation found: the ε lower bound {eps} (δ = {result.delta:g}, {conf} confidence) does not "
-                f"exceed the claimed ε = {result.claimed_epsilon:g}. An audit cannot prove privacy: these "
-                "attacks on these targets found nothing stronger.")
-    return (f"No DP claim was given to check. With {conf} confidence the generator's ε at δ = {result.delta:g} is "
-            f"at least {eps}" + (" (0: the attacks found no evidence of leakage)."
-                                  if result.epsilon_lower == 0 else "."))
+        return (
+            f"No violation found: the ε lower bound {eps} (δ = {result.delta:g}, {conf} confidence) does not "
+            f"exceed the claimed ε = {result.claimed_epsilon:g}. An audit cannot prove privacy: these "
+            "attacks on these targets found nothing stronger."
+        )
+    return (
+        f"No DP claim was given to check. With {conf} confidence the generator's ε at δ = {result.delta:g} is "
+        f"at least {eps}" + (" (0: the attacks found no evidence of leakage)." if result.epsilon_lower == 0 else ".")
+    )
 
 
 def best_attack(target: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -92,8 +97,10 @@ def epsilon_bars(result: Any) -> list[tuple[str, float]]:
     for p in result.pooled or []:
         if p["kind"] not in best_per_group or p["epsilon_lower"] > best_per_group[p["kind"]]["epsilon_lower"]:
             best_per_group[p["kind"]] = p
-    bars += [(f"{group_label(k, p['targets'])} ({p['attack']})", float(p["epsilon_lower"]))
-             for k, p in best_per_group.items()]
+    bars += [
+        (f"{group_label(k, p['targets'])} ({p['attack']})", float(p["epsilon_lower"]))
+        for k, p in best_per_group.items()
+    ]
     return bars
 
 
@@ -123,8 +130,10 @@ def plot_epsilon(result: Any) -> str | None:
     ax.set_yticks(y, names, fontsize=8)
     ax.set_xlim(0, right)
     ax.set_ylim(-0.7, len(rows) - 0.1)
-    ax.set_xlabel(f"empirical ε lower bound (δ = {result.delta:g}, {result.confidence:.0%} confidence for the "
-                  "whole audit)", fontsize=8)
+    ax.set_xlabel(
+        f"empirical ε lower bound (δ = {result.delta:g}, {result.confidence:.0%} confidence for the whole audit)",
+        fontsize=8,
+    )
     ax.set_title("ε lower bound against the claim (a bar past the dashed line proves a violation)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return figure_to_data_uri(fig)
@@ -144,8 +153,10 @@ def roc_panels(result: Any, max_targets: int = 12) -> list[tuple[dict, str, dict
             continue
         panels.append((t, b[0], b[1], data))
     if len(panels) > max_targets:
-        keep = sorted(range(len(panels)), key=lambda i: (-(panels[i][2].get("epsilon_lower") or 0.0),
-                                                          -(panels[i][2].get("auc") or 0.0), i))[:max_targets]
+        keep = sorted(
+            range(len(panels)),
+            key=lambda i: (-(panels[i][2].get("epsilon_lower") or 0.0), -(panels[i][2].get("auc") or 0.0), i),
+        )[:max_targets]
         panels = [panels[i] for i in sorted(keep)]
     return panels
 
@@ -187,16 +198,32 @@ def target_rows(result: Any) -> list[dict[str, str]]:
     out = []
     for t in result.targets:
         b = best_attack(t)
-        row = {"target": str(t["target"]), "kind": str(t["kind"]), "status": str(t.get("status", "")),
-               "attack": "-", "auc": "-", "auc_ci": "", "tpr1": "-", "tpr01": "-", "eps": "-",
-               "runs": f"{t.get('fit_runs', '-')} fit / {t.get('test_runs', '-')} test",
-               "why": str(t.get("why") or ""), "row": "-" if t.get("real_row") is None else str(t["real_row"])}
+        row = {
+            "target": str(t["target"]),
+            "kind": str(t["kind"]),
+            "status": str(t.get("status", "")),
+            "attack": "-",
+            "auc": "-",
+            "auc_ci": "",
+            "tpr1": "-",
+            "tpr01": "-",
+            "eps": "-",
+            "runs": f"{t.get('fit_runs', '-')} fit / {t.get('test_runs', '-')} test",
+            "why": str(t.get("why") or ""),
+            "row": "-" if t.get("real_row") is None else str(t["real_row"]),
+        }
         if b is not None:
             name, a = b
             tprs = a.get("tpr_at_fpr") or []
-            row.update(attack=name, auc=f"{a['auc']:.3f}", auc_ci=_ci(a.get("auc_ci")),
-                       tpr1=_tpr(tprs, 0), tpr01=_tpr(tprs, 1), eps=f"{a['epsilon_lower']:.3f}",
-                       runs=f"{a.get('runs_with', '-')} with / {a.get('runs_without', '-')} without (test)")
+            row.update(
+                attack=name,
+                auc=f"{a['auc']:.3f}",
+                auc_ci=_ci(a.get("auc_ci")),
+                tpr1=_tpr(tprs, 0),
+                tpr01=_tpr(tprs, 1),
+                eps=f"{a['epsilon_lower']:.3f}",
+                runs=f"{a.get('runs_with', '-')} with / {a.get('runs_without', '-')} without (test)",
+            )
         out.append(row)
     return _fold_pooled(out)
 
@@ -211,8 +238,9 @@ def _fold_pooled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     def flush() -> None:
         if len(run) > 1:
             first, last = run[0], run[-1]
-            out.append({**first, "target": f"{first['target']}–{last['target']}",
-                        "kind": f"{first['kind']} ×{len(run)}"})
+            out.append(
+                {**first, "target": f"{first['target']}–{last['target']}", "kind": f"{first['kind']} ×{len(run)}"}
+            )
         else:
             out.extend(run)
         run.clear()
@@ -258,18 +286,27 @@ def cost_rows(result: Any) -> list[tuple[str, str]]:
     made = seq.get("stopped_after_runs", c.get("runs", "-"))
     fits = "-" if made == "-" else int(made) + int(c.get("preflight_runs", 0) or 0)
     planned = f" of {seq['planned_runs']} planned" if seq else ""
-    return [("generator fits", f"{fits}: {made} runs{planned} and {c.get('preflight_runs', 0)} preflight "
-                               f"({c.get('runs_failed', 0)} failed)"),
-            ("one fit of the generator", f"{t(c.get('seconds_generate_mean'))} mean, "
-                                         f"{t(c.get('seconds_generate_median'))} median"),
-            ("the generator, every fit", t(gen)),
-            ("the audit's own work", f"{t(own)} (targets and design {t(c.get('seconds_prepare'))}, features "
-                                     f"{t(c.get('seconds_features_total'))}, attacks and bounds "
-                                     f"{t(c.get('seconds_analysis'))})"),
-            ("the audit's own work against the generator's", f"{ratio_text(own, gen)} the generator's time"),
-            ("wall-clock", t(c.get("wall_seconds"))),
-            ("workers × threads", f"{c.get('workers', '-')} × {c.get('threads', '-')}")] + (
-        [("note", str(c["note"]))] if c.get("note") else [])
+    return [
+        (
+            "generator fits",
+            f"{fits}: {made} runs{planned} and {c.get('preflight_runs', 0)} preflight "
+            f"({c.get('runs_failed', 0)} failed)",
+        ),
+        (
+            "one fit of the generator",
+            f"{t(c.get('seconds_generate_mean'))} mean, {t(c.get('seconds_generate_median'))} median",
+        ),
+        ("the generator, every fit", t(gen)),
+        (
+            "the audit's own work",
+            f"{t(own)} (targets and design {t(c.get('seconds_prepare'))}, features "
+            f"{t(c.get('seconds_features_total'))}, attacks and bounds "
+            f"{t(c.get('seconds_analysis'))})",
+        ),
+        ("the audit's own work against the generator's", f"{ratio_text(own, gen)} the generator's time"),
+        ("wall-clock", t(c.get("wall_seconds"))),
+        ("workers × threads", f"{c.get('workers', '-')} × {c.get('threads', '-')}"),
+    ] + ([("note", str(c["note"]))] if c.get("note") else [])
 
 
 def design_rows(design: dict[str, Any]) -> list[tuple[str, str]]:
@@ -278,10 +315,18 @@ def design_rows(design: dict[str, Any]) -> list[tuple[str, str]]:
     for k, v in sorted(design.items()):
         if k == "sequential" and isinstance(v, dict):
             per = v.get("alpha_per_look")
-            spent = (f"α {per:.4g} each" if isinstance(per, float) else
-                     f"α {per[0]:.4g} at each early look, {per[-1]:.4g} at the last" if per else "")
-            made = (f"stopped after {v.get('stopped_after_runs')} of {v.get('planned_runs')} runs (the claim was "
-                    "disproved)" if v.get("stopped_early") else f"made all {v.get('planned_runs')} runs")
+            spent = (
+                f"α {per:.4g} each"
+                if isinstance(per, float)
+                else f"α {per[0]:.4g} at each early look, {per[-1]:.4g} at the last"
+                if per
+                else ""
+            )
+            made = (
+                f"stopped after {v.get('stopped_after_runs')} of {v.get('planned_runs')} runs (the claim was disproved)"
+                if v.get("stopped_early")
+                else f"made all {v.get('planned_runs')} runs"
+            )
             rows.append((k, f"looks after {', '.join(str(n) for n in v.get('looks', []))} runs; {spent}; {made}"))
         else:
             rows.append((k, f"{v:.4g}" if isinstance(v, float) else str(v)))
@@ -293,16 +338,32 @@ def render_audit_html(result: Any, outcome: Any = None) -> str:
     :class:`~privgate.gates.audit_rules.AuditOutcome`) adds the decision and its checks."""
     code = None if outcome is None else int(outcome.exit_code)
     gen = result.generator or {}
-    return _env().get_template("audit.html.j2").render(
-        r=result, o=outcome, code=code, badge=_LABEL.get(code, ""), badge_class=_CLASS.get(code, ""),
-        generator=gen.get("name") or "-", version=gen.get("version") or "-",
-        verdict=verdict_words(result), evidence=evidence_label(result.best), rows=target_rows(result), cost=cost_rows(result),
-        next_step=next_step(result), headline_note=headline_note(result, [v for _, v in epsilon_bars(result)]),
-        design=design_rows(result.design or {}),
-        n_pairs=sum(len(t.get("attacks") or {}) for t in result.targets), n_pooled=len(result.pooled or []),
-        plot_epsilon=plot_epsilon(result), plot_roc=plot_roc(result, MAX_ROC_PANELS), max_roc=MAX_ROC_PANELS,
-        n_attacked=sum(1 for t in result.targets if t.get("attacks")),
-        failed=result.failed_runs or [],
+    return (
+        _env()
+        .get_template("audit.html.j2")
+        .render(
+            r=result,
+            o=outcome,
+            code=code,
+            badge=_LABEL.get(code, ""),
+            badge_class=_CLASS.get(code, ""),
+            generator=gen.get("name") or "-",
+            version=gen.get("version") or "-",
+            verdict=verdict_words(result),
+            evidence=evidence_label(result.best),
+            rows=target_rows(result),
+            cost=cost_rows(result),
+            next_step=next_step(result),
+            headline_note=headline_note(result, [v for _, v in epsilon_bars(result)]),
+            design=design_rows(result.design or {}),
+            n_pairs=sum(len(t.get("attacks") or {}) for t in result.targets),
+            n_pooled=len(result.pooled or []),
+            plot_epsilon=plot_epsilon(result),
+            plot_roc=plot_roc(result, MAX_ROC_PANELS),
+            max_roc=MAX_ROC_PANELS,
+            n_attacked=sum(1 for t in result.targets if t.get("attacks")),
+            failed=result.failed_runs or [],
+        )
     )
 
 

@@ -62,16 +62,20 @@ def plot_values(outcome: Any) -> str | None:
     ax = fig.add_subplot()
     y = np.arange(len(names))[::-1]
     vals = [results[n].value for n in names]
-    ax.barh(y, vals, color=[COLOURS[verdicts.get(n, "none")] for n in names],
-            height=0.6, alpha=0.85)
+    ax.barh(y, vals, color=[COLOURS[verdicts.get(n, "none")] for n in names], height=0.6, alpha=0.85)
     for yi, n in zip(y, names):
         r = results[n]
         if r.baseline is not None:
             ax.plot([r.baseline], [yi], marker="D", mfc="none", mec="black", ms=7, lw=0)
             for c in outcome.checks:
                 if c.metric == n and _bar_limit(c.rule) == "baseline" and c.threshold is not None and not c.skipped:
-                    ax.plot([r.baseline + c.threshold] * 2, [yi - 0.35, yi + 0.35],
-                            color=COLOURS[c.severity], lw=1.5, ls=":")
+                    ax.plot(
+                        [r.baseline + c.threshold] * 2,
+                        [yi - 0.35, yi + 0.35],
+                        color=COLOURS[c.severity],
+                        lw=1.5,
+                        ls=":",
+                    )
         for c in outcome.checks:
             if c.metric == n and _bar_limit(c.rule) == "value" and c.threshold is not None:
                 ax.plot([c.threshold] * 2, [yi - 0.35, yi + 0.35], color=COLOURS[c.severity], lw=2.5)
@@ -83,16 +87,22 @@ def plot_values(outcome: Any) -> str | None:
     ax.set_yticks(y, names)
     ax.set_xlim(0, 1)
     ax.set_xlabel("risk value (0 = private, 1 = no privacy)")
-    ax.set_title("Metric values against limits  (whisker: 95 % interval; solid tick: threshold; "
-                 "◇ holdout baseline, dotted: baseline + allowed excess)", fontsize=9)
+    ax.set_title(
+        "Metric values against limits  (whisker: 95 % interval; solid tick: threshold; "
+        "◇ holdout baseline, dotted: baseline + allowed excess)",
+        fontsize=9,
+    )
     ax.grid(axis="x", alpha=0.3)
     return figure_to_data_uri(fig)
 
 
 def plot_per_record(outcome: Any, bins: int = 20) -> str | None:
     """Histograms of per-record risk for every metric that has a per-record breakdown."""
-    items = [(n, np.asarray(r.per_record, dtype=np.float64)) for n, r in outcome.results.items()
-             if r.per_record is not None and np.size(r.per_record)]
+    items = [
+        (n, np.asarray(r.per_record, dtype=np.float64))
+        for n, r in outcome.results.items()
+        if r.per_record is not None and np.size(r.per_record)
+    ]
     if not items:
         return None
     cols = min(3, len(items))
@@ -111,8 +121,9 @@ def plot_per_record(outcome: Any, bins: int = 20) -> str | None:
     return figure_to_data_uri(fig)
 
 
-def plot_history(history_frame: pl.DataFrame, current_run: str | None = None,
-                 metrics: list[str] | None = None) -> str | None:
+def plot_history(
+    history_frame: pl.DataFrame, current_run: str | None = None, metrics: list[str] | None = None
+) -> str | None:
     """One line per metric over the dataset's runs (oldest left); blocked runs marked ×, the
     current run circled."""
     if history_frame is None or history_frame.is_empty():
@@ -134,8 +145,13 @@ def plot_history(history_frame: pl.DataFrame, current_run: str | None = None,
         ax.plot(x, part["value"].to_list(), marker="o", ms=3, lw=1.2, label=name)
         blocked = part.filter(pl.col("decision") == "block")
         if not blocked.is_empty():
-            ax.plot([pos[s] for s in blocked["seq"].to_list()], blocked["value"].to_list(), "x",
-                    color=COLOURS["block"], ms=7)
+            ax.plot(
+                [pos[s] for s in blocked["seq"].to_list()],
+                blocked["value"].to_list(),
+                "x",
+                color=COLOURS["block"],
+                ms=7,
+            )
     if current_run is not None:
         cur = runs.filter(pl.col("run_id") == current_run)
         if not cur.is_empty():

@@ -34,7 +34,7 @@ _TEXT = {
     1: "A warn rule fired and no block rule: the release may be published; review the warnings.",
     2: "A block rule fired: the release must not be published.",
     3: "The gate could not decide completely (invalid configuration, missing or corrupt input, a "
-       "metric that failed, or an unavailable history): it fails closed and blocks the release.",
+    "metric that failed, or an unavailable history): it fails closed and blocks the release.",
 }
 
 
@@ -67,8 +67,7 @@ def _history_frames(outcome: Any, history: Any) -> tuple[Any, list[dict[str, Any
     if history is None:
         return None, []
     runs, scores = history_of(outcome, history)
-    rows = runs.drop("fingerprint_json").with_columns(
-        runs["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")).to_dicts()
+    rows = runs.drop("fingerprint_json").with_columns(runs["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")).to_dicts()
     return scores, rows[-50:]
 
 
@@ -79,25 +78,29 @@ def render_html(outcome: Any, history: Any = None) -> str:
     cfg_source = "inline configuration"
     if outcome.config is not None and outcome.config.source:
         cfg_source = Path(outcome.config.source).name
-    return _env().get_template("report.html.j2").render(
-        o=outcome,
-        decision=str(outcome.decision),
-        decision_label=_LABEL.get(outcome.exit_code, str(outcome.decision).upper()),
-        decision_text=_TEXT.get(outcome.exit_code, "") + unchecked_note(outcome),
-        created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-        config_source=cfg_source,
-        results=outcome.results,
-        check_columns=columns(),
-        check_rows=decision_rows(outcome),
-        fmt=fmt_number,
-        fmt_p=fmt_p,
-        with_ci=with_interval,
-        num=_num,
-        plot_values=plots.plot_values(outcome),
-        plot_per_record=plots.plot_per_record(outcome),
-        plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
-        history_rows=history_rows,
-        sampling=sampling_summary(outcome.results),
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            o=outcome,
+            decision=str(outcome.decision),
+            decision_label=_LABEL.get(outcome.exit_code, str(outcome.decision).upper()),
+            decision_text=_TEXT.get(outcome.exit_code, "") + unchecked_note(outcome),
+            created=outcome.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            config_source=cfg_source,
+            results=outcome.results,
+            check_columns=columns(),
+            check_rows=decision_rows(outcome),
+            fmt=fmt_number,
+            fmt_p=fmt_p,
+            with_ci=with_interval,
+            num=_num,
+            plot_values=plots.plot_values(outcome),
+            plot_per_record=plots.plot_per_record(outcome),
+            plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
+            history_rows=history_rows,
+            sampling=sampling_summary(outcome.results),
+        )
     )
 
 
@@ -117,8 +120,12 @@ def report_dict(outcome: Any, history: Any = None) -> dict[str, Any]:
         runs = runs.drop("fingerprint_json")
         out["history"] = {
             "runs": _jsonable([{**r, "created_at": r["created_at"].isoformat()} for r in runs.to_dicts()]),
-            "scores": _jsonable([{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
-                                 for r in scores.to_dicts()]),
+            "scores": _jsonable(
+                [
+                    {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
+                    for r in scores.to_dicts()
+                ]
+            ),
         }
     return out
 

@@ -52,7 +52,9 @@ class TrendChart:
         return f"{self.metric}: {self.quantity} by release ({self.kind} rule)"
 
 
-def gated_rules(config: Mapping[str, Any] | None, has_holdout: bool | None) -> dict[str, dict[str, list[tuple[str, float, str]]]]:
+def gated_rules(
+    config: Mapping[str, Any] | None, has_holdout: bool | None
+) -> dict[str, dict[str, list[tuple[str, float, str]]]]:
     """metric → rule kind (threshold, baseline, test) → its (severity, limit, on) of the stored
     canonical configuration ``config``, the rules that apply to a run with / without a holdout
     (``has_holdout`` None: every rule). A kind draws the history columns of its declaration's
@@ -67,12 +69,19 @@ def gated_rules(config: Mapping[str, Any] | None, has_holdout: bool | None) -> d
             if rule_kind(rule.get("kind")).chart is None:  # no fixed limit to draw (a trend rule)
                 continue
             out.setdefault(name, {}).setdefault(rule["kind"], []).append(
-                (str(rule.get("severity")), float(rule.get("limit")), str(rule.get("on") or "estimate")))
+                (str(rule.get("severity")), float(rule.get("limit")), str(rule.get("on") or "estimate"))
+            )
     return out
 
 
-def trend_charts(dataset: str, runs: pl.DataFrame, scores: pl.DataFrame, config: Mapping[str, Any] | None,
-                 *, max_runs: int = MAX_RUNS) -> list[TrendChart]:
+def trend_charts(
+    dataset: str,
+    runs: pl.DataFrame,
+    scores: pl.DataFrame,
+    config: Mapping[str, Any] | None,
+    *,
+    max_runs: int = MAX_RUNS,
+) -> list[TrendChart]:
     """The charts of ``dataset``: one per gated (metric, rule kind) of ``config`` (the latest
     configuration) over the last ``max_runs`` runs that stored a score (``runs``: the store's
     ``runs()`` frame, ``scores``: its ``metric_history()`` frame)."""
@@ -88,11 +97,20 @@ def trend_charts(dataset: str, runs: pl.DataFrame, scores: pl.DataFrame, config:
         part = order.join(scores.filter(pl.col("metric") == metric), on="run_id", how="left", suffix="_score")
         for kind, limits in kinds.items():
             col, lo, hi, label = rule_kind(kind).chart
-            charts.append(TrendChart(
-                dataset=dataset, metric=metric, kind=kind, quantity=label,
-                releases=part["release_id"].to_list(), decisions=part["decision"].to_list(),
-                values=part[col].to_list(), lows=part[lo].to_list() if lo else [None] * part.height,
-                highs=part[hi].to_list() if hi else [None] * part.height, limits=limits))
+            charts.append(
+                TrendChart(
+                    dataset=dataset,
+                    metric=metric,
+                    kind=kind,
+                    quantity=label,
+                    releases=part["release_id"].to_list(),
+                    decisions=part["decision"].to_list(),
+                    values=part[col].to_list(),
+                    lows=part[lo].to_list() if lo else [None] * part.height,
+                    highs=part[hi].to_list() if hi else [None] * part.height,
+                    limits=limits,
+                )
+            )
     return charts
 
 
@@ -147,8 +165,9 @@ def _palette(uri: str, colours: int) -> str:
 
 def dataset_charts(store: Any, dataset: str, *, max_runs: int = MAX_RUNS) -> list[TrendChart]:
     """The trend charts of ``dataset`` read from the history ``store``."""
-    return trend_charts(dataset, store.runs(dataset), store.metric_history(dataset), store.last_config(dataset),
-                        max_runs=max_runs)
+    return trend_charts(
+        dataset, store.runs(dataset), store.metric_history(dataset), store.last_config(dataset), max_runs=max_runs
+    )
 
 
 def trend_page(store: Any, datasets: Sequence[str] | None = None, *, max_runs: int = MAX_RUNS) -> str:
@@ -157,24 +176,32 @@ def trend_page(store: Any, datasets: Sequence[str] | None = None, *, max_runs: i
     runs by release and one chart per gated metric and rule kind."""
     names = list(datasets) if datasets is not None else store.datasets()
     e = html.escape
-    parts = [f"<h1>privgate: trends by release</h1><p class=meta>History {e(repr(store))}; written "
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Each chart: one point per gate run, labelled by "
-             "its release (oldest left; the last "
-             f"{max_runs} runs with scores), the bar its 95 % interval, the marker its decision; the "
-             "lines are the latest configuration's warn (dashed) and block (solid) limits.</p>"]
+    parts = [
+        f"<h1>privgate: trends by release</h1><p class=meta>History {e(repr(store))}; written "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Each chart: one point per gate run, labelled by "
+        "its release (oldest left; the last "
+        f"{max_runs} runs with scores), the bar its 95 % interval, the marker its decision; the "
+        "lines are the latest configuration's warn (dashed) and block (solid) limits.</p>"
+    ]
     for ds in names:
         runs = store.runs(ds)
         parts.append(f"<h2>Dataset {e(ds)}</h2>")
         parts.append(_runs_table(runs.tail(max_runs)))
         charts = dataset_charts(store, ds, max_runs=max_runs)
         if not charts:
-            parts.append("<p>No stored scores to chart (every run stopped before its evaluation, or no "
-                         "configuration is stored).</p>")
+            parts.append(
+                "<p>No stored scores to chart (every run stopped before its evaluation, or no "
+                "configuration is stored).</p>"
+            )
         for chart in charts:
-            parts.append(f'<figure><img alt="{e(chart.title)}" src="{trend_figure(chart)}">'
-                         f"<figcaption>{e(chart.title)}: {e(_limits_text(chart))}</figcaption></figure>")
-    return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>privgate trends</title>"
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")
+            parts.append(
+                f'<figure><img alt="{e(chart.title)}" src="{trend_figure(chart)}">'
+                f"<figcaption>{e(chart.title)}: {e(_limits_text(chart))}</figcaption></figure>"
+            )
+    return (
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>privgate trends</title>"
+        f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>"
+    )
 
 
 def write_trend_page(store: Any, path: str | Path, datasets: Sequence[str] | None = None) -> Path:
@@ -195,12 +222,17 @@ def _runs_table(runs: pl.DataFrame) -> str:
     rows = "".join(
         f"<tr class={e(str(r['decision']))}><td>{e(str(r['release_id']))}</td><td>{e(str(r['decision']))}</td>"
         f"<td>{r['exit_code']}</td><td>{r['created_at']:%Y-%m-%d %H:%M:%S}</td></tr>"
-        for r in runs.iter_rows(named=True))
-    return ("<table><thead><tr><th>release</th><th>decision</th><th>exit code</th><th>time (UTC)</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>")
+        for r in runs.iter_rows(named=True)
+    )
+    return (
+        "<table><thead><tr><th>release</th><th>decision</th><th>exit code</th><th>time (UTC)</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
 
 
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}"
-        "tr.block td:nth-child(2){color:#c62828;font-weight:bold}tr.warn td:nth-child(2){color:#a66f00}"
-        "figure{margin:1.5em 0}img{max-width:100%}figcaption{font-size:85%;color:#555}.meta{color:#555}")
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}"
+    "tr.block td:nth-child(2){color:#c62828;font-weight:bold}tr.warn td:nth-child(2){color:#a66f00}"
+    "figure{margin:1.5em 0}img{max-width:100%}figcaption{font-size:85%;color:#555}.meta{color:#555}"
+)

@@ -30,12 +30,19 @@ from .search import ShardedSearch, View
 __all__ = ["SHARDED_METRICS", "NotShardedError", "RowsOf", "ShardedContext"]
 
 #: the metrics a sharded evaluation computes (the others read whole frames or matrices)
-SHARDED_METRICS = ("memorisation", "authenticity", "identifiability", "median_dcr", "nnaa", "common_rows",
-                   "identifier_reuse")
+SHARDED_METRICS = (
+    "memorisation",
+    "authenticity",
+    "identifiability",
+    "median_dcr",
+    "nnaa",
+    "common_rows",
+    "identifier_reuse",
+)
 #: why the other metrics of the default gate are not sharded
 NOT_SHARDED = {
     "dcr": "its FAMD projection is fitted by a Lanczos solver on the whole real matrix and its interval refits it "
-           "per jackknife group",
+    "per jackknife group",
     "label_free_memorisation": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_copies": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_authenticity": "the label-free view learns numeric maps and level classes from whole frames",
@@ -100,8 +107,16 @@ class _Space:
 class ShardedContext(EvaluationContext):
     """An evaluation context over partitioned inputs (module docstring)."""
 
-    def __init__(self, search: ShardedSearch, views: dict[str, View], *, seed: int, options: RunOptions,
-                 shared: dict | None = None, column_report: dict | None = None) -> None:
+    def __init__(
+        self,
+        search: ShardedSearch,
+        views: dict[str, View],
+        *,
+        seed: int,
+        options: RunOptions,
+        shared: dict | None = None,
+        column_report: dict | None = None,
+    ) -> None:
         from ..options import check_seed
 
         self._search_on = search
@@ -126,8 +141,10 @@ class ShardedContext(EvaluationContext):
 
     # ------------------------------------------------------------------ what stays in partitions
     def frame(self, role: str):
-        raise NotShardedError(f"this metric reads the whole {role} frame, which a sharded evaluation never "
-                              "gathers (docs/cluster.md, \"Sharded gate\")")
+        raise NotShardedError(
+            f"this metric reads the whole {role} frame, which a sharded evaluation never "
+            'gathers (docs/cluster.md, "Sharded gate")'
+        )
 
     def lazy(self, role: str):
         return self.frame(role)
@@ -153,8 +170,9 @@ class ShardedContext(EvaluationContext):
     def space(self, key: tuple) -> _Space:
         key = (key, None) if isinstance(key, str) else tuple(key)
         if key not in (("mixed", None), ("identifiability", None)):
-            raise NotShardedError(f"the {key[0]} space (over {key[1] or 'every column'}) is not encoded by a sharded "
-                                  "evaluation")
+            raise NotShardedError(
+                f"the {key[0]} space (over {key[1] or 'every column'}) is not encoded by a sharded evaluation"
+            )
         if key[0] == "identifiability" and self._search_on.inputs.weights is None:
             raise NotShardedError("the identifiability weights were not measured for this sharded evaluation")
         return _Space(key, self._views, self._search_on.inputs)
@@ -167,8 +185,9 @@ class ShardedContext(EvaluationContext):
         return dict(ent)
 
     # ------------------------------------------------------------------ searches on the cluster
-    def _search_space(self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None,
-                      target_rows: np.ndarray | None) -> Neighbours:
+    def _search_space(
+        self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None, target_rows: np.ndarray | None
+    ) -> Neighbours:
         self.space(key)  # refuses a space that is not sharded
         for role in (query, target):
             if role not in self._views:
@@ -176,35 +195,61 @@ class ShardedContext(EvaluationContext):
         same = query == target
         t_size = self._heights[target] if target_rows is None else len(target_rows)
         if t_size - (1 if same else 0) < k:
-            raise TooFewRowsError(f"a {k}-nearest-neighbour search among {target} records needs at least "
-                                  f"{k + (1 if same else 0)} {target} rows; got {t_size}")
+            raise TooFewRowsError(
+                f"a {k}-nearest-neighbour search among {target} records needs at least "
+                f"{k + (1 if same else 0)} {target} rows; got {t_size}"
+            )
         q_rows = rows
         if same and target_rows is not None:  # within those rows: each against the others
             q_rows = np.asarray(target_rows, dtype=np.int64)
-        dist, idx = self._search_on.knn(key, self._views[query], q_rows, self._views[target], target_rows, k,
-                                        exclude_self=same)
+        dist, idx = self._search_on.knn(
+            key, self._views[query], q_rows, self._views[target], target_rows, k, exclude_self=same
+        )
         return Neighbours(dist, idx, self._description())
 
     def _description(self) -> dict:
         parts = self._search_on.inputs.parts
-        return {"exact": True, "method": "sharded exact search (Dask): per query and target partition, merged",
-                "partitions": {r: len(p) for r, p in parts.items()}}
+        return {
+            "exact": True,
+            "method": "sharded exact search (Dask): per query and target partition, merged",
+            "partitions": {r: len(p) for r, p in parts.items()},
+        }
 
-    def search(self, query: Any, target: Any, k: int = 1, *, name: str, exclude_self: bool = False,
-               rows: np.ndarray | None = None, categorical_slices: Any = None, coded_columns: Any = None) -> Neighbours:
+    def search(
+        self,
+        query: Any,
+        target: Any,
+        k: int = 1,
+        *,
+        name: str,
+        exclude_self: bool = False,
+        rows: np.ndarray | None = None,
+        categorical_slices: Any = None,
+        coded_columns: Any = None,
+    ) -> Neighbours:
         if not isinstance(query, RowsOf) or not isinstance(target, RowsOf) or query.space != target.space:
             raise NotShardedError("this metric searches matrices of its own, which a sharded evaluation does not hold")
         if exclude_self and query.view.role != target.view.role:
             raise NotShardedError("a search excluding each record itself needs one set of records")
         t_view = target.view
-        dist, idx = self._search_on.knn(query.space, query.view, rows, View(t_view.role, None),
-                                        t_view.keep, k, exclude_self=exclude_self)
+        dist, idx = self._search_on.knn(
+            query.space, query.view, rows, View(t_view.role, None), t_view.keep, k, exclude_self=exclude_self
+        )
         nb = Neighbours(dist, idx, self._description())
         self._searches_used[name] = nb.search
         return nb
 
-    def nearest_outside_groups(self, nb: Neighbours, labels: np.ndarray, query: Any, target: Any, *,
-                               same: bool, name: str = "jackknife refill", **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    def nearest_outside_groups(
+        self,
+        nb: Neighbours,
+        labels: np.ndarray,
+        query: Any,
+        target: Any,
+        *,
+        same: bool,
+        name: str = "jackknife refill",
+        **_: Any,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per group g and query row, the nearest target outside g: (G, n) distances and
         positions, NaN / −1 for a query of group g when ``same`` — read from ``nb``'s lists, and
         for the rows whose listed neighbours all lie in one group, one sharded search more that
@@ -229,13 +274,22 @@ class ShardedContext(EvaluationContext):
             q_rows = todo if query.view.keep is None else None
             if q_rows is None:
                 raise NotShardedError("a jackknife of sampled query rows is not sharded")
-            d, i = self._search_on.knn(query.space, query.view, q_rows, target.view, None, 1, exclude_self=same,
-                                       exclude=lab[todo, 0], labels=labels)
+            d, i = self._search_on.knn(
+                query.space,
+                query.view,
+                q_rows,
+                target.view,
+                None,
+                1,
+                exclude_self=same,
+                exclude=lab[todo, 0],
+                labels=labels,
+            )
             out_d[lab[todo, 0], todo] = d[:, 0]
             out_i[lab[todo, 0], todo] = i[:, 0]
             self._searches_used[name] = self._description()
         if same:
-            own = labels[: n]
+            own = labels[:n]
             out_d[own, np.arange(n)] = np.nan
             out_i[own, np.arange(n)] = -1
         for a in (out_d, out_i):
@@ -249,8 +303,15 @@ class ShardedContext(EvaluationContext):
         inputs = self._search_on.inputs
         kinds = inputs.schema.as_dict()
         release = self._views["synthetic"]  # a holdout baseline's: the holdout sample
-        return sharded_copies(self._search_on.client, inputs.parts["real"], inputs.parts[release.role], release.keep,
-                              kinds, list(kinds), None if rows is None else np.asarray(rows, dtype=np.int64))
+        return sharded_copies(
+            self._search_on.client,
+            inputs.parts["real"],
+            inputs.parts[release.role],
+            release.keep,
+            kinds,
+            list(kinds),
+            None if rows is None else np.asarray(rows, dtype=np.int64),
+        )
 
     def identifier_hits(self, role: str) -> np.ndarray:
         """identifier_reuse's flags, joined by hash buckets on the workers."""
@@ -261,8 +322,9 @@ class ShardedContext(EvaluationContext):
         if view is None or view.keep is not None:
             raise NotShardedError(f"identifier reuse is counted on the whole {role} input only")
         kinds = {c: "categorical" for c in inputs.identifiers}
-        return sharded_identifier_hits(self._search_on.client, dict(inputs.parts), kinds, list(inputs.identifiers),
-                                       view.role)
+        return sharded_identifier_hits(
+            self._search_on.client, dict(inputs.parts), kinds, list(inputs.identifiers), view.role
+        )
 
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")
@@ -278,9 +340,14 @@ class ShardedContext(EvaluationContext):
             size = min(n_h, n_s)
             rows = np.sort(seeds.rng(self.seed, "holdout_baseline").choice(n_h, size, replace=False))
             view = View("holdout", None if size == n_h else rows)
-            base = ShardedContext(self._search_on, {"real": self._views["real"], "synthetic": view}, seed=self.seed,
-                                  options=self.options, shared=self._shared,
-                                  column_report=self.derived.get("coded_columns"))
+            base = ShardedContext(
+                self._search_on,
+                {"real": self._views["real"], "synthetic": view},
+                seed=self.seed,
+                options=self.options,
+                shared=self._shared,
+                column_report=self.derived.get("coded_columns"),
+            )
             base.threads = self.threads
             self._baseline_ctx = base
         return self._baseline_ctx

@@ -42,10 +42,12 @@ class Inputs:
         """(coded columns, categorical slices) of ``space``: encoded from no record."""
         import polars as pl
 
-        empty = pl.DataFrame({c: pl.Series([], dtype=pl.Float64 if k == "numeric" else pl.String)
-                              for c, k in self.schema.kinds.items()})
-        sp = mixed_space({"x": empty}, self.schema, weights=space_weights(self, space),
-                         coded_above=self.coded_above, fit=self.fit)
+        empty = pl.DataFrame(
+            {c: pl.Series([], dtype=pl.Float64 if k == "numeric" else pl.String) for c, k in self.schema.kinds.items()}
+        )
+        sp = mixed_space(
+            {"x": empty}, self.schema, weights=space_weights(self, space), coded_above=self.coded_above, fit=self.fit
+        )
         return list(sp.coded_columns), list(sp.categorical_slices or [])
 
 
@@ -58,8 +60,9 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
-def encode_rows(inputs: Inputs, space: tuple, part: Partition,
-                keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def encode_rows(
+    inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(matrix, global row positions) of ``part``'s records in ``space``: all of them, or those
     whose global positions are in the sorted array ``keep``."""
     frame = read_partition(part, inputs.schema.columns)
@@ -68,7 +71,12 @@ def encode_rows(inputs: Inputs, space: tuple, part: Partition,
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
     frame = normalise_frame(frame, inputs.schema)
-    sp = mixed_space({"x": frame}, inputs.schema, weights=space_weights(inputs, space),
-                     dtype=np.float32 if inputs.compact else np.float64, coded_above=inputs.coded_above,
-                     fit=inputs.fit)
+    sp = mixed_space(
+        {"x": frame},
+        inputs.schema,
+        weights=space_weights(inputs, space),
+        dtype=np.float32 if inputs.compact else np.float64,
+        coded_above=inputs.coded_above,
+        fit=inputs.fit,
+    )
     return sp.matrices["x"], ids

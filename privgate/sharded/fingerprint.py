@@ -40,13 +40,15 @@ def sharded_fingerprint(client: Any, source: Any, role: str) -> dict[str, Any]:
             fut.release()
         for block in second:
             h.update(block)
-    out: dict[str, Any] = {"rows": sum(p.rows for p in parts), "columns": len(schema),
-                           "schema": {c: dtype_name(schema[c]) for c in shape.columns},
-                           "content_sha256": h.hexdigest(), "partitions": len(parts)}
+    out: dict[str, Any] = {
+        "rows": sum(p.rows for p in parts),
+        "columns": len(schema),
+        "schema": {c: dtype_name(schema[c]) for c in shape.columns},
+        "content_sha256": h.hexdigest(),
+        "partitions": len(parts),
+    }
     if isinstance(source, (str, Path)):
         out["source"] = Path(source).name
     elif isinstance(source, (list, tuple)):
         out["source"] = f"{len(source)} files"
     return out
-
-

@@ -28,8 +28,16 @@ def _value_hash(columns: list[str]) -> pl.Expr:
     return (pl.struct(columns) if len(columns) > 1 else pl.col(columns[0])).hash(seed=7).alias("__h")
 
 
-def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int, keep: np.ndarray | None,
-             row_index: bool, hashes_only: bool = False, among: np.ndarray | None = None) -> list[pl.DataFrame]:
+def _buckets(
+    part: Partition,
+    kinds: dict[str, str],
+    columns: list[str],
+    n: int,
+    keep: np.ndarray | None,
+    row_index: bool,
+    hashes_only: bool = False,
+    among: np.ndarray | None = None,
+) -> list[pl.DataFrame]:
     """On a worker: ``part``'s normalised ``columns`` (its rows ``keep`` — global positions — when
     given; with their global positions as ``__row`` when ``row_index``), split into ``n`` buckets
     by the hash of the columns' values. ``hashes_only``: the hashes (``__h``) in place of the
@@ -56,12 +64,21 @@ def _buckets(part: Partition, kinds: dict[str, str], columns: list[str], n: int,
     return [frame.filter(pl.col("__b") == b).drop("__b") for b in range(n)]
 
 
-def _split(client: Any, parts: list[Partition], kinds: dict[str, str], columns: list[str], n: int,
-           keep: np.ndarray | None, row_index: bool, hashes_only: bool = False,
-           among: np.ndarray | None = None) -> list[list[Any]]:
+def _split(
+    client: Any,
+    parts: list[Partition],
+    kinds: dict[str, str],
+    columns: list[str],
+    n: int,
+    keep: np.ndarray | None,
+    row_index: bool,
+    hashes_only: bool = False,
+    among: np.ndarray | None = None,
+) -> list[list[Any]]:
     """Per bucket, the futures of every partition's piece of it."""
-    split = [client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, pure=False)
-             for p in parts]
+    split = [
+        client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, pure=False) for p in parts
+    ]
     return [[client.submit(operator.getitem, s, b, pure=False) for s in split] for b in range(n)]
 
 
@@ -72,7 +89,9 @@ def _shared_hashes(real: list[pl.DataFrame], other: list[pl.DataFrame]) -> np.nd
     return o.filter(o.is_in(r.implode())).to_numpy()
 
 
-def _copies_in_bucket(real: list[pl.DataFrame], synthetic: list[pl.DataFrame], columns: list[str]) -> tuple[np.ndarray, int]:
+def _copies_in_bucket(
+    real: list[pl.DataFrame], synthetic: list[pl.DataFrame], columns: list[str]
+) -> tuple[np.ndarray, int]:
     """On a worker: (global positions of one bucket's real rows copied in its release rows, how
     many distinct records they are)."""
     r = pl.concat(real)
@@ -83,17 +102,22 @@ def _copies_in_bucket(real: list[pl.DataFrame], synthetic: list[pl.DataFrame], c
     return hits, int(distinct)
 
 
-def sharded_copies(client: Any, real_parts: list[Partition], release_parts: list[Partition],
-                   release_keep: np.ndarray | None, kinds: dict[str, str], columns: list[str],
-                   rows: np.ndarray | None) -> tuple[np.ndarray, int]:
+def sharded_copies(
+    client: Any,
+    real_parts: list[Partition],
+    release_parts: list[Partition],
+    release_keep: np.ndarray | None,
+    kinds: dict[str, str],
+    columns: list[str],
+    rows: np.ndarray | None,
+) -> tuple[np.ndarray, int]:
     """(sorted positions of the real records — of ``rows`` only — equal to some release record —
     of ``release_keep`` only (global positions) —, how many distinct records they are), joined
     bucket by bucket on the workers."""
     n = max(len(real_parts), len(release_parts))
     real = _split(client, real_parts, kinds, columns, n, rows, True)
     syn = _split(client, release_parts, kinds, columns, n, release_keep, False)
-    found = client.gather([client.submit(_copies_in_bucket, real[b], syn[b], columns, pure=False)
-                           for b in range(n)])
+    found = client.gather([client.submit(_copies_in_bucket, real[b], syn[b], columns, pure=False) for b in range(n)])
     hits = np.sort(np.concatenate([h for h, _ in found])) if found else np.empty(0, dtype=np.int64)
     return hits.astype(np.int64), int(sum(d for _, d in found))
 
@@ -106,8 +130,9 @@ def _hits_in_bucket(real: list[pl.DataFrame], other: list[pl.DataFrame], column:
     return o.get_column("__row").to_numpy()[hit]
 
 
-def sharded_identifier_hits(client: Any, parts: dict[str, list[Partition]], kinds: dict[str, str],
-                            identifiers: list[str], role: str) -> np.ndarray:
+def sharded_identifier_hits(
+    client: Any, parts: dict[str, list[Partition]], kinds: dict[str, str], identifiers: list[str], role: str
+) -> np.ndarray:
     """Per ``role`` record: whether some identifier column holds a value a real record holds.
     Identifiers are wide and distinct, so a first pass buckets their 64-bit hashes only and finds
     the hashes both sides hold; the second compares the values of those rows alone, exactly."""
@@ -124,8 +149,9 @@ def sharded_identifier_hits(client: Any, parts: dict[str, list[Partition]], kind
             continue
         real = _split(client, parts["real"], kinds, [col], n, None, False, among=among)
         other = _split(client, parts[role], kinds, [col], n, None, True, among=among)
-        for pos in client.gather([client.submit(_hits_in_bucket, real[b], other[b], col, pure=False)
-                                  for b in range(n)]):
+        for pos in client.gather(
+            [client.submit(_hits_in_bucket, real[b], other[b], col, pure=False) for b in range(n)]
+        ):
             out[pos] = True
     return out
 
@@ -149,8 +175,12 @@ def sharded_distinct(client: Any, parts: list[Partition], column: str, kind: str
     are then counted exactly — so wide values are read whole only where they repeat."""
     n = max(1, len(parts))
     kinds = {column: kind}
-    first = client.gather([client.submit(_distinct_hashes, piece, pure=False)
-                           for piece in _split(client, parts, kinds, [column], n, None, False, hashes_only=True)])
+    first = client.gather(
+        [
+            client.submit(_distinct_hashes, piece, pure=False)
+            for piece in _split(client, parts, kinds, [column], n, None, False, hashes_only=True)
+        ]
+    )
     repeated = np.unique(np.concatenate([r for _, r in first])) if first else np.empty(0, dtype=np.uint64)
     total = sum(d for d, _ in first)
     if not repeated.size:

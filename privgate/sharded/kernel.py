@@ -76,10 +76,18 @@ def _split(x: np.ndarray, coded: Sequence[tuple[int, float]]) -> tuple[np.ndarra
     return dense, codes, np.array([c for _, c in coded], dtype=np.float64)
 
 
-def block_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, target_ids: np.ndarray, k: int, *,
-              coded: Sequence[tuple[int, float]] = (), exclude_self: bool = False,
-              query_exclude: np.ndarray | None = None, target_labels: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+def block_knn(
+    query: np.ndarray,
+    query_ids: np.ndarray,
+    target: np.ndarray,
+    target_ids: np.ndarray,
+    k: int,
+    *,
+    coded: Sequence[tuple[int, float]] = (),
+    exclude_self: bool = False,
+    query_exclude: np.ndarray | None = None,
+    target_labels: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The exact k nearest ``target`` rows of every ``query`` row: (nq, k) distances and global
     target indices (``target_ids``), padded with inf / −1 where the partition has fewer. A
     target row whose global index is the query's own (``exclude_self``) or whose label
@@ -123,9 +131,17 @@ def block_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, targ
     return best_d, best_i
 
 
-def engine_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, target_ids: np.ndarray, k: int, *,
-               coded: Sequence[tuple[int, float]] = (), categorical_slices: Sequence[tuple[int, int]] = (),
-               exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def engine_knn(
+    query: np.ndarray,
+    query_ids: np.ndarray,
+    target: np.ndarray,
+    target_ids: np.ndarray,
+    k: int,
+    *,
+    coded: Sequence[tuple[int, float]] = (),
+    categorical_slices: Sequence[tuple[int, int]] = (),
+    exclude_self: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """What :func:`block_knn` gives, by the local engine's exact search
     (:func:`privgate.neighbours.knn`, ``approximate=False``: its grouped, tiled and coded paths,
     which settle categorical data far sooner than one screen of every pair): the k nearest — the
@@ -139,8 +155,15 @@ def engine_knn(query: np.ndarray, query_ids: np.ndarray, target: np.ndarray, tar
     kk = min(k + (1 if exclude_self else 0), target.shape[0])
     if nq == 0 or kk == 0:
         return out_d, out_i
-    nb = knn(query, target, kk, categorical_slices=list(categorical_slices) or None,
-             coded_columns=list(coded) or None, approximate=False, use_faiss=False)
+    nb = knn(
+        query,
+        target,
+        kk,
+        categorical_slices=list(categorical_slices) or None,
+        coded_columns=list(coded) or None,
+        approximate=False,
+        use_faiss=False,
+    )
     dist, idx = nb.dist, target_ids[nb.idx]
     if exclude_self:
         own = idx == query_ids[:, None]

@@ -70,5 +70,6 @@ def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory
                 f"the sharded evaluation needs about {need / 2**20:,.0f} MiB on worker {addr} "
                 f"({held / 2**20:,.0f} MiB held + {w.get('nthreads', 1)} threads × {per_task / 2**20:,.0f} MiB a search "
                 f"task), above {fraction:.0%} of its memory limit of {limit / 2**20:,.0f} MiB; the largest partition is {biggest.name()} "
-                f"({biggest.rows:,} records): write smaller row groups or give the workers more memory")
+                f"({biggest.rows:,} records): write smaller row groups or give the workers more memory"
+            )
     return out

@@ -54,8 +54,10 @@ def list_files(source: Any, role: str) -> list[str]:
             out.extend(list_files(item, role))
         return out
     if not isinstance(source, (str, Path)):
-        raise InputLoadError(f"{role}: a sharded input is a Parquet file, a folder of them, a glob or a list of "
-                             f"files; got a {type(source).__name__}")
+        raise InputLoadError(
+            f"{role}: a sharded input is a Parquet file, a folder of them, a glob or a list of "
+            f"files; got a {type(source).__name__}"
+        )
     text = str(source)
     path = Path(text)
     if path.is_dir():
@@ -86,13 +88,15 @@ def list_partitions(source: Any, role: str) -> tuple[list[Partition], pl.DataFra
             meta = pq.ParquetFile(f)
             schema = pl.DataFrame(schema=pl.from_arrow(meta.schema_arrow.empty_table()).schema)
         except Exception as exc:  # noqa: BLE001 - parser errors may quote content: type only
-            raise InputLoadError(f"{role}: cannot read the Parquet footer of {Path(f).name!r} "
-                                 f"({type(exc).__name__})") from None
+            raise InputLoadError(
+                f"{role}: cannot read the Parquet footer of {Path(f).name!r} ({type(exc).__name__})"
+            ) from None
         if shape is None:
             shape = schema
         elif schema.schema != shape.schema:
-            raise InputLoadError(f"{role}: the file {Path(f).name!r} has other columns or dtypes than the first "
-                                 "file of this input")
+            raise InputLoadError(
+                f"{role}: the file {Path(f).name!r} has other columns or dtypes than the first file of this input"
+            )
         md = meta.metadata
         offset = 0
         for g in range(md.num_row_groups):

@@ -34,17 +34,20 @@ def column_task(parts: list[Partition], column: str, kind: str) -> float:
     """On one worker: one real column gathered from every real partition (a column, never a
     table) and its entropy (:func:`privgate.spaces.column_entropy`: its quantile bins need the
     whole column's order)."""
-    series = pl.concat([normalise_frame(read_partition(p, [column]), Schema({column: kind})).get_column(column)
-                        for p in parts])
+    series = pl.concat(
+        [normalise_frame(read_partition(p, [column]), Schema({column: kind})).get_column(column) for p in parts]
+    )
     return column_entropy(series, kind)
 
 
-def prepare_inputs(client: Any, sources: Mapping[str, Any], *, user_schema: Mapping[str, str] | None = None,
-                   entropies: bool = False) -> tuple[Inputs, dict]:
+def prepare_inputs(
+    client: Any, sources: Mapping[str, Any], *, user_schema: Mapping[str, str] | None = None, entropies: bool = False
+) -> tuple[Inputs, dict]:
     """(the evaluation's :class:`Inputs`, the report's column handling) for these inputs (role →
     a Parquet file, folder, glob or list of files), everything read on the cluster's workers."""
-    listed = {role: client.submit(list_partitions, src, role, pure=False) for role, src in sources.items()
-              if src is not None}
+    listed = {
+        role: client.submit(list_partitions, src, role, pure=False) for role, src in sources.items() if src is not None
+    }
     found = {role: fut.result() for role, fut in listed.items()}
     parts = {role: ps for role, (ps, _) in found.items()}
     shapes = {role: shape for role, (_, shape) in found.items()}
@@ -52,33 +55,43 @@ def prepare_inputs(client: Any, sources: Mapping[str, Any], *, user_schema: Mapp
     order = shapes["real"].columns
     schema = infer_schema({r: f.select(order) for r, f in shapes.items()}, user_schema, check_values=False)
     kinds = schema.as_dict()
-    summaries = {role: client.gather([client.submit(summarise_partition, p, kinds, pure=False) for p in ps])
-                 for role, ps in parts.items()}
+    summaries = {
+        role: client.gather([client.submit(summarise_partition, p, kinds, pure=False) for p in ps])
+        for role, ps in parts.items()
+    }
     n_real = sum(p.rows for p in parts["real"])
     ids = _identifiers(client, parts["real"], schema, summaries["real"], n_real)
     if len(ids) == len(schema.columns):
         ids = []
     encoded = schema.subset([c for c in schema.columns if c not in ids])
     cats = encoded.categorical
-    levels = client.gather([client.submit(partition_levels, p, kinds, cats, pure=False)
-                            for ps in parts.values() for p in ps])
+    levels = client.gather(
+        [client.submit(partition_levels, p, kinds, cats, pure=False) for ps in parts.values() for p in ps]
+    )
     fit = merge_fit(summaries["real"], levels, encoded)
     coded = {c: len(fit.levels[c]) for c in cats if len(fit.levels[c]) > coded_above()}
     weights = None
     ent_values = None
     if entropies:
-        futs = {c: client.submit(column_task, parts["real"], c, encoded.kind(c), pure=False)
-                for c in encoded.columns}
+        futs = {c: client.submit(column_task, parts["real"], c, encoded.kind(c), pure=False) for c in encoded.columns}
         ent_values = {c: float(f.result()) for c, f in futs.items()}
         weights = {c: (1.0 / h if h > 0 else 0.0) for c, h in ent_values.items()}
     heights = {r: sum(p.rows for p in ps) for r, ps in parts.items()}
-    inputs = Inputs(parts=parts, schema=encoded, fit=fit, coded_above=coded_above(),
-                    compact=max(heights.values()) > COMPACT_SPACES_ABOVE, weights=weights, identifiers=ids)
+    inputs = Inputs(
+        parts=parts,
+        schema=encoded,
+        fit=fit,
+        coded_above=coded_above(),
+        compact=max(heights.values()) > COMPACT_SPACES_ABOVE,
+        weights=weights,
+        identifiers=ids,
+    )
     return inputs, {"coded": coded, "entropies": ent_values, "shapes": shapes}
 
 
-def _identifiers(client: Any, real_parts: list[Partition], schema: Schema, summaries: list[dict],
-                 n_real: int) -> list[str]:
+def _identifiers(
+    client: Any, real_parts: list[Partition], schema: Schema, summaries: list[dict], n_real: int
+) -> list[str]:
     """The identifier columns (:func:`privgate.schema.identifier_columns`' rule): a categorical
     column distinct in 99.9 % of the real rows. Rows repeating a value inside a partition repeat
     it in the whole data, so only a column with few such rows can be one; its distinct count is
@@ -94,5 +107,3 @@ def _identifiers(client: Any, real_parts: list[Partition], schema: Schema, summa
         if sharded_distinct(client, real_parts, col, CATEGORICAL) >= need:
             out.append(col)
     return out
-
-

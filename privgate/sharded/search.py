@@ -53,9 +53,19 @@ def _inside(part: Partition, keep: np.ndarray | None) -> np.ndarray | None:
     return None if keep is None else keep[(keep >= part.start) & (keep < part.stop)]
 
 
-def pair_task(inputs: Inputs, space: tuple, qpart: Partition, q_keep: np.ndarray | None, tpart: Partition,
-              t_keep: np.ndarray | None, k: int, exclude_self: bool, q_exclude: np.ndarray | None,
-              t_labels: np.ndarray | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
+def pair_task(
+    inputs: Inputs,
+    space: tuple,
+    qpart: Partition,
+    q_keep: np.ndarray | None,
+    tpart: Partition,
+    t_keep: np.ndarray | None,
+    k: int,
+    exclude_self: bool,
+    q_exclude: np.ndarray | None,
+    t_labels: np.ndarray | None,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for ``qpart``'s rows ``q_keep``
     (global positions; None: all) in ``space``."""
     q, q_ids = encode_rows(inputs, space, qpart, q_keep)
@@ -67,9 +77,19 @@ def encode_task(inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray 
     return encode_rows(inputs, space, part, keep)[0]
 
 
-def block_task(inputs: Inputs, space: tuple, query: np.ndarray, q_ids: np.ndarray, tpart: Partition,
-               t_keep: np.ndarray | None, k: int, exclude_self: bool, q_exclude: np.ndarray | None,
-               t_labels: np.ndarray | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
+def block_task(
+    inputs: Inputs,
+    space: tuple,
+    query: np.ndarray,
+    q_ids: np.ndarray,
+    tpart: Partition,
+    t_keep: np.ndarray | None,
+    k: int,
+    exclude_self: bool,
+    q_exclude: np.ndarray | None,
+    t_labels: np.ndarray | None,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for a broadcast block of encoded
     query rows (global positions ``q_ids``)."""
     from ..threads import blas_limited
@@ -78,10 +98,20 @@ def block_task(inputs: Inputs, space: tuple, query: np.ndarray, q_ids: np.ndarra
     coded, slices = inputs.layout(space)
     with blas_limited(threads):
         if q_exclude is None:
-            return engine_knn(query, q_ids, t, t_ids, k, coded=coded, categorical_slices=slices,
-                              exclude_self=exclude_self)
-        return block_knn(query, q_ids, t, t_ids, k, coded=coded, exclude_self=exclude_self,
-                         query_exclude=q_exclude, target_labels=t_labels)
+            return engine_knn(
+                query, q_ids, t, t_ids, k, coded=coded, categorical_slices=slices, exclude_self=exclude_self
+            )
+        return block_knn(
+            query,
+            q_ids,
+            t,
+            t_ids,
+            k,
+            coded=coded,
+            exclude_self=exclude_self,
+            query_exclude=q_exclude,
+            target_labels=t_labels,
+        )
 
 
 def merge_task(k: int, *lists: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +136,19 @@ class ShardedSearch:
         self.sent = client.scatter(inputs, broadcast=True, hash=False)
         self.tasks = 0
 
-    def knn(self, space: tuple, query: View, rows: np.ndarray | None, target: View,
-            target_rows: np.ndarray | None, k: int, *, exclude_self: bool = False,
-            exclude: np.ndarray | None = None, labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def knn(
+        self,
+        space: tuple,
+        query: View,
+        rows: np.ndarray | None,
+        target: View,
+        target_rows: np.ndarray | None,
+        k: int,
+        *,
+        exclude_self: bool = False,
+        exclude: np.ndarray | None = None,
+        labels: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(n, k) distances and indices of the k nearest ``target`` records (positions within the
         view, or within ``target_rows`` when given) of ``query``'s rows ``rows`` (None: all), in
         that order. ``exclude_self``: query and target are one set and a record never lists
@@ -153,21 +193,39 @@ class ShardedSearch:
                 continue
             t_lab = None
             if lab_glob is not None:
-                t_lab = lab_glob[tk] if tk is not None else lab_glob[tp.start:tp.stop]
+                t_lab = lab_glob[tk] if tk is not None else lab_glob[tp.start : tp.stop]
             yield tp, tk, t_lab
 
     def _broadcast(self, space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob):
         """A chosen query set: encoded by its partitions' workers, sent to every target
         partition's task as one block, the partial lists merged."""
-        pieces = [self.client.submit(encode_task, self.sent, space, qp, _inside(qp, q_glob), pure=False)
-                  for qp in self.inputs.parts[query.role] if _inside(qp, q_glob).size]
+        pieces = [
+            self.client.submit(encode_task, self.sent, space, qp, _inside(qp, q_glob), pure=False)
+            for qp in self.inputs.parts[query.role]
+            if _inside(qp, q_glob).size
+        ]
         block = np.vstack(self.client.gather(pieces)) if pieces else None
         if block is None:
             return np.empty((0, k)), np.empty((0, k), dtype=np.int64)
         sent = self.client.scatter(block, broadcast=True, hash=False)
-        tasks = [self.client.submit(block_task, self.sent, space, sent, q_glob, tp, tk, k, exclude_self, exclude,
-                                    t_lab, self.threads, pure=False)
-                 for tp, tk, t_lab in self._targets(target, t_glob, lab_glob)]
+        tasks = [
+            self.client.submit(
+                block_task,
+                self.sent,
+                space,
+                sent,
+                q_glob,
+                tp,
+                tk,
+                k,
+                exclude_self,
+                exclude,
+                t_lab,
+                self.threads,
+                pure=False,
+            )
+            for tp, tk, t_lab in self._targets(target, t_glob, lab_glob)
+        ]
         self.tasks += len(tasks)
         return self.client.submit(merge_task, k, *tasks, pure=False).result()
 
@@ -183,11 +241,26 @@ class ShardedSearch:
             q_excl = None
             if exclude is not None:
                 lo = 0 if q_glob is None else np.searchsorted(q_glob, qp.start)
-                q_excl = exclude[lo:lo + (qk.size if qk is not None else qp.rows)]
+                q_excl = exclude[lo : lo + (qk.size if qk is not None else qp.rows)]
             pair = []
             for tp, tk, t_lab in self._targets(target, t_glob, lab_glob):
-                pair.append(self.client.submit(pair_task, self.sent, space, qp, qk, tp, tk, k, exclude_self,
-                                               q_excl, t_lab, self.threads, pure=False))
+                pair.append(
+                    self.client.submit(
+                        pair_task,
+                        self.sent,
+                        space,
+                        qp,
+                        qk,
+                        tp,
+                        tk,
+                        k,
+                        exclude_self,
+                        q_excl,
+                        t_lab,
+                        self.threads,
+                        pure=False,
+                    )
+                )
             self.tasks += len(pair)
             merged.append(self.client.submit(merge_task, k, *pair, pure=False))
         for d, i in self.client.gather(merged):

@@ -33,8 +33,11 @@ def summarise_partition(part: Partition, kinds: Mapping[str, str]) -> dict:
         if kind == NUMERIC:
             v = s.to_numpy().astype(np.float64, copy=False)
             v = v[~np.isnan(v)]
-            moments[col] = ([float(v.size), float(v.mean()), float(((v - v.mean()) ** 2).sum()),
-                             float(v.min()), float(v.max())] if v.size else [0.0, 0.0, 0.0, np.inf, -np.inf])
+            moments[col] = (
+                [float(v.size), float(v.mean()), float(((v - v.mean()) ** 2).sum()), float(v.min()), float(v.max())]
+                if v.size
+                else [0.0, 0.0, 0.0, np.inf, -np.inf]
+            )
         else:
             present = s.drop_nulls()
             distinct[col] = int(present.n_unique())
@@ -66,8 +69,7 @@ def merge_moments(parts: Sequence[Sequence[float]]) -> tuple[float, float, float
     return mean, float(np.sqrt(m2 / n)), lo, hi
 
 
-def merge_fit(real_summaries: Sequence[dict], levels: Sequence[Mapping[str, list[str]]],
-              schema: Schema) -> SpaceFit:
+def merge_fit(real_summaries: Sequence[dict], levels: Sequence[Mapping[str, list[str]]], schema: Schema) -> SpaceFit:
     """The encoding's fit: per numeric column the real (mean, std) merged over the real
     partitions' summaries (std 0 for a constant column, :func:`privgate.spaces.fitted_std`), per
     categorical column the sorted union of the levels of every partition of every role."""
@@ -81,5 +83,3 @@ def merge_fit(real_summaries: Sequence[dict], levels: Sequence[Mapping[str, list
             if col in union:
                 union[col].update(lv)
     return SpaceFit(stats=stats, levels={c: sorted(v) for c, v in union.items()})
-
-

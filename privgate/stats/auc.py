@@ -32,15 +32,16 @@ def delong_auc(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
     if m < 1 or n < 1:
         raise ValueError(f"an AUC needs at least one positive and one negative; got {m} and {n}")
     all_ranks = _st.rankdata(np.concatenate([pos, neg]))
-    v10 = (all_ranks[:m] - _st.rankdata(pos)) / n          # per positive
-    v01 = 1.0 - (all_ranks[m:] - _st.rankdata(neg)) / m    # per negative
+    v10 = (all_ranks[:m] - _st.rankdata(pos)) / n  # per positive
+    v01 = 1.0 - (all_ranks[m:] - _st.rankdata(neg)) / m  # per negative
     auc = float(v10.mean())
     var = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if min(m, n) >= 2 else float("nan")
     return auc, var
 
 
-def normal_interval(estimate: float, variance: float, level: float = 0.95,
-                    bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+def normal_interval(
+    estimate: float, variance: float, level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[float, float]:
     """estimate ± z·√variance, clipped to ``bounds`` (a Wald interval)."""
     if not variance >= 0:
         raise ValueError(f"variance must be ≥ 0; got {variance!r}")
@@ -48,8 +49,9 @@ def normal_interval(estimate: float, variance: float, level: float = 0.95,
     return (max(bounds[0], estimate - half), min(bounds[1], estimate + half))
 
 
-def hoeffding_auc_interval(auc: float, positives: int, negatives: int, level: float = 0.95,
-                           *, one_sided: bool = False) -> tuple[float, float]:
+def hoeffding_auc_interval(
+    auc: float, positives: int, negatives: int, level: float = 0.95, *, one_sided: bool = False
+) -> tuple[float, float]:
     """A confidence interval for the AUC that holds at every sample size, whatever the score
     distributions: the Mann–Whitney AUC is a two-sample U-statistic with a kernel in [0, 1], so
     P(AUC − E AUC ≥ t) ≤ exp(−2·k·t²) with k = min(positives, negatives) (Hoeffding, "Probability

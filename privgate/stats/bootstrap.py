@@ -42,8 +42,7 @@ def _check_n(n: int) -> None:
         raise ValueError(f"a bootstrap needs at least one record; got n={n}")
 
 
-def resample_blocks(rng: np.random.Generator, n: int, n_boot: int, size: int | None = None
-                    ) -> Iterator[np.ndarray]:
+def resample_blocks(rng: np.random.Generator, n: int, n_boot: int, size: int | None = None) -> Iterator[np.ndarray]:
     """Blocks of resampled record positions: (b, size) arrays of indices into n records drawn
     with replacement (size defaults to n), n_boot rows in all."""
     _check_n(n)
@@ -64,9 +63,15 @@ def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[float, f
     return (float(lo), float(hi))
 
 
-def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, *, n_boot: int = DEFAULT_BOOT,
-                      level: float = 0.95, paired: np.ndarray | None = None,
-                      weights: np.ndarray | None = None) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    values: np.ndarray,
+    seed: int = 0,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = 0.95,
+    paired: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> tuple[float, float]:
     """Percentile interval of mean(values) (or of mean(values − paired) when ``paired`` is given:
     the same records resampled for both, e.g. a release and its holdout baseline scored on the
     same real records). With ``weights`` (one per record, held fixed) the statistic is the
@@ -100,9 +105,15 @@ def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, *, n_boot: int = DEFAUL
     return percentile_interval(np.concatenate(reps), level)
 
 
-def bootstrap_means_ci(samples: Sequence[np.ndarray], coefficients: Sequence[float], seed: int = 0, *,
-                       sizes: Sequence[int] | None = None, n_boot: int = DEFAULT_BOOT,
-                       level: float = 0.95) -> tuple[float, float]:
+def bootstrap_means_ci(
+    samples: Sequence[np.ndarray],
+    coefficients: Sequence[float],
+    seed: int = 0,
+    *,
+    sizes: Sequence[int] | None = None,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = 0.95,
+) -> tuple[float, float]:
     """Percentile interval of Σ_g c_g·mean(sample_g), each sample resampled independently
     (a stratified bootstrap: e.g. per-record values of the real records and of the synthetic
     records, which are two samples). ``sizes`` sets how many values each replicate draws from
@@ -120,8 +131,15 @@ def bootstrap_means_ci(samples: Sequence[np.ndarray], coefficients: Sequence[flo
     return percentile_interval(total, level)
 
 
-def bootstrap_ci(statistic: Callable[[np.ndarray], float | np.ndarray], n: int, seed: int = 0, *,
-                 n_boot: int = DEFAULT_BOOT, level: float = 0.95, batched: bool = False) -> tuple[float, float]:
+def bootstrap_ci(
+    statistic: Callable[[np.ndarray], float | np.ndarray],
+    n: int,
+    seed: int = 0,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = 0.95,
+    batched: bool = False,
+) -> tuple[float, float]:
     """Percentile interval of any statistic of n records. ``statistic(idx)`` receives resampled
     record positions and returns the statistic: with ``batched=False`` one replicate at a time
     (idx of length n, returns a float); with ``batched=True`` a block of replicates at once (idx
@@ -134,8 +152,10 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], float | np.ndarray], n: int, 
         if batched:
             out = np.asarray(statistic(idx), dtype=np.float64).reshape(-1)
             if out.size != idx.shape[0]:
-                raise ValueError(f"a batched statistic must return one value per replicate row: "
-                                 f"{out.size} values for {idx.shape[0]} rows")
+                raise ValueError(
+                    f"a batched statistic must return one value per replicate row: "
+                    f"{out.size} values for {idx.shape[0]} rows"
+                )
             reps.append(out)
         else:
             reps.append(np.array([float(statistic(row)) for row in idx]))

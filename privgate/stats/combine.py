@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from .proportions import wilson_rate
 
 
-def difference_interval(a: float, a_ci: tuple[float, float], b: float,
-                        b_ci: tuple[float, float]) -> tuple[float, float]:
+def difference_interval(
+    a: float, a_ci: tuple[float, float], b: float, b_ci: tuple[float, float]
+) -> tuple[float, float]:
     """MOVER interval of a − b from the two estimates and their (same-level) intervals."""
     la, ua = a_ci
     lb, ub = b_ci
@@ -44,8 +45,9 @@ class ControlRisk:
     ci: tuple[float, float]
 
 
-def control_risk(attack_successes: float, n_attacks: int, control_successes: float,
-                 n_control: int, level: float = 0.95) -> ControlRisk:
+def control_risk(
+    attack_successes: float, n_attacks: int, control_successes: float, n_control: int, level: float = 0.95
+) -> ControlRisk:
     """Residual risk of an attack over its control, anonymeter's definition: Wilson rates
     (centre ± half-width) for attack and control, risk = (a − c)/(1 − c), error propagated to
     first order; the interval is risk ± error, clipped to [0, 1]. ``risk`` is the unclipped

@@ -85,8 +85,9 @@ def _epsilon_from_rates(fpr: float, fnr: float, delta: float) -> float:
     return best
 
 
-def epsilon_lower_bound(fp: int, negatives: int, fn: int, positives: int, *, delta: float = 0.0,
-                        alpha: float = 0.05) -> float:
+def epsilon_lower_bound(
+    fp: int, negatives: int, fn: int, positives: int, *, delta: float = 0.0, alpha: float = 0.05
+) -> float:
     """The empirical ε lower bound at ``delta`` that holds with confidence 1 − ``alpha``.
 
     ``fp`` of ``negatives`` runs without the target were guessed "in", ``fn`` of ``positives``

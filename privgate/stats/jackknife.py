@@ -70,8 +70,9 @@ def jackknife_variance(replicates: np.ndarray) -> tuple[float, int]:
     return float((g - 1) / g * np.sum((r - r.mean()) ** 2)), g - 1
 
 
-def leave_group_out_means(values: np.ndarray, labels: np.ndarray, groups: int,
-                          weights: np.ndarray | None = None) -> np.ndarray:
+def leave_group_out_means(
+    values: np.ndarray, labels: np.ndarray, groups: int, weights: np.ndarray | None = None
+) -> np.ndarray:
     """θ₍g₎ for a (weighted) mean: Σ_{i∉g} wᵢxᵢ / Σ_{i∉g} wᵢ for every group g, as (G,) — one
     pass with bincount, no loop over groups. ``values`` may be (n,) or (R, n) for R statistics
     at once (returns (R, G))."""
@@ -79,8 +80,9 @@ def leave_group_out_means(values: np.ndarray, labels: np.ndarray, groups: int,
     w = np.ones(x.shape[-1]) if weights is None else np.asarray(weights, dtype=np.float64)
     lab = np.asarray(labels)
     if x.shape[-1] != lab.size or w.size != lab.size:
-        raise ValueError(f"values, weights and labels must have one entry per record: "
-                         f"{x.shape[-1]}, {w.size}, {lab.size}")
+        raise ValueError(
+            f"values, weights and labels must have one entry per record: {x.shape[-1]}, {w.size}, {lab.size}"
+        )
     wg = np.bincount(lab, weights=w, minlength=groups)
     rows = np.atleast_2d(x)
     num = np.stack([np.bincount(lab, weights=w * row, minlength=groups) for row in rows])
@@ -97,8 +99,9 @@ def group_deleted_means(values: np.ndarray, labels: np.ndarray, weights: np.ndar
     v = np.asarray(values, dtype=np.float64)
     lab = np.asarray(labels)
     if v.ndim != 2 or v.shape[1] != lab.size:
-        raise ValueError(f"values must be (groups, records) with one column per label; got {v.shape} for "
-                         f"{lab.size} labels")
+        raise ValueError(
+            f"values must be (groups, records) with one column per label; got {v.shape} for {lab.size} labels"
+        )
     keep = lab[None, :] != np.arange(v.shape[0])[:, None]
     w = np.ones(lab.size) if weights is None else np.asarray(weights, dtype=np.float64)
     wk = keep * w[None, :]
@@ -118,8 +121,9 @@ def t_quantile(df: float, level: float = 0.95) -> float:
     return z_value(level) if not math.isfinite(df) else float(_st.t.ppf(1.0 - (1.0 - level) / 2.0, df))
 
 
-def t_interval(estimate: float, variance: float, df: float, level: float = 0.95,
-               bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+def t_interval(
+    estimate: float, variance: float, df: float, level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[float, float]:
     """estimate ± t_df·√variance, clipped to ``bounds``."""
     if not variance >= 0:
         raise ValueError(f"variance must be ≥ 0; got {variance!r}")
@@ -127,8 +131,9 @@ def t_interval(estimate: float, variance: float, df: float, level: float = 0.95,
     return (max(bounds[0], estimate - half), min(bounds[1], estimate + half))
 
 
-def jackknife_interval(estimate: float, sources: Mapping[str, np.ndarray], level: float = 0.95,
-                       bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[tuple[float, float], float, float]:
+def jackknife_interval(
+    estimate: float, sources: Mapping[str, np.ndarray], level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[tuple[float, float], float, float]:
     """(interval, variance, df) of ``estimate`` from independent sources of variation, each given
     by its delete-a-group replicates: variances added, Satterthwaite df, t interval."""
     if not sources:
@@ -137,8 +142,9 @@ def jackknife_interval(estimate: float, sources: Mapping[str, np.ndarray], level
     return t_interval(estimate, var, df, level, bounds), var, df
 
 
-def effective_share_interval(k: float, n: float, variance: float, df: float,
-                             level: float = 0.95) -> tuple[tuple[float, float], str, float]:
+def effective_share_interval(
+    k: float, n: float, variance: float, df: float, level: float = 0.95
+) -> tuple[tuple[float, float], str, float]:
     """Interval of the share p = k/n whose variance ``variance`` (with ``df`` degrees of freedom)
     exceeds the binomial p(1 − p)/n because the records are not independent: Korn & Graubard's
     effective sample size n* = min(n, p(1 − p)/v · (z/t_df)²), then :func:`.share_interval` of
@@ -163,6 +169,7 @@ def counts_without_groups(ids: np.ndarray, labels: np.ndarray, cells: int) -> np
     if ids.size != lab.size:
         raise ValueError(f"ids and labels must have one entry per record: {ids.size}, {lab.size}")
     groups = int(lab.max()) + 1
-    in_group = np.bincount(lab * (cells + 1) + np.minimum(ids, cells),
-                           minlength=groups * (cells + 1)).reshape(groups, cells + 1)[:, :cells]
+    in_group = np.bincount(lab * (cells + 1) + np.minimum(ids, cells), minlength=groups * (cells + 1)).reshape(
+        groups, cells + 1
+    )[:, :cells]
     return in_group.sum(axis=0)[None, :] - in_group

@@ -75,8 +75,15 @@ def set_share_ci(res: MetricResult, flags: np.ndarray, note: str = "") -> Metric
     return set_count_ci(res, float(flags.sum()), flags.size, note=note)
 
 
-def set_count_ci(res: MetricResult, k: float, n: float, *, transform: Callable[[float], float] | None = None,
-                 transform_text: str = "", note: str = "") -> MetricResult:
+def set_count_ci(
+    res: MetricResult,
+    k: float,
+    n: float,
+    *,
+    transform: Callable[[float], float] | None = None,
+    transform_text: str = "",
+    note: str = "",
+) -> MetricResult:
     """Interval of a value that is the share k/n of records (or a monotone ``transform`` of it)."""
     if not intervals_on():
         return res.set_ci(None, OFF)
@@ -90,9 +97,17 @@ def set_count_ci(res: MetricResult, k: float, n: float, *, transform: Callable[[
     return _mark_mean_of_per_record(res, transform is None)
 
 
-def set_mean_ci(res: MetricResult, ctx, values: np.ndarray, *, what: str = "real records",
-                transform: Callable[[float], float] | None = None, transform_text: str = "",
-                weights: np.ndarray | None = None, note: str = "") -> MetricResult:
+def set_mean_ci(
+    res: MetricResult,
+    ctx,
+    values: np.ndarray,
+    *,
+    what: str = "real records",
+    transform: Callable[[float], float] | None = None,
+    transform_text: str = "",
+    weights: np.ndarray | None = None,
+    note: str = "",
+) -> MetricResult:
     """Interval of a value that is the mean of ``values`` (weighted by ``weights`` held fixed),
     or a monotone ``transform`` of it: a percentile bootstrap over the records, seeded by
     ``ctx.seed``."""
@@ -119,8 +134,11 @@ def _mark_mean_of_per_record(res: MetricResult, plain_mean: bool) -> MetricResul
     the paired bootstrap of the excess ignores that, and covered 0 in 96–98 % of honest releases
     in benchmarks/coverage.py.)"""
     res.details["ci_per_record_mean"] = bool(
-        plain_mean and res.per_record is not None and np.asarray(res.per_record).size > 0
-        and abs(float(np.mean(res.per_record)) - res.value) <= 1e-9)
+        plain_mean
+        and res.per_record is not None
+        and np.asarray(res.per_record).size > 0
+        and abs(float(np.mean(res.per_record)) - res.value) <= 1e-9
+    )
     return res
 
 
@@ -129,8 +147,9 @@ def per_record_mean(res: MetricResult) -> bool:
     return bool(res.details.get("ci_per_record_mean"))
 
 
-def set_bootstrap_ci(res: MetricResult, ctx, statistic: Callable[[np.ndarray], np.ndarray], n: int, *,
-                     what: str, note: str = "") -> MetricResult:
+def set_bootstrap_ci(
+    res: MetricResult, ctx, statistic: Callable[[np.ndarray], np.ndarray], n: int, *, what: str, note: str = ""
+) -> MetricResult:
     """Interval of any statistic of n records: ``statistic(idx)`` takes a (b, n) block of
     resampled positions and returns b values of the metric's value."""
     if not intervals_on():
@@ -175,8 +194,9 @@ def _jackknife_text(sources: dict[str, np.ndarray], what: dict[str, str]) -> str
     return "grouped jackknife (" + " + ".join(parts) + " deleted in turn)"
 
 
-def set_jackknife_ci(res: MetricResult, ctx, sources: dict[str, np.ndarray], *, what: dict[str, str],
-                     note: str = "") -> MetricResult:
+def set_jackknife_ci(
+    res: MetricResult, ctx, sources: dict[str, np.ndarray], *, what: dict[str, str], note: str = ""
+) -> MetricResult:
     """Interval of ``value`` from delete-a-group replicates per independent source of variation
     (:func:`privgate.stats.jackknife_interval`: variances added, Satterthwaite degrees of
     freedom, value ± t·√v clipped to [0, 1]); ``what`` names each source's records."""
@@ -184,12 +204,13 @@ def set_jackknife_ci(res: MetricResult, ctx, sources: dict[str, np.ndarray], *, 
         return res.set_ci(None, OFF)
     keep_jackknife(res, **sources)
     ci, _, df = stats.jackknife_interval(res.value, sources)
-    method = (f"{_jackknife_text(sources, what)}, seed {ctx.seed}: value ± t({df:.0f} df)·jackknife standard error")
+    method = f"{_jackknife_text(sources, what)}, seed {ctx.seed}: value ± t({df:.0f} df)·jackknife standard error"
     return res.set_ci(ci, method + (f"; {note}" if note else ""))
 
 
-def set_jackknife_share_ci(res: MetricResult, ctx, flags: np.ndarray, replicates: np.ndarray, *, what: str,
-                           note: str = "") -> MetricResult:
+def set_jackknife_share_ci(
+    res: MetricResult, ctx, flags: np.ndarray, replicates: np.ndarray, *, what: str, note: str = ""
+) -> MetricResult:
     """Interval of a share of records (``flags``, one per record) whose flags are dependent: the
     grouped jackknife's variance (``replicates``: the share recomputed without each group) as an
     effective sample size n* ≤ n (Korn & Graubard), then the share rule (Wilson /
@@ -200,9 +221,11 @@ def set_jackknife_share_ci(res: MetricResult, ctx, flags: np.ndarray, replicates
     keep_jackknife(res, real=replicates)
     var, df = stats.jackknife_variance(replicates)
     ci, method, n_eff = stats.effective_share_interval(float(flags.sum()), flags.size, var, df)
-    method = (f"{method.split(' of ')[0]} at the effective sample size {n_eff:.0f} of {flags.size} {what} "
-              f"(Korn–Graubard; variance from a {_jackknife_text({'real': replicates}, {'real': what})}, "
-              f"seed {ctx.seed}, {df} df)")
+    method = (
+        f"{method.split(' of ')[0]} at the effective sample size {n_eff:.0f} of {flags.size} {what} "
+        f"(Korn–Graubard; variance from a {_jackknife_text({'real': replicates}, {'real': what})}, "
+        f"seed {ctx.seed}, {df} df)"
+    )
     res.set_ci(ci, method + (f"; {note}" if note else ""))
     return _mark_mean_of_per_record(res, True)
 

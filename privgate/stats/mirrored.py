@@ -30,8 +30,9 @@ def mirrored_share(a: float, b: float, m: int, *, scale: float = 1.0, p0: float 
     return scale * (a - p0 / (1.0 - p0) * b) / m
 
 
-def mirrored_tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = 0.05,
-                       scale: float = 1.0, p0: float = 0.5) -> dict[str, float]:
+def mirrored_tail_test(
+    a: float, b: float, m: int, k_tails: int, alpha: float = 0.05, scale: float = 1.0, p0: float = 0.5
+) -> dict[str, float]:
     """One tail's binomial test and share bounds from its side-A (a) and side-B (b) counts in a
     release of m records: the one-sided p-value of A against Bin(A + B, p0), the share
     (:func:`mirrored_share`), its lower bound at one-sided level alpha/(2·k_tails) and upper
@@ -41,11 +42,15 @@ def mirrored_tail_test(a: float, b: float, m: int, k_tails: int, alpha: float = 
     if n == 0:
         return {"p": 1.0, "share": 0.0, "lower": 0.0, "upper": 0.0}
     p = binomial_test(k, n, p0, "greater")
-    lo = clopper_pearson(k, n, 1.0 - alpha / k_tails)[0]   # one-sided at alpha / (2K)
-    hi = clopper_pearson(k, n, 1.0 - alpha)[1]             # one-sided at alpha / 2
+    lo = clopper_pearson(k, n, 1.0 - alpha / k_tails)[0]  # one-sided at alpha / (2K)
+    hi = clopper_pearson(k, n, 1.0 - alpha)[1]  # one-sided at alpha / 2
     to_share = scale * n / ((1.0 - p0) * m)
-    return {"p": p, "share": mirrored_share(a, b, m, scale=scale, p0=p0), "lower": to_share * (lo - p0),
-            "upper": to_share * (hi - p0)}
+    return {
+        "p": p,
+        "share": mirrored_share(a, b, m, scale=scale, p0=p0),
+        "lower": to_share * (lo - p0),
+        "upper": to_share * (hi - p0),
+    }
 
 
 def tail_quantiles(alpha: float, k_tails: int) -> tuple[float, float]:

@@ -31,14 +31,17 @@ def _rates(res) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- inference: guesses
-@pytest.mark.parametrize("guesses, secrets, expected", [
-    (("a", "b"), ("a", "b"), (True, True)),
-    ((None, "b"), (None, "b"), (True, True)),
-    ((None, None), (None, None), (True, True)),
-    ((None, "b"), ("a", None), (False, False)),
-    (("a", "b"), ("a", "c"), (True, False)),
-    (("b", "b"), ("a", "c"), (False, False)),
-])
+@pytest.mark.parametrize(
+    "guesses, secrets, expected",
+    [
+        (("a", "b"), ("a", "b"), (True, True)),
+        ((None, "b"), (None, "b"), (True, True)),
+        ((None, None), (None, None), (True, True)),
+        ((None, "b"), ("a", None), (False, False)),
+        (("a", "b"), ("a", "c"), (True, False)),
+        (("b", "b"), ("a", "c"), (False, False)),
+    ],
+)
 def test_classification_guesses(guesses, secrets, expected):
     g = np.array([CODE[v] for v in guesses])
     s = np.array([CODE[v] for v in secrets])
@@ -49,26 +52,32 @@ def test_classification_of_numbers_is_exact():
     assert tuple(correct_guesses(np.array([1.0, 0.0]), np.array([2.0, 0.0]), False, 0.05)) == (False, True)
 
 
-@pytest.mark.parametrize("guesses, secrets, expected", [
-    ((1.0, 1.0), (1.0, 1.0), (True, True)),
-    ((1.01, 1.0), (1.0, 1.01), (True, True)),
-    ((1.0, 1.0), (2.0, 1.01), (False, True)),
-    ((1.0, 2.0), (2.0, 1.01), (False, False)),
-])
+@pytest.mark.parametrize(
+    "guesses, secrets, expected",
+    [
+        ((1.0, 1.0), (1.0, 1.0), (True, True)),
+        ((1.01, 1.0), (1.0, 1.01), (True, True)),
+        ((1.0, 1.0), (2.0, 1.01), (False, True)),
+        ((1.0, 2.0), (2.0, 1.01), (False, False)),
+    ],
+)
 def test_regression_guesses(guesses, secrets, expected):
     assert tuple(correct_guesses(np.array(guesses), np.array(secrets), True, 0.05)) == expected
 
 
-@pytest.mark.parametrize("guesses, secrets, tolerance, expected", [
-    ((1.0, 1.0), (1.05, 1.06), 0.05, (True, False)),    # |1.0 − 1.05| = 0.0500…04 in float64
-    ((1.0, 1.0), (1.05, 1.06), 0.06, (True, True)),
-    ((1.0, NAN), (1.05, NAN), 0.06, (True, True)),
-    ((NAN, NAN), (NAN, NAN), 0.06, (True, True)),
-    ((1.0, NAN), (NAN, 1.06), 0.06, (False, False)),
-    ((1.0, 1.0), (1.05, 1.06), 0.04, (False, False)),
-    ((1.0, 1.0), (1.25, 1.26), 0.2, (False, False)),
-    ((1.0, 1.0), (1.26, 1.25), 0.25, (False, True)),   # the edge 0.25 is inclusive
-])
+@pytest.mark.parametrize(
+    "guesses, secrets, tolerance, expected",
+    [
+        ((1.0, 1.0), (1.05, 1.06), 0.05, (True, False)),  # |1.0 − 1.05| = 0.0500…04 in float64
+        ((1.0, 1.0), (1.05, 1.06), 0.06, (True, True)),
+        ((1.0, NAN), (1.05, NAN), 0.06, (True, True)),
+        ((NAN, NAN), (NAN, NAN), 0.06, (True, True)),
+        ((1.0, NAN), (NAN, 1.06), 0.06, (False, False)),
+        ((1.0, 1.0), (1.05, 1.06), 0.04, (False, False)),
+        ((1.0, 1.0), (1.25, 1.26), 0.2, (False, False)),
+        ((1.0, 1.0), (1.26, 1.25), 0.25, (False, True)),  # the edge 0.25 is inclusive
+    ],
+)
 def test_regression_tolerance_edge_is_inclusive(guesses, secrets, tolerance, expected):
     assert tuple(correct_guesses(np.array(guesses), np.array(secrets), True, tolerance)) == expected
 
@@ -80,11 +89,14 @@ def test_tolerance_slack_is_the_tie_tolerance_only():
 
 
 # ---------------------------------------------------------------------- inference: rates
-@pytest.mark.parametrize("syn, expected", [
-    ([["a", "b"], ["c", "d"]], 1.0),
-    ([["a", "b"], ["c", "e"]], 0.5),
-    ([["a", "h"], ["c", "g"]], 0.0),
-])
+@pytest.mark.parametrize(
+    "syn, expected",
+    [
+        ([["a", "b"], ["c", "d"]], 1.0),
+        ([["a", "b"], ["c", "e"]], 0.5),
+        ([["a", "h"], ["c", "g"]], 0.0),
+    ],
+)
 def test_inference_rates(syn, expected):
     ori = pl.DataFrame([["a", "b"], ["c", "d"]], schema=["c0", "c1"], orient="row")
     syn = pl.DataFrame(syn, schema=["c0", "c1"], orient="row")
@@ -92,16 +104,20 @@ def test_inference_rates(syn, expected):
     assert _rates(res) == (expected, expected)
 
 
-@pytest.mark.parametrize("aux_cols", [["workclass", "capital_loss", "hours_per_week", "age"],
-                                      ["education_num", "marital_status", "capital_loss"],
-                                      ["age", "workclass", "race"]])
+@pytest.mark.parametrize(
+    "aux_cols",
+    [
+        ["workclass", "capital_loss", "hours_per_week", "age"],
+        ["education_num", "marital_status", "capital_loss"],
+        ["age", "workclass", "race"],
+    ],
+)
 @pytest.mark.parametrize("secret", ["education", "marital_status", "capital_gain"])
 def test_inference_on_a_copy_leaks_every_secret(aux_cols, secret):
     """Records distinct on the auxiliary columns, released as they are: every secret is guessed
     right, for the training records and (the same records as control) for the control."""
     ori = load_example().unique(subset=aux_cols, keep="first", maintain_order=True).head(10)
-    res = privgate.metrics.inference(ori, ori, holdout=ori, aux_cols=aux_cols, secret=secret,
-                                     n_attacks=None)
+    res = privgate.metrics.inference(ori, ori, holdout=ori, aux_cols=aux_cols, secret=secret, n_attacks=None)
     assert res.details["n_attacks"] == 10
     assert _rates(res) == (1.0, 1.0)
 
@@ -109,8 +125,7 @@ def test_inference_on_a_copy_leaks_every_secret(aux_cols, secret):
 def test_n_attacks_none_attacks_every_record():
     ori = load_example().head(40)
     hold = load_example().tail(30)
-    inf = privgate.metrics.inference(ori, ori, holdout=hold, aux_cols=["age", "race"], secret="sex",
-                                     n_attacks=None)
+    inf = privgate.metrics.inference(ori, ori, holdout=hold, aux_cols=["age", "race"], secret="sex", n_attacks=None)
     link = privgate.metrics.linkability(ori, ori, holdout=hold, aux_cols=(["age"], ["race"]), n_attacks=None)
     for res in (inf, link):
         assert res.details["n_attacks"] == 40 and res.details["n_control_attacks"] == 30
@@ -123,8 +138,9 @@ def test_a_secret_among_the_auxiliary_columns_is_attacked_as_in_anonymeter():
     """The attacker knows the secret: the nearest synthetic record on columns including it
     carries it whenever the release holds the record."""
     ori = load_example().head(50)
-    res = privgate.metrics.inference(ori, ori, holdout=load_example().tail(50),
-                                     aux_cols=["age", "education", "race"], secret="education")
+    res = privgate.metrics.inference(
+        ori, ori, holdout=load_example().tail(50), aux_cols=["age", "education", "race"], secret="education"
+    )
     assert res.details["secret_in_aux"] is True and _rates(res)[0] == 1.0
 
 
@@ -136,15 +152,23 @@ SYN = pl.DataFrame({"col0": [0.0, 1.0, 4.0, 9.0], "col1": [0.0, 1.0, 4.0, 9.0]})
 @pytest.mark.parametrize("n_attacks", [4, None])
 @pytest.mark.parametrize("n_neighbors, expected", [(1, 0.25), (2, 1.0), (3, 1.0), (4, 1.0)])
 def test_linkability_rates(n_neighbors, expected, n_attacks):
-    res = privgate.metrics.linkability(ORI, SYN, holdout=ORI, aux_cols=(["col0"], ["col1"]),
-                                       n_neighbors=n_neighbors, n_attacks=n_attacks)
+    res = privgate.metrics.linkability(
+        ORI, SYN, holdout=ORI, aux_cols=(["col0"], ["col1"]), n_neighbors=n_neighbors, n_attacks=n_attacks
+    )
     assert _rates(res)[0] == expected
 
 
 @pytest.mark.parametrize("n_neighbors, fails", [(4, False), (5, True), (45, True)])
 def test_more_neighbours_than_synthetic_records_is_a_value_error(n_neighbors, fails):
-    run = lambda: privgate.metrics.linkability(ORI, SYN, holdout=ORI, aux_cols=(["col0"], ["col1"]),  # noqa: E731
-                                               n_neighbors=n_neighbors)
+    def run():
+        return privgate.metrics.linkability(
+            ORI,
+            SYN,
+            holdout=ORI,
+            aux_cols=(["col0"], ["col1"]),  # noqa: E731
+            n_neighbors=n_neighbors,
+        )
+
     if fails:
         with pytest.raises(ValueError, match="n_neighbors"):
             run()
@@ -159,15 +183,22 @@ def test_linkability_baseline(n_neighbors, expected):
     rng = np.random.default_rng(42)
     ori = pl.DataFrame({"c0": rng.choice(["a", "b"], 400), "c1": rng.choice(["a", "b"], 400)})
     syn = pl.DataFrame({"c0": ["a", "b", "a", "a"], "c1": ["a", "b", "a", "a"]})
-    res = privgate.metrics.linkability(ori, syn, holdout=ori, aux_cols=(["c0"], ["c1"]),
-                                       n_neighbors=n_neighbors, n_attacks=None)
+    res = privgate.metrics.linkability(
+        ori, syn, holdout=ori, aux_cols=(["c0"], ["c1"]), n_neighbors=n_neighbors, n_attacks=None
+    )
     assert res.details["baseline_rate"] == pytest.approx(expected)
 
 
 def test_linkability_of_a_copy_reaches_one():
     ori = load_example().head(10)
-    res = privgate.metrics.linkability(ori, ori, holdout=load_example().tail(10), n_attacks=10,
-                                       n_neighbors=5, aux_cols=(["age", "sex"], ["race", "hours_per_week"]))
+    res = privgate.metrics.linkability(
+        ori,
+        ori,
+        holdout=load_example().tail(10),
+        n_attacks=10,
+        n_neighbors=5,
+        aux_cols=(["age", "sex"], ["race", "hours_per_week"]),
+    )
     assert _rates(res)[0] == 1.0 and res.ci[1] == 1.0
 
 
@@ -189,8 +220,9 @@ def test_an_all_null_column_is_refused_naming_it():
     predicates (the test above)."""
     from privgate.errors import AllNullColumnError
 
-    df = pl.DataFrame({"col1": ["a", "b", "c", "d"], "col2": [None] * 4},
-                      schema={"col1": pl.String, "col2": pl.Float64})
+    df = pl.DataFrame(
+        {"col1": ["a", "b", "c", "d"], "col2": [None] * 4}, schema={"col1": pl.String, "col2": pl.Float64}
+    )
     with pytest.raises(AllNullColumnError, match="'col2'"):
         privgate.metrics.singling_out(df, df, holdout=df, mode="univariate")
 
@@ -200,8 +232,10 @@ def test_univariate_predicates_with_a_mixed_null_column():
     coded = _coded(df)
     preds = univariate_predicates(coded, 10, np.random.default_rng(0))
     got = sorted((int(c), int(o), float(v)) for c, o, v in zip(preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]))
-    want = sorted([(0, EQ, float(v)) for v in coded["synthetic"][:, 0]]
-                  + [(1, EQ, 1.0), (1, EQ, 2.0), (1, EQ, 3.0), (1, LE, 1.0), (1, GE, 3.0), (1, ISNULL, 0.0)])
+    want = sorted(
+        [(0, EQ, float(v)) for v in coded["synthetic"][:, 0]]
+        + [(1, EQ, 1.0), (1, EQ, 2.0), (1, EQ, 3.0), (1, LE, 1.0), (1, GE, 3.0), (1, ISNULL, 0.0)]
+    )
     assert got == want
     counts, _ = match_counts(coded["synthetic"], preds)
     assert (counts == 1).all()
@@ -217,12 +251,17 @@ def test_every_predicate_isolates_one_synthetic_record(mode):
     syn = load_example().slice(10, 10)
     res = privgate.metrics.singling_out(ori, syn, holdout=load_example().tail(10), mode=mode, n_attacks=5)
     ctx = EvaluationContext(ori, syn, holdout=load_example().tail(10))
-    coded = code_frames({"synthetic": ctx.synthetic.unique(maintain_order=True), "real": ctx.real,
-                         "holdout": ctx.holdout}, ctx.schema)
+    coded = code_frames(
+        {"synthetic": ctx.synthetic.unique(maintain_order=True), "real": ctx.real, "holdout": ctx.holdout}, ctx.schema
+    )
     rng = np.random.default_rng(0)
-    preds = (univariate_predicates(coded, 5, rng) if mode == "univariate" else
-             __import__("privgate.attacks.singling_out", fromlist=["x"]).multivariate_predicates(
-                 coded, 5, 3, 500, rng)[0])
+    preds = (
+        univariate_predicates(coded, 5, rng)
+        if mode == "univariate"
+        else __import__("privgate.attacks.singling_out", fromlist=["x"]).multivariate_predicates(coded, 5, 3, 500, rng)[
+            0
+        ]
+    )
     counts, _ = match_counts(coded["synthetic"], preds)
     assert len(preds) > 0 and (counts == 1).all()
     assert res.details["n_predicates"] <= 5
@@ -245,9 +284,11 @@ def test_max_attempts_bounds_the_predicates(max_attempts):
 def test_parameter_errors_are_value_errors():
     """Code that catches anonymeter's ValueErrors catches privgate's parameter errors."""
     ori = load_example().head(10)
-    for call in (lambda: privgate.metrics.singling_out(ori, ori, holdout=ori, mode="bivariate"),
-                 lambda: privgate.metrics.inference(ori, ori, holdout=ori, secret="income", tolerance=-1),
-                 lambda: privgate.metrics.linkability(ori, ori, holdout=ori, aux_cols=(["age"], ["nope"]))):
+    for call in (
+        lambda: privgate.metrics.singling_out(ori, ori, holdout=ori, mode="bivariate"),
+        lambda: privgate.metrics.inference(ori, ori, holdout=ori, secret="income", tolerance=-1),
+        lambda: privgate.metrics.linkability(ori, ori, holdout=ori, aux_cols=(["age"], ["nope"])),
+    ):
         with pytest.raises(ValueError):
             call()
     assert issubclass(privgate.errors.UnknownMetricError, ValueError)

@@ -71,8 +71,9 @@ def test_all_null_column_in_the_release_and_holdout(small):
     real, hold = small
     cols = ["age", "sex", "workclass", "hours_per_week", "income"]
     real, hold = real.select(cols), hold.select(cols)
-    syn = privgate.baselines.noisy_copy(real, seed=1).with_columns(pl.lit(None, dtype=pl.Int64).alias("age"),
-                                                                   pl.lit(None, dtype=pl.String).alias("sex"))
+    syn = privgate.baselines.noisy_copy(real, seed=1).with_columns(
+        pl.lit(None, dtype=pl.Int64).alias("age"), pl.lit(None, dtype=pl.String).alias("sex")
+    )
     hold = hold.with_columns(pl.lit(None, dtype=pl.String).alias("workclass"))
     for name in PARAMS:
         res = _run(name, real, syn, hold)

@@ -21,9 +21,17 @@ def frames(adult, adult_holdout):
 
 def test_evaluate_runs_the_attacks_and_skips_their_holdout_baseline(frames):
     real, syn, hold = frames
-    rep = privgate.evaluate(real, syn, metrics=ATTACKS, holdout=hold, baseline=True,
-                            params={"inference": {"secret": "income"},
-                                    "linkability": {"aux_cols": [["age", "sex"], ["race", "education"]]}})
+    rep = privgate.evaluate(
+        real,
+        syn,
+        metrics=ATTACKS,
+        holdout=hold,
+        baseline=True,
+        params={
+            "inference": {"secret": "income"},
+            "linkability": {"aux_cols": [["age", "sex"], ["race", "education"]]},
+        },
+    )
     assert list(rep.results) == ATTACKS and not rep.errors
     for name in ATTACKS:
         res = rep.results[name]
@@ -55,8 +63,10 @@ CONFIG = {
     "dataset": "adult-attacks",
     "metrics": {
         "singling_out": {"params": {"n_attacks": 200}, "threshold": {"block": 0.5}},
-        "linkability": {"params": {"aux_cols": [["age", "sex", "race"], ["education", "hours_per_week"]],
-                                   "n_neighbors": 2}, "threshold": {"warn": 0.5, "block": 0.9}},
+        "linkability": {
+            "params": {"aux_cols": [["age", "sex", "race"], ["education", "hours_per_week"]], "n_neighbors": 2},
+            "threshold": {"warn": 0.5, "block": 0.9},
+        },
         "inference": {"params": {"secret": "income", "n_attacks": 500}, "threshold": {"block": 0.99}},
     },
 }
@@ -78,8 +88,7 @@ def test_a_gate_config_with_the_attacks_validates_and_runs(frames):
 
 def test_a_gate_blocks_a_copy_on_singling_out(frames):
     real, _, hold = frames
-    out = run_gate({"version": 1, "metrics": {"singling_out": {"threshold": {"block": 0.5}}}},
-                   real, real, holdout=hold)
+    out = run_gate({"version": 1, "metrics": {"singling_out": {"threshold": {"block": 0.5}}}}, real, real, holdout=hold)
     assert out.decision == "block" and out.exit_code == 2
 
 
@@ -116,10 +125,12 @@ def test_attack_results_go_into_history_and_reports(frames, tmp_path):
 
 def test_anonymeters_control_name_is_the_holdout(frames):
     real, syn, hold = frames
-    a = privgate.metrics.linkability(real, syn, control=hold, aux_cols=[["age", "sex"], ["race", "education"]],
-                                     n_attacks=200, seed=3)
-    b = privgate.metrics.linkability(real, syn, holdout=hold, aux_cols=[["age", "sex"], ["race", "education"]],
-                                     n_attacks=200, seed=3)
+    a = privgate.metrics.linkability(
+        real, syn, control=hold, aux_cols=[["age", "sex"], ["race", "education"]], n_attacks=200, seed=3
+    )
+    b = privgate.metrics.linkability(
+        real, syn, holdout=hold, aux_cols=[["age", "sex"], ["race", "education"]], n_attacks=200, seed=3
+    )
     assert a.value == b.value and a.ci == b.ci and a.n_holdout == 800
     with pytest.raises(privgate.errors.ParameterError, match="not both"):
         privgate.metrics.linkability(real, syn, control=hold, holdout=hold)

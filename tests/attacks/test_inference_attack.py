@@ -79,8 +79,14 @@ def test_sampled_rows_only_search_equals_the_whole_space_search(secret):
         x = rng.integers(0, 5, n).astype(float)
         x[rng.random(n) < 0.1] = np.nan
         s = [["a", "b", "c", None][i] for i in rng.integers(0, 4, n)]
-        return pl.DataFrame({"x": x, "c": [["p", "q"][i] for i in rng.integers(0, 2, n)], "s": s,
-                             "y": rng.integers(-3, 4, n).astype(float)})
+        return pl.DataFrame(
+            {
+                "x": x,
+                "c": [["p", "q"][i] for i in rng.integers(0, 2, n)],
+                "s": s,
+                "y": rng.integers(-3, 4, n).astype(float),
+            }
+        )
 
     real, syn, hold = frame(300), frame(250), frame(280)
     aux = ["x", "c"] + (["y"] if secret == "s" else ["s"])

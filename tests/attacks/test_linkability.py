@@ -74,12 +74,19 @@ def test_stacked_sampled_searches_link_as_the_per_role_searches(k):
     rng = np.random.default_rng(1)
 
     def frame(n):
-        return pl.DataFrame({"a": rng.integers(0, 4, n).astype(float), "b": rng.integers(0, 3, n).astype(str),
-                             "c": rng.integers(0, 4, n).astype(float), "d": rng.integers(0, 2, n).astype(str)})
+        return pl.DataFrame(
+            {
+                "a": rng.integers(0, 4, n).astype(float),
+                "b": rng.integers(0, 3, n).astype(str),
+                "c": rng.integers(0, 4, n).astype(float),
+                "d": rng.integers(0, 2, n).astype(str),
+            }
+        )
 
     real, syn, hold = frame(260), frame(240), frame(220)
-    res = privgate.metrics.linkability(real, syn, holdout=hold, aux_cols=(["a", "b"], ["c", "d"]), n_neighbors=k,
-                                       n_attacks=100, seed=2)
+    res = privgate.metrics.linkability(
+        real, syn, holdout=hold, aux_cols=(["a", "b"], ["c", "d"]), n_neighbors=k, n_attacks=100, seed=2
+    )
     ctx = EvaluationContext(real, syn, holdout=hold)
     ctx.mixed(["a", "b"]), ctx.mixed(["c", "d"])  # the whole spaces, searched per role
 

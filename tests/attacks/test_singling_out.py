@@ -50,9 +50,11 @@ def test_multivariate_by_hand():
 
 def test_predicates_with_nulls_and_all_operators():
     x = np.array([[0.0, 1.0], [1.0, np.nan], [1.0, 3.0], [2.0, 3.0]])
-    p = Predicates(np.array([[0, 1], [0, 1], [1, 1], [0, 0]]),
-                   np.array([[EQ, GE], [EQ, ISNULL], [LE, GE], [GE, LE]], dtype=np.int8),
-                   np.array([[1.0, 2.0], [1.0, 0.0], [3.0, 3.0], [1.0, 1.0]]))
+    p = Predicates(
+        np.array([[0, 1], [0, 1], [1, 1], [0, 0]]),
+        np.array([[EQ, GE], [EQ, ISNULL], [LE, GE], [GE, LE]], dtype=np.int8),
+        np.array([[1.0, 2.0], [1.0, 0.0], [3.0, 3.0], [1.0, 1.0]]),
+    )
     counts, first = match_counts(x, p)
     # [a==1 & b>=2] → row 2; [a==1 & b null] → row 1; [b<=3 & b>=3] → rows 2, 3; [a>=1 & a<=1] → rows 1, 2
     assert counts.tolist() == [1, 1, 2, 2] and first[:2].tolist() == [2, 1]
@@ -62,8 +64,9 @@ def test_predicates_with_nulls_and_all_operators():
 def test_bitset_counter_equals_broadcast_counts(n):
     rng = np.random.default_rng(n)
     numeric = np.array([False, True, True, False])
-    x = np.column_stack([rng.integers(0, 3, n), rng.normal(size=n).round(1), rng.exponential(size=n).round(1),
-                         rng.integers(0, 5, n)]).astype(float)
+    x = np.column_stack(
+        [rng.integers(0, 3, n), rng.normal(size=n).round(1), rng.exponential(size=n).round(1), rng.integers(0, 5, n)]
+    ).astype(float)
     x[rng.random(n) < 0.15, 1] = np.nan
     b = 2000
     cols = np.sort(np.argsort(rng.random((b, 4)), axis=1)[:, :3], axis=1)
@@ -95,6 +98,7 @@ def test_bitset_counter_counts_in_bounded_blocks_of_predicates(monkeypatch):
 def test_size_correction_by_hand():
     # equal sizes: no correction
     assert size_correction(np.array([0, 1, 5]), 100, 100) == 1.0
+
     # one predicate matching m = 1 of n_h = 10 holdout records: w ~ Beta(1.5, 9.5);
     # E[n w (1 − w)^(n−1)] = n·B(2.5, 9.5 + n − 1)/B(1.5, 9.5), B(a, b) = Γ(a)Γ(b)/Γ(a + b)
     def beta(a, b):

@@ -75,17 +75,35 @@ def local_dask(n_workers: int = 2, nthreads: int = 1) -> Iterator[LocalDask]:
 
     def start(args: list[str], log: str) -> subprocess.Popen:
         out = open(tmp / log, "wb")
-        p = subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                             start_new_session=True, cwd=tmp)
+        p = subprocess.Popen(
+            [sys.executable, "-m", *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=tmp,
+        )
         procs.append(p)
         return p
 
     try:
-        sched = start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                       "--no-dashboard", "--scheduler-file", str(sched_file),
-                       # if this process is killed before it can end them: the workers end when the
-                       # scheduler is gone (--death-timeout), the scheduler once idle this long
-                       "--idle-timeout", "900"], "scheduler.log")
+        sched = start(
+            [
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(sched_file),
+                # if this process is killed before it can end them: the workers end when the
+                # scheduler is gone (--death-timeout), the scheduler once idle this long
+                "--idle-timeout",
+                "900",
+            ],
+            "scheduler.log",
+        )
         deadline = time.monotonic() + START_TIMEOUT
         while not sched_file.exists() or sched_file.stat().st_size == 0:
             if sched.poll() is not None or time.monotonic() > deadline:
@@ -98,9 +116,25 @@ def local_dask(n_workers: int = 2, nthreads: int = 1) -> Iterator[LocalDask]:
         cluster = LocalDask(address, sched, logs=tmp)
         for i in range(n_workers):
             cluster.workers[f"w{i}"] = start(
-                ["distributed.cli.dask_worker", address, "--name", f"w{i}", "--host", "127.0.0.1",
-                 "--nthreads", str(nthreads), "--nworkers", "1", "--no-dashboard", "--death-timeout", "60",
-                 "--local-directory", str(tmp / f"w{i}")], f"w{i}.log")
+                [
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--name",
+                    f"w{i}",
+                    "--host",
+                    "127.0.0.1",
+                    "--nthreads",
+                    str(nthreads),
+                    "--nworkers",
+                    "1",
+                    "--no-dashboard",
+                    "--death-timeout",
+                    "60",
+                    "--local-directory",
+                    str(tmp / f"w{i}"),
+                ],
+                f"w{i}.log",
+            )
         from distributed import Client
 
         with Client(address, timeout=START_TIMEOUT, set_as_default=False) as c:

@@ -21,18 +21,23 @@ def test_a_pooled_group_is_named_as_a_group():
     best = {"target": group_label("outlier", 4), "kind": "outlier", "attack": "cell", "pooled": True, "targets": 4}
     label = evidence_label(best)
     assert label.startswith("the 4 outliers, pooled") and "(outlier)" not in label
-    assert evidence_label({"target": "t3", "kind": "outlier", "attack": "distance"}) == \
-        "target t3 (outlier), attack distance"
+    assert (
+        evidence_label({"target": "t3", "kind": "outlier", "attack": "distance"})
+        == "target t3 (outlier), attack distance"
+    )
 
 
-@pytest.mark.parametrize("eps, provable, kind, words", [
-    (1.5, 3.0, "canary_level", "do not publish this generator's releases under its claim of ε = 1"),
-    (1.5, 3.0, "canary_level", "give it a public domain"),
-    (1.5, 3.0, "canary_cell", "check the noise"),
-    (0.2, 0.8, "outlier", "this audit is weak"),          # could not have shown a bound above the claim
-    (0.9, 3.0, "outlier", "near the claim"),              # run more fits to settle it
-    (0.2, 3.0, "outlier", "no evidence against the claim"),
-])
+@pytest.mark.parametrize(
+    "eps, provable, kind, words",
+    [
+        (1.5, 3.0, "canary_level", "do not publish this generator's releases under its claim of ε = 1"),
+        (1.5, 3.0, "canary_level", "give it a public domain"),
+        (1.5, 3.0, "canary_cell", "check the noise"),
+        (0.2, 0.8, "outlier", "this audit is weak"),  # could not have shown a bound above the claim
+        (0.9, 3.0, "outlier", "near the claim"),  # run more fits to settle it
+        (0.2, 3.0, "outlier", "no evidence against the claim"),
+    ],
+)
 def test_the_next_step_for_each_outcome(eps, provable, kind, words):
     r = make_result(eps=eps)
     r.epsilon_provable = provable
@@ -50,8 +55,13 @@ def test_the_headline_above_every_bar_is_explained():
 
 def test_the_cost_counts_the_preflight_fit_once_and_reads_as_a_ratio():
     r = make_result()
-    r.cost.update(seconds_generate_total=0.02, seconds_features_total=10.0, seconds_analysis=2.0,
-                  seconds_prepare=0.14, preflight_runs=1)
+    r.cost.update(
+        seconds_generate_total=0.02,
+        seconds_features_total=10.0,
+        seconds_analysis=2.0,
+        seconds_prepare=0.14,
+        preflight_runs=1,
+    )
     rows = dict(cost_rows(r))
     assert rows["generator fits"].startswith("101: 100 runs")
     assert rows["the audit's own work against the generator's"] == "607× the generator's time"
@@ -61,7 +71,20 @@ def test_the_cost_counts_the_preflight_fit_once_and_reads_as_a_ratio():
 
 
 def test_a_sequential_design_reads_in_words():
-    rows = dict(design_rows({"sequential": {"looks": [4, 8, 200], "alpha_per_look": [0.0125, 0.0125, 0.025],
-                                            "stopped_after_runs": 4, "stopped_early": True, "planned_runs": 200}}))
-    assert rows["sequential"] == ("looks after 4, 8, 200 runs; α 0.0125 at each early look, 0.025 at the last; "
-                                  "stopped after 4 of 200 runs (the claim was disproved)")
+    rows = dict(
+        design_rows(
+            {
+                "sequential": {
+                    "looks": [4, 8, 200],
+                    "alpha_per_look": [0.0125, 0.0125, 0.025],
+                    "stopped_after_runs": 4,
+                    "stopped_early": True,
+                    "planned_runs": 200,
+                }
+            }
+        )
+    )
+    assert rows["sequential"] == (
+        "looks after 4, 8, 200 runs; α 0.0125 at each early look, 0.025 at the last; "
+        "stopped after 4 of 200 runs (the claim was disproved)"
+    )

@@ -87,13 +87,15 @@ def test_the_canaries_design_counts_the_generators_own_cells():
 
 def test_hashed_cell_counts_equal_the_comparison_of_every_target_with_every_record():
     rng = np.random.default_rng(3)
-    pool = pl.DataFrame({"x": rng.normal(size=300), "y": rng.integers(0, 50, 300),
-                         "c": rng.choice(["a", "b", "c"], 300)})
+    pool = pl.DataFrame(
+        {"x": rng.normal(size=300), "y": rng.integers(0, 50, 300), "c": rng.choice(["a", "b", "c"], 300)}
+    )
     sch = schema_of(pool)
     space = FeatureSpace.build(pool, pool[:25], sch)
     release = pool.sample(200, seed=1, with_replacement=True).with_columns(
         pl.when(pl.int_range(pl.len()) % 9 == 0).then(None).otherwise(pl.col("x")).alias("x"),
-        pl.when(pl.int_range(pl.len()) % 13 == 0).then(500).otherwise(pl.col("y")).alias("y"))
+        pl.when(pl.int_range(pl.len()) % 13 == 0).then(500).otherwise(pl.col("y")).alias("y"),
+    )
     codes = space.codes(space.prepare(release))
     np.testing.assert_array_equal(space._cell_counts(codes), space._cell_counts_compared(codes))
 
@@ -104,8 +106,9 @@ def test_centering_shifts_each_target_by_the_lower_median_of_its_own_out_scores(
     # target 0 out-scores 0, 1, 1 → 1; target 1 out-scores 3, 4, 9 → 4
     np.testing.assert_array_equal(center_within(fit, y, np.array([[2.0, 6.0]])), [[1.0, 2.0]])
     # even count: the lower of the two middle scores (an observed count, not a half)
-    np.testing.assert_array_equal(center_within(np.array([[0.0], [1.0]]), np.zeros((2, 1), bool),
-                                                np.array([[2.0]])), [[2.0]])
+    np.testing.assert_array_equal(
+        center_within(np.array([[0.0], [1.0]]), np.zeros((2, 1), bool), np.array([[2.0]])), [[2.0]]
+    )
     # a target never out in the fit runs: every target's out-scores' lower median (3, 4, 9 → 4)
     y2 = y.copy()
     y2[:, 0] = True

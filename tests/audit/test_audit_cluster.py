@@ -37,15 +37,19 @@ def without_cost(result) -> dict:
 
 def same_outcomes(a, b) -> bool:
     return [o.run for o in a] == [o.run for o in b] and all(
-        (x.features is None) == (y.features is None) and x.error == y.error
-        and (x.features is None or x.features.tobytes() == y.features.tobytes()) for x, y in zip(a, b))
+        (x.features is None) == (y.features is None)
+        and x.error == y.error
+        and (x.features is None or x.features.tobytes() == y.features.tobytes())
+        for x, y in zip(a, b)
+    )
 
 
 def test_audit_on_the_cluster_equals_the_local_audit_bit_for_bit(cluster):
     gen = LaplaceHistogram(1.0, DOMAIN, release="rounded", noise_factor=0.2)
     local = audit_generator(gen, data(seed=1), workers=1, threads=1, **OPTIONS)
-    remote = audit_generator(gen, data(seed=1), executor=cluster.address.replace("tcp://", "dask://"), threads=1,
-                             **OPTIONS)
+    remote = audit_generator(
+        gen, data(seed=1), executor=cluster.address.replace("tcp://", "dask://"), threads=1, **OPTIONS
+    )
     assert without_cost(remote) == without_cost(local)
     assert remote.auc_lower > 0.2  # a leaky mechanism: the equality compares real numbers
     assert "Dask cluster" in remote.cost["note"] and remote.cost["workers"] == 2
@@ -87,8 +91,7 @@ def test_a_killed_worker_loses_runs_that_the_other_makes_again_with_the_same_res
                 lost.extend(int(str(k).rsplit("-", 1)[-1]) for k in running if "-run-" in str(k))
                 c.kill_worker("w0")
 
-            outcomes, how = execute_on_cluster(c.address, prepared.plan, prepared.space, slow, runs,
-                                               progress=progress)
+            outcomes, how = execute_on_cluster(c.address, prepared.plan, prepared.space, slow, runs, progress=progress)
     assert lost, "the worker was killed while it was making runs"
     assert c.workers["w0"].poll() is not None
     # the runs it was making were made again by the survivor; the outcomes are the local ones
@@ -137,10 +140,12 @@ def test_an_unreachable_scheduler_is_an_audit_error():
 
 
 def test_privgate_imports_without_distributed_and_the_executor_names_the_extra():
-    code = ("import sys; sys.modules['distributed'] = None\n"
-            "import privgate, privgate.audit\n"
-            "from privgate.audit.cluster import connect\n"
-            "try:\n    connect('dask://127.0.0.1:9')\nexcept ImportError as e:\n    print(e)\n")
+    code = (
+        "import sys; sys.modules['distributed'] = None\n"
+        "import privgate, privgate.audit\n"
+        "from privgate.audit.cluster import connect\n"
+        "try:\n    connect('dask://127.0.0.1:9')\nexcept ImportError as e:\n    print(e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "pip install 'privgate[dask]'" in out.stdout
@@ -151,11 +156,34 @@ def test_the_cli_sends_a_generator_of_the_current_directory_and_decides_as_local
     from privgate.cli import main
 
     work_folder(tmp_path, monkeypatch, data(seed=4), {"cluster_cli_gen.py": GENERATOR_MODULE})
-    common = ["audit", "--real", "real.parquet", "--generator", "cluster_cli_gen:Noisy", "--generator-args",
-              '{"scale": 0.01}', "--design", "shared", "--runs", "30", "--n-targets", "2", "--training-rows", "100",
-              "--threads", "1", "--claimed-epsilon", "1", "--quiet", "--looks", "1"]
-    codes = [main([*common, "--workers", "1", "--json", "local.json"]),
-             main([*common, "--executor", cluster.address.replace("tcp://", "dask://"), "--json", "cluster.json"])]
+    common = [
+        "audit",
+        "--real",
+        "real.parquet",
+        "--generator",
+        "cluster_cli_gen:Noisy",
+        "--generator-args",
+        '{"scale": 0.01}',
+        "--design",
+        "shared",
+        "--runs",
+        "30",
+        "--n-targets",
+        "2",
+        "--training-rows",
+        "100",
+        "--threads",
+        "1",
+        "--claimed-epsilon",
+        "1",
+        "--quiet",
+        "--looks",
+        "1",
+    ]
+    codes = [
+        main([*common, "--workers", "1", "--json", "local.json"]),
+        main([*common, "--executor", cluster.address.replace("tcp://", "dask://"), "--json", "cluster.json"]),
+    ]
     reports = [json.loads((tmp_path / f).read_text()) for f in ("local.json", "cluster.json")]
     for r in reports:
         r["result"].pop("cost")
@@ -173,15 +201,29 @@ def test_dagster_run_steps_send_their_runs_to_the_cluster_with_the_local_result(
     settings = dict(design="shared", runs=16, n_targets=3, training_rows=150, claimed_epsilon=1.0, seed=2)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="executor must be"):
         build_generator_audit("bad", generate=gen, real=lambda: data(seed=6), executor="ray://head:1")
-    audit = build_generator_audit("cluster_audit", generate=gen, real=lambda: data(seed=6), chunk_size=8,
-                                  versions=["v1"], generator_name="lap", run_threads=1, record=False,
-                                  executor=cluster.address.replace("tcp://", "dask://"), **settings)
+    audit = build_generator_audit(
+        "cluster_audit",
+        generate=gen,
+        real=lambda: data(seed=6),
+        chunk_size=8,
+        versions=["v1"],
+        generator_name="lap",
+        run_threads=1,
+        record=False,
+        executor=cluster.address.replace("tcp://", "dask://"),
+        **settings,
+    )
     defs = dg.Definitions(
-        assets=[audit], jobs=[dg.define_asset_job("cluster_audit_job", selection=[audit])],
-        resources={"privgate": PrivgateResource(real_path="unused", work_dir=str(tmp_path / "work"),
-                                                reports_dir=str(tmp_path / "reports")),
-                   "io_manager": dg.FilesystemIOManager(base_dir=str(tmp_path / "storage"))},
-        executor=dg.in_process_executor)
+        assets=[audit],
+        jobs=[dg.define_asset_job("cluster_audit_job", selection=[audit])],
+        resources={
+            "privgate": PrivgateResource(
+                real_path="unused", work_dir=str(tmp_path / "work"), reports_dir=str(tmp_path / "reports")
+            ),
+            "io_manager": dg.FilesystemIOManager(base_dir=str(tmp_path / "storage")),
+        },
+        executor=dg.in_process_executor,
+    )
     job = defs.resolve_job_def("cluster_audit_job")  # the job builds with the executor
     with dg.DagsterInstance.ephemeral() as instance:
         run = job.execute_in_process(instance=instance, partition_key="v1")
@@ -190,6 +232,7 @@ def test_dagster_run_steps_send_their_runs_to_the_cluster_with_the_local_result(
     saved = json.loads(open(event.materialization.metadata["audit_json"].value).read())
     assert "Dask cluster" in saved["cost"]["note"]
     saved.pop("cost")
-    ref = audit_generator(gen, data(seed=6), workers=1, threads=1, generator_name="lap", generator_version="v1", looks=None,
-                          **settings)
+    ref = audit_generator(
+        gen, data(seed=6), workers=1, threads=1, generator_name="lap", generator_version="v1", looks=None, **settings
+    )
     assert saved == without_cost(ref)

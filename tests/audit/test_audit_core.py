@@ -21,8 +21,14 @@ from privgate.schema import infer_schema
 
 def people(n: int = 300, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"age": rng.integers(20, 70, n), "income": rng.normal(50, 5, n).round(1),
-                         "sex": rng.choice(["F", "M"], n), "job": rng.choice(list("abcd"), n)})
+    return pl.DataFrame(
+        {
+            "age": rng.integers(20, 70, n),
+            "income": rng.normal(50, 5, n).round(1),
+            "sex": rng.choice(["F", "M"], n),
+            "job": rng.choice(list("abcd"), n),
+        }
+    )
 
 
 # module-level generators: a process pool can pickle them
@@ -187,8 +193,19 @@ def test_tpr_at_fixed_fpr_keeps_the_fit_runs_fpr():
 
 # ------------------------------------------------------------------ end to end
 def test_a_generator_that_returns_its_training_records_is_caught():
-    r = audit_generator(copy_training, people(), design="shared", runs=100, n_targets=3, training_rows=100,
-                        claimed_epsilon=1.0, seed=0, workers=1, threads=1, looks=None)
+    r = audit_generator(
+        copy_training,
+        people(),
+        design="shared",
+        runs=100,
+        n_targets=3,
+        training_rows=100,
+        claimed_epsilon=1.0,
+        seed=0,
+        workers=1,
+        threads=1,
+        looks=None,
+    )
     # every attack separates perfectly: no test run wrong, bounded at α/2 = 0.025 (one-sided
     # Clopper–Pearson at 0.0125 per rate) — the largest bound these runs can show
     b = r.best
@@ -206,21 +223,43 @@ def test_a_generator_that_returns_its_training_records_is_caught():
 
 def test_resampled_training_records_are_caught_less_surely():
     # drawing n records with replacement misses a given record 37 % of the time: weaker evidence
-    r = audit_generator(resample_training, people(), design="shared", runs=100, n_targets=3, training_rows=100,
-                        claimed_epsilon=0.25, seed=0, workers=1, threads=1)
+    r = audit_generator(
+        resample_training,
+        people(),
+        design="shared",
+        runs=100,
+        n_targets=3,
+        training_rows=100,
+        claimed_epsilon=0.25,
+        seed=0,
+        workers=1,
+        threads=1,
+    )
     assert 0.25 < r.epsilon_lower < 2.0 and r.violation is True
 
 
 def test_a_generator_that_ignores_its_training_data_proves_nothing():
-    r = audit_generator(public_only, people(), design="shared", runs=60, n_targets=4, training_rows=100, claimed_epsilon=0.5,
-                        seed=0, workers=1, threads=1)
+    r = audit_generator(
+        public_only,
+        people(),
+        design="shared",
+        runs=60,
+        n_targets=4,
+        training_rows=100,
+        claimed_epsilon=0.5,
+        seed=0,
+        workers=1,
+        threads=1,
+    )
     assert r.epsilon_lower == 0.0 and r.violation is False and r.n_audited == 4
 
 
 def test_same_seed_same_result_and_no_record_values_in_the_output():
     base = people()
-    real = base.with_columns(pl.Series("job", ["secret-value-%d" % i if i == 7 else v for i, v in enumerate(base["job"])]),
-                             pl.when(pl.int_range(pl.len()) == 7).then(95).otherwise(pl.col("age")).alias("age"))
+    real = base.with_columns(
+        pl.Series("job", ["secret-value-%d" % i if i == 7 else v for i, v in enumerate(base["job"])]),
+        pl.when(pl.int_range(pl.len()) == 7).then(95).otherwise(pl.col("age")).alias("age"),
+    )
     kw = dict(design="shared", runs=20, n_targets=4, training_rows=60, seed=5, workers=1, threads=1)
     a = audit_generator(resample_training, real, **kw).to_dict()
     b = audit_generator(resample_training, real, **kw).to_dict()
@@ -232,7 +271,9 @@ def test_same_seed_same_result_and_no_record_values_in_the_output():
 
 
 def test_a_target_the_generator_refuses_is_reported_not_a_crash():
-    r = audit_generator(refuses_new_levels, people(), design="shared", runs=20, n_targets=4, training_rows=60, workers=1, threads=1)
+    r = audit_generator(
+        refuses_new_levels, people(), design="shared", runs=20, n_targets=4, training_rows=60, workers=1, threads=1
+    )
     refused = [t for t in r.targets if t["status"] == "not taken"]
     assert [t["kind"] for t in refused] == ["canary_level"] and refused[0]["why"] == "KeyError"
     # one preflight run with the three canaries (range, level, cell), then one per canary
@@ -240,8 +281,17 @@ def test_a_target_the_generator_refuses_is_reported_not_a_crash():
 
 
 def test_failed_runs_stay_in_the_analysis_as_empty_releases():
-    r = audit_generator(fails_on_odd_seeds, people(), design="shared", runs=24, n_targets=2, canaries=False, training_rows=40,
-                        threads=1, workers=1)
+    r = audit_generator(
+        fails_on_odd_seeds,
+        people(),
+        design="shared",
+        runs=24,
+        n_targets=2,
+        canaries=False,
+        training_rows=40,
+        threads=1,
+        workers=1,
+    )
     assert 0 < r.cost["runs_failed"] < 24 and r.failed_runs[0]["error"] == "RuntimeError"
     t = r.targets[0]
     assert t["fit_runs"] + t["test_runs"] == 24  # every run counts
@@ -250,7 +300,9 @@ def test_failed_runs_stay_in_the_analysis_as_empty_releases():
 
 def test_broken_generators_get_clear_errors():
     with pytest.raises(AuditError, match="RuntimeError"):
-        audit_generator(always_fails, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
+        audit_generator(
+            always_fails, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1
+        )
     with pytest.raises(InputError, match="years") as err:
         audit_generator(wrong_columns, people(), design="shared", runs=8, n_targets=2, training_rows=30, threads=1)
     assert "'age'" not in str(err.value)  # a real column the release lacks is named by position only
@@ -286,19 +338,32 @@ def infinite_values(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFr
 
 
 def test_an_empty_release_is_a_release_with_no_neighbours():
-    r = audit_generator(empty_release, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
+    r = audit_generator(
+        empty_release, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1
+    )
     assert r.cost["runs_failed"] == 0 and r.epsilon_lower == 0.0 and r.n_audited == 2
 
 
 def test_a_generator_that_ends_its_worker_process_is_an_audit_error():
     with pytest.raises(AuditError, match="worker process died"):
-        audit_generator(exits_its_process, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30,
-                        workers=2, threads=2)
+        audit_generator(
+            exits_its_process,
+            people(),
+            design="shared",
+            runs=8,
+            n_targets=2,
+            canaries=False,
+            training_rows=30,
+            workers=2,
+            threads=2,
+        )
 
 
 def test_infinite_values_in_a_release_are_refused_by_column():
     with pytest.raises(InputError, match="income"):
-        audit_generator(infinite_values, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1)
+        audit_generator(
+            infinite_values, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30, threads=1
+        )
 
 
 def never_returns(training: pl.DataFrame, n_rows: int, seed: int) -> pl.DataFrame:
@@ -313,8 +378,18 @@ def test_a_generator_that_never_returns_is_stopped_at_the_deadline():
 
     start = time.monotonic()
     with pytest.raises(AuditError, match=r"deadline of [0-9.]+ s \(0 of 8 runs made\)"):
-        audit_generator(never_returns, people(), design="shared", runs=8, n_targets=2, canaries=False, training_rows=30,
-                        workers=1, threads=1, deadline=3)
+        audit_generator(
+            never_returns,
+            people(),
+            design="shared",
+            runs=8,
+            n_targets=2,
+            canaries=False,
+            training_rows=30,
+            workers=1,
+            threads=1,
+            deadline=3,
+        )
     assert time.monotonic() - start < 120  # not the generator's 600 s (a bound, not a timing)
 
 

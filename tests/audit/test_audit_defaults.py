@@ -12,7 +12,7 @@ from audit_helpers import constant_gen, resample_gen, typed_frame, work_folder
 from privgate.audit import AuditResult, audit_generator, defaults
 from privgate.cli import main
 
-TYPED_GENS = '''
+TYPED_GENS = """
 import polars as pl
 
 
@@ -22,7 +22,7 @@ def resample_gen(training, n_rows, seed):
 
 def constant_gen(training, n_rows, seed):
     return pl.DataFrame({c: pl.Series(c, [None] * n_rows, dtype=d) for c, d in training.schema.items()})
-'''
+"""
 
 
 def test_the_doubling_schedule_and_the_alpha_it_spends():
@@ -59,8 +59,26 @@ def test_an_api_call_without_design_flags_gets_the_documented_defaults():
 
 def test_the_cli_without_flags_passes_nothing_so_the_api_defaults_apply(tmp_path, monkeypatch):
     work_folder(tmp_path, monkeypatch, typed_frame(), {"typed_gens.py": TYPED_GENS})
-    code = main(["audit", "--generator", "typed_gens:resample_gen", "--real", "real.parquet", "--claimed-epsilon",
-                 "1", "--training-rows", "100", "--workers", "1", "--threads", "1", "--quiet", "--json", "a.json"])
+    code = main(
+        [
+            "audit",
+            "--generator",
+            "typed_gens:resample_gen",
+            "--real",
+            "real.parquet",
+            "--claimed-epsilon",
+            "1",
+            "--training-rows",
+            "100",
+            "--workers",
+            "1",
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            "a.json",
+        ]
+    )
     assert code == 2
     r = AuditResult.from_dict(json.loads((tmp_path / "a.json").read_text())["result"])
     assert r.design["design"] == "canaries" and len(r.targets) == defaults.CANARY_TARGETS
@@ -68,8 +86,9 @@ def test_the_cli_without_flags_passes_nothing_so_the_api_defaults_apply(tmp_path
 
 
 def test_a_claim_with_delta_gets_the_shared_design():
-    r = audit_generator(constant_gen, typed_frame(), claimed_epsilon=1.0, delta=1e-5, runs=8, training_rows=60,
-                        workers=1, threads=1)
+    r = audit_generator(
+        constant_gen, typed_frame(), claimed_epsilon=1.0, delta=1e-5, runs=8, training_rows=60, workers=1, threads=1
+    )
     assert r.design["design"] == "shared" and len(r.targets) == defaults.DEFAULT_TARGETS
     assert "sequential" not in r.design  # δ > 0: no default looks
 
@@ -81,10 +100,28 @@ def test_boolean_date_datetime_columns_through_the_cli(tmp_path, monkeypatch, ca
     nulls) is audited, never told it broke the contract."""
     work_folder(tmp_path, monkeypatch, typed_frame(), {"typed_gens.py": TYPED_GENS})
     # the shared design: 100 runs and a claim of 0.2, what a resampling generator's runs disprove
-    code = main(["audit", "--generator", f"typed_gens:{generator}", "--real", "real.parquet", "--claimed-epsilon",
-                 "1" if design == "canaries" else "0.2", "--design", design, "--runs", "8" if design == "canaries"
-                 else "100", "--training-rows", "100",
-                 "--workers", "1", "--threads", "1", "--quiet"])
+    code = main(
+        [
+            "audit",
+            "--generator",
+            f"typed_gens:{generator}",
+            "--real",
+            "real.parquet",
+            "--claimed-epsilon",
+            "1" if design == "canaries" else "0.2",
+            "--design",
+            design,
+            "--runs",
+            "8" if design == "canaries" else "100",
+            "--training-rows",
+            "100",
+            "--workers",
+            "1",
+            "--threads",
+            "1",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert "contract" not in err and code == exit_code, err
 
@@ -92,8 +129,14 @@ def test_boolean_date_datetime_columns_through_the_cli(tmp_path, monkeypatch, ca
 @pytest.mark.parametrize("design", ["canaries", "shared", "separate"])
 def test_boolean_date_datetime_columns_through_the_api(design):
     frame = typed_frame()
-    kw = dict(design=design, runs=8 if design != "separate" else 8, training_rows=80, workers=1, threads=1,
-              claimed_epsilon=1.0)
+    kw = dict(
+        design=design,
+        runs=8 if design != "separate" else 8,
+        training_rows=80,
+        workers=1,
+        threads=1,
+        claimed_epsilon=1.0,
+    )
     if design != "canaries":
         kw["n_targets"] = 3
     broken = audit_generator(resample_gen, frame, **kw)
@@ -107,10 +150,26 @@ def test_boolean_date_datetime_columns_through_the_api(design):
 def test_an_audit_file_whose_claim_conflicts_with_the_flag_is_told_so(tmp_path, monkeypatch, capsys):
     """Not "audit.rules: missing": a file giving only a claim keeps the default rules, and a claim
     that differs from --claimed-epsilon is named, with both numbers and the file."""
-    work_folder(tmp_path, monkeypatch, typed_frame(), {"typed_gens.py": TYPED_GENS,
-                                                       "claim.yaml": "audit:\n  claimed_epsilon: 2\n"})
-    code = main(["audit", "--generator", "typed_gens:constant_gen", "--real", "real.parquet", "--config",
-                 "claim.yaml", "--claimed-epsilon", "1", "--quiet"])
+    work_folder(
+        tmp_path,
+        monkeypatch,
+        typed_frame(),
+        {"typed_gens.py": TYPED_GENS, "claim.yaml": "audit:\n  claimed_epsilon: 2\n"},
+    )
+    code = main(
+        [
+            "audit",
+            "--generator",
+            "typed_gens:constant_gen",
+            "--real",
+            "real.parquet",
+            "--config",
+            "claim.yaml",
+            "--claimed-epsilon",
+            "1",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 3 and "rules: missing" not in err
     assert "audit.claimed_epsilon: claim.yaml claims ε = 2 and --claimed-epsilon says 1" in err

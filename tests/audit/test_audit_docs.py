@@ -34,7 +34,7 @@ def documented() -> list[tuple[str, list[tuple[str, str]], list[tuple[str, int |
         for lang, body in FENCE.findall(doc.read_text(encoding="utf-8")):
             first = body.splitlines()[0] if body.strip() else ""
             if lang == "python" and first.startswith("# file: "):
-                files.append((first[len("# file: "):].strip(), body))
+                files.append((first[len("# file: ") :].strip(), body))
             elif lang == "console":
                 for line in body.splitlines():
                     if line.startswith("$ "):
@@ -63,7 +63,7 @@ def with_runs(argv: list[str], runs: int) -> list[str]:
     if "--runs" not in argv:
         return [*argv, "--runs", str(runs)]
     at = argv.index("--runs") + 1
-    return [*argv[:at], str(min(runs, int(argv[at]))), *argv[at + 1:]]
+    return [*argv[:at], str(min(runs, int(argv[at]))), *argv[at + 1 :]]
 
 
 def run_documented(doc: str, tmp_path: Path, passing_runs: int | None) -> None:
@@ -73,8 +73,11 @@ def run_documented(doc: str, tmp_path: Path, passing_runs: int | None) -> None:
     for name, text in files:
         (tmp_path / name).write_text(text, encoding="utf-8")
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-           "PRIVGATE_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([root, str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        "PRIVGATE_THREADS": "1",
+    }
     for line, expected in commands:
         argv = shlex.split(line)
         if argv[0] == "privgate":

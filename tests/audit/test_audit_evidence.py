@@ -32,6 +32,7 @@ def _json_edit(**changes):
                 at = at[int(k)] if isinstance(at, list) else at[k]
             at[last] = value
         return d
+
     return edit
 
 
@@ -55,19 +56,46 @@ CASES = [
     ("lax rules swapped in", "block", _VIOLATION, None, LAX, "config_hash"),
     ("no rules stored", "pass", {"config_json": (None, None)}, None, None, "config_json"),
     ("result not JSON", "pass", {"result_json": ("{not json", "{not json")}, None, None, "result_json"),
-    ("bound lowered in the result and the column", "block",
-     {**_VIOLATION, "epsilon_lower": (0.0, 0.0)}, _json_edit(epsilon_lower=0.0), None, "epsilon_lower"),
-    ("error counts and bounds rewritten but not the best pair", "block", {**_VIOLATION, "epsilon_lower": (0.0, 0.0)},
-     _json_edit(epsilon_lower=0.0, targets__0__attacks__distance__false_positives=25,
-                targets__0__attacks__distance__false_negatives=25,
-                targets__0__attacks__distance__epsilon_lower=0.0), None, "epsilon_lower"),
-    ("an attack's bound without its counts", "pass", {}, _json_edit(targets__1__attacks__distance__epsilon_lower=0.3),
-     None, "ε lower bound"),
+    (
+        "bound lowered in the result and the column",
+        "block",
+        {**_VIOLATION, "epsilon_lower": (0.0, 0.0)},
+        _json_edit(epsilon_lower=0.0),
+        None,
+        "epsilon_lower",
+    ),
+    (
+        "error counts and bounds rewritten but not the best pair",
+        "block",
+        {**_VIOLATION, "epsilon_lower": (0.0, 0.0)},
+        _json_edit(
+            epsilon_lower=0.0,
+            targets__0__attacks__distance__false_positives=25,
+            targets__0__attacks__distance__false_negatives=25,
+            targets__0__attacks__distance__epsilon_lower=0.0,
+        ),
+        None,
+        "epsilon_lower",
+    ),
+    (
+        "an attack's bound without its counts",
+        "pass",
+        {},
+        _json_edit(targets__1__attacks__distance__epsilon_lower=0.3),
+        None,
+        "ε lower bound",
+    ),
     ("delta NaN", "pass", {}, _json_edit(delta=float("nan")), None, "delta"),
     ("confidence 0.2", "pass", {}, _json_edit(confidence=0.2), None, "confidence"),
     ("n_audited as text", "pass", {}, _json_edit(n_audited="2"), None, "n_audited"),
-    ("counts above the runs", "pass", {}, _json_edit(targets__1__attacks__distance__false_positives=999), None,
-     "error counts"),
+    (
+        "counts above the runs",
+        "pass",
+        {},
+        _json_edit(targets__1__attacks__distance__false_positives=999),
+        None,
+        "error counts",
+    ),
     ("alpha per test inflated", "pass", {}, _json_edit(design__alpha_per_test=0.5), None, "alpha_per_test"),
 ]
 
@@ -98,17 +126,23 @@ def _tamper(store, cells, edit, config):
 def test_a_tampered_audit_row_is_refused_naming_the_field(store_url, case, kind, cells, edit, config, field):
     with HistoryStore(store_url) as store:
         if store.engine.dialect.name == "postgresql" and any(
-                pg is None and col != "config_json" for col, (_, pg) in cells.items()):
+            pg is None and col != "config_json" for col, (_, pg) in cells.items()
+        ):
             pytest.skip("PostgreSQL's typed column refuses text where a number belongs")
         _record(store, kind)
-        cfg = {"dataset": "d", "metrics": {"common_rows": {"threshold": {"block": 0.5}}},
-               "require_audit": {"generator": "g"}}
-        before = run_gate(cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1",
-                          generator_digest=DIGEST)
+        cfg = {
+            "dataset": "d",
+            "metrics": {"common_rows": {"threshold": {"block": 0.5}}},
+            "require_audit": {"generator": "g"},
+        }
+        before = run_gate(
+            cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1", generator_digest=DIGEST
+        )
         assert before.exit_code == (0 if kind == "pass" else 2)
         _tamper(store, cells, edit, config)
-        out = run_gate(cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1",
-                       generator_digest=DIGEST)
+        out = run_gate(
+            cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1", generator_digest=DIGEST
+        )
     check = [c for c in out.checks if c.metric == "(audit)"][0]
     assert (str(out.decision), out.exit_code) == ("block", 3), check.message
     assert check.rule == "error" and "is not evidence" in check.message
@@ -131,13 +165,15 @@ def test_a_version_3_audits_table_is_migrated_and_its_old_rows_are_not_evidence(
     engine.dispose()
     with HistoryStore(store_url) as store:
         assert store.schema_version == 4
-        cfg = {"dataset": "d", "metrics": {"common_rows": {"threshold": {"block": 0.5}}},
-               "require_audit": {"generator": "g", "digest": DIGEST}}
+        cfg = {
+            "dataset": "d",
+            "metrics": {"common_rows": {"threshold": {"block": 0.5}}},
+            "require_audit": {"generator": "g", "digest": DIGEST},
+        }
         out = run_gate(cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1")
         assert out.exit_code == 3 and "config_json is missing" in out.checks[-1].message
         _record(store, "pass")  # a new audit records both
-        assert run_gate(cfg, *FRAMES, release_id="r", history=store, record=False,
-                        generator_version="1").exit_code == 0
+        assert run_gate(cfg, *FRAMES, release_id="r", history=store, record=False, generator_version="1").exit_code == 0
 
 
 def test_the_largest_showable_bound_is_the_bound_of_an_attack_that_never_errs():

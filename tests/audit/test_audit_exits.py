@@ -25,7 +25,7 @@ from privgate.errors import AuditError, ParameterError
 
 SECRET = "Zq7xRecord Alice 1970-01-01 SSN-078-05-1120"
 
-HOSTILE = textwrap.dedent(f'''
+HOSTILE = textwrap.dedent(f"""
     import os
     import sys
     import time
@@ -53,18 +53,36 @@ HOSTILE = textwrap.dedent(f'''
         from privgate.errors import InputError
 
         raise InputError(f"bad record: {{SECRET}}")
-''')
+""")
 
 EXITS_ON_IMPORT = "import sys\nsys.exit(0)\n\ndef gen(training, n_rows, seed):\n    return training\n"
 HANGS_ON_IMPORT = "import time\ntime.sleep(3600)\n\ndef gen(training, n_rows, seed):\n    return training\n"
 
-FAST = ["--design", "shared", "--runs", "8", "--n-targets", "2", "--training-rows", "40", "--workers", "1", "--threads", "1", "--quiet"]
+FAST = [
+    "--design",
+    "shared",
+    "--runs",
+    "8",
+    "--n-targets",
+    "2",
+    "--training-rows",
+    "40",
+    "--workers",
+    "1",
+    "--threads",
+    "1",
+    "--quiet",
+]
 
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    return work_folder(tmp_path, monkeypatch, real_frame(120), {
-        "hostile_gens.py": HOSTILE, "exits_on_import.py": EXITS_ON_IMPORT, "hangs_on_import.py": HANGS_ON_IMPORT})
+    return work_folder(
+        tmp_path,
+        monkeypatch,
+        real_frame(120),
+        {"hostile_gens.py": HOSTILE, "exits_on_import.py": EXITS_ON_IMPORT, "hangs_on_import.py": HANGS_ON_IMPORT},
+    )
 
 
 def cli(*args):
@@ -105,26 +123,59 @@ def test_a_record_in_a_privgate_error_raised_by_the_generator_is_withheld_from_t
     import hostile_gens
 
     with pytest.raises(AuditError) as err:
-        audit_generator(hostile_gens.privgate_error_with_a_record, real_frame(120), design="shared", runs=8, n_targets=2,
-                        canaries=False, training_rows=40, workers=1, threads=1)
+        audit_generator(
+            hostile_gens.privgate_error_with_a_record,
+            real_frame(120),
+            design="shared",
+            runs=8,
+            n_targets=2,
+            canaries=False,
+            training_rows=40,
+            workers=1,
+            threads=1,
+        )
     assert "InputError" in str(err.value) and "Zq7x" not in str(err.value)
 
 
 def test_an_exit_in_a_generator_run_in_this_process_is_an_audit_error():
     # a lambda cannot be pickled: its runs are made in this process, where SystemExit is caught too
     with pytest.raises(GeneratorExited, match="raised SystemExit") as err:
-        audit_generator(lambda training, n_rows, seed: sys.exit(SECRET), real_frame(120), design="shared", runs=8, n_targets=2,
-                        canaries=False, training_rows=40, workers=1, threads=1)
+        audit_generator(
+            lambda training, n_rows, seed: sys.exit(SECRET),
+            real_frame(120),
+            design="shared",
+            runs=8,
+            n_targets=2,
+            canaries=False,
+            training_rows=40,
+            workers=1,
+            threads=1,
+        )
     assert "Zq7x" not in str(err.value)
 
 
 # ------------------------------------------------------------------ bounds and numeric options
-@pytest.mark.parametrize("flag, value", [
-    ("--runs", "10000000"), ("--n-rows", "1000000000"), ("--training-rows", "1000000000"), ("--n-targets", "5000"),
-    ("--claimed-epsilon", "1e308"), ("--claimed-epsilon", "nan"), ("--claimed-epsilon", "-1"), ("--delta", "inf"),
-    ("--delta", "1"), ("--seed", "-1"), ("--seed", "1e3"), ("--deadline", "inf"), ("--deadline", "nan"),
-    ("--deadline", "0"), ("--deadline", "1e12"), ("--workers", "100000"),
-])
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--runs", "10000000"),
+        ("--n-rows", "1000000000"),
+        ("--training-rows", "1000000000"),
+        ("--n-targets", "5000"),
+        ("--claimed-epsilon", "1e308"),
+        ("--claimed-epsilon", "nan"),
+        ("--claimed-epsilon", "-1"),
+        ("--delta", "inf"),
+        ("--delta", "1"),
+        ("--seed", "-1"),
+        ("--seed", "1e3"),
+        ("--deadline", "inf"),
+        ("--deadline", "nan"),
+        ("--deadline", "0"),
+        ("--deadline", "1e12"),
+        ("--workers", "100000"),
+    ],
+)
 def test_an_out_of_range_option_exits_3_naming_it(workdir, capsys, flag, value):
     code = cli("--generator", "hostile_gens:sys_exit_0", flag, value)
     err = capsys.readouterr().err
@@ -132,15 +183,18 @@ def test_an_out_of_range_option_exits_3_naming_it(workdir, capsys, flag, value):
     assert f"argument {flag}: {flag} must be" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("sizes, words", [
-    (dict(design="shared", runs=MAX_RUNS + 1, n_targets=1), "runs must be at most 100,000"),
-    (dict(design="shared", runs=8, n_targets=MAX_TARGETS + 1), "n_targets must be at most 1,000"),
-    (dict(design="shared", runs=8, n_targets=2, n_rows=10 ** 9), "n_rows must be at most 10,000,000"),
-    (dict(design="shared", runs=8, n_targets=2, training_rows=MAX_ROWS + 1), "training_rows must be at most"),
-    (dict(design="shared", runs=100_000, n_targets=1_000), "runs × targets"),
-    (dict(runs=20_000, n_targets=30, design="separate"), "runs × targets"),
-    (dict(design="shared", runs=8, n_targets=None, user_targets=MAX_TARGETS + 1), "at most 1,000 target records"),
-])
+@pytest.mark.parametrize(
+    "sizes, words",
+    [
+        (dict(design="shared", runs=MAX_RUNS + 1, n_targets=1), "runs must be at most 100,000"),
+        (dict(design="shared", runs=8, n_targets=MAX_TARGETS + 1), "n_targets must be at most 1,000"),
+        (dict(design="shared", runs=8, n_targets=2, n_rows=10**9), "n_rows must be at most 10,000,000"),
+        (dict(design="shared", runs=8, n_targets=2, training_rows=MAX_ROWS + 1), "training_rows must be at most"),
+        (dict(design="shared", runs=100_000, n_targets=1_000), "runs × targets"),
+        (dict(runs=20_000, n_targets=30, design="separate"), "runs × targets"),
+        (dict(design="shared", runs=8, n_targets=None, user_targets=MAX_TARGETS + 1), "at most 1,000 target records"),
+    ],
+)
 def test_sizes_beyond_their_bounds_are_named(sizes, words):
     with pytest.raises(ParameterError, match=words):
         check_sizes(**sizes)
@@ -154,7 +208,7 @@ def test_sizes_a_real_audit_uses_pass():
 def test_the_api_refuses_a_huge_release_before_any_work():
     start = time.monotonic()
     with pytest.raises(ParameterError, match="n_rows must be at most"):
-        audit_generator(lambda t, n, s: t, real_frame(120), design="shared", runs=8, n_targets=2, n_rows=10 ** 9)
+        audit_generator(lambda t, n, s: t, real_frame(120), design="shared", runs=8, n_targets=2, n_rows=10**9)
     assert time.monotonic() - start < 30
 
 
@@ -180,8 +234,17 @@ def test_the_deadline_covers_the_planning():
     api.select_targets = slow_select
     try:
         with pytest.raises(AuditError, match=r"deadline of 2 s \(it passed before building the feature space\)"):
-            audit_generator(lambda t, n, s: t, real_frame(120), design="shared", runs=8, n_targets=2, training_rows=40,
-                            workers=1, threads=1, deadline=2)
+            audit_generator(
+                lambda t, n, s: t,
+                real_frame(120),
+                design="shared",
+                runs=8,
+                n_targets=2,
+                training_rows=40,
+                workers=1,
+                threads=1,
+                deadline=2,
+            )
     finally:
         api.select_targets = select
 
@@ -197,7 +260,7 @@ def _children() -> dict[int, int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z":
             out[int(entry.name)] = int(fields[1])
     return out
@@ -221,10 +284,34 @@ def _start_audit(workdir: Path) -> tuple[subprocess.Popen, set[int]]:
     """A CLI audit in its own process whose two workers are inside a generator that sleeps;
     returns it with its descendant processes."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(workdir)])}
-    proc = subprocess.Popen([sys.executable, "-m", "privgate.cli", "audit", "--real", "real.parquet", "--runs", "8",
-                             "--n-targets", "2", "--training-rows", "40", "--workers", "2", "--threads", "2",
-                             "--quiet", "--generator", "hostile_gens:sleeps_forever"],
-                            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "privgate.cli",
+            "audit",
+            "--real",
+            "real.parquet",
+            "--runs",
+            "8",
+            "--n-targets",
+            "2",
+            "--training-rows",
+            "40",
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--quiet",
+            "--generator",
+            "hostile_gens:sleeps_forever",
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not list(workdir.glob("started_*")):
         if proc.poll() is not None:

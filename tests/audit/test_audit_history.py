@@ -67,9 +67,18 @@ def _version_2_database(url: str) -> None:
     with engine.begin() as conn:
         S.metadata.create_all(conn, tables=old)
         conn.execute(sa.insert(S.meta).values(key="schema_version", value="2"))
-        conn.execute(sa.insert(S.runs).values(run_id="old", dataset="d", release_id="r0", decision="pass",
-                                              exit_code=0, accepted=True, has_holdout=False,
-                                              created_at=datetime(2026, 1, 1, tzinfo=timezone.utc)))
+        conn.execute(
+            sa.insert(S.runs).values(
+                run_id="old",
+                dataset="d",
+                release_id="r0",
+                decision="pass",
+                exit_code=0,
+                accepted=True,
+                has_holdout=False,
+                created_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            )
+        )
         assert "privgate_audits" not in sa.inspect(conn).get_table_names()
     engine.dispose()
 
@@ -88,8 +97,20 @@ def test_a_version_2_database_is_migrated_in_place(store_url):
 
 def test_a_stored_audit_holds_no_value_of_a_record(tmp_path):
     real = real_frame()
-    result = audit_generator(copy_gen, real, design="shared", runs=60, n_targets=3, training_rows=60, attacks=["distance"],
-                             claimed_epsilon=1.0, workers=1, threads=1, generator_name="copy", generator_version="1")
+    result = audit_generator(
+        copy_gen,
+        real,
+        design="shared",
+        runs=60,
+        n_targets=3,
+        training_rows=60,
+        attacks=["distance"],
+        claimed_epsilon=1.0,
+        workers=1,
+        threads=1,
+        generator_name="copy",
+        generator_version="1",
+    )
     assert 7 in [t["real_row"] for t in result.targets]  # the marker row is a target
     outcome = decide_audit(result, RULES)
     with HistoryStore(tmp_path / "h.sqlite") as store:

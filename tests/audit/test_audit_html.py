@@ -37,8 +37,19 @@ def test_target_rows_show_the_best_attack_and_status():
 
 @pytest.fixture(scope="module")
 def real_audit():
-    return audit_generator(copy_gen, real_frame(), design="shared", runs=60, n_targets=3, training_rows=60, claimed_epsilon=0.5,
-                           workers=1, threads=1, generator_name="copy", generator_version="2.0")
+    return audit_generator(
+        copy_gen,
+        real_frame(),
+        design="shared",
+        runs=60,
+        n_targets=3,
+        training_rows=60,
+        claimed_epsilon=0.5,
+        workers=1,
+        threads=1,
+        generator_name="copy",
+        generator_version="2.0",
+    )
 
 
 def test_the_report_states_the_verdict_and_holds_no_value_of_a_record(real_audit, tmp_path):
@@ -56,7 +67,7 @@ def test_the_report_states_the_verdict_and_holds_no_value_of_a_record(real_audit
 def test_a_report_without_a_decision_or_audited_targets_still_renders():
     html = render_audit_html(make_result(n_audited=0))
     assert "No target could be audited" in html and "No target was audited" in html
-    assert "<span class=\"badge" not in html
+    assert '<span class="badge' not in html
 
 
 def test_many_targets_show_the_most_exposed_roc_panels():

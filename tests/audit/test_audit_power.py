@@ -22,8 +22,13 @@ DOMAIN = {"a": list("pqrs"), "b": list("xyz"), "x": [-4.0, -2.0, -1.0, 0.0, 1.0,
 
 def data(n: int = 400, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"a": rng.choice(list("pqrs"), n, p=[0.4, 0.3, 0.2, 0.1]), "b": rng.choice(list("xyz"), n),
-                         "x": rng.normal(0.0, 1.0, n)})
+    return pl.DataFrame(
+        {
+            "a": rng.choice(list("pqrs"), n, p=[0.4, 0.3, 0.2, 0.1]),
+            "b": rng.choice(list("xyz"), n),
+            "x": rng.normal(0.0, 1.0, n),
+        }
+    )
 
 
 # ------------------------------------------------------------------ cell canaries and counts
@@ -88,8 +93,9 @@ def test_ranks_come_from_the_fit_runs_alone():
 def test_pooled_evidence_on_pure_noise_proves_nothing():
     rng = np.random.default_rng(7)
     y = rng.random((300, 20)) < 0.5
-    p = pooled_guesses(rng.random((100, 20)), y[:100], rng.random((200, 20)), y[100:],
-                       alpha_fit=0.01, alpha=0.01, rank=True)
+    p = pooled_guesses(
+        rng.random((100, 20)), y[:100], rng.random((200, 20)), y[100:], alpha_fit=0.01, alpha=0.01, rank=True
+    )
     assert p["epsilon_lower"] == 0.0
 
 
@@ -110,8 +116,19 @@ def test_shared_design_includes_targets_independently_from_200_runs():
 
 
 def canaries_audit(gen, seed, runs=4, claimed=1.0, **kw):
-    return audit_generator(gen, data(seed=seed), design="canaries", runs=runs, n_targets=40, training_rows=150,
-                           claimed_epsilon=claimed, seed=seed, workers=1, threads=1, **kw)
+    return audit_generator(
+        gen,
+        data(seed=seed),
+        design="canaries",
+        runs=runs,
+        n_targets=40,
+        training_rows=150,
+        claimed_epsilon=claimed,
+        seed=seed,
+        workers=1,
+        threads=1,
+        **kw,
+    )
 
 
 def test_canaries_design_is_seeded_and_catches_the_domain_fault_in_five_fits():
@@ -127,28 +144,51 @@ def test_canaries_design_is_seeded_and_catches_the_domain_fault_in_five_fits():
 
 
 def test_canaries_design_does_not_accuse_an_exact_mechanism():
-    bounds = [canaries_audit(LaplaceHistogram(1.0, DOMAIN, release="rounded"), seed=s, runs=6).epsilon_lower
-              for s in range(3)]
+    bounds = [
+        canaries_audit(LaplaceHistogram(1.0, DOMAIN, release="rounded"), seed=s, runs=6).epsilon_lower for s in range(3)
+    ]
     assert all(b <= 1.0 for b in bounds)
 
 
 def test_sequential_audit_stops_early_on_a_broken_mechanism_only():
-    kw = dict(design="shared", runs=120, n_targets=4, training_rows=150, claimed_epsilon=1.0, workers=1, threads=1, looks=4)
-    broken = audit_generator(LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True), data(seed=1),
-                             seed=1, **kw)
+    kw = dict(
+        design="shared", runs=120, n_targets=4, training_rows=150, claimed_epsilon=1.0, workers=1, threads=1, looks=4
+    )
+    broken = audit_generator(
+        LaplaceHistogram(1.0, None, release="rounded", domain_from_data=True), data(seed=1), seed=1, **kw
+    )
     seq = broken.design["sequential"]
     assert broken.violation is True and seq["stopped_early"] and seq["stopped_after_runs"] < 120
     assert seq["alpha_per_look"] == pytest.approx(0.05 / 4) and broken.confidence == 0.95
     exact = audit_generator(LaplaceHistogram(1.0, DOMAIN, release="rounded"), data(seed=1), seed=1, **kw)
     assert exact.violation is False and exact.design["sequential"]["stopped_after_runs"] == 120
     with pytest.raises(ParameterError, match="claimed_epsilon"):
-        audit_generator(LaplaceHistogram(1.0, DOMAIN), data(), design="shared", runs=40, n_targets=2, training_rows=50, looks=2,
-                        workers=1, threads=1)
+        audit_generator(
+            LaplaceHistogram(1.0, DOMAIN),
+            data(),
+            design="shared",
+            runs=40,
+            n_targets=2,
+            training_rows=50,
+            looks=2,
+            workers=1,
+            threads=1,
+        )
 
 
 def test_largest_provable_bound_is_reported_beside_the_bound():
-    r = audit_generator(LaplaceHistogram(1.0, DOMAIN, release="rounded"), data(seed=2), design="shared", runs=60, n_targets=4,
-                        training_rows=150, claimed_epsilon=1.0, seed=2, workers=1, threads=1)
+    r = audit_generator(
+        LaplaceHistogram(1.0, DOMAIN, release="rounded"),
+        data(seed=2),
+        design="shared",
+        runs=60,
+        n_targets=4,
+        training_rows=150,
+        claimed_epsilon=1.0,
+        seed=2,
+        workers=1,
+        threads=1,
+    )
     assert r.epsilon_provable is not None and r.epsilon_provable >= r.best["epsilon_lower"]
     assert "largest bound these runs could show" in r.summary()
     assert r.to_dict()["epsilon_provable"] == r.epsilon_provable

@@ -35,13 +35,16 @@ def test_epsilon_block_claimed_fires_only_strictly_above_the_claim(eps, decision
     assert out.accepted is (decision != "block")
 
 
-@pytest.mark.parametrize("eps, auc, decision, code", [
-    (0.4, 0.55, "pass", 0),     # nothing fires
-    (0.7, 0.55, "warn", 1),     # ε above the warn number, below the claim
-    (0.4, 0.65, "warn", 1),     # AUC lower bound above the warn limit
-    (0.4, 0.85, "block", 2),    # AUC lower bound above the block limit
-    (1.5, 0.55, "block", 2),    # ε above the claim
-])
+@pytest.mark.parametrize(
+    "eps, auc, decision, code",
+    [
+        (0.4, 0.55, "pass", 0),  # nothing fires
+        (0.7, 0.55, "warn", 1),  # ε above the warn number, below the claim
+        (0.4, 0.65, "warn", 1),  # AUC lower bound above the warn limit
+        (0.4, 0.85, "block", 2),  # AUC lower bound above the block limit
+        (1.5, 0.55, "block", 2),  # ε above the claim
+    ],
+)
 def test_epsilon_and_auc_rules_at_hand_set_numbers(eps, auc, decision, code):
     out = decide_audit(make_result(eps, auc, claimed=1.0), BOTH)
     assert (out.decision, out.exit_code) == (decision, code)
@@ -60,8 +63,10 @@ def test_epsilon_and_auc_rules_at_hand_set_numbers(eps, auc, decision, code):
 
 def test_a_number_limit_on_epsilon_and_a_bare_number_is_a_block_limit():
     cfg = parse_audit_config({"rules": {"epsilon": 2, "auc_lower": 0.7}})
-    assert [(r.kind, r.severity, r.limit) for r in cfg.rules] == [("epsilon", "block", 2.0),
-                                                                   ("auc_lower", "block", 0.7)]
+    assert [(r.kind, r.severity, r.limit) for r in cfg.rules] == [
+        ("epsilon", "block", 2.0),
+        ("auc_lower", "block", 0.7),
+    ]
     assert decide_audit(make_result(2.5, claimed=None), cfg).decision == "block"
     assert decide_audit(make_result(1.9, 0.69, claimed=None), cfg).decision == "pass"
 
@@ -112,20 +117,23 @@ def test_not_an_audit_result_fails_closed():
     assert out.exit_code == 3 and "not an audit result" in out.checks[0].message
 
 
-@pytest.mark.parametrize("block, key", [
-    ({"rules": {"epsilon": {"block": -1}}}, "audit.rules.epsilon.block"),
-    ({"rules": {"epsilon": {"block": "claim"}}}, "audit.rules.epsilon.block"),
-    ({"rules": {"epsilon": {"block": float("inf")}}}, "audit.rules.epsilon.block"),
-    ({"rules": {"auc_lower": {"warn": 1.5}}}, "audit.rules.auc_lower.warn"),
-    ({"rules": {"auc_lower": {"block": "claimed"}}}, "audit.rules.auc_lower.block"),
-    ({"rules": {"auc_lower": {"warn": 0.9, "block": 0.8}}}, "audit.rules.auc_lower.warn"),
-    ({"rules": {"auc_lower": {"stop": 0.9}}}, "audit.rules.auc_lower.stop"),
-    ({"rules": {"dcr": 0.3}}, "audit.rules.dcr"),
-    ({"rules": {}}, "audit.rules"),
-    ({"claimed_epsilon": -1, **CLAIMED}, "audit.claimed_epsilon"),
-    ({"delta": 1.0, **CLAIMED}, "audit.delta"),
-    ({"confidence": 0.9, **CLAIMED}, "audit.confidence"),
-])
+@pytest.mark.parametrize(
+    "block, key",
+    [
+        ({"rules": {"epsilon": {"block": -1}}}, "audit.rules.epsilon.block"),
+        ({"rules": {"epsilon": {"block": "claim"}}}, "audit.rules.epsilon.block"),
+        ({"rules": {"epsilon": {"block": float("inf")}}}, "audit.rules.epsilon.block"),
+        ({"rules": {"auc_lower": {"warn": 1.5}}}, "audit.rules.auc_lower.warn"),
+        ({"rules": {"auc_lower": {"block": "claimed"}}}, "audit.rules.auc_lower.block"),
+        ({"rules": {"auc_lower": {"warn": 0.9, "block": 0.8}}}, "audit.rules.auc_lower.warn"),
+        ({"rules": {"auc_lower": {"stop": 0.9}}}, "audit.rules.auc_lower.stop"),
+        ({"rules": {"dcr": 0.3}}, "audit.rules.dcr"),
+        ({"rules": {}}, "audit.rules"),
+        ({"claimed_epsilon": -1, **CLAIMED}, "audit.claimed_epsilon"),
+        ({"delta": 1.0, **CLAIMED}, "audit.delta"),
+        ({"confidence": 0.9, **CLAIMED}, "audit.confidence"),
+    ],
+)
 def test_validation_errors_name_the_key(block, key):
     with pytest.raises(ConfigError) as exc:
         parse_audit_config(block)
@@ -135,19 +143,25 @@ def test_validation_errors_name_the_key(block, key):
 def test_default_configuration():
     cfg = default_audit_config()
     assert [(r.kind, r.severity, r.claimed, r.limit) for r in cfg.rules] == [
-        ("epsilon", "block", True, None), ("auc_lower", "warn", False, 0.6), ("auc_lower", "block", False, 0.8)]
+        ("epsilon", "block", True, None),
+        ("auc_lower", "warn", False, 0.6),
+        ("auc_lower", "block", False, 0.8),
+    ]
 
 
 def test_audit_block_in_a_gate_file_and_in_its_own_file(tmp_path):
     gate = tmp_path / "gate.yaml"
-    gate.write_text("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.01}}\n"
-                    "audit:\n  claimed_epsilon: 2\n  rules:\n    epsilon: {block: claimed}\n"
-                    "require_audit: {generator: g, version: \"3\"}\n", encoding="utf-8")
+    gate.write_text(
+        "dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.01}}\n"
+        "audit:\n  claimed_epsilon: 2\n  rules:\n    epsilon: {block: claimed}\n"
+        'require_audit: {generator: g, version: "3"}\n',
+        encoding="utf-8",
+    )
     cfg = parse_gate_config(__import__("yaml").safe_load(gate.read_text()))
     assert cfg.audit.claimed_epsilon == 2.0 and cfg.require_audit == AuditRequirement("g", "3")
     assert load_audit_config(gate).claimed_epsilon == 2.0
     own = tmp_path / "audit.toml"
-    own.write_text('delta = 0.0\n[rules]\nauc_lower = {warn = 0.6}\n', encoding="utf-8")
+    own.write_text("delta = 0.0\n[rules]\nauc_lower = {warn = 0.6}\n", encoding="utf-8")
     assert [(r.kind, r.limit) for r in load_audit_config(own).rules] == [("auc_lower", 0.6)]
     plain = tmp_path / "plain.yaml"
     plain.write_text("metrics:\n  common_rows: {threshold: 0.01}\n", encoding="utf-8")

@@ -10,7 +10,7 @@ import pytest
 from privgate.audit.identity import adapter_digest, callable_digest, is_digest, spec_digest
 from privgate.errors import ParameterError
 
-SOURCE = textwrap.dedent('''
+SOURCE = textwrap.dedent("""
     def gen(training, n_rows, seed):
         return training.head(n_rows)
 
@@ -23,7 +23,7 @@ SOURCE = textwrap.dedent('''
 
         def __call__(self, training, n_rows, seed):
             return training.head(n_rows)
-''')
+""")
 
 
 @pytest.fixture

@@ -21,15 +21,18 @@ CANARY_AGE = 10_000
 def _training(n: int = 60, seed: int = 0, canary: bool = True) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     age = rng.integers(18, 90, n)
-    frame = pl.DataFrame({
-        "age": age,
-        "income": (age * 500 + rng.normal(0, 3000, n)).round(2),
-        "city": rng.choice(["a", "b", "c"], n),
-        "member": rng.random(n) < 0.4,
-    })
+    frame = pl.DataFrame(
+        {
+            "age": age,
+            "income": (age * 500 + rng.normal(0, 3000, n)).round(2),
+            "city": rng.choice(["a", "b", "c"], n),
+            "member": rng.random(n) < 0.4,
+        }
+    )
     if canary:
-        frame = pl.concat([frame, pl.DataFrame({"age": [CANARY_AGE], "income": [1e9], "city": [CANARY_LEVEL],
-                                                "member": [True]})])
+        frame = pl.concat(
+            [frame, pl.DataFrame({"age": [CANARY_AGE], "income": [1e9], "city": [CANARY_LEVEL], "member": [True]})]
+        )
     return frame
 
 
@@ -37,6 +40,7 @@ DOMAIN = {"age": (0, 120), "income": (-1e5, 1e5), "city": ["a", "b", "c", "d"], 
 
 
 # ---- the shared public-domain handling (no library needed) ----
+
 
 def test_public_domain_clips_numbers_and_leaves_out_unlisted_levels():
     frame = pl.DataFrame({"x": [-5, 3, 50], "s": ["a", "q", None], "b": [True, False, True]})
@@ -56,17 +60,20 @@ def test_domain_read_from_the_data_takes_every_level_and_the_extremes():
     assert (cols[2].low, cols[2].high) == (4.0, 5.0)  # a constant column gets a unit interval
 
 
-@pytest.mark.parametrize("domain, fragment", [
-    ({"x": (0, 1)}, "missing: ['s']"),
-    ({"x": (0, 1), "s": ["a"], "y": ["a"]}, "does not have: ['y']"),
-    ({"x": (1, 0), "s": ["a"]}, "low < high"),
-    ({"x": (0, float("inf")), "s": ["a"]}, "finite"),
-    ({"x": [0, 1, 2], "s": ["a"]}, "pair (low, high)"),
-    ({"x": (0, 1), "s": "abc"}, "list of its levels"),
-    ({"x": (0, 1), "s": ["a", "a"]}, "twice"),
-    ({"x": (0, 1), "s": [1, 2]}, "strings"),
-    ({"x": (0, 1), "s": []}, "no level"),
-])
+@pytest.mark.parametrize(
+    "domain, fragment",
+    [
+        ({"x": (0, 1)}, "missing: ['s']"),
+        ({"x": (0, 1), "s": ["a"], "y": ["a"]}, "does not have: ['y']"),
+        ({"x": (1, 0), "s": ["a"]}, "low < high"),
+        ({"x": (0, float("inf")), "s": ["a"]}, "finite"),
+        ({"x": [0, 1, 2], "s": ["a"]}, "pair (low, high)"),
+        ({"x": (0, 1), "s": "abc"}, "list of its levels"),
+        ({"x": (0, 1), "s": ["a", "a"]}, "twice"),
+        ({"x": (0, 1), "s": [1, 2]}, "strings"),
+        ({"x": (0, 1), "s": []}, "no level"),
+    ],
+)
 def test_a_bad_domain_is_refused_naming_the_column(domain, fragment):
     frame = pl.DataFrame({"x": [1.0, 2.0], "s": ["a", "b"]})
     with pytest.raises(ParameterError) as info:
@@ -87,16 +94,35 @@ def test_unsupported_dtypes_and_arguments_are_refused():
 
 
 def test_release_gets_the_training_types_back():
-    cols = _common.resolve_domain(pl.DataFrame({"i": pl.Series([1, 2], dtype=pl.Int32), "f": [0.5, 1.5],
-                                                "s": pl.Series(["a", "b"], dtype=pl.Categorical),
-                                                "b": [True, False]}), None)
-    release = pd.DataFrame({"b": ["true", "false", None], "s": ["b", "a", "a"], "f": [1, 2, 3],
-                            "i": [1.4, 2.6, np.nan], "extra": [0, 0, 0]})
+    cols = _common.resolve_domain(
+        pl.DataFrame(
+            {
+                "i": pl.Series([1, 2], dtype=pl.Int32),
+                "f": [0.5, 1.5],
+                "s": pl.Series(["a", "b"], dtype=pl.Categorical),
+                "b": [True, False],
+            }
+        ),
+        None,
+    )
+    release = pd.DataFrame(
+        {
+            "b": ["true", "false", None],
+            "s": ["b", "a", "a"],
+            "f": [1, 2, 3],
+            "i": [1.4, 2.6, np.nan],
+            "extra": [0, 0, 0],
+        }
+    )
     out = _common.restore_types(release, cols, 3, "test")
     assert out.columns == ["i", "f", "s", "b"]
     assert out.schema == pl.Schema({"i": pl.Int32, "f": pl.Float64, "s": pl.String, "b": pl.Boolean})
-    assert out.to_dict(as_series=False) == {"i": [1, 3, None], "f": [1.0, 2.0, 3.0], "s": ["b", "a", "a"],
-                                            "b": [True, False, None]}
+    assert out.to_dict(as_series=False) == {
+        "i": [1, 3, None],
+        "f": [1.0, 2.0, 3.0],
+        "s": ["b", "a", "a"],
+        "b": [True, False, None],
+    }
     with pytest.raises(ParameterError, match="3 rows; 4 were asked"):
         _common.restore_types(release, cols, 4, "test")
 
@@ -114,6 +140,7 @@ def test_global_seed_restores_the_callers_generators():
 
 def test_adapters_are_listed_by_import_path():
     import importlib
+
     for name, path in ADAPTERS.items():
         module, _, attr = path.partition(":")
         assert hasattr(importlib.import_module(module), attr), name  # importable without the library
@@ -136,6 +163,7 @@ LIBRARIES = [
 
 def _make(name: str, **kwargs):
     from privgate.audit.generators import load_adapter
+
     return load_adapter(name)(**kwargs)
 
 
@@ -179,8 +207,10 @@ def test_domain_from_the_data_lets_canaries_through(name, library, options):
     pytest.importorskip(library)
     gen = _make(name, **options)
     if not gen.deterministic_by_seed:
-        pytest.skip("unseedable noise: whether a rare level is drawn varies run to run; "
-                    "the domain handed to the library is checked instead")
+        pytest.skip(
+            "unseedable noise: whether a rare level is drawn varies run to run; "
+            "the domain handed to the library is checked instead"
+        )
     if gen.claimed_epsilon is not None:
         gen = _make(name, epsilon=1e6, **options)
     out = gen(_training(), 2000, 0)
@@ -192,6 +222,7 @@ def test_domain_from_the_data_lets_canaries_through(name, library, options):
 def test_dpmm_gets_the_public_domain_or_the_one_read_from_the_data(public, monkeypatch):
     pipelines = pytest.importorskip("dpmm.pipelines")
     from privgate.audit.generators.dpmm import AIMGenerator
+
     seen = {}
     fit = pipelines.AIMPipeline.fit
 
@@ -215,6 +246,7 @@ def test_dpmm_gets_the_public_domain_or_the_one_read_from_the_data(public, monke
 def test_dpmm_mst_keeps_a_canary_out_of_a_public_domain():
     pytest.importorskip("dpmm")
     from privgate.audit.generators.dpmm import MSTGenerator
+
     gen = MSTGenerator(1.0, 1e-9, domain=DOMAIN, n_iters=20)
     assert gen.claimed_epsilon == 1.0 and not gen.deterministic_by_seed
     out = gen(_training(), 400, 0)
@@ -224,6 +256,7 @@ def test_dpmm_mst_keeps_a_canary_out_of_a_public_domain():
 
 def test_dpmm_adapters_refuse_bad_parameters():
     from privgate.audit.generators.dpmm import AIMGenerator, MSTGenerator
+
     assert MSTGenerator(0.5).claimed_epsilon == 0.5
     for bad in (dict(epsilon=-1), dict(delta=0), dict(delta=1), dict(n_bins=1), dict(n_iters=0)):
         with pytest.raises(ParameterError):
@@ -232,6 +265,7 @@ def test_dpmm_adapters_refuse_bad_parameters():
 
 def test_privbayes_claims_its_epsilon_and_refuses_bad_parameters():
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+
     gen = PrivBayesGenerator(0.5, domain=DOMAIN)
     assert gen.claimed_epsilon == 0.5 and gen.public_domain
     assert "zz" not in repr(PrivBayesGenerator(1.0, domain={"city": ["zz"]}))
@@ -243,6 +277,7 @@ def test_privbayes_claims_its_epsilon_and_refuses_bad_parameters():
 def test_copulas_claim_nothing():
     from privgate.audit.generators.copulas import CopulaGenerator
     from privgate.audit.generators.sdv import GaussianCopulaGenerator
+
     assert GaussianCopulaGenerator().claimed_epsilon is None and CopulaGenerator().claimed_epsilon is None
     with pytest.raises(ParameterError):
         GaussianCopulaGenerator(default_distribution="cauchy")
@@ -254,10 +289,19 @@ def test_copulas_claim_nothing():
 
 def test_sdv_torch_models_claim_nothing_and_refuse_bad_parameters():
     from privgate.audit.generators.sdv import CTGANGenerator, TVAEGenerator
+
     assert TVAEGenerator().claimed_epsilon is None and CTGANGenerator().claimed_epsilon is None
     for cls in (TVAEGenerator, CTGANGenerator):
-        for option, bad in (("epochs", 0), ("epochs", 10**6), ("epochs", 2.0), ("epochs", True),
-                            ("batch_size", 0), ("batch_size", 10**7), ("batch_size", "50"), ("threads", 0)):
+        for option, bad in (
+            ("epochs", 0),
+            ("epochs", 10**6),
+            ("epochs", 2.0),
+            ("epochs", True),
+            ("batch_size", 0),
+            ("batch_size", 10**7),
+            ("batch_size", "50"),
+            ("threads", 0),
+        ):
             with pytest.raises(ParameterError, match=option):
                 cls(**{option: bad})
     with pytest.raises(ParameterError, match="batch_size must be a multiple of 10"):
@@ -286,6 +330,7 @@ def test_sdv_torch_models_restore_torchs_seed_and_threads(name):
 def test_privbayes_on_one_column_uses_its_noisy_marginal():
     pytest.importorskip("DataSynthesizer")
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+
     out = PrivBayesGenerator(1.0, domain={"city": ["a", "b"]})(pl.DataFrame({"city": ["a", "b", "q"] * 10}), 50, 0)
     assert out.schema == pl.Schema({"city": pl.String}) and set(out["city"]) <= {"a", "b"}
 
@@ -297,11 +342,13 @@ def test_privbayes_public_level_sorting_last_appears_only_when_a_record_holds_it
     # (public, unobserved, sorts first) is drawn: the tables do cover unobserved low indices.
     pytest.importorskip("DataSynthesizer")
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+
     gen = PrivBayesGenerator(1.0, domain={**DOMAIN, "city": ["0", "a", "b", "c", "d"]})
     without = gen(_training(canary=False), 2000, 0)["city"]
     assert "d" not in without.to_list() and "0" in without.to_list()
     held = _training(canary=False).with_columns(
-        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("d")).otherwise(pl.col("city")).alias("city"))
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("d")).otherwise(pl.col("city")).alias("city")
+    )
     assert "d" in gen(held, 2000, 0)["city"].to_list()
 
 
@@ -312,6 +359,7 @@ def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
     import multiprocessing
 
     from privgate.audit.generators.datasynthesizer import PrivBayesGenerator
+
     gen = PrivBayesGenerator(1.0, domain=DOMAIN)
     training = _training()
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -319,12 +367,20 @@ def test_privbayes_runs_in_a_daemonic_pool_worker_and_gives_the_same_release():
     assert out.equals(gen(training, 20, 5))
 
 
-@pytest.mark.parametrize("name, module, extra", [
-    ("privbayes", "DataSynthesizer", "datasynthesizer"), ("gaussian_copula", "sdv", "sdv"), ("tvae", "sdv", "sdv"),
-    ("ctgan", "sdv", "sdv"),
-    ("copula", "copulas", "copulas"), ("dpmm_mst", "dpmm", None)])
+@pytest.mark.parametrize(
+    "name, module, extra",
+    [
+        ("privbayes", "DataSynthesizer", "datasynthesizer"),
+        ("gaussian_copula", "sdv", "sdv"),
+        ("tvae", "sdv", "sdv"),
+        ("ctgan", "sdv", "sdv"),
+        ("copula", "copulas", "copulas"),
+        ("dpmm_mst", "dpmm", None),
+    ],
+)
 def test_a_missing_library_names_the_extra_to_install(name, module, extra, monkeypatch):
     import sys
+
     # None in sys.modules makes an import fail as if not installed; submodules already imported
     # by earlier tests are cached under their own names, so block those too
     for loaded in [m for m in sys.modules if m == module or m.startswith(module + ".")] + [module]:

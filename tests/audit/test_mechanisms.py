@@ -13,16 +13,18 @@ from privgate.errors import ParameterError
 
 
 def _frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "city": ["a", "b", "a", None, "zz", "b"],
-        "age": [3, 15, 27, 40, -5, 99],
-        "score": [0.5, 1.5, 2.5, 0.1, 9.0, float("nan")],
-        "flag": [True, False, True, True, None, False],
-    }, schema={"city": pl.Categorical, "age": pl.Int32, "score": pl.Float64, "flag": pl.Boolean})
+    return pl.DataFrame(
+        {
+            "city": ["a", "b", "a", None, "zz", "b"],
+            "age": [3, 15, 27, 40, -5, 99],
+            "score": [0.5, 1.5, 2.5, 0.1, 9.0, float("nan")],
+            "flag": [True, False, True, True, None, False],
+        },
+        schema={"city": pl.Categorical, "age": pl.Int32, "score": pl.Float64, "flag": pl.Boolean},
+    )
 
 
-DOMAIN = {"city": ["a", "b", None], "age": [0, 20, 40, 60], "score": [0.0, 1.0, 2.0, 3.0],
-          "flag": [False, True, None]}
+DOMAIN = {"city": ["a", "b", None], "age": [0, 20, 40, 60], "score": [0.0, 1.0, 2.0, 3.0], "flag": [False, True, None]}
 
 
 def test_counts_are_exact_when_noise_vanishes_with_out_of_domain_rows_dropped_and_clipping():
@@ -42,8 +44,9 @@ def test_counts_are_exact_when_noise_vanishes_with_out_of_domain_rows_dropped_an
     # row 5: b, 99 clips into the last age bin, but a NaN score is in no bin → dropped
     assert np.allclose(counts, want, atol=1e-6)
     # clipping on its own: drop the unknown level and the NaN and both extremes land in edge bins
-    f = _frame().with_columns(pl.col("city").cast(pl.String).replace("zz", "a").cast(pl.Categorical),
-                              pl.col("score").fill_nan(9.0))
+    f = _frame().with_columns(
+        pl.col("city").cast(pl.String).replace("zz", "a").cast(pl.Categorical), pl.col("score").fill_nan(9.0)
+    )
     c2 = m.noisy_counts(f, seed=0).reshape(3, 3, 3, 3)
     assert round(c2[0, 0, 2, 2]) == 1  # row 4: age −5 → first bin, score 9 → last bin, flag null
     assert round(c2[1, 2, 2, 0]) == 1  # row 5: age 99 → last bin, score 9 → last bin
@@ -89,8 +92,9 @@ def test_columns_and_dtypes_preserved_and_values_stay_in_the_domain(release):
 
 
 def test_numeric_values_fall_within_their_bins():
-    frame = pl.DataFrame({"x": [0.2] * 200 + [2.7] * 200, "i": [1] * 200 + [7] * 200},
-                         schema={"x": pl.Float32, "i": pl.Int64})
+    frame = pl.DataFrame(
+        {"x": [0.2] * 200 + [2.7] * 200, "i": [1] * 200 + [7] * 200}, schema={"x": pl.Float32, "i": pl.Int64}
+    )
     m = LaplaceHistogram(1e9, {"x": [0.0, 1.0, 2.0, 3.0], "i": [0, 2.5, 5, 7.5]})
     out = m(frame, 2000, seed=1)
     x, i = out.get_column("x").to_numpy(), out.get_column("i").to_numpy()
@@ -147,8 +151,11 @@ def test_rounded_total_is_close_to_the_number_of_records():
 
 def test_the_cell_cap_is_refused_with_the_sizes():
     frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": [1.0]})
-    domain = {"a": [f"a{i}" for i in range(200)], "b": [f"b{i}" for i in range(200)],
-              "c": np.linspace(0, 1, 101).tolist()}
+    domain = {
+        "a": [f"a{i}" for i in range(200)],
+        "b": [f"b{i}" for i in range(200)],
+        "c": np.linspace(0, 1, 101).tolist(),
+    }
     with pytest.raises(ParameterError, match=r"4,000,000 cells.*a=200, b=200, c=100.*2,000,000"):
         LaplaceHistogram(1.0, domain)(frame, 10, seed=0)
 

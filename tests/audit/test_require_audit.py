@@ -32,8 +32,16 @@ def gate(frames, store, *, at=None, run_digest=DIGEST, metrics=METRICS, holdout=
     """Gate with ``require_audit: {generator: g, **req}`` and the generator version ``at`` and
     digest ``run_digest`` given at run time."""
     cfg = {"dataset": "d", "metrics": metrics, "require_audit": {"generator": "g", **req}}
-    return run_gate(cfg, *frames, holdout=holdout, release_id="r", history=store, record=False,
-                    generator_version=at, generator_digest=run_digest)
+    return run_gate(
+        cfg,
+        *frames,
+        holdout=holdout,
+        release_id="r",
+        history=store,
+        record=False,
+        generator_version=at,
+        generator_digest=run_digest,
+    )
 
 
 def record(store, result=None, rules=RULES, dataset="d"):
@@ -62,8 +70,7 @@ def test_without_a_passing_audit_the_release_blocks_and_with_one_it_passes(frame
         assert gate(frames, store, version="1").exit_code == 0
 
 
-def test_the_requirement_cannot_be_decided_without_a_version_an_identity_a_history_or_with_a_mismatch(
-        frames, tmp_path):
+def test_the_requirement_cannot_be_decided_without_a_version_an_identity_a_history_or_with_a_mismatch(frames, tmp_path):
     with HistoryStore(tmp_path / "h.sqlite") as store:
         record(store)
         no_version = gate(frames, store)
@@ -104,10 +111,19 @@ def test_a_version_must_be_a_string():
         with pytest.raises(ConfigError, match=r"^require_audit\.version: must be a version string"):
             parse_gate_config({"metrics": METRICS, "require_audit": {"generator": "g", "version": v}})
     with pytest.raises(ConfigError, match=r"quote it .*2\.10 is read as 2\.1"):
-        parse_gate_config(__import__("yaml").safe_load(
-            "metrics: {common_rows: {threshold: 0.5}}\nrequire_audit: {generator: g, version: 2.10}\n"))
-    for key, value in (("digest", "x"), ("min_runs", 0), ("min_runs", 2.5), ("claimed_epsilon", float("nan")),
-                       ("dataset", 3), ("rules", {"nope": 1})):
+        parse_gate_config(
+            __import__("yaml").safe_load(
+                "metrics: {common_rows: {threshold: 0.5}}\nrequire_audit: {generator: g, version: 2.10}\n"
+            )
+        )
+    for key, value in (
+        ("digest", "x"),
+        ("min_runs", 0),
+        ("min_runs", 2.5),
+        ("claimed_epsilon", float("nan")),
+        ("dataset", 3),
+        ("rules", {"nope": 1}),
+    ):
         with pytest.raises(ConfigError, match=rf"^require_audit\.{key}"):
             parse_gate_config({"metrics": METRICS, "require_audit": {"generator": "g", key: value}})
 
@@ -122,8 +138,11 @@ def test_a_weak_or_lax_audit_does_not_satisfy_the_default_minimum(frames, tmp_pa
         weak = gate(frames, store, at="1", min_runs=8)
         assert weak.exit_code == 2 and "could not have shown a violation" in audit_checks(weak)[0].message
         # without any claim, the stated minimum alone decides
-        record(store, evidence_result(n_out=2, n_in=2, fp=1, fn=1, total_runs=8, claimed=None),
-               rules={"rules": {"auc_lower": {"block": 0.8}}})
+        record(
+            store,
+            evidence_result(n_out=2, n_in=2, fp=1, fn=1, total_runs=8, claimed=None),
+            rules={"rules": {"auc_lower": {"block": 0.8}}},
+        )
         assert gate(frames, store, at="1", min_runs=8).exit_code == 0
         # a stronger claim than the audit's runs can check
         record(store)
@@ -147,10 +166,10 @@ def test_a_passing_audit_never_counts_as_checking_the_release(frames, tmp_path):
         assert any("nothing was checked" in c.message for c in out.checks)
         only_trend = {"common_rows": {"trend": {"block": 0.0}}}  # skipped: first release
         assert gate(copy, store, at="1", metrics=only_trend).exit_code == 3
-        cfg = {"dataset": "d", "metrics": only_trend, "allow_unchecked": True,
-               "require_audit": {"generator": "g"}}
-        allowed = run_gate(cfg, *copy, release_id="r", history=store, record=False, generator_version="1",
-                           generator_digest=DIGEST)
+        cfg = {"dataset": "d", "metrics": only_trend, "allow_unchecked": True, "require_audit": {"generator": "g"}}
+        allowed = run_gate(
+            cfg, *copy, release_id="r", history=store, record=False, generator_version="1", generator_digest=DIGEST
+        )
         assert allowed.exit_code == 0 and any(c.rule == "unchecked" for c in allowed.checks)
 
 

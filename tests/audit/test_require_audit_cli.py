@@ -13,11 +13,37 @@ from privgate.cli import main
 
 # the production generator copies its training rows; the harmless one draws from nothing
 GENERATORS = GENERATOR_MODULE + "\nproduction = copy_gen\nharmless = blind_gen\n"
-FAST = ["--real", "real.parquet", "--design", "shared", "--runs", "100", "--n-targets", "2", "--training-rows", "100", "--workers", "1", "--threads", "1",
-        "--attacks", "distance", "--claimed-epsilon", "1", "--history", "h.sqlite", "--dataset", "d",
-        "--generator-version", "1", "--quiet"]
-GATE = ("dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.9}}\n"
-        "require_audit: {generator: 'gens_rq:production', version: '1'}\n")
+FAST = [
+    "--real",
+    "real.parquet",
+    "--design",
+    "shared",
+    "--runs",
+    "100",
+    "--n-targets",
+    "2",
+    "--training-rows",
+    "100",
+    "--workers",
+    "1",
+    "--threads",
+    "1",
+    "--attacks",
+    "distance",
+    "--claimed-epsilon",
+    "1",
+    "--history",
+    "h.sqlite",
+    "--dataset",
+    "d",
+    "--generator-version",
+    "1",
+    "--quiet",
+]
+GATE = (
+    "dataset: d\nmetrics:\n  common_rows: {threshold: {block: 0.9}}\n"
+    "require_audit: {generator: 'gens_rq:production', version: '1'}\n"
+)
 
 
 @pytest.fixture
@@ -28,8 +54,23 @@ def workdir(tmp_path, monkeypatch):
 
 
 def gate(*extra):
-    return main(["gate", "--config", "gate.yaml", "--real", "real.parquet", "--synthetic", "syn.parquet",
-                 "--release-id", "r1", "--history", "h.sqlite", "--quiet", *extra])
+    return main(
+        [
+            "gate",
+            "--config",
+            "gate.yaml",
+            "--real",
+            "real.parquet",
+            "--synthetic",
+            "syn.parquet",
+            "--release-id",
+            "r1",
+            "--history",
+            "h.sqlite",
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def test_only_an_audit_of_the_generator_itself_lets_its_release_through(workdir, capsys):
@@ -65,17 +106,50 @@ def test_a_default_audit_is_evidence_for_the_release_gate(workdir, capsys):
     read back by require_audit: its pooled bounds are re-derived from their guesses at the α of
     the look it stopped at. A copier is blocked (exit 2, not a refused row), a harmless generator's
     full audit lets the release through."""
-    default = ["--real", "real.parquet", "--runs", "8", "--training-rows", "100", "--workers", "1", "--threads", "1",
-               "--claimed-epsilon", "1", "--history", "h.sqlite", "--dataset", "d", "--generator-version", "1",
-               "--quiet"]
+    default = [
+        "--real",
+        "real.parquet",
+        "--runs",
+        "8",
+        "--training-rows",
+        "100",
+        "--workers",
+        "1",
+        "--threads",
+        "1",
+        "--claimed-epsilon",
+        "1",
+        "--history",
+        "h.sqlite",
+        "--dataset",
+        "d",
+        "--generator-version",
+        "1",
+        "--quiet",
+    ]
     assert main(["audit", "--generator", "gens_rq:production", *default]) == 2
     assert gate("--generator", "gens_rq:production") == 2
     assert "refused" not in capsys.readouterr().out
-    assert main(["audit", "--generator", "gens_rq:harmless", *default,
-                 "--generator-name", "gens_rq:production"]) == 0
+    assert main(["audit", "--generator", "gens_rq:harmless", *default, "--generator-name", "gens_rq:production"]) == 0
     capsys.readouterr()
     (workdir / "gate8.yaml").write_text(GATE.replace("version: '1'}", "version: '1', min_runs: 8}"), encoding="utf-8")
-    code = main(["gate", "--config", "gate8.yaml", "--real", "real.parquet", "--synthetic", "syn.parquet",
-                 "--release-id", "r2", "--history", "h.sqlite", "--quiet", "--generator", "gens_rq:harmless"])
+    code = main(
+        [
+            "gate",
+            "--config",
+            "gate8.yaml",
+            "--real",
+            "real.parquet",
+            "--synthetic",
+            "syn.parquet",
+            "--release-id",
+            "r2",
+            "--history",
+            "h.sqlite",
+            "--quiet",
+            "--generator",
+            "gens_rq:harmless",
+        ]
+    )
     out = capsys.readouterr().out
     assert "refused" not in out and code == 0, out

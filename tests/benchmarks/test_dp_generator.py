@@ -29,17 +29,17 @@ def data(n: int, seed: int) -> pl.DataFrame:
 def test_budget_adds_up_with_the_stated_scales():
     b = _dp.budget(1.0, 5)
     assert b["eps_one_way"] + b["eps_select"] + b["eps_two_way"] == pytest.approx(1.0)
-    assert b["one_way_scale"] == pytest.approx(5 / 0.1)          # L1 sensitivity d over ε₁
-    assert b["two_way_scale"] == pytest.approx(4 / 0.8)          # d − 1 edge tables over ε₃
-    assert b["select_eps_per_step"] == pytest.approx(0.1 / 4)    # ε₂ over d − 1 selections
+    assert b["one_way_scale"] == pytest.approx(5 / 0.1)  # L1 sensitivity d over ε₁
+    assert b["two_way_scale"] == pytest.approx(4 / 0.8)  # d − 1 edge tables over ε₃
+    assert b["select_eps_per_step"] == pytest.approx(0.1 / 4)  # ε₂ over d − 1 selections
 
 
 def test_public_domain_and_encoding():
     d = data(500, 0)
     dom = {c.name: c for c in _dp.public_domain(d)}
     assert dom["a"].kind == "cat" and dom["a"].size == 3
-    assert dom["c"].kind == "cat" and _dp.NULL in dom["c"].levels          # null is a level
-    assert dom["k"].kind == "int" and dom["k"].size == 5 + 1                # 1..5 and null
+    assert dom["c"].kind == "cat" and _dp.NULL in dom["c"].levels  # null is a level
+    assert dom["k"].kind == "int" and dom["k"].size == 5 + 1  # 1..5 and null
     assert dom["money"].kind == "bins" and dom["money"].log and dom["money"].size == 13
     x = _dp.encode(d, list(dom.values()))
     assert x.shape == (500, 5) and x.min() >= 0
@@ -55,7 +55,8 @@ def test_large_epsilon_follows_the_data_and_is_deterministic():
     assert syn.columns == train.columns and syn.schema == train.schema
     for c in ("a", "b"):  # one-way and the a–b dependence (the tree must pick that edge)
         assert syn[c].value_counts(normalize=True).sort(c)["proportion"].to_numpy() == pytest.approx(
-            train[c].value_counts(normalize=True).sort(c)["proportion"].to_numpy(), abs=0.03)
+            train[c].value_counts(normalize=True).sort(c)["proportion"].to_numpy(), abs=0.03
+        )
     p_q_given_x = syn.filter(pl.col("a") == "x")["b"].eq("q").mean()
     assert p_q_given_x == pytest.approx(0.1, abs=0.03)
     assert set(syn["k"].unique().to_list()) <= set(range(1, 6))

@@ -14,10 +14,19 @@ import golden_snapshot as golden  # noqa: E402
 
 
 def test_rounding_and_dropped_wall_times():
-    a = golden.normalise({"value": 0.1 + 0.2, "seconds": 1.5, "ci": (0.1, np.float32(0.5)),
-                          "per": np.array([1, 2]), "nan": float("nan"), "flag": np.bool_(True)})
-    b = golden.normalise({"value": 0.3, "seconds": 9.0, "ci": [0.1, 0.5], "per": [1, 2],
-                          "nan": float("nan"), "flag": True})
+    a = golden.normalise(
+        {
+            "value": 0.1 + 0.2,
+            "seconds": 1.5,
+            "ci": (0.1, np.float32(0.5)),
+            "per": np.array([1, 2]),
+            "nan": float("nan"),
+            "flag": np.bool_(True),
+        }
+    )
+    b = golden.normalise(
+        {"value": 0.3, "seconds": 9.0, "ci": [0.1, 0.5], "per": [1, 2], "nan": float("nan"), "flag": True}
+    )
     assert "seconds" not in a
     assert a == b
     assert golden.differences(a, b) == []

@@ -20,7 +20,8 @@ def _package(tmp_path: Path) -> Path:
     (root / "high.py").write_text("from . import low\n\ndef f():\n    from .sub import leaf\n")
     (root / "sub" / "__init__.py").write_text("")
     (root / "sub" / "leaf.py").write_text(
-        "from typing import TYPE_CHECKING\nfrom .. import low\nif TYPE_CHECKING:\n    from ..high import f\n")
+        "from typing import TYPE_CHECKING\nfrom .. import low\nif TYPE_CHECKING:\n    from ..high import f\n"
+    )
     return root
 
 
@@ -45,11 +46,13 @@ def test_imports_by_module_name_are_arrows(tmp_path):
     root.mkdir()
     (root / "__init__.py").write_text(
         "from ._lazy import lazy_attributes\n"
-        "__getattr__, __dir__ = lazy_attributes(__name__, {'run': ('cli', 'run')})\n")
+        "__getattr__, __dir__ = lazy_attributes(__name__, {'run': ('cli', 'run')})\n"
+    )
     (root / "_lazy.py").write_text("def lazy_attributes(package, names):\n    return None, None\n")
     (root / "cli.py").write_text(
         '"""See pkg.low for the commands."""\nimport importlib\nCOMMANDS = ["pkg.low"]\n\n'
-        "def run():\n    return importlib.import_module('.high', __package__)\n")
+        "def run():\n    return importlib.import_module('.high', __package__)\n"
+    )
     (root / "low.py").write_text('"""pkg.cli is above."""\n')
     (root / "high.py").write_text("from . import cli\n")
     arrows = import_graph.graph(root)

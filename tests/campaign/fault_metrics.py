@@ -11,10 +11,26 @@ from typing import Any, Callable, Iterator
 from privgate import registry
 from privgate.results import MetricResult
 
-FAULTS = ("ok", "system_exit", "keyboard_interrupt", "value_error_quoting_data", "value_none",
-          "value_nan", "value_inf", "value_neg_inf", "value_above_1", "value_below_0",
-          "value_string", "baseline_nan", "excess_inf", "ci_nan", "p_value_2", "returns_none",
-          "returns_string", "raw_string")
+FAULTS = (
+    "ok",
+    "system_exit",
+    "keyboard_interrupt",
+    "value_error_quoting_data",
+    "value_none",
+    "value_nan",
+    "value_inf",
+    "value_neg_inf",
+    "value_above_1",
+    "value_below_0",
+    "value_string",
+    "baseline_nan",
+    "excess_inf",
+    "ci_nan",
+    "p_value_2",
+    "returns_none",
+    "returns_string",
+    "raw_string",
+)
 # runs that never end by themselves (not drawn by the generated campaign: they wait for a deadline)
 HANGS = ("hang_python", "hang_native")
 HANG_NATIVE_SECONDS = 30.0
@@ -46,12 +62,20 @@ def fault_function(kind: str) -> Callable[..., Any]:
             return None
         if kind == "returns_string":
             return first
-        mutate = {"value_none": ("value", None), "value_nan": ("value", float("nan")),
-                  "value_inf": ("value", float("inf")), "value_neg_inf": ("value", float("-inf")),
-                  "value_above_1": ("value", 1.5), "value_below_0": ("value", -0.25),
-                  "value_string": ("value", first), "baseline_nan": ("baseline", float("nan")),
-                  "excess_inf": ("excess", float("inf")), "ci_nan": ("ci", (float("nan"), 0.5)),
-                  "p_value_2": ("p_value", 2.0), "raw_string": ("raw", first)}.get(kind)
+        mutate = {
+            "value_none": ("value", None),
+            "value_nan": ("value", float("nan")),
+            "value_inf": ("value", float("inf")),
+            "value_neg_inf": ("value", float("-inf")),
+            "value_above_1": ("value", 1.5),
+            "value_below_0": ("value", -0.25),
+            "value_string": ("value", first),
+            "baseline_nan": ("baseline", float("nan")),
+            "excess_inf": ("excess", float("inf")),
+            "ci_nan": ("ci", (float("nan"), 0.5)),
+            "p_value_2": ("p_value", 2.0),
+            "raw_string": ("raw", first),
+        }.get(kind)
         if mutate:  # changed after construction: __post_init__ cannot see it
             setattr(res, *mutate)
         return res
@@ -64,8 +88,9 @@ def fault_metric(kind: str) -> Iterator[str]:
     """Register a metric behaving as ``kind`` under a fresh name; yields the name and removes it
     from the registry afterwards."""
     name = f"test_fault_{kind}_{uuid.uuid4().hex[:6]}"
-    registry.register_metric(family="statistical", attack="test only", reference="test only",
-                             orientation="test only", name=name)(fault_function(kind))
+    registry.register_metric(
+        family="statistical", attack="test only", reference="test only", orientation="test only", name=name
+    )(fault_function(kind))
     try:
         yield name
     finally:

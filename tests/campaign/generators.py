@@ -20,13 +20,48 @@ from hypothesis import strategies as st
 TOKEN = "Zk"
 FLOAT_BASE = 271828.1828459
 
-ODD_NAMES = ["x", "age", "Flag", "a b", "ünï", "col.1", "123", "SELECT", "y" * 70, " ", "tab\tname",
-             "quote\"d", "income", "dup"]
-KINDS = ["int", "float", "float_nan", "float_inf", "bool", "string", "category", "date", "datetime",
-         "all_null", "id_like", "decimal"]
+ODD_NAMES = [
+    "x",
+    "age",
+    "Flag",
+    "a b",
+    "ünï",
+    "col.1",
+    "123",
+    "SELECT",
+    "y" * 70,
+    " ",
+    "tab\tname",
+    'quote"d',
+    "income",
+    "dup",
+]
+KINDS = [
+    "int",
+    "float",
+    "float_nan",
+    "float_inf",
+    "bool",
+    "string",
+    "category",
+    "date",
+    "datetime",
+    "all_null",
+    "id_like",
+    "decimal",
+]
 CHEAP_METRICS = ["common_rows", "hitting_rate", "dcr", "authenticity", "chi_squared", "nndr"]
-RELEASES = ["copy", "copy_plus_random", "random", "retyped", "bool_as_strings", "missing_column",
-            "extra_column", "empty", "one_row"]
+RELEASES = [
+    "copy",
+    "copy_plus_random",
+    "random",
+    "retyped",
+    "bool_as_strings",
+    "missing_column",
+    "extra_column",
+    "empty",
+    "one_row",
+]
 FORMATS = ["parquet", "parquet", "csv", "csv_repeated_header", "corrupt"]
 
 
@@ -78,8 +113,9 @@ def release(real: pl.DataFrame, how: str, seed: int, names: list[str], kinds: li
     if how == "retyped":  # the first column as text
         return real.with_columns(real.get_column(real.columns[0]).cast(pl.String))
     if how == "bool_as_strings":
-        return real.with_columns([pl.col(c).cast(pl.Int8).cast(pl.String) for c, d in real.schema.items()
-                                  if d == pl.Boolean])
+        return real.with_columns(
+            [pl.col(c).cast(pl.Int8).cast(pl.String) for c, d in real.schema.items() if d == pl.Boolean]
+        )
     if how == "missing_column":
         return real.drop(real.columns[-1]) if real.width > 1 else real.rename({real.columns[0]: "other"})
     if how == "extra_column":
@@ -103,8 +139,10 @@ def write(frame_: pl.DataFrame, path: Path, fmt: str) -> Path:
             text = path.read_text(encoding="utf-8")
             header, _, body = text.partition("\n")
             first = header.split(",")[0]
-            path.write_text(f"{header},{first}\n" + "".join(
-                f"{line},{line.split(',')[0]}\n" for line in body.splitlines()), encoding="utf-8")
+            path.write_text(
+                f"{header},{first}\n" + "".join(f"{line},{line.split(',')[0]}\n" for line in body.splitlines()),
+                encoding="utf-8",
+            )
     else:  # corrupt: a Parquet magic number and nothing else
         path = path.with_suffix(".parquet")
         path.write_bytes(b"PAR1" + b"\x00" * 16)
@@ -121,7 +159,7 @@ class Case:
     real_format: str
     synthetic_format: str
     holdout: bool
-    metrics: list[str]              # registry names, or "fault:<kind>"
+    metrics: list[str]  # registry names, or "fault:<kind>"
     limits: dict[str, float] = field(default_factory=dict)
     severity: dict[str, str] = field(default_factory=dict)
     optional: set[str] = field(default_factory=set)
@@ -141,16 +179,24 @@ def cases(draw: Any, max_metrics: int = 3) -> Case:
     adversarial = draw(st.integers(0, 1)) == 1
     faulty = draw(st.integers(0, 2)) == 2
     ncols = draw(st.integers(1, 4))
-    names = draw(st.lists(st.sampled_from(ODD_NAMES if adversarial else SAFE_NAMES),
-                          min_size=ncols, max_size=ncols, unique=True))
+    names = draw(
+        st.lists(st.sampled_from(ODD_NAMES if adversarial else SAFE_NAMES), min_size=ncols, max_size=ncols, unique=True)
+    )
     kinds = [draw(st.sampled_from(KINDS if adversarial else SAFE_KINDS)) for _ in names]
-    metrics = draw(st.lists(st.sampled_from(CHEAP_METRICS + ["fault:ok"]), min_size=1,
-                            max_size=max(1, max_metrics - faulty), unique=True))
+    metrics = draw(
+        st.lists(
+            st.sampled_from(CHEAP_METRICS + ["fault:ok"]),
+            min_size=1,
+            max_size=max(1, max_metrics - faulty),
+            unique=True,
+        )
+    )
     if faulty:
         metrics.append(f"fault:{draw(st.sampled_from(FAULTS[1:]))}")
     sizes = [12, 30, 0, 1, 2, 3] if adversarial else [12, 20, 30]
     return Case(
-        names=names, kinds=kinds,
+        names=names,
+        kinds=kinds,
         n_real=draw(st.sampled_from(sizes)),
         seed=draw(st.integers(0, 2**16)),
         how=draw(st.sampled_from(RELEASES if adversarial else ["random", "copy_plus_random", "copy"])),
@@ -172,8 +218,7 @@ def real_tokens(real: pl.DataFrame) -> set[str]:
         if s.dtype in (pl.String, pl.Categorical):
             out |= {v for v in s.cast(pl.String).drop_nulls().to_list() if v.startswith(TOKEN)}
         elif s.dtype == pl.Float64:
-            out |= {repr(float(v))[:12] for v in s.drop_nulls().to_list()
-                    if np.isfinite(v) and abs(v) > 1000}
+            out |= {repr(float(v))[:12] for v in s.drop_nulls().to_list() if np.isfinite(v) and abs(v) > 1000}
     return out
 
 
@@ -184,8 +229,11 @@ def secret_real(n: int = 60, *, second_text_column: bool = False) -> pl.DataFram
     """A small real frame whose text cells all start with SECRET (a numeric, a boolean and one or
     two text columns), for tests that search every output for a real value."""
     rng = np.random.default_rng(3)
-    cols = {"x": rng.normal(size=n).round(3), "flag": rng.random(n) < 0.4,
-            "c": [f"{SECRET}{i % 7:03d}" for i in range(n)]}
+    cols = {
+        "x": rng.normal(size=n).round(3),
+        "flag": rng.random(n) < 0.4,
+        "c": [f"{SECRET}{i % 7:03d}" for i in range(n)],
+    }
     if second_text_column:
         cols["d"] = [f"{SECRET}d{(i * 5) % 3}" for i in range(n)]
     return pl.DataFrame(cols)

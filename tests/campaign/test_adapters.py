@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 
 from privgate.gates import check_name, parse_gate_config, run_gate
 
-ADAPTER = settings(max_examples=12, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                          HealthCheck.function_scoped_fixture])
+ADAPTER = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 JUNK = set(FAULTS) - {"ok"}
 
 
@@ -32,8 +34,9 @@ def _frames(case: Case):
 
 def _registered(case: Case) -> contextlib.ExitStack:
     stack = contextlib.ExitStack()
-    case.registry_names = {m: stack.enter_context(fault_metric(m.split(":", 1)[1])) if m.startswith("fault:") else m
-                           for m in case.metrics}
+    case.registry_names = {
+        m: stack.enter_context(fault_metric(m.split(":", 1)[1])) if m.startswith("fault:") else m for m in case.metrics
+    }
     return stack
 
 
@@ -54,9 +57,15 @@ def test_dagster_checks_fail_closed(case, tmp_path_factory):
 
     real, synthetic = _frames(case)
     with _registered(case):
-        cfg = parse_gate_config({"dataset": "campaign", "metrics": {
-            n: {"threshold": {case.severity.get(m, "block"): case.limits[m]}, "optional": m in case.optional}
-            for m, n in case.registry_names.items()}})
+        cfg = parse_gate_config(
+            {
+                "dataset": "campaign",
+                "metrics": {
+                    n: {"threshold": {case.severity.get(m, "block"): case.limits[m]}, "optional": m in case.optional}
+                    for m, n in case.registry_names.items()
+                },
+            }
+        )
         with HistoryStore(tmp_path_factory.mktemp("dg") / "h.sqlite") as store:
             outcome = run_gate(cfg, real, synthetic, release_id="r1", history=store)
             assert store.runs("campaign")["exit_code"].to_list() == [outcome.exit_code]
@@ -64,8 +73,11 @@ def test_dagster_checks_fail_closed(case, tmp_path_factory):
     decision = results[DECISION_CHECK]
     assert decision.passed == (outcome.exit_code in (0, 1))
     # a check is named <metric id>__<rule>_<severity> (privgate.gates.check_name)
-    failed = {check_name(c.metric, "x", "y").split("__")[0] for c in outcome.checks
-              if c.rule == "error" and c.verdict == "block"}
+    failed = {
+        check_name(c.metric, "x", "y").split("__")[0]
+        for c in outcome.checks
+        if c.rule == "error" and c.verdict == "block"
+    }
     for name, r in results.items():
         md = {k: v.value for k, v in (r.metadata or {}).items()}
         if name != DECISION_CHECK and name.split("__")[0] in failed:
@@ -84,8 +96,17 @@ def test_dagster_materialisation_with_a_junk_metric_blocks_and_publishes_nothing
     from privgate.dagster.rule_checks import DECISION_CHECK
     from privgate.history import HistoryStore
 
-    case = Case(names=["x", "c"], kinds=["float", "string"], n_real=30, seed=1, how="random",
-                real_format="parquet", synthetic_format="parquet", holdout=False, metrics=[])
+    case = Case(
+        names=["x", "c"],
+        kinds=["float", "string"],
+        n_real=30,
+        seed=1,
+        how="random",
+        real_format="parquet",
+        synthetic_format="parquet",
+        holdout=False,
+        metrics=[],
+    )
     real, synthetic = _frames(case)
     root = tmp_path / "data"
     (root / "releases").mkdir(parents=True)
@@ -93,16 +114,27 @@ def test_dagster_materialisation_with_a_junk_metric_blocks_and_publishes_nothing
     synthetic.write_parquet(root / "releases" / "r1.parquet")
     with fault_metric("value_nan") as name:
         gate = tmp_path / "gate.yaml"
-        gate.write_text(f"version: 1\ndataset: campaign\nmetrics:\n  common_rows:\n    threshold: {{block: 0.5}}\n"
-                        f"  {name}:\n    threshold: {{block: 0.5}}\n")
-        defs = build_definitions(data_dir=root, gate_config=gate, history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
-                                 executor="in_process", sensor_settle_seconds=0, env={})
+        gate.write_text(
+            f"version: 1\ndataset: campaign\nmetrics:\n  common_rows:\n    threshold: {{block: 0.5}}\n"
+            f"  {name}:\n    threshold: {{block: 0.5}}\n"
+        )
+        defs = build_definitions(
+            data_dir=root,
+            gate_config=gate,
+            history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
+            executor="in_process",
+            sensor_settle_seconds=0,
+            env={},
+        )
         shm = Path("/dev/shm")  # the event log's many synced writes are slow on a busy disk
-        with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as tmp, \
-                dg.instance_for_test(temp_dir=tmp) as instance:
+        with (
+            tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as tmp,
+            dg.instance_for_test(temp_dir=tmp) as instance,
+        ):
             instance.add_dynamic_partitions("releases", ["r1"])
             result = defs.resolve_job_def("evaluate_release").execute_in_process(
-                instance=instance, partition_key="r1", raise_on_error=False)
+                instance=instance, partition_key="r1", raise_on_error=False
+            )
             checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
             published = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
             events = repr([e.event_specific_data for e in result.all_events])
@@ -123,8 +155,11 @@ def gx_context():
 
 
 @ADAPTER
-@given(case=cases(), fault=st.sampled_from(sorted(set(FAULTS) - {"keyboard_interrupt"})),
-       threshold=st.sampled_from([1.0, 0.5, 0.0]))
+@given(
+    case=cases(),
+    fault=st.sampled_from(sorted(set(FAULTS) - {"keyboard_interrupt"})),
+    threshold=st.sampled_from([1.0, 0.5, 0.0]),
+)
 def test_gx_expectation_is_errored_never_passed(gx_context, case, fault, threshold):
     import privgate.gx as pe
     import privgate.gx.compute  # noqa: F401 - pe.compute below
@@ -133,8 +168,11 @@ def test_gx_expectation_is_errored_never_passed(gx_context, case, fault, thresho
     with fault_metric(fault) as name:
         ref = pe.register_real(f"campaign-{case.seed}", real)  # a registry name; never refused
         pe.compute.clear_context_cache()
-        r = pe.validate_release(synthetic, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-            metric=name, real=ref, threshold=threshold), context=gx_context)
+        r = pe.validate_release(
+            synthetic,
+            pe.ExpectSyntheticPrivacyRiskToBeBelow(metric=name, real=ref, threshold=threshold),
+            context=gx_context,
+        )
     observed = r.result.get("observed_value")
     if fault in JUNK:
         assert pe.is_errored(r) and r.success is False, (fault, observed)
@@ -148,12 +186,25 @@ def test_gx_keyboard_interrupt_interrupts(gx_context):
     import privgate.gx as pe
     import privgate.gx.compute  # noqa: F401 - pe.compute below
 
-    real, synthetic = _frames(Case(names=["x"], kinds=["float"], n_real=10, seed=2, how="random",
-                                   real_format="parquet", synthetic_format="parquet", holdout=False,
-                                   metrics=[]))
+    real, synthetic = _frames(
+        Case(
+            names=["x"],
+            kinds=["float"],
+            n_real=10,
+            seed=2,
+            how="random",
+            real_format="parquet",
+            synthetic_format="parquet",
+            holdout=False,
+            metrics=[],
+        )
+    )
     with fault_metric("keyboard_interrupt") as name:
         ref = pe.register_real("campaign-ki", real)
         pe.compute.clear_context_cache()
         with pytest.raises(KeyboardInterrupt):
-            pe.validate_release(synthetic, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-                metric=name, real=ref, threshold=1.0), context=gx_context)
+            pe.validate_release(
+                synthetic,
+                pe.ExpectSyntheticPrivacyRiskToBeBelow(metric=name, real=ref, threshold=1.0),
+                context=gx_context,
+            )

@@ -29,8 +29,9 @@ from hypothesis import HealthCheck, event, given, settings
 
 from privgate.cli import main
 
-CAMPAIGN = settings(max_examples=70, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+CAMPAIGN = settings(
+    max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @contextlib.contextmanager
@@ -99,12 +100,31 @@ def run_case(case: Case, tmp: Path) -> None:
     with registered(case) as names:
         cfg = tmp / "gate.yaml"
         cfg.write_text(yaml.safe_dump(gate_config(case, names)), encoding="utf-8")
-        argv = ["gate", "--config", str(cfg), "--real", str(real_p), "--synthetic", str(syn_p),
-                "--release-id", "r1", "--history", str(db), "--json", str(json_p), "--quiet",
-                "--format", "json"]
+        argv = [
+            "gate",
+            "--config",
+            str(cfg),
+            "--real",
+            str(real_p),
+            "--synthetic",
+            str(syn_p),
+            "--release-id",
+            "r1",
+            "--history",
+            str(db),
+            "--json",
+            str(json_p),
+            "--quiet",
+            "--format",
+            "json",
+        ]
         if case.holdout:
-            argv += ["--holdout", str(write(frame(case.names, case.kinds, max(case.n_real, 1), case.seed + 7),
-                                            tmp / "holdout", "parquet"))]
+            argv += [
+                "--holdout",
+                str(
+                    write(frame(case.names, case.kinds, max(case.n_real, 1), case.seed + 7), tmp / "holdout", "parquet")
+                ),
+            ]
         if case.html:
             argv += ["--html", str(html_p)]
         out, err = io.StringIO(), io.StringIO()
@@ -124,9 +144,13 @@ def run_case(case: Case, tmp: Path) -> None:
         assert doc["decision"] == ["pass", "warn", "block"][code] and bool(run["accepted"]) == (code < 2)
         assert_computed(doc)
         assert json.loads(json_p.read_text())["exit_code"] == code
-    outputs = {"stdout": out.getvalue(), "stderr": err.getvalue(), "history": stored,
-               "json": json_p.read_text() if json_p.exists() else "",
-               "html": html_p.read_text() if html_p.exists() else ""}
+    outputs = {
+        "stdout": out.getvalue(),
+        "stderr": err.getvalue(),
+        "history": stored,
+        "json": json_p.read_text() if json_p.exists() else "",
+        "html": html_p.read_text() if html_p.exists() else "",
+    }
     for token in real_tokens(real):
         for where, text in outputs.items():
             assert token not in text, f"real cell {token!r} in {where}"
@@ -144,8 +168,17 @@ def test_cli_fails_closed_and_never_leaks(case):
 def test_every_metric_fault_fails_closed(fault, holdout, tmp_path):
     """Every misbehaviour of a metric, on inputs a gate can decide on, through the same
     invariant (the generated campaign may not draw each one)."""
-    case = Case(names=["x", "c", "flag"], kinds=["float", "string", "bool"], n_real=20, seed=5,
-                how="copy_plus_random", real_format="parquet", synthetic_format="parquet",
-                holdout=holdout, metrics=["common_rows", f"fault:{fault}"],
-                limits={"common_rows": 1.0, f"fault:{fault}": 1.0}, html=fault in ("ok", "ci_nan"))
+    case = Case(
+        names=["x", "c", "flag"],
+        kinds=["float", "string", "bool"],
+        n_real=20,
+        seed=5,
+        how="copy_plus_random",
+        real_format="parquet",
+        synthetic_format="parquet",
+        holdout=holdout,
+        metrics=["common_rows", f"fault:{fault}"],
+        limits={"common_rows": 1.0, f"fault:{fault}": 1.0},
+        html=fault in ("ok", "ci_nan"),
+    )
     run_case(case, tmp_path)

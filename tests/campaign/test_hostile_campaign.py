@@ -28,19 +28,21 @@ from fault_metrics import fault_metric
 from privgate.cli import main
 
 N = 60
-TOKEN = "Zk"          # every real string cell starts with it
+TOKEN = "Zk"  # every real string cell starts with it
 FLOAT_BASE = 271828.0  # every real float is 271828.xxx: its text cannot arise in an output by chance
 
 
 def real_frame(seed: int = 11) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({
-        "age": (FLOAT_BASE + rng.integers(0, 9, N) * 1.13).round(2),
-        "score": (FLOAT_BASE + rng.normal(size=N)).round(4),
-        "city": [f"{TOKEN}city{i % 5}" for i in range(N)],
-        "job": [f"{TOKEN}job{(i * 7) % 4}" for i in range(N)],
-        "flag": rng.random(N) < 0.3,
-    })
+    return pl.DataFrame(
+        {
+            "age": (FLOAT_BASE + rng.integers(0, 9, N) * 1.13).round(2),
+            "score": (FLOAT_BASE + rng.normal(size=N)).round(4),
+            "city": [f"{TOKEN}city{i % 5}" for i in range(N)],
+            "job": [f"{TOKEN}job{(i * 7) % 4}" for i in range(N)],
+            "flag": rng.random(N) < 0.3,
+        }
+    )
 
 
 REAL = real_frame()
@@ -72,7 +74,10 @@ RELEASES: dict[str, tuple[Callable[[], pl.DataFrame], bool]] = {
     "copy_hash_relabel": (lambda: _strings(REAL, lambda e: pl.lit("h") + e.hash(1).cast(pl.String)), True),
     "copy_prefix_relabel": (lambda: _strings(REAL, lambda e: pl.lit("L_") + e.str.slice(2)), True),
     "copy_reversed_relabel": (lambda: _strings(REAL, lambda e: e.str.reverse()), True),
-    "copy_relabelled_sample": (lambda: _strings(REAL.sample(45, seed=5), lambda e: pl.lit("h") + e.hash(2).cast(pl.String)), True),
+    "copy_relabelled_sample": (
+        lambda: _strings(REAL.sample(45, seed=5), lambda e: pl.lit("h") + e.hash(2).cast(pl.String)),
+        True,
+    ),
     # other people of the same population (not the real records shifted: a shifted copy is a copy)
     "honest": (lambda: real_frame(12), False),
 }
@@ -88,16 +93,16 @@ CONFIGS = {
 class HostileCase:
     id: str
     release: str = "copy"
-    config: str | None = None           # YAML text (None: the default gate)
+    config: str | None = None  # YAML text (None: the default gate)
     holdout: bool = False
-    real_format: str = "parquet"        # parquet | csv | headerless
+    real_format: str = "parquet"  # parquet | csv | headerless
     synthetic_format: str = "parquet"
-    history: list = field(default_factory=list)   # (metric, stored value) for a poisoned earlier run
+    history: list = field(default_factory=list)  # (metric, stored value) for a poisoned earlier run
     expect: tuple[int, ...] = (3,)
     message: str = ""
     extra: tuple[str, ...] = ()
     html: bool = False
-    hang: bool = False                  # add a metric that never ends
+    hang: bool = False  # add a metric that never ends
 
 
 def _yaml(metrics: str, **top) -> str:
@@ -110,19 +115,36 @@ def build_cases() -> list[HostileCase]:
     relabelled = [r for r, (_, is_copy) in RELEASES.items() if is_copy and r not in ("copy", "copy_shuffled")]
     # 1. relabelled copies: refused (codebook), whatever the configuration, holdout or format
     for rel in relabelled:
-        for cfg, holdout, fmt in (("default", False, "parquet"), ("default", True, "parquet"),
-                                  ("common_rows", False, "parquet"), ("common_rows", True, "csv")):
-            cases.append(HostileCase(
-                f"relabel-{rel}-{cfg}-{'holdout' if holdout else 'no_holdout'}-{fmt}", release=rel,
-                config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]), holdout=holdout,
-                synthetic_format=fmt, expect=(3,), message="codebook"))
+        for cfg, holdout, fmt in (
+            ("default", False, "parquet"),
+            ("default", True, "parquet"),
+            ("common_rows", False, "parquet"),
+            ("common_rows", True, "csv"),
+        ):
+            cases.append(
+                HostileCase(
+                    f"relabel-{rel}-{cfg}-{'holdout' if holdout else 'no_holdout'}-{fmt}",
+                    release=rel,
+                    config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]),
+                    holdout=holdout,
+                    synthetic_format=fmt,
+                    expect=(3,),
+                    message="codebook",
+                )
+            )
     # 2. exact copies: blocked by the rules (2), never passed
     for rel in ("copy", "copy_shuffled"):
         for cfg, expect in (("default", (2,)), ("common_rows", (2,)), ("hitting_rate", (2,))):
             for holdout in (False, True):
-                cases.append(HostileCase(f"{rel}-{cfg}-{'holdout' if holdout else 'no_holdout'}", release=rel,
-                                         config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]), holdout=holdout,
-                                         expect=expect))
+                cases.append(
+                    HostileCase(
+                        f"{rel}-{cfg}-{'holdout' if holdout else 'no_holdout'}",
+                        release=rel,
+                        config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]),
+                        holdout=holdout,
+                        expect=expect,
+                    )
+                )
     # 3. duplicate keys: a strict rule then a lax one of the same name
     dups = {
         "metric_twice": "metrics:\n  common_rows:\n    threshold: {block: 0.01}\n  common_rows:\n    threshold: {block: 1.0}\n",
@@ -133,8 +155,9 @@ def build_cases() -> list[HostileCase]:
     }
     for name, text in dups.items():
         for rel in ("copy", "copy_upper"):
-            cases.append(HostileCase(f"dup-{name}-{rel}", release=rel, config=_yaml(text), expect=(3,),
-                                     message="duplicate key"))
+            cases.append(
+                HostileCase(f"dup-{name}-{rel}", release=rel, config=_yaml(text), expect=(3,), message="duplicate key")
+            )
     # 4. gates that check nothing, on a copy
     unchecked = {
         "with_holdout_only": "metrics:\n  common_rows:\n    threshold: {when: with_holdout, block: 0.01}\n",
@@ -146,52 +169,126 @@ def build_cases() -> list[HostileCase]:
     for name, text in unchecked.items():
         holdout = name == "no_holdout_rule_with_holdout"
         for rel in ("copy", "copy_shuffled"):
-            cases.append(HostileCase(f"unchecked-{name}-{rel}", release=rel, config=_yaml(text), holdout=holdout,
-                                     expect=(3,), message="nothing was checked"))
-        cases.append(HostileCase(f"unchecked-allowed-{name}", release="honest",
-                                 config=_yaml(text, allow_unchecked="true"), holdout=holdout, expect=(0,),
-                                 message="passes UNCHECKED"))
+            cases.append(
+                HostileCase(
+                    f"unchecked-{name}-{rel}",
+                    release=rel,
+                    config=_yaml(text),
+                    holdout=holdout,
+                    expect=(3,),
+                    message="nothing was checked",
+                )
+            )
+        cases.append(
+            HostileCase(
+                f"unchecked-allowed-{name}",
+                release="honest",
+                config=_yaml(text, allow_unchecked="true"),
+                holdout=holdout,
+                expect=(0,),
+                message="passes UNCHECKED",
+            )
+        )
     # 5. history values that are not metric values: a trend rule (with a lax threshold) on a copy
     trend = "metrics:\n  common_rows:\n    threshold: {block: 1.0}\n    trend: {block: 0.0}\n"
     for stored in (float("inf"), float("-inf"), 1e300, -1e300, 2.0, -0.5, "junk", "1e999", b"\x00"):
-        cases.append(HostileCase(f"history-{stored!r}", release="copy", config=_yaml(trend),
-                                 history=[("common_rows", stored)], expect=(3,), message="history's value"))
+        cases.append(
+            HostileCase(
+                f"history-{stored!r}",
+                release="copy",
+                config=_yaml(trend),
+                history=[("common_rows", stored)],
+                expect=(3,),
+                message="history's value",
+            )
+        )
     # 6. files without a header row
-    for real_fmt, syn_fmt in (("headerless", "parquet"), ("headerless", "headerless"), ("parquet", "headerless"),
-                              ("headerless", "csv")):
+    for real_fmt, syn_fmt in (
+        ("headerless", "parquet"),
+        ("headerless", "headerless"),
+        ("parquet", "headerless"),
+        ("headerless", "csv"),
+    ):
         for rel in ("copy", "honest", "copy_upper"):
-            cases.append(HostileCase(f"headerless-{real_fmt}-{syn_fmt}-{rel}", release=rel,
-                                     config=_yaml(CONFIGS["common_rows"]), real_format=real_fmt,
-                                     synthetic_format=syn_fmt, expect=(3,), message="looks like a record"))
+            cases.append(
+                HostileCase(
+                    f"headerless-{real_fmt}-{syn_fmt}-{rel}",
+                    release=rel,
+                    config=_yaml(CONFIGS["common_rows"]),
+                    real_format=real_fmt,
+                    synthetic_format=syn_fmt,
+                    expect=(3,),
+                    message="looks like a record",
+                )
+            )
     # 7. work-multiplying parameters
-    for metric, params in (("singling_out", "{n_attacks: 100000}"), ("nnaa", "{repetitions: 1000000}"),
-                           ("proximity_score", "{repetitions: 1000000}"),
-                           ("membership_inference", "{repetitions: 1000000}"),
-                           ("detection_mlp", "{max_iter: 10000000}"),
-                           ("singling_out", "{n_attacks: 10, max_attempts: 1000000000}")):
-        cases.append(HostileCase(f"bound-{metric}-{params}", release="copy", holdout=True,
-                                 config=_yaml(f"metrics:\n  common_rows: {{threshold: 0.01}}\n  {metric}:\n"
-                                              f"    params: {params}\n    threshold: {{block: 0.5}}\n"),
-                                 expect=(3,), message="limit"))
+    for metric, params in (
+        ("singling_out", "{n_attacks: 100000}"),
+        ("nnaa", "{repetitions: 1000000}"),
+        ("proximity_score", "{repetitions: 1000000}"),
+        ("membership_inference", "{repetitions: 1000000}"),
+        ("detection_mlp", "{max_iter: 10000000}"),
+        ("singling_out", "{n_attacks: 10, max_attempts: 1000000000}"),
+    ):
+        cases.append(
+            HostileCase(
+                f"bound-{metric}-{params}",
+                release="copy",
+                holdout=True,
+                config=_yaml(
+                    f"metrics:\n  common_rows: {{threshold: 0.01}}\n  {metric}:\n"
+                    f"    params: {params}\n    threshold: {{block: 0.5}}\n"
+                ),
+                expect=(3,),
+                message="limit",
+            )
+        )
     # 8. deadlines (a metric that never ends)
     for where in ("config", "cli"):
-        cases.append(HostileCase(f"deadline-{where}", release="honest", hang=True,
-                                 config=_yaml(CONFIGS["common_rows"],
-                                              **({"options": "{deadline: 0.3}"} if where == "config" else {})),
-                                 extra=("--deadline", "0.3") if where == "cli" else (), expect=(3,),
-                                 message="deadline"))
+        cases.append(
+            HostileCase(
+                f"deadline-{where}",
+                release="honest",
+                hang=True,
+                config=_yaml(CONFIGS["common_rows"], **({"options": "{deadline: 0.3}"} if where == "config" else {})),
+                extra=("--deadline", "0.3") if where == "cli" else (),
+                expect=(3,),
+                message="deadline",
+            )
+        )
     # 9. values that broke a metric without naming their cause
-    cases.append(HostileCase("all_nan_real_column", release="honest", config=_yaml(CONFIGS["common_rows"]),
-                             expect=(3,), message="only nulls"))
-    cases.append(HostileCase("huge_values", release="honest", config=_yaml(CONFIGS["common_rows"]),
-                             expect=(3,), message="larger than 1e+100"))
+    cases.append(
+        HostileCase(
+            "all_nan_real_column",
+            release="honest",
+            config=_yaml(CONFIGS["common_rows"]),
+            expect=(3,),
+            message="only nulls",
+        )
+    )
+    cases.append(
+        HostileCase(
+            "huge_values",
+            release="honest",
+            config=_yaml(CONFIGS["common_rows"]),
+            expect=(3,),
+            message="larger than 1e+100",
+        )
+    )
     # 10. honest releases still pass (the hardening must not refuse them)
     for cfg in CONFIGS:
         for holdout in (False, True):
             for fmt in ("parquet", "csv"):
-                cases.append(HostileCase(f"honest-{cfg}-{'holdout' if holdout else 'no_holdout'}-{fmt}",
-                                         release="honest", config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]),
-                                         holdout=holdout, synthetic_format=fmt, expect=(0, 1)))
+                cases.append(
+                    HostileCase(
+                        f"honest-{cfg}-{'holdout' if holdout else 'no_holdout'}-{fmt}",
+                        release="honest",
+                        config=CONFIGS[cfg] and _yaml(CONFIGS[cfg]),
+                        holdout=holdout,
+                        synthetic_format=fmt,
+                        expect=(0, 1),
+                    )
+                )
     for i, c in enumerate(cases):
         c.html = i % 25 == 0
     return cases
@@ -215,8 +312,11 @@ def _history_text(db: Path) -> tuple[list[dict], str]:
     con.row_factory = sqlite3.Row
     try:
         runs = [dict(r) for r in con.execute("SELECT * FROM privgate_runs ORDER BY seq")]
-        text = [repr(tuple(r)) for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                for r in con.execute(f'SELECT * FROM "{t}"')]
+        text = [
+            repr(tuple(r))
+            for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            for r in con.execute(f'SELECT * FROM "{t}"')
+        ]
     finally:
         con.close()
     return runs, "\n".join(text)
@@ -254,9 +354,25 @@ def test_hostile_case(case: HostileCase, tmp_path: Path) -> None:
         if case.hang:
             name = stack.enter_context(fault_metric("hang_python"))
             config += f"  {name}:\n    threshold: {{block: 0.5}}\n"
-        argv = ["gate", "--real", str(real_p), "--synthetic", str(syn_p), "--release-id", "r2",
-                "--history", str(db), "--json", str(json_p), "--quiet", "--format", "json",
-                "--dataset", "hostile", *case.extra]
+        argv = [
+            "gate",
+            "--real",
+            str(real_p),
+            "--synthetic",
+            str(syn_p),
+            "--release-id",
+            "r2",
+            "--history",
+            str(db),
+            "--json",
+            str(json_p),
+            "--quiet",
+            "--format",
+            "json",
+            "--dataset",
+            "hostile",
+            *case.extra,
+        ]
         if config is not None:
             cfg = tmp_path / "gate.yaml"
             cfg.write_text(config, encoding="utf-8")
@@ -284,9 +400,13 @@ def test_hostile_case(case: HostileCase, tmp_path: Path) -> None:
     run = runs[-1]
     assert (run["exit_code"], run["decision"]) == (code, doc["decision"])
     assert bool(run["accepted"]) == (code < 2)
-    outputs = {"stdout": out, "stderr": err, "history": stored,
-               "json": json_p.read_text() if json_p.exists() else "",
-               "html": html_p.read_text() if html_p.exists() else ""}
+    outputs = {
+        "stdout": out,
+        "stderr": err,
+        "history": stored,
+        "json": json_p.read_text() if json_p.exists() else "",
+        "html": html_p.read_text() if html_p.exists() else "",
+    }
     for token in TOKENS:
         for where, body in outputs.items():
             assert token not in body, f"real cell {token!r} in {where}"
@@ -296,9 +416,11 @@ def test_hostile_case(case: HostileCase, tmp_path: Path) -> None:
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-PROPERTY = settings(max_examples=20, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 COPIES = [r for r, (_, is_copy) in RELEASES.items() if is_copy]
 PROPERTY_METRICS = ("common_rows", "hitting_rate", "authenticity")
 POISON = (float("inf"), float("-inf"), float("nan"), 7.5, -3.0, "text", None)
@@ -326,12 +448,17 @@ def hostile_configs(draw) -> tuple[str, bool]:
 
 
 @PROPERTY
-@given(release=st.sampled_from(COPIES + ["honest"]), config=hostile_configs(), holdout=st.booleans(),
-       real_format=st.sampled_from(["parquet", "csv", "headerless"]),
-       synthetic_format=st.sampled_from(["parquet", "csv", "headerless"]),
-       earlier=st.sampled_from(["none", "intact"] + [f"poison:{i}" for i in range(len(POISON))]))
-def test_property_never_passes_a_copy_never_leaks(tmp_path_factory, release, config, holdout, real_format,
-                                                  synthetic_format, earlier):
+@given(
+    release=st.sampled_from(COPIES + ["honest"]),
+    config=hostile_configs(),
+    holdout=st.booleans(),
+    real_format=st.sampled_from(["parquet", "csv", "headerless"]),
+    synthetic_format=st.sampled_from(["parquet", "csv", "headerless"]),
+    earlier=st.sampled_from(["none", "intact"] + [f"poison:{i}" for i in range(len(POISON))]),
+)
+def test_property_never_passes_a_copy_never_leaks(
+    tmp_path_factory, release, config, holdout, real_format, synthetic_format, earlier
+):
     text, duplicated = config
     tmp = tmp_path_factory.mktemp("hostile-prop")
     db = tmp / "h.sqlite"
@@ -340,17 +467,48 @@ def test_property_never_passes_a_copy_never_leaks(tmp_path_factory, release, con
     real_p = _write(REAL, tmp / "real", real_format)
     build, is_copy = RELEASES[release]
     syn_p = _write(build(), tmp / "synthetic", synthetic_format)
-    base = ["gate", "--real", str(real_p), "--history", str(db), "--quiet", "--format", "json",
-            "--config", str(cfg), "--json", str(tmp / "r.json")]
+    base = [
+        "gate",
+        "--real",
+        str(real_p),
+        "--history",
+        str(db),
+        "--quiet",
+        "--format",
+        "json",
+        "--config",
+        str(cfg),
+        "--json",
+        str(tmp / "r.json"),
+    ]
     if holdout:
         base += ["--holdout", str(_write(HOLDOUT, tmp / "holdout", "parquet"))]
     if earlier != "none":  # an earlier accepted run (an honest release, a lax gate), maybe altered
         lax = tmp / "lax.yaml"
-        lax.write_text("dataset: hostile\nmetrics:\n" + "".join(
-            f"  {m}: {{threshold: {{block: 1.0}}}}\n" for m in PROPERTY_METRICS), encoding="utf-8")
+        lax.write_text(
+            "dataset: hostile\nmetrics:\n"
+            + "".join(f"  {m}: {{threshold: {{block: 1.0}}}}\n" for m in PROPERTY_METRICS),
+            encoding="utf-8",
+        )
         honest = _write(RELEASES["honest"][0](), tmp / "earlier", "parquet")
-        _cli(["gate", "--real", str(real_p), "--synthetic", str(honest), "--release-id", "r1",
-              "--history", str(db), "--quiet", "--format", "json", "--config", str(lax)])
+        _cli(
+            [
+                "gate",
+                "--real",
+                str(real_p),
+                "--synthetic",
+                str(honest),
+                "--release-id",
+                "r1",
+                "--history",
+                str(db),
+                "--quiet",
+                "--format",
+                "json",
+                "--config",
+                str(lax),
+            ]
+        )
         if earlier.startswith("poison:"):
             _poison(db, [(m, POISON[int(earlier.split(":")[1])]) for m in PROPERTY_METRICS])
     code, out, err = _cli(base + ["--synthetic", str(syn_p), "--release-id", "r2"])
@@ -363,8 +521,12 @@ def test_property_never_passes_a_copy_never_leaks(tmp_path_factory, release, con
     runs, stored = _history_text(db) if db.exists() else ([], "")
     if runs:
         assert runs[-1]["exit_code"] == code == doc["exit_code"]
-    outputs = {"stdout": out, "stderr": err, "history": stored,
-               "json": (tmp / "r.json").read_text() if (tmp / "r.json").exists() else ""}
+    outputs = {
+        "stdout": out,
+        "stderr": err,
+        "history": stored,
+        "json": (tmp / "r.json").read_text() if (tmp / "r.json").exists() else "",
+    }
     for token in TOKENS:
         for where, body in outputs.items():
             assert token not in body, f"real cell {token!r} in {where}"

@@ -30,8 +30,19 @@ def _write(frame: pl.DataFrame, path):
 
 
 def _gate(tmp_path, real_p, syn_p, cfg=None, *extra, db="h.sqlite"):
-    argv = ["gate", "--real", str(real_p), "--synthetic", str(syn_p), "--release-id", "r",
-            "--history", str(tmp_path / db), "--quiet", *extra]
+    argv = [
+        "gate",
+        "--real",
+        str(real_p),
+        "--synthetic",
+        str(syn_p),
+        "--release-id",
+        "r",
+        "--history",
+        str(tmp_path / db),
+        "--quiet",
+        *extra,
+    ]
     if cfg is not None:
         argv[1:1] = ["--config", str(cfg)]
     return main(argv)
@@ -56,9 +67,18 @@ def test_relabelled_copy_is_refused_naming_the_column(tmp_path, real, capsys, ho
     """An exact copy with every string column upper-cased (or otherwise renamed one to one)
     passed the default gate: every metric took the renamed levels for new categories."""
     copy = real.with_columns(RELABELS[how](pl.col("c")).alias("c"), RELABELS[how](pl.col("d")).alias("d"))
-    extra = ["--holdout", str(_write(real.sample(N, seed=9, shuffle=True), tmp_path / "hold.parquet"))] if holdout else []
-    code = _gate(tmp_path, _write(real, tmp_path / "real.parquet"), _write(copy, tmp_path / "syn.parquet"),
-                 None, "--dataset", "relabel", *extra)
+    extra = (
+        ["--holdout", str(_write(real.sample(N, seed=9, shuffle=True), tmp_path / "hold.parquet"))] if holdout else []
+    )
+    code = _gate(
+        tmp_path,
+        _write(real, tmp_path / "real.parquet"),
+        _write(copy, tmp_path / "syn.parquet"),
+        None,
+        "--dataset",
+        "relabel",
+        *extra,
+    )
     out = capsys.readouterr()
     assert code == 3, out.out
     assert "column 'c' of synthetic" in out.out and "codebook" in out.out
@@ -78,8 +98,9 @@ def test_codebook_check_spares_honest_releases(real):
 
 def test_relabelled_sample_is_found_by_its_frequency_profile(real):
     """A relabelled sample of the real rows misses rare levels and still matches by frequency."""
-    sample = real.sample(40, seed=2).with_columns(pl.col("d").replace_strict(
-        {f"{SECRET}d0": "p", f"{SECRET}d1": "q", f"{SECRET}d2": "r"}, default=None))
+    sample = real.sample(40, seed=2).with_columns(
+        pl.col("d").replace_strict({f"{SECRET}d0": "p", f"{SECRET}d1": "q", f"{SECRET}d2": "r"}, default=None)
+    )
     with pytest.raises(CodebookMismatchError, match=r"column 'd' of synthetic: 3 of its categories"):
         EvaluationContext(real, sample)
 
@@ -87,7 +108,7 @@ def test_relabelled_sample_is_found_by_its_frequency_profile(real):
 # duplicate configuration keys ----------------------------------------------------------------
 DUPLICATES = {
     "metrics.common_rows": "metrics:\n  common_rows:\n    threshold: {block: 0.01}\n"
-                           "  common_rows:\n    threshold: {block: 1.0}\n",
+    "  common_rows:\n    threshold: {block: 1.0}\n",
     "metrics.common_rows.threshold.block": "metrics:\n  common_rows:\n    threshold: {block: 0.0, block: 1.0}\n",
     "dataset": "dataset: a\nmetrics:\n  common_rows: {threshold: 0.01}\n",
 }
@@ -105,7 +126,10 @@ def test_duplicate_yaml_keys_are_a_config_error_naming_the_key(tmp_path, real, c
     assert f"{key}: duplicate key" in out
     from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
-    with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d: set at line \d and at line \d\)"):
+
+    with pytest.raises(
+        ConfigError, match=rf"^{key}: duplicate key in .*gate.yaml \(line \d: set at line \d and at line \d\)"
+    ):
         load_gate_config(cfg)
 
 
@@ -114,13 +138,18 @@ def test_yaml_merge_keys_still_load(tmp_path):
     again is two values for one key (YAML lets the mapping's win silently) and is refused."""
     from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
+
     cfg = tmp_path / "gate.yaml"
-    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001}\n"
-                   "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
+    cfg.write_text(
+        "metrics:\n  common_rows:\n    threshold: &t {warn: 0.001}\n"
+        "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n"
+    )
     rules = load_gate_config(cfg).metrics["hitting_rate"].rules
     assert sorted((r.severity, r.limit) for r in rules) == [("block", 0.5), ("warn", 0.001)]
-    cfg.write_text("metrics:\n  common_rows:\n    threshold: &t {warn: 0.001, block: 0.01}\n"
-                   "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n")
+    cfg.write_text(
+        "metrics:\n  common_rows:\n    threshold: &t {warn: 0.001, block: 0.01}\n"
+        "  hitting_rate:\n    threshold: {<<: *t, block: 0.5}\n"
+    )
     with pytest.raises(ConfigError, match=r"^metrics.hitting_rate.threshold.block: duplicate key .*line 5"):
         load_gate_config(cfg)
 
@@ -128,6 +157,7 @@ def test_yaml_merge_keys_still_load(tmp_path):
 # non-finite history values -------------------------------------------------------------------
 def _poison_last_score(db, metric: str, value) -> None:
     import sqlite3
+
     con = sqlite3.connect(db)
     with con:
         con.execute("UPDATE privgate_scores SET value = ? WHERE metric = ?", (value, metric))
@@ -141,8 +171,7 @@ def test_history_value_not_finite_in_range_blocks_the_trend_rule(tmp_path, real,
     real_p = _write(real, tmp_path / "real.parquet")
     honest = _write(real.with_columns(pl.col("x") + 100.0), tmp_path / "honest.parquet")
     cfg = tmp_path / "gate.yaml"
-    cfg.write_text("dataset: trend\nmetrics:\n  common_rows:\n    trend: {block: 0.0}\n"
-                   "    threshold: {block: 1.0}\n")
+    cfg.write_text("dataset: trend\nmetrics:\n  common_rows:\n    trend: {block: 0.0}\n    threshold: {block: 1.0}\n")
     assert _gate(tmp_path, real_p, honest, cfg) == 0  # first release: nothing to compare with
     _poison_last_score(tmp_path / "h.sqlite", "common_rows", stored)
     capsys.readouterr()
@@ -192,8 +221,19 @@ def test_a_gate_that_checked_nothing_does_not_pass(tmp_path, real, capsys, case)
     assert (run["decision"], run["exit_code"], run["accepted"]) == ("block", 3, False)
     # explicitly allowed: passes, and says so in words in the table, the JSON and the HTML
     cfg.write_text("dataset: unchecked\nallow_unchecked: true\nmetrics:\n" + UNCHECKED[case])
-    code = _gate(tmp_path, real_p, real_p, cfg, "--json", str(tmp_path / "r.json"), "--html",
-                 str(tmp_path / "r.html"), "--format", "table", db="allowed.sqlite")
+    code = _gate(
+        tmp_path,
+        real_p,
+        real_p,
+        cfg,
+        "--json",
+        str(tmp_path / "r.json"),
+        "--html",
+        str(tmp_path / "r.html"),
+        "--format",
+        "table",
+        db="allowed.sqlite",
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "passes UNCHECKED" in out
@@ -215,6 +255,7 @@ def test_trend_only_gate_whose_previous_value_is_null_does_not_pass(tmp_path, re
 def test_allow_unchecked_is_validated_and_hashed_only_when_set():
     from privgate.errors import ConfigError
     from privgate.gates.config_validate import parse_gate_config
+
     base = {"metrics": {"common_rows": {"threshold": 0.01}}}
     with pytest.raises(ConfigError, match="allow_unchecked: must be true or false"):
         parse_gate_config({**base, "allow_unchecked": "yes"})
@@ -225,9 +266,13 @@ def test_allow_unchecked_is_validated_and_hashed_only_when_set():
 # headerless files -----------------------------------------------------------------------------
 def _outputs(tmp_path, db="h.sqlite") -> str:
     import sqlite3
+
     con = sqlite3.connect(tmp_path / db)
-    rows = [repr(tuple(r)) for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            for r in con.execute(f'SELECT * FROM "{t}"')]
+    rows = [
+        repr(tuple(r))
+        for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        for r in con.execute(f'SELECT * FROM "{t}"')
+    ]
     con.close()
     files = [p.read_text() for p in (tmp_path / "r.json", tmp_path / "r.html") if p.exists()]
     return "\n".join(rows + files)
@@ -245,14 +290,25 @@ def test_headerless_csv_leaks_no_record(tmp_path, real, capsys, which):
     headerless, the schema fingerprint)."""
     frame = real
     if which == "real_unique_strings":  # a first line the header check cannot tell from a header
-        frame = pl.DataFrame({"d": [f"{SECRET}U{i}" for i in range(N)], "e": [f"{SECRET}V{i}" for i in range(N)],
-                              "x": real["x"]})
+        frame = pl.DataFrame(
+            {"d": [f"{SECRET}U{i}" for i in range(N)], "e": [f"{SECRET}V{i}" for i in range(N)], "x": real["x"]}
+        )
     frame = frame.with_columns((pl.col("x") + 271828.0).alias("x"))
     first = [str(v) for v in frame.row(0)]
     real_p = _headerless(frame, tmp_path / "real.csv")
     syn_p = _headerless(frame, tmp_path / "syn.csv") if which == "both" else _write(frame, tmp_path / "syn.parquet")
-    code = _gate(tmp_path, real_p, syn_p, None, "--dataset", "headerless", "--json", str(tmp_path / "r.json"),
-                 "--html", str(tmp_path / "r.html"))
+    code = _gate(
+        tmp_path,
+        real_p,
+        syn_p,
+        None,
+        "--dataset",
+        "headerless",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--html",
+        str(tmp_path / "r.html"),
+    )
     out = capsys.readouterr()
     assert code == 3
     text = out.out + out.err + _outputs(tmp_path)
@@ -267,6 +323,7 @@ def test_headerless_csv_leaks_no_record(tmp_path, real, capsys, which):
 def test_header_check_spares_ordinary_headers(tmp_path):
     from privgate.errors import InputLoadError
     from privgate.io import load_frame
+
     p = tmp_path / "ok.csv"
     p.write_text("x,y,c\n1.5,2,a\n2.5,3,c\n3.5,4,b\n")  # one name equal to a value is a coincidence
     assert load_frame(p).columns == ["x", "y", "c"]
@@ -281,20 +338,24 @@ def test_header_check_spares_ordinary_headers(tmp_path):
 
 
 # work-multiplying parameters -----------------------------------------------------------------
-@pytest.mark.parametrize("metric,params,limit", [
-    ("singling_out", {"n_attacks": 100000}, "max(500, distinct synthetic records) = 500"),
-    ("singling_out", {"n_attacks": 10, "max_attempts": 10**9}, "n_attacks, 100,000) = 100,000"),
-    ("nnaa", {"repetitions": 10**6}, "limit of 100"),
-    ("proximity_score", {"repetitions": 10**6}, "limit of 100"),
-    ("membership_inference", {"repetitions": 10**6}, "limit of 100"),
-    ("detection_mlp", {"max_iter": 10**7}, "limit of 5000"),
-    ("detection_mlp", {"hidden_layer_sizes": [10**6]}, "limit of 10000"),
-    ("detection_mlp", {"folds": 10**4}, "limit of 20"),
-])
+@pytest.mark.parametrize(
+    "metric,params,limit",
+    [
+        ("singling_out", {"n_attacks": 100000}, "max(500, distinct synthetic records) = 500"),
+        ("singling_out", {"n_attacks": 10, "max_attempts": 10**9}, "n_attacks, 100,000) = 100,000"),
+        ("nnaa", {"repetitions": 10**6}, "limit of 100"),
+        ("proximity_score", {"repetitions": 10**6}, "limit of 100"),
+        ("membership_inference", {"repetitions": 10**6}, "limit of 100"),
+        ("detection_mlp", {"max_iter": 10**7}, "limit of 5000"),
+        ("detection_mlp", {"hidden_layer_sizes": [10**6]}, "limit of 10000"),
+        ("detection_mlp", {"folds": 10**4}, "limit of 20"),
+    ],
+)
 def test_work_multiplying_parameters_are_bounded(real, metric, params, limit):
     """singling_out with n_attacks 100000 on 400 rows ran for more than 300 s: neither refused
     nor capped (attempts are 100 × n_attacks)."""
     import privgate
+
     rep = privgate.evaluate(real, real, [metric], holdout=real, params={metric: params}, on_error="record")
     assert metric in rep.errors and limit in rep.errors[metric], rep.errors
 
@@ -308,6 +369,7 @@ def test_a_run_past_its_deadline_is_stopped_blocked_and_recorded(tmp_path, real,
     from fault_metrics import fault_metric
 
     from privgate.gates import run_gate
+
     real_p = _write(real, tmp_path / "real.parquet")
     with fault_metric("hang_python") as name:
         cfg = tmp_path / "gate.yaml"
@@ -337,6 +399,7 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
     import subprocess
     import sys
     from pathlib import Path
+
     real_p = _write(real, tmp_path / "real.parquet")
     here = Path(__file__).parent
     script = (
@@ -348,10 +411,17 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
         "    open(%r, 'w').write('dataset: stuck\\nmetrics:\\n  ' + name + ': {threshold: 0.5}\\n')\n"
         "    sys.exit(main(['gate', '--config', %r, '--real', %r, '--synthetic', %r, '--release-id', 'r',"
         " '--history', %r, '--quiet', '--deadline', '0.5']))\n"
-    ) % (str(here), str(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), str(real_p), str(real_p),
-         str(tmp_path / "h.sqlite"))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=str(Path(__file__).parents[2]))
+    ) % (
+        str(here),
+        str(tmp_path / "g.yaml"),
+        str(tmp_path / "g.yaml"),
+        str(real_p),
+        str(real_p),
+        str(tmp_path / "h.sqlite"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=str(Path(__file__).parents[2])
+    )
     assert done.returncode == 3, done.stderr
     assert "did not finish within its deadline" in done.stdout
     assert "ending the process" in done.stderr
@@ -362,6 +432,7 @@ def test_a_run_stuck_in_native_code_ends_the_cli_process(tmp_path, real):
 def test_deadline_option_is_validated():
     from privgate.errors import ConfigError
     from privgate.gates.config_validate import parse_gate_config
+
     base = {"metrics": {"common_rows": {"threshold": 0.01}}}
     for bad in (0, -1, float("inf"), "soon", True):
         with pytest.raises(ConfigError, match="options.deadline: must be a number of seconds"):
@@ -409,8 +480,11 @@ def test_huge_numbers_are_refused_naming_the_column(tmp_path, real, capsys, wher
     huge = real.with_columns(pl.when(pl.int_range(N) == 4).then(1e308).otherwise(pl.col("x")).alias("x"))
     frames = {"real": real, "synthetic": real.with_columns(pl.col("x") + 5.0)}
     frames[where] = huge
-    code = _gate(tmp_path, _write(frames["real"], tmp_path / "real.parquet"),
-                 _write(frames["synthetic"], tmp_path / "syn.parquet"))
+    code = _gate(
+        tmp_path,
+        _write(frames["real"], tmp_path / "real.parquet"),
+        _write(frames["synthetic"], tmp_path / "syn.parquet"),
+    )
     out = capsys.readouterr().out
     assert code == 3
     assert f"column 'x' of {where} has 1 value(s) larger than 1e+100 in magnitude" in " ".join(out.split()), out
@@ -423,6 +497,7 @@ def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
     import sqlalchemy as sa
 
     from privgate.history.schema import SCHEMA_VERSION
+
     real_p = _write(real, tmp_path / "real.parquet")
     # other people: each column drawn on its own, new numeric values (a shifted copy of the real
     # records would be a copy in disguise, blocked)
@@ -447,8 +522,12 @@ def test_history_that_lost_its_version_row_is_migrated(tmp_path, real, capsys):
         conn.execute(sa.text("ALTER TABLE privgate_scores DROP COLUMN ci_high"))
     eng.dispose()
     from privgate.errors import HistoryError
-    with pytest.raises(HistoryError, match=r"table privgate_scores .* lacks column\(s\) ci_high .* delete the "
-                                           r"schema_version row"):
+
+    with pytest.raises(
+        HistoryError,
+        match=r"table privgate_scores .* lacks column\(s\) ci_high .* delete the "
+        r"schema_version row",
+    ):
         HistoryStore(db)
 
 
@@ -468,8 +547,14 @@ def test_memorisation_says_it_estimates_the_detectable_share_a_lower_bound(adult
     k = 75  # 5 % of the release
     src = train[np.sort(rng.choice(train.height, k, replace=False))]
     num = [c for c, d in train.schema.items() if d.is_numeric()]
-    noisy = src.with_columns([(pl.col(c).cast(pl.Float64) + pl.Series(rng.normal(0, 0.3 * train[c].std(), k)))
-                              .round(0).cast(train.schema[c]) for c in num])
+    noisy = src.with_columns(
+        [
+            (pl.col(c).cast(pl.Float64) + pl.Series(rng.normal(0, 0.3 * train[c].std(), k)))
+            .round(0)
+            .cast(train.schema[c])
+            for c in num
+        ]
+    )
     release = pl.concat([baselines.independent_marginals(train, seed=3, n=train.height - k), noisy])
     ctx = EvaluationContext(train, release, holdout=hold, seed=0)
     res = memorisation(ctx)
@@ -481,8 +566,13 @@ def test_memorisation_says_it_estimates_the_detectable_share_a_lower_bound(adult
     assert res.ci[0] <= detectable <= res.ci[1]
     assert res.value < planted
     assert "detectably memorised" in res.details["estimates"] and "lower bound" in res.details["estimates"]
-    outcome = run_gate({"metrics": {"memorisation": {"threshold": {"on": "lower", "block": 0.01}}}},
-                       train, release, holdout=hold, record=False)
+    outcome = run_gate(
+        {"metrics": {"memorisation": {"threshold": {"on": "lower", "block": 0.01}}}},
+        train,
+        release,
+        holdout=hold,
+        record=False,
+    )
     assert "estimates the share of the release detectably memorised" in render_html(outcome)
 
 
@@ -492,6 +582,7 @@ def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
     dg = pytest.importorskip("dagster")
     from privgate.dagster.rule_checks import DECISION_CHECK, check_results
     from privgate.gates import parse_gate_config, run_gate
+
     cfg = parse_gate_config({"dataset": "adapters", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
     outcome = run_gate(cfg, real, copy, record=False)
     results = {r.check_name: r for r in check_results(cfg, outcome)}
@@ -505,22 +596,32 @@ def test_relabelled_copy_through_the_adapters_fails_and_leaks_nothing(real):
 
     import privgate.gx as pe
     import privgate.gx.compute  # noqa: F401
+
     ref = pe.register_real("hostile-relabel", real)
     pe.compute.clear_context_cache()
-    r = pe.validate_release(copy, pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="common_rows", real=ref, threshold=0.5),
-                            context=gx.get_context(mode="ephemeral"))
+    r = pe.validate_release(
+        copy,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="common_rows", real=ref, threshold=0.5),
+        context=gx.get_context(mode="ephemeral"),
+    )
     assert r.success is False and pe.is_errored(r)
     assert SECRET not in json.dumps(r.to_json_dict(), default=str)
 
 
-@pytest.mark.parametrize("text,key", [
-    ('[metrics.common_rows.threshold]\nblock = 0.01\nblock = 1.0\n', "metrics.common_rows.threshold.block"),
-    ('[metrics.common_rows.threshold]\nblock = 0.01\n[metrics.common_rows.threshold]\nblock = 1.0\n',
-     "metrics.common_rows.threshold"),
-])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("[metrics.common_rows.threshold]\nblock = 0.01\nblock = 1.0\n", "metrics.common_rows.threshold.block"),
+        (
+            "[metrics.common_rows.threshold]\nblock = 0.01\n[metrics.common_rows.threshold]\nblock = 1.0\n",
+            "metrics.common_rows.threshold",
+        ),
+    ],
+)
 def test_duplicate_toml_keys_name_the_key(tmp_path, text, key):
     from privgate.errors import ConfigError
     from privgate.gates.config import load_gate_config
+
     cfg = tmp_path / "gate.toml"
     cfg.write_text('dataset = "dups"\n' + text)
     with pytest.raises(ConfigError, match=rf"^{key}: duplicate key in .*gate.toml \(line \d\)"):
@@ -532,6 +633,7 @@ def test_with_deadline_stops_a_python_loop_and_returns_a_result_in_time():
     import time
 
     from privgate.gates.deadline import DeadlineExceeded, with_deadline
+
     assert with_deadline(lambda: 42, 5.0)[0] == 42
     ticks = []
 

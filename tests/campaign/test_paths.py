@@ -42,9 +42,21 @@ COMMON = "  common_rows:\n    threshold: {warn: 0.0, block: 0.5}\n"
 
 
 def _gate(tmp_path, real, synthetic, cfg=None, *extra, db="h.sqlite"):
-    argv = ["gate", "--config", str(cfg or _config(tmp_path, COMMON)), "--real", str(real),
-            "--synthetic", str(synthetic), "--release-id", "r", "--history", str(tmp_path / db),
-            "--quiet", *extra]
+    argv = [
+        "gate",
+        "--config",
+        str(cfg or _config(tmp_path, COMMON)),
+        "--real",
+        str(real),
+        "--synthetic",
+        str(synthetic),
+        "--release-id",
+        "r",
+        "--history",
+        str(tmp_path / db),
+        "--quiet",
+        *extra,
+    ]
     return main(argv)
 
 
@@ -73,15 +85,31 @@ def test_boolean_column_against_strings_is_refused(tmp_path, real, capsys):
 
 
 # 2. ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["value_nan", "value_inf", "value_neg_inf", "value_above_1",
-                                  "value_below_0", "value_string", "excess_inf", "ci_nan", "p_value_2",
-                                  "raw_string"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "value_nan",
+        "value_inf",
+        "value_neg_inf",
+        "value_above_1",
+        "value_below_0",
+        "value_string",
+        "excess_inf",
+        "ci_nan",
+        "p_value_2",
+        "raw_string",
+    ],
+)
 def test_junk_metric_values_block(tmp_path, real, capsys, kind):
     """NaN passed every rule and was stored as NULL with verdict pass."""
     with fault_metric(kind) as name:
         cfg = _config(tmp_path, f"  {name}:\n    threshold: {{block: 0.5}}\n")
-        code = _gate(tmp_path, _write(real, tmp_path / "real.parquet"),
-                     _write(baselines.uniform_random(real, seed=1), tmp_path / "syn.parquet"), cfg)
+        code = _gate(
+            tmp_path,
+            _write(real, tmp_path / "real.parquet"),
+            _write(baselines.uniform_random(real, seed=1), tmp_path / "syn.parquet"),
+            cfg,
+        )
     out = capsys.readouterr()
     assert code == 3, out.out
     assert name in out.out and "expected a" in out.out and SECRET not in out.out + out.err
@@ -99,8 +127,7 @@ def test_unwritable_report_blocks_and_is_recorded_blocked(tmp_path, real, capsys
     syn_p = _write(baselines.uniform_random(real, seed=1), tmp_path / "syn.parquet")
     (tmp_path / "afile").write_text("a regular file")
     json_p = tmp_path / "report.json"
-    code = _gate(tmp_path, real_p, syn_p, None, "--html", str(tmp_path / "afile" / "r.html"),
-                 "--json", str(json_p))
+    code = _gate(tmp_path, real_p, syn_p, None, "--html", str(tmp_path / "afile" / "r.html"), "--json", str(json_p))
     out = capsys.readouterr()
     assert code == 3 and "cannot write" in out.err and "r.html" in out.out
     _assert_blocked_row(tmp_path)
@@ -133,15 +160,21 @@ def test_repeated_csv_header_is_refused(tmp_path, real, capsys, side):
 
 
 # 5. ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["system_exit", "keyboard_interrupt", "value_none", "returns_none",
-                                  "returns_string", "value_error_quoting_data"])
+@pytest.mark.parametrize(
+    "kind",
+    ["system_exit", "keyboard_interrupt", "value_none", "returns_none", "returns_string", "value_error_quoting_data"],
+)
 def test_metric_escaping_or_returning_none_blocks_with_a_row(tmp_path, real, capsys, kind):
     """SystemExit gave exit 0 and no row; KeyboardInterrupt 130 and no row; value None exit 3 and
     no row."""
     with fault_metric(kind) as name:
         cfg = _config(tmp_path, COMMON + f"  {name}:\n    threshold: {{block: 0.5}}\n")
-        code = _gate(tmp_path, _write(real, tmp_path / "real.parquet"),
-                     _write(baselines.uniform_random(real, seed=1), tmp_path / "syn.parquet"), cfg)
+        code = _gate(
+            tmp_path,
+            _write(real, tmp_path / "real.parquet"),
+            _write(baselines.uniform_random(real, seed=1), tmp_path / "syn.parquet"),
+            cfg,
+        )
     out = capsys.readouterr()
     assert code == 3
     assert SECRET not in out.out + out.err
@@ -184,8 +217,9 @@ def test_history_unknown_metric_is_an_error(tmp_path, real, capsys):
     capsys.readouterr()
     code = main(["history", "--dataset", "paths", "--metric", "nosuch", "--history", str(tmp_path / "h.sqlite")])
     assert code != 0 and "'nosuch'" in capsys.readouterr().err
-    assert main(["history", "--dataset", "paths", "--metric", "common_rows",
-                 "--history", str(tmp_path / "h.sqlite")]) == 0
+    assert (
+        main(["history", "--dataset", "paths", "--metric", "common_rows", "--history", str(tmp_path / "h.sqlite")]) == 0
+    )
 
 
 def test_metrics_into_a_closed_pipe_has_no_traceback():
@@ -218,10 +252,14 @@ def test_leak_paths_found_in_review_carry_no_values(tmp_path):
     from privgate.gx.results import error_message
 
     class EVR:  # the shape of an errored GX expectation result
-        exception_info = {"raised_exception": True,
-                          "exception_message": "could not append value: 'zzsecret' of type: str"}
+        exception_info = {
+            "raised_exception": True,
+            "exception_message": "could not append value: 'zzsecret' of type: str",
+        }
 
     assert "zzsecret" not in error_message(EVR())
-    EVR.exception_info = {"raised_exception": True,
-                          "exception_message": "privgate metric 'common_rows' could not be computed: TypeError"}
+    EVR.exception_info = {
+        "raised_exception": True,
+        "exception_message": "privgate metric 'common_rows' could not be computed: TypeError",
+    }
     assert error_message(EVR()).startswith("privgate metric 'common_rows'")

@@ -27,13 +27,15 @@ GATE = "version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 0.5}\n"
 def _people(n: int = N) -> pl.DataFrame:
     first = ["Ann", "Bob", "Cleo", "Dmitri", "Eva", "Farid", "Gus", "Hana"]
     last = ["Smith", "Lopez", "Nakamura", "O'Neil", "Okafor", "Larsen", "Dubois"]
-    return pl.DataFrame({
-        "name": [f"{first[i % 8]}{SECRET}{i} {last[(i * 3) % 7]}" for i in range(n)],
-        "email": [f"{first[i % 8].lower()}.{SECRET.lower()}{i}@mail{i % 4}.org" for i in range(n)],
-        # ages with four decimals: a cell the leak checks look for cannot turn up by chance (a
-        # whole "20.0" is inside any "120.0" a run prints or stores)
-        "age": [20.4721 + (i * 7) % 50 for i in range(n)],
-    })
+    return pl.DataFrame(
+        {
+            "name": [f"{first[i % 8]}{SECRET}{i} {last[(i * 3) % 7]}" for i in range(n)],
+            "email": [f"{first[i % 8].lower()}.{SECRET.lower()}{i}@mail{i % 4}.org" for i in range(n)],
+            # ages with four decimals: a cell the leak checks look for cannot turn up by chance (a
+            # whole "20.0" is inside any "120.0" a run prints or stores)
+            "age": [20.4721 + (i * 7) % 50 for i in range(n)],
+        }
+    )
 
 
 @pytest.fixture()
@@ -59,15 +61,30 @@ def _run(argv, capsys, tmp_path):
     except SystemExit as exc:  # argparse usage errors
         code = exc.code
     out = capsys.readouterr()
-    written = "".join(p.read_text(errors="replace") for p in tmp_path.iterdir()
-                      if p.suffix in (".json", ".html"))
+    written = "".join(p.read_text(errors="replace") for p in tmp_path.iterdir() if p.suffix in (".json", ".html"))
     return code, out.out + out.err, written
 
 
 def _gate(data, tmp_path, *extra, config=None):
     cfg = config or _write(tmp_path, "gate.yaml", GATE)
-    return ["gate", "--config", cfg, "--real", data["real"], "--synthetic", data["syn"], "--release-id", "r1",
-            "--no-history", "--quiet", "--json", tmp_path / "r.json", "--html", tmp_path / "r.html", *extra]
+    return [
+        "gate",
+        "--config",
+        cfg,
+        "--real",
+        data["real"],
+        "--synthetic",
+        data["syn"],
+        "--release-id",
+        "r1",
+        "--no-history",
+        "--quiet",
+        "--json",
+        tmp_path / "r.json",
+        "--html",
+        tmp_path / "r.html",
+        *extra,
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,18 +92,33 @@ def _gate(data, tmp_path, *extra, config=None):
 
 DUPLICATES = {
     "yaml-top": ("gate.yaml", "version: 1\nseed: 1\nseed: 2\n" + GATE.split("\n", 1)[1], ["seed", "line 3"]),
-    "yaml-rule": ("gate.yaml", "version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 0.01}\n"
-                  "    threshold: {block: 1.0}\n", ["metrics.common_rows.threshold", "line 5"]),
-    "yaml-merge-two": ("gate.yaml", "version: 1\nstrict: &s {block: 0.01}\nlax: &l {block: 1.0}\n"
-                       "metrics:\n  common_rows:\n    threshold:\n      <<: [*s, *l]\n",
-                       ["metrics.common_rows.threshold.block", "merge (<<) at line 7"]),
-    "yaml-merge-and-own": ("gate.yaml", "version: 1\nstrict: &s {block: 0.01}\n"
-                           "metrics:\n  common_rows:\n    threshold:\n      <<: *s\n      block: 1.0\n",
-                           ["metrics.common_rows.threshold.block", "line 7"]),
-    "toml-key": ("gate.toml", 'version = 1\n[metrics.common_rows.threshold]\nblock = 0.01\nblock = 1.0\n',
-                 ["metrics.common_rows.threshold.block", "line 4"]),
-    "toml-table": ("gate.toml", '[metrics.common_rows.threshold]\nblock = 0.01\n[metrics.common_rows.threshold]\n'
-                   'warn = 0.0\n', ["metrics.common_rows.threshold", "line 3"]),
+    "yaml-rule": (
+        "gate.yaml",
+        "version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 0.01}\n    threshold: {block: 1.0}\n",
+        ["metrics.common_rows.threshold", "line 5"],
+    ),
+    "yaml-merge-two": (
+        "gate.yaml",
+        "version: 1\nstrict: &s {block: 0.01}\nlax: &l {block: 1.0}\n"
+        "metrics:\n  common_rows:\n    threshold:\n      <<: [*s, *l]\n",
+        ["metrics.common_rows.threshold.block", "merge (<<) at line 7"],
+    ),
+    "yaml-merge-and-own": (
+        "gate.yaml",
+        "version: 1\nstrict: &s {block: 0.01}\n"
+        "metrics:\n  common_rows:\n    threshold:\n      <<: *s\n      block: 1.0\n",
+        ["metrics.common_rows.threshold.block", "line 7"],
+    ),
+    "toml-key": (
+        "gate.toml",
+        "version = 1\n[metrics.common_rows.threshold]\nblock = 0.01\nblock = 1.0\n",
+        ["metrics.common_rows.threshold.block", "line 4"],
+    ),
+    "toml-table": (
+        "gate.toml",
+        "[metrics.common_rows.threshold]\nblock = 0.01\n[metrics.common_rows.threshold]\nwarn = 0.0\n",
+        ["metrics.common_rows.threshold", "line 3"],
+    ),
 }
 
 
@@ -104,23 +136,45 @@ def test_gate_configuration_key_set_twice(case, data, tmp_path, capsys):
         assert word in flat, (word, flat)
 
 
-@pytest.mark.parametrize("text,named", [
-    ("audit:\n  rules:\n    auc_lower: {block: 0.55}\n    auc_lower: {block: 0.99}\n",
-     ["audit.rules.auc_lower", "line 4"]),
-    ("defaults: &d {block: 0.55}\naudit:\n  rules:\n    auc_lower:\n      <<: *d\n      block: 0.99\n",
-     ["audit.rules.auc_lower.block", "line 6"]),
-])
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        (
+            "audit:\n  rules:\n    auc_lower: {block: 0.55}\n    auc_lower: {block: 0.99}\n",
+            ["audit.rules.auc_lower", "line 4"],
+        ),
+        (
+            "defaults: &d {block: 0.55}\naudit:\n  rules:\n    auc_lower:\n      <<: *d\n      block: 0.99\n",
+            ["audit.rules.auc_lower.block", "line 6"],
+        ),
+    ],
+)
 def test_audit_configuration_key_set_twice(text, named, data, tmp_path, capsys):
     cfg = _write(tmp_path, "audit.yaml", text)
-    code, out, _ = _run(["audit", "--generator", "no_such_module:fn", "--real", data["real"], "--config", cfg],
-                        capsys, tmp_path)
+    code, out, _ = _run(
+        ["audit", "--generator", "no_such_module:fn", "--real", data["real"], "--config", cfg], capsys, tmp_path
+    )
     assert code == 3
     assert "duplicate key" in out and all(w in out for w in named), out
 
 
 def test_json_flags_refuse_a_key_set_twice(data, tmp_path, capsys):
-    code, out, _ = _run(["evaluate", "--real", data["real"], "--synthetic", data["syn"], "--metrics", "common_rows",
-                         "--quiet", "--schema", '{"age": "numeric", "age": "categorical"}'], capsys, tmp_path)
+    code, out, _ = _run(
+        [
+            "evaluate",
+            "--real",
+            data["real"],
+            "--synthetic",
+            data["syn"],
+            "--metrics",
+            "common_rows",
+            "--quiet",
+            "--schema",
+            '{"age": "numeric", "age": "categorical"}',
+        ],
+        capsys,
+        tmp_path,
+    )
     assert code == 3 and "--schema" in out and "'age' appears twice" in out
 
 
@@ -128,9 +182,17 @@ def test_json_flags_refuse_a_key_set_twice(data, tmp_path, capsys):
 # numbers: inf, nan, huge, negative
 
 FLAGS = [
-    ("--memory-limit", "inf"), ("--memory-limit", "nan"), ("--memory-limit", "1e400"), ("--memory-limit", "1e30"),
-    ("--threads", "99999999999"), ("--sample-real", "1e308"), ("--sample-real", "10000000000000"),
-    ("--sample", "1e99"), ("--deadline", "inf"), ("--deadline", "nan"), ("--deadline", "1e308"),
+    ("--memory-limit", "inf"),
+    ("--memory-limit", "nan"),
+    ("--memory-limit", "1e400"),
+    ("--memory-limit", "1e30"),
+    ("--threads", "99999999999"),
+    ("--sample-real", "1e308"),
+    ("--sample-real", "10000000000000"),
+    ("--sample", "1e99"),
+    ("--deadline", "inf"),
+    ("--deadline", "nan"),
+    ("--deadline", "1e308"),
 ]
 
 
@@ -141,18 +203,33 @@ def test_gate_numeric_flags_refused_naming_the_flag(flag, value, data, tmp_path,
     assert f"{flag} must be" in out and "Traceback" not in out, out
 
 
-@pytest.mark.parametrize("flag,value", [("--seed", "-1"), ("--seed", "4294967296"), ("--memory-limit", "inf"),
-                                        ("--threads", "0"), ("--sample", "-5")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--seed", "-1"), ("--seed", "4294967296"), ("--memory-limit", "inf"), ("--threads", "0"), ("--sample", "-5")],
+)
 def test_evaluate_numeric_flags_refused_naming_the_flag(flag, value, data, tmp_path, capsys):
-    code, out, _ = _run(["evaluate", "--real", data["real"], "--synthetic", data["syn"], "--metrics",
-                         "common_rows", "--quiet", flag, value], capsys, tmp_path)
+    code, out, _ = _run(
+        [
+            "evaluate",
+            "--real",
+            data["real"],
+            "--synthetic",
+            data["syn"],
+            "--metrics",
+            "common_rows",
+            "--quiet",
+            flag,
+            value,
+        ],
+        capsys,
+        tmp_path,
+    )
     assert code not in (0, None) and f"{flag} must be" in out and "Traceback" not in out, out
 
 
 @pytest.mark.parametrize("flag,value", [("--threads", "1e9"), ("--sample-real", "inf")])
 def test_estimate_numeric_flags_refused_naming_the_flag(flag, value, data, tmp_path, capsys):
-    code, out, _ = _run(["estimate", "--real", data["real"], "--synthetic", data["syn"], flag, value],
-                        capsys, tmp_path)
+    code, out, _ = _run(["estimate", "--real", data["real"], "--synthetic", data["syn"], flag, value], capsys, tmp_path)
     assert code not in (0, None) and f"{flag} must be" in out, out
 
 
@@ -187,8 +264,9 @@ def test_gate_configuration_numbers_refused_naming_the_key(case, data, tmp_path,
 
 def test_audit_configuration_claim_refused_naming_the_key(data, tmp_path, capsys):
     cfg = _write(tmp_path, "audit.yaml", "audit:\n  claimed_epsilon: .inf\n  rules:\n    auc_lower: {block: 0.6}\n")
-    code, out, _ = _run(["audit", "--generator", "no_such_module:fn", "--real", data["real"], "--config", cfg],
-                        capsys, tmp_path)
+    code, out, _ = _run(
+        ["audit", "--generator", "no_such_module:fn", "--real", data["real"], "--config", cfg], capsys, tmp_path
+    )
     assert code == 3 and "audit.claimed_epsilon" in out, out
 
 
@@ -263,8 +341,11 @@ def test_plugin_metric_message_withheld_gate(leaky_metric, data, tmp_path, capsy
 
 
 def test_plugin_metric_message_withheld_evaluate(leaky_metric, data, tmp_path, capsys):
-    code, out, _ = _run(["evaluate", "--real", data["real"], "--synthetic", data["syn"], "--metrics", leaky_metric,
-                         "--quiet"], capsys, tmp_path)
+    code, out, _ = _run(
+        ["evaluate", "--real", data["real"], "--synthetic", data["syn"], "--metrics", leaky_metric, "--quiet"],
+        capsys,
+        tmp_path,
+    )
     assert code == 3 and "InputError" in out and SECRET not in out
 
 
@@ -316,11 +397,28 @@ def test_a_native_panic_message_never_reaches_stderr(data, tmp_path):
     the command still reports the failure by type and exits 3."""
     script = tmp_path / "run_with_plugin.py"
     script.write_text(PANIC_PLUGIN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                                          os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(script), "evaluate", "--real", str(data["real"]), "--synthetic",
-                           str(data["syn"]), "--metrics", "panicky_plugin_metric", "--quiet"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "evaluate",
+            "--real",
+            str(data["real"]),
+            "--synthetic",
+            str(data["syn"]),
+            "--metrics",
+            "panicky_plugin_metric",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 3, done.stderr
     assert SECRET not in done.stdout + done.stderr
     assert "panicked" not in done.stderr.replace("a native library panicked", "")
@@ -335,11 +433,16 @@ def _person(r) -> dict[str, str]:
     sep = r.choice([".", "_", "", "-"])
     number = r.choice(["", str(r.randint(1, 99))])
     email = f"{first.lower()}{sep}{last.lower()}{number}@{r.choice(['gmail.com', 'mail.co.uk', 'proton.me'])}"
-    return {"full_name": f"{first} {last}", "first": first, "email": email.replace("'", ""),
-            "phone": f"+33 6 {r.randint(10, 99)} {r.randint(10, 99)} {r.randint(10, 99)}",
-            "city": r.choice(["Paris", "Lyon", "Nice", "New York"]), "age": str(r.randint(18, 90)),
-            "id": "".join(r.choices("0123456789abcdef", k=12)),
-            "joined": f"20{r.randint(10, 24)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}"}
+    return {
+        "full_name": f"{first} {last}",
+        "first": first,
+        "email": email.replace("'", ""),
+        "phone": f"+33 6 {r.randint(10, 99)} {r.randint(10, 99)} {r.randint(10, 99)}",
+        "city": r.choice(["Paris", "Lyon", "Nice", "New York"]),
+        "age": str(r.randint(18, 90)),
+        "id": "".join(r.choices("0123456789abcdef", k=12)),
+        "joined": f"20{r.randint(10, 24)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+    }
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -352,9 +455,16 @@ def test_generated_people_tables_header_or_not(seed, tmp_path):
     from privgate.io import load_frame
 
     r = random.Random(seed)
-    column_sets = [["full_name", "email"], ["first", "email", "phone"], ["email"], ["full_name"],
-                   ["id", "email", "joined"], ["full_name", "email", "age", "city"], ["email", "phone"],
-                   ["full_name", "email", "phone", "city", "age", "id", "joined"]]
+    column_sets = [
+        ["full_name", "email"],
+        ["first", "email", "phone"],
+        ["email"],
+        ["full_name"],
+        ["id", "email", "joined"],
+        ["full_name", "email", "age", "city"],
+        ["email", "phone"],
+        ["full_name", "email", "phone", "city", "age", "id", "joined"],
+    ]
     for t, cols in enumerate(column_sets):
         rows = [_person(r) for _ in range(r.choice([5, 40, 400, 3000]))]
         body = "".join(",".join(row[c] for c in cols) + "\n" for row in rows)

@@ -43,9 +43,22 @@ def files(tmp_path_factory):
 def _gate(d, name: str, holdout: bool) -> int:
     from privgate.cli import main
 
-    return main(["gate", "--real", str(d / "real.parquet"), "--synthetic", str(d / f"{name}.parquet"),
-                 *(["--holdout", str(d / "holdout.parquet")] if holdout else []),
-                 "--release-id", "r", "--no-history", "--quiet", "--format", "json"])
+    return main(
+        [
+            "gate",
+            "--real",
+            str(d / "real.parquet"),
+            "--synthetic",
+            str(d / f"{name}.parquet"),
+            *(["--holdout", str(d / "holdout.parquet")] if holdout else []),
+            "--release-id",
+            "r",
+            "--no-history",
+            "--quiet",
+            "--format",
+            "json",
+        ]
+    )
 
 
 @pytest.mark.parametrize("holdout", [True, False], ids=["holdout", "no-holdout"])
@@ -70,20 +83,29 @@ def test_the_dagster_job_fails_the_checks_and_publishes_no_transformed_copy(file
     shutil.copy(files / "real.parquet", root / "real.parquet")
     for name in ("permuted-scaled", "honest"):
         shutil.copy(files / f"{name}.parquet", root / "releases" / f"{name}.parquet")
-    defs = build_definitions(data_dir=root, gate_config=DEFAULT_CONFIG_PATH, holdout_path=files / "holdout.parquet",
-                             history_url=f"sqlite:///{tmp_path / 'history.sqlite'}", executor="in_process",
-                             sensor_settle_seconds=0, env={})
+    defs = build_definitions(
+        data_dir=root,
+        gate_config=DEFAULT_CONFIG_PATH,
+        holdout_path=files / "holdout.parquet",
+        history_url=f"sqlite:///{tmp_path / 'history.sqlite'}",
+        executor="in_process",
+        sensor_settle_seconds=0,
+        env={},
+    )
     with dg.instance_for_test() as instance:
         out = {}
         for rid in ("permuted-scaled", "honest"):
             instance.add_dynamic_partitions("releases", [rid])
             out[rid] = defs.resolve_job_def("evaluate_release").execute_in_process(
-                instance=instance, partition_key=rid, raise_on_error=False)
+                instance=instance, partition_key=rid, raise_on_error=False
+            )
     mats = {rid: {e.asset_key.to_user_string() for e in r.get_asset_materialization_events()} for rid, r in out.items()}
     checks = {rid: {e.check_name: e for e in r.get_asset_check_evaluations()} for rid, r in out.items()}
     assert not out["permuted-scaled"].success and "published_release" not in mats["permuted-scaled"]
     assert not checks["permuted-scaled"][DECISION_CHECK].passed
-    failed = [n for n, e in checks["permuted-scaled"].items() if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    failed = [
+        n for n, e in checks["permuted-scaled"].items() if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    ]
     assert any(n.startswith("label_free") for n in failed), failed
     assert out["honest"].success and "published_release" in mats["honest"]
     assert pl.read_parquet(root / "published" / "honest.parquet").height == 1500

@@ -57,8 +57,9 @@ def _used(monkeypatch) -> list:
     return calls
 
 
-@pytest.mark.parametrize("k, exclude_self, grid", [(1, False, False), (2, True, False), (3, False, True),
-                                                   (5, True, True), (1, True, True)])
+@pytest.mark.parametrize(
+    "k, exclude_self, grid", [(1, False, False), (2, True, False), (3, False, True), (5, True, True), (1, True, True)]
+)
 def test_pruned_screen_gives_the_exact_answers(monkeypatch, k, exclude_self, grid):
     rng = np.random.default_rng(10 + k)
     q, slices = _mixed(600, rng, grid=grid)
@@ -95,7 +96,7 @@ def test_a_tiles_bound_is_below_every_squared_distance_of_its_records():
     lower = absent[:, tt.offsets[None, :] + qcodes].sum(axis=2).T  # rows × tiles, by hand
     tile_of = np.empty(t.shape[0], dtype=np.int64)
     for j in range(tt.n_tiles):
-        tile_of[tt.members[tt.bounds[j]:tt.bounds[j + 1]]] = j
+        tile_of[tt.members[tt.bounds[j] : tt.bounds[j + 1]]] = j
     assert (d2 >= lower[:, tile_of] - 1e-12).all()
     assert (lower > 0).mean() > 0.3  # the bounds say something: sorted tiles lack levels
     # the bound a row reports is the smallest of the tiles it did not compare: every record of
@@ -137,7 +138,7 @@ def test_no_tiles_without_one_hot_columns_or_with_few_targets():
     t, _ = _mixed(1000, rng)
     assert tiles_for(ExactSearch(Problem(q, t, 1, False, DEFAULT_SETTINGS), True, None)) is None
     broken = t.copy()
-    broken[0, slices[0][0]:slices[0][1]] = 0.0  # a record with no level: not one-hot
+    broken[0, slices[0][0] : slices[0][1]] = 0.0  # a record with no level: not one-hot
     assert tiles_for(ExactSearch(Problem(q, broken, 1, False, DEFAULT_SETTINGS), True, slices)) is None
 
 
@@ -159,8 +160,15 @@ def test_grouped_levels_after_level_0_only_where_the_screen_would_compare_many_t
     monkeypatch.setattr("privgate.neighbours.search.compared_share", spy)
     got = {}
     for limit in (0.0, 1.0):
-        got[limit] = knn(q, q, 2, exclude_self=True, categorical_slices=slices, dedupe=False,
-                         settings=SearchSettings(grouped_deeper_share=limit))
+        got[limit] = knn(
+            q,
+            q,
+            2,
+            exclude_self=True,
+            categorical_slices=slices,
+            dedupe=False,
+            settings=SearchSettings(grouped_deeper_share=limit),
+        )
     assert 0 < shares[0] < 1.0  # the screen would compare some of the targets, not all
     # with limit 0 level 1 ran and settled rows level 0 left open; with limit 1 it did not
     assert got[0.0].search["settled_by"]["grouped"] > got[1.0].search["settled_by"]["grouped"]
@@ -197,15 +205,33 @@ def test_the_ivf_screen_counts_only_the_pairs_the_tiles_keep():
     q, slices = _mixed(700, rng)
     t, _ = _mixed(3000, rng)
     limit = int(0.55 * q.shape[0] * t.shape[0])
-    got = knn(q, t, 2, categorical_slices=slices, grouped=False, dedupe=False, approximate=True, seed=1,
-              settings=SearchSettings(exact_below_pairs=limit, **screened))
+    got = knn(
+        q,
+        t,
+        2,
+        categorical_slices=slices,
+        grouped=False,
+        dedupe=False,
+        approximate=True,
+        seed=1,
+        settings=SearchSettings(exact_below_pairs=limit, **screened),
+    )
     assert got.search["exact"] is True and "ivf_screen" not in got.search["settled_by"]
     full = knn(q, t, 2, grouped=False, dedupe=False)
     np.testing.assert_array_equal(got.idx, full.idx)
     q1, slices1 = _mixed(700, rng, levels=(1, 1), scales=(1.0, 1.0))
     t1, _ = _mixed(3000, rng, levels=(1, 1), scales=(1.0, 1.0))
-    other = knn(q1, t1, 2, categorical_slices=slices1, grouped=False, dedupe=False, approximate=True, seed=1,
-                settings=SearchSettings(exact_below_pairs=limit, **screened))
+    other = knn(
+        q1,
+        t1,
+        2,
+        categorical_slices=slices1,
+        grouped=False,
+        dedupe=False,
+        approximate=True,
+        seed=1,
+        settings=SearchSettings(exact_below_pairs=limit, **screened),
+    )
     assert "ivf_screen" in other.search["settled_by"]
 
 

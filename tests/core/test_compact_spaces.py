@@ -29,8 +29,10 @@ SEARCHES = [  # (knn keyword options, settings): the grouped, flat, blocked, fol
     ({"categorical_slices": "slices", "dedupe": False}, None),
     ({"categorical_slices": None, "dedupe": False, "use_faiss": False}, SearchSettings(block_bytes=4096)),
     ({"categorical_slices": None, "dedupe": True}, SearchSettings(dedup_min_pairs=0)),
-    ({"categorical_slices": None, "approximate": True, "seed": 3},
-     SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0)),
+    (
+        {"categorical_slices": None, "approximate": True, "seed": 3},
+        SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0),
+    ),
 ]
 
 
@@ -95,8 +97,9 @@ def test_blocked_famd_agrees_with_the_whole_matrix_svd(block_rows):
         np.testing.assert_allclose(blocked[role], whole[role], rtol=1e-9, atol=1e-9)  # signs fixed alike
     for key in ("n_components", "n_input_features", "degenerate_projection"):
         assert blocked.details[key] == whole.details[key]
-    np.testing.assert_allclose(blocked.details["explained_variance_ratio"],
-                               whole.details["explained_variance_ratio"], rtol=1e-12)
+    np.testing.assert_allclose(
+        blocked.details["explained_variance_ratio"], whole.details["explained_variance_ratio"], rtol=1e-12
+    )
 
 
 def test_blocked_famd_of_an_empty_release_frame_has_no_rows():
@@ -129,7 +132,6 @@ def test_a_cached_float32_target_is_not_kept_alive_by_its_preparation():
     assert alive() is None and target_cache_size() == 0
 
 
-
 def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch):
     from privgate import memory_guard as guard
 
@@ -141,13 +143,16 @@ def test_the_memory_guard_counts_compact_spaces_above_the_threshold(monkeypatch)
     assert guard.held_per_frame(300) == guard.HELD_PER_FRAME_COMPACT
     after = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity"])
     # the held frames drop, and a metric that reads a space needs COMPACT_COST_SHARE of its cost
-    drop = before.unit * (3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
-                          + guard.metric_cost("authenticity") * (1 - guard.COMPACT_COST_SHARE))
+    drop = before.unit * (
+        3 * (guard.HELD_PER_FRAME - guard.HELD_PER_FRAME_COMPACT)
+        + guard.metric_cost("authenticity") * (1 - guard.COMPACT_COST_SHARE)
+    )
     assert after.peak == pytest.approx(before.peak - drop)
     # a metric that reads no space keeps its whole cost
     plain = guard.estimate_run(EvaluationContext(real, syn, holdout=hold), ["authenticity", "chi_squared"])
     assert plain.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + before.unit * (3 * guard.HELD_PER_FRAME_COMPACT + guard.metric_cost("chi_squared")))
+        guard.BASE_BYTES + before.unit * (3 * guard.HELD_PER_FRAME_COMPACT + guard.metric_cost("chi_squared"))
+    )
 
 
 @pytest.mark.parametrize("k,exclude_self", [(1, False), (3, True)])
@@ -163,8 +168,9 @@ def test_grouped_rows_settled_in_blocks_give_the_same_answer(k, exclude_self, mo
     whole = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False)
     calls = []
     original = grouped._GroupedSearch.settle_rows
-    monkeypatch.setattr(grouped._GroupedSearch, "settle_rows",
-                        lambda self, *a: calls.append(a[0].size) or original(self, *a))
+    monkeypatch.setattr(
+        grouped._GroupedSearch, "settle_rows", lambda self, *a: calls.append(a[0].size) or original(self, *a)
+    )
     tiny = SearchSettings(block_bytes=grouped.SETTLE_BYTES_PER_PAIR * 40)
     blocked = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False, settings=tiny)
     assert max(calls) < 40 and len(calls) > 10 and blocked.search["settled_by"]["grouped"] > 0
@@ -187,8 +193,9 @@ def test_a_holdout_baseline_reads_the_main_frames_instead_of_loading_its_own(tmp
     assert not base.is_loaded("real")
     assert base.frame("real") is ctx.frame("real")
     assert base.frame("synthetic").equals(ctx.frame("holdout"))
-    smaller = EvaluationContext(paths["real"], paths["synthetic"].parent / "synthetic.parquet",
-                                holdout=paths["holdout"]).with_synthetic(syn.head(100))
+    smaller = EvaluationContext(
+        paths["real"], paths["synthetic"].parent / "synthetic.parquet", holdout=paths["holdout"]
+    ).with_synthetic(syn.head(100))
     assert smaller._parent_frame("synthetic") is None  # not a baseline
     metrics = ["authenticity", "dcr", "hitting_rate"]
     on_files = evaluate(paths["real"], paths["synthetic"], metrics, holdout=paths["holdout"], baseline=True)

@@ -16,8 +16,16 @@ from privgate.neighbours.decide import drop_self
 
 def _ctx(n_real: int = 120, n_syn: int = 120, seed: int = 0) -> EvaluationContext:
     rng = np.random.default_rng(seed)
-    frame = lambda n: pl.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 3, n).astype(float),  # noqa: E731
-                                    "c": rng.choice(list("xyz"), n)})
+
+    def frame(n):
+        return pl.DataFrame(
+            {
+                "a": rng.normal(size=n),
+                "b": rng.integers(0, 3, n).astype(float),  # noqa: E731
+                "c": rng.choice(list("xyz"), n),
+            }
+        )
+
     return EvaluationContext(frame(n_real), frame(n_syn))
 
 
@@ -90,8 +98,12 @@ def test_nnaa_of_unequal_sizes_reports_its_subsample_searches():
 
     res = m.nnaa(_ctx(120, 90), repetitions=2)
     searches = res.details["neighbour_search"]["searches"]
-    assert {name.rsplit(": ", 1)[1] for name in searches} == {"real→synthetic", "real→real", "synthetic→real",
-                                                              "synthetic→synthetic"}
+    assert {name.rsplit(": ", 1)[1] for name in searches} == {
+        "real→synthetic",
+        "real→real",
+        "synthetic→real",
+        "synthetic→synthetic",
+    }
     assert all(s["exact"] for s in searches.values())
 
 
@@ -136,8 +148,16 @@ def test_hitting_rate_box_query_goes_through_the_context_and_is_reported(monkeyp
 def test_search_of_mixed_space_rows_settles_inside_categorical_groups_with_the_same_answers():
     rng = np.random.default_rng(3)
     n = 600
-    frame = lambda: pl.DataFrame({"a": np.round(rng.normal(size=n), 1),  # noqa: E731
-                                  "c": rng.choice(list("xyz"), n), "d": rng.choice(list("pq"), n)})
+
+    def frame():
+        return pl.DataFrame(
+            {
+                "a": np.round(rng.normal(size=n), 1),  # noqa: E731
+                "c": rng.choice(list("xyz"), n),
+                "d": rng.choice(list("pq"), n),
+            }
+        )
+
     ctx = EvaluationContext(frame(), frame())
     space = ctx.mixed()
     q, t = space.real[:200], space.synthetic
@@ -145,8 +165,15 @@ def test_search_of_mixed_space_rows_settles_inside_categorical_groups_with_the_s
     grouped = ctx.search(q, t, 3, name="grouped", categorical_slices=space.categorical_slices)
     assert np.array_equal(grouped.idx, flat.idx) and np.array_equal(grouped.dist, flat.dist)
     assert grouped.search["settled_by"].get("grouped", 0) > 0
-    own = ctx.search(space.real, space.real, 1, name="own", exclude_self=True, rows=np.arange(50),
-                     categorical_slices=space.categorical_slices)
+    own = ctx.search(
+        space.real,
+        space.real,
+        1,
+        name="own",
+        exclude_self=True,
+        rows=np.arange(50),
+        categorical_slices=space.categorical_slices,
+    )
     want = knn_rows(space.real, np.arange(50), 1)
     assert np.array_equal(own.idx, want.idx) and np.array_equal(own.dist, want.dist)
 

@@ -85,8 +85,20 @@ def test_holdout_baseline_and_excess():
 
 def test_registry_lists_every_metric_with_its_metadata():
     metrics = {m["name"]: m for m in privgate.list_metrics()}
-    for name in ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
-                 "median_dcr", "nnaa", "nndr", "dcr", "hidden_rate", "hitting_rate"]:
+    for name in [
+        "common_rows",
+        "close_values",
+        "distant_values",
+        "nsnd",
+        "authenticity",
+        "identifiability",
+        "median_dcr",
+        "nnaa",
+        "nndr",
+        "dcr",
+        "hidden_rate",
+        "hitting_rate",
+    ]:
         m = metrics[name]
         assert m["family"] in ("re-identification", "tracing")
         assert m["attack"] and m["reference"] and m["orientation"]
@@ -105,8 +117,19 @@ def test_cli_evaluate_prints_a_table_and_writes_json(tmp_path, capsys):
     R.write_parquet(tmp_path / "r.parquet")
     S.write_csv(tmp_path / "s.csv")
     out = tmp_path / "rep.json"
-    code = main(["evaluate", "--real", str(tmp_path / "r.parquet"), "--synthetic", str(tmp_path / "s.csv"),
-                 "--metrics", "common_rows,dcr", "--json", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--real",
+            str(tmp_path / "r.parquet"),
+            "--synthetic",
+            str(tmp_path / "s.csv"),
+            "--metrics",
+            "common_rows,dcr",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr()
     assert "common_rows" in printed.out and "dcr" in printed.out

@@ -80,10 +80,12 @@ def test_torch_is_pinned_to_its_cpu_build():
 
 
 def test_privgate_and_its_adapters_import_in_this_environment():
-    code = ("import privgate, privgate.audit, privgate.audit.cluster, privgate.audit.generators.isolated\n"
-            "from privgate.audit.generators import ADAPTERS, load_adapter\n"
-            "[load_adapter(n) for n in ADAPTERS]\n"
-            "import numpy, pyarrow; print(numpy.__version__, pyarrow.__version__)")
+    code = (
+        "import privgate, privgate.audit, privgate.audit.cluster, privgate.audit.generators.isolated\n"
+        "from privgate.audit.generators import ADAPTERS, load_adapter\n"
+        "[load_adapter(n) for n in ADAPTERS]\n"
+        "import numpy, pyarrow; print(numpy.__version__, pyarrow.__version__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
 
@@ -107,14 +109,18 @@ def closure(reqs: list[str], found: dict[str, tuple[str, list[str]]]) -> dict[st
         out[name] = version
         for extra in extras:
             done.add((name, extra))
-            todo += [r for r in map(Requirement, requires)
-                     if r.marker is None or r.marker.evaluate({"extra": extra})]
+            todo += [r for r in map(Requirement, requires) if r.marker is None or r.marker.evaluate({"extra": extra})]
     return out
 
 
 def test_the_closure_follows_requirements_with_the_extras_asked():
-    found = {"a": ("1", ["b>=1", "c; extra == 'x'"]), "b": ("2", ["e; python_version < '3'"]),
-             "c": ("3", ["d"]), "d": ("4", []), "e": ("5", [])}
+    found = {
+        "a": ("1", ["b>=1", "c; extra == 'x'"]),
+        "b": ("2", ["e; python_version < '3'"]),
+        "c": ("3", ["d"]),
+        "d": ("4", []),
+        "e": ("5", []),
+    }
     assert closure(["a"], found) == {"a": "1", "b": "2"}
     assert closure(["A[x]"], found) == {"a": "1", "b": "2", "c": "3", "d": "4"}
     with pytest.raises(AssertionError, match="neither installed nor resolved"):
@@ -136,9 +142,25 @@ def test_all_installs_beside_the_pinned_base_and_privgate_imports_with_it(tmp_pa
     venv, report = tmp_path / "venv", tmp_path / "report.json"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "--report", str(report), "-c", str(CONSTRAINTS), f"{REPO}[all,test]"],
-                          capture_output=True, text=True, timeout=1800, env=env)
+    done = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            str(report),
+            "-c",
+            str(CONSTRAINTS),
+            f"{REPO}[all,test]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found = {_norm(d.metadata["Name"]): (d.version, d.requires or []) for d in importlib.metadata.distributions()}
     for item in json.loads(report.read_text())["install"]:  # what the venv holds in place of this one's
@@ -153,12 +175,13 @@ def test_all_installs_beside_the_pinned_base_and_privgate_imports_with_it(tmp_pa
     assert needed <= set(got)
     assert {n: got[n] for n in needed if n in pinned and got[n] != pinned[n]} == {}
     assert sorted(set(pinned) - set(got)) == [], "constraints.txt pins packages nothing installs"
-    code = ("import privgate, privgate.dagster, privgate.gx, privgate.audit.cluster, torch\n"
-            "from privgate.audit.generators import ADAPTERS, load_adapter\n"
-            "[load_adapter(n) for n in ADAPTERS]\n"
-            "print(privgate.__file__, torch.__version__)")
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env=env)
+    code = (
+        "import privgate, privgate.dagster, privgate.gx, privgate.audit.cluster, torch\n"
+        "from privgate.audit.generators import ADAPTERS, load_adapter\n"
+        "[load_adapter(n) for n in ADAPTERS]\n"
+        "print(privgate.__file__, torch.__version__)"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     where, torch_version = done.stdout.split()
     assert where.startswith(str(venv)) and torch_version.endswith("+cpu")

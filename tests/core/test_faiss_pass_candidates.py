@@ -1,5 +1,6 @@
 """The faiss screen computes float64 distances only for candidates whose float32 lower bound
 reaches the k-th upper bound; answers must equal brute force (ties → lowest index)."""
+
 import numpy as np
 import pytest
 

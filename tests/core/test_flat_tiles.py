@@ -32,13 +32,16 @@ def _brute(q, qn, t, tn, kk):
     return order
 
 
-@pytest.mark.parametrize("seed, n, m, d, kk, tied", [
-    (0, 300, 5_003, 7, 17, True),     # parts of 41 targets, the last one short
-    (1, 257, 4_000, 12, 1, True),     # k = 1, a second row block of one row
-    (2, 100, 3_001, 5, 40, True),     # kk near the part width
-    (3, 200, 6_000, 16, 17, False),
-    (4, 50, 90, 3, 90, True),         # kk = every target: no parts
-])
+@pytest.mark.parametrize(
+    "seed, n, m, d, kk, tied",
+    [
+        (0, 300, 5_003, 7, 17, True),  # parts of 41 targets, the last one short
+        (1, 257, 4_000, 12, 1, True),  # k = 1, a second row block of one row
+        (2, 100, 3_001, 5, 40, True),  # kk near the part width
+        (3, 200, 6_000, 16, 17, False),
+        (4, 50, 90, 3, 90, True),  # kk = every target: no parts
+    ],
+)
 def test_parts_give_the_candidates_of_one_tile(seed, n, m, d, kk, tied):
     q, qn, t, tn = _case(seed, n, m, d, tied)
     whole_d, whole_i = flat.flat_candidates(q, qn, t, tn, kk, tile_bytes=10**12)

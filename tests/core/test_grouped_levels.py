@@ -43,8 +43,15 @@ def test_each_level_settles_more_rows_with_the_brute_force_answer(k, exclude_sel
     flat = knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False)
     settled = []
     for levels in (0, 1, 2):
-        nb = knn(q, t, k, exclude_self=exclude_self, categorical_slices=slices, dedupe=False,
-                 settings=_settings(grouped_levels=levels))
+        nb = knn(
+            q,
+            t,
+            k,
+            exclude_self=exclude_self,
+            categorical_slices=slices,
+            dedupe=False,
+            settings=_settings(grouped_levels=levels),
+        )
         np.testing.assert_allclose(nb.dist, d, rtol=1e-12)
         if k == 1:
             np.testing.assert_array_equal(nb.idx, i)
@@ -64,8 +71,14 @@ def test_rows_cut_at_level_one_are_retried_with_longer_lists():
     counts = {}
     for extra in (2, 16):
         for levels in (0, 1):
-            nb = knn(q, t, 1, categorical_slices=slices, dedupe=False,
-                     settings=_settings(grouped_levels=levels, extra_candidates=extra))
+            nb = knn(
+                q,
+                t,
+                1,
+                categorical_slices=slices,
+                dedupe=False,
+                settings=_settings(grouped_levels=levels, extra_candidates=extra),
+            )
             np.testing.assert_array_equal(nb.idx, brute_tolerant(q, t, 1)[1])
             counts[extra, levels] = _grouped(nb)
     assert counts[16, 1] - counts[16, 0] > counts[2, 1] - counts[2, 0], counts
@@ -77,9 +90,16 @@ def test_a_level_needing_more_trees_than_allowed_is_not_searched():
     t = _points(600, rng)[0]
     pairs = comb(len(LEVELS), 2)
     one = knn(q, t, 1, categorical_slices=slices, dedupe=False, settings=_settings(grouped_levels=1))
-    capped = knn(q, t, 1, categorical_slices=slices, dedupe=False,
-                 settings=_settings(grouped_levels=2, grouped_max_trees=pairs - 1))
-    two = knn(q, t, 1, categorical_slices=slices, dedupe=False,
-              settings=_settings(grouped_levels=2, grouped_max_trees=pairs))
+    capped = knn(
+        q,
+        t,
+        1,
+        categorical_slices=slices,
+        dedupe=False,
+        settings=_settings(grouped_levels=2, grouped_max_trees=pairs - 1),
+    )
+    two = knn(
+        q, t, 1, categorical_slices=slices, dedupe=False, settings=_settings(grouped_levels=2, grouped_max_trees=pairs)
+    )
     assert _grouped(capped) == _grouped(one) < _grouped(two)
     np.testing.assert_array_equal(capped.idx, two.idx)

@@ -114,8 +114,7 @@ def test_trees_kept_for_the_retry_give_the_same_answers(k, exclude_self, monkeyp
         runs[budget] = knn(q, t, k, **opt)
         assert any(hits) == (budget > 0)
     _same(runs[0], runs[2**40])
-    np.testing.assert_array_equal(runs[0].idx, knn(q, t, k, exclude_self=exclude_self, grouped=False,
-                                                   dedupe=False).idx)
+    np.testing.assert_array_equal(runs[0].idx, knn(q, t, k, exclude_self=exclude_self, grouped=False, dedupe=False).idx)
 
 
 def test_ids_from_slice_widths_group_rows_as_the_dense_ids_do():

@@ -19,10 +19,15 @@ from privgate.spaces import famd_space, mixed_space
 
 def _frame(n: int, seed: int, zip_levels: int = 300, dx_levels: int = 40) -> pl.DataFrame:
     r = np.random.default_rng(seed)
-    return pl.DataFrame({"a": r.normal(size=n), "b": r.integers(0, 3, n).astype(float),
-                         "c": r.choice(["x", "y", "z"], n),
-                         "zip": [f"z{v}" for v in r.integers(0, zip_levels, n)],
-                         "dx": [f"d{v}" for v in r.integers(0, dx_levels, n)]})
+    return pl.DataFrame(
+        {
+            "a": r.normal(size=n),
+            "b": r.integers(0, 3, n).astype(float),
+            "c": r.choice(["x", "y", "z"], n),
+            "zip": [f"z{v}" for v in r.integers(0, zip_levels, n)],
+            "dx": [f"d{v}" for v in r.integers(0, dx_levels, n)],
+        }
+    )
 
 
 @pytest.fixture
@@ -78,8 +83,14 @@ def test_coded_search_equals_the_one_hot_search(frames, weights, exclude_self):
     t1 = one.real if exclude_self else one.synthetic
     t2 = cod.real if exclude_self else cod.synthetic
     a = knn(one.real, t1, 5, exclude_self=exclude_self, categorical_slices=one.categorical_slices)
-    b = knn(cod.real, t2, 5, exclude_self=exclude_self, categorical_slices=cod.categorical_slices,
-            coded_columns=cod.coded_columns)
+    b = knn(
+        cod.real,
+        t2,
+        5,
+        exclude_self=exclude_self,
+        categorical_slices=cod.categorical_slices,
+        coded_columns=cod.coded_columns,
+    )
     np.testing.assert_allclose(a.dist, b.dist, rtol=1e-12, atol=1e-12)
     assert np.array_equal(a.idx[:, 0], b.idx[:, 0])
     assert b.search["coded_columns"]["subsets_searched"] == 3
@@ -114,8 +125,9 @@ def test_the_bound_drops_no_target_of_the_answer(frames, monkeypatch, enumerate_
         t = cod.real if ex else cod.synthetic
         for k in (1, 4):
             with_bound = knn(cod.real, t, k, exclude_self=ex, coded_columns=cod.coded_columns)
-            monkeypatch.setattr(coded_module, "_candidate_bound",
-                                lambda base, qc, tc, cost: np.full(qc.shape[0], np.inf))
+            monkeypatch.setattr(
+                coded_module, "_candidate_bound", lambda base, qc, tc, cost: np.full(qc.shape[0], np.inf)
+            )
             without = knn(cod.real, t, k, exclude_self=ex, coded_columns=cod.coded_columns)
             monkeypatch.setattr(coded_module, "_candidate_bound", bounded)
             assert np.array_equal(with_bound.idx, without.idx) and np.array_equal(with_bound.dist, without.dist)
@@ -160,8 +172,9 @@ def test_coded_famd_equals_the_written_famd(frames):
     coded = famd_space(frames, sch, 2, coded_above=30)
     assert coded.details["coded_columns"] == {"zip": frames["real"]["zip"].n_unique(), "dx": 40}
     assert coded.details["n_input_features"] == dense.details["n_input_features"]
-    np.testing.assert_allclose(coded.details["explained_variance_ratio"], dense.details["explained_variance_ratio"],
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        coded.details["explained_variance_ratio"], dense.details["explained_variance_ratio"], rtol=1e-9
+    )
     for role in ("real", "synthetic"):  # unseen release levels: all-zero indicator rows in both
         np.testing.assert_allclose(coded[role], dense[role], atol=1e-9)
 
@@ -170,19 +183,37 @@ def test_metrics_agree_with_the_one_hot_encoding(frames, monkeypatch):
     """Every mixed-space and FAMD metric of the default gate, and the attacks' and proximity's
     searches, give the values of the one-hot encoding when the two columns are coded."""
     holdout = _frame(300, 5)
-    names = ["authenticity", "identifiability", "nnaa", "median_dcr", "dcr", "nndr", "memorisation",
-             "close_values", "distant_values", "proximity_score", "linkability", "inference",
-             "attribute_inference", "singling_out", "disclosure_identity", "hitting_rate", "common_rows",
-             "label_free_memorisation", "label_free_authenticity"]
-    params = {"linkability": {"aux_cols": [["a", "zip"], ["b", "dx"]]},
-              "inference": {"secret": "c", "aux_cols": ["a", "zip", "dx"]},
-              "attribute_inference": {"keys": ["a", "zip", "dx"], "sensitive": "c"},
-              "disclosure_identity": {"keys": ["zip", "dx"], "targets": "c"}}
+    names = [
+        "authenticity",
+        "identifiability",
+        "nnaa",
+        "median_dcr",
+        "dcr",
+        "nndr",
+        "memorisation",
+        "close_values",
+        "distant_values",
+        "proximity_score",
+        "linkability",
+        "inference",
+        "attribute_inference",
+        "singling_out",
+        "disclosure_identity",
+        "hitting_rate",
+        "common_rows",
+        "label_free_memorisation",
+        "label_free_authenticity",
+    ]
+    params = {
+        "linkability": {"aux_cols": [["a", "zip"], ["b", "dx"]]},
+        "inference": {"secret": "c", "aux_cols": ["a", "zip", "dx"]},
+        "attribute_inference": {"keys": ["a", "zip", "dx"], "sensitive": "c"},
+        "disclosure_identity": {"keys": ["zip", "dx"], "targets": "c"},
+    }
 
     def run(levels: int):
         monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", levels)
-        return privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, params=params,
-                                 exact=True)
+        return privgate.evaluate(frames["real"], frames["synthetic"], names, holdout=holdout, params=params, exact=True)
 
     one, cod = run(1000), run(30)
     assert not one.errors and not cod.errors

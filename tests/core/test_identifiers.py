@@ -25,12 +25,15 @@ def test_detection_rules():
     real = _frame(0, 0)
     assert EvaluationContext(real, _frame(1, 5000)).identifiers == ["pid"]
     # one duplicate in 200 rows: 199 distinct < 99.9 % — a quasi-identifier, compared as equal or not
-    dup = real.with_columns(pl.when(pl.int_range(N) == 1).then(pl.lit("ID-000000")).otherwise(pl.col("pid"))
-                            .alias("pid"))
+    dup = real.with_columns(
+        pl.when(pl.int_range(N) == 1).then(pl.lit("ID-000000")).otherwise(pl.col("pid")).alias("pid")
+    )
     assert EvaluationContext(dup, _frame(1, 5000)).identifiers == []
     # fewer than 100 rows: never; a numeric column: never; a column the caller named: kept
     assert EvaluationContext(real.head(99), _frame(1, 5000).head(99)).identifiers == []
-    assert EvaluationContext(real, _frame(1, 5000), schema={"pid": "categorical", "x": "numeric"}).identifiers == ["pid"]
+    assert EvaluationContext(real, _frame(1, 5000), schema={"pid": "categorical", "x": "numeric"}).identifiers == [
+        "pid"
+    ]
     assert EvaluationContext(real, _frame(1, 5000), keys=["pid"]).identifiers == []
     only = real.select("pid")
     assert EvaluationContext(only, _frame(1, 5000).select("pid")).identifiers == []  # nothing would be left
@@ -43,8 +46,7 @@ def test_a_copy_under_fresh_identifiers_is_still_a_copy_and_the_identifiers_are_
     assert rep.results["common_rows"].value == 1.0 and rep.results["authenticity"].value == 1.0
     assert rep.results["identifier_reuse"].value == 0.0
     assert rep.params["columns"]["identifiers_left_out"] == ["pid"]
-    half = fresh.with_columns(pl.when(pl.int_range(N) < N // 2).then(real["pid"]).otherwise(pl.col("pid"))
-                              .alias("pid"))
+    half = fresh.with_columns(pl.when(pl.int_range(N) < N // 2).then(real["pid"]).otherwise(pl.col("pid")).alias("pid"))
     res = privgate.metrics.identifier_reuse(real, half)
     assert res.value == res.raw == pytest.approx(0.5)
     assert res.ci is not None and res.ci[0] < 0.5 < res.ci[1]

@@ -99,9 +99,9 @@ def test_all_null_column_is_named():
         EvaluationContext(REAL.with_columns(pl.lit(None, dtype=pl.Float64).alias("w")), SYN)
 
 
-@pytest.mark.parametrize("col", [pl.Series("bad", [[1], [2], [3], [4]]),
-                                 pl.Series("bad", [{"a": 1}] * 4),
-                                 pl.Series("bad", [b"x"] * 4)])
+@pytest.mark.parametrize(
+    "col", [pl.Series("bad", [[1], [2], [3], [4]]), pl.Series("bad", [{"a": 1}] * 4), pl.Series("bad", [b"x"] * 4)]
+)
 def test_unsupported_dtypes_are_named(col):
     with pytest.raises(UnsupportedDtypeError, match="'bad'"):
         EvaluationContext(REAL.with_columns(col), SYN.with_columns(col))
@@ -141,8 +141,16 @@ def test_parameter_errors():
 
 
 def test_every_error_is_a_privgate_error():
-    for exc in (SchemaMismatchError, EmptyInputError, IncompatibleDtypeError, UnsupportedDtypeError,
-                AllNullColumnError, TooFewRowsError, InputLoadError, ParameterError):
+    for exc in (
+        SchemaMismatchError,
+        EmptyInputError,
+        IncompatibleDtypeError,
+        UnsupportedDtypeError,
+        AllNullColumnError,
+        TooFewRowsError,
+        InputLoadError,
+        ParameterError,
+    ):
         assert issubclass(exc, PrivgateError)
 
 
@@ -155,7 +163,7 @@ def test_error_messages_carry_no_record_values(tmp_path):
     assert secret not in str(e.value)
     # Polars' own parse error quotes the offending cell; the loader must not pass it on
     p = tmp_path / "r.csv"
-    p.write_text("a,b\nx,1\n\"" + secret + " unterminated,2\n")
+    p.write_text('a,b\nx,1\n"' + secret + " unterminated,2\n")
     with pytest.raises(pl.exceptions.ComputeError, match=secret):
         pl.read_csv(p)
     with pytest.raises(InputLoadError, match="real: cannot read csv file") as e:
@@ -224,8 +232,15 @@ DTYPE_SAMPLES = {  # the same three values 1, 2, 3 (or their temporal analogue) 
     "time": pl.Series([time(0, 0, s) for s in (1, 2, 3)]),
 }
 # written out by hand (not derived from privgate.schema): the groups whose members compare
-COMPARABLE_GROUPS = [{"int", "float", "decimal"}, {"string", "categorical", "enum"},
-                     {"date", "datetime"}, {"datetime_utc"}, {"boolean"}, {"duration"}, {"time"}]
+COMPARABLE_GROUPS = [
+    {"int", "float", "decimal"},
+    {"string", "categorical", "enum"},
+    {"date", "datetime"},
+    {"datetime_utc"},
+    {"boolean"},
+    {"duration"},
+    {"time"},
+]
 
 
 def _comparable(a: str, b: str) -> bool:

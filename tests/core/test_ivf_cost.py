@@ -41,7 +41,12 @@ def test_few_rows_against_many_targets_are_searched_exactly():
 
 def test_below_the_target_size_the_screen_is_kept():
     q, t = _data(60, 6_000)
-    kept = SearchSettings(exact_below_pairs=0, ivf_check_rows=20, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0,
-                          ivf_decline_costly_targets=10**6)
+    kept = SearchSettings(
+        exact_below_pairs=0,
+        ivf_check_rows=20,
+        ivf_max_probe_share=1.0,
+        ivf_max_uncertain_share=1.0,
+        ivf_decline_costly_targets=10**6,
+    )
     nb = knn(q, t, 2, approximate=True, settings=kept)
     assert nb.search["exact"] is False and "ivf_screen" in nb.search["settled_by"]

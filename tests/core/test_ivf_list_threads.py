@@ -19,8 +19,15 @@ def test_threaded_list_scan_equals_the_single_thread_scan(k, exclude_self, decim
     runs = {}
     for threads in (1, 2):
         with limited(threads):
-            runs[threads] = knn(q, t, k, exclude_self=exclude_self, approximate=True, seed=4,
-                                settings=SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0))
+            runs[threads] = knn(
+                q,
+                t,
+                k,
+                exclude_self=exclude_self,
+                approximate=True,
+                seed=4,
+                settings=SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_uncertain_share=1.0),
+            )
     np.testing.assert_array_equal(runs[1].idx, runs[2].idx)
     np.testing.assert_array_equal(runs[1].dist, runs[2].dist)
     assert runs[1].search["n_screened"] > 0  # the list scan ran

@@ -16,8 +16,7 @@ from privgate.neighbours import SearchSettings, ivf_lists, knn
 from privgate.neighbours.backends import faiss_module
 from privgate.neighbours.memo import SearchMemo
 
-SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0,
-                        ivf_max_uncertain_share=1.0)
+SCREEN = SearchSettings(exact_below_pairs=0, ivf_check_rows=100, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0)
 
 
 def _points(n: int, rng: np.random.Generator, decimals: int, d: int = 6) -> np.ndarray:
@@ -102,6 +101,7 @@ def test_flat_screen_searches_the_targets_without_an_index_copy(monkeypatch, k, 
         def call(*args, **kwargs):
             calls[name] += 1
             return fn(*args, **kwargs)
+
         return call
 
     with monkeypatch.context() as patch:

@@ -28,7 +28,7 @@ def test_resolved_rows_equal_the_exact_search(k, exclude_self):
     approx = knn(q, t, k, exclude_self=exclude_self, approximate=True, settings=every, grouped=False)
     exact = knn(q, t, k, exclude_self=exclude_self)
     s = approx.search
-    assert s["exact"] is False and "ivf_screen" in s["settled_by"]       # the screen was used
+    assert s["exact"] is False and "ivf_screen" in s["settled_by"]  # the screen was used
     assert s["n_uncertain"] > 0 and s["n_resolved"] == s["n_uncertain"] and s["n_unresolved"] == 0
     assert s["share_rows_possibly_wrong"] == 0.0
     np.testing.assert_array_equal(approx.idx, exact.idx)
@@ -47,7 +47,9 @@ def test_a_budget_leaves_rows_unresolved_and_only_those_can_be_wrong():
     # the unresolved rows' share, or the recall's bound on the screened rows when that is smaller
     stat = (1 - s0["recall_ci"][0]) * s0["n_screened"] / 2000
     assert s0["share_rows_possibly_wrong"] == pytest.approx(min(s0["n_unresolved"] / 2000, stat))
-    assert s1["n_resolved"] == int(0.05 * s1["n_screened"]) and s1["n_unresolved"] == s1["n_uncertain"] - s1["n_resolved"]
+    assert (
+        s1["n_resolved"] == int(0.05 * s1["n_screened"]) and s1["n_unresolved"] == s1["n_uncertain"] - s1["n_resolved"]
+    )
     for nb, s in ((unresolved, s0), (part, s1)):
         wrong = int((nb.idx != exact.idx).any(axis=1).sum())
         assert wrong <= s["n_unresolved"]
@@ -60,8 +62,9 @@ def _frames(seed: int):
     centres = rng.normal(size=(15, 14)) * 3
 
     def make(n):
-        return pl.DataFrame(centres[rng.integers(0, 15, n)] + rng.normal(size=(n, 14)),
-                            schema=[f"x{c}" for c in range(14)])
+        return pl.DataFrame(
+            centres[rng.integers(0, 15, n)] + rng.normal(size=(n, 14)), schema=[f"x{c}" for c in range(14)]
+        )
 
     return make(1500), make(1500)
 
@@ -73,8 +76,11 @@ def test_intervals_widen_only_for_unresolved_rows(monkeypatch, share, widened):
 
     r, s = _frames(8)
     exact = m.authenticity(EvaluationContext(r, s, exact=True))
-    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(
-        exact_below_pairs=1000, ivf_max_probe_share=1.0, ivf_resolve_share=share))
+    monkeypatch.setattr(
+        settings_mod,
+        "DEFAULT_SETTINGS",
+        SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0, ivf_resolve_share=share),
+    )
     approx = m.authenticity(EvaluationContext(r, s))
     searches = approx.details["neighbour_search"]["searches"]
     # the jackknife's batched re-search of the ~1/G rows whose two listed neighbours were both
@@ -83,7 +89,8 @@ def test_intervals_widen_only_for_unresolved_rows(monkeypatch, share, widened):
     assert len(searches) == 2 and all(x["exact"] is False for x in searches.values())
     if widened:
         assert approx.details["search_error"]["share_rows_possibly_wrong"] == pytest.approx(
-            sum(x["share_rows_possibly_wrong"] for x in searches.values()))
+            sum(x["share_rows_possibly_wrong"] for x in searches.values())
+        )
         assert all(0 < x["share_rows_possibly_wrong"] <= x["n_unresolved"] / 1500 for x in searches.values())
     else:
         assert "search_error" not in approx.details and approx.ci == exact.ci
@@ -105,9 +112,16 @@ def test_a_screen_its_certificate_cannot_prove_declines_to_the_exact_search():
     np.testing.assert_array_equal(approx.idx, exact.idx)
     np.testing.assert_array_equal(approx.dist, exact.dist)
     # the same search with the rule off keeps its screen and resolves the rows it cannot prove
-    kept = knn(q, t, 1, approximate=True, grouped=False,
-               settings=SearchSettings(exact_below_pairs=1000, ivf_check_rows=100, ivf_max_probe_share=1.0,
-                                       ivf_max_uncertain_share=1.0))
+    kept = knn(
+        q,
+        t,
+        1,
+        approximate=True,
+        grouped=False,
+        settings=SearchSettings(
+            exact_below_pairs=1000, ivf_check_rows=100, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0
+        ),
+    )
     assert kept.search["exact"] is False and kept.search["n_uncertain"] > 0.5 * 1000
     assert kept.search["n_unresolved"] == 0 and kept.search["share_rows_possibly_wrong"] == 0.0
     np.testing.assert_array_equal(kept.idx, exact.idx)

@@ -14,15 +14,27 @@ import numpy as np
 from privgate._lazy import lazy_module
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ["scipy.stats", "scipy.special", "scipy.sparse", "scipy.spatial", "sklearn", "lightgbm",
-         "faiss", "matplotlib", "sqlalchemy", "jinja2", "pandas"]
+HEAVY = [
+    "scipy.stats",
+    "scipy.special",
+    "scipy.sparse",
+    "scipy.spatial",
+    "sklearn",
+    "lightgbm",
+    "faiss",
+    "matplotlib",
+    "sqlalchemy",
+    "jinja2",
+    "pandas",
+]
 
 
 def test_import_privgate_loads_no_heavy_module():
-    code = ("import json, sys; import privgate; privgate.list_metrics(); "
-            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO).stdout
+    code = (
+        "import json, sys; import privgate; privgate.list_metrics(); "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
 
 
@@ -35,15 +47,16 @@ def test_lazy_module_reads_the_real_module():
 def test_import_privgate_loads_no_engine_and_its_names_resolve_on_first_read():
     """``import privgate`` loads neither the evaluation nor the audit's engine (a command that stops
     on a gate-file typo pays for neither); its public names import their module on first read."""
-    code = ("import json, sys; import privgate, privgate.audit.defaults, privgate.audit.limits; "
-            "before = [m for m in ('privgate.evaluation', 'privgate.context', 'privgate.baselines', "
-            "'privgate.audit.api', 'privgate.audit.plan') if m in sys.modules]; "
-            "from privgate import evaluate, EvaluationContext; from privgate.audit import audit_generator; "
-            "import privgate.evaluation as ev; import privgate.audit.api as api; "
-            "print(json.dumps([before, evaluate is ev.evaluate, audit_generator is api.audit_generator, "
-            "'evaluate' in dir(privgate), privgate.baselines.__name__]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO).stdout
+    code = (
+        "import json, sys; import privgate, privgate.audit.defaults, privgate.audit.limits; "
+        "before = [m for m in ('privgate.evaluation', 'privgate.context', 'privgate.baselines', "
+        "'privgate.audit.api', 'privgate.audit.plan') if m in sys.modules]; "
+        "from privgate import evaluate, EvaluationContext; from privgate.audit import audit_generator; "
+        "import privgate.evaluation as ev; import privgate.audit.api as api; "
+        "print(json.dumps([before, evaluate is ev.evaluate, audit_generator is api.audit_generator, "
+        "'evaluate' in dir(privgate), privgate.baselines.__name__]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert json.loads(out.strip().splitlines()[-1]) == [[], True, True, True, "privgate.baselines"]
 
 

@@ -16,8 +16,14 @@ from privgate.errors import MemoryLimitError, ParameterError
 
 def _frames(n, seed=0):
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n),
-                         "c": rng.choice(list("abcd"), n), "d": rng.choice(list("pq"), n)})
+    return pl.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "y": rng.normal(size=n),
+            "c": rng.choice(list("abcd"), n),
+            "d": rng.choice(list("pq"), n),
+        }
+    )
 
 
 def test_limits_are_parsed():
@@ -49,14 +55,18 @@ def test_the_estimate_follows_its_model():
     # features: 2 numeric + 4 + 2 levels; unit = 1000 rows × 8 features × 8 bytes
     assert est.features == 8 and est.unit == 1000 * 8 * 8
     frames = 1.8
-    expected = guard.BASE_BYTES + guard.SEARCH_BYTES + est.unit * (guard.HELD_PER_FRAME * frames
-                                                                   + guard.metric_cost("authenticity"))
+    expected = (
+        guard.BASE_BYTES
+        + guard.SEARCH_BYTES
+        + est.unit * (guard.HELD_PER_FRAME * frames + guard.metric_cost("authenticity"))
+    )
     assert est.per_metric["authenticity"] == pytest.approx(expected)
     assert est.peak == est.per_metric["authenticity"]  # the largest metric's
     # a sample shrinks a sampled metric's own part only
     sampled = guard.estimate_run(ctx, ["authenticity", "chi_squared"], sample=250)
     assert sampled.per_metric["authenticity"] == pytest.approx(
-        expected - est.unit * guard.metric_cost("authenticity") * 0.75)
+        expected - est.unit * guard.metric_cost("authenticity") * 0.75
+    )
     assert sampled.per_metric["chi_squared"] == est.per_metric["chi_squared"]
     # more rows, more memory: linear in the rows
     big = guard.estimate_run(EvaluationContext(_frames(2000), _frames(1600, 1)), ["authenticity"])
@@ -64,16 +74,17 @@ def test_the_estimate_follows_its_model():
     assert big.peak - fixed == pytest.approx(2 * (est.peak - fixed))
     # a metric that reads no encoded space has no search scratch
     assert est.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.metric_cost("chi_squared")))
+        guard.BASE_BYTES + est.unit * (guard.HELD_PER_FRAME * frames + guard.metric_cost("chi_squared"))
+    )
 
 
 def test_a_large_run_whose_metrics_read_no_space_holds_the_frames_only():
     sizes = (10**6, 10**6, 10**6, 100)
-    alone = guard.estimate_sizes(*sizes, ["chi_squared", "disclosure_identity"], exact=False, sample=50_000,
-                                 threads=1)
+    alone = guard.estimate_sizes(*sizes, ["chi_squared", "disclosure_identity"], exact=False, sample=50_000, threads=1)
     assert alone.inputs["held_per_frame"] == guard.HELD_PER_FRAME_NO_SPACE < guard.HELD_PER_FRAME_COMPACT
     assert alone.per_metric["chi_squared"] == pytest.approx(
-        guard.BASE_BYTES + alone.unit * (guard.HELD_PER_FRAME_NO_SPACE * 3 + guard.metric_cost("chi_squared")))
+        guard.BASE_BYTES + alone.unit * (guard.HELD_PER_FRAME_NO_SPACE * 3 + guard.metric_cost("chi_squared"))
+    )
     # the same metric beside one that encodes a space counts the space the run will hold
     mixed = guard.estimate_sizes(*sizes, ["chi_squared", "authenticity"], exact=False, sample=50_000, threads=1)
     assert mixed.inputs["held_per_frame"] == guard.HELD_PER_FRAME_COMPACT
@@ -164,7 +175,8 @@ def test_detection_mlp_fold_workers_are_counted_when_the_run_has_threads():
     two = estimate_run(EvaluationContext(real, real, threads=2), ["detection_mlp", "nnaa"])
     assert two.per_metric["nnaa"] == one.per_metric["nnaa"]
     assert two.per_metric["detection_mlp"] - one.per_metric["detection_mlp"] == pytest.approx(
-        2 * get_metric("detection_mlp").worker_memory_cost * one.unit)
+        2 * get_metric("detection_mlp").worker_memory_cost * one.unit
+    )
 
 
 def test_detection_mlp_estimate_is_flat_above_its_records_per_class():
@@ -195,11 +207,15 @@ def test_membership_inference_estimate_is_flat_above_its_records_per_class():
     def own(n, sample="auto"):
         ctx = EvaluationContext(_frames(n), _frames(n, 1), threads=1, sample=sample)
         est = estimate_run(ctx, ["membership_inference"], exact=True)
-        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * held_per_frame(est.n) * 2, est
+        return est.per_metric["membership_inference"] - BASE_BYTES - SEARCH_BYTES - est.unit * held_per_frame(
+            est.n
+        ) * 2, est
 
     capped = [own(n)[0] for n in (60_000, 120_000)]
     unit_60k = own(60_000)[1].unit
-    assert capped == pytest.approx([metric_cost("membership_inference") * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2)
+    assert capped == pytest.approx(
+        [metric_cost("membership_inference") * unit_60k * MAX_MEMBERSHIP_RECORDS / 60_000] * 2
+    )
     off = own(120_000, "off")[0]
     assert off == pytest.approx(2 * metric_cost("membership_inference") * unit_60k)
 

@@ -29,8 +29,9 @@ def _plugin(name: str, **declaration):
 
     fn.__name__ = name
     fn.__module__ = "my_plugin"
-    return register_metric(family="statistical", attack="none", reference="test", orientation="test",
-                           spaces=(), **declaration)(fn)
+    return register_metric(
+        family="statistical", attack="none", reference="test", orientation="test", spaces=(), **declaration
+    )(fn)
 
 
 @pytest.fixture
@@ -58,8 +59,9 @@ def test_a_sampled_metric_s_cost_follows_the_sample(ctx):
         _plugin("whole_metric", memory_cost=4.0)
         full = guard.estimate_run(ctx, ["sampled_metric", "whole_metric"])
         part = guard.estimate_run(ctx, ["sampled_metric", "whole_metric"], sample=250)
-        assert full.per_metric["sampled_metric"] - part.per_metric["sampled_metric"] == \
-            pytest.approx(full.unit * 4.0 * 0.75)
+        assert full.per_metric["sampled_metric"] - part.per_metric["sampled_metric"] == pytest.approx(
+            full.unit * 4.0 * 0.75
+        )
         assert part.per_metric["whole_metric"] == full.per_metric["whole_metric"]
     finally:
         unregister_metric("sampled_metric")

@@ -131,10 +131,10 @@ def test_low_dimensional_kdtree_path_matches_brute_force_with_ties(exclude_self)
     np.testing.assert_array_equal(nb.idx, i)
 
 
-@pytest.mark.parametrize("d, k, exclude_self, grid", [(5, 1, False, False), (8, 3, True, False),
-                                                     (6, 2, False, True), (4, 5, True, True)])
-def test_numeric_spaces_up_to_eight_dimensions_take_the_kdtree_with_the_flat_screens_answers(
-        d, k, exclude_self, grid):
+@pytest.mark.parametrize(
+    "d, k, exclude_self, grid", [(5, 1, False, False), (8, 3, True, False), (6, 2, False, True), (4, 5, True, True)]
+)
+def test_numeric_spaces_up_to_eight_dimensions_take_the_kdtree_with_the_flat_screens_answers(d, k, exclude_self, grid):
     rng = np.random.default_rng(d + k)
     x = rng.normal(size=(700, d)) * rng.uniform(0.1, 10, size=d)
     if grid:
@@ -154,8 +154,15 @@ def test_numeric_spaces_up_to_eight_dimensions_take_the_kdtree_with_the_flat_scr
     assert "kdtree" not in knn(x, t, k, exclude_self=exclude_self, dedupe=False).search["settled_by"]
     one_hot = np.eye(3)[rng.integers(0, 3, x.shape[0])]
     mixed = np.hstack([x[:, :2], one_hot])
-    nb = knn(mixed, mixed, 1, exclude_self=True, categorical_slices=[(2, 5)], dedupe=False,
-             settings=SearchSettings(kdtree_min_pairs=0))
+    nb = knn(
+        mixed,
+        mixed,
+        1,
+        exclude_self=True,
+        categorical_slices=[(2, 5)],
+        dedupe=False,
+        settings=SearchSettings(kdtree_min_pairs=0),
+    )
     assert "kdtree" not in nb.search["settled_by"]
 
 
@@ -168,13 +175,19 @@ def test_kdtree_short_lists_then_long_lists_match_brute_force(monkeypatch, k, ex
 
     widths = []
     real = exact._kdtree_rows
-    monkeypatch.setattr(exact, "_kdtree_rows", lambda p, tree, rows, kk, *a: widths.append((rows.size, kk))
-                        or real(p, tree, rows, kk, *a))
+    monkeypatch.setattr(
+        exact,
+        "_kdtree_rows",
+        lambda p, tree, rows, kk, *a: widths.append((rows.size, kk)) or real(p, tree, rows, kk, *a),
+    )
     rng = np.random.default_rng(5)
     base = rng.normal(size=(600, 2))
     x = np.vstack([base, np.repeat(base[:20], 3, axis=0), np.repeat(base[20:22], 40, axis=0)])
-    t = x if exclude_self else np.vstack([rng.normal(size=(500, 2)), np.repeat(x[:30], 4, axis=0),
-                                          np.repeat(x[-1:], 40, axis=0)])
+    t = (
+        x
+        if exclude_self
+        else np.vstack([rng.normal(size=(500, 2)), np.repeat(x[:30], 4, axis=0), np.repeat(x[-1:], 40, axis=0)])
+    )
     nb = knn(x, t, k, exclude_self=exclude_self, dedupe=False)
     d, i = brute(x, t, k, exclude_self=exclude_self)
     np.testing.assert_array_equal(nb.idx, i)
@@ -304,10 +317,24 @@ def test_context_switches_to_the_screen_above_the_size_and_exact_true_forces_exa
     import privgate.neighbours.settings as settings_mod
 
     rng = np.random.default_rng(6)
-    r = pl.DataFrame({"a": rng.normal(size=900), "b": rng.normal(size=900), "c": rng.normal(size=900),
-                      "d": rng.normal(size=900), "e": rng.choice(list("xyz"), 900)})
-    s = pl.DataFrame({"a": rng.normal(size=800), "b": rng.normal(size=800), "c": rng.normal(size=800),
-                      "d": rng.normal(size=800), "e": rng.choice(list("xyz"), 800)})
+    r = pl.DataFrame(
+        {
+            "a": rng.normal(size=900),
+            "b": rng.normal(size=900),
+            "c": rng.normal(size=900),
+            "d": rng.normal(size=900),
+            "e": rng.choice(list("xyz"), 900),
+        }
+    )
+    s = pl.DataFrame(
+        {
+            "a": rng.normal(size=800),
+            "b": rng.normal(size=800),
+            "c": rng.normal(size=800),
+            "d": rng.normal(size=800),
+            "e": rng.choice(list("xyz"), 800),
+        }
+    )
     exact = m.authenticity(EvaluationContext(r, s))
     assert exact.details["neighbour_search"]["exact"] is True
     assert exact.details["neighbour_search"]["share_rows_possibly_wrong"] == 0.0
@@ -317,7 +344,9 @@ def test_context_switches_to_the_screen_above_the_size_and_exact_true_forces_exa
     # the two whole searches, and the jackknife's exact re-search of rows whose two listed
     # neighbours were both deleted
     assert search["exact"] is False and set(search["searches"]) - {"jackknife refill"} == {
-        "mixed real→synthetic", "mixed real→real"}
+        "mixed real→synthetic",
+        "mixed real→real",
+    }
     assert abs(approx.value - exact.value) <= search["share_rows_possibly_wrong"] + 1e-12
     forced = m.authenticity(EvaluationContext(r, s, exact=True))
     assert forced.value == exact.value and forced.details["neighbour_search"]["exact"] is True
@@ -332,9 +361,14 @@ def test_real_sample_is_seeded_and_rows_search_matches_the_full_search():
     assert rows.size == 100 and (np.diff(rows) > 0).all()
     np.testing.assert_array_equal(rows, EvaluationContext(r, s, seed=3, sample_real=100).real_sample())
     assert not np.array_equal(rows, EvaluationContext(r, s, seed=4, sample_real=100).real_sample())
-    assert ctx.sample_description() == {"n": 100, "of": 400, "seed": 3, "side": "real",
-                                        "method": "simple random sample without replacement",
-                                        "rule": "explicit sample size"}
+    assert ctx.sample_description() == {
+        "n": 100,
+        "of": 400,
+        "seed": 3,
+        "side": "real",
+        "method": "simple random sample without replacement",
+        "rule": "explicit sample size",
+    }
     for target in ("synthetic", "real"):
         full = ctx.neighbours("mixed", "real", target, 1)
         part = ctx.neighbours("mixed", "real", target, 1, rows=rows)
@@ -353,10 +387,20 @@ def test_a_sampled_search_on_few_distinct_points_is_folded_and_exact_instead_of_
     import privgate.neighbours.settings as settings_mod
 
     rng = np.random.default_rng(8)
-    r = pl.DataFrame({"a": rng.choice(list("pqrs"), 3000), "b": rng.choice(list("xyz"), 3000),
-                      "c": rng.integers(0, 4, 3000).astype(float)})
-    s = pl.DataFrame({"a": rng.choice(list("pqrs"), 2000), "b": rng.choice(list("xyz"), 2000),
-                      "c": rng.integers(0, 4, 2000).astype(float)})
+    r = pl.DataFrame(
+        {
+            "a": rng.choice(list("pqrs"), 3000),
+            "b": rng.choice(list("xyz"), 3000),
+            "c": rng.integers(0, 4, 3000).astype(float),
+        }
+    )
+    s = pl.DataFrame(
+        {
+            "a": rng.choice(list("pqrs"), 2000),
+            "b": rng.choice(list("xyz"), 2000),
+            "c": rng.integers(0, 4, 2000).astype(float),
+        }
+    )
     full = EvaluationContext(r, s, exact=True).neighbours("mixed", "real", "synthetic", 3)
     monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS", SearchSettings(exact_below_pairs=10_000))
     ctx = EvaluationContext(r, s, sample_real=1000, seed=1)
@@ -395,8 +439,15 @@ def _lists_for(q, t, k, exclude_self, nlist, seed=0):
     from privgate.neighbours.ivf_lists import Lists
     from privgate.neighbours.problem import Problem
 
-    exact = ExactSearch(Problem(np.ascontiguousarray(q, dtype=np.float64), np.ascontiguousarray(t, dtype=np.float64),
-                                k, exclude_self, DEFAULT_SETTINGS))
+    exact = ExactSearch(
+        Problem(
+            np.ascontiguousarray(q, dtype=np.float64),
+            np.ascontiguousarray(t, dtype=np.float64),
+            k,
+            exclude_self,
+            DEFAULT_SETTINGS,
+        )
+    )
     m = t.shape[0]
     per_list = DEFAULT_SETTINGS.ivf_train_per_list
     train = np.sort(np.random.default_rng(seed).choice(m, min(m, nlist * per_list), replace=False))
@@ -504,8 +555,11 @@ def test_grouped_search_ranks_k_nearest_on_full_distances_only_where_needed(k, e
     q = q.astype(np.float32)
     t = q if exclude_self else np.vstack([q[::3], q[:50]])
     full_pairs, candidates = [], []
-    compact, ranking, pairs = (gm._GroupedSearch.compact_distance, gm._GroupedSearch.ranking_distances,
-                               gm.distances_of_pairs)
+    compact, ranking, pairs = (
+        gm._GroupedSearch.compact_distance,
+        gm._GroupedSearch.ranking_distances,
+        gm.distances_of_pairs,
+    )
 
     def rounded(self, qi, ti):
         return compact(self, qi, ti) * (1 + 1e-12)

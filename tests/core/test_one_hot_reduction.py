@@ -29,10 +29,12 @@ def _mixed(n: int, rng, levels=(3, 7, 2, 12), scales=(0.7, 1.3, 0.2, 2.0), zero_
 def test_helmert_contrasts_keep_every_distance_between_rows_of_equal_sums():
     rng = np.random.default_rng(0)
     x, slices = _mixed(40, rng, levels=(9, 2, 5), scales=(1.7, 0.4, 1.0))
-    h = _rows32(x, np.zeros(x.shape[1]), one_hot_reduction(x.shape[1], reducible_columns(x, x, slices))).astype(np.float64)
+    h = _rows32(x, np.zeros(x.shape[1]), one_hot_reduction(x.shape[1], reducible_columns(x, x, slices))).astype(
+        np.float64
+    )
     basis = _helmert(6)
     np.testing.assert_allclose(basis.T @ basis, np.eye(5), atol=1e-15)  # orthonormal columns
-    np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-15)       # orthogonal to the ones
+    np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-15)  # orthogonal to the ones
     assert h.shape == (40, x.shape[1] - 3)
     d = ((x[:, None] - x[None]) ** 2).sum(-1)
     np.testing.assert_allclose(((h[:, None] - h[None]) ** 2).sum(-1), d, rtol=1e-6, atol=1e-6)
@@ -58,7 +60,9 @@ def test_only_columns_whose_rows_sum_to_one_value_are_reduced():
     np.testing.assert_allclose(d_red, d_full, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("k, exclude_self, tied", [(1, False, False), (3, False, True), (2, True, True), (5, True, False)])
+@pytest.mark.parametrize(
+    "k, exclude_self, tied", [(1, False, False), (3, False, True), (2, True, True), (5, True, False)]
+)
 def test_reduced_screen_gives_the_full_coordinates_answers(k, exclude_self, tied):
     rng = np.random.default_rng(2 + k)
     q, slices = _mixed(700, rng)
@@ -94,8 +98,18 @@ def test_screens_of_one_target_with_other_reductions_keep_lists_of_their_own_coo
     memo = SearchMemo()
     screened = SearchSettings(exact_below_pairs=0, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0)
     for q in (q1, q2):
-        got = knn(q, t, 2, categorical_slices=slices, grouped=False, dedupe=False, approximate=True,
-                  settings=screened, memo=memo, seed=1)
+        got = knn(
+            q,
+            t,
+            2,
+            categorical_slices=slices,
+            grouped=False,
+            dedupe=False,
+            approximate=True,
+            settings=screened,
+            memo=memo,
+            seed=1,
+        )
         assert "ivf_screen" in got.search["settled_by"]
         exact = knn(q, t, 2, grouped=False, dedupe=False)
         np.testing.assert_array_equal(got.idx, exact.idx)

@@ -27,7 +27,7 @@ def test_reporter_is_throttled():
 def test_exact_search_blocks_report_rows_done():
     rng = np.random.default_rng(0)
     q, t = rng.normal(size=(300, 6)), rng.normal(size=(400, 6))
-    small = SearchSettings(block_bytes=4 * 400 * 50)   # 50 query rows per block
+    small = SearchSettings(block_bytes=4 * 400 * 50)  # 50 query rows per block
     seen = []
     with progress.within("m", seen.append, interval=0.0):
         nb = knn(q, t, 1, settings=small, use_faiss=False, dedupe=False, grouped=False)
@@ -54,4 +54,4 @@ def test_evaluate_passes_progress_inside_a_metric_to_a_callable_that_takes_detai
     assert details and all(d["metric"] == "authenticity" and d["done"] <= d["total"] for _, d in details)
     plain = []
     evaluate(r, s, metrics=["authenticity"], progress=lambda name, i, total: plain.append(name))
-    assert plain == ["authenticity"]   # a (name, i, total) callable keeps one call per metric
+    assert plain == ["authenticity"]  # a (name, i, total) callable keeps one call per metric

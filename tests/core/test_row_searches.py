@@ -20,13 +20,15 @@ def _frames(rng, n, levels=("a", "b", "c", None)):
     """Numerics with nulls, a constant column, and categoricals with nulls and few levels (ties)."""
     x = rng.integers(0, 4, n).astype(float)
     x[rng.random(n) < 0.1] = np.nan
-    return pl.DataFrame({
-        "x": x,
-        "y": rng.normal(size=n).round(1),
-        "k": np.full(n, 3.0),
-        "c": pl.Series([levels[i] for i in rng.integers(0, len(levels), n)], dtype=pl.String),
-        "e": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.String),
-    })
+    return pl.DataFrame(
+        {
+            "x": x,
+            "y": rng.normal(size=n).round(1),
+            "k": np.full(n, 3.0),
+            "c": pl.Series([levels[i] for i in rng.integers(0, len(levels), n)], dtype=pl.String),
+            "e": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.String),
+        }
+    )
 
 
 @pytest.fixture()
@@ -85,7 +87,8 @@ def test_neighbours_of_rows_uses_a_built_space_and_searches_its_own_set_apart(ct
     np.testing.assert_array_equal(got["real"].idx, own.idx[rows["real"]])  # self excluded by index
     assert (got["real"].idx[:, 0] != rows["real"]).all()
     hold = EvaluationContext(ctx.real, ctx.synthetic, holdout=ctx.holdout).neighbours(
-        "mixed", "holdout", "real", 1, rows=rows["holdout"])
+        "mixed", "holdout", "real", 1, rows=rows["holdout"]
+    )
     np.testing.assert_array_equal(got["holdout"].idx, hold.idx)
 
 

@@ -29,8 +29,12 @@ def _mixed(n, rng, levels=(3, 2, 4), n_numeric=3):
 def _searches(real, syn, slices, memo, settings=SCREEN):
     """The family's four mixed searches, screened (approximate) so that lists are built."""
     opt = dict(categorical_slices=slices, approximate=True, settings=settings, seed=4, memo=memo, dedupe=False)
-    return [knn(real, syn, 1, **opt), knn(real, real, 3, exclude_self=True, **opt),
-            knn(syn, real, 1, **opt), knn(syn, syn, 1, exclude_self=True, **opt)]
+    return [
+        knn(real, syn, 1, **opt),
+        knn(real, real, 3, exclude_self=True, **opt),
+        knn(syn, real, 1, **opt),
+        knn(syn, syn, 1, exclude_self=True, **opt),
+    ]
 
 
 def test_memo_gives_the_same_answers_and_builds_each_target_structure_once(monkeypatch):
@@ -80,7 +84,7 @@ def test_memo_entries_are_for_the_same_living_array_only():
     memo = SearchMemo()
     a = np.zeros((3, 2))
     assert memo.get(a, ("x",), lambda: 1) == 1
-    assert memo.get(a, ("x",), lambda: 2) == 1        # reused for the same array
+    assert memo.get(a, ("x",), lambda: 2) == 1  # reused for the same array
     assert memo.get(a.copy(), ("x",), lambda: 3) == 3  # equal values, another array: not reused
     del a
     gc.collect()

@@ -28,8 +28,15 @@ def frames() -> dict[str, pl.DataFrame]:
 
 def _ctx(frames, **kw) -> EvaluationContext:
     sens = ["income"] if "income" in frames["real"].columns else [frames["real"].columns[-1]]
-    return EvaluationContext(frames["real"], frames["synthetic"], holdout=frames["holdout"],
-                             sensitive=sens, pairing=kw.pop("pairing", None), seed=0, **kw)
+    return EvaluationContext(
+        frames["real"],
+        frames["synthetic"],
+        holdout=frames["holdout"],
+        sensitive=sens,
+        pairing=kw.pop("pairing", None),
+        seed=0,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(set(metric_names()) - {"hidden_rate"}))
@@ -89,8 +96,16 @@ def test_evaluate_gives_the_same_values_with_and_without_reordering_and_release(
     import importlib
 
     evaluate_module = importlib.import_module("privgate.evaluation")
-    names = ["authenticity", "identifiability", "common_rows", "nnaa", "dcr", "median_dcr", "hitting_rate",
-             "memorisation"]
+    names = [
+        "authenticity",
+        "identifiability",
+        "common_rows",
+        "nnaa",
+        "dcr",
+        "median_dcr",
+        "hitting_rate",
+        "memorisation",
+    ]
     kw = dict(holdout=frames["holdout"], baseline=True, seed=3)
     released = []
     orig = EvaluationContext.release_spaces
@@ -111,13 +126,19 @@ def test_evaluate_gives_the_same_values_with_and_without_reordering_and_release(
     assert released == []
     for n in names:
         a, b = rep.results[n], ref.results[n]
-        assert (a.value, a.ci, a.baseline, a.excess, a.excess_ci) == (b.value, b.ci, b.baseline, b.excess, b.excess_ci), n
+        assert (a.value, a.ci, a.baseline, a.excess, a.excess_ci) == (
+            b.value,
+            b.ci,
+            b.baseline,
+            b.excess,
+            b.excess_ci,
+        ), n
 
 
 @pytest.mark.parametrize("n_holdout", [500, 800])
 def test_the_holdout_baseline_reads_the_main_matrices(frames, n_holdout):
     adult = load_example()
-    holdout = adult[600:600 + n_holdout]
+    holdout = adult[600 : 600 + n_holdout]
     ctx = EvaluationContext(frames["real"], frames["synthetic"], holdout=holdout)
     base = ctx.holdout_baseline()
     main, sp = ctx.mixed(), base.mixed()
@@ -130,8 +151,9 @@ def test_the_holdout_baseline_reads_the_main_matrices(frames, n_holdout):
     # all-zero columns of levels only the release (or unsampled holdout records) has
     alone = EvaluationContext(frames["real"], holdout[rows]).mixed()
     keep = np.flatnonzero(np.abs(np.vstack([main["real"], sp["synthetic"]])).sum(axis=0) > 0)
-    assert np.array_equal(sp["real"][:, keep], alone["real"]) and np.array_equal(sp["synthetic"][:, keep],
-                                                                                alone["synthetic"])
+    assert np.array_equal(sp["real"][:, keep], alone["real"]) and np.array_equal(
+        sp["synthetic"][:, keep], alone["synthetic"]
+    )
     own = EvaluationContext(frames["real"], holdout[rows])
     ident, own_ident = base.identifiability_space(), own.identifiability_space()
     keep = np.flatnonzero(np.abs(np.vstack([ident["real"], ident["synthetic"]])).sum(axis=0) > 0)

@@ -36,8 +36,9 @@ def test_famd_matches_an_independent_pca_of_the_famd_matrix():
 
     rng = np.random.default_rng(0)
     n = 200
-    r = pl.DataFrame({"a": rng.normal(size=n), "b": rng.exponential(size=n),
-                      "c": rng.choice(["u", "v", "w"], n, p=[0.6, 0.3, 0.1])})
+    r = pl.DataFrame(
+        {"a": rng.normal(size=n), "b": rng.exponential(size=n), "c": rng.choice(["u", "v", "w"], n, p=[0.6, 0.3, 0.1])}
+    )
     s = r.with_columns(pl.Series("c", rng.choice(["u", "v", "NEW"], n)))
     sp = EvaluationContext(r, s).famd(2)
     # build the FAMD matrix by hand: standardised numerics, (1{level} - p)/sqrt(p)
@@ -104,8 +105,12 @@ def test_famd_matrix_is_the_hand_built_famd_input_one_frame_at_a_time():
     rc, sc = real[col].fill_null(NULL_LEVEL), syn[col].fill_null(NULL_LEVEL)  # null is a level
     levels = sorted(rc.unique().to_list())
     p = np.array([(rc == lv).sum() for lv in levels]) / real.height
-    expect = np.array([[((s == lv) - pi) / np.sqrt(pi) for lv, pi in zip(levels, p)] if s in levels
-                       else [0.0] * len(levels) for s in sc.to_list()])
+    expect = np.array(
+        [
+            [((s == lv) - pi) / np.sqrt(pi) for lv, pi in zip(levels, p)] if s in levels else [0.0] * len(levels)
+            for s in sc.to_list()
+        ]
+    )
     np.testing.assert_allclose(got[:, 1:], expect, rtol=0, atol=1e-12)
 
 

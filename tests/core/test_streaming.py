@@ -18,14 +18,22 @@ def _frames(n=800, seed=0):
     rng = np.random.default_rng(seed)
     age = rng.integers(20, 60, n).astype(float)
     age[rng.random(n) < 0.05] = np.nan  # nulls in a key
-    real = pl.DataFrame({
-        "age": age, "zero": np.where(rng.random(n) < 0.5, 0.0, -0.0),
-        "sex": pl.Series(rng.choice(["f", "m", None], n, p=[0.45, 0.45, 0.1]).tolist(), dtype=pl.String),
-        "region": rng.choice(list("abcd"), n), "label": rng.choice(["lo", "hi"], n),
-        "x": rng.normal(size=n).round(1),
-    })
-    release = pl.concat([real.sample(n // 4, seed=1), real.sample(n - n // 4, seed=2).with_columns(
-        pl.col("x") + 0.5, pl.col("zero").abs())])
+    real = pl.DataFrame(
+        {
+            "age": age,
+            "zero": np.where(rng.random(n) < 0.5, 0.0, -0.0),
+            "sex": pl.Series(rng.choice(["f", "m", None], n, p=[0.45, 0.45, 0.1]).tolist(), dtype=pl.String),
+            "region": rng.choice(list("abcd"), n),
+            "label": rng.choice(["lo", "hi"], n),
+            "x": rng.normal(size=n).round(1),
+        }
+    )
+    release = pl.concat(
+        [
+            real.sample(n // 4, seed=1),
+            real.sample(n - n // 4, seed=2).with_columns(pl.col("x") + 0.5, pl.col("zero").abs()),
+        ]
+    )
     holdout = real.sample(n, seed=3, with_replacement=True).with_columns(pl.col("x") * 1.5)
     return real, release, holdout
 
@@ -43,23 +51,27 @@ def files(tmp_path):
 def _same(a, b):
     assert a.value == b.value and a.raw == b.raw and a.ci == b.ci
     np.testing.assert_array_equal(a.per_record, b.per_record)
-    assert {k: v for k, v in a.details.items() if k != "neighbour_search"} == \
-        {k: v for k, v in b.details.items() if k != "neighbour_search"}
+    assert {k: v for k, v in a.details.items() if k != "neighbour_search"} == {
+        k: v for k, v in b.details.items() if k != "neighbour_search"
+    }
 
 
 @pytest.mark.parametrize("sample_real", [None, 300])
-@pytest.mark.parametrize("call, streams", [
-    (lambda c: m.common_rows(c), True),
-    (lambda c: m.zero_cap(c, keys=["age", "sex", "region"], sensitive="label"), True),
-    (lambda c: m.zero_cap(c, keys=["age", "zero", "sex"], sensitive=["label", "region"]), True),
-    # binning numeric keys reads the key columns whole (the real quantiles), still not the frame
-    (lambda c: m.zero_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=4), True),
-    (lambda c: m.generalized_cap(c, keys=["age", "sex", "region"], sensitive=["label", "x"]), True),
-    (lambda c: m.generalized_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=3), True),
-    (lambda c: m.hitting_rate(c), True),
-    (lambda c: m.disclosure_identity(c, keys=["age", "sex", "region"], targets=["label"]), True),
-    (lambda c: m.disclosure_attribute(c, keys=["age", "sex", "region"], targets=["label", "zero"]), True),
-])
+@pytest.mark.parametrize(
+    "call, streams",
+    [
+        (lambda c: m.common_rows(c), True),
+        (lambda c: m.zero_cap(c, keys=["age", "sex", "region"], sensitive="label"), True),
+        (lambda c: m.zero_cap(c, keys=["age", "zero", "sex"], sensitive=["label", "region"]), True),
+        # binning numeric keys reads the key columns whole (the real quantiles), still not the frame
+        (lambda c: m.zero_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=4), True),
+        (lambda c: m.generalized_cap(c, keys=["age", "sex", "region"], sensitive=["label", "x"]), True),
+        (lambda c: m.generalized_cap(c, keys=["age", "x", "sex"], sensitive="label", key_bins=3), True),
+        (lambda c: m.hitting_rate(c), True),
+        (lambda c: m.disclosure_identity(c, keys=["age", "sex", "region"], targets=["label"]), True),
+        (lambda c: m.disclosure_attribute(c, keys=["age", "sex", "region"], targets=["label", "zero"]), True),
+    ],
+)
 def test_group_by_metrics_stream_the_release_and_equal_the_eager_path(files, call, streams, sample_real):
     real, release, _ = files["frames"]
     eager = call(EvaluationContext(real, release, sample_real=sample_real))
@@ -114,8 +126,13 @@ def test_value_checks_on_scans_raise_the_eager_errors(tmp_path):
 
 def test_gate_on_parquet_paths_decides_and_fingerprints_like_frames(files):
     real, release, holdout = files["frames"]
-    cfg = {"dataset": "s", "metrics": {"common_rows": {"threshold": {"warn": 0.0, "block": 0.9}},
-                                       "authenticity": {"baseline": {"block": 0.5}}}}
+    cfg = {
+        "dataset": "s",
+        "metrics": {
+            "common_rows": {"threshold": {"warn": 0.0, "block": 0.9}},
+            "authenticity": {"baseline": {"block": 0.5}},
+        },
+    }
     a = run_gate(cfg, files["real"], files["synthetic"], holdout=files["holdout"], release_id="a")
     b = run_gate(cfg, real, release, holdout=holdout, release_id="b")
     assert a.exit_code == b.exit_code == 1
@@ -128,8 +145,10 @@ def test_gate_on_parquet_paths_decides_and_fingerprints_like_frames(files):
 
 def test_gate_refuses_a_file_replaced_during_the_run(files):
     real, release, _ = files["frames"]
-    cfg = {"dataset": "s", "metrics": {"common_rows": {"threshold": {"block": 0.99}},
-                                       "hitting_rate": {"threshold": {"block": 0.99}}}}
+    cfg = {
+        "dataset": "s",
+        "metrics": {"common_rows": {"threshold": {"block": 0.99}}, "hitting_rate": {"threshold": {"block": 0.99}}},
+    }
 
     def replace_release(name, i, total):
         if i == 2:

@@ -54,8 +54,13 @@ def test_openmp_is_told_not_to_spin_unless_the_user_chose(given, expected):
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if given:
         env["OMP_WAIT_POLICY"] = given
-    out = subprocess.run([sys.executable, "-c", "import os, privgate; print(os.environ['OMP_WAIT_POLICY'])"],
-                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import os, privgate; print(os.environ['OMP_WAIT_POLICY'])"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == expected
 
 
@@ -69,8 +74,13 @@ def test_polars_pool_takes_the_budget_unless_the_user_sized_it(budget, polars_si
         env["PRIVGATE_THREADS"] = budget
     if polars_size:
         env["POLARS_MAX_THREADS"] = polars_size
-    out = subprocess.run([sys.executable, "-c", "import privgate, polars; print(polars.thread_pool_size())"],
-                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import privgate, polars; print(polars.thread_pool_size())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert int(out) == expected
 
 

@@ -54,8 +54,7 @@ def test_an_approximate_search_that_folds_small_is_exact():
     t = _key_space(1000, rng)[0]
     exact = knn(q, t, 3, categorical_slices=slices)
     # 1.3M pairs before folding; distinct queries × kept copies are far fewer
-    folded = knn(q, t, 3, categorical_slices=slices, approximate=True,
-                 settings=SearchSettings(exact_below_pairs=10**5))
+    folded = knn(q, t, 3, categorical_slices=slices, approximate=True, settings=SearchSettings(exact_below_pairs=10**5))
     assert folded.search["exact"] is True
     np.testing.assert_array_equal(folded.idx, exact.idx)
     np.testing.assert_array_equal(folded.dist, exact.dist)
@@ -72,8 +71,9 @@ def test_the_list_scan_holds_at_most_its_budget_of_candidates():
     q, _ = _key_space(3000, rng)
     t = _key_space(2500, rng)[0]
     block = SCREEN.ivf_candidate_bytes * 20_000
-    small = knn(q, t, 3, approximate=True, dedupe=False, seed=2,
-                settings=dataclasses.replace(SCREEN, block_bytes=block))
+    small = knn(
+        q, t, 3, approximate=True, dedupe=False, seed=2, settings=dataclasses.replace(SCREEN, block_bytes=block)
+    )
     held = small.search["candidates_held"]
     assert 0 < held <= 20_000
     # parts change no answer (every row's screen is its own)
@@ -90,8 +90,14 @@ def test_attribute_inference_above_the_screen_size_equals_the_exact_value(monkey
     rng = np.random.default_rng(8)
 
     def frame(n):
-        return pl.DataFrame({"k1": rng.choice(list("abcd"), n), "k2": rng.choice(list("xyz"), n),
-                             "k3": rng.choice(list("pqrst"), n), "s": rng.choice(list("uv"), n)})
+        return pl.DataFrame(
+            {
+                "k1": rng.choice(list("abcd"), n),
+                "k2": rng.choice(list("xyz"), n),
+                "k3": rng.choice(list("pqrst"), n),
+                "s": rng.choice(list("uv"), n),
+            }
+        )
 
     real, syn = frame(1200), frame(1100)
     opts = dict(keys=["k1", "k2", "k3"], sensitive="s")
@@ -115,8 +121,8 @@ def test_a_self_search_of_few_distinct_points_is_folded_and_exact(k):
     indices: the folded self-search gives the unfolded one's lists bit for bit."""
     rng = np.random.default_rng(20 + k)
     t = rng.integers(0, 2, size=(3000, 4)).astype(float)
-    t[::9] += rng.normal(size=(t[::9].shape[0], 4)) * 1e-3     # distinct rows
-    t[1:40:5] = t[100:140:5] + 1e-12                          # tied with copies of higher index
+    t[::9] += rng.normal(size=(t[::9].shape[0], 4)) * 1e-3  # distinct rows
+    t[1:40:5] = t[100:140:5] + 1e-12  # tied with copies of higher index
     folded = knn(t, t, k, exclude_self=True)
     plain = knn(t, t, k, exclude_self=True, dedupe=False)
     np.testing.assert_array_equal(folded.idx, plain.idx)

@@ -54,15 +54,30 @@ def audit_definitions(executor=None):
 
     from privgate.dagster import PrivgateResource, build_generator_audit
 
-    audit = build_generator_audit(AUDIT, generate=_DyingOnce(GENERATOR), real=tiny_real, chunk_size=CHUNK,
-                                  versions=[VERSION], generator_name="tiny", run_threads=1, **SETTINGS)
+    audit = build_generator_audit(
+        AUDIT,
+        generate=_DyingOnce(GENERATOR),
+        real=tiny_real,
+        chunk_size=CHUNK,
+        versions=[VERSION],
+        generator_name="tiny",
+        run_threads=1,
+        **SETTINGS,
+    )
     job = dg.define_asset_job(JOB, selection=dg.AssetSelection.assets(audit))
     return dg.Definitions(
-        assets=[audit], jobs=[job],
-        resources={"privgate": PrivgateResource(real_path="unused", work_dir=os.environ["PRIVGATE_WORK_DIR"],
-                                                reports_dir=os.environ["PRIVGATE_REPORTS_DIR"]),
-                   "io_manager": dg.FilesystemIOManager(base_dir=os.environ["PRIVGATE_STORAGE_DIR"])},
-        executor=executor or dg.multiprocess_executor.configured({"max_concurrent": 2}))
+        assets=[audit],
+        jobs=[job],
+        resources={
+            "privgate": PrivgateResource(
+                real_path="unused",
+                work_dir=os.environ["PRIVGATE_WORK_DIR"],
+                reports_dir=os.environ["PRIVGATE_REPORTS_DIR"],
+            ),
+            "io_manager": dg.FilesystemIOManager(base_dir=os.environ["PRIVGATE_STORAGE_DIR"]),
+        },
+        executor=executor or dg.multiprocess_executor.configured({"max_concurrent": 2}),
+    )
 
 
 def audit_job():

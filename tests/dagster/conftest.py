@@ -40,8 +40,9 @@ RELEASES = ("r-pass", "r-warn", "r-block")
 
 def permuted(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
     """Each column shuffled independently with its own seed (keeps marginals, breaks rows)."""
-    return pl.DataFrame({c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i)
-                         for i, c in enumerate(frame.columns)})
+    return pl.DataFrame(
+        {c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i) for i, c in enumerate(frame.columns)}
+    )
 
 
 def release_frames(real: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -82,9 +83,12 @@ def make_defs(example: dict[str, Path]):
     from privgate.dagster.definitions import build_definitions
 
     return build_definitions(
-        data_dir=example["root"], gate_config=example["gate"],
-        history_url=f"sqlite:///{example['history']}", executor="in_process",
-        sensor_settle_seconds=0, env={},
+        data_dir=example["root"],
+        gate_config=example["gate"],
+        history_url=f"sqlite:///{example['history']}",
+        executor="in_process",
+        sensor_settle_seconds=0,
+        env={},
     )
 
 
@@ -121,7 +125,8 @@ def run_release(defs, instance, release_id: str, job: str = "evaluate_release"):
     """Add the partition and run ``job`` for it in process; returns the result (not raising)."""
     instance.add_dynamic_partitions("releases", [release_id])
     return defs.resolve_job_def(job).execute_in_process(
-        instance=instance, partition_key=release_id, raise_on_error=False)
+        instance=instance, partition_key=release_id, raise_on_error=False
+    )
 
 
 @pytest.fixture(scope="module")

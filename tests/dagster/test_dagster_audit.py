@@ -46,9 +46,16 @@ def folders(tmp_path, monkeypatch):
 def _reference() -> dict:
     """The same audit in one process (audit_generator, one worker)."""
     # the generator the job audits (its digest is recorded: the wrapper's, covering what it wraps)
-    ref = audit_generator(jobs._DyingOnce(jobs.GENERATOR), jobs.tiny_real(), workers=1, threads=1,
-                          generator_name="tiny",
-                          generator_version=jobs.VERSION, looks=None, **jobs.SETTINGS).to_dict()
+    ref = audit_generator(
+        jobs._DyingOnce(jobs.GENERATOR),
+        jobs.tiny_real(),
+        workers=1,
+        threads=1,
+        generator_name="tiny",
+        generator_version=jobs.VERSION,
+        looks=None,
+        **jobs.SETTINGS,
+    ).to_dict()
     ref.pop("cost")
     return ref
 
@@ -119,8 +126,9 @@ def test_multiprocess_executor_runs_the_chunks_in_their_own_processes(folders, m
 
     from privgate.audit import prepare_audit
 
-    plan = prepare_audit(None, jobs.tiny_real(), **{k: v for k, v in jobs.SETTINGS.items()
-                                                     if k != "claimed_epsilon"}).plan
+    plan = prepare_audit(
+        None, jobs.tiny_real(), **{k: v for k, v in jobs.SETTINGS.items() if k != "claimed_epsilon"}
+    ).plan
     marker = tmp_path / "kill-once"
     marker.touch()
     monkeypatch.setenv("PRIVGATE_TEST_KILL_FILE", str(marker))
@@ -128,8 +136,9 @@ def test_multiprocess_executor_runs_the_chunks_in_their_own_processes(folders, m
     a = f"{jobs.AUDIT}.{jobs.AUDIT}"
     job = dg.reconstructable(audit_jobs.audit_job)
     with _conf.fast_instance() as instance:
-        with dg.execute_job(job, instance=instance, tags={"dagster/partition": jobs.VERSION},
-                            raise_on_error=False) as died:
+        with dg.execute_job(
+            job, instance=instance, tags={"dagster/partition": jobs.VERSION}, raise_on_error=False
+        ) as died:
             assert not died.success and not marker.exists()
             failed = {e.step_key for e in died.all_events if e.event_type_value == "STEP_FAILURE"}
             assert failed == {f"{a}__runs[runs_8_15]"}
@@ -139,8 +148,13 @@ def test_multiprocess_executor_runs_the_chunks_in_their_own_processes(folders, m
             assert len(set(pids)) == 2 and os.getpid() not in pids
             first_id = died.run_id
         # (the UI's re-execution copies the parent run's tags; execute_job takes them as given)
-        with dg.execute_job(job, instance=instance, raise_on_error=False, tags=died.dagster_run.tags,
-                            reexecution_options=dg.ReexecutionOptions.from_failure(first_id, instance)) as again:
+        with dg.execute_job(
+            job,
+            instance=instance,
+            raise_on_error=False,
+            tags=died.dagster_run.tags,
+            reexecution_options=dg.ReexecutionOptions.from_failure(first_id, instance),
+        ) as again:
             assert again.success
             ran = {e.step_key for e in again.all_events if e.event_type_value == "STEP_START"}
             assert ran == {f"{a}__runs[runs_8_15]", f"{a}__analyse"}
@@ -160,9 +174,19 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
 
     made_by = {"r-sound": "sound", "r-copies": "copies", "r-unaudited": "never-audited"}
     generators = {"sound": LaplaceHistogram(0.1, EXAMPLE_DOMAIN), "copies": jobs.copying}
-    audit = build_generator_audit("gen_audit", generate_for=generators.__getitem__, real=jobs.tiny_real,
-                                  claimed_epsilon=0.1, design="shared", runs=48, chunk_size=24, n_targets=3,
-                                  training_rows=200, seed=0, versions=[*generators, "never-audited"])
+    audit = build_generator_audit(
+        "gen_audit",
+        generate_for=generators.__getitem__,
+        real=jobs.tiny_real,
+        claimed_epsilon=0.1,
+        design="shared",
+        runs=48,
+        chunk_size=24,
+        n_targets=3,
+        training_rows=200,
+        seed=0,
+        versions=[*generators, "never-audited"],
+    )
     releases = dg.StaticPartitionsDefinition(list(made_by))
 
     @dg.asset(partitions_def=releases)
@@ -178,18 +202,24 @@ def test_a_release_needs_a_passing_audit_of_its_generator_version(folders):
     (spec,) = check.check_specs
     assert spec.blocking and [d.asset_key for d in spec.additional_deps] == [audit.key]  # lineage
     defs = dg.Definitions(
-        assets=[audit, release, published], asset_checks=[check],
-        resources={"privgate": PrivgateResource(real_path="unused", work_dir=str(folders["work"]),
-                                                reports_dir=str(folders["reports"])),
-                   "io_manager": dg.FilesystemIOManager(base_dir=str(folders["storage"]))},
-        executor=dg.in_process_executor)
+        assets=[audit, release, published],
+        asset_checks=[check],
+        resources={
+            "privgate": PrivgateResource(
+                real_path="unused", work_dir=str(folders["work"]), reports_dir=str(folders["reports"])
+            ),
+            "io_manager": dg.FilesystemIOManager(base_dir=str(folders["storage"])),
+        },
+        executor=dg.in_process_executor,
+    )
     audit_job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={audit.key})
     release_job = dg.define_asset_job("release_job", selection=[release, published])
     release_job = dg.Definitions.merge(defs, dg.Definitions(jobs=[release_job])).resolve_job_def("release_job")
     spec_key = dg.AssetCheckKey(release.key, "generator_audit_passed")
     with _conf.fast_instance() as instance:
-        audited = {v: _materialisation(audit_job.execute_in_process(instance=instance, partition_key=v))
-                   for v in generators}
+        audited = {
+            v: _materialisation(audit_job.execute_in_process(instance=instance, partition_key=v)) for v in generators
+        }
         assert audited["sound"]["verdict"] == "no violation found"
         assert audited["copies"]["verdict"] == "violation" and audited["copies"]["epsilon_lower"] > 0.1
         assert audited["sound"]["accepted"] is True and audited["copies"]["decision"] == "block"
@@ -214,10 +244,14 @@ def test_audit_passes_reads_the_recorded_decision():
 
     base = {"epsilon_lower": 0.2, "claimed_epsilon": 1.0, "verdict": "no violation found"}
     assert audit_passes({**base, "decision": "pass", "accepted": True}) == (
-        True, "the audit decided pass (ε lower bound 0.2, claimed ε 1.0; verdict: no violation found)")
+        True,
+        "the audit decided pass (ε lower bound 0.2, claimed ε 1.0; verdict: no violation found)",
+    )
     assert audit_passes({**base, "decision": "warn", "accepted": True})[0] is True
     assert audit_passes({**base, "decision": "block", "accepted": False, "verdict": "violation"}) == (
-        False, "the audit decided block (ε lower bound 0.2, claimed ε 1.0; verdict: violation)")
+        False,
+        "the audit decided block (ε lower bound 0.2, claimed ε 1.0; verdict: violation)",
+    )
     assert audit_passes({**base, "decision": "error", "accepted": False})[0] is False
     assert audit_passes(base) == (False, "the audit's materialisation carries no decision (fails closed)")
 
@@ -246,13 +280,20 @@ def test_the_bundled_definitions_carry_the_example_audit(example):
 
     without = build_definitions(data_dir=example["root"], gate_config=example["gate"], executor="in_process", env={})
     assert dg.AssetKey(EXAMPLE_AUDIT) not in without.resolve_asset_graph().get_all_asset_keys()
-    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], executor="in_process",
-                             env={"PRIVGATE_EXAMPLE_AUDIT": "1"})
+    defs = build_definitions(
+        data_dir=example["root"],
+        gate_config=example["gate"],
+        executor="in_process",
+        env={"PRIVGATE_EXAMPLE_AUDIT": "1"},
+    )
     dg.Definitions.validate_loadable(defs)
     job = defs.resolve_job_def(AUDIT_EXAMPLE_JOB)
     graph = job.graph.node_named(EXAMPLE_AUDIT).definition
-    assert sorted(n.name for n in graph.nodes) == [f"{EXAMPLE_AUDIT}__analyse", f"{EXAMPLE_AUDIT}__plan",
-                                                   f"{EXAMPLE_AUDIT}__runs"]
+    assert sorted(n.name for n in graph.nodes) == [
+        f"{EXAMPLE_AUDIT}__analyse",
+        f"{EXAMPLE_AUDIT}__plan",
+        f"{EXAMPLE_AUDIT}__runs",
+    ]
     assert job.partitions_def.get_partition_keys() == list(EXAMPLE_VERSIONS)
 
 
@@ -301,10 +342,12 @@ def test_documented_audit_example_runs_and_blocks_a_leaky_generators_release(tmp
         instance.add_dynamic_partitions("generator_audit_versions", ["2.3"])
         assert job.get_subset(asset_selection={dg.AssetKey("customers")}).execute_in_process(instance=instance).success
         audit = job.get_subset(asset_selection={dg.AssetKey("generator_audit")}).execute_in_process(
-            instance=instance, partition_key="2.3")
+            instance=instance, partition_key="2.3"
+        )
         md = _materialisation(audit)
         release = job.get_subset(asset_selection={dg.AssetKey("synthetic_customers")}).execute_in_process(
-            instance=instance, raise_on_error=False)
+            instance=instance, raise_on_error=False
+        )
     assert md["verdict"] == "violation" and md["epsilon_lower"] > 1.0 and md["runs"] == 200
     assert Path(md["audit_json"]).is_relative_to(tmp_path / "reports" / "audits" / "generator_audit" / "2.3")
     (ev,) = release.get_asset_check_evaluations()

@@ -20,8 +20,15 @@ DEFAULT_GATE = Path(__file__).resolve().parents[2] / "privgate" / "configs" / "d
 COPIES_GATE = "version: 1\ndataset: typed\nmetrics:\n  common_rows:\n    threshold: {block: 0.5}\n"
 
 
-def _gate(tmp_path: Path, instance, real: pl.DataFrame, holdout: pl.DataFrame,
-          release: pl.DataFrame, name: str, gate: Path = DEFAULT_GATE) -> dict[str, dg.AssetCheckEvaluation]:
+def _gate(
+    tmp_path: Path,
+    instance,
+    real: pl.DataFrame,
+    holdout: pl.DataFrame,
+    release: pl.DataFrame,
+    name: str,
+    gate: Path = DEFAULT_GATE,
+) -> dict[str, dg.AssetCheckEvaluation]:
     real_path, holdout_path = tmp_path / f"{name}_real.parquet", tmp_path / f"{name}_holdout.parquet"
     real.write_parquet(real_path)
     holdout.write_parquet(holdout_path)
@@ -32,9 +39,18 @@ def _gate(tmp_path: Path, instance, real: pl.DataFrame, holdout: pl.DataFrame,
 
     checks = build_privgate_checks(assets=[release_asset], gate_config=gate)
     result = dg.materialize(
-        [release_asset, *checks], instance=instance, raise_on_error=False,
-        resources={"privgate": PrivgateResource(real_path=str(real_path), holdout_path=str(holdout_path),
-                                                history_url=f"sqlite:///{tmp_path / 'h.sqlite'}", threads=1)})
+        [release_asset, *checks],
+        instance=instance,
+        raise_on_error=False,
+        resources={
+            "privgate": PrivgateResource(
+                real_path=str(real_path),
+                holdout_path=str(holdout_path),
+                history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
+                threads=1,
+            )
+        },
+    )
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 

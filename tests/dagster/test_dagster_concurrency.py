@@ -56,7 +56,9 @@ LOCKED_WAIT = 10.0
 # One unpartitioned release asset of the user's own (the release id from the run config), its
 # checks from build_privgate_checks, in a process of its own (execute_in_process is not
 # thread-safe).
-CHILD_LOCK = BARRIER + f"""
+CHILD_LOCK = (
+    BARRIER
+    + f"""
 import dagster as dg
 import polars as pl
 
@@ -91,10 +93,13 @@ dg.materialize(
                                             lock_dir=lock_dir)}},
     run_config={{"ops": {{"privgate_release": {{"config": {{"release_id": release_id}}}}}}}})
 """
+)
 
 # One run of the bundled release job (partitioned) in its own process, on a shared SQLite
 # Dagster instance.
-CHILD_ORDER = BARRIER + """
+CHILD_ORDER = (
+    BARRIER
+    + """
 import dagster as dg
 
 root, gate, history, release_id, barrier = sys.argv[1:6]
@@ -127,13 +132,15 @@ with dg.DagsterInstance.get() as instance:
     defs.resolve_job_def("evaluate_release").execute_in_process(
         instance=instance, partition_key=release_id, raise_on_error=False)
 """
+)
 
 
 def _permuted(frame, seed):
     import polars as pl
 
-    return pl.DataFrame({c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i)
-                         for i, c in enumerate(frame.columns)})
+    return pl.DataFrame(
+        {c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i) for i, c in enumerate(frame.columns)}
+    )
 
 
 @pytest.fixture
@@ -141,18 +148,26 @@ def race(tmp_path, real_frame):
     root = tmp_path / "data"
     (root / "releases").mkdir(parents=True)
     real_frame.write_parquet(root / "real.parquet")
-    releases = {"r1": _permuted(real_frame, 5).head(300),  # new rows: accepted, trend baseline
-                "r2": real_frame.head(300)}                # copies: authenticity jumps by ~0.6
+    releases = {
+        "r1": _permuted(real_frame, 5).head(300),  # new rows: accepted, trend baseline
+        "r2": real_frame.head(300),
+    }  # copies: authenticity jumps by ~0.6
     for rid, frame in releases.items():
         frame.write_parquet(root / "releases" / f"{rid}.parquet")
     gate = tmp_path / "gate.yaml"
     gate.write_text(GATE, encoding="utf-8")
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(
-        f"storage:\n  sqlite:\n    base_dir: {home}\ntelemetry:\n  enabled: false\n")
-    return {"root": root, "gate": gate, "history": tmp_path / "history.sqlite", "home": home,
-            "releases": releases, "real": real_frame, "child": tmp_path / "child.py"}
+    (home / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {home}\ntelemetry:\n  enabled: false\n")
+    return {
+        "root": root,
+        "gate": gate,
+        "history": tmp_path / "history.sqlite",
+        "home": home,
+        "releases": releases,
+        "real": real_frame,
+        "child": tmp_path / "child.py",
+    }
 
 
 def _sequential_decisions(race, tmp_path) -> dict[str, str]:
@@ -162,9 +177,10 @@ def _sequential_decisions(race, tmp_path) -> dict[str, str]:
 
     store = HistoryStore(f"sqlite:///{tmp_path / 'sequential.sqlite'}")
     try:
-        return {rid: str(run_gate(str(race["gate"]), race["real"], frame, release_id=rid,
-                                  history=store).decision)
-                for rid, frame in race["releases"].items()}
+        return {
+            rid: str(run_gate(str(race["gate"]), race["real"], frame, release_id=rid, history=store).decision)
+            for rid, frame in race["releases"].items()
+        }
     finally:
         store.close()
 
@@ -182,18 +198,27 @@ def _recorded_decisions(race) -> dict[str, str]:
 
 def _env(race) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIVGATE_", "DAGSTER_HOME"))}
-    env.update(DAGSTER_HOME=str(race["home"]), DAGSTER_DISABLE_TELEMETRY="1",
-               PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        DAGSTER_HOME=str(race["home"]),
+        DAGSTER_DISABLE_TELEMETRY="1",
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     return env
 
 
 def _run_both(race, code: str, args_of) -> dict[str, str]:
     """Start one child per release at once (they synchronise through the barrier folder)."""
     race["child"].write_text(code, encoding="utf-8")
-    procs = [subprocess.Popen([sys.executable, str(race["child"]), *map(str, args_of(rid))],
-                              env=_env(race), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-             for rid in ("r1", "r2")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(race["child"]), *map(str, args_of(rid))],
+            env=_env(race),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rid in ("r1", "r2")
+    ]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-3000:]
@@ -211,9 +236,19 @@ def test_the_dataset_lock_keeps_a_second_evaluation_out_until_the_first_recorded
     read the history before release 1 recorded (unpartitioned: no release order to wait for)."""
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    decisions = _run_both(race, CHILD_LOCK, lambda rid: (
-        race["root"] / "real.parquet", race["gate"], race["history"], rid,
-        race["root"] / "releases" / f"{rid}.parquet", barrier, tmp_path / "locks"))
+    decisions = _run_both(
+        race,
+        CHILD_LOCK,
+        lambda rid: (
+            race["root"] / "real.parquet",
+            race["gate"],
+            race["history"],
+            rid,
+            race["root"] / "releases" / f"{rid}.parquet",
+            barrier,
+            tmp_path / "locks",
+        ),
+    )
     assert {p.name for p in barrier.iterdir()} == {"read_r1", "read_r2"}
     assert decisions == _sequential_decisions(race, tmp_path) == {"r1": "pass", "r2": "warn"}
 
@@ -228,7 +263,6 @@ def test_later_release_reaching_the_gate_first_waits_for_the_earlier(race, tmp_p
         instance.add_dynamic_partitions("releases", ["r1", "r2"])
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    decisions = _run_both(race, CHILD_ORDER, lambda rid: (
-        race["root"], race["gate"], race["history"], rid, barrier))
+    decisions = _run_both(race, CHILD_ORDER, lambda rid: (race["root"], race["gate"], race["history"], rid, barrier))
     assert {p.name for p in barrier.iterdir()} == {"r1_started", "r2_waiting"}
     assert decisions == _sequential_decisions(race, tmp_path) == {"r1": "pass", "r2": "warn"}

@@ -23,9 +23,13 @@ def _env_for_cli(example, tmp_path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIVGATE_", "DAGSTER_"))}
     (tmp_path / "home").mkdir(exist_ok=True)
     (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env.update(DAGSTER_HOME=str(tmp_path / "home"), PRIVGATE_DAGSTER_DATA_DIR=str(example["root"]),
-               PRIVGATE_GATE_CONFIG=str(example["gate"]), DAGSTER_DISABLE_TELEMETRY="1",
-               PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        DAGSTER_HOME=str(tmp_path / "home"),
+        PRIVGATE_DAGSTER_DATA_DIR=str(example["root"]),
+        PRIVGATE_GATE_CONFIG=str(example["gate"]),
+        DAGSTER_DISABLE_TELEMETRY="1",
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     return env
 
 
@@ -34,15 +38,24 @@ def _specs(defs, asset: str = "synthetic_release") -> dict:
     return {k.name: graph.get_check_spec(k) for k in graph.asset_check_keys if k.asset_key == dg.AssetKey(asset)}
 
 
-@pytest.mark.parametrize("target", [["-m", "privgate.dagster"],
-                                    ["-f", str(REPO / "dagster_defs" / "definitions.py")],
-                                    ["-w", str(REPO / "deploy" / "workspace.yaml")]],
-                         ids=["module", "code-location", "workspace"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        ["-m", "privgate.dagster"],
+        ["-f", str(REPO / "dagster_defs" / "definitions.py")],
+        ["-w", str(REPO / "deploy" / "workspace.yaml")],
+    ],
+    ids=["module", "code-location", "workspace"],
+)
 def test_dagster_definitions_validate_cli(example, tmp_path, target):
     proc = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", *target],
-        cwd=tmp_path, env=_env_for_cli(example, tmp_path), capture_output=True, text=True,
-        timeout=300)
+        cwd=tmp_path,
+        env=_env_for_cli(example, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "passed validation" in (proc.stdout + proc.stderr)
 
@@ -58,17 +71,22 @@ def test_default_configuration_builds_and_validates(example):
     # no holdout configured: the checks declared are the rules that apply without one
     n_rules = sum(1 for m in cfg.metrics.values() for r in m.rules if r.when != "with_holdout")
     assert len(names) == n_rules + 1 and DECISION_CHECK in names
-    with_holdout = build_definitions(data_dir=example["root"], holdout_path=str(example["root"] / "real.parquet"),
-                                     env={})
+    with_holdout = build_definitions(
+        data_dir=example["root"], holdout_path=str(example["root"] / "real.parquet"), env={}
+    )
     n_with = sum(1 for m in cfg.metrics.values() for r in m.rules if r.when != "no_holdout")
     assert len(set(_specs(with_holdout))) == n_with + 1
 
 
 def test_check_specs_block_rules_are_blocking_warn_rules_are_not(defs):
     specs = _specs(defs)
-    assert set(specs) == {DECISION_CHECK, "common_rows__threshold_warn",
-                          "common_rows__threshold_block", "hitting_rate__threshold_block",
-                          "authenticity__trend_warn"}
+    assert set(specs) == {
+        DECISION_CHECK,
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+        "authenticity__trend_warn",
+    }
     for name, spec in specs.items():
         assert spec.asset_key == dg.AssetKey("synthetic_release")
         assert spec.partitions_def is not None and spec.partitions_def.name == "releases"
@@ -86,14 +104,18 @@ def test_the_latest_release_view_has_the_release_checks_unpartitioned(defs):
 def test_assets_partitions_jobs_and_resources(defs):
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"real_data", "synthetic_release", "published_release",
-                    "synthetic_release_privacy_scorecard", "synthetic_release_latest_release"}
+    assert keys == {
+        "real_data",
+        "synthetic_release",
+        "published_release",
+        "synthetic_release_privacy_scorecard",
+        "synthetic_release_latest_release",
+    }
     for key in ("synthetic_release", "published_release"):
         pdef = graph.get(dg.AssetKey(key)).partitions_def
         assert isinstance(pdef, dg.DynamicPartitionsDefinition) and pdef.name == "releases"
     assert graph.get(dg.AssetKey("real_data")).partitions_def is None
-    assert graph.get(dg.AssetKey("published_release")).parent_keys == {
-        dg.AssetKey("synthetic_release")}
+    assert graph.get(dg.AssetKey("published_release")).parent_keys == {dg.AssetKey("synthetic_release")}
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"evaluate_release", "reevaluate_release"}
     assert set(defs.resources) == {"locations", "privgate", "io_manager"}
 
@@ -106,11 +128,15 @@ def test_invalid_gate_configuration_fails_the_load_naming_the_key(example, tmp_p
 
 
 def test_environment_variables_configure_locations(example, tmp_path):
-    env = {"PRIVGATE_DAGSTER_DATA_DIR": str(tmp_path / "root"),
-           "PRIVGATE_RELEASES_DIR": str(tmp_path / "drop"),
-           "PRIVGATE_GATE_CONFIG": str(example["gate"]), "PRIVGATE_DATASET": "other",
-           "PRIVGATE_SENSOR_STATUS": "stopped", "PRIVGATE_REEVALUATE_LATEST": "2",
-           "PRIVGATE_EXECUTOR": "in_process"}
+    env = {
+        "PRIVGATE_DAGSTER_DATA_DIR": str(tmp_path / "root"),
+        "PRIVGATE_RELEASES_DIR": str(tmp_path / "drop"),
+        "PRIVGATE_GATE_CONFIG": str(example["gate"]),
+        "PRIVGATE_DATASET": "other",
+        "PRIVGATE_SENSOR_STATUS": "stopped",
+        "PRIVGATE_REEVALUATE_LATEST": "2",
+        "PRIVGATE_EXECUTOR": "in_process",
+    }
     defs = build_definitions(env=env)
     loc, pg = defs.resources["locations"], defs.resources["privgate"]
     assert loc.releases_dir == str(tmp_path / "drop")
@@ -162,8 +188,7 @@ def test_example_prepares_a_loadable_workspace(tmp_path):
 
     env = prepare(tmp_path / "ex")
     releases = sorted(p.name for p in (tmp_path / "ex" / "releases").iterdir())
-    assert releases == ["release-1-marginals.parquet", "release-2-leaky.parquet",
-                        "release-3-noisy-copy.parquet"]
+    assert releases == ["release-1-marginals.parquet", "release-2-leaky.parquet", "release-3-noisy-copy.parquet"]
     home = yaml.safe_load((Path(env["DAGSTER_HOME"]) / "dagster.yaml").read_text())
     assert home["telemetry"] == {"enabled": False}
     defs = build_definitions(env=env)
@@ -178,8 +203,11 @@ def test_example_prepares_a_loadable_workspace(tmp_path):
 def test_dagster_adapter_does_not_import_great_expectations():
     """The Dagster adapter stands without the GX one: importing privgate.dagster (its module
     entry point, the Definitions builder, the example) imports neither GX nor privgate.gx."""
-    code = ("import sys, privgate.dagster, privgate.dagster.definitions, privgate.dagster.example; "
-            "print('great_expectations' in sys.modules, 'privgate.gx' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO, timeout=120)
+    code = (
+        "import sys, privgate.dagster, privgate.dagster.definitions, privgate.dagster.example; "
+        "print('great_expectations' in sys.modules, 'privgate.gx' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, timeout=120
+    )
     assert out.stdout.split() == ["False", "False"]

@@ -17,16 +17,24 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-PG_VARS = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD",
-           "DAGSTER_PG_DB")
+PG_VARS = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")
 
 
 def _yaml(rel: str):
     return yaml.safe_load((DEPLOY / rel).read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("rel", ["local/dagster.yaml", "postgres/dagster.yaml", "workspace.yaml",
-                                 "docker/workspace.yaml", "docker-compose.yml", "helm/values.yaml"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "local/dagster.yaml",
+        "postgres/dagster.yaml",
+        "workspace.yaml",
+        "docker/workspace.yaml",
+        "docker-compose.yml",
+        "helm/values.yaml",
+    ],
+)
 def test_yaml_files_parse(rel):
     assert isinstance(_yaml(rel), dict)
 
@@ -62,9 +70,13 @@ def test_sqlite_instance_loads(tmp_path, monkeypatch):
 
 def _pg_parts(url: str) -> dict[str, str]:
     u = urlparse(url)
-    return {"DAGSTER_PG_HOST": u.hostname or "127.0.0.1", "DAGSTER_PG_PORT": str(u.port or 5432),
-            "DAGSTER_PG_USER": u.username or "postgres", "DAGSTER_PG_PASSWORD": u.password or "",
-            "DAGSTER_PG_DB": u.path.lstrip("/") or "postgres"}
+    return {
+        "DAGSTER_PG_HOST": u.hostname or "127.0.0.1",
+        "DAGSTER_PG_PORT": str(u.port or 5432),
+        "DAGSTER_PG_USER": u.username or "postgres",
+        "DAGSTER_PG_PASSWORD": u.password or "",
+        "DAGSTER_PG_DB": u.path.lstrip("/") or "postgres",
+    }
 
 
 @pytest.fixture
@@ -78,9 +90,13 @@ def pg_database():
 
     parts = _pg_parts(url)
     name = f"privgate_dagster_{uuid.uuid4().hex[:10]}"
-    conn = psycopg2.connect(host=parts["DAGSTER_PG_HOST"], port=int(parts["DAGSTER_PG_PORT"]),
-                            user=parts["DAGSTER_PG_USER"], password=parts["DAGSTER_PG_PASSWORD"] or None,
-                            dbname=parts["DAGSTER_PG_DB"])
+    conn = psycopg2.connect(
+        host=parts["DAGSTER_PG_HOST"],
+        port=int(parts["DAGSTER_PG_PORT"]),
+        user=parts["DAGSTER_PG_USER"],
+        password=parts["DAGSTER_PG_PASSWORD"] or None,
+        dbname=parts["DAGSTER_PG_DB"],
+    )
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute(f'CREATE DATABASE "{name}"')
@@ -104,17 +120,20 @@ def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp
     home.mkdir()
     shutil.copy(DEPLOY / "postgres" / "dagster.yaml", home / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
-                             history_url=f"sqlite:///{example['history']}", executor="in_process",
-                             env={})
+    defs = build_definitions(
+        data_dir=example["root"],
+        gate_config=example["gate"],
+        history_url=f"sqlite:///{example['history']}",
+        executor="in_process",
+        env={},
+    )
     job = defs.resolve_job_def("evaluate_release")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
         instance.add_dynamic_partitions("releases", ["r-pass", "r-block"])
         ok = job.execute_in_process(instance=instance, partition_key="r-pass", raise_on_error=False)
-        blocked = job.execute_in_process(instance=instance, partition_key="r-block",
-                                         raise_on_error=False)
+        blocked = job.execute_in_process(instance=instance, partition_key="r-block", raise_on_error=False)
         assert ok.success and not blocked.success
         key = dg.AssetCheckKey(dg.AssetKey("synthetic_release"), "common_rows__threshold_block")
         history = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
@@ -123,7 +142,8 @@ def test_postgres_instance_loads_and_runs_the_pipeline(pg_database, example, tmp
         assert by_run[blocked.run_id].evaluation.passed is False
         assert by_run[ok.run_id].evaluation.passed is True
         published = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey("published_release")), limit=10).records
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("published_release")), limit=10
+        ).records
         assert [r.partition_key for r in published] == ["r-pass"]
 
 
@@ -198,24 +218,86 @@ def test_dockerfile_copies_existing_paths_and_installs_the_k8s_extra():
 
 
 # Key names of the official chart (helm/dagster/schema in dagster-io/dagster, chart 1.13):
-CHART_TOP = {"global", "dagsterWebserver", "dagster-user-deployments", "postgresql",
-             "generatePostgresqlPasswordSecret", "generateCeleryConfigSecret", "rabbitmq", "redis",
-             "flower", "ingress", "imagePullSecrets", "computeLogManager", "scheduler",
-             "runLauncher", "pythonLogs", "dagsterDaemon", "busybox", "migrate", "telemetry",
-             "serviceAccount", "retention", "concurrency", "additionalInstanceConfig"}
-RUN_LAUNCHER_TYPES = {"K8sRunLauncher": "k8sRunLauncher",
-                      "CeleryK8sRunLauncher": "celeryK8sRunLauncher",
-                      "CustomRunLauncher": "customRunLauncher"}
-K8S_RUN_LAUNCHER = {"image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig",
-                    "kubeconfigFile", "envConfigMaps", "envSecrets", "envVars", "volumeMounts",
-                    "volumes", "labels", "failPodOnRunFailure"}
-USER_DEPLOYMENT = {"name", "image", "port", "dagsterApiGrpcArgs", "codeServerArgs",
-                   "includeConfigInLaunchedRuns", "env", "envConfigMaps", "envSecrets",
-                   "annotations", "nodeSelector", "affinity", "tolerations", "podSecurityContext",
-                   "securityContext", "resources", "livenessProbe", "readinessProbe",
-                   "startupProbe", "labels", "volumeMounts", "volumes", "schedulerName"}
-POSTGRESQL = {"postgresqlScheme", "image", "enabled", "postgresqlHost", "postgresqlUsername",
-              "postgresqlPassword", "postgresqlDatabase", "postgresqlParams", "service"}
+CHART_TOP = {
+    "global",
+    "dagsterWebserver",
+    "dagster-user-deployments",
+    "postgresql",
+    "generatePostgresqlPasswordSecret",
+    "generateCeleryConfigSecret",
+    "rabbitmq",
+    "redis",
+    "flower",
+    "ingress",
+    "imagePullSecrets",
+    "computeLogManager",
+    "scheduler",
+    "runLauncher",
+    "pythonLogs",
+    "dagsterDaemon",
+    "busybox",
+    "migrate",
+    "telemetry",
+    "serviceAccount",
+    "retention",
+    "concurrency",
+    "additionalInstanceConfig",
+}
+RUN_LAUNCHER_TYPES = {
+    "K8sRunLauncher": "k8sRunLauncher",
+    "CeleryK8sRunLauncher": "celeryK8sRunLauncher",
+    "CustomRunLauncher": "customRunLauncher",
+}
+K8S_RUN_LAUNCHER = {
+    "image",
+    "imagePullPolicy",
+    "jobNamespace",
+    "loadInclusterConfig",
+    "kubeconfigFile",
+    "envConfigMaps",
+    "envSecrets",
+    "envVars",
+    "volumeMounts",
+    "volumes",
+    "labels",
+    "failPodOnRunFailure",
+}
+USER_DEPLOYMENT = {
+    "name",
+    "image",
+    "port",
+    "dagsterApiGrpcArgs",
+    "codeServerArgs",
+    "includeConfigInLaunchedRuns",
+    "env",
+    "envConfigMaps",
+    "envSecrets",
+    "annotations",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "podSecurityContext",
+    "securityContext",
+    "resources",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "labels",
+    "volumeMounts",
+    "volumes",
+    "schedulerName",
+}
+POSTGRESQL = {
+    "postgresqlScheme",
+    "image",
+    "enabled",
+    "postgresqlHost",
+    "postgresqlUsername",
+    "postgresqlPassword",
+    "postgresqlDatabase",
+    "postgresqlParams",
+    "service",
+}
 
 
 def test_helm_values_use_chart_keys_and_the_k8s_executor():
@@ -276,7 +358,8 @@ def test_helm_family_pods_memory_covers_the_estimate_the_values_state(capsys):
     sized: dict[str, dict] = {}
     for argv in commands:
         assert "--step-threads" in argv and json.loads(argv[argv.index("--step-threads") + 1]) == json.loads(
-            env["PRIVGATE_STEP_THREADS"])  # sized with the pods' thread budgets
+            env["PRIVGATE_STEP_THREADS"]
+        )  # sized with the pods' thread budgets
         assert main(argv + ["--json"]) == 0
         for step, figure in json.loads(capsys.readouterr().out)["family_steps"].items():
             sized.setdefault(step, figure)

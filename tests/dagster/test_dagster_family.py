@@ -21,8 +21,9 @@ def _dagster_conftest():
     folder's conftest when several test folders run together)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_privgate_dagster_conftest",
-                                                  Path(__file__).resolve().parent / "conftest.py")
+    spec = importlib.util.spec_from_file_location(
+        "_privgate_dagster_conftest", Path(__file__).resolve().parent / "conftest.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,9 +41,16 @@ HERE = Path(__file__).resolve().parent
 
 def _defs(example, evaluation="by_family", **kw):
     example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
-    return build_definitions(data_dir=example["root"], gate_config=example["gate"],
-                             history_url=f"sqlite:///{example['history']}", executor="in_process",
-                             sensor_settle_seconds=0, evaluation=evaluation, env={}, **kw)
+    return build_definitions(
+        data_dir=example["root"],
+        gate_config=example["gate"],
+        history_url=f"sqlite:///{example['history']}",
+        executor="in_process",
+        sensor_settle_seconds=0,
+        evaluation=evaluation,
+        env={},
+        **kw,
+    )
 
 
 def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
@@ -58,15 +66,13 @@ def _materialized(result) -> set[str]:
 
 def test_family_checks_are_the_single_step_checks_in_steps(example):
     example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
-    single = build_definitions(data_dir=example["root"], gate_config=example["gate"],
-                               executor="in_process", env={})
+    single = build_definitions(data_dir=example["root"], gate_config=example["gate"], executor="in_process", env={})
     split = _defs(example)
     keys = lambda d: set(d.resolve_asset_graph().asset_check_keys)  # noqa: E731
     assert keys(split) == keys(single) and dg.AssetCheckKey(RELEASE, DECISION_CHECK) in keys(split)
     job = split.resolve_job_def(EVALUATE_JOB)
     graph = job.graph.node_named(GRAPH).definition
-    assert sorted(n.name for n in graph.nodes) == [f"{GRAPH}__gate", f"{GRAPH}__re_identification",
-                                                   f"{GRAPH}__tracing"]
+    assert sorted(n.name for n in graph.nodes) == [f"{GRAPH}__gate", f"{GRAPH}__re_identification", f"{GRAPH}__tracing"]
     # the blocking checks' join gates the publication: published_release waits for it
     published = job.graph.dependency_structure.all_upstream_outputs_from_node("published_release")
     assert f"{GRAPH}" in {o.node.name for o in published}
@@ -88,16 +94,21 @@ def test_steps_tags_and_threads_are_checked(example):
     gate.write_text(FAMILY_GATE_YAML, encoding="utf-8")
     k8s = {"dagster-k8s/config": {"container_config": {"resources": {"limits": {"cpu": "4"}}}}}
     (checks,) = build_privgate_family_checks(
-        assets=[RELEASE], gate_config=gate, steps={"distance": ["re-identification"], "tracing": ["nnaa"]},
-        step_tags={"tracing": k8s}, step_threads={"tracing": 4})
+        assets=[RELEASE],
+        gate_config=gate,
+        steps={"distance": ["re-identification"], "tracing": ["nnaa"]},
+        step_tags={"tracing": k8s},
+        step_threads={"tracing": 4},
+    )
     ops = {n.name: n.definition for n in checks.node_def.nodes}
     assert json.loads(ops[f"{GRAPH}__tracing"].tags["dagster-k8s/config"]) == k8s["dagster-k8s/config"]
     assert set(ops) == {f"{GRAPH}__distance", f"{GRAPH}__tracing", f"{GRAPH}__gate"}
     with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"no step evaluates \['nnaa'\]"):
         build_privgate_family_checks(assets=[RELEASE], gate_config=gate, steps={"a": ["re-identification"]})
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="'nnaa' is in steps 'a' and 'b'"):
-        build_privgate_family_checks(assets=[RELEASE], gate_config=gate,
-                                     steps={"a": ["re-identification", "nnaa"], "b": ["nnaa"]})
+        build_privgate_family_checks(
+            assets=[RELEASE], gate_config=gate, steps={"a": ["re-identification", "nnaa"], "b": ["nnaa"]}
+        )
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="step_tags for unknown steps"):
         build_privgate_family_checks(assets=[RELEASE], gate_config=gate, step_tags={"trace": k8s})
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="identifier other than 'gate'"):
@@ -105,8 +116,11 @@ def test_steps_tags_and_threads_are_checked(example):
     with pytest.raises(ConfigError, match="PRIVGATE_EVALUATION"):
         build_definitions(data_dir=example["root"], gate_config=gate, env={"PRIVGATE_EVALUATION": "split"})
     with pytest.raises(ConfigError, match="PRIVGATE_STEP_THREADS"):
-        build_definitions(data_dir=example["root"], gate_config=gate,
-                          env={"PRIVGATE_EVALUATION": "by_family", "PRIVGATE_STEP_THREADS": "[4]"})
+        build_definitions(
+            data_dir=example["root"],
+            gate_config=gate,
+            env={"PRIVGATE_EVALUATION": "by_family", "PRIVGATE_STEP_THREADS": "[4]"},
+        )
 
 
 def test_helm_values_size_each_family_step(example):
@@ -152,11 +166,13 @@ def test_a_run_planning_some_checks_yields_only_those(example, instance):
     """The sensor's and the schedule's runs plan a subset of the checks: the by-family graph runs
     its steps once and reports only the planned checks; the release is published."""
     defs = _defs(example)
-    planned = {dg.AssetCheckKey(RELEASE, n) for n in (DECISION_CHECK, "common_rows__threshold_block",
-                                                      "nnaa__threshold_block")}
+    planned = {
+        dg.AssetCheckKey(RELEASE, n) for n in (DECISION_CHECK, "common_rows__threshold_block", "nnaa__threshold_block")
+    }
     job = defs.resolve_job_def(EVALUATE_JOB).get_subset(
         asset_selection={RELEASE, dg.AssetKey("real_data"), dg.AssetKey("published_release")},
-        asset_check_selection=planned)
+        asset_check_selection=planned,
+    )
     instance.add_dynamic_partitions("releases", ["r-pass"])
     result = job.execute_in_process(instance=instance, partition_key="r-pass", raise_on_error=False)
     assert result.success
@@ -170,8 +186,11 @@ def test_a_run_planning_some_checks_yields_only_those(example, instance):
 def _normalised_checks(result, run_id: str) -> dict[str, tuple]:
     out = {}
     for name, ev in _checks(result).items():
-        md = {k: v.value for k, v in ev.metadata.items()
-              if k not in ("json_report", "html_report", "evaluation_steps", "privgate_run_id")}
+        md = {
+            k: v.value
+            for k, v in ev.metadata.items()
+            if k not in ("json_report", "html_report", "evaluation_steps", "privgate_run_id")
+        }
         if "summary" in md:
             md["summary"] = md["summary"].replace(run_id, "RUN")
         out[name] = (ev.passed, ev.severity, ev.description, json.dumps(md, sort_keys=True, default=str))
@@ -205,24 +224,34 @@ def test_split_and_single_step_agree_on_the_bundled_example(tmp_path):
             (root / "releases").mkdir(parents=True)
             release.write_parquet(root / "releases" / "leaky.parquet")
             url = f"sqlite:///{root / 'history.sqlite'}"
-            defs = build_definitions(data_dir=root, real_path=example_path("adult_sample"),
-                                     holdout_path=example_path("adult_holdout"), history_url=url,
-                                     dataset="adult", executor="in_process", evaluation=mode, env={})
+            defs = build_definitions(
+                data_dir=root,
+                real_path=example_path("adult_sample"),
+                holdout_path=example_path("adult_holdout"),
+                history_url=url,
+                dataset="adult",
+                executor="in_process",
+                evaluation=mode,
+                env={},
+            )
             result = run_release(defs, instance, "leaky")
             decision = _checks(result)[DECISION_CHECK]
             run_id = decision.metadata["privgate_run_id"].value
             store = HistoryStore(url)
             try:
-                scores = store.metric_history("adult").drop("run_id", "created_at", "seconds",
-                                                               strict=False)
+                scores = store.metric_history("adult").drop("run_id", "created_at", "seconds", strict=False)
                 run_rows = store.runs("adult")
             finally:
                 store.close()
-            runs[mode] = {"success": result.success, "checks": _normalised_checks(result, run_id),
-                          "scores": scores, "decision": run_rows["decision"].to_list(),
-                          "report": _report_json(decision.metadata["json_report"].value),
-                          "materialized": _materialized(result),
-                          "work": sorted(p.name for p in (root / "work").glob("*/*"))}
+            runs[mode] = {
+                "success": result.success,
+                "checks": _normalised_checks(result, run_id),
+                "scores": scores,
+                "decision": run_rows["decision"].to_list(),
+                "report": _report_json(decision.metadata["json_report"].value),
+                "materialized": _materialized(result),
+                "work": sorted(p.name for p in (root / "work").glob("*/*")),
+            }
     single, split = runs["single"], runs["by_family"]
     assert single["decision"] == split["decision"] == ["warn"]  # the leaky release warns
     assert single["checks"] == split["checks"]
@@ -261,8 +290,11 @@ def test_a_failing_family_step_blocks_the_release(example, instance, monkeypatch
     nnaa = checks["nnaa__threshold_block"]
     assert nnaa.passed is False and "evaluation step 'tracing' stopped (MemoryError" in nnaa.description
     assert "published_release" not in _materialized(result)
-    step = next(e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"
-                and e.step_key == f"{GRAPH}.{GRAPH}__tracing")
+    step = next(
+        e
+        for e in result.all_events
+        if e.event_type_value == "STEP_OUTPUT" and e.step_key == f"{GRAPH}.{GRAPH}__tracing"
+    )
     assert step is not None
     store = HistoryStore(f"sqlite:///{example['history']}")
     try:
@@ -298,8 +330,13 @@ def test_step_files_and_metadata_hold_no_real_value(example, instance, monkeypat
         if t == pl.String:
             values |= {v for v in real_frame[c].drop_nulls().unique().to_list() if len(v) >= 4}
     assert values and not sorted(v for v in values if v in text)
-    big = {str(int(v)) for c, t in real_frame.schema.items() if t.is_numeric()
-           for v in real_frame[c].drop_nulls().to_list() if abs(v) >= 10000}
+    big = {
+        str(int(v))
+        for c, t in real_frame.schema.items()
+        if t.is_numeric()
+        for v in real_frame[c].drop_nulls().to_list()
+        if abs(v) >= 10000
+    }
     assert big and not (set(re.split(r"[^0-9]+", text)) & big)
 
 
@@ -334,11 +371,17 @@ def mp_env(example, monkeypatch):
     """Environment of the bundled Definitions for tests/dagster/family_jobs.py (the step
     processes read it), evaluated by family on the multiprocess executor."""
     example["gate"].write_text(FAMILY_GATE_YAML, encoding="utf-8")
-    env = {"PRIVGATE_DAGSTER_DATA_DIR": str(example["root"]), "PRIVGATE_GATE_CONFIG": str(example["gate"]),
-           "PRIVGATE_HISTORY_URL": f"sqlite:///{example['history']}", "PRIVGATE_EVALUATION": "by_family",
-           "PRIVGATE_EXECUTOR": "multiprocess", "PRIVGATE_MAX_CONCURRENT": "3",
-           "PRIVGATE_SENSOR_STATUS": "stopped", "PRIVGATE_THREADS": "1",
-           "PRIVGATE_STEP_THREADS": '{"tracing": 1}'}
+    env = {
+        "PRIVGATE_DAGSTER_DATA_DIR": str(example["root"]),
+        "PRIVGATE_GATE_CONFIG": str(example["gate"]),
+        "PRIVGATE_HISTORY_URL": f"sqlite:///{example['history']}",
+        "PRIVGATE_EVALUATION": "by_family",
+        "PRIVGATE_EXECUTOR": "multiprocess",
+        "PRIVGATE_MAX_CONCURRENT": "3",
+        "PRIVGATE_SENSOR_STATUS": "stopped",
+        "PRIVGATE_THREADS": "1",
+        "PRIVGATE_STEP_THREADS": '{"tracing": 1}',
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.syspath_prepend(str(HERE))
@@ -351,12 +394,18 @@ def _execute(instance, release_id):
 
     instance.add_dynamic_partitions("releases", [release_id])
     defs = build_definitions()
-    stored = defs.resolve_implicit_global_asset_job_def().get_subset(
-        asset_selection={RELEASE}, asset_check_selection=set()).execute_in_process(
-        instance=instance, partition_key=release_id)
+    stored = (
+        defs.resolve_implicit_global_asset_job_def()
+        .get_subset(asset_selection={RELEASE}, asset_check_selection=set())
+        .execute_in_process(instance=instance, partition_key=release_id)
+    )
     assert stored.success
-    return dg.execute_job(dg.reconstructable(family_jobs.release_checks_job), instance=instance,
-                          tags={"dagster/partition": release_id}, raise_on_error=False)
+    return dg.execute_job(
+        dg.reconstructable(family_jobs.release_checks_job),
+        instance=instance,
+        tags={"dagster/partition": release_id},
+        raise_on_error=False,
+    )
 
 
 def test_multiprocess_executor_runs_families_in_their_own_processes(mp_env, monkeypatch):

@@ -13,8 +13,7 @@ from privgate.dagster.partitions import releases_partitions
 
 @pytest.fixture
 def frame() -> pl.DataFrame:
-    return pl.DataFrame({"age": [39.0, 50.0, None], "sex": ["Male", None, "Female"],
-                         "n": [1, 2, 3]})
+    return pl.DataFrame({"age": [39.0, 50.0, None], "sex": ["Male", None, "Female"], "n": [1, 2, 3]})
 
 
 def test_round_trip_unpartitioned(tmp_path, frame):
@@ -43,9 +42,11 @@ def test_partitioned_paths_and_lazy_and_arrow_inputs(tmp_path, frame):
         assert (tmp_path / "synthetic_release" / f"{pk}.parquet").exists()
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("releases", ["r-1", "r-2"])
-        got = io.load_input(dg.build_input_context(asset_key=key, partition_key="r-2",
-                                                   asset_partitions_def=releases_partitions,
-                                                   instance=instance))
+        got = io.load_input(
+            dg.build_input_context(
+                asset_key=key, partition_key="r-2", asset_partitions_def=releases_partitions, instance=instance
+            )
+        )
     assert got.equals(frame)
 
 
@@ -64,8 +65,7 @@ def test_rejects_non_frames_and_unsafe_partition_keys(tmp_path, frame):
     from privgate.errors import InputError
 
     with pytest.raises(InputError, match="not usable as a partition key"):
-        io.handle_output(dg.build_output_context(asset_key=dg.AssetKey("y"),
-                                                 partition_key="../escape"), frame)
+        io.handle_output(dg.build_output_context(asset_key=dg.AssetKey("y"), partition_key="../escape"), frame)
     assert not any(tmp_path.rglob("*.parquet"))
 
 
@@ -85,5 +85,8 @@ def test_arrow_table_type_is_kept(tmp_path):
     io = PolarsParquetIOManager(base_dir=str(tmp_path))
     table = pa.table({"v": pa.array([1.5, 2.5])})
     io.handle_output(dg.build_output_context(asset_key=dg.AssetKey("t")), table)
-    assert io.load_input(dg.build_input_context(asset_key=dg.AssetKey("t"))).to_arrow().equals(
-        pl.from_arrow(table).to_arrow())
+    assert (
+        io.load_input(dg.build_input_context(asset_key=dg.AssetKey("t")))
+        .to_arrow()
+        .equals(pl.from_arrow(table).to_arrow())
+    )

@@ -35,8 +35,9 @@ RELEASES = ["2026-01-copy", "2026-02-honest", "2026-03-later"]
 
 
 def permuted(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
-    return pl.DataFrame({c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i)
-                         for i, c in enumerate(frame.columns)})
+    return pl.DataFrame(
+        {c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i) for i, c in enumerate(frame.columns)}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +56,33 @@ def world(tmp_path_factory, real_frame):
 
     resource = PrivgateResource(real_path=str(real), history_url=f"sqlite:///{tmp / 'h.sqlite'}")
     defs = dg.Definitions(
-        assets=[monthly_release, *build_privgate_scorecards(assets=[monthly_release]),
-                *build_privgate_latest_release(assets=[monthly_release], gate_config=tmp / "gate.yaml")],
+        assets=[
+            monthly_release,
+            *build_privgate_scorecards(assets=[monthly_release]),
+            *build_privgate_latest_release(assets=[monthly_release], gate_config=tmp / "gate.yaml"),
+        ],
         asset_checks=build_privgate_checks(assets=[monthly_release], gate_config=tmp / "gate.yaml"),
-        resources={"privgate": resource})
+        resources={"privgate": resource},
+    )
     shm = Path("/dev/shm")
     temp_dir = tempfile.mkdtemp(prefix="privgate-latest-", dir=shm if shm.is_dir() else None)
     try:
         with dg.instance_for_test(temp_dir=temp_dir) as instance:
-            yield {"defs": defs, "instance": instance, "asset": monthly_release, "resource": resource,
-                   "gate": tmp / "gate.yaml"}
+            yield {
+                "defs": defs,
+                "instance": instance,
+                "asset": monthly_release,
+                "resource": resource,
+                "gate": tmp / "gate.yaml",
+            }
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _statuses(instance, key: dg.AssetKey, names) -> dict[str, str]:
     records = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(key, n) for n in names])
+        [dg.AssetCheckKey(key, n) for n in names]
+    )
     return {k.name: r.status.value for k, r in records.items()}
 
 
@@ -84,8 +95,12 @@ def test_the_view_shows_the_latest_release_checks(world):
     inst, defs, asset = world["instance"], world["defs"], world["asset"]
     job = defs.resolve_implicit_global_asset_job_def()
     view = PrivgateTranslator().get_asset_key({"kind": "latest_release", "asset_key": asset.key})
-    names = ["gate_decision", "common_rows__threshold_warn", "common_rows__threshold_block",
-             "hitting_rate__threshold_block"]
+    names = [
+        "gate_decision",
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+    ]
     assert {k.name for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key == view} == set(names)
 
     blocked = job.execute_in_process(instance=inst, partition_key=RELEASES[0], raise_on_error=False)
@@ -99,8 +114,9 @@ def test_the_view_shows_the_latest_release_checks(world):
     assert _shown(inst, view) == RELEASES[1]
     assert _statuses(inst, view, names) == {n: "SUCCEEDED" for n in names}
     # the release asset keeps each release's own result per partition
-    by_partition = {(e.partition, e.check_name): e.passed
-                    for r in (blocked, honest) for e in r.get_asset_check_evaluations()}
+    by_partition = {
+        (e.partition, e.check_name): e.passed for r in (blocked, honest) for e in r.get_asset_check_evaluations()
+    }
     assert by_partition[(RELEASES[0], "gate_decision")] is False
     assert by_partition[(RELEASES[1], "gate_decision")] is True
 

@@ -21,7 +21,8 @@ PUBLISHED = dg.AssetKey("published_release")
 def _run(defs, instance, release_id, job=EVALUATE_JOB):  # noqa: D103
     instance.add_dynamic_partitions("releases", [release_id])
     return defs.resolve_job_def(job).execute_in_process(
-        instance=instance, partition_key=release_id, raise_on_error=False)
+        instance=instance, partition_key=release_id, raise_on_error=False
+    )
 
 
 def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
@@ -33,8 +34,11 @@ def _materialized(result) -> set[str]:
 
 
 def _partition_events(instance, key, partition):
-    return list(instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10).records)
+    return list(
+        instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10
+        ).records
+    )
 
 
 def _md(event_metadata) -> dict:
@@ -44,13 +48,21 @@ def _md(event_metadata) -> dict:
 def test_passing_release_is_published(three):
     example, result = three["example"], three["results"]["r-pass"]
     assert result.success
-    assert _materialized(result) == {"real_data", "synthetic_release", "published_release",
-                                     "synthetic_release_privacy_scorecard"}
+    assert _materialized(result) == {
+        "real_data",
+        "synthetic_release",
+        "published_release",
+        "synthetic_release_privacy_scorecard",
+    }
     checks = _checks(result)
     # the first release has nothing to compare with: its trend rule yields no result (Dagster
     # shows it as skipped for this release), not a green success
-    assert set(checks) == {DECISION_CHECK, "common_rows__threshold_warn",
-                           "common_rows__threshold_block", "hitting_rate__threshold_block"}
+    assert set(checks) == {
+        DECISION_CHECK,
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+    }
     assert all(c.passed for c in checks.values())
     # every result is tied to the release's partition and names the release
     assert {c.partition for c in checks.values()} == {"r-pass"}
@@ -87,8 +99,7 @@ def test_blocked_release_fails_error_check_and_is_not_published(three):
     # the check page's history says which release failed: results per partition
     key = dg.AssetCheckKey(RELEASE, DECISION_CHECK)
     records = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
-    assert {r.partition: r.evaluation.passed for r in records} == {
-        "r-pass": True, "r-warn": True, "r-block": False}
+    assert {r.partition: r.evaluation.passed for r in records} == {"r-pass": True, "r-warn": True, "r-block": False}
 
 
 def test_warn_only_release_is_published_with_warn_check(three):
@@ -111,8 +122,7 @@ def test_warn_only_release_is_published_with_warn_check(three):
 
     store = HistoryStore(example["history"])
     try:
-        auth = dict(store.metric_history("dagster-test", "authenticity")
-                    .select("release_id", "value").iter_rows())
+        auth = dict(store.metric_history("dagster-test", "authenticity").select("release_id", "value").iter_rows())
     finally:
         store.close()
     assert set(trend) == {"release", "value", "limit"} and trend["limit"] == 0.5
@@ -195,7 +205,8 @@ def test_publish_refuses_blocked_or_modified_release(defs, example, instance):
     job = dg.define_asset_job("publish_only", selection=only_publish)
     d2 = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
     res = d2.resolve_job_def("publish_only").execute_in_process(
-        instance=instance, partition_key="r-block", raise_on_error=False)
+        instance=instance, partition_key="r-block", raise_on_error=False
+    )
     assert not res.success
     assert not (example["root"] / "published" / "r-block.parquet").exists()
     # a passing release whose stored content changed after the evaluation is refused too
@@ -204,7 +215,8 @@ def test_publish_refuses_blocked_or_modified_release(defs, example, instance):
     changed = pl.read_parquet(example["root"] / "releases" / "r-warn.parquet")
     changed.write_parquet(example["root"] / "storage" / "synthetic_release" / "r-pass.parquet")
     res = d2.resolve_job_def("publish_only").execute_in_process(
-        instance=instance, partition_key="r-pass", raise_on_error=False)
+        instance=instance, partition_key="r-pass", raise_on_error=False
+    )
     assert not res.success
     assert not (example["root"] / "published" / "r-pass.parquet").exists()
 
@@ -235,11 +247,18 @@ def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_p
 
     load_example("adult_holdout").head(600).write_parquet(holdout)
     gate = tmp_path / "gate_holdout.yaml"
-    gate.write_text("version: 1\ndataset: dagster-holdout\nmetrics:\n"
-                    "  common_rows:\n    baseline: {when: with_holdout, block: 0.1}\n")
-    defs = build_definitions(data_dir=example["root"], gate_config=gate, holdout_path=holdout,
-                             history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
-                             executor="in_process", env={})
+    gate.write_text(
+        "version: 1\ndataset: dagster-holdout\nmetrics:\n"
+        "  common_rows:\n    baseline: {when: with_holdout, block: 0.1}\n"
+    )
+    defs = build_definitions(
+        data_dir=example["root"],
+        gate_config=gate,
+        holdout_path=holdout,
+        history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
+        executor="in_process",
+        env={},
+    )
     result = _run(defs, instance, "r-block")
     assert not result.success
     check = _checks(result)["common_rows__baseline_block"]
@@ -249,8 +268,11 @@ def test_holdout_baseline_rule_and_metadata(example, instance, real_frame, tmp_p
     # (almost) no exact record with them, so the excess is about 0.5 > 0.1
     assert 0.45 < md["value"] <= 0.5 and md["lower"] <= md["value"] <= md["upper"]
     assert set(md) == {"release", "value", "lower", "upper", "limit"} and md["limit"] == 0.1
-    (card,) = [e for e in result.get_asset_materialization_events()
-               if e.asset_key.to_user_string() == "synthetic_release_privacy_scorecard"]
+    (card,) = [
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.to_user_string() == "synthetic_release_privacy_scorecard"
+    ]
     card_md = _md(card.materialization.metadata)
     assert card_md["reason"].startswith("blocked: common_rows baseline: excess")
     assert card_md["common_rows excess"] == md["value"] and card_md["decision_code"] == 2
@@ -264,8 +286,9 @@ def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example,
     from privgate.history import HistoryStore
 
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
-                             history_url=url, executor="in_process", env={})
+    defs = build_definitions(
+        data_dir=example["root"], gate_config=example["gate"], history_url=url, executor="in_process", env={}
+    )
     example["gate"].write_text("version: 1\nmetrics:\n  common_rows:\n    threshold: {block: 7}\n")
     result = _run(defs, instance, "r-pass")
     assert not result.success
@@ -276,11 +299,15 @@ def test_runtime_configuration_or_holdout_errors_block_and_are_recorded(example,
     assert not (example["root"] / "published" / "r-pass.parquet").exists()
 
     gate2 = tmp_path / "ok.yaml"
-    gate2.write_text("version: 1\ndataset: dagster-test\nmetrics:\n  common_rows:\n"
-                     "    threshold: {block: 0.3}\n")
-    defs2 = build_definitions(data_dir=example["root"], gate_config=gate2, history_url=url,
-                              holdout_path=tmp_path / "missing.parquet", executor="in_process",
-                              env={})
+    gate2.write_text("version: 1\ndataset: dagster-test\nmetrics:\n  common_rows:\n    threshold: {block: 0.3}\n")
+    defs2 = build_definitions(
+        data_dir=example["root"],
+        gate_config=gate2,
+        history_url=url,
+        holdout_path=tmp_path / "missing.parquet",
+        executor="in_process",
+        env={},
+    )
     result2 = _run(defs2, instance, "r-warn")
     assert not result2.success
     assert "holdout" in _md(_checks(result2)[DECISION_CHECK].metadata)["error_messages"]

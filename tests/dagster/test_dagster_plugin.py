@@ -40,8 +40,9 @@ def test_documented_example_is_at_most_15_lines_and_runs(tmp_path, monkeypatch, 
     def shared_with_partner() -> None:
         return None
 
-    job = dg.Definitions.merge(defs, dg.Definitions(assets=[shared_with_partner])) \
-        .resolve_implicit_global_asset_job_def()
+    job = dg.Definitions.merge(
+        defs, dg.Definitions(assets=[shared_with_partner])
+    ).resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(instance=instance, raise_on_error=False)
     checks = _checks(result)
     assert not checks[DECISION_CHECK].passed  # the shipped default gate blocks 50 % copies
@@ -75,9 +76,11 @@ def test_factory_takes_pandas_arrow_and_path_assets(kind, tmp_path, real_frame, 
 
     checks = build_privgate_checks(assets=[release_asset], gate_config=tmp_path / "gate.yaml")
     result = dg.materialize(
-        [release_asset, *checks], instance=instance, raise_on_error=False,
-        resources={"privgate": PrivgateResource(
-            real_path=str(real), history_url=f"sqlite:///{tmp_path / 'h.sqlite'}")})
+        [release_asset, *checks],
+        instance=instance,
+        raise_on_error=False,
+        resources={"privgate": PrivgateResource(real_path=str(real), history_url=f"sqlite:///{tmp_path / 'h.sqlite'}")},
+    )
     got = _checks(result)
     assert set(got) == {DECISION_CHECK, "common_rows__threshold_block"}
     rule = got["common_rows__threshold_block"]
@@ -96,31 +99,39 @@ def test_partitioned_asset_per_run_config_and_resource_override(tmp_path, real_f
     real_frame.write_parquet(real)
     holdout = tmp_path / "holdout.parquet"
     pl.read_parquet(REPO / "privgate" / "data" / "adult_holdout.parquet").head(600).write_parquet(holdout)
-    (tmp_path / "gate.yaml").write_text(
-        GATE + "  hitting_rate:\n    baseline: {when: with_holdout, warn: 0.5}\n")
+    (tmp_path / "gate.yaml").write_text(GATE + "  hitting_rate:\n    baseline: {when: with_holdout, warn: 0.5}\n")
     parts = dg.StaticPartitionsDefinition(["2024-05", "2024-06"])
 
     @dg.asset(partitions_def=parts)
     def monthly_release(context: dg.AssetExecutionContext) -> pl.DataFrame:
         seed = int(context.partition_key[-2:])  # every column shuffled on its own: no copies
-        return pl.DataFrame({c: real_frame[c].shuffle(seed=seed + i)
-                             for i, c in enumerate(real_frame.columns)}).head(300)
+        return pl.DataFrame({c: real_frame[c].shuffle(seed=seed + i) for i, c in enumerate(real_frame.columns)}).head(
+            300
+        )
 
     (checks,) = build_privgate_checks(assets=[monthly_release], gate_config=tmp_path / "gate.yaml")
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     resource = PrivgateResource(real_path=str(real), history_url=url)
     op_name = checks.node_def.name
     # without a holdout the baseline rule does not apply: no result, not a green one
-    r1 = dg.materialize([monthly_release, checks], instance=instance, partition_key="2024-05",
-                        resources={"privgate": resource}, raise_on_error=False)
+    r1 = dg.materialize(
+        [monthly_release, checks],
+        instance=instance,
+        partition_key="2024-05",
+        resources={"privgate": resource},
+        raise_on_error=False,
+    )
     assert "hitting_rate__baseline_warn" not in _checks(r1)
     assert {c.partition for c in _checks(r1).values()} == {"2024-05"}
     # per-run config: another release id and a holdout for this run only
     r2 = dg.materialize(
-        [monthly_release, checks], instance=instance, partition_key="2024-06",
-        resources={"privgate": resource}, raise_on_error=False,
-        run_config=dg.RunConfig(ops={op_name: PrivgateRunConfig(
-            release_id="june-final", holdout_path=str(holdout))}))
+        [monthly_release, checks],
+        instance=instance,
+        partition_key="2024-06",
+        resources={"privgate": resource},
+        raise_on_error=False,
+        run_config=dg.RunConfig(ops={op_name: PrivgateRunConfig(release_id="june-final", holdout_path=str(holdout))}),
+    )
     got = _checks(r2)
     assert "hitting_rate__baseline_warn" in got
     assert got["hitting_rate__baseline_warn"].metadata["release"].value == "june-final"
@@ -133,10 +144,13 @@ def test_partitioned_asset_per_run_config_and_resource_override(tmp_path, real_f
     # the resource's own gate configuration wins at run time (dataset renamed)
     other = tmp_path / "other.yaml"
     other.write_text(GATE.replace("dataset: plugin", "dataset: renamed"))
-    dg.materialize([monthly_release, checks], instance=instance, partition_key="2024-05",
-                   resources={"privgate": PrivgateResource(real_path=str(real), history_url=url,
-                                                           gate_config=str(other))},
-                   raise_on_error=False)
+    dg.materialize(
+        [monthly_release, checks],
+        instance=instance,
+        partition_key="2024-05",
+        resources={"privgate": PrivgateResource(real_path=str(real), history_url=url, gate_config=str(other))},
+        raise_on_error=False,
+    )
     store = HistoryStore(url)
     try:
         assert store.runs("renamed").height == 1
@@ -173,12 +187,10 @@ def test_ordered_history_compares_with_the_last_accepted_earlier_release(tmp_pat
     from privgate.gates import run_gate
     from privgate.history import HistoryStore
 
-    cfg = {"version": 1, "dataset": "order",
-           "metrics": {"common_rows": {"threshold": {"block": 0.4}}}}
+    cfg = {"version": 1, "dataset": "order", "metrics": {"common_rows": {"threshold": {"block": 0.4}}}}
     store = HistoryStore(f"sqlite:///{tmp_path / 'h.sqlite'}")
     try:
-        ok = real_frame.sample(300, seed=4, shuffle=True).with_columns(
-            pl.col("age") + 1000)  # no copies: accepted
+        ok = real_frame.sample(300, seed=4, shuffle=True).with_columns(pl.col("age") + 1000)  # no copies: accepted
         for rid, frame in (("c", ok), ("a", ok), ("b", real_frame)):  # b: a copy, blocked
             run_gate(cfg, real_frame, frame, release_id=rid, history=store)
         view = ReleaseOrderedHistory(store, ["a", "b"])  # the release after b
@@ -255,12 +267,14 @@ def test_sensor_runs_plan_only_the_rules_that_apply(tmp_path):
     root = tmp_path / "root"
     (root / "releases").mkdir(parents=True)
     (root / "releases" / "r1.parquet").write_bytes(b"")
-    defs = build_definitions(data_dir=root, holdout_path=tmp_path / "h.parquet", env={},
-                             sensor_settle_seconds=0)
+    defs = build_definitions(data_dir=root, holdout_path=tmp_path / "h.parquet", env={}, sensor_settle_seconds=0)
     with dg.instance_for_test() as inst:
         sensor = defs.resolve_sensor_def("new_release_sensor")
-        result = sensor(dg.build_sensor_context(instance=inst, definitions=defs,
-                                                resources={"locations": defs.resources["locations"]}))
+        result = sensor(
+            dg.build_sensor_context(
+                instance=inst, definitions=defs, resources={"locations": defs.resources["locations"]}
+            )
+        )
     (request,) = result.run_requests
     assert {k.name for k in request.asset_check_keys} == with_h
 

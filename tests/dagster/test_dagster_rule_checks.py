@@ -9,26 +9,48 @@ from privgate.dagster.metadata import summary_markdown
 from privgate.dagster.rule_checks import DECISION_CHECK, check_name, check_results, check_specs
 from privgate.gates import Decision, GateCheck, GateOutcome, decision_of, parse_gate_config
 
-CFG = parse_gate_config({
-    "version": 1, "dataset": "unit",
-    "metrics": {
-        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
-        "hitting_rate": {"threshold": {"max": 0.5, "severity": "block"},
-                         "baseline": {"when": "with_holdout", "warn": 0.03}},
-        "dcr": {"optional": True, "trend": {"warn": 0.05}},
-    },
-})
+CFG = parse_gate_config(
+    {
+        "version": 1,
+        "dataset": "unit",
+        "metrics": {
+            "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+            "hitting_rate": {
+                "threshold": {"max": 0.5, "severity": "block"},
+                "baseline": {"when": "with_holdout", "warn": 0.03},
+            },
+            "dcr": {"optional": True, "trend": {"warn": 0.05}},
+        },
+    }
+)
 
 
 def _outcome(checks, has_holdout=False):
     decision, code = decision_of(checks)
-    return GateOutcome(run_id="run1", dataset="unit", release_id="r1", decision=decision,
-                       checks=checks, exit_code=code, config=CFG, has_holdout=has_holdout)
+    return GateOutcome(
+        run_id="run1",
+        dataset="unit",
+        release_id="r1",
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        config=CFG,
+        has_holdout=has_holdout,
+    )
 
 
 def _check(metric, rule, severity, verdict, value=0.0, threshold=0.0, **kw):
-    return GateCheck(metric=metric, rule=rule, value=value, raw=value, threshold=threshold,
-                     severity=severity, verdict=verdict, compared=kw.pop("compared", value), **kw)
+    return GateCheck(
+        metric=metric,
+        rule=rule,
+        value=value,
+        raw=value,
+        threshold=threshold,
+        severity=severity,
+        verdict=verdict,
+        compared=kw.pop("compared", value),
+        **kw,
+    )
 
 
 def _by_name(results):
@@ -37,11 +59,19 @@ def _by_name(results):
 
 def test_specs_names_and_blocking():
     specs = {s.name: s for s in check_specs(CFG)}
-    assert set(specs) == {DECISION_CHECK, "common_rows__threshold_warn", "common_rows__threshold_block",
-                          "hitting_rate__threshold_block", "hitting_rate__baseline_warn",
-                          "dcr__trend_warn"}
+    assert set(specs) == {
+        DECISION_CHECK,
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+        "hitting_rate__baseline_warn",
+        "dcr__trend_warn",
+    }
     assert {n for n, s in specs.items() if s.blocking} == {
-        DECISION_CHECK, "common_rows__threshold_block", "hitting_rate__threshold_block"}
+        DECISION_CHECK,
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+    }
     assert check_name("a-b", "threshold", "warn") == "a_b__threshold_warn"
 
 
@@ -53,16 +83,21 @@ def test_specs_tied_to_partitions():
 
 
 def test_fired_block_rule_is_failed_error_and_warn_rule_failed_warn():
-    checks = [_check("common_rows", "threshold", "warn", "warn", 0.02, 0.0),
-              _check("common_rows", "threshold", "block", "block", 0.02, 0.01),
-              _check("hitting_rate", "threshold", "block", "pass", 0.1, 0.5),
-              _check("dcr", "trend", "warn", "pass", 0.9, 0.05, skipped=True,
-                     message="first accepted release")]
+    checks = [
+        _check("common_rows", "threshold", "warn", "warn", 0.02, 0.0),
+        _check("common_rows", "threshold", "block", "block", 0.02, 0.01),
+        _check("hitting_rate", "threshold", "block", "pass", 0.1, 0.5),
+        _check("dcr", "trend", "warn", "pass", 0.9, 0.05, skipped=True, message="first accepted release"),
+    ]
     res = _by_name(check_results(CFG, _outcome(checks)))
     # the skipped trend rule and the baseline rule (no holdout) yield no result: Dagster shows
     # them as skipped / not evaluated for this release, not as green successes
-    assert set(res) == {DECISION_CHECK, "common_rows__threshold_warn", "common_rows__threshold_block",
-                        "hitting_rate__threshold_block"}
+    assert set(res) == {
+        DECISION_CHECK,
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hitting_rate__threshold_block",
+    }
     cb = res["common_rows__threshold_block"]
     assert (cb.passed, cb.severity) == (False, dg.AssetCheckSeverity.ERROR)
     assert cb.metadata["limit"].value == 0.01 and cb.metadata["value"].value == 0.02
@@ -88,11 +123,12 @@ def test_metadata_is_what_a_person_plots_value_interval_and_limit():
     res_hr.ci = (0.10, 0.14)
     res_hr.with_baseline(0.08, (0.06, 0.10), (0.01, 0.07))
     res_hr.p_value = 0.003
-    checks = [_check("common_rows", "threshold", "warn", "pass"),
-              _check("common_rows", "threshold", "block", "pass"),
-              _check("hitting_rate", "threshold", "block", "pass", 0.12, 0.5),
-              _check("hitting_rate", "baseline", "warn", "warn", 0.12, 0.03, compared=0.04,
-                     baseline=0.08)]
+    checks = [
+        _check("common_rows", "threshold", "warn", "pass"),
+        _check("common_rows", "threshold", "block", "pass"),
+        _check("hitting_rate", "threshold", "block", "pass", 0.12, 0.5),
+        _check("hitting_rate", "baseline", "warn", "warn", 0.12, 0.03, compared=0.04, baseline=0.08),
+    ]
     checks[-1].interval = (0.01, 0.07)
     checks[-1].on = "lower"
     outcome = _outcome(checks, has_holdout=True)
@@ -103,7 +139,8 @@ def test_metadata_is_what_a_person_plots_value_interval_and_limit():
     assert set(md) - set(numbers) == {"release"}
     thr = _by_name(check_results(CFG, outcome))["hitting_rate__threshold_block"].metadata
     assert {k: v.value for k, v in thr.items() if isinstance(v.value, float)} == pytest.approx(
-        {"value": 0.12, "lower": 0.10, "upper": 0.14, "limit": 0.5})
+        {"value": 0.12, "lower": 0.10, "upper": 0.14, "limit": 0.5}
+    )
 
 
 def test_numbers_are_rounded_to_4_significant_digits():
@@ -126,30 +163,59 @@ def test_declared_checks_are_the_rules_that_apply():
 def test_a_blocking_rule_that_does_not_apply_passes_saying_so():
     """Never a silent blocking check: a block rule the run did not apply passes with
     applied = false and the reason (Dagster would otherwise warn that it emitted no result)."""
-    cfg = parse_gate_config({"version": 1, "dataset": "unit", "metrics": {
-        "common_rows": {"baseline": {"when": "with_holdout", "block": 0.01},
-                        "trend": {"block": 0.05}}}})
-    checks = [_check("common_rows", "trend", "block", "pass", 0.0, 0.05, skipped=True,
-                     message="first accepted release of dataset 'unit'; nothing to compare with")]
+    cfg = parse_gate_config(
+        {
+            "version": 1,
+            "dataset": "unit",
+            "metrics": {"common_rows": {"baseline": {"when": "with_holdout", "block": 0.01}, "trend": {"block": 0.05}}},
+        }
+    )
+    checks = [
+        _check(
+            "common_rows",
+            "trend",
+            "block",
+            "pass",
+            0.0,
+            0.05,
+            skipped=True,
+            message="first accepted release of dataset 'unit'; nothing to compare with",
+        )
+    ]
     decision, code = decision_of(checks)
-    outcome = GateOutcome(run_id="run1", dataset="unit", release_id="r1", decision=decision,
-                          checks=checks, exit_code=code, config=cfg, has_holdout=False)
+    outcome = GateOutcome(
+        run_id="run1",
+        dataset="unit",
+        release_id="r1",
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        config=cfg,
+        has_holdout=False,
+    )
     res = _by_name(check_results(cfg, outcome))
-    for name, why in (("common_rows__baseline_block", "only to runs with a holdout"),
-                      ("common_rows__trend_block", "first accepted release")):
+    for name, why in (
+        ("common_rows__baseline_block", "only to runs with a holdout"),
+        ("common_rows__trend_block", "first accepted release"),
+    ):
         assert res[name].passed and res[name].metadata["applied"].value is False
         assert "not applied" in res[name].description and why in res[name].description
 
 
-EVIDENCE_CFG = parse_gate_config({
-    "version": 1, "dataset": "unit",
-    "metrics": {
-        "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
-                         "test": {"warn": 0.05, "block": 0.01}},
-        "authenticity": {"baseline": {"on": "upper", "block": 0.1}},
-        "common_rows": {"threshold": {"block": 0.01}},
-    },
-})
+EVIDENCE_CFG = parse_gate_config(
+    {
+        "version": 1,
+        "dataset": "unit",
+        "metrics": {
+            "memorisation": {
+                "threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
+                "test": {"warn": 0.05, "block": 0.01},
+            },
+            "authenticity": {"baseline": {"on": "upper", "block": 0.1}},
+            "common_rows": {"threshold": {"block": 0.01}},
+        },
+    }
+)
 
 
 def test_descriptions_say_what_each_rule_compares():
@@ -173,20 +239,36 @@ def test_descriptions_say_what_each_rule_compares():
 def test_test_rule_and_missing_interval_results_carry_the_rule():
     """A fired test rule fails with its p-value as the compared number; a rule whose interval
     the result lacks (the gate's fail-closed error check) fails and still names ``on``."""
-    checks = [_check("memorisation", "threshold", "warn", "pass", 0.02, 0.0, compared=0.0, on="lower"),
-              _check("memorisation", "threshold", "block", "pass", 0.02, 0.01, compared=0.0, on="lower"),
-              _check("memorisation", "test", "warn", "warn", 0.02, 0.05, compared=0.03, on="p_value",
-                     p_value=0.03),
-              _check("memorisation", "test", "block", "pass", 0.02, 0.01, compared=0.03, on="p_value",
-                     p_value=0.03),
-              GateCheck(metric="authenticity", rule="error", value=0.5, raw=0.5, threshold=0.1,
-                        severity="block", verdict="block", on="upper",
-                        message="the rule compares the upper bound of the excess's interval and "
-                                "authenticity reports no excess_ci (fails closed)"),
-              _check("common_rows", "threshold", "block", "pass", 0.0, 0.01)]
+    checks = [
+        _check("memorisation", "threshold", "warn", "pass", 0.02, 0.0, compared=0.0, on="lower"),
+        _check("memorisation", "threshold", "block", "pass", 0.02, 0.01, compared=0.0, on="lower"),
+        _check("memorisation", "test", "warn", "warn", 0.02, 0.05, compared=0.03, on="p_value", p_value=0.03),
+        _check("memorisation", "test", "block", "pass", 0.02, 0.01, compared=0.03, on="p_value", p_value=0.03),
+        GateCheck(
+            metric="authenticity",
+            rule="error",
+            value=0.5,
+            raw=0.5,
+            threshold=0.1,
+            severity="block",
+            verdict="block",
+            on="upper",
+            message="the rule compares the upper bound of the excess's interval and "
+            "authenticity reports no excess_ci (fails closed)",
+        ),
+        _check("common_rows", "threshold", "block", "pass", 0.0, 0.01),
+    ]
     decision, code = decision_of(checks)
-    outcome = GateOutcome(run_id="run1", dataset="unit", release_id="r1", decision=decision,
-                          checks=checks, exit_code=code, config=EVIDENCE_CFG, has_holdout=True)
+    outcome = GateOutcome(
+        run_id="run1",
+        dataset="unit",
+        release_id="r1",
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        config=EVIDENCE_CFG,
+        has_holdout=True,
+    )
     res = _by_name(check_results(EVIDENCE_CFG, outcome))
     tw = res["memorisation__test_warn"]
     assert (tw.passed, tw.severity) == (False, dg.AssetCheckSeverity.WARN)
@@ -201,10 +283,19 @@ def test_test_rule_and_missing_interval_results_carry_the_rule():
 
 
 def test_failed_metric_fails_its_rules_closed():
-    checks = [GateCheck(metric="common_rows", rule="error", value=None, raw=None, threshold=None,
-                        severity="block", verdict="block",
-                        message="metric failed: MetricComputationError (fails closed)"),
-              _check("hitting_rate", "threshold", "block", "pass", 0.1, 0.5)]
+    checks = [
+        GateCheck(
+            metric="common_rows",
+            rule="error",
+            value=None,
+            raw=None,
+            threshold=None,
+            severity="block",
+            verdict="block",
+            message="metric failed: MetricComputationError (fails closed)",
+        ),
+        _check("hitting_rate", "threshold", "block", "pass", 0.1, 0.5),
+    ]
     res = _by_name(check_results(CFG, _outcome(checks)))
     for name in ("common_rows__threshold_block", "common_rows__threshold_warn"):
         assert not res[name].passed
@@ -216,12 +307,23 @@ def test_failed_metric_fails_its_rules_closed():
 
 
 def test_optional_metric_failure_is_shown_but_does_not_block():
-    checks = [_check("common_rows", "threshold", "warn", "pass"),
-              _check("common_rows", "threshold", "block", "pass"),
-              _check("hitting_rate", "threshold", "block", "pass"),
-              GateCheck(metric="dcr", rule="error", value=None, raw=None, threshold=None,
-                        severity="warn", verdict="pass", optional=True, skipped=True,
-                        message="metric failed: X; optional metric, ignored")]
+    checks = [
+        _check("common_rows", "threshold", "warn", "pass"),
+        _check("common_rows", "threshold", "block", "pass"),
+        _check("hitting_rate", "threshold", "block", "pass"),
+        GateCheck(
+            metric="dcr",
+            rule="error",
+            value=None,
+            raw=None,
+            threshold=None,
+            severity="warn",
+            verdict="pass",
+            optional=True,
+            skipped=True,
+            message="metric failed: X; optional metric, ignored",
+        ),
+    ]
     outcome = _outcome(checks)
     assert outcome.decision == Decision.PASS
     res = _by_name(check_results(CFG, outcome))
@@ -231,9 +333,18 @@ def test_optional_metric_failure_is_shown_but_does_not_block():
 
 
 def test_run_level_error_fails_every_rule_and_the_decision():
-    checks = [GateCheck(metric="(synthetic)", rule="error", value=None, raw=None, threshold=None,
-                        severity="block", verdict="block",
-                        message="cannot load synthetic: InputLoadError (fails closed)")]
+    checks = [
+        GateCheck(
+            metric="(synthetic)",
+            rule="error",
+            value=None,
+            raw=None,
+            threshold=None,
+            severity="block",
+            verdict="block",
+            message="cannot load synthetic: InputLoadError (fails closed)",
+        )
+    ]
     outcome = _outcome(checks)
     assert outcome.exit_code == 3
     res = _by_name(check_results(CFG, outcome))
@@ -247,9 +358,10 @@ def test_run_level_error_fails_every_rule_and_the_decision():
 
 
 def test_summary():
-    checks = [_check("common_rows", "threshold", "block", "block", 0.5, 0.01,
-                     message="value 0.5000 > 0.01"),
-              _check("hitting_rate", "threshold", "block", "pass", float("nan"), 0.5)]
+    checks = [
+        _check("common_rows", "threshold", "block", "block", 0.5, 0.01, message="value 0.5000 > 0.01"),
+        _check("hitting_rate", "threshold", "block", "pass", float("nan"), 0.5),
+    ]
     md = summary_markdown(_outcome(checks))
     assert "**Decision: BLOCK**" in md and "| common_rows | threshold | 0.5000 " in md
     assert "**BLOCK**" in md and "value 0.5000 > 0.01" in md

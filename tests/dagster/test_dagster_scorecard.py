@@ -20,8 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def permuted(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
     """Each column shuffled on its own (marginals kept, no real record copied)."""
-    return pl.DataFrame({c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i)
-                         for i, c in enumerate(frame.columns)})
+    return pl.DataFrame(
+        {c: frame[c].sample(fraction=1.0, shuffle=True, seed=seed + i) for i, c in enumerate(frame.columns)}
+    )
+
 
 # blocking rules of every kind of applicability: always, with / without a holdout, and a trend
 # rule that has nothing to compare with on the first release
@@ -67,14 +69,22 @@ def _run_three(tmp_path, real_frame, instance):
     defs = dg.Definitions(
         assets=[monthly_release, *build_privgate_scorecards(assets=[monthly_release])],
         asset_checks=checks,
-        resources={"privgate": PrivgateResource(
-            real_path=str(real), holdout_path=str(holdout), reports_dir=str(tmp_path / "reports"),
-            history_url=f"sqlite:///{tmp_path / 'h.sqlite'}")})
+        resources={
+            "privgate": PrivgateResource(
+                real_path=str(real),
+                holdout_path=str(holdout),
+                reports_dir=str(tmp_path / "reports"),
+                history_url=f"sqlite:///{tmp_path / 'h.sqlite'}",
+            )
+        },
+    )
     job = defs.resolve_implicit_global_asset_job_def()
-    results = [job.execute_in_process(instance=instance, partition_key=p, raise_on_error=False)
-               for p in RELEASES]
-    return {"results": results, "instance": instance, "key": PrivgateTranslator().get_asset_key(
-        {"kind": "scorecard", "asset_key": monthly_release.key})}
+    results = [job.execute_in_process(instance=instance, partition_key=p, raise_on_error=False) for p in RELEASES]
+    return {
+        "results": results,
+        "instance": instance,
+        "key": PrivgateTranslator().get_asset_key({"kind": "scorecard", "asset_key": monthly_release.key}),
+    }
 
 
 def test_scorecard_across_releases(runs):
@@ -83,7 +93,8 @@ def test_scorecard_across_releases(runs):
     events = {}
     for part in RELEASES:
         records = inst.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[part]), limit=1).records
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[part]), limit=1
+        ).records
         events[part] = records[0].event_log_entry.asset_materialization
     md = {p: e.metadata for p, e in events.items()}
     assert [md[p]["release"].value for p in RELEASES] == RELEASES  # named by release id
@@ -97,7 +108,11 @@ def test_scorecard_across_releases(runs):
     assert "common_rows" not in last  # the no-holdout rule does not apply to these runs
     head = {r.data["rule"]: r.data for r in last["headline"].value.records}
     assert head["common_rows excess"]["limit"] == 0.01 and head["common_rows excess"]["verdict"] == "block"
-    assert head["common_rows excess"]["lower"] <= head["common_rows excess"]["value"] <= head["common_rows excess"]["upper"]
+    assert (
+        head["common_rows excess"]["lower"]
+        <= head["common_rows excess"]["value"]
+        <= head["common_rows excess"]["upper"]
+    )
     assert [r.data["release"] for r in last["releases"].value.records] == RELEASES
     # a blocked release is marked blocked in words, never shown like a passed one
     assert [r.data["decision"] for r in last["releases"].value.records] == ["passed", "passed", "BLOCKED"]
@@ -105,7 +120,10 @@ def test_scorecard_across_releases(runs):
     # the trend by release of each rule with a block limit: value and interval per release, the
     # limits, the blocked release named; inline PNGs, no link
     trends = last["trends"].value
-    assert "**common_rows: excess over the holdout baseline by release (baseline rule)** — limits: warn 0.001, block 0.01; blocked: 2026-03" in trends
+    assert (
+        "**common_rows: excess over the holdout baseline by release (baseline rule)** — limits: warn 0.001, block 0.01; blocked: 2026-03"
+        in trends
+    )
     assert "**hitting_rate: value by release (threshold rule)** — limits: block 0.5; blocked: 2026-03" in trends
     assert trends.count("](data:image/png;base64,") == 2 and "http" not in trends
     assert "**Decision: BLOCK**" in last["report"].value and str(last["html_report"].value).endswith(".html")
@@ -129,11 +147,28 @@ def test_no_blocking_check_is_silent_and_check_metadata_is_lean(runs):
 def test_reason_in_words():
     from privgate.gates import GateCheck, GateOutcome, decision_of
 
-    checks = [GateCheck(metric="common_rows", rule="threshold", value=0.5, raw=0.5, threshold=0.01,
-                        severity="block", verdict="block", message="value 0.5000 > 0.01"),
-              GateCheck(metric="dcr", rule="trend", value=0.5, raw=0.5, threshold=0.01,
-                        severity="warn", verdict="warn", message="increase +0.1 > 0.01")]
+    checks = [
+        GateCheck(
+            metric="common_rows",
+            rule="threshold",
+            value=0.5,
+            raw=0.5,
+            threshold=0.01,
+            severity="block",
+            verdict="block",
+            message="value 0.5000 > 0.01",
+        ),
+        GateCheck(
+            metric="dcr",
+            rule="trend",
+            value=0.5,
+            raw=0.5,
+            threshold=0.01,
+            severity="warn",
+            verdict="warn",
+            message="increase +0.1 > 0.01",
+        ),
+    ]
     decision, code = decision_of(checks)
-    outcome = GateOutcome(run_id="r", dataset="d", release_id="v1", decision=decision, checks=checks,
-                          exit_code=code)
+    outcome = GateOutcome(run_id="r", dataset="d", release_id="v1", decision=decision, checks=checks, exit_code=code)
     assert reason(outcome) == "blocked: common_rows threshold: value 0.5000 > 0.01"

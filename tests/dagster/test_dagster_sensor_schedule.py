@@ -21,9 +21,9 @@ def _locations(example) -> DataLocations:
 
 def _tick(defs, instance, example, cursor=None):
     sensor = defs.resolve_sensor_def("new_release_sensor")
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor,
-                                  resources={"locations": _locations(example)},
-                                  definitions=defs)
+    ctx = dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"locations": _locations(example)}, definitions=defs
+    )
     return sensor(ctx)
 
 
@@ -42,7 +42,8 @@ def test_sensor_adds_partitions_and_requests_runs_for_new_files(defs, example, i
     assert isinstance(again, dg.SkipReason)
     # a new release file is picked up on the next tick, and only it
     pl.read_parquet(example["root"] / "releases" / "r-pass.parquet").write_parquet(
-        example["root"] / "releases" / "r-new.parquet")
+        example["root"] / "releases" / "r-new.parquet"
+    )
     third = _tick(defs, instance, example)
     assert [r.partition_key for r in third.run_requests] == ["r-new"]
 
@@ -52,11 +53,11 @@ def test_sensor_ignores_temporary_unusable_and_ambiguous_files(defs, example, in
     for p in releases.iterdir():
         p.unlink()
     frame = pl.DataFrame({"a": [1.0, 2.0]})
-    frame.write_parquet(releases / ".hidden.parquet")          # hidden
-    frame.write_parquet(releases / "half.parquet.tmp")          # being written
-    (releases / "notes.txt").write_text("x")                    # unsupported suffix
-    frame.write_parquet(releases / "bad name!.parquet")         # id not usable as a partition key
-    frame.write_parquet(releases / "twice.parquet")             # one id, two files
+    frame.write_parquet(releases / ".hidden.parquet")  # hidden
+    frame.write_parquet(releases / "half.parquet.tmp")  # being written
+    (releases / "notes.txt").write_text("x")  # unsupported suffix
+    frame.write_parquet(releases / "bad name!.parquet")  # id not usable as a partition key
+    frame.write_parquet(releases / "twice.parquet")  # one id, two files
     frame.write_csv(releases / "twice.csv")
     frame.write_parquet(releases / "ok_1.parquet")
     result = _tick(defs, instance, example)
@@ -66,8 +67,9 @@ def test_sensor_ignores_temporary_unusable_and_ambiguous_files(defs, example, in
 def test_sensor_waits_until_a_file_has_settled(example, instance):
     from privgate.dagster.definitions import build_definitions
 
-    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"],
-                             executor="in_process", sensor_settle_seconds=60, env={})
+    defs = build_definitions(
+        data_dir=example["root"], gate_config=example["gate"], executor="in_process", sensor_settle_seconds=60, env={}
+    )
     # files just written are younger than 60 s: skipped this tick
     assert isinstance(_tick(defs, instance, example), dg.SkipReason)
     old = time.time() - 120
@@ -79,8 +81,7 @@ def test_sensor_waits_until_a_file_has_settled(example, instance):
 def test_sensor_on_missing_directory_skips(defs, example, instance, tmp_path):
     sensor = defs.resolve_sensor_def("new_release_sensor")
     loc = DataLocations(releases_dir=str(tmp_path / "nope"), publish_dir="p")
-    result = sensor(dg.build_sensor_context(instance=instance, resources={"locations": loc},
-                                            definitions=defs))
+    result = sensor(dg.build_sensor_context(instance=instance, resources={"locations": loc}, definitions=defs))
     assert isinstance(result, dg.SkipReason)
     assert result.skip_message == f"no new release in {tmp_path / 'nope'} (0 known release file(s))"
 
@@ -96,8 +97,9 @@ def test_reevaluation_schedule_requests_the_latest_releases(defs, instance):
     keys = [f"r{i}" for i in range(7)]
     instance.add_dynamic_partitions("releases", keys)
     when = datetime(2026, 11, 21, 3, 0, tzinfo=timezone.utc)
-    data = schedule.evaluate_tick(dg.build_schedule_context(
-        instance=instance, scheduled_execution_time=when, repository_def=repo))
+    data = schedule.evaluate_tick(
+        dg.build_schedule_context(instance=instance, scheduled_execution_time=when, repository_def=repo)
+    )
     # default: the 5 most recently added releases
     assert [r.partition_key for r in data.run_requests] == keys[-5:]
     assert all(r.tags["privgate/trigger"] == "reevaluation" for r in data.run_requests)

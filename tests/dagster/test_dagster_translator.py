@@ -88,17 +88,16 @@ def test_a_subclass_renames_the_family_checks_and_their_steps(gate):
 
 
 def test_a_subclass_renames_the_audit_ops():
-    audit = build_generator_audit("my_audit", real=dg.AssetKey("real"), generate=lambda *a: None,
-                                  versions=["1"], translator=Renamed())
-    assert {n.name for n in audit.node_def.node_defs} == {"plan_of_my_audit", "runs_of_my_audit",
-                                                          "analyse_of_my_audit"}
+    audit = build_generator_audit(
+        "my_audit", real=dg.AssetKey("real"), generate=lambda *a: None, versions=["1"], translator=Renamed()
+    )
+    assert {n.name for n in audit.node_def.node_defs} == {"plan_of_my_audit", "runs_of_my_audit", "analyse_of_my_audit"}
     check = build_audit_required_check(release, audit, translator=Renamed())
     assert check.node_def.name == "generator_audit_passed_release"  # not overridden: the default
 
 
 def test_the_bundled_definitions_ask_the_translator(example):
-    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], env={},
-                             translator=Renamed())
+    defs = build_definitions(data_dir=example["root"], gate_config=example["gate"], env={}, translator=Renamed())
     graph = defs.resolve_asset_graph()
     names = {k.name for k in graph.asset_check_keys}
     assert names and all(n.startswith("privacy_") for n in names)
@@ -117,11 +116,15 @@ def test_a_run_reports_under_the_translated_names(gate, tmp_path, real_frame, in
 
     translator = Renamed()
     result = dg.materialize(
-        [leaky_release, *build_privgate_scorecards(assets=[leaky_release], translator=translator),
-         *build_privgate_checks(assets=[leaky_release], gate_config=gate, translator=translator)],
-        instance=instance, raise_on_error=False,
-        resources={"privgate": PrivgateResource(real_path=str(real),
-                                                history_url=f"sqlite:///{tmp_path / 'h.sqlite'}")})
+        [
+            leaky_release,
+            *build_privgate_scorecards(assets=[leaky_release], translator=translator),
+            *build_privgate_checks(assets=[leaky_release], gate_config=gate, translator=translator),
+        ],
+        instance=instance,
+        raise_on_error=False,
+        resources={"privgate": PrivgateResource(real_path=str(real), history_url=f"sqlite:///{tmp_path / 'h.sqlite'}")},
+    )
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(checks) == {"privacy_gate_decision", "privacy_common_rows__threshold_block"}
     assert checks["privacy_gate_decision"].passed is False
@@ -133,15 +136,18 @@ def test_a_run_reports_under_the_translated_names(gate, tmp_path, real_frame, in
 def test_the_default_translator_answers_each_kind_and_refuses_the_rest():
     t = PrivgateTranslator()
     key = dg.AssetKey(["data", "release"])
-    assert t.get_asset_key({"kind": "scorecard", "asset_key": key}) == \
-        dg.AssetKey(["data", "release_privacy_scorecard"])
+    assert t.get_asset_key({"kind": "scorecard", "asset_key": key}) == dg.AssetKey(
+        ["data", "release_privacy_scorecard"]
+    )
     assert t.get_name({"kind": "step_op", "asset_key": key, "step": "gate"}) == "privgate_data__release__gate"
     assert t.get_name({"kind": "audit_versions", "audit": "my_audit"}) == "my_audit_versions"
     assert "one step per metric family (statistical)" in t.get_description(
-        {"kind": "op", "asset_key": key, "steps": ["statistical"]})
+        {"kind": "op", "asset_key": key, "steps": ["statistical"]}
+    )
     run = type("Run", (), {"root_run_id": None, "run_id": "r1"})()
-    assert t.get_path({"kind": "audit_folder", "work_dir": "/w", "run": run, "audit": "a", "version": "1.0"}) \
-        == Path("/w/r1/a/1.0")
+    assert t.get_path({"kind": "audit_folder", "work_dir": "/w", "run": run, "audit": "a", "version": "1.0"}) == Path(
+        "/w/r1/a/1.0"
+    )
     with pytest.raises(ValueError, match="no description for a 'pool'; it gives one for: op, step_op"):
         t.get_description({"kind": "pool", "dataset": "d"})
 

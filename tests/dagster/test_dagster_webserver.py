@@ -45,8 +45,9 @@ def _session_pids(sid: int) -> list[int]:
 
 
 def _post(url: str, query: str) -> dict:
-    req = urllib.request.Request(url, data=json.dumps({"query": query}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
 
@@ -58,14 +59,22 @@ def test_webserver_graphql_lists_blocking_gate_checks(example, tmp_path):
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIVGATE_", "DAGSTER_"))}
-    env.update(DAGSTER_HOME=str(home), DAGSTER_DISABLE_TELEMETRY="1",
-               PRIVGATE_DAGSTER_DATA_DIR=str(example["root"]),
-               PRIVGATE_GATE_CONFIG=str(example["gate"]),
-               PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        DAGSTER_HOME=str(home),
+        DAGSTER_DISABLE_TELEMETRY="1",
+        PRIVGATE_DAGSTER_DATA_DIR=str(example["root"]),
+        PRIVGATE_GATE_CONFIG=str(example["gate"]),
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     log = (tmp_path / "webserver.log").open("w")
     proc = subprocess.Popen(
         ["dagster-webserver", "-m", "privgate.dagster", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -78,24 +87,31 @@ def test_webserver_graphql_lists_blocking_gate_checks(example, tmp_path):
                 break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
-                    pytest.fail("webserver did not come up: "
-                                + (tmp_path / "webserver.log").read_text()[-3000:])
+                    pytest.fail("webserver did not come up: " + (tmp_path / "webserver.log").read_text()[-3000:])
                 time.sleep(1)
         assert info["dagster_webserver_version"]
         data = _post(base + "/graphql", QUERY)
         assert "errors" not in data, data
         nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
-        assert set(nodes) == {"real_data", "synthetic_release", "published_release",
-                              "synthetic_release_privacy_scorecard", "synthetic_release_latest_release"}
-        checks = {c["name"]: c["blocking"]
-                  for c in nodes["synthetic_release"]["assetChecksOrError"]["checks"]}
-        assert checks == {"gate_decision": True, "common_rows__threshold_block": True,
-                          "hitting_rate__threshold_block": True,
-                          "common_rows__threshold_warn": False,
-                          "authenticity__trend_warn": False}
+        assert set(nodes) == {
+            "real_data",
+            "synthetic_release",
+            "published_release",
+            "synthetic_release_privacy_scorecard",
+            "synthetic_release_latest_release",
+        }
+        checks = {c["name"]: c["blocking"] for c in nodes["synthetic_release"]["assetChecksOrError"]["checks"]}
+        assert checks == {
+            "gate_decision": True,
+            "common_rows__threshold_block": True,
+            "hitting_rate__threshold_block": True,
+            "common_rows__threshold_warn": False,
+            "authenticity__trend_warn": False,
+        }
         # the latest-release view lists the same checks
-        assert {c["name"]: c["blocking"] for c in
-                nodes["synthetic_release_latest_release"]["assetChecksOrError"]["checks"]} == checks
+        assert {
+            c["name"]: c["blocking"] for c in nodes["synthetic_release_latest_release"]["assetChecksOrError"]["checks"]
+        } == checks
     finally:
         proc.send_signal(signal.SIGTERM)  # by its pid; dagster-webserver exits on SIGTERM
         try:

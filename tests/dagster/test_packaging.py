@@ -20,12 +20,15 @@ sys.meta_path.insert(0, Block())
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
-                          text=True, cwd=REPO, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
 
 
 def test_library_and_cli_work_without_dagster_and_gx():
-    code = BLOCK + """
+    code = (
+        BLOCK
+        + """
 import polars as pl
 import privgate
 from privgate import cli
@@ -40,6 +43,7 @@ for name in ("privgate.dagster", "privgate.gx"):
         print("refused", name, "|", exc)
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "great_expectations")))
 """
+    )
     proc = _run(code)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -77,8 +81,11 @@ def test_extras_split_the_dependencies():
     test = " ".join(extras["test"])
     for needed in ("dagster", "gx", "postgres", "k8s", "pytest", "hypothesis"):
         assert needed in test
-    pins = {line.split("==")[0].lower().replace("_", "-")
-            for line in (REPO / "constraints.txt").read_text().splitlines() if "==" in line}
+    pins = {
+        line.split("==")[0].lower().replace("_", "-")
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if "==" in line
+    }
     for dep in [*meta["dependencies"], *(d for v in extras.values() for d in v)]:
         name = dep.split(">")[0].split("=")[0].split("[")[0].strip().lower().replace("_", "-")
         assert name == "privgate" or name in pins, f"{name} not pinned in constraints.txt"

@@ -14,8 +14,14 @@ from privgate.disclosure.measures import compute_measures
 def test_cap_measures_are_identical_for_every_row_order_of_the_cells(monkeypatch):
     rng = np.random.default_rng(0)
     n = 2000
-    real = pl.DataFrame({"a": rng.choice(list("abcdefg"), n), "b": rng.choice(list("xyz"), n),
-                         "c": rng.integers(0, 9, n).astype(str), "t": rng.choice(list("pqrs"), n)})
+    real = pl.DataFrame(
+        {
+            "a": rng.choice(list("abcdefg"), n),
+            "b": rng.choice(list("xyz"), n),
+            "c": rng.integers(0, 9, n).astype(str),
+            "t": rng.choice(list("pqrs"), n),
+        }
+    )
     syn = real.sample(n, seed=1, with_replacement=True)
     seen = []
     real_measures = api.compute_measures

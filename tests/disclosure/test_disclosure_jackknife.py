@@ -18,8 +18,14 @@ KW = dict(seed=4, keys=["k1", "k2"], sensitive=["s", "t"])
 
 def _frame(rng, n: int) -> pl.DataFrame:
     # 8 × 5 key combinations for 60-70 records: many keys unique in one data set, some in both
-    return pl.DataFrame({"k1": rng.choice(list("abcdefgh"), n), "k2": rng.choice(list("vwxyz"), n),
-                         "s": rng.choice(list("PQ"), n, p=[0.8, 0.2]), "t": rng.choice(list("PQR"), n)})
+    return pl.DataFrame(
+        {
+            "k1": rng.choice(list("abcdefgh"), n),
+            "k2": rng.choice(list("vwxyz"), n),
+            "s": rng.choice(list("PQ"), n, p=[0.8, 0.2]),
+            "t": rng.choice(list("PQR"), n),
+        }
+    )
 
 
 def _without_groups(ctx, role: str, n: int) -> list[pl.Series]:
@@ -56,10 +62,13 @@ def test_excess_interval_uses_the_jackknife_of_both_results():
     assert out.excess_ci[0] <= out.value - base.value <= out.excess_ci[1]
 
 
-@pytest.mark.parametrize("options, reason", [
-    ({"exclude_ov_denom_lim": True, "denom_lim": 2}, "exclusions active"),
-    ({"not_targetlev": "P"}, "exclusions active"),
-])
+@pytest.mark.parametrize(
+    "options, reason",
+    [
+        ({"exclude_ov_denom_lim": True, "denom_lim": 2}, "exclusions active"),
+        ({"not_targetlev": "P"}, "exclusions active"),
+    ],
+)
 def test_no_replicates_when_the_tables_are_trimmed(options, reason):
     rng = np.random.default_rng(11)
     ctx = EvaluationContext(_frame(rng, 64), _frame(rng, 70), **KW)

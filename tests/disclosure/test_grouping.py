@@ -11,11 +11,24 @@ from privgate.disclosure.grouping import class_breaks, cut_codes, make_grouping,
 from privgate.disclosure.labels import cut_labels, r_double_label
 
 
-@pytest.mark.parametrize("x, label", [
-    (57.0, "57"), (23.5, "23.5"), (1e5, "1e+05"), (123456.0, "123456"), (0.1 + 0.2, "0.3"),
-    (1 / 3, "0.333333333333333"), (1e-4, "1e-04"), (0.00012, "0.00012"), (-8.0, "-8"),
-    (100000.5, "100000.5"), (1e15, "1e+15"), (10000.0, "10000"), (0.0, "0"),
-])
+@pytest.mark.parametrize(
+    "x, label",
+    [
+        (57.0, "57"),
+        (23.5, "23.5"),
+        (1e5, "1e+05"),
+        (123456.0, "123456"),
+        (0.1 + 0.2, "0.3"),
+        (1 / 3, "0.333333333333333"),
+        (1e-4, "1e-04"),
+        (0.00012, "0.00012"),
+        (-8.0, "-8"),
+        (100000.5, "100000.5"),
+        (1e15, "1e+15"),
+        (10000.0, "10000"),
+        (0.0, "0"),
+    ],
+)
 def test_r_as_character(x, label):
     # R 4.2: as.character(x) — 15 significant digits, fixed unless scientific is narrower
     assert r_double_label(x) == label
@@ -66,8 +79,7 @@ def test_cont_na_own_level_and_left_out_of_breaks():
 
 def test_cut_is_left_closed_last_interval_closed():
     b = np.array([1.0, 4.0, 7.0, 10.0])
-    assert cut_codes(np.array([1.0, 3.999, 4.0, 7.0, 10.0, 11.0, np.nan]), b).tolist() == \
-        [0, 0, 1, 2, 2, -1, -1]
+    assert cut_codes(np.array([1.0, 3.999, 4.0, 7.0, 10.0, 11.0, np.nan]), b).tolist() == [0, 0, 1, 2, 2, -1, -1]
 
 
 def test_labels_gain_digits_until_distinct():
@@ -86,12 +98,10 @@ def test_breaks_pool_all_synthetic_sets():
     s2 = pl.DataFrame({"K": ["a"] * 4, "V": [101.0, 102.0, 103.0, 104.0]})
     r = disclosure(real, [s1, s2], ["K"], "V", ngroups_target=3)
     orig = r.records.filter(pl.col("source") == "orig")["target"].to_list()
-    assert orig == ["[1,2.6666667)", "[1,2.6666667)", "[2.6666667,36.333333)",
-                    "[2.6666667,36.333333)"]
+    assert orig == ["[1,2.6666667)", "[1,2.6666667)", "[2.6666667,36.333333)", "[2.6666667,36.333333)"]
     # with only syn1 the 8 pooled values give breaks 1, 2, 3, 4
     r1 = disclosure(real, s1, ["K"], "V", ngroups_target=3)
-    assert r1.records.filter(pl.col("source") == "orig")["target"].to_list() == \
-        ["[1,2)", "[2,3)", "[3,4]", "[3,4]"]
+    assert r1.records.filter(pl.col("source") == "orig")["target"].to_list() == ["[1,2)", "[2,3)", "[3,4]", "[3,4]"]
 
 
 def test_two_groups_always_fall_back_to_equal_width():
@@ -106,8 +116,7 @@ def test_two_groups_always_fall_back_to_equal_width():
 
 def test_ngroups_keys_apply_in_data_order():
     # synthpop: ngroups_keys[i] belongs to the i-th key in the real data's column order
-    real = pl.DataFrame({"age": [20.0, 30.0, 40.0, 50.0, 60.0, 70.0], "dep": [1.0, 2, 3, 1, 2, 3],
-                         "T": list("xyxyxy")})
+    real = pl.DataFrame({"age": [20.0, 30.0, 40.0, 50.0, 60.0, 70.0], "dep": [1.0, 2, 3, 1, 2, 3], "T": list("xyxyxy")})
     with pytest.warns(UserWarning, match="data order"):
         r = disclosure(real, real, ["dep", "age"], "T", ngroups_keys=[3, 0])
     keys = r.records.filter(pl.col("source") == "orig")["keys"].to_list()
@@ -137,7 +146,14 @@ def test_grouped_key_with_cont_na_level():
     real = pl.DataFrame({"K": [-8.0, 1, 2, 3, 4, 5, 6], "T": list("xyxyxyx")})
     r = disclosure(real, real, ["K"], "T", ngroups_keys=[3], cont_na={"K": -8})
     keys = r.records.filter(pl.col("source") == "orig")["keys"].to_list()
-    assert keys == ["-8", "[1,2.6666667)", "[1,2.6666667)", "[2.6666667,4.3333333)",
-                    "[2.6666667,4.3333333)", "[4.3333333,6]", "[4.3333333,6]"]
+    assert keys == [
+        "-8",
+        "[1,2.6666667)",
+        "[1,2.6666667)",
+        "[2.6666667,4.3333333)",
+        "[2.6666667,4.3333333)",
+        "[4.3333333,6]",
+        "[4.3333333,6]",
+    ]
     # the -8 record is alone on its key level: unique in the original
     assert float(r.ident["UiO"][0]) == pytest.approx(100 / 7)

@@ -12,13 +12,36 @@ from privgate.disclosure.prepare import LabelledColumn, target_order
 
 def test_vectorised_labels_equal_the_scalar_rule():
     rng = np.random.default_rng(3)
-    x = np.concatenate([
-        rng.normal(1e4, 5e3, 3000), np.round(rng.normal(1e4, 5e3, 2000), 2),
-        10.0 ** rng.uniform(-320, 308, 3000) * rng.choice([-1, 1], 3000),
-        rng.integers(0, 10**17, 500).astype(float), np.arange(1, 2000) * 0.1,
-        [0.0, -0.0, np.nan, np.inf, -np.inf, 1e5, 123456.0, 1e15, 1e16, 1234567890123456789.0, 0.1, 2.5,
-         1e-5, 1e-4, 5e-324, 1.7976931348623157e308, -1e100, 99999.99999999999, 9.999999999999999e22],
-    ])
+    x = np.concatenate(
+        [
+            rng.normal(1e4, 5e3, 3000),
+            np.round(rng.normal(1e4, 5e3, 2000), 2),
+            10.0 ** rng.uniform(-320, 308, 3000) * rng.choice([-1, 1], 3000),
+            rng.integers(0, 10**17, 500).astype(float),
+            np.arange(1, 2000) * 0.1,
+            [
+                0.0,
+                -0.0,
+                np.nan,
+                np.inf,
+                -np.inf,
+                1e5,
+                123456.0,
+                1e15,
+                1e16,
+                1234567890123456789.0,
+                0.1,
+                2.5,
+                1e-5,
+                1e-4,
+                5e-324,
+                1.7976931348623157e308,
+                -1e100,
+                99999.99999999999,
+                9.999999999999999e22,
+            ],
+        ]
+    )
     want = [r_double_label(float(v)) for v in x]
     assert r_double_labels(x) == want
     assert r_double_labels(list(x[:50])) == want[:50]
@@ -48,8 +71,14 @@ def test_cap_sums_are_those_of_the_label_sort(monkeypatch):
 
     rng = np.random.default_rng(8)
     n = 60_000  # enough cells for the group-by's paths to differ
-    real = pl.DataFrame({"a": rng.choice(list("abcdefghij"), n), "b": rng.choice(list("xyz"), n),
-                         "c": rng.integers(0, 30, n), "t": rng.normal(size=n).round(2)})
+    real = pl.DataFrame(
+        {
+            "a": rng.choice(list("abcdefghij"), n),
+            "b": rng.choice(list("xyz"), n),
+            "c": rng.integers(0, 30, n),
+            "t": rng.normal(size=n).round(2),
+        }
+    )
     syn = real.sample(n, seed=2, with_replacement=True)
     seen = []
     keep = api.compute_measures
@@ -57,13 +86,15 @@ def test_cap_sums_are_those_of_the_label_sort(monkeypatch):
     multi_disclosure(real, syn, ["a", "b", "c"], ["t"])
     cells, key_cols, n_orig, n_syn = seen[0]
     per_key = me._key_totals(cells, key_cols)
-    by_labels = cells.join(per_key.select(SYN_COL, *key_cols, "dq", "sq"), on=[SYN_COL, *key_cols],
-                           how="left").sort([SYN_COL, *key_cols, "__target"])
+    by_labels = cells.join(per_key.select(SYN_COL, *key_cols, "dq", "sq"), on=[SYN_COL, *key_cols], how="left").sort(
+        [SYN_COL, *key_cols, "__target"]
+    )
     d, s, dq, sq = pl.col("d"), pl.col("s"), pl.col("dq"), pl.col("sq")
     ps = pl.when(sq > 0).then(s / sq).otherwise(0.0)
     pd_ = pl.when(dq > 0).then(d / dq).otherwise(0.0)
-    want = by_labels.group_by(SYN_COL).agg((pd_ * d).sum().alias("capd"), (ps * s).sum().alias("caps"),
-                                           (ps * d).sum().alias("dcap"))
+    want = by_labels.group_by(SYN_COL).agg(
+        (pd_ * d).sum().alias("capd"), (ps * s).sum().alias("caps"), (ps * d).sum().alias("dcap")
+    )
     ns = pl.DataFrame({SYN_COL: pl.Series([1], dtype=pl.Int32), "__ns": [float(n)]})
     got = me._cell_sums(cells, per_key, key_cols, ns)
     for c in ("capd", "caps", "dcap"):

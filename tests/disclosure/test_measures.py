@@ -85,8 +85,14 @@ def test_check_1way():
     r = disclosure(REAL, SYN, ["A"], "T", thresh_1way=(3, 90))
     assert r.check1 == "Check  T  level  x"
     row = r.check_1way[0].row(0, named=True)
-    assert row == {"Level": "x", "All": 8, "PctLevelAll": 62.5, "totalDisclosive": 4,
-                   "nLevelDis": 4, "PctLevelDis": 100.0}
+    assert row == {
+        "Level": "x",
+        "All": 8,
+        "PctLevelAll": 62.5,
+        "totalDisclosive": 4,
+        "nLevelDis": 4,
+        "PctLevelDis": 100.0,
+    }
     r = disclosure(REAL, SYN, ["A"], "T", thresh_1way=(4, 90))  # strict >
     assert r.check1 == ""
 
@@ -124,7 +130,7 @@ def test_check_2way_orders_by_npairs_then_stack_position():
 def test_not_targetlev_changes_identity_as_synthpop_does():
     # zero the y row in every table: d_.q becomes a 2, b 2, c 0, d 1; s_.q a 2, b 2, c 1, e 0
     r = disclosure(REAL, SYN, ["A"], "T", not_targetlev="y")
-    assert one(r.ident, "UiO") == pytest.approx(12.5)   # {d}
+    assert one(r.ident, "UiO") == pytest.approx(12.5)  # {d}
     assert one(r.ident, "UiS") == pytest.approx(100 / 6)  # {c}
     assert one(r.ident, "UiOiS") == 0  # d is not in the synthetic data
     assert one(r.ident, "repU") == 0
@@ -139,8 +145,7 @@ def test_not_targetlev_changes_identity_as_synthpop_does():
 
 
 def test_exclude_triples():
-    r = disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["b"],
-                   exclude_targetlevs=["x"])
+    r = disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["b"], exclude_targetlevs=["x"])
     # b:x zeroed in all tables: DiSCO a:x 2 left
     assert one(r.attrib, "DiSCO") == pytest.approx(25.0)
     ex = {row["table"]: row for row in r.n_exclusions.iter_rows(named=True)}
@@ -152,8 +157,7 @@ def test_exclude_triples():
 
 def test_denom_lim():
     # without exclude_ov_denom_lim denom_lim has no effect
-    assert disclosure(REAL, SYN, ["A"], "T", denom_lim=1).attrib.equals(
-        disclosure(REAL, SYN, ["A"], "T").attrib)
+    assert disclosure(REAL, SYN, ["A"], "T", denom_lim=1).attrib.equals(disclosure(REAL, SYN, ["A"], "T").attrib)
     r = disclosure(REAL, SYN, ["A"], "T", denom_lim=1, exclude_ov_denom_lim=True)
     # every cell > 1 zeroed, table by table: original a:x, b:x; synthetic a:x, b:x
     # d_.q: a 1 (y), c 1, d 2 -> UiO {a, c} = 2/8; s_.q: c 1, e 1 -> repU {c} = 1/8
@@ -186,8 +190,8 @@ NA_SYN = pl.DataFrame({"A": ["a", None, None, "b", "b"], "T": ["x", "y", "y", "x
 def test_missing_is_a_level_by_default():
     # cells: orig a{x1, Missing1}, Missing{y2}, b{x1}; syn a{x1}, Missing{y2}, b{x1, Missing1}
     r = disclosure(NA_REAL, NA_SYN, ["A"], "T")
-    assert one(r.ident, "UiO") == pytest.approx(20.0)   # b
-    assert one(r.ident, "repU") == 0                     # b has 2 synthetic records
+    assert one(r.ident, "UiO") == pytest.approx(20.0)  # b
+    assert one(r.ident, "repU") == 0  # b has 2 synthetic records
     assert one(r.attrib, "DiSCO") == pytest.approx(60.0)  # a:x 1 + Missing:y 2
     assert "Missing" in r.target_levels
 
@@ -221,8 +225,14 @@ def test_usetarget_na_false_keeps_synthetic_only_missing():
 def test_usekeys_na_follows_the_callers_key_order():
     # [BUG] in synthpop: usekeysNA is permuted with the inverse permutation; privgate applies
     # usekeys_na[i] to keys[i] as given. Data order is (K1, K2, K3); keys given (K3, K1, K2).
-    real = pl.DataFrame({"K1": ["a", None, "b", "b"], "K2": ["u", "u", "v", "v"],
-                         "K3": ["p", "p", None, "q"], "T": ["x", "y", "x", "y"]})
+    real = pl.DataFrame(
+        {
+            "K1": ["a", None, "b", "b"],
+            "K2": ["u", "u", "v", "v"],
+            "K3": ["p", "p", None, "q"],
+            "T": ["x", "y", "x", "y"],
+        }
+    )
     syn = real.clone()
     r = disclosure(real, syn, ["K3", "K1", "K2"], "T", usekeys_na=[False, True, True])
     ex = {row["table"]: row for row in r.n_exclusions.iter_rows(named=True)}

@@ -44,15 +44,28 @@ def test_flags_in_row_names_and_npairs_count():
 
 
 def test_per_target_options_forms_agree_with_disclosure():
-    by_list = multi_disclosure(REAL, SYN, ["A"], ["T", "U"], not_targetslev=["y", ""],
-                               exclude_keys=[[], ["A"]], exclude_keylevs=[[], ["b"]],
-                               exclude_targetlevs=[[], ["q"]])
-    by_dict = multi_disclosure(REAL, SYN, ["A"], ["T", "U"], not_targetslev={"T": "y"},
-                               exclude_keys={"U": ["A"]}, exclude_keylevs={"U": ["b"]},
-                               exclude_targetlevs={"U": ["q"]})
+    by_list = multi_disclosure(
+        REAL,
+        SYN,
+        ["A"],
+        ["T", "U"],
+        not_targetslev=["y", ""],
+        exclude_keys=[[], ["A"]],
+        exclude_keylevs=[[], ["b"]],
+        exclude_targetlevs=[[], ["q"]],
+    )
+    by_dict = multi_disclosure(
+        REAL,
+        SYN,
+        ["A"],
+        ["T", "U"],
+        not_targetslev={"T": "y"},
+        exclude_keys={"U": ["A"]},
+        exclude_keylevs={"U": ["b"]},
+        exclude_targetlevs={"U": ["q"]},
+    )
     single_t = disclosure(REAL, SYN, ["A"], "T", not_targetlev="y")
-    single_u = disclosure(REAL, SYN, ["A"], "U", exclude_keys=["A"], exclude_keylevs=["b"],
-                          exclude_targetlevs=["q"])
+    single_u = disclosure(REAL, SYN, ["A"], "U", exclude_keys=["A"], exclude_keylevs=["b"], exclude_targetlevs=["q"])
     for res in (by_list, by_dict):
         assert res.per_target["T"].attrib.equals(single_t.attrib)
         assert res.per_target["U"].attrib.equals(single_u.attrib)
@@ -99,7 +112,7 @@ def test_registered_metrics():
     assert attr.per_attribute == pytest.approx({"T": 0.5, "U": 0.625})
     assert attr.details["worst_target"] == "U"
     text = json.dumps(attr.to_dict())
-    for level in ("\"x\"", "\"p\"", "\"q\"", "a | "):  # no level labels of real records
+    for level in ('"x"', '"p"', '"q"', "a | "):  # no level labels of real records
         assert level not in text
     # options reach multi_disclosure
     attr2 = disclosure_attribute(REAL, SYN, keys=["A"], targets=["T"], not_targetslev="y")
@@ -112,13 +125,17 @@ def test_metric_results_carry_no_levels_or_break_points():
     # row labels, the cells/records or the grouping breaks would show up in the JSON
     from privgate.metrics import disclosure_attribute, disclosure_identity
 
-    real = pl.DataFrame({"A": ["keyzeta"] * 3 + ["keyomega"] * 3,
-                         "T": ["diagalpha"] * 3 + ["diagbeta"] * 3,
-                         "N": [9871.25, 9872.75, 9873.5, 9874.125, 9875.625, 9876.875]})
-    opts = dict(keys=["A"], targets=["T", "N"], thresh_1way=(0, 0), thresh_2way=(0, 0),
-                ngroups_targets=[0, 3])
-    raw = multi_disclosure(real, real, ["A"], ["T", "N"], thresh_1way=(0, 0),
-                           thresh_2way=(0, 0), ngroups_targets=[0, 3])
+    real = pl.DataFrame(
+        {
+            "A": ["keyzeta"] * 3 + ["keyomega"] * 3,
+            "T": ["diagalpha"] * 3 + ["diagbeta"] * 3,
+            "N": [9871.25, 9872.75, 9873.5, 9874.125, 9875.625, 9876.875],
+        }
+    )
+    opts = dict(keys=["A"], targets=["T", "N"], thresh_1way=(0, 0), thresh_2way=(0, 0), ngroups_targets=[0, 3])
+    raw = multi_disclosure(
+        real, real, ["A"], ["T", "N"], thresh_1way=(0, 0), thresh_2way=(0, 0), ngroups_targets=[0, 3]
+    )
     assert raw.per_target["T"].check1 == "Check  T  level  diagalpha"  # the checks do fire
     assert raw.per_target["T"].check2 == "2 pairs need checks"
     for metric in (disclosure_attribute, disclosure_identity):
@@ -127,8 +144,7 @@ def test_metric_results_carry_no_levels_or_break_points():
         doc.pop("seconds")  # wall time: its digits are arbitrary (once "…8787448…" held "987")
         text = json.dumps(doc)
         # (the measures here are multiples of 100/6 and 100/12, so "987" can only be a value)
-        for secret in ("keyzeta", "keyomega", "diagalpha", "diagbeta", "987", "Check",
-                       "pairs need"):
+        for secret in ("keyzeta", "keyomega", "diagalpha", "diagbeta", "987", "Check", "pairs need"):
             assert secret not in text, (metric.__name__, secret)
         assert res.details["per_target"]["T"]["check_1way_flagged"] is True
         assert res.details["per_target"]["T"]["check_2way_pairs"] == [2]
@@ -149,18 +165,17 @@ def test_a_copy_scores_the_real_data_maximum():
 
     ident = disclosure_identity(REAL, REAL, keys=["A"], targets=["T"])
     attr = disclosure_attribute(REAL, REAL, keys=["A"], targets=["T"])
-    assert ident.raw == pytest.approx(12.5)   # UiO
-    assert attr.raw == pytest.approx(37.5)    # Dorig
+    assert ident.raw == pytest.approx(12.5)  # UiO
+    assert attr.raw == pytest.approx(37.5)  # Dorig
 
 
 def test_a_bare_string_exclusion_is_one_level():
     # with one target, exclude_*="b" means the one level "b", not the characters of a string
-    bare = multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b",
-                            exclude_targetlevs="q")
-    listed = multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys=["A"], exclude_keylevs=["b"],
-                              exclude_targetlevs=["q"])
+    bare = multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b", exclude_targetlevs="q")
+    listed = multi_disclosure(
+        REAL, SYN, ["A"], ["U"], exclude_keys=["A"], exclude_keylevs=["b"], exclude_targetlevs=["q"]
+    )
     assert bare.per_target["U"].attrib.equals(listed.per_target["U"].attrib)
     # "pq" is one level that does not exist (an error), not the two levels "p" and "q"
     with pytest.raises(ParameterError, match="pq"):
-        multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b",
-                         exclude_targetlevs="pq")
+        multi_disclosure(REAL, SYN, ["A"], ["U"], exclude_keys="A", exclude_keylevs="b", exclude_targetlevs="pq")

@@ -10,8 +10,7 @@ import pytest
 from privgate.disclosure import disclosure, multi_disclosure
 from privgate.errors import EmptyInputError, InputLoadError, ParameterError, UnsupportedDtypeError
 
-REAL = pl.DataFrame({"A": list("aabb"), "B": ["u", "v", "u", "v"], "N": [1.0, 2.0, 3.0, -8.0],
-                     "T": list("xyxy")})
+REAL = pl.DataFrame({"A": list("aabb"), "B": ["u", "v", "u", "v"], "N": [1.0, 2.0, 3.0, -8.0], "T": list("xyxy")})
 SYN = REAL.clone()
 
 
@@ -30,9 +29,16 @@ def test_target_among_keys():
         disclosure(REAL, SYN, ["A", "T"], "T")
 
 
-@pytest.mark.parametrize("kw", [{"ngroups_target": 1}, {"ngroups_keys": [0, 1]},
-                                {"ngroups_keys": 1}, {"ngroups_target": -2},
-                                {"ngroups_target": 2.5}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"ngroups_target": 1},
+        {"ngroups_keys": [0, 1]},
+        {"ngroups_keys": 1},
+        {"ngroups_target": -2},
+        {"ngroups_target": 2.5},
+    ],
+)
 def test_ngroups_of_one_or_invalid(kw):
     with pytest.raises(ParameterError, match="ngroups"):
         disclosure(REAL, SYN, ["A", "N"], "T", **kw)
@@ -59,16 +65,13 @@ def test_unknown_option():
 
 def test_exclusion_levels_must_exist():
     with pytest.raises(ParameterError, match="'q' is not a level of key 'A'"):
-        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["q"],
-                   exclude_targetlevs=["x"])
+        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["q"], exclude_targetlevs=["x"])
     with pytest.raises(ParameterError, match="not a level of target"):
-        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["a"],
-                   exclude_targetlevs=["zz"])
+        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["a"], exclude_targetlevs=["zz"])
     with pytest.raises(ParameterError, match="same length"):
         disclosure(REAL, SYN, ["A"], "T", exclude_keys=["A"], exclude_keylevs=["a"])
     with pytest.raises(ParameterError, match="not keys"):
-        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["B"], exclude_keylevs=["u"],
-                   exclude_targetlevs=["x"])
+        disclosure(REAL, SYN, ["A"], "T", exclude_keys=["B"], exclude_keylevs=["u"], exclude_targetlevs=["x"])
 
 
 def test_usekeys_na_length():
@@ -102,15 +105,21 @@ def test_unsupported_dtype_names_the_column_and_frame():
 
 
 def test_error_messages_and_warnings_carry_no_record_values():
-    real = pl.DataFrame({"A": ["secret-name", "secret-other", "secret-name"],
-                         "T": ["secret-diagnosis"] * 3, "N": [987654.25] * 3,
-                         "M": [-8.0, 4567.5, 4568.5]})
+    real = pl.DataFrame(
+        {
+            "A": ["secret-name", "secret-other", "secret-name"],
+            "T": ["secret-diagnosis"] * 3,
+            "N": [987654.25] * 3,
+            "M": [-8.0, 4567.5, 4568.5],
+        }
+    )
     failing = [
-        dict(keys=["A"], target="Q"),                                   # missing column
-        dict(keys=["A"], target="N", ngroups_target=3),                 # constant grouped column
-        dict(keys=["A"], target="T", exclude_keys=["A"], exclude_keylevs=["zz"],
-             exclude_targetlevs=["secret-diagnosis"]),                  # unknown key level
-        dict(keys=["A"], target="M", cont_na={"M": -9}),                # absent cont_na code
+        dict(keys=["A"], target="Q"),  # missing column
+        dict(keys=["A"], target="N", ngroups_target=3),  # constant grouped column
+        dict(
+            keys=["A"], target="T", exclude_keys=["A"], exclude_keylevs=["zz"], exclude_targetlevs=["secret-diagnosis"]
+        ),  # unknown key level
+        dict(keys=["A"], target="M", cont_na={"M": -9}),  # absent cont_na code
     ]
     for kw in failing:
         with pytest.raises(ParameterError) as exc:

@@ -58,9 +58,14 @@ def load_case(name: str):
 def options_for(params: dict, target: str) -> dict:
     opts = dict(params["options"]) if params["options"] else {}
     opts.update(params["target_options"].get(target, {}))
-    rename = {"not.targetlev": "not_targetlev", "usekeysNA": "usekeys_na",
-              "usetargetNA": "usetarget_na", "exclude.keys": "exclude_keys",
-              "exclude.keylevs": "exclude_keylevs", "exclude.targetlevs": "exclude_targetlevs"}
+    rename = {
+        "not.targetlev": "not_targetlev",
+        "usekeysNA": "usekeys_na",
+        "usetargetNA": "usetarget_na",
+        "exclude.keys": "exclude_keys",
+        "exclude.keylevs": "exclude_keylevs",
+        "exclude.targetlevs": "exclude_targetlevs",
+    }
     opts = {rename.get(k, k): v for k, v in opts.items()}
     opts["cont_na"] = params["cont_na"]
     return opts
@@ -75,8 +80,9 @@ def run_case(name: str):
         synthetic = syns if len(syns) > 1 else syns[0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = {t: disclosure(real, synthetic, params["keys"], t, **options_for(params, t))
-                       for t in params["targets"]}
+            results = {
+                t: disclosure(real, synthetic, params["keys"], t, **options_for(params, t)) for t in params["targets"]
+            }
         _RESULTS[name] = (params, out, real, syns, results)
     return _RESULTS[name]
 
@@ -159,8 +165,7 @@ def test_cells(case):
     for target in params["targets"]:
         path = REF / case / f"cells_{target}.csv.gz"
         with gzip.open(path, "rb") as fh:
-            exp = pl.read_csv(fh.read(), schema_overrides={"target_level": pl.String,
-                                                            "key": pl.String})
+            exp = pl.read_csv(fh.read(), schema_overrides={"target_level": pl.String, "key": pl.String})
         got = results[target].cells
         assert got.height == exp.height, target
         joined = exp.join(got, on=["synthesis", "target_level", "key"], how="left", suffix="_got")
@@ -176,7 +181,8 @@ def test_record_labels(case):
     params, _, _, _, results = run_case(case)
     with gzip.open(REF / case / "records.csv.gz", "rb") as fh:
         exp = pl.read_csv(fh.read(), infer_schema_length=0).with_columns(
-            pl.col("synthesis").cast(pl.Int32), pl.col("row").cast(pl.Int64))
+            pl.col("synthesis").cast(pl.Int32), pl.col("row").cast(pl.Int64)
+        )
     for target in params["targets"]:
         got = results[target].records
         assert got["keys"].to_list() == exp["keys"].to_list()
@@ -200,8 +206,7 @@ def test_multi_disclosure(case):
     synthetic = syns if len(syns) > 1 else syns[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = multi_disclosure(real, synthetic, params["keys"], params["targets"],
-                               **multi_options(params))
+        res = multi_disclosure(real, synthetic, params["keys"], params["targets"], **multi_options(params))
     table = res.attrib_table
     assert table["row"].to_list() == [r["_row"] for r in exp["attrib_table"]]
     for got, e in zip(table.iter_rows(named=True), exp["attrib_table"]):
@@ -230,18 +235,20 @@ def test_multi_disclosure(case):
 
 
 @pytest.mark.skipif("i_sd2011_vignette" not in CASES, reason="SD2011 vignette case not found")
-@pytest.mark.parametrize("target, kw, measure, expected", [
-    # values printed in synthpop's vignette / quoted in synthpop-disclosure-notes.md (2 decimals)
-    ("depress", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "UiO", 50.26),
-    ("depress", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "repU", 16.36),
-    ("income", {"denom_lim": 1, "exclude_ov_denom_lim": True, "ngroups_target": 20}, "UiO", 49.94),
-    ("workab", {"not_targetlev": "NO"}, "UiO", 8.10),
-    ("workab", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "TCAP", 113.78),
-])
+@pytest.mark.parametrize(
+    "target, kw, measure, expected",
+    [
+        # values printed in synthpop's vignette / quoted in synthpop-disclosure-notes.md (2 decimals)
+        ("depress", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "UiO", 50.26),
+        ("depress", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "repU", 16.36),
+        ("income", {"denom_lim": 1, "exclude_ov_denom_lim": True, "ngroups_target": 20}, "UiO", 49.94),
+        ("workab", {"not_targetlev": "NO"}, "UiO", 8.10),
+        ("workab", {"denom_lim": 1, "exclude_ov_denom_lim": True}, "TCAP", 113.78),
+    ],
+)
 def test_documented_exclusion_effects(target, kw, measure, expected):
     _, _, real, syns, _ = run_case("i_sd2011_vignette")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = disclosure(real, syns[0], ["sex", "age", "region", "placesize"], target,
-                       cont_na={"income": -8}, **kw)
+        r = disclosure(real, syns[0], ["sex", "age", "region", "placesize"], target, cont_na={"income": -8}, **kw)
     assert r.mean(measure) == pytest.approx(expected, abs=0.005)

@@ -17,13 +17,15 @@ from privgate.gx import dagster_bridge as bridge  # noqa: E402
 def suite(adult_path):
     s = gx.ExpectationSuite(name="bridge_suite")
     s.add_expectation(pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.05))
-    s.add_expectation(pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(
-        real=adult_path, threshold=0.5, severity="warning"))
-    s.add_expectation(pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="hitting_rate", real=adult_path, threshold=0.9))
-    s.add_expectation(pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="broken_metric_name", real=adult_path, threshold=0.9,
-        meta={"check_name": "custom name!"}))
+    s.add_expectation(
+        pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=adult_path, threshold=0.5, severity="warning")
+    )
+    s.add_expectation(pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path, threshold=0.9))
+    s.add_expectation(
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(
+            metric="broken_metric_name", real=adult_path, threshold=0.9, meta={"check_name": "custom name!"}
+        )
+    )
     return s
 
 
@@ -51,8 +53,7 @@ def test_check_names_match_specs(suite, validation):
 
 
 def test_results_map_status_severity_and_metadata(validation):
-    by_name = {r.check_name: r for r in bridge.to_asset_check_results(
-        validation, asset_key="synthetic_release")}
+    by_name = {r.check_name: r for r in bridge.to_asset_check_results(validation, asset_key="synthetic_release")}
     copies = by_name["privacy_common_rows"]
     assert copies.passed is True
     assert copies.asset_key == dg.AssetKey("synthetic_release")
@@ -115,15 +116,13 @@ def test_blocking_gate_in_a_dagster_run(gx_context, adult_small, adult_path, adu
         return synthetic_release
 
     with dg.instance_for_test() as instance:
-        ok = dg.materialize([synthetic_release, published_release], instance=instance,
-                            raise_on_error=False)
+        ok = dg.materialize([synthetic_release, published_release], instance=instance, raise_on_error=False)
         assert ok.success
         assert [e.passed for e in ok.get_asset_check_evaluations()] == [True]
         assert len(ok.get_asset_materialization_events()) == 2
 
         release["data"] = pl.concat([adult_small.head(5), adult_random.tail(100)])
-        bad = dg.materialize([synthetic_release, published_release], instance=instance,
-                             raise_on_error=False)
+        bad = dg.materialize([synthetic_release, published_release], instance=instance, raise_on_error=False)
         assert not bad.success
         evals = bad.get_asset_check_evaluations()
         assert [(e.check_name, e.passed) for e in evals] == [("privacy_common_rows", False)]

@@ -49,8 +49,10 @@ def test_observed_value_equals_library_metric(gx_context, adult_small, adult_pat
     from privgate import metrics
 
     release = adult_random.head(300)
-    for name, cls in (("common_rows", pe.ExpectSyntheticExactCopyRateToBeBelow),
-                      ("dcr", pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow)):
+    for name, cls in (
+        ("common_rows", pe.ExpectSyntheticExactCopyRateToBeBelow),
+        ("dcr", pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow),
+    ):
         _require_metric(name)
         lib = getattr(metrics, name)(adult_small, release)
         r = _validate(gx_context, release, cls(real=adult_path, threshold=1.0))
@@ -70,10 +72,8 @@ NAMED_CASES = [
     # one repetition, one thread: keeps the LightGBM fits to about a second
     ("membership_inference", {"params": {"repetitions": 1, "n_jobs": 1}}, 0.5),
     # 4 keys: a copy has 28 % replicated uniques / 30 % DiSCO, uniform noise 4 % / 1.3 %
-    ("disclosure_identity", {"keys": ["age", "sex", "race", "marital_status"],
-                             "sensitive": ["occupation"]}, 0.1),
-    ("disclosure_attribute", {"keys": ["age", "sex", "race", "marital_status"],
-                              "sensitive": ["occupation"]}, 0.1),
+    ("disclosure_identity", {"keys": ["age", "sex", "race", "marital_status"], "sensitive": ["occupation"]}, 0.1),
+    ("disclosure_attribute", {"keys": ["age", "sex", "race", "marital_status"], "sensitive": ["occupation"]}, 0.1),
 ]
 
 
@@ -85,8 +85,9 @@ def test_every_metric_these_tests_name_is_registered():
 
 
 @pytest.mark.parametrize("metric,extra,threshold", NAMED_CASES, ids=[c[0] for c in NAMED_CASES])
-def test_named_expectation_copy_fails_random_passes(gx_context, adult_small, adult_path, adult_random,
-                                                     metric, extra, threshold):
+def test_named_expectation_copy_fails_random_passes(
+    gx_context, adult_small, adult_path, adult_random, metric, extra, threshold
+):
     _require_metric(metric)
     cls = pe.NAMED[metric]
     exp = cls(real=adult_path, threshold=threshold, **extra)
@@ -114,10 +115,20 @@ def test_general_expectation_any_registered_metric(gx_context, adult_path, adult
 def test_general_expectation_passes_metric_params(gx_context, adult_small, adult_path, adult_random):
     """params reach the metric: nndr's result records the n_components it used."""
     _require_metric("nndr")
-    a = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 3}))
-    b = _validate(gx_context, adult_random, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 2}))
+    a = _validate(
+        gx_context,
+        adult_random,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(
+            metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 3}
+        ),
+    )
+    b = _validate(
+        gx_context,
+        adult_random,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(
+            metric="nndr", real=adult_path, threshold=1.0, params={"n_components": 2}
+        ),
+    )
     assert not pe.is_errored(a), pe.error_message(a)
     assert a.result["details"]["params"].get("n_components") == 3
     assert b.result["details"]["params"].get("n_components") == 2
@@ -140,12 +151,13 @@ def test_excess_over_holdout_baseline(gx_context, adult_small, adult_path, adult
 
     release = pl.concat([adult_small.head(60), pl.read_parquet(adult_holdout_path).tail(240)])
     exp = pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="hitting_rate", real=adult_path, holdout=adult_holdout_path, compare_to="excess",
-        threshold=0.05)
+        metric="hitting_rate", real=adult_path, holdout=adult_holdout_path, compare_to="excess", threshold=0.05
+    )
     r = _validate(gx_context, release, exp)
     assert not pe.is_errored(r), pe.error_message(r)
-    lib = privgate.evaluate(adult_small, release, ["hitting_rate"], holdout=adult_holdout_path,
-                            baseline=True).results["hitting_rate"]
+    lib = privgate.evaluate(adult_small, release, ["hitting_rate"], holdout=adult_holdout_path, baseline=True).results[
+        "hitting_rate"
+    ]
     d = r.result["details"]
     assert d["baseline"] == pytest.approx(lib.baseline)
     assert r.result["observed_value"] == pytest.approx(lib.excess)
@@ -153,8 +165,13 @@ def test_excess_over_holdout_baseline(gx_context, adult_small, adult_path, adult
     assert d["compared"] == "excess"
     # 60 of 600 real records copied: the excess is ≈ 0.1, over the 0.05 allowed
     assert r.result["observed_value"] > 0.05 and r.success is False
-    no_holdout = _validate(gx_context, release, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="hitting_rate", real=adult_path, compare_to="excess", threshold=0.05))
+    no_holdout = _validate(
+        gx_context,
+        release,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(
+            metric="hitting_rate", real=adult_path, compare_to="excess", threshold=0.05
+        ),
+    )
     assert pe.is_errored(no_holdout) and "holdout" in pe.error_message(no_holdout)
 
 
@@ -167,16 +184,16 @@ def test_real_and_holdout_as_suite_parameters(gx_context, tiny, tmp_path):
     r = _validate(gx_context, synth, exp, expectation_parameters={"real_path": str(path)})
     assert not pe.is_errored(r), pe.error_message(r)
     assert r.result["observed_value"] == pytest.approx(0.25) and r.success
-    assert "$PARAMETER real_path" in pe.ExpectSyntheticExactCopyRateToBeBelow.sentence(
-        exp.configuration.kwargs)
+    assert "$PARAMETER real_path" in pe.ExpectSyntheticExactCopyRateToBeBelow.sentence(exp.configuration.kwargs)
 
 
 # ------------------------------------------------------------------------------ errors
 def test_unknown_metric_is_errored_not_failed(gx_context, tiny):
     real, synth = tiny
     ref = pe.register_real("tiny", real)
-    r = _validate(gx_context, synth, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="no_such_metric", real=ref, threshold=1.0))
+    r = _validate(
+        gx_context, synth, pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="no_such_metric", real=ref, threshold=1.0)
+    )
     assert r.success is False
     assert pe.is_errored(r)
     assert "UnknownMetricError" in pe.error_message(r)
@@ -226,27 +243,34 @@ def test_exception_around_the_metric_is_errored_and_message_withheld(gx_context,
 
 def test_missing_real_file_is_errored(gx_context, tiny, tmp_path):
     _, synth = tiny
-    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real=str(tmp_path / "missing.parquet"), threshold=1.0))
+    r = _validate(
+        gx_context,
+        synth,
+        pe.ExpectSyntheticExactCopyRateToBeBelow(real=str(tmp_path / "missing.parquet"), threshold=1.0),
+    )
     assert pe.is_errored(r) and "file not found" in pe.error_message(r)
 
 
 def test_unregistered_reference_is_errored(gx_context, tiny):
     _, synth = tiny
-    r = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real="registry:never_registered", threshold=1.0))
+    r = _validate(
+        gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real="registry:never_registered", threshold=1.0)
+    )
     assert pe.is_errored(r) and "never_registered" in pe.error_message(r)
 
 
 def test_bad_parameters_are_errored(gx_context, tiny):
     real, synth = tiny
     ref = pe.register_real("tiny", real)
-    unknown_param = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real=ref, threshold=1.0, params={"no_such_option": 1}))
-    reserved = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real=ref, threshold=1.0, params={"seed": 3}))
-    bad_threshold = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real=ref, threshold=1.5))
+    unknown_param = _validate(
+        gx_context,
+        synth,
+        pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0, params={"no_such_option": 1}),
+    )
+    reserved = _validate(
+        gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0, params={"seed": 3})
+    )
+    bad_threshold = _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.5))
     for r in (unknown_param, reserved, bad_threshold):
         assert r.success is False and pe.is_errored(r), r
     assert "ParameterError" in pe.error_message(unknown_param)
@@ -261,15 +285,19 @@ def test_missing_suite_parameter_raises(gx_context, tiny):
     real, synth = tiny
     ref = pe.register_real("tiny", real)
     with pytest.raises(SuiteParameterError):
-        _validate(gx_context, synth, pe.ExpectSyntheticExactCopyRateToBeBelow(
-            real=ref, threshold={"$PARAMETER": "not_supplied"}))
+        _validate(
+            gx_context,
+            synth,
+            pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold={"$PARAMETER": "not_supplied"}),
+        )
 
 
 def test_schema_mismatch_is_errored(gx_context, tiny):
     real, synth = tiny
     ref = pe.register_real("tiny", real)
-    r = _validate(gx_context, synth.rename({"b": "c"}),
-                  pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0))
+    r = _validate(
+        gx_context, synth.rename({"b": "c"}), pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=1.0)
+    )
     assert pe.is_errored(r) and "SchemaMismatchError" in pe.error_message(r)
 
 
@@ -281,8 +309,13 @@ def test_polars_and_pandas_batches_agree(gx_context, adult_small, adult_path, ad
     assert release["workclass"].null_count() > 0
     exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=1.0)
     values = []
-    for batch in (release, release.to_pandas(), release.to_pandas(use_pyarrow_extension_array=True),
-                  release.to_arrow(), release.lazy()):
+    for batch in (
+        release,
+        release.to_pandas(),
+        release.to_pandas(use_pyarrow_extension_array=True),
+        release.to_arrow(),
+        release.lazy(),
+    ):
         r = _validate(gx_context, batch, exp)
         assert not pe.is_errored(r), pe.error_message(r)
         values.append(r.result["observed_value"])
@@ -297,14 +330,16 @@ def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
     Arrow-backed pandas → Polars: a copy of the real data is recognised as a copy."""
     import datetime as dt
 
-    real = pl.DataFrame({
-        "day": [dt.date(2020, 1, d) for d in range(1, 7)],
-        "ts": [dt.datetime(2021, 5, 1, h) for h in range(6)],
-        "cat": pl.Series(["a", "b", None, "a", "c", "b"], dtype=pl.Categorical),
-        "enum": pl.Series(["x", "y", "x", None, "y", "x"], dtype=pl.Enum(["x", "y"])),
-        "flag": [True, None, False, True, False, True],
-        "n": pl.Series([1, None, 3, 4, 5, 6], dtype=pl.Int32),
-    })
+    real = pl.DataFrame(
+        {
+            "day": [dt.date(2020, 1, d) for d in range(1, 7)],
+            "ts": [dt.datetime(2021, 5, 1, h) for h in range(6)],
+            "cat": pl.Series(["a", "b", None, "a", "c", "b"], dtype=pl.Categorical),
+            "enum": pl.Series(["x", "y", "x", None, "y", "x"], dtype=pl.Enum(["x", "y"])),
+            "flag": [True, None, False, True, False, True],
+            "n": pl.Series([1, None, 3, 4, 5, 6], dtype=pl.Int32),
+        }
+    )
     path = tmp_path / "typed.parquet"
     real.write_parquet(path)
     exp = pe.ExpectSyntheticExactCopyRateToBeBelow(real=str(path), threshold=0.0)
@@ -316,10 +351,16 @@ def test_dtype_round_trip_dates_categoricals_booleans(gx_context, tmp_path):
 
 def test_paired_field_reaches_hidden_rate(gx_context, adult_small, adult_path):
     _require_metric("hidden_rate")
-    paired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="hidden_rate", real=adult_path, threshold=0.5, paired=True))
-    unpaired = _validate(gx_context, adult_small, pe.ExpectSyntheticPrivacyRiskToBeBelow(
-        metric="hidden_rate", real=adult_path, threshold=0.5))
+    paired = _validate(
+        gx_context,
+        adult_small,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hidden_rate", real=adult_path, threshold=0.5, paired=True),
+    )
+    unpaired = _validate(
+        gx_context,
+        adult_small,
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hidden_rate", real=adult_path, threshold=0.5),
+    )
     assert not pe.is_errored(paired), pe.error_message(paired)
     assert paired.result["observed_value"] == pytest.approx(1.0) and paired.success is False
     assert pe.is_errored(unpaired) and "NotApplicableError" in pe.error_message(unpaired)
@@ -336,10 +377,12 @@ def test_registry_and_path_references_agree(gx_context, adult_small, adult_path,
     ref = pe.register_real("adult_test", adult_small)
     assert ref == "registry:adult_test"
     assert "adult_test" in pe.registered_names()
-    by_path = _validate(gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(
-        real=adult_path, threshold=1.0))
-    by_name = _validate(gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(
-        real=ref, threshold=1.0))
+    by_path = _validate(
+        gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=adult_path, threshold=1.0)
+    )
+    by_name = _validate(
+        gx_context, adult_random, pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=ref, threshold=1.0)
+    )
     assert by_path.result["observed_value"] == pytest.approx(by_name.result["observed_value"], abs=1e-12)
     pe.unregister_real("adult_test")
     assert "adult_test" not in pe.registered_names()
@@ -365,16 +408,20 @@ def test_path_reference_expands_environment(monkeypatch, adult_path):
 
 def test_results_never_contain_real_record_values(gx_context):
     """A real record with unique marker values: no score, detail or message carries them."""
-    real = pl.DataFrame({
-        "name": ["Zebulon-Marker-Xq", "b", "c", "d", "e", "f"],
-        "city": ["Secretville-77", "p", "q", "p", "q", "p"],
-        "age": [913.25, 30.0, 40.0, 50.0, 60.0, 70.0],
-    })
+    real = pl.DataFrame(
+        {
+            "name": ["Zebulon-Marker-Xq", "b", "c", "d", "e", "f"],
+            "city": ["Secretville-77", "p", "q", "p", "q", "p"],
+            "age": [913.25, 30.0, 40.0, 50.0, 60.0, 70.0],
+        }
+    )
     synth = pl.DataFrame({"name": ["b", "c", "zz"], "city": ["p", "q", "p"], "age": [30.0, 41.0, 55.0]})
     ref = pe.register_real("marker", real)
-    exps = [pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.0),
-            pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=ref, threshold=0.0),
-            pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=ref, threshold=0.0)]
+    exps = [
+        pe.ExpectSyntheticExactCopyRateToBeBelow(real=ref, threshold=0.0),
+        pe.ExpectSyntheticDistanceToClosestRecordRiskToBeBelow(real=ref, threshold=0.0),
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=ref, threshold=0.0),
+    ]
     res = pe.validate_release(synth, exps, context=gx_context, result_format="COMPLETE")
     text = json.dumps(res.to_json_dict(), default=str)
     for marker in ("Zebulon-Marker-Xq", "Secretville-77", "913.25"):
@@ -386,8 +433,10 @@ def test_import_privgate_does_not_import_gx():
     import subprocess
     import sys
 
-    code = ("import sys, privgate, privgate.registry, privgate.metrics; "
-            "print('great_expectations' in sys.modules, 'dagster' in sys.modules)")
+    code = (
+        "import sys, privgate, privgate.registry, privgate.metrics; "
+        "print('great_expectations' in sys.modules, 'dagster' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -407,7 +456,12 @@ def test_named_classes_are_registered_with_gx():
 
     for cls in pe.ALL_EXPECTATIONS:
         assert get_expectation_impl(cls.expectation_type) is cls
-    assert pe.ExpectSyntheticExactCopyRateToBeBelow.expectation_type == \
-        "expect_synthetic_exact_copy_rate_to_be_below"
-    assert set(pe.NAMED) == {"common_rows", "dcr", "attribute_inference", "membership_inference",
-                             "disclosure_identity", "disclosure_attribute"}
+    assert pe.ExpectSyntheticExactCopyRateToBeBelow.expectation_type == "expect_synthetic_exact_copy_rate_to_be_below"
+    assert set(pe.NAMED) == {
+        "common_rows",
+        "dcr",
+        "attribute_inference",
+        "membership_inference",
+        "disclosure_identity",
+        "disclosure_attribute",
+    }

@@ -26,15 +26,17 @@ def frames(tmp_path_factory, adult_small, adult_holdout_path):
     holdout.write_parquet(d / "holdout.parquet")
     # 10 % copied training records + a noisy copy of non-members
     release = pl.concat([real.head(30), privgate.baselines.noisy_copy(holdout, seed=1).head(N - 30)])
-    return {"real": str(d / "real.parquet"), "holdout": str(d / "holdout.parquet"),
-            "release": release}
+    return {"real": str(d / "real.parquet"), "holdout": str(d / "holdout.parquet"), "release": release}
 
 
 def _gate_verdicts(outcome) -> dict[str, str]:
     from privgate.gates import check_name
 
-    return {check_name(c.metric, c.rule, c.severity): c.verdict for c in outcome.checks
-            if c.rule in ("threshold", "baseline") and not c.skipped}
+    return {
+        check_name(c.metric, c.rule, c.severity): c.verdict
+        for c in outcome.checks
+        if c.rule in ("threshold", "baseline") and not c.skipped
+    }
 
 
 @pytest.mark.parametrize("with_holdout", [True, False], ids=["holdout", "no_holdout"])
@@ -68,13 +70,20 @@ def test_warn_rules_map_to_warning_severity_and_optional_errors_do_not_block(fra
 
     from privgate.gx import dagster_bridge as bridge
 
-    cfg = {"version": 1, "dataset": "t", "metrics": {
-        "common_rows": {"threshold": {"warn": 0.0, "block": 0.5}},
-        "hidden_rate": {"optional": True, "threshold": {"block": 0.5}},  # no pairing → errors
-    }}
+    cfg = {
+        "version": 1,
+        "dataset": "t",
+        "metrics": {
+            "common_rows": {"threshold": {"warn": 0.0, "block": 0.5}},
+            "hidden_rate": {"optional": True, "threshold": {"block": 0.5}},  # no pairing → errors
+        },
+    }
     suite = pe.suite_from_gate_config(cfg, real=frames["real"])
     assert [e.meta["check_name"] for e in suite.expectations] == [
-        "common_rows__threshold_warn", "common_rows__threshold_block", "hidden_rate__threshold_block"]
+        "common_rows__threshold_warn",
+        "common_rows__threshold_block",
+        "hidden_rate__threshold_block",
+    ]
     result = pe.validate_release(frames["release"], suite)
     checks = {c.check_name: c for c in bridge.to_asset_check_results(result, asset_key="r")}
     assert checks["common_rows__threshold_warn"].passed is False
@@ -86,8 +95,12 @@ def test_warn_rules_map_to_warning_severity_and_optional_errors_do_not_block(fra
 
 
 def test_require_holdout_without_holdout_refuses(frames):
-    cfg = {"version": 1, "dataset": "t", "require_holdout": True,
-           "metrics": {"common_rows": {"threshold": {"block": 0.0}}}}
+    cfg = {
+        "version": 1,
+        "dataset": "t",
+        "require_holdout": True,
+        "metrics": {"common_rows": {"threshold": {"block": 0.0}}},
+    }
     with pytest.raises(ConfigError, match="require_holdout"):
         pe.suite_from_gate_config(cfg, real=frames["real"])
 

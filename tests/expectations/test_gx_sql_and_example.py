@@ -46,9 +46,10 @@ def test_postgres_table_through_gx_sql_datasource(gx_context, release_table, adu
     named by a bare ``postgresql://`` URL (mapped to the installed driver)."""
     table, release = release_table
     bare_url = "postgresql://" + PG_URL.split("://", 1)[1]
-    checks = [pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.0),
-              pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path,
-                                                     threshold=0.9)]
+    checks = [
+        pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.0),
+        pe.ExpectSyntheticPrivacyRiskToBeBelow(metric="hitting_rate", real=adult_path, threshold=0.9),
+    ]
     from_sql = pe.validate_table(bare_url, table, checks, context=gx_context)
     in_memory = pe.validate_release(release, checks, context=gx_context)
     sql_rows = {pe.summarise(r)["metric"]: pe.summarise(r) for r in from_sql.results}
@@ -67,15 +68,22 @@ def test_missing_table_raises_naming_it(gx_context, adult_path):
         pytest.skip("PRIVGATE_TEST_POSTGRES_URL not set")
     table = f"privgate_gx_missing_{uuid.uuid4().hex[:10]}"
     with pytest.raises(Exception, match=table):  # GX refuses a table asset with no table
-        pe.validate_table(PG_URL, table, [pe.ExpectSyntheticExactCopyRateToBeBelow(
-            real=adult_path, threshold=0.0)], context=gx_context)
+        pe.validate_table(
+            PG_URL,
+            table,
+            [pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.0)],
+            context=gx_context,
+        )
 
 
 def test_results_carry_the_interval_and_p_value_fields(gx_context, adult_small, adult_path):
     """observed value, and the interval / p-value keys (None where the metric has none);
     with an interval, it contains the observed value."""
-    r = pe.validate_release(adult_small.head(300), pe.ExpectSyntheticExactCopyRateToBeBelow(
-        real=adult_path, threshold=1.0), context=gx_context)
+    r = pe.validate_release(
+        adult_small.head(300),
+        pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=1.0),
+        context=gx_context,
+    )
     details = r.result["details"]
     for key in ("interval", "value_ci", "baseline_ci", "excess_ci", "p_value"):
         assert key in details
@@ -100,9 +108,14 @@ def test_example_script_runs_as_written(tmp_path):
     Checkpoint stores both validation results and the Data Docs site it builds holds the suite
     and both results, the leaky one failed on the exact-copy expectation."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, str(REPO / "docs" / "examples" / "gx_release_check.py"),
-                           "--out", str(tmp_path / "gx")], capture_output=True, text=True,
-                          env=env, timeout=900, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "examples" / "gx_release_check.py"), "--out", str(tmp_path / "gx")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "harmless passes: True | leaky passes: False" in proc.stdout
     site = tmp_path / "gx" / "gx" / "uncommitted" / "data_docs" / "local_site"
@@ -111,8 +124,11 @@ def test_example_script_runs_as_written(tmp_path):
     assert "expectations/release_privacy.html" in index
     suite = _text(site / "expectations" / "release_privacy.html")
     assert "Expectation Suite Name release_privacy" in suite
-    for sentence in ("Exact-copy rate ( common_rows", "Attribute-inference risk ( attribute_inference",
-                     "Privacy risk ( hitting_rate"):
+    for sentence in (
+        "Exact-copy rate ( common_rows",
+        "Attribute-inference risk ( attribute_inference",
+        "Privacy risk ( hitting_rate",
+    ):
         assert sentence in suite
     pages = {}
     for release in ("harmless", "leaky"):
@@ -132,5 +148,9 @@ def test_postgres_url_without_a_driver_names_the_extras(gx_context, adult_path, 
 
     monkeypatch.setattr(dburl, "_installed", lambda module: False)
     with pytest.raises(InputError, match=r"privgate\[gx,postgres\]"):
-        pe.validate_table("postgresql://u@h/db", "t", [pe.ExpectSyntheticExactCopyRateToBeBelow(
-            real=adult_path, threshold=0.0)], context=gx_context)
+        pe.validate_table(
+            "postgresql://u@h/db",
+            "t",
+            [pe.ExpectSyntheticExactCopyRateToBeBelow(real=adult_path, threshold=0.0)],
+            context=gx_context,
+        )

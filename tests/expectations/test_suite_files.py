@@ -29,8 +29,9 @@ def build():
 def test_default_gate_suite_file_is_what_the_code_builds_from_the_default_gate(build):
     assert build["SUITES"]["default_gate.json"] == "privgate/configs/default_gate.yaml"
     stored = json.loads(SUITE_FILE.read_text(encoding="utf-8"))
-    assert stored == build["build"]("default_gate.json"), \
+    assert stored == build["build"]("default_gate.json"), (
         "expectations/default_gate.json is out of date: run python3 expectations/build.py"
+    )
     # built from the configuration privgate ships (not a copy of it)
     from privgate.gates import DEFAULT_CONFIG_PATH, default_gate_config
 
@@ -38,8 +39,12 @@ def test_default_gate_suite_file_is_what_the_code_builds_from_the_default_gate(b
     from privgate.gates import check_name
 
     # with a holdout: every rule but the history's trend rules and the no-holdout ones
-    applying = {check_name(m.name, r.kind, r.severity) for m in default_gate_config().metrics.values()
-                for r in m.rules if r.kind != "trend" and r.when != "no_holdout"}
+    applying = {
+        check_name(m.name, r.kind, r.severity)
+        for m in default_gate_config().metrics.values()
+        for r in m.rules
+        if r.kind != "trend" and r.when != "no_holdout"
+    }
     assert {e["meta"]["check_name"] for e in stored["expectations"]} == applying
 
 
@@ -55,8 +60,7 @@ def test_check_mode_reports_a_stale_file(build, tmp_path, monkeypatch, capsys):
     assert "out of date: default_gate.json" in capsys.readouterr().out
 
 
-def test_the_suite_file_loaded_and_run_decides_like_the_gate(gx_context, adult_small,
-                                                            adult_holdout_path, tmp_path):
+def test_the_suite_file_loaded_and_run_decides_like_the_gate(gx_context, adult_small, adult_holdout_path, tmp_path):
     """The example: load the suite file, give it the real data and the holdout as suite
     parameters, validate a release."""
     from privgate.gates import check_name, run_gate
@@ -70,13 +74,20 @@ def test_the_suite_file_loaded_and_run_decides_like_the_gate(gx_context, adult_s
     holdout.write_parquet(holdout_path)
 
     suite = pe.load_suite_json(SUITE_FILE)
-    result = pe.validate_release(release, suite, context=gx_context, expectation_parameters={
-        "privgate_real": str(real), "privgate_holdout": str(holdout_path)})
+    result = pe.validate_release(
+        release,
+        suite,
+        context=gx_context,
+        expectation_parameters={"privgate_real": str(real), "privgate_holdout": str(holdout_path)},
+    )
     status = {pe.summarise(r)["meta"]["check_name"]: pe.summarise(r)["status"] for r in result.results}
 
     outcome = run_gate(privgate.gates.DEFAULT_CONFIG_PATH, str(real), release, str(holdout_path))
-    gate = {check_name(c.metric, c.rule, c.severity): c.verdict for c in outcome.checks
-            if c.rule in ("threshold", "baseline") and not c.skipped}
+    gate = {
+        check_name(c.metric, c.rule, c.severity): c.verdict
+        for c in outcome.checks
+        if c.rule in ("threshold", "baseline") and not c.skipped
+    }
     assert set(status) == set(gate) and gate
     assert not [n for n, s in status.items() if s == "errored"]
     assert {n: s == "failed" for n, s in status.items()} == {n: v != "pass" for n, v in gate.items()}

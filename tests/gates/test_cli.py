@@ -22,11 +22,17 @@ N = 150
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("gatecli")
     rng = np.random.default_rng(0)
-    real = pl.DataFrame({"x": rng.normal(size=N), "y": rng.normal(size=N) * 3,
-                         "c": rng.choice(["a", "b", "c", "d"], N)})
+    real = pl.DataFrame(
+        {"x": rng.normal(size=N), "y": rng.normal(size=N) * 3, "c": rng.choice(["a", "b", "c", "d"], N)}
+    )
     warn_release = pl.concat([baselines.uniform_random(real, seed=2)[: N - 1], real[:1]])
-    paths = {"real": d / "real.parquet", "pass": d / "pass.parquet", "warn": d / "warn.parquet",
-             "block": d / "block.csv", "config": d / "gate.yaml"}
+    paths = {
+        "real": d / "real.parquet",
+        "pass": d / "pass.parquet",
+        "warn": d / "warn.parquet",
+        "block": d / "block.csv",
+        "config": d / "gate.yaml",
+    }
     real.write_parquet(paths["real"])
     baselines.uniform_random(real, seed=1).write_parquet(paths["pass"])
     warn_release.write_parquet(paths["warn"])
@@ -35,14 +41,29 @@ def files(tmp_path_factory):
     paths["config"].write_text(
         "dataset: cli\nmetrics:\n"
         "  common_rows:\n    threshold: {warn: 0.0, block: 0.01}\n"
-        "  hitting_rate:\n    trend: {warn: 0.5}\n")
+        "  hitting_rate:\n    trend: {warn: 0.5}\n"
+    )
     return paths
 
 
 def _gate(files, synthetic, release, db, *extra):
-    return main(["gate", "--config", str(files["config"]), "--real", str(files["real"]),
-                 "--synthetic", str(synthetic), "--release-id", release, "--history", str(db),
-                 "--quiet", *extra])
+    return main(
+        [
+            "gate",
+            "--config",
+            str(files["config"]),
+            "--real",
+            str(files["real"]),
+            "--synthetic",
+            str(synthetic),
+            "--release-id",
+            release,
+            "--history",
+            str(db),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def test_exit_codes_pass_warn_block(files, tmp_path, capsys):
@@ -56,13 +77,22 @@ def test_exit_codes_pass_warn_block(files, tmp_path, capsys):
     assert runs["release_id"].to_list() == ["p", "w", "b"] and runs["exit_code"].to_list() == [0, 1, 2]
 
 
-@pytest.mark.parametrize("case", ["missing_input", "corrupt_input", "bad_config", "config_missing",
-                                  "no_release_id", "unknown_option", "bad_choice"])
+@pytest.mark.parametrize(
+    "case",
+    ["missing_input", "corrupt_input", "bad_config", "config_missing", "no_release_id", "unknown_option", "bad_choice"],
+)
 def test_errors_exit_3_and_block(files, tmp_path, capsys, case):
     db = tmp_path / "h.sqlite"
     base = ["gate", "--real", str(files["real"]), "--history", str(db), "--quiet"]
     if case == "missing_input":
-        argv = base + ["--config", str(files["config"]), "--synthetic", str(tmp_path / "nope.parquet"), "--release-id", "x"]
+        argv = base + [
+            "--config",
+            str(files["config"]),
+            "--synthetic",
+            str(tmp_path / "nope.parquet"),
+            "--release-id",
+            "x",
+        ]
     elif case == "corrupt_input":
         bad = tmp_path / "bad.parquet"
         bad.write_bytes(b"not a parquet file at all")
@@ -76,9 +106,26 @@ def test_errors_exit_3_and_block(files, tmp_path, capsys, case):
     elif case == "no_release_id":
         argv = base + ["--config", str(files["config"]), "--synthetic", str(files["pass"])]
     elif case == "unknown_option":
-        argv = base + ["--config", str(files["config"]), "--synthetic", str(files["pass"]), "--release-id", "x", "--colour"]
+        argv = base + [
+            "--config",
+            str(files["config"]),
+            "--synthetic",
+            str(files["pass"]),
+            "--release-id",
+            "x",
+            "--colour",
+        ]
     else:
-        argv = base + ["--config", str(files["config"]), "--synthetic", str(files["pass"]), "--release-id", "x", "--format", "xml"]
+        argv = base + [
+            "--config",
+            str(files["config"]),
+            "--synthetic",
+            str(files["pass"]),
+            "--release-id",
+            "x",
+            "--format",
+            "xml",
+        ]
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse usage errors
@@ -94,9 +141,22 @@ def test_errors_exit_3_and_block(files, tmp_path, capsys, case):
 
 
 def test_unusable_history_fails_closed(files, tmp_path, capsys):
-    code = main(["gate", "--config", str(files["config"]), "--real", str(files["real"]),
-                 "--synthetic", str(files["pass"]), "--release-id", "x", "--quiet",
-                 "--history", "postgresql+psycopg2://nobody@127.0.0.1:1/none"])
+    code = main(
+        [
+            "gate",
+            "--config",
+            str(files["config"]),
+            "--real",
+            str(files["real"]),
+            "--synthetic",
+            str(files["pass"]),
+            "--release-id",
+            "x",
+            "--quiet",
+            "--history",
+            "postgresql+psycopg2://nobody@127.0.0.1:1/none",
+        ]
+    )
     assert code == 3
 
 
@@ -106,6 +166,7 @@ def test_unexpected_failure_exits_3_not_1(files, tmp_path, capsys, monkeypatch):
 
     def broken(*a, **k):
         raise RuntimeError("row of RealPerson-0001")
+
     monkeypatch.setattr(run, "decide", broken)
     code = _gate(files, files["pass"], "x", tmp_path / "h.sqlite")
     assert code == 3
@@ -118,9 +179,23 @@ def test_unexpected_failure_exits_3_not_1(files, tmp_path, capsys, monkeypatch):
 
 def test_no_history_and_json_output(files, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = main(["gate", "--config", str(files["config"]), "--real", str(files["real"]),
-                 "--synthetic", str(files["pass"]), "--release-id", "x", "--quiet", "--no-history",
-                 "--format", "json"])
+    code = main(
+        [
+            "gate",
+            "--config",
+            str(files["config"]),
+            "--real",
+            str(files["real"]),
+            "--synthetic",
+            str(files["pass"]),
+            "--release-id",
+            "x",
+            "--quiet",
+            "--no-history",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["decision"] == "pass" and doc["release_id"] == "x"
@@ -140,7 +215,11 @@ def test_history_command_formats(files, tmp_path, capsys):
     assert main(["history", "--history", str(db), "--dataset", "cli", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["release_id"], r["metric"]) for r in rows] == [
-        ("p", "common_rows"), ("p", "hitting_rate"), ("b", "common_rows"), ("b", "hitting_rate")]
+        ("p", "common_rows"),
+        ("p", "hitting_rate"),
+        ("b", "common_rows"),
+        ("b", "hitting_rate"),
+    ]
     assert rows[2]["value"] == 1.0 and rows[2]["verdict"] == "block"
     assert main(["history", "--history", str(db), "--dataset", "cli", "--format", "csv", "--runs"]) == 0
     runs = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

@@ -18,8 +18,9 @@ N = 150
 
 def _base(seed: int) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"x": rng.normal(size=N), "y": rng.normal(size=N) * 3,
-                         "c": rng.choice(["a", "b", "c", "d"], N)})
+    return pl.DataFrame(
+        {"x": rng.normal(size=N), "y": rng.normal(size=N) * 3, "c": rng.choice(["a", "b", "c", "d"], N)}
+    )
 
 
 def _column(kind: str, seed: int) -> pl.Series:
@@ -32,8 +33,9 @@ def _column(kind: str, seed: int) -> pl.Series:
     if kind == "datetime":
         return pl.Series("v", [dt.datetime(2019, 1, 1) + dt.timedelta(hours=int(d) * 37) for d in i])
     if kind == "datetime_utc":
-        return pl.Series("v", [dt.datetime(2019, 1, 1) + dt.timedelta(hours=int(d) * 37) for d in i]
-                         ).dt.replace_time_zone("UTC")
+        return pl.Series(
+            "v", [dt.datetime(2019, 1, 1) + dt.timedelta(hours=int(d) * 37) for d in i]
+        ).dt.replace_time_zone("UTC")
     if kind == "duration":
         return pl.Series("v", [dt.timedelta(minutes=int(d) * 13) for d in i])
     if kind == "time":
@@ -55,8 +57,21 @@ def _column(kind: str, seed: int) -> pl.Series:
     raise AssertionError(kind)
 
 
-GATED = ["boolean", "date", "datetime", "datetime_utc", "duration", "time", "decimal", "categorical", "enum",
-         "int8", "uint16", "postcode", "identifier"]
+GATED = [
+    "boolean",
+    "date",
+    "datetime",
+    "datetime_utc",
+    "duration",
+    "time",
+    "decimal",
+    "categorical",
+    "enum",
+    "int8",
+    "uint16",
+    "postcode",
+    "identifier",
+]
 
 
 def _run(tmp_path, real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame) -> int:
@@ -64,9 +79,23 @@ def _run(tmp_path, real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.Data
     for role, frame in (("real", real), ("synthetic", synthetic), ("holdout", holdout)):
         paths[role] = tmp_path / f"{role}.parquet"
         frame.write_parquet(paths[role])
-    return main(["gate", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
-                 "--holdout", str(paths["holdout"]), "--release-id", "r", "--no-history", "--quiet",
-                 "--threads", "1"])
+    return main(
+        [
+            "gate",
+            "--real",
+            str(paths["real"]),
+            "--synthetic",
+            str(paths["synthetic"]),
+            "--holdout",
+            str(paths["holdout"]),
+            "--release-id",
+            "r",
+            "--no-history",
+            "--quiet",
+            "--threads",
+            "1",
+        ]
+    )
 
 
 @pytest.mark.parametrize("kind", GATED)
@@ -88,12 +117,15 @@ def test_an_all_null_release_column_is_gated(tmp_path):
     assert _run(tmp_path, real, release, holdout) in (0, 1, 2)
 
 
-@pytest.mark.parametrize("series, named", [
-    (pl.Series("v", [[1, 2]] * N), "List"),
-    (pl.Series("v", [{"a": 1}] * N), "Struct"),
-    (pl.Series("v", [b"\x00\x01"] * N), "Binary"),
-    (pl.Series("v", [None] * N, dtype=pl.Int64), "nulls"),
-])
+@pytest.mark.parametrize(
+    "series, named",
+    [
+        (pl.Series("v", [[1, 2]] * N), "List"),
+        (pl.Series("v", [{"a": 1}] * N), "Struct"),
+        (pl.Series("v", [b"\x00\x01"] * N), "Binary"),
+        (pl.Series("v", [None] * N, dtype=pl.Int64), "nulls"),
+    ],
+)
 def test_a_type_privgate_cannot_compare_is_refused_naming_column_and_type(series, named, tmp_path, capsys):
     frames = [_base(s).with_columns(series) for s in range(3)]
     assert _run(tmp_path, *frames) == 3

@@ -18,7 +18,7 @@ def documented_rows() -> dict[str, list[str]]:
     """Metric name → its row's cells (without holdout, with holdout, trend) in the table whose
     header starts ``| metric | without holdout |``."""
     text = DOC.read_text(encoding="utf-8")
-    table = text[text.index("| metric | without holdout | with holdout | trend (warn) |"):]
+    table = text[text.index("| metric | without holdout | with holdout | trend (warn) |") :]
     rows: dict[str, list[str]] = {}
     for line in table.splitlines()[2:]:
         if not line.startswith("|"):
@@ -27,8 +27,9 @@ def documented_rows() -> dict[str, list[str]]:
         for name in re.findall(r"`([a-z_]+)`", cells[0]):
             rows[name] = cells[1:4]
     for name, cells in rows.items():  # "as memorisation": that row's limits
-        rows[name] = [rows[m.group(1)][i] if (m := re.fullmatch(r"as ([a-z_]+)", c)) else c
-                      for i, c in enumerate(cells)]
+        rows[name] = [
+            rows[m.group(1)][i] if (m := re.fullmatch(r"as ([a-z_]+)", c)) else c for i, c in enumerate(cells)
+        ]
     return rows
 
 
@@ -52,12 +53,16 @@ def test_the_default_gate_table_says_what_the_yaml_does():
         without, with_holdout, trend = (limits(c) for c in rows[name])
         rules = [(r.kind, r.when, r.severity, r.limit) for r in gate.rules]
         assert without == {(k, s, v) for k, w, s, v in rules if k == "threshold" and w != "with_holdout"}, name
-        assert with_holdout == {(k, s, v) for k, w, s, v in rules
-                                if k in ("threshold", "baseline") and w != "no_holdout"}, name
+        assert with_holdout == {
+            (k, s, v) for k, w, s, v in rules if k in ("threshold", "baseline") and w != "no_holdout"
+        }, name
         assert trend == {(k, s, v) for k, _, s, v in rules if k == "trend"}, name
 
 
 def test_a_cell_is_read_as_its_rules():
     assert limits("block > 0.5; excess: warn > 0.03, block > 0.10") == {
-        ("threshold", "block", 0.5), ("baseline", "warn", 0.03), ("baseline", "block", 0.10)}
+        ("threshold", "block", 0.5),
+        ("baseline", "warn", 0.03),
+        ("baseline", "block", 0.10),
+    }
     assert limits("+0.002") == {("trend", "warn", 0.002)} and limits("— (not computed)") == set()

@@ -13,13 +13,31 @@ from privgate.text_tables import TABLE_WIDTH, format_table
 
 def _outcome() -> GateOutcome:
     cfg = default_gate_config("adult-demo")
-    results = {name: MetricResult(name=name, value=0.5912, raw=0.5912, ci=(0.5700, 0.6100), baseline=0.9809,
-                                  excess=-0.3897, excess_ci=(-0.4087, -0.3710), baseline_ci=(0.97, 0.99))
-               for name in cfg.metrics}
+    results = {
+        name: MetricResult(
+            name=name,
+            value=0.5912,
+            raw=0.5912,
+            ci=(0.5700, 0.6100),
+            baseline=0.9809,
+            excess=-0.3897,
+            excess_ci=(-0.4087, -0.3710),
+            baseline_ci=(0.97, 0.99),
+        )
+        for name in cfg.metrics
+    }
     checks = decide(cfg, results, {}, has_holdout=True, previous=None)
     decision, code = decision_of(checks)
-    return GateOutcome(run_id=uuid.uuid4().hex, dataset="adult-demo", release_id="release-3-noisy-copy",
-                       decision=decision, checks=checks, exit_code=code, config=cfg, has_holdout=True)
+    return GateOutcome(
+        run_id=uuid.uuid4().hex,
+        dataset="adult-demo",
+        release_id="release-3-noisy-copy",
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        config=cfg,
+        has_holdout=True,
+    )
 
 
 def test_the_default_gate_table_fits_100_columns_without_wrapping_a_cell():
@@ -27,7 +45,7 @@ def test_the_default_gate_table_fits_100_columns_without_wrapping_a_cell():
     text = outcome.table(compact=True)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= TABLE_WIDTH
-    table = lines[:lines.index("")]
+    table = lines[: lines.index("")]
     # a wrapped cell would put a line starting with spaces (its continuation) in the table; the
     # notes are the only indented lines, each a check's message
     rows = [line for line in table[2:] if not line.startswith(" ")]

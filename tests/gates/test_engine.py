@@ -29,15 +29,19 @@ def R(name, value, raw=None, baseline=None, seconds=0.01):
     return r
 
 
-CFG = parse_gate_config({
-    "dataset": "d",
-    "metrics": {
-        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
-        "authenticity": {"baseline": {"when": "with_holdout", "warn": 0.05, "block": 0.15},
-                         "trend": {"warn": 0.05}},
-        "hitting_rate": {"threshold": {"max": 0.2, "severity": "warn", "when": "no_holdout"}},
-    },
-})
+CFG = parse_gate_config(
+    {
+        "dataset": "d",
+        "metrics": {
+            "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+            "authenticity": {
+                "baseline": {"when": "with_holdout", "warn": 0.05, "block": 0.15},
+                "trend": {"warn": 0.05},
+            },
+            "hitting_rate": {"threshold": {"max": 0.2, "severity": "warn", "when": "no_holdout"}},
+        },
+    }
+)
 
 
 def verdicts(checks):
@@ -46,8 +50,11 @@ def verdicts(checks):
 
 def test_threshold_rules_and_boundaries():
     # value equal to a limit passes (rules fire strictly above); 0.005 > 0.0 warns only
-    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.4),
-           "hitting_rate": R("hitting_rate", 0.2)}
+    res = {
+        "common_rows": R("common_rows", 0.0),
+        "authenticity": R("authenticity", 0.4),
+        "hitting_rate": R("hitting_rate", 0.2),
+    }
     checks = decide(CFG, res, {}, has_holdout=False)
     assert decision_of(checks) == (Decision.PASS, 0)
     v = verdicts(checks)
@@ -68,8 +75,11 @@ def test_threshold_rules_and_boundaries():
 
 def test_baseline_rules_compare_the_excess():
     # authenticity 0.60 against a holdout baseline 0.50: excess 0.10 > warn 0.05, ≤ block 0.15
-    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.6, baseline=0.5),
-           "hitting_rate": R("hitting_rate", 0.9)}
+    res = {
+        "common_rows": R("common_rows", 0.0),
+        "authenticity": R("authenticity", 0.6, baseline=0.5),
+        "hitting_rate": R("hitting_rate", 0.9),
+    }
     checks = decide(CFG, res, {}, has_holdout=True)
     v = verdicts(checks)
     assert v[("authenticity", "baseline", "warn")] == "warn"
@@ -87,8 +97,11 @@ def test_baseline_rules_compare_the_excess():
 
 
 def test_trend_rules_use_the_previous_accepted_value():
-    res = {"common_rows": R("common_rows", 0.0), "authenticity": R("authenticity", 0.30),
-           "hitting_rate": R("hitting_rate", 0.0)}
+    res = {
+        "common_rows": R("common_rows", 0.0),
+        "authenticity": R("authenticity", 0.30),
+        "hitting_rate": R("hitting_rate", 0.0),
+    }
     checks = decide(CFG, res, {}, has_holdout=False, previous={"authenticity": 0.24})
     trend = next(c for c in checks if c.rule == "trend")
     # 0.30 - 0.24 = 0.06 > 0.05
@@ -108,9 +121,12 @@ def test_metric_error_blocks_unless_optional():
     err = next(c for c in checks if c.rule == "error")
     assert err.metric == "authenticity" and "Jane" not in err.message and "ValueError" in err.message
 
-    opt = parse_gate_config({"dataset": "d", "metrics": {
-        "common_rows": {"threshold": 0.01},
-        "authenticity": {"optional": True, "trend": 0.05}}})
+    opt = parse_gate_config(
+        {
+            "dataset": "d",
+            "metrics": {"common_rows": {"threshold": 0.01}, "authenticity": {"optional": True, "trend": 0.05}},
+        }
+    )
     checks = decide(opt, res, errors, has_holdout=False)
     assert decision_of(checks) == (Decision.PASS, 0)
     assert next(c for c in checks if c.rule == "error").skipped
@@ -118,7 +134,9 @@ def test_metric_error_blocks_unless_optional():
 
 def test_safe_message_keeps_privgate_text_and_drops_foreign_text():
     assert safe_message("metric 'x' failed: KeyError: 'secret-value'") == "metric 'x' failed: KeyError"
-    assert safe_message("column 'age' of real has only nulls (3 rows)") == "column 'age' of real has only nulls (3 rows)"
+    assert (
+        safe_message("column 'age' of real has only nulls (3 rows)") == "column 'age' of real has only nulls (3 rows)"
+    )
     assert len(safe_message("x" * 1000)) == 400
 
 
@@ -128,13 +146,49 @@ def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
     decision, code = decision_of(checks)
     text = format_checks(GateOutcome("rid", "ds", "r1", decision, checks, code))
     lines = text.splitlines()
-    assert lines[0].split() == ["metric", "rule", "value", "[95%", "CI]", "compared", "[95%", "CI]",
-                                "limits", "p", "verdict", "note"]
+    assert lines[0].split() == [
+        "metric",
+        "rule",
+        "value",
+        "[95%",
+        "CI]",
+        "compared",
+        "[95%",
+        "CI]",
+        "limits",
+        "p",
+        "verdict",
+        "note",
+    ]
     rows = [ln.split() for ln in lines[2:]]
     # two limits of common_rows' threshold rule → one row, the warn limit decides (0.005 > 0, ≤ 0.01)
-    assert rows[0][:11] == ["common_rows", "threshold", "0.0050", "0.0050", "warn", "0", "/", "block", "0.01", "-", "WARN"]
+    assert rows[0][:11] == [
+        "common_rows",
+        "threshold",
+        "0.0050",
+        "0.0050",
+        "warn",
+        "0",
+        "/",
+        "block",
+        "0.01",
+        "-",
+        "WARN",
+    ]
     # baseline: excess 0.6 − 0.5 = +0.1 > warn 0.05, ≤ block 0.15
-    assert rows[1][:11] == ["authenticity", "baseline", "0.6000", "+0.1000", "warn", "0.05", "/", "block", "0.15", "-", "WARN"]
+    assert rows[1][:11] == [
+        "authenticity",
+        "baseline",
+        "0.6000",
+        "+0.1000",
+        "warn",
+        "0.05",
+        "/",
+        "block",
+        "0.15",
+        "-",
+        "WARN",
+    ]
     assert rows[2][:8] == ["authenticity", "trend", "0.6000", "+0.1000", "warn", "0.05", "-", "WARN"]
     assert rows[3][:7] == ["hitting_rate", "error", "-", "-", "-", "-", "BLOCK"]
     assert len(rows) == 6 and rows[4] == []  # 4 rows, a blank line, the decision
@@ -145,18 +199,29 @@ def test_table_puts_warn_and_block_limits_of_a_rule_on_one_row():
 def test_table_shows_intervals_and_p_values():
     """The table's numbers come from the results and the rules: a baseline rule on the lower end
     of the excess interval compares that end, shown with the interval it decided on."""
-    cfg = parse_gate_config({"dataset": "d", "metrics": {
-        "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
-        "authenticity": {"baseline": {"on": "lower", "warn": 0.05, "block": 0.15},
-                         "test": {"block": 0.01}},
-    }})
+    cfg = parse_gate_config(
+        {
+            "dataset": "d",
+            "metrics": {
+                "common_rows": {"threshold": {"warn": 0.0, "block": 0.01}},
+                "authenticity": {"baseline": {"on": "lower", "warn": 0.05, "block": 0.15}, "test": {"block": 0.01}},
+            },
+        }
+    )
     common = R("common_rows", 0.012).set_ci((0.004, 0.031), "wilson")
     auth = R("authenticity", 0.6)
     auth.with_baseline(0.5, (0.45, 0.55), (0.02, 0.18))  # excess 0.1, its interval 0.02 to 0.18
     auth.p_value = 0.00002
     checks = decide(cfg, {"common_rows": common, "authenticity": auth}, {}, has_holdout=True, previous=None)
-    outcome = GateOutcome("rid", "ds", "r1", *decision_of(checks)[:1], checks, decision_of(checks)[1],
-                          report=FakeReport({"common_rows": common, "authenticity": auth}))
+    outcome = GateOutcome(
+        "rid",
+        "ds",
+        "r1",
+        *decision_of(checks)[:1],
+        checks,
+        decision_of(checks)[1],
+        report=FakeReport({"common_rows": common, "authenticity": auth}),
+    )
     rows = {(r.split()[0], r.split()[1]): r for r in outcome.table().splitlines()[2:] if r.strip()}
     # the threshold rule: the value 0.012 with the result's interval, compared as such
     assert "0.0120 [0.0040, 0.0310]  0.0120 [0.0040, 0.0310]" in rows[("common_rows", "threshold")]
@@ -169,7 +234,10 @@ def test_table_shows_intervals_and_p_values():
     doc = outcome.to_dict()
     base = next(c for c in doc["checks"] if c["rule"] == "baseline")
     assert base["on"] == "lower" and base["interval"] == [0.02, 0.18] and base["compared"] == 0.02
-    assert doc["results"]["authenticity"]["excess_ci"] == [0.02, 0.18] and doc["results"]["authenticity"]["p_value"] == 0.00002
+    assert (
+        doc["results"]["authenticity"]["excess_ci"] == [0.02, 0.18]
+        and doc["results"]["authenticity"]["p_value"] == 0.00002
+    )
 
 
 # ------------------------------------------------------------------ rules on evidence
@@ -186,13 +254,19 @@ def RI(name, value, ci=None, p_value=None, baseline=None, excess_ci=None):
     return r
 
 
-EVIDENCE = parse_gate_config({"dataset": "d", "metrics": {
-    "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
-                     "test": {"warn": 0.05, "block": 0.001}},
-    "nnaa": {"baseline": {"on": "upper", "max": 0.05, "severity": "warn"}},
-    "authenticity": {"threshold": {"on": "estimate", "block": 0.6},
-                     "baseline": {"on": "lower", "block": 0.1}},
-}})
+EVIDENCE = parse_gate_config(
+    {
+        "dataset": "d",
+        "metrics": {
+            "memorisation": {
+                "threshold": {"on": "lower", "warn": 0.0, "block": 0.01},
+                "test": {"warn": 0.05, "block": 0.001},
+            },
+            "nnaa": {"baseline": {"on": "upper", "max": 0.05, "severity": "warn"}},
+            "authenticity": {"threshold": {"on": "estimate", "block": 0.6}, "baseline": {"on": "lower", "block": 0.1}},
+        },
+    }
+)
 
 
 def by_rule(checks):
@@ -200,9 +274,11 @@ def by_rule(checks):
 
 
 def test_on_lower_and_upper_compare_the_interval_ends():
-    res = {"memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
-           "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
-           "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08))}
+    res = {
+        "memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
+        "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
+        "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08)),
+    }
     checks = decide(EVIDENCE, res, {}, has_holdout=True)
     c = by_rule(checks)
     # lower bound 0.004 > warn 0 but ≤ block 0.01, although the estimate 0.012 is above 0.01
@@ -232,50 +308,69 @@ def test_on_lower_and_upper_compare_the_interval_ends():
 
 
 def test_test_rule_fires_strictly_below_and_lower_rule_strictly_above():
-    res = {"memorisation": RI("memorisation", 0.0, ci=(0.0, 0.01), p_value=0.05),
-           "nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.05)),
-           "authenticity": RI("authenticity", 0.6, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.0, 0.1))}
+    res = {
+        "memorisation": RI("memorisation", 0.0, ci=(0.0, 0.01), p_value=0.05),
+        "nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.05)),
+        "authenticity": RI("authenticity", 0.6, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.0, 0.1)),
+    }
     checks = decide(EVIDENCE, res, {}, has_holdout=True)
     assert decision_of(checks) == (Decision.PASS, 0), [c.message for c in checks if c.verdict != "pass"]
 
 
-@pytest.mark.parametrize("res, missing", [
-    (RI("memorisation", 0.02, ci=None, p_value=0.001), "reports no ci"),
-    (RI("memorisation", 0.02, ci=(0.01, 0.03), p_value=None), "needs a p-value"),
-])
+@pytest.mark.parametrize(
+    "res, missing",
+    [
+        (RI("memorisation", 0.02, ci=None, p_value=0.001), "reports no ci"),
+        (RI("memorisation", 0.02, ci=(0.01, 0.03), p_value=None), "needs a p-value"),
+    ],
+)
 def test_a_rule_asking_for_missing_evidence_fails_closed(res, missing):
-    others = {"nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.0)),
-              "authenticity": RI("authenticity", 0.5, ci=(0.4, 0.6), baseline=0.5, excess_ci=(-0.1, 0.0))}
+    others = {
+        "nnaa": RI("nnaa", 0.5, baseline=0.5, excess_ci=(-0.05, 0.0)),
+        "authenticity": RI("authenticity", 0.5, ci=(0.4, 0.6), baseline=0.5, excess_ci=(-0.1, 0.0)),
+    }
     checks = decide(EVIDENCE, {"memorisation": res, **others}, {}, has_holdout=True)
     errs = [c for c in checks if c.rule == "error"]
     assert errs and all(missing in c.message and "fails closed" in c.message for c in errs)
     assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
     # an excess without its interval, compared on its upper end
-    no_excess_ci = {**others, "memorisation": RI("memorisation", 0.0, ci=(0.0, 0.0), p_value=1.0),
-                    "nnaa": RI("nnaa", 0.5, baseline=0.5)}
+    no_excess_ci = {
+        **others,
+        "memorisation": RI("memorisation", 0.0, ci=(0.0, 0.0), p_value=1.0),
+        "nnaa": RI("nnaa", 0.5, baseline=0.5),
+    }
     checks = decide(EVIDENCE, no_excess_ci, {}, has_holdout=True)
     err = next(c for c in checks if c.rule == "error")
     assert err.metric == "nnaa" and "excess_ci" in err.message
     assert decision_of(checks) == (Decision.BLOCK, EXIT_CODES["error"])
     # an optional metric's missing evidence is shown and ignored
-    opt = parse_gate_config({"dataset": "d", "metrics": {
-        "memorisation": {"optional": True, "threshold": {"on": "lower", "block": 0.01}}}})
+    opt = parse_gate_config(
+        {"dataset": "d", "metrics": {"memorisation": {"optional": True, "threshold": {"on": "lower", "block": 0.01}}}}
+    )
     checks = decide(opt, {"memorisation": RI("memorisation", 0.02)}, {}, has_holdout=True)
     assert decision_of(checks) == (Decision.PASS, 0) and checks[0].skipped
 
 
 def test_checks_serialise_the_evidence_fields():
-    res = {"memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
-           "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
-           "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08))}
+    res = {
+        "memorisation": RI("memorisation", 0.012, ci=(0.004, 0.02), p_value=0.002),
+        "nnaa": RI("nnaa", 0.52, baseline=0.5, excess_ci=(-0.01, 0.06)),
+        "authenticity": RI("authenticity", 0.55, ci=(0.5, 0.7), baseline=0.5, excess_ci=(0.02, 0.08)),
+    }
     d = decide(EVIDENCE, res, {}, has_holdout=True)[0].to_dict()
     assert d["on"] == "lower" and d["interval"] == [0.004, 0.02] and d["p_value"] == pytest.approx(0.002)
 
 
 def test_holdout_only_metric_not_required_without_a_holdout(monkeypatch):
-    cfg = parse_gate_config({"dataset": "d", "metrics": {
-        "memorisation": {"threshold": {"on": "lower", "block": 0.01, "when": "with_holdout"}},
-        "common_rows": {"threshold": 0.01}}})
+    cfg = parse_gate_config(
+        {
+            "dataset": "d",
+            "metrics": {
+                "memorisation": {"threshold": {"on": "lower", "block": 0.01, "when": "with_holdout"}},
+                "common_rows": {"threshold": 0.01},
+            },
+        }
+    )
     checks = decide(cfg, {"common_rows": R("common_rows", 0.0)}, {}, has_holdout=False)
     assert decision_of(checks) == (Decision.PASS, 0) and [c.metric for c in checks] == ["common_rows"]
     # with a holdout, a missing result still fails closed
@@ -304,14 +399,18 @@ def _stub(monkeypatch, values, errors=None, calls=None):
             calls.append(kw)
         res = {n: R(n, v, baseline=(v - 0.01 if kw.get("baseline") else None)) for n, v in values.items()}
         return FakeReport(res, dict(errors or {}))
+
     monkeypatch.setattr(gate_run, "_evaluate", fake)
 
 
-@pytest.mark.parametrize("values, code, decision", [
-    ({"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0}, 0, "pass"),
-    ({"common_rows": 0.004, "authenticity": 0.1, "hitting_rate": 0.0}, 1, "warn"),
-    ({"common_rows": 0.5, "authenticity": 0.1, "hitting_rate": 0.0}, 2, "block"),
-])
+@pytest.mark.parametrize(
+    "values, code, decision",
+    [
+        ({"common_rows": 0.0, "authenticity": 0.1, "hitting_rate": 0.0}, 0, "pass"),
+        ({"common_rows": 0.004, "authenticity": 0.1, "hitting_rate": 0.0}, 1, "warn"),
+        ({"common_rows": 0.5, "authenticity": 0.1, "hitting_rate": 0.0}, 2, "block"),
+    ],
+)
 def test_run_gate_exit_codes(monkeypatch, frames, values, code, decision):
     calls = []
     _stub(monkeypatch, values, calls=calls)
@@ -335,8 +434,11 @@ def test_run_gate_asks_for_baselines_only_with_a_holdout(monkeypatch, frames):
 
 
 def test_run_gate_fails_closed_on_metric_error(monkeypatch, frames):
-    _stub(monkeypatch, {"common_rows": 0.0, "hitting_rate": 0.0},
-          errors={"authenticity": "metric 'authenticity' failed: RuntimeError: boom"})
+    _stub(
+        monkeypatch,
+        {"common_rows": 0.0, "hitting_rate": 0.0},
+        errors={"authenticity": "metric 'authenticity' failed: RuntimeError: boom"},
+    )
     out = run_gate(CFG, *frames)
     assert out.decision == Decision.BLOCK and out.exit_code == 3
 
@@ -375,6 +477,7 @@ def test_run_gate_requires_holdout_when_configured(monkeypatch, frames):
 def test_run_gate_unexpected_evaluation_failure_withholds_details(monkeypatch, frames):
     def boom(*a, **k):
         raise ValueError("row 2 has value 'Jane Doe'")
+
     monkeypatch.setattr(gate_run, "_evaluate", boom)
     out = run_gate(CFG, *frames)
     assert out.exit_code == 3 and "Jane" not in out.checks[0].message
@@ -442,8 +545,9 @@ def test_run_gate_passes_its_thread_budget_to_the_evaluation(monkeypatch, tmp_pa
 
     monkeypatch.setattr(gate_run, "_evaluate", spy)
     frame = pl.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"]})
-    out = run_gate({"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}},
-                          frame, frame.reverse(), threads=1)
+    out = run_gate(
+        {"dataset": "t", "metrics": {"common_rows": {"threshold": {"block": 0.5}}}}, frame, frame.reverse(), threads=1
+    )
     assert seen["threads"] == 1 and out.exit_code == 2  # a copy: every real record copied
 
 

@@ -18,15 +18,22 @@ from privgate.io import column_difference, load_frame, scan_frame
 GOOD = "dataset: typo\nmetrics:\n  common_rows:\n    threshold: {block: 0.01}\n"
 
 
-@pytest.mark.parametrize("text, key, suggestion", [
-    (GOOD.replace("metrics:", "metrcs:"), "metrcs", "metrics"),
-    (GOOD.replace("threshold: {block: 0.01}", "threshold: {block: 0.01}\n    optinal: true"),
-     "metrics.common_rows.optinal", "optional"),
-    (GOOD.replace("{block: 0.01}", "{blok: 0.01}"), "metrics.common_rows.threshold.blok", "block"),
-    (GOOD + "options: {thread: 2}\n", "options.thread", "threads"),
-])
-def test_a_config_typo_exits_3_with_a_suggestion_before_any_input_is_opened(tmp_path, monkeypatch, capsys,
-                                                                            text, key, suggestion):
+@pytest.mark.parametrize(
+    "text, key, suggestion",
+    [
+        (GOOD.replace("metrics:", "metrcs:"), "metrcs", "metrics"),
+        (
+            GOOD.replace("threshold: {block: 0.01}", "threshold: {block: 0.01}\n    optinal: true"),
+            "metrics.common_rows.optinal",
+            "optional",
+        ),
+        (GOOD.replace("{block: 0.01}", "{blok: 0.01}"), "metrics.common_rows.threshold.blok", "block"),
+        (GOOD + "options: {thread: 2}\n", "options.thread", "threads"),
+    ],
+)
+def test_a_config_typo_exits_3_with_a_suggestion_before_any_input_is_opened(
+    tmp_path, monkeypatch, capsys, text, key, suggestion
+):
     cfg = tmp_path / "gate.yaml"
     cfg.write_text(text)
     real, synthetic = tmp_path / "real.parquet", tmp_path / "synthetic.csv"
@@ -41,24 +48,38 @@ def test_a_config_typo_exits_3_with_a_suggestion_before_any_input_is_opened(tmp_
 
     # Python-level opens of the inputs are seen by an audit hook (it stays installed; it only
     # records while this test's paths are the inputs); Polars' own readers are replaced
-    sys.addaudithook(lambda event, args: opened.append(str(args[0]))
-                     if event == "open" and args and str(args[0]) in inputs else None)
+    sys.addaudithook(
+        lambda event, args: opened.append(str(args[0])) if event == "open" and args and str(args[0]) in inputs else None
+    )
     for name in ("load_frame", "scan_frame"):
         monkeypatch.setattr(f"privgate.io.{name}", refuse)
     monkeypatch.setattr("privgate.gates.run.inputs_fingerprint", refuse)
-    code = main(["gate", "--config", str(cfg), "--real", str(real), "--synthetic", str(synthetic),
-                 "--release-id", "r1", "--history", str(tmp_path / "h.sqlite"), "--quiet"])
+    code = main(
+        [
+            "gate",
+            "--config",
+            str(cfg),
+            "--real",
+            str(real),
+            "--synthetic",
+            str(synthetic),
+            "--release-id",
+            "r1",
+            "--history",
+            str(tmp_path / "h.sqlite"),
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 3
     assert f"{key}: unknown key; did you mean {suggestion!r}?" in out.err  # said at once, on stderr
-    assert f"did you mean {suggestion!r}?" in out.out                       # and in the decision table
+    assert f"did you mean {suggestion!r}?" in out.out  # and in the decision table
     assert opened == []
 
 
 def test_did_you_mean_for_a_parameter_name():
     with pytest.raises(ConfigError, match=r"params.max_record: .*did you mean 'max_records'\?"):
-        parse_gate_config({"metrics": {"detection_mlp": {"params": {"max_record": 10},
-                                                         "threshold": {"block": 0.5}}}})
+        parse_gate_config({"metrics": {"detection_mlp": {"params": {"max_record": 10}, "threshold": {"block": 0.5}}}})
 
 
 def test_an_unknown_key_far_from_any_gets_no_suggestion():
@@ -80,8 +101,7 @@ def test_column_difference_names_or_places():
 @pytest.fixture
 def frames():
     rng = np.random.default_rng(0)
-    real = pl.DataFrame({"x": rng.normal(size=60), "secret_col": rng.normal(size=60),
-                         "c": rng.choice(["a", "b"], 60)})
+    real = pl.DataFrame({"x": rng.normal(size=60), "secret_col": rng.normal(size=60), "c": rng.choice(["a", "b"], 60)})
     return real, real.drop("secret_col").with_columns(pl.col("x").shuffle(seed=1))
 
 
@@ -127,10 +147,23 @@ def test_evaluate_names_or_places_differing_columns_before_loading(tmp_path, fra
     release.write_parquet(tmp_path / "release.parquet")
     evaluated = []
     monkeypatch.setattr("privgate.evaluate", lambda *a, **k: evaluated.append(a))
-    for real_path, expected in (("real.parquet", "only in real: 'secret_col'"),
-                                ("real.csv", "only in real: 1 column(s) not in the release at position(s) 2")):
-        assert main(["evaluate", "--real", str(tmp_path / real_path), "--synthetic",
-                     str(tmp_path / "release.parquet"), "--quiet"]) == 3
+    for real_path, expected in (
+        ("real.parquet", "only in real: 'secret_col'"),
+        ("real.csv", "only in real: 1 column(s) not in the release at position(s) 2"),
+    ):
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--real",
+                    str(tmp_path / real_path),
+                    "--synthetic",
+                    str(tmp_path / "release.parquet"),
+                    "--quiet",
+                ]
+            )
+            == 3
+        )
         err = capsys.readouterr().err
         assert expected in err
         if real_path.endswith(".csv"):
@@ -149,4 +182,5 @@ def test_an_input_with_columns_and_no_record_is_called_empty(tmp_path, frames, s
     outcome = run_gate(CFG, real, empty)
     assert outcome.exit_code == 3 and outcome.report is None
     assert [c.message for c in outcome.checks if c.rule == "error"] == [
-        "the synthetic input is empty: it has columns but 0 records (fails closed)"]
+        "the synthetic input is empty: it has columns but 0 records (fails closed)"
+    ]

@@ -38,8 +38,12 @@ def test_a_report_that_cannot_be_rewritten_is_not_returned(tmp_path, monkeypatch
     monkeypatch.setattr(render, "write_html_report", html_writer)
     told = []
     out = _passing_outcome()
-    written = finalise.finalise_run(out, None, [(tmp_path / "r.json", "json"), (tmp_path / "r.html", "html")],
-                                    on_report_error=lambda p, k, r: told.append((k, r)))
+    written = finalise.finalise_run(
+        out,
+        None,
+        [(tmp_path / "r.json", "json"), (tmp_path / "r.html", "html")],
+        on_report_error=lambda p, k, r: told.append((k, r)),
+    )
     assert written == [] and out.exit_code == 3 and str(out.decision) == "block"
     assert told == [("html", "PermissionError: Permission denied"), ("json", "OSError: No space left on device")]
     assert sum(c.metric == "(report)" for c in out.checks) == 2

@@ -20,7 +20,7 @@ def test_fingerprint_identifies_content_not_values():
     assert frame_fingerprint(a.select("x", "name"))["content_sha256"] == fp["content_sha256"]
     changed = a.with_columns(pl.when(pl.col("x") == 1912).then(1913).otherwise(pl.col("x")).alias("x"))
     assert frame_fingerprint(changed)["content_sha256"] != fp["content_sha256"]
-    assert frame_fingerprint(a.reverse())["content_sha256"] != fp["content_sha256"]   # row order counts
+    assert frame_fingerprint(a.reverse())["content_sha256"] != fp["content_sha256"]  # row order counts
     assert frame_fingerprint(a.cast({"x": pl.Float64}))["content_sha256"] != fp["content_sha256"]  # dtype counts
 
 
@@ -34,11 +34,15 @@ def test_inputs_fingerprint_skips_missing_roles():
 def test_enum_labels_stay_out_of_the_fingerprint():
     # str(pl.Enum(...)) lists every category label (rare levels of the real data included)
     levels = ["common", "RareLevel-Jane-Doe"]
-    a = pl.DataFrame({"c": ["common", "common"], "l": [["common"], ["common"]]},
-                     schema={"c": pl.Enum(levels), "l": pl.List(pl.Enum(levels))})
+    a = pl.DataFrame(
+        {"c": ["common", "common"], "l": [["common"], ["common"]]},
+        schema={"c": pl.Enum(levels), "l": pl.List(pl.Enum(levels))},
+    )
     fp = inputs_fingerprint({"real": a}, {})
     assert fp["real"]["schema"] == {"c": "Enum(2 categories)", "l": "List"}
     assert "RareLevel" not in json.dumps(fp)
     # the content hash still tells another category set apart
-    b = a.with_columns(pl.col("c").cast(pl.Enum(["common", "other"])), pl.col("l").cast(pl.List(pl.Enum(["common", "other"]))))
+    b = a.with_columns(
+        pl.col("c").cast(pl.Enum(["common", "other"])), pl.col("l").cast(pl.List(pl.Enum(["common", "other"])))
+    )
     assert frame_fingerprint(b)["content_sha256"] != fp["real"]["content_sha256"]

@@ -33,25 +33,46 @@ def _numbers(outcome) -> dict:
 def test_the_gate_on_the_cluster_equals_the_local_gate(cluster, frames):
     real, synth, holdout = frames
     local = run_gate(CFG, real, synth, holdout=holdout, record=False, threads=1)
-    remote = run_gate(CFG, real, synth, holdout=holdout, record=False, threads=1,
-                      executor=f"dask://{cluster.address.split('://', 1)[1]}")
+    remote = run_gate(
+        CFG,
+        real,
+        synth,
+        holdout=holdout,
+        record=False,
+        threads=1,
+        executor=f"dask://{cluster.address.split('://', 1)[1]}",
+    )
     assert len(families_of(list(local.report.results))) >= 3  # more than one task was sent
     assert remote.exit_code == local.exit_code == 2
     assert _numbers(remote) == _numbers(local)
-    assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [(c.metric, c.rule, c.verdict)
-                                                                       for c in local.checks]
+    assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
+        (c.metric, c.rule, c.verdict) for c in local.checks
+    ]
 
 
 def test_the_cli_gates_on_the_cluster_as_locally(cluster, frames, tmp_path):
     real, synth, holdout = frames
     for name, frame in (("real", real), ("synth", synth), ("holdout", holdout)):
         frame.write_parquet(tmp_path / f"{name}.parquet")
-    common = ["gate", "--real", str(tmp_path / "real.parquet"), "--synthetic", str(tmp_path / "synth.parquet"),
-              "--holdout", str(tmp_path / "holdout.parquet"), "--release-id", "r", "--no-history", "--quiet",
-              "--threads", "1"]
+    common = [
+        "gate",
+        "--real",
+        str(tmp_path / "real.parquet"),
+        "--synthetic",
+        str(tmp_path / "synth.parquet"),
+        "--holdout",
+        str(tmp_path / "holdout.parquet"),
+        "--release-id",
+        "r",
+        "--no-history",
+        "--quiet",
+        "--threads",
+        "1",
+    ]
     (tmp_path / "cfg.yaml").write_text(
         "version: 1\ndataset: split\nseed: 3\nmetrics:\n  common_rows: {threshold: {warn: 0.02, block: 0.3}}\n"
-        "  memorisation: {threshold: {when: with_holdout, 'on': lower, warn: 0.0, block: 0.01}}\n")
+        "  memorisation: {threshold: {when: with_holdout, 'on': lower, warn: 0.0, block: 0.01}}\n"
+    )
     cfg = ["--config", str(tmp_path / "cfg.yaml")]
     assert main(common + cfg + ["--executor", cluster.address]) == main(common + cfg) == 2
 
@@ -73,6 +94,8 @@ def test_an_executor_that_is_no_cluster_address_blocks_naming_it(frames):
     real, synth, holdout = frames
     out = run_gate(CFG, real, synth, holdout=holdout, record=False, executor="spark://somewhere")
     assert out.exit_code == 3
-    assert any("executor must be 'local', a Dask scheduler address" in c.message for c in out.checks if c.rule == "error")
+    assert any(
+        "executor must be 'local', a Dask scheduler address" in c.message for c in out.checks if c.rule == "error"
+    )
     local = run_gate(CFG, real, synth, holdout=holdout, record=False, executor="local")
     assert local.exit_code == 2  # "local" evaluates here

@@ -20,8 +20,17 @@ def files(tmp_path):
 
 
 def test_gate_refuses_a_run_over_its_memory_limit(files, capsys):
-    argv = ["gate", "--real", str(files["real"]), "--synthetic", str(files["syn"]), "--release-id", "r",
-            "--no-history", "--quiet"]
+    argv = [
+        "gate",
+        "--real",
+        str(files["real"]),
+        "--synthetic",
+        str(files["syn"]),
+        "--release-id",
+        "r",
+        "--no-history",
+        "--quiet",
+    ]
     assert main(argv + ["--memory-limit", "1M"]) == 3
     out = " ".join(capsys.readouterr().out.split())
     assert "MemoryLimitError" in out and "more than the" in out
@@ -29,8 +38,20 @@ def test_gate_refuses_a_run_over_its_memory_limit(files, capsys):
 
 
 def test_evaluate_refuses_and_a_malformed_limit_is_a_usage_error(files, capsys):
-    code = main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["syn"]), "--quiet",
-                 "--metrics", "common_rows", "--memory-limit", "1M"])
+    code = main(
+        [
+            "evaluate",
+            "--real",
+            str(files["real"]),
+            "--synthetic",
+            str(files["syn"]),
+            "--quiet",
+            "--metrics",
+            "common_rows",
+            "--memory-limit",
+            "1M",
+        ]
+    )
     assert code != 0
     assert "MemoryLimitError" in capsys.readouterr().err
     with pytest.raises(SystemExit) as bad:
@@ -41,8 +62,9 @@ def test_evaluate_refuses_and_a_malformed_limit_is_a_usage_error(files, capsys):
 
 def _config(tmp_path, limit: str):
     path = tmp_path / f"gate-{limit}.yaml"
-    path.write_text(f"dataset: d\noptions: {{memory_limit: {limit}}}\n"
-                    "metrics:\n  common_rows:\n    threshold: {block: 0.5}\n")
+    path.write_text(
+        f"dataset: d\noptions: {{memory_limit: {limit}}}\nmetrics:\n  common_rows:\n    threshold: {{block: 0.5}}\n"
+    )
     return path
 
 
@@ -52,8 +74,18 @@ def test_the_configuration_sets_the_limit_and_the_flag_overrides_it(files, tmp_p
     configuration's hash (it changes no score)."""
     from privgate.gates import load_gate_config
 
-    argv = ["gate", "--real", str(files["real"]), "--synthetic", str(files["syn"]), "--release-id", "r",
-            "--no-history", "--quiet", "--config"]
+    argv = [
+        "gate",
+        "--real",
+        str(files["real"]),
+        "--synthetic",
+        str(files["syn"]),
+        "--release-id",
+        "r",
+        "--no-history",
+        "--quiet",
+        "--config",
+    ]
     tight = _config(tmp_path, "1M")
     assert main(argv + [str(tight)]) == 3
     assert "MemoryLimitError" in " ".join(capsys.readouterr().out.split())
@@ -68,8 +100,9 @@ def test_a_bare_off_in_yaml_switches_sampling_and_the_guard_off(tmp_path):
     from privgate.gates import load_gate_config
 
     path = tmp_path / "off.yaml"
-    path.write_text("dataset: d\noptions: {sample: off, memory_limit: off}\n"
-                    "metrics:\n  common_rows:\n    threshold: {block: 0.5}\n")
+    path.write_text(
+        "dataset: d\noptions: {sample: off, memory_limit: off}\nmetrics:\n  common_rows:\n    threshold: {block: 0.5}\n"
+    )
     options = load_gate_config(path).options
     assert options.sample == "off" and options.memory_limit == "off"
 
@@ -87,8 +120,9 @@ def test_the_dagster_resource_limit_blocks_its_run(files, tmp_path):
     from privgate.dagster import PrivgateResource
 
     def gate(**limit):
-        resource = PrivgateResource(real_path=str(files["real"]), history_url=f"sqlite:///{tmp_path}/h.sqlite",
-                                    lock_dir=str(tmp_path), **limit)
+        resource = PrivgateResource(
+            real_path=str(files["real"]), history_url=f"sqlite:///{tmp_path}/h.sqlite", lock_dir=str(tmp_path), **limit
+        )
         outcome, _ = resource.evaluate(str(files["syn"]), release_id=f"r{len(limit)}")
         return outcome
 

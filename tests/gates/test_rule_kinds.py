@@ -19,14 +19,23 @@ from privgate.results import MetricResult
 # a kind of the test's own: the holdout's own risk (the baseline) must stay below a limit —
 # declared here and nowhere else
 HOLDOUT_RISK = RuleKind(
-    name="holdout_risk", quantity="baseline", words="holdout's risk value",
-    message="holdout risk {estimate:.4f}", interval_field="baseline_ci", ons=("estimate", "lower", "upper"),
-    needs_holdout=True, gx=GxForm("risk", "baseline"), scorecard=" holdout risk",
-    chart=("baseline", None, None, "holdout's risk value"))
+    name="holdout_risk",
+    quantity="baseline",
+    words="holdout's risk value",
+    message="holdout risk {estimate:.4f}",
+    interval_field="baseline_ci",
+    ons=("estimate", "lower", "upper"),
+    needs_holdout=True,
+    gx=GxForm("risk", "baseline"),
+    scorecard=" holdout risk",
+    chart=("baseline", None, None, "holdout's risk value"),
+)
 
-CONFIG = {"version": 1, "dataset": "kinds",
-          "metrics": {"common_rows": {"threshold": {"block": 0.5},
-                                      "holdout_risk": {"warn": 0.05, "block": 0.2}}}}
+CONFIG = {
+    "version": 1,
+    "dataset": "kinds",
+    "metrics": {"common_rows": {"threshold": {"block": 0.5}, "holdout_risk": {"warn": 0.05, "block": 0.2}}},
+}
 
 
 @pytest.fixture
@@ -38,8 +47,11 @@ def holdout_risk():
 
 def _result(baseline: float) -> MetricResult:
     res = MetricResult(name="common_rows", value=0.3, raw=0.3, ci=(0.25, 0.35))
-    return res.with_baseline(baseline, baseline_ci=(baseline - 0.02, baseline + 0.02),
-                             excess_ci=(0.3 - baseline - 0.03, 0.3 - baseline + 0.03))
+    return res.with_baseline(
+        baseline,
+        baseline_ci=(baseline - 0.02, baseline + 0.02),
+        excess_ci=(0.3 - baseline - 0.03, 0.3 - baseline + 0.03),
+    )
 
 
 def test_a_declared_kind_is_parsed_and_decides(holdout_risk):
@@ -77,8 +89,11 @@ def test_a_declared_kind_is_a_gx_expectation(holdout_risk):
     from privgate.gx.risk_metric import RISK_METRIC
 
     suite = suite_from_gate_config(CONFIG, real="real.parquet", holdout="holdout.parquet")
-    exp = next(e for e in suite.expectations if e.meta["privgate_rule"]["kind"] == "holdout_risk"
-               and e.meta["privgate_rule"]["severity"] == "block")
+    exp = next(
+        e
+        for e in suite.expectations
+        if e.meta["privgate_rule"]["kind"] == "holdout_risk" and e.meta["privgate_rule"]["severity"] == "block"
+    )
     assert exp.compare_to == "baseline" and exp.meta["check_name"] == "common_rows__holdout_risk_block"
     for baseline, success in ((0.25, False), (0.01, True)):
         payload = payload_from_result(_result(baseline), get_metric("common_rows"))
@@ -96,14 +111,26 @@ def test_a_declared_kind_is_in_the_dagster_scorecard(holdout_risk):
     res = _result(0.25)
     checks = decide(cfg, {"common_rows": res}, {}, has_holdout=True)
     decision, exit_code = decision_of(checks)
-    outcome = GateOutcome(run_id="r", dataset="kinds", release_id="1", decision=decision,
-                          checks=checks, exit_code=exit_code, report=SimpleNamespace(results={"common_rows": res}),
-                          config=cfg)
+    outcome = GateOutcome(
+        run_id="r",
+        dataset="kinds",
+        release_id="1",
+        decision=decision,
+        checks=checks,
+        exit_code=exit_code,
+        report=SimpleNamespace(results={"common_rows": res}),
+        config=cfg,
+    )
     rows = {r["label"]: r for r in _headline(cfg, outcome)}
     assert rule_label("common_rows", "holdout_risk") == "common_rows holdout risk"
     row = rows["common_rows holdout risk"]
-    assert (row["value"], row["lower"], row["upper"], row["limit"], row["verdict"]) == \
-        (pytest.approx(0.25), pytest.approx(0.23), pytest.approx(0.27), 0.2, "block")
+    assert (row["value"], row["lower"], row["upper"], row["limit"], row["verdict"]) == (
+        pytest.approx(0.25),
+        pytest.approx(0.23),
+        pytest.approx(0.27),
+        0.2,
+        "block",
+    )
     rule = next(r for _, r in cfg.rules("holdout_risk"))
     assert "holdout's risk value must be ≤ 0.05" in rule_description(rule)
 
@@ -111,11 +138,14 @@ def test_a_declared_kind_is_in_the_dagster_scorecard(holdout_risk):
 def test_an_unknown_kind_fails_loudly_everywhere():
     assert "holdout_risk" not in kind_names()
     known = ", ".join(kind_names())
-    check = GateCheck(metric="m", rule="ceiling", value=0.1, raw=0.1, threshold=0.1, severity="block",
-                      verdict="pass")
-    for call in (lambda: rule_kind("ceiling"), lambda: Rule("ceiling", 0.1, "block"),
-                 lambda: compare("ceiling", "estimate", _result(0.1)), lambda: fires("ceiling", 0.5, 0.1),
-                 lambda: check_quantity(check)):
+    check = GateCheck(metric="m", rule="ceiling", value=0.1, raw=0.1, threshold=0.1, severity="block", verdict="pass")
+    for call in (
+        lambda: rule_kind("ceiling"),
+        lambda: Rule("ceiling", 0.1, "block"),
+        lambda: compare("ceiling", "estimate", _result(0.1)),
+        lambda: fires("ceiling", 0.5, 0.1),
+        lambda: check_quantity(check),
+    ):
         with pytest.raises(UnknownRuleKindError, match=f"unknown rule kind 'ceiling'; known rule kinds: {known}"):
             call()
     with pytest.raises(ConfigError, match="common_rows.ceiling: unknown key"):

@@ -16,8 +16,10 @@ from privgate.gates import run as gate_run
 from privgate.history import HistoryStore
 from privgate.options import DEFAULTS
 
-BASE = {"dataset": "opts", "metrics": {"common_rows": {"threshold": {"block": 0.5}},
-                                       "authenticity": {"threshold": {"block": 0.99}}}}
+BASE = {
+    "dataset": "opts",
+    "metrics": {"common_rows": {"threshold": {"block": 0.5}}, "authenticity": {"threshold": {"block": 0.99}}},
+}
 
 
 def _frames(n: int = 300):
@@ -36,16 +38,19 @@ def test_options_block_parses_and_defaults():
     assert parse_gate_config({**BASE, "options": None}).options == DEFAULTS
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"threads": 0}, "options.threads: must be a positive number of threads"),
-    ({"threads": "2"}, "options.threads: must be a positive"),
-    ({"threads": True}, "options.threads"),
-    ({"exact": "yes"}, "options.exact: must be true or false"),
-    ({"sample_real": -5}, "options.sample_real: must be a positive number of real records"),
-    ({"sample_real": 1.5}, "options.sample_real"),
-    ({"sampel_real": 10}, "options.sampel_real: unknown key; did you mean 'sample_real'"),
-    ([1, 2], "options: must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"threads": 0}, "options.threads: must be a positive number of threads"),
+        ({"threads": "2"}, "options.threads: must be a positive"),
+        ({"threads": True}, "options.threads"),
+        ({"exact": "yes"}, "options.exact: must be true or false"),
+        ({"sample_real": -5}, "options.sample_real: must be a positive number of real records"),
+        ({"sample_real": 1.5}, "options.sample_real"),
+        ({"sampel_real": 10}, "options.sampel_real: unknown key; did you mean 'sample_real'"),
+        ([1, 2], "options: must be a mapping"),
+    ],
+)
 def test_invalid_options_name_the_key(options, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         parse_gate_config({**BASE, "options": options})
@@ -84,8 +89,12 @@ def test_run_gate_takes_options_from_the_config_and_arguments_override(monkeypat
         out = run_gate(cfg, real, syn, release_id="a", history=store)
         assert seen == {"threads": 1, "exact": False, "sample_real": 100}
         assert out.results["authenticity"].details["sampled"]["n"] == 100
-        assert out.to_dict()["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 100,
-                                                      "sample": "auto"}
+        assert out.to_dict()["config"]["options"] == {
+            "threads": 1,
+            "exact": False,
+            "sample_real": 100,
+            "sample": "auto",
+        }
         import sqlalchemy as sa
 
         from privgate.history import schema as S
@@ -120,10 +129,23 @@ def test_cli_gate_flags_override_the_config(monkeypatch, tmp_path, capsys):
     real.write_parquet(tmp_path / "real.parquet")
     syn.write_parquet(tmp_path / "syn.parquet")
     (tmp_path / "gate.yaml").write_text(
-        "dataset: cli\noptions: {threads: 1, exact: true}\nmetrics:\n  authenticity:\n    threshold: {block: 0.99}\n")
-    args = ["gate", "--config", str(tmp_path / "gate.yaml"), "--real", str(tmp_path / "real.parquet"),
-            "--synthetic", str(tmp_path / "syn.parquet"), "--release-id", "r1", "--no-history", "--quiet",
-            "--format", "json"]
+        "dataset: cli\noptions: {threads: 1, exact: true}\nmetrics:\n  authenticity:\n    threshold: {block: 0.99}\n"
+    )
+    args = [
+        "gate",
+        "--config",
+        str(tmp_path / "gate.yaml"),
+        "--real",
+        str(tmp_path / "real.parquet"),
+        "--synthetic",
+        str(tmp_path / "syn.parquet"),
+        "--release-id",
+        "r1",
+        "--no-history",
+        "--quiet",
+        "--format",
+        "json",
+    ]
     assert main(args) == 0
     assert seen == {"threads": 1, "exact": True, "sample_real": None}
     assert main(args + ["--threads", "2", "--no-exact", "--sample-real", "120"]) == 0
@@ -138,9 +160,30 @@ def test_cli_gate_json_report_records_the_options(tmp_path, capsys):
     real.write_parquet(tmp_path / "real.parquet")
     syn.write_parquet(tmp_path / "syn.parquet")
     (tmp_path / "gate.yaml").write_text("dataset: cli\nmetrics:\n  authenticity:\n    threshold: {block: 0.99}\n")
-    assert main(["gate", "--config", str(tmp_path / "gate.yaml"), "--real", str(tmp_path / "real.parquet"),
-                 "--synthetic", str(tmp_path / "syn.parquet"), "--release-id", "r1", "--no-history",
-                 "--quiet", "--json", str(tmp_path / "out.json"), "--threads", "1", "--sample-real", "77"]) == 0
+    assert (
+        main(
+            [
+                "gate",
+                "--config",
+                str(tmp_path / "gate.yaml"),
+                "--real",
+                str(tmp_path / "real.parquet"),
+                "--synthetic",
+                str(tmp_path / "syn.parquet"),
+                "--release-id",
+                "r1",
+                "--no-history",
+                "--quiet",
+                "--json",
+                str(tmp_path / "out.json"),
+                "--threads",
+                "1",
+                "--sample-real",
+                "77",
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "out.json").read_text())
     assert report["config"]["options"] == {"threads": 1, "exact": False, "sample_real": 77, "sample": "auto"}
     assert report["results"]["authenticity"]["details"]["sampled"]["n"] == 77
@@ -150,13 +193,37 @@ def test_cli_evaluate_flags(tmp_path, capsys):
     real, syn = _frames()
     real.write_parquet(tmp_path / "real.parquet")
     syn.write_parquet(tmp_path / "syn.parquet")
-    assert main(["evaluate", "--real", str(tmp_path / "real.parquet"), "--synthetic", str(tmp_path / "syn.parquet"),
-                 "--metrics", "authenticity", "--quiet", "--threads", "1", "--exact", "--sample-real", "90",
-                 "--json", str(tmp_path / "r.json")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--real",
+                str(tmp_path / "real.parquet"),
+                "--synthetic",
+                str(tmp_path / "syn.parquet"),
+                "--metrics",
+                "authenticity",
+                "--quiet",
+                "--threads",
+                "1",
+                "--exact",
+                "--sample-real",
+                "90",
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 0
+    )
     assert "options: threads 1, exact True, sample_real 90" in capsys.readouterr().out
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["params"]["options"] == {"threads": 1, "exact": True, "sample_real": 90, "sample": "auto",
-                                           "sampled": {"real": 90, "synthetic": None}}
+    assert report["params"]["options"] == {
+        "threads": 1,
+        "exact": True,
+        "sample_real": 90,
+        "sample": "auto",
+        "sampled": {"real": 90, "synthetic": None},
+    }
     assert report["results"]["authenticity"]["details"]["sampled"]["n"] == 90
 
 
@@ -168,19 +235,37 @@ def test_dagster_resource_fields_reach_the_evaluation(tmp_path, monkeypatch):
     real, syn = _frames()
     real.write_parquet(tmp_path / "real.parquet")
     (tmp_path / "gate.yaml").write_text(
-        "dataset: dg\noptions: {sample_real: 200}\nmetrics:\n  authenticity:\n    threshold: {block: 0.99}\n")
+        "dataset: dg\noptions: {sample_real: 200}\nmetrics:\n  authenticity:\n    threshold: {block: 0.99}\n"
+    )
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    res = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
-                           history_url=url, lock_dir=str(tmp_path), threads=1, exact=True)
+    res = PrivgateResource(
+        real_path=str(tmp_path / "real.parquet"),
+        gate_config=str(tmp_path / "gate.yaml"),
+        history_url=url,
+        lock_dir=str(tmp_path),
+        threads=1,
+        exact=True,
+    )
     outcome, _ = res.evaluate(syn, release_id="r1")
     assert seen == {"threads": 1, "exact": True, "sample_real": 200}  # unset sample_real: the config's
     assert outcome.config.options.to_dict() == {"threads": 1, "exact": True, "sample_real": 200, "sample": "auto"}
-    res2 = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
-                            history_url=url, lock_dir=str(tmp_path), threads=None, sample_real=60)
+    res2 = PrivgateResource(
+        real_path=str(tmp_path / "real.parquet"),
+        gate_config=str(tmp_path / "gate.yaml"),
+        history_url=url,
+        lock_dir=str(tmp_path),
+        threads=None,
+        sample_real=60,
+    )
     outcome, _ = res2.evaluate(syn, release_id="r2")  # threads unset: the configuration's, else the default
     assert seen["sample_real"] == 60 and seen["exact"] is False and seen["threads"] is None
     assert outcome.results["authenticity"].details["sampled"]["n"] == 60
-    zero = PrivgateResource(real_path=str(tmp_path / "real.parquet"), gate_config=str(tmp_path / "gate.yaml"),
-                            history_url=url, lock_dir=str(tmp_path), threads=0)
+    zero = PrivgateResource(
+        real_path=str(tmp_path / "real.parquet"),
+        gate_config=str(tmp_path / "gate.yaml"),
+        history_url=url,
+        lock_dir=str(tmp_path),
+        threads=0,
+    )
     outcome, _ = zero.evaluate(syn, release_id="r3")  # 0 is no thread budget: the run is blocked, not defaulted
     assert outcome.exit_code == 3 and "options.threads" in outcome.checks[0].message

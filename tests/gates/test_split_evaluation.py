@@ -17,7 +17,9 @@ from privgate.report import Report, merge_reports
 from privgate.results import MetricResult
 
 CFG_DICT = {
-    "version": 1, "dataset": "split", "seed": 3,
+    "version": 1,
+    "dataset": "split",
+    "seed": 3,
     "metrics": {
         "common_rows": {"threshold": {"warn": 0.02, "block": 0.3}},
         "authenticity": {"baseline": {"when": "with_holdout", "warn": 0.05, "block": 0.15}},
@@ -36,9 +38,14 @@ def frames():
     real = load_example("adult_sample").head(400)
     holdout = load_example("adult_holdout").head(400)
     rng = np.random.default_rng(0)
-    synth = pl.concat([real.head(40),  # 10 % copies: memorisation and common_rows see them
-                       pl.DataFrame({c: real[c].sample(fraction=1.0, shuffle=True, seed=int(rng.integers(1e6)))
-                                     for c in real.columns}).head(160)])
+    synth = pl.concat(
+        [
+            real.head(40),  # 10 % copies: memorisation and common_rows see them
+            pl.DataFrame(
+                {c: real[c].sample(fraction=1.0, shuffle=True, seed=int(rng.integers(1e6))) for c in real.columns}
+            ).head(160),
+        ]
+    )
     return real, synth, holdout
 
 
@@ -75,9 +82,15 @@ def _same_outcome(a, b) -> None:
 
 
 def test_metric_result_round_trips_through_json():
-    res = MetricResult(name="x", value=0.25, raw=float("nan"), params={"k": (1, 2)},
-                       details={"ci_method": "wilson", "n": np.int64(3)},
-                       per_record=np.array([0.0, 1.0, 0.5]), p_value=0.04)
+    res = MetricResult(
+        name="x",
+        value=0.25,
+        raw=float("nan"),
+        params={"k": (1, 2)},
+        details={"ci_method": "wilson", "n": np.int64(3)},
+        per_record=np.array([0.0, 1.0, 0.5]),
+        p_value=0.04,
+    )
     res.set_ci((0.1, 0.4), "wilson")
     res.with_baseline(0.2, (0.1, 0.3), (-0.05, 0.15))
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
@@ -135,8 +148,9 @@ def test_a_report_that_does_not_match_the_run_blocks(frames):
 
     no_digest = merge_reports(parts, order=plan["metrics"])
     no_digest.params.pop("inputs_sha256")
-    assert "no input digests" in " ".join(_errors(run_gate(CFG, real, synth, holdout=holdout,
-                                                           report=no_digest, threads=1)))
+    assert "no input digests" in " ".join(
+        _errors(run_gate(CFG, real, synth, holdout=holdout, report=no_digest, threads=1))
+    )
 
     partial = merge_reports(parts[:1], order=plan["metrics"])
     missing = run_gate(CFG, real, synth, holdout=holdout, report=partial, threads=1)

@@ -14,9 +14,14 @@ from privgate.gates import default_gate_config, run_gate
 def _wide(rows: int, columns: int, seed: int) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     levels = np.array(["p", "q", "r", "s"])
-    return pl.DataFrame({(f"n{j}" if j % 2 else f"c{j}"): (np.round(rng.normal(size=rows), 3) if j % 2
-                                                             else levels[rng.integers(0, 4, rows)])
-                         for j in range(columns)})
+    return pl.DataFrame(
+        {
+            (f"n{j}" if j % 2 else f"c{j}"): (
+                np.round(rng.normal(size=rows), 3) if j % 2 else levels[rng.integers(0, 4, rows)]
+            )
+            for j in range(columns)
+        }
+    )
 
 
 def test_a_1000_column_table_gets_a_verdict_with_every_metric_computed():

@@ -15,9 +15,11 @@ from privgate.gates import run_gate
 from privgate.history import HistoryStore
 
 N = 120
-CONFIG = ("dataset: honest\nmetrics:\n"
-          "  common_rows:\n    threshold: {warn: 0.0, block: 0.01}\n"
-          "  hitting_rate:\n    threshold: {block: 0.5}\n")
+CONFIG = (
+    "dataset: honest\nmetrics:\n"
+    "  common_rows:\n    threshold: {warn: 0.0, block: 0.01}\n"
+    "  hitting_rate:\n    threshold: {block: 0.5}\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +28,14 @@ def files(tmp_path_factory):
     rng = np.random.default_rng(3)
     real = pl.DataFrame({"x": rng.normal(size=N), "c": rng.choice(["a", "b", "c"], N)})
     release = pl.DataFrame({"x": rng.normal(size=N), "c": rng.choice(["a", "b", "c"], N)})
-    paths = {"real": d / "real.parquet", "release": d / "release.parquet", "config": d / "gate.yaml",
-             "other_schema": d / "other.parquet", "empty": d / "empty.csv", "typo": d / "typo.yaml"}
+    paths = {
+        "real": d / "real.parquet",
+        "release": d / "release.parquet",
+        "config": d / "gate.yaml",
+        "other_schema": d / "other.parquet",
+        "empty": d / "empty.csv",
+        "typo": d / "typo.yaml",
+    }
     real.write_parquet(paths["real"])
     release.write_parquet(paths["release"])
     release.rename({"x": "z"}).write_parquet(paths["other_schema"])
@@ -39,8 +47,11 @@ def files(tmp_path_factory):
 
 @pytest.mark.parametrize("case", ["wrong_path", "schema_mismatch", "empty_file"])
 def test_a_run_stopped_by_its_inputs_stores_no_pass(files, tmp_path, case):
-    synthetic = {"wrong_path": tmp_path / "no-such-release.parquet", "schema_mismatch": files["other_schema"],
-                 "empty_file": files["empty"]}[case]
+    synthetic = {
+        "wrong_path": tmp_path / "no-such-release.parquet",
+        "schema_mismatch": files["other_schema"],
+        "empty_file": files["empty"],
+    }[case]
     with HistoryStore(tmp_path / "h.sqlite") as store:
         outcome = run_gate(files["config"], files["real"], synthetic, release_id="r1", history=store)
         assert outcome.exit_code == 3 and outcome.recorded
@@ -80,12 +91,42 @@ def test_a_metric_never_evaluated_reads_not_run():
 
 def test_a_config_typo_is_stored_under_its_dataset_and_listed(files, tmp_path, capsys):
     db = tmp_path / "h.sqlite"
-    code = main(["gate", "--config", str(files["typo"]), "--real", str(files["real"]),
-                 "--synthetic", str(files["release"]), "--release-id", "t1", "--history", str(db), "--quiet"])
+    code = main(
+        [
+            "gate",
+            "--config",
+            str(files["typo"]),
+            "--real",
+            str(files["real"]),
+            "--synthetic",
+            str(files["release"]),
+            "--release-id",
+            "t1",
+            "--history",
+            str(db),
+            "--quiet",
+        ]
+    )
     assert code == 3
-    assert main(["gate", "--config", str(files["config"]), "--real", str(files["real"]),
-                 "--synthetic", str(tmp_path / "missing.csv"), "--release-id", "m1", "--history", str(db),
-                 "--quiet"]) == 3
+    assert (
+        main(
+            [
+                "gate",
+                "--config",
+                str(files["config"]),
+                "--real",
+                str(files["real"]),
+                "--synthetic",
+                str(tmp_path / "missing.csv"),
+                "--release-id",
+                "m1",
+                "--history",
+                str(db),
+                "--quiet",
+            ]
+        )
+        == 3
+    )
     capsys.readouterr()
     with HistoryStore(db) as store:
         assert store.datasets() == ["honest"]
@@ -100,8 +141,10 @@ def test_a_config_typo_is_stored_under_its_dataset_and_listed(files, tmp_path, c
     # the score view lists each, verdict error, with its reason; no "pass" anywhere
     assert main(["history", "--history", str(db), "--dataset", "honest", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["release_id"], r["verdict"], r["metric"]) for r in rows] == [("t1", "error", None),
-                                                                          ("m1", "error", None)]
+    assert [(r["release_id"], r["verdict"], r["metric"]) for r in rows] == [
+        ("t1", "error", None),
+        ("m1", "error", None),
+    ]
     assert "metrcs" in rows[0]["error"] and "synthetic" in rows[1]["error"]
     assert main(["history", "--history", str(db), "--dataset", "honest"]) == 0
     table = capsys.readouterr()
@@ -114,8 +157,25 @@ def test_an_unreadable_config_is_still_listed(tmp_path, files, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("metrics: [\n")
     db = tmp_path / "h.sqlite"
-    assert main(["gate", "--config", str(bad), "--real", str(files["real"]), "--synthetic",
-                 str(files["release"]), "--release-id", "u1", "--history", str(db), "--quiet"]) == 3
+    assert (
+        main(
+            [
+                "gate",
+                "--config",
+                str(bad),
+                "--real",
+                str(files["real"]),
+                "--synthetic",
+                str(files["release"]),
+                "--release-id",
+                "u1",
+                "--history",
+                str(db),
+                "--quiet",
+            ]
+        )
+        == 3
+    )
     capsys.readouterr()
     assert main(["history", "--history", str(db), "--dataset", "unknown", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -130,16 +190,27 @@ def test_unscored_runs_and_last_config_on_every_back_end(store_url):
     from privgate.gates.checks import error_check
 
     cfg = parse_gate_config({"dataset": "honest", "metrics": {"common_rows": {"threshold": {"block": 0.01}}}})
-    checks = [error_check("(synthetic)", "cannot load synthetic: file not found"),
-              error_check("(input)", "second error")]
+    checks = [
+        error_check("(synthetic)", "cannot load synthetic: file not found"),
+        error_check("(input)", "second error"),
+    ]
     decision, code = decision_of(checks)
-    outcome = GateOutcome(run_id=uuid.uuid4().hex, dataset="honest", release_id="r-missing", decision=decision,
-                          checks=checks, exit_code=code, config=cfg, config_hash=cfg.hash)
+    outcome = GateOutcome(
+        run_id=uuid.uuid4().hex,
+        dataset="honest",
+        release_id="r-missing",
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        config=cfg,
+        config_hash=cfg.hash,
+    )
     with HistoryStore(store_url) as store:
         assert store.last_config("honest") is None
         store.record(outcome)
         assert store.metric_history("honest").is_empty()
         rows = store.unscored_runs("honest").to_dicts()
         assert [(r["release_id"], r["verdict"], r["error"], r["metric"]) for r in rows] == [
-            ("r-missing", "error", "cannot load synthetic: file not found (fails closed)", None)]
+            ("r-missing", "error", "cannot load synthetic: file not found (fails closed)", None)
+        ]
         assert store.last_config("honest")["metrics"]["common_rows"]["rules"][0]["limit"] == 0.01

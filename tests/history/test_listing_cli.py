@@ -17,8 +17,9 @@ def test_a_missing_sqlite_history_is_reported_and_not_created(command, tmp_path,
     assert not db.exists()
 
 
-@pytest.mark.parametrize("command, header", [("history", "dataset,runs,errors,last_run"),
-                                             ("audits", ",".join(AUDIT_VIEW))])
+@pytest.mark.parametrize(
+    "command, header", [("history", "dataset,runs,errors,last_run"), ("audits", ",".join(AUDIT_VIEW))]
+)
 def test_an_empty_history_lists_as_json_and_csv(command, header, tmp_path, capsys):
     from privgate.history import HistoryStore
 

@@ -19,8 +19,9 @@ def test_record_and_query(store_url):
     assert store.schema_version == SCHEMA_VERSION
     o1 = make_outcome({"common_rows": 0.0, "authenticity": 0.20, "nnaa": 0.3}, release_id="v1")
     o2 = make_outcome({"common_rows": 0.5, "authenticity": 0.90, "nnaa": 0.3}, release_id="v2")  # blocked
-    o3 = make_outcome({"common_rows": 0.004, "authenticity": 0.28, "nnaa": 0.3}, release_id="v3",
-                      previous={"authenticity": 0.20})  # warn (copies + trend)
+    o3 = make_outcome(
+        {"common_rows": 0.004, "authenticity": 0.28, "nnaa": 0.3}, release_id="v3", previous={"authenticity": 0.20}
+    )  # warn (copies + trend)
     assert (str(o1.decision), str(o2.decision), str(o3.decision)) == ("pass", "block", "warn")
     for o in (o1, o2, o3):
         assert store.record(o) == o.run_id
@@ -55,8 +56,7 @@ def test_record_and_query(store_url):
     reg = store.regressions("adult")
     # v2 vs v1: common_rows +0.5, authenticity +0.7; v3 vs v1 (v2 not accepted): +0.004, +0.08
     got = {(r["release_id"], r["metric"]): r["increase"] for r in reg.iter_rows(named=True)}
-    assert got.keys() == {("v2", "common_rows"), ("v2", "authenticity"), ("v3", "common_rows"),
-                          ("v3", "authenticity")}
+    assert got.keys() == {("v2", "common_rows"), ("v2", "authenticity"), ("v3", "common_rows"), ("v3", "authenticity")}
     assert got[("v3", "authenticity")] == pytest.approx(0.08)
     assert set(reg["previous_release_id"]) == {"v1"}
     assert store.regressions("adult", "authenticity", min_increase=0.1)["release_id"].to_list() == ["v2"]
@@ -69,8 +69,10 @@ def test_record_and_query(store_url):
 
 def test_errors_are_recorded_without_values(store_url):
     store = HistoryStore(store_url)
-    o = make_outcome({"common_rows": 0.0, "nnaa": 0.1},
-                     errors={"authenticity": "metric 'authenticity' failed: ValueError: 'Jane' is bad"})
+    o = make_outcome(
+        {"common_rows": 0.0, "nnaa": 0.1},
+        errors={"authenticity": "metric 'authenticity' failed: ValueError: 'Jane' is bad"},
+    )
     assert o.exit_code == 3
     store.record(o)
     row = store.metric_history("adult", "authenticity").row(0, named=True)
@@ -134,8 +136,9 @@ def _writer(url: str, worker: int, barrier) -> None:
             # every writer has written its first half before any writes its second: the rows
             # interleave whatever the scheduler does (each half still races for the database)
             barrier.wait(60)
-        store.record(make_outcome({"common_rows": 0.0, "authenticity": i / 100, "nnaa": 0.1},
-                                  release_id=f"w{worker}-{i}"))
+        store.record(
+            make_outcome({"common_rows": 0.0, "authenticity": i / 100, "nnaa": 0.1}, release_id=f"w{worker}-{i}")
+        )
     store.close()
 
 
@@ -164,9 +167,18 @@ def test_concurrent_writers_lose_no_row(store_url):
 
 
 # columns schema version 2 added (written out here, not read from privgate.history.schema)
-V2_ADDED = {"privgate_scores": {"ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high",
-                                "excess_ci_low", "excess_ci_high", "p_value"},
-            "privgate_checks": {"decided_on", "interval_low", "interval_high", "p_value"}}
+V2_ADDED = {
+    "privgate_scores": {
+        "ci_low",
+        "ci_high",
+        "baseline_ci_low",
+        "baseline_ci_high",
+        "excess_ci_low",
+        "excess_ci_high",
+        "p_value",
+    },
+    "privgate_checks": {"decided_on", "interval_low", "interval_high", "p_value"},
+}
 
 
 def _make_v1_database(url: str) -> None:
@@ -210,7 +222,12 @@ def test_version_1_database_is_migrated_and_keeps_its_rows(store_url):
     row = store.metric_history("adult", "authenticity").filter(pl.col("release_id") == "new").row(0, named=True)
     assert (row["ci_low"], row["ci_high"], row["p_value"]) == (0.25, 0.35, 0.004)
     chk = store.checks(new.run_id).row(0, named=True)
-    assert (chk["decided_on"], chk["interval_low"], chk["interval_high"], chk["p_value"]) == ("lower", 0.25, 0.35, 0.004)
+    assert (chk["decided_on"], chk["interval_low"], chk["interval_high"], chk["p_value"]) == (
+        "lower",
+        0.25,
+        0.35,
+        0.004,
+    )
     store.close()
     # reopening a migrated database changes nothing
     assert HistoryStore(store_url).metric_history("adult").height == 6

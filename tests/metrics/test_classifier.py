@@ -206,8 +206,12 @@ def test_numpy_mlp_one_step_matches_the_definition():
     d1 = (d2 @ w2.T) * (h > 0)
     gw1, gc1 = xb.T @ d1 + 1e-4 * w1 / n, d1.sum(0)
     # first Adam step: m̂/√v̂ = g/|g| → each parameter moves by lr·sign(g) (ε aside)
-    for got, start, grad in ((model.layers[0][0], w1, gw1), (model.layers[0][1], c1, gc1),
-                             (model.layers[1][0], w2, gw2), (model.layers[1][1], c2, gc2)):
+    for got, start, grad in (
+        (model.layers[0][0], w1, gw1),
+        (model.layers[0][1], c1, gc1),
+        (model.layers[1][0], w2, gw2),
+        (model.layers[1][1], c2, gc2),
+    ):
         expect = start - 1e-3 * grad / (np.abs(grad) + 1e-8)
         np.testing.assert_allclose(got, expect, atol=2e-6)
 
@@ -233,7 +237,7 @@ def _plain_train_mlp(x, y, hidden, max_iter, seed, dt):
         order = rng.permutation(train.size)
         xs, ys = x_train[order], y_train[order]
         for s in range(0, train.size, _mlp.BATCH_SIZE):
-            xb, yb = xs[s:s + _mlp.BATCH_SIZE], ys[s:s + _mlp.BATCH_SIZE]
+            xb, yb = xs[s : s + _mlp.BATCH_SIZE], ys[s : s + _mlp.BATCH_SIZE]
             n = xb.shape[0]
             layers = [(theta[ws].reshape(shape), theta[bs]) for ws, shape, bs in layout]
             acts = [xb]
@@ -250,7 +254,7 @@ def _plain_train_mlp(x, y, hidden, max_iter, seed, dt):
             t += 1
             m = m * dt(_mlp.BETA1) + grad * dt(1 - _mlp.BETA1)
             v = v * dt(_mlp.BETA2) + grad * grad * dt(1 - _mlp.BETA2)
-            step = _mlp.LEARNING_RATE * np.sqrt(1 - _mlp.BETA2 ** t) / (1 - _mlp.BETA1 ** t)
+            step = _mlp.LEARNING_RATE * np.sqrt(1 - _mlp.BETA2**t) / (1 - _mlp.BETA1**t)
             theta = theta - m / (np.sqrt(v) + dt(_mlp.EPSILON)) * dt(step)
         epochs += 1
         layers = [(theta[ws].reshape(shape), theta[bs]) for ws, shape, bs in layout]
@@ -341,8 +345,10 @@ def test_adult_baseline_order_membership_inference(adult, adult_values):
     assert v["uniform_random"] <= v["independent_marginals"] <= v["copy"], v
     assert v["uniform_random"] <= v["noisy_copy"] <= v["copy"], v
     trimmed = adult.drop(["capital_gain", "capital_loss"])
-    w = {name: membership_inference(trimmed, fn(trimmed, seed=0), seed=0).value
-         for name, fn in baselines.BASELINES.items()}
+    w = {
+        name: membership_inference(trimmed, fn(trimmed, seed=0), seed=0).value
+        for name, fn in baselines.BASELINES.items()
+    }
     assert w["uniform_random"] <= w["independent_marginals"] <= w["noisy_copy"] <= w["copy"], w
 
 
@@ -454,8 +460,10 @@ def test_membership_inference_samples_the_same_share_of_each_class(monkeypatch):
     assert (again.raw, again.ci) == (res.raw, res.ci)
     # sample off, max_records=None, or at most max_records per class: every record, the same result
     cases = (({"max_records": None}, "auto"), ({"max_records": 1_000}, "off"), ({}, "auto"))
-    every = [membership_inference(EvaluationContext(real, syn, seed=5, threads=1, sample=sample), repetitions=1, **kw)
-             for kw, sample in cases]
+    every = [
+        membership_inference(EvaluationContext(real, syn, seed=5, threads=1, sample=sample), repetitions=1, **kw)
+        for kw, sample in cases
+    ]
     assert all(np.bincount(y).tolist() == [1_500, 3_000] for y in seen[-3:])
     assert len({(r.value, r.raw, r.ci) for r in every}) == 1
     assert not any("sampled" in r.details for r in every)

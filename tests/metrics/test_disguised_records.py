@@ -16,9 +16,13 @@ SCHEMA = Schema({"x": "numeric", "c": "categorical", "d": "categorical"})
 
 def _real(n: int = 120, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"x": rng.permutation(n) * 1.5 + 0.25,
-                         "c": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist(),
-                         "d": rng.choice(["u", "v"], n).tolist()})
+    return pl.DataFrame(
+        {
+            "x": rng.permutation(n) * 1.5 + 0.25,
+            "c": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist(),
+            "d": rng.choice(["u", "v"], n).tolist(),
+        }
+    )
 
 
 def _honest(real: pl.DataFrame, seed: int = 1) -> pl.DataFrame:
@@ -35,17 +39,17 @@ def _with_disguised(real: pl.DataFrame, honest: pl.DataFrame, rows: list[int]) -
     """``honest`` with its first len(rows) records replaced by real rows ``rows`` whose levels
     were permuted (a→b→c→a, u↔v)."""
     copies = real[rows].with_columns(pl.col("c").replace_strict(PERM_C), pl.col("d").replace_strict(PERM_D))
-    return pl.concat([copies, honest[len(rows):]])
+    return pl.concat([copies, honest[len(rows) :]])
 
 
 def test_disguised_records_are_found_with_their_sources():
     real = _real()
-    rows = list(range(0, 24, 2))                       # 12 of 120 records disguised
+    rows = list(range(0, 24, 2))  # 12 of 120 records disguised
     release = _with_disguised(real, _honest(real), rows)
     found = find_disguised_records(release, real, SCHEMA, seed=0)
     assert found is not None
-    assert found.rows.tolist() == list(range(12))       # the first 12 release rows ...
-    assert found.sources.tolist() == rows               # ... copy real rows 0, 2, 4, ...
+    assert found.rows.tolist() == list(range(12))  # the first 12 release rows ...
+    assert found.sources.tolist() == rows  # ... copy real rows 0, 2, 4, ...
     assert found.anchored == 12 and found.columns_recoded == 2
     # replaced by their sources, the release holds those real records exactly
     view = put_sources(release, real[found.sources], found.rows)

@@ -31,10 +31,14 @@ def test_common_rows_counts_multiplicity_and_null_equals_null():
     res = m.common_rows(r, s)
     assert res.value == 0.75 and res.raw == 0.75
     assert res.per_record.tolist() == [1, 1, 0, 1]
-    assert res.details == {"n_real_copied": 3, "n_distinct_real_copied": 2,
-                           "ci_method": "Clopper–Pearson exact interval of 3/4 records", "ci_per_record_mean": True}
+    assert res.details == {
+        "n_real_copied": 3,
+        "n_distinct_real_copied": 2,
+        "ci_method": "Clopper–Pearson exact interval of 3/4 records",
+        "ci_per_record_mean": True,
+    }
     # 3 of 4 (fewer than 10 on a side → Clopper–Pearson): upper = Beta⁻¹(0.975; 4, 1) = 0.975^(1/4)
-    assert res.ci[1] == pytest.approx(0.975 ** 0.25, abs=1e-12)
+    assert res.ci[1] == pytest.approx(0.975**0.25, abs=1e-12)
 
 
 def test_close_values_is_inclusive_at_02():
@@ -192,8 +196,20 @@ def test_hitting_rate():
     assert m.hitting_rate(r, s.with_columns(pl.Series("a", [2.0001, 33, 70, 5.0]))).value == 0.0
 
 
-ALL = ["common_rows", "close_values", "distant_values", "nsnd", "authenticity", "identifiability",
-       "median_dcr", "nnaa", "nndr", "dcr", "hidden_rate", "hitting_rate"]
+ALL = [
+    "common_rows",
+    "close_values",
+    "distant_values",
+    "nsnd",
+    "authenticity",
+    "identifiability",
+    "median_dcr",
+    "nnaa",
+    "nndr",
+    "dcr",
+    "hidden_rate",
+    "hitting_rate",
+]
 
 
 def test_copy_scores_one_on_adult(adult, adult_baselines):
@@ -250,11 +266,13 @@ def frames(draw):
     rng = np.random.default_rng(seed)
 
     def make(k):
-        return pl.DataFrame({
-            "x": np.round(rng.normal(size=k), 1),
-            "y": rng.integers(0, 4, k).astype(float),
-            "c": rng.choice(["p", "q", "r"], k).tolist(),
-        })
+        return pl.DataFrame(
+            {
+                "x": np.round(rng.normal(size=k), 1),
+                "y": rng.integers(0, 4, k).astype(float),
+                "c": rng.choice(["p", "q", "r"], k).tolist(),
+            }
+        )
 
     return make(n), make(m_), seed
 

@@ -12,16 +12,18 @@ import privgate.metrics as m
 
 
 def _frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
-    a = rng.integers(0, 31, n).astype(float)          # range 30 → h = 1: integer steps hit at ±1
+    a = rng.integers(0, 31, n).astype(float)  # range 30 → h = 1: integer steps hit at ±1
     a[rng.random(n) < 0.15] = np.nan
     b = rng.integers(0, 4, n).astype(float) * 0.5
-    return pl.DataFrame({
-        "a": pl.Series(a, nan_to_null=True),
-        "b": b,
-        "const": np.full(n, 7.0),
-        "c": pl.Series(rng.choice(np.array(["x", "y", None], dtype=object), n).tolist(), dtype=pl.String),
-        "d": rng.choice(["u", "v"], n),
-    })
+    return pl.DataFrame(
+        {
+            "a": pl.Series(a, nan_to_null=True),
+            "b": b,
+            "const": np.full(n, 7.0),
+            "c": pl.Series(rng.choice(np.array(["x", "y", None], dtype=object), n).tolist(), dtype=pl.String),
+            "d": rng.choice(["u", "v"], n),
+        }
+    )
 
 
 def _brute(real: pl.DataFrame, syn: pl.DataFrame, divisor: float = 30.0) -> np.ndarray:

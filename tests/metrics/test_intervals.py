@@ -117,10 +117,20 @@ N = 600
 def adult_report(adult, adult_holdout):
     real = adult.head(N)
     syn = privgate.baselines.noisy_copy(real, seed=1)
-    params = {"disclosure_identity": {"keys": EXAMPLE_KEYS[:4]}, "disclosure_attribute": {"keys": EXAMPLE_KEYS[:4]},
-              "detection_mlp": {"max_iter": 30, "n_jobs": 1}, "membership_inference": {"n_jobs": 1}}
-    kw = dict(holdout=adult_holdout.head(N), keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, pairing=True,
-              params=params, on_error="record")
+    params = {
+        "disclosure_identity": {"keys": EXAMPLE_KEYS[:4]},
+        "disclosure_attribute": {"keys": EXAMPLE_KEYS[:4]},
+        "detection_mlp": {"max_iter": 30, "n_jobs": 1},
+        "membership_inference": {"n_jobs": 1},
+    }
+    kw = dict(
+        holdout=adult_holdout.head(N),
+        keys=EXAMPLE_KEYS,
+        sensitive=EXAMPLE_SENSITIVE,
+        pairing=True,
+        params=params,
+        on_error="record",
+    )
     return privgate.evaluate(real, syn, baseline=True, seed=0, **kw), (real, syn, kw)
 
 
@@ -177,11 +187,15 @@ def test_excess_interval_with_a_holdout(adult_report):
             # (the disclosure measures keep no per-record array: their flags are computed for the replicates only)
             assert set(jk) == {"real", "synthetic"} and (r.per_record is not None or spec.family == "disclosure")
             # the baseline's replicates are not kept on the result: recompute it on the baseline context
-            base_ctx = EvaluationContext(real_, syn_, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, seed=0,
-                                         holdout=hold_).holdout_baseline()
+            base_ctx = EvaluationContext(
+                real_, syn_, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, seed=0, holdout=hold_
+            ).holdout_baseline()
             jb = jackknife_sources(registry.run_spec(spec, base_ctx, kw["params"].get(name, {})))
-            ci, _, _ = stats.jackknife_interval(r.excess, {"real": jk["real"] - jb["real"], "synthetic": jk["synthetic"],
-                                                           "holdout": jb["synthetic"]}, bounds=(-1, 1))
+            ci, _, _ = stats.jackknife_interval(
+                r.excess,
+                {"real": jk["real"] - jb["real"], "synthetic": jk["synthetic"], "holdout": jb["synthetic"]},
+                bounds=(-1, 1),
+            )
             assert r.excess_ci == pytest.approx(ci) and lo <= r.excess <= hi, name
         else:
             mover_seen += 1
@@ -205,8 +219,15 @@ def test_paired_excess_is_the_bootstrap_of_per_record_differences(adult, adult_h
 
 def test_same_seed_same_intervals(adult_report):
     rep, (real, syn, kw) = adult_report
-    names = ["common_rows", "median_dcr", "nnaa", "dcr", "attribute_inference", "proximity_score",
-             "disclosure_attribute"]
+    names = [
+        "common_rows",
+        "median_dcr",
+        "nnaa",
+        "dcr",
+        "attribute_inference",
+        "proximity_score",
+        "disclosure_attribute",
+    ]
     kw = dict(kw, params={k: v for k, v in kw["params"].items() if k in names})
     again = privgate.evaluate(real, syn, names, baseline=True, seed=0, **kw)
     other = privgate.evaluate(real, syn, names, baseline=True, seed=1, **kw)
@@ -220,8 +241,9 @@ def test_same_seed_same_intervals(adult_report):
 def test_self_controlled_metrics_get_no_baseline(monkeypatch, adult, adult_holdout):
     spec = catalogue.get_metric("common_rows")
     monkeypatch.setitem(registry._REGISTRY, "common_rows", dataclasses.replace(spec, self_controlled=True))
-    rep = privgate.evaluate(adult.head(200), adult.head(200), ["common_rows", "dcr"],
-                            holdout=adult_holdout.head(200), baseline=True)
+    rep = privgate.evaluate(
+        adult.head(200), adult.head(200), ["common_rows", "dcr"], holdout=adult_holdout.head(200), baseline=True
+    )
     assert rep.results["common_rows"].baseline is None and rep.results["common_rows"].excess_ci is None
     assert "excess_ci_method" not in rep.results["common_rows"].details
     assert rep.results["dcr"].excess_ci is not None
@@ -232,7 +254,8 @@ def test_median_dcr_zero_medians_and_small_sample_bootstrap():
 
     # both medians 0 → 1 (copy); only the real–real median 0 → 0; else 2·(1 − σ(r))
     assert _median_dcr_value(np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.0, 1.0])).tolist() == pytest.approx(
-        [1.0, 0.0, 2.0 * (1.0 - 1.0 / (1.0 + math.exp(-1.0)))])
+        [1.0, 0.0, 2.0 * (1.0 - 1.0 / (1.0 + math.exp(-1.0)))]
+    )
     # fewer than 25 real records: the bootstrap of the statistic
     rng = np.random.default_rng(6)
     real = pl.DataFrame({"a": rng.normal(size=24), "b": rng.normal(size=24)})
@@ -242,8 +265,8 @@ def test_median_dcr_zero_medians_and_small_sample_bootstrap():
     d_rs = ctx.neighbours("mixed", "real", "synthetic", 1).dist[:, 0]
     d_rr = ctx.neighbours("mixed", "real", "real", 1).dist[:, 0]
     expected = stats.bootstrap_ci(
-        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 24, 2,
-        n_boot=BOOT)
+        lambda idx: 2.0 * (1.0 - 1.0 / (1.0 + np.exp(-np.median(d_rs[idx]) / np.median(d_rr[idx])))), 24, 2, n_boot=BOOT
+    )
     assert res.ci == pytest.approx(expected)
 
 
@@ -260,6 +283,7 @@ def test_real_to_real_jackknife_replicates_are_the_metrics_recomputed_without_ea
     syn = pl.DataFrame({"a": rng.normal(size=80), "b": rng.normal(size=80)})
     ctx = EvaluationContext(real, syn, seed=2)
     from privgate.metrics.distance import _median_dcr_value
+
     sp = ctx.mixed()
     labels, keeps = _by_group(ctx, "real", 80)
     assert int(labels.max()) + 1 == 8  # ⌊√80⌋ groups
@@ -344,10 +368,15 @@ def test_reconstruction_jackknife_replicates_are_the_metrics_without_each_group(
     # recomputing from scratch must give the stored replicate exactly
     rng = np.random.default_rng(11)
     n, m = 60, 50
-    real = pl.DataFrame({"k1": rng.choice(list("abcd"), n), "k2": rng.choice(list("xyz"), n), "s": rng.choice(list("PQ"), n)})
-    syn = pl.DataFrame({"k1": rng.choice(list("abcd"), m), "k2": rng.choice(list("xy"), m), "s": rng.choice(list("PQ"), m)})
+    real = pl.DataFrame(
+        {"k1": rng.choice(list("abcd"), n), "k2": rng.choice(list("xyz"), n), "s": rng.choice(list("PQ"), n)}
+    )
+    syn = pl.DataFrame(
+        {"k1": rng.choice(list("abcd"), m), "k2": rng.choice(list("xy"), m), "s": rng.choice(list("PQ"), m)}
+    )
     ctx = EvaluationContext(real, syn, seed=4, keys=["k1", "k2"], sensitive="s")
     from privgate.metrics import attribute_inference, generalized_cap
+
     _, keep_r = _by_group(ctx, "real", n)
     _, keep_s = _by_group(ctx, "synthetic", m)
     for fn in (zero_cap, generalized_cap, attribute_inference):
@@ -359,13 +388,21 @@ def test_reconstruction_jackknife_replicates_are_the_metrics_without_each_group(
     # again: one synthetic record per combination, so every deleted group removes some real
     # records' whole tied set
     syn1 = pl.DataFrame({"k1": list("abcdabcdab") * 3, "k2": list("xxxxyyyyzz") * 3, "s": rng.choice(list("PQ"), 30)})
-    syn1 = syn1.with_columns(pl.concat_str([pl.col("k1"), pl.lit(str(0))]).alias("k1")).with_row_index("i").with_columns(
-        pl.concat_str([pl.col("k1"), (pl.col("i") // 10).cast(pl.String)]).alias("k1")).drop("i")
+    syn1 = (
+        syn1.with_columns(pl.concat_str([pl.col("k1"), pl.lit(str(0))]).alias("k1"))
+        .with_row_index("i")
+        .with_columns(pl.concat_str([pl.col("k1"), (pl.col("i") // 10).cast(pl.String)]).alias("k1"))
+        .drop("i")
+    )
     real1 = syn1.sample(40, with_replacement=True, seed=1)
     ctx1 = EvaluationContext(real1, syn1, seed=4, keys=["k1", "k2"], sensitive="s")
     jk = jackknife_sources(generalized_cap(ctx1))
-    fresh1 = [generalized_cap(EvaluationContext(real1, syn1.filter(pl.Series(k)), seed=4, keys=["k1", "k2"],
-                                                sensitive="s")).value for k in _by_group(ctx1, "synthetic", 30)[1]]
+    fresh1 = [
+        generalized_cap(
+            EvaluationContext(real1, syn1.filter(pl.Series(k)), seed=4, keys=["k1", "k2"], sensitive="s")
+        ).value
+        for k in _by_group(ctx1, "synthetic", 30)[1]
+    ]
     assert jk["synthetic"] == pytest.approx(fresh1)
 
 
@@ -384,7 +421,7 @@ def test_nnaa_jackknife_by_hand_on_nine_records(monkeypatch):
     # space's scaling does not change them); 3 jackknife groups of each set (the ≥ 25-record
     # floor lowered for the test)
     monkeypatch.setattr(stats.jackknife, "MIN_GROUPS", 2)
-    real_x = np.arange(9.0)                                  # nearest other real record: 1 away for all
+    real_x = np.arange(9.0)  # nearest other real record: 1 away for all
     syn_x = np.array([0.2, 0.3, 2.6, 10.0, 11.0, 12.5, 20.0, 21.5, 4.4])
     ctx = EvaluationContext(pl.DataFrame({"a": real_x}), pl.DataFrame({"a": syn_x}), seed=4)
     res = nnaa(ctx)
@@ -409,8 +446,9 @@ def test_nnaa_jackknife_by_hand_on_nine_records(monkeypatch):
     v_r = 2 / 3 * np.sum((np.array(real_reps) - np.mean(real_reps)) ** 2)
     v_s = 2 / 3 * np.sum((np.array(syn_reps) - np.mean(syn_reps)) ** 2)
     assert v_r > 0 and v_s > 0
-    df = (v_r + v_s) ** 2 / (v_r ** 2 / 2 + v_s ** 2 / 2)      # Satterthwaite, 2 df each
+    df = (v_r + v_s) ** 2 / (v_r**2 / 2 + v_s**2 / 2)  # Satterthwaite, 2 df each
     from scipy.stats import t
+
     half = t.ppf(0.975, df) * math.sqrt(v_r + v_s)
     assert res.ci == pytest.approx((max(0.0, res.value - half), min(1.0, res.value + half)))
     assert "3 groups of the synthetic records (as queries)" in res.details["ci_method"]

@@ -28,7 +28,9 @@ def _tiny(n: int = 60, seed: int = 0) -> pl.DataFrame:
 
 
 def _learnt(real: pl.DataFrame, release: pl.DataFrame):
-    ctx = EvaluationContext(real, release, schema={"x": "numeric", "c": "categorical"}, _shared={"real_nn": {}, "entropy": {}})
+    ctx = EvaluationContext(
+        real, release, schema={"x": "numeric", "c": "categorical"}, _shared={"real_nn": {}, "entropy": {}}
+    )
     return correspondence(ctx)
 
 
@@ -63,8 +65,11 @@ def test_a_split_and_a_merge_become_classes():
     # a split into two labels at random, and b and c merged into one label
     half = pl.Series(np.random.default_rng(1).random(real.height) < 0.5)
     release = real.with_columns(
-        pl.when(pl.col("c") == "a").then(pl.when(half).then(pl.lit("a1")).otherwise(pl.lit("a2")))
-        .otherwise(pl.lit("bc")).alias("c"))
+        pl.when(pl.col("c") == "a")
+        .then(pl.when(half).then(pl.lit("a1")).otherwise(pl.lit("a2")))
+        .otherwise(pl.lit("bc"))
+        .alias("c")
+    )
     corr = _learnt(real, release)
     assert not corr.identity
     rel, ref = corr.release_codes["c"], corr.reference_codes["c"]
@@ -84,8 +89,9 @@ def test_a_level_joined_to_nothing_keeps_its_label():
 def test_the_description_names_no_level():
     real = _tiny()
     release = real.with_columns(pl.col("c").replace_strict(["a", "b", "c"], ["secretA", "secretB", "secretC"]))
-    ctx = EvaluationContext(real, release, schema={"x": "numeric", "c": "categorical"},
-                            _shared={"real_nn": {}, "entropy": {}})
+    ctx = EvaluationContext(
+        real, release, schema={"x": "numeric", "c": "categorical"}, _shared={"real_nn": {}, "entropy": {}}
+    )
     res = privgate.metrics.label_free_copies(ctx)
     assert res.value == 1.0
     text = repr(res.details)
@@ -103,13 +109,22 @@ def adult():
 def test_with_the_labels_kept_the_label_free_metrics_are_the_plain_ones(adult):
     real, holdout = adult
     release = privgate.baselines.noisy_copy(real, seed=2)
-    rep = privgate.evaluate(real, release, holdout=holdout, seed=4, metrics=[
-        "memorisation", "label_free_memorisation", "common_rows", "label_free_copies"])
+    rep = privgate.evaluate(
+        real,
+        release,
+        holdout=holdout,
+        seed=4,
+        metrics=["memorisation", "label_free_memorisation", "common_rows", "label_free_copies"],
+    )
     r = rep.results
     assert r["label_free_memorisation"].details["label_free"]["identity"]
     for plain, free in (("memorisation", "label_free_memorisation"), ("common_rows", "label_free_copies")):
-        assert (r[free].value, r[free].raw, r[free].ci, r[free].p_value) == \
-               (r[plain].value, r[plain].raw, r[plain].ci, r[plain].p_value)
+        assert (r[free].value, r[free].raw, r[free].ci, r[free].p_value) == (
+            r[plain].value,
+            r[plain].raw,
+            r[plain].ci,
+            r[plain].p_value,
+        )
 
 
 @pytest.mark.parametrize("kind", DISGUISES)
@@ -121,7 +136,6 @@ def test_a_disguised_copy_is_seen_as_a_copy(adult, kind):
     assert privgate.metrics.memorisation(ctx).ci[0] < 0.01  # the plain test sees no copy
     assert privgate.metrics.label_free_memorisation(ctx).ci[0] > 0.5
     assert privgate.metrics.label_free_copies(ctx).value > 0.5
-
 
 
 def test_the_holdout_baseline_reuses_the_main_views_reference_codes_without_learning(adult):
@@ -136,8 +150,9 @@ def test_the_holdout_baseline_reuses_the_main_views_reference_codes_without_lear
     assert not main.identity and main.anchored > 0
     assert base.anchored == 0 and base.remapped == main.remapped
     assert base.release_codes == base.reference_codes == main.reference_codes
-    res = privgate.evaluate(real, release, ["label_free_copies"], holdout=holdout,
-                            baseline=True).results["label_free_copies"]
+    res = privgate.evaluate(real, release, ["label_free_copies"], holdout=holdout, baseline=True).results[
+        "label_free_copies"
+    ]
     assert res.value > 0.5 and res.baseline is not None and res.baseline < 0.05
 
 
@@ -148,9 +163,11 @@ def files(adult, tmp_path_factory):
     d = tmp_path_factory.mktemp("disguised")
     real.write_parquet(d / "real.parquet")
     holdout.write_parquet(d / "holdout.parquet")
-    releases = {f"{kind}{suffix}": disguised_copy(real, kind, seed=5, **kw)
-                for kind in DISGUISES
-                for suffix, kw in (("", {}), ("-half-noise", {"every": 2, "noise": 0.001}), ("-junk", {"junk": 1}))}
+    releases = {
+        f"{kind}{suffix}": disguised_copy(real, kind, seed=5, **kw)
+        for kind in DISGUISES
+        for suffix, kw in (("", {}), ("-half-noise", {"every": 2, "noise": 0.001}), ("-junk", {"junk": 1}))
+    }
     releases["honest-holdout"] = holdout
     for name, frame in releases.items():
         frame.write_parquet(d / f"{name}.parquet")
@@ -167,9 +184,23 @@ def test_the_cli_blocks_every_disguised_copy(files):
     for name in names:
         # every release with the holdout; the plain disguises (and the honest one) without it too
         variant = name.endswith(("-half-noise", "-junk"))
-        for holdout in ([["--holdout", str(d / "holdout.parquet")]] + ([] if variant else [[]])):
-            code = main(["gate", "--real", str(d / "real.parquet"), "--synthetic", str(d / f"{name}.parquet"),
-                         *holdout, "--release-id", "r", "--no-history", "--quiet", "--format", "json"])
+        for holdout in [["--holdout", str(d / "holdout.parquet")]] + ([] if variant else [[]]):
+            code = main(
+                [
+                    "gate",
+                    "--real",
+                    str(d / "real.parquet"),
+                    "--synthetic",
+                    str(d / f"{name}.parquet"),
+                    *holdout,
+                    "--release-id",
+                    "r",
+                    "--no-history",
+                    "--quiet",
+                    "--format",
+                    "json",
+                ]
+            )
             if name == "honest-holdout":
                 assert code == 0, (name, holdout)
             else:
@@ -177,13 +208,20 @@ def test_the_cli_blocks_every_disguised_copy(files):
 
 
 # --------------------------------------------------------------- property: disguises never pass
-SMALL = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                      HealthCheck.function_scoped_fixture])
+SMALL = settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @SMALL
-@given(kind=st.sampled_from(DISGUISES), every=st.sampled_from([1, 2, 3]), noise=st.sampled_from([0.0, 0.001, 0.01]),
-       junk=st.sampled_from([0, 1, 5]), seed=st.integers(0, 2**16), with_holdout=st.booleans())
+@given(
+    kind=st.sampled_from(DISGUISES),
+    every=st.sampled_from([1, 2, 3]),
+    noise=st.sampled_from([0.0, 0.001, 0.01]),
+    junk=st.sampled_from([0, 1, 5]),
+    seed=st.integers(0, 2**16),
+    with_holdout=st.booleans(),
+)
 def test_a_disguised_copy_never_passes_the_default_gate(adult, kind, every, noise, junk, seed, with_holdout):
     real, holdout = adult
     real, holdout = real.head(600), holdout.head(600)
@@ -200,8 +238,13 @@ def test_a_column_of_more_levels_than_the_anchors_cover_keeps_its_labels():
 
     def frame(seed):
         r = np.random.default_rng(seed)
-        return pl.DataFrame({"x": r.normal(0, 1, n), "code": [f"k{v}" for v in r.integers(0, 400, n)],
-                             "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist()})
+        return pl.DataFrame(
+            {
+                "x": r.normal(0, 1, n),
+                "code": [f"k{v}" for v in r.integers(0, 400, n)],
+                "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist(),
+            }
+        )
 
     real = frame(1)
     corr = _learnt_schema(real, frame(2))
@@ -231,8 +274,13 @@ def test_a_column_that_keeps_its_labels_is_left_out_of_the_anchor_views(monkeypa
     monkeypatch.setattr(lf, "anchor_matrices", spy)
     r = np.random.default_rng(5)
     n = 600
-    real = pl.DataFrame({"x": r.normal(0, 1, n), "code": [f"k{v}" for v in r.integers(0, 400, n)],
-                         "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist()})
+    real = pl.DataFrame(
+        {
+            "x": r.normal(0, 1, n),
+            "code": [f"k{v}" for v in r.integers(0, 400, n)],
+            "c": r.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).tolist(),
+        }
+    )
     release = real.with_columns(pl.col("c").replace_strict({"a": "b", "b": "c", "c": "a"}))
     corr = _learnt_schema(real, release)
     assert seen and all("code" not in cols and "c" in cols for cols in seen)
@@ -240,6 +288,10 @@ def test_a_column_that_keeps_its_labels_is_left_out_of_the_anchor_views(monkeypa
 
 
 def _learnt_schema(real: pl.DataFrame, release: pl.DataFrame):
-    ctx = EvaluationContext(real, release, schema={"x": "numeric", "code": "categorical", "c": "categorical"},
-                            _shared={"real_nn": {}, "entropy": {}})
+    ctx = EvaluationContext(
+        real,
+        release,
+        schema={"x": "numeric", "code": "categorical", "c": "categorical"},
+        _shared={"real_nn": {}, "entropy": {}},
+    )
     return correspondence(ctx)

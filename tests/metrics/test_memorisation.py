@@ -25,7 +25,7 @@ def frame(xs) -> pl.DataFrame:
 
 def binom_sf(k: int, n: int) -> float:
     """P(Bin(n, 1/2) ≥ k) by counting."""
-    return sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+    return sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
 
 
 # training records at 100·i; holdout records at the midpoints 100·i + 50, except the last one,
@@ -50,9 +50,14 @@ def test_hand_computed_whole_release():
     # 10 exact training copies (d_T 0, d_H 50: training side), 1 copy of the record present on both
     # sides (d_T = d_H = 0: half each), 5 at +10 (d_T 10 < 0.5·40), 4 at +40 (holdout side),
     # 2 at +50/3 (d_T = 0.5·d_H exactly: half to the training side), 28 at +25 (neither)
-    xs = np.r_[100.0 * np.arange(10), 4900.0, 100.0 * np.arange(10, 15) + 10,
-               100.0 * np.arange(15, 19) + 40, 100.0 * np.arange(19, 21) + 50 / 3,
-               100.0 * np.arange(21, 49) + 25]
+    xs = np.r_[
+        100.0 * np.arange(10),
+        4900.0,
+        100.0 * np.arange(10, 15) + 10,
+        100.0 * np.arange(15, 19) + 40,
+        100.0 * np.arange(19, 21) + 50 / 3,
+        100.0 * np.arange(21, 49) + 25,
+    ]
     res = memorisation(TRAIN, frame(xs), holdout=HOLD, tails=[1.0])
     a, b, m = 10 + 0.5 + 5 + 1.0, 4 + 0.5, 50
     assert res.details["training_side"] == pytest.approx(a)
@@ -60,7 +65,7 @@ def test_hand_computed_whole_release():
     tail = res.details["tails"][0]
     assert tail["ties"] == 1 and tail["size"] == 50
     # exact test on the half-up rounded counts: 17 of 21
-    assert res.p_value == pytest.approx(binom_sf(17, 21)) == pytest.approx(7547 / 2 ** 21)
+    assert res.p_value == pytest.approx(binom_sf(17, 21)) == pytest.approx(7547 / 2**21)
     assert res.value == pytest.approx((a - b) / m) == pytest.approx(0.24)
     assert res.raw == pytest.approx(0.24)
     lo = st.beta.ppf(0.025, 17, 21 - 17 + 1)
@@ -78,13 +83,17 @@ def test_hand_computed_tail_scan_with_holm():
     # 10 training-side at +10, 10 holdout-side at +40, 75 at +25
     train = frame(100.0 * np.arange(100))
     hold = frame(100.0 * np.arange(100) + 50)
-    xs = np.r_[100.0 * np.arange(5), 100.0 * np.arange(5, 15) + 10, 100.0 * np.arange(15, 25) + 40,
-               100.0 * np.arange(25, 100) + 25]
+    xs = np.r_[
+        100.0 * np.arange(5),
+        100.0 * np.arange(5, 15) + 10,
+        100.0 * np.arange(15, 25) + 40,
+        100.0 * np.arange(25, 100) + 25,
+    ]
     res = memorisation(train, frame(xs), holdout=hold, tails=[0.05, 1.0])
     t5, whole = res.details["tails"]
     assert (t5["size"], t5["training_side"], t5["holdout_side"]) == (5, 5.0, 0.0)
     assert (whole["training_side"], whole["holdout_side"]) == (15.0, 10.0)
-    p5, p_all = 0.5 ** 5, binom_sf(15, 25)
+    p5, p_all = 0.5**5, binom_sf(15, 25)
     assert t5["p"] == pytest.approx(p5) and whole["p"] == pytest.approx(p_all)
     # Holm: the smaller p times 2, the larger times 1, made monotone
     assert t5["p_holm"] == pytest.approx(2 * p5)
@@ -125,7 +134,7 @@ def test_non_members_and_the_holdout_itself_are_not_flagged(adult):
     as_release = memorisation(real, hold, holdout=hold)  # every record is a holdout record
     assert as_release.value == 0.0 and as_release.ci[0] == 0.0 and as_release.p_value == 1.0
     assert as_release.details["n_flagged"] == 0
-    others = memorisation(real, fresh, holdout=hold)      # real people in neither set
+    others = memorisation(real, fresh, holdout=hold)  # real people in neither set
     assert others.ci[0] == 0.0 and others.p_value > 0.01 and others.value < 0.01
 
 
@@ -143,7 +152,10 @@ def test_unequal_sizes_split_the_larger_side_into_parts(adult):
     assert t["share"] == pytest.approx(1500 / 1400 * (t["training_side"] - 2 * t["holdout_side"]) / 1500)
     assert res.ci[0] == 0.0
     res2 = memorisation(real[:600], fresh, holdout=hold, seed=3)
-    assert res2.details["parts"] == "holdout split at random into 2 parts of 600 records (the training set's size); 300 holdout records left out"
+    assert (
+        res2.details["parts"]
+        == "holdout split at random into 2 parts of 600 records (the training set's size); 300 holdout records left out"
+    )
     assert res2.details["null_training_share"] == pytest.approx(1 / 3) and res2.details["share_scale"] == 1.0
     assert res2.ci[0] == 0.0
 
@@ -180,9 +192,7 @@ def test_hand_computed_three_sets():
 def test_set_weights_with_three_sets_by_hand():
     # columns: set 0 alone at 0; sets 0 and 1 both at 0 (boundary: half each); set 2 at 1 vs 2 and
     # 3 (1 < 0.5·2 false, equal: boundary half); nobody within the ratio
-    d = np.array([[0.0, 0.0, 2.0, 1.0],
-                  [5.0, 0.0, 3.0, 1.5],
-                  [4.0, 7.0, 1.0, 1.2]])
+    d = np.array([[0.0, 0.0, 2.0, 1.0], [5.0, 0.0, 3.0, 1.5], [4.0, 7.0, 1.0, 1.2]])
     w = set_weights(d, 0.5)
     assert w.tolist() == [[1.0, 0.5, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0]]
     assert distance_ratio(d).tolist() == pytest.approx([0.0, 1.0, 0.5, 1 / 1.2])
@@ -232,8 +242,13 @@ def test_tie_heavy_null_release_is_not_flagged():
     rng = np.random.default_rng(1)
 
     def draw(n):
-        return pl.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice(["p", "q"], n),
-                             "c": rng.choice(["u", "v", "w", "t"], n, p=[0.7, 0.1, 0.1, 0.1])})
+        return pl.DataFrame(
+            {
+                "a": rng.choice(["x", "y", "z"], n),
+                "b": rng.choice(["p", "q"], n),
+                "c": rng.choice(["u", "v", "w", "t"], n, p=[0.7, 0.1, 0.1, 0.1]),
+            }
+        )
 
     train, hold, rel = draw(400), draw(400), draw(400)
     res = memorisation(train, rel, holdout=hold)
@@ -288,7 +303,11 @@ def test_subsampled_side_is_searched_through_the_context(adult):
     ctx = EvaluationContext(real, syn, holdout=hold, seed=5)
     res = memorisation(ctx)
     assert set(res.details["neighbour_search"]["searches"]) == {
-        "mixed synthetic→real", "mixed synthetic→holdout", "mixed real→real", "mixed holdout→holdout"}
+        "mixed synthetic→real",
+        "mixed synthetic→holdout",
+        "mixed real→real",
+        "mixed holdout→holdout",
+    }
     from privgate.metrics.memorisation import _parts
 
     parts = _parts(400, 200, 5)
@@ -362,9 +381,13 @@ def test_interval_widens_for_an_approximate_search(monkeypatch):
     syn = pl.concat([train.head(150), pl.DataFrame({f"x{c}": rng.normal(size=1350) for c in range(14)})])
     exact = memorisation(EvaluationContext(train, syn, holdout=hold, exact=True))
     assert "search_error" not in exact.details
-    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
-                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0,
-                                                    ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0))
+    monkeypatch.setattr(
+        settings_mod,
+        "DEFAULT_SETTINGS",
+        settings_mod.SearchSettings(
+            exact_below_pairs=1000, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0
+        ),
+    )
     approx = memorisation(EvaluationContext(train, syn, holdout=hold))
     err = approx.details["search_error"]
     assert err["share_rows_possibly_wrong"] > 0

@@ -30,8 +30,13 @@ def _ctx(real, release, holdout=None):
 def _tiny(n: int = 200, seed: int = 0) -> pl.DataFrame:
     """Two numerics that identify records (no lattice) and one categorical column."""
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"x": rng.normal(50.0, 10.0, n).round(3), "y": rng.lognormal(3.0, 1.0, n).round(2),
-                         "c": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])})
+    return pl.DataFrame(
+        {
+            "x": rng.normal(50.0, 10.0, n).round(3),
+            "y": rng.lognormal(3.0, 1.0, n).round(2),
+            "c": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]),
+        }
+    )
 
 
 def test_scale_check_by_hand():
@@ -53,7 +58,7 @@ def test_scale_check_by_hand():
 def test_ks_and_suspect_by_hand():
     ref = np.arange(10, dtype=float)
     assert ks_distance(ref, ref) == 0.0
-    assert ks_distance(ref + 5.0, ref) == pytest.approx(0.5)   # half the mass moved past
+    assert ks_distance(ref + 5.0, ref) == pytest.approx(0.5)  # half the mass moved past
     assert ks_distance(ref + 100.0, ref) == 1.0
     assert suspect(np.log1p(ref), ref) and not scale_check(np.log1p(ref), ref).off
     assert not suspect(ref + 1.0, ref)
@@ -144,11 +149,18 @@ def test_a_fired_label_free_rule_says_why_the_view_differs():
 
     full = load_example()
     real, holdout = full.head(600), full.tail(600)
-    out = run_gate(default_gate_config(), real, transformed_copy(real, "scaled", labels="permuted", seed=3),
-                   holdout, release_id="r", record=False)
+    out = run_gate(
+        default_gate_config(),
+        real,
+        transformed_copy(real, "scaled", labels="permuted", seed=3),
+        holdout,
+        release_id="r",
+        record=False,
+    )
     fired = [c for c in out.checks if c.metric.startswith("label_free") and c.verdict == "block"]
     assert fired and all("numeric column(s) on another scale" in c.message for c in fired)
-    assert all("6 numeric column(s)" in c.message and "categorical column(s) with other labels" in c.message
-               for c in fired)
+    assert all(
+        "6 numeric column(s)" in c.message and "categorical column(s) with other labels" in c.message for c in fired
+    )
     plain = run_gate(default_gate_config(), real, real, holdout, release_id="r", record=False)
     assert not any("differs from the real data" in c.message for c in plain.checks)

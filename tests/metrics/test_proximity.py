@@ -47,6 +47,7 @@ def test_score_from_ratios_hand_computed():
 
 def _reference(real: np.ndarray, syn: np.ndarray, alpha: float, seed: int, reps: int = 10) -> float:
     """The protocol of proximity_score (docs/metrics.md) with full distance matrices (test only)."""
+
     def dmat(a, b):
         return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
 
@@ -83,7 +84,7 @@ def test_matches_brute_force_protocol(m):
     # is the same size as R2 (20), larger (30: synthetic subsampled) or smaller (12: R2 subsampled)
     rng = np.random.default_rng(7)
     x_real = rng.normal(size=40)
-    x_syn = np.r_[x_real[:m // 2] + rng.normal(scale=0.01, size=m // 2), rng.normal(size=m - m // 2)]
+    x_syn = np.r_[x_real[: m // 2] + rng.normal(scale=0.01, size=m // 2), rng.normal(size=m - m // 2)]
     mean, std = x_real.mean(), x_real.std()
     expected = _reference(((x_real - mean) / std)[:, None], ((x_syn - mean) / std)[:, None], 0.1, seed=3)
     res = proximity_score(pl.DataFrame({"x": x_real}), pl.DataFrame({"x": x_syn}), seed=3)
@@ -214,10 +215,12 @@ def test_halves_read_from_the_real_search_equal_searches_on_the_halves(seed):
     half[perm[h:]] = 1
     pos = np.empty(600, dtype=np.int64)
     pos[perm[:h]], pos[perm[h:]] = np.arange(h), np.arange(600 - h)
-    own, again_own = nearest_in_part(lists, perm[:h], np.where(half == 0, pos, -1),
-                                     lambda rest: knn_rows(r1, rest, 1).dist[:, 0])
-    other, again_other = nearest_in_part(lists, perm[:h], np.where(half == 1, pos, -1),
-                                         lambda rest: knn(r1[rest], r2, 1).dist[:, 0])
+    own, again_own = nearest_in_part(
+        lists, perm[:h], np.where(half == 0, pos, -1), lambda rest: knn_rows(r1, rest, 1).dist[:, 0]
+    )
+    other, again_other = nearest_in_part(
+        lists, perm[:h], np.where(half == 1, pos, -1), lambda rest: knn(r1[rest], r2, 1).dist[:, 0]
+    )
     np.testing.assert_array_equal(own, knn(r1, r1, 1, exclude_self=True).dist[:, 0])
     np.testing.assert_array_equal(other, knn(r1, r2, 1).dist[:, 0])
     assert 0 < again_own < h and 0 < again_other < h  # both ways of deciding a row were exercised
@@ -228,8 +231,9 @@ def test_proximity_score_with_and_without_the_shared_real_search_is_identical(mo
     real → real search or from searches on the halves (the previous implementation)."""
     import privgate.neighbours.settings as settings_mod
 
-    real = baselines.noisy_copy(pl.DataFrame({"a": np.repeat(np.arange(40.0), 5),
-                                              "c": np.tile(["x", "y", "z", "w", "v"], 40)}), seed=3)
+    real = baselines.noisy_copy(
+        pl.DataFrame({"a": np.repeat(np.arange(40.0), 5), "c": np.tile(["x", "y", "z", "w", "v"], 40)}), seed=3
+    )
     release = baselines.noisy_copy(pl.concat([real, real]), seed=4)
     shared = proximity_score(EvaluationContext(real, release, seed=0))
     assert shared.details["halves_from_real_search"]
@@ -242,8 +246,7 @@ def test_proximity_score_with_and_without_the_shared_real_search_is_identical(mo
 
 
 @pytest.mark.parametrize("n_syn", [900, 1000, 300])  # release subsampled / none / real half subsampled
-def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_stays_in_its_interval(
-        monkeypatch, n_syn):
+def test_scored_sample_of_the_whole_half_is_the_unsampled_value_and_a_sample_stays_in_its_interval(monkeypatch, n_syn):
     rng = np.random.default_rng(4)
     real = pl.DataFrame({"x": rng.normal(size=1000), "y": rng.normal(size=1000), "c": rng.choice(list("ab"), 1000)})
     syn = pl.DataFrame({"x": rng.normal(size=n_syn), "y": rng.normal(size=n_syn), "c": rng.choice(list("ab"), n_syn)})
@@ -309,16 +312,22 @@ def test_short_candidate_lists_leave_every_value_and_detail_unchanged(monkeypatc
     rng = np.random.default_rng(8)
 
     def frame(n):
-        return pl.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.integers(0, 2, n).astype(float),
-                             "c": rng.choice(list("xyz"), n)})
+        return pl.DataFrame(
+            {
+                "a": rng.integers(0, 3, n).astype(float),
+                "b": rng.integers(0, 2, n).astype(float),
+                "c": rng.choice(list("xyz"), n),
+            }
+        )
 
     real, syn = frame(400), frame(n_syn)
     short = proximity_score(EvaluationContext(real, syn, seed=1))
     monkeypatch.setattr(prox, "SUBSET_FIRST_CANDIDATES", prox.SUBSET_CANDIDATES)
     one = proximity_score(EvaluationContext(real, syn, seed=1))
     assert (short.value, short.raw, short.ci) == (one.value, one.raw, one.ci)
-    assert ({k: v for k, v in short.details.items() if k != "neighbour_search"}
-            == {k: v for k, v in one.details.items() if k != "neighbour_search"})
+    assert {k: v for k, v in short.details.items() if k != "neighbour_search"} == {
+        k: v for k, v in one.details.items() if k != "neighbour_search"
+    }
     if short.details["subsampled"]:
         searches = short.details["neighbour_search"]["searches"]
         assert any(name.endswith("long candidates") for name in searches), searches
@@ -361,8 +370,12 @@ def test_subsample_searches_again_with_or_without_the_grouped_search_are_identic
         searches = res.details["neighbour_search"]["searches"]
         again = searches["proximity_score mixed first half→real_half subsample"]["settled_by"]
         assert ("grouped" in again) == (grouped_from == 0), again
-        results[grouped_from] = (res.value, res.raw, res.ci,
-                                 {k: v for k, v in res.details.items() if k != "neighbour_search"})
+        results[grouped_from] = (
+            res.value,
+            res.raw,
+            res.ci,
+            {k: v for k, v in res.details.items() if k != "neighbour_search"},
+        )
     assert results[0] == results[10**9]
 
 
@@ -378,8 +391,17 @@ def test_ranked_shares_below_thresholds_equal_the_tolerant_comparison():
     r[:100] = rng.lognormal(size=100)
     ranked = _RankedRatios(r)
     idx = rng.integers(0, 300, (40, 300))
-    t = np.r_[r[rng.integers(0, 300, 20)], 1.0, 1.0 - 5e-10, 1.0 + 1e-9, 1.0 - 2.5e-9, 2.0 * (1 + 1e-12),
-              0.0, np.inf, r[:100][:13] * (1 + 1e-9)]
+    t = np.r_[
+        r[rng.integers(0, 300, 20)],
+        1.0,
+        1.0 - 5e-10,
+        1.0 + 1e-9,
+        1.0 - 2.5e-9,
+        2.0 * (1 + 1e-12),
+        0.0,
+        np.inf,
+        r[:100][:13] * (1 + 1e-9),
+    ]
     assert t.size == 40
     np.testing.assert_array_equal(ranked.share_below(idx, t), lt(r[idx], t[:, None]).mean(axis=1))
     np.testing.assert_array_equal(ranked.count_below(t), lt(r[None, :], t[:, None]).sum(axis=1))

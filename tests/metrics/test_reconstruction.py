@@ -54,9 +54,13 @@ def test_generalized_cap_uses_all_tied_records_with_multiplicity():
     # distance 1: (a,b)×3 with s = 1, 2, 2 and (b,a)×3 with s = 1, 1, 1 → 4 of 6 share s → 2/3.
     # A record at distance 2 (b,b,s=1) must be ignored.
     real = pl.DataFrame({"k1": ["a"], "k2": ["a"], "s": ["1"]})
-    syn = pl.DataFrame({"k1": ["a", "a", "a", "b", "b", "b", "b"],
-                        "k2": ["b", "b", "b", "a", "a", "a", "b"],
-                        "s": ["1", "2", "2", "1", "1", "1", "1"]})
+    syn = pl.DataFrame(
+        {
+            "k1": ["a", "a", "a", "b", "b", "b", "b"],
+            "k2": ["b", "b", "b", "a", "a", "a", "b"],
+            "s": ["1", "2", "2", "1", "1", "1", "1"],
+        }
+    )
     res = generalized_cap(real, syn, sensitive="s")
     assert res.value == pytest.approx(4 / 6)
     assert zero_cap(real, syn, sensitive="s").value == 0.0
@@ -67,10 +71,22 @@ def test_generalized_cap_duplicated_real_combinations_and_blocks(monkeypatch):
     from privgate.metrics import reconstruction
 
     rng = np.random.default_rng(3)
-    real = pl.DataFrame({"k1": rng.integers(0, 4, 60).astype(str), "k2": rng.integers(0, 3, 60).astype(str),
-                         "k3": rng.integers(0, 5, 60).astype(float), "s": rng.integers(0, 3, 60).astype(str)})
-    syn = pl.DataFrame({"k1": rng.integers(0, 4, 40).astype(str), "k2": rng.integers(0, 3, 40).astype(str),
-                        "k3": rng.integers(0, 5, 40).astype(float), "s": rng.integers(0, 3, 40).astype(str)})
+    real = pl.DataFrame(
+        {
+            "k1": rng.integers(0, 4, 60).astype(str),
+            "k2": rng.integers(0, 3, 60).astype(str),
+            "k3": rng.integers(0, 5, 60).astype(float),
+            "s": rng.integers(0, 3, 60).astype(str),
+        }
+    )
+    syn = pl.DataFrame(
+        {
+            "k1": rng.integers(0, 4, 40).astype(str),
+            "k2": rng.integers(0, 3, 40).astype(str),
+            "k3": rng.integers(0, 5, 40).astype(float),
+            "s": rng.integers(0, 3, 40).astype(str),
+        }
+    )
     expected = _gcap_brute_force(real, syn, ["k1", "k2", "k3"], "s")
     res = generalized_cap(real, syn, sensitive="s")
     np.testing.assert_allclose(res.per_record, expected)
@@ -198,8 +214,10 @@ def adult():
 
     real = load_example("adult_sample")
     sets = {name: fn(real, seed=0) for name, fn in baselines.BASELINES.items()}
-    ctxs = {name: EvaluationContext(real, syn, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, seed=0)
-            for name, syn in sets.items()}
+    ctxs = {
+        name: EvaluationContext(real, syn, keys=EXAMPLE_KEYS, sensitive=EXAMPLE_SENSITIVE, seed=0)
+        for name, syn in sets.items()
+    }
     return real, ctxs
 
 

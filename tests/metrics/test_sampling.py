@@ -21,25 +21,28 @@ SAMPLED = [n for n in metric_names() if get_metric(n).sampled == ("real",)]
 def _data(n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Real records and a release that copies a third of them (some exactly), mixed types."""
     rng = np.random.default_rng(seed)
-    real = pl.DataFrame({
-        "age": rng.integers(18, 80, n).astype(float),
-        "income": np.round(rng.lognormal(10, 0.5, n), -2),
-        "score": rng.normal(size=n),
-        "sex": rng.choice(["f", "m"], n),
-        "region": rng.choice(list("abcde"), n),
-        "label": rng.choice(["lo", "hi"], n, p=[0.7, 0.3]),
-    })
-    syn = real.with_columns(pl.col("score") + rng.normal(scale=0.3, size=n),
-                            pl.col("age") + rng.integers(-2, 3, n).astype(float))
+    real = pl.DataFrame(
+        {
+            "age": rng.integers(18, 80, n).astype(float),
+            "income": np.round(rng.lognormal(10, 0.5, n), -2),
+            "score": rng.normal(size=n),
+            "sex": rng.choice(["f", "m"], n),
+            "region": rng.choice(list("abcde"), n),
+            "label": rng.choice(["lo", "hi"], n, p=[0.7, 0.3]),
+        }
+    )
+    syn = real.with_columns(
+        pl.col("score") + rng.normal(scale=0.3, size=n), pl.col("age") + rng.integers(-2, 3, n).astype(float)
+    )
     copied = rng.random(n) < 0.15
-    syn = pl.concat([real.filter(pl.Series(copied)), syn.filter(~pl.Series(copied))]) \
-        .select(real.columns)
+    syn = pl.concat([real.filter(pl.Series(copied)), syn.filter(~pl.Series(copied))]).select(real.columns)
     return real, syn
 
 
 def _ctx(real, syn, **kw) -> EvaluationContext:
-    return EvaluationContext(real, syn, sensitive=["label"], keys=["age", "sex", "region"],
-                             pairing=np.arange(real.height), **kw)
+    return EvaluationContext(
+        real, syn, sensitive=["label"], keys=["age", "sex", "region"], pairing=np.arange(real.height), **kw
+    )
 
 
 def _run(name, ctx):
@@ -56,7 +59,9 @@ def test_a_sample_of_every_record_gives_the_unsampled_value(name, monkeypatch):
     # the sampled code path with every row as the "sample" computes exactly the full value
     ctx = _ctx(real, syn, sample_real=10)
     monkeypatch.setattr(ctx, "real_sample", lambda auto=True: np.arange(real.height))
-    monkeypatch.setattr(ctx, "sample_description", lambda role="real": {"n": 600, "of": 600, "seed": 0, "method": "all"})
+    monkeypatch.setattr(
+        ctx, "sample_description", lambda role="real": {"n": 600, "of": 600, "seed": 0, "method": "all"}
+    )
     every = _run(name, ctx)
     assert every.value == pytest.approx(full.value, abs=1e-12)
     if "jackknife" in full.details.get("ci_method", ""):
@@ -76,9 +81,14 @@ def test_a_sampled_estimate_is_within_its_interval_of_the_full_value(name):
     real, syn = _data(3000, 2)
     full = _run(name, _ctx(real, syn))
     part = _run(name, _ctx(real, syn, sample_real=500, seed=4))
-    assert part.details["sampled"] == {"n": 500, "of": 3000, "seed": 4, "side": "real",
-                                       "method": "simple random sample without replacement",
-                                       "rule": "explicit sample size"}
+    assert part.details["sampled"] == {
+        "n": 500,
+        "of": 3000,
+        "seed": 4,
+        "side": "real",
+        "method": "simple random sample without replacement",
+        "rule": "explicit sample size",
+    }
     assert part.per_record is None or part.per_record.shape == (500,)
     lo, hi = part.ci
     assert lo <= full.value <= hi, (name, full.value, part.ci)
@@ -119,7 +129,8 @@ def test_holdout_baseline_is_paired_on_the_same_sample():
     real, syn = _data(1500, 6)
     rng = np.random.default_rng(0)
     holdout = real.sample(fraction=1.0, shuffle=True, seed=1).with_columns(
-        pl.col("score") + rng.normal(scale=1.0, size=real.height))
+        pl.col("score") + rng.normal(scale=1.0, size=real.height)
+    )
     rep = evaluate(real, syn, ["authenticity", "common_rows"], holdout=holdout, baseline=True, sample_real=400)
     for name in ("authenticity", "common_rows"):
         res = rep.results[name]
@@ -136,9 +147,13 @@ def approximate(monkeypatch):
     # screened above 1000 pairs, never declined and nothing re-searched: these small, 14-D searches
     # would need most lists to calibrate (and their certificate proves little), so they would be
     # searched exactly, leaving no search error to fold into the intervals
-    monkeypatch.setattr(settings_mod, "DEFAULT_SETTINGS",
-                        settings_mod.SearchSettings(exact_below_pairs=1000, ivf_max_probe_share=1.0,
-                                                    ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0))
+    monkeypatch.setattr(
+        settings_mod,
+        "DEFAULT_SETTINGS",
+        settings_mod.SearchSettings(
+            exact_below_pairs=1000, ivf_max_probe_share=1.0, ivf_max_uncertain_share=1.0, ivf_resolve_share=0.0
+        ),
+    )
 
 
 def _numeric(n: int, seed: int):
@@ -155,7 +170,9 @@ def test_share_intervals_widen_by_the_share_of_rows_possibly_wrong(name, approxi
     exact = getattr(m, name)(EvaluationContext(r, s, exact=True))
     err = approx.details["search_error"]
     # (an exact search — the jackknife's batched re-search of a few rows — reports no such share)
-    bound = sum(x.get("share_rows_possibly_wrong", 0.0) for x in approx.details["neighbour_search"]["searches"].values())
+    bound = sum(
+        x.get("share_rows_possibly_wrong", 0.0) for x in approx.details["neighbour_search"]["searches"].values()
+    )
     assert err["share_rows_possibly_wrong"] == pytest.approx(bound) and bound > 0
     # each end moves out by the bound (less only where [0, 1] clips it)
     assert err["lower_by"] == pytest.approx(bound) or approx.ci[0] == 0.0

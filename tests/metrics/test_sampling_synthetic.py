@@ -17,13 +17,15 @@ from privgate.options import parse_options
 
 
 def _people(n: int, rng) -> pl.DataFrame:
-    return pl.DataFrame({
-        "age": rng.integers(18, 80, n).astype(float),
-        "income": np.round(rng.lognormal(10, 0.5, n), -2),
-        "score": rng.normal(size=n),
-        "sex": rng.choice(["f", "m"], n),
-        "region": rng.choice(list("abcde"), n),
-    })
+    return pl.DataFrame(
+        {
+            "age": rng.integers(18, 80, n).astype(float),
+            "income": np.round(rng.lognormal(10, 0.5, n), -2),
+            "score": rng.normal(size=n),
+            "sex": rng.choice(["f", "m"], n),
+            "region": rng.choice(list("abcde"), n),
+        }
+    )
 
 
 def _data(n: int, seed: int, copied: float = 0.2) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -41,9 +43,16 @@ def _every(ctx, monkeypatch, role: str) -> None:
     """Make ``role``'s sample every record (the sampled code path over all rows)."""
     n = ctx.n_real if role == "real" else ctx.n_synthetic
     monkeypatch.setattr(ctx, f"{role}_sample", lambda auto=True: np.arange(n))
-    monkeypatch.setattr(ctx, "sample_description",
-                        lambda r="real": {"n": ctx.n_real if r == "real" else ctx.n_synthetic,
-                                          "of": ctx.n_real if r == "real" else ctx.n_synthetic, "seed": 0, "side": r})
+    monkeypatch.setattr(
+        ctx,
+        "sample_description",
+        lambda r="real": {
+            "n": ctx.n_real if r == "real" else ctx.n_synthetic,
+            "of": ctx.n_real if r == "real" else ctx.n_synthetic,
+            "seed": 0,
+            "side": r,
+        },
+    )
 
 
 def test_memorisation_on_a_sample_of_every_release_record_is_the_unsampled_test(monkeypatch):
@@ -54,7 +63,11 @@ def test_memorisation_on_a_sample_of_every_release_record_is_the_unsampled_test(
     every = m.memorisation(ctx)
     assert every.value == full.value and every.raw == full.raw and every.p_value == full.p_value
     for a, b in zip(every.details["tails"], full.details["tails"]):
-        assert (a["training_side"], a["holdout_side"], a["share"]) == (b["training_side"], b["holdout_side"], b["share"])
+        assert (a["training_side"], a["holdout_side"], a["share"]) == (
+            b["training_side"],
+            b["holdout_side"],
+            b["share"],
+        )
         # the bound moves down by exactly the record-sampling half-width, nothing else
         assert a["lower"] == pytest.approx(b["lower"] - a["sampling_halfwidth"], abs=1e-12)
         assert a["sampling_halfwidth"] > 0
@@ -132,10 +145,17 @@ def test_auto_does_nothing_below_its_size(monkeypatch):
     real, holdout, release = _data(400, 6)
     ctx = EvaluationContext(real, release, holdout=holdout)  # sample="auto" by default
     assert ctx.sample == "auto" and ctx.real_sample() is None and ctx.synthetic_sample() is None
-    rep = evaluate(real, release, ["memorisation", "nnaa", "median_dcr", "authenticity"], holdout=holdout,
-                   baseline=True)
-    off = evaluate(real, release, ["memorisation", "nnaa", "median_dcr", "authenticity"], holdout=holdout,
-                   baseline=True, sample="off")
+    rep = evaluate(
+        real, release, ["memorisation", "nnaa", "median_dcr", "authenticity"], holdout=holdout, baseline=True
+    )
+    off = evaluate(
+        real,
+        release,
+        ["memorisation", "nnaa", "median_dcr", "authenticity"],
+        holdout=holdout,
+        baseline=True,
+        sample="off",
+    )
     for name, res in rep.results.items():
         assert "sampled" not in res.details
         assert res.value == off.results[name].value and res.ci == off.results[name].ci
@@ -178,7 +198,9 @@ def test_sample_option_errors_are_specific():
             parse_options({"sample": bad})
     assert parse_options({"sample": None}).sample == "off"
     assert parse_options({"sample": "100000"}).sample == 100000
-    assert parse_options({}).sample is None and parse_options({}).with_defaults().sample == "auto"  # not given: the default
+    assert (
+        parse_options({}).sample is None and parse_options({}).with_defaults().sample == "auto"
+    )  # not given: the default
 
 
 def test_default_sample_keeps_the_config_hash():
@@ -194,8 +216,11 @@ def test_the_gate_table_and_html_name_the_sampled_metrics(tmp_path):
     from privgate.render.reports import render_html
 
     real, holdout, release = _data(600, 8)
-    cfg = {"version": 1, "options": {"sample": 200},
-           "metrics": {"nnaa": {"baseline": {"warn": 0.05}}, "memorisation": {"threshold": {"on": "lower", "block": 0.5}}}}
+    cfg = {
+        "version": 1,
+        "options": {"sample": 200},
+        "metrics": {"nnaa": {"baseline": {"warn": 0.05}}, "memorisation": {"threshold": {"on": "lower", "block": 0.5}}},
+    }
     out = run_gate(cfg, real, release, holdout=holdout, record=False, threads=1)
     assert out.exit_code in (0, 1, 2), [c.message for c in out.checks]
     text = format_checks(out)

@@ -30,13 +30,15 @@ N = 120
 
 def _real(seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({
-        "person": [f"RealPerson-{i:04d}-Qz" for i in range(N)],
-        "city": [f"Secretville-{k:02d}" for k in rng.integers(0, 30, N)],
-        "age": rng.integers(18, 90, N),
-        "income": 31415.926535 + np.arange(N) * 7.123456789,
-        "group": rng.choice(["a", "b", "c"], N),
-    })
+    return pl.DataFrame(
+        {
+            "person": [f"RealPerson-{i:04d}-Qz" for i in range(N)],
+            "city": [f"Secretville-{k:02d}" for k in rng.integers(0, 30, N)],
+            "age": rng.integers(18, 90, N),
+            "income": 31415.926535 + np.arange(N) * 7.123456789,
+            "group": rng.choice(["a", "b", "c"], N),
+        }
+    )
 
 
 def tokens(real: pl.DataFrame) -> list[str]:
@@ -60,10 +62,14 @@ CFG = {
         "authenticity": {"baseline": {"block": 0.15}, "trend": {"warn": 0.05}},
         "nnaa": {"threshold": {"when": "no_holdout", "block": 0.75}, "trend": {"warn": 0.05}},
         # families whose details carry tables (per column / per key level): scanned too
-        "disclosure_attribute": {"params": {"keys": ["city", "age"], "targets": ["group"]},
-                                 "threshold": {"max": 1.0, "severity": "warn"}},
-        "zero_cap": {"params": {"keys": ["city", "age"], "sensitive": ["group"]},
-                     "threshold": {"max": 1.0, "severity": "warn"}},
+        "disclosure_attribute": {
+            "params": {"keys": ["city", "age"], "targets": ["group"]},
+            "threshold": {"max": 1.0, "severity": "warn"},
+        },
+        "zero_cap": {
+            "params": {"keys": ["city", "age"], "sensitive": ["group"]},
+            "threshold": {"max": 1.0, "severity": "warn"},
+        },
         "kolmogorov_smirnov": {"threshold": {"max": 1.0, "severity": "warn"}},
     },
 }
@@ -83,10 +89,8 @@ def test_html_report_has_plots_and_no_real_record(tmp_path, data):
     real, holdout = data
     store = HistoryStore(tmp_path / "h.sqlite")
     cfg = parse_gate_config(CFG)
-    run_gate(cfg, real, baselines.independent_marginals(real, seed=1), holdout=holdout,
-             release_id="v1", history=store)
-    out = run_gate(cfg, real, baselines.noisy_copy(real, seed=2), holdout=holdout,
-                   release_id="v2", history=store)
+    run_gate(cfg, real, baselines.independent_marginals(real, seed=1), holdout=holdout, release_id="v1", history=store)
+    out = run_gate(cfg, real, baselines.noisy_copy(real, seed=2), holdout=holdout, release_id="v2", history=store)
     assert out.recorded and out.previous_release_id == "v1"
     path = write_html_report(out, tmp_path / "r.html", history=store)
     html = path.read_text()
@@ -118,8 +122,7 @@ def test_html_without_history_and_escaping(tmp_path, data):
 def test_json_report_content(tmp_path, data):
     real, holdout = data
     store = HistoryStore(tmp_path / "h.sqlite")
-    out = run_gate(parse_gate_config(CFG), real, baselines.copy(real), holdout=holdout,
-                   release_id="c1", history=store)
+    out = run_gate(parse_gate_config(CFG), real, baselines.copy(real), holdout=holdout, release_id="c1", history=store)
     assert out.decision == "block" and out.exit_code == 2
     doc = json.loads(write_json_report(out, tmp_path / "r.json", history=store).read_text())
     assert doc["report_format"] == 1 and doc["decision"] == "block" and doc["exit_code"] == 2
@@ -149,24 +152,66 @@ def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
     baselines.independent_marginals(real, seed=3).write_parquet(paths["s1"])
     baselines.noisy_copy(real, seed=4).write_parquet(paths["s2"])
     cfg_path = tmp_path / "gate.yaml"
-    cfg_path.write_text(json.dumps({**CFG, "metrics": {**CFG["metrics"],
-                                                       "close_values": {"optional": True, "threshold": 1.0}}}))
+    cfg_path.write_text(
+        json.dumps({**CFG, "metrics": {**CFG["metrics"], "close_values": {"optional": True, "threshold": 1.0}}})
+    )
     db = tmp_path / "h.sqlite"
     common = ["gate", "--config", str(cfg_path), "--real", str(paths["real"]), "--history", str(db), "--quiet"]
 
     codes = []
-    codes.append(main(common + ["--synthetic", str(paths["s1"]), "--holdout", str(paths["holdout"]),
-                                "--release-id", "r1", "--html", str(tmp_path / "r1.html"),
-                                "--json", str(tmp_path / "r1.json")]))
-    codes.append(main(common + ["--synthetic", str(paths["s2"]), "--release-id", "r2",
-                                "--html", str(tmp_path / "r2.html"), "--json", str(tmp_path / "r2.json"),
-                                "--format", "json"]))
+    codes.append(
+        main(
+            common
+            + [
+                "--synthetic",
+                str(paths["s1"]),
+                "--holdout",
+                str(paths["holdout"]),
+                "--release-id",
+                "r1",
+                "--html",
+                str(tmp_path / "r1.html"),
+                "--json",
+                str(tmp_path / "r1.json"),
+            ]
+        )
+    )
+    codes.append(
+        main(
+            common
+            + [
+                "--synthetic",
+                str(paths["s2"]),
+                "--release-id",
+                "r2",
+                "--html",
+                str(tmp_path / "r2.html"),
+                "--json",
+                str(tmp_path / "r2.json"),
+                "--format",
+                "json",
+            ]
+        )
+    )
     spec = registry._REGISTRY["authenticity"]
     monkeypatch.setitem(registry._REGISTRY, "authenticity", dataclasses.replace(spec, func=_leaky_metric))
     spec_cv = registry._REGISTRY["close_values"]
     monkeypatch.setitem(registry._REGISTRY, "close_values", dataclasses.replace(spec_cv, func=_leaky_metric))
-    codes.append(main(common + ["--synthetic", str(paths["s1"]), "--release-id", "r3",
-                                "--html", str(tmp_path / "r3.html"), "--json", str(tmp_path / "r3.json")]))
+    codes.append(
+        main(
+            common
+            + [
+                "--synthetic",
+                str(paths["s1"]),
+                "--release-id",
+                "r3",
+                "--html",
+                str(tmp_path / "r3.html"),
+                "--json",
+                str(tmp_path / "r3.json"),
+            ]
+        )
+    )
     monkeypatch.undo()
     bad = tmp_path / "bad.csv"
     bad.write_text('person,city\n"RealPerson-0001-Qz,"unterminated\n')
@@ -178,7 +223,7 @@ def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
 
     captured = capsys.readouterr()
     assert "metric failed" in captured.out and "ValueError" in captured.out  # the error is reported...
-    assert_no_leak(captured.out, toks, "stdout")                            # ...without the value
+    assert_no_leak(captured.out, toks, "stdout")  # ...without the value
     assert_no_leak(captured.err, toks, "stderr")
     for name in ("r1", "r2", "r3"):
         for ext in ("html", "json"):
@@ -192,8 +237,12 @@ def test_no_real_record_in_any_output(tmp_path, data, capsys, monkeypatch):
 
 def test_intervals_and_p_values_in_html_json_and_history(tmp_path, data, capsys):
     """Each metric's interval, the excess interval and the p-value reach every output."""
-    cfg = parse_gate_config({"dataset": "ci", "metrics": {
-        "common_rows": {"threshold": {"block": 0.5}}, "dcr": {"threshold": {"block": 0.99}}}})
+    cfg = parse_gate_config(
+        {
+            "dataset": "ci",
+            "metrics": {"common_rows": {"threshold": {"block": 0.5}}, "dcr": {"threshold": {"block": 0.99}}},
+        }
+    )
     db = tmp_path / "h.sqlite"
     with HistoryStore(db) as store:
         real, _ = data

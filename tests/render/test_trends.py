@@ -16,13 +16,15 @@ from privgate.gates import GateOutcome, decide, decision_of, parse_gate_config
 from privgate.history import HistoryStore
 from privgate.render.trends import gated_rules, trend_charts
 
-CFG = parse_gate_config({
-    "dataset": "trendy",
-    "metrics": {
-        "common_rows": {"threshold": {"warn": 0.001, "block": 0.01}, "trend": {"warn": 0.002}},
-        "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01}},
-    },
-})
+CFG = parse_gate_config(
+    {
+        "dataset": "trendy",
+        "metrics": {
+            "common_rows": {"threshold": {"warn": 0.001, "block": 0.01}, "trend": {"warn": 0.002}},
+            "memorisation": {"threshold": {"on": "lower", "warn": 0.0, "block": 0.01}},
+        },
+    }
+)
 
 
 class _Report:
@@ -36,9 +38,18 @@ def _outcome(release: str, values: dict[str, tuple[float, float, float]]) -> Gat
     results = {n: MetricResult(name=n, value=v, raw=v, ci=(lo, hi)) for n, (v, lo, hi) in values.items()}
     checks = decide(CFG, results, {}, has_holdout=False, previous=None)
     decision, code = decision_of(checks)
-    return GateOutcome(run_id=uuid.uuid4().hex, dataset="trendy", release_id=release, decision=decision,
-                       checks=checks, exit_code=code, report=_Report(results), config=CFG,
-                       config_hash=CFG.hash, privgate_version="test")
+    return GateOutcome(
+        run_id=uuid.uuid4().hex,
+        dataset="trendy",
+        release_id=release,
+        decision=decision,
+        checks=checks,
+        exit_code=code,
+        report=_Report(results),
+        config=CFG,
+        config_hash=CFG.hash,
+        privgate_version="test",
+    )
 
 
 RELEASES = {
@@ -59,8 +70,9 @@ def db(tmp_path) -> Path:
 
 def test_charts_are_the_stored_scores_by_release_with_the_limits(db):
     with HistoryStore(db) as store:
-        charts = trend_charts("trendy", store.runs("trendy"), store.metric_history("trendy"),
-                              store.last_config("trendy"))
+        charts = trend_charts(
+            "trendy", store.runs("trendy"), store.metric_history("trendy"), store.last_config("trendy")
+        )
     by = {(c.metric, c.kind): c for c in charts}
     assert set(by) == {("common_rows", "threshold"), ("memorisation", "threshold")}  # a trend rule draws no line
     c = by[("common_rows", "threshold")]
@@ -71,12 +83,20 @@ def test_charts_are_the_stored_scores_by_release_with_the_limits(db):
 
 
 def test_rules_of_the_other_holdout_case_draw_no_line():
-    config = {"metrics": {"m": {"rules": [
-        {"kind": "threshold", "limit": 0.1, "severity": "block", "when": "no_holdout", "on": "estimate"},
-        {"kind": "baseline", "limit": 0.2, "severity": "block", "when": "with_holdout", "on": "estimate"},
-        {"kind": "test", "limit": 0.01, "severity": "warn", "when": "always", "on": "estimate"}]}}}
-    assert gated_rules(config, True) == {"m": {"baseline": [("block", 0.2, "estimate")],
-                                               "test": [("warn", 0.01, "estimate")]}}
+    config = {
+        "metrics": {
+            "m": {
+                "rules": [
+                    {"kind": "threshold", "limit": 0.1, "severity": "block", "when": "no_holdout", "on": "estimate"},
+                    {"kind": "baseline", "limit": 0.2, "severity": "block", "when": "with_holdout", "on": "estimate"},
+                    {"kind": "test", "limit": 0.01, "severity": "warn", "when": "always", "on": "estimate"},
+                ]
+            }
+        }
+    }
+    assert gated_rules(config, True) == {
+        "m": {"baseline": [("block", 0.2, "estimate")], "test": [("warn", 0.01, "estimate")]}
+    }
     assert set(gated_rules(config, False)["m"]) == {"threshold", "test"}
 
 

@@ -19,11 +19,17 @@ from privgate.sharded.context import NOT_SHARDED
 def records(n: int, seed: int, note_bytes: int = 0) -> pl.DataFrame:
     """``n`` records: two numerics, three categoricals (one constant numeric), and an identifier."""
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({
-        "age": rng.integers(18, 90, n).astype(float), "income": np.round(rng.lognormal(10, 1, n), 2),
-        "sex": rng.choice(["F", "M"], n), "region": rng.choice([f"r{i}" for i in range(12)], n),
-        "plan": pl.Series([None if v == "-" else v for v in rng.choice(["a", "b", "c", "-"], n)], dtype=pl.String), "unit": np.full(n, 0.1),
-        "note": [f"{seed}-{i}-" + "x" * note_bytes for i in range(n)]})
+    return pl.DataFrame(
+        {
+            "age": rng.integers(18, 90, n).astype(float),
+            "income": np.round(rng.lognormal(10, 1, n), 2),
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice([f"r{i}" for i in range(12)], n),
+            "plan": pl.Series([None if v == "-" else v for v in rng.choice(["a", "b", "c", "-"], n)], dtype=pl.String),
+            "unit": np.full(n, 0.1),
+            "note": [f"{seed}-{i}-" + "x" * note_bytes for i in range(n)],
+        }
+    )
 
 
 def release(real: pl.DataFrame, n: int, seed: int, copies: float) -> pl.DataFrame:
@@ -39,8 +45,11 @@ def write_folder(frame: pl.DataFrame, folder: Path, files: int = 3, row_group: i
     folder.mkdir(parents=True, exist_ok=True)
     step = -(-frame.height // files)
     for i in range(files):
-        pq.write_table(frame[i * step:(i + 1) * step].to_arrow(), folder / f"part-{i:02d}.parquet",
-                       row_group_size=row_group or step)
+        pq.write_table(
+            frame[i * step : (i + 1) * step].to_arrow(),
+            folder / f"part-{i:02d}.parquet",
+            row_group_size=row_group or step,
+        )
     return folder
 
 

@@ -49,25 +49,48 @@ def inputs(tmp_path_factory):
     real = records(N, 1, NOTE_BYTES)
     holdout = records(N, 3, NOTE_BYTES)
     synth = release(real, N, 2, copies=0.01)
-    folders = {r: str(write_folder(f, tmp / r, files=5)) for r, f in
-               (("real", real), ("synthetic", synth), ("holdout", holdout))}
-    return {"frames": {"real": real, "synthetic": synth, "holdout": holdout}, "folders": folders,
-            "config": str(sharded_default_gate(tmp / "gate.yaml")), "tmp": tmp}
+    folders = {
+        r: str(write_folder(f, tmp / r, files=5))
+        for r, f in (("real", real), ("synthetic", synth), ("holdout", holdout))
+    }
+    return {
+        "frames": {"real": real, "synthetic": synth, "holdout": holdout},
+        "folders": folders,
+        "config": str(sharded_default_gate(tmp / "gate.yaml")),
+        "tmp": tmp,
+    }
 
 
 @pytest.fixture(scope="module")
 def cluster():
     import dask
 
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1",
-           "PRIVGATE_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+    env = {
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "POLARS_MAX_THREADS": "1",
+        "PRIVGATE_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2",
+    }
     # no pause or spill: the limit is the memory each worker may reach (the nanny restarts a worker
     # past 95 % of it, which the test would see as a changed worker)
-    with dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.target": False}):
-        with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit=WORKER_LIMIT,
-                                      dashboard_address=None, scheduler_port=0, env=env,
-                                      local_directory=None) as lc:
+    with dask.config.set(
+        {
+            "distributed.worker.memory.pause": False,
+            "distributed.worker.memory.spill": False,
+            "distributed.worker.memory.target": False,
+        }
+    ):
+        with distributed.LocalCluster(
+            n_workers=3,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=WORKER_LIMIT,
+            dashboard_address=None,
+            scheduler_port=0,
+            env=env,
+            local_directory=None,
+        ) as lc:
             with distributed.Client(lc, set_as_default=False) as client:
                 yield lc, client
 
@@ -89,8 +112,10 @@ def _peak() -> int:
 
 
 def _numbers(outcome) -> dict:
-    return {n: (r.value, r.raw, r.ci, r.baseline, r.baseline_ci, r.excess, r.excess_ci, r.p_value)
-            for n, r in outcome.report.results.items()}
+    return {
+        n: (r.value, r.raw, r.ci, r.baseline, r.baseline_ci, r.excess, r.excess_ci, r.p_value)
+        for n, r in outcome.report.results.items()
+    }
 
 
 def _close(a, b) -> bool:
@@ -102,14 +127,27 @@ def _close(a, b) -> bool:
 
 
 def _sharded(cfg, folders, client, **kw):
-    return run_gate(cfg, folders["real"], folders["synthetic"], holdout=folders["holdout"], record=False,
-                    threads=1, executor=client, sharded=True, **kw)
+    return run_gate(
+        cfg,
+        folders["real"],
+        folders["synthetic"],
+        holdout=folders["holdout"],
+        record=False,
+        threads=1,
+        executor=client,
+        sharded=True,
+        **kw,
+    )
 
 
 def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak(inputs, gated):
-    peak = subprocess.Popen([sys.executable, "-c", LOCAL_PEAK, json.dumps(inputs["folders"]), inputs["config"]],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**os.environ, "OMP_NUM_THREADS": "1", "PRIVGATE_THREADS": "1"})
+    peak = subprocess.Popen(
+        [sys.executable, "-c", LOCAL_PEAK, json.dumps(inputs["folders"]), inputs["config"]],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PRIVGATE_THREADS": "1"},
+    )
     remote, before, after, worker_peaks = gated
     f = inputs["frames"]
     local = run_gate(inputs["config"], f["real"], f["synthetic"], holdout=f["holdout"], record=False, threads=1)
@@ -117,18 +155,22 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
     assert after == before  # no worker restarted past its limit
     assert len(before) == 3 and WORKER_LIMIT < measured["peak"], measured
     assert max(worker_peaks.values()) < WORKER_LIMIT, (worker_peaks, measured)
-    print(f"local gate peak {measured['peak'] / 2**20:.0f} MiB; worker limit {WORKER_LIMIT / 2**20:.0f} MiB; "
-          f"worker peaks {sorted(round(v / 2**20) for v in worker_peaks.values())} MiB")
+    print(
+        f"local gate peak {measured['peak'] / 2**20:.0f} MiB; worker limit {WORKER_LIMIT / 2**20:.0f} MiB; "
+        f"worker peaks {sorted(round(v / 2**20) for v in worker_peaks.values())} MiB"
+    )
     assert measured["exit"] == local.exit_code == remote.exit_code == 1  # 1 % copies: common_rows warns
     assert remote.report.errors == {} and set(remote.report.results) == set(local.report.results)
     assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
     mine, theirs = _numbers(remote), _numbers(local)
     assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
-    assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [(c.metric, c.rule, c.verdict)
-                                                                       for c in local.checks]
+    assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
+        (c.metric, c.rule, c.verdict) for c in local.checks
+    ]
     # the same input digests as the local gate's, made from row hashes on the workers
-    assert {r: remote.fingerprint[r]["content_sha256"] for r in f} == \
-        {r: local.fingerprint[r]["content_sha256"] for r in f}
+    assert {r: remote.fingerprint[r]["content_sha256"] for r in f} == {
+        r: local.fingerprint[r]["content_sha256"] for r in f
+    }
     assert local.report.results["identifier_reuse"].details["identifier_columns"] == ["note"]
     assert remote.report.results["identifier_reuse"].value == local.report.results["identifier_reuse"].value > 0
 
@@ -194,8 +236,22 @@ def test_the_cli_gates_sharded_only_on_a_cluster(inputs, capsys):
     from privgate.cli import main
 
     f = inputs["folders"]
-    common = ["gate", "--real", f["real"], "--synthetic", f["synthetic"], "--holdout", f["holdout"],
-              "--config", inputs["config"], "--release-id", "r", "--no-history", "--quiet", "--sharded"]
+    common = [
+        "gate",
+        "--real",
+        f["real"],
+        "--synthetic",
+        f["synthetic"],
+        "--holdout",
+        f["holdout"],
+        "--config",
+        inputs["config"],
+        "--release-id",
+        "r",
+        "--no-history",
+        "--quiet",
+        "--sharded",
+    ]
     assert main(common) == 3  # no executor: a sharded gate runs on a cluster
     assert "a sharded gate runs on a Dask cluster" in capsys.readouterr().out
 

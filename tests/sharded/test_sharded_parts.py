@@ -46,8 +46,10 @@ def test_partial_lists_merge_to_the_local_engine_answer(cuts):
     t[100:110] = t[5]  # duplicates across partitions
     q = np.vstack([t[:60], np.column_stack([np.round(rng.normal(size=(40, 4)), 1), rng.integers(0, 5, 40)])])
     coded = [(4, 0.5)]
-    for query, k, kw in ((q, 3, {"q_ids": np.arange(100) + 10**6}),
-                         (t, 2, {"q_ids": np.arange(900), "exclude_self": True})):
+    for query, k, kw in (
+        (q, 3, {"q_ids": np.arange(100) + 10**6}),
+        (t, 2, {"q_ids": np.arange(900), "exclude_self": True}),
+    ):
         d, i = _sharded(query, t, k, cuts, coded=coded, **kw)
         ref = knn(query, t, k, coded_columns=coded, exclude_self=bool(kw.get("exclude_self")))
         assert np.allclose(d, ref.dist, rtol=1e-12, atol=1e-12)
@@ -55,7 +57,9 @@ def test_partial_lists_merge_to_the_local_engine_answer(cuts):
         # at one distance are ordered by each engine's last bits: each listed record must then be
         # at the listed distance, and the lists differ only there
         assert np.array_equal(i[:, 0], ref.idx[:, 0])
-        true = np.sqrt(((query[:, None, :4] - t[i][:, :, :4]) ** 2).sum(-1) + 0.5 * (query[:, None, 4] != t[i][:, :, 4]))
+        true = np.sqrt(
+            ((query[:, None, :4] - t[i][:, :, :4]) ** 2).sum(-1) + 0.5 * (query[:, None, 4] != t[i][:, :, 4])
+        )
         assert np.allclose(true, ref.dist, rtol=1e-12, atol=1e-12)
         assert (i != ref.idx).mean() < 0.01
 
@@ -65,8 +69,9 @@ def test_a_label_excluded_per_query_is_never_listed():
     t = rng.normal(size=(300, 3))
     labels = rng.integers(0, 4, 300)
     excl = rng.integers(0, 4, 50)
-    _, i = block_knn(t[:50], np.arange(50), t, np.arange(300), 1, exclude_self=True, query_exclude=excl,
-                     target_labels=labels)
+    _, i = block_knn(
+        t[:50], np.arange(50), t, np.arange(300), 1, exclude_self=True, query_exclude=excl, target_labels=labels
+    )
     full = np.sqrt(((t[:50, None, :] - t[None, :, :]) ** 2).sum(-1))
     full[np.arange(50), np.arange(50)] = np.inf
     full[excl[:, None] == labels[None, :]] = np.inf
@@ -77,8 +82,9 @@ def test_merged_moments_equal_numpy_and_a_constant_column_has_std_zero():
     rng = np.random.default_rng(6)
     v = rng.lognormal(3, 2, 10_001)
     parts = [v[a:b] for a, b in ((0, 17), (17, 5000), (5000, 5001), (5001, 10_001))]
-    mean, std, lo, hi = merge_moments([[p.size, p.mean(), ((p - p.mean()) ** 2).sum(), p.min(), p.max()]
-                                       for p in parts])
+    mean, std, lo, hi = merge_moments(
+        [[p.size, p.mean(), ((p - p.mean()) ** 2).sum(), p.min(), p.max()] for p in parts]
+    )
     assert abs(mean - v.mean()) <= 1e-12 * abs(v.mean()) and abs(std - v.std()) <= 1e-12 * v.std()
     assert (lo, hi) == (v.min(), v.max())
     const = pl.DataFrame({"c": np.full(7, 0.1), "x": np.arange(7.0)})
@@ -90,20 +96,26 @@ def test_merged_moments_equal_numpy_and_a_constant_column_has_std_zero():
 def test_a_partition_encoded_with_the_merged_fit_is_its_rows_of_the_whole_encoding(tmp_path):
     real, synth = records(700, 1), records(500, 2)
     real = real.with_columns(pl.when(pl.col("age") > 80).then(None).otherwise(pl.col("income")).alias("income"))
-    folders = {"real": write_folder(real, tmp_path / "real", files=2, row_group=130),
-               "synthetic": write_folder(synth, tmp_path / "synthetic", files=3)}
+    folders = {
+        "real": write_folder(real, tmp_path / "real", files=2, row_group=130),
+        "synthetic": write_folder(synth, tmp_path / "synthetic", files=3),
+    }
     listed = {r: list_partitions(str(f), r) for r, f in folders.items()}
     parts = {r: p for r, (p, _) in listed.items()}
     assert [p.start for p in parts["real"]] == [0, 130, 260, 350, 480, 610] and parts["real"][-1].stop == 700
     assert pl.concat([read_partition(p) for p in parts["real"]]).equals(real)
     schema = infer_schema({r: shape for r, (_, shape) in listed.items()}, check_values=False).subset(
-        [c for c in real.columns if c != "note"])
+        [c for c in real.columns if c != "note"]
+    )
     kinds = schema.as_dict()
     summaries = [summarise_partition(p, kinds) for p in parts["real"]]
     levels = [partition_levels(p, kinds, schema.categorical) for ps in parts.values() for p in ps]
     inputs = Inputs(parts=parts, schema=schema, fit=merge_fit(summaries, levels, schema), coded_above=1000)
-    whole = mixed_space({r: normalise_frame(f.select(schema.columns), schema) for r, f in
-                         (("real", real), ("synthetic", synth))}, schema, coded_above=1000)
+    whole = mixed_space(
+        {r: normalise_frame(f.select(schema.columns), schema) for r, f in (("real", real), ("synthetic", synth))},
+        schema,
+        coded_above=1000,
+    )
     for role in ("real", "synthetic"):
         got = np.vstack([encode_rows(inputs, ("mixed", None), p)[0] for p in parts[role]])
         assert got.shape == whole[role].shape and np.allclose(got, whole[role], rtol=1e-12, atol=1e-12)
@@ -139,8 +151,12 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
     schema = infer_schema({"real": shape}, check_values=False)
     kinds = schema.as_dict()
     levels = [partition_levels(p, kinds, schema.categorical) for p in parts]
-    inputs = Inputs(parts={"real": parts, "synthetic": parts}, schema=schema,
-                    fit=merge_fit([summarise_partition(p, kinds) for p in parts], levels, schema), coded_above=1000)
+    inputs = Inputs(
+        parts={"real": parts, "synthetic": parts},
+        schema=schema,
+        fit=merge_fit([summarise_partition(p, kinds) for p in parts], levels, schema),
+        coded_above=1000,
+    )
     per_task = task_bytes(inputs)
 
     class Scheduler:
@@ -148,8 +164,15 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
             self.limit = limit
 
         def scheduler_info(self, n_workers=-1):
-            return {"workers": {"tcp://10.0.0.7:4000": {"memory_limit": self.limit, "nthreads": 2,
-                                                          "metrics": {"memory": 100 * 2**20}}}}
+            return {
+                "workers": {
+                    "tcp://10.0.0.7:4000": {
+                        "memory_limit": self.limit,
+                        "nthreads": 2,
+                        "metrics": {"memory": 100 * 2**20},
+                    }
+                }
+            }
 
     roomy = check_workers(Scheduler(2**34), inputs, ["authenticity"])
     assert roomy["tcp://10.0.0.7:4000"]["estimate"] == 100 * 2**20 + 2 * per_task
@@ -172,6 +195,7 @@ def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
 
                 def result(self):
                     return self.value
+
             def value(a):
                 return [value(x) for x in a] if isinstance(a, list) else a.result() if hasattr(a, "result") else a
 
@@ -182,10 +206,16 @@ def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
 
     ids = [f"id{i % 450}" if i % 7 else None for i in range(500)]
     real = pl.DataFrame({"id": pl.Series(ids, dtype=pl.String), "x": np.arange(500.0)})
-    other = pl.DataFrame({"id": pl.Series([f"id{i}" if i % 3 else f"new{i}" for i in range(0, 900, 2)]
-                                          + [None], dtype=pl.String), "x": np.arange(451.0)})
-    parts = {"real": list_partitions(str(write_folder(real, tmp_path / "real", files=3)), "real")[0],
-             "synthetic": list_partitions(str(write_folder(other, tmp_path / "syn", files=2)), "synthetic")[0]}
+    other = pl.DataFrame(
+        {
+            "id": pl.Series([f"id{i}" if i % 3 else f"new{i}" for i in range(0, 900, 2)] + [None], dtype=pl.String),
+            "x": np.arange(451.0),
+        }
+    )
+    parts = {
+        "real": list_partitions(str(write_folder(real, tmp_path / "real", files=3)), "real")[0],
+        "synthetic": list_partitions(str(write_folder(other, tmp_path / "syn", files=2)), "synthetic")[0],
+    }
     assert sharded_distinct(Now(), parts["real"], "id", "categorical") == real["id"].drop_nulls().n_unique()
     hits = sharded_identifier_hits(Now(), parts, {"id": "categorical"}, ["id"], "synthetic")
     assert np.array_equal(hits, carries_real_identifier(real, other, ["id"])) and 0 < hits.sum() < hits.size

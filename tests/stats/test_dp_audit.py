@@ -20,6 +20,7 @@ def _cdf(x: float) -> float:
 
 # ---------------------------------------------------------------- rate_upper_bound
 
+
 def test_rate_upper_bound_closed_forms():
     # 0 of n: (1 − p)^n = alpha  →  p = 1 − alpha^(1/n)
     assert stats.rate_upper_bound(0, 50, 0.05) == pytest.approx(1 - 0.05 ** (1 / 50), rel=1e-12)
@@ -34,7 +35,7 @@ def test_rate_upper_bound_is_one_sided_and_matches_the_binomial_tail():
     # the bound p solves P(Binomial(n, p) ≤ k) = alpha (exact definition, checked by summation)
     k, n, alpha = 3, 40, 0.1
     p = stats.rate_upper_bound(k, n, alpha)
-    tail = sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k + 1))
+    tail = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
     assert tail == pytest.approx(alpha, abs=1e-10)
     # one-sided at alpha equals the upper end of the two-sided interval at level 1 − 2·alpha
     assert p == pytest.approx(stats.clopper_pearson(k, n, level=1 - 2 * alpha)[1], rel=1e-12)
@@ -55,6 +56,7 @@ def test_rate_upper_bound_rejects_bad_input(args):
 
 # ---------------------------------------------------------------- epsilon_lower_bound
 
+
 def test_epsilon_lower_bound_hand_computed():
     # no errors in 100 + 100 runs: u = 1 − 0.025^(1/100) on both sides (alpha split in two)
     u = 1 - 0.025 ** (1 / 100)
@@ -62,7 +64,8 @@ def test_epsilon_lower_bound_hand_computed():
     assert round(stats.epsilon_lower_bound(0, 100, 0, 100), 4) == 3.2813
     # with delta: the numerator loses delta
     assert stats.epsilon_lower_bound(0, 100, 0, 100, delta=0.01) == pytest.approx(
-        math.log((1 - 0.01 - u) / u), rel=1e-12)
+        math.log((1 - 0.01 - u) / u), rel=1e-12
+    )
     # asymmetric: 0 of 200 false positives, 30 of 100 false negatives → the first term wins
     f = 1 - 0.025 ** (1 / 200)
     g = dp_audit.rate_upper_bound(30, 100, 0.025)
@@ -107,6 +110,7 @@ def test_epsilon_lower_bound_rejects_bad_input():
 
 # ---------------------------------------------------------------- epsilon_estimate
 
+
 def test_epsilon_estimate_point_formula():
     assert stats.epsilon_estimate(0.1, 0.2) == pytest.approx(math.log(8.0))
     assert stats.epsilon_estimate(0.2, 0.1) == pytest.approx(math.log(8.0))
@@ -119,6 +123,7 @@ def test_epsilon_estimate_point_formula():
 
 
 # ---------------------------------------------------------------- Gaussian DP
+
 
 def test_gdp_delta_known_value():
     # μ = 1, ε = 1: Φ(−0.5) − e·Φ(−1.5), with Φ from math.erfc
@@ -158,8 +163,7 @@ def test_gdp_mu_lower_bound_hand_computed():
     assert stats.gdp_mu_lower_bound(0, 1000, 0, 1000) == pytest.approx(want, rel=1e-9)
     f = dp_audit.rate_upper_bound(12, 300, 0.025)
     g = dp_audit.rate_upper_bound(40, 200, 0.025)
-    assert stats.gdp_mu_lower_bound(12, 300, 40, 200) == pytest.approx(
-        PHI.inv_cdf(1 - f) - PHI.inv_cdf(g), rel=1e-9)
+    assert stats.gdp_mu_lower_bound(12, 300, 40, 200) == pytest.approx(PHI.inv_cdf(1 - f) - PHI.inv_cdf(g), rel=1e-9)
     assert stats.gdp_mu_lower_bound(12, 300, 40, 200) == stats.gdp_mu_lower_bound(40, 200, 12, 300)
     assert stats.gdp_mu_lower_bound(50, 100, 50, 100) == 0.0
     assert stats.gdp_mu_lower_bound(0, 0, 0, 10) == 0.0
@@ -227,8 +231,9 @@ def test_the_soundness_check_catches_unsound_bounds():
         return stats.epsilon_estimate(fp / neg, fn / pos)
 
     def loose_level(fp, neg, fn, pos):
-        return dp_audit._epsilon_from_rates(dp_audit.rate_upper_bound(fp, neg, 0.3),
-                                            dp_audit.rate_upper_bound(fn, pos, 0.3), 0.0)
+        return dp_audit._epsilon_from_rates(
+            dp_audit.rate_upper_bound(fp, neg, 0.3), dp_audit.rate_upper_bound(fn, pos, 0.3), 0.0
+        )
 
     assert _exceedance(plug_in, fpr, fnr, 400, eps, seed=7) > 0.3
     assert _exceedance(loose_level, fpr, fnr, 400, eps, seed=7) > LIMIT

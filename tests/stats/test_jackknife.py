@@ -54,8 +54,12 @@ def test_jackknife_of_a_mean_is_the_variance_of_the_group_means():
 
 def test_group_deleted_means_ignores_the_deleted_records_entries():
     lab = np.array([0, 0, 1, 1])
-    vals = np.array([[99.0, 99.0, 1.0, 3.0],    # group 0 deleted: mean(1, 3) = 2
-                     [5.0, 7.0, -99.0, np.nan]])  # group 1 deleted: mean(5, 7) = 6
+    vals = np.array(
+        [
+            [99.0, 99.0, 1.0, 3.0],  # group 0 deleted: mean(1, 3) = 2
+            [5.0, 7.0, -99.0, np.nan],
+        ]
+    )  # group 1 deleted: mean(5, 7) = 6
     assert stats.group_deleted_means(vals, lab).tolist() == [2.0, 6.0]
     assert stats.group_deleted_means(vals, lab, np.array([1.0, 3.0, 1.0, 1.0])).tolist() == [2.0, (5 + 21) / 4]
 

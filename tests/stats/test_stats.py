@@ -117,7 +117,7 @@ def test_delong_auc_matches_scikit_learn_and_hanley_mcneil_scale():
     # Hanley & McNeil (1982) approximate the same variance from AUC and the class sizes
     m, n = int(y.sum()), int((1 - y).sum())
     q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
-    hm = (auc * (1 - auc) + (m - 1) * (q1 - auc ** 2) + (n - 1) * (q2 - auc ** 2)) / (m * n)
+    hm = (auc * (1 - auc) + (m - 1) * (q1 - auc**2) + (n - 1) * (q2 - auc**2)) / (m * n)
     assert var == pytest.approx(hm, rel=0.2)
 
 
@@ -130,7 +130,8 @@ def test_bootstrap_weighted_mean():
     x = np.random.default_rng(2).normal(size=500)
     # equal weights: the plain mean's interval, replicate for replicate
     assert stats.bootstrap_mean_ci(x, seed=1, weights=np.full(500, 3.0)) == pytest.approx(
-        stats.bootstrap_mean_ci(x, seed=1))
+        stats.bootstrap_mean_ci(x, seed=1)
+    )
     # all weight on one record: every replicate that draws it gives its value
     w = np.zeros(500)
     w[7] = 1.0
@@ -203,8 +204,9 @@ def test_hoeffding_auc_interval_by_hand():
     # k = min(4, 6) = 4; two-sided 95 %: half-width sqrt(ln(1 / 0.025) / 8)
     half = math.sqrt(math.log(40.0) / 8.0)
     assert hoeffding_auc_interval(0.9, 4, 6) == pytest.approx((0.9 - half, 1.0))
-    assert hoeffding_auc_interval(0.5, 400, 100) == pytest.approx((0.5 - math.sqrt(math.log(40.0) / 200.0),
-                                                                    0.5 + math.sqrt(math.log(40.0) / 200.0)))
+    assert hoeffding_auc_interval(0.5, 400, 100) == pytest.approx(
+        (0.5 - math.sqrt(math.log(40.0) / 200.0), 0.5 + math.sqrt(math.log(40.0) / 200.0))
+    )
     lo, hi = hoeffding_auc_interval(1.0, 3, 3, 0.99, one_sided=True)
     assert lo == pytest.approx(1.0 - math.sqrt(math.log(100.0) / 6.0)) and hi == 1.0
     with pytest.raises(ValueError, match="at least one positive"):

@@ -26,8 +26,13 @@ from . import cell, distance, rare_value, shadow
 
 #: name → scores(fit_x, fit_y, test_x, seed) -> (fit scores, test scores)
 Attack = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
-ATTACKS: dict[str, Attack] = {"distance": distance.scores, "rare_value": rare_value.scores,
-                              "shadow": shadow.scores, "cell": cell.cell_scores, "region": cell.region_scores}
+ATTACKS: dict[str, Attack] = {
+    "distance": distance.scores,
+    "rare_value": rare_value.scores,
+    "shadow": shadow.scores,
+    "cell": cell.cell_scores,
+    "region": cell.region_scores,
+}
 DEFAULT_ATTACKS = ("distance", "rare_value", "cell", "region", "shadow")
 #: the attacks that learn nothing from fit runs (usable where there are none to learn from)
 FIXED_ATTACKS = {"distance", "rare_value", "cell", "region"}

@@ -19,4 +19,5 @@ def scores(fit_x: np.ndarray, fit_y: np.ndarray, test_x: np.ndarray, seed: int) 
     # the pair share only breaks ties between equal counts of the rarest value
     def score(x: np.ndarray) -> np.ndarray:
         return x[:, _RAREST] + 1e-6 * x[:, _TWO]
+
     return score(fit_x), score(test_x)

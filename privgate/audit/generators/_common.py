@@ -87,7 +87,8 @@ def _column_kind(name: str, dtype: pl.DataType) -> str:
         return NUMERIC
     raise UnsupportedDtypeError(
         f"generator adapters take numeric, string, categorical and boolean columns; column "
-        f"{name!r} has dtype {dtype.base_type()}")
+        f"{name!r} has dtype {dtype.base_type()}"
+    )
 
 
 def _as_text(frame: pl.DataFrame, name: str) -> pl.Series:
@@ -99,8 +100,7 @@ def _as_text(frame: pl.DataFrame, name: str) -> pl.Series:
 
 def _public_levels(name: str, spec: Any, boolean: bool) -> tuple[str, ...]:
     if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, set, frozenset, np.ndarray, pl.Series)):
-        raise ParameterError(
-            f"domain[{name!r}]: a categorical column's domain is a list of its levels")
+        raise ParameterError(f"domain[{name!r}]: a categorical column's domain is a list of its levels")
     levels = []
     for level in spec:
         if boolean:
@@ -146,7 +146,8 @@ def resolve_domain(training: pl.DataFrame, domain: Mapping[str, Any] | None) -> 
             raise ParameterError(
                 f"domain covers {len(training.columns) - len(missing)} of the {len(training.columns)} "
                 f"training columns; missing: {missing!r} (a column without a public domain would "
-                "take it from the private data)")
+                "take it from the private data)"
+            )
         extra = [c for c in domain if c not in training.columns]
         if extra:
             raise ParameterError(f"domain names columns the training frame does not have: {extra!r}")
@@ -179,8 +180,9 @@ def resolve_domain(training: pl.DataFrame, domain: Mapping[str, Any] | None) -> 
     return out
 
 
-def prepare_training(training: Any, columns: list[ColumnDomain] | None = None,
-                     domain: Mapping[str, Any] | None = None) -> tuple[pl.DataFrame, list[ColumnDomain]]:
+def prepare_training(
+    training: Any, columns: list[ColumnDomain] | None = None, domain: Mapping[str, Any] | None = None
+) -> tuple[pl.DataFrame, list[ColumnDomain]]:
     """The training frame as the libraries see it — numerics Float64 clipped to their bounds,
     categoricals (booleans included) as text — without the records holding a level outside the
     domain, and the domain it was prepared for."""
@@ -247,8 +249,7 @@ def global_seed(seed: int) -> Iterator[None]:
 
 
 def missing_extra(library: str, extra: str) -> ImportError:
-    return ImportError(
-        f"this generator adapter needs {library}: pip install 'privgate[{extra}]'")
+    return ImportError(f"this generator adapter needs {library}: pip install 'privgate[{extra}]'")
 
 
 class Adapter:

@@ -63,8 +63,9 @@ class CopulaGenerator(Adapter):
     claimed_epsilon = None
     deterministic_by_seed = True
 
-    def __init__(self, *, domain: Mapping[str, Any] | None = None, distribution: str = "beta",
-                 threads: int = 1) -> None:
+    def __init__(
+        self, *, domain: Mapping[str, Any] | None = None, distribution: str = "beta", threads: int = 1
+    ) -> None:
         if distribution not in _FAMILIES:
             raise ParameterError(f"distribution must be one of {sorted(_FAMILIES)}")
         check_threads(threads)
@@ -72,10 +73,8 @@ class CopulaGenerator(Adapter):
         self.distribution = distribution
         self.threads = threads
 
-
     def __repr__(self) -> str:
-        return (f"CopulaGenerator(distribution={self.distribution!r}, "
-                f"domain={self.domain_words})")
+        return f"CopulaGenerator(distribution={self.distribution!r}, domain={self.domain_words})"
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -91,10 +90,16 @@ class CopulaGenerator(Adapter):
                 data[c.name] = data[c.name].astype(object)
         config = {
             "sdtypes": {c.name: "numerical" if c.kind == NUMERIC else "categorical" for c in columns},
-            "transformers": {c.name: (FloatFormatter(missing_value_replacement="mean",
-                                                     missing_value_generation="random",
-                                                     enforce_min_max_values=True)
-                                      if c.kind == NUMERIC else UniformEncoder()) for c in columns},
+            "transformers": {
+                c.name: (
+                    FloatFormatter(
+                        missing_value_replacement="mean", missing_value_generation="random", enforce_min_max_values=True
+                    )
+                    if c.kind == NUMERIC
+                    else UniformEncoder()
+                )
+                for c in columns
+            },
         }
         with warnings.catch_warnings(), limited(self.threads), global_seed(seed):
             warnings.simplefilter("ignore")

@@ -100,8 +100,15 @@ class PrivBayesGenerator(DPAdapter):
     library = "DataSynthesizer"
     deterministic_by_seed = True
 
-    def __init__(self, epsilon: float = 1.0, *, degree: int = 2, domain: Mapping[str, Any] | None = None,
-                 histogram_bins: int = 20, threads: int = 1) -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        *,
+        degree: int = 2,
+        domain: Mapping[str, Any] | None = None,
+        histogram_bins: int = 20,
+        threads: int = 1,
+    ) -> None:
         self.epsilon = check_epsilon(epsilon)
         if isinstance(degree, bool) or not isinstance(degree, int) or degree < 0:
             raise ParameterError("degree must be a non-negative integer (0: the library chooses)")
@@ -113,11 +120,8 @@ class PrivBayesGenerator(DPAdapter):
         self.domain = None if domain is None else dict(domain)
         self.histogram_bins = histogram_bins
 
-
-
     def __repr__(self) -> str:
-        return (f"PrivBayesGenerator(epsilon={self.epsilon}, degree={self.degree}, "
-                f"domain={self.domain_words})")
+        return f"PrivBayesGenerator(epsilon={self.epsilon}, degree={self.degree}, domain={self.domain_words})"
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
@@ -140,27 +144,36 @@ class PrivBayesGenerator(DPAdapter):
         ranges = {c.name: [c.low, c.high] for c in columns if c.kind == NUMERIC}
         levels = {c.name: list(c.levels) for c in columns if c.kind != NUMERIC}
         quiet = io.StringIO()
-        with tempfile.TemporaryDirectory(prefix="privgate-ds-") as tmp, limited(self.threads), global_seed(seed), \
-                mock.patch.object(privbayes_module, "Pool", _SerialPool), \
-                contextlib.redirect_stdout(quiet), warnings.catch_warnings():
+        with (
+            tempfile.TemporaryDirectory(prefix="privgate-ds-") as tmp,
+            limited(self.threads),
+            global_seed(seed),
+            mock.patch.object(privbayes_module, "Pool", _SerialPool),
+            contextlib.redirect_stdout(quiet),
+            warnings.catch_warnings(),
+        ):
             warnings.simplefilter("ignore")
             domain_file = Path(tmp) / "levels.json"
             domain_file.write_text(json.dumps(levels))
             description = Path(tmp) / "description.json"
             describer = _FrameDescriber(histogram_bins=self.histogram_bins, category_threshold=0)
-            common = dict(attribute_to_datatype=datatypes, attribute_to_is_categorical=categorical,
-                          attribute_to_is_candidate_key=keys,
-                          categorical_attribute_domain_file=str(domain_file) if levels else None,
-                          numerical_attribute_ranges=ranges, seed=fit_seed)
+            common = dict(
+                attribute_to_datatype=datatypes,
+                attribute_to_is_categorical=categorical,
+                attribute_to_is_candidate_key=keys,
+                categorical_attribute_domain_file=str(domain_file) if levels else None,
+                numerical_attribute_ranges=ranges,
+                seed=fit_seed,
+            )
             generator = DataGenerator()
             if len(columns) >= 2:
                 describer.describe_dataset_in_correlated_attribute_mode(
-                    "training", k=self.degree, epsilon=self.epsilon, **common)
+                    "training", k=self.degree, epsilon=self.epsilon, **common
+                )
                 describer.save_dataset_description_to_file(str(description))
                 generator.generate_dataset_in_correlated_attribute_mode(n_rows, str(description), seed=sample_seed)
             else:  # a network needs two attributes: one column is its noisy marginal
-                describer.describe_dataset_in_independent_attribute_mode(
-                    "training", epsilon=self.epsilon, **common)
+                describer.describe_dataset_in_independent_attribute_mode("training", epsilon=self.epsilon, **common)
                 describer.save_dataset_description_to_file(str(description))
                 generator.generate_dataset_in_independent_mode(n_rows, str(description), seed=sample_seed)
             release = generator.synthetic_dataset

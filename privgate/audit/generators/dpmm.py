@@ -76,8 +76,16 @@ class _DpmmGenerator(DPAdapter):
     _pipeline = ""
     _default_iters = 1000
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-9, *, domain: Mapping[str, Any] | None = None,
-                 n_bins: int = 20, n_iters: int | None = None, threads: int = 1) -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-9,
+        *,
+        domain: Mapping[str, Any] | None = None,
+        n_bins: int = 20,
+        n_iters: int | None = None,
+        threads: int = 1,
+    ) -> None:
         self.epsilon = check_epsilon(epsilon)
         delta = float(delta)
         if not 0.0 < delta < 1.0:
@@ -93,31 +101,38 @@ class _DpmmGenerator(DPAdapter):
         self.n_bins = n_bins
         self.n_iters = self._default_iters if n_iters is None else n_iters
 
-
-
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(epsilon={self.epsilon}, delta={self.delta}, "
-                f"domain={self.domain_words})")
+        return f"{type(self).__name__}(epsilon={self.epsilon}, delta={self.delta}, domain={self.domain_words})"
 
     def __call__(self, training: Any, n_rows: int, seed: int) -> pl.DataFrame:
         try:
             import dpmm.pipelines as pipelines
         except ImportError:
-            raise ImportError("this generator adapter needs dpmm, which pins NumPy 1.26 and cannot be installed "
-                              "beside privgate: install it in an environment of its own and audit it through "
-                              "IsolatedGenerator(python, 'dpmm_mst', ...) (docs/audit-generators.md)") from None
+            raise ImportError(
+                "this generator adapter needs dpmm, which pins NumPy 1.26 and cannot be installed "
+                "beside privgate: install it in an environment of its own and audit it through "
+                "IsolatedGenerator(python, 'dpmm_mst', ...) (docs/audit-generators.md)"
+            ) from None
         from numpy.random import RandomState
 
         frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
-        domain = {c.name: ({"lower": c.low, "upper": c.high} if c.kind == NUMERIC
-                           else {"categories": list(c.levels)}) for c in columns}
+        domain = {
+            c.name: ({"lower": c.low, "upper": c.high} if c.kind == NUMERIC else {"categories": list(c.levels)})
+            for c in columns
+        }
         data = frame.to_pandas()
         for c in columns:  # dpmm tells numeric from categorical by the pandas dtype
             if c.kind != NUMERIC:
                 data[c.name] = data[c.name].astype(object)
         pipeline = getattr(pipelines, self._pipeline)(
-            epsilon=self.epsilon, delta=self.delta, n_jobs=1, gen_kwargs={"n_iters": self.n_iters},
-            binner_type="uniform", proc_epsilon=None, n_bins=self.n_bins)
+            epsilon=self.epsilon,
+            delta=self.delta,
+            n_jobs=1,
+            gen_kwargs={"n_iters": self.n_iters},
+            binner_type="uniform",
+            proc_epsilon=None,
+            n_bins=self.n_bins,
+        )
         quiet = logging.getLogger("dpmm")
         level = quiet.level
         quiet.setLevel(logging.ERROR)

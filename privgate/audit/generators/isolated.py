@@ -42,12 +42,14 @@ class IsolatedGenerator:
     :data:`privgate.audit.generators.ADAPTERS`) with ``options`` under the Python interpreter
     ``python`` of another environment. ``timeout``: seconds a call may take (None: no limit)."""
 
-    def __init__(self, python: str | os.PathLike, adapter: str, *, timeout: float | None = None,
-                 **options: Any) -> None:
+    def __init__(
+        self, python: str | os.PathLike, adapter: str, *, timeout: float | None = None, **options: Any
+    ) -> None:
         self.python = str(Path(python).expanduser())
         if not Path(self.python).is_file():
-            raise ParameterError(f"python: no interpreter at {self.python}; create the environment first "
-                                 "(docs/audit-generators.md)")
+            raise ParameterError(
+                f"python: no interpreter at {self.python}; create the environment first (docs/audit-generators.md)"
+            )
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ParameterError(f"timeout must be a positive number of seconds; got {timeout!r}")
         self.adapter = adapter
@@ -72,19 +74,28 @@ class IsolatedGenerator:
             folder = Path(tmp)
             frame.write_ipc(folder / "training.arrow", compression="uncompressed")
             with open(folder / "call.pkl", "wb") as f:
-                pickle.dump({"adapter": self.adapter, "options": self.options, "n_rows": int(n_rows),
-                             "seed": int(seed)}, f, protocol=4)
+                pickle.dump(
+                    {"adapter": self.adapter, "options": self.options, "n_rows": int(n_rows), "seed": int(seed)},
+                    f,
+                    protocol=4,
+                )
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([SOURCE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
             try:
-                done = subprocess.run([self.python, "-m", "privgate.audit.generators.isolated", str(folder)],
-                                      env=env, capture_output=True, text=True, timeout=self.timeout)
+                done = subprocess.run(
+                    [self.python, "-m", "privgate.audit.generators.isolated", str(folder)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout,
+                )
             except subprocess.TimeoutExpired:
-                raise AuditError(f"the {self.adapter} adapter under {self.python} took more than "
-                                 f"{self.timeout:g} s") from None
+                raise AuditError(
+                    f"the {self.adapter} adapter under {self.python} took more than {self.timeout:g} s"
+                ) from None
             if done.returncode != 0:
                 lines = [ln for ln in done.stderr.splitlines() if ln.startswith(FAILED)]
-                why = lines[-1][len(FAILED):] if lines else f"the process exited with code {done.returncode}"
+                why = lines[-1][len(FAILED) :] if lines else f"the process exited with code {done.returncode}"
                 raise AuditError(f"the {self.adapter} adapter under {self.python} failed: {why}")
             return _read(folder / "release.arrow")
 

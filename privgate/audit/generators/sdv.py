@@ -45,8 +45,14 @@ def _sdv_metadata(columns: list[ColumnDomain]) -> Any:
     personal identifier from its name or values and replace it with fake values."""
     from sdv.metadata import Metadata
 
-    table = {c.name: ({"sdtype": "numerical", "computer_representation": "Float"} if c.kind == NUMERIC
-                      else {"sdtype": "categorical"}) for c in columns}
+    table = {
+        c.name: (
+            {"sdtype": "numerical", "computer_representation": "Float"}
+            if c.kind == NUMERIC
+            else {"sdtype": "categorical"}
+        )
+        for c in columns
+    }
     return Metadata.load_from_dict({"columns": table}, single_table_name="training")
 
 
@@ -85,8 +91,13 @@ class _SDVGenerator(Adapter):
         frame, columns, n_rows, seed = self.inputs(training, n_rows, seed)
         metadata = _sdv_metadata(columns)
         data = frame.to_pandas()
-        with (warnings.catch_warnings(), limited(self.threads), global_seed(seed), self._seeded(seed),
-              disable_single_table_logger()):
+        with (
+            warnings.catch_warnings(),
+            limited(self.threads),
+            global_seed(seed),
+            self._seeded(seed),
+            disable_single_table_logger(),
+        ):
             warnings.simplefilter("ignore")
             synthesizer = self._synthesizer(metadata)
             synthesizer.fit(data)
@@ -119,8 +130,9 @@ class GaussianCopulaGenerator(_SDVGenerator):
     generator is set from ``seed``. The output is deterministic by seed (tested).
     """
 
-    def __init__(self, *, domain: Mapping[str, Any] | None = None, default_distribution: str = "beta",
-                 threads: int = 1) -> None:
+    def __init__(
+        self, *, domain: Mapping[str, Any] | None = None, default_distribution: str = "beta", threads: int = 1
+    ) -> None:
         if default_distribution not in _DISTRIBUTIONS:
             raise ParameterError(f"default_distribution must be one of {_DISTRIBUTIONS}")
         check_threads(threads)
@@ -129,8 +141,9 @@ class GaussianCopulaGenerator(_SDVGenerator):
         self.threads = threads
 
     def __repr__(self) -> str:
-        return (f"GaussianCopulaGenerator(default_distribution={self.default_distribution!r}, "
-                f"domain={self.domain_words})")
+        return (
+            f"GaussianCopulaGenerator(default_distribution={self.default_distribution!r}, domain={self.domain_words})"
+        )
 
     def _synthesizer(self, metadata: Any) -> Any:
         from sdv.single_table import GaussianCopulaSynthesizer
@@ -182,16 +195,16 @@ class _TorchGenerator(_SDVGenerator):
     generators and lose reproducibility (not soundness) — give such workers one thread.
     """
 
-    def __init__(self, *, domain: Mapping[str, Any] | None = None, epochs: int = 300, batch_size: int = 500,
-                 threads: int = 1) -> None:
+    def __init__(
+        self, *, domain: Mapping[str, Any] | None = None, epochs: int = 300, batch_size: int = 500, threads: int = 1
+    ) -> None:
         self.domain = None if domain is None else dict(domain)
         self.epochs = _check_count(epochs, "epochs", MAX_EPOCHS)
         self.batch_size = _check_count(batch_size, "batch_size", MAX_BATCH_SIZE)
         self.threads = check_threads(threads)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(epochs={self.epochs}, batch_size={self.batch_size}, "
-                f"domain={self.domain_words})")
+        return f"{type(self).__name__}(epochs={self.epochs}, batch_size={self.batch_size}, domain={self.domain_words})"
 
     def _seeded(self, seed: int) -> ContextManager[None]:
         return torch_seeded(seed, self.threads)
@@ -252,15 +265,19 @@ class CTGANGenerator(_TorchGenerator):
     Seeding and determinism: see :class:`_TorchGenerator`.
     """
 
-    def __init__(self, *, domain: Mapping[str, Any] | None = None, epochs: int = 300, batch_size: int = 500,
-                 threads: int = 1) -> None:
+    def __init__(
+        self, *, domain: Mapping[str, Any] | None = None, epochs: int = 300, batch_size: int = 500, threads: int = 1
+    ) -> None:
         super().__init__(domain=domain, epochs=epochs, batch_size=batch_size, threads=threads)
         if self.batch_size % CTGAN_PAC:
-            raise ParameterError(f"batch_size must be a multiple of {CTGAN_PAC} for CTGAN (its discriminator "
-                                 f"judges packs of {CTGAN_PAC} records); got {self.batch_size}")
+            raise ParameterError(
+                f"batch_size must be a multiple of {CTGAN_PAC} for CTGAN (its discriminator "
+                f"judges packs of {CTGAN_PAC} records); got {self.batch_size}"
+            )
 
     def _synthesizer(self, metadata: Any) -> Any:
         from sdv.single_table import CTGANSynthesizer
 
-        return CTGANSynthesizer(metadata, epochs=self.epochs, batch_size=self.batch_size, pac=CTGAN_PAC,
-                                enable_gpu=False)
+        return CTGANSynthesizer(
+            metadata, epochs=self.epochs, batch_size=self.batch_size, pac=CTGAN_PAC, enable_gpu=False
+        )
