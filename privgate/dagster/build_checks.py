@@ -117,7 +117,7 @@ def applicable_check_keys(
     names = [
         translator.get_name({"kind": "check", "asset_key": key, "rule": rc})
         for rc in [None, *rule_checks(cfg)]
-        if rc is None or rc.when == "always" or (rc.when == "with_holdout") == has_holdout
+        if rc is None or rc.applies(has_holdout)
     ]
     return [dg.AssetCheckKey(key, n) for n in names]
 
