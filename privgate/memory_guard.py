@@ -227,7 +227,7 @@ def _spec(name: str) -> Any:
 
     try:
         return get_metric(name)
-    except Exception:  # noqa: BLE001 - unknown here: estimated from the defaults
+    except UnknownMetricError:  # unknown here: estimated from the defaults
         return None
 
 
@@ -252,14 +252,10 @@ def _scores_baseline(name: str) -> bool:
     """Whether a run with a holdout scores the metric's holdout baseline (not the self-controlled
     attacks, not the metrics that need a pairing: ``privgate.registry.has_baseline``); True for a
     metric the registry does not know."""
-    from .catalogue import get_metric
     from .registry import has_baseline
 
-    try:
-        spec = get_metric(name)
-    except UnknownMetricError:  # a plugin's metric not registered here: assume it does
-        return True
-    return has_baseline(spec)
+    spec = _spec(name)
+    return True if spec is None else has_baseline(spec)
 
 
 def estimate_run(
