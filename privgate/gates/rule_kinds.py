@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import UnknownRuleKindError
+from ..suggest import did_you_mean
 
 # what a threshold or baseline rule may compare: the point estimate, or an end of its 95 % interval
 ON = ("estimate", "lower", "upper")
@@ -110,11 +111,12 @@ def unregister_rule_kind(name: str) -> None:
 
 def rule_kind(name: str) -> RuleKind:
     """The declaration of rule kind ``name``; an unknown kind raises
-    :class:`~privgate.errors.UnknownRuleKindError` naming it and the known ones."""
+    :class:`~privgate.errors.UnknownRuleKindError` naming it, the closest and the known ones."""
     try:
         return _KINDS[name]
     except (KeyError, TypeError):
-        raise UnknownRuleKindError(f"unknown rule kind {name!r}; known rule kinds: {', '.join(_KINDS)}") from None
+        hint = did_you_mean(name, _KINDS) if isinstance(name, str) else ""
+        raise UnknownRuleKindError(f"unknown rule kind {name!r}{hint}; known rule kinds: {', '.join(_KINDS)}") from None
 
 
 def kind_names() -> tuple[str, ...]:

@@ -150,6 +150,12 @@ def test_an_unknown_kind_fails_loudly_everywhere():
             call()
     with pytest.raises(ConfigError, match="common_rows.ceiling: unknown key"):
         parse_gate_config({"metrics": {"common_rows": {"ceiling": 0.1}}})
+    # a mistyped kind is named with the closest declared one, as a mistyped metric is
+    with pytest.raises(
+        UnknownRuleKindError,
+        match=f"unknown rule kind 'treshold'; did you mean 'threshold'\\?; known rule kinds: {known}",
+    ):
+        Rule("treshold", 0.1, "block")
 
 
 def test_an_unknown_kind_fails_loudly_in_the_adapters():
