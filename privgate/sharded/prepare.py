@@ -1,8 +1,8 @@
 """Everything a sharded evaluation settles before its first search, from the partitions alone:
 the partitions listed (on the workers), the schema, the identifier columns, the encoding's fit,
 the identifiability weights and whether the spaces are compact — as a local context would
-settle them from the whole frames. Only footers, counts, moments, levels and single columns'
-entropies reach the caller (:mod:`privgate.sharded.summary`)."""
+settle them from the whole frames — and the local gate's value checks. Only footers, counts,
+moments, levels and single columns' entropies reach the caller (:mod:`privgate.sharded.summary`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from typing import Any
 import polars as pl
 
 from ..context_spaces import COMPACT_SPACES_ABOVE, coded_above
+from ..errors import InputLoadError, PrivgateError
 from ..schema import (
     CATEGORICAL,
     IDENTIFIER_DISTINCT_SHARE,
     IDENTIFIER_MIN_ROWS,
     Schema,
     check_same_columns,
+    check_values_lazily,
     infer_schema,
     normalise_frame,
 )
@@ -27,7 +29,23 @@ from .joins import sharded_distinct
 from .partitions import Partition, list_partitions, read_partition
 from .summary import merge_fit, partition_levels, summarise_partition
 
-__all__ = ["column_task", "prepare_inputs"]
+__all__ = ["check_values_task", "column_task", "prepare_inputs"]
+
+
+def check_values_task(parts: Mapping[str, list[Partition]], schema: Schema) -> None:
+    """On a worker: the value checks a local gate makes (:func:`privgate.schema.check_values_lazily`:
+    no infinite or overflowing number, no real column of nulls only) on every role's files, one
+    streamed aggregation per role; the same errors, naming the column and role, never a value."""
+    frames = {r: pl.scan_parquet(list(dict.fromkeys(p.path for p in ps))) for r, ps in parts.items()}
+    heights = {r: sum(p.rows for p in ps) for r, ps in parts.items()}
+    try:
+        check_values_lazily(frames, schema, heights)
+    except PrivgateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the text may quote content: type only
+        raise InputLoadError(
+            f"cannot read the {', '.join(parts)} files to check their values ({type(exc).__name__})"
+        ) from None
 
 
 def column_task(parts: list[Partition], column: str, kind: str) -> float:
@@ -54,6 +72,9 @@ def prepare_inputs(
     check_same_columns(shapes)
     order = shapes["real"].columns
     schema = infer_schema({r: f.select(order) for r, f in shapes.items()}, user_schema, check_values=False)
+    # what infer_schema checks on loaded frames: without it an infinite value or a real column of
+    # nulls only would be fitted (NaN or zero moments) and gated where a local gate refuses it
+    client.submit(check_values_task, parts, schema, pure=False).result()
     kinds = schema.as_dict()
     summaries = {
         role: client.gather([client.submit(summarise_partition, p, kinds, pure=False) for p in ps])

@@ -31,6 +31,26 @@ from privgate.sharded.summary import (
 from privgate.spaces import mixed_space
 
 
+class Now:
+    """A synchronous stand-in for a Dask client: every task runs here, at once."""
+
+    def submit(self, fn, *args, pure=True, **kw):
+        class Done:
+            def __init__(self, value):
+                self.value = value
+
+            def result(self):
+                return self.value
+
+        def value(a):
+            return [value(x) for x in a] if isinstance(a, list) else a.result() if hasattr(a, "result") else a
+
+        return Done(fn(*[value(a) for a in args], **kw))
+
+    def gather(self, futures):
+        return [f.result() for f in futures]
+
+
 def _sharded(q, t, k, cuts, q_ids, **kw):
     """The k nearest of ``q`` in ``t`` cut into partitions at ``cuts``, merged."""
     ids = np.arange(t.shape[0])
@@ -187,23 +207,6 @@ def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
     from privgate.copies import carries_real_identifier
     from privgate.sharded.joins import sharded_distinct, sharded_identifier_hits
 
-    class Now:
-        def submit(self, fn, *args, pure=True, **kw):
-            class Done:
-                def __init__(self, value):
-                    self.value = value
-
-                def result(self):
-                    return self.value
-
-            def value(a):
-                return [value(x) for x in a] if isinstance(a, list) else a.result() if hasattr(a, "result") else a
-
-            return Done(fn(*[value(a) for a in args], **kw))
-
-        def gather(self, futures):
-            return [f.result() for f in futures]
-
     ids = [f"id{i % 450}" if i % 7 else None for i in range(500)]
     real = pl.DataFrame({"id": pl.Series(ids, dtype=pl.String), "x": np.arange(500.0)})
     other = pl.DataFrame(
@@ -219,3 +222,39 @@ def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
     assert sharded_distinct(Now(), parts["real"], "id", "categorical") == real["id"].drop_nulls().n_unique()
     hits = sharded_identifier_hits(Now(), parts, {"id": "categorical"}, ["id"], "synthetic")
     assert np.array_equal(hits, carries_real_identifier(real, other, ["id"])) and 0 < hits.sum() < hits.size
+
+
+@pytest.mark.parametrize(
+    ("column", "error", "expected"),
+    [
+        (pl.lit(None, dtype=pl.Float64), "AllNullColumnError", "column 'extra' of real has only nulls"),
+        (
+            pl.when(pl.col("age") > 80).then(float("inf")).otherwise(pl.col("income")),
+            "NonFiniteValueError",
+            r"column 'extra' of real has \d+ infinite value",
+        ),
+        (
+            pl.when(pl.col("age") > 80).then(1e300).otherwise(pl.col("income")),
+            "NonFiniteValueError",
+            r"column 'extra' of real has \d+ value\(s\) larger than",
+        ),
+    ],
+)
+def test_inputs_a_local_gate_refuses_are_refused_with_its_error(tmp_path, column, error, expected):
+    """The value checks of a local gate run on the partitions too (an all-null real column would
+    otherwise be fitted as a constant and an infinite one as NaN, and gated), naming the column and
+    role, never a value; the same inputs loaded are refused with the same message."""
+    from privgate import errors
+    from privgate.sharded.prepare import prepare_inputs
+
+    real = records(400, 1).drop("note").with_columns(column.alias("extra"))
+    synth = records(300, 2).drop("note").with_columns(pl.col("income").alias("extra"))
+    folders = {
+        "real": str(write_folder(real, tmp_path / "real", files=2)),
+        "synthetic": str(write_folder(synth, tmp_path / "synthetic", files=2)),
+    }
+    with pytest.raises(getattr(errors, error), match=expected) as sharded:
+        prepare_inputs(Now(), folders)
+    with pytest.raises(getattr(errors, error)) as local:
+        infer_schema({"real": real, "synthetic": synth})
+    assert str(sharded.value) == str(local.value)
