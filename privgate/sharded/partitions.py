@@ -6,7 +6,8 @@ name order, subfolders included), a glob pattern or a list of files. Its records
 the files in that order, each file's row groups in order: partition ``i`` is one row group and
 holds the records ``start .. start + rows`` of the role. Only the files' footers are read to list
 them (on a worker: the paths must be reachable there, not here); reading a partition reads its
-row group alone. Errors name the file and row group, never a value.
+row group alone. Errors name the file and row group — and the worker, whose paths they are —
+never a value.
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ class Partition:
         return f"{self.role} partition {Path(self.path).name}#row-group-{self.row_group}"
 
 
+def _where() -> str:
+    """Where a path was looked up: " on worker <address>" inside a Dask worker (a path one worker
+    cannot reach another may), else " here"."""
+    try:
+        from distributed import get_worker
+
+        return f" on worker {get_worker().address}"
+    except Exception:  # noqa: BLE001 - not on a worker, or no distributed
+        return " here"
+
+
 def list_files(source: Any, role: str) -> list[str]:
     """The files of ``role``'s input, in record order: a Parquet file, a folder (its ``*.parquet``
     files, sorted by relative path), a glob pattern (sorted) or a list of those."""
@@ -63,15 +75,15 @@ def list_files(source: Any, role: str) -> list[str]:
     if path.is_dir():
         files = sorted(path.rglob("*.parquet"), key=lambda p: p.relative_to(path).as_posix())
         if not files:
-            raise InputLoadError(f"{role}: the folder {path.name!r} holds no .parquet file")
+            raise InputLoadError(f"{role}: the folder {path.name!r} holds no .parquet file{_where()}")
         return [str(f) for f in files]
     if any(ch in text for ch in "*?["):
         files = sorted(glob.glob(text, recursive=True))
         if not files:
-            raise InputLoadError(f"{role}: no file matches the pattern {Path(text).name!r}")
+            raise InputLoadError(f"{role}: no file matches the pattern {Path(text).name!r}{_where()}")
         return files
     if not path.is_file():
-        raise InputLoadError(f"{role}: no such file {path.name!r} on this worker")
+        raise InputLoadError(f"{role}: no such file {path.name!r}{_where()}")
     return [text]
 
 
@@ -89,7 +101,7 @@ def list_partitions(source: Any, role: str) -> tuple[list[Partition], pl.DataFra
             schema = pl.DataFrame(schema=pl.from_arrow(meta.schema_arrow.empty_table()).schema)
         except Exception as exc:  # noqa: BLE001 - parser errors may quote content: type only
             raise InputLoadError(
-                f"{role}: cannot read the Parquet footer of {Path(f).name!r} ({type(exc).__name__})"
+                f"{role}: cannot read the Parquet footer of {Path(f).name!r}{_where()} ({type(exc).__name__})"
             ) from None
         if shape is None:
             shape = schema
@@ -120,9 +132,9 @@ def read_partition(part: Partition, columns: Sequence[str] | None = None) -> pl.
             scan = scan.select(list(columns))
         frame = scan.slice(part.offset, part.rows).collect()
     except Exception as exc:  # noqa: BLE001 - the text may quote content: type only
-        raise InputLoadError(f"cannot read {part.name()} ({type(exc).__name__})") from None
+        raise InputLoadError(f"cannot read {part.name()}{_where()} ({type(exc).__name__})") from None
     if not isinstance(frame, pl.DataFrame) or frame.height != part.rows:
-        raise InputLoadError(f"{part.name()} changed since it was listed: {part.rows} records expected")
+        raise InputLoadError(f"{part.name()} changed since it was listed: {part.rows} records expected{_where()}")
     return frame
 
 

@@ -26,7 +26,7 @@ from ..schema import (
 from ..spaces import column_entropy
 from .encode import Inputs
 from .joins import sharded_distinct
-from .partitions import Partition, list_partitions, read_partition
+from .partitions import Partition, _where, list_partitions, read_partition
 from .summary import merge_fit, partition_levels, summarise_partition
 
 __all__ = ["check_values_task", "column_task", "prepare_inputs"]
@@ -44,7 +44,7 @@ def check_values_task(parts: Mapping[str, list[Partition]], schema: Schema) -> N
         raise
     except Exception as exc:  # noqa: BLE001 - the text may quote content: type only
         raise InputLoadError(
-            f"cannot read the {', '.join(parts)} files to check their values ({type(exc).__name__})"
+            f"cannot read the {', '.join(parts)} files{_where()} to check their values ({type(exc).__name__})"
         ) from None
 
 

@@ -220,6 +220,8 @@ def test_a_partition_no_worker_can_read_blocks_naming_the_file(inputs, cluster):
     assert out.exit_code == 3
     messages = " ".join(c.message for c in out.checks if c.rule == "error")
     assert "part-01.parquet" in messages and "synthetic" in messages
+    # and the worker that tried, whose paths they are
+    assert any(f"on worker {w}" in messages for w in client.scheduler_info(n_workers=-1)["workers"]), messages
 
 
 def test_an_unreachable_scheduler_blocks_naming_the_address(inputs, monkeypatch):
