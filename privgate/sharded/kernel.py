@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..neighbours.decide import snap_ties
 from ..ties import REL_TOL
 
 __all__ = ["block_knn", "engine_knn", "merge_lists", "top_k"]
@@ -40,9 +41,7 @@ def top_k(rows: np.ndarray, dist: np.ndarray, idx: np.ndarray, n: int, k: int) -
         return out_d, out_i
     rowmin = np.full(n, np.inf)
     np.minimum.at(rowmin, rows, dist)
-    m = rowmin[rows]
-    tol = REL_TOL * (1.0 + np.maximum(np.abs(dist), np.abs(m)))
-    snapped = np.where(dist - m <= tol, m, dist)
+    snapped = snap_ties(dist, rowmin[rows])
     order = np.lexsort((idx, snapped, rows))
     r, d, i = rows[order], snapped[order], idx[order]
     first = np.searchsorted(r, r, side="left")
