@@ -272,3 +272,25 @@ def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_
     for metric in ("dcr", "hitting_rate", "label_free_memorisation", "label_free_copies"):
         assert f"{metric} cannot be evaluated sharded" in check.message
     assert "label_free_authenticity" not in check.message
+
+
+def test_a_search_failing_on_the_cluster_blocks_naming_the_metric_and_no_value(inputs, cluster, monkeypatch):
+    """A failure that is not privgate's own (a worker's exception, workers lost past the retries)
+    is that metric's error: the gate blocks, naming the metric and the exception's type — not
+    its text, which may quote a record."""
+    from privgate.sharded.search import ShardedSearch
+
+    _, client = cluster
+    secret = inputs["frames"]["real"]["note"][0][:20]
+
+    def fails(self, *args, **kwargs):
+        raise RuntimeError(f"a worker quoting a record: {secret}")
+
+    monkeypatch.setattr(ShardedSearch, "knn", fails)
+    out = _sharded(inputs["config"], inputs["folders"], client)
+    assert out.exit_code == 3
+    messages = " ".join(c.message for c in out.checks if c.rule == "error")
+    assert "RuntimeError (message withheld" in messages and secret not in messages, messages
+    assert out.report is not None and "a worker quoting" not in json.dumps(out.report.errors)
+    for m in ("memorisation", "authenticity", "identifiability", "median_dcr", "nnaa"):
+        assert f"metric {m!r} failed: RuntimeError" in out.report.errors[m]
