@@ -122,6 +122,9 @@ def test_sharded_hitting_rate_equals_the_local_metric(tmp_path, client, n_real, 
         got, want = _numbers(remote.results["hitting_rate"]), _numbers(local)
         assert {k: (v, want[k]) for k, v in got.items() if not _close(v, want[k])} == {}, (beyond, got)
         np.testing.assert_array_equal(remote.results["hitting_rate"].per_record, local.per_record)
+        searches = remote.results["hitting_rate"].details["neighbour_search"]["searches"]
+        methods = {v["method"].split(": ", 1)[1].split(" ")[1] for v in searches.values()}
+        assert methods == ({"target"} if sample_real else {"query"})  # a sample is one block, else pairs
         assert 0 < want["raw"] < 1 and want["n_hit"] >= 25  # hits and misses, the copies among the hits
         if beyond and copies > 300:  # hits beyond chance, with an interval
             assert want["value"] > 0.1 and want["ci"][0] < want["value"] < want["ci"][1]
