@@ -130,7 +130,7 @@ def test_sharded_hitting_rate_equals_the_local_metric(tmp_path, client, n_real, 
             assert want["value"] > 0.1 and want["ci"][0] < want["value"] < want["ci"][1]
 
 
-def test_hitting_rate_by_hand():
+def test_hitting_rate_by_hand(tmp_path, client):
     """Real ages 0, 30, 60 (h = 2) with a constant unit 1 and a sex: release (2, 1, F) hits
     age 0 (exactly h away, inclusive), (33, 1, F) hits nothing (3 > h), (60, 1, M) does not hit
     the female record of age 60 (a category differs), (60, 2, F) does not (the constant column
@@ -149,8 +149,10 @@ def test_hitting_rate_by_hand():
             "sex": ["F", "F", "M", "F", "M"],
         }
     )
-    res = m.hitting_rate(
-        privgate.EvaluationContext(real, syn, schema={"age": "numeric", "unit": "numeric", "sex": "categorical"})
-    )
+    schema = {"age": "numeric", "unit": "numeric", "sex": "categorical"}
+    res = m.hitting_rate(privgate.EvaluationContext(real, syn, schema=schema))
     assert res.details["n_hit"] == 2 and res.value == pytest.approx(0.5)
     assert res.per_record.tolist() == [1.0, 0.0, 0.0, 1.0]
+    folders = {r: str(write_folder(f, tmp_path / r, files=2, row_group=1)) for r, f in (("real", real), ("syn", syn))}
+    remote = evaluate_sharded(folders["real"], folders["syn"], ["hitting_rate"], executor=client, schema=schema)
+    assert remote.results["hitting_rate"].per_record.tolist() == [1.0, 0.0, 0.0, 1.0]
