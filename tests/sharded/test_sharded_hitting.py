@@ -90,13 +90,19 @@ def _numbers(res) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("n_real", "n_syn", "sample_real", "copies"),
-    [(900, 900, None, 450), (900, 1300, None, 25), (1200, 700, None, 350), (1000, 1000, 300, 25)],
+    ("n_real", "n_syn", "n_hold", "sample_real", "copies"),
+    [
+        (900, 900, 800, None, 450),
+        (900, 1300, 800, None, 25),
+        (1200, 700, 800, None, 350),
+        (1000, 1000, 800, 300, 25),
+        (700, 900, 1100, None, 300),  # the baseline's holdout sample cut again to the real size
+    ],
 )
-def test_sharded_hitting_rate_equals_the_local_metric(tmp_path, client, n_real, n_syn, sample_real, copies):
+def test_sharded_hitting_rate_equals_the_local_metric(tmp_path, client, n_real, n_syn, n_hold, sample_real, copies):
     real = _records(n_real, 1)
     synth = _release(real, n_syn, 2, copies=copies)
-    holdout = _records(800, 3)
+    holdout = _records(n_hold, 3)
     folders = {
         r: str(write_folder(f, tmp_path / r, files=3, row_group=150))
         for r, f in (("real", real), ("synthetic", synth), ("holdout", holdout))
