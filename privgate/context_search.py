@@ -16,6 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .box_query import BoxQuery
 from .context_spaces import _return_freed_heap, _space_key, _space_name, coded_above
 from .errors import TooFewRowsError
 from .neighbours import Neighbours, any_within_box, knn, knn_rows, nearest_outside_groups, search_matrices
@@ -217,6 +218,13 @@ class SearchMixin:
             "n_target": int(target.shape[0]),
         }
         return hit
+
+    def box_query(self, tolerance_divisor: float, *, real_rows: np.ndarray | None = None) -> BoxQuery:
+        """hitting_rate's box queries over this evaluation's records
+        (:class:`privgate.box_query.BoxQuery`), holding the coordinates of the real records
+        ``real_rows`` (None: every one) and of every release record; each query is made by
+        :meth:`any_within_box`."""
+        return BoxQuery(self, tolerance_divisor, real_rows)
 
     def nearest_outside_groups(
         self,

@@ -13,16 +13,14 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import polars as pl
 
 from .. import seeds, stats
 from ..context_spaces import coded_above
 from ..errors import NotApplicableError, ParameterError
-from ..neighbours import pair_distances, refine_group_ids, search_k
+from ..neighbours import pair_distances, search_k
 from ..registry import register_metric
 from ..results import MetricResult
-from ..schema import NUMERIC
-from ..spaces import FamdEncoder, category_codes, famd_encoder, famd_inputs
+from ..spaces import FamdEncoder, famd_encoder, famd_inputs
 from ..stats.metric_intervals import (
     BOOT,
     OFF,
@@ -969,21 +967,15 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
     """
     if tolerance_divisor <= 0:
         raise ParameterError(f"hitting_rate tolerance_divisor must be > 0; got {tolerance_divisor}")
-    coords = _box_coordinates(ctx, tolerance_divisor)
     rows = real_rows(ctx)
     # every real record's coordinates only when the other real records are searched too (beyond
-    # chance); else the sampled query records' alone (at 2M records the whole matrix took 0.3 CPU-s)
-    if beyond_chance:
-        real_all = _stacked(coords["real"], ctx.n_real)
-        q = on_rows(real_all, rows)
-    else:
-        q = _stacked([on_rows(c, rows) for c in coords["real"]], ctx.n_real if rows is None else rows.size)
-    t = _stacked(coords["synthetic"], ctx.n_synthetic)
-    hit = ctx.any_within_box(q, t, 1.0, name="hitting_rate box query real→synthetic")
+    # chance); else the sampled query records' alone
+    boxes = ctx.box_query(tolerance_divisor, real_rows=None if beyond_chance else rows)
+    hit = boxes.hits(rows, "synthetic", name="hitting_rate box query real→synthetic")
     share = float(hit.mean())
     params = {"tolerance_divisor": tolerance_divisor, "beyond_chance": bool(beyond_chance)}
     if beyond_chance:
-        return _hitting_beyond_chance(ctx, params, real_all, t, rows, hit)
+        return _hitting_beyond_chance(ctx, params, boxes, rows, hit)
     res = result(
         ctx,
         "hitting_rate",
@@ -998,120 +990,35 @@ def hitting_rate(ctx, *, tolerance_divisor: float = 30.0, beyond_chance: bool = 
     return mark_sampled(set_share_ci(res, hit, "tolerances (ranges of the real columns) held fixed"), ctx, rows)
 
 
-def _box_coordinates(ctx, tolerance_divisor: float) -> dict[str, list[np.ndarray]]:
-    """hitting_rate's coordinates per role, in units of each numeric column's tolerance h, with
-    the columns that must be equal folded into one last coordinate, a group number spaced 3 apart."""
-    coords: dict[str, list[np.ndarray]] = {"real": [], "synthetic": []}
-    # the columns that must be equal (categories, null indicators, constant columns) folded, one
-    # at a time, into one group number per record (real rows first, then synthetic)
-    group: np.ndarray | None = None
-    for col in ctx.schema.columns:
-        # one column at a time: a Parquet scan is never loaded whole for this metric
-        frames = {r: ctx.columns(r, [col]) for r in ("real", "synthetic")}
-        if ctx.schema.kind(col) == NUMERIC:
-            group = _fold_numeric_column(frames, col, tolerance_divisor, coords, group)
-        else:
-            codes, _ = category_codes(frames, col)
-            group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
-        del frames
-    # the group number spaced 3 apart: a record of another group is ≥ 3 > 1 box unit away on that
-    # coordinate, as it was on the mismatching column's own code coordinate — the same answer from
-    # a k-d tree of (numeric columns + 1) dimensions instead of one per column (profiled at
-    # 100k × 100k, 1 thread, under load: the box query 12.2 s → 1.1 s)
-    if group is not None:
-        ids = group.astype(np.float64) * 3.0
-        coords["real"].append(ids[: ctx.n_real])
-        coords["synthetic"].append(ids[ctx.n_real :])
-    return coords
-
-
-def _fold_numeric_column(
-    frames: dict[str, pl.DataFrame],
-    col: str,
-    tolerance_divisor: float,
-    coords: dict[str, list[np.ndarray]],
-    group: np.ndarray | None,
-) -> np.ndarray:
-    """Append numeric column ``col``'s values in units of its tolerance h to ``coords`` (when h > 0)
-    and return ``group`` refined by its nulls (and by its value when h = 0: equality needed)."""
-    rv = frames["real"][col].to_numpy().astype(np.float64, copy=False)
-    ok = ~np.isnan(rv)
-    h = float((rv[ok].max() - rv[ok].min()) / tolerance_divisor)
-    missing = {}
-    for role, f in frames.items():
-        v = f[col].to_numpy().astype(np.float64, copy=True)
-        missing[role] = np.isnan(v)
-        if h > 0:
-            coords[role].append(np.where(missing[role], 0.0, v / h))
-    group = refine_group_ids(group, np.concatenate([missing["real"], missing["synthetic"]]), ordered=False)
-    if h == 0:
-        codes, _ = category_codes({r: f.select(pl.col(col).cast(pl.String)) for r, f in frames.items()}, col)
-        group = refine_group_ids(group, np.concatenate([codes["real"], codes["synthetic"]]), ordered=False)
-    return group
-
-
-def _stacked(columns: list[np.ndarray], n: int) -> np.ndarray:
-    """The columns side by side (n rows; no column: n × 0)."""
-    return np.column_stack(columns) if columns else np.zeros((n, 0))
-
-
 def _release_hits_at_size(
-    ctx,
-    rng: np.random.Generator,
-    real_all: np.ndarray,
-    synth: np.ndarray,
-    query_pos: np.ndarray,
-    size: int,
-    hit_full: np.ndarray,
+    boxes, rng: np.random.Generator, n_syn: int, query_pos: np.ndarray, size: int, hit_full: np.ndarray
 ) -> np.ndarray:
     """Which queried real records the release hits, the release cut to ``size`` by a seeded draw."""
-    n_syn = synth.shape[0]
     if n_syn <= size:
         return hit_full
     # the release cut to the real data's size
     keep = np.sort(rng.choice(n_syn, size, replace=False))
-    return ctx.any_within_box(
-        real_all[query_pos], synth[keep], 1.0, name="hitting_rate box query real→synthetic subset"
-    )
+    return boxes.hits(query_pos, "synthetic", keep, name="hitting_rate box query real→synthetic subset")
 
 
-def _chance_hits_at_size(
-    ctx, rng: np.random.Generator, real_all: np.ndarray, query_pos: np.ndarray, size: int
-) -> np.ndarray:
+def _chance_hits_at_size(boxes, rng: np.random.Generator, n_real: int, query_pos: np.ndarray, size: int) -> np.ndarray:
     """Which queried real records another real record hits, the others cut to ``size`` by a seeded draw."""
-    n_real = real_all.shape[0]
+    keep = None
     if n_real - 1 > size:  # the other real records cut to the release's size (a query's own row never counts)
         keep = np.sort(rng.choice(n_real, size + 1, replace=False))
-        pos = np.full(n_real, -1, dtype=np.int64)
-        pos[keep] = np.arange(keep.size)
-        return ctx.any_within_box(
-            real_all[query_pos],
-            real_all[keep],
-            1.0,
-            self_rows=pos[query_pos],
-            name="hitting_rate box query real→other real records",
-        )
-    return ctx.any_within_box(
-        real_all[query_pos],
-        real_all,
-        1.0,
-        self_rows=query_pos,
-        name="hitting_rate box query real→other real records",
-    )
+    return boxes.hits(query_pos, "real", keep, exclude_self=True, name="hitting_rate box query real→other real records")
 
 
-def _hitting_beyond_chance(
-    ctx, params: dict, real_all: np.ndarray, synth: np.ndarray, rows: np.ndarray | None, hit_full: np.ndarray
-) -> MetricResult:
+def _hitting_beyond_chance(ctx, params: dict, boxes, rows: np.ndarray | None, hit_full: np.ndarray) -> MetricResult:
     """hitting_rate's hits beyond chance (see :func:`hitting_rate`): the release's hits and the
     other real records' hits of the same real records, at one size."""
-    n_real, n_syn = real_all.shape[0], synth.shape[0]
+    n_real, n_syn = ctx.n_real, ctx.n_synthetic
     query_pos = np.arange(n_real) if rows is None else np.asarray(rows)
     size = min(n_syn, n_real)
     rng = seeds.rng(ctx.seed, "hitting_rate.sizes")
     # the release's draw first, then the other real records': the seeded draws keep their order
-    hit = _release_hits_at_size(ctx, rng, real_all, synth, query_pos, size, hit_full)
-    chance = _chance_hits_at_size(ctx, rng, real_all, query_pos, size)
+    hit = _release_hits_at_size(boxes, rng, n_syn, query_pos, size, hit_full)
+    chance = _chance_hits_at_size(boxes, rng, n_real, query_pos, size)
     h, h0 = float(hit.mean()), float(chance.mean())
     room = 1.0 - h0
     value = min(1.0, max(0.0, (h - h0) / room)) if room > 0 else 0.0

@@ -5,9 +5,10 @@ it, unchanged, and every search it asks for is made on the cluster.
 their partitions: it knows the roles' sizes, the schema, the seed, the run options and the
 samples (drawn here, once, by the same seeded streams as a local context), and answers
 :meth:`neighbours`, :meth:`search` of a space's rows, :meth:`nearest_outside_groups` and
-:meth:`entropies` from the cluster (:mod:`privgate.sharded.search`). Its spaces are
+:meth:`entropies` from the cluster (:mod:`privgate.sharded.search`), and hitting_rate's
+:meth:`box_query` per pair of partitions (:mod:`privgate.sharded.boxes`). Its spaces are
 :class:`RowsOf` handles — which role's rows of which space — not matrices. A metric that reads
-whole frames or matrices (a FAMD projection, the label-free view, a box query over columns)
+whole frames or matrices (a FAMD projection, the label-free view, a box query over whole columns)
 raises :class:`NotShardedError`, naming it, before it reads anything; :data:`SHARDED_METRICS`
 lists the metrics that run here.
 """
@@ -38,6 +39,7 @@ SHARDED_METRICS = (
     "nnaa",
     "common_rows",
     "identifier_reuse",
+    "hitting_rate",
 )
 #: why the other metrics of the default gate are not sharded
 NOT_SHARDED = {
@@ -46,7 +48,6 @@ NOT_SHARDED = {
     "label_free_memorisation": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_copies": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_authenticity": "the label-free view learns numeric maps and level classes from whole frames",
-    "hitting_rate": "its box query reads every real and release record's columns at once",
 }
 
 
@@ -328,6 +329,14 @@ class ShardedContext(EvaluationContext):
 
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")
+
+    def box_query(self, tolerance_divisor: float, *, real_rows: np.ndarray | None = None) -> Any:
+        """hitting_rate's box queries, per pair of partitions on the workers
+        (:class:`privgate.sharded.boxes.ShardedBoxQuery`: the local gate's flags); no
+        coordinates are held here, so ``real_rows`` changes nothing."""
+        from .boxes import ShardedBoxQuery
+
+        return ShardedBoxQuery(self._search_on, self._views, tolerance_divisor, self._shared, self._searches_used)
 
     # ------------------------------------------------------------------ the holdout baseline
     def holdout_baseline(self) -> ShardedContext:
