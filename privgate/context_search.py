@@ -47,6 +47,14 @@ class SearchMixin:
         order) against the others; with another query set, ``rows`` and ``target_rows`` combine
         (these query rows against those target rows)."""
         key = _space_key(space)
+        main = self._holdout_alias()
+        if main is not None and "synthetic" in (query, target):
+            # this holdout baseline's "release" is the whole holdout, in order, in the main
+            # context's matrices: its searches are the main context's of the holdout (one cache)
+            role = {"synthetic": "holdout"}
+            nb = main.neighbours(space, role.get(query, query), role.get(target, target), k, rows, target_rows)
+            self._note_search((key, query, target), nb)
+            return nb
         cache_key = (key, query, target)
         if target_rows is not None:
             if rows is not None and query == target:
@@ -89,6 +97,16 @@ class SearchMixin:
         shared = self._cache_of(query, target)
         full = shared.get((_space_key(space), query, target))
         return full is not None and full.k >= k and (full.exact or not exact)
+
+    def _holdout_alias(self):
+        """The main context when this is its holdout baseline's and the baseline's release is
+        every holdout record in order (then a search of it is the main context's of the holdout,
+        the same rows of the same matrices); else None."""
+        enc = getattr(self, "_encoded_by", None)
+        if enc is None or enc[1] is not None:
+            return None
+        main = enc[0]
+        return main if type(main) is type(self) and main.holdout is not None else None
 
     def _cache_of(self, query: str, target: str) -> dict:
         """Where :meth:`neighbours` keeps a search of ``query`` against ``target``: the real → real
