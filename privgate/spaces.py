@@ -341,8 +341,8 @@ def famd_space(
         zr = None
         parts = [np.linalg.qr(z, mode="r") for z in _famd_blocks(encoder, frames["real"], block_rows)]
         _, s, vt = np.linalg.svd(np.linalg.qr(np.vstack(parts), mode="r"), full_matrices=False)
-    nc = int(min(n_components, vt.shape[1], frames["real"].height))
-    v = _fixed_signs(vt[:nc].T)
+    v, details = famd_axes(s, vt, n_components, frames["real"].height, encoder.width)
+    nc = v.shape[1]
     if zr is not None:
         real_projected = zr @ v
         del zr  # before the other frames are encoded
@@ -352,6 +352,17 @@ def famd_space(
             r: np.vstack([z @ v for z in _famd_blocks(encoder, f, block_rows)]) if f.height else np.empty((0, nc))
             for r, f in frames.items()
         }
+    if block_rows is not None:
+        details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
+    return EncodedSpace(name, mats, details)
+
+
+def famd_axes(s: np.ndarray, vt: np.ndarray, n_components: int, height: int, width: int) -> tuple[np.ndarray, dict]:
+    """(the FAMD axes, (width, nc) with fixed signs; the fit's details) from the real input's
+    singular values ``s`` and right singular vectors ``vt`` (as rows), ``height`` real records and
+    ``width`` input features — whichever factorisation of the input gave them."""
+    nc = int(min(n_components, vt.shape[1], height))
+    v = _fixed_signs(vt[:nc].T)
     total = float((s**2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     # A tie between the last kept and the first dropped singular value leaves the projection
@@ -361,12 +372,10 @@ def famd_space(
     details = {
         "n_components": nc,
         "explained_variance_ratio": explained,
-        "n_input_features": encoder.width,
+        "n_input_features": width,
         "degenerate_projection": degenerate,
     }
-    if block_rows is not None:
-        details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
-    return EncodedSpace(name, mats, details)
+    return v, details
 
 
 def famd_encoder(real: pl.DataFrame, schema: Schema, coded_above: int | None) -> "FamdEncoder":
@@ -464,10 +473,9 @@ class FamdEncoder:
         width = 0
         for col in schema.columns:
             if schema.kind(col) == NUMERIC:
-                v = real[col].to_numpy().astype(np.float64, copy=False)
-                ok = ~np.isnan(v)  # as numeric_block: real mean, population std, nulls → the mean
-                mean = float(v[ok].mean()) if ok.any() else 0.0
-                std = float(v[ok].std()) if ok.any() else 0.0
+                # as numeric_block: real mean, population std (0 for a constant column,
+                # fitted_std), nulls → the mean
+                mean, std = _real_stats(real, col)
                 self.blocks.append((col, (mean, std)))
                 width += 1
             else:
@@ -483,6 +491,18 @@ class FamdEncoder:
         self.width = width
         #: the width of the whole FAMD input, coded columns' indicator blocks included
         self.full_width = width + sum(len(levels) for _, levels, _ in self.coded)
+
+    @classmethod
+    def from_blocks(cls, blocks: list[tuple[str, object]]) -> "FamdEncoder":
+        """An encoder of these statistics (:attr:`blocks`: per numeric column (mean, std), per
+        categorical column (levels, shares)) fitted elsewhere — a sharded evaluation merges them
+        from the real partitions — with no coded column."""
+        encoder = cls.__new__(cls)
+        encoder.blocks, encoder.coded = list(blocks), []
+        encoder.width = encoder.full_width = sum(
+            1 if isinstance(stats[0], float) else len(stats[0]) for _, stats in blocks
+        )
+        return encoder
 
     def inputs(self, frame: pl.DataFrame) -> "FamdInputs":
         """``frame``'s whole FAMD input as an operator: the written part and the coded columns'
