@@ -196,8 +196,7 @@ class ShardedContext(EvaluationContext):
         from .famd import famd_encoder_of
 
         if "famd_encoder" not in self._shared:
-            search = self._search_on
-            self._shared["famd_encoder"] = famd_encoder_of(search.client, search.sent, search.inputs)
+            self._shared["famd_encoder"] = famd_encoder_of(self._search_on)
         encoder, coded = self._shared["famd_encoder"]
         if coded:
             raise NotShardedError(
@@ -216,7 +215,7 @@ class ShardedContext(EvaluationContext):
         if key not in fits:
             encoder = self._famd_encoder()
             search = self._search_on
-            axes, details = fit_famd(search.client, search.sent, search.inputs, encoder, key[1])
+            axes, details = fit_famd(search, encoder, key[1])
             search.add_projection(key, FamdProjection(encoder, axes))
             fits[key] = (axes, details)
         axes, details = fits[key]
@@ -239,7 +238,7 @@ class ShardedContext(EvaluationContext):
         tag = (n_components, hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest())
         if tag not in store:
             try:
-                store[tag] = refit_axes(search.client, search.sent, search.inputs, encoder, labels, n_components)
+                store[tag] = refit_axes(search, encoder, labels, n_components)
             except ValueError as exc:
                 raise NotShardedError(f"dcr's jackknife refit is not sharded here: {exc}") from None
         near = refit_nearest(

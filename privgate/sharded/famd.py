@@ -64,13 +64,14 @@ def level_counts_task(inputs: Inputs, part: Partition) -> dict[str, dict[str, in
     return out
 
 
-def famd_encoder_of(client: Any, sent: Any, inputs: Inputs) -> tuple[FamdEncoder, dict[str, int]]:
+def famd_encoder_of(search: Any) -> tuple[FamdEncoder, dict[str, int]]:
     """(the FAMD encoder of the real records, {categorical column: level count} of the columns of
     more real levels than ``inputs.coded_above`` — which a local fit codes and a sharded one does
     not fit): what :class:`privgate.spaces.FamdEncoder` computes from the whole real frame."""
+    client, inputs = search.client, search.inputs
     parts = inputs.parts["real"]
     n = sum(p.rows for p in parts)
-    counts = client.gather([client.submit(level_counts_task, sent, p, pure=False) for p in parts])
+    counts = client.gather([client.submit(level_counts_task, search.sent, p, pure=False) for p in parts])
     blocks: list[tuple[str, object]] = []
     coded = {}
     for col in inputs.schema.columns:
@@ -89,18 +90,24 @@ def famd_encoder_of(client: Any, sent: Any, inputs: Inputs) -> tuple[FamdEncoder
     return FamdEncoder.from_blocks(blocks), coded
 
 
-def r_factor_task(inputs: Inputs, encoder: FamdEncoder, part: Partition) -> np.ndarray:
+def r_factor_task(inputs: Inputs, encoder: FamdEncoder, part: Partition, threads: int) -> np.ndarray:
     """On a worker: the R factor of the QR of one real partition's FAMD input."""
+    from ..threads import blas_limited
+
     frame, _ = read_rows(inputs, part)
-    return np.linalg.qr(encoder.encode(frame), mode="r")
+    with blas_limited(threads):
+        return np.linalg.qr(encoder.encode(frame), mode="r")
 
 
-def fit_famd(client: Any, sent: Any, inputs: Inputs, encoder: FamdEncoder, n_components: int) -> tuple[Any, dict]:
+def fit_famd(search: Any, encoder: FamdEncoder, n_components: int) -> tuple[np.ndarray, dict]:
     """(the FAMD axes, (p, nc) with the local fit's signs; the fit's details as the local
-    :func:`privgate.spaces.famd_space` reports them) from the real partitions' R factors."""
-    parts = inputs.parts["real"]
+    :func:`privgate.spaces.famd_space` reports them) from the real partitions' R factors, on the
+    cluster of ``search`` (a :class:`~privgate.sharded.search.ShardedSearch`)."""
+    client, parts = search.client, search.inputs.parts["real"]
     enc = client.scatter(encoder, broadcast=True, hash=False)
-    factors = client.gather([client.submit(r_factor_task, sent, enc, p, pure=False) for p in parts])
+    factors = client.gather(
+        [client.submit(r_factor_task, search.sent, enc, p, search.threads, pure=False) for p in parts]
+    )
     r = np.linalg.qr(np.vstack(factors), mode="r")
     _, s, vt = np.linalg.svd(r, full_matrices=False)
     axes, details = famd_axes(s, vt, n_components, sum(p.rows for p in parts), encoder.width)
@@ -108,22 +115,25 @@ def fit_famd(client: Any, sent: Any, inputs: Inputs, encoder: FamdEncoder, n_com
     return axes, details
 
 
-def gram_task(inputs: Inputs, encoder: FamdEncoder, part: Partition, labels: np.ndarray, groups: int) -> np.ndarray:
+def gram_task(
+    inputs: Inputs, encoder: FamdEncoder, part: Partition, labels: np.ndarray, groups: int, threads: int
+) -> np.ndarray:
     """On a worker: (groups + 1, p, p): per jackknife group g (``labels`` of the partition's rows)
     the Gram matrix Z_gᵀZ_g of the partition's records of g, and last the partition's ZᵀZ."""
+    from ..threads import blas_limited
+
     frame, _ = read_rows(inputs, part)
     z = encoder.encode(frame)
     out = np.empty((groups + 1, z.shape[1], z.shape[1]))
-    for g in range(groups):  # a loop over groups, not records
-        zg = z[labels == g]
-        out[g] = zg.T @ zg
-    out[groups] = z.T @ z
+    with blas_limited(threads):
+        for g in range(groups):  # a loop over groups, not records
+            zg = z[labels == g]
+            out[g] = zg.T @ zg
+        out[groups] = z.T @ z
     return out
 
 
-def refit_axes(
-    client: Any, sent: Any, inputs: Inputs, encoder: FamdEncoder, labels: np.ndarray, n_components: int
-) -> list[np.ndarray]:
+def refit_axes(search: Any, encoder: FamdEncoder, labels: np.ndarray, n_components: int) -> list[np.ndarray]:
     """Per jackknife group g, the leading ``n_components`` eigenvectors of ZᵀZ − Z_gᵀZ_g (Z the
     real FAMD input; the sums over the real partitions' Gram matrices), as the local refit takes
     them (``numpy.linalg.eigh``, descending). Raises ValueError when the Gram matrices of a
@@ -135,10 +145,13 @@ def refit_axes(
             f"the FAMD input has {p} features: {groups + 1} Gram matrices of {p} × {p} per partition "
             f"exceed {MAX_GRAM_BYTES // 2**20} MiB"
         )
+    client = search.client
     enc = client.scatter(encoder, broadcast=True, hash=False)
     futs = [
-        client.submit(gram_task, sent, enc, part, labels[part.start : part.stop], groups, pure=False)
-        for part in inputs.parts["real"]
+        client.submit(
+            gram_task, search.sent, enc, part, labels[part.start : part.stop], groups, search.threads, pure=False
+        )
+        for part in search.inputs.parts["real"]
     ]
     grams = None
     for fut in futs:  # summed as they arrive, in partition order

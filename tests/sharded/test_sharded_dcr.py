@@ -97,6 +97,22 @@ def test_dcr_with_sampled_refit_queries_and_with_sampled_real_records_equals_the
     _assert_equal(local, remote)
 
 
+def test_dcr_of_more_famd_inputs_than_records_equals_the_local_metric(tmp_path, client):
+    # p > n: the local refit takes the axes from the records' n × n Gram matrix, the sharded one
+    # from the summed p × p Gram matrices — the same axes
+    rng = np.random.default_rng(5)
+
+    def frame(n: int) -> pl.DataFrame:
+        cols = {f"c{j}": rng.choice([f"l{i}" for i in range(90)], n) for j in range(3)}
+        return pl.DataFrame({**cols, "x": rng.normal(size=n)})
+
+    frames = {"real": frame(160), "synthetic": frame(150), "holdout": frame(160)}
+    folders = {r: str(write_folder(f, tmp_path / r, files=3)) for r, f in frames.items()}
+    local, remote = _both({"frames": frames, "folders": folders}, client)
+    assert local.results["dcr"].details["famd"]["n_input_features"] > 160
+    _assert_equal(local, remote)
+
+
 def test_a_famd_input_a_local_fit_would_code_is_refused_naming_why(tmp_path, client, monkeypatch):
     import privgate.spaces
 
