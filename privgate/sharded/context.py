@@ -9,8 +9,9 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :class:`RowsOf` handles — which role's rows of which space — not matrices; the FAMD space's
 axes are fitted here from the real partitions' R factors, and dcr's jackknife refits from their
 Gram matrices (:mod:`privgate.sharded.famd`). A metric that reads whole frames or matrices (the
-label-free view, a box query over columns, a FAMD input with coded columns) raises :class:`NotShardedError`, naming it, before it reads anything; :data:`SHARDED_METRICS`
-lists the metrics that run here.
+label-free view, a box query over columns) or a FAMD input with coded columns raises
+:class:`NotShardedError`, naming it, before it computes anything; :data:`SHARDED_METRICS` lists
+the metrics that run here.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class ShardedContext(EvaluationContext):
         """The FAMD projection fitted on the real records (:mod:`privgate.sharded.famd`)."""
         return self.space(("famd", n_components))
 
-    def _famd_encoder(self):
+    def _famd_encoder(self) -> Any:
         """The FAMD encoder of the real records, merged once per evaluation (shared with the
         holdout baseline); refused when a local fit would code a categorical column."""
         from .famd import famd_encoder_of
