@@ -26,7 +26,7 @@ from privgate.spaces import famd_space  # noqa: E402
 
 #: sharded vs local: the fit's moments are merged from partitions and the axes come from a TSQR of
 #: the partitions' R factors and an eigendecomposition of summed Gram matrices — the local fit's
-#: factorisations by blocks, equal to rounding (measured: ≤ 2e-13 relative)
+#: factorisations by blocks, equal to rounding (measured: ≤ 4e-13 relative up to 120,000 records)
 TOL = 1e-9
 FIELDS = ("value", "raw", "ci", "baseline", "baseline_ci", "excess", "excess_ci")
 
