@@ -3,7 +3,8 @@ partitions' R factors, the jackknife's refits from their Gram matrices and the s
 the workers give the local metric's value, raw value, interval, holdout baseline and per-record
 terms — with every real record refitted (n ≤ 2,000), with a seeded sample of refit queries
 (n > 2,000) and on a seeded sample of real records (no refit) — and a FAMD input a local fit
-would code is refused, naming why."""
+would code is refused, naming why; and without a cluster, the FAMD fit merged from partitions is
+the whole real frame's."""
 
 from __future__ import annotations
 
@@ -139,3 +140,50 @@ def test_a_constant_column_adds_nothing_to_the_famd_projection():
     for role in ("real", "synthetic"):
         np.testing.assert_allclose(np.abs(with_unit[role]), np.abs(without[role]), rtol=1e-12, atol=1e-12)
     assert isinstance(real, pl.DataFrame)
+
+
+def test_the_famd_fit_merged_from_partitions_is_the_whole_real_frames(tmp_path):
+    # without a cluster: the encoder's statistics merged from six real partitions (nulls in a
+    # numeric and a categorical column) and the axes from their R factors are the local fit's
+    from types import SimpleNamespace
+
+    from test_sharded_parts import Now
+
+    from privgate.schema import infer_schema, normalise_frame
+    from privgate.sharded.encode import Inputs
+    from privgate.sharded.famd import FamdProjection, famd_encoder_of, fit_famd
+    from privgate.sharded.partitions import list_partitions
+    from privgate.sharded.summary import merge_fit, partition_levels, summarise_partition
+    from privgate.spaces import FamdEncoder
+
+    real = records(700, 1)
+    real = real.with_columns(pl.when(pl.col("age") > 80).then(None).otherwise(pl.col("income")).alias("income"))
+    parts, shape = list_partitions(str(write_folder(real, tmp_path / "real", files=2, row_group=130)), "real")
+    schema = infer_schema({"real": shape}, check_values=False).subset([c for c in real.columns if c != "note"])
+    kinds = schema.as_dict()
+    fit = merge_fit(
+        [summarise_partition(p, kinds) for p in parts],
+        [partition_levels(p, kinds, schema.categorical) for p in parts],
+        schema,
+    )
+    inputs = Inputs(parts={"real": parts}, schema=schema, fit=fit, coded_above=1000)
+    client = Now()
+    client.scatter = lambda value, **_: value
+    search = SimpleNamespace(client=client, inputs=inputs, sent=inputs, threads=1)
+    merged, coded = famd_encoder_of(search)
+    frame = normalise_frame(real.select(schema.columns), schema)
+    local = FamdEncoder(frame, schema)
+    assert coded == {} and merged.width == local.width == 3 + 2 + 12 + 4  # "unit": a column of zeros
+    for (col, got), (_, want) in zip(merged.blocks, local.blocks):
+        if isinstance(want[0], float):
+            assert got == pytest.approx(want, rel=1e-13), col
+        else:
+            assert got[0] == want[0] and np.array_equal(got[1], want[1]), col
+    assert dict(merged.blocks)["unit"][1] == dict(local.blocks)["unit"][1] == 0.0  # std of a constant: 0
+    axes, details = fit_famd(search, merged, 2)
+    whole = famd_space({"real": frame}, schema)
+    assert details["n_components"] == 2 and details["explained_variance_ratio"] == pytest.approx(
+        whole.details["explained_variance_ratio"], rel=1e-12
+    )
+    got = FamdProjection(merged, axes).encode(frame)
+    assert np.allclose(np.abs(got), np.abs(whole.real), rtol=1e-10, atol=1e-12)
