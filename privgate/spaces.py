@@ -396,11 +396,27 @@ def _famd_space_coded(
     vectors of the real FAMD input as an operator (:meth:`FamdInputs.leading_axes`), every frame
     projected through it."""
     real = encoder.inputs(frames["real"])
-    nc = int(min(n_components, encoder.full_width, frames["real"].height))
-    s, found = real.leading_axes(nc + 1 if nc + 1 < min(real.shape) else nc)
-    v = _fixed_signs(found[:, :nc])
+    nc, k = famd_coded_sizes(n_components, encoder.full_width, frames["real"].height)
+    s, found = real.leading_axes(k)
+    v, details = famd_coded_axes(s, found, nc, real.squared_norm(), encoder, coded_above)
     mats = {r: real.project(v) if r == "real" else encoder.inputs(f).project(v) for r, f in frames.items()}
-    total = real.squared_norm()
+    return EncodedSpace(name, mats, details, axes=found)
+
+
+def famd_coded_sizes(n_components: int, width: int, height: int) -> tuple[int, int]:
+    """(components kept, singular vectors found) of a FAMD fit with coded columns: one more than
+    kept, to tell a tie of the last kept value (``degenerate_projection``), where the input allows."""
+    nc = int(min(n_components, width, height))
+    return nc, nc + 1 if nc + 1 < min(height, width) else nc
+
+
+def famd_coded_axes(
+    s: np.ndarray, found: np.ndarray, nc: int, total: float, encoder: "FamdEncoder", coded_above: int
+) -> tuple[np.ndarray, dict]:
+    """(the FAMD axes with fixed signs, the fit's details) of a fit with coded columns from the
+    singular values ``s`` and right vectors ``found`` (columns) its Lanczos iteration found and
+    the input's squared norm ``total`` — whichever machine ran it."""
+    v = _fixed_signs(found[:, :nc])
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
     details = {
@@ -412,7 +428,7 @@ def _famd_space_coded(
         "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
         "indicator blocks are never written",
     }
-    return EncodedSpace(name, mats, details, axes=found)
+    return v, details
 
 
 def _svd_right(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -493,15 +509,17 @@ class FamdEncoder:
         self.full_width = width + sum(len(levels) for _, levels, _ in self.coded)
 
     @classmethod
-    def from_blocks(cls, blocks: list[tuple[str, object]]) -> "FamdEncoder":
+    def from_blocks(
+        cls, blocks: list[tuple[str, object]], coded: list[tuple[str, list[str], np.ndarray]] | None = None
+    ) -> "FamdEncoder":
         """An encoder of these statistics (:attr:`blocks`: per numeric column (mean, std), per
-        categorical column (levels, shares)) fitted elsewhere — a sharded evaluation merges them
-        from the real partitions — with no coded column."""
+        written categorical column (levels, shares); :attr:`coded`: (column, levels, shares) of
+        the coded ones) fitted elsewhere — a sharded evaluation merges them from the real
+        partitions."""
         encoder = cls.__new__(cls)
-        encoder.blocks, encoder.coded = list(blocks), []
-        encoder.width = encoder.full_width = sum(
-            1 if isinstance(stats[0], float) else len(stats[0]) for _, stats in blocks
-        )
+        encoder.blocks, encoder.coded = list(blocks), list(coded or [])
+        encoder.width = sum(1 if isinstance(stats[0], float) else len(stats[0]) for _, stats in blocks)
+        encoder.full_width = encoder.width + sum(len(levels) for _, levels, _ in encoder.coded)
         return encoder
 
     def inputs(self, frame: pl.DataFrame) -> "FamdInputs":

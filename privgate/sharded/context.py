@@ -193,34 +193,35 @@ class ShardedContext(EvaluationContext):
 
     def _famd_encoder(self) -> Any:
         """The FAMD encoder of the real records, merged once per evaluation (shared with the
-        holdout baseline); refused when a local fit would code a categorical column."""
+        holdout baseline): every categorical column coded when some has more real levels than
+        the evaluation's ``coded_above``, as a local fit's."""
         from .famd import famd_encoder_of
 
         if "famd_encoder" not in self._shared:
             self._shared["famd_encoder"] = famd_encoder_of(self._search_on)
-        encoder, coded = self._shared["famd_encoder"]
-        if coded:
-            raise NotShardedError(
-                f"the FAMD projection of {len(coded)} categorical column(s) of more than "
-                f"{self._search_on.inputs.coded_above} real levels is fitted by a Lanczos solver on the input "
-                "as an operator, which a sharded evaluation does not run"
-            )
-        return encoder
+        return self._shared["famd_encoder"][0]
 
     def _famd_space(self, key: tuple) -> _Space:
         """The FAMD space ``key``: fitted once per evaluation (:func:`privgate.sharded.famd.fit_famd`),
         its projection sent to the workers, which search it as any space."""
-        from .famd import FamdProjection, fit_famd
+        from .famd import FamdProjection, fit_famd, fit_famd_coded
 
         fits = self._shared.setdefault("famd", {})
         if key not in fits:
             encoder = self._famd_encoder()
             search = self._search_on
-            axes, details = fit_famd(search, encoder, key[1])
+            if encoder.coded:
+                try:
+                    axes, details, found = fit_famd_coded(search, encoder, key[1])
+                except ValueError as exc:
+                    raise NotShardedError(f"this FAMD projection is not sharded: {exc}") from None
+            else:
+                axes, details = fit_famd(search, encoder, key[1])
+                found = axes
             search.add_projection(key, FamdProjection(encoder, axes))
-            fits[key] = (axes, details)
-        axes, details = fits[key]
-        return _Space(key, self._views, self._search_on.inputs, details=details, axes=axes)
+            fits[key] = (found, details)
+        found, details = fits[key]
+        return _Space(key, self._views, self._search_on.inputs, details=details, axes=found)
 
     def famd_refit_nearest(self, labels: np.ndarray, n_components: int, q: np.ndarray) -> np.ndarray:
         """dcr's jackknife refits (:func:`privgate.metrics.distance._dcr_without_groups`): per group
@@ -229,7 +230,7 @@ class ShardedContext(EvaluationContext):
         the real partitions (:func:`privgate.sharded.famd.refit_axes`), searched on the workers."""
         import hashlib
 
-        from .famd import refit_axes, refit_nearest
+        from .famd import refit_axes, refit_axes_coded, refit_nearest
 
         encoder = self._famd_encoder()
         search = self._search_on
@@ -239,7 +240,11 @@ class ShardedContext(EvaluationContext):
         tag = (n_components, hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest())
         if tag not in store:
             try:
-                store[tag] = refit_axes(search, encoder, labels, n_components)
+                if encoder.coded:
+                    start = self.famd(n_components).axes
+                    store[tag] = refit_axes_coded(search, encoder, labels, n_components, start)
+                else:
+                    store[tag] = refit_axes(search, encoder, labels, n_components)
             except ValueError as exc:
                 raise NotShardedError(f"dcr's jackknife refit is not sharded here: {exc}") from None
         near = refit_nearest(

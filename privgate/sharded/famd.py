@@ -47,6 +47,8 @@ class FamdProjection:
     axes: np.ndarray
 
     def encode(self, frame: pl.DataFrame) -> np.ndarray:
+        if self.encoder.coded:  # through the coded columns' codes (no indicator block written)
+            return self.encoder.inputs(frame).project(self.axes)
         return self.encoder.encode(frame) @ self.axes
 
 
@@ -66,8 +68,9 @@ def level_counts_task(inputs: Inputs, part: Partition) -> dict[str, dict[str, in
 
 def famd_encoder_of(search: Any) -> tuple[FamdEncoder, dict[str, int]]:
     """(the FAMD encoder of the real records, {categorical column: level count} of the columns of
-    more real levels than ``inputs.coded_above`` — which a local fit codes and a sharded one does
-    not fit): what :class:`privgate.spaces.FamdEncoder` computes from the whole real frame."""
+    more real levels than ``inputs.coded_above``): what :func:`privgate.spaces.famd_encoder`
+    computes from the whole real frame — when some column has more, every categorical column
+    coded."""
     client, inputs = search.client, search.inputs
     parts = inputs.parts["real"]
     n = sum(p.rows for p in parts)
@@ -87,7 +90,10 @@ def famd_encoder_of(search: Any) -> tuple[FamdEncoder, dict[str, int]]:
             coded[col] = len(levels)
         shares = np.array([merged[lv] for lv in levels], dtype=np.int64) / n
         blocks.append((col, (levels, shares)))
-    return FamdEncoder.from_blocks(blocks), coded
+    if not coded:
+        return FamdEncoder.from_blocks(blocks), coded
+    written = [b for b in blocks if isinstance(b[1][0], float)]
+    return FamdEncoder.from_blocks(written, [(c, lv, p) for c, (lv, p) in blocks if not isinstance(lv, float)]), coded
 
 
 def r_factor_task(inputs: Inputs, encoder: FamdEncoder, part: Partition, threads: int) -> np.ndarray:
@@ -113,6 +119,58 @@ def fit_famd(search: Any, encoder: FamdEncoder, n_components: int) -> tuple[np.n
     axes, details = famd_axes(s, vt, n_components, sum(p.rows for p in parts), encoder.width)
     details["fit"] = f"TSQR over the {len(parts)} real partitions' R factors, then the SVD of R (sharded)"
     return axes, details
+
+
+def fit_famd_coded(search: Any, encoder: FamdEncoder, n_components: int) -> tuple[np.ndarray, dict, np.ndarray]:
+    """(the FAMD axes, the fit's details, the singular vectors as found — where refits start) of a
+    real input with coded columns: the local fit's Lanczos iteration with its products summed
+    over the real partitions (:mod:`privgate.sharded.famd_lanczos`)."""
+    from uuid import uuid4
+
+    from ..spaces import famd_coded_axes, famd_coded_sizes
+    from .famd_lanczos import leading_axes, release, squared_norm
+
+    n = sum(p.rows for p in search.inputs.parts["real"])
+    nc, k = famd_coded_sizes(n_components, encoder.full_width, n)
+    token = uuid4().hex
+    try:
+        s, found = leading_axes(search, encoder, token, k, n)
+        total = squared_norm(search, encoder, token)
+    finally:
+        search.client.run(release, token)
+    axes, details = famd_coded_axes(s, found, nc, total, encoder, search.inputs.coded_above)
+    details["fit"] += f" (sharded: each product summed over the {len(search.inputs.parts['real'])} real partitions)"
+    return axes, details, found
+
+
+def refit_axes_coded(
+    search: Any, encoder: FamdEncoder, labels: np.ndarray, n_components: int, start: np.ndarray
+) -> list[np.ndarray]:
+    """Per jackknife group g, the leading ``n_components`` right singular vectors of the real
+    FAMD input without g's records, as the local refit finds them (the Lanczos iteration started
+    from ``start``, the whole fit's vectors), each product summed over the real partitions."""
+    from uuid import uuid4
+
+    from .famd_lanczos import leading_axes, release
+
+    groups = int(labels.max()) + 1
+    token = uuid4().hex
+    try:
+        return [
+            leading_axes(
+                search,
+                encoder,
+                token,
+                n_components,
+                int((labels != g).sum()),
+                labels=labels,
+                group=g,
+                start=start,
+            )[1]
+            for g in range(groups)
+        ]
+    finally:
+        search.client.run(release, token)
 
 
 def gram_task(
