@@ -2,8 +2,8 @@
 partitions' R factors, the jackknife's refits from their Gram matrices and the searches made on
 the workers give the local metric's value, raw value, interval, holdout baseline and per-record
 terms — with every real record refitted (n ≤ 2,000), with a seeded sample of refit queries
-(n > 2,000) and on a seeded sample of real records (no refit) — and a FAMD input a local fit
-would code is refused, naming why; and without a cluster, the FAMD fit merged from partitions is
+(n > 2,000), on a seeded sample of real records (no refit) and with coded columns (the Lanczos
+fit) — and a coded FAMD input wider than its records is refused, naming why; and without a cluster, the FAMD fit merged from partitions is
 the whole real frame's."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _close(a, b) -> bool:
     return abs(a - b) <= TOL * (1 + abs(a))
 
 
-def _assert_equal(local, remote) -> None:
+def _assert_equal(local, remote, fit: str = "TSQR") -> None:
     assert remote.errors == {}
     mine, theirs = remote.results["dcr"], local.results["dcr"]
     assert {
@@ -76,10 +76,10 @@ def _assert_equal(local, remote) -> None:
     assert mine.per_record.shape == theirs.per_record.shape
     np.testing.assert_allclose(mine.per_record, theirs.per_record, rtol=TOL, atol=0)
     famd = {k: v for k, v in mine.details["famd"].items() if k != "fit"}
-    assert famd.keys() == theirs.details["famd"].keys()
+    assert famd.keys() == {k for k in theirs.details["famd"] if k != "fit"}
     assert _close(famd["explained_variance_ratio"], theirs.details["famd"]["explained_variance_ratio"])
     assert mine.details["distance"].keys() == theirs.details["distance"].keys()
-    assert "TSQR" in mine.details["famd"]["fit"]
+    assert fit in mine.details["famd"]["fit"] and "sharded" in mine.details["famd"]["fit"]
 
 
 def test_dcr_every_record_refitted_equals_the_local_metric(tmp_path, client):
@@ -114,14 +114,38 @@ def test_dcr_of_more_famd_inputs_than_records_equals_the_local_metric(tmp_path, 
     _assert_equal(local, remote)
 
 
-def test_a_famd_input_a_local_fit_would_code_is_refused_naming_why(tmp_path, client, monkeypatch):
+def test_dcr_of_a_coded_famd_input_equals_the_local_lanczos_fit(tmp_path, client, monkeypatch):
     import privgate.spaces
 
-    monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)  # region's 12 levels are coded
-    d = _inputs(tmp_path, 300)["folders"]
-    rep = evaluate_sharded(d["real"], d["synthetic"], ["dcr"], executor=client)
+    # region's 12 levels above the threshold: every categorical column coded, the axes and each
+    # group's refit found by the Lanczos iteration, locally on the operator, sharded with its
+    # products summed over the partitions
+    monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)
+    local, remote = _both(_inputs(tmp_path, 700), client)
+    famd = local.results["dcr"].details["famd"]
+    assert famd["coded_columns"] == {"region": 12} and "Lanczos" in famd["fit"]
+    _assert_equal(local, remote, fit="Lanczos")
+    assert remote.results["dcr"].details["famd"]["coded_columns"] == {"region": 12}
+    held = client.run(lambda: len(__import__("privgate.sharded.famd_lanczos").sharded.famd_lanczos._HELD))
+    assert set(held.values()) == {0}  # every worker dropped the partitions' inputs it held
+
+
+def test_a_coded_famd_input_wider_than_its_records_is_refused_naming_why(tmp_path, client, monkeypatch):
+    import privgate.spaces
+
+    # a local fit iterates on Z Zᵀ here, whose vectors are over records: not sharded
+    monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)
+    rng = np.random.default_rng(3)
+    frames = {
+        r: pl.DataFrame(
+            {**{f"c{j}": rng.choice([f"l{i}" for i in range(200)], n) for j in range(3)}, "x": rng.normal(size=n)}
+        )
+        for r, n in (("real", 150), ("synthetic", 120))
+    }
+    folders = {r: str(write_folder(f, tmp_path / r, files=2)) for r, f in frames.items()}
+    rep = evaluate_sharded(folders["real"], folders["synthetic"], ["dcr"], executor=client)
     assert "dcr" not in rep.results
-    assert "Lanczos" in rep.errors["dcr"] and "more than 5 real levels" in rep.errors["dcr"]
+    assert "features and 150 records is fitted over its records" in rep.errors["dcr"]
 
 
 def test_a_constant_column_adds_nothing_to_the_famd_projection():
