@@ -7,11 +7,11 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :meth:`neighbours`, :meth:`search` of a space's rows, :meth:`nearest_outside_groups` and
 :meth:`entropies` from the cluster (:mod:`privgate.sharded.search`). Its spaces are
 :class:`RowsOf` handles — which role's rows of which space — not matrices; the FAMD space's
-axes are fitted here from the real partitions' R factors, and dcr's jackknife refits from their
-Gram matrices (:mod:`privgate.sharded.famd`). A metric that reads whole frames or matrices (the
-label-free view, a box query over columns) or a FAMD input with coded columns raises
-:class:`NotShardedError`, naming it, before it computes anything; :data:`SHARDED_METRICS` lists
-the metrics that run here.
+axes are fitted here from the real partitions' R factors (or, with coded columns, by a Lanczos
+iteration whose products are summed over them), and dcr's jackknife refits from their Gram
+matrices (:mod:`privgate.sharded.famd`). A metric that reads whole frames or matrices (the
+label-free view, a box query over columns) raises :class:`NotShardedError`, naming it, before it
+computes anything; :data:`SHARDED_METRICS` lists the metrics that run here.
 """
 
 from __future__ import annotations
