@@ -128,14 +128,15 @@ def fit_famd_coded(search: Any, encoder: FamdEncoder, n_components: int) -> tupl
     from uuid import uuid4
 
     from ..spaces import famd_coded_axes, famd_coded_sizes
-    from .famd_lanczos import leading_axes, release, squared_norm
+    from .famd_lanczos import leading_axes, release, sent_encoder, squared_norm
 
     n = sum(p.rows for p in search.inputs.parts["real"])
     nc, k = famd_coded_sizes(n_components, encoder.full_width, n)
     token = uuid4().hex
+    sent = sent_encoder(search, encoder)
     try:
-        s, found = leading_axes(search, encoder, token, k, n)
-        total = squared_norm(search, encoder, token)
+        s, found = leading_axes(search, encoder, token, k, n, sent=sent)
+        total = squared_norm(search, sent, token)
     finally:
         search.client.run(release, token)
     axes, details = famd_coded_axes(s, found, nc, total, encoder, search.inputs.coded_above)
@@ -151,10 +152,11 @@ def refit_axes_coded(
     from ``start``, the whole fit's vectors), each product summed over the real partitions."""
     from uuid import uuid4
 
-    from .famd_lanczos import leading_axes, release
+    from .famd_lanczos import leading_axes, partition_labels, release, sent_encoder
 
     groups = int(labels.max()) + 1
     token = uuid4().hex
+    sent, held = sent_encoder(search, encoder), partition_labels(search, labels)
     try:
         return [
             leading_axes(
@@ -163,7 +165,8 @@ def refit_axes_coded(
                 token,
                 n_components,
                 int((labels != g).sum()),
-                labels=labels,
+                sent=sent,
+                labels=held,
                 group=g,
                 start=start,
             )[1]

@@ -23,7 +23,7 @@ from ..spaces import FamdEncoder, FamdInputs
 from .encode import Inputs, read_rows
 from .partitions import Partition
 
-__all__ = ["leading_axes", "release", "squared_norm"]
+__all__ = ["leading_axes", "partition_labels", "release", "sent_encoder", "squared_norm"]
 
 #: on a worker: (fit token, partition start, group) → (the rows' input, its products)
 _HELD: dict[tuple, tuple[FamdInputs, Any, Any]] = {}
@@ -89,9 +89,18 @@ class _Rounds:
     """One fit's rounds of tasks: one per real partition, each pinned to one worker."""
 
     def __init__(self, search: Any, encoder: Any, token: str, labels: Any = None, group: int | None = None) -> None:
-        self.search, self.encoder, self.token, self.labels, self.group = search, encoder, token, labels, group
-        workers = sorted(search.client.scheduler_info(n_workers=-1)["workers"])
+        """``labels``: per real partition, its rows' group labels (arrays or futures of them,
+        :func:`partition_labels`), with the ``group`` whose rows are left out."""
+        self.search, self.token, self.group = search, token, group
         self.parts = search.inputs.parts["real"]
+        self.labels = labels if labels is not None else [None] * len(self.parts)
+        # the encoder (its levels) travels once, not with every round's tasks
+        self.encoder = (
+            encoder
+            if not isinstance(encoder, FamdEncoder)
+            else search.client.scatter(encoder, broadcast=True, hash=False)
+        )
+        workers = sorted(search.client.scheduler_info(n_workers=-1)["workers"])
         self.where = [[workers[i % len(workers)]] if workers else None for i in range(len(self.parts))]
         self.products = 0
 
@@ -99,15 +108,21 @@ class _Rounds:
         client = self.search.client
         futs = [
             client.submit(
-                fn, self.search.sent, *self._args(part), *args, workers=w, allow_other_workers=True, pure=False
+                fn,
+                self.search.sent,
+                self.encoder,
+                part,
+                self.token,
+                lab,
+                self.group,
+                *args,
+                workers=w,
+                allow_other_workers=True,
+                pure=False,
             )
-            for part, w in zip(self.parts, self.where)
+            for part, lab, w in zip(self.parts, self.labels, self.where)
         ]
         return client.gather(futs)
-
-    def _args(self, part: Partition) -> tuple:
-        lab = None if self.labels is None else self.labels[part.start : part.stop]
-        return (self.encoder, part, self.token, lab, self.group)
 
     def gram(self, x: np.ndarray) -> np.ndarray:
         """ZᵀZ x, summed over the partitions in their order."""
@@ -124,27 +139,29 @@ class _Rounds:
 
 def leading_axes(
     search: Any,
-    encoder: Any,
+    encoder: FamdEncoder,
     token: str,
     k: int,
     n_rows: int,
     *,
-    labels: Any = None,
+    sent: Any = None,
+    labels: list | None = None,
     group: int | None = None,
     start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the ``k`` largest singular values, descending; their right singular vectors as columns)
-    of the real FAMD input Z (its rows outside ``group`` of ``labels`` when given), as
-    :meth:`privgate.spaces.FamdInputs.leading_axes` finds them: the same start vector (the sum of
-    ``start``'s columns when given), ARPACK to machine precision. Raises ValueError where the local
-    fit would iterate on Z Zᵀ (more features than rows) or write Z whole (k ≥ min(shape)): the
-    vectors would be over records."""
+    of the real FAMD input Z (its rows outside ``group`` when given: ``labels`` per real partition,
+    :func:`partition_labels`), as :meth:`privgate.spaces.FamdInputs.leading_axes` finds them: the
+    same start vector (the sum of ``start``'s columns when given), ARPACK to machine precision.
+    ``sent``: the encoder already on the cluster (:func:`sent_encoder`). Raises ValueError where
+    the local fit would iterate on Z Zᵀ (more features than rows) or write Z whole
+    (k ≥ min(shape)): the vectors would be over records."""
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     width = encoder.full_width
     if width > n_rows or k >= min(n_rows, width):
         raise ValueError(f"a coded FAMD input of {width} features and {n_rows} records is fitted over its records")
-    rounds = _Rounds(search, encoder, token, labels, group)
+    rounds = _Rounds(search, sent if sent is not None else encoder, token, labels, group)
     v0 = np.full(width, 1.0) + np.linspace(0.0, 1.0, width)
     if start is not None:
         warm = start.sum(axis=1)
@@ -157,6 +174,17 @@ def leading_axes(
     s, vh = s[::-1], vh[::-1] @ vecs.T
     order = np.argsort(-s, kind="stable")
     return s[order], vh[order].T
+
+
+def partition_labels(search: Any, labels: np.ndarray) -> list:
+    """Per real partition, its rows' group labels, sent to the cluster once (futures)."""
+    parts = search.inputs.parts["real"]
+    return search.client.scatter([labels[p.start : p.stop] for p in parts], hash=False)
+
+
+def sent_encoder(search: Any, encoder: FamdEncoder) -> Any:
+    """The encoder sent to every worker once (a future the rounds of several fits share)."""
+    return search.client.scatter(encoder, broadcast=True, hash=False)
 
 
 def squared_norm(search: Any, encoder: Any, token: str) -> float:
