@@ -10,8 +10,11 @@ SVD of the R factor of those stacked (TSQR: the local fit's factorisation of Z b
 to it to rounding). A jackknife refit without a group g needs ZᵀZ − Z_gᵀZ_g, the local refit's
 matrix: each real partition returns its Gram matrix and one per group (the groups are labels by
 global real position, sent with the tasks), summed on the caller, and the caller solves the
-eigenproblems as the local refit does. Records are then projected on their workers with the axes
-broadcast (:class:`FamdProjection`), and searched there. Only p × p matrices, axes and the
+eigenproblems as the local refit does. With coded columns (a categorical column of more real
+levels than the evaluation codes above) the whole fit and each refit are the local fit's Lanczos
+iteration, its products summed over the partitions (:mod:`privgate.sharded.famd_lanczos`).
+Records are then projected on their workers with the axes broadcast (:class:`FamdProjection`),
+and searched there. Only p × p matrices (width-long vectors with coded columns), axes and the
 coordinates of at most ``DCR_REFIT_QUERIES`` chosen real records reach the caller.
 """
 
@@ -31,7 +34,15 @@ from .kernel import engine_knn
 from .partitions import Partition, read_partition
 from .search import _inside, encode_task
 
-__all__ = ["FamdProjection", "famd_encoder_of", "fit_famd", "refit_nearest"]
+__all__ = [
+    "FamdProjection",
+    "famd_encoder_of",
+    "fit_famd",
+    "fit_famd_coded",
+    "refit_axes",
+    "refit_axes_coded",
+    "refit_nearest",
+]
 
 #: the largest Gram matrices (a partition's, one per jackknife group and its whole one) a refit
 #: task may return, bytes: a wider FAMD input is refused (its axes are not refitted sharded)
