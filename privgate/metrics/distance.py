@@ -792,9 +792,9 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     closely at a fraction of G searches of every record).
 
     The refitted distances come from the context's ``famd_refit_nearest`` when it has one (a
-    sharded context refits from Gram matrices summed over its partitions,
-    :mod:`privgate.sharded.famd`), else from :func:`_refit_nearest`; the replicates from them
-    are computed here, one way for both."""
+    sharded context refits from sums over its partitions — Gram matrices, or with coded columns
+    the Lanczos iteration's products — :mod:`privgate.sharded.famd`), else from
+    :func:`_refit_nearest`; the replicates from them are computed here, one way for both."""
     n = ctx.n_real
     q = (
         np.arange(n)
