@@ -177,9 +177,10 @@ def leading_axes(
 
 
 def partition_labels(search: Any, labels: np.ndarray) -> list:
-    """Per real partition, its rows' group labels, sent to the cluster once (futures)."""
+    """Per real partition, its rows' group labels, sent to every worker once (futures: a worker
+    lost keeps none of them from the others)."""
     parts = search.inputs.parts["real"]
-    return search.client.scatter([labels[p.start : p.stop] for p in parts], hash=False)
+    return search.client.scatter([labels[p.start : p.stop] for p in parts], broadcast=True, hash=False)
 
 
 def sent_encoder(search: Any, encoder: FamdEncoder) -> Any:
