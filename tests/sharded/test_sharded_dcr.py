@@ -8,6 +8,8 @@ the whole real frame's."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -33,13 +35,18 @@ FIELDS = ("value", "raw", "ci", "baseline", "baseline_ci", "excess", "excess_ci"
 
 
 @pytest.fixture(scope="module")
-def client():
+def cluster():
     env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
     with distributed.LocalCluster(
         n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_port=0, env=env
     ) as lc:
         with distributed.Client(lc, set_as_default=False) as c:
-            yield c
+            yield lc, c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    return cluster[1]
 
 
 def _inputs(tmp: Path, n: int) -> dict:
@@ -128,6 +135,41 @@ def test_dcr_of_a_coded_famd_input_equals_the_local_lanczos_fit(tmp_path, client
     assert remote.results["dcr"].details["famd"]["coded_columns"] == {"region": 12}
     held = client.run(lambda: len(__import__("privgate.sharded.famd_lanczos").sharded.famd_lanczos._HELD))
     assert set(held.values()) == {0}  # every worker dropped the partitions' inputs it held
+
+
+class _KillAfter:
+    """A scheduler plugin that SIGKILLs the worker which just finished the ``after``-th product
+    task of a Lanczos fit: a worker lost mid-fit, with the partitions' inputs it held."""
+
+    def __init__(self, pids: dict[str, int], after: int) -> None:
+        self.pids, self.after, self.seen, self.killed = pids, after, 0, None
+
+    def transition(self, key, start, finish, *args, **kwargs) -> None:
+        if self.killed or finish != "memory" or not str(key).startswith("product_task"):
+            return
+        self.seen += 1
+        worker = kwargs.get("worker")
+        if self.seen >= self.after and worker in self.pids:
+            self.killed = worker
+            os.kill(self.pids[worker], signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_lanczos_fit_changes_nothing(tmp_path, cluster, monkeypatch):
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    import privgate.spaces
+
+    lc, client = cluster
+    monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)
+    data = _inputs(tmp_path, 500)
+    killer = type("Killer", (_KillAfter, SchedulerPlugin), {})(client.run(os.getpid), after=60)
+    lc.scheduler.add_plugin(killer, name="privgate-test-lanczos-killer")
+    try:
+        local, remote = _both(data, client)
+    finally:
+        lc.scheduler.remove_plugin(name="privgate-test-lanczos-killer")
+    assert killer.killed is not None and killer.killed not in client.scheduler_info(n_workers=-1)["workers"]
+    _assert_equal(local, remote, fit="Lanczos")
 
 
 def test_a_coded_famd_input_wider_than_its_records_is_refused_naming_why(tmp_path, client, monkeypatch):
