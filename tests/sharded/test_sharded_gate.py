@@ -163,6 +163,7 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
     )
     assert measured["exit"] == local.exit_code == remote.exit_code == 1  # 1 % copies: common_rows warns
     assert remote.report.errors == {} and set(remote.report.results) == set(local.report.results)
+    assert set(SHARDED_METRICS) <= set(remote.report.results)  # every sharded metric of the default gate
     assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
     mine, theirs = _numbers(remote), _numbers(local)
     assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
