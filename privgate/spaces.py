@@ -341,8 +341,8 @@ def famd_space(
         zr = None
         parts = [np.linalg.qr(z, mode="r") for z in _famd_blocks(encoder, frames["real"], block_rows)]
         _, s, vt = np.linalg.svd(np.linalg.qr(np.vstack(parts), mode="r"), full_matrices=False)
-    nc = int(min(n_components, vt.shape[1], frames["real"].height))
-    v = _fixed_signs(vt[:nc].T)
+    v, details = famd_axes(s, vt, n_components, frames["real"].height, encoder.width)
+    nc = v.shape[1]
     if zr is not None:
         real_projected = zr @ v
         del zr  # before the other frames are encoded
@@ -352,6 +352,17 @@ def famd_space(
             r: np.vstack([z @ v for z in _famd_blocks(encoder, f, block_rows)]) if f.height else np.empty((0, nc))
             for r, f in frames.items()
         }
+    if block_rows is not None:
+        details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
+    return EncodedSpace(name, mats, details)
+
+
+def famd_axes(s: np.ndarray, vt: np.ndarray, n_components: int, height: int, width: int) -> tuple[np.ndarray, dict]:
+    """(the FAMD axes, (width, nc) with fixed signs; the fit's details) from the real input's
+    singular values ``s`` and right singular vectors ``vt`` (as rows), ``height`` real records and
+    ``width`` input features — whichever factorisation of the input gave them."""
+    nc = int(min(n_components, vt.shape[1], height))
+    v = _fixed_signs(vt[:nc].T)
     total = float((s**2).sum())
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     # A tie between the last kept and the first dropped singular value leaves the projection
@@ -361,12 +372,10 @@ def famd_space(
     details = {
         "n_components": nc,
         "explained_variance_ratio": explained,
-        "n_input_features": encoder.width,
+        "n_input_features": width,
         "degenerate_projection": degenerate,
     }
-    if block_rows is not None:
-        details["fit"] = f"blocked QR (TSQR) of {block_rows:,}-row blocks, then the SVD of R"
-    return EncodedSpace(name, mats, details)
+    return v, details
 
 
 def famd_encoder(real: pl.DataFrame, schema: Schema, coded_above: int | None) -> "FamdEncoder":
@@ -387,11 +396,27 @@ def _famd_space_coded(
     vectors of the real FAMD input as an operator (:meth:`FamdInputs.leading_axes`), every frame
     projected through it."""
     real = encoder.inputs(frames["real"])
-    nc = int(min(n_components, encoder.full_width, frames["real"].height))
-    s, found = real.leading_axes(nc + 1 if nc + 1 < min(real.shape) else nc)
-    v = _fixed_signs(found[:, :nc])
+    nc, k = famd_coded_sizes(n_components, encoder.full_width, frames["real"].height)
+    s, found = real.leading_axes(k)
+    v, details = famd_coded_axes(s, found, nc, real.squared_norm(), encoder, coded_above)
     mats = {r: real.project(v) if r == "real" else encoder.inputs(f).project(v) for r, f in frames.items()}
-    total = real.squared_norm()
+    return EncodedSpace(name, mats, details, axes=found)
+
+
+def famd_coded_sizes(n_components: int, width: int, height: int) -> tuple[int, int]:
+    """(components kept, singular vectors found) of a FAMD fit with coded columns: one more than
+    kept, to tell a tie of the last kept value (``degenerate_projection``), where the input allows."""
+    nc = int(min(n_components, width, height))
+    return nc, nc + 1 if nc + 1 < min(height, width) else nc
+
+
+def famd_coded_axes(
+    s: np.ndarray, found: np.ndarray, nc: int, total: float, encoder: "FamdEncoder", coded_above: int
+) -> tuple[np.ndarray, dict]:
+    """(the FAMD axes with fixed signs, the fit's details) of a fit with coded columns from the
+    singular values ``s`` and right vectors ``found`` (columns) its Lanczos iteration found and
+    the input's squared norm ``total`` — whichever machine ran it."""
+    v = _fixed_signs(found[:, :nc])
     explained = [float(x) for x in (s[:nc] ** 2 / total)] if total > 0 else [0.0] * nc
     degenerate = bool(nc < s.size and s[nc - 1] > 0 and abs(s[nc - 1] - s[nc]) <= 1e-9 * s[0])
     details = {
@@ -403,7 +428,7 @@ def _famd_space_coded(
         "fit": "Lanczos (ARPACK) singular vectors of the input as an operator: the coded columns' "
         "indicator blocks are never written",
     }
-    return EncodedSpace(name, mats, details, axes=found)
+    return v, details
 
 
 def _svd_right(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -464,10 +489,9 @@ class FamdEncoder:
         width = 0
         for col in schema.columns:
             if schema.kind(col) == NUMERIC:
-                v = real[col].to_numpy().astype(np.float64, copy=False)
-                ok = ~np.isnan(v)  # as numeric_block: real mean, population std, nulls → the mean
-                mean = float(v[ok].mean()) if ok.any() else 0.0
-                std = float(v[ok].std()) if ok.any() else 0.0
+                # as numeric_block: real mean, population std (0 for a constant column,
+                # fitted_std), nulls → the mean
+                mean, std = _real_stats(real, col)
                 self.blocks.append((col, (mean, std)))
                 width += 1
             else:
@@ -483,6 +507,20 @@ class FamdEncoder:
         self.width = width
         #: the width of the whole FAMD input, coded columns' indicator blocks included
         self.full_width = width + sum(len(levels) for _, levels, _ in self.coded)
+
+    @classmethod
+    def from_blocks(
+        cls, blocks: list[tuple[str, object]], coded: list[tuple[str, list[str], np.ndarray]] | None = None
+    ) -> "FamdEncoder":
+        """An encoder of these statistics (:attr:`blocks`: per numeric column (mean, std), per
+        written categorical column (levels, shares); :attr:`coded`: (column, levels, shares) of
+        the coded ones) fitted elsewhere — a sharded evaluation merges them from the real
+        partitions."""
+        encoder = cls.__new__(cls)
+        encoder.blocks, encoder.coded = list(blocks), list(coded or [])
+        encoder.width = sum(1 if isinstance(stats[0], float) else len(stats[0]) for _, stats in blocks)
+        encoder.full_width = encoder.width + sum(len(levels) for _, levels, _ in encoder.coded)
+        return encoder
 
     def inputs(self, frame: pl.DataFrame) -> "FamdInputs":
         """``frame``'s whole FAMD input as an operator: the written part and the coded columns'

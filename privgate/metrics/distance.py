@@ -787,23 +787,42 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
     exact when n ≤ ``DCR_REFIT_QUERIES`` (then 1/(1 + mean refitted distance of the records left)),
     else measured on a seeded sample of that many real records (the change is a paired
     difference of the same records' distances in two projections, so a sample estimates its mean
-    closely at a fraction of G searches of every record)."""
-    encoder = famd_encoder(ctx.real, ctx.schema, coded_above())
+    closely at a fraction of G searches of every record).
+
+    The refitted distances come from the context's ``famd_refit_nearest`` when it has one (a
+    sharded context refits from sums over its partitions — Gram matrices, or with coded columns
+    the Lanczos iteration's products — :mod:`privgate.sharded.famd`), else from
+    :func:`_refit_nearest`; the replicates from them are computed here, one way for both."""
     n = ctx.n_real
     q = (
         np.arange(n)
         if n <= DCR_REFIT_QUERIES
         else np.sort(seeds.rng(ctx.seed, "dcr.refit_queries").choice(n, DCR_REFIT_QUERIES, replace=False))
     )
+    refit = getattr(ctx, "famd_refit_nearest", None)
+    near = refit(labels, n_components, q) if refit is not None else _refit_nearest(ctx, labels, n_components, q)
+    groups = int(labels.max()) + 1
+    shift = np.empty(groups)
+    for g in range(groups):  # a loop over ≤ 50 groups, not records
+        left = labels[q] != g
+        shift[g] = (near[g, left] - d[q[left]]).mean()
+    return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
+
+
+def _refit_nearest(ctx, labels: np.ndarray, n_components: int, q: np.ndarray) -> np.ndarray:
+    """(groups, q.size): per jackknife group g, the distance of each real record ``q`` outside g to
+    its nearest release record in the FAMD projection refitted without g (NaN for the records of
+    g), from the whole real input matrix held here (:func:`_dcr_without_groups`)."""
+    encoder = famd_encoder(ctx.real, ctx.schema, coded_above())
     if encoder.coded:
-        return _dcr_without_groups_coded(ctx, encoder, labels, n_components, d, q)
+        return _refit_nearest_coded(ctx, encoder, labels, n_components, q)
     z = famd_inputs({"real": ctx.real, "synthetic": ctx.synthetic}, ctx.schema)
     zr, zs = z["real"], z["synthetic"]
-    wide = zr.shape[1] > n  # more FAMD inputs than records: the p × p matrix would dwarf the data
+    wide = zr.shape[1] > ctx.n_real  # more FAMD inputs than records: the p × p matrix would dwarf the data
     # wide: the records' n × n Gram matrix instead (computed once; a group's is a sub-matrix of it)
     gram = zr @ zr.T if wide else zr.T @ zr
     groups = int(labels.max()) + 1
-    shift = np.empty(groups)
+    near = np.full((groups, q.size), np.nan)
     for g in range(groups):  # a loop over ≤ 50 groups, not records
         if wide:  # the same axes from the records left, in time linear in the inputs (signs are free)
             v = _leading_axes_wide(zr, gram, np.flatnonzero(labels != g), n_components)
@@ -811,16 +830,13 @@ def _dcr_without_groups(ctx, labels: np.ndarray, n_components: int, d: np.ndarra
             zg = zr[labels == g]
             _, vecs = np.linalg.eigh(gram - zg.T @ zg)
             v = vecs[:, ::-1][:, :n_components]
-        kq = q[labels[q] != g]
-        near = ctx.search(zr[kq] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic")
-        shift[g] = (near.dist[:, 0] - d[kq]).mean()
-    return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
+        left = labels[q] != g
+        near[g, left] = ctx.search(zr[q[left]] @ v, zs @ v, 1, name="dcr refitted famd real→synthetic").dist[:, 0]
+    return near
 
 
-def _dcr_without_groups_coded(
-    ctx, encoder: FamdEncoder, labels: np.ndarray, n_components: int, d: np.ndarray, q: np.ndarray
-) -> np.ndarray:
-    """:func:`_dcr_without_groups` when the FAMD input has coded columns (a categorical column of
+def _refit_nearest_coded(ctx, encoder: FamdEncoder, labels: np.ndarray, n_components: int, q: np.ndarray) -> np.ndarray:
+    """:func:`_refit_nearest` when the FAMD input has coded columns (a categorical column of
     thousands of levels): each group's axes are the leading right singular vectors of the FAMD
     input of the records left, found by a Lanczos iteration on the input as an operator
     (:meth:`privgate.spaces.FamdInputs.leading_axes`), so no indicator block of levels × records
@@ -829,7 +845,7 @@ def _dcr_without_groups_coded(
     every group's axes at once (one pass over its codes)."""
     zr, zs = encoder.inputs(ctx.real), encoder.inputs(ctx.synthetic)
     groups = int(labels.max()) + 1
-    shift = np.empty(groups)
+    near = np.full((groups, q.size), np.nan)
     # the axes depend on the real records and the labels only: shared with the holdout baseline's
     # context (the same real records and jackknife groups)
     axes = ctx._shared.setdefault("dcr_refit_axes", {})
@@ -844,14 +860,13 @@ def _dcr_without_groups_coded(
     for g in range(groups):
         cols = slice(int(ends[g]) - axes[(tag, g)].shape[1], int(ends[g]))
         left = labels[q] != g
-        near = ctx.search(
+        near[g, left] = ctx.search(
             np.ascontiguousarray(queries[left, cols]),
             np.ascontiguousarray(projected[:, cols]),
             1,
             name="dcr refitted famd real→synthetic",
-        )
-        shift[g] = (near.dist[:, 0] - d[q[left]]).mean()
-    return 1.0 / (1.0 + stats.leave_group_out_means(d, labels, groups) + shift)
+        ).dist[:, 0]
+    return near
 
 
 def _leading_axes_wide(z: np.ndarray, gram_rows: np.ndarray, keep: np.ndarray, n_components: int) -> np.ndarray:

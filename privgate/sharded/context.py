@@ -7,10 +7,12 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :meth:`neighbours`, :meth:`search` of a space's rows, :meth:`nearest_outside_groups` and
 :meth:`entropies` from the cluster (:mod:`privgate.sharded.search`), and hitting_rate's
 :meth:`box_query` per pair of partitions (:mod:`privgate.sharded.boxes`). Its spaces are
-:class:`RowsOf` handles — which role's rows of which space — not matrices. A metric that reads
-whole frames or matrices (a FAMD projection, the label-free view, a box query over whole columns)
-raises :class:`NotShardedError`, naming it, before it reads anything; :data:`SHARDED_METRICS`
-lists the metrics that run here.
+:class:`RowsOf` handles — which role's rows of which space — not matrices; the FAMD space's
+axes are fitted here from the real partitions' R factors (or, with coded columns, by a Lanczos
+iteration whose products are summed over them), and dcr's jackknife refits from their Gram
+matrices (:mod:`privgate.sharded.famd`). A metric that reads whole frames or matrices (the
+label-free view) raises :class:`NotShardedError`, naming it, before it computes anything;
+:data:`SHARDED_METRICS` lists the metrics that run here.
 """
 
 from __future__ import annotations
@@ -40,11 +42,10 @@ SHARDED_METRICS = (
     "common_rows",
     "identifier_reuse",
     "hitting_rate",
+    "dcr",
 )
 #: why the other metrics of the default gate are not sharded
 NOT_SHARDED = {
-    "dcr": "its FAMD projection is fitted by a Lanczos solver on the whole real matrix and its interval refits it "
-    "per jackknife group",
     "label_free_memorisation": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_copies": "the label-free view learns numeric maps and level classes from whole frames",
     "label_free_authenticity": "the label-free view learns numeric maps and level classes from whole frames",
@@ -80,14 +81,21 @@ class RowsOf:
 
 
 class _Space:
-    """A space of a sharded context: per role the :class:`RowsOf` handle, and its layout."""
+    """A space of a sharded context: per role the :class:`RowsOf` handle, and its layout; a FAMD
+    space's fit details and axes."""
 
-    def __init__(self, key: tuple, views: dict[str, View], inputs: Inputs) -> None:
+    def __init__(
+        self, key: tuple, views: dict[str, View], inputs: Inputs, details: dict | None = None, axes: Any = None
+    ) -> None:
         self.key = key
         self.name = key[0]
         self.matrices = {r: RowsOf(key, v, v.size(inputs)) for r, v in views.items()}
-        self.coded_columns, self.categorical_slices = inputs.layout(key)
-        self.details: dict = {}
+        if key[0] == "famd":  # projected coordinates: no categorical layout
+            self.coded_columns, self.categorical_slices = [], []
+        else:
+            self.coded_columns, self.categorical_slices = inputs.layout(key)
+        self.details: dict = dict(details or {})
+        self.axes = axes
 
     def __getitem__(self, role: str) -> RowsOf:
         return self.matrices[role]
@@ -170,6 +178,8 @@ class ShardedContext(EvaluationContext):
 
     def space(self, key: tuple) -> _Space:
         key = (key, None) if isinstance(key, str) else tuple(key)
+        if key == ("famd", None) or (key[0] == "famd" and isinstance(key[1], int)):
+            return self._famd_space(("famd", 2 if key[1] is None else key[1]))
         if key not in (("mixed", None), ("identifiability", None)):
             raise NotShardedError(
                 f"the {key[0]} space (over {key[1] or 'every column'}) is not encoded by a sharded evaluation"
@@ -177,6 +187,72 @@ class ShardedContext(EvaluationContext):
         if key[0] == "identifiability" and self._search_on.inputs.weights is None:
             raise NotShardedError("the identifiability weights were not measured for this sharded evaluation")
         return _Space(key, self._views, self._search_on.inputs)
+
+    def famd(self, n_components: int = 2) -> _Space:
+        """The FAMD projection fitted on the real records (:mod:`privgate.sharded.famd`)."""
+        return self.space(("famd", n_components))
+
+    def _famd_encoder(self) -> Any:
+        """The FAMD encoder of the real records, merged once per evaluation (shared with the
+        holdout baseline): every categorical column coded when some has more real levels than
+        the evaluation's ``coded_above``, as a local fit's."""
+        from .famd import famd_encoder_of
+
+        if "famd_encoder" not in self._shared:
+            self._shared["famd_encoder"] = famd_encoder_of(self._search_on)
+        return self._shared["famd_encoder"][0]
+
+    def _famd_space(self, key: tuple) -> _Space:
+        """The FAMD space ``key``: fitted once per evaluation (:func:`privgate.sharded.famd.fit_famd`),
+        its projection sent to the workers, which search it as any space."""
+        from .famd import FamdProjection, fit_famd, fit_famd_coded
+
+        fits = self._shared.setdefault("famd", {})
+        if key not in fits:
+            encoder = self._famd_encoder()
+            search = self._search_on
+            if encoder.coded:
+                try:
+                    axes, details, found = fit_famd_coded(search, encoder, key[1])
+                except ValueError as exc:
+                    raise NotShardedError(f"this FAMD projection is not sharded: {exc}") from None
+            else:
+                axes, details = fit_famd(search, encoder, key[1])
+                found = axes
+            search.add_projection(key, FamdProjection(encoder, axes))
+            fits[key] = (found, details)
+        found, details = fits[key]
+        return _Space(key, self._views, self._search_on.inputs, details=details, axes=found)
+
+    def famd_refit_nearest(self, labels: np.ndarray, n_components: int, q: np.ndarray) -> np.ndarray:
+        """dcr's jackknife refits (:func:`privgate.metrics.distance._dcr_without_groups`): per group
+        g, the distance of each real record ``q`` outside g to its nearest release record in the
+        FAMD projection refitted without g (NaN for g's records), from Gram matrices summed over
+        the real partitions (:func:`privgate.sharded.famd.refit_axes`), searched on the workers."""
+        import hashlib
+
+        from .famd import refit_axes, refit_axes_coded, refit_nearest
+
+        encoder = self._famd_encoder()
+        search = self._search_on
+        labels = np.asarray(labels, dtype=np.int64)
+        # the axes depend on the real records and the labels only: shared with the holdout baseline
+        store = self._shared.setdefault("dcr_refit_axes", {})
+        tag = (n_components, hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest())
+        if tag not in store:
+            try:
+                if encoder.coded:
+                    start = self.famd(n_components).axes
+                    store[tag] = refit_axes_coded(search, encoder, labels, n_components, start)
+                else:
+                    store[tag] = refit_axes(search, encoder, labels, n_components)
+            except ValueError as exc:
+                raise NotShardedError(f"dcr's jackknife refit is not sharded here: {exc}") from None
+        near = refit_nearest(
+            search, encoder, store[tag], labels, np.asarray(q, dtype=np.int64), self._views["synthetic"]
+        )
+        self._searches_used["dcr refitted famd real→synthetic"] = self._description()
+        return near
 
     def entropies(self) -> dict[str, float]:
         weights = self._search_on.inputs.weights

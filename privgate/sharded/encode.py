@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import polars as pl
 
 from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
 from .partitions import Partition, read_partition
 
-__all__ = ["SPACES", "Inputs", "encode_rows", "space_weights"]
+__all__ = ["SPACES", "Inputs", "encode_rows", "read_rows", "space_weights"]
 
 #: the encoded spaces a sharded evaluation searches (kind, argument)
 SPACES = (("mixed", None), ("identifiability", None))
@@ -39,8 +41,10 @@ class Inputs:
     identifiers: list[str] = field(default_factory=list)
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
-        """(coded columns, categorical slices) of ``space``: encoded from no record."""
-        import polars as pl
+        """(coded columns, categorical slices) of ``space``: encoded from no record (none for a
+        projection, :func:`encode_rows`)."""
+        if not isinstance(space, tuple):
+            return [], []
 
         empty = pl.DataFrame(
             {c: pl.Series([], dtype=pl.Float64 if k == "numeric" else pl.String) for c, k in self.schema.kinds.items()}
@@ -60,17 +64,27 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
-def encode_rows(
-    inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(matrix, global row positions) of ``part``'s records in ``space``: all of them, or those
-    whose global positions are in the sorted array ``keep``."""
+def read_rows(inputs: Inputs, part: Partition, keep: np.ndarray | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+    """(normalised frame, global row positions) of ``part``'s records: all of them, or those whose
+    global positions are in the sorted array ``keep``."""
     frame = read_partition(part, inputs.schema.columns)
     ids = np.arange(part.start, part.stop, dtype=np.int64)
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
-    frame = normalise_frame(frame, inputs.schema)
+    return normalise_frame(frame, inputs.schema), ids
+
+
+def encode_rows(
+    inputs: Inputs, space: Any, part: Partition, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(matrix, global row positions) of ``part``'s records in ``space``: all of them, or those
+    whose global positions are in the sorted array ``keep``. ``space``: a mixed space's key, or a
+    projection fitted on the caller (an object whose ``encode(frame)`` gives the frame's
+    coordinates: the FAMD space, :class:`privgate.sharded.famd.FamdProjection`)."""
+    frame, ids = read_rows(inputs, part, keep)
+    if not isinstance(space, tuple):
+        return space.encode(frame), ids
     sp = mixed_space(
         {"x": frame},
         inputs.schema,

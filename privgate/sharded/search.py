@@ -135,6 +135,14 @@ class ShardedSearch:
         self.threads = threads
         self.sent = client.scatter(inputs, broadcast=True, hash=False)
         self.tasks = 0
+        #: space key → the projection its tasks encode with (sent to every worker once)
+        self.projections: dict[tuple, Any] = {}
+
+    def add_projection(self, space: tuple, projection: Any) -> None:
+        """Search ``space`` (a key such as ("famd", 2)) as ``projection``'s coordinates: an object
+        fitted on the caller whose ``encode(frame)`` each task applies to its partition's rows
+        (:func:`privgate.sharded.encode.encode_rows`)."""
+        self.projections[space] = self.client.scatter(projection, broadcast=True, hash=False)
 
     def knn(
         self,
@@ -173,6 +181,7 @@ class ShardedSearch:
             size = sum(p.rows for p in self.inputs.parts[target.role])
             lab_glob = np.full(size, -1, dtype=np.int64)
             lab_glob[base if base is not None else np.arange(size)] = labels
+        space = self.projections.get(space, space)
         if q_glob is not None and q_glob.size <= BROADCAST_QUERIES:
             dist, idx = self._broadcast(space, query, q_glob, target, t_glob, k, exclude_self, exclude, lab_glob)
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sharded_data import records, release, sharded_default_gate, write_folder  # noqa: E402
 
 from privgate.gates import run_gate  # noqa: E402
+from privgate.sharded.context import NOT_SHARDED, SHARDED_METRICS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 N = 6000
@@ -161,6 +163,7 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
     )
     assert measured["exit"] == local.exit_code == remote.exit_code == 1  # 1 % copies: common_rows warns
     assert remote.report.errors == {} and set(remote.report.results) == set(local.report.results)
+    assert set(SHARDED_METRICS) <= set(remote.report.results)  # every sharded metric of the default gate
     assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
     mine, theirs = _numbers(remote), _numbers(local)
     assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
@@ -267,11 +270,10 @@ def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_
     assert out.exit_code == 3 and out.report is None
     [check] = [c for c in out.checks if c.rule == "error"]
     assert "nothing was evaluated" in check.message
-    # with a holdout the default gate plans these three of the four (label_free_authenticity's
-    # rules apply without a holdout only); hitting_rate is sharded
-    for metric in ("dcr", "label_free_memorisation", "label_free_copies"):
-        assert f"{metric} cannot be evaluated sharded" in check.message
-    assert "label_free_authenticity" not in check.message and "hitting_rate" not in check.message
+    # with a holdout the default gate plans every metric not sharded but label_free_authenticity
+    # (whose rules apply without a holdout only), and names only those
+    named = set(re.findall(r"(\w+) cannot be evaluated sharded", check.message))
+    assert named == set(NOT_SHARDED) - {"label_free_authenticity"} and not named & set(SHARDED_METRICS)
 
 
 def test_a_search_failing_on_the_cluster_blocks_naming_the_metric_and_no_value(inputs, cluster, monkeypatch):
