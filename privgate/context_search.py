@@ -116,7 +116,45 @@ class SearchMixin:
     def _search_space(
         self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None, target_rows: np.ndarray | None
     ) -> Neighbours:
-        """The search :meth:`neighbours` caches (its arguments as there)."""
+        """The search :meth:`neighbours` caches (its arguments as there): made here, or — in a
+        context whose searches are another's but for some records (``_searches_of``: a
+        label-free view that only recoded categories, :meth:`privgate.label_free.Correspondence.unchanged_rows`)
+        — read from that context and made again here for those records only."""
+        source = getattr(self, "_searches_of", None)
+        if source is not None and key == ("mixed", None) and not (query == target and target_rows is not None):
+            return self._patched_search(source, key, query, target, k, rows, target_rows)
+        return self._make_search(key, query, target, k, rows, target_rows)
+
+    def _patched_search(
+        self,
+        source: tuple,
+        key: tuple,
+        query: str,
+        target: str,
+        k: int,
+        rows: np.ndarray | None,
+        target_rows: np.ndarray | None,
+    ) -> Neighbours:
+        """The other context's search of the same rows, with the rows whose distances to some
+        target may differ here searched again in this context's space."""
+        other, unchanged = source
+        base = other.neighbours(key, query, target, k, rows, target_rows)
+        keep = unchanged(query, target)
+        positions = np.arange(keep.size) if rows is None else np.asarray(rows, dtype=np.int64)
+        again = np.flatnonzero(~keep[positions])
+        if not again.size:
+            return base
+        redo = self._make_search(key, query, target, k, positions[again], target_rows)
+        dist, idx = base.dist.copy(), base.idx.copy()
+        dist[again], idx[again] = redo.dist, redo.idx
+        described = dict(base.search or {})
+        described["searched_again_in_view"] = int(again.size)
+        return Neighbours(dist, idx, described)
+
+    def _make_search(
+        self, key: tuple, query: str, target: str, k: int, rows: np.ndarray | None, target_rows: np.ndarray | None
+    ) -> Neighbours:
+        """One search of this context's space (:meth:`_search_space`'s arguments)."""
         sp = self.space(key)
         q = sp[query] if query in sp.matrices else self._missing(query)
         t = sp[target] if target in sp.matrices else self._missing(target)

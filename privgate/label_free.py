@@ -103,6 +103,30 @@ class Correspondence:
             "disguised_records": None if self.records is None else self.records.describe(),
         }
 
+    def unchanged_rows(self, frames: dict[str, pl.DataFrame], query: str, target: str) -> np.ndarray | None:
+        """Per record of the ``query`` frame, whether its distance to every record of the
+        ``target`` frame is the same in the view as in the frames as they are (a mixed space,
+        where a categorical mismatch costs the same whatever the levels): true when the view only
+        recodes categories (no numeric map, no record replaced) and, in every recoded column, the
+        record's level is equal in the view to exactly the target levels it was equal to before
+        (itself). ``frames``: the frames as they are, by role (the release's levels recoded by
+        the release codes, the others' by the reference codes). None when the view changes
+        numbers or records (then every distance may differ)."""
+        if self.numeric_maps or self.records is not None:
+            return None
+        codes = {r: self.release_codes if r == "synthetic" else self.reference_codes for r in (query, target)}
+        keep = np.ones(frames[query].height, dtype=bool)
+        for col in self.remapped:  # a loop over columns; the levels below, never the records
+            changed = _changed_levels(
+                frames[query][col].drop_nulls().unique().to_list(),
+                frames[target][col].drop_nulls().unique().to_list(),
+                codes[query].get(col, {}),
+                codes[target].get(col, {}),
+            )
+            if changed:
+                keep &= ~frames[query][col].is_in(changed).fill_null(False).to_numpy()
+        return keep
+
     def release_view(self, release: pl.DataFrame, reference: pl.DataFrame) -> pl.DataFrame:
         """``release`` in the view: numerics mapped to the reference's scale, levels recoded, and
         each record found disguised replaced by the (recoded) reference record it copies
@@ -265,6 +289,23 @@ def _purity(table: pl.DataFrame, s: str, r: str) -> float:
     """Share of the anchored records that sit in their release level's most frequent cell."""
     total = int(table["len"].sum())
     return float(table.group_by(s).agg(pl.col("len").max())["len"].sum()) / total if total else 0.0
+
+
+def _changed_levels(
+    query_levels: list, target_levels: list, query_codes: dict[str, str], target_codes: dict[str, str]
+) -> list:
+    """The query levels whose set of equal target levels the codes change: before, the level
+    itself (when a target holds it); in the view, the target levels of the same code (a level
+    the codes do not list keeps its label, as :func:`recode` does)."""
+    by_code: dict[str, set] = {}
+    for b in target_levels:  # a loop over levels
+        by_code.setdefault(target_codes.get(b, KEEP_PREFIX + b), set()).add(b)
+    present = set(target_levels)
+    return [
+        a
+        for a in query_levels
+        if by_code.get(query_codes.get(a, KEEP_PREFIX + a), set()) != ({a} if a in present else set())
+    ]
 
 
 def recode(frame: pl.DataFrame, codes: dict[str, dict[str, str]]) -> pl.DataFrame:

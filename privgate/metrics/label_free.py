@@ -76,10 +76,12 @@ def reference(ctx) -> pl.DataFrame:
 
 
 def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
-    """A context on the recoded frames (same schema, seed and options; its own searches)."""
+    """A context on the recoded frames (same schema, seed and options). Its mixed-space searches
+    are ``ctx``'s when the view only recodes categories, but for the records whose levels' equalities
+    the codes change (:meth:`Correspondence.unchanged_rows`), searched again in the view."""
     from ..context import EvaluationContext  # the metrics are imported by the context's package
 
-    return EvaluationContext(
+    view = EvaluationContext(
         recode(ctx.real, corr.reference_codes),
         corr.release_view(ctx.synthetic, reference(ctx)),
         holdout=recode(ctx.holdout, corr.reference_codes) if with_holdout else None,
@@ -88,6 +90,14 @@ def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
         options=replace(ctx.options, threads=ctx.threads),
         _shared={"real_nn": {}, "entropy": {}},
     )
+    if type(ctx) is EvaluationContext and not corr.numeric_maps and corr.records is None:
+        # only categories recoded: the view's mixed-space searches are ctx's but for the records of
+        # levels whose equalities the codes change (searched again in the view)
+        frames = {"real": ctx.real, "synthetic": ctx.synthetic}
+        if with_holdout:
+            frames["holdout"] = ctx.holdout
+        view._searches_of = (ctx, lambda q, t: corr.unchanged_rows(frames, q, t))
+    return view
 
 
 def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> MetricResult:
