@@ -184,7 +184,17 @@ def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
     lo_w, hi_w, lo_p, hi_p = scale_bounds(float(reference.min()), float(reference.max()), float(reference.std()))
     beyond = int(np.count_nonzero((release < lo_w) | (release > hi_w)))
     outside = int(np.count_nonzero((release < lo_p) | (release > hi_p)))
-    return scale_result(int(release.size), beyond, outside, float(release.std()), float(reference.std()))
+    sd_s = settled_std(float(release.std()), float(np.abs(release).max()))
+    sd_r = settled_std(float(reference.std()), float(np.abs(reference).max()))
+    return scale_result(int(release.size), beyond, outside, sd_s, sd_r)
+
+
+def settled_std(sd: float, magnitude: float) -> float:
+    """A standard deviation, 0 when it is below the rounding of values of this ``magnitude``: a
+    constant column's computed deviation is 0 or a few ulps of its value depending on how its
+    mean was summed (0.1 × 1500 gives 0, × 2000 gives 1.4e-17), and the ratio of two such
+    rounding residues would put one constant column off the other's scale."""
+    return 0.0 if sd <= REL_TOL * (1.0 + magnitude) else sd
 
 
 def scale_bounds(lo: float, hi: float, sd_r: float) -> tuple[float, float, float, float]:
@@ -199,7 +209,7 @@ def scale_bounds(lo: float, hi: float, sd_r: float) -> tuple[float, float, float
 def scale_result(n: int, beyond: int, outside: int, sd_s: float, sd_r: float) -> ScaleCheck:
     """The :class:`ScaleCheck` of ``n`` release values of which ``beyond`` lie outside the far
     bounds and ``outside`` outside the widened range (:func:`scale_bounds`), with the two
-    standard deviations."""
+    standard deviations (each 0 below its values' rounding, :func:`settled_std`)."""
     if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * n):
         beyond = 0
     ratio = 1.0 if sd_s == sd_r else (sd_s / sd_r if sd_r > 0 else np.inf)

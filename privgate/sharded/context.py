@@ -9,7 +9,8 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :class:`RowsOf` handles — which role's rows of which space — not matrices. A metric that reads
 whole frames or matrices (a FAMD projection, the label-free view, a box query over columns)
 raises :class:`NotShardedError`, naming it, before it reads anything; :data:`SHARDED_METRICS`
-lists the metrics that run here.
+lists the metrics that run here. The label-free view's correspondence is learnt from the
+partitions (:meth:`label_free_correspondence`, :mod:`privgate.sharded.label_free`).
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ SHARDED_METRICS = (
     "nnaa",
     "common_rows",
     "identifier_reuse",
+    "label_free_memorisation",
+    "label_free_copies",
+    "label_free_authenticity",
 )
 #: why the other metrics of the default gate are not sharded
 NOT_SHARDED = {
     "dcr": "its FAMD projection is fitted by a Lanczos solver on the whole real matrix and its interval refits it "
     "per jackknife group",
-    "label_free_memorisation": "the label-free view learns numeric maps and level classes from whole frames",
-    "label_free_copies": "the label-free view learns numeric maps and level classes from whole frames",
-    "label_free_authenticity": "the label-free view learns numeric maps and level classes from whole frames",
     "hitting_rate": "its box query reads every real and release record's columns at once",
 }
 
@@ -136,6 +137,7 @@ class ShardedContext(EvaluationContext):
         self._nn = {}
         self._baseline_ctx = None
         self._encoded_by = None
+        self._label_free_parent: ShardedContext | None = None
         self.derived = {"coded_columns": dict(column_report or {})}
         self._frames, self._scans = {}, {}
 
@@ -326,6 +328,31 @@ class ShardedContext(EvaluationContext):
             self._search_on.client, dict(inputs.parts), kinds, list(inputs.identifiers), view.role
         )
 
+    def label_free_correspondence(self, *, name: str, metric: str | None = None) -> Any:
+        """The label-free view's correspondence (:func:`privgate.metrics.label_free.correspondence`),
+        learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`) when it
+        is the identity; a holdout baseline's context takes its main context's reference codes for
+        both sides, as locally. A view that is not the identity raises
+        :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
+        time it is asked for."""
+        from ..label_free import Correspondence
+        from .label_free import LabelFreeViewNotShardedError, learn_sharded
+
+        if "label_free_refused" in self.derived:
+            raise LabelFreeViewNotShardedError(self.derived["label_free_refused"], metric)
+        if "label_free" not in self.derived:
+            try:
+                if self._label_free_parent is not None:
+                    main = self._label_free_parent.label_free_correspondence(name=name, metric=metric)
+                    codes = main.reference_codes
+                    self.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
+                else:
+                    self.derived["label_free"] = learn_sharded(self, name=name)
+            except LabelFreeViewNotShardedError as exc:
+                self.derived["label_free_refused"] = exc.what
+                raise LabelFreeViewNotShardedError(exc.what, metric) from None
+        return self.derived["label_free"]
+
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")
 
@@ -349,6 +376,7 @@ class ShardedContext(EvaluationContext):
                 column_report=self.derived.get("coded_columns"),
             )
             base.threads = self.threads
+            base._label_free_parent = self
             self._baseline_ctx = base
         return self._baseline_ctx
 

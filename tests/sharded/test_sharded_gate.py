@@ -267,11 +267,9 @@ def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_
     assert out.exit_code == 3 and out.report is None
     [check] = [c for c in out.checks if c.rule == "error"]
     assert "nothing was evaluated" in check.message
-    # with a holdout the default gate plans these four of the five (label_free_authenticity's
-    # rules apply without a holdout only)
-    for metric in ("dcr", "hitting_rate", "label_free_memorisation", "label_free_copies"):
+    for metric in ("dcr", "hitting_rate"):
         assert f"{metric} cannot be evaluated sharded" in check.message
-    assert "label_free_authenticity" not in check.message
+    assert "label_free" not in check.message  # the label-free metrics are sharded
 
 
 def test_a_search_failing_on_the_cluster_blocks_naming_the_metric_and_no_value(inputs, cluster, monkeypatch):
