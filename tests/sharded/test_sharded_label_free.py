@@ -136,6 +136,8 @@ def test_view_status_on_a_sharded_context_is_the_local_one(client, tmp_path):
     local = EvaluationContext(real, synth, holdout=holdout)
     assert view_status(ctx) == view_status(local)
     assert correspondence(ctx).describe(ctx.schema) == correspondence(local).describe(local.schema)
+    # per column the classes learnt from the anchors (levels, classes, unjoined levels): the same anchors
+    assert correspondence(ctx).columns == correspondence(local).columns
     base = correspondence(ctx.holdout_baseline())  # the main view's codes, nothing learnt again
     assert base.identity and base.anchored == 0
 
@@ -164,10 +166,24 @@ def test_numeric_maps_of_a_disguised_copy_are_learnt_as_locally_then_refused(cli
 
 
 def test_a_release_with_permuted_labels_is_refused_naming_the_metric(client, tmp_path, adult):
+    from privgate.label_free import _anchor_tables
+    from privgate.sharded import label_free as sharded_lf
+
     real, holdout = adult
     synth = transformed_copy(real, None, labels="permuted", seed=3)
-    assert not correspondence(EvaluationContext(real, synth, holdout=holdout)).identity  # locally: recoded
+    local = EvaluationContext(real, synth, holdout=holdout)
+    assert not correspondence(local).identity  # locally: recoded
     folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    # the anchors' level tables are the local ones (the searches in the label-invariant views)
+    rows = _anchor_rows(local, local.synthetic)
+    reference = pl.concat([local.real, local.holdout])
+    want = _anchor_tables(
+        local, local.synthetic[rows], reference, local.schema, list(local.schema.categorical), name="t"
+    )
+    cl = sharded_lf._OnCluster(_sharded_context(client, folders))
+    got = sharded_lf._anchor_tables(cl, cl.rows("release", rows, list(local.schema.columns)), local.schema, "t")
+    for c, tables in want.items():
+        assert [t.sort("s", "r").rows() for t in got[c]] == [t.sort("s", "r").rows() for t in tables], c
     out = evaluate_sharded(
         folders["real"], folders["synthetic"], list(LABEL_FREE_METRICS), holdout=folders["holdout"], executor=client
     )
