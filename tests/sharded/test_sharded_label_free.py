@@ -131,7 +131,7 @@ def test_a_plain_copy_of_adult_gets_the_identity_and_the_local_numbers(client, t
 
 def test_view_status_on_a_sharded_context_is_the_local_one(client, tmp_path):
     real, holdout = records(1500, 1), records(1500, 3)
-    synth = release(real, 1500, 2, copies=0.05)
+    synth = release(real, 2600, 2, copies=0.05)  # above ANCHOR_ROWS: a seeded sample is anchored
     ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     local = EvaluationContext(real, synth, holdout=holdout)
     assert view_status(ctx) == view_status(local)
