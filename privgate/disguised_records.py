@@ -156,12 +156,28 @@ def find_disguised_records(
     found = int(ok.sum())
     if found < MIN_ANCHORED:
         return None
-    # the same learning on pairs that are no copies: the anchors shuffled between the pairs
+    if not beats_shuffles(release, reference, cat, s_idx, r_idx, found, seed):
+        return None
+    return DisguisedRecords(s_idx[ok], r_idx[ok], int(s_idx.size), recoded)
+
+
+def beats_shuffles(
+    release: pl.DataFrame,
+    reference: pl.DataFrame,
+    cat: list[str],
+    s_idx: np.ndarray,
+    r_idx: np.ndarray,
+    found: int,
+    seed: int,
+) -> bool:
+    """Whether the same learning on pairs that are no copies — the anchors shuffled between the
+    pairs (``SHUFFLES`` seeded draws) — explains fewer than ``found`` records every time (pairs
+    in release order: ``s_idx`` sorted)."""
     rng = seeds.rng(seed, "label_free.records")
     for _ in range(SHUFFLES):
         if int(_explained(release, reference, cat, s_idx, rng.permutation(r_idx))[0].sum()) >= found:
-            return None
-    return DisguisedRecords(s_idx[ok], r_idx[ok], int(s_idx.size), recoded)
+            return False
+    return True
 
 
 def put_sources(release: pl.DataFrame, sources: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:

@@ -29,7 +29,9 @@ Every quantity the local learning reads from whole frames is computed here from 
   map): one worker holds that one numeric column of each side — a column, never a table.
 * **Records disguised one by one**: the exact numeric matches are joined by hash buckets of the
   numeric tuple (:mod:`privgate.sharded.joins`' scheme); the pairs' count tables per categorical
-  column merge exactly, and the explained pairs are counted per bucket.
+  column merge exactly, and the explained pairs are counted per bucket. Only when some are
+  explained, the pairs' levels (at most ``MAX_SHUFFLED_PAIRS`` pairs) come here for the local
+  shuffle test, run as locally on them; more pairs than that are taken as disguised (a block).
 
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
 the plain sharded metrics' results, as locally. When it is not — a numeric map, a recoded column,
@@ -48,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from .. import seeds
-from ..disguised_records import IDENTIFYING_SHARE, MIN_ANCHORED, pair_classes
+from ..disguised_records import IDENTIFYING_SHARE, MIN_ANCHORED, beats_shuffles, pair_classes
 from ..errors import NotApplicableError
 from ..label_free import Correspondence, _anchor_rows, _column_classes, _views
 from ..level_classes import MIN_SUPPORT, level_shares
@@ -76,7 +78,10 @@ from . import label_free_tasks as lt
 from .search import merge_task
 from .summary import merge_moments
 
-__all__ = ["LabelFreeViewNotShardedError", "learn_sharded"]
+__all__ = ["MAX_SHUFFLED_PAIRS", "LabelFreeViewNotShardedError", "learn_sharded"]
+
+#: exact numeric pairs whose levels the shuffle test may gather here (2 × columns short labels each)
+MAX_SHUFFLED_PAIRS = 200_000
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
@@ -475,4 +480,19 @@ def _disguised(cl: _OnCluster) -> int:
     if not recoded:
         return 0
     explained = sum(cl.client.gather([cl._submit(lt.pair_flags_task, b, cl.cat, codes) for b in buckets]))
-    return explained if explained >= MIN_ANCHORED else 0
+    if explained < MIN_ANCHORED:
+        return 0
+    return explained if _beats_shuffles(cl, buckets, sum(k for _, k, _ in found), explained) else 0
+
+
+def _beats_shuffles(cl: _OnCluster, buckets: list, n_pairs: int, explained: int) -> bool:
+    """The local shuffle test of the pairs (:func:`privgate.disguised_records.beats_shuffles`), on
+    the pairs' levels gathered here in release order — at most ``MAX_SHUFFLED_PAIRS`` of them;
+    more are refused as records disguised (a block, as the local test would nearly surely find)."""
+    if n_pairs > MAX_SHUFFLED_PAIRS:
+        return True
+    pairs = pl.concat(cl.client.gather([cl._submit(lt.pairs_task, b) for b in buckets])).sort("__s")
+    release = pairs.select([pl.col(f"s:{c}").alias(c) for c in cl.cat])
+    reference = pairs.select([pl.col(f"r:{c}").alias(c) for c in cl.cat])
+    at = np.arange(pairs.height, dtype=np.int64)
+    return beats_shuffles(release, reference, cl.cat, at, at.copy(), explained, cl.ctx.seed)

@@ -246,3 +246,8 @@ def pair_flags_task(bucket: tuple[int, pl.DataFrame], cat: list[str], codes: dic
         ):
             total += f
     return int(explained_by(*flags, len(cat)).sum())
+
+
+def pairs_task(bucket: tuple[int, pl.DataFrame]) -> pl.DataFrame:
+    """One bucket's pairs: release position ``__s`` and the levels of both records."""
+    return bucket[1]
