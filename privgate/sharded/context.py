@@ -336,10 +336,13 @@ class ShardedContext(EvaluationContext):
         :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
         time it is asked for."""
         from ..label_free import Correspondence
+        from ..numeric_maps import ForeignScaleError
         from .label_free import LabelFreeViewNotShardedError, learn_sharded
 
         if "label_free_refused" in self.derived:
             raise LabelFreeViewNotShardedError(self.derived["label_free_refused"], metric)
+        if "label_free_foreign" in self.derived:  # learnt once: the same refusal for every metric
+            raise self.derived["label_free_foreign"]
         if "label_free" not in self.derived:
             try:
                 if self._label_free_parent is not None:
@@ -351,6 +354,9 @@ class ShardedContext(EvaluationContext):
             except LabelFreeViewNotShardedError as exc:
                 self.derived["label_free_refused"] = exc.what
                 raise LabelFreeViewNotShardedError(exc.what, metric) from None
+            except ForeignScaleError as exc:
+                self.derived["label_free_foreign"] = exc
+                raise
         return self.derived["label_free"]
 
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:

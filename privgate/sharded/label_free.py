@@ -74,6 +74,7 @@ from ..numeric_maps import (
     settled_std,
 )
 from ..schema import Schema
+from ..ties import REL_TOL
 from . import label_free_tasks as lt
 from .search import merge_task
 from .summary import merge_moments
@@ -426,7 +427,8 @@ def _anchor_tables(cl: _OnCluster, sample: pl.DataFrame, anchored: Schema, name:
     for c in order:
         if c in anchored.numeric:
             _, m, s, _, _ = cl.moments("reference", c)
-            m, s = (m if np.isfinite(m) else 0.0), (s if np.isfinite(s) and s > 0 else 1.0)
+            m = m if np.isfinite(m) else 0.0
+            s = s if np.isfinite(s) and s > REL_TOL * (1.0 + abs(m)) else 1.0  # as anchor_matrices
             v = sample.get_column(c).cast(pl.Float64).to_numpy()
             q_cols.append(np.where(np.isnan(v), m, v))
             spec.append(("value", c, m))
