@@ -7,7 +7,7 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :meth:`neighbours`, :meth:`search` of a space's rows, :meth:`nearest_outside_groups` and
 :meth:`entropies` from the cluster (:mod:`privgate.sharded.search`). Its spaces are
 :class:`RowsOf` handles — which role's rows of which space — not matrices. A metric that reads
-whole frames or matrices (a FAMD projection, the label-free view, a box query over columns)
+whole frames or matrices (a FAMD projection, a box query over columns)
 raises :class:`NotShardedError`, naming it, before it reads anything; :data:`SHARDED_METRICS`
 lists the metrics that run here. The label-free view's correspondence is learnt from the
 partitions (:meth:`label_free_correspondence`, :mod:`privgate.sharded.label_free`).
