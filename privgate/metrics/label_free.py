@@ -96,7 +96,11 @@ def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> 
     ``name`` with the view's description; the plain metric on ``ctx`` itself when the
     correspondence is the identity."""
     corr = correspondence(ctx, name)
-    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=with_holdout)
+    if corr.identity:
+        view = ctx
+    else:  # a sharded context recodes its partitions as its workers read them
+        on_cluster = getattr(ctx, "label_free_recoded", None)
+        view = on_cluster(corr, with_holdout) if on_cluster else recoded_context(ctx, corr, with_holdout=with_holdout)
     res = metric(view, **params)
     return replace(res, name=name, details={**res.details, "label_free": corr.describe(ctx.schema)})
 

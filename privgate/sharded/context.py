@@ -313,6 +313,7 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
+            inputs.codes,
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:
@@ -331,8 +332,9 @@ class ShardedContext(EvaluationContext):
     def label_free_correspondence(self, *, name: str, metric: str | None = None) -> Any:
         """The label-free view's correspondence (:func:`privgate.metrics.label_free.correspondence`),
         learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`) when it
-        is the identity; a holdout baseline's context takes its main context's reference codes for
-        both sides, as locally. A view that is not the identity raises
+        is the identity or recodes levels only; a holdout baseline's context takes its main
+        context's reference codes for both sides, as locally. A view that maps a numeric column or
+        finds records disguised one by one raises
         :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
         time it is asked for."""
         from ..label_free import Correspondence
@@ -358,6 +360,12 @@ class ShardedContext(EvaluationContext):
                 self.derived["label_free_foreign"] = exc
                 raise
         return self.derived["label_free"]
+
+    def label_free_recoded(self, corr: Any, with_holdout: bool) -> ShardedContext:
+        """The label-free view's recoded context (:func:`privgate.sharded.label_free.recoded_context`)."""
+        from .label_free import recoded_context
+
+        return recoded_context(self, corr, with_holdout)
 
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")

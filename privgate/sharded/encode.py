@@ -18,7 +18,7 @@ from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
 from .partitions import Partition, read_partition
 
-__all__ = ["SPACES", "Inputs", "encode_rows", "space_weights"]
+__all__ = ["SPACES", "Inputs", "encode_rows", "recoded", "space_weights"]
 
 #: the encoded spaces a sharded evaluation searches (kind, argument)
 SPACES = (("mixed", None), ("identifiability", None))
@@ -37,6 +37,9 @@ class Inputs:
     compact: bool = False
     weights: Mapping[str, float] | None = None
     identifiers: list[str] = field(default_factory=list)
+    #: per role, per categorical column, level → code: the label-free view's recoding applied to
+    #: every partition as it is read (:func:`privgate.label_free.recode`); None: records as they are
+    codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
         """(coded columns, categorical slices) of ``space``: encoded from no record."""
@@ -60,6 +63,15 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
+def recoded(frame, codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None, role: str):
+    """``frame`` (normalised records of ``role``) with its levels recoded by ``codes[role]``."""
+    if not codes or not codes.get(role):
+        return frame
+    from ..label_free import recode
+
+    return recode(frame, {c: dict(m) for c, m in codes[role].items() if c in frame.columns})
+
+
 def encode_rows(
     inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +82,7 @@ def encode_rows(
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
-    frame = normalise_frame(frame, inputs.schema)
+    frame = recoded(normalise_frame(frame, inputs.schema), inputs.codes, part.role)
     sp = mixed_space(
         {"x": frame},
         inputs.schema,

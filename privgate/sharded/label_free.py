@@ -34,10 +34,13 @@ Every quantity the local learning reads from whole frames is computed here from 
   shuffle test, run as locally on them; more pairs than that are taken as disguised (a block).
 
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
-the plain sharded metrics' results, as locally. When it is not — a numeric map, a recoded column,
-or records found disguised (whose shuffle test and recoded frames are not computed on a cluster)
-— :class:`LabelFreeViewNotShardedError` is raised: the metric's error, so the gate blocks (exit
-3), never passes. Nothing here reports a value or a level: counts and column positions only.
+the plain sharded metrics' results, as locally. When it recodes levels only, it is returned too,
+and :func:`recoded_context` gives the plain metrics a sharded context whose workers recode each
+partition as they read it (:attr:`privgate.sharded.encode.Inputs.codes`). When it maps a numeric
+column or finds records disguised one by one, :class:`LabelFreeViewNotShardedError` is raised
+(the recoded frames — values snapped to the reference's, records replaced by their sources — are
+not computed on a cluster): the metric's error, so the gate blocks (exit 3), never passes.
+Nothing here reports a value or a level: counts and column positions only.
 """
 
 from __future__ import annotations
@@ -86,9 +89,9 @@ MAX_SHUFFLED_PAIRS = 200_000
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
-    """The release's labels or scales differ from the real data's (the label-free view is not the
-    identity), and its recoded view is not computed on a cluster: the label-free metric fails,
-    so the gate blocks."""
+    """The release's scales or records differ from the real data's (a numeric map, records
+    disguised one by one), and that recoded view is not computed on a cluster: the label-free
+    metric fails, so the gate blocks."""
 
     def __init__(self, what: str, metric: str | None = None) -> None:
         self.what = what
@@ -223,7 +226,8 @@ class _OnCluster:
 
 def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     """The correspondence of a sharded context's release and reference when it is the identity
-    (the local :func:`privgate.label_free.learn`'s, learnt from partitions); raises
+    or recodes levels only (the local :func:`privgate.label_free.learn`'s, learnt from
+    partitions; the roles' levels kept in ``ctx.derived`` for :func:`recoded_context`); raises
     :class:`LabelFreeViewNotShardedError` when it is not, and
     :class:`privgate.numeric_maps.ForeignScaleError` as the local learning does."""
     cl = _OnCluster(ctx)
@@ -250,12 +254,28 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     anchored = schema.subset([c for c in schema.columns if c not in kept]) if kept else schema
     tables = _anchor_tables(cl, sample, anchored, name)
     rel_codes, ref_codes, remapped, described = _column_classes(cl.cat, tables, levels, kept)
-    if remapped:
-        raise LabelFreeViewNotShardedError(f"{len(remapped)} categorical column(s) with other labels")
-    found = _disguised(cl)
+    # the record-by-record search reads the classes' codes when a column is recoded (as locally)
+    found = _disguised(cl, {"release": rel_codes, "reference": ref_codes} if remapped else None)
     if found:
         raise LabelFreeViewNotShardedError(f"{found} record(s) that a record-by-record correspondence explains")
-    return Correspondence(rel_codes, ref_codes, (), described, int(rows.size))
+    ctx.derived["label_free_levels"] = _role_levels(cl)
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size))
+
+
+def _role_levels(cl: _OnCluster) -> dict[str, dict[str, set]]:
+    """Per role, per categorical column, its levels (a null as ``privgate.spaces.NULL_LEVEL``)."""
+    from ..spaces import NULL_LEVEL
+
+    n_real = len(cl.ctx._search_on.inputs.parts["real"])
+    by_role = {
+        "synthetic": cl.summaries["release"],
+        "real": cl.summaries["reference"][:n_real],
+        "holdout": cl.summaries["reference"][n_real:],
+    }
+    return {
+        role: {c: {NULL_LEVEL if lv == lt.NULL else lv for s in sums for lv in s["levels"][c]} for c in cl.cat}
+        for role, sums in by_role.items()
+    }
 
 
 # ---------------------------------------------------------------------- numeric maps
@@ -453,14 +473,18 @@ def _anchor_tables(cl: _OnCluster, sample: pl.DataFrame, anchored: Schema, name:
 
 
 # ---------------------------------------------------------------------- records disguised one by one
-def _disguised(cl: _OnCluster) -> int:
-    """How many release records the local record-by-record search would hold as disguised copies
-    before its shuffle test (0 when it finds none: then it finds none locally either)."""
+def _disguised(cl: _OnCluster, codes: dict | None) -> int:
+    """How many release records the local record-by-record search finds disguised (0 when it
+    finds none, or when the shuffled pairs explain as many); ``codes``: per side the level
+    classes' codes the frames are recoded by first (None: the labels as they are)."""
     if not cl.num or not cl.cat:
         return 0
     n = max(len(cl.parts["reference"]), len(cl.parts["release"]))
     split = {
-        side: [cl._submit(lt.disguise_split_task, p, first, cl.kinds, cl.num, cl.cat, n) for p, first in ps]
+        side: [
+            cl._submit(lt.disguise_split_task, p, first, cl.kinds, cl.num, cl.cat, n, (codes or {}).get(side, {}))
+            for p, first in ps
+        ]
         for side, ps in cl.parts.items()
     }
     piece = {side: [[cl._submit(operator.getitem, s, b) for s in fs] for b in range(n)] for side, fs in split.items()}
@@ -498,3 +522,44 @@ def _beats_shuffles(cl: _OnCluster, buckets: list, n_pairs: int, explained: int)
     reference = pairs.select([pl.col(f"r:{c}").alias(c) for c in cl.cat])
     at = np.arange(pairs.height, dtype=np.int64)
     return beats_shuffles(release, reference, cl.cat, at, at.copy(), explained, cl.ctx.seed)
+
+
+# ---------------------------------------------------------------------- the recoded view
+def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
+    """The local ``recoded_context`` on the cluster, for a correspondence that recodes levels only
+    (no numeric map, no record disguised — those are refused when learnt): a sharded context of
+    the same partitions, read with the classes' codes (real and holdout records by the reference
+    codes, the release's by the release codes) and encoded with the recoded levels of the roles
+    it holds, as a local context of the recoded frames fits them."""
+    from dataclasses import replace as _replace
+
+    from ..context_spaces import coded_above
+    from ..label_free import KEEP_PREFIX
+    from ..spaces import NULL_LEVEL, SpaceFit
+    from .search import ShardedSearch
+
+    main = ctx._label_free_parent or ctx
+    levels = main.derived["label_free_levels"]
+    views = {"real": ctx._views["real"], "synthetic": ctx._views["synthetic"]}
+    if with_holdout and ctx.holdout is not None:
+        views["holdout"] = ctx._views["holdout"]
+    inputs = ctx._search_on.inputs
+    codes = {"real": corr.reference_codes, "holdout": corr.reference_codes, "synthetic": corr.release_codes}
+    fit = {}
+    for c in inputs.schema.categorical:
+        union: set = set()
+        for view in views.values():
+            m = codes[view.role].get(c, {})
+            union |= {lv if lv == NULL_LEVEL else m.get(lv, KEEP_PREFIX + lv) for lv in levels[view.role][c]}
+        fit[c] = sorted(union)
+    recoded_inputs = _replace(inputs, fit=SpaceFit(stats=inputs.fit.stats, levels=fit), codes=codes, weights=None)
+    search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads)
+    out = type(ctx)(
+        search,
+        views,
+        seed=ctx.seed,
+        options=ctx.options,
+        column_report={c: len(v) for c, v in fit.items() if len(v) > coded_above()},
+    )
+    out.threads = ctx.threads
+    return out

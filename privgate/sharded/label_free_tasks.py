@@ -191,11 +191,14 @@ def rows_task(part: Partition, first: int, kinds: dict[str, str], columns: list[
 
 
 def disguise_split_task(
-    part: Partition, first: int, kinds: dict[str, str], num: list[str], cat: list[str], n: int
+    part: Partition, first: int, kinds: dict[str, str], num: list[str], cat: list[str], n: int, codes: dict
 ) -> list[pl.DataFrame]:
-    """This partition's records with a numeric tuple free of nulls, with their role positions
-    (``__row``), split into ``n`` buckets by a hash of the numeric tuple (equal tuples, one bucket)."""
-    frame = frame_of(part, kinds, [*num, *cat]).with_columns(
+    """This partition's records (levels recoded by ``codes``, when given) with a numeric tuple
+    free of nulls, with their role positions (``__row``), split into ``n`` buckets by a hash of the
+    numeric tuple (equal tuples, one bucket)."""
+    from ..label_free import recode
+
+    frame = recode(frame_of(part, kinds, [*num, *cat]), codes).with_columns(
         pl.Series("__row", np.arange(first, first + part.rows, dtype=np.int64))
     )
     frame = frame.drop_nulls(num)

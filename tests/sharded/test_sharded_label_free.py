@@ -165,7 +165,7 @@ def test_numeric_maps_of_a_disguised_copy_are_learnt_as_locally_then_refused(cli
         view_status(ctx)
 
 
-def test_a_release_with_permuted_labels_is_refused_naming_the_metric(client, tmp_path, adult):
+def test_the_anchors_level_tables_of_a_relabelled_copy_are_the_local_ones(client, tmp_path, adult):
     from privgate.label_free import _anchor_tables
     from privgate.sharded import label_free as sharded_lf
 
@@ -174,24 +174,38 @@ def test_a_release_with_permuted_labels_is_refused_naming_the_metric(client, tmp
     local = EvaluationContext(real, synth, holdout=holdout)
     assert not correspondence(local).identity  # locally: recoded
     folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    # the anchors' level tables are the local ones (the searches in the label-invariant views)
+    # the searches in the label-invariant views find the local anchors
     rows = _anchor_rows(local, local.synthetic)
     reference = pl.concat([local.real, local.holdout])
     want = _anchor_tables(
         local, local.synthetic[rows], reference, local.schema, list(local.schema.categorical), name="t"
     )
-    cl = sharded_lf._OnCluster(_sharded_context(client, folders))
+    ctx = _sharded_context(client, folders)
+    cl = sharded_lf._OnCluster(ctx)
     got = sharded_lf._anchor_tables(cl, cl.rows("release", rows, list(local.schema.columns)), local.schema, "t")
     for c, tables in want.items():
         assert [t.sort("s", "r").rows() for t in got[c]] == [t.sort("s", "r").rows() for t in tables], c
-    out = evaluate_sharded(
-        folders["real"], folders["synthetic"], list(LABEL_FREE_METRICS), holdout=folders["holdout"], executor=client
-    )
-    assert out.results == {}
-    for m in LABEL_FREE_METRICS:
-        msg = out.errors[m]
-        assert msg.startswith(f"LabelFreeViewNotShardedError: {m}: the release's labels or scales differ"), msg
-        assert "categorical column(s) with other labels" in msg and "not computed on a cluster" in msg
+    # and the classes learnt from them: the same recoded columns, levels and classes
+    assert correspondence(ctx).describe(ctx.schema) == correspondence(local).describe(local.schema)
+    assert view_status(ctx) == view_status(local) and view_status(ctx)["labels_recoded"] > 0
+
+
+@pytest.mark.parametrize("data", ["adult", "partial"])
+def test_a_relabelled_copy_is_recoded_on_the_workers_with_the_local_numbers(client, tmp_path, adult, data):
+    """Adult copied with every column's labels permuted; or 75 % of a release copies with one
+    column's labels permuted (a renaming would not share the real codebook: refused locally too)."""
+    if data == "adult":
+        real, holdout = adult
+        synth = transformed_copy(real, None, labels="permuted", seed=3)
+    else:
+        real, holdout = records(2000, 1), records(2000, 3)
+        perm = {f"r{i}": f"r{(i + 1) % 12}" for i in range(12)}
+        synth = pl.concat([real[:1500], release(real, 500, 2, copies=0.0)]).with_columns(pl.col("region").replace(perm))
+    local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    _assert_same(local, remote)
+    view = remote.results["label_free_copies"].details["label_free"]
+    assert view["identity"] is False and view["recoded_columns"]
+    assert remote.results["label_free_copies"].value > 0.5 > remote.results["common_rows"].value
 
 
 def test_records_disguised_one_by_one_are_refused(client, tmp_path):
@@ -201,9 +215,18 @@ def test_records_disguised_one_by_one_are_refused(client, tmp_path):
     synth = pl.concat([release(real, 1900, 2, copies=0.0), disguised])
     local = correspondence(EvaluationContext(real, synth, holdout=holdout))
     assert local.records is not None and local.remapped == ()  # locally: found record by record
-    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    ctx = _sharded_context(client, folders)
     with pytest.raises(LabelFreeViewNotShardedError, match=f"{local.records.rows.size} record\\(s\\)"):
         correspondence(ctx, "label_free_copies")
+    out = evaluate_sharded(
+        folders["real"], folders["synthetic"], list(LABEL_FREE_METRICS), holdout=folders["holdout"], executor=client
+    )
+    assert out.results == {}
+    for m in LABEL_FREE_METRICS:
+        msg = out.errors[m]
+        assert msg.startswith(f"LabelFreeViewNotShardedError: {m}: the release's labels or scales differ"), msg
+        assert "not computed on a cluster" in msg
 
 
 def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
@@ -218,11 +241,14 @@ def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
     assert view_status(ctx)["foreign_column_position"] == list(ctx.schema.columns).index("age")
 
 
-def test_a_sharded_gate_blocks_a_release_whose_labels_differ(client, tmp_path, adult):
+@pytest.mark.parametrize(("numeric", "labels"), [(None, "permuted"), ("scaled", None)])
+def test_a_sharded_gate_decides_a_disguised_copy_as_locally_or_blocks(client, tmp_path, adult, numeric, labels):
+    """Relabelled: recoded on the workers, the local decision. Rescaled: the numeric map is not
+    applied on a cluster, so the gate is refused (exit 3) where the local gate blocks on the value."""
     from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
 
     real, holdout = adult
-    synth = transformed_copy(real, None, labels="permuted", seed=3)
+    synth = transformed_copy(real, numeric, labels=labels, seed=3)
     folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
     cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
     cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
@@ -240,7 +266,13 @@ def test_a_sharded_gate_blocks_a_release_whose_labels_differ(client, tmp_path, a
         sharded=True,
     )
     assert local.exit_code == 2  # locally: the label-free view sees the copy and blocks
-    assert remote.exit_code == 3  # on the cluster: refused, a block — never a pass
+    assert np.isclose(remote.report.results["common_rows"].value, local.report.results["common_rows"].value)
+    if numeric is None:
+        assert remote.exit_code == 2
+        assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
+            (c.metric, c.rule, c.verdict) for c in local.checks
+        ]
+        return
+    assert remote.exit_code == 3  # refused: a block, never a pass
     errors = " ".join(c.message for c in remote.checks if c.rule == "error")
     assert "label_free_copies" in errors and "labels or scales differ" in errors
-    assert np.isclose(remote.report.results["common_rows"].value, local.report.results["common_rows"].value)
