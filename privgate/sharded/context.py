@@ -313,7 +313,7 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
-            inputs.codes,
+            {"codes": inputs.codes, "sources": inputs.sources} if inputs.codes or inputs.sources else None,
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:
@@ -332,9 +332,8 @@ class ShardedContext(EvaluationContext):
     def label_free_correspondence(self, *, name: str, metric: str | None = None) -> Any:
         """The label-free view's correspondence (:func:`privgate.metrics.label_free.correspondence`),
         learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`) when it
-        is the identity or recodes levels only; a holdout baseline's context takes its main
-        context's reference codes for both sides, as locally. A view that maps a numeric column or
-        finds records disguised one by one raises
+        maps no numeric column; a holdout baseline's context takes its main context's reference
+        codes for both sides, as locally. A view that maps a numeric column raises
         :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
         time it is asked for."""
         from ..label_free import Correspondence

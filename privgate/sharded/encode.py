@@ -40,6 +40,9 @@ class Inputs:
     #: per role, per categorical column, level → code: the label-free view's recoding applied to
     #: every partition as it is read (:func:`privgate.label_free.recode`); None: records as they are
     codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
+    #: per role, records replaced in the label-free view: ``__row`` (sorted role positions) and the
+    #: categorical levels they take (their sources', recoded); None: none
+    sources: Mapping[str, object] | None = None
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
         """(coded columns, categorical slices) of ``space``: encoded from no record."""
@@ -63,13 +66,23 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
-def recoded(frame, codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None, role: str):
-    """``frame`` (normalised records of ``role``) with its levels recoded by ``codes[role]``."""
-    if not codes or not codes.get(role):
-        return frame
-    from ..label_free import recode
+def recoded(frame, codes: Mapping | None, role: str, ids: np.ndarray | None = None, sources: Mapping | None = None):
+    """``frame`` (normalised records of ``role`` at role positions ``ids``) with its levels
+    recoded by ``codes[role]``, and the records of ``sources[role]`` given their levels."""
+    if codes and codes.get(role):
+        from ..label_free import recode
 
-    return recode(frame, {c: dict(m) for c, m in codes[role].items() if c in frame.columns})
+        frame = recode(frame, {c: dict(m) for c, m in codes[role].items() if c in frame.columns})
+    src = (sources or {}).get(role)
+    if src is None or ids is None:
+        return frame
+    rows = src.get_column("__row").to_numpy()
+    inside = np.isin(rows, ids)
+    if not inside.any():
+        return frame
+    pos = np.searchsorted(ids, rows[inside])
+    cols = [c for c in src.columns if c != "__row" and c in frame.columns]
+    return frame.with_columns([frame.get_column(c).scatter(pos, src.get_column(c).filter(inside)) for c in cols])
 
 
 def encode_rows(
@@ -82,7 +95,7 @@ def encode_rows(
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
-    frame = recoded(normalise_frame(frame, inputs.schema), inputs.codes, part.role)
+    frame = recoded(normalise_frame(frame, inputs.schema), inputs.codes, part.role, ids, inputs.sources)
     sp = mixed_space(
         {"x": frame},
         inputs.schema,

@@ -46,10 +46,10 @@ def _buckets(
     values — 8 bytes a row, for a first pass over wide values; ``among``: only the rows whose
     hash is in this array (the candidates a first pass found). Both are for one column whose
     nulls never match nor count, and leave its null rows out. ``codes``: the label-free view's
-    recoding by role (:attr:`privgate.sharded.encode.Inputs.codes`)."""
+    recoding — {"codes": ..., "sources": ...} as :class:`privgate.sharded.encode.Inputs` holds them."""
     frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
-    frame = recoded(frame, codes, part.role)
     ids = np.arange(part.start, part.stop, dtype=np.int64)
+    frame = recoded(frame, (codes or {}).get("codes"), part.role, ids, (codes or {}).get("sources"))
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]

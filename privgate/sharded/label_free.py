@@ -31,15 +31,17 @@ Every quantity the local learning reads from whole frames is computed here from 
   numeric tuple (:mod:`privgate.sharded.joins`' scheme); the pairs' count tables per categorical
   column merge exactly, and the explained pairs are counted per bucket. Only when some are
   explained, the pairs' levels (at most ``MAX_SHUFFLED_PAIRS`` pairs) come here for the local
-  shuffle test, run as locally on them; more pairs than that are taken as disguised (a block).
+  shuffle test and the records it keeps, computed as locally on them; more pairs than that are
+  refused (a block).
 
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
-the plain sharded metrics' results, as locally. When it recodes levels only, it is returned too,
-and :func:`recoded_context` gives the plain metrics a sharded context whose workers recode each
-partition as they read it (:attr:`privgate.sharded.encode.Inputs.codes`). When it maps a numeric
-column or finds records disguised one by one, :class:`LabelFreeViewNotShardedError` is raised
-(the recoded frames — values snapped to the reference's, records replaced by their sources — are
-not computed on a cluster): the metric's error, so the gate blocks (exit 3), never passes.
+the plain sharded metrics' results, as locally. When it recodes levels or finds records disguised
+one by one, it is returned too, and :func:`recoded_context` gives the plain metrics a sharded
+context whose workers recode each partition as they read it and give each disguised record its
+source's levels (:attr:`privgate.sharded.encode.Inputs.codes`, ``sources``). When it maps a
+numeric column, :class:`LabelFreeViewNotShardedError` is raised (values mapped and snapped to the
+reference's, or its quantiles, are not computed on a cluster): the metric's error, so the gate
+blocks (exit 3), never passes.
 Nothing here reports a value or a level: counts and column positions only.
 """
 
@@ -53,9 +55,16 @@ import numpy as np
 import polars as pl
 
 from .. import seeds
-from ..disguised_records import IDENTIFYING_SHARE, MIN_ANCHORED, beats_shuffles, pair_classes
+from ..disguised_records import (
+    IDENTIFYING_SHARE,
+    MIN_ANCHORED,
+    DisguisedRecords,
+    _explained,
+    beats_shuffles,
+    pair_classes,
+)
 from ..errors import NotApplicableError
-from ..label_free import Correspondence, _anchor_rows, _column_classes, _views
+from ..label_free import Correspondence, _anchor_rows, _column_classes, _views, recode
 from ..level_classes import MIN_SUPPORT, level_shares
 from ..numeric_maps import (
     KS_SAMPLE,
@@ -89,9 +98,9 @@ MAX_SHUFFLED_PAIRS = 200_000
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
-    """The release's scales or records differ from the real data's (a numeric map, records
-    disguised one by one), and that recoded view is not computed on a cluster: the label-free
-    metric fails, so the gate blocks."""
+    """The release's scales differ from the real data's (a numeric map; or more exact numeric
+    pairs than the shuffle test gathers), and that view is not computed on a cluster: the
+    label-free metric fails, so the gate blocks."""
 
     def __init__(self, what: str, metric: str | None = None) -> None:
         self.what = what
@@ -225,9 +234,10 @@ class _OnCluster:
 
 
 def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
-    """The correspondence of a sharded context's release and reference when it is the identity
-    or recodes levels only (the local :func:`privgate.label_free.learn`'s, learnt from
-    partitions; the roles' levels kept in ``ctx.derived`` for :func:`recoded_context`); raises
+    """The correspondence of a sharded context's release and reference when it maps no numeric
+    column (the local :func:`privgate.label_free.learn`'s, learnt from partitions; the roles'
+    levels and the disguised records' sources kept in ``ctx.derived`` for
+    :func:`recoded_context`); raises
     :class:`LabelFreeViewNotShardedError` when it is not, and
     :class:`privgate.numeric_maps.ForeignScaleError` as the local learning does."""
     cl = _OnCluster(ctx)
@@ -256,10 +266,13 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     rel_codes, ref_codes, remapped, described = _column_classes(cl.cat, tables, levels, kept)
     # the record-by-record search reads the classes' codes when a column is recoded (as locally)
     found = _disguised(cl, {"release": rel_codes, "reference": ref_codes} if remapped else None)
-    if found:
-        raise LabelFreeViewNotShardedError(f"{found} record(s) that a record-by-record correspondence explains")
+    records = None
+    if found is not None:
+        records, sources = found
+        # the sources' levels in the view: by the reference codes (already, when the search read them)
+        ctx.derived["label_free_sources"] = sources if remapped else recode(sources, ref_codes)
     ctx.derived["label_free_levels"] = _role_levels(cl)
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size))
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), records=records)
 
 
 def _role_levels(cl: _OnCluster) -> dict[str, dict[str, set]]:
@@ -473,12 +486,14 @@ def _anchor_tables(cl: _OnCluster, sample: pl.DataFrame, anchored: Schema, name:
 
 
 # ---------------------------------------------------------------------- records disguised one by one
-def _disguised(cl: _OnCluster, codes: dict | None) -> int:
-    """How many release records the local record-by-record search finds disguised (0 when it
-    finds none, or when the shuffled pairs explain as many); ``codes``: per side the level
-    classes' codes the frames are recoded by first (None: the labels as they are)."""
+def _disguised(cl: _OnCluster, codes: dict | None) -> tuple[DisguisedRecords, pl.DataFrame] | None:
+    """The local record-by-record search (:func:`privgate.disguised_records.find_disguised_records`):
+    None when it finds no record (or the shuffled pairs explain as many), else the records and
+    their sources' levels (``__row``: release position; per categorical column the source's
+    level, recoded by ``codes`` when given). ``codes``: per side the level classes' codes the
+    frames are recoded by first (None: the labels as they are)."""
     if not cl.num or not cl.cat:
-        return 0
+        return None
     n = max(len(cl.parts["reference"]), len(cl.parts["release"]))
     split = {
         side: [
@@ -493,44 +508,50 @@ def _disguised(cl: _OnCluster, codes: dict | None) -> int:
         for b in range(n)
     ]
     found = cl.client.gather([cl._submit(lt.pair_tables_task, b, cl.cat) for b in buckets])
-    if sum(u for u, _, _ in found) < IDENTIFYING_SHARE * max(cl.n["reference"], 1):
-        return 0
-    if sum(k for _, k, _ in found) < MIN_ANCHORED:
-        return 0
-    codes, recoded = {}, 0
+    n_pairs = sum(k for _, k, _ in found)
+    if sum(u for u, _, _ in found) < IDENTIFYING_SHARE * max(cl.n["reference"], 1) or n_pairs < MIN_ANCHORED:
+        return None
+    pair_codes, recoded = {}, 0
     for c in cl.cat:
         table = pl.concat([t[c] for _, _, t in found]).group_by("s", "r").agg(pl.col("len").sum())
         rel_codes, ref_codes, identity = pair_classes(table)
-        codes[c] = (rel_codes, ref_codes)
+        pair_codes[c] = (rel_codes, ref_codes)
         recoded += not identity
     if not recoded:
-        return 0
-    explained = sum(cl.client.gather([cl._submit(lt.pair_flags_task, b, cl.cat, codes) for b in buckets]))
+        return None
+    explained = sum(cl.client.gather([cl._submit(lt.pair_flags_task, b, cl.cat, pair_codes) for b in buckets]))
     if explained < MIN_ANCHORED:
-        return 0
-    return explained if _beats_shuffles(cl, buckets, sum(k for _, k, _ in found), explained) else 0
-
-
-def _beats_shuffles(cl: _OnCluster, buckets: list, n_pairs: int, explained: int) -> bool:
-    """The local shuffle test of the pairs (:func:`privgate.disguised_records.beats_shuffles`), on
-    the pairs' levels gathered here in release order — at most ``MAX_SHUFFLED_PAIRS`` of them;
-    more are refused as records disguised (a block, as the local test would nearly surely find)."""
+        return None
     if n_pairs > MAX_SHUFFLED_PAIRS:
-        return True
+        raise LabelFreeViewNotShardedError(f"{explained} record(s) that a record-by-record correspondence explains")
+    return _shuffled(cl, buckets, n_pairs, explained)
+
+
+def _shuffled(
+    cl: _OnCluster, buckets: list, n_pairs: int, explained: int
+) -> tuple[DisguisedRecords, pl.DataFrame] | None:
+    """The local shuffle test of the pairs (:func:`privgate.disguised_records.beats_shuffles`) on
+    the pairs' levels gathered here in release order (at most ``MAX_SHUFFLED_PAIRS``); when the
+    pairs beat it, the records they explain and their sources' levels."""
     pairs = pl.concat(cl.client.gather([cl._submit(lt.pairs_task, b) for b in buckets])).sort("__s")
     release = pairs.select([pl.col(f"s:{c}").alias(c) for c in cl.cat])
     reference = pairs.select([pl.col(f"r:{c}").alias(c) for c in cl.cat])
     at = np.arange(pairs.height, dtype=np.int64)
-    return beats_shuffles(release, reference, cl.cat, at, at.copy(), explained, cl.ctx.seed)
+    if not beats_shuffles(release, reference, cl.cat, at, at.copy(), explained, cl.ctx.seed):
+        return None
+    ok, recoded = _explained(release, reference, cl.cat, at, at)
+    s_idx, r_idx = pairs.get_column("__s").to_numpy(), pairs.get_column("__r").to_numpy()
+    records = DisguisedRecords(s_idx[ok].astype(np.int64), r_idx[ok].astype(np.int64), int(n_pairs), recoded)
+    return records, reference.filter(pl.Series(ok)).with_columns(pl.Series("__row", records.rows))
 
 
 # ---------------------------------------------------------------------- the recoded view
 def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
-    """The local ``recoded_context`` on the cluster, for a correspondence that recodes levels only
-    (no numeric map, no record disguised — those are refused when learnt): a sharded context of
-    the same partitions, read with the classes' codes (real and holdout records by the reference
-    codes, the release's by the release codes) and encoded with the recoded levels of the roles
-    it holds, as a local context of the recoded frames fits them."""
+    """The local ``recoded_context`` on the cluster, for a correspondence without numeric maps
+    (refused when learnt): a sharded context of the same partitions, read with the classes' codes
+    (real and holdout records by the reference codes, the release's by the release codes, each
+    disguised release record with its source's levels) and encoded with the recoded levels of
+    the roles it holds, as a local context of the recoded frames fits them."""
     from dataclasses import replace as _replace
 
     from ..context_spaces import coded_above
@@ -552,7 +573,19 @@ def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
             m = codes[view.role].get(c, {})
             union |= {lv if lv == NULL_LEVEL else m.get(lv, KEEP_PREFIX + lv) for lv in levels[view.role][c]}
         fit[c] = sorted(union)
-    recoded_inputs = _replace(inputs, fit=SpaceFit(stats=inputs.fit.stats, levels=fit), codes=codes, weights=None)
+    sources = main.derived.get("label_free_sources") if corr.records is not None else None
+    if sources is not None and views["synthetic"].role == "synthetic":
+        for c in fit:  # the release's records replaced by their sources hold reference levels
+            fit[c] = sorted(set(fit[c]) | set(sources.get_column(c).fill_null(NULL_LEVEL).to_list()))
+    else:
+        sources = None
+    recoded_inputs = _replace(
+        inputs,
+        fit=SpaceFit(stats=inputs.fit.stats, levels=fit),
+        codes=codes,
+        weights=None,
+        sources=None if sources is None else {"synthetic": sources},
+    )
     search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads)
     out = type(ctx)(
         search,

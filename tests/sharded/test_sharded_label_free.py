@@ -208,25 +208,21 @@ def test_a_relabelled_copy_is_recoded_on_the_workers_with_the_local_numbers(clie
     assert remote.results["label_free_copies"].value > 0.5 > remote.results["common_rows"].value
 
 
-def test_records_disguised_one_by_one_are_refused(client, tmp_path):
+def test_records_disguised_one_by_one_are_found_and_replaced_on_the_workers(client, tmp_path):
+    """5 % of the release are copies with two columns' labels permuted, the rest fresh: the
+    whole-release correspondence is the identity, the records are found one by one (the shuffle
+    test run as locally) and held in the view as their sources — the local numbers."""
     real, holdout = records(2000, 1), records(2000, 3)
     perm = {f"r{i}": f"r{(i + 1) % 12}" for i in range(12)}
     disguised = real[:100].with_columns(pl.col("region").replace(perm), pl.col("plan").replace({"a": "b", "b": "c"}))
     synth = pl.concat([release(real, 1900, 2, copies=0.0), disguised])
-    local = correspondence(EvaluationContext(real, synth, holdout=holdout))
-    assert local.records is not None and local.remapped == ()  # locally: found record by record
-    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    ctx = _sharded_context(client, folders)
-    with pytest.raises(LabelFreeViewNotShardedError, match=f"{local.records.rows.size} record\\(s\\)"):
-        correspondence(ctx, "label_free_copies")
-    out = evaluate_sharded(
-        folders["real"], folders["synthetic"], list(LABEL_FREE_METRICS), holdout=folders["holdout"], executor=client
-    )
-    assert out.results == {}
-    for m in LABEL_FREE_METRICS:
-        msg = out.errors[m]
-        assert msg.startswith(f"LabelFreeViewNotShardedError: {m}: the release's labels or scales differ"), msg
-        assert "not computed on a cluster" in msg
+    local_corr = correspondence(EvaluationContext(real, synth, holdout=holdout))
+    assert local_corr.records is not None and local_corr.remapped == ()  # locally: found record by record
+    local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    _assert_same(local, remote)
+    view = remote.results["label_free_copies"].details["label_free"]
+    assert view["disguised_records"]["records"] == local_corr.records.rows.size == 100
+    assert remote.results["label_free_copies"].value == pytest.approx(0.05)
 
 
 def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
