@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import polars as pl
 
 from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
@@ -42,12 +43,10 @@ class Inputs:
     codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
     #: per role, records replaced in the label-free view: ``__row`` (sorted role positions) and the
     #: categorical levels they take (their sources', recoded); None: none
-    sources: Mapping[str, object] | None = None
+    sources: Mapping[str, pl.DataFrame] | None = None
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
         """(coded columns, categorical slices) of ``space``: encoded from no record."""
-        import polars as pl
-
         empty = pl.DataFrame(
             {c: pl.Series([], dtype=pl.Float64 if k == "numeric" else pl.String) for c, k in self.schema.kinds.items()}
         )
@@ -66,7 +65,13 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
-def recoded(frame, codes: Mapping | None, role: str, ids: np.ndarray | None = None, sources: Mapping | None = None):
+def recoded(
+    frame: pl.DataFrame,
+    codes: Mapping | None,
+    role: str,
+    ids: np.ndarray | None = None,
+    sources: Mapping | None = None,
+) -> pl.DataFrame:
     """``frame`` (normalised records of ``role`` at role positions ``ids``) with its levels
     recoded by ``codes[role]``, and the records of ``sources[role]`` given their levels."""
     if codes and codes.get(role):

@@ -15,8 +15,9 @@ partition's encoded rows or a few rows — never a table.
   numerics, shares of levels, standardised by broadcast moments) and the nearest of them for a
   broadcast block of query rows.
 * :func:`disguise_split_task`, :func:`disguise_bucket_task`, :func:`pair_tables_task`,
-  :func:`pair_flags_task`: the exact numeric matches of release and reference records, by hash
-  buckets of the numeric tuple, and what the local record-by-record search counts of them.
+  :func:`pair_flags_task`, :func:`pairs_task`: the exact numeric matches of release and reference
+  records (levels recoded by the view's classes when it has some), by hash buckets of the numeric
+  tuple, what the local record-by-record search counts of them, and their levels.
 """
 
 from __future__ import annotations
