@@ -90,35 +90,53 @@ def _explained(
     """Which anchored pairs the correspondence learnt from these pairs explains (step 3), and in
     how many columns that correspondence is not the identity."""
     n = s_idx.size
-    agree = np.zeros(n, np.int64)
-    through_class = np.zeros(n, np.int64)
-    contradict = np.zeros(n, np.int64)
+    flags = [np.zeros(n, np.int64) for _ in range(3)]  # agree, through a class, contradict
     recoded = 0
     for c in cat:
         s = release.get_column(c).gather(s_idx)
         r = reference.get_column(c).gather(r_idx)
-        table = pl.DataFrame({"s": s, "r": r}).group_by("s", "r").len()
-        rel_codes, ref_codes, col = level_classes(
-            table,
-            "s",
-            "r",
-            s.drop_nulls().unique().to_list(),
-            r.drop_nulls().unique().to_list(),
-            min_support=MIN_SUPPORT,
-            edge_p=EDGE_P,
-        )
-        if not col["identity"]:
-            recoded += 1
-        code_s = s.replace_strict(list(rel_codes), list(rel_codes.values()), default=None, return_dtype=pl.String)
-        code_r = r.replace_strict(list(ref_codes), list(ref_codes.values()), default=None, return_dtype=pl.String)
-        joined = (code_s.is_not_null() & ~code_s.str.starts_with(KEEP_PREFIX)).fill_null(False).to_numpy()
-        same_label = ((s == r).fill_null(False) | (s.is_null() & r.is_null())).to_numpy()
-        same_class = (code_s == code_r).fill_null(False).to_numpy() & joined
-        agree += same_label | same_class
-        through_class += same_class & ~same_label
-        contradict += joined & ~same_class
-    ok = (contradict == 0) & (through_class >= 1) & (len(cat) - agree <= len(cat) / 2)
+        rel_codes, ref_codes, identity = pair_classes(pl.DataFrame({"s": s, "r": r}).group_by("s", "r").len())
+        recoded += not identity
+        for total, f in zip(flags, column_flags(s, r, rel_codes, ref_codes)):
+            total += f
+    ok = explained_by(*flags, len(cat))
     return (ok if recoded else np.zeros(n, bool)), recoded
+
+
+def pair_classes(table: pl.DataFrame) -> tuple[dict[str, str], dict[str, str], bool]:
+    """One column's level classes learnt from its anchored pairs' (``s``, ``r``, ``len``) count
+    table, with this module's ``MIN_SUPPORT`` and ``EDGE_P``: (release codes, reference codes,
+    whether they are the identity)."""
+    rel_codes, ref_codes, col = level_classes(
+        table,
+        "s",
+        "r",
+        table.get_column("s").drop_nulls().unique().to_list(),
+        table.get_column("r").drop_nulls().unique().to_list(),
+        min_support=MIN_SUPPORT,
+        edge_p=EDGE_P,
+    )
+    return rel_codes, ref_codes, bool(col["identity"])
+
+
+def column_flags(
+    s: pl.Series, r: pl.Series, rel_codes: dict[str, str], ref_codes: dict[str, str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per anchored pair of one column (release level ``s``, anchor's level ``r``): whether the
+    levels agree (same label or same class), agree only through a learnt class, and contradict
+    (a joined release level whose class holds not the anchor's level)."""
+    code_s = s.replace_strict(list(rel_codes), list(rel_codes.values()), default=None, return_dtype=pl.String)
+    code_r = r.replace_strict(list(ref_codes), list(ref_codes.values()), default=None, return_dtype=pl.String)
+    joined = (code_s.is_not_null() & ~code_s.str.starts_with(KEEP_PREFIX)).fill_null(False).to_numpy()
+    same_label = ((s == r).fill_null(False) | (s.is_null() & r.is_null())).to_numpy()
+    same_class = (code_s == code_r).fill_null(False).to_numpy() & joined
+    return same_label | same_class, same_class & ~same_label, joined & ~same_class
+
+
+def explained_by(agree: np.ndarray, through_class: np.ndarray, contradict: np.ndarray, n_cat: int) -> np.ndarray:
+    """The pairs a correspondence explains (step 3) from their per-column flags summed over the
+    ``n_cat`` categorical columns (:func:`column_flags`)."""
+    return (contradict == 0) & (through_class >= 1) & (n_cat - agree <= n_cat / 2)
 
 
 def find_disguised_records(
@@ -138,12 +156,28 @@ def find_disguised_records(
     found = int(ok.sum())
     if found < MIN_ANCHORED:
         return None
-    # the same learning on pairs that are no copies: the anchors shuffled between the pairs
+    if not beats_shuffles(release, reference, cat, s_idx, r_idx, found, seed):
+        return None
+    return DisguisedRecords(s_idx[ok], r_idx[ok], int(s_idx.size), recoded)
+
+
+def beats_shuffles(
+    release: pl.DataFrame,
+    reference: pl.DataFrame,
+    cat: list[str],
+    s_idx: np.ndarray,
+    r_idx: np.ndarray,
+    found: int,
+    seed: int,
+) -> bool:
+    """Whether the same learning on pairs that are no copies — the anchors shuffled between the
+    pairs (``SHUFFLES`` seeded draws) — explains fewer than ``found`` records every time (pairs
+    in release order: ``s_idx`` sorted)."""
     rng = seeds.rng(seed, "label_free.records")
     for _ in range(SHUFFLES):
         if int(_explained(release, reference, cat, s_idx, rng.permutation(r_idx))[0].sum()) >= found:
-            return None
-    return DisguisedRecords(s_idx[ok], r_idx[ok], int(s_idx.size), recoded)
+            return False
+    return True
 
 
 def put_sources(release: pl.DataFrame, sources: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:

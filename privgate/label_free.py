@@ -64,6 +64,7 @@ from .disguised_records import DisguisedRecords, find_disguised_records, put_sou
 from .level_classes import KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 from .schema import Schema
+from .ties import REL_TOL
 
 ANCHOR_ROWS = 2000  # release records anchored (a seeded sample above this)
 MAX_GROUPS = 4  # categorical columns are learnt in at most this many groups (one search each)
@@ -140,7 +141,8 @@ class Correspondence:
 
 def anchor_matrices(release: pl.DataFrame, reference: pl.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
     """The label-invariant encodings of the release and the reference (float64, standardised on
-    the reference; a null numeric is the reference mean)."""
+    the reference — a column whose deviation is below its mean's rounding is not scaled; a null
+    numeric is the reference mean)."""
     num, cat = list(schema.numeric), list(schema.categorical)
     parts_s, parts_r = [], []
     if num:
@@ -154,7 +156,9 @@ def anchor_matrices(release: pl.DataFrame, reference: pl.DataFrame, schema: Sche
     mean = np.nanmean(r, axis=0)
     mean = np.where(np.isfinite(mean), mean, 0.0)
     sd = np.nanstd(r, axis=0)
-    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    # a constant column's deviation is 0 or a rounding residue of its mean (0.1 × 2000 gives
+    # 1.4e-17): either is no spread, and dividing by a residue would part its nulls from its values
+    sd = np.where(np.isfinite(sd) & (sd > REL_TOL * (1.0 + np.abs(mean))), sd, 1.0)
     s = np.where(np.isnan(s), mean, s)
     r = np.where(np.isnan(r), mean, r)
     return (s - mean) / sd, (r - mean) / sd

@@ -181,16 +181,39 @@ def scale_check(release: np.ndarray, reference: np.ndarray) -> ScaleCheck:
     inside the real range is on it."""
     if release.size == 0 or reference.size == 0:
         return ScaleCheck(0, 0.0)
-    lo, hi = float(reference.min()), float(reference.max())
-    width = max(hi - lo, 4.0 * float(reference.std()), REL_TOL * (1.0 + abs(lo) + abs(hi)))
-    beyond = int(np.count_nonzero((release < lo - width) | (release > hi + width)))
-    if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * release.size):
-        beyond = 0
+    lo_w, hi_w, lo_p, hi_p = scale_bounds(float(reference.min()), float(reference.max()), float(reference.std()))
+    beyond = int(np.count_nonzero((release < lo_w) | (release > hi_w)))
+    outside = int(np.count_nonzero((release < lo_p) | (release > hi_p)))
+    sd_s = settled_std(float(release.std()), float(np.abs(release).max()))
+    sd_r = settled_std(float(reference.std()), float(np.abs(reference).max()))
+    return scale_result(int(release.size), beyond, outside, sd_s, sd_r)
+
+
+def settled_std(sd: float, magnitude: float) -> float:
+    """A standard deviation, 0 when it is below the rounding of values of this ``magnitude``: a
+    constant column's computed deviation is 0 or a few ulps of its value depending on how its
+    mean was summed (0.1 × 1500 gives 0, × 2000 gives 1.4e-17), and the ratio of two such
+    rounding residues would put one constant column off the other's scale."""
+    return 0.0 if sd <= REL_TOL * (1.0 + magnitude) else sd
+
+
+def scale_bounds(lo: float, hi: float, sd_r: float) -> tuple[float, float, float, float]:
+    """The bounds :func:`scale_check` counts release values outside of, from the reference's
+    minimum, maximum and standard deviation: (lower, upper) one real range (or four standard
+    deviations) beyond the real range, and (lower, upper) of the range widened by ``MARGIN``."""
+    width = max(hi - lo, 4.0 * sd_r, REL_TOL * (1.0 + abs(lo) + abs(hi)))
     pad = MARGIN * max(hi - lo, REL_TOL * (1.0 + abs(lo) + abs(hi)))
-    outside = float(np.count_nonzero((release < lo - pad) | (release > hi + pad))) / release.size
-    sd_s, sd_r = float(release.std()), float(reference.std())
+    return lo - width, hi + width, lo - pad, hi + pad
+
+
+def scale_result(n: int, beyond: int, outside: int, sd_s: float, sd_r: float) -> ScaleCheck:
+    """The :class:`ScaleCheck` of ``n`` release values of which ``beyond`` lie outside the far
+    bounds and ``outside`` outside the widened range (:func:`scale_bounds`), with the two
+    standard deviations (each 0 below its values' rounding, :func:`settled_std`)."""
+    if beyond < max(FOREIGN_MIN, FOREIGN_SHARE * n):
+        beyond = 0
     ratio = 1.0 if sd_s == sd_r else (sd_s / sd_r if sd_r > 0 else np.inf)
-    return ScaleCheck(beyond, outside, ratio)
+    return ScaleCheck(beyond, float(outside) / n, ratio)
 
 
 def _ranks(s: pl.Series) -> np.ndarray:
@@ -367,7 +390,23 @@ def _affine_map(
     """The affine map of a column's anchored pairs (``s``, ``r``) when the pairs on which it and
     the identity disagree support it and it brings the marginal nearer; ``values``: the column's
     (release, reference) finite values."""
-    tol = _tolerance(values[1])
+    return affine_map_of(
+        s,
+        r,
+        _tolerance(values[1]),
+        int(np.unique(values[0]).size),
+        lambda a, b: _marginal_gap(a * values[0] + b, values[1]) < _marginal_gap(*values),
+        rng,
+    )
+
+
+def affine_map_of(
+    s: np.ndarray, r: np.ndarray, tol: float, distinct: int, nearer, rng: np.random.Generator
+) -> NumericMap | None:
+    """:func:`_affine_map` from what it reads of the whole column: the tie tolerance ``tol``, the
+    release's distinct finite values ``distinct`` (only min(3, it) matters) and ``nearer(a, b)``:
+    whether a·v + b brings the release marginal nearer the reference's than the identity
+    (called only when the anchored pairs support the map)."""
     a, b, _ = _affine(s, r, tol, rng)
     # the two maps compared where they disagree (a copy's zeros stay zeros under ×1000:
     # those pairs support both and decide nothing)
@@ -376,13 +415,13 @@ def _affine_map(
     support = int(on.sum())
     # a line passes through any two points: on a column of few values it must join at
     # least three of them (or all the column has) to be evidence of a map
-    if np.unique(s[on]).size < min(3, np.unique(values[0]).size):
+    if np.unique(s[on]).size < min(3, distinct):
         support = 0
     identity = int((differ & (np.abs(s - r) <= tol)).sum())
     if (
         support >= max(MIN_MAP_SUPPORT, MAP_SHARE * int(differ.sum()))
         and support >= IDENTITY_MARGIN * identity + MIN_MAP_SUPPORT
-        and _marginal_gap(a * values[0] + b, values[1]) < _marginal_gap(*values)
+        and nearer(a, b)
     ):
         return NumericMap("affine", a, b, support=support, anchored=int(s.size))
     return None
@@ -450,22 +489,27 @@ def check_scales(
     its learnt map (if any) is applied: ``release`` is the mapped release."""
     for c in schema.numeric:
         chk = scale_check(_finite(release.get_column(c)), _finite(reference.get_column(c)))
-        if not chk.off:
-            continue
-        how = []
-        if chk.beyond_range:
-            how.append(
-                f"{chk.beyond_range} of its {release.height} values lie more than one real range outside the real range"
-            )
-        if chk.outside_share >= OUTSIDE_SHARE:
-            how.append(f"{chk.outside_share:.0%} of its values lie outside the real range")
-        if not 1.0 / SPREAD_FACTOR <= chk.spread_ratio <= SPREAD_FACTOR:
-            how.append(f"its standard deviation is {chk.spread_ratio:.3g} times the real one's")
-        learnt = f" (a {maps[c].kind} map was learnt from the records and applied)" if c in maps else ""
-        raise ForeignScaleError(
-            f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "
-            f"learnt from the records explains it{learnt}. Distances to the real records would make every record "
-            "look far from every real one, so the release is not scored: put the column back on the real data's "
-            "scale (undo the generator's transform) and gate it again",
-            column=c,
-        )
+        if chk.off:
+            raise foreign_scale_error(c, chk, release.height, maps, role)
+
+
+def foreign_scale_error(
+    c: str, chk: ScaleCheck, height: int, maps: dict[str, NumericMap], role: str = "synthetic"
+) -> ForeignScaleError:
+    """The refusal of column ``c`` of ``role`` (``height`` records) whose :class:`ScaleCheck` is off
+    the reference's scale once its learnt map (in ``maps``, if any) is applied: counts only."""
+    how = []
+    if chk.beyond_range:
+        how.append(f"{chk.beyond_range} of its {height} values lie more than one real range outside the real range")
+    if chk.outside_share >= OUTSIDE_SHARE:
+        how.append(f"{chk.outside_share:.0%} of its values lie outside the real range")
+    if not 1.0 / SPREAD_FACTOR <= chk.spread_ratio <= SPREAD_FACTOR:
+        how.append(f"its standard deviation is {chk.spread_ratio:.3g} times the real one's")
+    learnt = f" (a {maps[c].kind} map was learnt from the records and applied)" if c in maps else ""
+    return ForeignScaleError(
+        f"column {c!r} of {role} is not on the real data's scale: {' and '.join(how)}, and no invertible map "
+        f"learnt from the records explains it{learnt}. Distances to the real records would make every record "
+        "look far from every real one, so the release is not scored: put the column back on the real data's "
+        "scale (undo the generator's transform) and gate it again",
+        column=c,
+    )

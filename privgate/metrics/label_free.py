@@ -47,11 +47,17 @@ LABEL_FREE_METRICS = ("label_free_memorisation", "label_free_copies", "label_fre
 REFERENCE = "label-free view: privgate (levels matched through records anchored on label-invariant coordinates); "
 
 
-def correspondence(ctx) -> Correspondence:
+def correspondence(ctx, metric: str | None = None) -> Correspondence:
     """The context's release ↔ reference correspondence, learnt once per context: the reference is
     the training and holdout records pooled when there is a holdout (a symmetric function of the
     two, as memorisation's null needs), else the training records. A holdout baseline's context
-    takes its main context's reference codes for both sides (its records are real ones)."""
+    takes its main context's reference codes for both sides (its records are real ones). A sharded
+    context learns it from its partitions (``label_free_correspondence``; a view that is not the
+    identity is refused there, naming ``metric``)."""
+    name = "label_free anchors" + (" (training ∪ holdout)" if ctx.holdout is not None else "")
+    on_cluster = getattr(ctx, "label_free_correspondence", None)
+    if on_cluster is not None:
+        return on_cluster(name=name, metric=metric)
     if "label_free" not in ctx.derived and ctx._encoded_by is not None:
         # a holdout baseline's context (EvaluationContext.holdout_baseline): its "release" is real
         # holdout records, labelled as the reference is, so nothing is learnt — both sides take
@@ -60,12 +66,7 @@ def correspondence(ctx) -> Correspondence:
         codes = main.reference_codes
         ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
     if "label_free" not in ctx.derived:
-        ctx.derived["label_free"] = learn(
-            ctx,
-            ctx.synthetic,
-            reference(ctx),
-            name="label_free anchors" + (" (training ∪ holdout)" if ctx.holdout is not None else ""),
-        )
+        ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference(ctx), name=name)
     return ctx.derived["label_free"]
 
 
@@ -104,8 +105,12 @@ def in_view(ctx, metric, name: str, *, with_holdout: bool = False, **params) -> 
     """``metric`` (a registered plain metric) on the label-free view of ``ctx``, reported as
     ``name`` with the view's description; the plain metric on ``ctx`` itself when the
     correspondence is the identity."""
-    corr = correspondence(ctx)
-    view = ctx if corr.identity else recoded_context(ctx, corr, with_holdout=with_holdout)
+    corr = correspondence(ctx, name)
+    if corr.identity:
+        view = ctx
+    else:  # a sharded context recodes its partitions as its workers read them
+        on_cluster = getattr(ctx, "label_free_recoded", None)
+        view = on_cluster(corr, with_holdout) if on_cluster else recoded_context(ctx, corr, with_holdout=with_holdout)
     res = metric(view, **params)
     return replace(res, name=name, details={**res.details, "label_free": corr.describe(ctx.schema)})
 

@@ -10,9 +10,10 @@ samples (drawn here, once, by the same seeded streams as a local context), and a
 :class:`RowsOf` handles — which role's rows of which space — not matrices; the FAMD space's
 axes are fitted here from the real partitions' R factors (or, with coded columns, by a Lanczos
 iteration whose products are summed over them), and dcr's jackknife refits from their Gram
-matrices (:mod:`privgate.sharded.famd`). A metric that reads whole frames or matrices (the
-label-free view) raises :class:`NotShardedError`, naming it, before it computes anything;
-:data:`SHARDED_METRICS` lists the metrics that run here.
+matrices (:mod:`privgate.sharded.famd`). The label-free view's correspondence is learnt from the
+partitions (:meth:`label_free_correspondence`, :mod:`privgate.sharded.label_free`). A metric that
+reads whole frames or matrices raises :class:`NotShardedError`, naming it, before it computes
+anything; :data:`SHARDED_METRICS` lists the metrics that run here.
 """
 
 from __future__ import annotations
@@ -43,13 +44,12 @@ SHARDED_METRICS = (
     "identifier_reuse",
     "hitting_rate",
     "dcr",
+    "label_free_memorisation",
+    "label_free_copies",
+    "label_free_authenticity",
 )
-#: why the other metrics of the default gate are not sharded
-NOT_SHARDED = {
-    "label_free_memorisation": "the label-free view learns numeric maps and level classes from whole frames",
-    "label_free_copies": "the label-free view learns numeric maps and level classes from whole frames",
-    "label_free_authenticity": "the label-free view learns numeric maps and level classes from whole frames",
-}
+#: why the other metrics of the default gate are not sharded (every one is)
+NOT_SHARDED: dict[str, str] = {}
 
 
 class NotShardedError(NotApplicableError):
@@ -145,6 +145,7 @@ class ShardedContext(EvaluationContext):
         self._nn = {}
         self._baseline_ctx = None
         self._encoded_by = None
+        self._label_free_parent: ShardedContext | None = None
         self.derived = {"coded_columns": dict(column_report or {})}
         self._frames, self._scans = {}, {}
 
@@ -388,6 +389,7 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
+            {"codes": inputs.codes, "sources": inputs.sources} if inputs.codes or inputs.sources else None,
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:
@@ -402,6 +404,43 @@ class ShardedContext(EvaluationContext):
         return sharded_identifier_hits(
             self._search_on.client, dict(inputs.parts), kinds, list(inputs.identifiers), view.role
         )
+
+    def label_free_correspondence(self, *, name: str, metric: str | None = None) -> Any:
+        """The label-free view's correspondence (:func:`privgate.metrics.label_free.correspondence`),
+        learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`) when it
+        maps no numeric column; a holdout baseline's context takes its main context's reference
+        codes for both sides, as locally. A view that maps a numeric column raises
+        :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
+        time it is asked for."""
+        from ..label_free import Correspondence
+        from ..numeric_maps import ForeignScaleError
+        from .label_free import LabelFreeViewNotShardedError, learn_sharded
+
+        if "label_free_refused" in self.derived:
+            raise LabelFreeViewNotShardedError(self.derived["label_free_refused"], metric)
+        if "label_free_foreign" in self.derived:  # learnt once: the same refusal for every metric
+            raise self.derived["label_free_foreign"]
+        if "label_free" not in self.derived:
+            try:
+                if self._label_free_parent is not None:
+                    main = self._label_free_parent.label_free_correspondence(name=name, metric=metric)
+                    codes = main.reference_codes
+                    self.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
+                else:
+                    self.derived["label_free"] = learn_sharded(self, name=name)
+            except LabelFreeViewNotShardedError as exc:
+                self.derived["label_free_refused"] = exc.what
+                raise LabelFreeViewNotShardedError(exc.what, metric) from None
+            except ForeignScaleError as exc:
+                self.derived["label_free_foreign"] = exc
+                raise
+        return self.derived["label_free"]
+
+    def label_free_recoded(self, corr: Any, with_holdout: bool) -> ShardedContext:
+        """The label-free view's recoded context (:func:`privgate.sharded.label_free.recoded_context`)."""
+        from .label_free import recoded_context
+
+        return recoded_context(self, corr, with_holdout)
 
     def any_within_box(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise NotShardedError("box queries over whole columns are not sharded")
@@ -434,6 +473,7 @@ class ShardedContext(EvaluationContext):
                 column_report=self.derived.get("coded_columns"),
             )
             base.threads = self.threads
+            base._label_free_parent = self
             self._baseline_ctx = base
         return self._baseline_ctx
 

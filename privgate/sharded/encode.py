@@ -20,7 +20,7 @@ from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
 from .partitions import Partition, read_partition
 
-__all__ = ["SPACES", "Inputs", "encode_rows", "read_rows", "space_weights"]
+__all__ = ["SPACES", "Inputs", "encode_rows", "read_rows", "recoded", "space_weights"]
 
 #: the encoded spaces a sharded evaluation searches (kind, argument)
 SPACES = (("mixed", None), ("identifiability", None))
@@ -39,6 +39,12 @@ class Inputs:
     compact: bool = False
     weights: Mapping[str, float] | None = None
     identifiers: list[str] = field(default_factory=list)
+    #: per role, per categorical column, level → code: the label-free view's recoding applied to
+    #: every partition as it is read (:func:`privgate.label_free.recode`); None: records as they are
+    codes: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
+    #: per role, records replaced in the label-free view: ``__row`` (sorted role positions) and the
+    #: categorical levels they take (their sources', recoded); None: none
+    sources: Mapping[str, pl.DataFrame] | None = None
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
         """(coded columns, categorical slices) of ``space``: encoded from no record (none for a
@@ -64,15 +70,41 @@ def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
     return dict(inputs.weights)
 
 
+def recoded(
+    frame: pl.DataFrame,
+    codes: Mapping | None,
+    role: str,
+    ids: np.ndarray | None = None,
+    sources: Mapping | None = None,
+) -> pl.DataFrame:
+    """``frame`` (normalised records of ``role`` at role positions ``ids``) with its levels
+    recoded by ``codes[role]``, and the records of ``sources[role]`` given their levels."""
+    if codes and codes.get(role):
+        from ..label_free import recode
+
+        frame = recode(frame, {c: dict(m) for c, m in codes[role].items() if c in frame.columns})
+    src = (sources or {}).get(role)
+    if src is None or ids is None:
+        return frame
+    rows = src.get_column("__row").to_numpy()
+    inside = np.isin(rows, ids)
+    if not inside.any():
+        return frame
+    pos = np.searchsorted(ids, rows[inside])
+    cols = [c for c in src.columns if c != "__row" and c in frame.columns]
+    return frame.with_columns([frame.get_column(c).scatter(pos, src.get_column(c).filter(inside)) for c in cols])
+
+
 def read_rows(inputs: Inputs, part: Partition, keep: np.ndarray | None = None) -> tuple[pl.DataFrame, np.ndarray]:
     """(normalised frame, global row positions) of ``part``'s records: all of them, or those whose
-    global positions are in the sorted array ``keep``."""
+    global positions are in the sorted array ``keep`` — in the label-free view when the inputs
+    carry one (:func:`recoded`)."""
     frame = read_partition(part, inputs.schema.columns)
     ids = np.arange(part.start, part.stop, dtype=np.int64)
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
-    return normalise_frame(frame, inputs.schema), ids
+    return recoded(normalise_frame(frame, inputs.schema), inputs.codes, part.role, ids, inputs.sources), ids
 
 
 def encode_rows(

@@ -18,6 +18,7 @@ import polars as pl
 
 from ..copies import carries_real_identifier, copied_rows
 from ..schema import Schema, normalise_frame
+from .encode import recoded
 from .partitions import Partition, read_partition
 
 __all__ = ["sharded_copies", "sharded_distinct", "sharded_identifier_hits"]
@@ -37,15 +38,18 @@ def _buckets(
     row_index: bool,
     hashes_only: bool = False,
     among: np.ndarray | None = None,
+    codes: Any = None,
 ) -> list[pl.DataFrame]:
     """On a worker: ``part``'s normalised ``columns`` (its rows ``keep`` — global positions — when
     given; with their global positions as ``__row`` when ``row_index``), split into ``n`` buckets
     by the hash of the columns' values. ``hashes_only``: the hashes (``__h``) in place of the
     values — 8 bytes a row, for a first pass over wide values; ``among``: only the rows whose
     hash is in this array (the candidates a first pass found). Both are for one column whose
-    nulls never match nor count, and leave its null rows out."""
+    nulls never match nor count, and leave its null rows out. ``codes``: the label-free view's
+    recoding — {"codes": ..., "sources": ...} as :class:`privgate.sharded.encode.Inputs` holds them."""
     frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
     ids = np.arange(part.start, part.stop, dtype=np.int64)
+    frame = recoded(frame, (codes or {}).get("codes"), part.role, ids, (codes or {}).get("sources"))
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
@@ -74,10 +78,12 @@ def _split(
     row_index: bool,
     hashes_only: bool = False,
     among: np.ndarray | None = None,
+    codes: Any = None,
 ) -> list[list[Any]]:
     """Per bucket, the futures of every partition's piece of it."""
     split = [
-        client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, pure=False) for p in parts
+        client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, codes, pure=False)
+        for p in parts
     ]
     return [[client.submit(operator.getitem, s, b, pure=False) for s in split] for b in range(n)]
 
@@ -110,13 +116,14 @@ def sharded_copies(
     kinds: dict[str, str],
     columns: list[str],
     rows: np.ndarray | None,
+    codes: Any = None,
 ) -> tuple[np.ndarray, int]:
     """(sorted positions of the real records — of ``rows`` only — equal to some release record —
     of ``release_keep`` only (global positions) —, how many distinct records they are), joined
-    bucket by bucket on the workers."""
+    bucket by bucket on the workers (``codes``: the label-free view's recoding by role)."""
     n = max(len(real_parts), len(release_parts))
-    real = _split(client, real_parts, kinds, columns, n, rows, True)
-    syn = _split(client, release_parts, kinds, columns, n, release_keep, False)
+    real = _split(client, real_parts, kinds, columns, n, rows, True, codes=codes)
+    syn = _split(client, release_parts, kinds, columns, n, release_keep, False, codes=codes)
     found = client.gather([client.submit(_copies_in_bucket, real[b], syn[b], columns, pure=False) for b in range(n)])
     hits = np.sort(np.concatenate([h for h, _ in found])) if found else np.empty(0, dtype=np.int64)
     return hits.astype(np.int64), int(sum(d for _, d in found))

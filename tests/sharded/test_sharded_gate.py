@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -261,19 +262,27 @@ def test_the_cli_gates_sharded_only_on_a_cluster(inputs, capsys):
     assert "a sharded gate runs on a Dask cluster" in capsys.readouterr().out
 
 
-def test_the_default_gate_is_refused_before_anything_is_read_naming_what_cannot_be_sharded(inputs, cluster):
-    from privgate.gates import DEFAULT_CONFIG_PATH
+def test_the_default_gate_is_sharded_whole():
+    """Every metric the shipped default gate asks for is computed on a cluster."""
+    from privgate.gates import default_gate_config
 
+    assert set(default_gate_config().metrics) <= set(SHARDED_METRICS)
+    assert not NOT_SHARDED
+
+
+def test_a_metric_not_sharded_is_refused_before_anything_is_read_naming_it(inputs, cluster):
     _, client = cluster
+    cfg = yaml.safe_load(Path(inputs["config"]).read_text())
+    cfg["metrics"]["close_values"] = {"threshold": {"warn": 0.99, "block": 0.999}}
+    path = inputs["tmp"] / "with_close_values.yaml"
+    path.write_text(yaml.safe_dump(cfg))
     missing = {r: str(inputs["tmp"] / "nowhere" / r) for r in ("real", "synthetic", "holdout")}
-    out = _sharded(DEFAULT_CONFIG_PATH, missing, client)  # the paths are never opened
+    out = _sharded(str(path), missing, client)  # the paths are never opened
     assert out.exit_code == 3 and out.report is None
     [check] = [c for c in out.checks if c.rule == "error"]
     assert "nothing was evaluated" in check.message
-    # with a holdout the default gate plans every metric not sharded but label_free_authenticity
-    # (whose rules apply without a holdout only), and names only those
     named = set(re.findall(r"(\w+) cannot be evaluated sharded", check.message))
-    assert named == set(NOT_SHARDED) - {"label_free_authenticity"} and not named & set(SHARDED_METRICS)
+    assert named == {"close_values"}
 
 
 def test_a_search_failing_on_the_cluster_blocks_naming_the_metric_and_no_value(inputs, cluster, monkeypatch):

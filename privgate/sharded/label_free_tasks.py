@@ -1,0 +1,257 @@
+"""The worker side of the sharded label-free view (:mod:`privgate.sharded.label_free`): functions
+of one or two partitions (or of one hash bucket's pieces) that return counts, moments, a
+partition's encoded rows or a few rows — never a table.
+
+* :func:`summary_task`: per numeric column the moments of its finite values and up to three of
+  its distinct values; per categorical column its level counts (null as :data:`NULL`).
+* :func:`strided_task`, :func:`ks_task`: the evenly strided values of one column the local
+  suspect test's Kolmogorov–Smirnov distance reads (bounded: about ``KS_SAMPLE`` per side), and
+  that distance on one worker.
+* :func:`scale_counts_task`: release values outside a column's scale bounds, counted.
+* :func:`sorted_task`, :func:`count_task`, :func:`rank_step_task`, :func:`rank_block_task`: per
+  value, how many values of a role are below it and equal to it, summed partition by partition:
+  the mid-rank a whole-column rank gives, exactly, without the column on one worker.
+* :func:`anchor_search_task`: a partition's records in a label-invariant view (ranks or values of
+  numerics, shares of levels, standardised by broadcast moments) and the nearest of them for a
+  broadcast block of query rows.
+* :func:`disguise_split_task`, :func:`disguise_bucket_task`, :func:`pair_tables_task`,
+  :func:`pair_flags_task`, :func:`pairs_task`: the exact numeric matches of release and reference
+  records (levels recoded by the view's classes when it has some), by hash buckets of the numeric
+  tuple, what the local record-by-record search counts of them, and their levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from ..disguised_records import column_flags, explained_by
+from ..numeric_maps import ks_distance
+from ..schema import Schema, normalise_frame
+from .kernel import engine_knn
+from .partitions import Partition, read_partition
+
+#: the level a null categorical cell counts as (a null is a level of its own in the shares)
+NULL = "\x00lf-null"
+
+
+def frame_of(part: Partition, kinds: dict[str, str], columns: Sequence[str]) -> pl.DataFrame:
+    """One partition's normalised ``columns``."""
+    columns = list(columns)
+    return normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
+
+
+def _finite(frame: pl.DataFrame, c: str) -> np.ndarray:
+    v = frame.get_column(c).cast(pl.Float64).to_numpy()
+    return v[np.isfinite(v)]
+
+
+def summary_task(part: Partition, kinds: dict[str, str], num: list[str], cat: list[str]) -> dict:
+    """One partition's ``moments`` {numeric column: [n, mean, m2, min, max] of its finite
+    values}, ``few`` {numeric column: up to three of its distinct finite values} and ``levels``
+    {categorical column: {level (null as NULL): count}}."""
+    frame = frame_of(part, kinds, [*num, *cat])
+    moments, few, levels = {}, {}, {}
+    for c in num:
+        v = _finite(frame, c)
+        moments[c] = (
+            [float(v.size), float(v.mean()), float(((v - v.mean()) ** 2).sum()), float(v.min()), float(v.max())]
+            if v.size
+            else [0.0, 0.0, 0.0, np.inf, -np.inf]
+        )
+        few[c] = np.unique(v)[:3]
+    for c in cat:
+        counts = frame.get_column(c).fill_null(NULL).value_counts()
+        levels[c] = dict(zip(counts.get_column(c).to_list(), counts.get_column("count").to_list()))
+    return {"rows": part.rows, "moments": moments, "few": few, "levels": levels}
+
+
+def strided_task(part: Partition, kinds: dict[str, str], c: str, first: int, stride: int) -> np.ndarray:
+    """The finite values of column ``c`` in this partition whose position among the role's finite
+    values (``first``: how many precede the partition's) is a multiple of ``stride``."""
+    v = _finite(frame_of(part, kinds, [c]), c)
+    return v[(-first) % stride :: stride]
+
+
+def ks_task(release: list[np.ndarray], reference: list[np.ndarray]) -> float:
+    """On one worker: the two-sample Kolmogorov–Smirnov distance of two strided samples."""
+    return ks_distance(np.concatenate(release), np.concatenate(reference))
+
+
+def scale_counts_task(
+    part: Partition, kinds: dict[str, str], bounds: dict[str, tuple[float, float, float, float]]
+) -> dict[str, tuple[int, int]]:
+    """Per numeric column, how many finite values lie outside (lower, upper) far bounds and
+    outside the widened range (:func:`privgate.numeric_maps.scale_bounds`)."""
+    frame = frame_of(part, kinds, list(bounds))
+    out = {}
+    for c, (lo_w, hi_w, lo_p, hi_p) in bounds.items():
+        v = _finite(frame, c)
+        out[c] = (int(np.count_nonzero((v < lo_w) | (v > hi_w))), int(np.count_nonzero((v < lo_p) | (v > hi_p))))
+    return out
+
+
+def sorted_task(part: Partition, kinds: dict[str, str], num: list[str]) -> dict[str, np.ndarray]:
+    """Per numeric column, the partition's finite values sorted."""
+    frame = frame_of(part, kinds, num)
+    return {c: np.sort(_finite(frame, c)) for c in num}
+
+
+def count_task(values: dict[str, np.ndarray], sorted_: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per column, for each of ``values`` (NaN: a null), how many of one partition's sorted values
+    are below it and equal to it: a (2, n) array."""
+    out = {}
+    for c, v in values.items():
+        s = sorted_[c]
+        less = np.searchsorted(s, v, side="left")
+        out[c] = np.vstack([less, np.searchsorted(s, v, side="right") - less]).astype(np.int64)
+    return out
+
+
+def rank_step_task(
+    acc: dict[str, np.ndarray] | None, part: Partition, kinds: dict[str, str], sorted_: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """``acc`` plus, for every row of ``part``, the values of one other partition (``sorted_``)
+    below and equal to its value in each numeric column."""
+    frame = frame_of(part, kinds, list(sorted_))
+    step = count_task({c: frame.get_column(c).cast(pl.Float64).to_numpy() for c in sorted_}, sorted_)
+    return step if acc is None else {c: acc[c] + step[c] for c in step}
+
+
+def mid_ranks(counts: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The local ``_ranks``: mid-rank over the role's size from (below, equal) counts; a null is 0.5."""
+    r = counts[0] + (counts[1] + 1) / 2.0
+    return np.where(np.isnan(values), 0.5, (r - 0.5) / max(n, 1))
+
+
+def rank_block_task(
+    acc: dict[str, np.ndarray], part: Partition, kinds: dict[str, str], num: list[str], n: int
+) -> tuple[np.ndarray, list[list[float]]]:
+    """(this partition's rows' mid-ranks in each numeric column of the role, (rows, columns)
+    float64; per column [n, mean, m2, min, max] of them)."""
+    frame = frame_of(part, kinds, num)
+    cols = [mid_ranks(acc[c], frame.get_column(c).cast(pl.Float64).to_numpy(), n) for c in num]
+    block = np.column_stack(cols) if cols else np.empty((part.rows, 0))
+    moments = [
+        [float(v.size), float(v.mean()), float(((v - v.mean()) ** 2).sum()), float(v.min()), float(v.max())]
+        for v in cols
+    ]
+    return block, moments
+
+
+def encode_view(frame: pl.DataFrame, spec: list[tuple], ranks: np.ndarray | None) -> np.ndarray:
+    """The rows of ``frame`` in a label-invariant view, unstandardised (float64): per ``spec``
+    entry ("rank", j) column j of ``ranks``, ("value", c, fill) the numeric values (a null as
+    ``fill``), ("share", c, levels, shares) each cell's level share."""
+    cols = []
+    for entry in spec:
+        if entry[0] == "rank":
+            cols.append(ranks[:, entry[1]])
+        elif entry[0] == "value":
+            v = frame.get_column(entry[1]).cast(pl.Float64).to_numpy()
+            cols.append(np.where(np.isnan(v), entry[2], v))
+        else:
+            _, c, levels, shares = entry
+            s = frame.get_column(c).fill_null(NULL).replace_strict(levels, shares, return_dtype=pl.Float64)
+            cols.append(s.to_numpy())
+    return np.column_stack(cols) if cols else np.empty((frame.height, 0))
+
+
+def anchor_search_task(
+    query: np.ndarray,
+    part: Partition,
+    first: int,
+    kinds: dict[str, str],
+    spec: list[tuple],
+    mean: np.ndarray,
+    sd: np.ndarray,
+    ranks: tuple[np.ndarray, list] | None,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest of this partition's records (positions ``first`` + row in the reference) for
+    each broadcast query row, in the view ``spec`` standardised by (``mean``, ``sd``), float32."""
+    from ..threads import blas_limited
+
+    cols = sorted({e[1] for e in spec if e[0] != "rank"})
+    frame = frame_of(part, kinds, cols) if cols else pl.DataFrame({"__n": np.zeros(part.rows)})
+    target = np.ascontiguousarray(
+        (encode_view(frame, spec, None if ranks is None else ranks[0]) - mean) / sd, np.float32
+    )
+    ids = np.arange(first, first + part.rows, dtype=np.int64)
+    with blas_limited(threads):
+        return engine_knn(query, np.arange(query.shape[0], dtype=np.int64), target, ids, 1)
+
+
+def rows_task(part: Partition, first: int, kinds: dict[str, str], columns: list[str], keep: np.ndarray) -> pl.DataFrame:
+    """The normalised ``columns`` of this partition's rows at role positions ``keep`` (sorted;
+    ``first``: the partition's first position)."""
+    frame = frame_of(part, kinds, columns)
+    return frame[keep[(keep >= first) & (keep < first + part.rows)] - first]
+
+
+def disguise_split_task(
+    part: Partition, first: int, kinds: dict[str, str], num: list[str], cat: list[str], n: int, codes: dict
+) -> list[pl.DataFrame]:
+    """This partition's records (levels recoded by ``codes``, when given) with a numeric tuple
+    free of nulls, with their role positions (``__row``), split into ``n`` buckets by a hash of the
+    numeric tuple (equal tuples, one bucket)."""
+    from ..label_free import recode
+
+    frame = recode(frame_of(part, kinds, [*num, *cat]), codes).with_columns(
+        pl.Series("__row", np.arange(first, first + part.rows, dtype=np.int64))
+    )
+    frame = frame.drop_nulls(num)
+    key = pl.struct(num) if len(num) > 1 else pl.col(num[0])
+    frame = frame.with_columns((key.hash(seed=11) % n).alias("__b"))
+    return [frame.filter(pl.col("__b") == b).drop("__b") for b in range(n)]
+
+
+def disguise_bucket_task(
+    reference: list[pl.DataFrame], release: list[pl.DataFrame], num: list[str], cat: list[str]
+) -> tuple[int, pl.DataFrame]:
+    """One bucket's (reference numeric tuples held by one reference record, the release records
+    holding such a tuple paired with it: release level ``s:<c>`` and reference level ``r:<c>``
+    per categorical column, positions ``__s`` and ``__r``)."""
+    ref = pl.concat(reference)
+    unique = (
+        ref.group_by(num)
+        .agg(
+            pl.len().alias("__n"),
+            pl.col("__row").first().alias("__r"),
+            *[pl.col(c).first().alias(f"r:{c}") for c in cat],
+        )
+        .filter(pl.col("__n") == 1)
+    )
+    rel = pl.concat(release).rename({"__row": "__s", **{c: f"s:{c}" for c in cat}})
+    pairs = rel.join(unique.drop("__n"), on=num, how="inner")
+    return unique.height, pairs.select("__s", "__r", *[f"s:{c}" for c in cat], *[f"r:{c}" for c in cat])
+
+
+def pair_tables_task(bucket: tuple[int, pl.DataFrame], cat: list[str]) -> tuple[int, int, dict[str, pl.DataFrame]]:
+    """(unique tuples, pairs, per categorical column the pairs' (s, r, len) count table) of one bucket."""
+    unique, pairs = bucket
+    tables = {
+        c: pairs.select(pl.col(f"s:{c}").alias("s"), pl.col(f"r:{c}").alias("r")).group_by("s", "r").len() for c in cat
+    }
+    return unique, pairs.height, tables
+
+
+def pair_flags_task(bucket: tuple[int, pl.DataFrame], cat: list[str], codes: dict[str, tuple[dict, dict]]) -> int:
+    """How many of one bucket's pairs the correspondence ``codes`` (per column: release codes,
+    reference codes) explains (:func:`privgate.disguised_records.explained_by`)."""
+    _, pairs = bucket
+    flags = [np.zeros(pairs.height, np.int64) for _ in range(3)]
+    for c in cat:
+        rel_codes, ref_codes = codes[c]
+        for total, f in zip(
+            flags, column_flags(pairs.get_column(f"s:{c}"), pairs.get_column(f"r:{c}"), rel_codes, ref_codes)
+        ):
+            total += f
+    return int(explained_by(*flags, len(cat)).sum())
+
+
+def pairs_task(bucket: tuple[int, pl.DataFrame]) -> pl.DataFrame:
+    """One bucket's pairs: release position ``__s`` and the levels of both records."""
+    return bucket[1]

@@ -1,0 +1,274 @@
+"""The label-free metrics on a sharded evaluation (a real Dask ``LocalCluster`` of three worker
+processes): the correspondence is learnt from the partitions as the local code learns it — the
+identity on an honest release and on a plain copy, whose label-free results then equal the local
+ones (values, intervals, baselines, details) — and a release whose labels or scales differ is
+refused (the metric fails, the gate blocks), never passed. The numeric maps a disguised copy
+shows are learnt on the cluster exactly as locally before it is refused."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sharded_data import records, release, write_folder  # noqa: E402
+
+import privgate  # noqa: E402
+from privgate.baselines import transformed_copy  # noqa: E402
+from privgate.context import EvaluationContext  # noqa: E402
+from privgate.label_free import _anchor_rows  # noqa: E402
+from privgate.metrics.label_free import LABEL_FREE_METRICS, correspondence, view_status  # noqa: E402
+from privgate.numeric_maps import ForeignScaleError, learn_numeric_maps  # noqa: E402
+from privgate.sharded.evaluate import evaluate_sharded  # noqa: E402
+from privgate.sharded.label_free import LabelFreeViewNotShardedError  # noqa: E402
+
+TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def client():
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
+    with distributed.LocalCluster(
+        n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_port=0, env=env
+    ) as lc:
+        with distributed.Client(lc, set_as_default=False) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def adult():
+    from privgate.data import load_example
+
+    full = load_example()
+    return full.head(800), full.tail(800)
+
+
+def _folders(tmp: Path, frames: dict[str, pl.DataFrame]) -> dict[str, str]:
+    return {r: str(write_folder(f, tmp / r, files=3)) for r, f in frames.items()}
+
+
+def _sharded_context(client, folders: dict[str, str]):
+    """A sharded context on the folders, as :func:`evaluate_sharded` builds it."""
+    from privgate.options import RunOptions
+    from privgate.sharded.context import ShardedContext
+    from privgate.sharded.prepare import prepare_inputs
+    from privgate.sharded.search import ShardedSearch, View
+
+    inputs, found = prepare_inputs(client, {**{"holdout": None}, **folders})
+    search = ShardedSearch(client, inputs)
+    return ShardedContext(
+        search, {r: View(r) for r in inputs.parts}, seed=0, options=RunOptions(), column_report=found["coded"]
+    )
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= TOL * (1 + abs(a))
+
+
+def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
+    """(local report, sharded report) of the label-free metrics (with holdout baselines when there
+    is a holdout) and the plain metrics they equal on the identity."""
+    metrics = [*LABEL_FREE_METRICS, "memorisation", "common_rows", "authenticity"]
+    if "holdout" not in frames:
+        metrics = [m for m in metrics if "memorisation" not in m]
+    holdout = frames.get("holdout")
+    local = privgate.evaluate(
+        frames["real"], frames["synthetic"], metrics, holdout=holdout, baseline=holdout is not None, on_error="record"
+    )
+    folders = _folders(tmp, frames)
+    remote = evaluate_sharded(
+        folders["real"],
+        folders["synthetic"],
+        metrics,
+        holdout=folders.get("holdout"),
+        executor=client,
+        baseline=holdout is not None,
+    )
+    return local, remote
+
+
+def _assert_same(local, remote) -> None:
+    assert remote.errors == local.errors == {}
+    assert set(remote.results) == set(local.results)
+    for name, a in local.results.items():
+        b = remote.results[name]
+        got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
+        want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
+        assert _close(got, want), (name, got, want)
+        assert b.details.get("label_free") == a.details.get("label_free"), name
+
+
+def test_an_honest_release_with_copies_gets_the_identity_and_the_local_numbers(client, tmp_path):
+    real, holdout = records(2000, 1), records(2000, 3)
+    frames = {"real": real, "synthetic": release(real, 2000, 2, copies=0.02), "holdout": holdout}
+    local, remote = _both(client, tmp_path, frames)
+    _assert_same(local, remote)
+    view = remote.results["label_free_copies"].details["label_free"]
+    assert view["identity"] is True and view["anchored_release_records"] == 2000
+    for lf, plain in (("label_free_memorisation", "memorisation"), ("label_free_copies", "common_rows")):
+        assert remote.results[lf].value == remote.results[plain].value
+    assert remote.results["label_free_copies"].value == pytest.approx(0.02)
+
+
+def test_a_plain_copy_of_adult_gets_the_identity_and_the_local_numbers(client, tmp_path, adult):
+    real, _ = adult
+    local, remote = _both(client, tmp_path, {"real": real, "synthetic": real})
+    _assert_same(local, remote)
+    assert remote.results["label_free_copies"].value == 1.0
+    assert remote.results["label_free_copies"].details["label_free"]["identity"] is True
+
+
+def test_view_status_on_a_sharded_context_is_the_local_one(client, tmp_path):
+    real, holdout = records(1500, 1), records(1500, 3)
+    synth = release(real, 2600, 2, copies=0.05)  # above ANCHOR_ROWS: a seeded sample is anchored
+    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    local = EvaluationContext(real, synth, holdout=holdout)
+    assert view_status(ctx) == view_status(local)
+    assert correspondence(ctx).describe(ctx.schema) == correspondence(local).describe(local.schema)
+    # per column the classes learnt from the anchors (levels, classes, unjoined levels): the same anchors
+    assert correspondence(ctx).columns == correspondence(local).columns
+    base = correspondence(ctx.holdout_baseline())  # the main view's codes, nothing learnt again
+    assert base.identity and base.anchored == 0
+
+
+@pytest.mark.parametrize("how", ["scaled", "negated", "log"])
+def test_numeric_maps_of_a_disguised_copy_are_learnt_as_locally_then_refused(client, tmp_path, adult, how):
+    real, holdout = adult
+    synth = transformed_copy(real, how, seed=3)
+    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    local = EvaluationContext(real, synth, holdout=holdout)
+    reference = pl.concat([local.real, local.holdout])
+    rows = _anchor_rows(local, local.synthetic)
+    want = learn_numeric_maps(local, local.synthetic, reference, rows, name="maps")
+    from privgate.sharded.label_free import _numeric_maps, _OnCluster
+
+    cl = _OnCluster(ctx)
+    got = _numeric_maps(cl, rows, cl.rows("release", rows, list(ctx.schema.columns)), "maps")
+    assert want, how  # the local view maps the disguised columns
+    assert set(got) == set(want)
+    for c, m in want.items():
+        g = got[c]
+        assert (g.kind, g.decreasing, g.support, g.anchored) == (m.kind, m.decreasing, m.support, m.anchored), c
+        assert _close((g.a, g.b), (m.a, m.b)), c
+    with pytest.raises(LabelFreeViewNotShardedError, match="numeric column\\(s\\) on another scale"):
+        view_status(ctx)
+
+
+def test_the_anchors_level_tables_of_a_relabelled_copy_are_the_local_ones(client, tmp_path, adult):
+    from privgate.label_free import _anchor_tables
+    from privgate.sharded import label_free as sharded_lf
+
+    real, holdout = adult
+    synth = transformed_copy(real, None, labels="permuted", seed=3)
+    local = EvaluationContext(real, synth, holdout=holdout)
+    assert not correspondence(local).identity  # locally: recoded
+    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    # the searches in the label-invariant views find the local anchors
+    rows = _anchor_rows(local, local.synthetic)
+    reference = pl.concat([local.real, local.holdout])
+    want = _anchor_tables(
+        local, local.synthetic[rows], reference, local.schema, list(local.schema.categorical), name="t"
+    )
+    ctx = _sharded_context(client, folders)
+    cl = sharded_lf._OnCluster(ctx)
+    got = sharded_lf._anchor_tables(cl, cl.rows("release", rows, list(local.schema.columns)), local.schema, "t")
+    for c, tables in want.items():
+        assert [t.sort("s", "r").rows() for t in got[c]] == [t.sort("s", "r").rows() for t in tables], c
+    # and the classes learnt from them: the same recoded columns, levels and classes
+    assert correspondence(ctx).describe(ctx.schema) == correspondence(local).describe(local.schema)
+    assert view_status(ctx) == view_status(local) and view_status(ctx)["labels_recoded"] > 0
+
+
+@pytest.mark.parametrize("data", ["adult", "partial"])
+def test_a_relabelled_copy_is_recoded_on_the_workers_with_the_local_numbers(client, tmp_path, adult, data):
+    """Adult copied with every column's labels permuted; or 75 % of a release copies with one
+    column's labels permuted (a renaming would not share the real codebook: refused locally too)."""
+    if data == "adult":
+        real, holdout = adult
+        synth = transformed_copy(real, None, labels="permuted", seed=3)
+    else:
+        real, holdout = records(2000, 1), records(2000, 3)
+        perm = {f"r{i}": f"r{(i + 1) % 12}" for i in range(12)}
+        synth = pl.concat([real[:1500], release(real, 500, 2, copies=0.0)]).with_columns(pl.col("region").replace(perm))
+    local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    _assert_same(local, remote)
+    view = remote.results["label_free_copies"].details["label_free"]
+    assert view["identity"] is False and view["recoded_columns"]
+    assert remote.results["label_free_copies"].value > 0.5 > remote.results["common_rows"].value
+
+
+def test_records_disguised_one_by_one_are_found_and_replaced_on_the_workers(client, tmp_path):
+    """5 % of the release are copies with two columns' labels permuted, the rest fresh: the
+    whole-release correspondence is the identity, the records are found one by one (the shuffle
+    test run as locally) and held in the view as their sources — the local numbers."""
+    real, holdout = records(2000, 1), records(2000, 3)
+    perm = {f"r{i}": f"r{(i + 1) % 12}" for i in range(12)}
+    disguised = real[:100].with_columns(pl.col("region").replace(perm), pl.col("plan").replace({"a": "b", "b": "c"}))
+    synth = pl.concat([release(real, 1900, 2, copies=0.0), disguised])
+    local_corr = correspondence(EvaluationContext(real, synth, holdout=holdout))
+    assert local_corr.records is not None and local_corr.remapped == ()  # locally: found record by record
+    local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    _assert_same(local, remote)
+    view = remote.results["label_free_copies"].details["label_free"]
+    assert view["disguised_records"]["records"] == local_corr.records.rows.size == 100
+    assert remote.results["label_free_copies"].value == pytest.approx(0.05)
+
+
+def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
+    real, holdout = records(1500, 1), records(1500, 3)
+    synth = release(real, 1500, 2, copies=0.5).with_columns(pl.col("age") * 1000)
+    with pytest.raises(ForeignScaleError) as local:
+        correspondence(EvaluationContext(real, synth, holdout=holdout))
+    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    with pytest.raises(ForeignScaleError) as remote:
+        correspondence(ctx)
+    assert str(remote.value) == str(local.value) and remote.value.column == "age"
+    assert view_status(ctx)["foreign_column_position"] == list(ctx.schema.columns).index("age")
+
+
+@pytest.mark.parametrize(("numeric", "labels"), [(None, "permuted"), ("scaled", None)])
+def test_a_sharded_gate_decides_a_disguised_copy_as_locally_or_blocks(client, tmp_path, adult, numeric, labels):
+    """Relabelled: recoded on the workers, the local decision. Rescaled: the numeric map is not
+    applied on a cluster, so the gate is refused (exit 3) where the local gate blocks on the value."""
+    from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
+
+    real, holdout = adult
+    synth = transformed_copy(real, numeric, labels=labels, seed=3)
+    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
+    cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
+    path = tmp_path / "gate.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    local = run_gate(str(path), real, synth, holdout=holdout, record=False, threads=1)
+    remote = run_gate(
+        str(path),
+        folders["real"],
+        folders["synthetic"],
+        holdout=folders["holdout"],
+        record=False,
+        threads=1,
+        executor=client,
+        sharded=True,
+    )
+    assert local.exit_code == 2  # locally: the label-free view sees the copy and blocks
+    assert np.isclose(remote.report.results["common_rows"].value, local.report.results["common_rows"].value)
+    if numeric is None:
+        assert remote.exit_code == 2
+        assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
+            (c.metric, c.rule, c.verdict) for c in local.checks
+        ]
+        return
+    assert remote.exit_code == 3  # refused: a block, never a pass
+    errors = " ".join(c.message for c in remote.checks if c.rule == "error")
+    assert "label_free_copies" in errors and "labels or scales differ" in errors
