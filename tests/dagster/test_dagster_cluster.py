@@ -75,6 +75,12 @@ def _dask_address(lc) -> str:
     return "dask://" + lc.scheduler_address.split("://", 1)[1]
 
 
+def _transitions(lc) -> int:
+    """How many task state transitions the cluster's scheduler has made."""
+    with distributed.Client(lc, set_as_default=False) as client:
+        return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+
+
 def _gate(data, name: str, value, *, real: str, holdout: str, **settings) -> dict:
     """Materialise a release asset whose value is ``value`` with its privgate checks; the check
     evaluations by name and the history's record of the run."""
@@ -180,8 +186,10 @@ def test_sharded_checks_over_parquet_folders_equal_local(data, cluster, local):
 
 
 def test_sharded_with_a_release_frame_blocks_naming_what_it_needs(data, cluster):
-    """sharded=True while the release arrives as a frame: blocked (exit 3), never evaluated here."""
+    """sharded=True while the release arrives as a frame: blocked (exit 3), never evaluated here,
+    and refused before anything reaches the cluster (the scheduler made no task transition)."""
     folders = data["folders"]
+    before = _transitions(cluster)
     out = _gate(
         data,
         "frame_release",
@@ -197,6 +205,7 @@ def test_sharded_with_a_release_frame_blocks_naming_what_it_needs(data, cluster)
     text = " ".join(str(v.value) for v in decision.metadata.values())
     assert "in-memory DataFrame" in text and "Parquet file, a folder of them, a glob" in text, text
     assert out["run"].exit_code == 3 and not out["run"].metrics  # nothing was evaluated
+    assert _transitions(cluster) == before
 
 
 def test_by_family_checks_refuse_cluster_settings():
