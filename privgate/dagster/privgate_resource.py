@@ -180,6 +180,15 @@ class PrivgateResource(dg.ConfigurableResource):
             "sharded": self.sharded,
         }
 
+    def _options_for(self, report: Any) -> dict[str, Any]:
+        """The run options of one evaluation: with ``report`` (results the by-family steps
+        evaluated, which refuse a cluster themselves) nothing is evaluated, so no cluster is
+        asked for and the gate decides on the steps' results and errors."""
+        options = self.run_options()
+        if report is not None:
+            options.update(executor=None, sharded=False)
+        return options
+
     def open_history(self) -> "HistoryStore":
         from privgate.history import HistoryStore
 
@@ -241,7 +250,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             history=ReleaseOrderedHistory(store, earlier_releases),
                             record=False,
                             report=report,
-                            **self.run_options(),
+                            **self._options_for(report),
                         )
                         reports = self._write_reports(outcome, store, log)
                     finally:

@@ -208,17 +208,39 @@ def test_sharded_with_a_release_frame_blocks_naming_what_it_needs(data, cluster)
     assert _transitions(cluster) == before
 
 
-def test_by_family_checks_refuse_cluster_settings():
-    """The by-family steps evaluate in their own Dagster steps: a resource asking for a cluster is
-    refused (the join then blocks) rather than evaluated elsewhere than asked."""
-    from privgate.dagster.family import _refuse_cluster_settings
-    from privgate.errors import ConfigError
+def test_by_family_checks_refuse_cluster_settings(data):
+    """The by-family steps evaluate in their own Dagster steps: with a resource asking for a
+    cluster each step fails naming why and the join blocks (exit 3, recorded), rather than
+    evaluating elsewhere than asked."""
+    from privgate.dagster import build_privgate_family_checks
 
-    _refuse_cluster_settings(PrivgateResource(real_path="real.parquet"))
-    _refuse_cluster_settings(PrivgateResource(real_path="real.parquet", executor="local"))
-    for settings in ({"executor": "dask://scheduler:8786"}, {"sharded": True}):
-        with pytest.raises(ConfigError, match="build_privgate_family_checks"):
-            _refuse_cluster_settings(PrivgateResource(real_path="real.parquet", **settings))
+    @dg.asset(name="family_steps_release")
+    def release_asset():
+        return data["frames"]["synthetic"]
+
+    history = data["tmp"] / "family_steps.sqlite"
+    checks = build_privgate_family_checks(assets=[release_asset], gate_config=data["config"])
+    resource = PrivgateResource(
+        real_path=data["files"]["real"],
+        history_url=f"sqlite:///{history}",
+        threads=1,
+        sharded=True,
+        work_dir=str(data["tmp"] / "work"),
+    )
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [release_asset, *checks], instance=instance, raise_on_error=False, resources={"privgate": resource}
+        )
+        evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    decision = evaluations[DECISION_CHECK]
+    assert not decision.passed and decision.metadata["decision"].value == "block"
+    text = " ".join(str(v.value) for v in decision.metadata.values())
+    assert "apply to build_privgate_checks" in text, text
+    store = HistoryStore(url=f"sqlite:///{history}")
+    try:
+        assert store.runs()["exit_code"].to_list() == [3]
+    finally:
+        store.close()
 
 
 def test_resource_passes_where_to_evaluate_to_the_gate():
