@@ -247,6 +247,19 @@ def _work_folder(target: CheckTarget, resource: Any, context: Any) -> Path:
     )
 
 
+def _refuse_cluster_settings(resource: Any) -> None:
+    """Raise when the resource asks for a Dask cluster: a by-family step evaluates its metrics in
+    its own Dagster step, so ``executor`` / ``sharded`` would not be honoured (the join then
+    blocks the release rather than gate results evaluated elsewhere than asked)."""
+    from privgate.errors import ConfigError
+
+    if resource.sharded or (resource.executor or "local") != "local":
+        raise ConfigError(
+            "the by-family checks evaluate in their own Dagster steps: the resource's executor and "
+            "sharded settings apply to build_privgate_checks; unset them for build_privgate_family_checks"
+        )
+
+
 def _step_failed(
     context: dg.OpExecutionContext, folder: Path, step: str, metrics: list[str], exc: BaseException
 ) -> dg.Output:
@@ -320,6 +333,7 @@ def _step_op(
         try:
             from privgate.gates import evaluate_for_gate, evaluation_plan
 
+            _refuse_cluster_settings(resource)
             # the resource's run options apply to every step as to the single-step evaluation
             run_cfg = resource.load_config(cfg).with_options(
                 exact=resource.exact, sample_real=resource.sample_real, sample=resource.sample

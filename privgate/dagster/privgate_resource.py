@@ -1,5 +1,6 @@
 """``PrivgateResource``: what the privgate asset checks need to gate a release -- the real data,
-the holdout, the gate configuration, the score history, report folder and thread settings.
+the holdout, the gate configuration, the score history, report folder, thread settings and
+where the evaluation runs (here, or on a Dask cluster: ``executor``, ``sharded``).
 
 Evaluations of one dataset are **serialised and ordered**, so the same releases get the same
 verdicts whatever the run timing (a trend rule compares a release with the last *accepted*
@@ -121,6 +122,24 @@ class PrivgateResource(dg.ConfigurableResource):
             "options.memory_limit, else $PRIVGATE_MEMORY_LIMIT, else the memory available."
         ),
     )
+    executor: Optional[str] = Field(
+        default=None,
+        description=(
+            "Where the evaluation runs: unset or 'local', in the check's process; 'dask://HOST:PORT' "
+            "(a Dask scheduler's address, extra [dask]), each metric family on a worker of that "
+            "cluster, with the same results and decision (docs/cluster.md)."
+        ),
+    )
+    sharded: bool = Field(
+        default=False,
+        description=(
+            "With a cluster executor: evaluate partition by partition on the workers, no input "
+            "loaded here. The real data, the holdout and the release must be Parquet files, "
+            "folders or globs the workers can read (the release asset's value a path); a release "
+            "given as a frame, or a metric that cannot run sharded, blocks the run "
+            "(docs/cluster.md, 'Sharded gate')."
+        ),
+    )
     wait_seconds: float = Field(
         default=600.0, description="How long to wait for an earlier release of the dataset still being evaluated."
     )
@@ -148,7 +167,8 @@ class PrivgateResource(dg.ConfigurableResource):
 
     def run_options(self) -> dict[str, Any]:
         """The run options this resource sets, as ``run_gate`` keywords (None: not given, the
-        configuration's; validated by the run, which blocks on an invalid one)."""
+        configuration's; validated by the run, which blocks on an invalid one), and where the run
+        evaluates (``executor``, ``sharded``)."""
         return {
             "threads": self.threads,
             "exact": self.exact,
@@ -156,7 +176,18 @@ class PrivgateResource(dg.ConfigurableResource):
             "sample": self.sample,
             "deadline": self.deadline,
             "memory_limit": self.memory_limit,
+            "executor": self.executor,
+            "sharded": self.sharded,
         }
+
+    def _options_for(self, report: Any) -> dict[str, Any]:
+        """The run options of one evaluation: with ``report`` (results the by-family steps
+        evaluated, which refuse a cluster themselves) nothing is evaluated, so no cluster is
+        asked for and the gate decides on the steps' results and errors."""
+        options = self.run_options()
+        if report is not None:
+            options.update(executor=None, sharded=False)
+        return options
 
     def open_history(self) -> "HistoryStore":
         from privgate.history import HistoryStore
@@ -201,6 +232,7 @@ class PrivgateResource(dg.ConfigurableResource):
                 declared.dataset if declared is not None else declared_dataset(self.gate_config) or UNKNOWN_DATASET
             )
         holdout = holdout_path if holdout_path is not None else self.holdout_path
+        self._tell_in_memory_release(release, log)
         deadline = time.monotonic() + max(0.0, float(self.wait_seconds))
         while True:
             with dataset_lock(dataset, self.history_url, self.lock_dir):
@@ -218,7 +250,7 @@ class PrivgateResource(dg.ConfigurableResource):
                             history=ReleaseOrderedHistory(store, earlier_releases),
                             record=False,
                             report=report,
-                            **self.run_options(),
+                            **self._options_for(report),
                         )
                         reports = self._write_reports(outcome, store, log)
                     finally:
@@ -233,6 +265,16 @@ class PrivgateResource(dg.ConfigurableResource):
             if log is not None:
                 log.info(f"waiting for the evaluation of earlier release(s) {waiting[:5]} of dataset {dataset!r}")
             time.sleep(1.0)
+
+    def _tell_in_memory_release(self, release: Any, log: Any) -> None:
+        """Log why a sharded evaluation of an in-memory release will block: the gate refuses it
+        (``run_gate``: a sharded input must be a path the workers read), never evaluating it here."""
+        if self.sharded and log is not None and not isinstance(release, (str, Path, list, tuple)):
+            log.error(
+                f"sharded=True: the release arrived as an in-memory {type(release).__name__}; the "
+                "workers read a Parquet file, folder or glob, so the release asset's value must be "
+                "that path (or set sharded=False): the release is blocked"
+            )
 
     def _write_reports(self, outcome: "GateOutcome", store: "HistoryStore", log: Any) -> dict[str, Path]:
         """Write the HTML and JSON reports of ``outcome``, then record its final decision

@@ -428,14 +428,17 @@ def _load_inputs(sources: dict[str, Any], checks: list[GateCheck]) -> _Inputs:
 
 def _sharded_inputs(sources: dict[str, Any], executor: Any, checks: list[GateCheck]) -> _Inputs:
     """A sharded run's inputs: never loaded here; fingerprinted on the cluster ``executor`` from
-    their partitions. No cluster, a scheduler that cannot be reached or a partition that cannot
-    be read is an error check naming the address or the file."""
+    their partitions. An input given as an in-memory table, no cluster, a scheduler that cannot be
+    reached or a partition that cannot be read is an error check naming the role, the address or
+    the file."""
     from ..audit.cluster import is_cluster
 
     inputs = _Inputs(sources=sources)
     for role, data in sources.items():
         if data is None and role != "holdout":
             checks.append(error_check(f"({role})", f"{role} input missing"))
+        elif data is not None and not isinstance(data, (str, Path, list, tuple)):
+            checks.append(error_check(f"({role})", _in_memory_input(role, data)))
     try:
         if not is_cluster(executor):
             checks.append(
@@ -455,6 +458,16 @@ def _sharded_inputs(sources: dict[str, Any], executor: Any, checks: list[GateChe
     except Exception as exc:  # noqa: BLE001
         checks.append(error_check("(input)", f"cannot read the sharded inputs: {privgate_error_text(exc)}"))
     return inputs
+
+
+def _in_memory_input(role: str, data: Any) -> str:
+    """Why a sharded run refuses ``role`` given as an in-memory table (refused here, before any
+    of its records would be sent to the cluster)."""
+    return (
+        f"{role}: a sharded gate reads its inputs on the workers and was given an in-memory "
+        f"{type(data).__name__}; give a Parquet file, a folder of them, a glob or a list of files "
+        "the workers can read (or run without sharded)"
+    )
 
 
 def _check_columns(inputs: _Inputs, checks: list[GateCheck]) -> None:
