@@ -7,8 +7,8 @@ records); the "copies" release is the honest one with ``--copies`` (1 %) of its 
 exact copies of real records. Each role is written as a folder of Parquet files of
 ``--rows-per-file`` records (one row group each): the workers read their partitions from there.
 
-The gate is the shipped default gate without the metrics a sharded run cannot compute
-(docs/cluster.md, "Sharded gate"). Measured:
+The gate is the shipped default gate (every metric of it is sharded: docs/cluster.md, "Sharded
+gate"; a metric of it that were not would be left out, ``sharded_config``). Measured:
 
 * ``alone``: the local gate, in a fresh process, on a quarter of the rows (``--rows`` / 4): its
   peak RSS against one worker's memory limit — above it, one such worker could not gate even a
