@@ -26,10 +26,13 @@ READ_BYTES_PER_CELL = 48
 WORKER_BASE_BYTES = 220 * 2**20
 
 
-def task_bytes(inputs: Inputs) -> int:
-    """The estimated peak of one search task: two of the largest partitions read and encoded,
-    their dense float64 copies, one screening block (with its mask and the partial sort's copy)
-    and a broadcast block of sampled query rows."""
+def task_bytes(inputs: Inputs, metrics: Sequence[str] = ()) -> int:
+    """The estimated peak of one task: a search task's — two of the largest partitions read and
+    encoded, their dense float64 copies, one screening block (with its mask and the partial sort's
+    copy) and a broadcast block of sampled query rows — or, when ``metrics`` has dcr and its FAMD
+    input has no coded column, a refit task's if larger: one partition read and its Gram matrices
+    (one per jackknife group and the whole one, p × p float64 each, at most
+    :data:`privgate.sharded.famd.MAX_GRAM_BYTES`)."""
     rows = max(p.rows for ps in inputs.parts.values() for p in ps)
     cols = len(inputs.schema.columns) + len(inputs.identifiers)
     width = sum(len(v) for v in inputs.fit.levels.values()) + len(inputs.schema.numeric)
@@ -38,7 +41,15 @@ def task_bytes(inputs: Inputs) -> int:
     screen = min(SCREEN_BYTES, 8 * rows * rows)
     largest = max(sum(p.rows for p in ps) for ps in inputs.parts.values())
     block = min(BROADCAST_QUERIES, largest) * width * 8  # a broadcast query block (a sample)
-    return int(2 * per_part + 3 * screen + block)
+    search = int(2 * per_part + 3 * screen + block)
+    levels = [len(v) for v in inputs.fit.levels.values()]
+    if "dcr" not in metrics or any(n > inputs.coded_above for n in levels):
+        return search
+    from ..metrics.distance import DCR_GROUPS
+    from .famd import MAX_GRAM_BYTES
+
+    p = sum(levels) + len(inputs.schema.numeric)
+    return max(search, int(per_part + min((DCR_GROUPS + 1) * p * p * 8, MAX_GRAM_BYTES)))
 
 
 def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory_limit: Any = "auto") -> dict:
@@ -51,7 +62,7 @@ def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory
     import dask
 
     info = client.scheduler_info(n_workers=-1)["workers"]
-    per_task = task_bytes(inputs)
+    per_task = task_bytes(inputs, metrics)
     cfg = dask.config.get("distributed.worker.memory", {})
     fraction = float(cfg.get("pause") or cfg.get("terminate") or 1.0)
     out = {}

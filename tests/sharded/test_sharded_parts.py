@@ -6,6 +6,7 @@ listed in record order."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -199,6 +200,16 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
     with pytest.raises(MemoryLimitError, match=r"tcp://10\.0\.0\.7:4000.*part-0[01]\.parquet#row-group-0"):
         check_workers(Scheduler(100 * 2**20 + per_task), inputs, ["authenticity"])
     assert check_workers(Scheduler(2**20), inputs, ["authenticity"], memory_limit=None)  # off: no refusal
+    # dcr's refit task holds one partition and 21 Gram matrices of the FAMD input's p × p
+    from privgate.metrics.distance import DCR_GROUPS
+
+    p = sum(len(v) for v in inputs.fit.levels.values()) + len(schema.numeric)
+    gram = (DCR_GROUPS + 1) * p * p * 8
+    assert task_bytes(inputs, ["dcr"]) >= max(per_task, gram)
+    wide = dataclasses.replace(inputs, fit=dataclasses.replace(inputs.fit, levels={"x": [str(i) for i in range(900)]}))
+    assert task_bytes(wide, ["dcr"]) > task_bytes(wide) and task_bytes(wide, ["dcr"]) >= 21 * 900**2 * 8
+    coded = dataclasses.replace(wide, coded_above=500)  # a coded column: dcr's Lanczos fit, no Gram
+    assert task_bytes(coded, ["dcr"]) == task_bytes(coded)
 
 
 def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
