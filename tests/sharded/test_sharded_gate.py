@@ -27,7 +27,7 @@ from privgate.sharded.context import NOT_SHARDED, SHARDED_METRICS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 N = 6000
-NOTE_BYTES = 12000
+NOTE_BYTES = 16000
 WORKER_LIMIT = 600 * 2**20
 #: the largest difference allowed between a sharded and a local number: the fit's moments are
 #: merged from partitions (a few ulps from NumPy's one-pass mean and std), so distances differ in
