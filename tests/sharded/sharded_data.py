@@ -5,6 +5,8 @@ at a size whose searches take seconds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -59,3 +61,25 @@ def sharded_default_gate(path: Path) -> Path:
     cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m not in NOT_SHARDED}
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
+
+
+#: a test cluster's workers: one thread each, native pools held to one thread
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
+
+
+@contextmanager
+def local_cluster(workers: int = 3) -> Iterator[tuple]:
+    """A real ``distributed.LocalCluster`` of ``workers`` single-thread worker processes and a
+    client of it (not the default client)."""
+    import distributed
+
+    with distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_port=0,
+        env=WORKER_ENV,
+    ) as lc:
+        with distributed.Client(lc, set_as_default=False) as c:
+            yield lc, c

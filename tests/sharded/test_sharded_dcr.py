@@ -20,7 +20,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import records, release, write_folder  # noqa: E402
+from sharded_data import local_cluster, records, release, write_folder  # noqa: E402
 
 from privgate.evaluation import evaluate  # noqa: E402
 from privgate.options import RunOptions  # noqa: E402
@@ -36,12 +36,8 @@ FIELDS = ("value", "raw", "ci", "baseline", "baseline_ci", "excess", "excess_ci"
 
 @pytest.fixture(scope="module")
 def cluster():
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
-    with distributed.LocalCluster(
-        n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_port=0, env=env
-    ) as lc:
-        with distributed.Client(lc, set_as_default=False) as c:
-            yield lc, c
+    with local_cluster() as (lc, c):
+        yield lc, c
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import write_folder  # noqa: E402
+from sharded_data import local_cluster, write_folder  # noqa: E402
 
 import privgate  # noqa: E402
 import privgate.metrics as m  # noqa: E402
@@ -59,12 +59,8 @@ def _release(real: pl.DataFrame, n: int, seed: int, copies: int) -> pl.DataFrame
 
 @pytest.fixture(scope="module")
 def client():
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
-    with distributed.LocalCluster(
-        n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_port=0, env=env
-    ) as lc:
-        with distributed.Client(lc, set_as_default=False) as c:
-            yield c
+    with local_cluster() as (lc, c):
+        yield c
 
 
 def _close(a, b) -> bool:
