@@ -281,6 +281,7 @@ def _column_classes(
             "r",
             rel_levels,
             ref_levels,
+            per_column=True,
         )
         rel_codes[c], ref_codes[c] = rc, fc
         described[c] = col

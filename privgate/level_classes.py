@@ -4,7 +4,8 @@ anchored (release level, reference level) pairs — the step the label-free view
 
 Each level with at least ``MIN_SUPPORT`` anchored records is joined to the level of the other
 side that holds the majority (more than ``MAJORITY``) of its anchored records, when that count is
-also far beyond the joined level's base share of all anchors (one-sided binomial p < ``EDGE_P``) —
+also far beyond the joined level's base share of all anchors (one-sided binomial p < ``EDGE_P``;
+the label-free view asks it of the column, Bonferroni over the levels tested) —
 release → reference catches renamings and splits, reference → release catches merges; a release
 column collapsed to one level joins every reference level (``COLLAPSED``, ``SPREAD``). The
 connected components of that graph are the classes; a level joined to nothing keeps its label
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .stats import binomial_upper_p
+from .stats import binomial_upper_p, bonferroni
 
 MIN_SUPPORT = 3  # anchored records a level needs before it is joined to another
 MAJORITY = 0.5  # share of a level's anchored records that the joined level must hold
@@ -35,12 +36,20 @@ def level_shares(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
 
 
 def _majority_edges(
-    table: pl.DataFrame, by: str, other: str, min_support: int = MIN_SUPPORT, edge_p: float = EDGE_P
+    table: pl.DataFrame,
+    by: str,
+    other: str,
+    min_support: int = MIN_SUPPORT,
+    edge_p: float = EDGE_P,
+    per_column: bool = False,
 ) -> pl.DataFrame:
     """For each level of ``by`` with at least MIN_SUPPORT anchored records, the level of ``other``
     holding more than MAJORITY of them, when its count is also far beyond what that level's share
     of all anchored records gives (one-sided binomial p < ``EDGE_P``): an association a release
-    that kept the labels shows only towards the same label."""
+    that kept the labels shows only towards the same label. ``per_column``: ``edge_p`` bounds the
+    chance of a false edge anywhere in the column (Bonferroni over the levels tested), not per
+    level — a column of many rare levels, each with a few anchors, otherwise joins one of them
+    to another by chance."""
     t = (
         table.drop_nulls([by, other])
         .with_columns(
@@ -52,7 +61,7 @@ def _majority_edges(
     if t.height == 0:
         return t.select(by, other)
     p = binomial_upper_p(t["len"].to_numpy(), t["total"].to_numpy(), t["base"].to_numpy())
-    return t.filter(pl.Series(p < edge_p)).select(by, other)
+    return t.filter(pl.Series((bonferroni(p) if per_column else p) < edge_p)).select(by, other)
 
 
 def _collapsed_edges(table: pl.DataFrame, s: str, r: str) -> pl.DataFrame:
@@ -106,14 +115,15 @@ def level_classes(
     *,
     min_support: int = MIN_SUPPORT,
     edge_p: float = EDGE_P,
+    per_column: bool = False,
 ) -> tuple[dict[str, str], dict[str, str], dict]:
     """Union–find over the levels of both sides joined by majority edges (``min_support`` and
-    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``): the codes of each side's levels and a
-    description (counts only)."""
+    ``edge_p`` as ``MIN_SUPPORT`` and ``EDGE_P``; ``per_column`` as :func:`_majority_edges`): the
+    codes of each side's levels and a description (counts only)."""
     edges = pl.concat(
         [
-            _majority_edges(table, s, r, min_support, edge_p),
-            _majority_edges(table, r, s, min_support, edge_p).select(s, r),
+            _majority_edges(table, s, r, min_support, edge_p, per_column),
+            _majority_edges(table, r, s, min_support, edge_p, per_column).select(s, r),
             _collapsed_edges(table, s, r),
         ]
     ).unique()

@@ -114,3 +114,25 @@ def test_a_view_that_maps_numbers_or_replaces_records_has_no_unchanged_rows():
     corr = _merge_correspondence()
     assert replace(corr, numeric_maps={"x": object()}).unchanged_rows(frames, "synthetic", "real") is None
     assert replace(corr, records=object()).unchanged_rows(frames, "synthetic", "real") is None
+
+
+def test_a_chance_majority_of_a_rare_level_is_no_edge_once_the_column_is_tested():
+    """Hand-built anchors: release level x has 3 anchored records, 2 of them at reference y (whose
+    base share is 17/1000): P(Bin(3, 0.017) ≥ 2) = 8.57e-4 passes a per-level test at 1e-3 and
+    joins x to y; tested per column (5 levels tested: × 5 = 4.3e-3) it does not. A renaming of a
+    rare level (q's 3 anchors all at w, base 3/1000: 2.7e-8) joins either way."""
+    from privgate.level_classes import level_classes
+
+    cells = [("a", "a", 960), ("y", "y", 15), ("x", "y", 2), ("x", "x", 1), ("z", "z", 19), ("q", "w", 3)]
+    table = pl.DataFrame(
+        {"s": [c[0] for c in cells], "r": [c[1] for c in cells], "len": [c[2] for c in cells]},
+        schema={"s": pl.String, "r": pl.String, "len": pl.UInt32},
+    )
+    rel, ref = ["a", "q", "x", "y", "z"], ["a", "w", "x", "y", "z"]
+    per_level = level_classes(table, "s", "r", rel, ref)
+    per_column = level_classes(table, "s", "r", rel, ref, per_column=True)
+    assert per_level[0]["x"] == per_level[1]["y"]  # the chance edge x → y
+    assert per_column[0]["x"] != per_column[1]["y"] and per_column[0]["y"] == per_column[1]["y"]
+    for codes in (per_level, per_column):
+        assert codes[0]["q"] == codes[1]["w"]  # the renaming
+        assert not codes[2]["identity"]
