@@ -5,6 +5,8 @@ at a size whose searches take seconds."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,3 +85,30 @@ def local_cluster(workers: int = 3) -> Iterator[tuple]:
     ) as lc:
         with distributed.Client(lc, set_as_default=False) as c:
             yield lc, c
+
+
+def close(a, b, tol: float = 1e-9) -> bool:
+    """Whether two results' numbers (or tuples of them, or None) agree within ``tol`` relative."""
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return a is not None and b is not None and len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= tol * (1 + abs(a))
+
+
+class KillAfter:
+    """A scheduler plugin (mixed with ``SchedulerPlugin`` by the test) that SIGKILLs the worker
+    process which just finished the ``after``-th task whose key starts with ``prefixes``: a worker
+    lost mid-run, with what it computed and held lost with it."""
+
+    def __init__(self, pids: dict[str, int], after: int, prefixes: tuple[str, ...]) -> None:
+        self.pids, self.after, self.prefixes, self.seen, self.killed = pids, after, prefixes, 0, None
+
+    def transition(self, key, start, finish, *args, **kwargs) -> None:
+        if self.killed or finish != "memory" or not str(key).startswith(self.prefixes):
+            return
+        self.seen += 1
+        worker = kwargs.get("worker")
+        if self.seen >= self.after and worker in self.pids:
+            self.killed = worker
+            os.kill(self.pids[worker], signal.SIGKILL)

@@ -9,7 +9,6 @@ the whole real frame's."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import local_cluster, records, release, write_folder  # noqa: E402
+from sharded_data import KillAfter, close, local_cluster, records, release, write_folder  # noqa: E402
 
 from privgate.evaluation import evaluate  # noqa: E402
 from privgate.options import RunOptions  # noqa: E402
@@ -62,25 +61,17 @@ def _both(data: dict, client, options: RunOptions | None = None):
     return local, remote
 
 
-def _close(a, b) -> bool:
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if a is None or b is None:
-        return a is b
-    return abs(a - b) <= TOL * (1 + abs(a))
-
-
 def _assert_equal(local, remote, fit: str = "TSQR") -> None:
     assert remote.errors == {}
     mine, theirs = remote.results["dcr"], local.results["dcr"]
     assert {
-        f: (getattr(mine, f), getattr(theirs, f)) for f in FIELDS if not _close(getattr(mine, f), getattr(theirs, f))
+        f: (getattr(mine, f), getattr(theirs, f)) for f in FIELDS if not close(getattr(mine, f), getattr(theirs, f))
     } == {}
     assert mine.per_record.shape == theirs.per_record.shape
     np.testing.assert_allclose(mine.per_record, theirs.per_record, rtol=TOL, atol=0)
     famd = {k: v for k, v in mine.details["famd"].items() if k != "fit"}
     assert famd.keys() == {k for k in theirs.details["famd"] if k != "fit"}
-    assert _close(famd["explained_variance_ratio"], theirs.details["famd"]["explained_variance_ratio"])
+    assert close(famd["explained_variance_ratio"], theirs.details["famd"]["explained_variance_ratio"])
     assert mine.details["distance"].keys() == theirs.details["distance"].keys()
     assert fit in mine.details["famd"]["fit"] and "sharded" in mine.details["famd"]["fit"]
 
@@ -133,23 +124,6 @@ def test_dcr_of_a_coded_famd_input_equals_the_local_lanczos_fit(tmp_path, client
     assert set(held.values()) == {0}  # every worker dropped the partitions' inputs it held
 
 
-class _KillAfter:
-    """A scheduler plugin that SIGKILLs the worker which just finished the ``after``-th product
-    task of a Lanczos fit: a worker lost mid-fit, with the partitions' inputs it held."""
-
-    def __init__(self, pids: dict[str, int], after: int) -> None:
-        self.pids, self.after, self.seen, self.killed = pids, after, 0, None
-
-    def transition(self, key, start, finish, *args, **kwargs) -> None:
-        if self.killed or finish != "memory" or not str(key).startswith("product_task"):
-            return
-        self.seen += 1
-        worker = kwargs.get("worker")
-        if self.seen >= self.after and worker in self.pids:
-            self.killed = worker
-            os.kill(self.pids[worker], signal.SIGKILL)
-
-
 def test_a_worker_killed_mid_lanczos_fit_changes_nothing(tmp_path, cluster, monkeypatch):
     from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -158,7 +132,9 @@ def test_a_worker_killed_mid_lanczos_fit_changes_nothing(tmp_path, cluster, monk
     lc, client = cluster
     monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)
     data = _inputs(tmp_path, 500)
-    killer = type("Killer", (_KillAfter, SchedulerPlugin), {})(client.run(os.getpid), after=60)
+    killer = type("Killer", (KillAfter, SchedulerPlugin), {})(
+        client.run(os.getpid), after=60, prefixes=("product_task",)
+    )
     lc.scheduler.add_plugin(killer, name="privgate-test-lanczos-killer")
     try:
         local, remote = _both(data, client)

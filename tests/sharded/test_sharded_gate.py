@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ distributed = pytest.importorskip("distributed", reason="the [dask] extra is par
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-from sharded_data import records, release, sharded_default_gate, write_folder  # noqa: E402
+from sharded_data import KillAfter, close, records, release, sharded_default_gate, write_folder  # noqa: E402
 
 from privgate.gates import run_gate  # noqa: E402
 from privgate.sharded.context import NOT_SHARDED, SHARDED_METRICS  # noqa: E402
@@ -121,14 +120,6 @@ def _numbers(outcome) -> dict:
     }
 
 
-def _close(a, b) -> bool:
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if a is None or b is None:
-        return a is b
-    return abs(a - b) <= TOL * (1 + abs(a))
-
-
 def _sharded(cfg, folders, client, **kw):
     return run_gate(
         cfg,
@@ -169,7 +160,7 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
     assert set(SHARDED_METRICS) - {"label_free_authenticity"} <= set(remote.report.results)
     assert remote.report.params["sharded"]["partitions"] == {"real": 5, "synthetic": 5, "holdout": 5}
     mine, theirs = _numbers(remote), _numbers(local)
-    assert {n: v for n, v in mine.items() if not _close(v, theirs[n])} == {}
+    assert {n: v for n, v in mine.items() if not close(v, theirs[n])} == {}
     assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
         (c.metric, c.rule, c.verdict) for c in local.checks
     ]
@@ -181,30 +172,13 @@ def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak
     assert remote.report.results["identifier_reuse"].value == local.report.results["identifier_reuse"].value > 0
 
 
-class _KillAfter:
-    """A scheduler plugin that SIGKILLs the worker process which just finished the ``after``-th
-    search task: a worker lost mid-gate, with shards it computed and held lost with it."""
-
-    def __init__(self, pids: dict[str, int], after: int) -> None:
-        self.pids, self.after, self.seen, self.killed = pids, after, 0, None
-
-    def transition(self, key, start, finish, *args, **kwargs) -> None:
-        if self.killed or finish != "memory" or not str(key).startswith(("pair_task", "block_task")):
-            return
-        self.seen += 1
-        worker = kwargs.get("worker")
-        if self.seen >= self.after and worker in self.pids:
-            self.killed = worker
-            os.kill(self.pids[worker], signal.SIGKILL)
-
-
 def test_a_worker_killed_mid_gate_has_its_shards_recomputed(inputs, cluster, gated):
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     lc, client = cluster
     expected = gated[0]  # the cluster's scheduler runs here: the plugin is added to it
     pids = client.run(os.getpid)
-    killer = type("Killer", (_KillAfter, SchedulerPlugin), {})(pids, after=40)
+    killer = type("Killer", (KillAfter, SchedulerPlugin), {})(pids, after=40, prefixes=("pair_task", "block_task"))
     lc.scheduler.add_plugin(killer, name="privgate-test-killer")
     try:
         out = _sharded(inputs["config"], inputs["folders"], client)

@@ -16,7 +16,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import local_cluster, write_folder  # noqa: E402
+from sharded_data import close, local_cluster, write_folder  # noqa: E402
 
 import privgate  # noqa: E402
 import privgate.metrics as m  # noqa: E402
@@ -61,14 +61,6 @@ def _release(real: pl.DataFrame, n: int, seed: int, copies: int) -> pl.DataFrame
 def client():
     with local_cluster() as (lc, c):
         yield c
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if a is None or b is None:
-        return a is b
-    return abs(a - b) <= TOL * (1 + abs(a))
 
 
 def _numbers(res) -> dict:
@@ -122,7 +114,7 @@ def test_sharded_hitting_rate_equals_the_local_metric(tmp_path, client, n_real, 
         )
         assert remote.errors == {}
         got, want = _numbers(remote.results["hitting_rate"]), _numbers(local)
-        assert {k: (v, want[k]) for k, v in got.items() if not _close(v, want[k])} == {}, (beyond, got)
+        assert {k: (v, want[k]) for k, v in got.items() if not close(v, want[k])} == {}, (beyond, got)
         np.testing.assert_array_equal(remote.results["hitting_rate"].per_record, local.per_record)
         searches = remote.results["hitting_rate"].details["neighbour_search"]["searches"]
         methods = {v["method"].split(": ", 1)[1].split(" ")[1] for v in searches.values()}

@@ -18,7 +18,7 @@ import yaml
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import local_cluster, records, release, write_folder  # noqa: E402
+from sharded_data import close, local_cluster, records, release, write_folder  # noqa: E402
 
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
@@ -64,14 +64,6 @@ def _sharded_context(client, folders: dict[str, str]):
     )
 
 
-def _close(a, b) -> bool:
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return a is not None and b is not None and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if a is None or b is None:
-        return a is b
-    return abs(a - b) <= TOL * (1 + abs(a))
-
-
 def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
     """(local report, sharded report) of the label-free metrics (with holdout baselines when there
     is a holdout) and the plain metrics they equal on the identity."""
@@ -101,7 +93,7 @@ def _assert_same(local, remote) -> None:
         b = remote.results[name]
         got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
         want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
-        assert _close(got, want), (name, got, want)
+        assert close(got, want), (name, got, want)
         assert b.details.get("label_free") == a.details.get("label_free"), name
 
 
@@ -156,7 +148,7 @@ def test_numeric_maps_of_a_disguised_copy_are_learnt_as_locally_then_refused(cli
     for c, m in want.items():
         g = got[c]
         assert (g.kind, g.decreasing, g.support, g.anchored) == (m.kind, m.decreasing, m.support, m.anchored), c
-        assert _close((g.a, g.b), (m.a, m.b)), c
+        assert close((g.a, g.b), (m.a, m.b)), c
     with pytest.raises(LabelFreeViewNotShardedError, match="numeric column\\(s\\) on another scale"):
         view_status(ctx)
 
