@@ -23,7 +23,6 @@ import privgate.metrics as m  # noqa: E402
 from privgate.options import RunOptions  # noqa: E402
 from privgate.sharded.evaluate import evaluate_sharded  # noqa: E402
 
-TOL = 1e-9
 SCHEMA = {"age": "numeric", "score": "numeric", "sex": "categorical", "plan": "categorical", "unit": "numeric"}
 
 

@@ -29,8 +29,6 @@ from privgate.numeric_maps import ForeignScaleError, learn_numeric_maps  # noqa:
 from privgate.sharded.evaluate import evaluate_sharded  # noqa: E402
 from privgate.sharded.label_free import LabelFreeViewNotShardedError  # noqa: E402
 
-TOL = 1e-9
-
 
 @pytest.fixture(scope="module")
 def client():
