@@ -10,9 +10,10 @@ changed, and every metric that compares labels and values as they are takes the 
 people. This module learns, in order (deterministic for a seed):
 
 0. **Numeric maps** (``privgate.numeric_maps``): per numeric column, the affine or monotone map
-   back to the reference's scale that anchored records support; a column still off the real
-   scale after it is refused by name (``ForeignScaleError``: a gate blocks, exit 3). A release
-   on the real scale keeps every value.
+   back to the reference's scale that anchored records support. A column whose bulk is still off
+   the real scale after it is refused by name (``ForeignScaleError``: a gate blocks, exit 3); one
+   off only in its tails (values far beyond the real range) is left out of the view, whose other
+   columns still hold a copy as a copy. A release on the real scale keeps every value.
 1. **Anchors in label-invariant views** (on the mapped release). Records are encoded without
    their labels: numeric columns as they are, and each categorical cell as the share of its
    level in its own frame (a renaming or a permutation of the levels keeps every level's share,
@@ -64,6 +65,7 @@ from .disguised_records import DisguisedRecords, find_disguised_records, put_sou
 from .level_classes import KEEP_PREFIX, MIN_SUPPORT, level_classes, level_shares
 from .numeric_maps import NumericMap, apply_numeric_maps, check_scales, learn_numeric_maps
 from .schema import Schema
+from .tail_maps import TailMaps, learn_tail_maps
 from .ties import REL_TOL
 
 ANCHOR_ROWS = 2000  # release records anchored (a seeded sample above this)
@@ -84,10 +86,18 @@ class Correspondence:
     anchored: int = 0
     numeric_maps: dict[str, NumericMap] = field(default_factory=dict)
     records: DisguisedRecords | None = None
+    left_out: tuple[str, ...] = ()  # numeric columns off the real scale in their tails: not compared
+    tail_maps: TailMaps | None = None  # the far records' own maps (privgate.tail_maps)
 
     @property
     def identity(self) -> bool:
-        return not self.remapped and not self.numeric_maps and self.records is None
+        return (
+            not self.remapped
+            and not self.numeric_maps
+            and self.records is None
+            and not self.left_out
+            and self.tail_maps is None
+        )
 
     def describe(self, schema: Schema) -> dict:
         """What a report shows: how many columns were recoded (by position in the schema), per
@@ -102,6 +112,8 @@ class Correspondence:
             "mapped_numeric_columns": [order.index(c) for c in self.numeric_maps],
             "numeric_maps": {str(order.index(c)): m.describe() for c, m in self.numeric_maps.items()},
             "disguised_records": None if self.records is None else self.records.describe(),
+            "left_out_columns": [order.index(c) for c in self.left_out],
+            "far_records": None if self.tail_maps is None else self.tail_maps.describe(schema),
         }
 
     def unchanged_rows(self, frames: dict[str, pl.DataFrame], query: str, target: str) -> np.ndarray | None:
@@ -113,7 +125,7 @@ class Correspondence:
         (itself). ``frames``: the frames as they are, by role (the release's levels recoded by
         the release codes, the others' by the reference codes). None when the view changes
         numbers or records (then every distance may differ)."""
-        if self.numeric_maps or self.records is not None:
+        if self.numeric_maps or self.records is not None or self.left_out or self.tail_maps is not None:
             return None
         codes = {r: self.release_codes if r == "synthetic" else self.reference_codes for r in (query, target)}
         keep = np.ones(frames[query].height, dtype=bool)
@@ -132,7 +144,10 @@ class Correspondence:
         """``release`` in the view: numerics mapped to the reference's scale, levels recoded, and
         each record found disguised replaced by the (recoded) reference record it copies
         (``reference``: the frame the correspondence was learnt against)."""
-        out = recode(apply_numeric_maps(release, reference, self.numeric_maps), self.release_codes)
+        out = apply_numeric_maps(release, reference, self.numeric_maps)
+        if self.tail_maps is not None:
+            out = self.tail_maps.apply(out, reference)
+        out = recode(out, self.release_codes)
         if self.records is None:
             return out
         sources = recode(reference[self.records.sources], self.reference_codes)
@@ -187,16 +202,26 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
     """The correspondence between ``release`` and ``reference`` (both normalised frames of
     ``ctx.schema``): numeric maps to the reference's scale, then the categorical levels' classes
     from anchors found by ``ctx.search`` (reported as ``name``), then the records disguised one by
-    one. Raises :class:`privgate.numeric_maps.ForeignScaleError` for a numeric column that no
-    learnt map brings to the reference's scale."""
+    one; a numeric column off the reference's scale only in its tails is left out of the view
+    (``left_out``: every step after the maps learns without it). Raises
+    :class:`privgate.numeric_maps.ForeignScaleError` for a numeric column whose bulk no learnt map
+    brings to the reference's scale."""
     schema: Schema = ctx.schema
     cat = list(schema.categorical)
     rows = _anchor_rows(ctx, release)
     maps = learn_numeric_maps(ctx, release, reference, rows, name=name)
     release = apply_numeric_maps(release, reference, maps)
-    check_scales(release, reference, schema, maps)
+    left_out = check_scales(release, reference, schema, maps)
+    tails = learn_tail_maps(ctx, release, reference, left_out, name=name) if left_out else None
+    if tails is not None:  # the far records' own maps applied, the columns checked again
+        release = tails.apply(release, reference)
+        left_out = check_scales(release, reference, schema, maps)
+    if left_out:
+        schema = view_schema(schema, left_out, reference)
     if not cat:
-        return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
+        return Correspondence(
+            {}, {}, (), anchored=int(rows.size), numeric_maps=maps, left_out=left_out, tail_maps=tails
+        )
     sample = release[rows] if rows.size < release.height else release
     levels = {
         c: (
@@ -219,7 +244,33 @@ def learn(ctx, release: pl.DataFrame, reference: pl.DataFrame, *, name: str) -> 
         if not remapped
         else find_disguised_records(recode(release, rel_codes), recode(reference, ref_codes), schema, seed=ctx.seed)
     )
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+    return Correspondence(
+        rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records, left_out, tails
+    )
+
+
+def view_schema(schema: Schema, left_out: tuple[str, ...], reference: pl.DataFrame) -> Schema:
+    """``schema`` without the numeric columns ``left_out`` of the view (off the real scale in their
+    tails, ``privgate.numeric_maps.check_scales``). Leaving a column out only removes differences,
+    so a copy stays a copy on the others — as long as the others tell the real records apart: when
+    fewer than ``IDENTIFYING_SHARE`` of the ``reference`` records are unique on the remaining
+    columns (a copy and a chance match look alike there), or none remain, the first left-out
+    column is refused by name as a column whose bulk is off is."""
+    from .disguised_records import IDENTIFYING_SHARE
+    from .numeric_maps import ForeignScaleError
+
+    kept = [c for c in schema.columns if c not in left_out]
+    unique = int(reference.group_by(kept).len().filter(pl.col("len") == 1).height) if kept and reference.height else 0
+    if unique < IDENTIFYING_SHARE * max(reference.height, 1):
+        raise ForeignScaleError(
+            f"column {left_out[0]!r} of synthetic is not on the real data's scale: {len(left_out)} numeric column(s) "
+            "hold values far beyond the real range that no invertible map learnt from the records explains, and "
+            f"without them only {unique} of the {reference.height} real records are told apart by the other "
+            f"{len(kept)} column(s), so a copy would look like a chance match. The release is not scored: put the "
+            "columns back on the real data's scale and gate it again",
+            column=left_out[0],
+        )
+    return schema.subset(kept)
 
 
 def _anchor_rows(ctx, release: pl.DataFrame) -> np.ndarray:

@@ -38,18 +38,28 @@ two sets, as memorisation's null needs):
    ``MIN_MAP_SUPPORT`` and ``MAP_SHARE`` have per-side ranks within ``RANK_TOL`` (a copy under
    log or a power: its correctly anchored pairs; chance gives about 2·``RANK_TOL``); affine images
    are snapped to the nearest reference value within the tie tolerance of the column's scale.
-3. **No silent pass on a foreign scale.** A release column, after its map, is *foreign* when at
-   least ``FOREIGN_MIN`` values (and ``FOREIGN_SHARE`` of them) lie more than one real range
-   outside the real range, or when at least ``OUTSIDE_SHARE`` of its values lie outside the real
-   range widened by ``MARGIN``, or when its standard deviation is ``SPREAD_FACTOR`` times the
-   real one's or less than its ``1/SPREAD_FACTOR`` (a log compresses a wide column into a corner
-   of its range) — a scale test, not a shape test: a uniform, noisy or DP release inside the real
-   range is on the scale however unlike its marginal is. A column is *searched* for a monotone
-   map (step 2) more widely: also when its marginal is at least ``SUSPECT_KS`` from the
-   reference's (two-sample Kolmogorov–Smirnov), as a log inside the range leaves it. Distances there would
-   make every
-   record look far from every real one, so the column is refused by name
-   (:class:`ForeignScaleError`) — which a gate reports as a block, never a pass.
+3. **No silent pass on a foreign scale.** A release column, after its map, is *off* the
+   reference's scale when at least ``FOREIGN_MIN`` values (and ``FOREIGN_SHARE`` of them) lie
+   more than one real range outside the real range, or when at least ``OUTSIDE_SHARE`` of its
+   values lie outside the real range widened by ``MARGIN``, or when its standard deviation is
+   ``SPREAD_FACTOR`` times the real one's or less than its ``1/SPREAD_FACTOR`` (a log compresses
+   a wide column into a corner of its range) — a scale test, not a shape test: a uniform, noisy
+   or DP release inside the real range is on the scale however unlike its marginal is. A column is
+   *searched* for a monotone map (step 2) more widely: also when its marginal is at least
+   ``SUSPECT_KS`` from the reference's (two-sample Kolmogorov–Smirnov), as a log inside the range
+   leaves it. Distances on an off column would make its records look far from every real one, so
+   it never enters the view as it is:
+
+   * a column whose **bulk** is off (most values outside the real range, or its spread
+     compressed into a corner: :attr:`ScaleCheck.bulk_off`) — what a unit change does to a whole
+     column, and no honest generator — is refused by name (:class:`ForeignScaleError`), which a
+     gate reports as a block, never a pass;
+   * a column off only in its **tails** (values far beyond the real range, a spread those values
+     inflate) is **left out of the view** (:func:`check_scales`). Both a disguise of a minority of
+     the records (×1000 on 1 % of them) and an honest generator that samples a published domain
+     wider than the training records' range (a DP release of heavy-tailed charges) do that; the
+     view without the column still holds a copied record as a copy on its other columns, which
+     only removing a column's differences can make nearer to its source, never farther.
 
 A release on the reference's scale gets the identity on every column, and the label-free view is
 then exactly what it was without this step. What it cannot see: a map applied to a minority of
@@ -142,6 +152,15 @@ class ScaleCheck:
             or not 1.0 / SPREAD_FACTOR <= self.spread_ratio <= SPREAD_FACTOR
         )
 
+    @property
+    def bulk_off(self) -> bool:
+        """The column's bulk is off the real scale: most values outside the real range, or the
+        spread compressed into a corner of it (a log) — what a unit change does to a whole column
+        and no honest generator does. Far tails alone (values beyond the real range, a spread
+        inflated by them) are not the bulk: a generator that samples a published domain wider
+        than the training records' range puts some values there."""
+        return self.outside_share >= OUTSIDE_SHARE or self.spread_ratio < 1.0 / SPREAD_FACTOR
+
 
 def _finite(s: pl.Series) -> np.ndarray:
     v = s.cast(pl.Float64).to_numpy()
@@ -159,10 +178,12 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def suspect(release: np.ndarray, reference: np.ndarray) -> bool:
-    """A column worth a search for a monotone map: off the reference's scale, or a marginal at
-    least ``SUSPECT_KS`` from the reference's (a log squeezes a column inside its range; so does
-    nothing an honest generator does, but a poor one may — the records decide)."""
-    if scale_check(release, reference).off:
+    """A column worth a search for a monotone map: its bulk off the reference's scale, or a
+    marginal at least ``SUSPECT_KS`` from the reference's (a log squeezes a column inside its
+    range; so does nothing an honest generator does, but a poor one may — the records decide). A
+    column off only in its tails is not: a whole-column map would bend the honest majority's
+    values to explain a minority's (``privgate.tail_maps`` maps those records alone)."""
+    if scale_check(release, reference).bulk_off:
         return True
     # an evenly strided subsample of each side: the distance to ±0.01, far inside the threshold's
     # margin, at a fraction of the sorts of millions of values
@@ -414,8 +435,11 @@ def affine_map_of(
     on = differ & (np.abs(a * s + b - r) <= tol)
     support = int(on.sum())
     # a line passes through any two points: on a column of few values it must join at
-    # least three of them (or all the column has) to be evidence of a map
-    if np.unique(s[on]).size < min(3, distinct):
+    # least three of them (or all the column has) to be evidence of a map — on both sides: an
+    # invertible map sends distinct values to distinct values, while a slope near 0 collapses
+    # every release value onto one reference value (a zero-inflated column's 0) and "supports"
+    # itself with every pair anchored there
+    if min(np.unique(s[on]).size, np.unique(r[on]).size) < min(3, distinct):
         support = 0
     identity = int((differ & (np.abs(s - r) <= tol)).sum())
     if (
@@ -484,13 +508,19 @@ def check_scales(
     maps: dict[str, NumericMap],
     *,
     role: str = "synthetic",
-) -> None:
-    """Refuse, naming the first, a numeric column that is still off the reference's scale once
-    its learnt map (if any) is applied: ``release`` is the mapped release."""
+) -> tuple[str, ...]:
+    """The numeric columns left out of the label-free view: those still off the reference's
+    scale once their learnt maps (if any) are applied, but only in their tails
+    (:attr:`ScaleCheck.bulk_off` false). Refuses, naming the first, a column whose bulk is off the
+    scale. ``release`` is the mapped release."""
+    left_out = []
     for c in schema.numeric:
         chk = scale_check(_finite(release.get_column(c)), _finite(reference.get_column(c)))
-        if chk.off:
+        if chk.bulk_off:
             raise foreign_scale_error(c, chk, release.height, maps, role)
+        if chk.off:
+            left_out.append(c)
+    return tuple(left_out)
 
 
 def foreign_scale_error(

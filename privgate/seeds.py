@@ -46,6 +46,7 @@ STREAMS: dict[str, int | None] = {
     "memorisation.parts": 0x3E30,  # the larger of training / holdout split into parts of the other's size
     "label_free.anchors": 0x4C46,  # the label-free view: which release records anchor the level correspondence
     "label_free.maps": 0x4C4D,  # the label-free view: the pairs of anchors each drawn numeric map goes through
+    "label_free.tail_maps": 0x4C54,  # the label-free view: the pairs of far records' anchors each drawn map goes through
     "label_free.records": 0x4C52,  # the label-free view: the shuffled anchors that records found disguised must beat
     "dcr.refit_queries": 0x44435201,  # dcr: the real records its FAMD refit change is measured on
     "detection.sample": 0x44455401,  # detection_mlp: records per class above max_records (index 0 real, 1 synth.)

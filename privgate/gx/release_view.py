@@ -23,6 +23,9 @@ def release_view_warning(metric: str, view: dict[str, Any]) -> str:
             if view.get("numeric_columns_mapped")
             else "",
             f"{view['records_disguised']} record(s) are copies in disguise" if view.get("records_disguised") else "",
+            f"{view['columns_left_out']} numeric column(s) reach far beyond the real range"
+            if view.get("columns_left_out")
+            else "",
         ]
         what = "; ".join(p for p in parts if p)
     return (

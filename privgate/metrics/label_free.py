@@ -22,7 +22,9 @@ put both sides in it and compute the published definitions on the recoded frames
 When the view is the identity (a release that kept the reference's labels and scales), the
 result IS the plain metric's (the same searches, value, interval and test), so an honest release
 meets no second test. A numeric column that no learnt map brings to the real scale makes these
-metrics fail (``ForeignScaleError``, naming the column): a gate blocks, never passes.
+metrics fail (``ForeignScaleError``, naming the column): a gate blocks, never passes; one off
+the real scale only in its tails is left out of the view (``details["label_free"]
+["left_out_columns"]``).
 ``details["label_free"]`` says whether the view was the identity and, per recoded column (by
 position), how many levels and classes it has, per mapped numeric column the map's kind and
 support, and how many records were found disguised — never a level or a value. Orientation:
@@ -64,7 +66,7 @@ def correspondence(ctx, metric: str | None = None) -> Correspondence:
         # the main view's reference codes, and the baseline is scored in the same classes
         main = correspondence(ctx._encoded_by[0])
         codes = main.reference_codes
-        ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
+        ctx.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0, left_out=main.left_out)
     if "label_free" not in ctx.derived:
         ctx.derived["label_free"] = learn(ctx, ctx.synthetic, reference(ctx), name=name)
     return ctx.derived["label_free"]
@@ -82,16 +84,23 @@ def recoded_context(ctx, corr: Correspondence, with_holdout: bool):
     the codes change (:meth:`Correspondence.unchanged_rows`), searched again in the view."""
     from ..context import EvaluationContext  # the metrics are imported by the context's package
 
+    kept = [c for c in ctx.schema.columns if c not in corr.left_out]  # the columns the view compares
     view = EvaluationContext(
-        recode(ctx.real, corr.reference_codes),
-        corr.release_view(ctx.synthetic, reference(ctx)),
-        holdout=recode(ctx.holdout, corr.reference_codes) if with_holdout else None,
-        schema=ctx.schema.as_dict(),
+        recode(ctx.real, corr.reference_codes).select(kept),
+        corr.release_view(ctx.synthetic, reference(ctx)).select(kept),
+        holdout=recode(ctx.holdout, corr.reference_codes).select(kept) if with_holdout else None,
+        schema=ctx.schema.subset(kept).as_dict(),
         seed=ctx.seed,
         options=replace(ctx.options, threads=ctx.threads),
         _shared={"real_nn": {}, "entropy": {}},
     )
-    if type(ctx) is EvaluationContext and not corr.numeric_maps and corr.records is None:
+    if (
+        type(ctx) is EvaluationContext
+        and not corr.numeric_maps
+        and corr.records is None
+        and not corr.left_out
+        and corr.tail_maps is None
+    ):
         # only categories recoded: the view's mixed-space searches are ctx's but for the records of
         # levels whose equalities the codes change (searched again in the view)
         frames = {"real": ctx.real, "synthetic": ctx.synthetic}
@@ -203,6 +212,7 @@ def view_status(ctx) -> dict:
             "labels_recoded": 0,
             "numeric_columns_mapped": 0,
             "records_disguised": 0,
+            "columns_left_out": 0,
         }
     records = 0 if corr.records is None else int(corr.records.rows.size)
     return {
@@ -212,4 +222,5 @@ def view_status(ctx) -> dict:
         "labels_recoded": len(corr.remapped),
         "numeric_columns_mapped": len(corr.numeric_maps),
         "records_disguised": records,
+        "columns_left_out": len(corr.left_out),
     }

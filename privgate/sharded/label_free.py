@@ -248,8 +248,11 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
         raise LabelFreeViewNotShardedError(f"{len(maps)} numeric column(s) on another scale")
     for c in cl.num:
         chk = _scale_check(cl, c)
-        if chk.off:
+        if chk.bulk_off:
             raise foreign_scale_error(c, chk, cl.n["release"], {})
+    left_out = [c for c in cl.num if _scale_check(cl, c).off]
+    if left_out:
+        raise LabelFreeViewNotShardedError(f"{len(left_out)} numeric column(s) off the real scale in their tails")
     if not cl.cat:
         return Correspondence({}, {}, (), anchored=int(rows.size))
     levels = {
@@ -322,7 +325,7 @@ def _strided(cl: _OnCluster, side: str, c: str, stride: int) -> list:
 def _suspect(cl: _OnCluster, c: str) -> bool:
     """:func:`privgate.numeric_maps.suspect` of column ``c``: off its scale, or a strided
     subsample's Kolmogorov–Smirnov distance of at least ``SUSPECT_KS`` (computed on one worker)."""
-    if _scale_check(cl, c).off:
+    if _scale_check(cl, c).bulk_off:
         return True
     n_s, n_r = cl.moments("release", c)[0], cl.moments("reference", c)[0]
     if n_s == 0 or n_r == 0:

@@ -16,6 +16,7 @@ from privgate.numeric_maps import (
     NumericMap,
     _marginal_gap,
     _snap,
+    affine_map_of,
     apply_numeric_maps,
     ks_distance,
     scale_check,
@@ -125,6 +126,112 @@ def test_a_foreign_scale_no_map_explains_is_refused_by_name():
     assert view_status(ctx)["foreign_scale"] and view_status(ctx)["foreign_column_position"] == 0
     out = privgate.evaluate(real, foreign, ["label_free_copies"], on_error="record")
     assert "label_free_copies" not in out.results and "ForeignScaleError" in str(out.errors)
+
+
+def test_bulk_and_tails_by_hand():
+    """The bulk off the scale (most values outside the range, a spread squeezed into a corner) is
+    refused; far tails alone (values beyond one real range, a spread they inflate) are not."""
+    ref = np.arange(11.0)  # range 0..10, std 3.16
+    assert scale_check(ref + 7.0, ref).bulk_off  # 6 of 11 outside the widened range
+    assert scale_check(ref / 316.2, ref).bulk_off  # standard deviation 1/316 of the real one's
+    tails = scale_check(np.r_[ref, 23.0, 25.0, 30.0], ref)  # 3 values beyond one real range
+    assert tails.off and not tails.bulk_off
+    inflated = scale_check(np.r_[np.tile(ref, 10), 1e5, 2e5, 3e5], ref)  # std ~ 20,000 × the real one's
+    assert inflated.spread_ratio > 100 and inflated.off and not inflated.bulk_off
+
+
+def test_a_collapsing_line_is_no_map():
+    """A slope near 0 sends every release value onto one reference value: the pairs anchored on a
+    zero-inflated column's 0 all lie on it, but an invertible map joins distinct values to
+    distinct ones, so it is no map; the same pairs with three distinct reference values are one."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(1.0, 100.0, 60)
+    tol = 1e-7 * 101.0
+    assert affine_map_of(s, np.zeros(60), tol, 60, lambda a, b: True, rng) is None
+    m = affine_map_of(s, 1000.0 * s + 7.0, tol, 60, lambda a, b: True, np.random.default_rng(1))
+    assert m is not None and m.a == pytest.approx(1000.0) and m.b == pytest.approx(7.0, abs=1e-6)
+
+
+def test_a_column_off_the_scale_in_its_tails_is_left_out_of_the_view():
+    """An honest release whose x reaches far beyond the real range on 5 % of its records (a
+    generator sampling a published domain wider than the training range): x is left out of the
+    view, and each label-free metric is the plain metric on the frames without x — by hand."""
+    real, hold, honest = _tiny(seed=0), _tiny(seed=1), _tiny(seed=9)
+    far = np.zeros(honest.height)
+    far[::20] = 1000.0  # 10 of 200 values about 10 real ranges beyond the range
+    release = honest.with_columns((pl.col("x") + pl.Series(far)).alias("x"))
+    ctx = _ctx(real, release, holdout=hold)
+    corr = correspondence(ctx)
+    assert corr.left_out == ("x",) and not corr.identity and corr.numeric_maps == {}
+    assert view_status(ctx)["columns_left_out"] == 1 and not view_status(ctx)["foreign_scale"]
+    names = ["label_free_copies", "label_free_authenticity", "label_free_memorisation"]
+    got = privgate.evaluate(real, release, names, holdout=hold).results
+    plain = privgate.evaluate(
+        real.drop("x"), release.drop("x"), ["common_rows", "authenticity", "memorisation"], holdout=hold.drop("x")
+    ).results
+    for lf, pm in zip(names, ["common_rows", "authenticity", "memorisation"]):
+        assert got[lf].value == pytest.approx(plain[pm].value, abs=1e-12), lf
+        assert got[lf].details["label_free"]["left_out_columns"] == [0]
+
+
+def test_a_minority_copied_and_scaled_is_mapped_back_record_by_record():
+    """A release of other people with 10 % of it copies of real records whose x and y were scaled
+    ×1000 (a whole-column map cannot explain a minority: the honest 90 % keep the real scale).
+    Plain common_rows sees no copy; the far records' own maps bring them back (exact copies
+    again) and label_free_copies counts them; nothing is left out."""
+    real, hold, honest = _wide(seed=0), _wide(seed=1), _wide(seed=9)
+    copies = real.head(20).with_columns(pl.col("x") * 1000.0, (pl.col("y") * 1000.0 + 5.0))
+    release = pl.concat([honest.head(180), copies])
+    out = privgate.evaluate(real, release, ["common_rows", "label_free_copies"], holdout=hold).results
+    assert out["common_rows"].value == 0.0
+    assert out["label_free_copies"].value == pytest.approx(20 / 200)
+    lf = out["label_free_copies"].details["label_free"]
+    assert lf["left_out_columns"] == [] and lf["numeric_maps"] == {}
+    assert lf["far_records"]["far_records"] == 20 and lf["far_records"]["mapped_columns"] == [0, 1]
+
+
+def _wide(n: int = 200, seed: int = 0) -> pl.DataFrame:
+    """Four numerics and two categorical columns: records a minority's own anchors can tell apart."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "x": rng.normal(50.0, 10.0, n).round(3),
+            "y": rng.lognormal(3.0, 1.0, n).round(2),
+            "z": rng.uniform(0.0, 1.0, n).round(4),
+            "w": rng.gamma(2.0, 3.0, n).round(3),
+            "c": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]),
+            "d": rng.choice(["p", "q", "r", "s"], n),
+        }
+    )
+
+
+def test_honest_far_records_get_no_map_of_their_own():
+    """Far values drawn at random (an honest generator's wide domain) lie on no line with their
+    anchors: no far-record map, and the column is left out."""
+    real, hold, honest = _tiny(seed=0), _tiny(seed=1), _tiny(seed=9)
+    far = np.zeros(honest.height)
+    far[::10] = np.random.default_rng(4).uniform(500.0, 5000.0, 20)
+    corr = correspondence(_ctx(real, honest.with_columns(pl.col("x") + pl.Series(far)), holdout=hold))
+    assert corr.tail_maps is None and corr.left_out == ("x",)
+
+
+def test_tails_alone_are_not_searched_for_a_whole_column_map():
+    """A column off the scale only in its tails is not suspect (a monotone map of the whole
+    column would bend the honest majority to explain a minority); its bulk off is."""
+    ref = np.arange(11.0)
+    assert not suspect(np.r_[np.tile(ref, 10), 1e5, 2e5, 3e5], ref)
+    assert suspect(ref * 1000.0, ref)
+
+
+def test_nothing_left_to_compare_is_refused():
+    """Every column off the scale in its tails: nothing is left to compare, refused by name."""
+    real = _tiny().select("x", "y")
+    release = _tiny(seed=9).select("x", "y")
+    far = np.zeros(release.height)
+    far[::20] = 1e6
+    release = release.with_columns(pl.col("x") + pl.Series(far), pl.col("y") + pl.Series(far))
+    with pytest.raises(ForeignScaleError, match="only 0 of the 200 real records are told apart by the other 0"):
+        correspondence(_ctx(real, release))
 
 
 @pytest.mark.parametrize("how", NUMERIC_DISGUISES)

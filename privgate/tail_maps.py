@@ -1,0 +1,224 @@
+"""Maps for the minority of a release's records whose values lie far beyond the real range: a
+disguise applied to a few percent of the records (copies of real records scaled ×1000, say, mixed
+into an honest release) that no whole-column map explains, because the honest majority keeps the
+column on the real scale.
+
+A numeric column off the reference's scale only in its tails (``privgate.numeric_maps``) is
+either such a disguise or an honest generator that samples a published domain wider than the
+training records' range. The records that hold a value beyond one real range outside the range
+in such a column (the *far records*) tell them apart:
+
+1. **Anchors of the far records alone.** Each far record is encoded by the per-side rank of each
+   numeric value *among the far records* (any increasing map of the minority leaves it
+   unchanged, and copies of real records rank among themselves as their sources rank in the
+   reference, up to the sample's noise) and the share of each categorical level in the whole
+   release (a relabelling keeps it); the reference by its own ranks and shares. The nearest
+   reference record in that view (the project's neighbour engine, ``ctx.search``) is a far
+   record's anchor; a column whose anchored ranks run against the reference's is flipped and
+   the records anchored again, as for whole columns.
+2. **Affine maps those anchors support**, per numeric column, by the whole-column rule
+   (``numeric_maps.affine_map_of``: at least ``MIN_MAP_SUPPORT`` pairs sent exactly onto each
+   other, ``MAP_SHARE`` of them, far more than the identity, three distinct values joined on both
+   sides, and the far records' marginal brought nearer the reference's). Copies put their
+   correctly anchored pairs on one line; honest far records (a wide published domain) put none
+   there, and get no map.
+3. The far records' values are mapped and snapped to the nearest reference value (an exact copy
+   is an exact copy again); a column still off the scale in its tails is then left out of the
+   view (``privgate.label_free.view_schema``).
+
+What it cannot see: a minority disguise that stays inside the real range (a shift of a few
+percent of the records), and fewer than ``MIN_MAP_SUPPORT`` correctly anchored far records (a
+disguise of a handful of records). Nothing here reports a value: descriptions carry counts and
+column positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from . import seeds
+from .level_classes import level_shares
+from .numeric_maps import (
+    MIN_MAP_SUPPORT,
+    RANK_AGAINST,
+    NumericMap,
+    _column_pairs,
+    _finite,
+    _marginal_gap,
+    _rank_correlation,
+    _ranks,
+    _snap,
+    _standardised,
+    _tolerance,
+    affine_map_of,
+    scale_bounds,
+)
+from .schema import Schema
+
+
+@dataclass(frozen=True)
+class TailMaps:
+    """The far records (release row positions) and, per numeric column, the affine map that brings
+    their values back to the reference's scale."""
+
+    rows: np.ndarray
+    maps: dict[str, NumericMap]
+
+    def describe(self, schema: Schema) -> dict:
+        """Counts and column positions: how many far records, which columns were mapped for them."""
+        order = list(schema.columns)
+        return {
+            "far_records": int(self.rows.size),
+            "mapped_columns": [order.index(c) for c in self.maps],
+            "supporting_anchors": {str(order.index(c)): m.support for c, m in self.maps.items()},
+        }
+
+    def apply(self, release: pl.DataFrame, reference: pl.DataFrame) -> pl.DataFrame:
+        """``release`` with the far records' mapped columns on the reference's scale (snapped to the
+        nearest reference value within the tie tolerance; nulls stay null)."""
+        out = []
+        for c, m in self.maps.items():
+            v = release.get_column(c).cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+            ref = np.sort(_finite(reference.get_column(c)))
+            v[self.rows] = np.where(
+                np.isnan(v[self.rows]), np.nan, _snap(m.a * v[self.rows] + m.b, ref, _tolerance(ref))
+            )
+            out.append(pl.Series(c, v).fill_nan(None))
+        return release.with_columns(out) if out else release
+
+
+def far_rows(release: pl.DataFrame, reference: pl.DataFrame, columns: tuple[str, ...] | list[str]) -> np.ndarray:
+    """The release rows holding, in any of ``columns``, a value more than one real range (or four
+    real standard deviations) outside the real range (``numeric_maps.scale_bounds``)."""
+    far = np.zeros(release.height, dtype=bool)
+    for c in columns:
+        ref = _finite(reference.get_column(c))
+        if ref.size == 0:
+            continue
+        lo_w, hi_w, _, _ = scale_bounds(float(ref.min()), float(ref.max()), float(ref.std()))
+        v = release.get_column(c).cast(pl.Float64).to_numpy()
+        with np.errstate(invalid="ignore"):
+            far |= (v < lo_w) | (v > hi_w)
+    return np.flatnonzero(far)
+
+
+def learn_tail_maps(
+    ctx, release: pl.DataFrame, reference: pl.DataFrame, off: tuple[str, ...], *, name: str
+) -> TailMaps | None:
+    """The far records of the columns ``off`` (off the reference's scale only in their tails) and
+    the affine maps their anchors support; None when there are fewer than ``MIN_MAP_SUPPORT`` far
+    records or no column gets a map."""
+    schema: Schema = ctx.schema
+    num = list(schema.numeric)
+    rows = far_rows(release, reference, off)
+    if rows.size < MIN_MAP_SUPPORT or not num:
+        return None
+    rng = seeds.rng(ctx.seed, "label_free.tail_maps")
+    flip: set[str] = set()
+    anchor = _far_anchors(ctx, release, reference, schema, rows, off, flip, {}, name)
+    against = {c for c in num if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
+    if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
+        flip = against
+        anchor = _far_anchors(ctx, release, reference, schema, rows, off, flip, {}, name)
+    maps = _maps(release, reference, num, rows, anchor, rng)
+    on_scale = [c for c in num if c not in off]
+    if on_scale:
+        # anchored also on the numerics on the real scale alone: a copy meets its source exactly
+        # there, where the off columns' ranks among a few far records are a small sample's and the
+        # level shares of a near-uniform column are noise once standardised
+        alone = _far_anchors(ctx, release, reference, schema.subset(on_scale), rows, (), set(), {}, name)
+        maps = _better(maps, _maps(release, reference, num, rows, alone, rng))
+    if maps and len(maps) < len(num):
+        # anchored once more on the mapped columns at their reference ranks and the numerics on the
+        # scale (a copy's are its source's exactly): the other columns' maps from better anchors
+        exact = schema.subset([c for c in num if c in maps or c not in off])
+        anchor = _far_anchors(ctx, release, reference, exact, rows, off, flip, maps, name)
+        maps = _better(maps, _maps(release, reference, [c for c in num if c not in maps], rows, anchor, rng))
+    maps = {c: maps[c] for c in num if c in maps}
+    return TailMaps(rows, maps) if maps else None
+
+
+def _better(a: dict[str, NumericMap], b: dict[str, NumericMap]) -> dict[str, NumericMap]:
+    """Per column, the map of ``a`` or ``b`` with more supporting anchors (``a``'s on a tie)."""
+    out = dict(a)
+    for c, m in b.items():
+        if c not in out or m.support > out[c].support:
+            out[c] = m
+    return out
+
+
+def _maps(
+    release: pl.DataFrame,
+    reference: pl.DataFrame,
+    columns: list[str],
+    rows: np.ndarray,
+    anchor: np.ndarray,
+    rng: np.random.Generator,
+) -> dict[str, NumericMap]:
+    """Per column of ``columns``, the affine map the far records' anchored pairs support."""
+    maps: dict[str, NumericMap] = {}
+    for c in columns:  # a loop over columns
+        s, r = _column_pairs(release, reference, c, rows, anchor)
+        far_values = _finite(release.get_column(c).gather(rows))
+        ref_values = _finite(reference.get_column(c))
+        found = affine_map_of(
+            s,
+            r,
+            _tolerance(ref_values),
+            int(np.unique(far_values).size),
+            lambda a, b, fv=far_values, rv=ref_values: _marginal_gap(a * fv + b, rv) < _marginal_gap(fv, rv),
+            rng,
+        )
+        if found is not None:
+            maps[c] = found
+    return maps
+
+
+def _far_anchors(
+    ctx,
+    release: pl.DataFrame,
+    reference: pl.DataFrame,
+    schema: Schema,
+    rows: np.ndarray,
+    off: tuple[str, ...],
+    flip: set[str],
+    mapped: dict[str, NumericMap],
+    name: str,
+) -> np.ndarray:
+    """The reference record nearest each far record: numerics by their reference mid-rank (a
+    column on the real scale, or one of ``mapped`` at its mapped value: a copy's is its source's
+    exactly) or, for a column of ``off`` not yet mapped, by the far records' ranks among
+    themselves (``flip``'s columns reversed); categoricals by their level's share in the whole
+    frame."""
+    far = release[rows]
+    if mapped:
+        far = TailMaps(np.arange(far.height), mapped).apply(far, reference)
+    q_parts, t_parts = [], []
+    for c in schema.numeric:
+        if c in mapped or c not in off:
+            q_parts.append(_reference_ranks(far.get_column(c), reference.get_column(c)))
+        else:
+            u = _ranks(far.get_column(c))
+            q_parts.append(1.0 - u if c in flip else u)
+        t_parts.append(_ranks(reference.get_column(c)))
+    q = np.column_stack(q_parts) if q_parts else np.empty((rows.size, 0))
+    t = np.column_stack(t_parts) if t_parts else np.empty((reference.height, 0))
+    cat = list(schema.categorical)
+    if cat:
+        q = np.hstack([q, level_shares(release, cat).to_numpy()[rows]])
+        t = np.hstack([t, level_shares(reference, cat).to_numpy()])
+    q, t = _standardised(q, t)
+    return ctx.search(q, t, 1, name=f"{name}, far records").idx[:, 0]
+
+
+def _reference_ranks(values: pl.Series, reference: pl.Series) -> np.ndarray:
+    """Each value's mid-rank among the ``reference`` values over the reference's size, as
+    ``numeric_maps._ranks`` gives a reference value itself (a null is 0.5)."""
+    ref = np.sort(reference.cast(pl.Float64).to_numpy())
+    n = max(ref.size, 1)
+    v = values.cast(pl.Float64).to_numpy()
+    left, right = np.searchsorted(ref, v, "left"), np.searchsorted(ref, v, "right")
+    return np.where(np.isnan(v), 0.5, (left + right) / (2.0 * n))
