@@ -208,6 +208,32 @@ def test_sharded_with_a_release_frame_blocks_naming_what_it_needs(data, cluster)
     assert _transitions(cluster) == before
 
 
+@pytest.mark.parametrize("sharded", [False, True])
+def test_an_unreachable_scheduler_blocks_naming_the_address(data, monkeypatch, sharded):
+    """A resource pointing at an address where no scheduler listens: the decision check fails
+    (block, exit 3, recorded) naming the address, sharded or not, after the connection's timeout
+    (shortened here), and no score is recorded."""
+    import privgate.audit.cluster as audit_cluster
+
+    monkeypatch.setattr(audit_cluster, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(audit_cluster.connect, "__defaults__", (1.0,))
+    folders = data["folders"]
+    out = _gate(
+        data,
+        f"unreachable_{int(sharded)}",
+        folders["synthetic"] if sharded else data["frames"]["synthetic"],
+        real=folders["real"] if sharded else data["files"]["real"],
+        holdout=folders["holdout"] if sharded else data["files"]["holdout"],
+        executor="dask://127.0.0.1:9",
+        sharded=sharded,
+    )
+    decision = out["checks"][DECISION_CHECK]
+    assert not decision.passed and decision.metadata["decision"].value == "block"
+    text = " ".join(str(v.value) for v in decision.metadata.values())
+    assert "127.0.0.1:9" in text, text
+    assert out["run"].exit_code == 3 and not out["run"].metrics
+
+
 def test_by_family_checks_refuse_cluster_settings(data):
     """The by-family steps evaluate in their own Dagster steps: with a resource asking for a
     cluster each step fails naming why and the join blocks (exit 3, recorded), rather than
