@@ -8,14 +8,19 @@ either such a disguise or an honest generator that samples a published domain wi
 training records' range. The records that hold a value beyond one real range outside the range
 in such a column (the *far records*) tell them apart:
 
-1. **Anchors of the far records alone.** Each far record is encoded by the per-side rank of each
-   numeric value *among the far records* (any increasing map of the minority leaves it
-   unchanged, and copies of real records rank among themselves as their sources rank in the
-   reference, up to the sample's noise) and the share of each categorical level in the whole
-   release (a relabelling keeps it); the reference by its own ranks and shares. The nearest
-   reference record in that view (the project's neighbour engine, ``ctx.search``) is a far
-   record's anchor; a column whose anchored ranks run against the reference's is flipped and
-   the records anchored again, as for whole columns.
+1. **Anchors of the far records alone** (at most ``MAP_ANCHOR_ROWS``, evenly strided; the maps
+   are applied to all of them). A far record's anchor is its nearest reference record (the
+   project's neighbour engine, ``ctx.search``) in a rank view, searched three ways:
+   * every column: a numeric column on the real scale at the value's mid-rank among the
+     reference values (a copy's is its source's exactly), an off column at its rank among the far
+     records (any increasing map of the minority keeps it; copies rank among themselves as their
+     sources do in the reference, up to a small sample's noise), a categorical cell at its level's
+     share in the whole frame (a relabelling keeps it); a column whose anchored ranks run against
+     the reference's is flipped and the records anchored again, as for whole columns;
+   * the numerics on the real scale alone (where a copy meets its source exactly, and the shares
+     of a near-uniform column, standardised, are noise);
+   * once some columns are mapped, those at the reference rank of their mapped values with the
+     numerics on the scale, for the other columns' maps.
 2. **Affine maps those anchors support**, per numeric column, by the whole-column rule
    (``numeric_maps.affine_map_of``: at least ``MIN_MAP_SUPPORT`` pairs sent exactly onto each
    other, ``MAP_SHARE`` of them, far more than the identity, three distinct values joined on both
@@ -42,6 +47,7 @@ import polars as pl
 from . import seeds
 from .level_classes import level_shares
 from .numeric_maps import (
+    MAP_ANCHOR_ROWS,
     MIN_MAP_SUPPORT,
     RANK_AGAINST,
     NumericMap,
@@ -113,9 +119,12 @@ def learn_tail_maps(
     records or no column gets a map."""
     schema: Schema = ctx.schema
     num = list(schema.numeric)
-    rows = far_rows(release, reference, off)
-    if rows.size < MIN_MAP_SUPPORT or not num:
+    far = far_rows(release, reference, off)
+    if far.size < MIN_MAP_SUPPORT or not num:
         return None
+    # at most MAP_ANCHOR_ROWS of them anchored (evenly strided): a map needs tens of supporting
+    # pairs, and an honest generator's wide domain can put a quarter of a large release there
+    rows = far[:: max(1, -(-far.size // MAP_ANCHOR_ROWS))]
     rng = seeds.rng(ctx.seed, "label_free.tail_maps")
     flip: set[str] = set()
     anchor = _far_anchors(ctx, release, reference, schema, rows, off, flip, {}, name)
@@ -138,7 +147,7 @@ def learn_tail_maps(
         anchor = _far_anchors(ctx, release, reference, exact, rows, off, flip, maps, name)
         maps = _better(maps, _maps(release, reference, [c for c in num if c not in maps], rows, anchor, rng))
     maps = {c: maps[c] for c in num if c in maps}
-    return TailMaps(rows, maps) if maps else None
+    return TailMaps(far, maps) if maps else None
 
 
 def _better(a: dict[str, NumericMap], b: dict[str, NumericMap]) -> dict[str, NumericMap]:

@@ -190,6 +190,22 @@ def test_a_minority_copied_and_scaled_is_mapped_back_record_by_record():
     assert lf["far_records"]["far_records"] == 20 and lf["far_records"]["mapped_columns"] == [0, 1]
 
 
+def test_far_records_are_anchored_on_a_stride_and_all_mapped(monkeypatch):
+    """With at most 12 far records anchored (every 2nd of 24), the maps their 12 anchors support
+    are applied to all 24: every copy counts."""
+    import privgate.tail_maps as tail_maps
+
+    monkeypatch.setattr(tail_maps, "MAP_ANCHOR_ROWS", 12)
+    real, hold, honest = _wide(seed=0), _wide(seed=1), _wide(seed=9)
+    copies = real.head(24).with_columns(pl.col("x") * 1000.0)
+    release = pl.concat([honest.head(176), copies])
+    corr = correspondence(_ctx(real, release, holdout=hold))
+    assert corr.tail_maps is not None and corr.tail_maps.rows.size == 24
+    assert corr.tail_maps.maps["x"].anchored == 12
+    out = privgate.evaluate(real, release, ["label_free_copies"], holdout=hold).results
+    assert out["label_free_copies"].value == pytest.approx(24 / 200)
+
+
 def _wide(n: int = 200, seed: int = 0) -> pl.DataFrame:
     """Four numerics and two categorical columns: records a minority's own anchors can tell apart."""
     rng = np.random.default_rng(seed)
