@@ -191,12 +191,15 @@ def _view_note(res: MetricResult) -> str:
     if not isinstance(view, dict) or view.get("identity", True):
         return ""
     records = (view.get("disguised_records") or {}).get("records", 0)
+    far = (view.get("far_records") or {}).get("far_records", 0)
     parts = [
         f"{n} {what}"
         for n, what in (
             (len(view.get("recoded_columns") or []), "categorical column(s) with other labels"),
             (len(view.get("mapped_numeric_columns") or []), "numeric column(s) on another scale"),
             (records, "record(s) disguised one by one"),
+            (far, "record(s) far beyond the real range mapped back"),
+            (len(view.get("left_out_columns") or []), "numeric column(s) far beyond the real range left out"),
         )
         if n
     ]
