@@ -438,8 +438,11 @@ def affine_map_of(
     # least three of them (or all the column has) to be evidence of a map — on both sides: an
     # invertible map sends distinct values to distinct values, while a slope near 0 collapses
     # every release value onto one reference value (a zero-inflated column's 0) and "supports"
-    # itself with every pair anchored there
-    if min(np.unique(s[on]).size, np.unique(r[on]).size) < min(3, distinct):
+    # itself with every pair anchored there, and with a few chance pairs elsewhere; so it must
+    # also be supported by MIN_MAP_SUPPORT pairs beyond its most common reference value
+    _, at_value = np.unique(r[on], return_counts=True)
+    beyond_mode = support - int(at_value.max()) if at_value.size else 0
+    if min(np.unique(s[on]).size, at_value.size) < min(3, distinct) or beyond_mode < MIN_MAP_SUPPORT:
         support = 0
     identity = int((differ & (np.abs(s - r) <= tol)).sum())
     if (

@@ -148,6 +148,10 @@ def test_a_collapsing_line_is_no_map():
     s = rng.uniform(1.0, 100.0, 60)
     tol = 1e-7 * 101.0
     assert affine_map_of(s, np.zeros(60), tol, 60, lambda a, b: True, rng) is None
+    # ... nor with a few chance pairs elsewhere on the line (three distinct reference values): the
+    # pairs beyond its most common reference value are too few to be evidence
+    big, ref = np.r_[s, 1e7, 2e7], np.r_[np.zeros(60), 1.0, 2.0]  # 1e-7·v: within tol of 0 for v ≤ 100
+    assert affine_map_of(big, ref, tol, 62, lambda a, b: True, np.random.default_rng(2)) is None
     m = affine_map_of(s, 1000.0 * s + 7.0, tol, 60, lambda a, b: True, np.random.default_rng(1))
     assert m is not None and m.a == pytest.approx(1000.0) and m.b == pytest.approx(7.0, abs=1e-6)
 
