@@ -37,7 +37,13 @@ Every quantity the local learning reads from whole frames is computed here from 
   partition takes them with it (the scale check of the mapped release, as the local
   ``check_scales`` after ``apply_numeric_maps``, the anchors of the level classes, the
   record-by-record join) — one partition's columns a task, a worker's share of the release's
-  mapped columns held, never a whole column on one worker.
+  mapped columns held, never a whole column on one worker. A monotone map's values are the
+  reference's order statistics at ⌊u·n⌋, u each release value's whole-release mid-rank (counts
+  of smaller and equal values summed over the release's partitions, as for the ranks above):
+  selected by buckets of the reference column — splitters from a regular sample of each
+  reference partition, a value equal to a splitter a bucket of its own (known without its
+  values), each open bucket's values (about two partitions' worth at most) sorted by one task,
+  from which each release partition picks its positions.
 * **Records disguised one by one**: the exact numeric matches are joined by hash buckets of the
   numeric tuple (:mod:`privgate.sharded.joins`' scheme); the pairs' count tables per categorical
   column merge exactly, and the explained pairs are counted per bucket. Only when some are
@@ -47,13 +53,12 @@ Every quantity the local learning reads from whole frames is computed here from 
 
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
 the plain sharded metrics' results, as locally. When it recodes levels, finds records disguised
-one by one or maps numeric columns by affine maps, it is returned too, and :func:`recoded_context`
-gives the plain metrics a sharded context whose workers recode each partition as they read it,
-give each disguised record its source's levels and read each release partition's mapped columns
-(:attr:`privgate.sharded.encode.Inputs.codes`, ``sources``, ``mapped``). When it maps a numeric
-column by a monotone map (the reference's quantiles at the release's ranks are not computed on a
-cluster), :class:`LabelFreeViewNotShardedError` is raised: the metric's error, so the gate blocks
-(exit 3), never passes.
+one by one or maps numeric columns, it is returned too, and :func:`recoded_context` gives the
+plain metrics a sharded context whose workers recode each partition as they read it, give each
+disguised record its source's levels and read each release partition's mapped columns
+(:attr:`privgate.sharded.encode.Inputs.codes`, ``sources``, ``mapped``). A record-by-record
+search of more than ``MAX_SHUFFLED_PAIRS`` exact pairs raises :class:`LabelFreeViewNotShardedError`:
+the metric's error, so the gate blocks (exit 3), never passes.
 Nothing here reports a value or a level: counts and column positions only.
 """
 
@@ -110,9 +115,8 @@ MAX_SHUFFLED_PAIRS = 200_000
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
-    """The release's scales differ from the real data's by a map not applied on a cluster (a
-    monotone numeric map), or more exact numeric pairs than the shuffle test gathers: that view
-    is not computed on a cluster, the label-free metric fails, so the gate blocks."""
+    """The label-free view is not computed on a cluster (more exact numeric pairs than the
+    shuffle test gathers): the label-free metric fails, so the gate blocks."""
 
     def __init__(self, what: str, metric: str | None = None) -> None:
         self.what = what
@@ -169,14 +173,33 @@ class _OnCluster:
         )
 
     def map_release(self, maps: dict[str, NumericMap]) -> None:
-        """Put the release's columns of ``maps`` (affine) on the reference's scale, on the workers:
-        per release partition its images a·v + b snapped to the nearest reference value within the
-        column's tolerance over the WHOLE reference column (:func:`privgate.numeric_maps._snap`) —
-        the reference partitions' sorted values folded in one after another
-        (:func:`~.label_free_tasks.snap_step_task`: per value its two neighbours), then snapped
-        (:func:`~.label_free_tasks.snap_finish_task`). Each partition's result stays on the worker
-        that computed it, a future held here (:attr:`mapped`); the release's summaries are
+        """Put the release's columns of ``maps`` on the reference's scale, on the workers, as
+        :func:`privgate.numeric_maps.apply_numeric_maps` does (:meth:`_affine_columns`,
+        :meth:`_monotone_columns`). Each release partition's mapped columns stay on the worker
+        that computed them, a future held here (:attr:`mapped`); the release's summaries are
         those of the mapped release from then on."""
+        results: dict[int, list] = {p.start: [] for p, _ in self.parts["release"]}
+        affine = {c: m for c, m in maps.items() if m.kind == "affine"}
+        monotone = {c: m for c, m in maps.items() if m.kind != "affine"}
+        if affine:
+            self._affine_columns(affine, results)
+        if monotone:
+            self._monotone_columns(monotone, results)
+        self.mapped = {
+            start: (fs[0] if len(fs) == 1 else self._submit(lt.combine_task, *fs))
+            for start, fs in results.items()
+            if fs
+        }
+        self.summaries["release"] = self._summaries("release")
+        self._sorted.pop("release", None)
+        self._checks.clear()
+
+    def _affine_columns(self, maps: dict[str, NumericMap], results: dict[int, list]) -> None:
+        """Per release partition, its images a·v + b snapped to the nearest reference value within
+        the column's tolerance over the WHOLE reference column (:func:`privgate.numeric_maps._snap`)
+        — the reference partitions' sorted values folded in one after another
+        (:func:`~.label_free_tasks.snap_step_task`: per value its two neighbours), then snapped
+        (:func:`~.label_free_tasks.snap_finish_task`)."""
         coef = {c: (m.a, m.b) for c, m in maps.items()}
         sorted_ = self.sorted_values("reference")
         tops = self.client.gather([self._submit(lt.top_two_task, s, list(coef)) for s in sorted_])
@@ -185,16 +208,59 @@ class _OnCluster:
         for c in coef:
             n_r, _, _, lo, hi = self.moments("reference", c)
             tols[c] = SNAP_TOL * (1.0 + max(abs(lo), abs(hi)) if n_r else 1.0)  # numeric_maps._tolerance
-        mapped = {}
         for p, _ in self.parts["release"]:
             state = self._submit(lt.snap_start_task, p, self.kinds, coef)
             for s in sorted_:
                 state = self._submit(lt.snap_step_task, state, s)
-            mapped[p.start] = self._submit(lt.snap_finish_task, state, top_two, tols)
-        self.mapped = mapped
-        self.summaries["release"] = self._summaries("release")
-        self._sorted.pop("release", None)
-        self._checks.clear()
+            results[p.start].append(self._submit(lt.snap_finish_task, state, top_two, tols))
+
+    def _monotone_columns(self, maps: dict[str, NumericMap], results: dict[int, list]) -> None:
+        """Per release partition, the reference's order statistic at each value's position
+        ⌊u·n⌋ in the sorted reference column (u: its mid-rank in the whole release, from the
+        counts of smaller and equal values summed over the release's partitions). The order
+        statistics are selected by buckets: a regular sample of each reference partition gives
+        splitters, every reference partition counts and splits its values by them (a value equal
+        to a splitter is its own bucket, known without its values), one task per open bucket sorts
+        that bucket's values (at most about two partitions' worth), and each release partition
+        picks its positions' values from the buckets."""
+        rel_sorted = self.sorted_values("release")  # the release as it is (no map applied yet)
+        counts = {}
+        for p, _ in self.parts["release"]:
+            acc = None
+            for s in rel_sorted:
+                acc = self._submit(lt.rank_step_task, acc, p, self.kinds, s)
+            counts[p.start] = acc
+        ref_sorted = self.sorted_values("reference")
+        k = max(2, len(ref_sorted))
+        for c, m in maps.items():
+            n_ref = self.moments("reference", c)[0]
+            if n_ref == 0:  # no finite reference value: the values are kept, as locally
+                continue
+            sample = np.sort(
+                np.concatenate(self.client.gather([self._submit(lt.regular_sample_task, s, c, k) for s in ref_sorted]))
+            )
+            splitters = np.unique(sample[k // 2 :: k])
+            splits = [self._submit(lt.bucket_split_task, s, c, splitters) for s in ref_sorted]
+            per_bucket = sum(self.client.gather([self._submit(operator.getitem, f, 0) for f in splits]))
+            ends = np.cumsum(per_bucket)
+            buckets = [
+                self._submit(lt.bucket_task, *[self._submit(lt.piece_task, f, i) for f in splits])
+                for i in range(splitters.size + 1)
+            ]
+            for p, _ in self.parts["release"]:
+                state = self._submit(
+                    lt.monotone_positions_task,
+                    counts[p.start],
+                    p,
+                    self.kinds,
+                    c,
+                    self.n["release"],
+                    n_ref,
+                    m.decreasing,
+                    ends,
+                )
+                picks = [self._submit(lt.pick_task, state, j, b) for j, b in enumerate(buckets)]
+                results[p.start].append(self._submit(lt.monotone_finish_task, state, c, splitters, *picks))
 
     # ------------------------------------------------------------------ merged summaries
     def moments(self, side: str, c: str) -> tuple[int, float, float, float, float]:
@@ -292,19 +358,15 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     """The correspondence of a sharded context's release and reference (the local
     :func:`privgate.label_free.learn`'s, learnt from partitions; the roles' levels, the
     disguised records' sources and the futures of the release's mapped columns kept in
-    ``ctx.derived`` for :func:`recoded_context`). Learnt affine maps are applied on the workers
+    ``ctx.derived`` for :func:`recoded_context`). Learnt numeric maps are applied on the workers
     (:meth:`_OnCluster.map_release`) and everything after them reads the mapped release, as
-    locally. Raises :class:`LabelFreeViewNotShardedError` for a monotone map, and
-    :class:`privgate.numeric_maps.ForeignScaleError` as the local learning does."""
+    locally. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
+    more pairs than it gathers, and :class:`privgate.numeric_maps.ForeignScaleError` as the local
+    learning does."""
     cl = _OnCluster(ctx)
     rows = _anchor_rows(ctx, SimpleNamespace(height=cl.n["release"]))
     sample = cl.rows("release", rows, list(cl.schema.columns))
     maps = _numeric_maps(cl, rows, sample, name)
-    monotone = [c for c, m in maps.items() if m.kind != "affine"]
-    if monotone:
-        raise LabelFreeViewNotShardedError(
-            f"{len(monotone)} numeric column(s) on another scale under a monotone (non-linear) map"
-        )
     if maps:  # the mapped release from here on, as locally (apply_numeric_maps, then check_scales)
         cl.map_release(maps)
         ctx.derived["label_free_mapped"] = cl.mapped

@@ -19,6 +19,11 @@ partition's encoded rows or a few rows — never a table.
   partitions' sorted values (per value its two neighbours in the whole column) and snapped as
   :func:`privgate.numeric_maps._snap` snaps them over the whole column — the partition's mapped
   columns, which the tasks above take as ``mapped`` when they read that release partition.
+* :func:`regular_sample_task`, :func:`bucket_split_task`, :func:`piece_task`, :func:`bucket_task`,
+  :func:`monotone_positions_task`, :func:`pick_task`, :func:`monotone_finish_task`: a monotone
+  map's values — the reference's order statistics at each release value's position — selected
+  by buckets of the reference column (one open bucket's values, about two partitions' worth at
+  most, on one worker), never the column on one worker.
 * :func:`disguise_split_task`, :func:`disguise_bucket_task`, :func:`pair_tables_task`,
   :func:`pair_flags_task`, :func:`pairs_task`: the exact numeric matches of release and reference
   records (levels recoded by the view's classes when it has some), by hash buckets of the numeric
@@ -355,3 +360,93 @@ def snap_finish_task(state: dict, top_two: dict[str, np.ndarray], tols: dict[str
     reference value when within the column's tolerance (:func:`snapped`), once every reference
     partition was folded in: {column: float64 values of the partition's rows, NaN for null}."""
     return {c: snapped(x, state["lo"][c], state["hi"][c], top_two[c], tols[c]) for c, x in state["x"].items()}
+
+
+def combine_task(*parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One release partition's mapped columns from the maps' separate results."""
+    out: dict[str, np.ndarray] = {}
+    for p in parts:
+        out.update(p)
+    return out
+
+
+# ---------------------------------------------------------------------- monotone maps
+def regular_sample_task(ref_sorted: dict[str, np.ndarray], c: str, k: int) -> np.ndarray:
+    """``k`` evenly spaced values of one reference partition's sorted column ``c`` (its values at
+    positions ⌊i·n/k⌋): the regular sample whose merged quantiles split the column into buckets of
+    at most about two partitions' values each."""
+    v = ref_sorted[c]
+    return v[(np.arange(k) * v.size) // k] if v.size else v
+
+
+def bucket_of(values: np.ndarray, splitters: np.ndarray) -> np.ndarray:
+    """Each value's bucket among the sorted distinct ``splitters``: 2j for the open interval below
+    splitter j (2·len above the last), 2j + 1 for a value equal to splitter j — buckets in the
+    values' order, a repeated value never spread over buckets."""
+    return np.searchsorted(splitters, values, side="left") + np.searchsorted(splitters, values, side="right")
+
+
+def bucket_split_task(ref_sorted: dict[str, np.ndarray], c: str, splitters: np.ndarray) -> tuple[np.ndarray, list]:
+    """(count of one reference partition's finite values of column ``c`` per bucket, its values of
+    each open bucket — the even ones — in order)."""
+    v = ref_sorted[c]
+    b = bucket_of(v, splitters)
+    counts = np.bincount(b, minlength=2 * splitters.size + 1).astype(np.int64)
+    edges = np.searchsorted(b, np.arange(0, 2 * splitters.size + 2, 2))  # v sorted: b sorted
+    ends = np.searchsorted(b, np.arange(0, 2 * splitters.size + 2, 2), side="right")
+    return counts, [v[edges[i] : ends[i]] for i in range(splitters.size + 1)]
+
+
+def piece_task(split: tuple[np.ndarray, list], i: int) -> np.ndarray:
+    """One partition's values of open bucket ``2i`` (:func:`bucket_split_task`)."""
+    return split[1][i]
+
+
+def bucket_task(*pieces: np.ndarray) -> np.ndarray:
+    """One open bucket's reference values, from every reference partition, sorted."""
+    return np.sort(np.concatenate(pieces)) if pieces else np.empty(0)
+
+
+def monotone_positions_task(
+    counts: dict[str, np.ndarray],
+    part: Partition,
+    kinds: dict[str, str],
+    c: str,
+    n_release: int,
+    n_ref: int,
+    decreasing: bool,
+    bucket_ends: np.ndarray,
+) -> dict:
+    """For one release partition's column ``c``: each row's position in the sorted reference
+    column — ⌊u·n_ref⌋ clipped, u its mid-rank in the whole release (``counts``: values below and
+    equal, summed over the release's partitions, :func:`rank_step_task`), flipped when
+    ``decreasing`` — as (bucket, offset in the bucket) by the buckets' cumulative ``bucket_ends``;
+    and its nulls."""
+    v = frame_of(part, kinds, [c]).get_column(c).cast(pl.Float64).to_numpy()
+    u = mid_ranks(counts[c], v, n_release)
+    u = 1.0 - u if decreasing else u
+    pos = np.clip((u * n_ref).astype(np.int64), 0, n_ref - 1)
+    bucket = np.searchsorted(bucket_ends, pos, side="right")
+    start = bucket_ends[bucket] - np.diff(np.concatenate([[0], bucket_ends]))[bucket]
+    return {"bucket": bucket, "offset": pos - start, "null": np.isnan(v)}
+
+
+def pick_task(state: dict, j: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of one release partition whose position lies in open bucket ``2j``, the reference
+    values at their offsets in that bucket's sorted values)."""
+    rows = np.flatnonzero(state["bucket"] == 2 * j)
+    return rows, values[state["offset"][rows]]
+
+
+def monotone_finish_task(state: dict, c: str, splitters: np.ndarray, *picks: tuple) -> dict[str, np.ndarray]:
+    """One release partition's column ``c`` under the monotone map: the reference's order
+    statistic at each row's position (:func:`privgate.numeric_maps.apply_numeric_maps`), NaN
+    for a null."""
+    b = state["bucket"]
+    out = np.full(b.size, np.nan)
+    point = b % 2 == 1
+    out[point] = splitters[b[point] // 2]
+    for rows, vals in picks:
+        out[rows] = vals
+    out[state["null"]] = np.nan
+    return {c: out}

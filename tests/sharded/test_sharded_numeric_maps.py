@@ -3,9 +3,10 @@
 shifted, negated or standardised is mapped back on the workers — each affine image snapped to
 its nearest reference value over the whole reference column, as
 :func:`privgate.numeric_maps._snap` does, from the reference partitions' values folded in one
-after another — and its label-free values, intervals and gate decision are the local ones
-(``close()``: 1e-9 relative; the mapped values themselves are equal exactly). A monotone
-(non-linear) map is still refused (a block)."""
+after another — and a logged copy by its monotone map (the reference's order statistics at the
+release's whole-column ranks, selected by buckets); its label-free values, intervals and gate
+decision are the local ones (``close()``: 1e-9 relative; the mapped values themselves are equal
+exactly)."""
 
 from __future__ import annotations
 
@@ -146,6 +147,46 @@ def test_the_mapped_release_on_the_workers_is_the_local_one(client, tmp_path):
     assert cl.rows("release", rows, ["income", "age"]).equals(want[rows].select("income", "age"))
 
 
+def test_a_monotone_map_on_the_workers_is_the_local_one(client, tmp_path):
+    """Half the release copies: income logged (a null in some records), age negated, both mapped
+    by monotone maps (age decreasing) and a constant column by an affine one — the reference's
+    order statistics at the whole-release ranks, partition by partition on the workers (small row
+    groups: many buckets and release partitions), the values of the local apply_numeric_maps."""
+    from privgate.sharded.label_free import _OnCluster
+
+    real, holdout = records(900, 1), records(700, 3)
+    synth = release(real, 1000, 2, copies=0.5).with_columns(pl.col("income").log(), -pl.col("age"))
+    synth = synth.with_columns(pl.when(pl.col("age") < -80).then(None).otherwise(pl.col("income")).alias("income"))
+    local = EvaluationContext(real, synth, holdout=holdout)
+    reference = pl.concat([local.real, local.holdout])
+    maps = {
+        "income": NumericMap("monotone"),
+        "age": NumericMap("monotone", decreasing=True),
+        "unit": NumericMap("affine", 2.0, -0.1),
+    }
+    want = apply_numeric_maps(local.synthetic, reference, maps)
+    folders = {
+        r: str(write_folder(f, tmp_path / r, files=3, row_group=150))
+        for r, f in {"real": real, "synthetic": synth, "holdout": holdout}.items()
+    }
+    cl = _OnCluster(_sharded_context(client, folders))
+    assert len(cl.parts["release"]) > 3 and len(cl.parts["reference"]) > 6
+    cl.map_release(maps)
+    got = pl.concat(
+        [
+            pl.DataFrame(part).select(list(maps))
+            for part in client.gather([cl.mapped[p.start] for p, _ in cl.parts["release"]])
+        ]
+    )
+    for c in maps:
+        w = want.get_column(c).cast(pl.Float64).fill_null(np.nan).to_numpy()
+        assert np.array_equal(got.get_column(c).to_numpy(), w, equal_nan=True), c
+    assert np.isnan(got.get_column("income").to_numpy()).sum() > 0  # the nulls stay null
+    assert cl.rows("release", np.arange(0, 1000, 97), list(maps)).equals(
+        want[np.arange(0, 1000, 97)].select(list(maps))
+    )
+
+
 def _assert_same(local, remote) -> None:
     assert remote.errors == local.errors == {}
     assert set(remote.results) == set(local.results)
@@ -157,7 +198,7 @@ def _assert_same(local, remote) -> None:
         assert b.details.get("label_free") == a.details.get("label_free"), name
 
 
-@pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised"])
+@pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised", "log"])
 def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adult, how):
     real, holdout = adult
     synth = _disguised(real, how)
@@ -172,9 +213,9 @@ def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adu
     _assert_same(local, remote)
     view = remote.results["label_free_copies"].details["label_free"]
     assert view["identity"] is False and view["mapped_numeric_columns"]
-    assert {m["kind"] for m in view["numeric_maps"].values()} == {"affine"}
-    # the copy is seen: most real records copied in the view, none as the values are
-    assert remote.results["label_free_copies"].value > 0.8 and remote.results["common_rows"].value == 0.0
+    assert {m["kind"] for m in view["numeric_maps"].values()} == {"monotone" if how == "log" else "affine"}
+    # the copy is seen: most real records memorised in the view, none as the values are
+    assert remote.results["label_free_memorisation"].value > 0.8 and remote.results["memorisation"].value == 0.0
 
 
 def test_a_foreign_scale_after_the_map_is_refused_as_locally(client, tmp_path, adult):
