@@ -112,6 +112,8 @@ __all__ = ["MAX_SHUFFLED_PAIRS", "LabelFreeViewNotShardedError", "learn_sharded"
 
 #: exact numeric pairs whose levels the shuffle test may gather here (2 × columns short labels each)
 MAX_SHUFFLED_PAIRS = 200_000
+#: regular samples per reference partition for a monotone map's bucket splitters (at most)
+MAX_SPLIT_SAMPLE = 256
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
@@ -231,7 +233,10 @@ class _OnCluster:
                 acc = self._submit(lt.rank_step_task, acc, p, self.kinds, s)
             counts[p.start] = acc
         ref_sorted = self.sorted_values("reference")
-        k = max(2, len(ref_sorted))
+        # k regular samples of each of the P partitions, a splitter every k-th of them: a bucket
+        # holds at most (1 + P/k) partitions' worth of values — two for k = P, capped so the
+        # sample read here stays at most MAX_SPLIT_SAMPLE × P values a column
+        k = max(2, min(len(ref_sorted), MAX_SPLIT_SAMPLE))
         for c, m in maps.items():
             n_ref = self.moments("reference", c)[0]
             if n_ref == 0:  # no finite reference value: the values are kept, as locally
