@@ -106,9 +106,13 @@ def mapped_values(key: Any) -> dict[str, np.ndarray]:
     except KeyError:
         pass
     with worker_client() as client:
-        # a handle on a result the caller's client holds: gathered from the worker that holds
-        # it (the scheduler computes it again when that worker was lost)
-        return Future(key, client, state="memory").result()
+        # a handle on a result the caller's client holds, which this client tells the scheduler
+        # it wants too (as a client does for the futures it holds when it reconnects): gathered
+        # from the worker that holds it, or — when that worker was lost — once the scheduler has
+        # computed it again and reports it here
+        future = Future(key, client)
+        client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
+        return future.result()
 
 
 def with_mapped(frame: pl.DataFrame, values: Mapping[str, np.ndarray], rows: np.ndarray | None) -> pl.DataFrame:

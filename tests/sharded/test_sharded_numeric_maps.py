@@ -273,3 +273,34 @@ def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adu
     for m in gated:
         a, b = local.report.results[m], remote.report.results[m]
         assert close((b.value, b.ci, b.baseline, b.p_value), (a.value, a.ci, a.baseline, a.p_value)), m
+
+
+def _read_mapped(key):
+    """On a worker: one partition's mapped columns as a task reading the view fetches them."""
+    from privgate.sharded.encode import mapped_values
+
+    return mapped_values(key)
+
+
+def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(tmp_path):
+    """The worker holding a release partition's mapped columns is killed: a task reading that
+    partition in the view (from another worker) gets the same values — computed again by the
+    scheduler from the partitions, since the caller holds their future."""
+    import os
+    import signal
+
+    from privgate.sharded.label_free import _OnCluster
+
+    real, holdout = records(600, 1), records(600, 3)
+    synth = release(real, 600, 2, copies=0.5).with_columns(pl.col("income") * 1000 + 7)
+    maps = {"income": NumericMap("affine", 1e-3, -7e-3)}
+    with local_cluster() as (_, c):
+        folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+        cl = _OnCluster(_sharded_context(c, folders))
+        cl.map_release(maps)
+        fut = cl.mapped[cl.parts["release"][0][0].start]
+        want = fut.result()["income"]
+        holder = next(iter(c.who_has([fut])[fut.key]))
+        os.kill(c.run(os.getpid)[holder], signal.SIGKILL)
+        got = c.submit(_read_mapped, fut.key, pure=False).result(timeout=120)
+        assert np.array_equal(got["income"], want, equal_nan=True)
