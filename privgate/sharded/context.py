@@ -389,7 +389,9 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
-            {"codes": inputs.codes, "sources": inputs.sources} if inputs.codes or inputs.sources else None,
+            {"codes": inputs.codes, "sources": inputs.sources, "mapped": inputs.mapped}
+            if inputs.codes or inputs.sources or inputs.mapped
+            else None,
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:
@@ -407,11 +409,12 @@ class ShardedContext(EvaluationContext):
 
     def label_free_correspondence(self, *, name: str, metric: str | None = None) -> Any:
         """The label-free view's correspondence (:func:`privgate.metrics.label_free.correspondence`),
-        learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`) when it
-        maps no numeric column; a holdout baseline's context takes its main context's reference
-        codes for both sides, as locally. A view that maps a numeric column raises
-        :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``), every
-        time it is asked for."""
+        learnt once from the partitions (:func:`privgate.sharded.label_free.learn_sharded`, numeric
+        maps applied on the workers); a holdout baseline's context takes its main context's
+        reference codes for both sides, as locally. A view not computed on a cluster (more exact
+        pairs than the record-by-record search gathers) raises
+        :class:`~privgate.sharded.label_free.LabelFreeViewNotShardedError` (naming ``metric``),
+        every time it is asked for."""
         from ..label_free import Correspondence
         from ..numeric_maps import ForeignScaleError
         from .label_free import LabelFreeViewNotShardedError, learn_sharded

@@ -4,7 +4,11 @@
 the schema (identifier columns already left out), the encoding's fit merged over the partitions
 and the identifiability weights. :func:`encode_rows` reads one partition, keeps the rows asked
 for (global positions) and encodes them with :func:`privgate.spaces.mixed_space` and that fit:
-each row equal to the whole-frame encoding's row, to the fit's rounding.
+each row equal to the whole-frame encoding's row, to the fit's rounding. In a label-free view
+(:func:`read_rows`), a partition's records are read with its numeric columns mapped to the
+reference's scale (:class:`MappedColumns`: that partition's values, computed once and held on the
+cluster, fetched by the reading worker), their levels recoded and disguised records given their
+sources' levels.
 """
 
 from __future__ import annotations
@@ -20,7 +24,17 @@ from ..schema import Schema, normalise_frame
 from ..spaces import SpaceFit, mixed_space
 from .partitions import Partition, read_partition
 
-__all__ = ["SPACES", "Inputs", "encode_rows", "read_rows", "recoded", "space_weights"]
+__all__ = [
+    "SPACES",
+    "Inputs",
+    "MappedColumns",
+    "encode_rows",
+    "mapped_values",
+    "read_rows",
+    "recoded",
+    "space_weights",
+    "with_mapped",
+]
 
 #: the encoded spaces a sharded evaluation searches (kind, argument)
 SPACES = (("mixed", None), ("identifiability", None))
@@ -45,6 +59,9 @@ class Inputs:
     #: per role, records replaced in the label-free view: ``__row`` (sorted role positions) and the
     #: categorical levels they take (their sources', recoded); None: none
     sources: Mapping[str, pl.DataFrame] | None = None
+    #: per role, numeric columns replaced in the label-free view (a numeric map back to the
+    #: reference's scale): where each partition's replaced columns are held on the cluster; None: none
+    mapped: Mapping[str, MappedColumns] | None = None
 
     def layout(self, space: tuple) -> tuple[list[tuple[int, float]], list[tuple[int, int]]]:
         """(coded columns, categorical slices) of ``space``: encoded from no record (none for a
@@ -59,6 +76,55 @@ class Inputs:
             {"x": empty}, self.schema, weights=space_weights(self, space), coded_above=self.coded_above, fit=self.fit
         )
         return list(sp.coded_columns), list(sp.categorical_slices or [])
+
+
+@dataclass(frozen=True)
+class MappedColumns:
+    """A role's numeric columns in the label-free view, computed once per partition and held on
+    the cluster: per partition (by its first role position) the key of the persisted result
+    {column: float64 values of the partition's rows, NaN for null}
+    (:func:`privgate.sharded.label_free_tasks.snap_finish_task`). The caller holds the results'
+    futures as long as the view is read; a worker reading a partition fetches that partition's
+    values alone (:func:`mapped_values`)."""
+
+    keys: Mapping[int, Any]
+
+    def of(self, part: Partition) -> dict[str, np.ndarray]:
+        """The replaced columns of ``part`` (every row of it)."""
+        return mapped_values(self.keys[part.start])
+
+
+def mapped_values(key: Any) -> dict[str, np.ndarray]:
+    """On a worker: the persisted result ``key`` — from this worker's memory when it holds it,
+    else fetched from the worker that does (through a client that leaves the worker's thread
+    pool while it waits, so a result lost with its worker can be computed again meanwhile)."""
+    from distributed import Future, get_worker, worker_client
+
+    data = get_worker().data
+    try:
+        return data[key]
+    except KeyError:
+        pass
+    with worker_client() as client:
+        # a handle on a result the caller's client holds, which this client tells the scheduler
+        # it wants too (as a client does for the futures it holds when it reconnects): gathered
+        # from the worker that holds it, or — when that worker was lost — once the scheduler has
+        # computed it again and reports it here
+        future = Future(key, client)
+        client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
+        return future.result()
+
+
+def with_mapped(frame: pl.DataFrame, values: Mapping[str, np.ndarray], rows: np.ndarray | None) -> pl.DataFrame:
+    """``frame`` (normalised) with its columns in ``values`` replaced by those values at partition
+    rows ``rows`` (None: every row), normalised as :func:`privgate.schema.normalise_frame` does
+    (NaN a null, −0.0 as 0.0)."""
+    cols = []
+    for c, v in values.items():
+        if c in frame.columns:
+            v = v if rows is None else v[rows]
+            cols.append(pl.Series(c, v + 0.0, dtype=pl.Float64).fill_nan(None))
+    return frame.with_columns(cols) if cols else frame
 
 
 def space_weights(inputs: Inputs, space: tuple) -> dict[str, float] | None:
@@ -98,13 +164,17 @@ def recoded(
 def read_rows(inputs: Inputs, part: Partition, keep: np.ndarray | None = None) -> tuple[pl.DataFrame, np.ndarray]:
     """(normalised frame, global row positions) of ``part``'s records: all of them, or those whose
     global positions are in the sorted array ``keep`` — in the label-free view when the inputs
-    carry one (:func:`recoded`)."""
+    carry one (numeric columns mapped, :func:`with_mapped`; levels recoded, :func:`recoded`)."""
     frame = read_partition(part, inputs.schema.columns)
     ids = np.arange(part.start, part.stop, dtype=np.int64)
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
-    return recoded(normalise_frame(frame, inputs.schema), inputs.codes, part.role, ids, inputs.sources), ids
+    frame = normalise_frame(frame, inputs.schema)
+    mapped = (inputs.mapped or {}).get(part.role)
+    if mapped is not None:
+        frame = with_mapped(frame, mapped.of(part), None if keep is None else ids - part.start)
+    return recoded(frame, inputs.codes, part.role, ids, inputs.sources), ids
 
 
 def encode_rows(

@@ -18,7 +18,7 @@ import polars as pl
 
 from ..copies import carries_real_identifier, copied_rows
 from ..schema import Schema, normalise_frame
-from .encode import recoded
+from .encode import recoded, with_mapped
 from .partitions import Partition, read_partition
 
 __all__ = ["sharded_copies", "sharded_distinct", "sharded_identifier_hits"]
@@ -46,9 +46,13 @@ def _buckets(
     values — 8 bytes a row, for a first pass over wide values; ``among``: only the rows whose
     hash is in this array (the candidates a first pass found). Both are for one column whose
     nulls never match nor count, and leave its null rows out. ``codes``: the label-free view's
-    recoding — {"codes": ..., "sources": ...} as :class:`privgate.sharded.encode.Inputs` holds them."""
+    recoding — {"codes": ..., "sources": ..., "mapped": ...} as :class:`privgate.sharded.encode.Inputs`
+    holds them."""
     frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
     ids = np.arange(part.start, part.stop, dtype=np.int64)
+    mapped = ((codes or {}).get("mapped") or {}).get(part.role)
+    if mapped is not None:
+        frame = with_mapped(frame, mapped.of(part), None)
     frame = recoded(frame, (codes or {}).get("codes"), part.role, ids, (codes or {}).get("sources"))
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]

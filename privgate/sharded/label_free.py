@@ -27,6 +27,23 @@ Every quantity the local learning reads from whole frames is computed here from 
   cast to float32 as locally).
 * **The marginal gap** of a candidate affine map (only read when the anchored pairs support a
   map): one worker holds that one numeric column of each side — a column, never a table.
+* **The mapped release** (:meth:`_OnCluster.map_release`): when affine maps are learnt, each
+  release partition's images a·v + b are snapped to the nearest reference value within the
+  column's tolerance over the whole reference column (:func:`privgate.numeric_maps._snap`,
+  exactly): the reference partitions' sorted values are folded in one after another, per value
+  its largest reference value below and smallest not below (a max and a min: the same for any
+  split), and ``_snap``'s rule picks between them (the lower on a tie). Each partition's mapped
+  columns are a result held on the worker that computed it; every later task reading a release
+  partition takes them with it (the scale check of the mapped release, as the local
+  ``check_scales`` after ``apply_numeric_maps``, the anchors of the level classes, the
+  record-by-record join) — one partition's columns a task, a worker's share of the release's
+  mapped columns held, never a whole column on one worker. A monotone map's values are the
+  reference's order statistics at ⌊u·n⌋, u each release value's whole-release mid-rank (counts
+  of smaller and equal values summed over the release's partitions, as for the ranks above):
+  selected by buckets of the reference column — splitters from a regular sample of each
+  reference partition, a value equal to a splitter a bucket of its own (known without its
+  values), each open bucket's values (about two partitions' worth at most) sorted by one task,
+  from which each release partition picks its positions.
 * **Records disguised one by one**: the exact numeric matches are joined by hash buckets of the
   numeric tuple (:mod:`privgate.sharded.joins`' scheme); the pairs' count tables per categorical
   column merge exactly, and the explained pairs are counted per bucket. Only when some are
@@ -35,13 +52,13 @@ Every quantity the local learning reads from whole frames is computed here from 
   refused (a block).
 
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
-the plain sharded metrics' results, as locally. When it recodes levels or finds records disguised
-one by one, it is returned too, and :func:`recoded_context` gives the plain metrics a sharded
-context whose workers recode each partition as they read it and give each disguised record its
-source's levels (:attr:`privgate.sharded.encode.Inputs.codes`, ``sources``). When it maps a
-numeric column, :class:`LabelFreeViewNotShardedError` is raised (values mapped and snapped to the
-reference's, or its quantiles, are not computed on a cluster): the metric's error, so the gate
-blocks (exit 3), never passes.
+the plain sharded metrics' results, as locally. When it recodes levels, finds records disguised
+one by one or maps numeric columns, it is returned too, and :func:`recoded_context` gives the
+plain metrics a sharded context whose workers recode each partition as they read it, give each
+disguised record its source's levels and read each release partition's mapped columns
+(:attr:`privgate.sharded.encode.Inputs.codes`, ``sources``, ``mapped``). A record-by-record
+search of more than ``MAX_SHUFFLED_PAIRS`` exact pairs raises :class:`LabelFreeViewNotShardedError`:
+the metric's error, so the gate blocks (exit 3), never passes.
 Nothing here reports a value or a level: counts and column positions only.
 """
 
@@ -95,12 +112,13 @@ __all__ = ["MAX_SHUFFLED_PAIRS", "LabelFreeViewNotShardedError", "learn_sharded"
 
 #: exact numeric pairs whose levels the shuffle test may gather here (2 × columns short labels each)
 MAX_SHUFFLED_PAIRS = 200_000
+#: regular samples per reference partition for a monotone map's bucket splitters (at most)
+MAX_SPLIT_SAMPLE = 256
 
 
 class LabelFreeViewNotShardedError(NotApplicableError):
-    """The release's scales differ from the real data's (a numeric map; or more exact numeric
-    pairs than the shuffle test gathers), and that view is not computed on a cluster: the
-    label-free metric fails, so the gate blocks."""
+    """The label-free view is not computed on a cluster (more exact numeric pairs than the
+    shuffle test gathers): the label-free metric fails, so the gate blocks."""
 
     def __init__(self, what: str, metric: str | None = None) -> None:
         self.what = what
@@ -133,16 +151,121 @@ class _OnCluster:
             + ([(p, n_real + p.start) for p in parts["holdout"]] if ctx.holdout is not None else []),
         }
         self.n = {side: sum(p.rows for p, _ in ps) for side, ps in self.parts.items()}
-        self.summaries = {
-            side: self.client.gather([self._submit(lt.summary_task, p, self.kinds, self.num, self.cat) for p, _ in ps])
-            for side, ps in self.parts.items()
-        }
+        #: release partition (by first position) → future of its mapped numeric columns (none
+        #: until :meth:`map_release`): every release task reads its partition through it
+        self.mapped: dict[int, Any] = {}
+        self.summaries = {side: self._summaries(side) for side in self.parts}
         self._sorted: dict[str, list] = {}
         self._checks: dict[str, ScaleCheck] = {}
         self._ranks: tuple[list, np.ndarray, np.ndarray] | None = None
 
-    def _submit(self, fn, *args):
-        return self.client.submit(fn, *args, pure=False)
+    def _submit(self, fn, *args, **kwargs):
+        return self.client.submit(fn, *args, pure=False, **kwargs)
+
+    def _mapped(self, side: str, p: Any) -> Any:
+        """The future of release partition ``p``'s mapped columns (None: read as it is)."""
+        return self.mapped.get(p.start) if side == "release" else None
+
+    def _summaries(self, side: str) -> list[dict]:
+        return self.client.gather(
+            [
+                self._submit(lt.summary_task, p, self.kinds, self.num, self.cat, mapped=self._mapped(side, p))
+                for p, _ in self.parts[side]
+            ]
+        )
+
+    def map_release(self, maps: dict[str, NumericMap]) -> None:
+        """Put the release's columns of ``maps`` on the reference's scale, on the workers, as
+        :func:`privgate.numeric_maps.apply_numeric_maps` does (:meth:`_affine_columns`,
+        :meth:`_monotone_columns`). Each release partition's mapped columns stay on the worker
+        that computed them, a future held here (:attr:`mapped`); the release's summaries are
+        those of the mapped release from then on."""
+        results: dict[int, list] = {p.start: [] for p, _ in self.parts["release"]}
+        affine = {c: m for c, m in maps.items() if m.kind == "affine"}
+        monotone = {c: m for c, m in maps.items() if m.kind != "affine"}
+        if affine:
+            self._affine_columns(affine, results)
+        if monotone:
+            self._monotone_columns(monotone, results)
+        self.mapped = {
+            start: (fs[0] if len(fs) == 1 else self._submit(lt.combine_task, *fs))
+            for start, fs in results.items()
+            if fs
+        }
+        self.summaries["release"] = self._summaries("release")
+        self._sorted.pop("release", None)
+        self._checks.clear()
+
+    def _affine_columns(self, maps: dict[str, NumericMap], results: dict[int, list]) -> None:
+        """Per release partition, its images a·v + b snapped to the nearest reference value within
+        the column's tolerance over the WHOLE reference column (:func:`privgate.numeric_maps._snap`)
+        — the reference partitions' sorted values folded in one after another
+        (:func:`~.label_free_tasks.snap_step_task`: per value its two neighbours), then snapped
+        (:func:`~.label_free_tasks.snap_finish_task`)."""
+        coef = {c: (m.a, m.b) for c, m in maps.items()}
+        sorted_ = self.sorted_values("reference")
+        tops = self.client.gather([self._submit(lt.top_two_task, s, list(coef)) for s in sorted_])
+        top_two = {c: np.sort(np.concatenate([t[c] for t in tops]))[-2:] for c in coef}
+        tols = {}
+        for c in coef:
+            n_r, _, _, lo, hi = self.moments("reference", c)
+            tols[c] = SNAP_TOL * (1.0 + max(abs(lo), abs(hi)) if n_r else 1.0)  # numeric_maps._tolerance
+        for p, _ in self.parts["release"]:
+            state = self._submit(lt.snap_start_task, p, self.kinds, coef)
+            for s in sorted_:
+                state = self._submit(lt.snap_step_task, state, s)
+            results[p.start].append(self._submit(lt.snap_finish_task, state, top_two, tols))
+
+    def _monotone_columns(self, maps: dict[str, NumericMap], results: dict[int, list]) -> None:
+        """Per release partition, the reference's order statistic at each value's position
+        ⌊u·n⌋ in the sorted reference column (u: its mid-rank in the whole release, from the
+        counts of smaller and equal values summed over the release's partitions). The order
+        statistics are selected by buckets: a regular sample of each reference partition gives
+        splitters, every reference partition counts and splits its values by them (a value equal
+        to a splitter is its own bucket, known without its values), one task per open bucket sorts
+        that bucket's values (at most about two partitions' worth), and each release partition
+        picks its positions' values from the buckets."""
+        rel_sorted = self.sorted_values("release")  # the release as it is (no map applied yet)
+        counts = {}
+        for p, _ in self.parts["release"]:
+            acc = None
+            for s in rel_sorted:
+                acc = self._submit(lt.rank_step_task, acc, p, self.kinds, s)
+            counts[p.start] = acc
+        ref_sorted = self.sorted_values("reference")
+        # k regular samples of each of the P partitions, a splitter every k-th of them: a bucket
+        # holds at most (1 + P/k) partitions' worth of values — two for k = P, capped so the
+        # sample read here stays at most MAX_SPLIT_SAMPLE × P values a column
+        k = max(2, min(len(ref_sorted), MAX_SPLIT_SAMPLE))
+        for c, m in maps.items():
+            n_ref = self.moments("reference", c)[0]
+            if n_ref == 0:  # no finite reference value: the values are kept, as locally
+                continue
+            sample = np.sort(
+                np.concatenate(self.client.gather([self._submit(lt.regular_sample_task, s, c, k) for s in ref_sorted]))
+            )
+            splitters = np.unique(sample[k // 2 :: k])
+            splits = [self._submit(lt.bucket_split_task, s, c, splitters) for s in ref_sorted]
+            per_bucket = sum(self.client.gather([self._submit(operator.getitem, f, 0) for f in splits]))
+            ends = np.cumsum(per_bucket)
+            buckets = [
+                self._submit(lt.bucket_task, *[self._submit(lt.piece_task, f, i) for f in splits])
+                for i in range(splitters.size + 1)
+            ]
+            for p, _ in self.parts["release"]:
+                state = self._submit(
+                    lt.monotone_positions_task,
+                    counts[p.start],
+                    p,
+                    self.kinds,
+                    c,
+                    self.n["release"],
+                    n_ref,
+                    m.decreasing,
+                    ends,
+                )
+                picks = [self._submit(lt.pick_task, state, j, b) for j, b in enumerate(buckets)]
+                results[p.start].append(self._submit(lt.monotone_finish_task, state, c, splitters, *picks))
 
     # ------------------------------------------------------------------ merged summaries
     def moments(self, side: str, c: str) -> tuple[int, float, float, float, float]:
@@ -184,7 +307,7 @@ class _OnCluster:
         u = np.unique(np.asarray(positions, dtype=np.int64))
         pieces = self.client.gather(
             [
-                self._submit(lt.rows_task, p, first, self.kinds, columns, u)
+                self._submit(lt.rows_task, p, first, self.kinds, columns, u, mapped=self._mapped(side, p))
                 for p, first in self.parts[side]
                 if np.any((u >= first) & (u < first + p.rows))
             ]
@@ -194,7 +317,10 @@ class _OnCluster:
 
     def sorted_values(self, side: str) -> list:
         if side not in self._sorted:
-            self._sorted[side] = [self._submit(lt.sorted_task, p, self.kinds, self.num) for p, _ in self.parts[side]]
+            self._sorted[side] = [
+                self._submit(lt.sorted_task, p, self.kinds, self.num, mapped=self._mapped(side, p))
+                for p, _ in self.parts[side]
+            ]
         return self._sorted[side]
 
     def ranks(self, side: str, c: str, values: np.ndarray) -> np.ndarray:
@@ -234,27 +360,32 @@ class _OnCluster:
 
 
 def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
-    """The correspondence of a sharded context's release and reference when it maps no numeric
-    column (the local :func:`privgate.label_free.learn`'s, learnt from partitions; the roles'
-    levels and the disguised records' sources kept in ``ctx.derived`` for
-    :func:`recoded_context`); raises
-    :class:`LabelFreeViewNotShardedError` when it is not, and
-    :class:`privgate.numeric_maps.ForeignScaleError` as the local learning does."""
+    """The correspondence of a sharded context's release and reference (the local
+    :func:`privgate.label_free.learn`'s, learnt from partitions; the roles' levels, the
+    disguised records' sources and the futures of the release's mapped columns kept in
+    ``ctx.derived`` for :func:`recoded_context`). Learnt numeric maps are applied on the workers
+    (:meth:`_OnCluster.map_release`) and everything after them reads the mapped release, as
+    locally. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
+    more pairs than it gathers, and :class:`privgate.numeric_maps.ForeignScaleError` as the local
+    learning does."""
     cl = _OnCluster(ctx)
     rows = _anchor_rows(ctx, SimpleNamespace(height=cl.n["release"]))
     sample = cl.rows("release", rows, list(cl.schema.columns))
     maps = _numeric_maps(cl, rows, sample, name)
-    if maps:
-        raise LabelFreeViewNotShardedError(f"{len(maps)} numeric column(s) on another scale")
+    if maps:  # the mapped release from here on, as locally (apply_numeric_maps, then check_scales)
+        cl.map_release(maps)
+        ctx.derived["label_free_mapped"] = cl.mapped
+        sample = cl.rows("release", rows, list(cl.schema.columns))
     for c in cl.num:
         chk = _scale_check(cl, c)
         if chk.bulk_off:
-            raise foreign_scale_error(c, chk, cl.n["release"], {})
+            raise foreign_scale_error(c, chk, cl.n["release"], maps)
     left_out = [c for c in cl.num if _scale_check(cl, c).off]
-    if left_out:
+    if left_out:  # the local view maps their far records or leaves them out: not on a cluster yet
         raise LabelFreeViewNotShardedError(f"{len(left_out)} numeric column(s) off the real scale in their tails")
+    ctx.derived["label_free_levels"] = _role_levels(cl)
     if not cl.cat:
-        return Correspondence({}, {}, (), anchored=int(rows.size))
+        return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
     levels = {
         c: (
             [lv for lv in cl.levels("release", c) if lv != lt.NULL],
@@ -274,8 +405,7 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
         records, sources = found
         # the sources' levels in the view: by the reference codes (already, when the search read them)
         ctx.derived["label_free_sources"] = sources if remapped else recode(sources, ref_codes)
-    ctx.derived["label_free_levels"] = _role_levels(cl)
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), records=records)
+    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
 
 
 def _role_levels(cl: _OnCluster) -> dict[str, dict[str, set]]:
@@ -305,7 +435,12 @@ def _scale_check(cl: _OnCluster, c: str) -> ScaleCheck:
     if n_s == 0 or n_r == 0:
         return ScaleCheck(0, 0.0)
     bounds = {c: scale_bounds(lo, hi, sd_r)}
-    counts = cl.client.gather([cl._submit(lt.scale_counts_task, p, cl.kinds, bounds) for p, _ in cl.parts["release"]])
+    counts = cl.client.gather(
+        [
+            cl._submit(lt.scale_counts_task, p, cl.kinds, bounds, mapped=cl._mapped("release", p))
+            for p, _ in cl.parts["release"]
+        ]
+    )
     _, _, _, lo_s, hi_s = cl.moments("release", c)
     sd_s, sd_r = settled_std(sd_s, max(abs(lo_s), abs(hi_s))), settled_std(sd_r, max(abs(lo), abs(hi)))
     chk = scale_result(n_s, sum(k[c][0] for k in counts), sum(k[c][1] for k in counts), sd_s, sd_r)
@@ -317,7 +452,7 @@ def _strided(cl: _OnCluster, side: str, c: str, stride: int) -> list:
     """Futures of each partition's values of the evenly strided subsample of ``side``'s column ``c``."""
     out, first = [], 0
     for (p, _), s in zip(cl.parts[side], cl.summaries[side]):
-        out.append(cl._submit(lt.strided_task, p, cl.kinds, c, first, stride))
+        out.append(cl._submit(lt.strided_task, p, cl.kinds, c, first, stride, mapped=cl._mapped(side, p)))
         first += int(s["moments"][c][0])
     return out
 
@@ -500,7 +635,17 @@ def _disguised(cl: _OnCluster, codes: dict | None) -> tuple[DisguisedRecords, pl
     n = max(len(cl.parts["reference"]), len(cl.parts["release"]))
     split = {
         side: [
-            cl._submit(lt.disguise_split_task, p, first, cl.kinds, cl.num, cl.cat, n, (codes or {}).get(side, {}))
+            cl._submit(
+                lt.disguise_split_task,
+                p,
+                first,
+                cl.kinds,
+                cl.num,
+                cl.cat,
+                n,
+                (codes or {}).get(side, {}),
+                mapped=cl._mapped(side, p),
+            )
             for p, first in ps
         ]
         for side, ps in cl.parts.items()
@@ -550,16 +695,19 @@ def _shuffled(
 
 # ---------------------------------------------------------------------- the recoded view
 def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
-    """The local ``recoded_context`` on the cluster, for a correspondence without numeric maps
-    (refused when learnt): a sharded context of the same partitions, read with the classes' codes
-    (real and holdout records by the reference codes, the release's by the release codes, each
-    disguised release record with its source's levels) and encoded with the recoded levels of
-    the roles it holds, as a local context of the recoded frames fits them."""
+    """The local ``recoded_context`` on the cluster: a sharded context of the same partitions,
+    read with the classes' codes (real and holdout records by the reference codes, the release's
+    by the release codes, each disguised release record with its source's levels), the release's
+    mapped numeric columns (held on the workers since the correspondence was learnt; a holdout
+    baseline's "release" is real records: none) and encoded with the recoded levels of the roles
+    it holds, as a local context of the recoded frames fits them (the numeric columns' moments
+    are the real records', which no map changes)."""
     from dataclasses import replace as _replace
 
     from ..context_spaces import coded_above
     from ..label_free import KEEP_PREFIX
     from ..spaces import NULL_LEVEL, SpaceFit
+    from .encode import MappedColumns
     from .search import ShardedSearch
 
     main = ctx._label_free_parent or ctx
@@ -582,12 +730,18 @@ def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
             fit[c] = sorted(set(fit[c]) | set(sources.get_column(c).fill_null(NULL_LEVEL).to_list()))
     else:
         sources = None
+    mapped = None
+    if corr.numeric_maps and views["synthetic"].role == "synthetic":
+        # the release's mapped columns, held on the workers since the correspondence was learnt
+        futures = main.derived["label_free_mapped"]
+        mapped = {"synthetic": MappedColumns({start: f.key for start, f in futures.items()})}
     recoded_inputs = _replace(
         inputs,
         fit=SpaceFit(stats=inputs.fit.stats, levels=fit),
         codes=codes,
         weights=None,
         sources=None if sources is None else {"synthetic": sources},
+        mapped=mapped,
     )
     search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads)
     out = type(ctx)(

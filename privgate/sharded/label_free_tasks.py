@@ -14,6 +14,16 @@ partition's encoded rows or a few rows — never a table.
 * :func:`anchor_search_task`: a partition's records in a label-invariant view (ranks or values of
   numerics, shares of levels, standardised by broadcast moments) and the nearest of them for a
   broadcast block of query rows.
+* :func:`snap_start_task`, :func:`snap_step_task`, :func:`top_two_task`,
+  :func:`snap_finish_task`: a release partition's affine images folded through the reference
+  partitions' sorted values (per value its two neighbours in the whole column) and snapped as
+  :func:`privgate.numeric_maps._snap` snaps them over the whole column — the partition's mapped
+  columns, which the tasks above take as ``mapped`` when they read that release partition.
+* :func:`regular_sample_task`, :func:`bucket_split_task`, :func:`piece_task`, :func:`bucket_task`,
+  :func:`monotone_positions_task`, :func:`pick_task`, :func:`monotone_finish_task`: a monotone
+  map's values — the reference's order statistics at each release value's position — selected
+  by buckets of the reference column (one open bucket's values, about two partitions' worth at
+  most, on one worker), never the column on one worker.
 * :func:`disguise_split_task`, :func:`disguise_bucket_task`, :func:`pair_tables_task`,
   :func:`pair_flags_task`, :func:`pairs_task`: the exact numeric matches of release and reference
   records (levels recoded by the view's classes when it has some), by hash buckets of the numeric
@@ -30,6 +40,7 @@ import polars as pl
 from ..disguised_records import column_flags, explained_by
 from ..numeric_maps import ks_distance
 from ..schema import Schema, normalise_frame
+from .encode import with_mapped
 from .kernel import engine_knn
 from .partitions import Partition, read_partition
 
@@ -37,10 +48,14 @@ from .partitions import Partition, read_partition
 NULL = "\x00lf-null"
 
 
-def frame_of(part: Partition, kinds: dict[str, str], columns: Sequence[str]) -> pl.DataFrame:
-    """One partition's normalised ``columns``."""
+def frame_of(
+    part: Partition, kinds: dict[str, str], columns: Sequence[str], mapped: dict[str, np.ndarray] | None = None
+) -> pl.DataFrame:
+    """One partition's normalised ``columns``; those of ``mapped`` (the partition's numeric
+    columns mapped to the reference's scale, :func:`snap_finish_task`) replaced by those values."""
     columns = list(columns)
-    return normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
+    frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
+    return frame if mapped is None else with_mapped(frame, mapped, None)
 
 
 def _finite(frame: pl.DataFrame, c: str) -> np.ndarray:
@@ -48,11 +63,13 @@ def _finite(frame: pl.DataFrame, c: str) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
-def summary_task(part: Partition, kinds: dict[str, str], num: list[str], cat: list[str]) -> dict:
+def summary_task(
+    part: Partition, kinds: dict[str, str], num: list[str], cat: list[str], mapped: dict | None = None
+) -> dict:
     """One partition's ``moments`` {numeric column: [n, mean, m2, min, max] of its finite
     values}, ``few`` {numeric column: up to three of its distinct finite values} and ``levels``
-    {categorical column: {level (null as NULL): count}}."""
-    frame = frame_of(part, kinds, [*num, *cat])
+    {categorical column: {level (null as NULL): count}} (``mapped``: as :func:`frame_of`)."""
+    frame = frame_of(part, kinds, [*num, *cat], mapped)
     moments, few, levels = {}, {}, {}
     for c in num:
         v = _finite(frame, c)
@@ -68,10 +85,13 @@ def summary_task(part: Partition, kinds: dict[str, str], num: list[str], cat: li
     return {"rows": part.rows, "moments": moments, "few": few, "levels": levels}
 
 
-def strided_task(part: Partition, kinds: dict[str, str], c: str, first: int, stride: int) -> np.ndarray:
+def strided_task(
+    part: Partition, kinds: dict[str, str], c: str, first: int, stride: int, mapped: dict | None = None
+) -> np.ndarray:
     """The finite values of column ``c`` in this partition whose position among the role's finite
-    values (``first``: how many precede the partition's) is a multiple of ``stride``."""
-    v = _finite(frame_of(part, kinds, [c]), c)
+    values (``first``: how many precede the partition's) is a multiple of ``stride`` (``mapped``:
+    as :func:`frame_of`)."""
+    v = _finite(frame_of(part, kinds, [c], mapped), c)
     return v[(-first) % stride :: stride]
 
 
@@ -81,11 +101,15 @@ def ks_task(release: list[np.ndarray], reference: list[np.ndarray]) -> float:
 
 
 def scale_counts_task(
-    part: Partition, kinds: dict[str, str], bounds: dict[str, tuple[float, float, float, float]]
+    part: Partition,
+    kinds: dict[str, str],
+    bounds: dict[str, tuple[float, float, float, float]],
+    mapped: dict | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Per numeric column, how many finite values lie outside (lower, upper) far bounds and
-    outside the widened range (:func:`privgate.numeric_maps.scale_bounds`)."""
-    frame = frame_of(part, kinds, list(bounds))
+    outside the widened range (:func:`privgate.numeric_maps.scale_bounds`; ``mapped``: as
+    :func:`frame_of`)."""
+    frame = frame_of(part, kinds, list(bounds), mapped)
     out = {}
     for c, (lo_w, hi_w, lo_p, hi_p) in bounds.items():
         v = _finite(frame, c)
@@ -93,9 +117,11 @@ def scale_counts_task(
     return out
 
 
-def sorted_task(part: Partition, kinds: dict[str, str], num: list[str]) -> dict[str, np.ndarray]:
-    """Per numeric column, the partition's finite values sorted."""
-    frame = frame_of(part, kinds, num)
+def sorted_task(
+    part: Partition, kinds: dict[str, str], num: list[str], mapped: dict | None = None
+) -> dict[str, np.ndarray]:
+    """Per numeric column, the partition's finite values sorted (``mapped``: as :func:`frame_of`)."""
+    frame = frame_of(part, kinds, num, mapped)
     return {c: np.sort(_finite(frame, c)) for c in num}
 
 
@@ -184,22 +210,37 @@ def anchor_search_task(
         return engine_knn(query, np.arange(query.shape[0], dtype=np.int64), target, ids, 1)
 
 
-def rows_task(part: Partition, first: int, kinds: dict[str, str], columns: list[str], keep: np.ndarray) -> pl.DataFrame:
+def rows_task(
+    part: Partition,
+    first: int,
+    kinds: dict[str, str],
+    columns: list[str],
+    keep: np.ndarray,
+    mapped: dict | None = None,
+) -> pl.DataFrame:
     """The normalised ``columns`` of this partition's rows at role positions ``keep`` (sorted;
-    ``first``: the partition's first position)."""
-    frame = frame_of(part, kinds, columns)
+    ``first``: the partition's first position; ``mapped``: as :func:`frame_of`)."""
+    frame = frame_of(part, kinds, columns, mapped)
     return frame[keep[(keep >= first) & (keep < first + part.rows)] - first]
 
 
 def disguise_split_task(
-    part: Partition, first: int, kinds: dict[str, str], num: list[str], cat: list[str], n: int, codes: dict
+    part: Partition,
+    first: int,
+    kinds: dict[str, str],
+    num: list[str],
+    cat: list[str],
+    n: int,
+    codes: dict,
+    mapped: dict | None = None,
 ) -> list[pl.DataFrame]:
-    """This partition's records (levels recoded by ``codes``, when given) with a numeric tuple
-    free of nulls, with their role positions (``__row``), split into ``n`` buckets by a hash of the
-    numeric tuple (equal tuples, one bucket)."""
+    """This partition's records (levels recoded by ``codes``, when given; numerics mapped by
+    ``mapped``, as :func:`frame_of`) with a numeric tuple free of nulls, with their role
+    positions (``__row``), split into ``n`` buckets by a hash of the numeric tuple (equal tuples,
+    one bucket)."""
     from ..label_free import recode
 
-    frame = recode(frame_of(part, kinds, [*num, *cat]), codes).with_columns(
+    frame = recode(frame_of(part, kinds, [*num, *cat], mapped), codes).with_columns(
         pl.Series("__row", np.arange(first, first + part.rows, dtype=np.int64))
     )
     frame = frame.drop_nulls(num)
@@ -255,3 +296,157 @@ def pair_flags_task(bucket: tuple[int, pl.DataFrame], cat: list[str], codes: dic
 def pairs_task(bucket: tuple[int, pl.DataFrame]) -> pl.DataFrame:
     """One bucket's pairs: release position ``__s`` and the levels of both records."""
     return bucket[1]
+
+
+# ---------------------------------------------------------------------- affine maps, snapped
+def snap_start_task(part: Partition, kinds: dict[str, str], maps: dict[str, tuple[float, float]]) -> dict:
+    """One release partition's affine images a·v + b per mapped column (NaN for null), with no
+    reference neighbour yet: the state :func:`snap_step_task` folds the reference partitions into
+    (``lo`` −inf, ``hi`` +inf)."""
+    frame = frame_of(part, kinds, list(maps))
+    x = {c: a * frame.get_column(c).cast(pl.Float64).to_numpy() + b for c, (a, b) in maps.items()}
+    return {
+        "x": x,
+        "lo": {c: np.full(part.rows, -np.inf) for c in maps},
+        "hi": {c: np.full(part.rows, np.inf) for c in maps},
+    }
+
+
+def neighbours(x: np.ndarray, ref_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per value of ``x``, (the largest value of ``ref_sorted`` below it, the smallest not below
+    it) — −inf / +inf when there is none: the two neighbours :func:`privgate.numeric_maps._snap`
+    chooses between (``searchsorted``'s left side)."""
+    at = np.searchsorted(ref_sorted, x, side="left")
+    n = ref_sorted.size
+    lo = np.where(at > 0, ref_sorted[np.maximum(at - 1, 0)] if n else -np.inf, -np.inf)
+    hi = np.where(at < n, ref_sorted[np.minimum(at, n - 1)] if n else np.inf, np.inf)
+    return lo, hi
+
+
+def snap_step_task(state: dict, ref_sorted: dict[str, np.ndarray]) -> dict:
+    """``state`` (:func:`snap_start_task`) with one reference partition's sorted finite values
+    (:func:`sorted_task`) folded in: per value the largest reference value below it and the
+    smallest not below it, over the partitions seen so far (a max and a min: any order, any
+    split of the column gives the same)."""
+    lo, hi = {}, {}
+    for c, x in state["x"].items():
+        lo_p, hi_p = neighbours(x, ref_sorted[c])
+        lo[c], hi[c] = np.maximum(state["lo"][c], lo_p), np.minimum(state["hi"][c], hi_p)
+    return {"x": state["x"], "lo": lo, "hi": hi}
+
+
+def top_two_task(ref_sorted: dict[str, np.ndarray], columns: list[str]) -> dict[str, np.ndarray]:
+    """Per column, one reference partition's two largest finite values (fewer when it has fewer)."""
+    return {c: ref_sorted[c][-2:] for c in columns}
+
+
+def snapped(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, top_two: np.ndarray, tol: float) -> np.ndarray:
+    """:func:`privgate.numeric_maps._snap` of ``x`` from each value's two neighbours in the whole
+    sorted reference column (:func:`neighbours`, merged) and the column's two largest values
+    ``top_two`` (sorted; ``_snap`` compares those two for a value above the largest): the nearer
+    neighbour (the lower one at an equal distance) when within ``tol``, else the value (NaN stays
+    NaN)."""
+    with np.errstate(invalid="ignore"):
+        near = np.where(np.abs(x - lo) <= np.abs(hi - x), lo, hi)
+        if top_two.size == 2:  # above the largest value: _snap's clipped pair is the two largest
+            second, top = top_two
+            above = np.isinf(hi) & np.isfinite(lo)
+            near = np.where(above & (np.abs(x - second) <= np.abs(top - x)), second, near)
+        return np.where(np.abs(near - x) <= tol, near, x)
+
+
+def snap_finish_task(state: dict, top_two: dict[str, np.ndarray], tols: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per mapped column of one release partition, each affine image replaced by its nearest
+    reference value when within the column's tolerance (:func:`snapped`), once every reference
+    partition was folded in: {column: float64 values of the partition's rows, NaN for null}."""
+    return {c: snapped(x, state["lo"][c], state["hi"][c], top_two[c], tols[c]) for c, x in state["x"].items()}
+
+
+def combine_task(*parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One release partition's mapped columns from the maps' separate results."""
+    out: dict[str, np.ndarray] = {}
+    for p in parts:
+        out.update(p)
+    return out
+
+
+# ---------------------------------------------------------------------- monotone maps
+def regular_sample_task(ref_sorted: dict[str, np.ndarray], c: str, k: int) -> np.ndarray:
+    """``k`` evenly spaced values of one reference partition's sorted column ``c`` (its values at
+    positions ⌊i·n/k⌋): the regular sample whose merged quantiles split the column into buckets of
+    at most about two partitions' values each."""
+    v = ref_sorted[c]
+    return v[(np.arange(k) * v.size) // k] if v.size else v
+
+
+def bucket_of(values: np.ndarray, splitters: np.ndarray) -> np.ndarray:
+    """Each value's bucket among the sorted distinct ``splitters``: 2j for the open interval below
+    splitter j (2·len above the last), 2j + 1 for a value equal to splitter j — buckets in the
+    values' order, a repeated value never spread over buckets."""
+    return np.searchsorted(splitters, values, side="left") + np.searchsorted(splitters, values, side="right")
+
+
+def bucket_split_task(ref_sorted: dict[str, np.ndarray], c: str, splitters: np.ndarray) -> tuple[np.ndarray, list]:
+    """(count of one reference partition's finite values of column ``c`` per bucket, its values of
+    each open bucket — the even ones — in order)."""
+    v = ref_sorted[c]
+    b = bucket_of(v, splitters)
+    counts = np.bincount(b, minlength=2 * splitters.size + 1).astype(np.int64)
+    edges = np.searchsorted(b, np.arange(0, 2 * splitters.size + 2, 2))  # v sorted: b sorted
+    ends = np.searchsorted(b, np.arange(0, 2 * splitters.size + 2, 2), side="right")
+    return counts, [v[edges[i] : ends[i]] for i in range(splitters.size + 1)]
+
+
+def piece_task(split: tuple[np.ndarray, list], i: int) -> np.ndarray:
+    """One partition's values of open bucket ``2i`` (:func:`bucket_split_task`)."""
+    return split[1][i]
+
+
+def bucket_task(*pieces: np.ndarray) -> np.ndarray:
+    """One open bucket's reference values, from every reference partition, sorted."""
+    return np.sort(np.concatenate(pieces)) if pieces else np.empty(0)
+
+
+def monotone_positions_task(
+    counts: dict[str, np.ndarray],
+    part: Partition,
+    kinds: dict[str, str],
+    c: str,
+    n_release: int,
+    n_ref: int,
+    decreasing: bool,
+    bucket_ends: np.ndarray,
+) -> dict:
+    """For one release partition's column ``c``: each row's position in the sorted reference
+    column — ⌊u·n_ref⌋ clipped, u its mid-rank in the whole release (``counts``: values below and
+    equal, summed over the release's partitions, :func:`rank_step_task`), flipped when
+    ``decreasing`` — as (bucket, offset in the bucket) by the buckets' cumulative ``bucket_ends``;
+    and its nulls."""
+    v = frame_of(part, kinds, [c]).get_column(c).cast(pl.Float64).to_numpy()
+    u = mid_ranks(counts[c], v, n_release)
+    u = 1.0 - u if decreasing else u
+    pos = np.clip((u * n_ref).astype(np.int64), 0, n_ref - 1)
+    bucket = np.searchsorted(bucket_ends, pos, side="right")
+    start = bucket_ends[bucket] - np.diff(np.concatenate([[0], bucket_ends]))[bucket]
+    return {"bucket": bucket, "offset": pos - start, "null": np.isnan(v)}
+
+
+def pick_task(state: dict, j: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of one release partition whose position lies in open bucket ``2j``, the reference
+    values at their offsets in that bucket's sorted values)."""
+    rows = np.flatnonzero(state["bucket"] == 2 * j)
+    return rows, values[state["offset"][rows]]
+
+
+def monotone_finish_task(state: dict, c: str, splitters: np.ndarray, *picks: tuple) -> dict[str, np.ndarray]:
+    """One release partition's column ``c`` under the monotone map: the reference's order
+    statistic at each row's position (:func:`privgate.numeric_maps.apply_numeric_maps`), NaN
+    for a null."""
+    b = state["bucket"]
+    out = np.full(b.size, np.nan)
+    point = b % 2 == 1
+    out[point] = splitters[b[point] // 2]
+    for rows, vals in picks:
+        out[rows] = vals
+    out[state["null"]] = np.nan
+    return {c: out}
