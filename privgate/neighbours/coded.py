@@ -40,8 +40,9 @@ from typing import Callable
 
 import numpy as np
 
-from .decide import distances_of_pairs, take_sorted
-from .grouped import refine_group_ids
+from .decide import distances_of_pairs, drop_self, take_sorted
+from .grouped import _slice_cost, category_codes, refine_group_ids
+from .memo import SearchMemo
 from .result import Neighbours
 from .settings import SearchSettings
 
@@ -55,6 +56,9 @@ GEMM_ENTRIES = 1 << 22
 ENGINE_ABOVE = 2048
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
+#: whether a larger group's rows are first searched among the targets of their own combination of
+#: categories (``_Tiles``) — off only to compare with the search without that step
+TILES_FIRST = True
 
 Search = Callable[..., Neighbours]
 #: candidate pairs: (query rows, target rows, rest distances)
@@ -62,6 +66,9 @@ _Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: the groups of equal codes: each query's group, the targets by group (lowest index first), and
 #: each group's first position in that order and size
 _Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: the rest space's combinations of one-hot categories: each query's and each target's number
+#: (equal numbers, equal categories), and the least squared distance a mismatch on one adds
+_Tiles = tuple[np.ndarray, np.ndarray, float]
 
 
 def split_coded(matrix: np.ndarray, coded: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,11 +99,16 @@ def knn_coded(
     search: Search,
     settings: SearchSettings,
     rest: tuple[np.ndarray, np.ndarray] | None = None,
+    categorical_slices: list[tuple[int, int]] | None = None,
+    memo: SearchMemo | None = None,
 ) -> Neighbours:
     """The exact k nearest ``t`` rows of each ``q`` row by d² = R + the costs of the coded columns
     that differ (module docstring). ``search(query, target, k, exclude_self=...)``: the engine's
     search of rest-space matrices. ``rest``: the rest matrices of ``q`` and ``t`` when the caller
-    keeps them (so that the engine's structures prepared for one matrix object are reused)."""
+    keeps them (so that the engine's structures prepared for one matrix object are reused).
+    ``categorical_slices``: the rest space's one-hot (start, stop) ranges, so that a larger
+    group's rows are first searched among the targets of their own categories (``_tiles``);
+    ``memo``: where the matrices' category codes are kept (:class:`.memo.SearchMemo`)."""
     check_layout(q.shape[1], coded)
     (qr, qc), (tr, tc) = (
         (split_coded(q, coded), split_coded(t, coded))
@@ -110,6 +122,7 @@ def knn_coded(
     cost = np.array([c for _, c in coded], dtype=np.float64)
     base = search(qr, tr, k, exclude_self=exclude_self)
     bound = _candidate_bound(base, qc, tc, cost)
+    tiles = _tiles(qr, tr, categorical_slices, settings, memo) if TILES_FIRST else None
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
     dists = [base.dist.ravel()]
@@ -120,7 +133,7 @@ def knn_coded(
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
             r, c, d = _within_groups(
-                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other
+                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles
             )
             rows.append(r)
             cols.append(c)
@@ -158,6 +171,33 @@ def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.
     return np.where(np.isfinite(u), u * u, np.inf)
 
 
+def _tiles(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    slices: list[tuple[int, int]] | None,
+    settings: SearchSettings,
+    memo: SearchMemo | None,
+) -> _Tiles | None:
+    """The combinations of categories of the rest matrices ``qr`` and ``tr`` (``_Tiles``), or None
+    when the rest space has no one-hot slice or one is not one-hot. The level codes are the
+    engine's own, kept in ``memo`` for each matrix (:func:`.grouped.category_codes`)."""
+    if not slices:
+        return None
+    tag = ("category_codes", tuple(map(tuple, slices)))
+    chunk = settings.pair_chunk_bytes
+    qcodes = SearchMemo.get_or_build(memo, qr, tag, lambda: category_codes(qr, slices, chunk))
+    tcodes = qcodes if tr is qr else SearchMemo.get_or_build(memo, tr, tag, lambda: category_codes(tr, slices, chunk))
+    if qcodes is None or tcodes is None:
+        return None
+    # numbered in order of first appearance (only compared for equality), one slice at a time
+    both = np.vstack([qcodes[0], tcodes[0]])
+    ids = None
+    for j in range(both.shape[1]):
+        ids = refine_group_ids(ids, both[:, j], ordered=False)
+    least = min(_slice_cost(qr, tr, a, b) for a, b in slices)
+    return ids[: qr.shape[0]], ids[qr.shape[0] :], least
+
+
 def _within_groups(
     qr: np.ndarray,
     tr: np.ndarray,
@@ -168,6 +208,7 @@ def _within_groups(
     settings: SearchSettings,
     search: Search | None = None,
     bound: np.ndarray | None = None,
+    tiles: _Tiles | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
@@ -180,7 +221,15 @@ def _within_groups(
     ``bound``: per query row a squared rest distance beyond which no target of these groups can
     be in its answer (module docstring); targets beyond it are dropped from the pairs returned (so
     a row may get fewer than k, none of which the answer needed), a row of negative bound is not
-    searched, and a large group's block only ranks the rows with more than k targets within it."""
+    searched, and a large group's block only ranks the rows with more than k targets within it.
+
+    ``tiles``: the rest space's combinations of categories (``_Tiles``). A large group's rows are
+    then first searched among the targets of the group that share their categories (groups of
+    equal codes and categories, this same search). A target of the group that differs from the
+    row on some category has a rest distance of at least the least mismatch cost; and one beyond
+    the k-th of those found (widened as the bound is) has k targets of the group before it. So a
+    row's bound becomes the smaller of the two, and only the rows whose bound still reaches the
+    least mismatch cost are searched in their whole group — with that bound."""
     n = qr.shape[0]
     if bound is None:
         bound = np.full(n, np.inf)
@@ -190,13 +239,33 @@ def _within_groups(
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
     layout = (gq, order, start, size)
     found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
-    found += _large_group_pairs(
-        qr, tr, np.flatnonzero(needed & ~small), layout, k, exclude_self, settings, search, bound
-    )
+    large = needed & ~small
+    if tiles is not None and large.any():
+        qt, tt, least = tiles
+        inner = np.where(large, bound, -1.0)  # only the large groups' rows are searched here
+        r, c, d = _within_groups(
+            qr, tr, np.column_stack([qc, qt]), np.column_stack([tc, tt]), k, exclude_self, settings, search, inner
+        )
+        found.append((r, c, d))
+        bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
+        large &= bound >= least
+    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _tighter_bound(r: np.ndarray, d: np.ndarray, n: int, k: int, bound: np.ndarray) -> np.ndarray:
+    """The bound of each of ``n`` rows given candidate pairs (rows ``r``, rest distances ``d``)
+    of a subset of its group, at most k per row, all within ``bound``: a row with k of them
+    needs no target beyond the largest (widened by a relative 1e-6, as ``_candidate_bound``
+    widens), the others keep ``bound``."""
+    count = np.bincount(r, minlength=n)
+    kth = np.zeros(n)
+    np.maximum.at(kth, r, d)
+    kth = kth * (1.0 + 1e-6) + 1e-6
+    return np.where(count >= k, np.minimum(bound, kth * kth), bound)
 
 
 def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
@@ -284,10 +353,16 @@ def _engine_in_group(
     """The k nearest of the targets ``tg`` of each query row of ``rows`` by the engine's search
     (exact; ties by lowest index), with their distances."""
     t = np.ascontiguousarray(tr[tg])
-    if exclude_self:  # the group's queries are its targets (one set searched against itself)
+    if exclude_self and rows.size == tg.size:  # the group's queries are its targets (one set against itself)
         kk = int(min(k, tg.size - 1))
         found = search(t, t, kk, exclude_self=True)
         rows = tg
+    elif exclude_self:  # some of them: their k + 1 nearest in the group, less themselves
+        kk = int(min(k, tg.size - 1))
+        here = np.searchsorted(tg, rows)  # both ascending
+        found = search(np.ascontiguousarray(t[here]), t, kk + 1, exclude_self=False)
+        idx, dist = drop_self(here, found.idx, found.dist)
+        return np.repeat(rows, kk), tg[idx].ravel(), dist.ravel()
     else:
         kk = int(min(k, tg.size))
         found = search(np.ascontiguousarray(qr[rows]), t, kk, exclude_self=False)
