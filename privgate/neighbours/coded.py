@@ -59,6 +59,12 @@ PAIRS_PER_BLOCK = 1 << 21
 #: whether a larger group's rows are first searched among the targets of their own combination of
 #: categories (``_Tiles``) — off only to compare with the search without that step
 TILES_FIRST = True
+#: a group searched against itself for its rows by the engine is searched whole (every row) when
+#: its rows are at least this share of it, else those rows against the group (k + 1, less themselves)
+SELF_SHARE = 1000000
+#: whether the engine's searches inside groups are handed the rows' category codes (else it
+#: computes them from the gathered coordinates) — off only to compare
+PRIME_CODES = True
 
 Search = Callable[..., Neighbours]
 #: candidate pairs: (query rows, target rows, rest distances)
@@ -69,6 +75,9 @@ _Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: the rest space's combinations of one-hot categories: each query's and each target's number
 #: (equal numbers, equal categories), and the least squared distance a mismatch on one adds
 _Tiles = tuple[np.ndarray, np.ndarray, float]
+#: the category codes of the query and target rest matrices, the memo and the tag under which the
+#: engine reads a matrix's codes: given to the engine for the matrices of a group's rows
+_Prime = tuple[np.ndarray, np.ndarray, SearchMemo, tuple]
 
 
 def split_coded(matrix: np.ndarray, coded: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +132,7 @@ def knn_coded(
     base = search(qr, tr, k, exclude_self=exclude_self)
     bound = _candidate_bound(base, qc, tc, cost)
     tiles = _tiles(qr, tr, categorical_slices, settings, memo) if TILES_FIRST else None
+    prime = _primed(qr, tr, categorical_slices, settings, memo)
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
     dists = [base.dist.ravel()]
@@ -133,7 +143,7 @@ def knn_coded(
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
             r, c, d = _within_groups(
-                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles
+                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles, prime
             )
             rows.append(r)
             cols.append(c)
@@ -180,22 +190,51 @@ def _tiles(
 ) -> _Tiles | None:
     """The combinations of categories of the rest matrices ``qr`` and ``tr`` (``_Tiles``), or None
     when the rest space has no one-hot slice or one is not one-hot. The level codes are the
-    engine's own, kept in ``memo`` for each matrix (:func:`.grouped.category_codes`)."""
+    engine's own (:func:`.grouped.category_codes`), and a matrix's combinations its codes as one
+    mixed-radix number (the slices' widths the radices), both kept in ``memo`` for the other
+    searches of the same matrix."""
     if not slices:
         return None
-    tag = ("category_codes", tuple(map(tuple, slices)))
-    chunk = settings.pair_chunk_bytes
-    qcodes = SearchMemo.get_or_build(memo, qr, tag, lambda: category_codes(qr, slices, chunk))
-    tcodes = qcodes if tr is qr else SearchMemo.get_or_build(memo, tr, tag, lambda: category_codes(tr, slices, chunk))
+    slices = [tuple(s) for s in slices]
+    width = [b - a for a, b in slices]
+    if float(np.prod(np.asarray(width, dtype=np.float64))) >= 2.0**40:  # not one exact number a row
+        return None
+    stride = np.concatenate([[1], np.cumprod(width[:-1])]).astype(np.int64)
+
+    def numbers(x: np.ndarray) -> np.ndarray | None:
+        codes = _codes(x, slices, settings, memo)
+        return None if codes is None else codes.astype(np.int64) @ stride
+
+    qt = SearchMemo.get_or_build(memo, qr, ("category_numbers", tuple(slices)), lambda: numbers(qr))
+    tt = qt if tr is qr else SearchMemo.get_or_build(memo, tr, ("category_numbers", tuple(slices)), lambda: numbers(tr))
+    if qt is None or tt is None:
+        return None
+    return qt, tt, min(_slice_cost(qr, tr, a, b) for a, b in slices)
+
+
+def _primed(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    slices: list[tuple[int, int]] | None,
+    settings: SearchSettings,
+    memo: SearchMemo | None,
+) -> _Prime | None:
+    """What the engine's searches inside groups are given (``_Prime``), or None without a memo,
+    slices, or one-hot slices."""
+    if memo is None or not slices or not PRIME_CODES:
+        return None
+    qcodes, tcodes = _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo)
     if qcodes is None or tcodes is None:
         return None
-    # numbered in order of first appearance (only compared for equality), one slice at a time
-    both = np.vstack([qcodes[0], tcodes[0]])
-    ids = None
-    for j in range(both.shape[1]):
-        ids = refine_group_ids(ids, both[:, j], ordered=False)
-    least = min(_slice_cost(qr, tr, a, b) for a, b in slices)
-    return ids[: qr.shape[0]], ids[qr.shape[0] :], least
+    return qcodes, tcodes, memo, ("category_codes", tuple(map(tuple, slices)))
+
+
+def _codes(x: np.ndarray, slices: list[tuple[int, int]], settings: SearchSettings, memo: SearchMemo | None):
+    """The level codes of ``x``'s one-hot slices (:func:`.grouped.category_codes`, kept in
+    ``memo`` under the engine's own tag), or None when a slice is not one-hot."""
+    tag = ("category_codes", tuple(map(tuple, slices)))
+    found = SearchMemo.get_or_build(memo, x, tag, lambda: category_codes(x, slices, settings.pair_chunk_bytes))
+    return None if found is None else found[0]
 
 
 def _within_groups(
@@ -209,6 +248,7 @@ def _within_groups(
     search: Search | None = None,
     bound: np.ndarray | None = None,
     tiles: _Tiles | None = None,
+    prime: _Prime | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
@@ -244,12 +284,21 @@ def _within_groups(
         qt, tt, least = tiles
         inner = np.where(large, bound, -1.0)  # only the large groups' rows are searched here
         r, c, d = _within_groups(
-            qr, tr, np.column_stack([qc, qt]), np.column_stack([tc, tt]), k, exclude_self, settings, search, inner
+            qr,
+            tr,
+            np.column_stack([qc, qt]),
+            np.column_stack([tc, tt]),
+            k,
+            exclude_self,
+            settings,
+            search,
+            inner,
+            prime=prime,
         )
         found.append((r, c, d))
         bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
         large &= bound >= least
-    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound)
+    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
@@ -327,6 +376,7 @@ def _large_group_pairs(
     settings: SearchSettings,
     search: Search | None,
     bound: np.ndarray,
+    prime: _Prime | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``large`` of large groups, group by group: the
     engine's search for the largest groups, else a float64 GEMM per block of queries."""
@@ -339,7 +389,7 @@ def _large_group_pairs(
     for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
         tg = order[start[g] : start[g] + size[g]]
         if size[g] > ENGINE_ABOVE and search is not None:
-            r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
+            r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search, prime)
         else:
             r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)
             d = distances_of_pairs(qr, tr, r, c, settings)
@@ -348,25 +398,47 @@ def _large_group_pairs(
 
 
 def _engine_in_group(
-    qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int, exclude_self: bool, search: Search
+    qr: np.ndarray,
+    tr: np.ndarray,
+    rows: np.ndarray,
+    tg: np.ndarray,
+    k: int,
+    exclude_self: bool,
+    search: Search,
+    prime: _Prime | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The k nearest of the targets ``tg`` of each query row of ``rows`` by the engine's search
-    (exact; ties by lowest index), with their distances."""
-    t = np.ascontiguousarray(tr[tg])
-    if exclude_self and rows.size == tg.size:  # the group's queries are its targets (one set against itself)
+    (exact; ties by lowest index), with their distances. ``prime``: the full matrices' category
+    codes, handed to the engine's memo for the rows gathered (``_Prime``)."""
+    t = _gathered(tr, tg, prime, 1)
+    if (
+        exclude_self and rows.size * SELF_SHARE >= tg.size
+    ):  # most of the group's targets are its queries: one set against itself
         kk = int(min(k, tg.size - 1))
         found = search(t, t, kk, exclude_self=True)
         rows = tg
     elif exclude_self:  # some of them: their k + 1 nearest in the group, less themselves
         kk = int(min(k, tg.size - 1))
         here = np.searchsorted(tg, rows)  # both ascending
-        found = search(np.ascontiguousarray(t[here]), t, kk + 1, exclude_self=False)
+        found = search(_gathered(qr, rows, prime, 0), t, kk + 1, exclude_self=False)
         idx, dist = drop_self(here, found.idx, found.dist)
         return np.repeat(rows, kk), tg[idx].ravel(), dist.ravel()
     else:
         kk = int(min(k, tg.size))
-        found = search(np.ascontiguousarray(qr[rows]), t, kk, exclude_self=False)
+        found = search(_gathered(qr, rows, prime, 0), t, kk, exclude_self=False)
     return np.repeat(rows, kk), tg[found.idx].ravel(), found.dist.ravel()
+
+
+def _gathered(x: np.ndarray, rows: np.ndarray, prime: _Prime | None, side: int) -> np.ndarray:
+    """The rows ``rows`` of ``x`` as a new C-contiguous matrix; with ``prime``, its category codes
+    (the rows of ``x``'s, ``side`` 0 the query's, 1 the target's) put in the memo under the
+    engine's tag, so that the engine does not compute them again from the coordinates (the same
+    codes: a row's codes are its own)."""
+    out = np.ascontiguousarray(x[rows])
+    if prime is not None:
+        codes, memo, tag = prime[side], prime[2], prime[3]
+        memo.get(out, tag, lambda: (codes[rows], 0.0))
+    return out
 
 
 def _k_smallest_in_group(

@@ -273,10 +273,10 @@ def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(mo
             searched.append(large.size)
         return whole_group(qr, tr, large, *args)
 
-    def nested(*args):
+    def nested(*args, **kwargs):
         depth[0] += 1
         try:
-            return within(*args)
+            return within(*args, **kwargs)
         finally:
             depth[0] -= 1
 
@@ -325,3 +325,42 @@ def test_a_row_whose_categories_hold_a_near_target_is_not_searched_in_its_whole_
         nb = knn(q, t, 1, coded_columns=[(3, 1.0)], categorical_slices=[(0, 2)])
         assert nb.idx[0].tolist() == [1] and nb.dist[0].tolist() == pytest.approx([0.1], rel=1e-12)
         assert sum(calls) == whole_searches
+
+
+@pytest.mark.parametrize("self_share", [1, 1_000_000])
+def test_the_engine_inside_groups_reads_the_codes_it_is_handed(monkeypatch, self_share):
+    """The engine's searches inside groups are handed the gathered rows' category codes (kept in
+    the memo): the same answers, bit for bit, as when it computes them from the coordinates, and
+    the codes are computed once per matrix instead of once per gathered group — whether a group
+    of a set searched against itself is searched whole or for its open rows only."""
+    from privgate.neighbours import SearchMemo
+    from privgate.neighbours import grouped as grouped_module
+
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "SELF_SHARE", self_share)
+    frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    computed = []
+    codes_of = grouped_module.category_codes
+
+    def counted(x, *args):
+        computed.append(x.shape[0])
+        return codes_of(x, *args)
+
+    monkeypatch.setattr(grouped_module, "category_codes", counted)
+    monkeypatch.setattr(coded_module, "category_codes", counted)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found = {}
+        for prime in (False, True):
+            monkeypatch.setattr(coded_module, "PRIME_CODES", prime)
+            computed.clear()
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            found[prime] = knn(cod.real, t, 2, exclude_self=ex, memo=SearchMemo(), **opts)
+            found[prime, "codes"] = list(computed)
+        assert np.array_equal(found[True].idx, found[False].idx)
+        assert np.array_equal(found[True].dist, found[False].dist)
+        # handed: only the whole matrices' codes (the rest-space query and target) are computed
+        assert sorted(found[True, "codes"]) == sorted({300, t.shape[0]} if not ex else [300])
+        assert len(found[False, "codes"]) > len(found[True, "codes"])
