@@ -31,6 +31,19 @@ own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixe
 category codes, prepared copies — outweigh a GEMM: on 25k Texas-like rows, identifiability and
 authenticity with their baselines took 8.7 CPU-s with 384, 6.8 with 2,048). Memory and time grow
 with the pairs inside groups, never with levels × records.
+
+**A larger group's rows, by categories first** (when the rest space has one-hot categories). The
+rest distance R of a target that differs from the row on a set J of categories is at least the
+sum of their mismatch costs. So a row of a group of more than ``ENUMERATE_UP_TO`` targets is
+first searched among the group's targets of its own combination of categories (a finer group:
+codes and categories); their k-th R, when k are found, lowers its bound (a target beyond it has
+k targets of the group before it). A row whose bound is then below the least mismatch cost is
+done; one whose bound is below the two smallest costs summed can only need targets differing on
+exactly one category — for each category j, the targets of its group whose combination equals
+its own but for j (one sort per category of the mixed-radix numbers less j's code:
+``_one_mismatch_pairs``); only the other rows are searched in their whole group. On Texas-like
+frames of 100,000 records (rows drawn from 25,000 and jittered) this takes the rows searched in
+their whole group from ~120,000 to ~12,000 per search (benchmarks/LOG.md).
 """
 
 from __future__ import annotations
@@ -65,6 +78,12 @@ SELF_SHARE = 1000000
 #: whether the engine's searches inside groups are handed the rows' category codes (else it
 #: computes them from the gathered coordinates) — off only to compare
 PRIME_CODES = True
+#: whether a large group's rows whose bound affords one mismatching category are searched among
+#: the targets of their group that differ from them on one category (``_one_mismatch_pairs``)
+#: instead of the whole group — off only to compare
+ONE_MISMATCH = True
+#: a row is searched that way when those targets are at most this many (else in its whole group)
+ONE_MISMATCH_MAX = 256
 
 Search = Callable[..., Neighbours]
 #: candidate pairs: (query rows, target rows, rest distances)
@@ -73,8 +92,10 @@ _Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: each group's first position in that order and size
 _Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: the rest space's combinations of one-hot categories: each query's and each target's number
-#: (equal numbers, equal categories), and the least squared distance a mismatch on one adds
-_Tiles = tuple[np.ndarray, np.ndarray, float]
+#: (its level codes as one mixed-radix number: equal numbers, equal categories), the squared
+#: distance a mismatch on each one-hot slice adds, the query's and target's level codes, and the
+#: radix strides
+_Tiles = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: the category codes of the query and target rest matrices, the memo and the tag under which the
 #: engine reads a matrix's codes: given to the engine for the matrices of a group's rows
 _Prime = tuple[np.ndarray, np.ndarray, SearchMemo, tuple]
@@ -209,7 +230,8 @@ def _tiles(
     tt = qt if tr is qr else SearchMemo.get_or_build(memo, tr, ("category_numbers", tuple(slices)), lambda: numbers(tr))
     if qt is None or tt is None:
         return None
-    return qt, tt, min(_slice_cost(qr, tr, a, b) for a, b in slices)
+    costs = np.array([_slice_cost(qr, tr, a, b) for a, b in slices])
+    return qt, tt, costs, _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo), stride
 
 
 def _primed(
@@ -281,7 +303,8 @@ def _within_groups(
     found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
     large = needed & ~small
     if tiles is not None and large.any():
-        qt, tt, least = tiles
+        qt, tt, costs = tiles[:3]
+        least = float(costs.min())
         inner = np.where(large, bound, -1.0)  # only the large groups' rows are searched here
         r, c, d = _within_groups(
             qr,
@@ -298,11 +321,86 @@ def _within_groups(
         found.append((r, c, d))
         bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
         large &= bound >= least
+        if ONE_MISMATCH and large.any():
+            # rows whose bound affords one mismatching category only (two cost at least the two
+            # smallest costs): the targets of their group that differ from them on one category
+            two = float(np.sort(costs)[:2].sum()) if costs.size > 1 else np.inf
+            one = np.flatnonzero(large & (bound < two))
+            pairs, done = _one_mismatch_pairs(qr, tr, one, layout, tiles, k, exclude_self, settings, bound)
+            found += pairs
+            large[done] = False
     found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _one_mismatch_pairs(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    rows: np.ndarray,
+    layout: _Layout,
+    tiles: _Tiles,
+    k: int,
+    exclude_self: bool,
+    settings: SearchSettings,
+    bound: np.ndarray,
+) -> tuple[list[_Pairs], np.ndarray]:
+    """(candidate pairs, the rows they settle) for the query rows ``rows`` of large groups whose
+    bound affords at most one mismatching category: per row the (up to) k targets of its group
+    that differ from it on exactly one category, within its bound, with the smallest (rest
+    distance, index). With the targets of its own categories (searched before), they hold every
+    target of its group within the bound. For category j, such targets share the row's group and
+    its combination of categories but for j: its mixed-radix number less j's code times j's
+    stride — one sort of the targets per category, no pairs of other combinations. A row with
+    more than ``ONE_MISMATCH_MAX`` such targets is not settled here (its whole group is searched)."""
+    if not rows.size:
+        return [], rows
+    gq, order, start, size = layout
+    qt, tt, costs, qcodes, tcodes, stride = tiles
+    gt = np.empty(tr.shape[0], dtype=np.int64)
+    gt[order] = np.repeat(np.arange(size.size), size)
+    # every combination's number (and with one code taken out) lies below this
+    width = int(stride[-1]) * (int(max(qcodes[:, -1].max(initial=0), tcodes[:, -1].max(initial=0))) + 1)
+    ts = np.flatnonzero(np.isin(gt, np.unique(gq[rows])))  # the targets of these rows' groups
+    windows = []
+    count = np.zeros(rows.size, dtype=np.int64)
+    for j in range(stride.size):
+        tkey = gt[ts] * width + (tt[ts] - tcodes[ts, j].astype(np.int64) * stride[j])
+        by = np.argsort(tkey, kind="stable")
+        sorted_key = tkey[by]
+        qkey = gq[rows] * width + (qt[rows] - qcodes[rows, j].astype(np.int64) * stride[j])
+        lo = np.searchsorted(sorted_key, qkey, side="left")
+        hi = np.searchsorted(sorted_key, qkey, side="right")
+        windows.append((ts[by], lo, hi, j))
+        count += hi - lo
+    ok = np.flatnonzero(count <= ONE_MISMATCH_MAX)
+    out: list[_Pairs] = []
+    step = max(1, PAIRS_PER_BLOCK // ONE_MISMATCH_MAX)
+    for s in range(0, ok.size, step):  # blocks of rows: at most PAIRS_PER_BLOCK pairs held
+        part = ok[s : s + step]
+        pr, pc = [], []
+        for targets, lo, hi, j in windows:
+            lo, hi = lo[part], hi[part]
+            cnt = hi - lo
+            r = np.repeat(rows[part], cnt)
+            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            c = targets[np.repeat(lo, cnt) + (np.arange(r.size) - first)]
+            keep = qcodes[r, j] != tcodes[c, j]  # the same combination: searched among its categories
+            if exclude_self:
+                keep &= r != c
+            pr.append(r[keep])
+            pc.append(c[keep])
+        r, c = np.concatenate(pr), np.concatenate(pc)
+        d = distances_of_pairs(qr, tr, r, c, settings)
+        near = d * d <= bound[r]  # the others cannot be in the answer
+        r, c, d = r[near], c[near], d[near]
+        pick = np.lexsort((c, d, r))
+        r, c, d = r[pick], c[pick], d[pick]
+        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+        out.append((r[rank < k], c[rank < k], d[rank < k]))
+    return out, rows[ok]
 
 
 def _tighter_bound(r: np.ndarray, d: np.ndarray, n: int, k: int, bound: np.ndarray) -> np.ndarray:

@@ -364,3 +364,41 @@ def test_the_engine_inside_groups_reads_the_codes_it_is_handed(monkeypatch, self
         # handed: only the whole matrices' codes (the rest-space query and target) are computed
         assert sorted(found[True, "codes"]) == sorted({300, t.shape[0]} if not ex else [300])
         assert len(found[False, "codes"]) > len(found[True, "codes"])
+
+
+@pytest.mark.parametrize("most", [256, 2])
+def test_rows_affording_one_mismatch_searched_among_targets_differing_on_one_category(monkeypatch, most):
+    """A large group's row whose bound affords one mismatching category is searched among the
+    group's targets that differ from it on exactly one category (by its combination's number
+    less that category's code) instead of the whole group: the same neighbours and distances, bit
+    for bit, as the whole group searched; rows with more such targets than ``ONE_MISMATCH_MAX``
+    are searched in their whole group as before."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "ONE_MISMATCH_MAX", most)
+    frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    settled = []
+    one_mismatch = coded_module._one_mismatch_pairs
+
+    def counted(*args):
+        pairs, done = one_mismatch(*args)
+        settled.append(done.size)
+        return pairs, done
+
+    monkeypatch.setattr(coded_module, "_one_mismatch_pairs", counted)
+    one_hot = mixed_space(frames, infer_schema(frames))
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 3):
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            monkeypatch.setattr(coded_module, "ONE_MISMATCH", False)
+            whole = knn(cod.real, t, k, exclude_self=ex, **opts)
+            monkeypatch.setattr(coded_module, "ONE_MISMATCH", True)
+            settled.clear()
+            one = knn(cod.real, t, k, exclude_self=ex, **opts)
+            assert np.array_equal(one.idx, whole.idx) and np.array_equal(one.dist, whole.dist)
+            if most > 2:  # (with 2, few rows or none)
+                assert sum(settled) > 0
+            ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
+            np.testing.assert_allclose(one.dist, ref.dist, rtol=1e-12, atol=1e-12)
