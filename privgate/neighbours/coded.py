@@ -41,7 +41,9 @@ k targets of the group before it). A row whose bound is then below the least mis
 done; one whose bound is below the two smallest costs summed can only need targets differing on
 exactly one category — for each category j, the targets of its group whose combination equals
 its own but for j (one sort per category of the mixed-radix numbers less j's code:
-``_one_mismatch_pairs``); only the other rows are searched in their whole group. On Texas-like
+``_one_mismatch_pairs``); only the other rows are searched in their whole group. And a small
+group's pair whose mismatching categories alone cost more than the row's bound is dropped before
+its distance is computed. On Texas-like
 frames of 100,000 records (rows drawn from 25,000 and jittered) this takes the rows searched in
 their whole group from ~120,000 to ~12,000 per search (benchmarks/LOG.md).
 """
@@ -82,6 +84,9 @@ PRIME_CODES = True
 #: the targets of their group that differ from them on one category (``_one_mismatch_pairs``)
 #: instead of the whole group — off only to compare
 ONE_MISMATCH = True
+#: whether a small group's pairs whose mismatching categories alone cost more than the bound are
+#: dropped before their distances are computed — off only to compare
+CATEGORY_PRUNE = True
 #: a row is searched that way when those targets are at most this many (else in its whole group)
 ONE_MISMATCH_MAX = 256
 
@@ -300,7 +305,7 @@ def _within_groups(
     needed = (own > 0) & (bound >= 0.0)
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
     layout = (gq, order, start, size)
-    found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
+    found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound, tiles)
     large = needed & ~small
     if tiles is not None and large.any():
         qt, tt, costs = tiles[:3]
@@ -436,10 +441,13 @@ def _small_group_pairs(
     exclude_self: bool,
     settings: SearchSettings,
     bound: np.ndarray,
+    tiles: _Tiles | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``qs`` of small groups: every pair of a row and a
     target of its group by exact distance, in blocks of whole rows, each row's k nearest within
-    its ``bound``."""
+    its ``bound``. ``tiles``: the rest space's categories; a pair whose mismatching categories
+    alone cost more than the row's bound (its R is at least that) is dropped before its distance
+    is computed — as the bound would drop it after."""
     gq, order, start, size = layout
     out: list[_Pairs] = []
     if not qs.size:
@@ -453,6 +461,10 @@ def _small_group_pairs(
         c = order[np.repeat(start[gq[part]], cnt) + (np.arange(r.size) - first)]
         if exclude_self:
             keep = r != c
+            r, c = r[keep], c[keep]
+        if tiles is not None and CATEGORY_PRUNE:
+            costs, qcodes, tcodes = tiles[2], tiles[3], tiles[4]
+            keep = (qcodes[r] != tcodes[c]) @ costs <= bound[r]
             r, c = r[keep], c[keep]
         d = distances_of_pairs(qr, tr, r, c, settings)
         near = d * d <= bound[r]  # the others cannot be in the answer

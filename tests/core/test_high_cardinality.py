@@ -402,3 +402,31 @@ def test_rows_affording_one_mismatch_searched_among_targets_differing_on_one_cat
                 assert sum(settled) > 0
             ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
             np.testing.assert_allclose(one.dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_small_groups_pairs_too_far_apart_by_their_categories_are_not_measured(monkeypatch):
+    """Pairs of a small group whose mismatching categories alone cost more than the row's bound
+    are dropped before their distances are computed: the same answers, bit for bit, and fewer
+    distances computed."""
+    frames = {"real": _tiled_frame(300, 9), "synthetic": _tiled_frame(200, 10)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    measured = []
+    distances = coded_module.distances_of_pairs
+
+    def counted(q, t, qi, ti, settings):
+        measured.append(qi.size)
+        return distances(q, t, qi, ti, settings)
+
+    monkeypatch.setattr(coded_module, "distances_of_pairs", counted)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found, n = {}, {}
+        for prune in (False, True):
+            monkeypatch.setattr(coded_module, "CATEGORY_PRUNE", prune)
+            measured.clear()
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            found[prune] = knn(cod.real, t, 2, exclude_self=ex, **opts)
+            n[prune] = sum(measured)
+        assert np.array_equal(found[True].idx, found[False].idx)
+        assert np.array_equal(found[True].dist, found[False].dist)
+        assert n[True] < n[False]
