@@ -31,6 +31,21 @@ own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixe
 category codes, prepared copies — outweigh a GEMM: on 25k Texas-like rows, identifiability and
 authenticity with their baselines took 8.7 CPU-s with 384, 6.8 with 2,048). Memory and time grow
 with the pairs inside groups, never with levels × records.
+
+**A larger group's rows, by categories first** (when the rest space has one-hot categories). The
+rest distance R of a target that differs from the row on a set J of categories is at least the
+sum of their mismatch costs. So a row of a group of more than ``ENUMERATE_UP_TO`` targets is
+first searched among the group's targets of its own combination of categories (a finer group:
+codes and categories); their k-th R, when k are found, lowers its bound (a target beyond it has
+k targets of the group before it). A row whose bound is then below the least mismatch cost is
+done; one whose bound is below the two smallest costs summed can only need targets differing on
+exactly one category — for each category j, the targets of its group whose combination equals
+its own but for j (one sort per category of the mixed-radix numbers less j's code:
+``_one_mismatch_pairs``); only the other rows are searched in their whole group. And a small
+group's pair whose mismatching categories alone cost more than the row's bound is dropped before
+its distance is computed. On Texas-like
+frames of 100,000 records (rows drawn from 25,000 and jittered) this takes the rows searched in
+their whole group from ~120,000 to ~12,000 per search (benchmarks/LOG.md).
 """
 
 from __future__ import annotations
@@ -40,8 +55,9 @@ from typing import Callable
 
 import numpy as np
 
-from .decide import distances_of_pairs, take_sorted
-from .grouped import refine_group_ids
+from .decide import distances_of_pairs, drop_self, take_sorted
+from .grouped import _slice_cost, category_codes, refine_group_ids
+from .memo import SearchMemo
 from .result import Neighbours
 from .settings import SearchSettings
 
@@ -55,6 +71,24 @@ GEMM_ENTRIES = 1 << 22
 ENGINE_ABOVE = 2048
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
+#: whether a larger group's rows are first searched among the targets of their own combination of
+#: categories (``_Tiles``) — off only to compare with the search without that step
+TILES_FIRST = True
+#: a group searched against itself for its rows by the engine is searched whole (every row) when
+#: its rows are at least this share of it, else those rows against the group (k + 1, less themselves)
+SELF_SHARE = 1000000
+#: whether the engine's searches inside groups are handed the rows' category codes (else it
+#: computes them from the gathered coordinates) — off only to compare
+PRIME_CODES = True
+#: whether a large group's rows whose bound affords one mismatching category are searched among
+#: the targets of their group that differ from them on one category (``_one_mismatch_pairs``)
+#: instead of the whole group — off only to compare
+ONE_MISMATCH = True
+#: whether a small group's pairs whose mismatching categories alone cost more than the bound are
+#: dropped before their distances are computed — off only to compare
+CATEGORY_PRUNE = True
+#: a row is searched that way when those targets are at most this many (else in its whole group)
+ONE_MISMATCH_MAX = 256
 
 Search = Callable[..., Neighbours]
 #: candidate pairs: (query rows, target rows, rest distances)
@@ -62,6 +96,14 @@ _Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: the groups of equal codes: each query's group, the targets by group (lowest index first), and
 #: each group's first position in that order and size
 _Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: the rest space's combinations of one-hot categories: each query's and each target's number
+#: (its level codes as one mixed-radix number: equal numbers, equal categories), the squared
+#: distance a mismatch on each one-hot slice adds, the query's and target's level codes, and the
+#: radix strides
+_Tiles = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: the category codes of the query and target rest matrices, the memo and the tag under which the
+#: engine reads a matrix's codes: given to the engine for the matrices of a group's rows
+_Prime = tuple[np.ndarray, np.ndarray, SearchMemo, tuple]
 
 
 def split_coded(matrix: np.ndarray, coded: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,11 +134,16 @@ def knn_coded(
     search: Search,
     settings: SearchSettings,
     rest: tuple[np.ndarray, np.ndarray] | None = None,
+    categorical_slices: list[tuple[int, int]] | None = None,
+    memo: SearchMemo | None = None,
 ) -> Neighbours:
     """The exact k nearest ``t`` rows of each ``q`` row by d² = R + the costs of the coded columns
     that differ (module docstring). ``search(query, target, k, exclude_self=...)``: the engine's
     search of rest-space matrices. ``rest``: the rest matrices of ``q`` and ``t`` when the caller
-    keeps them (so that the engine's structures prepared for one matrix object are reused)."""
+    keeps them (so that the engine's structures prepared for one matrix object are reused).
+    ``categorical_slices``: the rest space's one-hot (start, stop) ranges, so that a larger
+    group's rows are first searched among the targets of their own categories (``_tiles``);
+    ``memo``: where the matrices' category codes are kept (:class:`.memo.SearchMemo`)."""
     check_layout(q.shape[1], coded)
     (qr, qc), (tr, tc) = (
         (split_coded(q, coded), split_coded(t, coded))
@@ -110,6 +157,8 @@ def knn_coded(
     cost = np.array([c for _, c in coded], dtype=np.float64)
     base = search(qr, tr, k, exclude_self=exclude_self)
     bound = _candidate_bound(base, qc, tc, cost)
+    tiles = _tiles(qr, tr, categorical_slices, settings, memo) if TILES_FIRST else None
+    prime = _primed(qr, tr, categorical_slices, settings, memo)
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
     dists = [base.dist.ravel()]
@@ -120,7 +169,7 @@ def knn_coded(
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
             r, c, d = _within_groups(
-                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other
+                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles, prime
             )
             rows.append(r)
             cols.append(c)
@@ -158,6 +207,63 @@ def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.
     return np.where(np.isfinite(u), u * u, np.inf)
 
 
+def _tiles(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    slices: list[tuple[int, int]] | None,
+    settings: SearchSettings,
+    memo: SearchMemo | None,
+) -> _Tiles | None:
+    """The combinations of categories of the rest matrices ``qr`` and ``tr`` (``_Tiles``), or None
+    when the rest space has no one-hot slice or one is not one-hot. The level codes are the
+    engine's own (:func:`.grouped.category_codes`), and a matrix's combinations its codes as one
+    mixed-radix number (the slices' widths the radices), both kept in ``memo`` for the other
+    searches of the same matrix."""
+    if not slices:
+        return None
+    slices = [tuple(s) for s in slices]
+    width = [b - a for a, b in slices]
+    if float(np.prod(np.asarray(width, dtype=np.float64))) >= 2.0**40:  # not one exact number a row
+        return None
+    stride = np.concatenate([[1], np.cumprod(width[:-1])]).astype(np.int64)
+
+    def numbers(x: np.ndarray) -> np.ndarray | None:
+        codes = _codes(x, slices, settings, memo)
+        return None if codes is None else codes.astype(np.int64) @ stride
+
+    qt = SearchMemo.get_or_build(memo, qr, ("category_numbers", tuple(slices)), lambda: numbers(qr))
+    tt = qt if tr is qr else SearchMemo.get_or_build(memo, tr, ("category_numbers", tuple(slices)), lambda: numbers(tr))
+    if qt is None or tt is None:
+        return None
+    costs = np.array([_slice_cost(qr, tr, a, b) for a, b in slices])
+    return qt, tt, costs, _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo), stride
+
+
+def _primed(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    slices: list[tuple[int, int]] | None,
+    settings: SearchSettings,
+    memo: SearchMemo | None,
+) -> _Prime | None:
+    """What the engine's searches inside groups are given (``_Prime``), or None without a memo,
+    slices, or one-hot slices."""
+    if memo is None or not slices or not PRIME_CODES:
+        return None
+    qcodes, tcodes = _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo)
+    if qcodes is None or tcodes is None:
+        return None
+    return qcodes, tcodes, memo, ("category_codes", tuple(map(tuple, slices)))
+
+
+def _codes(x: np.ndarray, slices: list[tuple[int, int]], settings: SearchSettings, memo: SearchMemo | None):
+    """The level codes of ``x``'s one-hot slices (:func:`.grouped.category_codes`, kept in
+    ``memo`` under the engine's own tag), or None when a slice is not one-hot."""
+    tag = ("category_codes", tuple(map(tuple, slices)))
+    found = SearchMemo.get_or_build(memo, x, tag, lambda: category_codes(x, slices, settings.pair_chunk_bytes))
+    return None if found is None else found[0]
+
+
 def _within_groups(
     qr: np.ndarray,
     tr: np.ndarray,
@@ -168,6 +274,8 @@ def _within_groups(
     settings: SearchSettings,
     search: Search | None = None,
     bound: np.ndarray | None = None,
+    tiles: _Tiles | None = None,
+    prime: _Prime | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
@@ -180,7 +288,15 @@ def _within_groups(
     ``bound``: per query row a squared rest distance beyond which no target of these groups can
     be in its answer (module docstring); targets beyond it are dropped from the pairs returned (so
     a row may get fewer than k, none of which the answer needed), a row of negative bound is not
-    searched, and a large group's block only ranks the rows with more than k targets within it."""
+    searched, and a large group's block only ranks the rows with more than k targets within it.
+
+    ``tiles``: the rest space's combinations of categories (``_Tiles``). A large group's rows are
+    then first searched among the targets of the group that share their categories (groups of
+    equal codes and categories, this same search). A target of the group that differs from the
+    row on some category has a rest distance of at least the least mismatch cost; and one beyond
+    the k-th of those found (widened as the bound is) has k targets of the group before it. So a
+    row's bound becomes the smaller of the two, and only the rows whose bound still reaches the
+    least mismatch cost are searched in their whole group — with that bound."""
     n = qr.shape[0]
     if bound is None:
         bound = np.full(n, np.inf)
@@ -189,14 +305,119 @@ def _within_groups(
     needed = (own > 0) & (bound >= 0.0)
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
     layout = (gq, order, start, size)
-    found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound)
-    found += _large_group_pairs(
-        qr, tr, np.flatnonzero(needed & ~small), layout, k, exclude_self, settings, search, bound
-    )
+    found = _small_group_pairs(qr, tr, np.flatnonzero(small), layout, k, exclude_self, settings, bound, tiles)
+    large = needed & ~small
+    if tiles is not None and large.any():
+        qt, tt, costs = tiles[:3]
+        least = float(costs.min())
+        inner = np.where(large, bound, -1.0)  # only the large groups' rows are searched here
+        r, c, d = _within_groups(
+            qr,
+            tr,
+            np.column_stack([qc, qt]),
+            np.column_stack([tc, tt]),
+            k,
+            exclude_self,
+            settings,
+            search,
+            inner,
+            prime=prime,
+        )
+        found.append((r, c, d))
+        bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
+        large &= bound >= least
+        if ONE_MISMATCH and large.any():
+            # rows whose bound affords one mismatching category only (two cost at least the two
+            # smallest costs): the targets of their group that differ from them on one category
+            two = float(np.sort(costs)[:2].sum()) if costs.size > 1 else np.inf
+            one = np.flatnonzero(large & (bound < two))
+            pairs, done = _one_mismatch_pairs(qr, tr, one, layout, tiles, k, exclude_self, settings, bound)
+            found += pairs
+            large[done] = False
+    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_d)
+
+
+def _one_mismatch_pairs(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    rows: np.ndarray,
+    layout: _Layout,
+    tiles: _Tiles,
+    k: int,
+    exclude_self: bool,
+    settings: SearchSettings,
+    bound: np.ndarray,
+) -> tuple[list[_Pairs], np.ndarray]:
+    """(candidate pairs, the rows they settle) for the query rows ``rows`` of large groups whose
+    bound affords at most one mismatching category: per row the (up to) k targets of its group
+    that differ from it on exactly one category, within its bound, with the smallest (rest
+    distance, index). With the targets of its own categories (searched before), they hold every
+    target of its group within the bound. For category j, such targets share the row's group and
+    its combination of categories but for j: its mixed-radix number less j's code times j's
+    stride — one sort of the targets per category, no pairs of other combinations. A row with
+    more than ``ONE_MISMATCH_MAX`` such targets is not settled here (its whole group is searched)."""
+    if not rows.size:
+        return [], rows
+    gq, order, start, size = layout
+    qt, tt, costs, qcodes, tcodes, stride = tiles
+    gt = np.empty(tr.shape[0], dtype=np.int64)
+    gt[order] = np.repeat(np.arange(size.size), size)
+    # every combination's number (and with one code taken out) lies below this
+    width = int(stride[-1]) * (int(max(qcodes[:, -1].max(initial=0), tcodes[:, -1].max(initial=0))) + 1)
+    ts = np.flatnonzero(np.isin(gt, np.unique(gq[rows])))  # the targets of these rows' groups
+    windows = []
+    count = np.zeros(rows.size, dtype=np.int64)
+    for j in range(stride.size):
+        tkey = gt[ts] * width + (tt[ts] - tcodes[ts, j].astype(np.int64) * stride[j])
+        by = np.argsort(tkey, kind="stable")
+        sorted_key = tkey[by]
+        qkey = gq[rows] * width + (qt[rows] - qcodes[rows, j].astype(np.int64) * stride[j])
+        lo = np.searchsorted(sorted_key, qkey, side="left")
+        hi = np.searchsorted(sorted_key, qkey, side="right")
+        windows.append((ts[by], lo, hi, j))
+        count += hi - lo
+    ok = np.flatnonzero(count <= ONE_MISMATCH_MAX)
+    out: list[_Pairs] = []
+    step = max(1, PAIRS_PER_BLOCK // ONE_MISMATCH_MAX)
+    for s in range(0, ok.size, step):  # blocks of rows: at most PAIRS_PER_BLOCK pairs held
+        part = ok[s : s + step]
+        pr, pc = [], []
+        for targets, lo, hi, j in windows:
+            lo, hi = lo[part], hi[part]
+            cnt = hi - lo
+            r = np.repeat(rows[part], cnt)
+            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            c = targets[np.repeat(lo, cnt) + (np.arange(r.size) - first)]
+            keep = qcodes[r, j] != tcodes[c, j]  # the same combination: searched among its categories
+            if exclude_self:
+                keep &= r != c
+            pr.append(r[keep])
+            pc.append(c[keep])
+        r, c = np.concatenate(pr), np.concatenate(pc)
+        d = distances_of_pairs(qr, tr, r, c, settings)
+        near = d * d <= bound[r]  # the others cannot be in the answer
+        r, c, d = r[near], c[near], d[near]
+        pick = np.lexsort((c, d, r))
+        r, c, d = r[pick], c[pick], d[pick]
+        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+        out.append((r[rank < k], c[rank < k], d[rank < k]))
+    return out, rows[ok]
+
+
+def _tighter_bound(r: np.ndarray, d: np.ndarray, n: int, k: int, bound: np.ndarray) -> np.ndarray:
+    """The bound of each of ``n`` rows given candidate pairs (rows ``r``, rest distances ``d``)
+    of a subset of its group, at most k per row, all within ``bound``: a row with k of them
+    needs no target beyond the largest (widened by a relative 1e-6, as ``_candidate_bound``
+    widens), the others keep ``bound``."""
+    count = np.bincount(r, minlength=n)
+    kth = np.zeros(n)
+    np.maximum.at(kth, r, d)
+    kth = kth * (1.0 + 1e-6) + 1e-6
+    return np.where(count >= k, np.minimum(bound, kth * kth), bound)
 
 
 def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
@@ -220,10 +441,13 @@ def _small_group_pairs(
     exclude_self: bool,
     settings: SearchSettings,
     bound: np.ndarray,
+    tiles: _Tiles | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``qs`` of small groups: every pair of a row and a
     target of its group by exact distance, in blocks of whole rows, each row's k nearest within
-    its ``bound``."""
+    its ``bound``. ``tiles``: the rest space's categories; a pair whose mismatching categories
+    alone cost more than the row's bound (its R is at least that) is dropped before its distance
+    is computed — as the bound would drop it after."""
     gq, order, start, size = layout
     out: list[_Pairs] = []
     if not qs.size:
@@ -237,6 +461,10 @@ def _small_group_pairs(
         c = order[np.repeat(start[gq[part]], cnt) + (np.arange(r.size) - first)]
         if exclude_self:
             keep = r != c
+            r, c = r[keep], c[keep]
+        if tiles is not None and CATEGORY_PRUNE:
+            costs, qcodes, tcodes = tiles[2], tiles[3], tiles[4]
+            keep = (qcodes[r] != tcodes[c]) @ costs <= bound[r]
             r, c = r[keep], c[keep]
         d = distances_of_pairs(qr, tr, r, c, settings)
         near = d * d <= bound[r]  # the others cannot be in the answer
@@ -258,6 +486,7 @@ def _large_group_pairs(
     settings: SearchSettings,
     search: Search | None,
     bound: np.ndarray,
+    prime: _Prime | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``large`` of large groups, group by group: the
     engine's search for the largest groups, else a float64 GEMM per block of queries."""
@@ -270,7 +499,7 @@ def _large_group_pairs(
     for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
         tg = order[start[g] : start[g] + size[g]]
         if size[g] > ENGINE_ABOVE and search is not None:
-            r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search)
+            r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search, prime)
         else:
             r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)
             d = distances_of_pairs(qr, tr, r, c, settings)
@@ -279,19 +508,47 @@ def _large_group_pairs(
 
 
 def _engine_in_group(
-    qr: np.ndarray, tr: np.ndarray, rows: np.ndarray, tg: np.ndarray, k: int, exclude_self: bool, search: Search
+    qr: np.ndarray,
+    tr: np.ndarray,
+    rows: np.ndarray,
+    tg: np.ndarray,
+    k: int,
+    exclude_self: bool,
+    search: Search,
+    prime: _Prime | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The k nearest of the targets ``tg`` of each query row of ``rows`` by the engine's search
-    (exact; ties by lowest index), with their distances."""
-    t = np.ascontiguousarray(tr[tg])
-    if exclude_self:  # the group's queries are its targets (one set searched against itself)
+    (exact; ties by lowest index), with their distances. ``prime``: the full matrices' category
+    codes, handed to the engine's memo for the rows gathered (``_Prime``)."""
+    t = _gathered(tr, tg, prime, 1)
+    if (
+        exclude_self and rows.size * SELF_SHARE >= tg.size
+    ):  # most of the group's targets are its queries: one set against itself
         kk = int(min(k, tg.size - 1))
         found = search(t, t, kk, exclude_self=True)
         rows = tg
+    elif exclude_self:  # some of them: their k + 1 nearest in the group, less themselves
+        kk = int(min(k, tg.size - 1))
+        here = np.searchsorted(tg, rows)  # both ascending
+        found = search(_gathered(qr, rows, prime, 0), t, kk + 1, exclude_self=False)
+        idx, dist = drop_self(here, found.idx, found.dist)
+        return np.repeat(rows, kk), tg[idx].ravel(), dist.ravel()
     else:
         kk = int(min(k, tg.size))
-        found = search(np.ascontiguousarray(qr[rows]), t, kk, exclude_self=False)
+        found = search(_gathered(qr, rows, prime, 0), t, kk, exclude_self=False)
     return np.repeat(rows, kk), tg[found.idx].ravel(), found.dist.ravel()
+
+
+def _gathered(x: np.ndarray, rows: np.ndarray, prime: _Prime | None, side: int) -> np.ndarray:
+    """The rows ``rows`` of ``x`` as a new C-contiguous matrix; with ``prime``, its category codes
+    (the rows of ``x``'s, ``side`` 0 the query's, 1 the target's) put in the memo under the
+    engine's tag, so that the engine does not compute them again from the coordinates (the same
+    codes: a row's codes are its own)."""
+    out = np.ascontiguousarray(x[rows])
+    if prime is not None:
+        codes, memo, tag = prime[side], prime[2], prime[3]
+        memo.get(out, tag, lambda: (codes[rows], 0.0))
+    return out
 
 
 def _k_smallest_in_group(

@@ -128,7 +128,18 @@ def _knn_coded(
 
     rq = rest(query) if q is query else rest(q)
     rt = rq if exclude_self else (rest(target) if t is target else rest(t))
-    return knn_coded(q, t, k, exclude_self, list(coded), engine, resolve(options.get("settings")), rest=(rq, rt))
+    return knn_coded(
+        q,
+        t,
+        k,
+        exclude_self,
+        list(coded),
+        engine,
+        resolve(options.get("settings")),
+        rest=(rq, rt),
+        categorical_slices=options.get("categorical_slices"),
+        memo=memo,
+    )
 
 
 def _checked(query: np.ndarray, target: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -236,3 +236,197 @@ def test_compact_spaces_code_the_same_columns(frames, monkeypatch):
     assert not wide.errors and not compact.errors
     for name in names:
         assert compact.results[name].value == pytest.approx(wide.results[name].value, abs=1e-6), name
+
+
+def _tiled_frame(n: int, seed: int) -> pl.DataFrame:
+    """Few levels of each column, so that many records share their codes and categories (and a
+    continuous x: no two rest distances tie, see the test below)."""
+    r = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "a": r.normal(size=n),
+            "c": r.choice(["x", "y"], n),
+            "e": r.choice(["u", "v", "w"], n),
+            "zip": [f"z{v}" for v in r.integers(0, 40, n)],
+            "dx": [f"d{v}" for v in r.integers(0, 5, n)],
+        }
+    )
+
+
+@pytest.mark.parametrize("engine_above", [10_000, 12])
+def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(monkeypatch, engine_above):
+    """A large group's rows first searched among the targets of their own categories (whose k-th
+    distance may end the search: a target of other categories is at least a mismatch cost away):
+    the same neighbours and distances, bit for bit, as the whole group searched for every row —
+    by enumeration, GEMM blocks and the engine — and fewer rows searched in their whole group."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    frames = {"real": _tiled_frame(300, 3), "synthetic": _tiled_frame(200, 4)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    assert len(cod.coded_columns) == 2 and cod.categorical_slices
+    searched, depth = [], [0]
+    whole_group, within = coded_module._large_group_pairs, coded_module._within_groups
+
+    def counted(qr, tr, large, *args):
+        if depth[0] == 1:  # rows searched in their whole group (not among their categories)
+            searched.append(large.size)
+        return whole_group(qr, tr, large, *args)
+
+    def nested(*args, **kwargs):
+        depth[0] += 1
+        try:
+            return within(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(coded_module, "_large_group_pairs", counted)
+    monkeypatch.setattr(coded_module, "_within_groups", nested)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 3):
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            monkeypatch.setattr(coded_module, "TILES_FIRST", False)
+            searched.clear()
+            whole = knn(cod.real, t, k, exclude_self=ex, **opts)
+            rows_whole = sum(searched)
+            monkeypatch.setattr(coded_module, "TILES_FIRST", True)
+            searched.clear()
+            tiled = knn(cod.real, t, k, exclude_self=ex, **opts)
+            assert np.array_equal(tiled.idx, whole.idx) and np.array_equal(tiled.dist, whole.dist)
+            assert sum(searched) < rows_whole
+            one_hot = mixed_space(frames, infer_schema(frames))
+            ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
+            np.testing.assert_allclose(tiled.dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_a_row_whose_categories_hold_a_near_target_is_not_searched_in_its_whole_group(monkeypatch):
+    """Hand-made: one coded column, one category c (one-hot entries √½: a mismatch adds 1) and x.
+    The query (c a, x 0, code 7). Its rest-space neighbour is target 0 (c a, x 0.05, code 3):
+    R = 0.0025, d² = 1.0025, so its bound in group 7 is 1.0025. Group 7 holds target 1 (c a, x 0.1:
+    R = 0.01) and 21 targets of category b at x 0 (R = 1, d² = 1). Searched among its category
+    first, the row finds target 1, its bound becomes 0.01 — below a category mismatch — and its
+    whole group is never searched; the answer is target 1 at distance 0.1 either way."""
+    h = np.sqrt(0.5)
+    q = np.array([[h, 0.0, 0.0, 7.0]])  # (c = a, c = b, x, code): the code last
+    t = np.array([[h, 0.0, 0.05, 3.0], [h, 0.0, 0.1, 7.0]] + [[0.0, h, 0.0, 7.0]] * 21)
+    calls = []
+    whole_group = coded_module._large_group_pairs
+
+    def counted(qr, tr, large, *args):
+        calls.append(large.size)
+        return whole_group(qr, tr, large, *args)
+
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 2)
+    monkeypatch.setattr(coded_module, "_large_group_pairs", counted)
+    for tiles_first, whole_searches in ((False, 1), (True, 0)):
+        monkeypatch.setattr(coded_module, "TILES_FIRST", tiles_first)
+        calls.clear()
+        nb = knn(q, t, 1, coded_columns=[(3, 1.0)], categorical_slices=[(0, 2)])
+        assert nb.idx[0].tolist() == [1] and nb.dist[0].tolist() == pytest.approx([0.1], rel=1e-12)
+        assert sum(calls) == whole_searches
+
+
+@pytest.mark.parametrize("self_share", [1, 1_000_000])
+def test_the_engine_inside_groups_reads_the_codes_it_is_handed(monkeypatch, self_share):
+    """The engine's searches inside groups are handed the gathered rows' category codes (kept in
+    the memo): the same answers, bit for bit, as when it computes them from the coordinates, and
+    the codes are computed once per matrix instead of once per gathered group — whether a group
+    of a set searched against itself is searched whole or for its open rows only."""
+    from privgate.neighbours import SearchMemo
+    from privgate.neighbours import grouped as grouped_module
+
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "SELF_SHARE", self_share)
+    frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    computed = []
+    codes_of = grouped_module.category_codes
+
+    def counted(x, *args):
+        computed.append(x.shape[0])
+        return codes_of(x, *args)
+
+    monkeypatch.setattr(grouped_module, "category_codes", counted)
+    monkeypatch.setattr(coded_module, "category_codes", counted)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found = {}
+        for prime in (False, True):
+            monkeypatch.setattr(coded_module, "PRIME_CODES", prime)
+            computed.clear()
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            found[prime] = knn(cod.real, t, 2, exclude_self=ex, memo=SearchMemo(), **opts)
+            found[prime, "codes"] = list(computed)
+        assert np.array_equal(found[True].idx, found[False].idx)
+        assert np.array_equal(found[True].dist, found[False].dist)
+        # handed: only the whole matrices' codes (the rest-space query and target) are computed
+        assert sorted(found[True, "codes"]) == sorted({300, t.shape[0]} if not ex else [300])
+        assert len(found[False, "codes"]) > len(found[True, "codes"])
+
+
+@pytest.mark.parametrize("most", [256, 2])
+def test_rows_affording_one_mismatch_searched_among_targets_differing_on_one_category(monkeypatch, most):
+    """A large group's row whose bound affords one mismatching category is searched among the
+    group's targets that differ from it on exactly one category (by its combination's number
+    less that category's code) instead of the whole group: the same neighbours and distances, bit
+    for bit, as the whole group searched; rows with more such targets than ``ONE_MISMATCH_MAX``
+    are searched in their whole group as before."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "ONE_MISMATCH_MAX", most)
+    frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    settled = []
+    one_mismatch = coded_module._one_mismatch_pairs
+
+    def counted(*args):
+        pairs, done = one_mismatch(*args)
+        settled.append(done.size)
+        return pairs, done
+
+    monkeypatch.setattr(coded_module, "_one_mismatch_pairs", counted)
+    one_hot = mixed_space(frames, infer_schema(frames))
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 3):
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            monkeypatch.setattr(coded_module, "ONE_MISMATCH", False)
+            whole = knn(cod.real, t, k, exclude_self=ex, **opts)
+            monkeypatch.setattr(coded_module, "ONE_MISMATCH", True)
+            settled.clear()
+            one = knn(cod.real, t, k, exclude_self=ex, **opts)
+            assert np.array_equal(one.idx, whole.idx) and np.array_equal(one.dist, whole.dist)
+            if most > 2:  # (with 2, few rows or none)
+                assert sum(settled) > 0
+            ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
+            np.testing.assert_allclose(one.dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_small_groups_pairs_too_far_apart_by_their_categories_are_not_measured(monkeypatch):
+    """Pairs of a small group whose mismatching categories alone cost more than the row's bound
+    are dropped before their distances are computed: the same answers, bit for bit, and fewer
+    distances computed."""
+    frames = {"real": _tiled_frame(300, 9), "synthetic": _tiled_frame(200, 10)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    measured = []
+    distances = coded_module.distances_of_pairs
+
+    def counted(q, t, qi, ti, settings):
+        measured.append(qi.size)
+        return distances(q, t, qi, ti, settings)
+
+    monkeypatch.setattr(coded_module, "distances_of_pairs", counted)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found, n = {}, {}
+        for prune in (False, True):
+            monkeypatch.setattr(coded_module, "CATEGORY_PRUNE", prune)
+            measured.clear()
+            opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+            found[prune] = knn(cod.real, t, 2, exclude_self=ex, **opts)
+            n[prune] = sum(measured)
+        assert np.array_equal(found[True].idx, found[False].idx)
+        assert np.array_equal(found[True].dist, found[False].dist)
+        assert n[True] < n[False]
