@@ -95,6 +95,7 @@ class _Rounds:
         self.parts = search.inputs.parts["real"]
         self.labels = labels if labels is not None else [None] * len(self.parts)
         # the encoder (its levels) travels once, not with every round's tasks
+        self._encoder = encoder
         self.encoder = (
             encoder
             if not isinstance(encoder, FamdEncoder)
@@ -105,6 +106,19 @@ class _Rounds:
         self.products = 0
 
     def run(self, fn: Any, *args: Any) -> list:
+        """``fn`` on every real partition (one task each, on its worker if it is alive), the
+        results in the partitions' order. A round the scheduler cancelled (a result it needed was
+        lost with a killed worker) is submitted once more as new tasks, the encoder sent again."""
+        from concurrent.futures import CancelledError
+
+        try:
+            return self._round(fn, *args)
+        except CancelledError:
+            if isinstance(self._encoder, FamdEncoder):
+                self.encoder = self.search.client.scatter(self._encoder, broadcast=True, hash=False)
+            return self._round(fn, *args)
+
+    def _round(self, fn: Any, *args: Any) -> list:
         client = self.search.client
         futs = [
             client.submit(

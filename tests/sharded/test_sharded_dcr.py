@@ -144,6 +144,30 @@ def test_a_worker_killed_mid_lanczos_fit_changes_nothing(tmp_path, cluster, monk
     _assert_equal(local, remote, fit="Lanczos")
 
 
+def test_a_cancelled_lanczos_round_is_submitted_again(tmp_path, client, monkeypatch):
+    """A round of Lanczos products the scheduler cancels (a result it needed lost with a worker)
+    is submitted once more, the encoder sent again: the numbers are the local ones."""
+    from concurrent.futures import CancelledError
+
+    import privgate.sharded.famd_lanczos as famd_lanczos
+    import privgate.spaces
+
+    monkeypatch.setattr(privgate.spaces, "HIGH_CARDINALITY_LEVELS", 5)
+    original, calls = famd_lanczos._Rounds._round, {"n": 0, "cancelled": 0}
+
+    def cancelled_once(self, fn, *args):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            calls["cancelled"] += 1
+            raise CancelledError("lost dependencies")
+        return original(self, fn, *args)
+
+    monkeypatch.setattr(famd_lanczos._Rounds, "_round", cancelled_once)
+    local, remote = _both(_inputs(tmp_path, 500), client)
+    assert calls["cancelled"] == 1 and calls["n"] > 5
+    _assert_equal(local, remote, fit="Lanczos")
+
+
 def test_a_coded_famd_input_wider_than_its_records_is_refused_naming_why(tmp_path, client, monkeypatch):
     import privgate.spaces
 
