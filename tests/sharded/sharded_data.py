@@ -112,3 +112,26 @@ class KillAfter:
         if self.seen >= self.after and worker in self.pids:
             self.killed = worker
             os.kill(self.pids[worker], signal.SIGKILL)
+
+
+def folders_of(tmp: Path, frames: dict[str, pl.DataFrame]) -> dict[str, str]:
+    """Each role's frame written as a folder of three Parquet files under ``tmp``: the paths."""
+    return {r: str(write_folder(f, tmp / r, files=3)) for r, f in frames.items()}
+
+
+def sharded_context(client, folders: dict[str, str]):
+    """A sharded context on the folders, as :func:`privgate.sharded.evaluate.evaluate_sharded`
+    builds it (seed 0, default options)."""
+    from privgate.options import RunOptions
+    from privgate.sharded.context import ShardedContext
+    from privgate.sharded.prepare import prepare_inputs
+    from privgate.sharded.search import ShardedSearch, View
+
+    inputs, found = prepare_inputs(client, {**{"holdout": None}, **folders})
+    return ShardedContext(
+        ShardedSearch(client, inputs),
+        {r: View(r) for r in inputs.parts},
+        seed=0,
+        options=RunOptions(),
+        column_report=found["coded"],
+    )

@@ -19,7 +19,7 @@ import yaml
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import close, local_cluster, records, release, write_folder  # noqa: E402
+from sharded_data import close, folders_of, local_cluster, records, release, sharded_context  # noqa: E402
 
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
@@ -44,24 +44,6 @@ def adult():
     return full.head(800), full.tail(800)
 
 
-def _folders(tmp: Path, frames: dict[str, pl.DataFrame]) -> dict[str, str]:
-    return {r: str(write_folder(f, tmp / r, files=3)) for r, f in frames.items()}
-
-
-def _sharded_context(client, folders: dict[str, str]):
-    """A sharded context on the folders, as :func:`evaluate_sharded` builds it."""
-    from privgate.options import RunOptions
-    from privgate.sharded.context import ShardedContext
-    from privgate.sharded.prepare import prepare_inputs
-    from privgate.sharded.search import ShardedSearch, View
-
-    inputs, found = prepare_inputs(client, {**{"holdout": None}, **folders})
-    search = ShardedSearch(client, inputs)
-    return ShardedContext(
-        search, {r: View(r) for r in inputs.parts}, seed=0, options=RunOptions(), column_report=found["coded"]
-    )
-
-
 def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
     """(local report, sharded report) of the label-free metrics (with holdout baselines when there
     is a holdout) and the plain metrics they equal on the identity."""
@@ -72,7 +54,7 @@ def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
     local = privgate.evaluate(
         frames["real"], frames["synthetic"], metrics, holdout=holdout, baseline=holdout is not None, on_error="record"
     )
-    folders = _folders(tmp, frames)
+    folders = folders_of(tmp, frames)
     remote = evaluate_sharded(
         folders["real"],
         folders["synthetic"],
@@ -118,7 +100,7 @@ def test_a_plain_copy_of_adult_gets_the_identity_and_the_local_numbers(client, t
 def test_view_status_on_a_sharded_context_is_the_local_one(client, tmp_path):
     real, holdout = records(1500, 1), records(1500, 3)
     synth = release(real, 2600, 2, copies=0.05)  # above ANCHOR_ROWS: a seeded sample is anchored
-    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     local = EvaluationContext(real, synth, holdout=holdout)
     assert view_status(ctx) == view_status(local)
     assert correspondence(ctx).describe(ctx.schema) == correspondence(local).describe(local.schema)
@@ -133,7 +115,7 @@ def test_numeric_maps_of_a_disguised_copy_are_learnt_as_locally(client, tmp_path
     """The maps are then applied on the workers (tests/sharded/test_sharded_numeric_maps.py)."""
     real, holdout = adult
     synth = transformed_copy(real, how, seed=3)
-    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     local = EvaluationContext(real, synth, holdout=holdout)
     reference = pl.concat([local.real, local.holdout])
     rows = _anchor_rows(local, local.synthetic)
@@ -159,14 +141,14 @@ def test_the_anchors_level_tables_of_a_relabelled_copy_are_the_local_ones(client
     synth = transformed_copy(real, None, labels="permuted", seed=3)
     local = EvaluationContext(real, synth, holdout=holdout)
     assert not correspondence(local).identity  # locally: recoded
-    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
     # the searches in the label-invariant views find the local anchors
     rows = _anchor_rows(local, local.synthetic)
     reference = pl.concat([local.real, local.holdout])
     want = _anchor_tables(
         local, local.synthetic[rows], reference, local.schema, list(local.schema.categorical), name="t"
     )
-    ctx = _sharded_context(client, folders)
+    ctx = sharded_context(client, folders)
     cl = sharded_lf._OnCluster(ctx)
     got = sharded_lf._anchor_tables(cl, cl.rows("release", rows, list(local.schema.columns)), local.schema, "t")
     for c, tables in want.items():
@@ -216,7 +198,7 @@ def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
     synth = release(real, 1500, 2, copies=0.5).with_columns(pl.col("age") * 1000)
     with pytest.raises(ForeignScaleError) as local:
         correspondence(EvaluationContext(real, synth, holdout=holdout))
-    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     with pytest.raises(ForeignScaleError) as remote:
         correspondence(ctx)
     assert str(remote.value) == str(local.value) and remote.value.column == "age"
@@ -231,7 +213,7 @@ def test_a_sharded_gate_decides_a_disguised_copy_as_locally(client, tmp_path, ad
 
     real, holdout = adult
     synth = transformed_copy(real, numeric, labels=labels, seed=3)
-    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
     cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
     cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
     path = tmp_path / "gate.yaml"

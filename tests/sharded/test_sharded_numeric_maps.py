@@ -21,7 +21,15 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import close, local_cluster, records, release, write_folder  # noqa: E402
+from sharded_data import (  # noqa: E402
+    close,
+    folders_of,
+    local_cluster,
+    records,
+    release,
+    sharded_context,
+    write_folder,
+)
 
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
@@ -89,26 +97,6 @@ def adult():
     return full.head(800), full.tail(800)
 
 
-def _folders(tmp: Path, frames: dict[str, pl.DataFrame]) -> dict[str, str]:
-    return {r: str(write_folder(f, tmp / r, files=3)) for r, f in frames.items()}
-
-
-def _sharded_context(client, folders: dict[str, str]):
-    from privgate.options import RunOptions
-    from privgate.sharded.context import ShardedContext
-    from privgate.sharded.prepare import prepare_inputs
-    from privgate.sharded.search import ShardedSearch, View
-
-    inputs, found = prepare_inputs(client, {**{"holdout": None}, **folders})
-    return ShardedContext(
-        ShardedSearch(client, inputs),
-        {r: View(r) for r in inputs.parts},
-        seed=0,
-        options=RunOptions(),
-        column_report=found["coded"],
-    )
-
-
 def _disguised(real: pl.DataFrame, how: str) -> pl.DataFrame:
     if how == "scaled and shifted":  # ×1000 then +7
         return transformed_copy(transformed_copy(real, "scaled", seed=3), "shifted", seed=3)
@@ -128,7 +116,7 @@ def test_the_mapped_release_on_the_workers_is_the_local_one(client, tmp_path):
     maps = {"income": NumericMap("affine", 1e-3, -7e-3), "age": NumericMap("affine", -1.0, 0.0)}
     want = apply_numeric_maps(local.synthetic, reference, maps)
     cl = _OnCluster(
-        _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+        sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     )
     cl.map_release(maps)
     got = pl.concat(
@@ -169,7 +157,7 @@ def test_a_monotone_map_on_the_workers_is_the_local_one(client, tmp_path):
         r: str(write_folder(f, tmp_path / r, files=3, row_group=150))
         for r, f in {"real": real, "synthetic": synth, "holdout": holdout}.items()
     }
-    cl = _OnCluster(_sharded_context(client, folders))
+    cl = _OnCluster(sharded_context(client, folders))
     assert len(cl.parts["release"]) > 3 and len(cl.parts["reference"]) > 6
     cl.map_release(maps)
     got = pl.concat(
@@ -206,7 +194,7 @@ def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adu
     local = privgate.evaluate(real, synth, metrics, holdout=holdout, baseline=True, on_error="record")
     from privgate.sharded.evaluate import evaluate_sharded
 
-    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
     remote = evaluate_sharded(
         folders["real"], folders["synthetic"], metrics, holdout=folders["holdout"], executor=client, baseline=True
     )
@@ -234,7 +222,7 @@ def test_far_records_left_after_the_map_are_refused_on_a_cluster(client, tmp_pat
     synth = synth.with_columns(pl.when(pl.Series(far)).then(pl.col(col) * 1000).otherwise(pl.col(col)).alias(col))
     local = correspondence(EvaluationContext(real, synth, holdout=holdout))
     assert local.tail_maps is not None and col in local.tail_maps.maps and local.numeric_maps
-    ctx = _sharded_context(client, _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
+    ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
     with pytest.raises(LabelFreeViewNotShardedError, match="off the real scale in their tails"):
         correspondence(ctx, "label_free_copies")
 
@@ -247,7 +235,7 @@ def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adu
 
     real, holdout = adult
     synth = _disguised(real, how)
-    folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
     cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
     cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
     path = tmp_path / "gate.yaml"
@@ -295,8 +283,8 @@ def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(
     synth = release(real, 600, 2, copies=0.5).with_columns(pl.col("income") * 1000 + 7)
     maps = {"income": NumericMap("affine", 1e-3, -7e-3)}
     with local_cluster() as (_, c):
-        folders = _folders(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-        cl = _OnCluster(_sharded_context(c, folders))
+        folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
+        cl = _OnCluster(sharded_context(c, folders))
         cl.map_release(maps)
         fut = cl.mapped[cl.parts["release"][0][0].start]
         want = fut.result()["income"]
