@@ -135,3 +135,28 @@ def sharded_context(client, folders: dict[str, str]):
         options=RunOptions(),
         column_report=found["coded"],
     )
+
+
+def label_free_gates(client, tmp: Path, real: pl.DataFrame, synth: pl.DataFrame, holdout: pl.DataFrame):
+    """(local outcome, sharded outcome) of the default gate cut to common_rows and the label-free
+    metrics, on the frames in process and on folders of them on ``client``'s cluster."""
+    from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
+    from privgate.metrics.label_free import LABEL_FREE_METRICS
+
+    folders = folders_of(tmp, {"real": real, "synthetic": synth, "holdout": holdout})
+    cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
+    cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
+    path = tmp / "gate.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    local = run_gate(str(path), real, synth, holdout=holdout, record=False, threads=1)
+    remote = run_gate(
+        str(path),
+        folders["real"],
+        folders["synthetic"],
+        holdout=folders["holdout"],
+        record=False,
+        threads=1,
+        executor=client,
+        sharded=True,
+    )
+    return local, remote

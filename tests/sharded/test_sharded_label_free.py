@@ -14,12 +14,19 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-import yaml
 
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import close, folders_of, local_cluster, records, release, sharded_context  # noqa: E402
+from sharded_data import (  # noqa: E402
+    close,
+    folders_of,
+    label_free_gates,
+    local_cluster,
+    records,
+    release,
+    sharded_context,
+)
 
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
@@ -209,26 +216,9 @@ def test_a_foreign_scale_is_refused_as_locally(client, tmp_path):
 def test_a_sharded_gate_decides_a_disguised_copy_as_locally(client, tmp_path, adult, numeric, labels):
     """Relabelled: recoded on the workers; logged: mapped back on the workers (a monotone map) —
     the local decision (rescaled copies: tests/sharded/test_sharded_numeric_maps.py)."""
-    from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
-
     real, holdout = adult
     synth = transformed_copy(real, numeric, labels=labels, seed=3)
-    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
-    cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
-    path = tmp_path / "gate.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    local = run_gate(str(path), real, synth, holdout=holdout, record=False, threads=1)
-    remote = run_gate(
-        str(path),
-        folders["real"],
-        folders["synthetic"],
-        holdout=folders["holdout"],
-        record=False,
-        threads=1,
-        executor=client,
-        sharded=True,
-    )
+    local, remote = label_free_gates(client, tmp_path, real, synth, holdout)
     assert local.exit_code == 2  # locally: the label-free view sees the copy and blocks
     assert np.isclose(remote.report.results["common_rows"].value, local.report.results["common_rows"].value)
     assert remote.exit_code == 2

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sharded_data import (  # noqa: E402
     close,
     folders_of,
+    label_free_gates,
     local_cluster,
     records,
     release,
@@ -229,28 +230,9 @@ def test_far_records_left_after_the_map_are_refused_on_a_cluster(client, tmp_pat
 
 @pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised"])
 def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adult, how):
-    import yaml
-
-    from privgate.gates import DEFAULT_CONFIG_PATH, run_gate
-
     real, holdout = adult
     synth = _disguised(real, how)
-    folders = folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    cfg = yaml.safe_load(Path(DEFAULT_CONFIG_PATH).read_text())
-    cfg["metrics"] = {m: v for m, v in cfg["metrics"].items() if m in ("common_rows", *LABEL_FREE_METRICS)}
-    path = tmp_path / "gate.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    local = run_gate(str(path), real, synth, holdout=holdout, record=False, threads=1)
-    remote = run_gate(
-        str(path),
-        folders["real"],
-        folders["synthetic"],
-        holdout=folders["holdout"],
-        record=False,
-        threads=1,
-        executor=client,
-        sharded=True,
-    )
+    local, remote = label_free_gates(client, tmp_path, real, synth, holdout)
     assert local.exit_code == 2  # the label-free view sees the copy and blocks it
     assert remote.exit_code == local.exit_code
     assert [(c.metric, c.rule, c.verdict) for c in remote.checks] == [
