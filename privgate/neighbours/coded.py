@@ -74,8 +74,10 @@ PAIRS_PER_BLOCK = 1 << 21
 #: whether a larger group's rows are first searched among the targets of their own combination of
 #: categories (``_Tiles``) — off only to compare with the search without that step
 TILES_FIRST = True
-#: a group searched against itself for its rows by the engine is searched whole (every row) when
-#: its rows are at least this share of it, else those rows against the group (k + 1, less themselves)
+#: a group of a set searched against itself by the engine is searched whole (every row against
+#: every row) when its open rows number at least 1/SELF_SHARE of it, else only those rows against
+#: the group (k + 1, less themselves). 1,000,000: whole whenever a row is open — the shipped
+#: setting; the open-rows path gives the same answers (tested) but was not measured faster
 SELF_SHARE = 1000000
 #: whether the engine's searches inside groups are handed the rows' category codes (else it
 #: computes them from the gathered coordinates) — off only to compare
@@ -398,13 +400,7 @@ def _one_mismatch_pairs(
             pr.append(r[keep])
             pc.append(c[keep])
         r, c = np.concatenate(pr), np.concatenate(pc)
-        d = distances_of_pairs(qr, tr, r, c, settings)
-        near = d * d <= bound[r]  # the others cannot be in the answer
-        r, c, d = r[near], c[near], d[near]
-        pick = np.lexsort((c, d, r))
-        r, c, d = r[pick], c[pick], d[pick]
-        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
-        out.append((r[rank < k], c[rank < k], d[rank < k]))
+        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound))
     return out, rows[ok]
 
 
@@ -466,14 +462,28 @@ def _small_group_pairs(
             costs, qcodes, tcodes = tiles[2], tiles[3], tiles[4]
             keep = (qcodes[r] != tcodes[c]) @ costs <= bound[r]
             r, c = r[keep], c[keep]
-        d = distances_of_pairs(qr, tr, r, c, settings)
-        near = d * d <= bound[r]  # the others cannot be in the answer
-        r, c, d = r[near], c[near], d[near]
-        pick = np.lexsort((c, d, r))
-        r, c, d = r[pick], c[pick], d[pick]
-        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
-        out.append((r[rank < k], c[rank < k], d[rank < k]))
+        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound))
     return out
+
+
+def _k_nearest_within(
+    qr: np.ndarray,
+    tr: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    k: int,
+    settings: SearchSettings,
+    bound: np.ndarray,
+) -> _Pairs:
+    """Of the pairs (query rows ``r``, target rows ``c``): each row's (up to) k with the smallest
+    (exact rest distance, index) among those within its ``bound`` — rows ascending."""
+    d = distances_of_pairs(qr, tr, r, c, settings)
+    near = d * d <= bound[r]  # the others cannot be in the answer
+    r, c, d = r[near], c[near], d[near]
+    pick = np.lexsort((c, d, r))
+    r, c, d = r[pick], c[pick], d[pick]
+    rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+    return r[rank < k], c[rank < k], d[rank < k]
 
 
 def _large_group_pairs(
