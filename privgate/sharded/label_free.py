@@ -382,7 +382,9 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
             raise foreign_scale_error(c, chk, cl.n["release"], maps)
     left_out = [c for c in cl.num if _scale_check(cl, c).off]
     if left_out:  # the local view maps their far records or leaves them out: not on a cluster yet
-        raise LabelFreeViewNotShardedError(f"{len(left_out)} numeric column(s) off the real scale in their tails")
+        raise LabelFreeViewNotShardedError(
+            f"{len(left_out)} numeric column(s) off the real scale in their tails ({', '.join(map(repr, left_out))})"
+        )
     ctx.derived["label_free_levels"] = _role_levels(cl)
     if not cl.cat:
         return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)

@@ -84,20 +84,6 @@ def test_the_snap_from_partitions_is_the_snap_on_seeded_draws():
         assert np.array_equal(_snap_from(parts, x, tol), _snap(x, ref, tol), equal_nan=True)
 
 
-@pytest.fixture(scope="module")
-def client():
-    with local_cluster() as (lc, c):
-        yield c
-
-
-@pytest.fixture(scope="module")
-def adult():
-    from privgate.data import load_example
-
-    full = load_example()
-    return full.head(800), full.tail(800)
-
-
 def _disguised(real: pl.DataFrame, how: str) -> pl.DataFrame:
     if how == "scaled and shifted":  # ×1000 then +7
         return transformed_copy(transformed_copy(real, "scaled", seed=3), "shifted", seed=3)
@@ -224,8 +210,9 @@ def test_far_records_left_after_the_map_are_refused_on_a_cluster(client, tmp_pat
     local = correspondence(EvaluationContext(real, synth, holdout=holdout))
     assert local.tail_maps is not None and col in local.tail_maps.maps and local.numeric_maps
     ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
-    with pytest.raises(LabelFreeViewNotShardedError, match="off the real scale in their tails"):
+    with pytest.raises(LabelFreeViewNotShardedError, match="off the real scale in their tails") as refused:
         correspondence(ctx, "label_free_copies")
+    assert repr(col) in str(refused.value) and "label_free_copies" in str(refused.value)
 
 
 @pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised"])
