@@ -16,7 +16,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import close, local_cluster, write_folder  # noqa: E402
+from sharded_data import close, write_folder  # noqa: E402
 
 import privgate  # noqa: E402
 import privgate.metrics as m  # noqa: E402
@@ -54,12 +54,6 @@ def _release(real: pl.DataFrame, n: int, seed: int, copies: int) -> pl.DataFrame
     fresh = fresh.with_columns(pl.Series("unit", [None if i % 17 == 0 else u for i, u in enumerate(unit)]))
     take = np.sort(rng.choice(real.height, copies, replace=False))
     return pl.concat([fresh, real[take]])
-
-
-@pytest.fixture(scope="module")
-def client():
-    with local_cluster() as (lc, c):
-        yield c
 
 
 def _numbers(res) -> dict:

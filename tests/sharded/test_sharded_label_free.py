@@ -22,7 +22,6 @@ from sharded_data import (  # noqa: E402
     close,
     folders_of,
     label_free_gates,
-    local_cluster,
     records,
     release,
     sharded_context,
@@ -35,20 +34,6 @@ from privgate.label_free import _anchor_rows  # noqa: E402
 from privgate.metrics.label_free import LABEL_FREE_METRICS, correspondence, view_status  # noqa: E402
 from privgate.numeric_maps import ForeignScaleError, learn_numeric_maps  # noqa: E402
 from privgate.sharded.evaluate import evaluate_sharded  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with local_cluster() as (lc, c):
-        yield c
-
-
-@pytest.fixture(scope="module")
-def adult():
-    from privgate.data import load_example
-
-    full = load_example()
-    return full.head(800), full.tail(800)
 
 
 def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
