@@ -244,6 +244,14 @@ def _ranks(s: pl.Series) -> np.ndarray:
     return np.where(np.isnan(r), 0.5, (r - 0.5) / n)
 
 
+def counted_mid_ranks(below: np.ndarray, equal: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """:func:`_ranks` from counts: the mid-rank over a frame's size ``n`` of values with ``below``
+    values of that frame under them and ``equal`` equal to them (a null, NaN in ``values``: 0.5)
+    — what ``_ranks`` gives a value of the frame itself, for a value from elsewhere."""
+    r = below + (equal + 1) / 2.0
+    return np.where(np.isnan(values), 0.5, (r - 0.5) / max(n, 1))
+
+
 def _view(frame: pl.DataFrame, schema: Schema, flip: set[str]) -> np.ndarray:
     """Per-side ranks (flipped for the columns of ``flip``: the release's decreasing ones) of the
     numerics and shares of the categoricals."""

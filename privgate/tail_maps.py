@@ -60,6 +60,7 @@ from .numeric_maps import (
     _standardised,
     _tolerance,
     affine_map_of,
+    counted_mid_ranks,
     scale_bounds,
 )
 from .schema import Schema
@@ -227,7 +228,6 @@ def _reference_ranks(values: pl.Series, reference: pl.Series) -> np.ndarray:
     """Each value's mid-rank among the ``reference`` values over the reference's size, as
     ``numeric_maps._ranks`` gives a reference value itself (a null is 0.5)."""
     ref = np.sort(reference.cast(pl.Float64).to_numpy())
-    n = max(ref.size, 1)
     v = values.cast(pl.Float64).to_numpy()
     left, right = np.searchsorted(ref, v, "left"), np.searchsorted(ref, v, "right")
-    return np.where(np.isnan(v), 0.5, (left + right) / (2.0 * n))
+    return counted_mid_ranks(left, right - left, v, ref.size)

@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from ..disguised_records import column_flags, explained_by
-from ..numeric_maps import ks_distance
+from ..numeric_maps import counted_mid_ranks, ks_distance
 from ..schema import Schema, normalise_frame
 from .encode import with_mapped
 from .kernel import engine_knn
@@ -148,8 +148,7 @@ def rank_step_task(
 
 def mid_ranks(counts: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """The local ``_ranks``: mid-rank over the role's size from (below, equal) counts; a null is 0.5."""
-    r = counts[0] + (counts[1] + 1) / 2.0
-    return np.where(np.isnan(values), 0.5, (r - 0.5) / max(n, 1))
+    return counted_mid_ranks(counts[0], counts[1], values, n)
 
 
 def rank_block_task(

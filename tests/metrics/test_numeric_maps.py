@@ -306,3 +306,16 @@ def test_a_fired_rule_says_how_many_far_records_were_mapped_back():
     out = run_gate(default_gate_config(), real, release, holdout, release_id="r", record=False)
     fired = [c for c in out.checks if c.metric.startswith("label_free") and c.verdict in ("warn", "block")]
     assert fired and all("record(s) far beyond the real range mapped back" in c.message for c in fired)
+
+
+def test_a_value_ranked_among_other_values_by_counts():
+    """The mid-rank from counts (below, equal) over the frame's size, for a value from elsewhere:
+    a frame's own values get exactly ``_ranks`` (ties averaged, a null 0.5), and 2.5 among
+    {1, 2, 2, 3, 5, null} has 3 below and none equal: (3 + 0.5 − 0.5) / 6."""
+    from privgate.numeric_maps import _ranks
+    from privgate.tail_maps import _reference_ranks
+
+    ref = pl.Series([3.0, 1.0, None, 2.0, 2.0, 5.0])
+    assert np.array_equal(_reference_ranks(ref, ref), _ranks(ref))
+    assert _reference_ranks(ref, ref).tolist() == pytest.approx([3.5 / 6, 0.5 / 6, 0.5, 2.0 / 6, 2.0 / 6, 4.5 / 6])
+    assert _reference_ranks(pl.Series([2.5, None]), ref).tolist() == pytest.approx([3 / 6, 0.5])
