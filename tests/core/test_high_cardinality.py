@@ -430,3 +430,35 @@ def test_small_groups_pairs_too_far_apart_by_their_categories_are_not_measured(m
         assert np.array_equal(found[True].idx, found[False].idx)
         assert np.array_equal(found[True].dist, found[False].dist)
         assert n[True] < n[False]
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_self_searched_groups_open_rows_alone_give_the_whole_groups_answers(monkeypatch, k):
+    """A large group of a set searched against itself by the engine: its open rows searched alone
+    (k + 1 nearest in the group, less themselves) give the answers of the whole group searched
+    against itself, bit for bit, and of the one-hot search; and the open-rows path is taken."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    frames = {"real": _tiled_frame(400, 7), "synthetic": _tiled_frame(50, 8)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    seen = []
+    engine = coded_module._engine_in_group
+
+    def counted(qr, tr, rows, tg, *args):
+        seen.append((rows.size, tg.size))
+        return engine(qr, tr, rows, tg, *args)
+
+    monkeypatch.setattr(coded_module, "_engine_in_group", counted)
+    answers = {}
+    for share in (1_000_000, 2):
+        monkeypatch.setattr(coded_module, "SELF_SHARE", share)
+        seen.clear()
+        answers[share] = knn(cod.real, cod.real, k, exclude_self=True, **opts)
+        if share == 2:  # some group had under half its rows open: searched for them alone
+            assert any(2 * rows < size for rows, size in seen)
+    whole, open_rows = answers[1_000_000], answers[2]
+    assert np.array_equal(open_rows.idx, whole.idx) and np.array_equal(open_rows.dist, whole.dist)
+    one_hot = mixed_space(frames, infer_schema(frames))
+    ref = knn(one_hot.real, one_hot.real, k, exclude_self=True)
+    np.testing.assert_allclose(open_rows.dist, ref.dist, rtol=1e-12, atol=1e-12)
