@@ -552,6 +552,12 @@ class FamdEncoder:
         return out
 
 
+#: whether a jackknife refit's axes (every row but a minority) are found from the whole input's
+#: cross-products less the minority's (:meth:`FamdInputs._leading_axes_without`) — off only to
+#: compare with the Lanczos iteration on the rows kept
+GRAM_REFITS = True
+
+
 @dataclass
 class FamdInputs:
     """One frame's FAMD input Z = [dense | one indicator block per coded column] without the
@@ -635,8 +641,11 @@ class FamdInputs:
         Texas-like records)."""
         from scipy.sparse.linalg import LinearOperator, svds
 
-        if rows is not None:  # the rows' own operator, sliced once (not at every product)
-            return self.rows(rows).leading_axes(n, start=start)
+        if rows is not None:
+            left = np.setdiff1d(np.arange(self.shape[0]), rows)
+            if GRAM_REFITS and 2 * left.size < self.shape[0] and self._global() is not None:
+                return self._leading_axes_without(n, left, start)
+            return self.rows(rows).leading_axes(n, start=start)  # its own operator, sliced once
         n_rows, width = self.shape
         matvec, rmatvec = self._products()
         op = LinearOperator(
@@ -657,6 +666,75 @@ class FamdInputs:
         _, s, vt = svds(op, k=n, tol=0, v0=v0, solver="arpack")
         order = np.argsort(-s, kind="stable")
         return s[order], vt[order].T
+
+    def _leading_axes_without(
+        self, n: int, left: np.ndarray, start: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`leading_axes` of every row but ``left`` (a minority of them: a jackknife
+        group), as SciPy's ``svds`` finds them — ARPACK's Lanczos iteration on the Gram matrix of
+        the rows kept, then one SVD of their coordinates on the vectors found — but with that
+        Gram matrix's products taken as ZᵀZ x − Z_leftᵀ(Z_left x): ZᵀZ from the whole input's
+        cross-products (:meth:`_gram`, computed once, (width)² at most in its dense part, the
+        coded blocks' as a sparse contingency matrix), the left rows' from their own few rows.
+        A product costs the dense part's width times the coded levels instead of two passes
+        over every record (at 100,000 Texas-like records with 25,000 coded levels, ~5× fewer
+        operations). The same answer to the same precision (tol=0)."""
+        from scipy.linalg import svd
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        n_rows, width = self.shape
+        if n >= width:
+            return self.rows(np.setdiff1d(np.arange(n_rows), left)).leading_axes(n, start=start)
+        gram = self._gram()
+        out, out_t = self.rows(left)._products()
+        op = LinearOperator((width, width), dtype=np.float64, matvec=lambda x: gram(np.ravel(x)) - out_t(out(np.ravel(x))))
+        v0 = np.full(width, 1.0) + np.linspace(0.0, 1.0, width)
+        if start is not None and np.all(np.isfinite(start.sum(axis=1))) and np.linalg.norm(start.sum(axis=1)) > 0:
+            v0 = start.sum(axis=1)
+        _, vecs = eigsh(op, k=n, tol=0, v0=v0)
+        vecs, _ = np.linalg.qr(vecs)  # (as svds: ARPACK's vectors orthonormal to rounding only)
+        kept = np.ones(n_rows, dtype=bool)
+        kept[left] = False
+        _, s, vt = svd(self.matvec(vecs)[kept], full_matrices=False, overwrite_a=True)
+        vt = vt @ vecs.T
+        order = np.argsort(-s, kind="stable")
+        return s[order], vt[order].T
+
+    def _gram(self):
+        """x ↦ ZᵀZ x for the whole input, every row's levels seen (the real records), from its
+        cross-products kept on this object: with Z = [D | S − 1 √pᵀ] (S the coded indicators'
+        entries 1/√p, sparse), and u = Z x never written, Dᵀu = DᵀD x₁ + DᵀS x₂ − Dᵀ1 (√p·x₂) and
+        the coded part Sᵀu − √p (1ᵀu), Sᵀu = SᵀD x₁ + SᵀS x₂ − Sᵀ1 (√p·x₂), 1ᵀu = 1ᵀD x₁ + 1ᵀS x₂
+        − n (√p·x₂)."""
+        if not hasattr(self, "_gram_parts"):
+            from scipy import sparse
+
+            codes, sq = self._global()
+            n, h = codes.shape
+            ind = sparse.csr_matrix(
+                ((1.0 / sq)[codes].ravel(), codes.ravel(), np.arange(0, n * h + 1, h)), shape=(n, sq.size)
+            )
+            dense = self.dense
+            self._gram_parts = (
+                dense.T @ dense,
+                np.asarray(ind.T @ dense),  # SᵀD: (levels, dense width)
+                (ind.T @ ind).tocsr(),
+                dense.sum(axis=0),
+                np.asarray(ind.sum(axis=0)).ravel(),
+                n,
+                sq,
+            )
+        dd, sd, ss, dsum, ssum, n, sq = self._gram_parts
+        wd = dd.shape[0]
+
+        def product(x: np.ndarray) -> np.ndarray:
+            x1, x2 = x[:wd], x[wd:]
+            t = sq @ x2
+            ones_u = dsum @ x1 + ssum @ x2 - n * t
+            coded = sd @ x1 + ss @ x2 - ssum * t - sq * ones_u
+            return np.concatenate([dd @ x1 + sd.T @ x2 - dsum * t, coded])
+
+        return product
 
     def _products(self):
         """(Z x, Zᵀ y) for the Lanczos iteration: when every row's levels are seen (the real

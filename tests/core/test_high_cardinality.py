@@ -462,3 +462,26 @@ def test_a_self_searched_groups_open_rows_alone_give_the_whole_groups_answers(mo
     one_hot = mixed_space(frames, infer_schema(frames))
     ref = knn(one_hot.real, one_hot.real, k, exclude_self=True)
     np.testing.assert_allclose(open_rows.dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_a_refit_without_a_minority_of_rows_from_the_cross_products_equals_the_written_svd(frames):
+    """The leading axes of every real row but a jackknife group, found from the whole input's
+    cross-products less the group's (the Gram path), equal the SVD of the written input of the
+    rows kept — singular values and axes (up to sign) — and the Lanczos iteration on the kept
+    rows' own operator."""
+    sch = infer_schema(frames)
+    encoder = spaces.famd_encoder(frames["real"], sch, 30)
+    z = encoder.inputs(frames["real"])
+    assert z.codes and z._global() is not None
+    written = z.matvec(np.eye(z.shape[1]))  # the indicator blocks written out: (rows, width)
+    left = np.arange(0, z.shape[0], 9)  # a group of 45 of the 400 rows
+    kept = np.setdiff1d(np.arange(z.shape[0]), left)
+    _, s_ref, vt_ref = np.linalg.svd(written[kept], full_matrices=False)
+    s, axes = z.leading_axes(3, rows=kept, start=z.leading_axes(3)[1])
+    np.testing.assert_allclose(s, s_ref[:3], rtol=1e-10)
+    np.testing.assert_allclose(np.abs(axes.T @ vt_ref[:3].T), np.eye(3), atol=1e-8)
+    assert hasattr(z, "_gram_parts")  # the Gram path ran (the cross-products are kept)
+    x = np.random.default_rng(0).normal(size=z.shape[1])
+    np.testing.assert_allclose(z._gram()(x), written.T @ (written @ x), rtol=1e-10, atol=1e-10)
+    lanczos = z.rows(kept).leading_axes(3)
+    np.testing.assert_allclose(s, lanczos[0], rtol=1e-12)
