@@ -428,7 +428,9 @@ class ShardedContext(EvaluationContext):
                 if self._label_free_parent is not None:
                     main = self._label_free_parent.label_free_correspondence(name=name, metric=metric)
                     codes = main.reference_codes
-                    self.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
+                    self.derived["label_free"] = Correspondence(
+                        codes, codes, main.remapped, main.columns, 0, left_out=main.left_out
+                    )
                 else:
                     self.derived["label_free"] = learn_sharded(self, name=name)
             except LabelFreeViewNotShardedError as exc:
