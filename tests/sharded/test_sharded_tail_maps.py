@@ -113,8 +113,11 @@ def test_an_honest_wide_domain_column_is_left_out_as_locally(client, tmp_path):
     assert view["left_out_columns"] == [0] and view["far_records"] is None
     lr, rr = _evaluations(client, tmp_path, real, synth, holdout)
     _assert_same_results(lr, rr)
-    # an honest release: no copy in the view either
+    # an honest release: no copy in the view either, and the gate passes it on a cluster as locally
     assert rr.results["label_free_copies"].value == 0.0
+    lg, rg = label_free_gates(client, tmp_path / "gate", real, synth, holdout)
+    assert lg.exit_code == 0 and rg.exit_code == lg.exit_code
+    assert [(c.metric, c.rule, c.verdict) for c in rg.checks] == [(c.metric, c.rule, c.verdict) for c in lg.checks]
 
 
 def test_copies_scaled_in_one_column_are_mapped_back_as_locally(client, tmp_path, adult):
