@@ -133,12 +133,10 @@ class FarOnCluster:
         return _tolerance(self.cl, c)
 
     def nearer(self, c: str, values: np.ndarray) -> Callable[[float, float], bool]:
-        from .label_free import _gap_task, _strided
-
         cl = self.cl
 
         def nearer(a: float, b: float) -> bool:
-            return bool(cl._submit(_gap_task, [values], _strided(cl, "reference", c, 1), a, b).result())
+            return bool(cl._submit(lt.gap_task, [values], cl.strided("reference", c, 1), a, b).result())
 
         return nearer
 

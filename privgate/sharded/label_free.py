@@ -51,6 +51,14 @@ Every quantity the local learning reads from whole frames is computed here from 
   shuffle test and the records it keeps, computed as locally on them; more pairs than that are
   refused (a block).
 
+* **A column off the real scale only in its tails** (:mod:`privgate.sharded.far_records`): the
+  local far records' learning (:func:`privgate.tail_maps.learn_far_maps`) run on the cluster's
+  answers — far records' positions per partition, the ≤ ``MAP_ANCHOR_ROWS`` anchored ones read by
+  their partitions, their reference ranks, shares and snaps from counts and folds as above — its
+  maps applied per release partition into the partition's mapped columns; a column still off left
+  out of the view when the reference records stay identifying without it (counted by hash
+  buckets), refused as locally otherwise.
+
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
 the plain sharded metrics' results, as locally. When it recodes levels, finds records disguised
 one by one or maps numeric columns, it is returned too, and :func:`recoded_context` gives the
@@ -94,7 +102,6 @@ from ..numeric_maps import (
     SUSPECT_KS,
     NumericMap,
     ScaleCheck,
-    _marginal_gap,
     _rank_correlation,
     affine_map_of,
     foreign_scale_error,
@@ -317,6 +324,14 @@ class _OnCluster:
         frame = pl.concat(pieces) if pieces else pl.DataFrame(schema={c: pl.Float64 for c in columns})
         return frame[np.searchsorted(u, positions)]
 
+    def strided(self, side: str, c: str, stride: int) -> list:
+        """Futures of each partition's values of the evenly strided subsample of ``side``'s column ``c``."""
+        out, first = [], 0
+        for (p, _), s in zip(self.parts[side], self.summaries[side]):
+            out.append(self._submit(lt.strided_task, p, self.kinds, c, first, stride, mapped=self._mapped(side, p)))
+            first += int(s["moments"][c][0])
+        return out
+
     def sorted_values(self, side: str) -> list:
         if side not in self._sorted:
             self._sorted[side] = [
@@ -469,11 +484,7 @@ def _scale_check(cl: _OnCluster, c: str) -> ScaleCheck:
 
 def _strided(cl: _OnCluster, side: str, c: str, stride: int) -> list:
     """Futures of each partition's values of the evenly strided subsample of ``side``'s column ``c``."""
-    out, first = [], 0
-    for (p, _), s in zip(cl.parts[side], cl.summaries[side]):
-        out.append(cl._submit(lt.strided_task, p, cl.kinds, c, first, stride, mapped=cl._mapped(side, p)))
-        first += int(s["moments"][c][0])
-    return out
+    return cl.strided(side, c, stride)
 
 
 def _suspect(cl: _OnCluster, c: str) -> bool:
@@ -578,15 +589,9 @@ def _nearer(cl: _OnCluster, c: str):
 
     def nearer(a: float, b: float) -> bool:
         rel, ref = _strided(cl, "release", c, 1), _strided(cl, "reference", c, 1)
-        return bool(cl._submit(_gap_task, rel, ref, a, b).result())
+        return bool(cl._submit(lt.gap_task, rel, ref, a, b).result())
 
     return nearer
-
-
-def _gap_task(release: list[np.ndarray], reference: list[np.ndarray], a: float, b: float) -> bool:
-    """On one worker: whether a·v + b brings one column's release marginal nearer the reference's."""
-    rel, ref = np.concatenate(release), np.concatenate(reference)
-    return _marginal_gap(a * rel + b, ref) < _marginal_gap(rel, ref)
 
 
 def _monotone(cl: _OnCluster, at: pl.DataFrame, u: dict, c: str, flip: set, name: str) -> NumericMap | None:
