@@ -389,9 +389,8 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
-            {"codes": inputs.codes, "sources": inputs.sources, "mapped": inputs.mapped}
-            if inputs.codes or inputs.sources or inputs.mapped
-            else None,
+            {"codes": inputs.codes, "sources": inputs.sources} if inputs.codes or inputs.sources else None,
+            self._search_on.mapped.get(release.role),
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:

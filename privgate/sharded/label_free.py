@@ -754,11 +754,12 @@ def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
             fit[c] = sorted(set(fit[c]) | set(sources.get_column(c).fill_null(NULL_LEVEL).to_list()))
     else:
         sources = None
-    mapped = None
+    mapped, held = None, None
     if (corr.numeric_maps or corr.tail_maps is not None) and views["synthetic"].role == "synthetic":
         # the release's mapped columns, held on the workers since the correspondence was learnt
         futures = main.derived["label_free_mapped"]
         mapped = {"synthetic": MappedColumns({start: f.key for start, f in futures.items()})}
+        held = {"synthetic": dict(futures)}
     # a column left out of the view (off the real scale in its tails) is compared by no metric
     kept = [c for c in inputs.schema.columns if c not in corr.left_out]
     recoded_inputs = _replace(
@@ -770,7 +771,7 @@ def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
         sources=None if sources is None else {"synthetic": sources},
         mapped=mapped,
     )
-    search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads)
+    search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads, mapped=held)
     out = type(ctx)(
         search,
         views,

@@ -210,17 +210,17 @@ def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adu
         assert close((b.value, b.ci, b.baseline, b.p_value), (a.value, a.ci, a.baseline, a.p_value)), m
 
 
-def _read_mapped(key):
-    """On a worker: one partition's mapped columns as a task reading the view fetches them."""
-    from privgate.sharded.encode import mapped_values
-
-    return mapped_values(key)
+def _read_mapped(values):
+    """On a worker: one partition's mapped columns, as a task reading the view receives them (its
+    dependency)."""
+    return values
 
 
 def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(tmp_path):
     """The worker holding a release partition's mapped columns is killed: a task reading that
-    partition in the view (from another worker) gets the same values — computed again by the
-    scheduler from the partitions, since the caller holds their future."""
+    partition in the view (from another worker), which takes the partition's future as a
+    dependency, gets the same values — computed again by the scheduler from the partitions, since
+    the caller holds their future."""
     import os
     import signal
 
@@ -237,5 +237,5 @@ def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(
         want = fut.result()["income"]
         holder = next(iter(c.who_has([fut])[fut.key]))
         os.kill(c.run(os.getpid)[holder], signal.SIGKILL)
-        got = c.submit(_read_mapped, fut.key, pure=False).result(timeout=120)
+        got = c.submit(_read_mapped, fut, pure=False).result(timeout=120)
         assert np.array_equal(got["income"], want, equal_nan=True)
