@@ -177,3 +177,37 @@ def test_a_left_out_column_that_leaves_no_identifying_records_is_refused_as_loca
     assert str(remote.value) == str(local.value) and remote.value.column == local.value.column == "income"
     # by hand: age × sex has at most 72 × 2 = 144 groups, so at most 144 of the 1,800 records are unique
     assert "told apart by the other 2 column(s)" in str(local.value) and "of the 1800 real records" in str(local.value)
+
+
+def test_a_view_s_partition_is_read_with_the_mapped_columns_given_to_its_task_or_not_at_all(tmp_path):
+    """In a label-free view whose release has mapped columns, a task reads a release partition with
+    the mapped values it took as a dependency (those values, a NaN a null); without them it fails
+    rather than read the values as they are. A reference partition is read as it is."""
+    from sharded_data import write_folder
+
+    from privgate.schema import infer_schema
+    from privgate.sharded.encode import Inputs, MappedColumns, read_rows
+    from privgate.sharded.partitions import list_partitions
+    from privgate.spaces import SpaceFit
+
+    frame = records(6, 1).select("age", "income")
+    parts, shape = list_partitions(str(write_folder(frame, tmp_path / "synthetic", files=1)), "synthetic")
+    schema = infer_schema({"synthetic": shape}, check_values=False)
+    inputs = Inputs(
+        parts={"synthetic": parts, "real": parts},
+        schema=schema,
+        fit=SpaceFit(stats={}, levels={}),
+        coded_above=1000,
+        mapped={"synthetic": MappedColumns({0: "key"})},
+    )
+    income = np.array([1.0, 2.0, np.nan, 4.0, -0.0, 6.0])
+    got, ids = read_rows(inputs, parts[0], mapped={"income": income})
+    assert ids.tolist() == list(range(6))
+    assert got.get_column("income").to_list() == [1.0, 2.0, None, 4.0, 0.0, 6.0]
+    assert got.get_column("age").equals(frame.get_column("age"))
+    kept, _ = read_rows(inputs, parts[0], np.array([1, 4]), mapped={"income": income})
+    assert kept.get_column("income").to_list() == [2.0, 0.0]
+    with pytest.raises(RuntimeError, match="mapped columns of the synthetic partition at record 0 were not given"):
+        read_rows(inputs, parts[0])
+    real_part = type(parts[0])("real", parts[0].path, 0, 0, 6)
+    assert read_rows(inputs, real_part)[0].get_column("income").equals(frame.get_column("income"))
