@@ -382,7 +382,8 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     disguised records' sources and the futures of the release's mapped columns kept in
     ``ctx.derived`` for :func:`recoded_context`). Learnt numeric maps are applied on the workers
     (:meth:`_OnCluster.map_release`) and everything after them reads the mapped release, as
-    locally. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
+    locally; so are the far records' own maps of a column off the scale only in its tails
+    (:mod:`privgate.sharded.far_records`), and a column still off is left out of the view. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
     more pairs than it gathers, and :class:`privgate.numeric_maps.ForeignScaleError` as the local
     learning does."""
     cl = _OnCluster(ctx)
