@@ -26,6 +26,7 @@ needed more than one worker's limit.
 
     python benchmarks/sharded_gate.py --rows 240000 --worker-memory 1GiB
     python benchmarks/sharded_gate.py --rows 1000000 --worker-memory 4GiB      # hours on 2 cores
+    python benchmarks/sharded_gate.py --rows 12000 --rows-per-file 3000 --worker-memory 1GiB --tails 0.08
 """
 
 from __future__ import annotations
@@ -64,8 +65,17 @@ print(json.dumps({"exit": out.exit_code, "seconds": time.perf_counter() - t0,
 """
 
 
-def write_inputs(rows: int, per_file: int, copies: float, folder: Path, seed: int = 0) -> dict[str, dict[str, str]]:
-    """Write the roles as Parquet folders; returns {"honest": folders, "copies": folders}."""
+#: the numeric column a "tails" release draws from a wider domain on ``--tails`` of its records
+TAILS_COLUMN = "LENGTH_OF_STAY"
+
+
+def write_inputs(
+    rows: int, per_file: int, copies: float, folder: Path, seed: int = 0, tails: float = 0.0
+) -> dict[str, dict[str, str]]:
+    """Write the roles as Parquet folders; returns {"honest": folders, "copies": folders} and, with
+    ``tails``, "tails": the honest release with that share of its records (every k-th) holding a
+    ``TAILS_COLUMN`` value drawn from 1.5 to 10 real ranges above the real maximum — an honest
+    generator sampling a published domain wider than the training records' range."""
     import polars as pl
     import pyarrow.parquet as pq
 
@@ -81,6 +91,15 @@ def write_inputs(rows: int, per_file: int, copies: float, folder: Path, seed: in
     where = np.sort(rng.choice(rows, k, replace=False))
     copied = frames["synthetic"].with_row_index("__i").filter(~pl.col("__i").is_in(where)).drop("__i")
     frames["copies"] = pl.concat([copied, frames["real"][np.sort(rng.choice(rows, k, replace=False))]])
+    if tails:
+        col = frames["real"].get_column(TAILS_COLUMN)
+        lo, hi = float(col.min()), float(col.max())
+        far = np.zeros(rows, dtype=bool)
+        far[:: max(1, round(1 / tails))] = True
+        wide = np.round(hi + (hi - lo) * np.random.default_rng(seed + 9).uniform(1.5, 10.0, rows))
+        frames["tails"] = frames["synthetic"].with_columns(
+            pl.when(pl.Series(far)).then(pl.Series(wide)).otherwise(pl.col(TAILS_COLUMN)).alias(TAILS_COLUMN)
+        )
     out = {}
     for role, frame in frames.items():
         d = folder / role
@@ -93,6 +112,7 @@ def write_inputs(rows: int, per_file: int, copies: float, folder: Path, seed: in
     return {
         "honest": {r: out[r] for r in ("real", "synthetic", "holdout")},
         "copies": {"real": out["real"], "synthetic": out["copies"], "holdout": out["holdout"]},
+        **({"tails": {"real": out["real"], "synthetic": out["tails"], "holdout": out["holdout"]}} if tails else {}),
     }
 
 
@@ -182,6 +202,13 @@ def main() -> int:
     ap.add_argument("--copies", type=float, default=0.01)
     ap.add_argument("--skip-local", action="store_true", help="no local gate of all the rows")
     ap.add_argument(
+        "--tails",
+        type=float,
+        default=0.0,
+        help="also gate, locally and sharded, a 'tails' release: the honest one with this share of its "
+        f"records' {TAILS_COLUMN} far beyond the real range (0: none)",
+    )
+    ap.add_argument(
         "--alone",
         default="",
         help="more record counts (comma-separated) at which to measure the local gate's peak: the "
@@ -197,7 +224,7 @@ def main() -> int:
     limit_mib = parse_bytes(args.worker_memory) / 2**20
     tmp = Path(tempfile.mkdtemp(prefix="privgate-sharded-bench-"))
     t = time.perf_counter()
-    inputs = write_inputs(args.rows, args.rows_per_file, args.copies, tmp)
+    inputs = write_inputs(args.rows, args.rows_per_file, args.copies, tmp, tails=args.tails)
     cfg = sharded_config(tmp / "gate.yaml")
     print(
         f"inputs: {args.rows:,} records per role in files of {args.rows_per_file:,} ({time.perf_counter() - t:.0f} s)"
@@ -210,6 +237,9 @@ def main() -> int:
         print(f"alone: local gate of {n:,} records per role: peak {curve[n]:,.0f} MiB")
     local = {} if args.skip_local else local_run(inputs["honest"], cfg, args.rows)
     print(f"local: local gate of {args.rows:,} records per role: {json.dumps(local)}")
+    local_tails = local_run(inputs["tails"], cfg, args.rows) if args.tails else {}
+    if local_tails:
+        print(f"local tails: local gate of {args.rows:,} records per role: {json.dumps(local_tails)}")
     env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1", "PRIVGATE_THREADS": "1"}
     runs = {}
     with dask.config.set(
@@ -230,7 +260,7 @@ def main() -> int:
             ) as lc,
             distributed.Client(lc) as client,
         ):
-            for kind in ("honest", "copies"):
+            for kind in ("honest", "copies", *(("tails",) if args.tails else ())):
                 runs[kind] = sharded_run(client, inputs[kind], cfg)
                 print(f"sharded {kind}: {json.dumps(runs[kind])}")
     print()
@@ -246,6 +276,11 @@ def main() -> int:
         f"| local, {args.rows // 4:,} | {alone.get('exit')} | {alone.get('seconds', 0):.1f} | {alone.get('cpu', 0):.1f} | "
         f"{alone.get('peak_mib', 0):,.0f} |"
     )
+    if local_tails:
+        print(
+            f"| local tails, {args.rows:,} | {local_tails.get('exit')} | {local_tails.get('seconds', 0):.1f} | "
+            f"{local_tails.get('cpu', 0):.1f} | {local_tails.get('peak_mib', 0):,.0f} |"
+        )
     for kind, r in runs.items():
         print(
             f"| sharded {kind}, {args.workers} × {args.worker_memory} | {r['exit']} | {r['seconds']:.1f} | "
@@ -278,6 +313,16 @@ def main() -> int:
         and bool({"memorisation", "common_rows"} & set(c["fired"])),
         "local gate of all rows agrees on the honest release": not local or local.get("exit") == h["exit"],
     }
+    if args.tails:
+        t = runs["tails"]
+        verdicts["the tails release decided on the cluster as locally (not blocked for its tails)"] = (
+            t["exit"] == local_tails.get("exit") and t["exit"] != 3
+        )
+        print(
+            f"tails release, sharded / local: wall {t['seconds'] / max(local_tails.get('seconds', 0), 1e-9):.2f}×, "
+            f"CPU {t['cpu'] / max(local_tails.get('cpu', 0), 1e-9):.2f}×; "
+            f"sharded tails / sharded honest wall {t['seconds'] / h['seconds']:.2f}×"
+        )
     for what, ok in verdicts.items():
         print(f"{'PASS' if ok else 'FAIL'}: {what}")
     return 0 if all(verdicts.values()) else 1

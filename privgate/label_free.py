@@ -256,16 +256,24 @@ def view_schema(schema: Schema, left_out: tuple[str, ...], reference: pl.DataFra
     fewer than ``IDENTIFYING_SHARE`` of the ``reference`` records are unique on the remaining
     columns (a copy and a chance match look alike there), or none remain, the first left-out
     column is refused by name as a column whose bulk is off is."""
+    kept = [c for c in schema.columns if c not in left_out]
+    unique = int(reference.group_by(kept).len().filter(pl.col("len") == 1).height) if kept and reference.height else 0
+    return counted_view_schema(schema, left_out, unique, reference.height)
+
+
+def counted_view_schema(schema: Schema, left_out: tuple[str, ...], unique: int, height: int) -> Schema:
+    """:func:`view_schema` from counts: ``unique`` of the ``height`` reference records are unique on
+    the columns of ``schema`` not ``left_out`` (0 when none remain) — what a sharded evaluation
+    counts by hash buckets."""
     from .disguised_records import IDENTIFYING_SHARE
     from .numeric_maps import ForeignScaleError
 
     kept = [c for c in schema.columns if c not in left_out]
-    unique = int(reference.group_by(kept).len().filter(pl.col("len") == 1).height) if kept and reference.height else 0
-    if unique < IDENTIFYING_SHARE * max(reference.height, 1):
+    if unique < IDENTIFYING_SHARE * max(height, 1):
         raise ForeignScaleError(
             f"column {left_out[0]!r} of synthetic is not on the real data's scale: {len(left_out)} numeric column(s) "
             "hold values far beyond the real range that no invertible map learnt from the records explains, and "
-            f"without them only {unique} of the {reference.height} real records are told apart by the other "
+            f"without them only {unique} of the {height} real records are told apart by the other "
             f"{len(kept)} column(s), so a copy would look like a chance match. The release is not scored: put the "
             "columns back on the real data's scale and gate it again",
             column=left_out[0],

@@ -39,7 +39,9 @@ column positions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -51,7 +53,6 @@ from .numeric_maps import (
     MIN_MAP_SUPPORT,
     RANK_AGAINST,
     NumericMap,
-    _column_pairs,
     _finite,
     _marginal_gap,
     _rank_correlation,
@@ -105,11 +106,110 @@ def far_rows(release: pl.DataFrame, reference: pl.DataFrame, columns: tuple[str,
         ref = _finite(reference.get_column(c))
         if ref.size == 0:
             continue
-        lo_w, hi_w, _, _ = scale_bounds(float(ref.min()), float(ref.max()), float(ref.std()))
-        v = release.get_column(c).cast(pl.Float64).to_numpy()
-        with np.errstate(invalid="ignore"):
-            far |= (v < lo_w) | (v > hi_w)
+        far |= far_flags(release.get_column(c), scale_bounds(float(ref.min()), float(ref.max()), float(ref.std())))
     return np.flatnonzero(far)
+
+
+def far_flags(values: pl.Series, bounds: tuple[float, float, float, float]) -> np.ndarray:
+    """Per value, whether it lies outside the far bounds (the first two of ``bounds``,
+    :func:`privgate.numeric_maps.scale_bounds`); a null is not far."""
+    lo_w, hi_w = bounds[0], bounds[1]
+    v = values.cast(pl.Float64).to_numpy()
+    with np.errstate(invalid="ignore"):
+        return (v < lo_w) | (v > hi_w)
+
+
+class FarSource(Protocol):
+    """What learning the far records' maps reads of the whole release and reference: the local
+    frames (:class:`_LocalFrames`) or a sharded evaluation's partitions
+    (``privgate.sharded.far_records``). Every answer is a small array: about the far records
+    anchored (at most ``MAP_ANCHOR_ROWS``), never a column of either side."""
+
+    def far_rows(self, columns: tuple[str, ...]) -> np.ndarray:
+        """Release positions of the far records of ``columns`` (:func:`far_rows`)."""
+        ...
+
+    def release_rows(self, rows: np.ndarray) -> pl.DataFrame:
+        """The (mapped) release's records at positions ``rows``: every column of the schema."""
+        ...
+
+    def reference_rows(self, positions: np.ndarray, columns: list[str]) -> pl.DataFrame:
+        """The reference's ``columns`` at ``positions`` (any order, repeats)."""
+        ...
+
+    def reference_ranks(self, c: str, values: np.ndarray) -> np.ndarray:
+        """Each value's mid-rank among the reference's values of ``c`` over the reference's size
+        (:func:`_reference_ranks`; NaN, a null: 0.5)."""
+        ...
+
+    def snapped(self, c: str, x: np.ndarray) -> np.ndarray:
+        """``x`` snapped to the nearest finite reference value of ``c`` within its tolerance
+        (``numeric_maps._snap``)."""
+        ...
+
+    def release_shares(self, rows: np.ndarray, at: pl.DataFrame, columns: list[str]) -> np.ndarray:
+        """Per record ``at`` (the release's at ``rows``), each of ``columns``' level share in the
+        whole release: (rows, columns)."""
+        ...
+
+    def nearest(self, q: np.ndarray, schema: Schema, name: str) -> np.ndarray:
+        """The reference position nearest each row of ``q`` (unstandardised: ``schema``'s numerics
+        as reference ranks, then its categoricals' shares) in the reference's view of ``schema``
+        (its rows' whole-column ranks and shares), both standardised on the reference."""
+        ...
+
+    def tolerance(self, c: str) -> float:
+        """Column ``c``'s snap tolerance (``numeric_maps._tolerance`` of its finite reference values)."""
+        ...
+
+    def nearer(self, c: str, values: np.ndarray) -> Callable[[float, float], bool]:
+        """Whether a·v + b brings ``values`` nearer the reference's marginal of ``c`` than ``values``
+        themselves (``numeric_maps._marginal_gap``)."""
+        ...
+
+
+class _LocalFrames:
+    """:class:`FarSource` of a release and a reference frame in memory."""
+
+    def __init__(self, ctx, release: pl.DataFrame, reference: pl.DataFrame) -> None:
+        self.ctx, self.release, self.reference = ctx, release, reference
+
+    def far_rows(self, columns: tuple[str, ...]) -> np.ndarray:
+        return far_rows(self.release, self.reference, columns)
+
+    def release_rows(self, rows: np.ndarray) -> pl.DataFrame:
+        return self.release[rows]
+
+    def reference_rows(self, positions: np.ndarray, columns: list[str]) -> pl.DataFrame:
+        return self.reference.select(columns)[positions]
+
+    def reference_ranks(self, c: str, values: np.ndarray) -> np.ndarray:
+        return _reference_ranks(pl.Series(c, values), self.reference.get_column(c))
+
+    def _ref(self, c: str) -> np.ndarray:
+        return np.sort(_finite(self.reference.get_column(c)))
+
+    def snapped(self, c: str, x: np.ndarray) -> np.ndarray:
+        ref = self._ref(c)
+        return _snap(x, ref, _tolerance(ref))
+
+    def release_shares(self, rows: np.ndarray, at: pl.DataFrame, columns: list[str]) -> np.ndarray:
+        return level_shares(self.release, columns).to_numpy()[rows]
+
+    def nearest(self, q: np.ndarray, schema: Schema, name: str) -> np.ndarray:
+        t_parts = [_ranks(self.reference.get_column(c)) for c in schema.numeric]
+        t = np.column_stack(t_parts) if t_parts else np.empty((self.reference.height, 0))
+        if schema.categorical:
+            t = np.hstack([t, level_shares(self.reference, list(schema.categorical)).to_numpy()])
+        q, t = _standardised(q, t)
+        return self.ctx.search(q, t, 1, name=name).idx[:, 0]
+
+    def tolerance(self, c: str) -> float:
+        return _tolerance(_finite(self.reference.get_column(c)))
+
+    def nearer(self, c: str, values: np.ndarray) -> Callable[[float, float], bool]:
+        ref = _finite(self.reference.get_column(c))
+        return lambda a, b: _marginal_gap(a * values + b, ref) < _marginal_gap(values, ref)
 
 
 def learn_tail_maps(
@@ -118,35 +218,50 @@ def learn_tail_maps(
     """The far records of the columns ``off`` (off the reference's scale only in their tails) and
     the affine maps their anchors support; None when there are fewer than ``MIN_MAP_SUPPORT`` far
     records or no column gets a map."""
-    schema: Schema = ctx.schema
+    return learn_far_maps(_LocalFrames(ctx, release, reference), ctx.schema, off, ctx.seed, name=name)
+
+
+def far_anchor_rows(far: np.ndarray) -> np.ndarray:
+    """The far records anchored: at most ``MAP_ANCHOR_ROWS`` of ``far`` (release positions in
+    order), evenly strided."""
+    return far[:: max(1, -(-far.size // MAP_ANCHOR_ROWS))]
+
+
+def learn_far_maps(src: FarSource, schema: Schema, off: tuple[str, ...], seed: int, *, name: str) -> TailMaps | None:
+    """:func:`learn_tail_maps` from what ``src`` reads of the release and the reference
+    (``schema``: the view's; ``seed``: the evaluation's)."""
     num = list(schema.numeric)
-    far = far_rows(release, reference, off)
+    far = src.far_rows(tuple(off))
     if far.size < MIN_MAP_SUPPORT or not num:
         return None
     # at most MAP_ANCHOR_ROWS of them anchored (evenly strided): a map needs tens of supporting
     # pairs, and an honest generator's wide domain can put a quarter of a large release there
-    rows = far[:: max(1, -(-far.size // MAP_ANCHOR_ROWS))]
-    rng = seeds.rng(ctx.seed, "label_free.tail_maps")
+    rows = far_anchor_rows(far)
+    at = src.release_rows(rows)
+    rng = seeds.rng(seed, "label_free.tail_maps")
     flip: set[str] = set()
-    anchor = _far_anchors(ctx, release, reference, schema, rows, off, flip, {}, name)
-    against = {c for c in num if _rank_correlation(*_column_pairs(release, reference, c, rows, anchor)) < RANK_AGAINST}
+    anchor = _far_anchors(src, at, rows, schema, off, flip, {}, name)
+    ref = src.reference_rows(anchor, num)
+    against = {c for c in num if _rank_correlation(*_pairs(at, ref, c)) < RANK_AGAINST}
     if against:  # anchored again with those columns' ranks flipped: their pairs were anchored against them
         flip = against
-        anchor = _far_anchors(ctx, release, reference, schema, rows, off, flip, {}, name)
-    maps = _maps(release, reference, num, rows, anchor, rng)
+        anchor = _far_anchors(src, at, rows, schema, off, flip, {}, name)
+        ref = src.reference_rows(anchor, num)
+    maps = _maps(src, at, ref, num, rng)
     on_scale = [c for c in num if c not in off]
     if on_scale:
         # anchored also on the numerics on the real scale alone: a copy meets its source exactly
         # there, where the off columns' ranks among a few far records are a small sample's and the
         # level shares of a near-uniform column are noise once standardised
-        alone = _far_anchors(ctx, release, reference, schema.subset(on_scale), rows, (), set(), {}, name)
-        maps = _better(maps, _maps(release, reference, num, rows, alone, rng))
+        alone = _far_anchors(src, at, rows, schema.subset(on_scale), (), set(), {}, name)
+        maps = _better(maps, _maps(src, at, src.reference_rows(alone, num), num, rng))
     if maps and len(maps) < len(num):
         # anchored once more on the mapped columns at their reference ranks and the numerics on the
         # scale (a copy's are its source's exactly): the other columns' maps from better anchors
         exact = schema.subset([c for c in num if c in maps or c not in off])
-        anchor = _far_anchors(ctx, release, reference, exact, rows, off, flip, maps, name)
-        maps = _better(maps, _maps(release, reference, [c for c in num if c not in maps], rows, anchor, rng))
+        anchor = _far_anchors(src, at, rows, exact, off, flip, maps, name)
+        rest = [c for c in num if c not in maps]
+        maps = _better(maps, _maps(src, at, src.reference_rows(anchor, num), rest, rng))
     maps = {c: maps[c] for c in num if c in maps}
     return TailMaps(far, maps) if maps else None
 
@@ -160,68 +275,65 @@ def _better(a: dict[str, NumericMap], b: dict[str, NumericMap]) -> dict[str, Num
     return out
 
 
+def _pairs(at: pl.DataFrame, ref: pl.DataFrame, c: str) -> tuple[np.ndarray, np.ndarray]:
+    """The finite (far record's value, anchored reference value) pairs of column ``c`` (``at``: the
+    anchored far records; ``ref``: their anchors' values, row for row)."""
+    s = at.get_column(c).cast(pl.Float64).to_numpy()
+    r = ref.get_column(c).cast(pl.Float64).to_numpy()
+    ok = np.isfinite(s) & np.isfinite(r)
+    return s[ok], r[ok]
+
+
 def _maps(
-    release: pl.DataFrame,
-    reference: pl.DataFrame,
+    src: FarSource,
+    at: pl.DataFrame,
+    ref: pl.DataFrame,
     columns: list[str],
-    rows: np.ndarray,
-    anchor: np.ndarray,
     rng: np.random.Generator,
 ) -> dict[str, NumericMap]:
-    """Per column of ``columns``, the affine map the far records' anchored pairs support."""
+    """Per column of ``columns``, the affine map the far records' anchored pairs support (``at``: the
+    anchored far records; ``ref``: their anchors' numerics)."""
     maps: dict[str, NumericMap] = {}
     for c in columns:  # a loop over columns
-        s, r = _column_pairs(release, reference, c, rows, anchor)
-        far_values = _finite(release.get_column(c).gather(rows))
-        ref_values = _finite(reference.get_column(c))
-        found = affine_map_of(
-            s,
-            r,
-            _tolerance(ref_values),
-            int(np.unique(far_values).size),
-            lambda a, b, fv=far_values, rv=ref_values: _marginal_gap(a * fv + b, rv) < _marginal_gap(fv, rv),
-            rng,
-        )
+        s, r = _pairs(at, ref, c)
+        far_values = _finite(at.get_column(c))
+        found = affine_map_of(s, r, src.tolerance(c), int(np.unique(far_values).size), src.nearer(c, far_values), rng)
         if found is not None:
             maps[c] = found
     return maps
 
 
 def _far_anchors(
-    ctx,
-    release: pl.DataFrame,
-    reference: pl.DataFrame,
-    schema: Schema,
+    src: FarSource,
+    at: pl.DataFrame,
     rows: np.ndarray,
+    schema: Schema,
     off: tuple[str, ...],
     flip: set[str],
     mapped: dict[str, NumericMap],
     name: str,
 ) -> np.ndarray:
-    """The reference record nearest each far record: numerics by their reference mid-rank (a
-    column on the real scale, or one of ``mapped`` at its mapped value: a copy's is its source's
-    exactly) or, for a column of ``off`` not yet mapped, by the far records' ranks among
-    themselves (``flip``'s columns reversed); categoricals by their level's share in the whole
-    frame."""
-    far = release[rows]
-    if mapped:
-        far = TailMaps(np.arange(far.height), mapped).apply(far, reference)
-    q_parts, t_parts = [], []
+    """The reference record nearest each far record (``at``: those at release positions ``rows``):
+    numerics by their reference mid-rank (a column on the real scale, or one of ``mapped`` at its
+    mapped value — snapped as :meth:`TailMaps.apply` snaps it: a copy's is its source's exactly)
+    or, for a column of ``off`` not yet mapped, by the far records' ranks among themselves
+    (``flip``'s columns reversed); categoricals by their level's share in the whole frame."""
+    q_parts = []
     for c in schema.numeric:
         if c in mapped or c not in off:
-            q_parts.append(_reference_ranks(far.get_column(c), reference.get_column(c)))
+            v = at.get_column(c).cast(pl.Float64).to_numpy()
+            if c in mapped:
+                m = mapped[c]
+                v = np.where(np.isnan(v), np.nan, src.snapped(c, m.a * v + m.b))
+            q_parts.append(src.reference_ranks(c, v))
         else:
-            u = _ranks(far.get_column(c))
+            u = _ranks(at.get_column(c))
             q_parts.append(1.0 - u if c in flip else u)
-        t_parts.append(_ranks(reference.get_column(c)))
     q = np.column_stack(q_parts) if q_parts else np.empty((rows.size, 0))
-    t = np.column_stack(t_parts) if t_parts else np.empty((reference.height, 0))
     cat = list(schema.categorical)
     if cat:
-        q = np.hstack([q, level_shares(release, cat).to_numpy()[rows]])
-        t = np.hstack([t, level_shares(reference, cat).to_numpy()])
-    q, t = _standardised(q, t)
-    return ctx.search(q, t, 1, name=f"{name}, far records").idx[:, 0]
+        q = np.hstack([q, src.release_shares(rows, at, cat)])
+    return src.nearest(q, schema, f"{name}, far records")
 
 
 def _reference_ranks(values: pl.Series, reference: pl.Series) -> np.ndarray:

@@ -389,9 +389,8 @@ class ShardedContext(EvaluationContext):
             kinds,
             list(kinds),
             None if rows is None else np.asarray(rows, dtype=np.int64),
-            {"codes": inputs.codes, "sources": inputs.sources, "mapped": inputs.mapped}
-            if inputs.codes or inputs.sources or inputs.mapped
-            else None,
+            {"codes": inputs.codes, "sources": inputs.sources} if inputs.codes or inputs.sources else None,
+            self._search_on.mapped.get(release.role),
         )
 
     def identifier_hits(self, role: str) -> np.ndarray:
@@ -428,7 +427,9 @@ class ShardedContext(EvaluationContext):
                 if self._label_free_parent is not None:
                     main = self._label_free_parent.label_free_correspondence(name=name, metric=metric)
                     codes = main.reference_codes
-                    self.derived["label_free"] = Correspondence(codes, codes, main.remapped, main.columns, 0)
+                    self.derived["label_free"] = Correspondence(
+                        codes, codes, main.remapped, main.columns, 0, left_out=main.left_out
+                    )
                 else:
                     self.derived["label_free"] = learn_sharded(self, name=name)
             except LabelFreeViewNotShardedError as exc:

@@ -7,7 +7,7 @@ for (global positions) and encodes them with :func:`privgate.spaces.mixed_space`
 each row equal to the whole-frame encoding's row, to the fit's rounding. In a label-free view
 (:func:`read_rows`), a partition's records are read with its numeric columns mapped to the
 reference's scale (:class:`MappedColumns`: that partition's values, computed once and held on the
-cluster, fetched by the reading worker), their levels recoded and disguised records given their
+cluster, a dependency of the task that reads it), their levels recoded and disguised records given their
 sources' levels.
 """
 
@@ -29,7 +29,6 @@ __all__ = [
     "Inputs",
     "MappedColumns",
     "encode_rows",
-    "mapped_values",
     "read_rows",
     "recoded",
     "space_weights",
@@ -81,38 +80,15 @@ class Inputs:
 @dataclass(frozen=True)
 class MappedColumns:
     """A role's numeric columns in the label-free view, computed once per partition and held on
-    the cluster: per partition (by its first role position) the key of the persisted result
-    {column: float64 values of the partition's rows, NaN for null}
+    the cluster: per partition (by its first role position) the key of the result {column:
+    float64 values of the partition's rows, NaN for null}
     (:func:`privgate.sharded.label_free_tasks.snap_finish_task`). The caller holds the results'
-    futures as long as the view is read; a worker reading a partition fetches that partition's
-    values alone (:func:`mapped_values`)."""
+    futures (:attr:`privgate.sharded.search.ShardedSearch.mapped`) as long as the view is read,
+    and every task that reads such a partition takes that partition's future as a dependency
+    (``mapped=``): the scheduler brings its values to the task's worker, or computes them again
+    when the worker holding them was lost."""
 
     keys: Mapping[int, Any]
-
-    def of(self, part: Partition) -> dict[str, np.ndarray]:
-        """The replaced columns of ``part`` (every row of it)."""
-        return mapped_values(self.keys[part.start])
-
-
-def mapped_values(key: Any) -> dict[str, np.ndarray]:
-    """On a worker: the persisted result ``key`` — from this worker's memory when it holds it,
-    else fetched from the worker that does (through a client that leaves the worker's thread
-    pool while it waits, so a result lost with its worker can be computed again meanwhile)."""
-    from distributed import Future, get_worker, worker_client
-
-    data = get_worker().data
-    try:
-        return data[key]
-    except KeyError:
-        pass
-    with worker_client() as client:
-        # a handle on a result the caller's client holds, which this client tells the scheduler
-        # it wants too (as a client does for the futures it holds when it reconnects): gathered
-        # from the worker that holds it, or — when that worker was lost — once the scheduler has
-        # computed it again and reports it here
-        future = Future(key, client)
-        client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
-        return future.result()
 
 
 def with_mapped(frame: pl.DataFrame, values: Mapping[str, np.ndarray], rows: np.ndarray | None) -> pl.DataFrame:
@@ -161,30 +137,42 @@ def recoded(
     return frame.with_columns([frame.get_column(c).scatter(pos, src.get_column(c).filter(inside)) for c in cols])
 
 
-def read_rows(inputs: Inputs, part: Partition, keep: np.ndarray | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+def read_rows(
+    inputs: Inputs, part: Partition, keep: np.ndarray | None = None, mapped: Mapping[str, np.ndarray] | None = None
+) -> tuple[pl.DataFrame, np.ndarray]:
     """(normalised frame, global row positions) of ``part``'s records: all of them, or those whose
     global positions are in the sorted array ``keep`` — in the label-free view when the inputs
-    carry one (numeric columns mapped, :func:`with_mapped`; levels recoded, :func:`recoded`)."""
+    carry one (numeric columns mapped, :func:`with_mapped`, by ``mapped``: the partition's mapped
+    columns, which the task took as a dependency; levels recoded, :func:`recoded`)."""
     frame = read_partition(part, inputs.schema.columns)
     ids = np.arange(part.start, part.stop, dtype=np.int64)
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
         frame = frame[ids - part.start]
     frame = normalise_frame(frame, inputs.schema)
-    mapped = (inputs.mapped or {}).get(part.role)
-    if mapped is not None:
-        frame = with_mapped(frame, mapped.of(part), None if keep is None else ids - part.start)
+    if (inputs.mapped or {}).get(part.role) is not None:
+        if mapped is None:  # fail closed: the view's values, never the partition's as they are
+            raise RuntimeError(
+                f"the label-free view's mapped columns of the {part.role} partition at record {part.start} "
+                "were not given to the task that reads it"
+            )
+        frame = with_mapped(frame, mapped, None if keep is None else ids - part.start)
     return recoded(frame, inputs.codes, part.role, ids, inputs.sources), ids
 
 
 def encode_rows(
-    inputs: Inputs, space: Any, part: Partition, keep: np.ndarray | None = None
+    inputs: Inputs,
+    space: Any,
+    part: Partition,
+    keep: np.ndarray | None = None,
+    mapped: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(matrix, global row positions) of ``part``'s records in ``space``: all of them, or those
     whose global positions are in the sorted array ``keep``. ``space``: a mixed space's key, or a
     projection fitted on the caller (an object whose ``encode(frame)`` gives the frame's
-    coordinates: the FAMD space, :class:`privgate.sharded.famd.FamdProjection`)."""
-    frame, ids = read_rows(inputs, part, keep)
+    coordinates: the FAMD space, :class:`privgate.sharded.famd.FamdProjection`); ``mapped``: as
+    :func:`read_rows`."""
+    frame, ids = read_rows(inputs, part, keep, mapped)
     if not isinstance(space, tuple):
         return space.encode(frame), ids
     sp = mixed_space(

@@ -39,6 +39,7 @@ def _buckets(
     hashes_only: bool = False,
     among: np.ndarray | None = None,
     codes: Any = None,
+    mapped: dict | None = None,
 ) -> list[pl.DataFrame]:
     """On a worker: ``part``'s normalised ``columns`` (its rows ``keep`` — global positions — when
     given; with their global positions as ``__row`` when ``row_index``), split into ``n`` buckets
@@ -46,13 +47,12 @@ def _buckets(
     values — 8 bytes a row, for a first pass over wide values; ``among``: only the rows whose
     hash is in this array (the candidates a first pass found). Both are for one column whose
     nulls never match nor count, and leave its null rows out. ``codes``: the label-free view's
-    recoding — {"codes": ..., "sources": ..., "mapped": ...} as :class:`privgate.sharded.encode.Inputs`
-    holds them."""
+    recoding — {"codes": ..., "sources": ...} as :class:`privgate.sharded.encode.Inputs` holds
+    them; ``mapped``: the partition's mapped columns in the view (a dependency of the task)."""
     frame = normalise_frame(read_partition(part, columns), Schema({c: kinds[c] for c in columns}))
     ids = np.arange(part.start, part.stop, dtype=np.int64)
-    mapped = ((codes or {}).get("mapped") or {}).get(part.role)
     if mapped is not None:
-        frame = with_mapped(frame, mapped.of(part), None)
+        frame = with_mapped(frame, mapped, None)
     frame = recoded(frame, (codes or {}).get("codes"), part.role, ids, (codes or {}).get("sources"))
     if keep is not None:
         ids = keep[(keep >= part.start) & (keep < part.stop)]
@@ -83,10 +83,25 @@ def _split(
     hashes_only: bool = False,
     among: np.ndarray | None = None,
     codes: Any = None,
+    mapped: Any = None,
 ) -> list[list[Any]]:
-    """Per bucket, the futures of every partition's piece of it."""
+    """Per bucket, the futures of every partition's piece of it (``mapped``: per partition start,
+    the future of its mapped columns in a label-free view)."""
     split = [
-        client.submit(_buckets, p, kinds, columns, n, keep, row_index, hashes_only, among, codes, pure=False)
+        client.submit(
+            _buckets,
+            p,
+            kinds,
+            columns,
+            n,
+            keep,
+            row_index,
+            hashes_only,
+            among,
+            codes,
+            (mapped or {}).get(p.start),
+            pure=False,
+        )
         for p in parts
     ]
     return [[client.submit(operator.getitem, s, b, pure=False) for s in split] for b in range(n)]
@@ -121,13 +136,15 @@ def sharded_copies(
     columns: list[str],
     rows: np.ndarray | None,
     codes: Any = None,
+    mapped: Any = None,
 ) -> tuple[np.ndarray, int]:
     """(sorted positions of the real records — of ``rows`` only — equal to some release record —
     of ``release_keep`` only (global positions) —, how many distinct records they are), joined
-    bucket by bucket on the workers (``codes``: the label-free view's recoding by role)."""
+    bucket by bucket on the workers (``codes``: the label-free view's recoding by role; ``mapped``: per
+    release partition start, the future of its mapped columns in the view)."""
     n = max(len(real_parts), len(release_parts))
     real = _split(client, real_parts, kinds, columns, n, rows, True, codes=codes)
-    syn = _split(client, release_parts, kinds, columns, n, release_keep, False, codes=codes)
+    syn = _split(client, release_parts, kinds, columns, n, release_keep, False, codes=codes, mapped=mapped)
     found = client.gather([client.submit(_copies_in_bucket, real[b], syn[b], columns, pure=False) for b in range(n)])
     hits = np.sort(np.concatenate([h for h, _ in found])) if found else np.empty(0, dtype=np.int64)
     return hits.astype(np.int64), int(sum(d for _, d in found))

@@ -51,6 +51,14 @@ Every quantity the local learning reads from whole frames is computed here from 
   shuffle test and the records it keeps, computed as locally on them; more pairs than that are
   refused (a block).
 
+* **A column off the real scale only in its tails** (:mod:`privgate.sharded.far_records`): the
+  local far records' learning (:func:`privgate.tail_maps.learn_far_maps`) run on the cluster's
+  answers — far records' positions per partition, the ≤ ``MAP_ANCHOR_ROWS`` anchored ones read by
+  their partitions, their reference ranks, shares and snaps from counts and folds as above — its
+  maps applied per release partition into the partition's mapped columns; a column still off left
+  out of the view when the reference records stay identifying without it (counted by hash
+  buckets), refused as locally otherwise.
+
 When the learnt correspondence is the identity, it is returned and the label-free metrics report
 the plain sharded metrics' results, as locally. When it recodes levels, finds records disguised
 one by one or maps numeric columns, it is returned too, and :func:`recoded_context` gives the
@@ -81,7 +89,7 @@ from ..disguised_records import (
     pair_classes,
 )
 from ..errors import NotApplicableError
-from ..label_free import Correspondence, _anchor_rows, _column_classes, _views, recode
+from ..label_free import Correspondence, _anchor_rows, _column_classes, _views, counted_view_schema, recode
 from ..level_classes import MIN_SUPPORT, level_shares
 from ..numeric_maps import (
     KS_SAMPLE,
@@ -94,7 +102,6 @@ from ..numeric_maps import (
     SUSPECT_KS,
     NumericMap,
     ScaleCheck,
-    _marginal_gap,
     _rank_correlation,
     affine_map_of,
     foreign_scale_error,
@@ -103,8 +110,10 @@ from ..numeric_maps import (
     settled_std,
 )
 from ..schema import Schema
+from ..tail_maps import learn_far_maps
 from ..ties import REL_TOL
 from . import label_free_tasks as lt
+from .far_records import FarOnCluster, apply_tail_maps, unique_reference_records
 from .search import merge_task
 from .summary import merge_moments
 
@@ -315,6 +324,14 @@ class _OnCluster:
         frame = pl.concat(pieces) if pieces else pl.DataFrame(schema={c: pl.Float64 for c in columns})
         return frame[np.searchsorted(u, positions)]
 
+    def strided(self, side: str, c: str, stride: int) -> list:
+        """Futures of each partition's values of the evenly strided subsample of ``side``'s column ``c``."""
+        out, first = [], 0
+        for (p, _), s in zip(self.parts[side], self.summaries[side]):
+            out.append(self._submit(lt.strided_task, p, self.kinds, c, first, stride, mapped=self._mapped(side, p)))
+            first += int(s["moments"][c][0])
+        return out
+
     def sorted_values(self, side: str) -> list:
         if side not in self._sorted:
             self._sorted[side] = [
@@ -365,7 +382,8 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
     disguised records' sources and the futures of the release's mapped columns kept in
     ``ctx.derived`` for :func:`recoded_context`). Learnt numeric maps are applied on the workers
     (:meth:`_OnCluster.map_release`) and everything after them reads the mapped release, as
-    locally. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
+    locally; so are the far records' own maps of a column off the scale only in its tails
+    (:mod:`privgate.sharded.far_records`), and a column still off is left out of the view. Raises :class:`LabelFreeViewNotShardedError` when the record-by-record search has
     more pairs than it gathers, and :class:`privgate.numeric_maps.ForeignScaleError` as the local
     learning does."""
     cl = _OnCluster(ctx)
@@ -380,14 +398,28 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
         chk = _scale_check(cl, c)
         if chk.bulk_off:
             raise foreign_scale_error(c, chk, cl.n["release"], maps)
-    left_out = [c for c in cl.num if _scale_check(cl, c).off]
-    if left_out:  # the local view maps their far records or leaves them out: not on a cluster yet
-        raise LabelFreeViewNotShardedError(
-            f"{len(left_out)} numeric column(s) off the real scale in their tails ({', '.join(map(repr, left_out))})"
-        )
+    left_out = tuple(c for c in cl.num if _scale_check(cl, c).off)
+    tails = None
+    schema = cl.schema
+    if left_out:  # the far records' own maps (privgate.tail_maps), learnt and applied as locally
+        tails = learn_far_maps(FarOnCluster(cl, schema), schema, left_out, ctx.seed, name=name)
+        if tails is not None:
+            apply_tail_maps(cl, tails, left_out)
+            ctx.derived["label_free_mapped"] = cl.mapped
+            sample = cl.rows("release", rows, list(cl.schema.columns))
+            for c in cl.num:  # check_scales of the release with the far records mapped
+                chk = _scale_check(cl, c)
+                if chk.bulk_off:
+                    raise foreign_scale_error(c, chk, cl.n["release"], maps)
+            left_out = tuple(c for c in cl.num if _scale_check(cl, c).off)
+    if left_out:  # still off in their tails: left out of the view while the rest identifies records
+        kept = [c for c in schema.columns if c not in left_out]
+        schema = counted_view_schema(schema, left_out, unique_reference_records(cl, kept), cl.n["reference"])
     ctx.derived["label_free_levels"] = _role_levels(cl)
     if not cl.cat:
-        return Correspondence({}, {}, (), anchored=int(rows.size), numeric_maps=maps)
+        return Correspondence(
+            {}, {}, (), anchored=int(rows.size), numeric_maps=maps, left_out=left_out, tail_maps=tails
+        )
     levels = {
         c: (
             [lv for lv in cl.levels("release", c) if lv != lt.NULL],
@@ -396,18 +428,19 @@ def learn_sharded(ctx: Any, *, name: str) -> Correspondence:
         for c in cl.cat
     }
     kept = {c for c in cl.cat if max(map(len, levels[c])) * MIN_SUPPORT > rows.size}
-    schema = cl.schema
     anchored = schema.subset([c for c in schema.columns if c not in kept]) if kept else schema
     tables = _anchor_tables(cl, sample, anchored, name)
     rel_codes, ref_codes, remapped, described = _column_classes(cl.cat, tables, levels, kept)
     # the record-by-record search reads the classes' codes when a column is recoded (as locally)
-    found = _disguised(cl, {"release": rel_codes, "reference": ref_codes} if remapped else None)
+    found = _disguised(cl, {"release": rel_codes, "reference": ref_codes} if remapped else None, list(schema.numeric))
     records = None
     if found is not None:
         records, sources = found
         # the sources' levels in the view: by the reference codes (already, when the search read them)
         ctx.derived["label_free_sources"] = sources if remapped else recode(sources, ref_codes)
-    return Correspondence(rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records)
+    return Correspondence(
+        rel_codes, ref_codes, tuple(remapped), described, int(rows.size), maps, records, left_out, tails
+    )
 
 
 def _role_levels(cl: _OnCluster) -> dict[str, dict[str, set]]:
@@ -452,11 +485,7 @@ def _scale_check(cl: _OnCluster, c: str) -> ScaleCheck:
 
 def _strided(cl: _OnCluster, side: str, c: str, stride: int) -> list:
     """Futures of each partition's values of the evenly strided subsample of ``side``'s column ``c``."""
-    out, first = [], 0
-    for (p, _), s in zip(cl.parts[side], cl.summaries[side]):
-        out.append(cl._submit(lt.strided_task, p, cl.kinds, c, first, stride, mapped=cl._mapped(side, p)))
-        first += int(s["moments"][c][0])
-    return out
+    return cl.strided(side, c, stride)
 
 
 def _suspect(cl: _OnCluster, c: str) -> bool:
@@ -561,15 +590,9 @@ def _nearer(cl: _OnCluster, c: str):
 
     def nearer(a: float, b: float) -> bool:
         rel, ref = _strided(cl, "release", c, 1), _strided(cl, "reference", c, 1)
-        return bool(cl._submit(_gap_task, rel, ref, a, b).result())
+        return bool(cl._submit(lt.gap_task, rel, ref, a, b).result())
 
     return nearer
-
-
-def _gap_task(release: list[np.ndarray], reference: list[np.ndarray], a: float, b: float) -> bool:
-    """On one worker: whether a·v + b brings one column's release marginal nearer the reference's."""
-    rel, ref = np.concatenate(release), np.concatenate(reference)
-    return _marginal_gap(a * rel + b, ref) < _marginal_gap(rel, ref)
 
 
 def _monotone(cl: _OnCluster, at: pl.DataFrame, u: dict, c: str, flip: set, name: str) -> NumericMap | None:
@@ -626,13 +649,14 @@ def _anchor_tables(cl: _OnCluster, sample: pl.DataFrame, anchored: Schema, name:
 
 
 # ---------------------------------------------------------------------- records disguised one by one
-def _disguised(cl: _OnCluster, codes: dict | None) -> tuple[DisguisedRecords, pl.DataFrame] | None:
+def _disguised(cl: _OnCluster, codes: dict | None, num: list[str]) -> tuple[DisguisedRecords, pl.DataFrame] | None:
     """The local record-by-record search (:func:`privgate.disguised_records.find_disguised_records`):
     None when it finds no record (or the shuffled pairs explain as many), else the records and
     their sources' levels (``__row``: release position; per categorical column the source's
     level, recoded by ``codes`` when given). ``codes``: per side the level classes' codes the
-    frames are recoded by first (None: the labels as they are)."""
-    if not cl.num or not cl.cat:
+    frames are recoded by first (None: the labels as they are); ``num``: the numeric columns of the
+    view (those not left out)."""
+    if not num or not cl.cat:
         return None
     n = max(len(cl.parts["reference"]), len(cl.parts["release"]))
     split = {
@@ -642,7 +666,7 @@ def _disguised(cl: _OnCluster, codes: dict | None) -> tuple[DisguisedRecords, pl
                 p,
                 first,
                 cl.kinds,
-                cl.num,
+                num,
                 cl.cat,
                 n,
                 (codes or {}).get(side, {}),
@@ -654,8 +678,7 @@ def _disguised(cl: _OnCluster, codes: dict | None) -> tuple[DisguisedRecords, pl
     }
     piece = {side: [[cl._submit(operator.getitem, s, b) for s in fs] for b in range(n)] for side, fs in split.items()}
     buckets = [
-        cl._submit(lt.disguise_bucket_task, piece["reference"][b], piece["release"][b], cl.num, cl.cat)
-        for b in range(n)
+        cl._submit(lt.disguise_bucket_task, piece["reference"][b], piece["release"][b], num, cl.cat) for b in range(n)
     ]
     found = cl.client.gather([cl._submit(lt.pair_tables_task, b, cl.cat) for b in buckets])
     n_pairs = sum(k for _, k, _ in found)
@@ -732,20 +755,24 @@ def recoded_context(ctx: Any, corr: Correspondence, with_holdout: bool) -> Any:
             fit[c] = sorted(set(fit[c]) | set(sources.get_column(c).fill_null(NULL_LEVEL).to_list()))
     else:
         sources = None
-    mapped = None
-    if corr.numeric_maps and views["synthetic"].role == "synthetic":
+    mapped, held = None, None
+    if (corr.numeric_maps or corr.tail_maps is not None) and views["synthetic"].role == "synthetic":
         # the release's mapped columns, held on the workers since the correspondence was learnt
         futures = main.derived["label_free_mapped"]
         mapped = {"synthetic": MappedColumns({start: f.key for start, f in futures.items()})}
+        held = {"synthetic": dict(futures)}
+    # a column left out of the view (off the real scale in its tails) is compared by no metric
+    kept = [c for c in inputs.schema.columns if c not in corr.left_out]
     recoded_inputs = _replace(
         inputs,
+        schema=inputs.schema.subset(kept) if corr.left_out else inputs.schema,
         fit=SpaceFit(stats=inputs.fit.stats, levels=fit),
         codes=codes,
         weights=None,
         sources=None if sources is None else {"synthetic": sources},
         mapped=mapped,
     )
-    search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads)
+    search = ShardedSearch(ctx._search_on.client, recoded_inputs, threads=ctx._search_on.threads, mapped=held)
     out = type(ctx)(
         search,
         views,

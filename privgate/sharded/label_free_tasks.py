@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from ..disguised_records import column_flags, explained_by
-from ..numeric_maps import counted_mid_ranks, ks_distance
+from ..numeric_maps import _marginal_gap, counted_mid_ranks, ks_distance
 from ..schema import Schema, normalise_frame
 from .encode import with_mapped
 from .kernel import engine_knn
@@ -98,6 +98,13 @@ def strided_task(
 def ks_task(release: list[np.ndarray], reference: list[np.ndarray]) -> float:
     """On one worker: the two-sample Kolmogorov–Smirnov distance of two strided samples."""
     return ks_distance(np.concatenate(release), np.concatenate(reference))
+
+
+def gap_task(release: list[np.ndarray], reference: list[np.ndarray], a: float, b: float) -> bool:
+    """On one worker: whether a·v + b brings one column's release marginal nearer the reference's
+    (:func:`privgate.numeric_maps._marginal_gap`; each side's values in pieces)."""
+    rel, ref = np.concatenate(release), np.concatenate(reference)
+    return _marginal_gap(a * rel + b, ref) < _marginal_gap(rel, ref)
 
 
 def scale_counts_task(

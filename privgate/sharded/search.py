@@ -65,16 +65,22 @@ def pair_task(
     q_exclude: np.ndarray | None,
     t_labels: np.ndarray | None,
     threads: int,
+    q_mapped: dict | None = None,
+    t_mapped: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for ``qpart``'s rows ``q_keep``
-    (global positions; None: all) in ``space``."""
-    q, q_ids = encode_rows(inputs, space, qpart, q_keep)
-    return block_task(inputs, space, q, q_ids, tpart, t_keep, k, exclude_self, q_exclude, t_labels, threads)
+    (global positions; None: all) in ``space`` (``q_mapped``, ``t_mapped``: each partition's
+    mapped columns in a label-free view, :func:`privgate.sharded.encode.read_rows`)."""
+    q, q_ids = encode_rows(inputs, space, qpart, q_keep, q_mapped)
+    return block_task(inputs, space, q, q_ids, tpart, t_keep, k, exclude_self, q_exclude, t_labels, threads, t_mapped)
 
 
-def encode_task(inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None) -> np.ndarray:
-    """On a worker: the encoded rows ``keep`` of one partition (a piece of a broadcast query block)."""
-    return encode_rows(inputs, space, part, keep)[0]
+def encode_task(
+    inputs: Inputs, space: tuple, part: Partition, keep: np.ndarray | None, mapped: dict | None = None
+) -> np.ndarray:
+    """On a worker: the encoded rows ``keep`` of one partition (a piece of a broadcast query block;
+    ``mapped``: as :func:`privgate.sharded.encode.read_rows`)."""
+    return encode_rows(inputs, space, part, keep, mapped)[0]
 
 
 def block_task(
@@ -89,12 +95,13 @@ def block_task(
     q_exclude: np.ndarray | None,
     t_labels: np.ndarray | None,
     threads: int,
+    t_mapped: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: the k nearest of ``tpart``'s rows ``t_keep`` for a broadcast block of encoded
-    query rows (global positions ``q_ids``)."""
+    query rows (global positions ``q_ids``; ``t_mapped``: as :func:`privgate.sharded.encode.read_rows`)."""
     from ..threads import blas_limited
 
-    t, t_ids = encode_rows(inputs, space, tpart, t_keep)
+    t, t_ids = encode_rows(inputs, space, tpart, t_keep, t_mapped)
     coded, slices = inputs.layout(space)
     with blas_limited(threads):
         if q_exclude is None:
@@ -129,14 +136,22 @@ class ShardedSearch:
     """The searches of one sharded evaluation: its client, its inputs (sent to the cluster once)
     and the threads each task may use."""
 
-    def __init__(self, client: Any, inputs: Inputs, threads: int = 1) -> None:
+    def __init__(self, client: Any, inputs: Inputs, threads: int = 1, mapped: dict | None = None) -> None:
         self.client = client
         self.inputs = inputs
         self.threads = threads
+        #: role → partition start → the future of that partition's mapped columns in a label-free
+        #: view (:class:`privgate.sharded.encode.MappedColumns`), held here and given to every
+        #: task that reads the partition as a dependency
+        self.mapped: dict[str, dict[int, Any]] = dict(mapped or {})
         self.sent = client.scatter(inputs, broadcast=True, hash=False)
         self.tasks = 0
         #: space key → the projection its tasks encode with (sent to every worker once)
         self.projections: dict[tuple, Any] = {}
+
+    def held(self, part: Partition) -> Any:
+        """The future of ``part``'s mapped columns (None: the partition is read as it is)."""
+        return self.mapped.get(part.role, {}).get(part.start)
 
     def add_projection(self, space: tuple, projection: Any) -> None:
         """Search ``space`` (a key such as ("famd", 2)) as ``projection``'s coordinates: an object
@@ -209,7 +224,7 @@ class ShardedSearch:
         """A chosen query set: encoded by its partitions' workers, sent to every target
         partition's task as one block, the partial lists merged."""
         pieces = [
-            self.client.submit(encode_task, self.sent, space, qp, _inside(qp, q_glob), pure=False)
+            self.client.submit(encode_task, self.sent, space, qp, _inside(qp, q_glob), self.held(qp), pure=False)
             for qp in self.inputs.parts[query.role]
             if _inside(qp, q_glob).size
         ]
@@ -231,6 +246,7 @@ class ShardedSearch:
                 exclude,
                 t_lab,
                 self.threads,
+                self.held(tp),
                 pure=False,
             )
             for tp, tk, t_lab in self._targets(target, t_glob, lab_glob)
@@ -267,6 +283,8 @@ class ShardedSearch:
                         q_excl,
                         t_lab,
                         self.threads,
+                        self.held(qp),
+                        self.held(tp),
                         pure=False,
                     )
                 )

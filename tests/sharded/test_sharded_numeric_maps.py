@@ -35,7 +35,7 @@ from sharded_data import (  # noqa: E402
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
 from privgate.context import EvaluationContext  # noqa: E402
-from privgate.metrics.label_free import LABEL_FREE_METRICS, correspondence  # noqa: E402
+from privgate.metrics.label_free import LABEL_FREE_METRICS  # noqa: E402
 from privgate.numeric_maps import NumericMap, _snap, apply_numeric_maps  # noqa: E402
 from privgate.sharded.label_free_tasks import neighbours, snapped  # noqa: E402
 
@@ -193,28 +193,6 @@ def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adu
     assert remote.results["label_free_memorisation"].value > 0.8 and remote.results["memorisation"].value == 0.0
 
 
-def test_far_records_left_after_the_map_are_refused_on_a_cluster(client, tmp_path, adult):
-    """Every numeric column ×1000 and one of them ×1000 again on a tenth of the records: the map
-    learnt from the others brings the column back but those records stay far outside the real
-    range. Locally their own map brings them back (``privgate.tail_maps``) and the copy is scored;
-    a cluster does not map far records yet, so the view is refused naming the tails (a gate
-    blocks, exit 3), never passed."""
-    from privgate.sharded.label_free import LabelFreeViewNotShardedError
-
-    real, holdout = adult
-    col = real.select(pl.selectors.numeric()).columns[0]
-    synth = transformed_copy(real, "scaled", seed=3)
-    far = np.zeros(synth.height, dtype=bool)
-    far[::10] = True
-    synth = synth.with_columns(pl.when(pl.Series(far)).then(pl.col(col) * 1000).otherwise(pl.col(col)).alias(col))
-    local = correspondence(EvaluationContext(real, synth, holdout=holdout))
-    assert local.tail_maps is not None and col in local.tail_maps.maps and local.numeric_maps
-    ctx = sharded_context(client, folders_of(tmp_path, {"real": real, "synthetic": synth, "holdout": holdout}))
-    with pytest.raises(LabelFreeViewNotShardedError, match="off the real scale in their tails") as refused:
-        correspondence(ctx, "label_free_copies")
-    assert repr(col) in str(refused.value) and "label_free_copies" in str(refused.value)
-
-
 @pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised"])
 def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adult, how):
     real, holdout = adult
@@ -232,17 +210,17 @@ def test_a_sharded_gate_decides_a_rescaled_copy_as_locally(client, tmp_path, adu
         assert close((b.value, b.ci, b.baseline, b.p_value), (a.value, a.ci, a.baseline, a.p_value)), m
 
 
-def _read_mapped(key):
-    """On a worker: one partition's mapped columns as a task reading the view fetches them."""
-    from privgate.sharded.encode import mapped_values
-
-    return mapped_values(key)
+def _read_mapped(values):
+    """On a worker: one partition's mapped columns, as a task reading the view receives them (its
+    dependency)."""
+    return values
 
 
 def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(tmp_path):
     """The worker holding a release partition's mapped columns is killed: a task reading that
-    partition in the view (from another worker) gets the same values — computed again by the
-    scheduler from the partitions, since the caller holds their future."""
+    partition in the view (from another worker), which takes the partition's future as a
+    dependency, gets the same values — computed again by the scheduler from the partitions, since
+    the caller holds their future."""
     import os
     import signal
 
@@ -259,5 +237,5 @@ def test_a_partition_s_mapped_columns_are_read_again_after_their_worker_is_lost(
         want = fut.result()["income"]
         holder = next(iter(c.who_has([fut])[fut.key]))
         os.kill(c.run(os.getpid)[holder], signal.SIGKILL)
-        got = c.submit(_read_mapped, fut.key, pure=False).result(timeout=120)
+        got = c.submit(_read_mapped, fut, pure=False).result(timeout=120)
         assert np.array_equal(got["income"], want, equal_nan=True)
