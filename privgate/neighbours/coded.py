@@ -375,12 +375,22 @@ def _one_mismatch_pairs(
     windows = []
     count = np.zeros(rows.size, dtype=np.int64)
     for j in range(stride.size):
+        # a target differing on category j alone has R ≥ its cost: only rows whose bound reaches
+        # it look there (none: category j is not sorted at all)
+        reach = np.flatnonzero(bound[rows] >= costs[j])
+        if not reach.size:
+            continue
         tkey = gt[ts] * width + (tt[ts] - tcodes[ts, j].astype(np.int64) * stride[j])
         by = np.argsort(tkey, kind="stable")
         sorted_key = tkey[by]
-        qkey = gq[rows] * width + (qt[rows] - qcodes[rows, j].astype(np.int64) * stride[j])
-        lo = np.searchsorted(sorted_key, qkey, side="left")
-        hi = np.searchsorted(sorted_key, qkey, side="right")
+        qkey = gq[rows[reach]] * width + (qt[rows[reach]] - qcodes[rows[reach], j].astype(np.int64) * stride[j])
+        # rows of one group and combination share a key: each distinct key looked up once, in
+        # ascending order (a sorted search narrows from the last one's place)
+        keys, back = np.unique(qkey, return_inverse=True)
+        lo = np.zeros(rows.size, dtype=np.int64)
+        hi = np.zeros(rows.size, dtype=np.int64)
+        lo[reach] = np.searchsorted(sorted_key, keys, side="left")[back]
+        hi[reach] = np.searchsorted(sorted_key, keys, side="right")[back]
         windows.append((ts[by], lo, hi, j))
         count += hi - lo
     ok = np.flatnonzero(count <= ONE_MISMATCH_MAX)
