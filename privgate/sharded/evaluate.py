@@ -61,7 +61,7 @@ def evaluate_sharded(
     from .memory import check_workers
 
     start = time.perf_counter()
-    opts = options or RunOptions()
+    opts = (options or RunOptions()).with_defaults()  # as privgate.evaluate: sample "auto" unless given
     names = list(metrics)
     params = {k: dict(v) for k, v in (params or {}).items()}
     errors = not_sharded(names)

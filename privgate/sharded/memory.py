@@ -5,7 +5,9 @@ A search task holds its query rows and its target partition, each read (Arrow + 
 Polars frame) and encoded (the space's float64 or float32 matrix), the dense float64 copies the
 kernel screens with, and one screening block (:data:`privgate.sharded.kernel.SCREEN_BYTES`) plus
 the candidate pairs; a worker runs ``nthreads`` tasks at once. Its peak is therefore set by the
-largest partition and the broadcast query blocks, not by the tables' sizes.
+largest partition and the broadcast query blocks, not by the tables' sizes. A label-free metric
+adds what the worker keeps of the view's mapped release columns (:func:`mapped_bytes`): its share
+of the release's partitions, one float64 per numeric column and record.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .encode import Inputs
 from .kernel import SCREEN_BYTES
 from .search import BROADCAST_QUERIES
 
-__all__ = ["check_workers", "task_bytes"]
+__all__ = ["check_workers", "mapped_bytes", "task_bytes"]
 
 #: bytes of one record's column as read (Arrow) and normalised (Polars), per column
 READ_BYTES_PER_CELL = 48
@@ -52,6 +54,20 @@ def task_bytes(inputs: Inputs, metrics: Sequence[str] = ()) -> int:
     return max(search, int(per_part + min((DCR_GROUPS + 1) * p * p * 8, MAX_GRAM_BYTES)))
 
 
+def mapped_bytes(inputs: Inputs, metrics: Sequence[str], workers: int) -> int:
+    """What a worker may hold of the label-free view's mapped columns (float64 per numeric
+    column of the release's partitions, kept on the worker that computed them) when ``metrics``
+    has a label-free metric: every numeric column taken as mapped, and the release's partitions
+    spread over the ``workers`` — the largest partition's share times their number per worker."""
+    from ..metrics.label_free import LABEL_FREE_METRICS
+
+    parts = inputs.parts.get("synthetic", [])
+    if not parts or not any(m in LABEL_FREE_METRICS for m in metrics):
+        return 0
+    per_worker = -(-len(parts) // max(workers, 1))
+    return per_worker * max(p.rows for p in parts) * len(inputs.schema.numeric) * 8
+
+
 def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory_limit: Any = "auto") -> dict:
     """Each worker's estimated peak (the memory it holds now, as the scheduler last heard, + its
     threads × :func:`task_bytes`) against its memory limit (Dask's ``--memory-limit``, times the
@@ -63,6 +79,7 @@ def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory
 
     info = client.scheduler_info(n_workers=-1)["workers"]
     per_task = task_bytes(inputs, metrics)
+    mapped = mapped_bytes(inputs, metrics, len(info))
     cfg = dask.config.get("distributed.worker.memory", {})
     fraction = float(cfg.get("pause") or cfg.get("terminate") or 1.0)
     out = {}
@@ -71,16 +88,17 @@ def check_workers(client: Any, inputs: Inputs, metrics: Sequence[str], *, memory
         if isinstance(memory_limit, (int, float)) and not isinstance(memory_limit, bool) and memory_limit > 0:
             limit = min(limit, int(memory_limit)) if limit else int(memory_limit)
         held = int((w.get("metrics") or {}).get("memory") or WORKER_BASE_BYTES)
-        need = held + int(w.get("nthreads", 1)) * per_task
-        out[addr] = {"estimate": need, "limit": limit}
+        need = held + int(w.get("nthreads", 1)) * per_task + mapped
+        out[addr] = {"estimate": need, "limit": limit, "mapped_columns": mapped}
         if memory_limit in (None, "off") or not limit or not metrics:
             continue
         if need > fraction * limit:
+            view = f" + {mapped / 2**20:,.0f} MiB of the label-free view's mapped columns" if mapped else ""
             biggest = max((p for ps in inputs.parts.values() for p in ps), key=lambda p: p.rows)
             raise MemoryLimitError(
                 f"the sharded evaluation needs about {need / 2**20:,.0f} MiB on worker {addr} "
                 f"({held / 2**20:,.0f} MiB held + {w.get('nthreads', 1)} threads × {per_task / 2**20:,.0f} MiB a search "
-                f"task), above {fraction:.0%} of its memory limit of {limit / 2**20:,.0f} MiB; the largest partition is {biggest.name()} "
+                f"task{view}), above {fraction:.0%} of its memory limit of {limit / 2**20:,.0f} MiB; the largest partition is {biggest.name()} "
                 f"({biggest.rows:,} records): write smaller row groups or give the workers more memory"
             )
     return out

@@ -143,3 +143,7 @@ def test_hitting_rate_by_hand(tmp_path, client):
     folders = {r: str(write_folder(f, tmp_path / r, files=2, row_group=1)) for r, f in (("real", real), ("syn", syn))}
     remote = evaluate_sharded(folders["real"], folders["syn"], ["hitting_rate"], executor=client, schema=schema)
     assert remote.results["hitting_rate"].per_record.tolist() == [1.0, 0.0, 0.0, 1.0]
+    # no options given: privgate's defaults, as privgate.evaluate records them (sample "auto")
+    local = privgate.evaluate(real, syn, metrics=["hitting_rate"], schema=schema)
+    assert remote.params["options"]["sample"] == local.params["options"]["sample"] == "auto"
+    assert remote.params["options"]["exact"] == local.params["options"]["exact"] is False

@@ -210,6 +210,18 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
     assert task_bytes(wide, ["dcr"]) > task_bytes(wide) and task_bytes(wide, ["dcr"]) >= 21 * 900**2 * 8
     coded = dataclasses.replace(wide, coded_above=500)  # a coded column: dcr's Lanczos fit, no Gram
     assert task_bytes(coded, ["dcr"]) == task_bytes(coded)
+    # a label-free metric: the worker also keeps its share of the release's mapped columns — the
+    # two release partitions on this one worker, each row's numeric columns as float64
+    from privgate.sharded.memory import mapped_bytes
+
+    mapped = 2 * max(p.rows for p in parts) * len(schema.numeric) * 8
+    assert mapped_bytes(inputs, ["label_free_copies"], 1) == mapped > 0
+    assert mapped_bytes(inputs, ["label_free_copies"], 2) == mapped // 2  # one partition a worker
+    assert mapped_bytes(inputs, ["authenticity"], 1) == 0
+    with_view = check_workers(Scheduler(2**34), inputs, ["authenticity", "label_free_copies"])
+    assert with_view["tcp://10.0.0.7:4000"]["estimate"] == 100 * 2**20 + 2 * per_task + mapped
+    with pytest.raises(MemoryLimitError, match="mapped columns"):
+        check_workers(Scheduler(int((100 * 2**20 + 2 * per_task + mapped / 2) / 0.8)), inputs, ["label_free_copies"])
 
 
 def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
