@@ -96,6 +96,20 @@ def close(a, b, tol: float = 1e-9) -> bool:
     return abs(a - b) <= tol * (1 + abs(a))
 
 
+def assert_same_report(local, remote) -> None:
+    """A sharded report gives the local report's metrics, no errors, and each metric's value, raw
+    value, interval, baseline, excess and p-value within :func:`close`, with the same label-free
+    view description."""
+    assert remote.errors == local.errors == {}
+    assert set(remote.results) == set(local.results)
+    for name, a in local.results.items():
+        b = remote.results[name]
+        got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
+        want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
+        assert close(got, want), (name, got, want)
+        assert b.details.get("label_free") == a.details.get("label_free"), name
+
+
 class KillAfter:
     """A scheduler plugin (mixed with ``SchedulerPlugin`` by the test) that SIGKILLs the worker
     process which just finished the ``after``-th task whose key starts with ``prefixes``: a worker

@@ -19,6 +19,7 @@ distributed = pytest.importorskip("distributed", reason="the [dask] extra is par
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sharded_data import (  # noqa: E402
+    assert_same_report,
     close,
     folders_of,
     label_free_gates,
@@ -58,22 +59,11 @@ def _both(client, tmp: Path, frames: dict[str, pl.DataFrame]):
     return local, remote
 
 
-def _assert_same(local, remote) -> None:
-    assert remote.errors == local.errors == {}
-    assert set(remote.results) == set(local.results)
-    for name, a in local.results.items():
-        b = remote.results[name]
-        got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
-        want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
-        assert close(got, want), (name, got, want)
-        assert b.details.get("label_free") == a.details.get("label_free"), name
-
-
 def test_an_honest_release_with_copies_gets_the_identity_and_the_local_numbers(client, tmp_path):
     real, holdout = records(2000, 1), records(2000, 3)
     frames = {"real": real, "synthetic": release(real, 2000, 2, copies=0.02), "holdout": holdout}
     local, remote = _both(client, tmp_path, frames)
-    _assert_same(local, remote)
+    assert_same_report(local, remote)
     view = remote.results["label_free_copies"].details["label_free"]
     assert view["identity"] is True and view["anchored_release_records"] == 2000
     for lf, plain in (("label_free_memorisation", "memorisation"), ("label_free_copies", "common_rows")):
@@ -84,7 +74,7 @@ def test_an_honest_release_with_copies_gets_the_identity_and_the_local_numbers(c
 def test_a_plain_copy_of_adult_gets_the_identity_and_the_local_numbers(client, tmp_path, adult):
     real, _ = adult
     local, remote = _both(client, tmp_path, {"real": real, "synthetic": real})
-    _assert_same(local, remote)
+    assert_same_report(local, remote)
     assert remote.results["label_free_copies"].value == 1.0
     assert remote.results["label_free_copies"].details["label_free"]["identity"] is True
 
@@ -162,7 +152,7 @@ def test_a_relabelled_copy_is_recoded_on_the_workers_with_the_local_numbers(clie
         perm = {f"r{i}": f"r{(i + 1) % 12}" for i in range(12)}
         synth = pl.concat([real[:1500], release(real, 500, 2, copies=0.0)]).with_columns(pl.col("region").replace(perm))
     local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    _assert_same(local, remote)
+    assert_same_report(local, remote)
     view = remote.results["label_free_copies"].details["label_free"]
     assert view["identity"] is False and view["recoded_columns"]
     assert remote.results["label_free_copies"].value > 0.5 > remote.results["common_rows"].value
@@ -179,7 +169,7 @@ def test_records_disguised_one_by_one_are_found_and_replaced_on_the_workers(clie
     local_corr = correspondence(EvaluationContext(real, synth, holdout=holdout))
     assert local_corr.records is not None and local_corr.remapped == ()  # locally: found record by record
     local, remote = _both(client, tmp_path, {"real": real, "synthetic": synth, "holdout": holdout})
-    _assert_same(local, remote)
+    assert_same_report(local, remote)
     view = remote.results["label_free_copies"].details["label_free"]
     assert view["disguised_records"]["records"] == local_corr.records.rows.size == 100
     assert remote.results["label_free_copies"].value == pytest.approx(0.05)

@@ -22,6 +22,7 @@ distributed = pytest.importorskip("distributed", reason="the [dask] extra is par
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sharded_data import (  # noqa: E402
+    assert_same_report,
     close,
     folders_of,
     label_free_gates,
@@ -162,17 +163,6 @@ def test_a_monotone_map_on_the_workers_is_the_local_one(client, tmp_path):
     )
 
 
-def _assert_same(local, remote) -> None:
-    assert remote.errors == local.errors == {}
-    assert set(remote.results) == set(local.results)
-    for name, a in local.results.items():
-        b = remote.results[name]
-        got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
-        want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
-        assert close(got, want), (name, got, want)
-        assert b.details.get("label_free") == a.details.get("label_free"), name
-
-
 @pytest.mark.parametrize("how", ["scaled and shifted", "negated", "standardised", "log"])
 def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adult, how):
     real, holdout = adult
@@ -185,7 +175,7 @@ def test_a_rescaled_copy_gets_the_local_label_free_numbers(client, tmp_path, adu
     remote = evaluate_sharded(
         folders["real"], folders["synthetic"], metrics, holdout=folders["holdout"], executor=client, baseline=True
     )
-    _assert_same(local, remote)
+    assert_same_report(local, remote)
     view = remote.results["label_free_copies"].details["label_free"]
     assert view["identity"] is False and view["mapped_numeric_columns"]
     assert {m["kind"] for m in view["numeric_maps"].values()} == {"monotone" if how == "log" else "affine"}

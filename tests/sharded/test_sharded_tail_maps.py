@@ -17,7 +17,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is part of [test]")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sharded_data import close, folders_of, label_free_gates, records, sharded_context  # noqa: E402
+from sharded_data import assert_same_report, close, folders_of, label_free_gates, records, sharded_context  # noqa: E402
 
 import privgate  # noqa: E402
 from privgate.baselines import transformed_copy  # noqa: E402
@@ -78,16 +78,6 @@ def _assert_same_view(local, local_ctx, remote, ctx, client) -> None:
         assert np.array_equal(got.get_column(c).to_numpy(), w, equal_nan=True), c
 
 
-def _assert_same_results(local, remote) -> None:
-    assert remote.errors == local.errors == {}
-    for name, a in local.results.items():
-        b = remote.results[name]
-        got = (b.value, b.raw, b.ci, b.baseline, b.baseline_ci, b.excess, b.excess_ci, b.p_value)
-        want = (a.value, a.raw, a.ci, a.baseline, a.baseline_ci, a.excess, a.excess_ci, a.p_value)
-        assert close(got, want), (name, got, want)
-        assert b.details.get("label_free") == a.details.get("label_free"), name
-
-
 def _evaluations(client, tmp_path, real, synth, holdout):
     from privgate.sharded.evaluate import evaluate_sharded
 
@@ -112,7 +102,7 @@ def test_an_honest_wide_domain_column_is_left_out_as_locally(client, tmp_path):
     view = local.describe(local_ctx.schema)
     assert view["left_out_columns"] == [0] and view["far_records"] is None
     lr, rr = _evaluations(client, tmp_path, real, synth, holdout)
-    _assert_same_results(lr, rr)
+    assert_same_report(lr, rr)
     # an honest release: no copy in the view either, and the gate passes it on a cluster as locally
     assert rr.results["label_free_copies"].value == 0.0
     lg, rg = label_free_gates(client, tmp_path / "gate", real, synth, holdout)
@@ -132,7 +122,7 @@ def test_copies_scaled_in_one_column_are_mapped_back_as_locally(client, tmp_path
     assert local.tail_maps.rows.size == 24 and local.tail_maps.maps["age"].a == pytest.approx(1e-3)
     _assert_same_view(local, local_ctx, remote, ctx, client)
     lr, rr = _evaluations(client, tmp_path, real, synth, holdout)
-    _assert_same_results(lr, rr)
+    assert_same_report(lr, rr)
     assert rr.results["common_rows"].value == 0.0
     assert rr.results["label_free_copies"].value == pytest.approx(24 / 800)
 
