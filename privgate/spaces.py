@@ -687,7 +687,9 @@ class FamdInputs:
             return self.rows(np.setdiff1d(np.arange(n_rows), left)).leading_axes(n, start=start)
         gram = self._gram()
         out, out_t = self.rows(left)._products()
-        op = LinearOperator((width, width), dtype=np.float64, matvec=lambda x: gram(np.ravel(x)) - out_t(out(np.ravel(x))))
+        op = LinearOperator(
+            (width, width), dtype=np.float64, matvec=lambda x: gram(np.ravel(x)) - out_t(out(np.ravel(x)))
+        )
         v0 = np.full(width, 1.0) + np.linspace(0.0, 1.0, width)
         if start is not None and np.all(np.isfinite(start.sum(axis=1))) and np.linalg.norm(start.sum(axis=1)) > 0:
             v0 = start.sum(axis=1)
