@@ -167,12 +167,28 @@ def knn_coded(
     dists = [base.dist.ravel()]
     n_grouped = 0
     h = len(coded)
+    numbers: dict[tuple[int, ...], np.ndarray] = {}  # each subset's group numbers (queries, then targets)
     for size in range(1, h + 1):
         for subset in combinations(range(h), size):
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
+            # the subset less its last column was numbered before: refined by that column
+            numbers[subset] = refine_group_ids(
+                numbers.get(subset[:-1]), np.concatenate([qc[:, subset[-1]], tc[:, subset[-1]]])
+            )
             r, c, d = _within_groups(
-                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles, prime
+                qr,
+                tr,
+                qc[:, subset],
+                tc[:, subset],
+                k,
+                exclude_self,
+                settings,
+                search,
+                bound - other,
+                tiles,
+                prime,
+                numbers[subset],
             )
             rows.append(r)
             cols.append(c)
@@ -279,6 +295,7 @@ def _within_groups(
     bound: np.ndarray | None = None,
     tiles: _Tiles | None = None,
     prime: _Prime | None = None,
+    gid: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
@@ -299,11 +316,16 @@ def _within_groups(
     row on some category has a rest distance of at least the least mismatch cost; and one beyond
     the k-th of those found (widened as the bound is) has k targets of the group before it. So a
     row's bound becomes the smaller of the two, and only the rows whose bound still reaches the
-    least mismatch cost are searched in their whole group — with that bound."""
+    least mismatch cost are searched in their whole group — with that bound.
+
+    ``gid``: the group numbers of the query rows, then the targets, when the caller has them
+    (``_group_numbers`` of ``qc`` over ``tc``: the same numbers)."""
     n = qr.shape[0]
     if bound is None:
         bound = np.full(n, np.inf)
-    gq, order, start, size = _group_layout(qc, tc)
+    if gid is None:
+        gid = _group_numbers(np.vstack([qc, tc]))
+    gq, order, start, size = _group_layout(gid, n)
     own = size[gq] - (1 if exclude_self else 0)  # targets each query may list
     needed = (own > 0) & (bound >= 0.0)
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
@@ -325,6 +347,8 @@ def _within_groups(
             search,
             inner,
             prime=prime,
+            # the groups refined by the combination of categories: those of all the columns
+            gid=refine_group_ids(gid, np.concatenate([qt, tt])),
         )
         found.append((r, c, d))
         bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
@@ -427,13 +451,13 @@ def _tighter_bound(r: np.ndarray, d: np.ndarray, n: int, k: int, bound: np.ndarr
     return np.where(count >= k, np.minimum(bound, kth * kth), bound)
 
 
-def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
-    """The groups of equal codes of the query rows ``qc`` and targets ``tc`` (see ``_Layout``)."""
-    n = qc.shape[0]
-    gid = _group_numbers(np.vstack([qc, tc]))
+def _group_layout(gid: np.ndarray, n: int) -> _Layout:
+    """The groups of equal codes (see ``_Layout``) from their dense numbers ``gid`` of the ``n``
+    query rows, then the targets (``_group_numbers``)."""
     gq, gt = gid[:n], gid[n:]
-    order = np.argsort(gt, kind="stable")  # targets by group, lowest index first
     n_groups = int(gid.max()) + 1
+    # targets by group, lowest index first (numbers of 16 bits: NumPy's stable sort is a radix sort)
+    order = np.argsort(gt.astype(np.uint16) if n_groups <= 1 << 16 else gt, kind="stable")
     size = np.bincount(gt, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     return gq, order, start, size

@@ -12,6 +12,7 @@ import privgate
 from privgate import spaces
 from privgate.context import EvaluationContext
 from privgate.neighbours import coded as coded_module
+from privgate.neighbours import grouped as grouped_module
 from privgate.neighbours import knn
 from privgate.schema import infer_schema
 from privgate.spaces import famd_space, mixed_space
@@ -485,3 +486,32 @@ def test_a_refit_without_a_minority_of_rows_from_the_cross_products_equals_the_w
     np.testing.assert_allclose(z._gram()(x), written.T @ (written @ x), rtol=1e-10, atol=1e-10)
     lanczos = z.rows(kept).leading_axes(3)
     np.testing.assert_allclose(s, lanczos[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("levels", [3, 50, 100_000])
+def test_group_numbers_refined_from_a_subsets_and_counted_equal_the_sorted_ones(monkeypatch, levels):
+    """A subset's group numbers refined from those of the subset less its last column (and the
+    inner search's from the outer groups' numbers by the combination of categories), numbered by
+    counting when they span few values: the numbers ``np.unique(columns, axis=0)`` gives; and the
+    targets ordered by group (a radix sort of 16-bit numbers when the groups fit) as by a stable
+    sort of the int64 numbers."""
+    r = np.random.default_rng(levels)
+    n, m = 700, 900
+    qc, tc = r.integers(0, levels, (n, 3)), r.integers(0, levels, (m, 3))
+    tiles_q, tiles_t = r.integers(0, 2**35, n), r.integers(0, 2**35, m)
+    both = np.vstack([qc, tc])
+    for counted_span in (0, 4):  # 0: always by sorting
+        monkeypatch.setattr(grouped_module, "DENSE_NUMBERING_SPAN", counted_span)
+        ids = None
+        for j in range(3):
+            ids = grouped_module.refine_group_ids(ids, both[:, j])
+            expected = np.unique(both[:, : j + 1], axis=0, return_inverse=True)[1].ravel()
+            assert np.array_equal(ids, expected)
+        inner = grouped_module.refine_group_ids(ids, np.concatenate([tiles_q, tiles_t]))
+        cols = np.column_stack([both, np.concatenate([tiles_q, tiles_t])])
+        assert np.array_equal(inner, np.unique(cols, axis=0, return_inverse=True)[1].ravel())
+        for gid in (ids, inner):
+            gq, order, start, size = coded_module._group_layout(gid, n)
+            assert np.array_equal(gq, gid[:n])
+            assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
+            assert np.array_equal(size, np.bincount(gid[n:], minlength=int(gid.max()) + 1))
