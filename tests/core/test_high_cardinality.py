@@ -515,3 +515,38 @@ def test_group_numbers_refined_from_a_subsets_and_counted_equal_the_sorted_ones(
             assert np.array_equal(gq, gid[:n])
             assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
             assert np.array_equal(size, np.bincount(gid[n:], minlength=int(gid.max()) + 1))
+
+
+def test_one_mismatch_windows_from_an_unstable_sort_list_the_pairs_of_a_stable_one(monkeypatch):
+    """The one-mismatch search's keys sorted by an unstable sort, each row's window then put in
+    ascending target order: the same pairs in the same order, with the same distances, as a
+    stable sort of the keys gives; and the same neighbours."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    listed = []
+    one_mismatch = coded_module._one_mismatch_pairs
+
+    def recorded(*args):
+        pairs, done = one_mismatch(*args)
+        listed.append((pairs, done))
+        return pairs, done
+
+    monkeypatch.setattr(coded_module, "_one_mismatch_pairs", recorded)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 3):
+            found = {}
+            for kind in ("stable", "heapsort"):
+                monkeypatch.setattr(coded_module, "ONE_MISMATCH_SORT", kind)
+                listed.clear()
+                found[kind] = (knn(cod.real, t, k, exclude_self=ex, **opts), list(listed))
+            (a, pairs_a), (b, pairs_b) = found["stable"], found["heapsort"]
+            assert np.array_equal(a.idx, b.idx) and np.array_equal(a.dist, b.dist)
+            assert len(pairs_a) == len(pairs_b) and sum(sum(p[0].size for p in q) for q, _ in pairs_a) > 0
+            for (qa, done_a), (qb, done_b) in zip(pairs_a, pairs_b):
+                assert np.array_equal(done_a, done_b) and len(qa) == len(qb)
+                for x, y in zip(qa, qb):
+                    assert all(np.array_equal(u, v) for u, v in zip(x, y))
