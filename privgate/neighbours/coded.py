@@ -26,7 +26,9 @@ answer are dropped, so the answer is the same, bit for bit.
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records), one float64 GEMM per block of a larger group's queries, and the engine's
+hold a few records) and for the larger groups whose rows left to search there have at most
+``ENUMERATE_PAIRS_UP_TO`` pairs with its targets (all such groups at once), one float64 GEMM per
+block of another larger group's queries, and the engine's
 own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixed costs —
 category codes, prepared copies — outweigh a GEMM: on 25k Texas-like rows, identifiability and
 authenticity with their baselines took 8.7 CPU-s with 384, 6.8 with 2,048). Memory and time grow
@@ -92,6 +94,9 @@ ONE_MISMATCH = True
 CATEGORY_PRUNE = True
 #: a row is searched that way when those targets are at most this many (else in its whole group)
 ONE_MISMATCH_MAX = 256
+#: a larger group (up to ``ENGINE_ABOVE`` targets) whose rows searched in it have at most this
+#: many pairs with its targets is searched by enumerating them, with the other such groups at once
+ENUMERATE_PAIRS_UP_TO = 4096
 #: how the one-mismatch search sorts the targets' keys: an unstable sort (about twice as fast as
 #: a stable one), each row's window of targets then put in ascending order — as "stable" lists them
 ONE_MISMATCH_SORT = "quicksort"
@@ -364,7 +369,9 @@ def _within_groups(
             pairs, done = _one_mismatch_pairs(qr, tr, one, layout, tiles, k, exclude_self, settings, bound)
             found += pairs
             large[done] = False
-    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime)
+    found += _large_group_pairs(
+        qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime, tiles
+    )
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
@@ -538,16 +545,28 @@ def _large_group_pairs(
     search: Search | None,
     bound: np.ndarray,
     prime: _Prime | None = None,
+    tiles: _Tiles | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``large`` of large groups, group by group: the
-    engine's search for the largest groups, else a float64 GEMM per block of queries."""
+    engine's search for the largest groups, else a float64 GEMM per block of queries — or, for
+    the groups whose rows here have at most ``ENUMERATE_PAIRS_UP_TO`` pairs with its targets,
+    every pair by exact distance (``_small_group_pairs``, with ``tiles``), all such groups at once."""
     gq, order, start, size = layout
     out: list[_Pairs] = []
     if not large.size:
         return out
     by_group = large[np.argsort(gq[large], kind="stable")]
     groups, first = np.unique(gq[by_group], return_index=True)
-    for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
+    open_rows = np.diff(np.append(first, by_group.size))
+    # groups whose open rows have few pairs with its targets: every pair enumerated, all such
+    # groups at once (a GEMM per group costs far more than its few pairs there)
+    few = (open_rows * size[groups] <= ENUMERATE_PAIRS_UP_TO) & (size[groups] <= ENGINE_ABOVE)
+    if few.any():
+        rows = by_group[np.repeat(few, open_rows)]
+        out += _small_group_pairs(qr, tr, np.sort(rows), layout, k, exclude_self, settings, bound, tiles)
+    for g, rows, enumerated in zip(groups, np.split(by_group, first[1:]), few):  # a loop over groups
+        if enumerated:
+            continue
         tg = order[start[g] : start[g] + size[g]]
         if size[g] > ENGINE_ABOVE and search is not None:
             r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search, prime)

@@ -102,6 +102,7 @@ def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monke
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "PAIRS_PER_BLOCK", 97)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
     sch = infer_schema(frames)
     one = mixed_space(frames, sch)
@@ -120,6 +121,7 @@ def test_the_bound_drops_no_target_of_the_answer(frames, monkeypatch, enumerate_
     neighbours and distances, bit for bit, as without that bound; and it drops pairs."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", enumerate_up_to)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     cod = mixed_space(frames, infer_schema(frames), coded_above=30)
     bounded = coded_module._candidate_bound
     for ex in (False, True):
@@ -262,6 +264,7 @@ def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(mo
     by enumeration, GEMM blocks and the engine — and fewer rows searched in their whole group."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
     frames = {"real": _tiled_frame(300, 3), "synthetic": _tiled_frame(200, 4)}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
@@ -550,3 +553,37 @@ def test_one_mismatch_windows_from_an_unstable_sort_list_the_pairs_of_a_stable_o
                 assert np.array_equal(done_a, done_b) and len(qa) == len(qb)
                 for x, y in zip(qa, qb):
                     assert all(np.array_equal(u, v) for u, v in zip(x, y))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_larger_groups_with_few_open_pairs_enumerated_give_the_gemms_answers(monkeypatch, k):
+    """Larger groups whose rows searched in them have few pairs with its targets, enumerated all
+    at once (exact distances) instead of a GEMM per group: the same neighbours and distances, bit
+    for bit, fewer GEMM calls, and the one-hot search's distances."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 10_000)
+    frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    calls = []
+    gemm = coded_module._k_smallest_in_group
+
+    def counted(*args):
+        calls.append(1)
+        return gemm(*args)
+
+    monkeypatch.setattr(coded_module, "_k_smallest_in_group", counted)
+    one_hot = mixed_space(frames, infer_schema(frames))
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found, n_calls = {}, {}
+        for most in (0, 100_000):
+            monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", most)
+            calls.clear()
+            found[most] = knn(cod.real, t, k, exclude_self=ex, **opts)
+            n_calls[most] = len(calls)
+        assert np.array_equal(found[0].idx, found[100_000].idx)
+        assert np.array_equal(found[0].dist, found[100_000].dist)
+        assert n_calls[0] > 0 and n_calls[100_000] == 0
+        ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
+        np.testing.assert_allclose(found[0].dist, ref.dist, rtol=1e-12, atol=1e-12)
