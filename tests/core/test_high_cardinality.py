@@ -587,3 +587,15 @@ def test_larger_groups_with_few_open_pairs_enumerated_give_the_gemms_answers(mon
         assert n_calls[0] > 0 and n_calls[100_000] == 0
         ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
         np.testing.assert_allclose(found[0].dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_targets_of_more_than_65536_groups_ordered_as_by_a_stable_sort():
+    """More groups than 16-bit numbers hold: the targets ordered by (group, index) as one number
+    by an unstable sort, as a stable sort of the group numbers orders them."""
+    r = np.random.default_rng(3)
+    n, m = 500, 200_000
+    gid = r.integers(0, 70_000, n + m)
+    gid[-1] = 69_999  # (the groups' count is the largest number + 1)
+    gq, order, start, size = coded_module._group_layout(gid, n)
+    assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
+    assert np.array_equal(start, np.concatenate([[0], np.cumsum(size)[:-1]]))
