@@ -26,7 +26,9 @@ answer are dropped, so the answer is the same, bit for bit.
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records), one float64 GEMM per block of a larger group's queries, and the engine's
+hold a few records) and for the larger groups whose rows left to search there have at most
+``ENUMERATE_PAIRS_UP_TO`` pairs with its targets (all such groups at once), one float64 GEMM per
+block of another larger group's queries, and the engine's
 own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixed costs —
 category codes, prepared copies — outweigh a GEMM: on 25k Texas-like rows, identifiability and
 authenticity with their baselines took 8.7 CPU-s with 384, 6.8 with 2,048). Memory and time grow
@@ -92,6 +94,12 @@ ONE_MISMATCH = True
 CATEGORY_PRUNE = True
 #: a row is searched that way when those targets are at most this many (else in its whole group)
 ONE_MISMATCH_MAX = 256
+#: a larger group (up to ``ENGINE_ABOVE`` targets) whose rows searched in it have at most this
+#: many pairs with its targets is searched by enumerating them, with the other such groups at once
+ENUMERATE_PAIRS_UP_TO = 4096
+#: how the one-mismatch search sorts the targets' keys: an unstable sort (about twice as fast as
+#: a stable one), each row's window of targets then put in ascending order — as "stable" lists them
+ONE_MISMATCH_SORT = "quicksort"
 
 Search = Callable[..., Neighbours]
 #: candidate pairs: (query rows, target rows, rest distances)
@@ -167,12 +175,28 @@ def knn_coded(
     dists = [base.dist.ravel()]
     n_grouped = 0
     h = len(coded)
+    numbers: dict[tuple[int, ...], np.ndarray] = {}  # each subset's group numbers (queries, then targets)
     for size in range(1, h + 1):
         for subset in combinations(range(h), size):
             # a target whose exact set of matching columns is ``subset`` pays the others' costs
             other = float(np.delete(cost, list(subset)).sum())
+            # the subset less its last column was numbered before: refined by that column
+            numbers[subset] = refine_group_ids(
+                numbers.get(subset[:-1]), np.concatenate([qc[:, subset[-1]], tc[:, subset[-1]]])
+            )
             r, c, d = _within_groups(
-                qr, tr, qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other, tiles, prime
+                qr,
+                tr,
+                qc[:, subset],
+                tc[:, subset],
+                k,
+                exclude_self,
+                settings,
+                search,
+                bound - other,
+                tiles,
+                prime,
+                numbers[subset],
             )
             rows.append(r)
             cols.append(c)
@@ -239,7 +263,11 @@ def _tiles(
     if qt is None or tt is None:
         return None
     costs = np.array([_slice_cost(qr, tr, a, b) for a, b in slices])
-    return qt, tt, costs, _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo), stride
+    qcodes, tcodes = _codes(qr, slices, settings, memo), _codes(tr, slices, settings, memo)
+    if max(width) <= np.iinfo(np.int8).max:  # the same codes in a byte each: pairs gather 2-8× less
+        qcodes = qcodes.astype(np.int8)
+        tcodes = qcodes if tr is qr else tcodes.astype(np.int8)
+    return qt, tt, costs, qcodes, tcodes, stride
 
 
 def _primed(
@@ -279,6 +307,7 @@ def _within_groups(
     bound: np.ndarray | None = None,
     tiles: _Tiles | None = None,
     prime: _Prime | None = None,
+    gid: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Candidate pairs (query row, target row, exact rest distance): per query row the (up to) k targets of equal codes
     on every column of ``qc``/``tc`` with the smallest (rest distance, index) — itself excluded
@@ -299,11 +328,16 @@ def _within_groups(
     row on some category has a rest distance of at least the least mismatch cost; and one beyond
     the k-th of those found (widened as the bound is) has k targets of the group before it. So a
     row's bound becomes the smaller of the two, and only the rows whose bound still reaches the
-    least mismatch cost are searched in their whole group — with that bound."""
+    least mismatch cost are searched in their whole group — with that bound.
+
+    ``gid``: the group numbers of the query rows, then the targets, when the caller has them
+    (``_group_numbers`` of ``qc`` over ``tc``: the same numbers)."""
     n = qr.shape[0]
     if bound is None:
         bound = np.full(n, np.inf)
-    gq, order, start, size = _group_layout(qc, tc)
+    if gid is None:
+        gid = _group_numbers(np.vstack([qc, tc]))
+    gq, order, start, size = _group_layout(gid, n)
     own = size[gq] - (1 if exclude_self else 0)  # targets each query may list
     needed = (own > 0) & (bound >= 0.0)
     small = needed & (size[gq] <= ENUMERATE_UP_TO)
@@ -325,6 +359,8 @@ def _within_groups(
             search,
             inner,
             prime=prime,
+            # the groups refined by the combination of categories: those of all the columns
+            gid=refine_group_ids(gid, np.concatenate([qt, tt])),
         )
         found.append((r, c, d))
         bound = np.where(large, _tighter_bound(r, d, n, k, bound), bound)
@@ -337,7 +373,9 @@ def _within_groups(
             pairs, done = _one_mismatch_pairs(qr, tr, one, layout, tiles, k, exclude_self, settings, bound)
             found += pairs
             large[done] = False
-    found += _large_group_pairs(qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime)
+    found += _large_group_pairs(
+        qr, tr, np.flatnonzero(large), layout, k, exclude_self, settings, search, bound, prime, tiles
+    )
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     out_r, out_c, out_d = zip(*found)
@@ -381,7 +419,7 @@ def _one_mismatch_pairs(
         if not reach.size:
             continue
         tkey = gt[ts] * width + (tt[ts] - tcodes[ts, j].astype(np.int64) * stride[j])
-        by = np.argsort(tkey, kind="stable")
+        by = np.argsort(tkey, kind=ONE_MISMATCH_SORT)  # a window's targets ordered below
         sorted_key = tkey[by]
         qkey = gq[rows[reach]] * width + (qt[rows[reach]] - qcodes[rows[reach], j].astype(np.int64) * stride[j])
         # rows of one group and combination share a key: each distinct key looked up once, in
@@ -405,6 +443,9 @@ def _one_mismatch_pairs(
             r = np.repeat(rows[part], cnt)
             first = np.repeat(np.cumsum(cnt) - cnt, cnt)
             c = targets[np.repeat(lo, cnt) + (np.arange(r.size) - first)]
+            # each row's window by ascending target (r ascending already; few pairs, most windows
+            # are empty): the order a stable sort of the keys leaves
+            c = c[np.argsort(r * tr.shape[0] + c)]
             keep = qcodes[r, j] != tcodes[c, j]  # the same combination: searched among its categories
             if exclude_self:
                 keep &= r != c
@@ -427,13 +468,20 @@ def _tighter_bound(r: np.ndarray, d: np.ndarray, n: int, k: int, bound: np.ndarr
     return np.where(count >= k, np.minimum(bound, kth * kth), bound)
 
 
-def _group_layout(qc: np.ndarray, tc: np.ndarray) -> _Layout:
-    """The groups of equal codes of the query rows ``qc`` and targets ``tc`` (see ``_Layout``)."""
-    n = qc.shape[0]
-    gid = _group_numbers(np.vstack([qc, tc]))
+def _group_layout(gid: np.ndarray, n: int) -> _Layout:
+    """The groups of equal codes (see ``_Layout``) from their dense numbers ``gid`` of the ``n``
+    query rows, then the targets (``_group_numbers``)."""
     gq, gt = gid[:n], gid[n:]
-    order = np.argsort(gt, kind="stable")  # targets by group, lowest index first
     n_groups = int(gid.max()) + 1
+    # targets by group, lowest index first: numbers of 16 bits by NumPy's stable sort (a radix
+    # sort); more by a quicker unstable sort of (group, index) as one number (no two equal)
+    m = gt.size
+    if n_groups <= 1 << 16:
+        order = np.argsort(gt.astype(np.uint16), kind="stable")
+    elif n_groups * max(m, 1) < 1 << 62:
+        order = np.argsort(gt * m + np.arange(m))
+    else:
+        order = np.argsort(gt, kind="stable")
     size = np.bincount(gt, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     return gq, order, start, size
@@ -471,7 +519,7 @@ def _small_group_pairs(
             r, c = r[keep], c[keep]
         if tiles is not None and CATEGORY_PRUNE:
             costs, qcodes, tcodes = tiles[2], tiles[3], tiles[4]
-            keep = (qcodes[r] != tcodes[c]) @ costs <= bound[r]
+            keep = (np.take(qcodes, r, axis=0) != np.take(tcodes, c, axis=0)) @ costs <= bound[r]
             r, c = r[keep], c[keep]
         out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound))
     return out
@@ -508,16 +556,28 @@ def _large_group_pairs(
     search: Search | None,
     bound: np.ndarray,
     prime: _Prime | None = None,
+    tiles: _Tiles | None = None,
 ) -> list[_Pairs]:
     """The candidate pairs of the query rows ``large`` of large groups, group by group: the
-    engine's search for the largest groups, else a float64 GEMM per block of queries."""
+    engine's search for the largest groups, else a float64 GEMM per block of queries — or, for
+    the groups whose rows here have at most ``ENUMERATE_PAIRS_UP_TO`` pairs with its targets,
+    every pair by exact distance (``_small_group_pairs``, with ``tiles``), all such groups at once."""
     gq, order, start, size = layout
     out: list[_Pairs] = []
     if not large.size:
         return out
     by_group = large[np.argsort(gq[large], kind="stable")]
     groups, first = np.unique(gq[by_group], return_index=True)
-    for g, rows in zip(groups, np.split(by_group, first[1:])):  # a loop over large groups, not records
+    open_rows = np.diff(np.append(first, by_group.size))
+    # groups whose open rows have few pairs with its targets: every pair enumerated, all such
+    # groups at once (a GEMM per group costs far more than its few pairs there)
+    few = (open_rows * size[groups] <= ENUMERATE_PAIRS_UP_TO) & (size[groups] <= ENGINE_ABOVE)
+    if few.any():
+        rows = by_group[np.repeat(few, open_rows)]
+        out += _small_group_pairs(qr, tr, np.sort(rows), layout, k, exclude_self, settings, bound, tiles)
+    for g, rows, enumerated in zip(groups, np.split(by_group, first[1:]), few):  # a loop over groups
+        if enumerated:
+            continue
         tg = order[start[g] : start[g] + size[g]]
         if size[g] > ENGINE_ABOVE and search is not None:
             r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search, prime)

@@ -67,6 +67,11 @@ def category_codes(x: np.ndarray, slices: list[tuple[int, int]], chunk_bytes: in
     return codes, 0.0
 
 
+#: ``refine_group_ids`` numbers (number, code) pairs by counting when they span at most this many
+#: times the rows (else by sorting them)
+DENSE_NUMBERING_SPAN = 4
+
+
 def refine_group_ids(ids: np.ndarray | None, codes: np.ndarray, *, ordered: bool = True) -> np.ndarray:
     """Dense group numbers of the rows after one more integer code column: ``ids`` (the numbers so
     far, None before the first column) refined by ``codes``. Folding columns in one at a time
@@ -84,6 +89,12 @@ def refine_group_ids(ids: np.ndarray | None, codes: np.ndarray, *, ordered: bool
         import pandas as pd  # noqa: PLC0415 - a dependency; its hash-table factorize
 
         return pd.factorize(pairs)[0].astype(np.int64, copy=False)
+    top = int(pairs.max())
+    if pairs.ndim == 1 and top <= DENSE_NUMBERING_SPAN * pairs.size:
+        # few possible numbers: the rank of each among those present (one count, linear) — the
+        # same numbers as the sort of ``np.unique``
+        present = np.bincount(pairs, minlength=top + 1) > 0
+        return (np.cumsum(present) - 1)[pairs].astype(np.int64, copy=False)
     return np.unique(pairs, return_inverse=True)[1].ravel().astype(np.int64, copy=False)
 
 

@@ -12,6 +12,7 @@ import privgate
 from privgate import spaces
 from privgate.context import EvaluationContext
 from privgate.neighbours import coded as coded_module
+from privgate.neighbours import grouped as grouped_module
 from privgate.neighbours import knn
 from privgate.schema import infer_schema
 from privgate.spaces import famd_space, mixed_space
@@ -101,6 +102,7 @@ def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monke
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "PAIRS_PER_BLOCK", 97)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
     sch = infer_schema(frames)
     one = mixed_space(frames, sch)
@@ -119,6 +121,7 @@ def test_the_bound_drops_no_target_of_the_answer(frames, monkeypatch, enumerate_
     neighbours and distances, bit for bit, as without that bound; and it drops pairs."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", enumerate_up_to)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     cod = mixed_space(frames, infer_schema(frames), coded_above=30)
     bounded = coded_module._candidate_bound
     for ex in (False, True):
@@ -261,6 +264,7 @@ def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(mo
     by enumeration, GEMM blocks and the engine — and fewer rows searched in their whole group."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
+    monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
     frames = {"real": _tiled_frame(300, 3), "synthetic": _tiled_frame(200, 4)}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
@@ -485,3 +489,113 @@ def test_a_refit_without_a_minority_of_rows_from_the_cross_products_equals_the_w
     np.testing.assert_allclose(z._gram()(x), written.T @ (written @ x), rtol=1e-10, atol=1e-10)
     lanczos = z.rows(kept).leading_axes(3)
     np.testing.assert_allclose(s, lanczos[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("levels", [3, 50, 100_000])
+def test_group_numbers_refined_from_a_subsets_and_counted_equal_the_sorted_ones(monkeypatch, levels):
+    """A subset's group numbers refined from those of the subset less its last column (and the
+    inner search's from the outer groups' numbers by the combination of categories), numbered by
+    counting when they span few values: the numbers ``np.unique(columns, axis=0)`` gives; and the
+    targets ordered by group (a radix sort of 16-bit numbers when the groups fit) as by a stable
+    sort of the int64 numbers."""
+    r = np.random.default_rng(levels)
+    n, m = 700, 900
+    qc, tc = r.integers(0, levels, (n, 3)), r.integers(0, levels, (m, 3))
+    tiles_q, tiles_t = r.integers(0, 2**35, n), r.integers(0, 2**35, m)
+    both = np.vstack([qc, tc])
+    for counted_span in (0, 4):  # 0: always by sorting
+        monkeypatch.setattr(grouped_module, "DENSE_NUMBERING_SPAN", counted_span)
+        ids = None
+        for j in range(3):
+            ids = grouped_module.refine_group_ids(ids, both[:, j])
+            expected = np.unique(both[:, : j + 1], axis=0, return_inverse=True)[1].ravel()
+            assert np.array_equal(ids, expected)
+        inner = grouped_module.refine_group_ids(ids, np.concatenate([tiles_q, tiles_t]))
+        cols = np.column_stack([both, np.concatenate([tiles_q, tiles_t])])
+        assert np.array_equal(inner, np.unique(cols, axis=0, return_inverse=True)[1].ravel())
+        for gid in (ids, inner):
+            gq, order, start, size = coded_module._group_layout(gid, n)
+            assert np.array_equal(gq, gid[:n])
+            assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
+            assert np.array_equal(size, np.bincount(gid[n:], minlength=int(gid.max()) + 1))
+
+
+def test_one_mismatch_windows_from_an_unstable_sort_list_the_pairs_of_a_stable_one(monkeypatch):
+    """The one-mismatch search's keys sorted by an unstable sort, each row's window then put in
+    ascending target order: the same pairs in the same order, with the same distances, as a
+    stable sort of the keys gives; and the same neighbours."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    listed = []
+    one_mismatch = coded_module._one_mismatch_pairs
+
+    def recorded(*args):
+        pairs, done = one_mismatch(*args)
+        listed.append((pairs, done))
+        return pairs, done
+
+    monkeypatch.setattr(coded_module, "_one_mismatch_pairs", recorded)
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        for k in (1, 3):
+            found = {}
+            for kind in ("stable", "heapsort"):
+                monkeypatch.setattr(coded_module, "ONE_MISMATCH_SORT", kind)
+                listed.clear()
+                found[kind] = (knn(cod.real, t, k, exclude_self=ex, **opts), list(listed))
+            (a, pairs_a), (b, pairs_b) = found["stable"], found["heapsort"]
+            assert np.array_equal(a.idx, b.idx) and np.array_equal(a.dist, b.dist)
+            assert len(pairs_a) == len(pairs_b) and sum(sum(p[0].size for p in q) for q, _ in pairs_a) > 0
+            for (qa, done_a), (qb, done_b) in zip(pairs_a, pairs_b):
+                assert np.array_equal(done_a, done_b) and len(qa) == len(qb)
+                for x, y in zip(qa, qb):
+                    assert all(np.array_equal(u, v) for u, v in zip(x, y))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_larger_groups_with_few_open_pairs_enumerated_give_the_gemms_answers(monkeypatch, k):
+    """Larger groups whose rows searched in them have few pairs with its targets, enumerated all
+    at once (exact distances) instead of a GEMM per group: the same neighbours and distances, bit
+    for bit, fewer GEMM calls, and the one-hot search's distances."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 10_000)
+    frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    calls = []
+    gemm = coded_module._k_smallest_in_group
+
+    def counted(*args):
+        calls.append(1)
+        return gemm(*args)
+
+    monkeypatch.setattr(coded_module, "_k_smallest_in_group", counted)
+    one_hot = mixed_space(frames, infer_schema(frames))
+    for ex in (False, True):
+        t = cod.real if ex else cod.synthetic
+        found, n_calls = {}, {}
+        for most in (0, 100_000):
+            monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", most)
+            calls.clear()
+            found[most] = knn(cod.real, t, k, exclude_self=ex, **opts)
+            n_calls[most] = len(calls)
+        assert np.array_equal(found[0].idx, found[100_000].idx)
+        assert np.array_equal(found[0].dist, found[100_000].dist)
+        assert n_calls[0] > 0 and n_calls[100_000] == 0
+        ref = knn(one_hot.real, one_hot.real if ex else one_hot.synthetic, k, exclude_self=ex)
+        np.testing.assert_allclose(found[0].dist, ref.dist, rtol=1e-12, atol=1e-12)
+
+
+def test_targets_of_more_than_65536_groups_ordered_as_by_a_stable_sort():
+    """More groups than 16-bit numbers hold: the targets ordered by (group, index) as one number
+    by an unstable sort, as a stable sort of the group numbers orders them."""
+    r = np.random.default_rng(3)
+    n, m = 500, 200_000
+    gid = r.integers(0, 70_000, n + m)
+    gid[-1] = 69_999  # (the groups' count is the largest number + 1)
+    gq, order, start, size = coded_module._group_layout(gid, n)
+    assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
+    assert np.array_equal(start, np.concatenate([[0], np.cumsum(size)[:-1]]))
