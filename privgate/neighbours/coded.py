@@ -98,7 +98,8 @@ ONE_MISMATCH_MAX = 256
 #: many pairs with its targets is searched by enumerating them, with the other such groups at once
 ENUMERATE_PAIRS_UP_TO = 4096
 #: how the one-mismatch search sorts the targets' keys: an unstable sort (about twice as fast as
-#: a stable one), each row's window of targets then put in ascending order — as "stable" lists them
+#: a stable one); a window's targets may then come in any order, which changes nothing — each
+#: pair's distance is its own, and the k nearest are picked by (distance, index)
 ONE_MISMATCH_SORT = "quicksort"
 
 Search = Callable[..., Neighbours]
@@ -443,9 +444,6 @@ def _one_mismatch_pairs(
             r = np.repeat(rows[part], cnt)
             first = np.repeat(np.cumsum(cnt) - cnt, cnt)
             c = targets[np.repeat(lo, cnt) + (np.arange(r.size) - first)]
-            # each row's window by ascending target (r ascending already; few pairs, most windows
-            # are empty): the order a stable sort of the keys leaves
-            c = c[np.argsort(r * tr.shape[0] + c)]
             keep = qcodes[r, j] != tcodes[c, j]  # the same combination: searched among its categories
             if exclude_self:
                 keep &= r != c

@@ -521,9 +521,10 @@ def test_group_numbers_refined_from_a_subsets_and_counted_equal_the_sorted_ones(
 
 
 def test_one_mismatch_windows_from_an_unstable_sort_list_the_pairs_of_a_stable_one(monkeypatch):
-    """The one-mismatch search's keys sorted by an unstable sort, each row's window then put in
-    ascending target order: the same pairs in the same order, with the same distances, as a
-    stable sort of the keys gives; and the same neighbours."""
+    """The one-mismatch search's keys sorted by an unstable sort (a window's targets in any
+    order): the same candidate pairs, in the same order and with the same distances, as a stable
+    sort of the keys gives — each row's k nearest are picked by (distance, index) — and the same
+    neighbours."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
     frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
