@@ -256,6 +256,29 @@ def _tiled_frame(n: int, seed: int) -> pl.DataFrame:
     )
 
 
+def _tiled_search(monkeypatch, seeds: tuple[int, int], engine_above: int, sizes: tuple[int, int] = (300, 200)):
+    """(frames, their mixed space with the zip and dx columns coded, knn's coded options) of two
+    tiled frames, groups of more than 4 targets searched by GEMM or, above ``engine_above``, by
+    the engine."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
+    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    frames = {"real": _tiled_frame(sizes[0], seeds[0]), "synthetic": _tiled_frame(sizes[1], seeds[1])}
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    return frames, cod, {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+
+
+def _spy(monkeypatch, name: str, record) -> None:
+    """Replace ``coded_module.<name>`` by itself calling ``record(args, result)`` after each call."""
+    real = getattr(coded_module, name)
+
+    def spied(*args):
+        out = real(*args)
+        record(args, out)
+        return out
+
+    monkeypatch.setattr(coded_module, name, spied)
+
+
 @pytest.mark.parametrize("engine_above", [10_000, 12])
 def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(monkeypatch, engine_above):
     """A large group's rows first searched among the targets of their own categories (whose k-th
@@ -441,19 +464,9 @@ def test_a_self_searched_groups_open_rows_alone_give_the_whole_groups_answers(mo
     """A large group of a set searched against itself by the engine: its open rows searched alone
     (k + 1 nearest in the group, less themselves) give the answers of the whole group searched
     against itself, bit for bit, and of the one-hot search; and the open-rows path is taken."""
-    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
-    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
-    frames = {"real": _tiled_frame(400, 7), "synthetic": _tiled_frame(50, 8)}
-    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
-    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    frames, cod, opts = _tiled_search(monkeypatch, (7, 8), engine_above=12, sizes=(400, 50))
     seen = []
-    engine = coded_module._engine_in_group
-
-    def counted(qr, tr, rows, tg, *args):
-        seen.append((rows.size, tg.size))
-        return engine(qr, tr, rows, tg, *args)
-
-    monkeypatch.setattr(coded_module, "_engine_in_group", counted)
+    _spy(monkeypatch, "_engine_in_group", lambda args, out: seen.append((args[2].size, args[3].size)))
     answers = {}
     for share in (1_000_000, 2):
         monkeypatch.setattr(coded_module, "SELF_SHARE", share)
@@ -525,20 +538,9 @@ def test_one_mismatch_windows_from_an_unstable_sort_list_the_pairs_of_a_stable_o
     order): the same candidate pairs, in the same order and with the same distances, as a stable
     sort of the keys gives — each row's k nearest are picked by (distance, index) — and the same
     neighbours."""
-    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
-    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
-    frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
-    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
-    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    _, cod, opts = _tiled_search(monkeypatch, (7, 8), engine_above=12)
     listed = []
-    one_mismatch = coded_module._one_mismatch_pairs
-
-    def recorded(*args):
-        pairs, done = one_mismatch(*args)
-        listed.append((pairs, done))
-        return pairs, done
-
-    monkeypatch.setattr(coded_module, "_one_mismatch_pairs", recorded)
+    _spy(monkeypatch, "_one_mismatch_pairs", lambda args, out: listed.append(out))
     for ex in (False, True):
         t = cod.real if ex else cod.synthetic
         for k in (1, 3):
@@ -561,19 +563,9 @@ def test_larger_groups_with_few_open_pairs_enumerated_give_the_gemms_answers(mon
     """Larger groups whose rows searched in them have few pairs with its targets, enumerated all
     at once (exact distances) instead of a GEMM per group: the same neighbours and distances, bit
     for bit, fewer GEMM calls, and the one-hot search's distances."""
-    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
-    monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 10_000)
-    frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
-    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
-    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    frames, cod, opts = _tiled_search(monkeypatch, (5, 6), engine_above=10_000)
     calls = []
-    gemm = coded_module._k_smallest_in_group
-
-    def counted(*args):
-        calls.append(1)
-        return gemm(*args)
-
-    monkeypatch.setattr(coded_module, "_k_smallest_in_group", counted)
+    _spy(monkeypatch, "_k_smallest_in_group", lambda args, out: calls.append(1))
     one_hot = mixed_space(frames, infer_schema(frames))
     for ex in (False, True):
         t = cod.real if ex else cod.synthetic
