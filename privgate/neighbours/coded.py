@@ -95,8 +95,12 @@ CATEGORY_PRUNE = True
 #: a row is searched that way when those targets are at most this many (else in its whole group)
 ONE_MISMATCH_MAX = 256
 #: a larger group (up to ``ENGINE_ABOVE`` targets) whose rows searched in it have at most this
-#: many pairs with its targets is searched by enumerating them, with the other such groups at once
-ENUMERATE_PAIRS_UP_TO = 4096
+#: many pairs with its targets is searched by enumerating them, with the other such groups at once.
+#: 0 (off) as shipped: on values that repeat exactly (rounded to 0.1), distances equal but for
+#: rounding were picked differently from the GEMM path — a different nearest index at a tie
+#: (tests/sharded/test_sharded_parts.py) — and the cause is not yet found; 4,096 saved ~1 CPU-s
+#: at 100k Texas-like records
+ENUMERATE_PAIRS_UP_TO = 0
 #: how the one-mismatch search sorts the targets' keys: an unstable sort (about twice as fast as
 #: a stable one); a window's targets may then come in any order, which changes nothing — each
 #: pair's distance is its own, and the k nearest are picked by (distance, index)
@@ -185,20 +189,8 @@ def knn_coded(
             numbers[subset] = refine_group_ids(
                 numbers.get(subset[:-1]), np.concatenate([qc[:, subset[-1]], tc[:, subset[-1]]])
             )
-            r, c, d = _within_groups(
-                qr,
-                tr,
-                qc[:, subset],
-                tc[:, subset],
-                k,
-                exclude_self,
-                settings,
-                search,
-                bound - other,
-                tiles,
-                prime,
-                numbers[subset],
-            )
+            subset_args = (qc[:, subset], tc[:, subset], k, exclude_self, settings, search, bound - other)
+            r, c, d = _within_groups(qr, tr, *subset_args, tiles, prime, numbers[subset])
             rows.append(r)
             cols.append(c)
             dists.append(d)

@@ -221,7 +221,7 @@ def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path)
     with_view = check_workers(Scheduler(2**34), inputs, ["authenticity", "label_free_copies"])
     assert with_view["tcp://10.0.0.7:4000"]["estimate"] == 100 * 2**20 + 2 * per_task + mapped
     with pytest.raises(MemoryLimitError, match="mapped columns"):
-        check_workers(Scheduler(int((100 * 2**20 + 2 * per_task + mapped / 2) / 0.8)), inputs, ["label_free_copies"])
+        check_workers(Scheduler(100 * 2**20 + 2 * per_task + mapped - 1), inputs, ["label_free_copies"])
 
 
 def test_bucketed_distinct_counts_and_identifier_hits_are_exact(tmp_path):
