@@ -26,9 +26,9 @@ answer are dropped, so the answer is the same, bit for bit.
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records) and for the larger groups whose rows left to search there have at most
-``ENUMERATE_PAIRS_UP_TO`` pairs with its targets (all such groups at once), one float64 GEMM per
-block of another larger group's queries, and the engine's
+hold a few records) and, when ``ENUMERATE_PAIRS_UP_TO`` is set (off as shipped), for the larger
+groups whose rows left to search there have at most that many pairs with its targets (all such
+groups at once), one float64 GEMM per block of another larger group's queries, and the engine's
 own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixed costs —
 category codes, prepared copies — outweigh a GEMM: on 25k Texas-like rows, identifiability and
 authenticity with their baselines took 8.7 CPU-s with 384, 6.8 with 2,048). Memory and time grow
