@@ -163,8 +163,16 @@ def label_free_gates(client, tmp: Path, real: pl.DataFrame, synth: pl.DataFrame,
     path = tmp / "gate.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     local = run_gate(str(path), real, synth, holdout=holdout, record=False, threads=1)
-    remote = run_gate(
-        str(path),
+    return local, sharded_gate(str(path), folders, client)
+
+
+def sharded_gate(cfg, folders: dict[str, str], client, **kw):
+    """One sharded run of the gate ``cfg`` on the partition folders (real, synthetic, holdout) on
+    ``client``'s cluster (or a scheduler address), one thread, not recorded."""
+    from privgate.gates import run_gate
+
+    return run_gate(
+        cfg,
         folders["real"],
         folders["synthetic"],
         holdout=folders["holdout"],
@@ -172,5 +180,5 @@ def label_free_gates(client, tmp: Path, real: pl.DataFrame, synth: pl.DataFrame,
         threads=1,
         executor=client,
         sharded=True,
+        **kw,
     )
-    return local, remote

@@ -19,7 +19,7 @@ distributed = pytest.importorskip("distributed", reason="the [dask] extra is par
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-from sharded_data import KillAfter, close, records, release, sharded_default_gate, write_folder  # noqa: E402
+from sharded_data import KillAfter, close, records, release, sharded_default_gate, sharded_gate, write_folder  # noqa: E402
 
 from privgate.gates import run_gate  # noqa: E402
 from privgate.sharded.context import NOT_SHARDED, SHARDED_METRICS  # noqa: E402
@@ -102,7 +102,7 @@ def gated(inputs, cluster):
     """The sharded gate of the inputs, on the cluster as started (and the workers it ran on)."""
     _, client = cluster
     before = set(client.scheduler_info(n_workers=-1)["workers"])
-    out = _sharded(inputs["config"], inputs["folders"], client)
+    out = sharded_gate(inputs["config"], inputs["folders"], client)
     return out, before, set(client.scheduler_info(n_workers=-1)["workers"]), client.run(_peak)
 
 
@@ -118,20 +118,6 @@ def _numbers(outcome) -> dict:
         n: (r.value, r.raw, r.ci, r.baseline, r.baseline_ci, r.excess, r.excess_ci, r.p_value)
         for n, r in outcome.report.results.items()
     }
-
-
-def _sharded(cfg, folders, client, **kw):
-    return run_gate(
-        cfg,
-        folders["real"],
-        folders["synthetic"],
-        holdout=folders["holdout"],
-        record=False,
-        threads=1,
-        executor=client,
-        sharded=True,
-        **kw,
-    )
 
 
 def test_the_sharded_gate_equals_the_local_gate_on_workers_smaller_than_its_peak(inputs, gated):
@@ -181,7 +167,7 @@ def test_a_worker_killed_mid_gate_has_its_shards_recomputed(inputs, cluster, gat
     killer = type("Killer", (KillAfter, SchedulerPlugin), {})(pids, after=40, prefixes=("pair_task", "block_task"))
     lc.scheduler.add_plugin(killer, name="privgate-test-killer")
     try:
-        out = _sharded(inputs["config"], inputs["folders"], client)
+        out = sharded_gate(inputs["config"], inputs["folders"], client)
     finally:
         lc.scheduler.remove_plugin(name="privgate-test-killer")
     assert killer.killed is not None and killer.seen < expected.report.params["sharded"]["search_tasks"]
@@ -196,7 +182,7 @@ def test_a_partition_no_worker_can_read_blocks_naming_the_file(inputs, cluster):
     write_folder(inputs["frames"]["synthetic"].head(300), broken, files=2)
     (broken / "part-01.parquet").write_bytes(b"PAR1 not a parquet file")
     folders = {**inputs["folders"], "synthetic": str(broken)}
-    out = _sharded(inputs["config"], folders, client)
+    out = sharded_gate(inputs["config"], folders, client)
     assert out.exit_code == 3
     messages = " ".join(c.message for c in out.checks if c.rule == "error")
     assert "part-01.parquet" in messages and "synthetic" in messages
@@ -209,7 +195,7 @@ def test_an_unreachable_scheduler_blocks_naming_the_address(inputs, monkeypatch)
 
     monkeypatch.setattr(audit_cluster, "CONNECT_TIMEOUT", 1.0)
     monkeypatch.setattr(audit_cluster.connect, "__defaults__", (1.0,))
-    out = _sharded(inputs["config"], inputs["folders"], "dask://127.0.0.1:9")
+    out = sharded_gate(inputs["config"], inputs["folders"], "dask://127.0.0.1:9")
     assert out.exit_code == 3
     assert any("127.0.0.1:9" in c.message for c in out.checks if c.rule == "error")
 
@@ -253,7 +239,7 @@ def test_a_metric_not_sharded_is_refused_before_anything_is_read_naming_it(input
     path = inputs["tmp"] / "with_close_values.yaml"
     path.write_text(yaml.safe_dump(cfg))
     missing = {r: str(inputs["tmp"] / "nowhere" / r) for r in ("real", "synthetic", "holdout")}
-    out = _sharded(str(path), missing, client)  # the paths are never opened
+    out = sharded_gate(str(path), missing, client)  # the paths are never opened
     assert out.exit_code == 3 and out.report is None
     [check] = [c for c in out.checks if c.rule == "error"]
     assert "nothing was evaluated" in check.message
@@ -274,7 +260,7 @@ def test_a_search_failing_on_the_cluster_blocks_naming_the_metric_and_no_value(i
         raise RuntimeError(f"a worker quoting a record: {secret}")
 
     monkeypatch.setattr(ShardedSearch, "knn", fails)
-    out = _sharded(inputs["config"], inputs["folders"], client)
+    out = sharded_gate(inputs["config"], inputs["folders"], client)
     assert out.exit_code == 3
     messages = " ".join(c.message for c in out.checks if c.rule == "error")
     assert "RuntimeError (message withheld" in messages and secret not in messages, messages
