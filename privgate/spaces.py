@@ -601,8 +601,14 @@ class FamdInputs:
         if fast is not None:
             codes, sq = fast
             xc = x[wd:]
-            scaled = xc / (sq if xc.ndim == 1 else sq[:, None])
-            out += scaled[codes].sum(axis=1)
+            if xc.ndim == 1:
+                out += (xc / sq)[codes].sum(axis=1)
+            else:  # one column's gather at a time: the same sums in the same order, no (n, h, j) copy
+                scaled = xc / sq[:, None]
+                total = scaled[codes[:, 0]]
+                for j in range(1, codes.shape[1]):
+                    total += scaled[codes[:, j]]
+                out += total
             out -= sq @ xc
             return out
         for code, p, xc in zip(self.codes, self.shares, self._parts(x)[1:]):
@@ -642,7 +648,9 @@ class FamdInputs:
         from scipy.sparse.linalg import LinearOperator, svds
 
         if rows is not None:
-            left = np.setdiff1d(np.arange(self.shape[0]), rows)
+            out = np.ones(self.shape[0], dtype=bool)
+            out[rows] = False
+            left = np.flatnonzero(out)  # the rows not given (a sort-free setdiff1d)
             if GRAM_REFITS and 2 * left.size < self.shape[0] and self._global() is not None:
                 return self._leading_axes_without(n, left, start)
             return self.rows(rows).leading_axes(n, start=start)  # its own operator, sliced once
