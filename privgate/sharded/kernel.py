@@ -145,7 +145,8 @@ def engine_knn(
     (:func:`privgate.neighbours.knn`, ``approximate=False``: its grouped, tiled and coded paths,
     which settle categorical data far sooner than one screen of every pair): the k nearest — the
     k + 1 nearest when a record may be listed as its own neighbour, itself then dropped by global
-    index (or, if k + 1 exact duplicates of lower index keep it out, the last)."""
+    index (or, if k + 1 exact duplicates of lower index keep it out, the last; and listing more
+    where its own distance 0 hid a tie at its nearest other record: :func:`_without_self`)."""
     from ..neighbours import knn
 
     nq = query.shape[0]
@@ -154,23 +155,48 @@ def engine_knn(
     kk = min(k + (1 if exclude_self else 0), target.shape[0])
     if nq == 0 or kk == 0:
         return out_d, out_i
-    nb = knn(
-        query,
-        target,
-        kk,
-        categorical_slices=list(categorical_slices) or None,
-        coded_columns=list(coded) or None,
-        approximate=False,
-        use_faiss=False,
-    )
-    dist, idx = nb.dist, target_ids[nb.idx]
+
+    def search(q: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        nb = knn(
+            q,
+            target,
+            width,
+            categorical_slices=list(categorical_slices) or None,
+            coded_columns=list(coded) or None,
+            approximate=False,
+            use_faiss=False,
+        )
+        return nb.dist, target_ids[nb.idx]
+
+    dist, idx = search(query, kk)
     if exclude_self:
-        own = idx == query_ids[:, None]
-        keep = ~own
-        if kk > k:  # a row that does not list itself drops its last entry instead
-            keep[~own.any(axis=1), kk - 1] = False
-        rows = np.broadcast_to(np.arange(nq)[:, None], idx.shape)[keep]
-        return top_k(rows, dist[keep], idx[keep], nq, k)
+        return _without_self(query, query_ids, target.shape[0], k, kk, search, dist, idx)
     m = min(k, kk)
     out_d[:, :m], out_i[:, :m] = dist[:, :m], idx[:, :m]
     return out_d, out_i
+
+
+def _without_self(query, query_ids, m: int, k: int, width: int, search, dist, idx) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other records of each query row from its ``width`` nearest (``dist``,
+    ``idx``: global indices), itself dropped by global index. A row that listed itself had its
+    ties snapped to its own distance 0, so the tie class at its nearest other record may be cut
+    short (targets at that distance but for rounding, of lower index, not listed): the rows whose
+    last listed distance is within twice the tolerance of their nearest other are searched again,
+    listing twice as many, until it is not or every target is listed (a loop over rounds)."""
+    rows_out, dist_out, idx_out = [], [], []
+    todo = np.arange(query.shape[0])
+    while True:
+        own = idx == query_ids[todo, None]
+        listed = own.any(axis=1)
+        other = np.where(own, np.inf, dist).min(axis=1)
+        last = dist[:, -1]
+        again = listed & (width < m) & (last <= other + 2.0 * REL_TOL * (1.0 + np.abs(other)))
+        keep = ~own & ~again[:, None]
+        rows_out.append(np.broadcast_to(todo[:, None], idx.shape)[keep])
+        dist_out.append(dist[keep])
+        idx_out.append(idx[keep])
+        if not again.any():
+            break
+        todo, width = todo[again], min(2 * width, m)
+        dist, idx = search(np.ascontiguousarray(query[todo]), width)
+    return top_k(np.concatenate(rows_out), np.concatenate(dist_out), np.concatenate(idx_out), query.shape[0], k)

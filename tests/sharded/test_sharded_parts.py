@@ -162,6 +162,23 @@ def test_the_engine_path_lists_what_the_screen_lists():
         assert np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12) and np.array_equal(a[1][:, 0], b[1][:, 0])
 
 
+def test_a_tie_hidden_by_the_query_itself_is_listed_by_lowest_index():
+    """Dropping a record's own entry from its k + 1 nearest must not cut the tie at its nearest
+    other record: targets 0 and 2 are both at squared distance 0.17 from record 1 but for rounding
+    (0.17000000000000004 and 0.16999999999999993). Snapped at record 1's own distance 0 they are
+    apart, so its 2 nearest were itself and target 2; at its nearest other record they tie, and
+    the plain screen lists target 0, the lower index."""
+    from privgate.sharded.kernel import engine_knn
+
+    t = np.array([[-0.3, -1.4], [0.1, -1.5], [0.2, -1.1]])
+    ids = np.array([10, 11, 12])
+    assert ((t[0] - t[1]) ** 2).sum() > ((t[2] - t[1]) ** 2).sum()  # apart by rounding only
+    a = engine_knn(t, ids, t, ids, 1, exclude_self=True)
+    b = block_knn(t, ids, t, ids, 1, exclude_self=True)
+    assert a[1][:, 0].tolist() == b[1][:, 0].tolist() == [11, 10, 11]
+    assert np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12)
+
+
 def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path):
     from privgate.errors import MemoryLimitError
     from privgate.sharded.memory import check_workers, task_bytes
