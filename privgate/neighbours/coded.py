@@ -26,7 +26,7 @@ answer are dropped, so the answer is the same, bit for bit.
 The rest-space search S_∅ is the engine's own (every path: duplicates, groups of one-hot
 categories, k-d trees, screens); the S_M for M ≠ ∅ are searches inside groups of equal codes:
 pairs enumerated directly for groups of up to ``ENUMERATE_UP_TO`` targets (a postcode's groups
-hold a few records) and, when ``ENUMERATE_PAIRS_UP_TO`` is set (off as shipped), for the larger
+hold a few records) and, through ``ENUMERATE_PAIRS_UP_TO``, for the larger
 groups whose rows left to search there have at most that many pairs with its targets (all such
 groups at once), one float64 GEMM per block of another larger group's queries, and the engine's
 own search for groups of more than ``ENGINE_ABOVE`` targets (below that its fixed costs —
@@ -71,6 +71,12 @@ GEMM_ENTRIES = 1 << 22
 #: a group of more targets than this is searched by the engine itself (its float32 screen with
 #: an error bound, k-d trees and category tiles beat a float64 GEMM of every pair there)
 ENGINE_ABOVE = 2048
+#: ... and only when its rows searched there make more than this many pairs with its targets:
+#: below, the engine's fixed cost per call (~12 ms: category codes, prepared copies, its screen)
+#: outweighs a float64 GEMM of those pairs (~14 ns a pair). On Texas-like frames of 100,000
+#: records, 54 of the engine's 117 calls inside groups had under 50 rows (~1 M pairs) and took
+#: 0.66 CPU-s
+ENGINE_MIN_PAIRS = 1 << 20
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
 #: whether a larger group's rows are first searched among the targets of their own combination of
@@ -95,12 +101,10 @@ CATEGORY_PRUNE = True
 #: a row is searched that way when those targets are at most this many (else in its whole group)
 ONE_MISMATCH_MAX = 256
 #: a larger group (up to ``ENGINE_ABOVE`` targets) whose rows searched in it have at most this
-#: many pairs with its targets is searched by enumerating them, with the other such groups at once.
-#: 0 (off) as shipped: on values that repeat exactly (rounded to 0.1), distances equal but for
-#: rounding were picked differently from the GEMM path — a different nearest index at a tie
-#: (tests/sharded/test_sharded_parts.py) — and the cause is not yet found; 4,096 saved ~1 CPU-s
-#: at 100k Texas-like records
-ENUMERATE_PAIRS_UP_TO = 0
+#: many pairs with its targets is searched by enumerating them, with the other such groups at once
+#: (each row's k nearest kept with every target tied with its k-th but for rounding:
+#: ``_k_nearest_within``). At 100k Texas-like records it replaces ~5,500 GEMM calls (~1 CPU-s)
+ENUMERATE_PAIRS_UP_TO = 4096
 #: how the one-mismatch search sorts the targets' keys: an unstable sort (about twice as fast as
 #: a stable one); a window's targets may then come in any order, which changes nothing — each
 #: pair's distance is its own, and the k nearest are picked by (distance, index)
@@ -525,14 +529,19 @@ def _k_nearest_within(
     bound: np.ndarray,
 ) -> _Pairs:
     """Of the pairs (query rows ``r``, target rows ``c``): each row's (up to) k with the smallest
-    (exact rest distance, index) among those within its ``bound`` — rows ascending."""
+    (exact rest distance, index) among those within its ``bound``, and every other within a
+    relative 1e-6 of its k-th (the decision snaps ties within 1e-9 and then takes the lowest
+    index, which a cut by exact distance could have dropped) — rows ascending."""
     d = distances_of_pairs(qr, tr, r, c, settings)
     near = d * d <= bound[r]  # the others cannot be in the answer
     r, c, d = r[near], c[near], d[near]
     pick = np.lexsort((c, d, r))
     r, c, d = r[pick], c[pick], d[pick]
-    rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
-    return r[rank < k], c[rank < k], d[rank < k]
+    first = np.searchsorted(r, r, side="left")
+    last = np.searchsorted(r, r, side="right") - 1
+    kth = d[np.minimum(first + k - 1, last)]
+    keep = (np.arange(r.size) - first < k) | (d <= kth * (1.0 + 1e-6) + 1e-6)
+    return r[keep], c[keep], d[keep]
 
 
 def _large_group_pairs(
@@ -569,7 +578,7 @@ def _large_group_pairs(
         if enumerated:
             continue
         tg = order[start[g] : start[g] + size[g]]
-        if size[g] > ENGINE_ABOVE and search is not None:
+        if size[g] > ENGINE_ABOVE and rows.size * size[g] > ENGINE_MIN_PAIRS and search is not None:
             r, c, d = _engine_in_group(qr, tr, rows, tg, k, exclude_self, search, prime)
         else:
             r, c = _k_smallest_in_group(qr, tr, rows, tg, k, exclude_self, bound)

@@ -104,6 +104,7 @@ def test_larger_groups_by_gemm_or_the_engine_give_the_same_answers(frames, monke
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
     monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    monkeypatch.setattr(coded_module, "ENGINE_MIN_PAIRS", 0)  # the engine whatever its rows
     sch = infer_schema(frames)
     one = mixed_space(frames, sch)
     cod = mixed_space(frames, sch, coded_above=30)
@@ -262,6 +263,7 @@ def _tiled_search(monkeypatch, seeds: tuple[int, int], engine_above: int, sizes:
     the engine."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    monkeypatch.setattr(coded_module, "ENGINE_MIN_PAIRS", 0)  # the engine whatever its rows
     frames = {"real": _tiled_frame(sizes[0], seeds[0]), "synthetic": _tiled_frame(sizes[1], seeds[1])}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
     return frames, cod, {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
@@ -289,6 +291,7 @@ def test_searching_a_groups_rows_among_their_categories_first_changes_nothing(mo
     monkeypatch.setattr(coded_module, "GEMM_ENTRIES", 50)
     monkeypatch.setattr(coded_module, "ENUMERATE_PAIRS_UP_TO", 0)  # every larger group by GEMM
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", engine_above)
+    monkeypatch.setattr(coded_module, "ENGINE_MIN_PAIRS", 0)  # the engine whatever its rows
     frames = {"real": _tiled_frame(300, 3), "synthetic": _tiled_frame(200, 4)}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
     assert len(cod.coded_columns) == 2 and cod.categorical_slices
@@ -365,6 +368,7 @@ def test_the_engine_inside_groups_reads_the_codes_it_is_handed(monkeypatch, self
 
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "ENGINE_MIN_PAIRS", 0)  # the engine whatever its rows
     monkeypatch.setattr(coded_module, "SELF_SHARE", self_share)
     frames = {"real": _tiled_frame(300, 5), "synthetic": _tiled_frame(200, 6)}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
@@ -402,6 +406,7 @@ def test_rows_affording_one_mismatch_searched_among_targets_differing_on_one_cat
     are searched in their whole group as before."""
     monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 4)
     monkeypatch.setattr(coded_module, "ENGINE_ABOVE", 12)
+    monkeypatch.setattr(coded_module, "ENGINE_MIN_PAIRS", 0)  # the engine whatever its rows
     monkeypatch.setattr(coded_module, "ONE_MISMATCH_MAX", most)
     frames = {"real": _tiled_frame(300, 7), "synthetic": _tiled_frame(200, 8)}
     cod = mixed_space(frames, infer_schema(frames), coded_above=4)
@@ -592,3 +597,17 @@ def test_targets_of_more_than_65536_groups_ordered_as_by_a_stable_sort():
     gq, order, start, size = coded_module._group_layout(gid, n)
     assert np.array_equal(order, np.argsort(gid[n:], kind="stable"))
     assert np.array_equal(start, np.concatenate([[0], np.cumsum(size)[:-1]]))
+
+
+def test_a_group_tie_at_the_kth_keeps_the_lowest_index(monkeypatch):
+    """A small group's enumerated pairs keep every target tied (but for rounding) with its k-th,
+    so that the decision can take the lowest index as for any tie: query (0.1, −1.5) and two
+    targets of its code at squared rest distance 0.17 but for rounding — index 1 at
+    0.17000000000000004, index 2 at 0.16999999999999993 — and a target of another code nearer in
+    the rest space (index 0, which the rest-space search lists). Its nearest is index 1."""
+    monkeypatch.setattr(coded_module, "ENUMERATE_UP_TO", 16)
+    q = np.array([[0.1, -1.5, 7.0]])
+    t = np.array([[0.1, -1.45, 3.0], [-0.3, -1.4, 7.0], [0.2, -1.1, 7.0]])
+    nb = knn(q, t, 1, coded_columns=[(2, 1.0)])
+    assert nb.idx[0].tolist() == [1]
+    np.testing.assert_allclose(nb.dist[0], [np.sqrt(0.17)], rtol=1e-12)
