@@ -611,3 +611,32 @@ def test_a_group_tie_at_the_kth_keeps_the_lowest_index(monkeypatch):
     nb = knn(q, t, 1, coded_columns=[(2, 1.0)])
     assert nb.idx[0].tolist() == [1]
     np.testing.assert_allclose(nb.dist[0], [np.sqrt(0.17)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_enumerated_pairs_screened_on_a_few_coordinates_give_the_same_answers(monkeypatch, exclude_self):
+    """Enumerated pairs whose squared distance over the rest space's few coordinates of largest
+    variance is beyond their row's bound are dropped before their exact distances: the same
+    neighbours and distances, bit for bit, as without the screen, from fewer exact distances."""
+    rng = np.random.default_rng(5)
+    rest = rng.normal(size=(3000, 20)) * np.linspace(0.2, 2.0, 20)
+    codes = np.concatenate([rng.integers(0, 400, 2000), rng.integers(400, 410, 1000)]).astype(float)
+    t = np.column_stack([rest, codes])
+    q = t if exclude_self else np.column_stack([rng.normal(size=(500, 20)), rng.integers(0, 410, 500)])
+    exact = []
+    pairs = coded_module.distances_of_pairs
+
+    def counted(a, b, r, c, settings):
+        exact.append(r.size if a.shape[1] == 20 else 0)
+        return pairs(a, b, r, c, settings)
+
+    monkeypatch.setattr(coded_module, "distances_of_pairs", counted)
+    found = {}
+    for screen in (10**6, 4):
+        monkeypatch.setattr(coded_module, "SCREEN_COLUMNS", screen)
+        exact.clear()
+        found[screen] = knn(q, t, 3, exclude_self=exclude_self, coded_columns=[(20, 1.5)])
+        found[screen, "exact"] = sum(exact)
+    assert np.array_equal(found[4].idx, found[10**6].idx)
+    assert np.array_equal(found[4].dist, found[10**6].dist)
+    assert 0 < found[4, "exact"] < found[10**6, "exact"]
