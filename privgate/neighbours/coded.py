@@ -77,11 +77,13 @@ ENGINE_ABOVE = 2048
 #: records, 54 of the engine's 117 calls inside groups had under 50 rows (~1 M pairs) and took
 #: 0.66 CPU-s
 ENGINE_MIN_PAIRS = 1 << 20
-#: how many coordinates of the rest space (those of largest variance in the targets) screen
-#: enumerated pairs before their exact distances: the squared distance over a subset of the
-#: coordinates is at most the whole, so a pair whose screen distance is beyond the row's bound is
-#: dropped — as the bound would drop it after — from 16 coordinates read instead of every one (at
-#: 100k Texas-like records, 95: the exact distances of 5.2 M pairs took 2.7 CPU-s, memory-bound)
+#: how many coordinates of the rest space outside its one-hot categories (those of largest
+#: variance in the targets) screen enumerated pairs before their exact distances: the squared
+#: distance over them plus the costs of the categories the pair differs on (from their level
+#: codes) is at most the whole, so a pair whose screen distance is beyond the row's bound is
+#: dropped — as the bound would drop it after — from a few coordinates and codes instead of every
+#: coordinate (at 100k Texas-like records, 95: the exact distances of 5.2 M pairs took 2.7 CPU-s,
+#: memory-bound; the screen leaves the 0.9 M within the bound and few more)
 SCREEN_COLUMNS = 16
 #: pairs enumerated at once (distances in float64: 8 bytes each, plus the indices)
 PAIRS_PER_BLOCK = 1 << 21
@@ -187,7 +189,7 @@ def knn_coded(
     bound = _candidate_bound(base, qc, tc, cost)
     tiles = _tiles(qr, tr, categorical_slices, settings, memo) if TILES_FIRST else None
     prime = _primed(qr, tr, categorical_slices, settings, memo)
-    screen = _screen(qr, tr, memo)
+    screen = _screen(qr, tr, categorical_slices, memo)
     rows = [np.repeat(np.arange(n, dtype=np.int64), k)]
     cols = [base.idx.ravel()]
     dists = [base.dist.ravel()]
@@ -293,18 +295,24 @@ def _primed(
     return qcodes, tcodes, memo, ("category_codes", tuple(map(tuple, slices)))
 
 
-def _screen(qr: np.ndarray, tr: np.ndarray, memo: SearchMemo | None) -> _Screen | None:
-    """The screen coordinates of the rest matrices (``_Screen``): their ``SCREEN_COLUMNS``
-    columns of largest variance in the targets, as contiguous float64 copies (kept in ``memo``
-    for the other searches of the same matrices); None when the rest space is not wider."""
-    if tr.shape[1] <= SCREEN_COLUMNS or not tr.shape[0]:
+def _screen(
+    qr: np.ndarray, tr: np.ndarray, slices: list[tuple[int, int]] | None, memo: SearchMemo | None
+) -> _Screen | None:
+    """The screen coordinates of the rest matrices (``_Screen``): of their columns outside the
+    one-hot ``slices``, the ``SCREEN_COLUMNS`` of largest variance in the targets, as contiguous
+    float64 copies (kept in ``memo`` for the other searches of the same matrices); None when they
+    are all of the rest space or none of it."""
+    free = np.ones(tr.shape[1], dtype=bool)
+    for a, b in slices or ():
+        free[a:b] = False
+    free = np.flatnonzero(free)
+    if not free.size or not tr.shape[0] or (free.size == tr.shape[1] and free.size <= SCREEN_COLUMNS):
         return None
-    cols = SearchMemo.get_or_build(
-        memo,
-        tr,
-        ("coded_screen_columns", SCREEN_COLUMNS),
-        lambda: np.sort(np.argsort(-tr.var(axis=0), kind="stable")[:SCREEN_COLUMNS]),
-    )
+    if free.size > SCREEN_COLUMNS:
+        # the variance from every 16th row: any choice of columns screens exactly
+        spread = tr[:: max(1, tr.shape[0] // 65536), free].var(axis=0)
+        free = np.sort(free[np.argsort(-spread, kind="stable")[:SCREEN_COLUMNS]])
+    cols = free
     tag = ("coded_screen", tuple(cols.tolist()))
 
     def columns(x: np.ndarray) -> np.ndarray:
@@ -465,7 +473,7 @@ def _one_mismatch_pairs(
     step = max(1, PAIRS_PER_BLOCK // ONE_MISMATCH_MAX)
     for s in range(0, ok.size, step):  # blocks of rows: at most PAIRS_PER_BLOCK pairs held
         part = ok[s : s + step]
-        pr, pc = [], []
+        pr, pc, pf = [], [], []
         for targets, lo, hi, j in windows:
             lo, hi = lo[part], hi[part]
             cnt = hi - lo
@@ -477,8 +485,9 @@ def _one_mismatch_pairs(
                 keep &= r != c
             pr.append(r[keep])
             pc.append(c[keep])
+            pf.append(np.full(pc[-1].size, costs[j]))  # they differ on category j alone
         r, c = np.concatenate(pr), np.concatenate(pc)
-        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound, screen))
+        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound, screen, np.concatenate(pf)))
     return out, rows[ok]
 
 
@@ -544,11 +553,13 @@ def _small_group_pairs(
         if exclude_self:
             keep = r != c
             r, c = r[keep], c[keep]
+        floor: np.ndarray | float = 0.0
         if tiles is not None and CATEGORY_PRUNE:
             costs, qcodes, tcodes = tiles[2], tiles[3], tiles[4]
-            keep = (np.take(qcodes, r, axis=0) != np.take(tcodes, c, axis=0)) @ costs <= bound[r]
-            r, c = r[keep], c[keep]
-        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound, screen))
+            floor = (np.take(qcodes, r, axis=0) != np.take(tcodes, c, axis=0)) @ costs
+            keep = floor <= bound[r]
+            r, c, floor = r[keep], c[keep], floor[keep]
+        out.append(_k_nearest_within(qr, tr, r, c, k, settings, bound, screen, floor))
     return out
 
 
@@ -561,18 +572,21 @@ def _k_nearest_within(
     settings: SearchSettings,
     bound: np.ndarray,
     screen: _Screen | None = None,
+    floor: np.ndarray | float = 0.0,
 ) -> _Pairs:
     """Of the pairs (query rows ``r``, target rows ``c``): each row's (up to) k with the smallest
     (exact rest distance, index) among those within its ``bound``, and every other within a
     relative 1e-6 of its k-th (the decision snaps ties within 1e-9 and then takes the lowest
     index, which a cut by exact distance could have dropped) — rows ascending. ``screen``: the
-    rest matrices' screen coordinates (``SCREEN_COLUMNS``): a pair whose squared distance over
-    them exceeds its row's bound (by more than rounding) is dropped before its exact distance."""
+    rest matrices' screen coordinates (``SCREEN_COLUMNS``) and ``floor``, per pair (or for all)
+    at most the squared distance its one-hot categories add: a pair whose squared distance over
+    the screen plus its floor exceeds its row's bound (by more than rounding) is dropped before
+    its exact distance."""
     if screen is not None and r.size:
         part = distances_of_pairs(screen[0], screen[1], r, c, settings)
-        # a sum over fewer coordinates of the same squares: beyond the bound by more than a
+        # sums over disjoint coordinates of the same squares: beyond the bound by more than a
         # relative 1e-9 (far above rounding), the whole is beyond it too
-        near = part * part <= bound[r] * (1.0 + 1e-9)
+        near = part * part + floor <= bound[r] * (1.0 + 1e-9)
         r, c = r[near], c[near]
     d = distances_of_pairs(qr, tr, r, c, settings)
     near = d * d <= bound[r]  # the others cannot be in the answer

@@ -613,30 +613,50 @@ def test_a_group_tie_at_the_kth_keeps_the_lowest_index(monkeypatch):
     np.testing.assert_allclose(nb.dist[0], [np.sqrt(0.17)], rtol=1e-12)
 
 
-@pytest.mark.parametrize("exclude_self", [False, True])
-def test_enumerated_pairs_screened_on_a_few_coordinates_give_the_same_answers(monkeypatch, exclude_self):
-    """Enumerated pairs whose squared distance over the rest space's few coordinates of largest
-    variance is beyond their row's bound are dropped before their exact distances: the same
-    neighbours and distances, bit for bit, as without the screen, from fewer exact distances."""
+def _screened_inputs(kind: str, exclude_self: bool) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(query, target, knn options): 20 numeric coordinates of unequal spread and a coded column
+    (``plain``), or a mixed space of numbers, one-hot categories and two coded columns."""
     rng = np.random.default_rng(5)
-    rest = rng.normal(size=(3000, 20)) * np.linspace(0.2, 2.0, 20)
-    codes = np.concatenate([rng.integers(0, 400, 2000), rng.integers(400, 410, 1000)]).astype(float)
-    t = np.column_stack([rest, codes])
-    q = t if exclude_self else np.column_stack([rng.normal(size=(500, 20)), rng.integers(0, 410, 500)])
+    if kind == "plain":
+        rest = rng.normal(size=(3000, 20)) * np.linspace(0.2, 2.0, 20)
+        codes = np.concatenate([rng.integers(0, 400, 2000), rng.integers(400, 410, 1000)]).astype(float)
+        t = np.column_stack([rest, codes])
+        q = t if exclude_self else np.column_stack([rng.normal(size=(500, 20)), rng.integers(0, 410, 500)])
+        return q, t, {"coded_columns": [(20, 1.5)]}
+    frames = {
+        "real": _frame(1500, 7, zip_levels=60, dx_levels=8),
+        "synthetic": _frame(700, 8, zip_levels=60, dx_levels=8),
+    }
+    cod = mixed_space(frames, infer_schema(frames), coded_above=4)
+    opts = {"coded_columns": cod.coded_columns, "categorical_slices": cod.categorical_slices}
+    return cod.real, (cod.real if exclude_self else cod.synthetic), opts
+
+
+@pytest.mark.parametrize("kind", ["plain", "mixed"])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_enumerated_pairs_screened_on_a_few_coordinates_give_the_same_answers(monkeypatch, kind, exclude_self):
+    """Enumerated pairs whose squared distance over a few coordinates outside the one-hot
+    categories (those of largest variance), plus the costs of the categories they differ on, is
+    beyond their row's bound are dropped before their exact distances: the same neighbours and
+    distances, bit for bit, as without the screen, from fewer exact distances."""
+    q, t, opts = _screened_inputs(kind, exclude_self)
+    monkeypatch.setattr(coded_module, "SCREEN_COLUMNS", 4)
+    width = q.shape[1] - len(opts["coded_columns"])
     exact = []
     pairs = coded_module.distances_of_pairs
 
     def counted(a, b, r, c, settings):
-        exact.append(r.size if a.shape[1] == 20 else 0)
+        exact.append(r.size if a.shape[1] == width else 0)
         return pairs(a, b, r, c, settings)
 
     monkeypatch.setattr(coded_module, "distances_of_pairs", counted)
+    screen = coded_module._screen
     found = {}
-    for screen in (10**6, 4):
-        monkeypatch.setattr(coded_module, "SCREEN_COLUMNS", screen)
+    for on in (False, True):
+        monkeypatch.setattr(coded_module, "_screen", screen if on else (lambda *args: None))
         exact.clear()
-        found[screen] = knn(q, t, 3, exclude_self=exclude_self, coded_columns=[(20, 1.5)])
-        found[screen, "exact"] = sum(exact)
-    assert np.array_equal(found[4].idx, found[10**6].idx)
-    assert np.array_equal(found[4].dist, found[10**6].dist)
-    assert 0 < found[4, "exact"] < found[10**6, "exact"]
+        found[on] = knn(q, t, 3, exclude_self=exclude_self, **opts)
+        found[on, "exact"] = sum(exact)
+    assert np.array_equal(found[True].idx, found[False].idx)
+    assert np.array_equal(found[True].dist, found[False].dist)
+    assert 0 < found[True, "exact"] < found[False, "exact"]
