@@ -210,20 +210,49 @@ def knn_coded(
             cols.append(c)
             dists.append(d)
             n_grouped += r.size
-    r = np.concatenate(rows)
-    c = np.concatenate(cols)
-    # every candidate's rest distance is exact (from coordinate differences); a pair found twice
-    # is kept once
-    _, first = np.unique(r * m + c, return_index=True)
-    r, c = r[first], c[first]
-    d2 = np.concatenate(dists)[first] ** 2
-    d2 += (qc[r] != tc[c]).astype(np.float64) @ cost
-    out_d = np.empty((n, k))
-    out_i = np.empty((n, k), dtype=np.int64)
-    take_sorted(r, c, np.sqrt(d2), n_rows=n, k=k, out_d=out_d, out_i=out_i)
+    out_d, out_i = _decided(rows, cols, dists, qc, tc, cost, k, m)
     described = dict(base.search)
     described["coded_columns"] = {"columns": h, "subsets_searched": 2**h - 1, "pairs_within_groups": int(n_grouped)}
     return Neighbours(out_d, out_i, described)
+
+
+def _decided(
+    rows: list[np.ndarray],
+    cols: list[np.ndarray],
+    dists: list[np.ndarray],
+    qc: np.ndarray,
+    tc: np.ndarray,
+    cost: np.ndarray,
+    k: int,
+    m: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest of each query row (distances, indices) by exact d² from its candidates:
+    the rest-space search's (first in ``rows``/``cols``/``dists``, k a row) and the groups'. Every
+    candidate's rest distance is exact (from coordinate differences); a pair found twice is kept
+    once. With k = 1 a row no group listed has one candidate, its answer as it is: only the other
+    rows are sorted (the same values: each d² is the same sum)."""
+    n = rows[0].size // max(k, 1)
+    out_d = np.empty((n, k))
+    out_i = np.empty((n, k), dtype=np.int64)
+    alone = np.ones(n, dtype=bool)
+    for r in rows[1:]:
+        alone[r] = False
+    if k != 1 or not alone.any():
+        alone[:] = False
+    if alone.any():
+        c = cols[0][alone]
+        d2 = dists[0][alone] ** 2
+        d2 += (qc[alone] != tc[c]).astype(np.float64) @ cost
+        out_d[alone, 0], out_i[alone, 0] = np.sqrt(d2), c
+    listed = ~alone[rows[0]]
+    r = np.concatenate([rows[0][listed]] + rows[1:])
+    c = np.concatenate([cols[0][listed]] + cols[1:])
+    _, first = np.unique(r * m + c, return_index=True)
+    r, c = r[first], c[first]
+    d2 = np.concatenate([dists[0][listed]] + dists[1:])[first] ** 2
+    d2 += (qc[r] != tc[c]).astype(np.float64) @ cost
+    take_sorted(r, c, np.sqrt(d2), n_rows=n, k=k, out_d=out_d, out_i=out_i, rows=np.flatnonzero(~alone))
+    return out_d, out_i
 
 
 def _candidate_bound(base: Neighbours, qc: np.ndarray, tc: np.ndarray, cost: np.ndarray) -> np.ndarray:
