@@ -660,3 +660,15 @@ def test_enumerated_pairs_screened_on_a_few_coordinates_give_the_same_answers(mo
     assert np.array_equal(found[True].idx, found[False].idx)
     assert np.array_equal(found[True].dist, found[False].dist)
     assert 0 < found[True, "exact"] < found[False, "exact"]
+
+
+def test_the_category_floor_stays_below_the_float64_sum_of_costs():
+    """The pruning floor of a pair's mismatching categories (float32 sums less a relative 1e-5)
+    never exceeds their costs summed in float64, and is within 2e-5 of it."""
+    rng = np.random.default_rng(3)
+    costs = rng.uniform(0.01, 3.0, 30)
+    mismatch = rng.random((20000, 30)) < 0.4
+    exact = mismatch.astype(np.float64) @ costs
+    floor = coded_module._category_floor(mismatch, costs)
+    assert np.all(floor <= exact)
+    np.testing.assert_allclose(floor, exact, rtol=2e-5)
