@@ -74,3 +74,38 @@ def test_a_type_privgate_cannot_compare_fails_naming_column_and_type(tmp_path, i
     assert not decision.passed
     text = " ".join(str(v.value) for v in decision.metadata.values())
     assert "'tags'" in text and "List" in text, text
+
+
+def _coded_frame(seed: int, n: int = 300) -> pl.DataFrame:
+    """Numbers, a category, a postcode of ~1,000 possible codes (coded: compared as equal or not)
+    and an identifier unique per record."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "y": rng.normal(size=n) * 3,
+            "c": rng.choice(["a", "b", "c", "d"], n),
+            "zip": [f"{70000 + int(d):05d}" for d in rng.integers(0, 1_000, n)],
+            "patient_id": [f"P{seed:02d}{j:05d}" for j in range(n)],
+        }
+    )
+
+
+def test_a_postcode_and_an_identifier_are_gated_through_the_checks(tmp_path, instance, monkeypatch):
+    """A postcode of more levels than the limit (compared as equal or not) and an identifier
+    column through the Dagster checks with the default gate: an honest release with fresh
+    identifiers is not blocked, a copy of the real records is blocked, and an honest release
+    that reuses the real identifiers is blocked."""
+    from privgate import spaces
+
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 100)  # the postcode's ~250 levels: coded
+    real, holdout, honest = _coded_frame(0), _coded_frame(1), _coded_frame(2)
+    passed = _gate(tmp_path, instance, real, holdout, honest, "coded_honest")
+    assert passed[DECISION_CHECK].passed, passed[DECISION_CHECK].metadata
+    copied = _gate(tmp_path, instance, real, holdout, real, "coded_copied")
+    assert not copied[DECISION_CHECK].passed
+    reused = _gate(tmp_path, instance, real, holdout, honest.with_columns(real["patient_id"]), "coded_reused")
+    assert not reused[DECISION_CHECK].passed
+    assert not reused["identifier_reuse__threshold_block"].passed
