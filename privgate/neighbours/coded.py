@@ -618,7 +618,8 @@ def _k_nearest_within(
 ) -> _Pairs:
     """Of the pairs (query rows ``r``, target rows ``c``): each row's (up to) k with the smallest
     (exact rest distance, index) among those within its ``bound``, and every other within a
-    relative 1e-6 of its k-th (the decision snaps ties within 1e-9 and then takes the lowest
+    relative 1e-6 of its k-th, or whose squared distance is within 1e-6 of (1 + its k-th's + the
+    bound) (the decision snaps ties within 1e-9 of the whole distance and then takes the lowest
     index, which a cut by exact distance could have dropped) — rows ascending. ``screen``: the
     rest matrices' screen coordinates (``SCREEN_COLUMNS``) and ``floor``, per pair (or for all)
     at most the squared distance its one-hot categories add: a pair whose squared distance over
@@ -639,6 +640,11 @@ def _k_nearest_within(
     last = np.searchsorted(r, r, side="right") - 1
     kth = d[np.minimum(first + k - 1, last)]
     keep = (np.arange(r.size) - first < k) | (d <= kth * (1.0 + 1e-6) + 1e-6)
+    # a tie of whole distances D within 1e-9·(1 + D) is a difference of rest distances R of at most
+    # ~4e-9·(1 + D²), and D² ≤ the row's bound plus the coded costs its targets pay: 1e-6 of
+    # (1 + R + bound) covers it while those costs stay below ~250× (1 + bound)
+    scale = np.where(np.isfinite(bound[r]), bound[r], 0.0)
+    keep |= d * d <= kth * kth + 1e-6 * (1.0 + kth * kth + scale)
     return r[keep], c[keep], d[keep]
 
 

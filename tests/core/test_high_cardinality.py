@@ -672,3 +672,15 @@ def test_the_category_floor_stays_below_the_float64_sum_of_costs():
     floor = coded_module._category_floor(mismatch, costs)
     assert np.all(floor <= exact)
     np.testing.assert_allclose(floor, exact, rtol=2e-5)
+
+
+def test_a_tie_of_whole_distances_is_kept_when_coded_costs_dwarf_the_rest():
+    """Two targets of the query's first code, both differing on the second (cost 100): rest
+    distances 0 (index 1) and 9e-5 (index 0), whole distances 10 and 10 + 4e-10 — a tie within the
+    decision's tolerance, so the lowest index, 0, is the nearest. The group's enumeration must keep
+    index 0 although its rest distance is far beyond the k-th's relative 1e-6."""
+    q = np.array([[0.0, 0.0, 7.0, 1.0]])
+    t = np.array([[9e-5, 0.0, 7.0, 2.0], [0.0, 0.0, 7.0, 3.0]])
+    nb = knn(q, t, 1, coded_columns=[(2, 1.0), (3, 100.0)])
+    assert nb.idx[0].tolist() == [0]
+    np.testing.assert_allclose(nb.dist[0], [10.0], rtol=1e-9)
