@@ -333,8 +333,9 @@ def _screen(
 ) -> _Screen | None:
     """The screen coordinates of the rest matrices (``_Screen``): of their columns outside the
     one-hot ``slices``, the ``SCREEN_COLUMNS`` of largest variance in the targets, as contiguous
-    float64 copies (kept in ``memo`` for the other searches of the same matrices); None when they
-    are all of the rest space or none of it."""
+    copies in the matrices' own precision (float32 in compact spaces: differenced in float64 as
+    every exact distance is; kept in ``memo`` for the other searches of the same matrices); None
+    when they are all of the rest space or none of it."""
     free = np.ones(tr.shape[1], dtype=bool)
     for a, b in slices or ():
         free[a:b] = False
@@ -349,7 +350,7 @@ def _screen(
     tag = ("coded_screen", tuple(cols.tolist()))
 
     def columns(x: np.ndarray) -> np.ndarray:
-        return SearchMemo.get_or_build(memo, x, tag, lambda: np.ascontiguousarray(x[:, cols], dtype=np.float64))
+        return SearchMemo.get_or_build(memo, x, tag, lambda: np.ascontiguousarray(x[:, cols]))
 
     return columns(qr), (columns(tr) if tr is not qr else columns(qr))
 

@@ -615,7 +615,8 @@ def test_a_group_tie_at_the_kth_keeps_the_lowest_index(monkeypatch):
 
 def _screened_inputs(kind: str, exclude_self: bool) -> tuple[np.ndarray, np.ndarray, dict]:
     """(query, target, knn options): 20 numeric coordinates of unequal spread and a coded column
-    (``plain``), or a mixed space of numbers, one-hot categories and two coded columns."""
+    (``plain``; ``compact``: the same in float32), or a mixed space of numbers, one-hot categories
+    and two coded columns."""
     rng = np.random.default_rng(5)
     if kind == "plain":
         rest = rng.normal(size=(3000, 20)) * np.linspace(0.2, 2.0, 20)
@@ -623,6 +624,10 @@ def _screened_inputs(kind: str, exclude_self: bool) -> tuple[np.ndarray, np.ndar
         t = np.column_stack([rest, codes])
         q = t if exclude_self else np.column_stack([rng.normal(size=(500, 20)), rng.integers(0, 410, 500)])
         return q, t, {"coded_columns": [(20, 1.5)]}
+    if kind == "compact":  # float32 coordinates, as compact spaces hold them
+        q, t, opts = _screened_inputs("plain", exclude_self)
+        t32 = t.astype(np.float32)
+        return (t32 if exclude_self else q.astype(np.float32)), t32, opts
     frames = {
         "real": _frame(1500, 7, zip_levels=60, dx_levels=8),
         "synthetic": _frame(700, 8, zip_levels=60, dx_levels=8),
@@ -632,7 +637,7 @@ def _screened_inputs(kind: str, exclude_self: bool) -> tuple[np.ndarray, np.ndar
     return cod.real, (cod.real if exclude_self else cod.synthetic), opts
 
 
-@pytest.mark.parametrize("kind", ["plain", "mixed"])
+@pytest.mark.parametrize("kind", ["plain", "compact", "mixed"])
 @pytest.mark.parametrize("exclude_self", [False, True])
 def test_enumerated_pairs_screened_on_a_few_coordinates_give_the_same_answers(monkeypatch, kind, exclude_self):
     """Enumerated pairs whose squared distance over a few coordinates outside the one-hot
