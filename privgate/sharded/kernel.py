@@ -144,15 +144,17 @@ def engine_knn(
     """What :func:`block_knn` gives, by the local engine's exact search
     (:func:`privgate.neighbours.knn`, ``approximate=False``: its grouped, tiled and coded paths,
     which settle categorical data far sooner than one screen of every pair): the k nearest — the
-    k + 1 nearest when a record may be listed as its own neighbour, itself then dropped by global
-    index (or, if k + 1 exact duplicates of lower index keep it out, the last; and listing more
+    k + 2 nearest when a record may be listed as its own neighbour, itself then dropped by global
+    index (or, if exact duplicates of lower index keep it out, the last ones; and listing more
     where its own distance 0 hid a tie at its nearest other record: :func:`_without_self`)."""
     from ..neighbours import knn
 
     nq = query.shape[0]
     out_d = np.full((nq, k), np.inf)
     out_i = np.full((nq, k), -1, dtype=np.int64)
-    kk = min(k + (1 if exclude_self else 0), target.shape[0])
+    # excluding itself: its k + 2 nearest, so that the last listed is past its nearest other record
+    # and a tie there shows (``_without_self``) without searching every row twice
+    kk = min(k + (2 if exclude_self else 0), target.shape[0])
     if nq == 0 or kk == 0:
         return out_d, out_i
 

@@ -179,6 +179,29 @@ def test_a_tie_hidden_by_the_query_itself_is_listed_by_lowest_index():
     assert np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12)
 
 
+def test_records_without_ties_are_searched_once(monkeypatch):
+    """Listing its k + 2 nearest, a record that lists itself shows a tie at its nearest other
+    record only when there is one: on continuous values, one search of every record."""
+    import privgate.neighbours as neighbours
+    from privgate.sharded.kernel import engine_knn
+
+    calls = []
+    plain = neighbours.knn
+
+    def counted(q, *args, **kwargs):
+        calls.append(q.shape[0])
+        return plain(q, *args, **kwargs)
+
+    monkeypatch.setattr(neighbours, "knn", counted)
+    t = np.random.default_rng(4).normal(size=(400, 3))
+    ids = np.arange(400) + 7
+    for k in (1, 3):
+        calls.clear()
+        a = engine_knn(t, ids, t, ids, k, exclude_self=True)
+        b = block_knn(t, ids, t, ids, k, exclude_self=True)
+        assert calls == [400] and np.array_equal(a[1], b[1])
+
+
 def test_a_worker_whose_limit_is_below_the_estimate_is_refused_by_name(tmp_path):
     from privgate.errors import MemoryLimitError
     from privgate.sharded.memory import check_workers, task_bytes
