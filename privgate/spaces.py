@@ -652,9 +652,9 @@ class FamdInputs:
         from scipy.sparse.linalg import LinearOperator, svds
 
         if rows is not None:
-            out = np.ones(self.shape[0], dtype=bool)
-            out[rows] = False
-            left = np.flatnonzero(out)  # the rows not given (a sort-free setdiff1d)
+            not_given = np.ones(self.shape[0], dtype=bool)
+            not_given[rows] = False
+            left = np.flatnonzero(not_given)  # a sort-free setdiff1d
             if GRAM_REFITS and 2 * left.size < self.shape[0] and self._global() is not None:
                 return self._leading_axes_without(n, left, start)
             return self.rows(rows).leading_axes(n, start=start)  # its own operator, sliced once

@@ -343,7 +343,7 @@ def _screen(
     if not free.size or not tr.shape[0] or (free.size == tr.shape[1] and free.size <= SCREEN_COLUMNS):
         return None
     if free.size > SCREEN_COLUMNS:
-        # the variance from every 16th row: any choice of columns screens exactly
+        # the variance from at most ~65,536 evenly spaced rows: any choice of columns screens exactly
         spread = tr[:: max(1, tr.shape[0] // 65536), free].var(axis=0)
         free = np.sort(free[np.argsort(-spread, kind="stable")[:SCREEN_COLUMNS]])
     cols = free

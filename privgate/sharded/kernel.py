@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..neighbours.decide import snap_ties
-from ..ties import REL_TOL
+from ..ties import REL_TOL, le
 
 __all__ = ["block_knn", "engine_knn", "merge_lists", "top_k"]
 
@@ -183,7 +183,7 @@ def _without_self(query, query_ids, m: int, k: int, width: int, search, dist, id
     ``idx``: global indices), itself dropped by global index. A row that listed itself had its
     ties snapped to its own distance 0, so the tie class at its nearest other record may be cut
     short (targets at that distance but for rounding, of lower index, not listed): the rows whose
-    last listed distance is within twice the tolerance of their nearest other are searched again,
+    last listed distance ties with their nearest other (:func:`privgate.ties.le`) are searched again,
     listing twice as many, until it is not or every target is listed (a loop over rounds)."""
     rows_out, dist_out, idx_out = [], [], []
     todo = np.arange(query.shape[0])
@@ -192,7 +192,7 @@ def _without_self(query, query_ids, m: int, k: int, width: int, search, dist, id
         listed = own.any(axis=1)
         other = np.where(own, np.inf, dist).min(axis=1)
         last = dist[:, -1]
-        again = listed & (width < m) & (last <= other + 2.0 * REL_TOL * (1.0 + np.abs(other)))
+        again = listed & (width < m) & le(last, other)  # tied with it, as snap_ties would tie them
         keep = ~own & ~again[:, None]
         rows_out.append(np.broadcast_to(todo[:, None], idx.shape)[keep])
         dist_out.append(dist[keep])
