@@ -40,6 +40,23 @@ def sampling_summary(results: Mapping[str, Any]) -> str | None:
     return "sampled query records (seeded; intervals include the sampling error): " + "; ".join(parts)
 
 
+def column_handling_rows(outcome: Any) -> list[tuple[str, str]]:
+    """(label, text) lines saying what the inputs' schema decided about columns before any
+    metric ran (the evaluation's ``params["columns"]``): identifier columns left out of every
+    metric but identifier_reuse, and categorical columns compared as equal or not (more levels
+    than the one-hot limit) with their level counts — column names and counts only."""
+    report = getattr(outcome, "report", None)
+    found = ((getattr(report, "params", None) or {}).get("columns")) or {}
+    rows = []
+    if found.get("identifiers_left_out"):
+        names = ", ".join(found["identifiers_left_out"])
+        rows.append(("identifier columns", f"{names} — left out of every metric but identifier_reuse"))
+    if found.get("coded"):
+        coded = ", ".join(f"{c} ({n:,} levels)" for c, n in found["coded"].items())
+        rows.append(("compared as equal or not", f"{coded} — a mismatch adds its one-hot distance"))
+    return rows
+
+
 def format_checks(outcome: CheckedRun, compact: bool = False) -> str:
     """A fixed-width decision table (warn and block limits of one rule on one row; values with
     their 95 % intervals; p-values) followed by the decision line.

@@ -22,7 +22,7 @@ import polars as pl
 from markupsafe import Markup, escape
 
 from ..gates.decision_table import columns, decision_rows, fmt_number, fmt_p, with_interval
-from ..gates.present import sampling_summary, unchecked_note
+from ..gates.present import column_handling_rows, sampling_summary, unchecked_note
 from ..results import _jsonable
 from . import plots
 from .files import _atomic_write
@@ -100,6 +100,7 @@ def render_html(outcome: Any, history: Any = None) -> str:
             plot_history=plots.plot_history(scores, outcome.run_id, metrics) if scores is not None else None,
             history_rows=history_rows,
             sampling=sampling_summary(outcome.results),
+            column_rows=column_handling_rows(outcome),
         )
     )
 

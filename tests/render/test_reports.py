@@ -270,3 +270,32 @@ def test_intervals_and_p_values_in_html_json_and_history(tmp_path, data, capsys)
     assert main(["history", "--dataset", "ci", "--history", str(db), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["ci_low"] == 0.004 and rows[0]["p_value"] == 0.0123
+
+
+def test_the_report_says_which_columns_were_left_out_or_compared_as_codes(tmp_path, monkeypatch):
+    """A table with an identifier column and a postcode of more levels than the one-hot limit: the
+    HTML report's run table names the identifier left out of the metrics and the postcode compared
+    as equal or not, with its level count — names and counts, no value of a record."""
+    from privgate import spaces
+
+    monkeypatch.setattr(spaces, "HIGH_CARDINALITY_LEVELS", 20)
+
+    def frame(seed: int) -> pl.DataFrame:
+        r = np.random.default_rng(seed)
+        return pl.DataFrame(
+            {
+                "pid": [f"P{seed}-{i:05d}" for i in range(300)],
+                "x": r.normal(size=300),
+                "zip": [f"7{z:04d}" for z in r.integers(0, 60, 300)],
+            }
+        )
+
+    real, holdout, release = frame(0), frame(1), frame(2)
+    cfg = parse_gate_config({"dataset": "cols", "metrics": {"authenticity": {"baseline": {"block": 0.15}}}})
+    out = run_gate(cfg, real, release, holdout=holdout, release_id="c", record=False)
+    html = re.sub(r"<[^>]+>", " ", render_html(out))
+    assert "identifier columns" in html and "pid — left out of every metric but identifier_reuse" in html
+    levels = pl.concat([real, holdout, release])["zip"].n_unique()  # the levels seen in the three frames
+    assert f"zip ({levels:,} levels)" in html
+    # as whole words: a run id or a digest may hold five digits in a row by chance
+    assert not any(re.search(rf"\b{v}\b", html) for v in real["pid"].to_list() + real["zip"].to_list())
